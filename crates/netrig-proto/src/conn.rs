@@ -1,0 +1,89 @@
+//! The one I/O adapter of this crate: frames over a blocking `Read + Write`
+//! stream with timeouts. Agent and client both use it for control
+//! connections; everything it does with bytes is delegated to [`FrameDecoder`].
+
+use crate::frame::{encode_frame, FrameDecoder};
+use crate::ProtoError;
+use serde::{de::DeserializeOwned, Serialize};
+use std::io::{self, Read, Write};
+use std::net::TcpStream;
+use std::time::{Duration, Instant};
+
+/// Errors of a framed control connection.
+#[derive(Debug, thiserror::Error)]
+pub enum ConnError {
+    #[error("{0}")]
+    Proto(#[from] ProtoError),
+    #[error("{0}")]
+    Io(#[from] io::Error),
+    #[error("peer closed the control connection")]
+    Closed,
+    #[error("no message from the peer within {0:?}")]
+    Timeout(Duration),
+}
+
+/// A control connection carrying JSON frames.
+pub struct FramedConn {
+    stream: TcpStream,
+    decoder: FrameDecoder,
+}
+
+impl FramedConn {
+    /// Wraps a connected stream; frames over `max_frame` bytes are refused.
+    pub fn new(stream: TcpStream, max_frame: usize) -> Self {
+        FramedConn {
+            stream,
+            decoder: FrameDecoder::with_limit(max_frame),
+        }
+    }
+
+    pub fn stream(&self) -> &TcpStream {
+        &self.stream
+    }
+
+    /// Sends one message (with a write timeout so a stuck peer cannot block us forever).
+    pub fn send<T: Serialize>(&mut self, msg: &T) -> Result<(), ConnError> {
+        self.stream.set_write_timeout(Some(Duration::from_secs(30)))?;
+        self.stream.write_all(&encode_frame(msg))?;
+        Ok(())
+    }
+
+    /// Receives one message, waiting at most `timeout`.
+    pub fn recv<T: DeserializeOwned>(&mut self, timeout: Duration) -> Result<T, ConnError> {
+        match self.try_recv(timeout)? {
+            Some(m) => Ok(m),
+            None => Err(ConnError::Timeout(timeout)),
+        }
+    }
+
+    /// Receives one message if one arrives within `timeout`; `None` otherwise.
+    pub fn try_recv<T: DeserializeOwned>(&mut self, timeout: Duration) -> Result<Option<T>, ConnError> {
+        let deadline = Instant::now() + timeout;
+        let mut buf = [0u8; 16 * 1024];
+        loop {
+            if let Some(m) = self.decoder.next_msg()? {
+                return Ok(Some(m));
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                return Ok(None);
+            }
+            self.stream
+                .set_read_timeout(Some((deadline - now).max(Duration::from_millis(1))))?;
+            match self.stream.read(&mut buf) {
+                Ok(0) => return Err(ConnError::Closed),
+                Ok(n) => self.decoder.push(&buf[..n])?,
+                Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut) => {
+                    return Ok(None)
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e.into()),
+            }
+        }
+    }
+
+    /// A second handle on the same socket, for sending from another thread.
+    pub fn try_clone_stream(&self) -> io::Result<TcpStream> {
+        self.stream.try_clone()
+    }
+}

@@ -1,0 +1,56 @@
+//! The netrig control protocol, without I/O.
+//!
+//! Everything here is pure: byte slices in, messages out; time is passed in
+//! as an argument. The agent and the client put these pieces on sockets
+//! (see [`conn`] for the one small blocking adapter both use), and tests
+//! drive the state machines with a virtual clock.
+//!
+//! The wire format is described in `docs/PROTOCOL.md`.
+
+pub mod conn;
+pub mod error;
+pub mod frame;
+pub mod message;
+pub mod preamble;
+pub mod report;
+pub mod session;
+pub mod spec;
+
+pub use error::ProtoError;
+pub use frame::{encode_frame, FrameDecoder, MAX_FRAME_LEN};
+pub use message::{AgentLimits, AgentMsg, ClientMsg};
+pub use preamble::{ControlPreamble, DataHello, SessionCookie, CONTROL_MAGIC, DATA_MAGIC};
+pub use spec::{Direction, SpecError, TestKind, TestSpec};
+
+/// The protocol version this build speaks best.
+pub const PROTOCOL_VERSION: u16 = 1;
+/// The oldest protocol version this build still speaks.
+pub const MIN_PROTOCOL_VERSION: u16 = 1;
+/// The agent's default TCP port, for control and data connections alike.
+///
+/// Chosen to clash with neither netperf (12865), neper (12866), iperf3 (5201),
+/// iperf2 (5001), nuttcp (5000/5101) nor sockperf (11111). It spells NETR on
+/// a phone keypad.
+pub const DEFAULT_PORT: u16 = 6387;
+/// The software version, sent in the handshake so that mismatches can name it.
+pub const SOFTWARE_VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// Picks the highest protocol version both ranges contain.
+pub fn negotiate(ours: (u16, u16), theirs: (u16, u16)) -> Option<u16> {
+    let lo = ours.0.max(theirs.0);
+    let hi = ours.1.min(theirs.1);
+    (lo <= hi).then_some(hi)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn negotiate_picks_highest_common_version() {
+        assert_eq!(negotiate((1, 3), (2, 5)), Some(3));
+        assert_eq!(negotiate((1, 1), (1, 1)), Some(1));
+        assert_eq!(negotiate((1, 1), (2, 2)), None);
+        assert_eq!(negotiate((3, 4), (1, 2)), None);
+    }
+}

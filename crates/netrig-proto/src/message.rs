@@ -1,0 +1,141 @@
+//! Control messages. Each travels as one JSON frame (see [`crate::frame`]);
+//! the `type` field names the variant.
+
+use crate::report::{IntervalSample, SideReport};
+use crate::{SessionCookie, TestSpec};
+use serde::{Deserialize, Serialize};
+
+/// Bounds the agent enforces on every client. Sent in the welcome so a
+/// client can check a spec before asking.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AgentLimits {
+    /// Control sessions served at once; one more gets `Busy`.
+    pub max_sessions: u32,
+    /// Flows per direction in one test.
+    pub max_flows: u32,
+    /// Longest test, in seconds.
+    pub max_duration_s: u64,
+    /// Largest send or receive size.
+    pub max_message_size: u32,
+    /// How long the agent waits for each setup step (data connections, go).
+    pub setup_timeout_s: u64,
+}
+
+impl Default for AgentLimits {
+    fn default() -> Self {
+        AgentLimits {
+            max_sessions: 64,
+            max_flows: 10_000,
+            max_duration_s: 3600,
+            max_message_size: crate::spec::MAX_MESSAGE_SIZE,
+            setup_timeout_s: 30,
+        }
+    }
+}
+
+/// Client to agent.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ClientMsg {
+    /// First frame after the agent's welcome.
+    Hello { software: String },
+    /// Asks the agent to set up a test.
+    TestRequest { spec: TestSpec },
+    /// Every data connection is open: start measuring now.
+    Go,
+    /// Stop the running test (the user pressed Ctrl-C, or the client failed).
+    Abort { reason: String },
+    /// The client is done with this control connection.
+    Bye,
+}
+
+impl ClientMsg {
+    pub fn name(&self) -> &'static str {
+        match self {
+            ClientMsg::Hello { .. } => "hello",
+            ClientMsg::TestRequest { .. } => "test_request",
+            ClientMsg::Go => "go",
+            ClientMsg::Abort { .. } => "abort",
+            ClientMsg::Bye => "bye",
+        }
+    }
+}
+
+/// Agent to client.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum AgentMsg {
+    /// Answer to a control preamble whose version range overlaps ours.
+    Welcome {
+        version: u16,
+        software: String,
+        limits: AgentLimits,
+    },
+    /// Answer to a preamble whose range does not overlap ours. This variant's
+    /// shape never changes, so every version can read it; the agent closes
+    /// the connection after sending it.
+    VersionMismatch {
+        agent_min: u16,
+        agent_max: u16,
+        software: String,
+    },
+    /// The agent serves as many sessions as it may; it closes after this.
+    Busy { reason: String },
+    /// The test is set up: open the data connections with this cookie.
+    TestAccepted {
+        cookie: SessionCookie,
+        warnings: Vec<String>,
+    },
+    /// The spec broke a limit or cannot run; the session stays usable.
+    TestRejected { reason: String },
+    /// All data connections arrived.
+    DataReady,
+    /// One interim sample of the agent's side, sent as it is taken.
+    Interval { sample: IntervalSample },
+    /// The agent's side of the finished test.
+    Results { report: Box<SideReport> },
+    /// The agent gave up on the session; it closes after this.
+    Error { message: String },
+}
+
+impl AgentMsg {
+    pub fn name(&self) -> &'static str {
+        match self {
+            AgentMsg::Welcome { .. } => "welcome",
+            AgentMsg::VersionMismatch { .. } => "version_mismatch",
+            AgentMsg::Busy { .. } => "busy",
+            AgentMsg::TestAccepted { .. } => "test_accepted",
+            AgentMsg::TestRejected { .. } => "test_rejected",
+            AgentMsg::DataReady => "data_ready",
+            AgentMsg::Interval { .. } => "interval",
+            AgentMsg::Results { .. } => "results",
+            AgentMsg::Error { .. } => "error",
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn version_mismatch_wire_shape_is_stable() {
+        // Older and newer versions must be able to read this exact shape.
+        let m = AgentMsg::VersionMismatch {
+            agent_min: 1,
+            agent_max: 1,
+            software: "0.1.0".into(),
+        };
+        let v: serde_json::Value = serde_json::to_value(&m).unwrap();
+        assert_eq!(
+            v,
+            serde_json::json!({"type":"version_mismatch","agent_min":1,"agent_max":1,"software":"0.1.0"})
+        );
+    }
+
+    #[test]
+    fn unknown_message_type_is_an_error() {
+        let r: Result<ClientMsg, _> = serde_json::from_str(r#"{"type":"format_disk"}"#);
+        assert!(r.is_err());
+    }
+}

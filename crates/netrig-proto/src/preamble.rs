@@ -1,0 +1,212 @@
+//! The fixed-size binary greetings that open every connection to the agent.
+//!
+//! Control and data connections share the agent's one port, so the first
+//! four bytes say which is which. The control preamble's layout never changes
+//! between protocol versions: that is what lets two different versions tell
+//! each other, in words, that they do not match.
+
+use crate::ProtoError;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use std::fmt;
+
+/// First bytes of a control connection.
+pub const CONTROL_MAGIC: [u8; 4] = *b"NRGC";
+/// First bytes of a data connection.
+pub const DATA_MAGIC: [u8; 4] = *b"NRGD";
+
+/// Which kind of connection a peer opened, from its first four bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ConnKind {
+    Control,
+    Data,
+}
+
+impl ConnKind {
+    pub fn from_magic(magic: [u8; 4]) -> Result<Self, ProtoError> {
+        match magic {
+            CONTROL_MAGIC => Ok(ConnKind::Control),
+            DATA_MAGIC => Ok(ConnKind::Data),
+            other => Err(ProtoError::BadMagic(other)),
+        }
+    }
+}
+
+/// Sent by the client on a new control connection: magic, then the range of
+/// protocol versions it speaks (big-endian u16s). 8 bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ControlPreamble {
+    pub min_version: u16,
+    pub max_version: u16,
+}
+
+impl ControlPreamble {
+    pub const LEN: usize = 8;
+
+    pub fn encode(&self) -> [u8; Self::LEN] {
+        let mut b = [0u8; Self::LEN];
+        b[..4].copy_from_slice(&CONTROL_MAGIC);
+        b[4..6].copy_from_slice(&self.min_version.to_be_bytes());
+        b[6..8].copy_from_slice(&self.max_version.to_be_bytes());
+        b
+    }
+
+    pub fn decode(b: &[u8; Self::LEN]) -> Result<Self, ProtoError> {
+        let magic = [b[0], b[1], b[2], b[3]];
+        if magic != CONTROL_MAGIC {
+            return Err(ProtoError::BadMagic(magic));
+        }
+        let p = ControlPreamble {
+            min_version: u16::from_be_bytes([b[4], b[5]]),
+            max_version: u16::from_be_bytes([b[6], b[7]]),
+        };
+        if p.min_version > p.max_version || p.min_version == 0 {
+            return Err(ProtoError::Malformed(format!(
+                "version range {}..{} is empty",
+                p.min_version, p.max_version
+            )));
+        }
+        Ok(p)
+    }
+}
+
+/// A random 128-bit identifier the agent gives each test. Data connections
+/// must present it: without it the agent closes them.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct SessionCookie(pub [u8; 16]);
+
+impl fmt::Debug for SessionCookie {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "SessionCookie({self})")
+    }
+}
+
+impl fmt::Display for SessionCookie {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for b in self.0 {
+            write!(f, "{b:02x}")?;
+        }
+        Ok(())
+    }
+}
+
+impl SessionCookie {
+    pub fn from_hex(s: &str) -> Result<Self, ProtoError> {
+        let bad = || ProtoError::Malformed(format!("session cookie {s:?} is not 32 hex digits"));
+        if s.len() != 32 || !s.is_ascii() {
+            return Err(bad());
+        }
+        let mut out = [0u8; 16];
+        for (i, o) in out.iter_mut().enumerate() {
+            *o = u8::from_str_radix(&s[2 * i..2 * i + 2], 16).map_err(|_| bad())?;
+        }
+        Ok(SessionCookie(out))
+    }
+}
+
+impl Serialize for SessionCookie {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.to_string())
+    }
+}
+
+impl<'de> Deserialize<'de> for SessionCookie {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        SessionCookie::from_hex(&s).map_err(serde::de::Error::custom)
+    }
+}
+
+/// Sent by the client as the first 32 bytes of every data connection. What
+/// follows on that connection is test traffic, never counted before this
+/// header is consumed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DataHello {
+    pub version: u16,
+    pub cookie: SessionCookie,
+    /// Index of the flow in the test's flow list (see `TestSpec::flow_plan`).
+    pub flow: u32,
+}
+
+impl DataHello {
+    pub const LEN: usize = 32;
+
+    pub fn encode(&self) -> [u8; Self::LEN] {
+        let mut b = [0u8; Self::LEN];
+        b[..4].copy_from_slice(&DATA_MAGIC);
+        b[4..6].copy_from_slice(&self.version.to_be_bytes());
+        // bytes 6..8 reserved, zero
+        b[8..24].copy_from_slice(&self.cookie.0);
+        b[24..28].copy_from_slice(&self.flow.to_be_bytes());
+        // bytes 28..32 reserved, zero
+        b
+    }
+
+    pub fn decode(b: &[u8; Self::LEN]) -> Result<Self, ProtoError> {
+        let magic = [b[0], b[1], b[2], b[3]];
+        if magic != DATA_MAGIC {
+            return Err(ProtoError::BadMagic(magic));
+        }
+        let mut cookie = [0u8; 16];
+        cookie.copy_from_slice(&b[8..24]);
+        Ok(DataHello {
+            version: u16::from_be_bytes([b[4], b[5]]),
+            cookie: SessionCookie(cookie),
+            flow: u32::from_be_bytes([b[24], b[25], b[26], b[27]]),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn control_preamble_roundtrip() {
+        let p = ControlPreamble {
+            min_version: 1,
+            max_version: 7,
+        };
+        assert_eq!(ControlPreamble::decode(&p.encode()).unwrap(), p);
+    }
+
+    #[test]
+    fn control_preamble_rejects_empty_range_and_foreign_magic() {
+        let mut b = ControlPreamble {
+            min_version: 3,
+            max_version: 2,
+        }
+        .encode();
+        assert!(ControlPreamble::decode(&b).is_err());
+        b[..4].copy_from_slice(b"GET ");
+        assert!(matches!(
+            ControlPreamble::decode(&b),
+            Err(ProtoError::BadMagic(_))
+        ));
+    }
+
+    #[test]
+    fn data_hello_roundtrip() {
+        let h = DataHello {
+            version: 1,
+            cookie: SessionCookie([7; 16]),
+            flow: 9999,
+        };
+        assert_eq!(DataHello::decode(&h.encode()).unwrap(), h);
+    }
+
+    #[test]
+    fn magic_dispatch() {
+        assert_eq!(ConnKind::from_magic(CONTROL_MAGIC).unwrap(), ConnKind::Control);
+        assert_eq!(ConnKind::from_magic(DATA_MAGIC).unwrap(), ConnKind::Data);
+        // iperf3 opens with a 37-byte cookie of printable characters.
+        assert!(ConnKind::from_magic(*b"abcd").is_err());
+    }
+
+    #[test]
+    fn cookie_hex_roundtrip_and_rejects_junk() {
+        let c = SessionCookie([0xab; 16]);
+        assert_eq!(SessionCookie::from_hex(&c.to_string()).unwrap(), c);
+        assert!(SessionCookie::from_hex("zz").is_err());
+        assert!(SessionCookie::from_hex(&"é".repeat(16)).is_err());
+    }
+}

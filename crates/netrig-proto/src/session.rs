@@ -1,0 +1,539 @@
+//! Session state machines for both ends. They hold no sockets and read no
+//! clock: the caller passes each message and the current time, and the
+//! machine says what it means or why it is not allowed now.
+
+use crate::message::{AgentLimits, AgentMsg, ClientMsg};
+use crate::{ProtoError, TestSpec};
+use std::time::{Duration, Instant};
+
+/// What a client message means to the agent.
+#[derive(Debug, Clone, PartialEq)]
+pub enum AgentEvent {
+    /// Handshake finished.
+    Hello { software: String },
+    /// A valid spec: set the test up (generate a cookie, await data connections).
+    TestRequested(TestSpec),
+    /// A spec that breaks a limit: tell the client, stay idle.
+    TestInvalid(String),
+    /// Start measuring.
+    Go,
+    /// Stop the running test.
+    Abort(String),
+    /// Close the session.
+    Bye,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+enum AgentState {
+    AwaitHello,
+    Idle,
+    AwaitData {
+        expected: u64,
+        seen: Vec<bool>,
+        arrived: u64,
+    },
+    AwaitGo,
+    Running,
+    Closed,
+}
+
+impl AgentState {
+    fn name(&self) -> &'static str {
+        match self {
+            AgentState::AwaitHello => "awaiting hello",
+            AgentState::Idle => "idle",
+            AgentState::AwaitData { .. } => "awaiting data connections",
+            AgentState::AwaitGo => "awaiting go",
+            AgentState::Running => "running a test",
+            AgentState::Closed => "closed",
+        }
+    }
+}
+
+/// The agent's view of one control session.
+#[derive(Debug)]
+pub struct AgentSession {
+    state: AgentState,
+    limits: AgentLimits,
+    deadline: Option<Instant>,
+}
+
+impl AgentSession {
+    /// A session whose client has sent a matching preamble at `now`.
+    pub fn new(limits: AgentLimits, now: Instant) -> Self {
+        let mut s = AgentSession {
+            state: AgentState::AwaitHello,
+            limits,
+            deadline: None,
+        };
+        s.deadline = Some(now + s.setup_timeout());
+        s
+    }
+
+    fn setup_timeout(&self) -> Duration {
+        Duration::from_secs(self.limits.setup_timeout_s)
+    }
+
+    pub fn state_name(&self) -> &'static str {
+        self.state.name()
+    }
+
+    pub fn is_running(&self) -> bool {
+        self.state == AgentState::Running
+    }
+
+    /// When the current step must be done by, if it has a deadline.
+    pub fn deadline(&self) -> Option<Instant> {
+        self.deadline
+    }
+
+    /// Handles one message from the client.
+    pub fn on_client(&mut self, msg: ClientMsg, now: Instant) -> Result<AgentEvent, ProtoError> {
+        let unexpected = |s: &AgentState, m: &ClientMsg| ProtoError::Unexpected {
+            got: m.name(),
+            state: s.name(),
+        };
+        match (&self.state, msg) {
+            (AgentState::Closed, m) => Err(unexpected(&self.state, &m)),
+            (_, ClientMsg::Bye) => {
+                self.state = AgentState::Closed;
+                self.deadline = None;
+                Ok(AgentEvent::Bye)
+            }
+            (AgentState::AwaitHello, ClientMsg::Hello { software }) => {
+                self.state = AgentState::Idle;
+                self.deadline = None;
+                Ok(AgentEvent::Hello { software })
+            }
+            (AgentState::Idle, ClientMsg::TestRequest { spec }) => match spec.validate(&self.limits) {
+                Ok(()) => {
+                    let expected = spec.connections();
+                    self.state = AgentState::AwaitData {
+                        expected,
+                        seen: vec![false; expected as usize],
+                        arrived: 0,
+                    };
+                    self.deadline = Some(now + self.setup_timeout());
+                    Ok(AgentEvent::TestRequested(spec))
+                }
+                Err(e) => Ok(AgentEvent::TestInvalid(e.to_string())),
+            },
+            (
+                AgentState::AwaitData { .. } | AgentState::AwaitGo | AgentState::Running,
+                ClientMsg::Abort { reason },
+            ) => {
+                self.state = AgentState::Idle;
+                self.deadline = None;
+                Ok(AgentEvent::Abort(reason))
+            }
+            (AgentState::AwaitGo, ClientMsg::Go) => {
+                self.state = AgentState::Running;
+                self.deadline = None;
+                Ok(AgentEvent::Go)
+            }
+            (s, m) => Err(unexpected(s, &m)),
+        }
+    }
+
+    /// Records a data connection for `flow`. Returns true when it was the
+    /// last one awaited. Duplicates and unknown flows are errors.
+    pub fn on_data_connection(&mut self, flow: u32, now: Instant) -> Result<bool, ProtoError> {
+        let timeout = self.setup_timeout();
+        let AgentState::AwaitData {
+            expected,
+            seen,
+            arrived,
+        } = &mut self.state
+        else {
+            return Err(ProtoError::Violation(format!(
+                "data connection for flow {flow} while {}",
+                self.state.name()
+            )));
+        };
+        let slot = seen.get_mut(flow as usize).ok_or_else(|| {
+            ProtoError::Violation(format!(
+                "data connection for flow {flow}, but the test has {expected}"
+            ))
+        })?;
+        if *slot {
+            return Err(ProtoError::Violation(format!(
+                "second data connection for flow {flow}"
+            )));
+        }
+        *slot = true;
+        *arrived += 1;
+        if *arrived == *expected {
+            self.state = AgentState::AwaitGo;
+            self.deadline = Some(now + timeout);
+            Ok(true)
+        } else {
+            Ok(false)
+        }
+    }
+
+    /// The running test finished (or failed); the session is idle again.
+    pub fn finish(&mut self) {
+        if self.state != AgentState::Closed {
+            self.state = AgentState::Idle;
+            self.deadline = None;
+        }
+    }
+
+    /// Fails when the current setup step has overrun its deadline.
+    pub fn check_deadline(&self, now: Instant) -> Result<(), ProtoError> {
+        match self.deadline {
+            Some(d) if now >= d => Err(ProtoError::Timeout(match &self.state {
+                AgentState::AwaitData {
+                    expected, arrived, ..
+                } => format!(
+                    "waiting for data connections: {arrived} of {expected} arrived within {} s",
+                    self.limits.setup_timeout_s
+                ),
+                s => format!("{} for {} s", s.name(), self.limits.setup_timeout_s),
+            })),
+            _ => Ok(()),
+        }
+    }
+}
+
+/// What an agent message means to the client.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ClientEvent {
+    Welcome {
+        version: u16,
+        software: String,
+        limits: AgentLimits,
+    },
+    Accepted(AgentMsg),
+    Rejected(String),
+    DataReady,
+    Interval(AgentMsg),
+    Results(AgentMsg),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ClientState {
+    AwaitWelcome,
+    Ready,
+    AwaitAccept,
+    AwaitDataReady,
+    Running,
+    Closed,
+}
+
+impl ClientState {
+    fn name(self) -> &'static str {
+        match self {
+            ClientState::AwaitWelcome => "awaiting welcome",
+            ClientState::Ready => "ready",
+            ClientState::AwaitAccept => "awaiting test acceptance",
+            ClientState::AwaitDataReady => "awaiting data-ready",
+            ClientState::Running => "running a test",
+            ClientState::Closed => "closed",
+        }
+    }
+}
+
+/// The client's view of one control session.
+#[derive(Debug)]
+pub struct ClientSession {
+    state: ClientState,
+}
+
+impl Default for ClientSession {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl ClientSession {
+    pub fn new() -> Self {
+        ClientSession {
+            state: ClientState::AwaitWelcome,
+        }
+    }
+
+    /// Call when sending a test request.
+    pub fn request_sent(&mut self) -> Result<(), ProtoError> {
+        self.expect(ClientState::Ready, "test_request")?;
+        self.state = ClientState::AwaitAccept;
+        Ok(())
+    }
+
+    /// Call when sending go (after data-ready).
+    pub fn go_sent(&mut self) -> Result<(), ProtoError> {
+        self.expect(ClientState::AwaitDataReady, "go")?;
+        self.state = ClientState::Running;
+        Ok(())
+    }
+
+    fn expect(&self, s: ClientState, what: &'static str) -> Result<(), ProtoError> {
+        if self.state == s {
+            Ok(())
+        } else {
+            Err(ProtoError::Unexpected {
+                got: what,
+                state: self.state.name(),
+            })
+        }
+    }
+
+    /// Handles one message from the agent. Errors name what the agent said
+    /// when it refused or failed.
+    pub fn on_agent(&mut self, msg: AgentMsg) -> Result<ClientEvent, ProtoError> {
+        use ClientState as S;
+        match (self.state, msg) {
+            (_, AgentMsg::Error { message }) => {
+                self.state = S::Closed;
+                Err(ProtoError::Violation(format!(
+                    "agent reported an error: {message}"
+                )))
+            }
+            (
+                S::AwaitWelcome,
+                AgentMsg::Welcome {
+                    version,
+                    software,
+                    limits,
+                },
+            ) => {
+                self.state = S::Ready;
+                Ok(ClientEvent::Welcome {
+                    version,
+                    software,
+                    limits,
+                })
+            }
+            (
+                S::AwaitWelcome,
+                AgentMsg::VersionMismatch {
+                    agent_min,
+                    agent_max,
+                    software,
+                },
+            ) => {
+                self.state = S::Closed;
+                Err(ProtoError::Violation(format!(
+                    "version mismatch: the agent (netrig {software}) speaks protocol versions {agent_min}..={agent_max}, \
+                     this client (netrig {}) speaks {}..={}; run the same netrig release on both hosts",
+                    crate::SOFTWARE_VERSION,
+                    crate::MIN_PROTOCOL_VERSION,
+                    crate::PROTOCOL_VERSION
+                )))
+            }
+            (S::AwaitWelcome, AgentMsg::Busy { reason }) => {
+                self.state = S::Closed;
+                Err(ProtoError::Violation(format!("agent is busy: {reason}")))
+            }
+            (S::AwaitAccept, m @ AgentMsg::TestAccepted { .. }) => {
+                self.state = S::AwaitDataReady;
+                Ok(ClientEvent::Accepted(m))
+            }
+            (S::AwaitAccept, AgentMsg::TestRejected { reason }) => {
+                self.state = S::Ready;
+                Ok(ClientEvent::Rejected(reason))
+            }
+            (S::AwaitDataReady, AgentMsg::DataReady) => Ok(ClientEvent::DataReady),
+            (S::Running, m @ AgentMsg::Interval { .. }) => Ok(ClientEvent::Interval(m)),
+            (S::Running, m @ AgentMsg::Results { .. }) => {
+                self.state = S::Ready;
+                Ok(ClientEvent::Results(m))
+            }
+            (s, m) => Err(ProtoError::Unexpected {
+                got: m.name(),
+                state: s.name(),
+            }),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::{IntervalSample, SideReport};
+    use crate::spec::{Limit, SocketOptions, TestKind};
+    use crate::SessionCookie;
+
+    fn spec(kind: TestKind, flows: u32) -> TestSpec {
+        TestSpec {
+            kind,
+            limit: Limit::Duration { seconds: 1.0 },
+            omit_s: 0.0,
+            interval_s: Some(0.5),
+            flows,
+            message_size: 1024,
+            recv_size: 1024,
+            remote: SocketOptions::default(),
+        }
+    }
+
+    /// A whole test driven through both machines with a virtual clock.
+    #[test]
+    fn simulated_pair_runs_a_test() {
+        let t0 = Instant::now();
+        let mut agent = AgentSession::new(AgentLimits::default(), t0);
+        let mut client = ClientSession::new();
+        let w = client
+            .on_agent(AgentMsg::Welcome {
+                version: 1,
+                software: "x".into(),
+                limits: AgentLimits::default(),
+            })
+            .unwrap();
+        assert!(matches!(w, ClientEvent::Welcome { version: 1, .. }));
+        assert!(matches!(
+            agent
+                .on_client(ClientMsg::Hello { software: "c".into() }, t0)
+                .unwrap(),
+            AgentEvent::Hello { .. }
+        ));
+        client.request_sent().unwrap();
+        let ev = agent
+            .on_client(
+                ClientMsg::TestRequest {
+                    spec: spec(TestKind::TcpBidir, 2),
+                },
+                t0,
+            )
+            .unwrap();
+        assert!(matches!(ev, AgentEvent::TestRequested(_)));
+        client
+            .on_agent(AgentMsg::TestAccepted {
+                cookie: SessionCookie([1; 16]),
+                warnings: vec![],
+            })
+            .unwrap();
+        let t1 = t0 + Duration::from_secs(1);
+        assert!(!agent.on_data_connection(0, t1).unwrap());
+        assert!(!agent.on_data_connection(3, t1).unwrap());
+        assert!(agent.on_data_connection(3, t1).is_err(), "duplicate flow");
+        assert!(agent.on_data_connection(4, t1).is_err(), "flow out of range");
+        assert!(!agent.on_data_connection(1, t1).unwrap());
+        assert!(agent.on_data_connection(2, t1).unwrap());
+        assert_eq!(
+            client.on_agent(AgentMsg::DataReady).unwrap(),
+            ClientEvent::DataReady
+        );
+        client.go_sent().unwrap();
+        assert_eq!(agent.on_client(ClientMsg::Go, t1).unwrap(), AgentEvent::Go);
+        assert!(agent.is_running());
+        let iv = AgentMsg::Interval {
+            sample: IntervalSample {
+                index: 0,
+                start_s: 0.0,
+                end_s: 0.5,
+                ids: vec![0],
+                bytes: vec![1],
+            },
+        };
+        assert!(matches!(client.on_agent(iv).unwrap(), ClientEvent::Interval(_)));
+        agent.finish();
+        let r = AgentMsg::Results {
+            report: Box::new(SideReport::default()),
+        };
+        assert!(matches!(client.on_agent(r).unwrap(), ClientEvent::Results(_)));
+        // Both are ready for another test.
+        client.request_sent().unwrap();
+        assert!(matches!(
+            agent
+                .on_client(
+                    ClientMsg::TestRequest {
+                        spec: spec(TestKind::TcpStream, 1)
+                    },
+                    t1
+                )
+                .unwrap(),
+            AgentEvent::TestRequested(_)
+        ));
+        assert_eq!(agent.on_client(ClientMsg::Bye, t1).unwrap(), AgentEvent::Bye);
+        assert!(agent.on_client(ClientMsg::Go, t1).is_err());
+    }
+
+    #[test]
+    fn agent_refuses_out_of_order_messages() {
+        let t0 = Instant::now();
+        let mut agent = AgentSession::new(AgentLimits::default(), t0);
+        assert!(agent.on_client(ClientMsg::Go, t0).is_err());
+        let mut agent = AgentSession::new(AgentLimits::default(), t0);
+        agent
+            .on_client(ClientMsg::Hello { software: "c".into() }, t0)
+            .unwrap();
+        assert!(agent.on_client(ClientMsg::Go, t0).is_err(), "go before any test");
+        assert!(agent.on_data_connection(0, t0).is_err(), "data before any test");
+    }
+
+    #[test]
+    fn invalid_spec_keeps_session_idle() {
+        let t0 = Instant::now();
+        let mut agent = AgentSession::new(AgentLimits::default(), t0);
+        agent
+            .on_client(ClientMsg::Hello { software: "c".into() }, t0)
+            .unwrap();
+        let mut s = spec(TestKind::TcpStream, 1);
+        s.limit = Limit::Duration { seconds: 1e9 };
+        match agent.on_client(ClientMsg::TestRequest { spec: s }, t0).unwrap() {
+            AgentEvent::TestInvalid(why) => assert!(why.contains("-l/--length"), "{why}"),
+            e => panic!("{e:?}"),
+        }
+        assert_eq!(agent.state_name(), "idle");
+    }
+
+    #[test]
+    fn setup_deadlines_use_the_virtual_clock() {
+        let t0 = Instant::now();
+        let limits = AgentLimits {
+            setup_timeout_s: 5,
+            ..AgentLimits::default()
+        };
+        let mut agent = AgentSession::new(limits, t0);
+        assert!(agent.check_deadline(t0 + Duration::from_secs(4)).is_ok());
+        assert!(
+            agent.check_deadline(t0 + Duration::from_secs(5)).is_err(),
+            "hello never came"
+        );
+        agent
+            .on_client(ClientMsg::Hello { software: "c".into() }, t0)
+            .unwrap();
+        assert!(
+            agent.check_deadline(t0 + Duration::from_secs(100)).is_ok(),
+            "idle has no deadline"
+        );
+        agent
+            .on_client(
+                ClientMsg::TestRequest {
+                    spec: spec(TestKind::TcpStream, 2),
+                },
+                t0,
+            )
+            .unwrap();
+        agent.on_data_connection(0, t0).unwrap();
+        let err = agent
+            .check_deadline(t0 + Duration::from_secs(6))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("1 of 2 arrived"), "{err}");
+    }
+
+    #[test]
+    fn client_reports_version_mismatch_in_words() {
+        let mut c = ClientSession::new();
+        let err = c
+            .on_agent(AgentMsg::VersionMismatch {
+                agent_min: 7,
+                agent_max: 9,
+                software: "9.0.0".into(),
+            })
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("7..=9") && err.contains("9.0.0"), "{err}");
+    }
+
+    #[test]
+    fn client_refuses_results_before_running() {
+        let mut c = ClientSession::new();
+        let r = AgentMsg::Results {
+            report: Box::new(SideReport::default()),
+        };
+        assert!(c.on_agent(r).is_err());
+    }
+}

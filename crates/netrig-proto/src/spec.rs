@@ -1,0 +1,341 @@
+//! What a test is: its kind, its limits and the options of its sockets.
+//! The client sends a [`TestSpec`] to the agent, which validates it against
+//! its own [`AgentLimits`](crate::AgentLimits) before accepting it.
+
+use crate::AgentLimits;
+use serde::{Deserialize, Serialize};
+use thiserror::Error;
+
+/// The kinds of test. The wire name is the CLI subcommand name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum TestKind {
+    /// Client sends, agent receives (netperf TCP_STREAM).
+    TcpStream,
+    /// Agent sends, client receives (netperf TCP_MAERTS).
+    TcpMaerts,
+    /// Both at once, on separate connections.
+    TcpBidir,
+}
+
+impl TestKind {
+    pub const ALL: [TestKind; 3] = [TestKind::TcpStream, TestKind::TcpMaerts, TestKind::TcpBidir];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            TestKind::TcpStream => "tcp-stream",
+            TestKind::TcpMaerts => "tcp-maerts",
+            TestKind::TcpBidir => "tcp-bidir",
+        }
+    }
+
+    /// The directions in which this kind moves data.
+    pub fn directions(self) -> &'static [Direction] {
+        match self {
+            TestKind::TcpStream => &[Direction::Tx],
+            TestKind::TcpMaerts => &[Direction::Rx],
+            TestKind::TcpBidir => &[Direction::Tx, Direction::Rx],
+        }
+    }
+}
+
+/// Which way data moves, seen from the client.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Direction {
+    /// Client to agent.
+    Tx,
+    /// Agent to client.
+    Rx,
+}
+
+impl Direction {
+    pub fn name(self) -> &'static str {
+        match self {
+            Direction::Tx => "tx",
+            Direction::Rx => "rx",
+        }
+    }
+}
+
+/// When a test ends.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Limit {
+    /// After this many seconds (`-l`).
+    Duration { seconds: f64 },
+    /// After this many payload bytes per direction, spread over the flows (`-n`).
+    Bytes { bytes: u64 },
+}
+
+/// Socket options one end applies to its data sockets.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SocketOptions {
+    /// SO_SNDBUF request in bytes (the kernel doubles it and clamps it at wmem_max).
+    pub sndbuf: Option<u32>,
+    /// SO_RCVBUF request in bytes (the kernel doubles it and clamps it at rmem_max).
+    pub rcvbuf: Option<u32>,
+    /// The whole IP TOS / IPv6 traffic-class byte (DSCP is its top six bits).
+    pub tos: Option<u8>,
+    /// SO_PRIORITY (0-7 without CAP_NET_ADMIN).
+    pub priority: Option<u32>,
+    /// TCP_NODELAY.
+    #[serde(default)]
+    pub nodelay: bool,
+    /// TCP_CONGESTION algorithm name.
+    pub congestion: Option<String>,
+    /// TCP_MAXSEG, applied before connect (client end only).
+    pub mss: Option<u32>,
+}
+
+/// One test, as the client asks the agent to run it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TestSpec {
+    pub kind: TestKind,
+    pub limit: Limit,
+    /// Seconds at the start left out of the results (`--omit`).
+    #[serde(default)]
+    pub omit_s: f64,
+    /// Interim report period in seconds (`-i`).
+    pub interval_s: Option<f64>,
+    /// Parallel flows per direction (`-P`).
+    pub flows: u32,
+    /// Bytes per send() call (`-m`).
+    pub message_size: u32,
+    /// Bytes per recv() call (`-M`).
+    pub recv_size: u32,
+    /// Options for the agent's end of every data connection (`-S`, and the
+    /// options that apply to both ends).
+    pub remote: SocketOptions,
+}
+
+/// A spec that cannot run. The messages name the option to change.
+#[derive(Debug, Clone, Error, PartialEq)]
+pub enum SpecError {
+    #[error("{option} {value} is out of range {range}")]
+    OutOfRange {
+        option: &'static str,
+        value: String,
+        range: String,
+    },
+    #[error("{0}")]
+    NotApplicable(String),
+}
+
+/// Limits that hold whatever an agent's configuration says.
+pub const MAX_MESSAGE_SIZE: u32 = 16 << 20;
+pub const MAX_SOCKET_BUFFER: u32 = 1 << 30;
+pub const MIN_INTERVAL_S: f64 = 0.1;
+
+fn out_of_range(option: &'static str, value: impl ToString, range: impl ToString) -> SpecError {
+    SpecError::OutOfRange {
+        option,
+        value: value.to_string(),
+        range: range.to_string(),
+    }
+}
+
+impl TestSpec {
+    /// The direction of every flow, indexed by flow id: for bidirectional
+    /// tests the `tx` flows come first.
+    pub fn flow_plan(&self) -> Vec<Direction> {
+        self.kind
+            .directions()
+            .iter()
+            .flat_map(|d| std::iter::repeat_n(*d, self.flows as usize))
+            .collect()
+    }
+
+    /// Number of data connections the test opens.
+    pub fn connections(&self) -> u64 {
+        self.flows as u64 * self.kind.directions().len() as u64
+    }
+
+    /// Bytes flow `index_in_direction` must send in byte-count mode.
+    pub fn byte_quota(&self, index_in_direction: u32) -> Option<u64> {
+        match self.limit {
+            Limit::Bytes { bytes } => {
+                let n = self.flows.max(1) as u64;
+                let i = index_in_direction as u64;
+                Some(bytes / n + u64::from(i < bytes % n))
+            }
+            Limit::Duration { .. } => None,
+        }
+    }
+
+    /// Checks every bound. The agent calls this with its own limits on every
+    /// spec it receives, so nothing here may trust the client.
+    pub fn validate(&self, limits: &AgentLimits) -> Result<(), SpecError> {
+        if self.flows == 0 || self.flows > limits.max_flows {
+            return Err(out_of_range(
+                "-P/--parallel",
+                self.flows,
+                format!("1..={}", limits.max_flows),
+            ));
+        }
+        match self.limit {
+            Limit::Duration { seconds } => {
+                if !(seconds.is_finite() && seconds > 0.0 && seconds <= limits.max_duration_s as f64) {
+                    return Err(out_of_range(
+                        "-l/--length",
+                        seconds,
+                        format!("(0, {}] seconds", limits.max_duration_s),
+                    ));
+                }
+                if !(self.omit_s.is_finite() && self.omit_s >= 0.0 && self.omit_s < seconds) {
+                    return Err(SpecError::NotApplicable(format!(
+                        "--omit {} must be at least 0 and shorter than the test (-l {seconds})",
+                        self.omit_s
+                    )));
+                }
+            }
+            Limit::Bytes { bytes } => {
+                if bytes == 0 {
+                    return Err(out_of_range("-n/--bytes", bytes, "1.."));
+                }
+                if self.omit_s != 0.0 {
+                    return Err(SpecError::NotApplicable(
+                        "--omit applies to timed tests (-l), not to -n/--bytes".into(),
+                    ));
+                }
+            }
+        }
+        if let Some(i) = self.interval_s {
+            if !(i.is_finite() && i >= MIN_INTERVAL_S && i <= limits.max_duration_s as f64) {
+                return Err(out_of_range(
+                    "-i/--interval",
+                    i,
+                    format!("[{MIN_INTERVAL_S}, {}] seconds", limits.max_duration_s),
+                ));
+            }
+        }
+        let max_msg = limits.max_message_size.min(MAX_MESSAGE_SIZE);
+        if self.message_size == 0 || self.message_size > max_msg {
+            return Err(out_of_range(
+                "-m/--message-size",
+                self.message_size,
+                format!("1..={max_msg}"),
+            ));
+        }
+        if self.recv_size == 0 || self.recv_size > max_msg {
+            return Err(out_of_range(
+                "-M/--recv-size",
+                self.recv_size,
+                format!("1..={max_msg}"),
+            ));
+        }
+        validate_socket_options(&self.remote, "-S/--remote-sockbuf")?;
+        if self.remote.mss.is_some() {
+            return Err(SpecError::NotApplicable(
+                "--mss is applied by the client before it connects; the agent does not take it".into(),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Bounds on socket options, shared by both ends.
+pub fn validate_socket_options(o: &SocketOptions, buf_option: &'static str) -> Result<(), SpecError> {
+    for v in [o.sndbuf, o.rcvbuf].into_iter().flatten() {
+        if v == 0 || v > MAX_SOCKET_BUFFER {
+            return Err(out_of_range(buf_option, v, format!("1..={MAX_SOCKET_BUFFER}")));
+        }
+    }
+    if let Some(p) = o.priority {
+        if p > 7 {
+            return Err(out_of_range("--priority", p, "0..=7"));
+        }
+    }
+    if let Some(cc) = &o.congestion {
+        if cc.is_empty()
+            || cc.len() > 15
+            || !cc
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+        {
+            return Err(out_of_range(
+                "--cc",
+                format!("{cc:?}"),
+                "an algorithm name of 1-15 letters, digits, '_' or '-'",
+            ));
+        }
+    }
+    if let Some(mss) = o.mss {
+        if !(88..=65535).contains(&mss) {
+            return Err(out_of_range("--mss", mss, "88..=65535"));
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    pub(crate) fn spec() -> TestSpec {
+        TestSpec {
+            kind: TestKind::TcpBidir,
+            limit: Limit::Duration { seconds: 10.0 },
+            omit_s: 0.0,
+            interval_s: None,
+            flows: 2,
+            message_size: 131072,
+            recv_size: 131072,
+            remote: SocketOptions::default(),
+        }
+    }
+
+    #[test]
+    fn bidir_plan_puts_tx_first() {
+        assert_eq!(
+            spec().flow_plan(),
+            vec![Direction::Tx, Direction::Tx, Direction::Rx, Direction::Rx]
+        );
+        assert_eq!(spec().connections(), 4);
+    }
+
+    #[test]
+    fn byte_quota_spreads_remainder() {
+        let mut s = spec();
+        s.flows = 3;
+        s.limit = Limit::Bytes { bytes: 10 };
+        let q: Vec<u64> = (0..3).map(|i| s.byte_quota(i).unwrap()).collect();
+        assert_eq!(q, vec![4, 3, 3]);
+        assert_eq!(q.iter().sum::<u64>(), 10);
+    }
+
+    #[test]
+    fn validation_names_the_option() {
+        let l = AgentLimits::default();
+        let mut s = spec();
+        s.message_size = 0;
+        assert!(s
+            .validate(&l)
+            .unwrap_err()
+            .to_string()
+            .contains("-m/--message-size"));
+        let mut s = spec();
+        s.flows = l.max_flows + 1;
+        assert!(s.validate(&l).unwrap_err().to_string().contains("-P"));
+        let mut s = spec();
+        s.limit = Limit::Duration { seconds: f64::NAN };
+        assert!(s.validate(&l).is_err());
+        let mut s = spec();
+        s.omit_s = 10.0;
+        assert!(s.validate(&l).unwrap_err().to_string().contains("--omit"));
+        let mut s = spec();
+        s.limit = Limit::Bytes { bytes: 100 };
+        s.omit_s = 1.0;
+        assert!(s.validate(&l).unwrap_err().to_string().contains("--omit"));
+        let mut s = spec();
+        s.remote.congestion = Some("../../etc".into());
+        assert!(s.validate(&l).unwrap_err().to_string().contains("--cc"));
+        let mut s = spec();
+        s.remote.priority = Some(8);
+        assert!(s.validate(&l).is_err());
+        let mut s = spec();
+        s.interval_s = Some(0.01);
+        assert!(s.validate(&l).unwrap_err().to_string().contains("-i"));
+        assert!(spec().validate(&l).is_ok());
+    }
+}
