@@ -1,1 +1,13 @@
+//! The agent (`netrig serve`): like netserver or `iperf3 -s`, but one agent
+//! serves many clients and tests at once, each in its own session.
+//!
+//! One TCP port carries both control and data connections; the first four
+//! bytes of a connection say which it is. A data connection must present
+//! the cookie of a session that is waiting for it, or it is closed: the
+//! agent only ever sends test traffic on connections the client opened to
+//! it, so it cannot be used to reflect traffic at a third party.
 
+mod listener;
+mod session;
+
+pub use listener::{Agent, AgentConfig, AgentError, AgentHandle};

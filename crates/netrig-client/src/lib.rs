@@ -1,1 +1,11 @@
+//! The client end of a test: resolve the agent, shake hands, open the data
+//! connections, run this end's flows on the shared engine while the agent
+//! runs its own, and merge both reports into one result.
 
+mod error;
+mod resolve;
+mod run;
+
+pub use error::ClientError;
+pub use resolve::{resolve, Family};
+pub use run::{Client, ClientOptions};

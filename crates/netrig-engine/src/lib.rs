@@ -1,1 +1,39 @@
+//! The data path, the same on both ends.
+//!
+//! A test's flows are split over a few worker threads; each worker owns its
+//! flows and drives them from its own event loop (mio), with no locks and no
+//! allocation per message. Workers publish per-flow byte counts in atomics;
+//! the [`runner`] samples them on the measurement schedule (omit, intervals,
+//! end of window) from the calling thread, so the hot loop never looks at a
+//! clock. What a flow does with its socket is a [`Workload`]: a new test kind
+//! is a new workload, not a new branch in the runner.
 
+pub mod flow;
+pub mod runner;
+pub mod sockopt;
+pub mod stream;
+pub mod workload;
+
+pub use flow::{Flow, FlowCounters, FlowEnd};
+pub use runner::{run_side, RunControl, RunPlan, SideOutcome};
+pub use workload::{workload_for, Workload};
+
+use thiserror::Error;
+
+/// Failures of the data path.
+#[derive(Debug, Error)]
+pub enum EngineError {
+    #[error("flow {flow} ({direction}): {what}: {source}")]
+    Flow {
+        flow: u32,
+        direction: &'static str,
+        what: String,
+        source: std::io::Error,
+    },
+    #[error("{0}")]
+    Setup(String),
+    #[error("test aborted: {0}")]
+    Aborted(String),
+    #[error("no data moved on any flow for {0} s: the peer or the path has stalled")]
+    Stalled(u64),
+}

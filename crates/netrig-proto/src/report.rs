@@ -43,6 +43,20 @@ pub struct FlowReport {
     /// Length of this flow's measured window on this end's clock.
     pub window_s: f64,
     pub socket_buffers: SockBufReport,
+    /// Options as the kernel reports them on this end's socket.
+    pub applied: AppliedOptions,
+}
+
+/// Socket options read back from the kernel once the flow was set up.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AppliedOptions {
+    /// IP TOS / IPv6 traffic class byte.
+    pub tos: Option<u8>,
+    pub priority: Option<u32>,
+    pub nodelay: Option<bool>,
+    pub congestion: Option<String>,
+    /// TCP_MAXSEG as getsockopt reports it (the effective MSS once connected).
+    pub mss: Option<u32>,
 }
 
 /// One interim sample: bytes each of this end's flows moved in the period,

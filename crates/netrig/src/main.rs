@@ -1,1 +1,313 @@
-fn main() {}
+//! netrig: options → test run → export. The crates do the work; this file
+//! only wires them (see docs/ARCHITECTURE.md).
+
+mod cli;
+mod units;
+
+use anyhow::{bail, Context, Result};
+use clap::Parser;
+use cli::{Cli, Command, QuickArgs, ServeArgs, StreamArgs, TargetArgs};
+use netrig_agent::{Agent, AgentConfig, AgentError, AgentHandle};
+use netrig_client::{resolve, Client, ClientError, ClientOptions, Family};
+use netrig_engine::RunControl;
+use netrig_proto::spec::{Limit, SocketOptions};
+use netrig_proto::{AgentLimits, TestKind, TestSpec};
+use netrig_report::{json, table, TestResult};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::process::ExitCode;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// An error in what the user asked for (exit status 2).
+#[derive(Debug)]
+struct Usage(String);
+
+impl std::fmt::Display for Usage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Usage {}
+
+/// The run in progress, for Ctrl-C.
+static CURRENT: Mutex<Option<Arc<RunControl>>> = Mutex::new(None);
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let command = cli.command.unwrap_or(Command::Quick(QuickArgs {
+        length: 2.0,
+        ipv6: false,
+        json: false,
+    }));
+    let default_level = match &command {
+        Command::Serve(a) if a.quiet => "warn",
+        Command::Serve(_) => "info",
+        _ => "warn",
+    };
+    env_logger::Builder::from_env(env_logger::Env::default().default_filter_or(default_level))
+        .format_target(false)
+        .init();
+    let _ = ctrlc::set_handler(|| match CURRENT.lock().ok().and_then(|c| c.clone()) {
+        Some(ctl) => ctl.abort("interrupted (Ctrl-C)"),
+        None => std::process::exit(130),
+    });
+    match run(command) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("netrig: error: {e:#}");
+            ExitCode::from(exit_status(&e))
+        }
+    }
+}
+
+fn exit_status(e: &anyhow::Error) -> u8 {
+    if e.downcast_ref::<Usage>().is_some() || e.downcast_ref::<AgentError>().is_some() {
+        return 2;
+    }
+    match e.downcast_ref::<ClientError>() {
+        Some(c) if c.is_setup() => 2,
+        _ => 1,
+    }
+}
+
+fn run(command: Command) -> Result<()> {
+    match command {
+        Command::Quick(a) => quick(a),
+        Command::Serve(a) => serve(a),
+        Command::TcpStream(a) => stream(TestKind::TcpStream, a),
+        Command::TcpMaerts(a) => stream(TestKind::TcpMaerts, a),
+        Command::TcpBidir(a) => stream(TestKind::TcpBidir, a),
+    }
+}
+
+fn serve(a: ServeArgs) -> Result<()> {
+    let bind = match a.bind {
+        Some(ip) => SocketAddr::new(ip, a.port),
+        None => AgentConfig::default_bind(a.port),
+    };
+    let mut config = AgentConfig::new(bind);
+    config.limits = AgentLimits {
+        max_sessions: a.max_sessions,
+        max_flows: a.max_flows,
+        max_duration_s: a.max_duration,
+        ..AgentLimits::default()
+    };
+    let agent = Agent::bind(config)?;
+    eprintln!(
+        "netrig {} agent listening on {} (control and data; protocol v{})",
+        netrig_proto::SOFTWARE_VERSION,
+        agent.local_addr(),
+        netrig_proto::PROTOCOL_VERSION
+    );
+    agent.run();
+    Ok(())
+}
+
+/// Where the test goes: the agent's addresses, and the embedded agent when
+/// no host was given (kept alive for the run).
+struct Target {
+    addrs: Vec<SocketAddr>,
+    options: ClientOptions,
+    _embedded: Option<AgentHandle>,
+}
+
+fn family(t: &TargetArgs) -> Family {
+    match (t.ipv4, t.ipv6) {
+        (true, _) => Family::V4,
+        (_, true) => Family::V6,
+        _ => Family::Any,
+    }
+}
+
+fn embedded_agent(v6: bool) -> Result<AgentHandle> {
+    let ip = if v6 {
+        IpAddr::V6(Ipv6Addr::LOCALHOST)
+    } else {
+        IpAddr::V4(Ipv4Addr::LOCALHOST)
+    };
+    let agent =
+        Agent::bind(AgentConfig::new(SocketAddr::new(ip, 0))).context("starting the embedded agent")?;
+    Ok(agent.spawn())
+}
+
+fn target(t: &TargetArgs, local: SocketOptions) -> Result<Target> {
+    let fam = family(t);
+    let mut options = ClientOptions {
+        host: t.host.clone(),
+        port: t.port,
+        family: fam,
+        bind: t.bind,
+        local,
+        connect_timeout: Duration::from_secs_f64(t.connect_timeout.max(0.001)),
+    };
+    match &t.host {
+        Some(h) => Ok(Target {
+            addrs: resolve(h, t.port, fam)?,
+            options,
+            _embedded: None,
+        }),
+        None => {
+            let handle = embedded_agent(fam == Family::V6)?;
+            options.port = handle.addr().port();
+            Ok(Target {
+                addrs: vec![handle.addr()],
+                options,
+                _embedded: Some(handle),
+            })
+        }
+    }
+}
+
+/// Builds the spec and the client's own socket options from the flags.
+fn stream_spec(kind: TestKind, a: &StreamArgs) -> Result<(TestSpec, SocketOptions)> {
+    let limit = match (a.length, a.bytes) {
+        (_, Some(bytes)) => Limit::Bytes { bytes },
+        (Some(seconds), None) => Limit::Duration { seconds },
+        (None, None) => Limit::Duration { seconds: 10.0 },
+    };
+    let tos = a.dscp.map(|d| d << 2).or(a.tos);
+    if let Some(cc) = &a.cc {
+        if cc.is_empty() {
+            bail!(Usage("--cc needs an algorithm name".into()));
+        }
+    }
+    let shared = SocketOptions {
+        tos,
+        priority: a.priority,
+        nodelay: a.nodelay,
+        congestion: a.cc.clone(),
+        ..SocketOptions::default()
+    };
+    let local = SocketOptions {
+        sndbuf: a.local_sockbuf,
+        rcvbuf: a.local_sockbuf,
+        mss: a.mss,
+        ..shared.clone()
+    };
+    let remote = SocketOptions {
+        sndbuf: a.remote_sockbuf,
+        rcvbuf: a.remote_sockbuf,
+        ..shared
+    };
+    let spec = TestSpec {
+        kind,
+        limit,
+        omit_s: a.omit,
+        interval_s: a.interval,
+        flows: a.parallel,
+        message_size: a.message_size,
+        recv_size: a.recv_size,
+        remote,
+    };
+    // Check before connecting anywhere, with the default limits.
+    spec.validate(&AgentLimits {
+        max_flows: u32::MAX,
+        max_duration_s: u64::MAX / 2,
+        ..AgentLimits::default()
+    })
+    .map_err(|e| Usage(e.to_string()))?;
+    netrig_proto::spec::validate_socket_options(&local, "-s/--local-sockbuf")
+        .map_err(|e| Usage(e.to_string()))?;
+    Ok((spec, local))
+}
+
+/// Runs one test on a connected client, printing interim rows unless `quiet`.
+fn run_one(client: &mut Client, spec: &TestSpec, print_intervals: bool) -> Result<TestResult> {
+    let ctl = RunControl::new();
+    *CURRENT.lock().expect("ctl lock") = Some(ctl.clone());
+    let mut header = false;
+    let per_flow = spec.connections() > 1 && spec.connections() <= 16;
+    let result = client.run(spec, ctl, &mut |iv| {
+        if print_intervals {
+            if !header {
+                println!("{}", table::interval_header());
+                header = true;
+            }
+            print!("{}", table::interval_rows(iv, per_flow));
+        }
+    });
+    *CURRENT.lock().expect("ctl lock") = None;
+    if header {
+        println!();
+    }
+    Ok(result?)
+}
+
+fn stream(kind: TestKind, a: StreamArgs) -> Result<()> {
+    let (spec, local) = stream_spec(kind, &a)?;
+    let t = target(&a.target, local)?;
+    let mut client = Client::connect(&t.addrs, t.options.clone())?;
+    let result = run_one(&mut client, &spec, !a.json)?;
+    client.close();
+    if a.json {
+        println!("{}", json::to_json(&result));
+    } else {
+        print!("{}", table::render(&result));
+    }
+    for w in &result.warnings {
+        eprintln!("netrig: warning: {w}");
+    }
+    Ok(())
+}
+
+#[derive(serde::Serialize)]
+struct Suite<'a> {
+    suite: &'static str,
+    results: &'a [TestResult],
+}
+
+fn quick(a: QuickArgs) -> Result<()> {
+    let agent = embedded_agent(a.ipv6)?;
+    let options = ClientOptions {
+        host: None,
+        port: agent.addr().port(),
+        family: if a.ipv6 { Family::V6 } else { Family::V4 },
+        bind: None,
+        local: SocketOptions::default(),
+        connect_timeout: Duration::from_secs(5),
+    };
+    if !a.json {
+        println!(
+            "netrig quick: loopback suite against an in-process agent at {}, {} s per test\n",
+            agent.addr(),
+            a.length
+        );
+    }
+    let mut client = Client::connect(&[agent.addr()], options)?;
+    let mut results = Vec::new();
+    for (kind, flows) in [
+        (TestKind::TcpStream, 1),
+        (TestKind::TcpMaerts, 1),
+        (TestKind::TcpBidir, 1),
+        (TestKind::TcpStream, 4),
+    ] {
+        let spec = TestSpec {
+            kind,
+            limit: Limit::Duration { seconds: a.length },
+            omit_s: 0.0,
+            interval_s: None,
+            flows,
+            message_size: 128 * 1024,
+            recv_size: 128 * 1024,
+            remote: SocketOptions::default(),
+        };
+        results.push(run_one(&mut client, &spec, false).with_context(|| format!("{} failed", kind.name()))?);
+    }
+    client.close();
+    if a.json {
+        println!(
+            "{}",
+            json::to_json(&Suite {
+                suite: "quick",
+                results: &results
+            })
+        );
+    } else {
+        print!("{}", table::render_suite(&results));
+        println!(
+            "\nNext: `netrig serve` on another host, then `netrig tcp-stream -H HOST` here (see --help)."
+        );
+    }
+    Ok(())
+}

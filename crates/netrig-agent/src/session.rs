@@ -1,0 +1,365 @@
+//! One control session: handshake, then tests one after another.
+
+use crate::listener::Shared;
+use netrig_engine::runner::{run_side, RunControl, RunPlan, SideOutcome};
+use netrig_engine::{sockopt, workload_for, Flow};
+use netrig_proto::conn::{ConnError, FramedConn};
+use netrig_proto::report::{BufPair, FlowReport, Role, SideReport, SockBufReport};
+use netrig_proto::session::{AgentEvent, AgentSession};
+use netrig_proto::spec::Limit;
+use netrig_proto::{
+    encode_frame, negotiate, AgentMsg, ClientMsg, ControlPreamble, DataHello, Direction, SessionCookie,
+    TestSpec, MIN_PROTOCOL_VERSION, PROTOCOL_VERSION, SOFTWARE_VERSION,
+};
+use std::collections::HashMap;
+use std::io::Write;
+use std::net::TcpStream;
+use std::sync::atomic::Ordering;
+use std::sync::mpsc;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+/// The largest frame a client may send: its messages are small.
+const CLIENT_FRAME_LIMIT: usize = 64 * 1024;
+
+/// Sessions waiting for their data connections, by cookie.
+#[derive(Default)]
+pub(crate) struct Registry {
+    waiting: Mutex<HashMap<SessionCookie, mpsc::SyncSender<(DataHello, TcpStream)>>>,
+}
+
+impl Registry {
+    fn register(&self, cookie: SessionCookie, capacity: usize) -> mpsc::Receiver<(DataHello, TcpStream)> {
+        let (tx, rx) = mpsc::sync_channel(capacity);
+        self.waiting.lock().expect("registry lock").insert(cookie, tx);
+        rx
+    }
+
+    fn unregister(&self, cookie: &SessionCookie) {
+        self.waiting.lock().expect("registry lock").remove(cookie);
+    }
+
+    /// Hands a data connection to the session that awaits it.
+    pub(crate) fn deliver(&self, hello: DataHello, stream: TcpStream) -> Result<(), String> {
+        let tx = self
+            .waiting
+            .lock()
+            .expect("registry lock")
+            .get(&hello.cookie)
+            .cloned();
+        match tx {
+            Some(tx) => tx
+                .try_send((hello, stream))
+                .map_err(|_| format!("session {} is not accepting more data connections", hello.cookie)),
+            None => Err("data connection with an unknown or expired session cookie; closed".into()),
+        }
+    }
+}
+
+/// Removes a cookie from the registry however the test ends.
+struct Registration<'a> {
+    registry: &'a Registry,
+    cookie: SessionCookie,
+}
+
+impl Drop for Registration<'_> {
+    fn drop(&mut self) {
+        self.registry.unregister(&self.cookie);
+    }
+}
+
+/// Counts a session as active for its lifetime.
+struct SessionSlot<'a>(&'a Shared);
+
+impl Drop for SessionSlot<'_> {
+    fn drop(&mut self) {
+        self.0.sessions.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+enum SessionError {
+    #[error("{0}")]
+    Conn(#[from] ConnError),
+    #[error("{0}")]
+    Proto(#[from] netrig_proto::ProtoError),
+    #[error("{0}")]
+    Test(String),
+}
+
+pub(crate) fn serve_control(stream: TcpStream, peer: &str, preamble: ControlPreamble, shared: &Shared) {
+    let _ = stream.set_nodelay(true);
+    let mut conn = FramedConn::new(stream, CLIENT_FRAME_LIMIT);
+    let Some(version) = negotiate(
+        (MIN_PROTOCOL_VERSION, PROTOCOL_VERSION),
+        (preamble.min_version, preamble.max_version),
+    ) else {
+        log::warn!(
+            "{peer}: client speaks protocol {}..={}, this agent {}..={}: refused",
+            preamble.min_version,
+            preamble.max_version,
+            MIN_PROTOCOL_VERSION,
+            PROTOCOL_VERSION
+        );
+        let _ = conn.send(&AgentMsg::VersionMismatch {
+            agent_min: MIN_PROTOCOL_VERSION,
+            agent_max: PROTOCOL_VERSION,
+            software: SOFTWARE_VERSION.into(),
+        });
+        return;
+    };
+    let limits = &shared.config.limits;
+    if shared.sessions.fetch_add(1, Ordering::AcqRel) >= limits.max_sessions as usize {
+        shared.sessions.fetch_sub(1, Ordering::AcqRel);
+        log::warn!(
+            "{peer}: refused: {} sessions already (--max-sessions)",
+            limits.max_sessions
+        );
+        let _ = conn.send(&AgentMsg::Busy {
+            reason: format!(
+                "the agent serves {} sessions at once already (its --max-sessions); try again later",
+                limits.max_sessions
+            ),
+        });
+        return;
+    }
+    let _slot = SessionSlot(shared);
+    let result = (|| -> Result<(), SessionError> {
+        conn.send(&AgentMsg::Welcome {
+            version,
+            software: SOFTWARE_VERSION.into(),
+            limits: limits.clone(),
+        })?;
+        let mut sm = AgentSession::new(limits.clone(), Instant::now());
+        loop {
+            let wait = sm
+                .deadline()
+                .map(|d| d.saturating_duration_since(Instant::now()))
+                .unwrap_or(shared.config.idle_timeout);
+            let msg: ClientMsg = match conn.recv(wait) {
+                Ok(m) => m,
+                Err(ConnError::Timeout(_)) => {
+                    sm.check_deadline(Instant::now())?;
+                    return Err(SessionError::Test(format!(
+                        "idle for {} s; closing",
+                        shared.config.idle_timeout.as_secs()
+                    )));
+                }
+                Err(ConnError::Closed) => return Ok(()),
+                Err(e) => return Err(e.into()),
+            };
+            match sm.on_client(msg, Instant::now())? {
+                AgentEvent::Hello { software } => {
+                    log::info!("{peer}: client netrig {software}, protocol {version}")
+                }
+                AgentEvent::TestInvalid(reason) => {
+                    log::info!("{peer}: test refused: {reason}");
+                    conn.send(&AgentMsg::TestRejected { reason })?;
+                }
+                AgentEvent::TestRequested(spec) => {
+                    log::info!(
+                        "{peer}: {} {} flow(s) {:?}",
+                        spec.kind.name(),
+                        spec.flows,
+                        spec.limit
+                    );
+                    let report = run_test(&mut conn, &mut sm, &spec, shared, peer)?;
+                    conn.send(&AgentMsg::Results {
+                        report: Box::new(report),
+                    })?;
+                    sm.finish();
+                }
+                AgentEvent::Bye => return Ok(()),
+                AgentEvent::Go | AgentEvent::Abort(_) => {}
+            }
+        }
+    })();
+    if let Err(e) = result {
+        log::warn!("{peer}: session ended: {e}");
+        let _ = conn.send(&AgentMsg::Error {
+            message: e.to_string(),
+        });
+    }
+}
+
+/// Sets up, runs and reports one test.
+fn run_test(
+    conn: &mut FramedConn,
+    sm: &mut AgentSession,
+    spec: &TestSpec,
+    shared: &Shared,
+    peer: &str,
+) -> Result<SideReport, SessionError> {
+    let mut cookie = [0u8; 16];
+    getrandom::fill(&mut cookie)
+        .map_err(|e| SessionError::Test(format!("no randomness for a cookie: {e}")))?;
+    let cookie = SessionCookie(cookie);
+    let expected = spec.connections() as usize;
+    let data_rx = shared.registry.register(cookie, expected);
+    let _registration = Registration {
+        registry: &shared.registry,
+        cookie,
+    };
+    conn.send(&AgentMsg::TestAccepted {
+        cookie,
+        warnings: vec![],
+    })?;
+
+    // Collect the data connections, configure each as it arrives.
+    let plan = spec.flow_plan();
+    let mut flows = Vec::with_capacity(expected);
+    let mut buffers = Vec::with_capacity(expected);
+    let mut warnings = Vec::new();
+    let requested = BufPair {
+        snd: spec.remote.sndbuf,
+        rcv: spec.remote.rcvbuf,
+    };
+    let mut index_in_dir: HashMap<Direction, u32> = HashMap::new();
+    let mut first_index = HashMap::new();
+    for (i, d) in plan.iter().enumerate() {
+        first_index.entry(*d).or_insert(i as u32);
+        *index_in_dir.entry(*d).or_default() += 1;
+    }
+    while flows.len() < expected {
+        sm.check_deadline(Instant::now())?;
+        // A client may abort during set-up.
+        if let Some(msg) = conn.try_recv::<ClientMsg>(Duration::from_millis(1))? {
+            sm.on_client(msg, Instant::now())?;
+            return Err(SessionError::Test("client aborted during set-up".into()));
+        }
+        let (hello, stream) = match data_rx.recv_timeout(Duration::from_millis(50)) {
+            Ok(x) => x,
+            Err(mpsc::RecvTimeoutError::Timeout) => continue,
+            Err(mpsc::RecvTimeoutError::Disconnected) => {
+                return Err(SessionError::Test("registry closed".into()))
+            }
+        };
+        sm.on_data_connection(hello.flow, Instant::now())?;
+        let direction = plan[hello.flow as usize];
+        sockopt::apply_connected(&stream, &spec.remote, true, "-S/--remote-sockbuf")
+            .map_err(|e| SessionError::Test(format!("agent {e}")))?;
+        let initial = sockopt::buffers(&stream);
+        if flows.is_empty() {
+            warnings.extend(sockopt::buffer_warnings(requested, initial, "remote", "-S"));
+        }
+        let role = match direction {
+            Direction::Tx => Role::Receiver,
+            Direction::Rx => Role::Sender,
+        };
+        let quota = match role {
+            Role::Sender => spec.byte_quota(hello.flow - first_index[&direction]),
+            Role::Receiver => None,
+        };
+        let applied = sockopt::applied(&stream);
+        buffers.push((hello.flow, initial, applied));
+        flows.push(Flow::new(hello.flow, direction, role, stream, quota));
+    }
+    conn.send(&AgentMsg::DataReady)?;
+    let msg: ClientMsg = conn.recv(Duration::from_secs(shared.config.limits.setup_timeout_s))?;
+    match sm.on_client(msg, Instant::now())? {
+        AgentEvent::Go => {}
+        AgentEvent::Abort(r) => return Err(SessionError::Test(format!("client aborted: {r}"))),
+        other => return Err(SessionError::Test(format!("expected go, got {other:?}"))),
+    }
+    let start = Instant::now();
+    let outcome = run_flows(conn, spec, flows, start, shared.config.limits.max_duration_s)?;
+    log::info!(
+        "{peer}: done, {} bytes",
+        outcome.flows.iter().map(|f| f.window_bytes).sum::<u64>()
+    );
+    let by_id: HashMap<u32, _> = buffers.into_iter().map(|(id, b, a)| (id, (b, a))).collect();
+    let flows = outcome
+        .flows
+        .iter()
+        .map(|f| {
+            let (initial, applied) = by_id.get(&f.id).cloned().unwrap_or_default();
+            FlowReport {
+                id: f.id,
+                direction: f.direction,
+                role: f.role,
+                window_bytes: f.window_bytes,
+                total_bytes: f.total_bytes,
+                window_s: f.window_s,
+                socket_buffers: SockBufReport {
+                    requested,
+                    initial,
+                    final_: f.final_buffers,
+                },
+                applied,
+            }
+        })
+        .collect();
+    Ok(SideReport {
+        flows,
+        window_s: outcome.window_s,
+        warnings,
+    })
+}
+
+/// Runs the engine on its own thread while this one watches the control
+/// connection: an abort or a vanished client stops the test.
+/// A byte-count test has no length of its own: the agent's longest allowed
+/// test bounds it (and the engine stops it when nothing moves for 30 s).
+fn run_flows(
+    conn: &mut FramedConn,
+    spec: &TestSpec,
+    flows: Vec<Flow>,
+    start: Instant,
+    max_duration_s: u64,
+) -> Result<SideOutcome, SessionError> {
+    let ctl = RunControl::new();
+    let mut writer = conn
+        .try_clone_stream()
+        .map_err(|e| SessionError::Test(format!("control socket: {e}")))?;
+    let plan = RunPlan {
+        start,
+        limit: spec.limit,
+        omit: Duration::from_secs_f64(spec.omit_s),
+        interval: spec.interval_s.map(Duration::from_secs_f64),
+        workers: std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
+        drain: Duration::from_secs(10),
+        stall_timeout: Duration::from_secs(30),
+    };
+    let workload = workload_for(spec);
+    let ctl2 = ctl.clone();
+    let engine = std::thread::Builder::new()
+        .name("netrig-run".into())
+        .spawn(move || {
+            run_side(workload, flows, &plan, &ctl2, &mut |sample| {
+                let frame = encode_frame(&AgentMsg::Interval {
+                    sample: sample.clone(),
+                });
+                let _ = writer.write_all(&frame);
+            })
+        })
+        .map_err(|e| SessionError::Test(format!("cannot start the test thread: {e}")))?;
+    // Upper bound on the whole run, whatever the engine does.
+    let bound = match spec.limit {
+        Limit::Duration { seconds } => Duration::from_secs_f64(seconds) + Duration::from_secs(30),
+        Limit::Bytes { .. } => Duration::from_secs(max_duration_s + 30),
+    };
+    let mut control_alive = true;
+    while !engine.is_finished() {
+        if start.elapsed() > bound {
+            ctl.abort("the test overran its time bound");
+        }
+        if !control_alive {
+            std::thread::sleep(Duration::from_millis(50));
+            continue;
+        }
+        match conn.try_recv::<ClientMsg>(Duration::from_millis(50)) {
+            Ok(None) => {}
+            Ok(Some(ClientMsg::Abort { reason })) => ctl.abort(format!("client aborted: {reason}")),
+            Ok(Some(other)) => ctl.abort(format!("client sent {} during the test", other.name())),
+            Err(e) => {
+                control_alive = false;
+                ctl.abort(format!("control connection lost: {e}"));
+            }
+        }
+    }
+    match engine.join() {
+        Ok(Ok(outcome)) => Ok(outcome),
+        Ok(Err(e)) => Err(SessionError::Test(e.to_string())),
+        Err(_) => Err(SessionError::Test("the test thread panicked".into())),
+    }
+}

@@ -1,0 +1,38 @@
+use std::io;
+use std::net::SocketAddr;
+
+/// What went wrong, in words that name the host, port or option.
+#[derive(Debug, thiserror::Error)]
+pub enum ClientError {
+    #[error("cannot resolve host {host:?}: {source}")]
+    Resolve { host: String, source: io::Error },
+    #[error("host {host:?} has no {family} address")]
+    NoAddress { host: String, family: &'static str },
+    #[error("cannot connect to the agent at {addr}: connection refused (is `netrig serve` running there on port {port}? see -p)")]
+    Refused { addr: SocketAddr, port: u16 },
+    #[error(
+        "cannot connect to {addr}: no answer within {secs} s (a firewall dropping the port, or a wrong -H?)"
+    )]
+    ConnectTimeout { addr: SocketAddr, secs: u64 },
+    #[error("cannot connect to {addr}: {source}")]
+    Connect { addr: SocketAddr, source: io::Error },
+    #[error("{addr} did not answer like a netrig agent: {detail}")]
+    NotAgent { addr: SocketAddr, detail: String },
+    #[error("{0}")]
+    Handshake(String),
+    #[error("the agent refused the test: {0}")]
+    Rejected(String),
+    #[error("{0}")]
+    Option(String),
+    #[error("control connection: {0}")]
+    Protocol(String),
+    #[error("test failed: {0}")]
+    Test(String),
+}
+
+impl ClientError {
+    /// Errors of input or set-up (bad host, refused, bad option): exit status 2.
+    pub fn is_setup(&self) -> bool {
+        !matches!(self, ClientError::Protocol(_) | ClientError::Test(_))
+    }
+}

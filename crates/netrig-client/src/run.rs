@@ -1,0 +1,548 @@
+//! One control connection and the tests run over it.
+
+use crate::ClientError;
+use netrig_engine::runner::{run_side, RunControl, RunPlan};
+use netrig_engine::{sockopt, workload_for, Flow};
+use netrig_proto::conn::{ConnError, FramedConn};
+use netrig_proto::report::{BufPair, FlowReport, IntervalSample, Role, SideReport, SockBufReport};
+use netrig_proto::session::{ClientEvent, ClientSession};
+use netrig_proto::spec::{validate_socket_options, Limit, SocketOptions};
+use netrig_proto::{
+    AgentLimits, AgentMsg, ClientMsg, ControlPreamble, DataHello, Direction, SessionCookie, TestSpec,
+    MIN_PROTOCOL_VERSION, PROTOCOL_VERSION, SOFTWARE_VERSION,
+};
+use netrig_report::{assemble, merge_interval, AgentInfo, IntervalResult, Side, TestConfig, TestResult};
+use socket2::{Domain, Protocol, Socket, Type};
+use std::collections::BTreeMap;
+use std::io::{self, Read, Write};
+use std::net::{IpAddr, SocketAddr, TcpStream};
+use std::sync::mpsc;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// The agent's answers may carry per-flow reports of big tests.
+const AGENT_FRAME_LIMIT: usize = 64 << 20;
+
+/// The client's side of the options.
+#[derive(Debug, Clone)]
+pub struct ClientOptions {
+    /// `-H` as given, for messages and the result; `None` for the embedded agent.
+    pub host: Option<String>,
+    pub port: u16,
+    pub family: crate::Family,
+    /// `--bind`: local address of every connection.
+    pub bind: Option<IpAddr>,
+    /// Options on this end's data sockets.
+    pub local: SocketOptions,
+    pub connect_timeout: Duration,
+}
+
+/// A handshaken control connection to an agent.
+pub struct Client {
+    conn: FramedConn,
+    sm: ClientSession,
+    addr: SocketAddr,
+    opts: ClientOptions,
+    software: String,
+    version: u16,
+    limits: AgentLimits,
+}
+
+fn connect_socket(
+    addr: SocketAddr,
+    opts: &ClientOptions,
+    before: impl FnOnce(&Socket) -> Result<(), ClientError>,
+) -> Result<TcpStream, ClientError> {
+    let sock = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))
+        .map_err(|source| ClientError::Connect { addr, source })?;
+    before(&sock)?;
+    if let Some(ip) = opts.bind {
+        if ip.is_ipv4() != addr.is_ipv4() {
+            return Err(ClientError::Option(format!(
+                "--bind {ip} is not of the same address family as the agent's address {addr} (use -4 or -6)"
+            )));
+        }
+        sock.bind(&SocketAddr::new(ip, 0).into())
+            .map_err(|e| ClientError::Option(format!("--bind {ip}: {e}")))?;
+    }
+    let secs = opts.connect_timeout.as_secs();
+    match sock.connect_timeout(&addr.into(), opts.connect_timeout) {
+        Ok(()) => Ok(sock.into()),
+        Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => Err(ClientError::Refused {
+            addr,
+            port: addr.port(),
+        }),
+        Err(e) if matches!(e.kind(), io::ErrorKind::TimedOut | io::ErrorKind::WouldBlock) => {
+            Err(ClientError::ConnectTimeout { addr, secs })
+        }
+        Err(source) => Err(ClientError::Connect { addr, source }),
+    }
+}
+
+fn proto_err(e: impl std::fmt::Display) -> ClientError {
+    ClientError::Protocol(e.to_string())
+}
+
+impl Client {
+    /// Connects to the first address that answers and shakes hands.
+    pub fn connect(addrs: &[SocketAddr], opts: ClientOptions) -> Result<Client, ClientError> {
+        validate_socket_options(&opts.local, "-s/--local-sockbuf")
+            .map_err(|e| ClientError::Option(e.to_string()))?;
+        let mut last = None;
+        for &addr in addrs {
+            match Self::connect_one(addr, opts.clone()) {
+                Ok(c) => return Ok(c),
+                Err(
+                    e @ (ClientError::Handshake(_) | ClientError::NotAgent { .. } | ClientError::Option(_)),
+                ) => return Err(e),
+                Err(e) => last = Some(e),
+            }
+        }
+        Err(last.unwrap_or_else(|| ClientError::Option("no address to connect to".into())))
+    }
+
+    fn connect_one(addr: SocketAddr, opts: ClientOptions) -> Result<Client, ClientError> {
+        let mut stream = connect_socket(addr, &opts, |_| Ok(()))?;
+        let _ = stream.set_nodelay(true);
+        let preamble = ControlPreamble {
+            min_version: MIN_PROTOCOL_VERSION,
+            max_version: PROTOCOL_VERSION,
+        };
+        stream
+            .write_all(&preamble.encode())
+            .map_err(|source| ClientError::Connect { addr, source })?;
+        let mut conn = FramedConn::new(stream, AGENT_FRAME_LIMIT);
+        let mut sm = ClientSession::new();
+        let msg: AgentMsg = conn
+            .recv(Duration::from_secs(10))
+            .map_err(|e| ClientError::NotAgent {
+                addr,
+                detail: match e {
+                    ConnError::Closed => "it closed the connection without a welcome".into(),
+                    ConnError::Timeout(_) => "no welcome within 10 s".into(),
+                    other => other.to_string(),
+                },
+            })?;
+        let (software, version, limits) = match sm.on_agent(msg) {
+            Ok(ClientEvent::Welcome {
+                version,
+                software,
+                limits,
+            }) => (software, version, limits),
+            Ok(other) => {
+                return Err(ClientError::NotAgent {
+                    addr,
+                    detail: format!("{other:?}"),
+                })
+            }
+            Err(e) => return Err(ClientError::Handshake(format!("agent at {addr}: {e}"))),
+        };
+        conn.send(&ClientMsg::Hello {
+            software: SOFTWARE_VERSION.into(),
+        })
+        .map_err(proto_err)?;
+        Ok(Client {
+            conn,
+            sm,
+            addr,
+            opts,
+            software,
+            version,
+            limits,
+        })
+    }
+
+    pub fn agent_address(&self) -> SocketAddr {
+        self.addr
+    }
+
+    pub fn agent_limits(&self) -> &AgentLimits {
+        &self.limits
+    }
+
+    /// Ends the session politely.
+    pub fn close(mut self) {
+        let _ = self.conn.send(&ClientMsg::Bye);
+    }
+
+    fn open_data(&self, cookie: SessionCookie, flow: u32) -> Result<TcpStream, ClientError> {
+        let mut s = connect_socket(self.addr, &self.opts, |sock| {
+            sockopt::apply_before_connect(sock, &self.opts.local, "-s/--local-sockbuf")
+                .map_err(|e| ClientError::Option(format!("local {e}")))
+        })?;
+        let hello = DataHello {
+            version: self.version,
+            cookie,
+            flow,
+        };
+        s.write_all(&hello.encode())
+            .map_err(|source| ClientError::Connect {
+                addr: self.addr,
+                source,
+            })?;
+        sockopt::apply_connected(&s, &self.opts.local, false, "-s/--local-sockbuf")
+            .map_err(|e| ClientError::Option(format!("local {e}")))?;
+        Ok(s)
+    }
+
+    /// Runs one test. `observer` sees each merged interim report as soon as
+    /// both ends have sampled it; `ctl` lets the caller abort (Ctrl-C).
+    pub fn run(
+        &mut self,
+        spec: &TestSpec,
+        ctl: Arc<RunControl>,
+        observer: &mut dyn FnMut(&IntervalResult),
+    ) -> Result<TestResult, ClientError> {
+        spec.validate(&self.limits)
+            .map_err(|e| ClientError::Option(e.to_string()))?;
+        self.conn
+            .send(&ClientMsg::TestRequest { spec: spec.clone() })
+            .map_err(proto_err)?;
+        self.sm.request_sent().map_err(proto_err)?;
+        let setup = Duration::from_secs(self.limits.setup_timeout_s + 5);
+        let msg: AgentMsg = self.conn.recv(setup).map_err(proto_err)?;
+        let (cookie, mut warnings) = match self.sm.on_agent(msg).map_err(proto_err)? {
+            ClientEvent::Accepted(AgentMsg::TestAccepted { cookie, warnings }) => (cookie, warnings),
+            ClientEvent::Rejected(reason) => return Err(ClientError::Rejected(reason)),
+            other => {
+                return Err(proto_err(format!(
+                    "unexpected answer to the test request: {other:?}"
+                )))
+            }
+        };
+
+        let plan = spec.flow_plan();
+        let requested = BufPair {
+            snd: self.opts.local.sndbuf,
+            rcv: self.opts.local.rcvbuf,
+        };
+        let mut flows = Vec::with_capacity(plan.len());
+        let mut setup_info = BTreeMap::new();
+        let mut in_dir: BTreeMap<Direction, u32> = BTreeMap::new();
+        for (id, dir) in plan.iter().enumerate() {
+            let id = id as u32;
+            let k = in_dir.entry(*dir).or_default();
+            let index_in_dir = *k;
+            *k += 1;
+            let stream = match self.open_data(cookie, id) {
+                Ok(s) => s,
+                Err(e) => {
+                    let _ = self.conn.send(&ClientMsg::Abort {
+                        reason: e.to_string(),
+                    });
+                    return Err(e);
+                }
+            };
+            let initial = sockopt::buffers(&stream);
+            if id == 0 {
+                warnings.extend(sockopt::buffer_warnings(requested, initial, "local", "-s"));
+            }
+            let role = match dir {
+                Direction::Tx => Role::Sender,
+                Direction::Rx => Role::Receiver,
+            };
+            let quota = if role == Role::Sender {
+                spec.byte_quota(index_in_dir)
+            } else {
+                None
+            };
+            setup_info.insert(id, (initial, sockopt::applied(&stream)));
+            flows.push(Flow::new(id, *dir, role, stream, quota));
+        }
+        let msg: AgentMsg = self.conn.recv(setup).map_err(proto_err)?;
+        match self.sm.on_agent(msg).map_err(proto_err)? {
+            ClientEvent::DataReady => {}
+            other => return Err(proto_err(format!("expected data-ready, got {other:?}"))),
+        }
+        self.conn.send(&ClientMsg::Go).map_err(proto_err)?;
+        self.sm.go_sent().map_err(proto_err)?;
+        let start = Instant::now();
+
+        // The agent's interim reports and results arrive on the control
+        // connection while this thread runs its own flows.
+        let (tx, rx) = mpsc::channel::<Result<AgentMsg, String>>();
+        let mut reader = self.conn.try_clone_stream().map_err(proto_err)?;
+        let bound = match spec.limit {
+            Limit::Duration { seconds } => Duration::from_secs_f64(seconds) + Duration::from_secs(60),
+            Limit::Bytes { .. } => Duration::from_secs(self.limits.max_duration_s + 60),
+        };
+        let reader_thread = std::thread::Builder::new()
+            .name("netrig-control".into())
+            .spawn(move || read_agent(&mut reader, tx, start + bound))
+            .map_err(|e| ClientError::Test(format!("cannot start the control reader: {e}")))?;
+
+        let mut merger = Merger::new(plan.clone());
+        let mut remote_report = None;
+        let mut failure = None;
+        let mut pump = |merger: &mut Merger,
+                        remote_report: &mut Option<SideReport>,
+                        failure: &mut Option<ClientError>,
+                        observer: &mut dyn FnMut(&IntervalResult),
+                        block: Option<Duration>| {
+            loop {
+                let next = match block {
+                    Some(d) => rx.recv_timeout(d).map_err(|_| ()),
+                    None => rx.try_recv().map_err(|_| ()),
+                };
+                let Ok(msg) = next else { return };
+                match msg
+                    .map_err(proto_err)
+                    .and_then(|m| self.sm.on_agent(m).map_err(proto_err))
+                {
+                    Ok(ClientEvent::Interval(AgentMsg::Interval { sample })) => {
+                        merger.push_remote(sample, observer)
+                    }
+                    Ok(ClientEvent::Results(AgentMsg::Results { report })) => {
+                        *remote_report = Some(*report);
+                        return;
+                    }
+                    Ok(other) => {
+                        failure.get_or_insert(proto_err(format!(
+                            "unexpected message during the test: {other:?}"
+                        )));
+                        return;
+                    }
+                    Err(e) => {
+                        failure.get_or_insert(e);
+                        return;
+                    }
+                }
+            }
+        };
+
+        let workload = workload_for(spec);
+        let run_plan = RunPlan {
+            start,
+            limit: spec.limit,
+            omit: Duration::from_secs_f64(spec.omit_s),
+            interval: spec.interval_s.map(Duration::from_secs_f64),
+            workers: std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
+            drain: Duration::from_secs(10),
+            stall_timeout: Duration::from_secs(30),
+        };
+        let mut local_samples = Vec::new();
+        let outcome = run_side(workload, flows, &run_plan, &ctl, &mut |s: &IntervalSample| {
+            local_samples.push(s.clone());
+            merger.push_local(s.clone(), observer);
+            pump(&mut merger, &mut remote_report, &mut failure, observer, None);
+        });
+        let outcome = match outcome {
+            Ok(o) => o,
+            Err(e) => {
+                let mut w = self.conn.try_clone_stream().map_err(proto_err)?;
+                let _ = w.write_all(&netrig_proto::encode_frame(&ClientMsg::Abort {
+                    reason: e.to_string(),
+                }));
+                return Err(ClientError::Test(e.to_string()));
+            }
+        };
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while remote_report.is_none() && failure.is_none() && Instant::now() < deadline {
+            pump(
+                &mut merger,
+                &mut remote_report,
+                &mut failure,
+                observer,
+                Some(Duration::from_millis(200)),
+            );
+            if reader_thread.is_finished() && remote_report.is_none() {
+                pump(&mut merger, &mut remote_report, &mut failure, observer, None);
+                break;
+            }
+        }
+        merger.flush(observer);
+        let _ = reader_thread.join();
+        if let Some(e) = failure {
+            return Err(e);
+        }
+        let remote_report =
+            remote_report.ok_or_else(|| ClientError::Test("the agent sent no results".into()))?;
+
+        let local_report = SideReport {
+            flows: outcome
+                .flows
+                .iter()
+                .map(|f| {
+                    let (initial, applied) = setup_info.get(&f.id).cloned().unwrap_or_default();
+                    FlowReport {
+                        id: f.id,
+                        direction: f.direction,
+                        role: f.role,
+                        window_bytes: f.window_bytes,
+                        total_bytes: f.total_bytes,
+                        window_s: f.window_s,
+                        socket_buffers: SockBufReport {
+                            requested,
+                            initial,
+                            final_: f.final_buffers,
+                        },
+                        applied,
+                    }
+                })
+                .collect(),
+            window_s: outcome.window_s,
+            warnings: vec![],
+        };
+        let config = TestConfig {
+            host: self.opts.host.clone(),
+            port: self.addr.port(),
+            embedded: self.opts.host.is_none(),
+            length_s: match spec.limit {
+                Limit::Duration { seconds } => Some(seconds),
+                Limit::Bytes { .. } => None,
+            },
+            bytes: match spec.limit {
+                Limit::Bytes { bytes } => Some(bytes),
+                Limit::Duration { .. } => None,
+            },
+            omit_s: spec.omit_s,
+            interval_s: spec.interval_s,
+            flows: spec.flows,
+            message_size: spec.message_size,
+            recv_size: spec.recv_size,
+            local: self.opts.local.clone(),
+            remote: spec.remote.clone(),
+            bind: self.opts.bind.map(|b| b.to_string()),
+            family: self.opts.family.name().map(str::to_string),
+        };
+        let agent = AgentInfo {
+            address: self.addr.to_string(),
+            software: self.software.clone(),
+            protocol_version: self.version,
+        };
+        let remote_samples = merger.remote_samples();
+        assemble(
+            spec,
+            config,
+            agent,
+            Side {
+                report: &local_report,
+                intervals: &local_samples,
+            },
+            Side {
+                report: &remote_report,
+                intervals: &remote_samples,
+            },
+            warnings,
+        )
+        .map_err(ClientError::Test)
+    }
+}
+
+/// Reads the agent's messages during a test until its results (or an error,
+/// or the deadline), and forwards them.
+fn read_agent(stream: &mut TcpStream, tx: mpsc::Sender<Result<AgentMsg, String>>, deadline: Instant) {
+    let mut decoder = netrig_proto::FrameDecoder::with_limit(AGENT_FRAME_LIMIT);
+    let mut buf = vec![0u8; 64 * 1024];
+    loop {
+        loop {
+            match decoder.next_msg::<AgentMsg>() {
+                Ok(Some(m)) => {
+                    let last = matches!(m, AgentMsg::Results { .. } | AgentMsg::Error { .. });
+                    if tx.send(Ok(m)).is_err() || last {
+                        return;
+                    }
+                }
+                Ok(None) => break,
+                Err(e) => {
+                    let _ = tx.send(Err(e.to_string()));
+                    return;
+                }
+            }
+        }
+        let now = Instant::now();
+        if now >= deadline {
+            let _ = tx.send(Err("the agent sent no results in time".into()));
+            return;
+        }
+        let _ = stream.set_read_timeout(Some((deadline - now).min(Duration::from_secs(1))));
+        match stream.read(&mut buf) {
+            Ok(0) => {
+                let _ = tx.send(Err(
+                    "the agent closed the control connection during the test".into()
+                ));
+                return;
+            }
+            Ok(n) => {
+                if let Err(e) = decoder.push(&buf[..n]) {
+                    let _ = tx.send(Err(e.to_string()));
+                    return;
+                }
+            }
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut | io::ErrorKind::Interrupted
+                ) => {}
+            Err(e) => {
+                let _ = tx.send(Err(e.to_string()));
+                return;
+            }
+        }
+    }
+}
+
+/// Emits merged interim reports in order, once each end that receives data
+/// has sampled the interval.
+struct Merger {
+    plan: Vec<Direction>,
+    need_local: bool,
+    need_remote: bool,
+    local: BTreeMap<u32, IntervalSample>,
+    remote: BTreeMap<u32, IntervalSample>,
+    next: u32,
+    remote_all: Vec<IntervalSample>,
+}
+
+impl Merger {
+    fn new(plan: Vec<Direction>) -> Self {
+        Merger {
+            need_local: plan.contains(&Direction::Rx),
+            need_remote: plan.contains(&Direction::Tx),
+            plan,
+            local: BTreeMap::new(),
+            remote: BTreeMap::new(),
+            next: 0,
+            remote_all: Vec::new(),
+        }
+    }
+
+    fn push_local(&mut self, s: IntervalSample, observer: &mut dyn FnMut(&IntervalResult)) {
+        self.local.insert(s.index, s);
+        self.emit_ready(observer, false);
+    }
+
+    fn push_remote(&mut self, s: IntervalSample, observer: &mut dyn FnMut(&IntervalResult)) {
+        self.remote_all.push(s.clone());
+        self.remote.insert(s.index, s);
+        self.emit_ready(observer, false);
+    }
+
+    fn emit_ready(&mut self, observer: &mut dyn FnMut(&IntervalResult), flush: bool) {
+        loop {
+            let k = self.next;
+            let have_l = self.local.contains_key(&k);
+            let have_r = self.remote.contains_key(&k);
+            let ready = (have_l || !self.need_local) && (have_r || !self.need_remote);
+            if !(ready || (flush && (have_l || have_r))) {
+                return;
+            }
+            let (l, r) = (self.local.remove(&k), self.remote.remove(&k));
+            if let Some(m) = merge_interval(&self.plan, k, l.as_ref(), r.as_ref()) {
+                observer(&m);
+            }
+            self.next += 1;
+            if !flush && !(have_l || have_r) {
+                return;
+            }
+        }
+    }
+
+    fn flush(&mut self, observer: &mut dyn FnMut(&IntervalResult)) {
+        self.emit_ready(observer, true);
+    }
+
+    fn remote_samples(&self) -> Vec<IntervalSample> {
+        self.remote_all.clone()
+    }
+}

@@ -1,0 +1,66 @@
+//! One flow: a data connection, what this end does with it, and the counters
+//! it shares with the sampler.
+
+use netrig_proto::report::{BufPair, Role};
+use netrig_proto::Direction;
+use std::net::TcpStream;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+
+/// Counters a worker writes and the sampler reads. Each has one writer, so a
+/// relaxed store is enough; a sample is exact to within one system call.
+#[derive(Debug, Default)]
+pub struct FlowCounters {
+    bytes: AtomicU64,
+}
+
+impl FlowCounters {
+    /// Payload bytes this end has sent or received on the flow so far.
+    pub fn bytes(&self) -> u64 {
+        self.bytes.load(Ordering::Relaxed)
+    }
+
+    /// Called by the flow's worker only.
+    #[inline]
+    pub fn set_bytes(&self, v: u64) {
+        self.bytes.store(v, Ordering::Relaxed)
+    }
+}
+
+/// A connected data socket handed to the engine.
+#[derive(Debug)]
+pub struct Flow {
+    pub id: u32,
+    pub direction: Direction,
+    pub role: Role,
+    pub socket: TcpStream,
+    /// Bytes to send before closing, in byte-count mode (senders only).
+    pub quota: Option<u64>,
+    pub counters: Arc<FlowCounters>,
+}
+
+impl Flow {
+    pub fn new(id: u32, direction: Direction, role: Role, socket: TcpStream, quota: Option<u64>) -> Self {
+        Flow {
+            id,
+            direction,
+            role,
+            socket,
+            quota,
+            counters: Arc::new(FlowCounters::default()),
+        }
+    }
+}
+
+/// What a worker knows about a flow when it is done with it.
+#[derive(Debug, Clone)]
+pub struct FlowEnd {
+    pub id: u32,
+    /// Payload bytes over the whole connection.
+    pub total_bytes: u64,
+    /// When the sender wrote its last byte, or the receiver saw end of file.
+    pub done_at: Option<Instant>,
+    /// Socket buffers when this end stopped measuring the flow.
+    pub final_buffers: BufPair,
+}

@@ -1,0 +1,374 @@
+//! One end's run of a test: spreads the flows over workers, samples their
+//! counters on the measurement schedule and turns the samples into the
+//! measured window and interim reports.
+//!
+//! Schedule, on this end's clock from `start` (the moment this end began):
+//! with `-l`, the window is `[omit, length]`; interim samples every `-i`
+//! seconds from `omit`, the last one cut short at `length`. With `-n` the
+//! window runs from `start` until the flow is done (last byte written by a
+//! sender, end of file seen by a receiver).
+
+use crate::workload::{WorkerControl, Workload};
+use crate::{EngineError, Flow, FlowCounters, FlowEnd};
+use netrig_proto::report::{BufPair, IntervalSample, Role};
+use netrig_proto::spec::Limit;
+use netrig_proto::Direction;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// When and how long this end measures.
+#[derive(Debug, Clone)]
+pub struct RunPlan {
+    /// This end's time zero.
+    pub start: Instant,
+    pub limit: Limit,
+    pub omit: Duration,
+    pub interval: Option<Duration>,
+    /// Worker threads (at most one per flow).
+    pub workers: usize,
+    /// How long receivers drain after the window closes.
+    pub drain: Duration,
+    /// In byte-count mode: give up when nothing moves for this long.
+    pub stall_timeout: Duration,
+}
+
+/// Lets another thread abort a run (the agent when the client goes away, the
+/// client on Ctrl-C).
+#[derive(Debug, Default)]
+pub struct RunControl {
+    stop: Arc<AtomicBool>,
+    abort: Mutex<Option<String>>,
+}
+
+impl RunControl {
+    pub fn new() -> Arc<Self> {
+        Arc::new(RunControl::default())
+    }
+
+    /// Stops the run; it returns `EngineError::Aborted(reason)`.
+    pub fn abort(&self, reason: impl Into<String>) {
+        if let Ok(mut a) = self.abort.lock() {
+            a.get_or_insert(reason.into());
+        }
+        self.stop.store(true, Ordering::Relaxed);
+    }
+
+    fn aborted(&self) -> Option<String> {
+        self.abort.lock().ok().and_then(|a| a.clone())
+    }
+}
+
+/// One flow as this end measured it.
+#[derive(Debug, Clone)]
+pub struct FlowOutcome {
+    pub id: u32,
+    pub direction: Direction,
+    pub role: Role,
+    pub window_bytes: u64,
+    pub total_bytes: u64,
+    pub window_s: f64,
+    pub final_buffers: BufPair,
+}
+
+/// This end's measurements.
+#[derive(Debug, Clone)]
+pub struct SideOutcome {
+    pub flows: Vec<FlowOutcome>,
+    pub window_s: f64,
+    pub intervals: Vec<IntervalSample>,
+}
+
+struct Meta {
+    id: u32,
+    direction: Direction,
+    role: Role,
+    counters: Arc<FlowCounters>,
+}
+
+fn snapshot(meta: &[Meta]) -> Vec<u64> {
+    meta.iter().map(|m| m.counters.bytes()).collect()
+}
+
+/// Runs this end's flows to the end of the test and returns what it measured.
+/// `on_interval` sees each interim sample as soon as it is taken.
+pub fn run_side(
+    workload: Arc<dyn Workload>,
+    flows: Vec<Flow>,
+    plan: &RunPlan,
+    ctl: &RunControl,
+    on_interval: &mut dyn FnMut(&IntervalSample),
+) -> Result<SideOutcome, EngineError> {
+    let meta: Vec<Meta> = flows
+        .iter()
+        .map(|f| Meta {
+            id: f.id,
+            direction: f.direction,
+            role: f.role,
+            counters: f.counters.clone(),
+        })
+        .collect();
+    let ids: Vec<u32> = meta.iter().map(|m| m.id).collect();
+    let nworkers = plan.workers.clamp(1, flows.len().max(1));
+    let mut buckets: Vec<Vec<Flow>> = (0..nworkers).map(|_| Vec::new()).collect();
+    for (i, f) in flows.into_iter().enumerate() {
+        buckets[i % nworkers].push(f);
+    }
+    let wctl = WorkerControl {
+        stop: ctl.stop.clone(),
+        drain: plan.drain,
+    };
+    let (done_tx, done_rx) = mpsc::channel::<Result<Vec<FlowEnd>, EngineError>>();
+    let mut handles = Vec::new();
+    for (w, bucket) in buckets.into_iter().enumerate().filter(|(_, b)| !b.is_empty()) {
+        let (workload, wctl, tx) = (workload.clone(), wctl.clone(), done_tx.clone());
+        let h = std::thread::Builder::new()
+            .name(format!("netrig-worker-{w}"))
+            .spawn(move || {
+                let _ = tx.send(workload.run_worker(bucket, &wctl));
+            })
+            .map_err(|e| EngineError::Setup(format!("cannot start worker thread: {e}")))?;
+        handles.push(h);
+    }
+    drop(done_tx);
+    let mut waiter = Waiter {
+        rx: done_rx,
+        pending: handles.len(),
+        ends: Vec::new(),
+        stop: ctl.stop.clone(),
+    };
+    let result = sample(&meta, &ids, plan, ctl, &mut waiter, on_interval);
+    // Whatever happened, stop the workers and wait for them (bounded).
+    ctl.stop.store(true, Ordering::Relaxed);
+    let join_deadline = Instant::now() + plan.drain + Duration::from_secs(5);
+    let joined = waiter.wait_all(join_deadline);
+    for h in handles {
+        if h.is_finished() {
+            let _ = h.join();
+        }
+    }
+    let (window, intervals) = result?;
+    joined?;
+    if let Some(reason) = ctl.aborted() {
+        return Err(EngineError::Aborted(reason));
+    }
+    let ends: std::collections::HashMap<u32, FlowEnd> = waiter.ends.into_iter().map(|e| (e.id, e)).collect();
+    let flows = meta
+        .iter()
+        .enumerate()
+        .map(|(i, m)| {
+            let end = ends.get(&m.id);
+            let (window_bytes, window_s) = match &window {
+                Window::Timed { first, last, seconds } => (last[i].saturating_sub(first[i]), *seconds),
+                Window::Counted { end_at } => {
+                    let done = end.and_then(|e| e.done_at).unwrap_or(*end_at);
+                    let total = end.map(|e| e.total_bytes).unwrap_or_else(|| m.counters.bytes());
+                    (total, done.saturating_duration_since(plan.start).as_secs_f64())
+                }
+            };
+            FlowOutcome {
+                id: m.id,
+                direction: m.direction,
+                role: m.role,
+                window_bytes,
+                total_bytes: end.map(|e| e.total_bytes).unwrap_or_else(|| m.counters.bytes()),
+                window_s,
+                final_buffers: end.map(|e| e.final_buffers).unwrap_or_default(),
+            }
+        })
+        .collect::<Vec<_>>();
+    let window_s = flows.iter().map(|f| f.window_s).fold(0.0, f64::max);
+    Ok(SideOutcome {
+        flows,
+        window_s,
+        intervals,
+    })
+}
+
+enum Window {
+    Timed {
+        first: Vec<u64>,
+        last: Vec<u64>,
+        seconds: f64,
+    },
+    Counted {
+        end_at: Instant,
+    },
+}
+
+struct Waiter {
+    rx: mpsc::Receiver<Result<Vec<FlowEnd>, EngineError>>,
+    pending: usize,
+    ends: Vec<FlowEnd>,
+    stop: Arc<AtomicBool>,
+}
+
+impl Waiter {
+    /// Waits until `until` for a worker to finish; a worker's error stops all.
+    fn wait(&mut self, until: Instant) -> Result<(), EngineError> {
+        if self.pending == 0 {
+            std::thread::sleep(until.saturating_duration_since(Instant::now()));
+            return Ok(());
+        }
+        match self
+            .rx
+            .recv_timeout(until.saturating_duration_since(Instant::now()))
+        {
+            Ok(Ok(ends)) => {
+                self.pending -= 1;
+                self.ends.extend(ends);
+                Ok(())
+            }
+            Ok(Err(e)) => {
+                self.pending -= 1;
+                self.stop.store(true, Ordering::Relaxed);
+                Err(e)
+            }
+            Err(mpsc::RecvTimeoutError::Timeout) => Ok(()),
+            Err(mpsc::RecvTimeoutError::Disconnected) => {
+                self.pending = 0;
+                Err(EngineError::Setup("a worker thread died".into()))
+            }
+        }
+    }
+
+    fn wait_all(&mut self, deadline: Instant) -> Result<(), EngineError> {
+        let mut first_err = None;
+        while self.pending > 0 {
+            if Instant::now() >= deadline {
+                return Err(EngineError::Setup(format!(
+                    "{} worker(s) did not finish within the drain time",
+                    self.pending
+                )));
+            }
+            if let Err(e) = self.wait(deadline) {
+                first_err.get_or_insert(e);
+            }
+        }
+        first_err.map_or(Ok(()), Err)
+    }
+}
+
+/// Sleeps until `t`, waking early to notice aborts and worker failures.
+fn sleep_until(t: Instant, ctl: &RunControl, waiter: &mut Waiter) -> Result<(), EngineError> {
+    loop {
+        if let Some(reason) = ctl.aborted() {
+            return Err(EngineError::Aborted(reason));
+        }
+        let now = Instant::now();
+        if now >= t {
+            return Ok(());
+        }
+        waiter.wait(t.min(now + Duration::from_millis(50)))?;
+    }
+}
+
+fn sample(
+    meta: &[Meta],
+    ids: &[u32],
+    plan: &RunPlan,
+    ctl: &RunControl,
+    waiter: &mut Waiter,
+    on_interval: &mut dyn FnMut(&IntervalSample),
+) -> Result<(Window, Vec<IntervalSample>), EngineError> {
+    let secs = |t: Instant| t.saturating_duration_since(plan.start).as_secs_f64();
+    let mut intervals = Vec::new();
+    let mut emit = |index: u32, from: (Instant, &Vec<u64>), to: (Instant, &Vec<u64>)| {
+        let s = IntervalSample {
+            index,
+            start_s: secs(from.0),
+            end_s: secs(to.0),
+            ids: ids.to_vec(),
+            bytes: to
+                .1
+                .iter()
+                .zip(from.1)
+                .map(|(b, a)| b.saturating_sub(*a))
+                .collect(),
+        };
+        on_interval(&s);
+        intervals.push(s);
+    };
+    match plan.limit {
+        Limit::Duration { seconds } => {
+            let end = plan.start + Duration::from_secs_f64(seconds);
+            let window_start = plan.start + plan.omit;
+            sleep_until(window_start, ctl, waiter)?;
+            let first = (Instant::now(), snapshot(meta));
+            let mut prev = first.clone();
+            let mut index = 0;
+            if let Some(iv) = plan.interval {
+                let mut tick = window_start + iv;
+                while tick < end {
+                    sleep_until(tick, ctl, waiter)?;
+                    let cur = (Instant::now(), snapshot(meta));
+                    emit(index, (prev.0, &prev.1), (cur.0, &cur.1));
+                    index += 1;
+                    prev = cur;
+                    tick += iv;
+                }
+            }
+            sleep_until(end, ctl, waiter)?;
+            let last = (Instant::now(), snapshot(meta));
+            ctl.stop.store(true, Ordering::Relaxed);
+            if plan.interval.is_some() && last.0.saturating_duration_since(prev.0) > Duration::from_millis(1)
+            {
+                emit(index, (prev.0, &prev.1), (last.0, &last.1));
+            }
+            let seconds = last.0.saturating_duration_since(first.0).as_secs_f64();
+            Ok((
+                Window::Timed {
+                    first: first.1,
+                    last: last.1,
+                    seconds,
+                },
+                intervals,
+            ))
+        }
+        Limit::Bytes { .. } => {
+            let mut prev = (plan.start, vec![0u64; meta.len()]);
+            let mut index = 0;
+            let mut last_progress = (Instant::now(), 0u64);
+            let mut next_tick = plan.interval.map(|iv| plan.start + iv);
+            while waiter.pending > 0 {
+                if let Some(reason) = ctl.aborted() {
+                    return Err(EngineError::Aborted(reason));
+                }
+                let wake = next_tick
+                    .unwrap_or_else(|| Instant::now() + Duration::from_millis(100))
+                    .min(Instant::now() + Duration::from_millis(100));
+                waiter.wait(wake)?;
+                let now = Instant::now();
+                let total: u64 = meta.iter().map(|m| m.counters.bytes()).sum();
+                if total != last_progress.1 {
+                    last_progress = (now, total);
+                } else if now.duration_since(last_progress.0) >= plan.stall_timeout {
+                    return Err(EngineError::Stalled(plan.stall_timeout.as_secs()));
+                }
+                if let (Some(t), Some(iv)) = (next_tick, plan.interval) {
+                    if now >= t && waiter.pending > 0 {
+                        let cur = (now, snapshot(meta));
+                        emit(index, (prev.0, &prev.1), (cur.0, &cur.1));
+                        index += 1;
+                        prev = cur;
+                        next_tick = Some(t + iv);
+                    }
+                }
+            }
+            let end_at = waiter
+                .ends
+                .iter()
+                .filter_map(|e| e.done_at)
+                .max()
+                .unwrap_or_else(Instant::now);
+            if plan.interval.is_some() {
+                let last = snapshot(meta);
+                if end_at > prev.0 {
+                    emit(index, (prev.0, &prev.1), (end_at, &last));
+                }
+            }
+            Ok((Window::Counted { end_at }, intervals))
+        }
+    }
+}

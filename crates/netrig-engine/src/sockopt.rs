@@ -1,0 +1,211 @@
+//! Socket options on data sockets, and the truth about what the kernel made
+//! of them: Linux doubles SO_SNDBUF/SO_RCVBUF requests and clamps them at
+//! net.core.wmem_max/rmem_max, silently. We read back what was granted and
+//! say so when it is not what was asked.
+
+use netrig_proto::report::{AppliedOptions, BufPair};
+use netrig_proto::spec::SocketOptions;
+use socket2::SockRef;
+use std::io;
+use std::net::{IpAddr, TcpStream};
+
+/// An option the kernel refused, naming the CLI flag.
+#[derive(Debug, thiserror::Error)]
+#[error("{flag} {value}: {what} failed: {source}{hint}")]
+pub struct OptionError {
+    pub flag: &'static str,
+    pub value: String,
+    pub what: &'static str,
+    pub source: io::Error,
+    pub hint: String,
+}
+
+fn err(flag: &'static str, value: impl ToString, what: &'static str, source: io::Error) -> OptionError {
+    let hint = match (flag, source.raw_os_error()) {
+        ("--cc", Some(libc::ENOENT)) => format!(
+            " (this host offers: {}; see net.ipv4.tcp_available_congestion_control)",
+            read_proc_sys("net/ipv4/tcp_available_congestion_control").unwrap_or_else(|| "?".into())
+        ),
+        ("--cc", Some(libc::EPERM)) => {
+            " (not in net.ipv4.tcp_allowed_congestion_control; root may use any loaded algorithm)".into()
+        }
+        ("--priority", Some(libc::EPERM)) => " (priorities above 6 need CAP_NET_ADMIN)".into(),
+        _ => String::new(),
+    };
+    OptionError {
+        flag,
+        value: value.to_string(),
+        what,
+        source,
+        hint,
+    }
+}
+
+fn read_proc_sys(path: &str) -> Option<String> {
+    std::fs::read_to_string(format!("/proc/sys/{path}"))
+        .ok()
+        .map(|s| s.split_whitespace().collect::<Vec<_>>().join(" "))
+}
+
+/// Buffer sizes that must be set before connect/listen (window scaling is
+/// chosen in the SYN), plus MSS. `buf_flag` names the CLI flag for errors.
+pub fn apply_before_connect(
+    sock: &socket2::Socket,
+    opts: &SocketOptions,
+    buf_flag: &'static str,
+) -> Result<(), OptionError> {
+    apply_buffers(&SockRef::from(sock), opts, buf_flag)?;
+    if let Some(mss) = opts.mss {
+        sock.set_tcp_mss(mss)
+            .map_err(|e| err("--mss", mss, "setsockopt(TCP_MAXSEG)", e))?;
+    }
+    Ok(())
+}
+
+fn apply_buffers(
+    sock: &SockRef<'_>,
+    opts: &SocketOptions,
+    buf_flag: &'static str,
+) -> Result<(), OptionError> {
+    if let Some(v) = opts.sndbuf {
+        sock.set_send_buffer_size(v as usize)
+            .map_err(|e| err(buf_flag, v, "setsockopt(SO_SNDBUF)", e))?;
+    }
+    if let Some(v) = opts.rcvbuf {
+        sock.set_recv_buffer_size(v as usize)
+            .map_err(|e| err(buf_flag, v, "setsockopt(SO_RCVBUF)", e))?;
+    }
+    Ok(())
+}
+
+/// Options that may be set on a connected socket. On the agent this is also
+/// where buffers are set: Linux picks the window scale from the tcp_rmem
+/// maximum, not from the buffer, so setting them after accept still works.
+pub fn apply_connected(
+    stream: &TcpStream,
+    opts: &SocketOptions,
+    include_buffers: bool,
+    buf_flag: &'static str,
+) -> Result<(), OptionError> {
+    let sock = SockRef::from(stream);
+    if include_buffers {
+        apply_buffers(&sock, opts, buf_flag)?;
+    }
+    if let Some(tos) = opts.tos {
+        let peer_v4 = match stream.peer_addr().map(|a| a.ip()) {
+            Ok(IpAddr::V4(_)) => true,
+            Ok(IpAddr::V6(v6)) => v6.to_ipv4_mapped().is_some(),
+            Err(_) => false,
+        };
+        let local_v6 = matches!(stream.local_addr().map(|a| a.ip()), Ok(IpAddr::V6(_)));
+        if local_v6 {
+            sock.set_tclass_v6(tos as u32)
+                .map_err(|e| err("--tos/--dscp", tos, "setsockopt(IPV6_TCLASS)", e))?;
+        }
+        if peer_v4 {
+            sock.set_tos_v4(tos as u32)
+                .map_err(|e| err("--tos/--dscp", tos, "setsockopt(IP_TOS)", e))?;
+        }
+    }
+    if let Some(p) = opts.priority {
+        sock.set_priority(p)
+            .map_err(|e| err("--priority", p, "setsockopt(SO_PRIORITY)", e))?;
+    }
+    if opts.nodelay {
+        sock.set_tcp_nodelay(true)
+            .map_err(|e| err("--nodelay", "", "setsockopt(TCP_NODELAY)", e))?;
+    }
+    if let Some(cc) = &opts.congestion {
+        sock.set_tcp_congestion(cc.as_bytes())
+            .map_err(|e| err("--cc", cc, "setsockopt(TCP_CONGESTION)", e))?;
+    }
+    Ok(())
+}
+
+/// The socket's current buffer sizes.
+pub fn buffers(stream: &TcpStream) -> BufPair {
+    let sock = SockRef::from(stream);
+    BufPair {
+        snd: sock.send_buffer_size().ok().map(|v| v as u32),
+        rcv: sock.recv_buffer_size().ok().map(|v| v as u32),
+    }
+}
+
+/// What the socket's options are now, read back from the kernel.
+pub fn applied(stream: &TcpStream) -> AppliedOptions {
+    let sock = SockRef::from(stream);
+    let tos = match stream.local_addr().map(|a| a.ip()) {
+        Ok(IpAddr::V4(_)) => sock.tos_v4().ok(),
+        Ok(IpAddr::V6(v6)) if v6.to_ipv4_mapped().is_some() => sock.tos_v4().ok(),
+        Ok(IpAddr::V6(_)) => sock.tclass_v6().ok(),
+        Err(_) => None,
+    };
+    let peer_mapped =
+        matches!(stream.peer_addr().map(|a| a.ip()), Ok(IpAddr::V6(v6)) if v6.to_ipv4_mapped().is_some());
+    let tos = if peer_mapped { sock.tos_v4().ok() } else { tos };
+    AppliedOptions {
+        tos: tos.map(|t| t as u8),
+        priority: sock.priority().ok(),
+        nodelay: sock.tcp_nodelay().ok(),
+        congestion: sock
+            .tcp_congestion()
+            .ok()
+            .map(|v| String::from_utf8_lossy(&v).trim_end_matches('\0').to_string()),
+        mss: sock.tcp_mss().ok(),
+    }
+}
+
+/// Warnings for buffer requests the kernel did not grant as asked. `end` is
+/// "local" or "remote"; `flag` the CLI flag that asked.
+pub fn buffer_warnings(requested: BufPair, granted: BufPair, end: &str, flag: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let pairs = [
+        ("SO_SNDBUF", requested.snd, granted.snd, "net.core.wmem_max"),
+        ("SO_RCVBUF", requested.rcv, granted.rcv, "net.core.rmem_max"),
+    ];
+    for (opt, req, got, sysctl) in pairs {
+        let (Some(req), Some(got)) = (req, got) else {
+            continue;
+        };
+        let want = (req as u64) * 2; // Linux doubles every request for bookkeeping overhead
+        if (got as u64) < want {
+            let limit = read_proc_sys(&sysctl.replace(".", "/")).unwrap_or_else(|| "?".into());
+            out.push(format!(
+                "{end} {opt}: {flag} {req} was clamped: the kernel granted {got} bytes, not {want} \
+                 ({sysctl} = {limit}); raise it with: sysctl -w {sysctl}={req}"
+            ));
+        } else if (got as u64) > want {
+            out.push(format!(
+                "{end} {opt}: {flag} {req} is below the kernel's minimum; it granted {got} bytes"
+            ));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn warnings_for_clamp_and_minimum_only() {
+        let req = BufPair {
+            snd: Some(1000),
+            rcv: Some(8 << 20),
+        };
+        let got = BufPair {
+            snd: Some(4608),
+            rcv: Some(8 << 20),
+        };
+        let w = buffer_warnings(req, got, "local", "-s");
+        assert_eq!(w.len(), 2, "{w:?}");
+        assert!(w[0].contains("minimum"));
+        assert!(w[1].contains("net.core.rmem_max") && w[1].contains("clamped"));
+        let exact = BufPair {
+            snd: Some(2000),
+            rcv: Some(16 << 20),
+        };
+        assert!(buffer_warnings(req, exact, "local", "-s").is_empty());
+        assert!(buffer_warnings(BufPair::default(), got, "local", "-s").is_empty());
+    }
+}

@@ -1,0 +1,39 @@
+//! The seam where test kinds attach to the data path.
+
+use crate::{EngineError, Flow, FlowEnd};
+use netrig_proto::{TestKind, TestSpec};
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// What a worker thread is told besides its flows.
+#[derive(Debug, Clone)]
+pub struct WorkerControl {
+    /// Set when the measured window closes (or the test is aborted): senders
+    /// stop, receivers drain what is in flight without counting it in the window.
+    pub stop: Arc<AtomicBool>,
+    /// How long receivers keep draining after `stop` before giving up on the
+    /// peer's end of file.
+    pub drain: Duration,
+}
+
+/// How one test kind drives its flows. Implementations own the hot loop: no
+/// locks, no allocation per message, counters published through
+/// [`FlowCounters`](crate::FlowCounters).
+pub trait Workload: Send + Sync {
+    /// Drives `flows` until they are done (quota sent, end of file seen) or
+    /// `ctl.stop` is set and they have drained; called on its own thread.
+    fn run_worker(&self, flows: Vec<Flow>, ctl: &WorkerControl) -> Result<Vec<FlowEnd>, EngineError>;
+}
+
+/// The workload for a test kind, configured from its spec.
+pub fn workload_for(spec: &TestSpec) -> Arc<dyn Workload> {
+    match spec.kind {
+        TestKind::TcpStream | TestKind::TcpMaerts | TestKind::TcpBidir => {
+            Arc::new(crate::stream::StreamWorkload {
+                message_size: spec.message_size as usize,
+                recv_size: spec.recv_size as usize,
+            })
+        }
+    }
+}

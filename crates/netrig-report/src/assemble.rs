@@ -1,0 +1,391 @@
+//! Merging the two ends' reports into one result.
+
+use crate::model::*;
+use netrig_proto::report::{BufPair, FlowReport, IntervalSample, SideReport, SockBufReport};
+use netrig_proto::{Direction, TestSpec};
+use std::collections::{BTreeMap, HashMap};
+
+/// One end's measurements: its report and its interim samples.
+#[derive(Debug, Clone, Copy)]
+pub struct Side<'a> {
+    pub report: &'a SideReport,
+    pub intervals: &'a [IntervalSample],
+}
+
+/// Merges the client's (`local`) and the agent's (`remote`) measurements.
+/// Fails when either end's report lacks a flow of the test.
+pub fn assemble(
+    spec: &TestSpec,
+    config: TestConfig,
+    agent: AgentInfo,
+    local: Side<'_>,
+    remote: Side<'_>,
+    mut warnings: Vec<String>,
+) -> Result<TestResult, String> {
+    let plan = spec.flow_plan();
+    let index = |side: &'_ SideReport| -> HashMap<u32, FlowReport> {
+        side.flows.iter().map(|f| (f.id, f.clone())).collect()
+    };
+    let (lmap, rmap) = (index(local.report), index(remote.report));
+    warnings.extend(local.report.warnings.iter().cloned());
+    warnings.extend(remote.report.warnings.iter().cloned());
+
+    let mut flows = Vec::with_capacity(plan.len());
+    for (id, dir) in plan.iter().enumerate() {
+        let id = id as u32;
+        let l = lmap
+            .get(&id)
+            .ok_or_else(|| format!("the client's report lacks flow {id}"))?;
+        let r = rmap
+            .get(&id)
+            .ok_or_else(|| format!("the agent's report lacks flow {id}"))?;
+        let (rx_end, tx_end) = match dir {
+            Direction::Tx => (r, l),
+            Direction::Rx => (l, r),
+        };
+        if matches!(spec.limit, netrig_proto::spec::Limit::Bytes { .. })
+            && rx_end.total_bytes != tx_end.total_bytes
+        {
+            warnings.push(format!(
+                "flow {id}: the receiver got {} bytes of the {} sent",
+                rx_end.total_bytes, tx_end.total_bytes
+            ));
+        }
+        let end = |f: &FlowReport| FlowEnd {
+            role: f.role,
+            total_bytes: f.total_bytes,
+            socket_buffers: f.socket_buffers,
+            applied: f.applied.clone(),
+        };
+        flows.push(FlowResult {
+            id,
+            direction: *dir,
+            bytes: rx_end.window_bytes,
+            elapsed_s: rx_end.window_s,
+            throughput_bps: bps(rx_end.window_bytes, rx_end.window_s),
+            sender_bytes: tx_end.window_bytes,
+            sender_elapsed_s: tx_end.window_s,
+            sender_throughput_bps: bps(tx_end.window_bytes, tx_end.window_s),
+            local: end(l),
+            remote: end(r),
+        });
+    }
+
+    let directions: Vec<DirectionSummary> = spec
+        .kind
+        .directions()
+        .iter()
+        .map(|d| {
+            let fs: Vec<&FlowResult> = flows.iter().filter(|f| f.direction == *d).collect();
+            let bytes = fs.iter().map(|f| f.bytes).sum();
+            let elapsed_s = fs.iter().map(|f| f.elapsed_s).fold(0.0, f64::max);
+            let sender_bytes = fs.iter().map(|f| f.sender_bytes).sum();
+            let sender_elapsed_s = fs.iter().map(|f| f.sender_elapsed_s).fold(0.0, f64::max);
+            let per_flow: Vec<f64> = fs.iter().map(|f| f.throughput_bps).collect();
+            DirectionSummary {
+                direction: *d,
+                flows: fs.len() as u32,
+                bytes,
+                elapsed_s,
+                throughput_bps: bps(bytes, elapsed_s),
+                sender_bytes,
+                sender_elapsed_s,
+                sender_throughput_bps: bps(sender_bytes, sender_elapsed_s),
+                flow_throughput_bps: Spread::of(&per_flow),
+            }
+        })
+        .collect();
+    let bytes: u64 = directions.iter().map(|d| d.bytes).sum();
+    let elapsed_s = directions.iter().map(|d| d.elapsed_s).fold(0.0, f64::max);
+    let dir_bps = |d: Direction| {
+        directions
+            .iter()
+            .find(|s| s.direction == d)
+            .map(|s| s.throughput_bps)
+    };
+    let summary = Summary {
+        throughput_bps: bps(bytes, elapsed_s),
+        bytes,
+        elapsed_s,
+        tx_throughput_bps: dir_bps(Direction::Tx),
+        rx_throughput_bps: dir_bps(Direction::Rx),
+        socket_buffers: EndBuffers {
+            local: largest(flows.iter().map(|f| &f.local.socket_buffers)),
+            remote: largest(flows.iter().map(|f| &f.remote.socket_buffers)),
+        },
+        directions,
+    };
+    let intervals = merge_intervals(&plan, local.intervals, remote.intervals);
+    Ok(TestResult {
+        netrig_version: netrig_proto::SOFTWARE_VERSION.to_string(),
+        test: spec.kind.name().to_string(),
+        config,
+        agent,
+        warnings,
+        summary,
+        flows,
+        intervals,
+    })
+}
+
+fn largest<'a>(bufs: impl Iterator<Item = &'a SockBufReport>) -> SockBufReport {
+    let max = |a: Option<u32>, b: Option<u32>| match (a, b) {
+        (Some(x), Some(y)) => Some(x.max(y)),
+        (x, y) => x.or(y),
+    };
+    let pair = |a: BufPair, b: BufPair| BufPair {
+        snd: max(a.snd, b.snd),
+        rcv: max(a.rcv, b.rcv),
+    };
+    bufs.fold(SockBufReport::default(), |acc, b| SockBufReport {
+        requested: pair(acc.requested, b.requested),
+        initial: pair(acc.initial, b.initial),
+        final_: pair(acc.final_, b.final_),
+    })
+}
+
+/// Interval k of the result takes each flow's bytes from the end that
+/// received it, timed by that end's clock.
+fn merge_intervals(
+    plan: &[Direction],
+    local: &[IntervalSample],
+    remote: &[IntervalSample],
+) -> Vec<IntervalResult> {
+    let mut by_index: BTreeMap<u32, (Option<&IntervalSample>, Option<&IntervalSample>)> = BTreeMap::new();
+    for s in local {
+        by_index.entry(s.index).or_default().0 = Some(s);
+    }
+    for s in remote {
+        by_index.entry(s.index).or_default().1 = Some(s);
+    }
+    by_index
+        .into_iter()
+        .filter_map(|(index, (l, r))| merge_interval(plan, index, l, r))
+        .collect()
+}
+
+/// Merges one interim report from the samples the two ends took for it
+/// (either may be missing); `None` when neither holds a received flow.
+pub fn merge_interval(
+    plan: &[Direction],
+    index: u32,
+    local: Option<&IntervalSample>,
+    remote: Option<&IntervalSample>,
+) -> Option<IntervalResult> {
+    let mut flows = Vec::new();
+    let mut dir_totals: BTreeMap<Direction, (u64, f64)> = BTreeMap::new();
+    let (mut start_s, mut end_s) = (f64::INFINITY, 0.0f64);
+    for (id, dir) in plan.iter().enumerate() {
+        let sample = match dir {
+            Direction::Tx => remote,
+            Direction::Rx => local,
+        };
+        let Some(s) = sample else { continue };
+        let Some(pos) = s.ids.iter().position(|x| *x == id as u32) else {
+            continue;
+        };
+        let bytes = s.bytes.get(pos).copied().unwrap_or(0);
+        let secs = s.end_s - s.start_s;
+        start_s = start_s.min(s.start_s);
+        end_s = end_s.max(s.end_s);
+        let t = dir_totals.entry(*dir).or_insert((0, secs));
+        t.0 += bytes;
+        flows.push(IntervalFlow {
+            id: id as u32,
+            direction: *dir,
+            bytes,
+            throughput_bps: bps(bytes, secs),
+        });
+    }
+    if flows.is_empty() {
+        return None;
+    }
+    let dir_bps = |d| dir_totals.get(&d).map(|(b, s)| bps(*b, *s));
+    let tx = dir_bps(Direction::Tx);
+    let rx = dir_bps(Direction::Rx);
+    Some(IntervalResult {
+        index,
+        start_s,
+        end_s,
+        bytes: dir_totals.values().map(|(b, _)| b).sum(),
+        throughput_bps: tx.unwrap_or(0.0) + rx.unwrap_or(0.0),
+        tx_throughput_bps: tx,
+        rx_throughput_bps: rx,
+        flows,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use netrig_proto::report::Role;
+    use netrig_proto::spec::{Limit, SocketOptions};
+    use netrig_proto::TestKind;
+
+    fn spec(kind: TestKind) -> TestSpec {
+        TestSpec {
+            kind,
+            limit: Limit::Duration { seconds: 2.0 },
+            omit_s: 0.0,
+            interval_s: Some(1.0),
+            flows: 1,
+            message_size: 1000,
+            recv_size: 1000,
+            remote: SocketOptions::default(),
+        }
+    }
+
+    fn flow(id: u32, direction: Direction, role: Role, window_bytes: u64, window_s: f64) -> FlowReport {
+        FlowReport {
+            id,
+            direction,
+            role,
+            window_bytes,
+            total_bytes: window_bytes + 10,
+            window_s,
+            socket_buffers: SockBufReport::default(),
+            applied: Default::default(),
+        }
+    }
+
+    fn config() -> TestConfig {
+        TestConfig {
+            host: None,
+            port: 1,
+            embedded: true,
+            length_s: Some(2.0),
+            bytes: None,
+            omit_s: 0.0,
+            interval_s: Some(1.0),
+            flows: 1,
+            message_size: 1000,
+            recv_size: 1000,
+            local: SocketOptions::default(),
+            remote: SocketOptions::default(),
+            bind: None,
+            family: None,
+        }
+    }
+
+    fn agent() -> AgentInfo {
+        AgentInfo {
+            address: "x".into(),
+            software: "y".into(),
+            protocol_version: 1,
+        }
+    }
+
+    fn sample(index: u32, bytes: Vec<u64>, ids: Vec<u32>) -> IntervalSample {
+        IntervalSample {
+            index,
+            start_s: index as f64,
+            end_s: index as f64 + 1.0,
+            ids,
+            bytes,
+        }
+    }
+
+    #[test]
+    fn receiver_count_is_reported_sender_kept() {
+        // Bidirectional: flow 0 tx (agent receives), flow 1 rx (client receives).
+        let local = SideReport {
+            flows: vec![
+                flow(0, Direction::Tx, Role::Sender, 1_000_000, 2.0),
+                flow(1, Direction::Rx, Role::Receiver, 500_000, 2.0),
+            ],
+            window_s: 2.0,
+            warnings: vec!["local w".into()],
+        };
+        let remote = SideReport {
+            flows: vec![
+                flow(0, Direction::Tx, Role::Receiver, 900_000, 2.0),
+                flow(1, Direction::Rx, Role::Sender, 600_000, 2.5),
+            ],
+            window_s: 2.5,
+            warnings: vec!["remote w".into()],
+        };
+        let li = [
+            sample(0, vec![7, 250_000], vec![0, 1]),
+            sample(1, vec![7, 250_000], vec![0, 1]),
+        ];
+        let ri = [
+            sample(0, vec![450_000, 9], vec![0, 1]),
+            sample(1, vec![450_000, 9], vec![0, 1]),
+        ];
+        let r = assemble(
+            &spec(TestKind::TcpBidir),
+            config(),
+            agent(),
+            Side {
+                report: &local,
+                intervals: &li,
+            },
+            Side {
+                report: &remote,
+                intervals: &ri,
+            },
+            vec![],
+        )
+        .unwrap();
+        assert_eq!(r.flows[0].bytes, 900_000, "tx counted by the agent");
+        assert_eq!(r.flows[0].sender_bytes, 1_000_000);
+        assert_eq!(r.flows[1].bytes, 500_000, "rx counted by the client");
+        assert_eq!(r.flows[1].sender_bytes, 600_000);
+        assert_eq!(r.summary.bytes, 1_400_000);
+        assert_eq!(r.summary.elapsed_s, 2.0);
+        assert_eq!(r.summary.throughput_bps, 1_400_000.0 * 8.0 / 2.0);
+        assert_eq!(r.summary.tx_throughput_bps, Some(900_000.0 * 8.0 / 2.0));
+        assert_eq!(r.summary.rx_throughput_bps, Some(500_000.0 * 8.0 / 2.0));
+        assert_eq!(r.warnings, vec!["local w".to_string(), "remote w".to_string()]);
+        assert_eq!(r.intervals.len(), 2);
+        assert_eq!(r.intervals[0].bytes, 700_000);
+        assert_eq!(r.intervals[0].tx_throughput_bps, Some(3_600_000.0));
+        assert_eq!(r.intervals[0].rx_throughput_bps, Some(2_000_000.0));
+    }
+
+    #[test]
+    fn one_way_test_has_null_other_direction_and_missing_flow_fails() {
+        let local = SideReport {
+            flows: vec![flow(0, Direction::Tx, Role::Sender, 10, 1.0)],
+            window_s: 1.0,
+            warnings: vec![],
+        };
+        let remote = SideReport {
+            flows: vec![flow(0, Direction::Tx, Role::Receiver, 8, 1.0)],
+            window_s: 1.0,
+            warnings: vec![],
+        };
+        let s = |r| Side {
+            report: r,
+            intervals: &[],
+        };
+        let r = assemble(
+            &spec(TestKind::TcpStream),
+            config(),
+            agent(),
+            s(&local),
+            s(&remote),
+            vec![],
+        )
+        .unwrap();
+        assert_eq!(r.summary.rx_throughput_bps, None);
+        assert_eq!(r.summary.tx_throughput_bps, Some(64.0));
+        let empty = SideReport::default();
+        let err = assemble(
+            &spec(TestKind::TcpStream),
+            config(),
+            agent(),
+            s(&local),
+            s(&empty),
+            vec![],
+        )
+        .unwrap_err();
+        assert!(err.contains("agent's report lacks flow 0"));
+    }
+
+    #[test]
+    fn spread_median() {
+        let s = Spread::of(&[3.0, 1.0, 2.0, 10.0]);
+        assert_eq!((s.min, s.median, s.max), (1.0, 2.5, 10.0));
+    }
+}

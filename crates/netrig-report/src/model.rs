@@ -1,0 +1,182 @@
+//! The result of one test, as `--json` prints it. Field names here are a
+//! contract with scripts: `docs/result.schema.json` describes them and a
+//! test validates real output against it.
+
+use netrig_proto::report::{AppliedOptions, Role, SockBufReport};
+use netrig_proto::spec::SocketOptions;
+use netrig_proto::Direction;
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TestResult {
+    pub netrig_version: String,
+    /// The test kind, e.g. "tcp-stream".
+    pub test: String,
+    pub config: TestConfig,
+    pub agent: AgentInfo,
+    pub warnings: Vec<String>,
+    pub summary: Summary,
+    pub flows: Vec<FlowResult>,
+    /// Interim reports (`-i`), empty without it.
+    pub intervals: Vec<IntervalResult>,
+}
+
+/// What the user asked for.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TestConfig {
+    /// `-H`, or null for the embedded loopback agent.
+    pub host: Option<String>,
+    pub port: u16,
+    pub embedded: bool,
+    pub length_s: Option<f64>,
+    pub bytes: Option<u64>,
+    pub omit_s: f64,
+    pub interval_s: Option<f64>,
+    /// Flows per direction (`-P`).
+    pub flows: u32,
+    pub message_size: u32,
+    pub recv_size: u32,
+    /// Options on the client's sockets (`-s` and the shared options).
+    pub local: SocketOptions,
+    /// Options on the agent's sockets (`-S` and the shared options).
+    pub remote: SocketOptions,
+    pub bind: Option<String>,
+    /// "ipv4", "ipv6" or null (either).
+    pub family: Option<String>,
+}
+
+/// Who served the test.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AgentInfo {
+    /// The address the client reached.
+    pub address: String,
+    pub software: String,
+    pub protocol_version: u16,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Summary {
+    /// `bytes` × 8 / `elapsed_s`.
+    pub throughput_bps: f64,
+    /// Payload bytes the receiving applications got within the measured window, all directions.
+    pub bytes: u64,
+    /// The measured window, in seconds (the longest direction's).
+    pub elapsed_s: f64,
+    /// Client to agent, as the agent received it; null when the test sends no data that way.
+    pub tx_throughput_bps: Option<f64>,
+    /// Agent to client, as the client received it; null when the test sends no data that way.
+    pub rx_throughput_bps: Option<f64>,
+    pub directions: Vec<DirectionSummary>,
+    pub socket_buffers: EndBuffers,
+}
+
+/// Socket buffers of each end. The summary holds the largest value across
+/// that end's connections; each flow's own are in `flows[]`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EndBuffers {
+    pub local: SockBufReport,
+    pub remote: SockBufReport,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DirectionSummary {
+    pub direction: Direction,
+    pub flows: u32,
+    /// Received within the receiver's window.
+    pub bytes: u64,
+    pub elapsed_s: f64,
+    pub throughput_bps: f64,
+    /// Sent within the sender's window.
+    pub sender_bytes: u64,
+    pub sender_elapsed_s: f64,
+    pub sender_throughput_bps: f64,
+    /// Spread of per-flow receive throughput.
+    pub flow_throughput_bps: Spread,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Spread {
+    pub min: f64,
+    pub median: f64,
+    pub max: f64,
+}
+
+impl Spread {
+    pub fn of(values: &[f64]) -> Spread {
+        if values.is_empty() {
+            return Spread {
+                min: 0.0,
+                median: 0.0,
+                max: 0.0,
+            };
+        }
+        let mut v = values.to_vec();
+        v.sort_by(f64::total_cmp);
+        let n = v.len();
+        let median = if n % 2 == 1 {
+            v[n / 2]
+        } else {
+            (v[n / 2 - 1] + v[n / 2]) / 2.0
+        };
+        Spread {
+            min: v[0],
+            median,
+            max: v[n - 1],
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FlowResult {
+    pub id: u32,
+    pub direction: Direction,
+    /// Received within the receiver's window.
+    pub bytes: u64,
+    pub elapsed_s: f64,
+    pub throughput_bps: f64,
+    pub sender_bytes: u64,
+    pub sender_elapsed_s: f64,
+    pub sender_throughput_bps: f64,
+    pub local: FlowEnd,
+    pub remote: FlowEnd,
+}
+
+/// One end of one flow.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FlowEnd {
+    pub role: Role,
+    /// Bytes over the whole connection, inside the window or not.
+    pub total_bytes: u64,
+    pub socket_buffers: SockBufReport,
+    pub applied: AppliedOptions,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct IntervalResult {
+    pub index: u32,
+    /// Seconds since the start of the test.
+    pub start_s: f64,
+    pub end_s: f64,
+    pub bytes: u64,
+    pub throughput_bps: f64,
+    pub tx_throughput_bps: Option<f64>,
+    pub rx_throughput_bps: Option<f64>,
+    pub flows: Vec<IntervalFlow>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct IntervalFlow {
+    pub id: u32,
+    pub direction: Direction,
+    pub bytes: u64,
+    pub throughput_bps: f64,
+}
+
+/// bits per second, 0 for an empty window.
+pub fn bps(bytes: u64, seconds: f64) -> f64 {
+    if seconds > 0.0 {
+        bytes as f64 * 8.0 / seconds
+    } else {
+        0.0
+    }
+}

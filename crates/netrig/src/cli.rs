@@ -1,0 +1,142 @@
+//! The command line.
+
+use crate::units::{parse_seconds, parse_size, parse_size_u32};
+use clap::{Args, Parser, Subcommand};
+use std::net::IpAddr;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "netrig",
+    version,
+    about = "A network performance lab in one binary",
+    long_about = "A network performance lab in one binary.\n\nWithout a subcommand, runs `netrig quick`: a short loopback suite against an in-process agent.\nOn a remote host run `netrig serve`, then `netrig tcp-stream -H HOST` here."
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Option<Command>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Short loopback suite against an in-process agent (the embedded default).
+    Quick(QuickArgs),
+    /// Run the agent (like netserver or iperf3 -s), in the foreground.
+    Serve(ServeArgs),
+    /// TCP stream, client to agent (netperf TCP_STREAM).
+    TcpStream(StreamArgs),
+    /// TCP stream, agent to client (netperf TCP_MAERTS).
+    TcpMaerts(StreamArgs),
+    /// TCP streams both ways at once, on separate connections.
+    TcpBidir(StreamArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct QuickArgs {
+    /// Seconds per test.
+    #[arg(short = 'l', long = "length", default_value = "2", value_parser = parse_seconds)]
+    pub length: f64,
+    /// Use IPv6 loopback (::1) instead of 127.0.0.1.
+    #[arg(short = '6', long = "ipv6")]
+    pub ipv6: bool,
+    /// Print one JSON document on stdout instead of the table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// Address to listen on (default: every IPv6 and IPv4 address).
+    #[arg(long = "bind", value_name = "ADDR")]
+    pub bind: Option<IpAddr>,
+    /// Port for control and data connections.
+    #[arg(short = 'p', long = "port", default_value_t = netrig_proto::DEFAULT_PORT)]
+    pub port: u16,
+    /// Control sessions served at once.
+    #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    pub max_sessions: u32,
+    /// Flows per direction in one test.
+    #[arg(long, default_value_t = 10_000, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    pub max_flows: u32,
+    /// Longest test, in seconds.
+    #[arg(long, default_value_t = 3600, value_parser = clap::value_parser!(u64).range(1..=31_536_000))]
+    pub max_duration: u64,
+    /// Log only warnings.
+    #[arg(short = 'q', long)]
+    pub quiet: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct TargetArgs {
+    /// Agent host: a name, an IPv4 or an IPv6 literal. Without it, an in-process agent on loopback.
+    #[arg(short = 'H', long = "host")]
+    pub host: Option<String>,
+    /// Agent port.
+    #[arg(short = 'p', long = "port", default_value_t = netrig_proto::DEFAULT_PORT)]
+    pub port: u16,
+    /// IPv4 only.
+    #[arg(short = '4', long = "ipv4", conflicts_with = "ipv6")]
+    pub ipv4: bool,
+    /// IPv6 only.
+    #[arg(short = '6', long = "ipv6")]
+    pub ipv6: bool,
+    /// Local address for every connection of this client.
+    #[arg(long = "bind", value_name = "ADDR")]
+    pub bind: Option<IpAddr>,
+    /// Seconds to wait for each connection to the agent.
+    #[arg(long, default_value = "10", value_parser = parse_seconds)]
+    pub connect_timeout: f64,
+}
+
+#[derive(Debug, Args)]
+pub struct StreamArgs {
+    #[command(flatten)]
+    pub target: TargetArgs,
+    /// Test length in seconds.
+    #[arg(short = 'l', long = "length", value_parser = parse_seconds, conflicts_with = "bytes")]
+    pub length: Option<f64>,
+    /// Send this many bytes per direction (spread over the flows) instead of a timed test.
+    #[arg(short = 'n', long = "bytes", value_parser = parse_size)]
+    pub bytes: Option<u64>,
+    /// Bytes per send() call: 32, 16K, 1M.
+    #[arg(short = 'm', long = "message-size", default_value = "128K", value_parser = parse_size_u32)]
+    pub message_size: u32,
+    /// Bytes per recv() call.
+    #[arg(short = 'M', long = "recv-size", default_value = "128K", value_parser = parse_size_u32)]
+    pub recv_size: u32,
+    /// Local SO_SNDBUF and SO_RCVBUF (the kernel doubles it and caps it at wmem_max/rmem_max).
+    #[arg(short = 's', long = "local-sockbuf", value_parser = parse_size_u32)]
+    pub local_sockbuf: Option<u32>,
+    /// Remote (agent) SO_SNDBUF and SO_RCVBUF.
+    #[arg(short = 'S', long = "remote-sockbuf", value_parser = parse_size_u32)]
+    pub remote_sockbuf: Option<u32>,
+    /// Parallel flows per direction.
+    #[arg(short = 'P', long = "parallel", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    pub parallel: u32,
+    /// DSCP (0-63) on the data packets of both directions.
+    #[arg(long, value_parser = clap::value_parser!(u8).range(0..=63), conflicts_with = "tos")]
+    pub dscp: Option<u8>,
+    /// Whole IP TOS / IPv6 traffic-class byte (0-255) on the data packets of both directions.
+    #[arg(long, value_parser = clap::value_parser!(u8))]
+    pub tos: Option<u8>,
+    /// SO_PRIORITY (0-7) on both ends' data sockets.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(0..=7))]
+    pub priority: Option<u32>,
+    /// TCP_NODELAY on both ends.
+    #[arg(long)]
+    pub nodelay: bool,
+    /// Congestion control algorithm on both ends (e.g. cubic, bbr, reno).
+    #[arg(long = "cc", value_name = "ALGO")]
+    pub cc: Option<String>,
+    /// TCP_MAXSEG on the client's sockets, before connect (it caps both directions).
+    #[arg(long, value_name = "BYTES")]
+    pub mss: Option<u32>,
+    /// Interim reports every SECONDS.
+    #[arg(short = 'i', long = "interval", value_parser = parse_seconds)]
+    pub interval: Option<f64>,
+    /// Leave the first SECONDS out of the results (warm-up).
+    #[arg(long, default_value = "0", value_parser = parse_seconds)]
+    pub omit: f64,
+    /// Print one JSON document on stdout instead of the table.
+    #[arg(long)]
+    pub json: bool,
+}
