@@ -44,10 +44,10 @@ impl AgentConfig {
 
 #[derive(Debug, thiserror::Error)]
 pub enum AgentError {
-    #[error("cannot listen on {addr}: {source}{hint}")]
+    #[error("cannot listen on {addr}: {error}{hint}")]
     Listen {
         addr: SocketAddr,
-        source: io::Error,
+        error: io::Error,
         hint: &'static str,
     },
 }
@@ -181,7 +181,11 @@ fn listen_error(addr: SocketAddr, source: io::Error) -> AgentError {
         io::ErrorKind::PermissionDenied => " (ports below 1024 need root or CAP_NET_BIND_SERVICE)",
         _ => "",
     };
-    AgentError::Listen { addr, source, hint }
+    AgentError::Listen {
+        addr,
+        error: source,
+        hint,
+    }
 }
 
 fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {

@@ -251,6 +251,9 @@ fn run_test(
             Role::Receiver => None,
         };
         let applied = sockopt::applied(&stream);
+        if buffers.is_empty() {
+            warnings.extend(sockopt::option_warnings(&spec.remote, &applied, "remote"));
+        }
         buffers.push((hello.flow, initial, applied));
         flows.push(Flow::new(hello.flow, direction, role, stream, quota));
     }

@@ -4,8 +4,8 @@ use std::net::SocketAddr;
 /// What went wrong, in words that name the host, port or option.
 #[derive(Debug, thiserror::Error)]
 pub enum ClientError {
-    #[error("cannot resolve host {host:?}: {source}")]
-    Resolve { host: String, source: io::Error },
+    #[error("cannot resolve host {host:?}: {error}")]
+    Resolve { host: String, error: io::Error },
     #[error("host {host:?} has no {family} address")]
     NoAddress { host: String, family: &'static str },
     #[error("cannot connect to the agent at {addr}: connection refused (is `netrig serve` running there on port {port}? see -p)")]
@@ -14,8 +14,8 @@ pub enum ClientError {
         "cannot connect to {addr}: no answer within {secs} s (a firewall dropping the port, or a wrong -H?)"
     )]
     ConnectTimeout { addr: SocketAddr, secs: u64 },
-    #[error("cannot connect to {addr}: {source}")]
-    Connect { addr: SocketAddr, source: io::Error },
+    #[error("cannot connect to {addr}: {error}")]
+    Connect { addr: SocketAddr, error: io::Error },
     #[error("{addr} did not answer like a netrig agent: {detail}")]
     NotAgent { addr: SocketAddr, detail: String },
     #[error("{0}")]

@@ -25,9 +25,9 @@ pub fn resolve(host: &str, port: u16, family: Family) -> Result<Vec<SocketAddr>,
     let bare = host.trim_start_matches('[').trim_end_matches(']');
     let addrs: Vec<SocketAddr> = (bare, port)
         .to_socket_addrs()
-        .map_err(|source| ClientError::Resolve {
+        .map_err(|error| ClientError::Resolve {
             host: host.to_string(),
-            source,
+            error,
         })?
         .filter(|a| match family {
             Family::Any => true,

@@ -54,7 +54,7 @@ fn connect_socket(
     before: impl FnOnce(&Socket) -> Result<(), ClientError>,
 ) -> Result<TcpStream, ClientError> {
     let sock = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))
-        .map_err(|source| ClientError::Connect { addr, source })?;
+        .map_err(|error| ClientError::Connect { addr, error })?;
     before(&sock)?;
     if let Some(ip) = opts.bind {
         if ip.is_ipv4() != addr.is_ipv4() {
@@ -75,7 +75,7 @@ fn connect_socket(
         Err(e) if matches!(e.kind(), io::ErrorKind::TimedOut | io::ErrorKind::WouldBlock) => {
             Err(ClientError::ConnectTimeout { addr, secs })
         }
-        Err(source) => Err(ClientError::Connect { addr, source }),
+        Err(error) => Err(ClientError::Connect { addr, error }),
     }
 }
 
@@ -110,7 +110,7 @@ impl Client {
         };
         stream
             .write_all(&preamble.encode())
-            .map_err(|source| ClientError::Connect { addr, source })?;
+            .map_err(|error| ClientError::Connect { addr, error })?;
         let mut conn = FramedConn::new(stream, AGENT_FRAME_LIMIT);
         let mut sm = ClientSession::new();
         let msg: AgentMsg = conn
@@ -176,9 +176,9 @@ impl Client {
             flow,
         };
         s.write_all(&hello.encode())
-            .map_err(|source| ClientError::Connect {
+            .map_err(|error| ClientError::Connect {
                 addr: self.addr,
-                source,
+                error,
             })?;
         sockopt::apply_connected(&s, &self.opts.local, false, "-s/--local-sockbuf")
             .map_err(|e| ClientError::Option(format!("local {e}")))?;
@@ -246,7 +246,11 @@ impl Client {
             } else {
                 None
             };
-            setup_info.insert(id, (initial, sockopt::applied(&stream)));
+            let applied = sockopt::applied(&stream);
+            if id == 0 {
+                warnings.extend(sockopt::option_warnings(&self.opts.local, &applied, "local"));
+            }
+            setup_info.insert(id, (initial, applied));
             flows.push(Flow::new(id, *dir, role, stream, quota));
         }
         let msg: AgentMsg = self.conn.recv(setup).map_err(proto_err)?;
@@ -532,7 +536,7 @@ impl Merger {
                 observer(&m);
             }
             self.next += 1;
-            if !flush && !(have_l || have_r) {
+            if !(flush || have_l || have_r) {
                 return;
             }
         }

@@ -23,12 +23,12 @@ use thiserror::Error;
 /// Failures of the data path.
 #[derive(Debug, Error)]
 pub enum EngineError {
-    #[error("flow {flow} ({direction}): {what}: {source}")]
+    #[error("flow {flow} ({direction}): {what}: {error}")]
     Flow {
         flow: u32,
         direction: &'static str,
         what: String,
-        source: std::io::Error,
+        error: std::io::Error,
     },
     #[error("{0}")]
     Setup(String),

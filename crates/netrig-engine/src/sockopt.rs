@@ -11,12 +11,12 @@ use std::net::{IpAddr, TcpStream};
 
 /// An option the kernel refused, naming the CLI flag.
 #[derive(Debug, thiserror::Error)]
-#[error("{flag} {value}: {what} failed: {source}{hint}")]
+#[error("{flag} {value}: {what} failed: {error}{hint}")]
 pub struct OptionError {
     pub flag: &'static str,
     pub value: String,
     pub what: &'static str,
-    pub source: io::Error,
+    pub error: io::Error,
     pub hint: String,
 }
 
@@ -36,7 +36,7 @@ fn err(flag: &'static str, value: impl ToString, what: &'static str, source: io:
         flag,
         value: value.to_string(),
         what,
-        source,
+        error: source,
         hint,
     }
 }
@@ -183,9 +183,53 @@ pub fn buffer_warnings(requested: BufPair, granted: BufPair, end: &str, flag: &s
     out
 }
 
+/// Warnings for options the kernel did not take as asked (read back after
+/// setting). `end` is "local" or "remote".
+pub fn option_warnings(asked: &SocketOptions, got: &AppliedOptions, end: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    if let (Some(want), Some(have)) = (asked.tos, got.tos) {
+        if want != have {
+            out.push(format!(
+                "{end} TOS: asked for {want:#04x}, the kernel set {have:#04x} (for TCP, Linux manages the two ECN \
+                 bits of the TOS byte itself; --dscp sets only the top six bits)"
+            ));
+        }
+    }
+    if let (Some(want), Some(have)) = (asked.priority, got.priority) {
+        if want != have {
+            out.push(format!(
+                "{end} SO_PRIORITY: asked for {want}, the kernel reports {have}"
+            ));
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn tos_readback_mismatch_is_named() {
+        let asked = SocketOptions {
+            tos: Some(10),
+            ..Default::default()
+        };
+        let got = AppliedOptions {
+            tos: Some(8),
+            ..Default::default()
+        };
+        let w = option_warnings(&asked, &got, "local");
+        assert!(
+            w[0].contains("0x0a") && w[0].contains("0x08") && w[0].contains("ECN"),
+            "{w:?}"
+        );
+        let same = AppliedOptions {
+            tos: Some(10),
+            ..Default::default()
+        };
+        assert!(option_warnings(&asked, &same, "local").is_empty());
+    }
 
     #[test]
     fn warnings_for_clamp_and_minimum_only() {

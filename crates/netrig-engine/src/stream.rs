@@ -44,7 +44,7 @@ impl Slot {
             flow: self.flow.id,
             direction: self.flow.direction.name(),
             what: format!("{what} after {} bytes", self.bytes),
-            source: e,
+            error: e,
         }
     }
 

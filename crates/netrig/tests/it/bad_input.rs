@@ -1,0 +1,119 @@
+//! Every bad input gets a clear message and exit status 2.
+
+use crate::helpers::*;
+use std::io::{Read, Write};
+use std::net::TcpListener;
+
+fn fails_with(args: &[&str], needle: &str) {
+    let o = run(args);
+    let e = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "netrig {args:?}: {e}");
+    assert!(
+        e.to_lowercase().contains(&needle.to_lowercase()),
+        "netrig {args:?}: expected {needle:?} in: {e}"
+    );
+}
+
+#[test]
+fn unknown_host() {
+    fails_with(
+        &["tcp-stream", "-H", "no-such-host.invalid", "-l", "1"],
+        "cannot resolve host \"no-such-host.invalid\"",
+    );
+}
+
+#[test]
+fn refused_connection_names_the_agent() {
+    let p = free_port().to_string();
+    fails_with(
+        &["tcp-stream", "-H", "127.0.0.1", "-p", &p, "-l", "1"],
+        "refused (is `netrig serve` running",
+    );
+}
+
+#[test]
+fn port_in_use() {
+    let held = TcpListener::bind("0.0.0.0:0").unwrap();
+    let p = held.local_addr().unwrap().port().to_string();
+    fails_with(&["serve", "-p", &p, "--bind", "0.0.0.0"], "already in use");
+}
+
+#[test]
+fn sizes_and_counts_out_of_range() {
+    fails_with(&["tcp-stream", "-m", "0"], "-m/--message-size 0 is out of range");
+    fails_with(&["tcp-stream", "-m", "32M"], "-m/--message-size");
+    fails_with(&["tcp-stream", "-m", "lots"], "not a size");
+    fails_with(&["tcp-stream", "-P", "0"], "--parallel");
+    fails_with(&["tcp-stream", "-l", "0"], "-l/--length");
+    fails_with(&["tcp-stream", "-s", "2G"], "-s/--local-sockbuf");
+    fails_with(&["tcp-stream", "--dscp", "64"], "--dscp");
+    fails_with(&["tcp-stream", "--priority", "8"], "--priority");
+    fails_with(&["tcp-stream", "--mss", "10"], "--mss 10 is out of range");
+    fails_with(&["tcp-stream", "-i", "0.01"], "-i/--interval");
+}
+
+#[test]
+fn options_that_do_not_apply() {
+    fails_with(
+        &["tcp-stream", "-n", "1M", "--omit", "1"],
+        "--omit applies to timed tests",
+    );
+    fails_with(&["tcp-stream", "-l", "1", "--omit", "2"], "--omit");
+    fails_with(&["tcp-stream", "-l", "1", "-n", "1M"], "cannot be used with");
+    fails_with(
+        &["tcp-stream", "--dscp", "1", "--tos", "4"],
+        "cannot be used with",
+    );
+    fails_with(&["tcp-stream", "-4", "-6"], "cannot be used with");
+    fails_with(&["tcp-stream", "-H", "::1", "-4"], "has no ipv4 address");
+    fails_with(
+        &["tcp-stream", "-H", "127.0.0.1", "--bind", "::1", "-p", "1"],
+        "--bind ::1 is not of the same address family",
+    );
+    fails_with(
+        &["tcp-stream", "--cc", "no-such-algo", "-l", "0.2"],
+        "--cc no-such-algo",
+    );
+    fails_with(&["serve", "-l", "1"], "unexpected argument");
+}
+
+#[test]
+fn a_peer_that_is_not_an_agent() {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let p = l.local_addr().unwrap().port().to_string();
+    let t = std::thread::spawn(move || {
+        let (mut s, _) = l.accept().unwrap();
+        let mut b = [0u8; 8];
+        let _ = s.read_exact(&mut b);
+        let _ = s.write_all(b"HTTP/1.1 400 Bad Request\r\n\r\n");
+    });
+    fails_with(
+        &["tcp-stream", "-H", "127.0.0.1", "-p", &p, "-l", "1"],
+        "did not answer like a netrig agent",
+    );
+    t.join().unwrap();
+}
+
+#[test]
+fn version_mismatch_is_told_in_words() {
+    // An agent from the future: answers every preamble with a mismatch, as the protocol says.
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let p = l.local_addr().unwrap().port().to_string();
+    let t = std::thread::spawn(move || {
+        let (mut s, _) = l.accept().unwrap();
+        let mut b = [0u8; 8];
+        s.read_exact(&mut b).unwrap();
+        assert_eq!(&b[..4], b"NRGC");
+        let msg = netrig_proto::AgentMsg::VersionMismatch {
+            agent_min: 7,
+            agent_max: 9,
+            software: "9.9.9".into(),
+        };
+        s.write_all(&netrig_proto::encode_frame(&msg)).unwrap();
+    });
+    fails_with(
+        &["tcp-stream", "-H", "127.0.0.1", "-p", &p, "-l", "1"],
+        "speaks protocol versions 7..=9",
+    );
+    t.join().unwrap();
+}

@@ -1,0 +1,129 @@
+use serde_json::Value;
+use std::net::TcpListener;
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+pub fn netrig() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_netrig"));
+    c.env_remove("RUST_LOG");
+    c
+}
+
+/// Runs netrig with `args`, bounded in time; returns its output.
+pub fn run(args: &[&str]) -> Output {
+    let mut child = netrig()
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn netrig");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        if child.try_wait().expect("wait").is_some() {
+            return child.wait_with_output().expect("output");
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("netrig {args:?} ran over 60 s");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+pub fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+pub fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// Runs a test that must succeed and returns its JSON document.
+pub fn run_json(args: &[&str]) -> Value {
+    let mut a = args.to_vec();
+    a.push("--json");
+    let o = run(&a);
+    assert!(
+        o.status.success(),
+        "netrig {a:?} failed: {}\n{}",
+        stderr(&o),
+        stdout(&o)
+    );
+    let v: Value =
+        serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("not JSON ({e}): {}", stdout(&o)));
+    validate(&v);
+    v
+}
+
+/// Validates a result against the checked-in schema in docs/.
+pub fn validate(v: &Value) {
+    let schema: Value = serde_json::from_str(include_str!("../../../../docs/result.schema.json")).unwrap();
+    let validator = jsonschema::validator_for(&schema).expect("schema compiles");
+    let errors: Vec<String> = validator
+        .iter_errors(v)
+        .map(|e| format!("{} at {}", e, e.instance_path))
+        .collect();
+    assert!(
+        errors.is_empty(),
+        "result does not match docs/result.schema.json: {errors:#?}"
+    );
+}
+
+/// A port nothing listens on right now.
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// A `netrig serve` on loopback, killed on drop.
+pub struct Served {
+    pub child: Child,
+    pub port: u16,
+}
+
+impl Served {
+    pub fn start(extra: &[&str]) -> Served {
+        let port = free_port();
+        let p = port.to_string();
+        let mut args = vec!["serve", "-p", &p, "-q"];
+        args.extend_from_slice(extra);
+        let child = netrig()
+            .args(&args)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(Instant::now() < deadline, "agent did not start on port {port}");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Served { child, port }
+    }
+
+    pub fn port_arg(&self) -> String {
+        self.port.to_string()
+    }
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+pub fn f(v: &Value, path: &str) -> f64 {
+    v.pointer(path)
+        .and_then(Value::as_f64)
+        .unwrap_or_else(|| panic!("{path} missing or not a number in {v}"))
+}
+
+pub fn u(v: &Value, path: &str) -> u64 {
+    v.pointer(path)
+        .and_then(Value::as_u64)
+        .unwrap_or_else(|| panic!("{path} missing or not an integer in {v}"))
+}

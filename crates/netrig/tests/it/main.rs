@@ -1,0 +1,8 @@
+//! Integration tests: the real binary over loopback, as a user runs it.
+//! Regression tests are named after what they guard.
+
+mod helpers;
+
+mod agent;
+mod bad_input;
+mod stream;

@@ -1,0 +1,322 @@
+//! tcp-stream, tcp-maerts and tcp-bidir, every option, on the embedded agent
+//! and on a served one.
+
+use crate::helpers::*;
+use serde_json::Value;
+
+/// Every number is consistent: summary = bytes × 8 / elapsed; the summary is
+/// the sum of the flows; what is reported is what the receiver counted.
+fn check_arithmetic(v: &Value) {
+    let bytes = u(v, "/summary/bytes");
+    let elapsed = f(v, "/summary/elapsed_s");
+    assert!(bytes > 0, "no bytes moved: {v}");
+    let tput = f(v, "/summary/throughput_bps");
+    assert!(
+        (tput - bytes as f64 * 8.0 / elapsed).abs() < 1e-6 * tput,
+        "throughput != bytes*8/elapsed"
+    );
+    let flows = v["flows"].as_array().unwrap();
+    let sum: u64 = flows.iter().map(|f| f["bytes"].as_u64().unwrap()).sum();
+    assert_eq!(sum, bytes, "summary bytes are not the sum of the flows");
+    for fl in flows {
+        let receiver = if fl["direction"] == "tx" {
+            &fl["remote"]
+        } else {
+            &fl["local"]
+        };
+        assert_eq!(receiver["role"], "receiver");
+        assert!(fl["bytes"].as_u64().unwrap() <= receiver["total_bytes"].as_u64().unwrap());
+        let sender = if fl["direction"] == "tx" {
+            &fl["local"]
+        } else {
+            &fl["remote"]
+        };
+        assert_eq!(sender["role"], "sender");
+        // Nothing is received that was not sent.
+        assert!(receiver["total_bytes"].as_u64().unwrap() <= sender["total_bytes"].as_u64().unwrap());
+    }
+}
+
+#[test]
+fn tcp_stream_json_contract_and_arithmetic() {
+    let v = run_json(&["tcp-stream", "-l", "1"]);
+    assert_eq!(v["test"], "tcp-stream");
+    assert!(v["summary"]["rx_throughput_bps"].is_null());
+    assert!(f(&v, "/summary/tx_throughput_bps") > 0.0);
+    assert!((f(&v, "/summary/elapsed_s") - 1.0).abs() < 0.1);
+    assert_eq!(v["flows"].as_array().unwrap().len(), 1);
+    assert_eq!(v["config"]["embedded"], true);
+    check_arithmetic(&v);
+}
+
+#[test]
+fn tcp_maerts_agent_sends() {
+    let v = run_json(&["tcp-maerts", "-l", "1"]);
+    assert!(v["summary"]["tx_throughput_bps"].is_null());
+    assert!(f(&v, "/summary/rx_throughput_bps") > 0.0);
+    assert_eq!(v["flows"][0]["direction"], "rx");
+    assert_eq!(v["flows"][0]["remote"]["role"], "sender");
+    check_arithmetic(&v);
+}
+
+#[test]
+fn tcp_bidir_parallel_flows_and_table() {
+    let v = run_json(&["tcp-bidir", "-l", "1", "-P", "2"]);
+    let flows = v["flows"].as_array().unwrap();
+    assert_eq!(flows.len(), 4);
+    assert_eq!(flows.iter().filter(|f| f["direction"] == "tx").count(), 2);
+    assert!(f(&v, "/summary/tx_throughput_bps") > 0.0 && f(&v, "/summary/rx_throughput_bps") > 0.0);
+    for fl in flows {
+        assert!(fl["throughput_bps"].as_f64().unwrap() > 0.0, "idle flow {fl}");
+    }
+    check_arithmetic(&v);
+    let o = run(&["tcp-bidir", "-l", "0.5", "-P", "2"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let t = stdout(&o);
+    assert!(
+        t.contains("10^6bits/sec") && t.contains("sum") && t.contains("per-flow throughput"),
+        "{t}"
+    );
+}
+
+#[test]
+fn byte_count_mode_delivers_exactly() {
+    let v = run_json(&["tcp-stream", "-n", "10M", "-P", "3"]);
+    assert_eq!(u(&v, "/summary/bytes"), 10 << 20, "receiver must get every byte");
+    assert!(v["config"]["length_s"].is_null());
+    let v = run_json(&["tcp-bidir", "-n", "1M", "-m", "1000"]);
+    assert_eq!(u(&v, "/summary/bytes"), 2 << 20);
+    check_arithmetic(&v);
+}
+
+#[test]
+fn small_messages_with_32k_buffers_like_the_ipqos_paper() {
+    let v = run_json(&["tcp-stream", "-l", "0.5", "-m", "32", "-s", "32K", "-S", "32K"]);
+    let fl = &v["flows"][0];
+    assert_eq!(u(fl, "/local/socket_buffers/requested/snd"), 32768);
+    assert_eq!(
+        u(fl, "/local/socket_buffers/initial/snd"),
+        65536,
+        "Linux doubles the request"
+    );
+    assert_eq!(u(fl, "/remote/socket_buffers/initial/rcv"), 65536);
+    assert_eq!(
+        u(fl, "/remote/socket_buffers/final/rcv"),
+        65536,
+        "no autotuning when set"
+    );
+    assert_eq!(u(&v, "/config/message_size"), 32);
+    assert!(v["warnings"].as_array().unwrap().is_empty(), "{}", v["warnings"]);
+    check_arithmetic(&v);
+}
+
+fn rmem_max() -> u64 {
+    std::fs::read_to_string("/proc/sys/net/core/rmem_max")
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap()
+}
+
+#[test]
+fn clamped_buffers_warn_and_name_the_sysctl() {
+    let big = (rmem_max() * 4).to_string();
+    let v = run_json(&["tcp-stream", "-l", "0.3", "-s", &big, "-S", &big]);
+    let w: Vec<String> = v["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x.as_str().unwrap().to_string())
+        .collect();
+    assert!(
+        w.iter()
+            .any(|x| x.starts_with("local SO_RCVBUF") && x.contains("net.core.rmem_max")),
+        "{w:?}"
+    );
+    assert!(
+        w.iter()
+            .any(|x| x.starts_with("remote SO_RCVBUF") && x.contains("net.core.rmem_max")),
+        "{w:?}"
+    );
+    assert!(w.iter().any(|x| x.contains("net.core.wmem_max")), "{w:?}");
+    // The granted size is reported as it is, not as asked.
+    assert!(u(&v, "/flows/0/local/socket_buffers/initial/rcv") < rmem_max() * 8);
+    // And the table run says so on stderr.
+    let o = run(&["tcp-stream", "-l", "0.3", "-s", &big]);
+    assert!(stderr(&o).contains("warning: local SO_RCVBUF"), "{}", stderr(&o));
+}
+
+#[test]
+fn autotuned_buffers_report_initial_and_final() {
+    let v = run_json(&["tcp-stream", "-l", "1"]);
+    let rb = &v["flows"][0]["remote"]["socket_buffers"];
+    assert!(rb["requested"]["rcv"].is_null());
+    let (initial, fin) = (
+        rb["initial"]["rcv"].as_u64().unwrap(),
+        rb["final"]["rcv"].as_u64().unwrap(),
+    );
+    assert!(
+        fin >= initial,
+        "receive buffer autotuning only grows here: {initial} -> {fin}"
+    );
+}
+
+#[test]
+fn interim_reports_cover_the_window() {
+    let v = run_json(&["tcp-bidir", "-l", "2", "-i", "0.5"]);
+    let iv = v["intervals"].as_array().unwrap();
+    assert!((4..=5).contains(&iv.len()), "{} intervals", iv.len());
+    for (k, i) in iv.iter().enumerate() {
+        assert_eq!(u(i, "/index"), k as u64);
+        assert!(
+            f(i, "/tx_throughput_bps") > 0.0 && f(i, "/rx_throughput_bps") > 0.0,
+            "{i}"
+        );
+    }
+    // Interval rx bytes (counted by the client) add up to the window's rx bytes.
+    let rx_iv: u64 = iv
+        .iter()
+        .flat_map(|i| i["flows"].as_array().unwrap())
+        .filter(|f| f["direction"] == "rx")
+        .map(|f| f["bytes"].as_u64().unwrap())
+        .sum();
+    let rx: u64 = v["flows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["direction"] == "rx")
+        .map(|f| f["bytes"].as_u64().unwrap())
+        .sum();
+    assert_eq!(rx_iv, rx);
+    // The table shows rows as they come.
+    let o = run(&["tcp-stream", "-l", "1", "-i", "0.25"]);
+    let t = stdout(&o);
+    assert!(
+        t.contains("Interval (s)") && t.matches("sumtx").count() >= 4,
+        "{t}"
+    );
+}
+
+#[test]
+fn omit_leaves_the_warm_up_out() {
+    let v = run_json(&["tcp-stream", "-l", "1.5", "--omit", "1", "-i", "0.25"]);
+    assert!(
+        (f(&v, "/summary/elapsed_s") - 0.5).abs() < 0.05,
+        "{}",
+        v["summary"]["elapsed_s"]
+    );
+    assert!(f(&v, "/intervals/0/start_s") >= 0.99);
+}
+
+#[test]
+fn dscp_priority_nodelay_cc_and_mss_reach_both_ends() {
+    let avail = std::fs::read_to_string("/proc/sys/net/ipv4/tcp_available_congestion_control").unwrap();
+    let cc = if avail.split_whitespace().any(|a| a == "reno") {
+        "reno"
+    } else {
+        avail.split_whitespace().next().unwrap()
+    };
+    let v = run_json(&[
+        "tcp-bidir",
+        "-l",
+        "0.3",
+        "--dscp",
+        "46",
+        "--priority",
+        "5",
+        "--nodelay",
+        "--cc",
+        cc,
+        "--mss",
+        "1200",
+    ]);
+    for fl in v["flows"].as_array().unwrap() {
+        for end in ["local", "remote"] {
+            let a = &fl[end]["applied"];
+            assert_eq!(a["tos"], 46 << 2, "{end} {a}");
+            assert_eq!(a["priority"], 5, "{end} {a}");
+            assert_eq!(a["nodelay"], true, "{end} {a}");
+            assert_eq!(a["congestion"], cc, "{end} {a}");
+        }
+        assert!(fl["local"]["applied"]["mss"].as_u64().unwrap() <= 1200);
+    }
+    let v = run_json(&["tcp-stream", "-l", "0.2", "--tos", "40"]);
+    assert_eq!(v["flows"][0]["remote"]["applied"]["tos"], 40);
+    assert!(v["warnings"].as_array().unwrap().is_empty());
+    // Linux keeps the ECN bits of a TCP socket's TOS to itself: say so rather than report 10.
+    let v = run_json(&["tcp-stream", "-l", "0.2", "--tos", "10"]);
+    assert_eq!(v["flows"][0]["local"]["applied"]["tos"], 8);
+    let w = v["warnings"].to_string();
+    assert!(
+        w.contains("local TOS") && w.contains("remote TOS") && w.contains("ECN"),
+        "{w}"
+    );
+}
+
+#[test]
+fn ipv6_loopback_embedded_and_served() {
+    let v = run_json(&["tcp-stream", "-l", "0.3", "-6"]);
+    assert!(v["agent"]["address"].as_str().unwrap().starts_with("[::1]"));
+    let agent = Served::start(&[]);
+    let p = agent.port_arg();
+    let v = run_json(&["tcp-maerts", "-H", "::1", "-p", &p, "-l", "0.3", "--dscp", "8"]);
+    assert_eq!(v["config"]["host"], "::1");
+    assert_eq!(v["flows"][0]["remote"]["applied"]["tos"], 32);
+    let v = run_json(&["tcp-stream", "-H", "[::1]", "-p", &p, "-l", "0.3"]);
+    check_arithmetic(&v);
+    let v = run_json(&[
+        "tcp-stream",
+        "-H",
+        "localhost",
+        "-4",
+        "-p",
+        &p,
+        "-l",
+        "0.3",
+        "--bind",
+        "127.0.0.1",
+    ]);
+    assert!(v["agent"]["address"].as_str().unwrap().starts_with("127.0.0.1"));
+}
+
+#[test]
+fn two_clients_share_one_agent_at_the_same_time() {
+    let agent = Served::start(&[]);
+    let p = agent.port_arg();
+    let start = std::time::Instant::now();
+    let handles: Vec<_> = (0..2)
+        .map(|i| {
+            let p = p.clone();
+            std::thread::spawn(move || {
+                let kind = if i == 0 { "tcp-stream" } else { "tcp-maerts" };
+                run_json(&[kind, "-H", "127.0.0.1", "-p", &p, "-l", "1.5", "-P", "2"])
+            })
+        })
+        .collect();
+    let results: Vec<Value> = handles.into_iter().map(|h| h.join().unwrap()).collect();
+    assert!(
+        start.elapsed().as_secs_f64() < 2.9,
+        "the two tests ran one after the other"
+    );
+    for v in &results {
+        check_arithmetic(v);
+    }
+}
+
+#[test]
+fn quick_suite_is_the_default() {
+    let o = run(&[]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let t = stdout(&o);
+    for k in ["tcp-stream", "tcp-maerts", "tcp-bidir"] {
+        assert!(t.contains(k), "{t}");
+    }
+    let o = run(&["quick", "-l", "0.3", "--json"]);
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let results = v["results"].as_array().unwrap();
+    assert_eq!(results.len(), 4);
+    for r in results {
+        validate(r);
+        check_arithmetic(r);
+    }
+}
