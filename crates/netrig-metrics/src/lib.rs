@@ -21,7 +21,9 @@
 pub mod counters;
 pub mod cpu;
 pub mod environment;
+pub mod latency;
 pub mod tcp_info;
+pub mod udp_seq;
 
 pub use counters::{parse_snmp, read_conntrack, read_kernel_counters, Conntrack, KernelCounters};
 pub use cpu::{
@@ -29,7 +31,9 @@ pub use cpu::{
     CpuSnapshot, CpuTicks, CpuUsage, ServiceDemand,
 };
 pub use environment::{collect, read_sysctl, sysctl_u64, Environment};
+pub use latency::{LatencyRecorder, LatencySummary};
 pub use tcp_info::{tcp_info, TcpInfo};
+pub use udp_seq::{SeqSummary, SeqTracker};
 
 /// Errors from reading or parsing kernel files.
 ///

@@ -1,0 +1,1010 @@
+//! Latency recording for request/response tests (netperf `TCP_RR`, sockperf
+//! ping-pong): one [`LatencyRecorder`] per worker, merged across workers and
+//! across machines, then summarised once.
+//!
+//! Percentiles are never averaged. The 99th percentile of two workers is not
+//! the mean of their 99th percentiles, so each worker records into its own
+//! HdrHistogram, the histograms are added bucket by bucket
+//! ([`LatencyRecorder::merge`]) and the percentiles are read from the sum
+//! ([`LatencyRecorder::summary`]).
+//!
+//! Values are nanoseconds, tracked from 1 ns to [`MAX_LATENCY_NS`] (100 s)
+//! with 3 significant digits: every reported value is within 0.1 % of a
+//! recorded one. A value of 0 is recorded as 1 ns; a value above 100 s is
+//! recorded as exactly 100 s and also counted in [`LatencyRecorder::clamped`]
+//! so that the report can say the maximum is a lower bound.
+//!
+//! # Wire form
+//!
+//! An agent sends its histogram to the client with
+//! [`LatencyRecorder::to_bytes`] (or [`LatencyRecorder::to_base64`] inside
+//! JSON). The bytes are HdrHistogram's uncompressed V2 encoding (cookie
+//! `0x1c849313`), byte for byte what the `hdrhistogram` crate's
+//! `V2Serializer` writes, so any HdrHistogram implementation can read them.
+//! When values were clamped, 12 bytes follow the V2 blob: the tag `NRcl` and
+//! the clamped count as a big-endian `u64`; HdrHistogram decoders stop at the
+//! end of the V2 payload and ignore them.
+//!
+//! The encoding is written and parsed here rather than with the crate's
+//! `serialization` feature for two reasons: that feature pulls in `flate2`,
+//! `nom` and `base64`, and its decoder trusts the header (it allocates
+//! whatever payload length and value range the header claims, and a crafted
+//! varint can overflow a negation). [`LatencyRecorder::from_bytes`] instead
+//! refuses anything over a caller-given size, anything whose parameters are
+//! not exactly this module's, and any malformed payload, with a
+//! [`MetricsError::Parse`] and never a panic.
+
+use hdrhistogram::Histogram;
+use serde::{Deserialize, Serialize};
+
+use crate::MetricsError;
+
+/// Highest latency tracked, in nanoseconds (100 s). Larger values are
+/// recorded as this value and counted in [`LatencyRecorder::clamped`].
+pub const MAX_LATENCY_NS: u64 = 100_000_000_000;
+
+/// Upper bound on the length of [`LatencyRecorder::to_bytes`] output, in
+/// bytes: a reasonable `max_len` for [`LatencyRecorder::from_bytes`]. Real
+/// histograms are far smaller (a few hundred bytes to a few kilobytes).
+pub const MAX_ENCODED_LEN: usize = V2_HEADER_LEN + COUNTS_LEN * 9 + TRAILER_LEN;
+
+/// Lowest discernible value: 1 ns.
+const LOWEST_NS: u64 = 1;
+/// Significant decimal digits kept.
+const SIGFIG: u8 = 3;
+
+/// With 3 significant digits HdrHistogram uses 2048 sub-buckets per bucket,
+/// of which the upper 1024 (2^10) are used in every bucket but the first.
+const SUB_BUCKET_HALF_COUNT_MAGNITUDE: u32 = 10;
+const SUB_BUCKET_HALF_COUNT: usize = 1 << SUB_BUCKET_HALF_COUNT_MAGNITUDE;
+/// Length of the counts array for 1 ns ..= 100 s at 3 digits: 27 buckets
+/// (2048 × 2^26 > 10^11) plus the lower half of the first one, × 1024.
+/// Checked against the library in the tests.
+const COUNTS_LEN: usize = 28 * SUB_BUCKET_HALF_COUNT;
+
+/// HdrHistogram V2 cookies (`V2_COOKIE_BASE | 0x10`).
+const V2_COOKIE: u32 = 0x1c84_9313;
+const V2_COMPRESSED_COOKIE: u32 = 0x1c84_9314;
+/// cookie, payload length, normalizing index offset, significant digits
+/// (4 bytes each), lowest and highest value (8 each), integer-to-double
+/// ratio (f64).
+const V2_HEADER_LEN: usize = 40;
+/// Optional trailer carrying the clamped count: tag + big-endian `u64`.
+const TRAILER_TAG: [u8; 4] = *b"NRcl";
+const TRAILER_LEN: usize = 12;
+
+/// Name used in [`MetricsError::Parse`] for wire-form errors.
+const WHAT: &str = "latency histogram";
+
+/// Per-worker latency histogram, in nanoseconds.
+///
+/// Recording ([`record`](Self::record), [`record_n`](Self::record_n)) never
+/// allocates and never panics: all memory (about 230 KB) is allocated by
+/// [`new`](Self::new).
+#[derive(Clone, PartialEq)]
+pub struct LatencyRecorder {
+    hist: Histogram<u64>,
+    clamped: u64,
+}
+
+impl std::fmt::Debug for LatencyRecorder {
+    /// Shows the count, range and clamped count, not the 28672 buckets.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LatencyRecorder")
+            .field("len", &self.hist.len())
+            .field("min_ns", &self.hist.min())
+            .field("max_ns", &self.hist.max())
+            .field("clamped", &self.clamped)
+            .finish()
+    }
+}
+
+/// Summary of a [`LatencyRecorder`], in microseconds.
+///
+/// Percentiles, `min_us` and `max_us` are HdrHistogram values: the bound of
+/// the equivalence range holding the value (the lower bound for `min_us`, the
+/// upper bound otherwise, capped at [`MAX_LATENCY_NS`]), within 0.1 % of the
+/// recorded value. `mean_us` and `stddev_us` (population standard deviation)
+/// use the middle of each range. All fields are 0 when nothing was recorded.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct LatencySummary {
+    /// Number of values recorded.
+    pub count: u64,
+    /// Mean latency.
+    pub mean_us: f64,
+    /// Median latency.
+    pub p50_us: f64,
+    /// 90th percentile.
+    pub p90_us: f64,
+    /// 99th percentile.
+    pub p99_us: f64,
+    /// 99.9th percentile.
+    pub p999_us: f64,
+    /// Largest latency (100 s if any value was clamped).
+    pub max_us: f64,
+    /// Smallest latency.
+    pub min_us: f64,
+    /// Population standard deviation.
+    pub stddev_us: f64,
+    /// How many recorded values were above 100 s and recorded as 100 s.
+    pub clamped: u64,
+}
+
+impl Default for LatencyRecorder {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl LatencyRecorder {
+    /// An empty recorder for 1 ns ..= 100 s at 3 significant digits.
+    pub fn new() -> Self {
+        let hist = Histogram::new_with_bounds(LOWEST_NS, MAX_LATENCY_NS, SIGFIG)
+            .expect("constant histogram bounds are valid");
+        LatencyRecorder { hist, clamped: 0 }
+    }
+
+    /// Records one latency of `ns` nanoseconds. 0 is recorded as 1 ns; values
+    /// above [`MAX_LATENCY_NS`] are recorded as that and counted in
+    /// [`clamped`](Self::clamped). Never allocates, never panics.
+    #[inline]
+    pub fn record(&mut self, ns: u64) {
+        self.record_n(ns, 1);
+    }
+
+    /// Records `count` latencies of `ns` nanoseconds each, like
+    /// [`record`](Self::record). A `count` of 0 does nothing. Counts saturate
+    /// at `u64::MAX` instead of overflowing.
+    #[inline]
+    pub fn record_n(&mut self, ns: u64, count: u64) {
+        if count == 0 {
+            return;
+        }
+        let v = if ns > MAX_LATENCY_NS {
+            self.clamped = self.clamped.saturating_add(count);
+            MAX_LATENCY_NS
+        } else {
+            ns.max(LOWEST_NS)
+        };
+        // `v` is within the histogram's range, so this cannot fail (and with
+        // auto-resize off it could only fail, never allocate).
+        let _ = self.hist.record_n(v, count);
+    }
+
+    /// Number of values recorded (including clamped ones).
+    pub fn len(&self) -> u64 {
+        self.hist.len()
+    }
+
+    /// Whether nothing has been recorded.
+    pub fn is_empty(&self) -> bool {
+        self.hist.is_empty()
+    }
+
+    /// How many recorded values were above [`MAX_LATENCY_NS`].
+    pub fn clamped(&self) -> u64 {
+        self.clamped
+    }
+
+    /// Adds every value recorded in `other` to `self`, bucket by bucket, as
+    /// if they had been recorded here. Does not allocate.
+    pub fn merge(&mut self, other: &LatencyRecorder) {
+        // Both histograms have the same bounds and precision (the only ones
+        // this type creates, and the only ones `from_bytes` accepts), so the
+        // addition cannot fail.
+        let _ = self.hist.add(&other.hist);
+        self.clamped = self.clamped.saturating_add(other.clamped);
+    }
+
+    /// Forgets everything recorded, keeping the allocation.
+    pub fn reset(&mut self) {
+        self.hist.reset();
+        self.clamped = 0;
+    }
+
+    /// Count, mean, percentiles, extremes and standard deviation in
+    /// microseconds (see [`LatencySummary`]); all zeros when empty.
+    pub fn summary(&self) -> LatencySummary {
+        if self.hist.is_empty() {
+            return LatencySummary::default();
+        }
+        let us = |ns: u64| ns.min(MAX_LATENCY_NS) as f64 / 1000.0;
+        let q = |quantile: f64| us(self.hist.value_at_quantile(quantile));
+        LatencySummary {
+            count: self.hist.len(),
+            mean_us: self.hist.mean() / 1000.0,
+            p50_us: q(0.5),
+            p90_us: q(0.9),
+            p99_us: q(0.99),
+            p999_us: q(0.999),
+            max_us: us(self.hist.max()),
+            min_us: us(self.hist.min()),
+            stddev_us: self.hist.stdev() / 1000.0,
+            clamped: self.clamped,
+        }
+    }
+
+    /// Encodes the recorder in HdrHistogram's uncompressed V2 format,
+    /// followed by the clamped-count trailer when [`clamped`](Self::clamped)
+    /// is not 0 (see the module documentation). At most
+    /// [`MAX_ENCODED_LEN`] bytes. Counts above `i64::MAX`, which the format
+    /// cannot carry, are written as `i64::MAX`.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(256);
+        out.extend_from_slice(&V2_COOKIE.to_be_bytes());
+        out.extend_from_slice(&0u32.to_be_bytes()); // payload length, filled in below
+        out.extend_from_slice(&0u32.to_be_bytes()); // normalizing index offset
+        out.extend_from_slice(&u32::from(SIGFIG).to_be_bytes());
+        out.extend_from_slice(&LOWEST_NS.to_be_bytes());
+        out.extend_from_slice(&MAX_LATENCY_NS.to_be_bytes());
+        out.extend_from_slice(&1.0f64.to_bits().to_be_bytes());
+
+        // Counts from index 0 up to the last non-zero one, in index order;
+        // a run of more than one zero is written as minus its length.
+        let mut zeros: u64 = 0;
+        let mut any = false;
+        for v in self.hist.iter_all() {
+            let c = v.count_at_value();
+            if c == 0 {
+                zeros += 1;
+                continue;
+            }
+            match zeros {
+                0 => {}
+                1 => put_varint(&mut out, zigzag_encode(0)),
+                n => put_varint(&mut out, zigzag_encode(-(n.min(i64::MAX as u64) as i64))),
+            }
+            zeros = 0;
+            any = true;
+            put_varint(&mut out, zigzag_encode(c.min(i64::MAX as u64) as i64));
+        }
+        if !any {
+            // An empty histogram is encoded as the single count at index 0.
+            put_varint(&mut out, zigzag_encode(0));
+        }
+        let payload_len = (out.len() - V2_HEADER_LEN) as u32;
+        out[4..8].copy_from_slice(&payload_len.to_be_bytes());
+
+        if self.clamped > 0 {
+            out.extend_from_slice(&TRAILER_TAG);
+            out.extend_from_slice(&self.clamped.to_be_bytes());
+        }
+        out
+    }
+
+    /// Decodes the output of [`to_bytes`](Self::to_bytes).
+    ///
+    /// Errors ([`MetricsError::Parse`], never a panic) if `b` is longer than
+    /// `max_len` bytes, is not an uncompressed V2 histogram with exactly this
+    /// module's parameters (1 ns ..= 100 s, 3 digits), has a truncated or
+    /// over-long payload, trailing bytes other than the clamped-count
+    /// trailer, counts beyond the 100 s bucket, or a clamped count larger than
+    /// the total count. A count at value 0 is taken as 1 ns, as
+    /// [`record`](Self::record) would.
+    pub fn from_bytes(b: &[u8], max_len: usize) -> Result<LatencyRecorder, MetricsError> {
+        if b.len() > max_len {
+            return Err(bad(format!(
+                "{} bytes is over the limit of {max_len} bytes",
+                b.len()
+            )));
+        }
+        if b.len() < V2_HEADER_LEN {
+            return Err(bad(format!("truncated: {} bytes, header needs 40", b.len())));
+        }
+        match be_u32(b, 0) {
+            V2_COOKIE => {}
+            V2_COMPRESSED_COOKIE => return Err(bad("compressed V2 histograms are not supported")),
+            c => return Err(bad(format!("not a V2 histogram (cookie {c:#010x})"))),
+        }
+        let payload_len = be_u32(b, 4) as usize;
+        let Some(payload) = b.get(V2_HEADER_LEN..V2_HEADER_LEN.saturating_add(payload_len)) else {
+            return Err(bad(format!(
+                "truncated: header announces {payload_len} payload bytes, {} present",
+                b.len() - V2_HEADER_LEN
+            )));
+        };
+        let clamped = match &b[V2_HEADER_LEN + payload_len..] {
+            [] => 0,
+            t if t.len() == TRAILER_LEN && t[..4] == TRAILER_TAG => be_u64(t, 4),
+            rest => return Err(bad(format!("{} unexpected bytes after the payload", rest.len()))),
+        };
+        if be_u32(b, 8) != 0 {
+            return Err(bad("normalizing index offset is not supported"));
+        }
+        let sigfig = be_u32(b, 12);
+        let low = be_u64(b, 16);
+        let high = be_u64(b, 24);
+        if (sigfig, low, high) != (u32::from(SIGFIG), LOWEST_NS, MAX_LATENCY_NS) {
+            return Err(bad(format!(
+                "unexpected parameters: {sigfig} digits, range {low} ..= {high} \
+                 (expected {SIGFIG} digits, range {LOWEST_NS} ..= {MAX_LATENCY_NS})"
+            )));
+        }
+        if be_u64(b, 32) != 1.0f64.to_bits() {
+            return Err(bad("integer-to-double ratio is not 1"));
+        }
+
+        let mut rec = LatencyRecorder::new();
+        let mut index: usize = 0;
+        let mut pos: usize = 0;
+        while pos < payload.len() {
+            let Some(zz) = get_varint(payload, &mut pos) else {
+                return Err(bad("truncated varint in payload"));
+            };
+            let n = zigzag_decode(zz);
+            if n < 0 {
+                index = usize::try_from(n.unsigned_abs())
+                    .ok()
+                    .and_then(|run| index.checked_add(run))
+                    .filter(|&i| i <= COUNTS_LEN)
+                    .ok_or_else(|| bad("run of zero counts runs past the end of the counts array"))?;
+                continue;
+            }
+            if index >= COUNTS_LEN {
+                return Err(bad("more counts than the histogram has buckets"));
+            }
+            if n > 0 {
+                let v = value_for_index(index);
+                if v > MAX_LATENCY_NS {
+                    return Err(bad(format!("count for value {v} ns, above the 100 s range")));
+                }
+                rec.hist
+                    .record_n(v.max(LOWEST_NS), n as u64)
+                    .map_err(|e| bad(format!("cannot record value {v}: {e:?}")))?;
+            }
+            index += 1;
+        }
+        if clamped > rec.len() {
+            return Err(bad(format!(
+                "clamped count {clamped} exceeds the total count {}",
+                rec.len()
+            )));
+        }
+        rec.clamped = clamped;
+        Ok(rec)
+    }
+
+    /// [`to_bytes`](Self::to_bytes) as standard base64 with padding, for JSON.
+    pub fn to_base64(&self) -> String {
+        base64_encode(&self.to_bytes())
+    }
+
+    /// Decodes the output of [`to_base64`](Self::to_base64). `max_len` limits
+    /// the decoded length, as in [`from_bytes`](Self::from_bytes); longer
+    /// strings are refused before decoding. Whitespace, a missing or
+    /// misplaced `=` and characters outside the standard alphabet are errors.
+    pub fn from_base64(s: &str, max_len: usize) -> Result<LatencyRecorder, MetricsError> {
+        if s.len() / 4 > max_len / 3 + 1 {
+            return Err(bad(format!(
+                "{} base64 characters is over the limit of {max_len} bytes",
+                s.len()
+            )));
+        }
+        let b = base64_decode(s).ok_or_else(|| bad("invalid base64"))?;
+        Self::from_bytes(&b, max_len)
+    }
+}
+
+fn bad(what: impl Into<String>) -> MetricsError {
+    MetricsError::parse(WHAT, 0, what)
+}
+
+/// Lowest value of the counts-array slot `index` (HdrHistogram's
+/// `value_for` for unit magnitude 0 and 1024 half sub-buckets). `index` must
+/// be below [`COUNTS_LEN`], which keeps the shift below 27.
+fn value_for_index(index: usize) -> u64 {
+    let bucket = index >> SUB_BUCKET_HALF_COUNT_MAGNITUDE;
+    let sub = (index & (SUB_BUCKET_HALF_COUNT - 1)) as u64;
+    if bucket == 0 {
+        sub
+    } else {
+        (sub + SUB_BUCKET_HALF_COUNT as u64) << (bucket - 1)
+    }
+}
+
+fn be_u32(b: &[u8], at: usize) -> u32 {
+    let mut a = [0u8; 4];
+    a.copy_from_slice(&b[at..at + 4]);
+    u32::from_be_bytes(a)
+}
+
+fn be_u64(b: &[u8], at: usize) -> u64 {
+    let mut a = [0u8; 8];
+    a.copy_from_slice(&b[at..at + 8]);
+    u64::from_be_bytes(a)
+}
+
+fn zigzag_encode(n: i64) -> u64 {
+    ((n << 1) ^ (n >> 63)) as u64
+}
+
+fn zigzag_decode(z: u64) -> i64 {
+    ((z >> 1) as i64) ^ -((z & 1) as i64)
+}
+
+/// HdrHistogram's LEB128-64b9B: little-endian groups of 7 bits with a
+/// continuation bit, except that the 9th byte carries the top 8 bits as is.
+fn put_varint(out: &mut Vec<u8>, mut v: u64) {
+    for _ in 0..8 {
+        if v >> 7 == 0 {
+            out.push(v as u8);
+            return;
+        }
+        out.push((v & 0x7f) as u8 | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
+/// Reads one varint written by [`put_varint`]; `None` if `b` ends first.
+fn get_varint(b: &[u8], pos: &mut usize) -> Option<u64> {
+    let mut v: u64 = 0;
+    for i in 0..8 {
+        let byte = *b.get(*pos)?;
+        *pos += 1;
+        v |= u64::from(byte & 0x7f) << (7 * i);
+        if byte & 0x80 == 0 {
+            return Some(v);
+        }
+    }
+    let byte = *b.get(*pos)?;
+    *pos += 1;
+    Some(v | u64::from(byte) << 56)
+}
+
+const B64: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+fn base64_encode(b: &[u8]) -> String {
+    let mut s = String::with_capacity(b.len().div_ceil(3) * 4);
+    for chunk in b.chunks(3) {
+        let n = chunk.len();
+        let x = u32::from(chunk[0]) << 16
+            | u32::from(chunk.get(1).copied().unwrap_or(0)) << 8
+            | u32::from(chunk.get(2).copied().unwrap_or(0));
+        for i in 0..4 {
+            if i <= n {
+                s.push(B64[(x >> (18 - 6 * i) & 0x3f) as usize] as char);
+            } else {
+                s.push('=');
+            }
+        }
+    }
+    s
+}
+
+/// Strict standard base64: padded, no whitespace, unused bits zero.
+fn base64_decode(s: &str) -> Option<Vec<u8>> {
+    fn sextet(c: u8) -> Option<u32> {
+        Some(u32::from(match c {
+            b'A'..=b'Z' => c - b'A',
+            b'a'..=b'z' => c - b'a' + 26,
+            b'0'..=b'9' => c - b'0' + 52,
+            b'+' => 62,
+            b'/' => 63,
+            _ => return None,
+        }))
+    }
+    let s = s.as_bytes();
+    // (Not `is_multiple_of`: the workspace supports Rust 1.80.)
+    if !s.chunks_exact(4).remainder().is_empty() {
+        return None;
+    }
+    let mut out = Vec::with_capacity(s.len() / 4 * 3);
+    let quads = s.len() / 4;
+    for (qi, q) in s.chunks_exact(4).enumerate() {
+        let pad = match (q[2], q[3]) {
+            (b'=', b'=') => 2,
+            (_, b'=') => 1,
+            _ => 0,
+        };
+        if pad > 0 && qi + 1 != quads {
+            return None;
+        }
+        let mut x: u32 = 0;
+        for &c in &q[..4 - pad] {
+            x = x << 6 | sextet(c)?;
+        }
+        x <<= 6 * pad as u32;
+        let bytes = [(x >> 16) as u8, (x >> 8) as u8, x as u8];
+        // Bits that do not make a whole byte must be zero (canonical form).
+        if bytes[3 - pad..].iter().any(|&b| b != 0) {
+            return None;
+        }
+        out.extend_from_slice(&bytes[..3 - pad]);
+    }
+    Some(out)
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+
+    /// Counts heap allocations made by the current thread, so that hot paths
+    /// can be checked to allocate nothing (used by `udp_seq` tests too).
+    pub(crate) mod alloc_counter {
+        use std::alloc::{GlobalAlloc, Layout, System};
+        use std::cell::Cell;
+
+        struct Counting;
+
+        thread_local! {
+            static ALLOCATIONS: Cell<u64> = const { Cell::new(0) };
+        }
+
+        fn bump() {
+            let _ = ALLOCATIONS.try_with(|c| c.set(c.get() + 1));
+        }
+
+        // SAFETY: every call is forwarded unchanged to the system allocator;
+        // the counter is a const-initialised thread local without destructor,
+        // which does not allocate.
+        unsafe impl GlobalAlloc for Counting {
+            unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+                bump();
+                System.alloc(layout)
+            }
+            unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+                bump();
+                System.alloc_zeroed(layout)
+            }
+            unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+                bump();
+                System.realloc(ptr, layout, new_size)
+            }
+            unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+                System.dealloc(ptr, layout)
+            }
+        }
+
+        #[global_allocator]
+        static GLOBAL: Counting = Counting;
+
+        /// Number of allocations `f` made on this thread.
+        pub(crate) fn allocations_in(f: impl FnOnce()) -> u64 {
+            let before = ALLOCATIONS.with(Cell::get);
+            f();
+            ALLOCATIONS.with(Cell::get) - before
+        }
+    }
+
+    fn close(actual: f64, expected: f64, rel: f64) -> bool {
+        (actual - expected).abs() <= expected.abs() * rel
+    }
+
+    fn uniform_us(range: std::ops::RangeInclusive<u64>) -> LatencyRecorder {
+        let mut r = LatencyRecorder::new();
+        for us in range {
+            r.record(us * 1000);
+        }
+        r
+    }
+
+    #[test]
+    fn constants_match_the_library() {
+        let r = LatencyRecorder::new();
+        assert_eq!(r.hist.distinct_values(), COUNTS_LEN);
+        assert_eq!(r.hist.high(), MAX_LATENCY_NS);
+        assert_eq!(r.hist.low(), LOWEST_NS);
+        assert_eq!(r.hist.sigfig(), SIGFIG);
+        let mut n = 0;
+        for (i, v) in r.hist.iter_all().enumerate() {
+            let low = value_for_index(i);
+            assert_eq!(r.hist.lowest_equivalent(low), low, "index {i}");
+            assert_eq!(r.hist.highest_equivalent(low), v.value_iterated_to(), "index {i}");
+            n += 1;
+        }
+        assert_eq!(n, COUNTS_LEN);
+        // The 100 s slot is inside the array; the slots above it are unused.
+        assert!(value_for_index(COUNTS_LEN - 1) > MAX_LATENCY_NS);
+    }
+
+    #[test]
+    fn uniform_distribution() {
+        let s = uniform_us(1..=10_000).summary();
+        assert_eq!(s.count, 10_000);
+        for (got, want) in [
+            (s.p50_us, 5000.0),
+            (s.p90_us, 9000.0),
+            (s.p99_us, 9900.0),
+            (s.p999_us, 9990.0),
+            (s.max_us, 10_000.0),
+            (s.min_us, 1.0),
+            (s.mean_us, 5000.5),
+        ] {
+            assert!(close(got, want, 0.001), "{got} vs {want} in {s:?}");
+        }
+        // Population standard deviation of 1..=n is sqrt((n^2 - 1) / 12).
+        let sd = ((10_000f64 * 10_000.0 - 1.0) / 12.0).sqrt();
+        assert!(close(s.stddev_us, sd, 0.001), "{} vs {sd}", s.stddev_us);
+        assert_eq!(s.clamped, 0);
+    }
+
+    #[test]
+    fn merge_equals_recording_into_one() {
+        let mut all = LatencyRecorder::new();
+        let mut a = LatencyRecorder::new();
+        let mut b = LatencyRecorder::new();
+        let mut x: u64 = 12345;
+        for i in 0..50_000u64 {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            let ns = (x >> 33) % 5_000_000_000 + if i % 1000 == 0 { 200_000_000_000 } else { 0 };
+            all.record(ns);
+            if i % 3 == 0 {
+                a.record(ns);
+            } else {
+                b.record(ns);
+            }
+        }
+        let mut merged = LatencyRecorder::new();
+        merged.merge(&a);
+        merged.merge(&b);
+        assert_eq!(merged, all);
+        assert_eq!(merged.summary(), all.summary());
+        assert_eq!(merged.clamped(), 50);
+        a.merge(&b);
+        assert_eq!(a, all);
+        // Merging an empty recorder changes nothing.
+        a.merge(&LatencyRecorder::new());
+        assert_eq!(a, all);
+    }
+
+    #[test]
+    fn percentiles_are_not_averaged() {
+        // Worker A: 9950 fast transactions; worker B: 50 slow ones.
+        let mut a = LatencyRecorder::new();
+        a.record_n(100_000, 9950);
+        let mut b = LatencyRecorder::new();
+        b.record_n(10_000_000, 50);
+        let averaged_p99 = (a.summary().p99_us + b.summary().p99_us) / 2.0;
+        a.merge(&b);
+        let s = a.summary();
+        assert_eq!(s.count, 10_000);
+        assert!(close(s.p99_us, 100.0, 0.001), "{s:?}");
+        assert!(close(s.p999_us, 10_000.0, 0.001), "{s:?}");
+        assert!(averaged_p99 > 5000.0);
+    }
+
+    #[test]
+    fn clamping_and_zero() {
+        let mut r = LatencyRecorder::new();
+        r.record(MAX_LATENCY_NS);
+        assert_eq!(r.clamped(), 0);
+        r.record(MAX_LATENCY_NS + 1);
+        r.record(u64::MAX);
+        r.record_n(u64::MAX, 3);
+        assert_eq!(r.clamped(), 5);
+        assert_eq!(r.len(), 6);
+        let s = r.summary();
+        assert_eq!(s.max_us, MAX_LATENCY_NS as f64 / 1000.0);
+        assert_eq!(s.p50_us, MAX_LATENCY_NS as f64 / 1000.0);
+        assert_eq!(s.clamped, 5);
+
+        let mut r = LatencyRecorder::new();
+        r.record(0);
+        r.record(1);
+        let s = r.summary();
+        assert_eq!(s.count, 2);
+        assert_eq!(s.min_us, 0.001);
+        assert_eq!(s.max_us, 0.001);
+        assert_eq!(s.clamped, 0);
+    }
+
+    #[test]
+    fn record_n_and_reset() {
+        let mut a = LatencyRecorder::new();
+        a.record_n(5000, 0);
+        assert!(a.is_empty());
+        a.record_n(5000, 3);
+        let mut b = LatencyRecorder::new();
+        for _ in 0..3 {
+            b.record(5000);
+        }
+        assert_eq!(a, b);
+        a.record_n(1, u64::MAX);
+        assert_eq!(a.len(), u64::MAX);
+        a.record(u64::MAX);
+        a.reset();
+        assert!(a.is_empty());
+        assert_eq!(a.len(), 0);
+        assert_eq!(a.clamped(), 0);
+        assert_eq!(a, LatencyRecorder::new());
+    }
+
+    #[test]
+    fn empty_summary_is_zeros() {
+        let r = LatencyRecorder::default();
+        assert!(r.is_empty());
+        assert_eq!(r.summary(), LatencySummary::default());
+        assert_eq!(r.summary().mean_us, 0.0);
+    }
+
+    #[test]
+    fn recording_does_not_allocate() {
+        let mut r = LatencyRecorder::new();
+        let mut other = uniform_us(1..=100);
+        let n = alloc_counter::allocations_in(|| {
+            for i in 0..100_000u64 {
+                r.record(i.wrapping_mul(0x9e37_79b9_7f4a_7c15));
+                r.record_n(i, 2);
+            }
+            r.record(0);
+            r.record(u64::MAX);
+            r.merge(&other);
+            other.reset();
+        });
+        assert_eq!(n, 0);
+        assert_eq!(r.len(), 300_102);
+    }
+
+    #[test]
+    fn wire_form_is_hdrhistogram_v2() {
+        let mut r = LatencyRecorder::new();
+        r.record(1);
+        // Header, then the counts: a single zero at index 0 (value 0), then
+        // 1 at index 1 (zig-zag 2).
+        let expected: Vec<u8> = [
+            &[0x1c, 0x84, 0x93, 0x13][..],
+            &2u32.to_be_bytes(),
+            &0u32.to_be_bytes(),
+            &3u32.to_be_bytes(),
+            &1u64.to_be_bytes(),
+            &100_000_000_000u64.to_be_bytes(),
+            &[0x3f, 0xf0, 0, 0, 0, 0, 0, 0],
+            &[0x00, 0x02],
+        ]
+        .concat();
+        assert_eq!(r.to_bytes(), expected);
+
+        // Empty: one zero count.
+        let e = LatencyRecorder::new().to_bytes();
+        assert_eq!(e.len(), V2_HEADER_LEN + 1);
+        assert_eq!(&e[4..8], &1u32.to_be_bytes());
+        assert_eq!(e[V2_HEADER_LEN], 0);
+
+        // 1000 ns and 1001 ns: a run of 1000 zeros (indexes 0..=999,
+        // zig-zag 1999 = 0xcf 0x0f), then 1 and 1.
+        let mut r = LatencyRecorder::new();
+        r.record(1000);
+        r.record(1001);
+        assert_eq!(&r.to_bytes()[V2_HEADER_LEN..], &[0xcf, 0x0f, 0x02, 0x02]);
+    }
+
+    #[test]
+    fn varints_and_zigzag() {
+        for v in [
+            0,
+            1,
+            127,
+            128,
+            16383,
+            16384,
+            1 << 55,
+            (1 << 56) - 1,
+            1 << 56,
+            u64::MAX - 1,
+            u64::MAX,
+        ] {
+            let mut b = Vec::new();
+            put_varint(&mut b, v);
+            assert!(b.len() <= 9);
+            let mut pos = 0;
+            assert_eq!(get_varint(&b, &mut pos), Some(v));
+            assert_eq!(pos, b.len());
+            assert_eq!(get_varint(&b[..b.len() - 1], &mut 0), None);
+        }
+        for n in [0, 1, -1, 2, -2, i64::MAX, i64::MIN] {
+            assert_eq!(zigzag_decode(zigzag_encode(n)), n);
+        }
+        assert_eq!(zigzag_encode(-1), 1);
+        assert_eq!(zigzag_encode(1), 2);
+    }
+
+    #[test]
+    fn round_trip() {
+        let mut r = uniform_us(1..=10_000);
+        r.record_n(250, 7);
+        r.record(3_000_000_000);
+        for rec in [LatencyRecorder::new(), r.clone(), {
+            let mut c = r.clone();
+            c.record_n(u64::MAX, 4);
+            c
+        }] {
+            let b = rec.to_bytes();
+            assert!(b.len() <= MAX_ENCODED_LEN);
+            let back = LatencyRecorder::from_bytes(&b, MAX_ENCODED_LEN).unwrap();
+            assert_eq!(back, rec);
+            assert_eq!(back.clamped(), rec.clamped());
+            assert_eq!(back.summary(), rec.summary());
+            assert_eq!(back.to_bytes(), b);
+            let s = rec.to_base64();
+            let back = LatencyRecorder::from_base64(&s, MAX_ENCODED_LEN).unwrap();
+            assert_eq!(back, rec);
+        }
+        // A histogram with every slot up to 100 s used stays under the bound.
+        let mut full = LatencyRecorder::new();
+        for i in 1..COUNTS_LEN {
+            let v = value_for_index(i);
+            if v <= MAX_LATENCY_NS {
+                full.record_n(v, i64::MAX as u64);
+            }
+        }
+        full.record(u64::MAX);
+        let b = full.to_bytes();
+        assert!(b.len() <= MAX_ENCODED_LEN, "{}", b.len());
+        assert_eq!(
+            LatencyRecorder::from_bytes(&b, MAX_ENCODED_LEN)
+                .unwrap()
+                .to_bytes(),
+            b
+        );
+    }
+
+    #[test]
+    fn base64_matches_rfc4648_vectors() {
+        for (plain, enc) in [
+            ("", ""),
+            ("f", "Zg=="),
+            ("fo", "Zm8="),
+            ("foo", "Zm9v"),
+            ("foob", "Zm9vYg=="),
+            ("fooba", "Zm9vYmE="),
+            ("foobar", "Zm9vYmFy"),
+        ] {
+            assert_eq!(base64_encode(plain.as_bytes()), enc);
+            assert_eq!(base64_decode(enc).unwrap(), plain.as_bytes());
+        }
+        let all: Vec<u8> = (0..=255).collect();
+        assert_eq!(base64_decode(&base64_encode(&all)).unwrap(), all);
+        for bad in [
+            "Zg=", "Zg", "Z===", "Zh==", "Zm9=", "Zg==Zg==", "Zm 9", "Zm9v\n", "Zm9*", "====",
+        ] {
+            assert_eq!(base64_decode(bad), None, "{bad:?}");
+        }
+    }
+
+    fn err(b: &[u8]) -> String {
+        match LatencyRecorder::from_bytes(b, MAX_ENCODED_LEN) {
+            Ok(r) => panic!("accepted {b:?}: {:?}", r.summary()),
+            Err(e) => {
+                let s = e.to_string();
+                assert!(s.contains(WHAT), "{s}");
+                s
+            }
+        }
+    }
+
+    #[test]
+    fn malformed_input_is_an_error_not_a_panic() {
+        let mut r = uniform_us(1..=300);
+        r.record(u64::MAX);
+        let good = r.to_bytes();
+        LatencyRecorder::from_bytes(&good, good.len()).unwrap();
+
+        // Size limit.
+        assert!(err_with_limit(&good, good.len() - 1).contains("limit"));
+        assert!(LatencyRecorder::from_base64(&r.to_base64(), good.len() - 40).is_err());
+
+        // Every truncation, except that cutting exactly the clamped-count
+        // trailer off leaves a valid V2 histogram (with clamped 0).
+        for n in 0..good.len() {
+            if n == good.len() - TRAILER_LEN {
+                let r = LatencyRecorder::from_bytes(&good[..n], MAX_ENCODED_LEN).unwrap();
+                assert_eq!((r.len(), r.clamped()), (301, 0));
+            } else {
+                err(&good[..n]);
+            }
+        }
+        // Trailing garbage, a bad trailer tag, a clamped count above the total.
+        err(&[&good[..], &[0]].concat());
+        let mut t = good.clone();
+        let tag_at = t.len() - TRAILER_LEN;
+        t[tag_at] = b'X';
+        err(&t);
+        let mut t = good.clone();
+        let at = t.len() - 8;
+        t[at..].copy_from_slice(&1_000_000u64.to_be_bytes());
+        assert!(err(&t).contains("clamped"));
+
+        let header = |f: &dyn Fn(&mut Vec<u8>)| {
+            let mut h = good.clone();
+            f(&mut h);
+            h
+        };
+        assert!(err(&header(&|h| h[0] = 0)).contains("cookie"));
+        assert!(err(&header(&|h| h[3] = 0x14)).contains("compressed"));
+        err(&header(&|h| h[11] = 1)); // normalizing offset
+        assert!(err(&header(&|h| h[15] = 5)).contains("digits"));
+        err(&header(&|h| h[23] = 2)); // lowest value
+        err(&header(&|h| h[31] ^= 1)); // highest value
+        err(&header(&|h| h[24] = 0xff)); // highest value u64::MAX-ish
+        err(&header(&|h| h[33] = 0)); // conversion ratio
+        err(&header(&|h| h[4..8].copy_from_slice(&u32::MAX.to_be_bytes())));
+
+        let with_payload = |p: &[u8]| {
+            let mut b = good[..V2_HEADER_LEN].to_vec();
+            b[4..8].copy_from_slice(&(p.len() as u32).to_be_bytes());
+            b.extend_from_slice(p);
+            b
+        };
+        // Sanity: a valid hand-made payload.
+        assert_eq!(
+            LatencyRecorder::from_bytes(&with_payload(&[0x00, 0x02]), 100)
+                .unwrap()
+                .len(),
+            1
+        );
+        // A varint decoding to i64::MIN (a zero run whose negation overflows).
+        err(&with_payload(&[0xff; 9]));
+        // Zero run of i64::MAX, and runs that pass the end of the array.
+        err(&with_payload(&[
+            0xfd, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+        ]));
+        let mut p = Vec::new();
+        put_varint(&mut p, zigzag_encode(-(COUNTS_LEN as i64) - 1));
+        err(&with_payload(&p));
+        // Exactly COUNTS_LEN zeros is fine; one more count is too many.
+        let mut p = Vec::new();
+        put_varint(&mut p, zigzag_encode(-(COUNTS_LEN as i64)));
+        LatencyRecorder::from_bytes(&with_payload(&p), 100).unwrap();
+        put_varint(&mut p, zigzag_encode(0));
+        assert!(err(&with_payload(&p)).contains("more counts"));
+        // A count in the unused slots above 100 s.
+        let mut p = Vec::new();
+        put_varint(&mut p, zigzag_encode(-(COUNTS_LEN as i64 - 1)));
+        put_varint(&mut p, zigzag_encode(1));
+        assert!(err(&with_payload(&p)).contains("above"));
+        // Truncated varint.
+        err(&with_payload(&[0x00, 0x80]));
+        // Base64 garbage.
+        assert!(LatencyRecorder::from_base64("not base64!", MAX_ENCODED_LEN).is_err());
+        assert!(LatencyRecorder::from_base64("", MAX_ENCODED_LEN).is_err());
+    }
+
+    fn err_with_limit(b: &[u8], max_len: usize) -> String {
+        LatencyRecorder::from_bytes(b, max_len).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn corrupted_input_never_panics() {
+        let mut r = LatencyRecorder::new();
+        for i in 0..40u64 {
+            r.record_n(1000 + i * i * 7919, i + 1);
+        }
+        r.record_n(u64::MAX, 2);
+        let good = r.to_bytes();
+        // Every single-bit flip: an error or some valid histogram, never a
+        // panic, and whatever is accepted re-encodes consistently.
+        for i in 0..good.len() {
+            for bit in 0..8 {
+                let mut b = good.clone();
+                b[i] ^= 1 << bit;
+                if let Ok(rec) = LatencyRecorder::from_bytes(&b, MAX_ENCODED_LEN) {
+                    let again = LatencyRecorder::from_bytes(&rec.to_bytes(), MAX_ENCODED_LEN).unwrap();
+                    assert_eq!(again, rec);
+                }
+            }
+        }
+        // Random payloads behind a valid header.
+        let mut x: u64 = 0x1234_5678;
+        for len in 0..300usize {
+            let mut b = good[..V2_HEADER_LEN].to_vec();
+            b[4..8].copy_from_slice(&(len as u32).to_be_bytes());
+            for _ in 0..len {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                b.push(x as u8);
+            }
+            let _ = LatencyRecorder::from_bytes(&b, MAX_ENCODED_LEN);
+        }
+    }
+
+    #[test]
+    fn summary_serde_round_trip() {
+        let s = uniform_us(1..=1000).summary();
+        let j = serde_json::to_string(&s).unwrap();
+        assert_eq!(serde_json::from_str::<LatencySummary>(&j).unwrap(), s);
+    }
+}

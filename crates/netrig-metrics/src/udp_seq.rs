@@ -1,0 +1,519 @@
+//! Receiver-side accounting of a UDP stream in which every datagram carries a
+//! 64-bit sequence number (starting at 0 for each flow) and the sender's
+//! timestamp, reported the way iperf3 and the CERN scavenger study do:
+//! datagrams received, lost, loss %, out of order, duplicates and RFC 3550
+//! interarrival jitter.
+//!
+//! # Definitions
+//!
+//! - **received**: distinct datagrams that arrived (duplicates excluded).
+//! - **duplicates**: arrivals of a sequence number already seen.
+//! - **out_of_order**: arrivals whose sequence number is lower than the
+//!   highest one seen before them, and that are not duplicates.
+//! - **expected**: `highest_seq + 1`, or the sender's count if it reported a
+//!   larger one ([`SeqTracker::sent_total_hint`]), so that datagrams lost
+//!   after the last one received are counted. `highest_seq + 1` saturates at
+//!   `u64::MAX`.
+//! - **lost**: `expected − received` (0 rather than negative), computed when
+//!   the summary is taken. A datagram first presumed lost that arrives late
+//!   therefore reduces `lost` and counts as out of order, as in iperf3.
+//! - **loss_pct**: `lost / expected × 100`, 0 when nothing is expected.
+//! - **jitter**: RFC 3550 §6.4.1, `J += (|D| − J) / 16`, where `D` is the
+//!   difference between the transit times (`recv − send`) of two consecutive
+//!   arrivals (in arrival order, duplicates skipped), computed in nanoseconds
+//!   and reported in microseconds. The sender's and receiver's clocks need not
+//!   be synchronised: a constant offset between them adds the same amount to
+//!   every transit time and cancels in `D`; only drift between the clocks
+//!   shows up (as a tiny constant `|D|`).
+//!
+//! # Bounded memory
+//!
+//! Duplicates are detected with a bitmap of the [`SEQ_WINDOW`] (65536)
+//! sequence numbers ending at the highest one seen, i.e. `highest − 65535
+//! ..= highest` (8 KiB, allocated once). A datagram ahead of the window moves
+//! it forward; the numbers it skips are marked missing. A datagram more than
+//! 65535 below the highest seen is outside the window and cannot be checked
+//! for duplication: it is counted as received and out of order (like iperf3,
+//! which never detects duplicates) and also in
+//! [`SeqTracker::outside_window`]. Such very late duplicates are the only way
+//! `received` can be too high; `lost` then saturates at 0.
+//!
+//! [`SeqTracker::on_datagram`] is the per-datagram hot path: it never
+//! allocates and never panics, whatever the input (sequence numbers that wrap,
+//! jump by 2^63 or go backwards, `u64::MAX`, timestamps that go backwards).
+
+use serde::{Deserialize, Serialize};
+
+/// Number of sequence numbers, ending at the highest seen, for which
+/// duplicates are detected (see the module documentation).
+pub const SEQ_WINDOW: u64 = 1 << 16;
+
+const WORDS: usize = (SEQ_WINDOW / 64) as usize;
+const POS_MASK: u64 = SEQ_WINDOW - 1;
+
+/// Per-flow receiver state. See the module documentation for definitions.
+#[derive(Clone)]
+pub struct SeqTracker {
+    /// Bit `s % SEQ_WINDOW` is set when `s` arrived, for `s` in
+    /// `highest − (SEQ_WINDOW − 1) ..= highest`.
+    seen: Box<[u64; WORDS]>,
+    highest: Option<u64>,
+    received: u64,
+    duplicates: u64,
+    out_of_order: u64,
+    outside_window: u64,
+    sent_hint: Option<u64>,
+    prev_transit_ns: Option<i128>,
+    jitter_ns: f64,
+}
+
+/// Summary of a [`SeqTracker`]; definitions in the module documentation.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SeqSummary {
+    /// Distinct datagrams that arrived.
+    pub received: u64,
+    /// `expected − received`, never negative.
+    pub lost: u64,
+    /// `max(highest_seq + 1, sent)`, `sent` from
+    /// [`SeqTracker::sent_total_hint`] if given.
+    pub expected: u64,
+    /// `lost / expected × 100`; 0 when nothing is expected.
+    pub loss_pct: f64,
+    /// Non-duplicate arrivals below the highest sequence number seen before.
+    pub out_of_order: u64,
+    /// Arrivals of a sequence number already seen.
+    pub duplicates: u64,
+    /// RFC 3550 interarrival jitter, in microseconds.
+    pub jitter_us: f64,
+    /// Highest sequence number received, if any.
+    pub highest_seq: Option<u64>,
+}
+
+impl Default for SeqTracker {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl std::fmt::Debug for SeqTracker {
+    /// Shows the counters, not the bitmap.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SeqTracker")
+            .field("highest", &self.highest)
+            .field("received", &self.received)
+            .field("duplicates", &self.duplicates)
+            .field("out_of_order", &self.out_of_order)
+            .field("outside_window", &self.outside_window)
+            .field("sent_hint", &self.sent_hint)
+            .field("jitter_ns", &self.jitter_ns)
+            .finish()
+    }
+}
+
+impl SeqTracker {
+    /// A tracker for a flow from which nothing has arrived yet.
+    pub fn new() -> Self {
+        SeqTracker {
+            seen: Box::new([0; WORDS]),
+            highest: None,
+            received: 0,
+            duplicates: 0,
+            out_of_order: 0,
+            outside_window: 0,
+            sent_hint: None,
+            prev_transit_ns: None,
+            jitter_ns: 0.0,
+        }
+    }
+
+    /// Accounts for one arriving datagram with sequence number `seq`, sent at
+    /// `send_ts_ns` by the sender's clock and received at `recv_ts_ns` by the
+    /// receiver's clock (nanoseconds, any epoch). Never allocates, never
+    /// panics.
+    pub fn on_datagram(&mut self, seq: u64, send_ts_ns: u64, recv_ts_ns: u64) {
+        match self.highest {
+            None => {
+                self.set(seq);
+                self.highest = Some(seq);
+            }
+            Some(h) if seq > h => {
+                let ahead = seq - h;
+                if ahead >= SEQ_WINDOW {
+                    self.seen.fill(0);
+                } else {
+                    self.clear_range(h.wrapping_add(1), ahead);
+                }
+                self.set(seq);
+                self.highest = Some(seq);
+            }
+            Some(h) => {
+                if h - seq >= SEQ_WINDOW {
+                    self.outside_window = self.outside_window.saturating_add(1);
+                } else if self.is_set(seq) {
+                    self.duplicates = self.duplicates.saturating_add(1);
+                    return;
+                } else {
+                    self.set(seq);
+                }
+                self.out_of_order = self.out_of_order.saturating_add(1);
+            }
+        }
+        self.received = self.received.saturating_add(1);
+
+        let transit = i128::from(recv_ts_ns) - i128::from(send_ts_ns);
+        if let Some(prev) = self.prev_transit_ns {
+            let d = (transit - prev).unsigned_abs() as f64;
+            self.jitter_ns += (d - self.jitter_ns) / 16.0;
+        }
+        self.prev_transit_ns = Some(transit);
+    }
+
+    /// Records how many datagrams the sender says it sent, so that datagrams
+    /// lost after the highest one received count as lost:
+    /// `expected = max(highest_seq + 1, sent)`. A later call replaces an
+    /// earlier one.
+    pub fn sent_total_hint(&mut self, sent: u64) {
+        self.sent_hint = Some(sent);
+    }
+
+    /// How many arrivals were too far below the highest sequence number to be
+    /// checked for duplication (counted as received and out of order).
+    pub fn outside_window(&self) -> u64 {
+        self.outside_window
+    }
+
+    /// The counters so far (see the module documentation).
+    pub fn summary(&self) -> SeqSummary {
+        let from_seq = self.highest.map_or(0, |h| h.saturating_add(1));
+        let expected = from_seq.max(self.sent_hint.unwrap_or(0));
+        let lost = expected.saturating_sub(self.received);
+        SeqSummary {
+            received: self.received,
+            lost,
+            expected,
+            loss_pct: if expected == 0 {
+                0.0
+            } else {
+                lost as f64 * 100.0 / expected as f64
+            },
+            out_of_order: self.out_of_order,
+            duplicates: self.duplicates,
+            jitter_us: self.jitter_ns / 1000.0,
+            highest_seq: self.highest,
+        }
+    }
+
+    fn set(&mut self, seq: u64) {
+        let pos = seq & POS_MASK;
+        self.seen[(pos >> 6) as usize % WORDS] |= 1 << (pos & 63);
+    }
+
+    fn is_set(&self, seq: u64) -> bool {
+        let pos = seq & POS_MASK;
+        self.seen[(pos >> 6) as usize % WORDS] & (1 << (pos & 63)) != 0
+    }
+
+    /// Clears the bits of `len` (< `SEQ_WINDOW`) consecutive sequence numbers
+    /// starting at `start`, a word at a time.
+    fn clear_range(&mut self, start: u64, len: u64) {
+        let mut pos = start & POS_MASK;
+        let mut left = len;
+        while left > 0 {
+            let bit = pos & 63;
+            let n = (64 - bit).min(left);
+            let mask = if n == 64 {
+                u64::MAX
+            } else {
+                ((1u64 << n) - 1) << bit
+            };
+            self.seen[(pos >> 6) as usize % WORDS] &= !mask;
+            pos = (pos + n) & POS_MASK;
+            left -= n;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::latency::tests::alloc_counter::allocations_in;
+
+    const MS: u64 = 1_000_000;
+
+    /// Feeds `seqs` in order, 10 µs apart, with a constant 50 µs transit.
+    fn feed(seqs: impl IntoIterator<Item = u64>) -> SeqTracker {
+        let mut t = SeqTracker::new();
+        for (i, s) in seqs.into_iter().enumerate() {
+            let send = 1_000_000 + i as u64 * 10_000;
+            t.on_datagram(s, send, send + 50_000);
+        }
+        t
+    }
+
+    #[test]
+    fn empty() {
+        let s = SeqTracker::default().summary();
+        assert_eq!(s, SeqSummary::default());
+        assert_eq!(s.highest_seq, None);
+        assert_eq!(s.loss_pct, 0.0);
+    }
+
+    #[test]
+    fn clean_in_order_stream() {
+        let s = feed(0..1000).summary();
+        assert_eq!(
+            s,
+            SeqSummary {
+                received: 1000,
+                lost: 0,
+                expected: 1000,
+                loss_pct: 0.0,
+                out_of_order: 0,
+                duplicates: 0,
+                jitter_us: 0.0,
+                highest_seq: Some(999),
+            }
+        );
+    }
+
+    #[test]
+    fn loss_burst() {
+        let s = feed((0..1000).filter(|s| !(100..150).contains(s))).summary();
+        assert_eq!(s.received, 950);
+        assert_eq!(s.lost, 50);
+        assert_eq!(s.expected, 1000);
+        assert!((s.loss_pct - 5.0).abs() < 1e-12);
+        assert_eq!(s.out_of_order, 0);
+        // A stream that starts late: the first datagrams were lost.
+        let s = feed(10..20).summary();
+        assert_eq!((s.received, s.lost, s.expected), (10, 10, 20));
+    }
+
+    #[test]
+    fn swapped_pairs_are_half_out_of_order() {
+        // Per-packet load balancing over two paths: 1 0 3 2 5 4 ...
+        let s = feed((0..1000u64).map(|i| i ^ 1)).summary();
+        assert_eq!(s.received, 1000);
+        assert_eq!(s.out_of_order, 500);
+        assert_eq!(s.lost, 0);
+        assert_eq!(s.duplicates, 0);
+        assert_eq!(s.out_of_order as f64 / s.received as f64, 0.5);
+    }
+
+    #[test]
+    fn duplicates() {
+        let s = feed((0..100u64).flat_map(|i| [i, i])).summary();
+        assert_eq!(
+            (s.received, s.duplicates, s.out_of_order, s.lost),
+            (100, 100, 0, 0)
+        );
+        // A duplicate far back in the window, and a duplicate of the first.
+        let mut seqs: Vec<u64> = (0..60_000).collect();
+        seqs.push(3);
+        seqs.push(0);
+        let s = feed(seqs).summary();
+        assert_eq!((s.received, s.duplicates, s.out_of_order), (60_000, 2, 0));
+    }
+
+    #[test]
+    fn late_datagram_after_being_presumed_lost() {
+        let mut t = feed((0..30).filter(|&s| s != 5));
+        let s = t.summary();
+        assert_eq!((s.received, s.lost, s.out_of_order), (29, 1, 0));
+        t.on_datagram(5, 0, 0);
+        let s = t.summary();
+        assert_eq!((s.received, s.lost, s.out_of_order, s.duplicates), (30, 0, 1, 0));
+        // Arriving again it is a duplicate.
+        t.on_datagram(5, 0, 0);
+        assert_eq!(t.summary().duplicates, 1);
+        assert_eq!(t.summary().out_of_order, 1);
+    }
+
+    #[test]
+    fn window_edges() {
+        let w = SEQ_WINDOW;
+        // Oldest in-window number: duplicate detected.
+        let mut t = feed(0..w);
+        t.on_datagram(0, 0, 0);
+        assert_eq!(t.summary().duplicates, 1);
+        assert_eq!(t.outside_window(), 0);
+        // One older: outside, counted as received and out of order.
+        let mut t = feed(0..=w);
+        t.on_datagram(0, 0, 0);
+        let s = t.summary();
+        assert_eq!((s.received, s.duplicates, s.out_of_order), (w + 2, 0, 1));
+        assert_eq!(t.outside_window(), 1);
+        assert_eq!(s.lost, 0);
+
+        // Jumps ahead, inside and beyond the window, clear what they skip.
+        for jump in [1, 63, 64, 65, 1000, w - 1, w, w + 1, 3 * w + 17] {
+            let mut t = feed(0..(w + 100));
+            let top = w + 99 + jump;
+            t.on_datagram(top, 0, 0);
+            let s = t.summary();
+            assert_eq!(s.lost, jump - 1, "jump {jump}");
+            // Every skipped number still in the window arrives late once,
+            // then again as a duplicate.
+            let first = (top + 1).saturating_sub(w).max(w + 100);
+            for seq in first..top {
+                t.on_datagram(seq, 0, 0);
+                t.on_datagram(seq, 0, 0);
+            }
+            let s = t.summary();
+            assert_eq!(s.lost, first - (w + 100), "jump {jump}");
+            assert_eq!(s.duplicates, top - first, "jump {jump}");
+            assert_eq!(t.outside_window(), 0);
+        }
+    }
+
+    #[test]
+    fn tail_loss_with_sent_total_hint() {
+        let mut t = feed(0..90);
+        assert_eq!(t.summary().lost, 0);
+        t.sent_total_hint(100);
+        let s = t.summary();
+        assert_eq!((s.expected, s.lost), (100, 10));
+        assert!((s.loss_pct - 10.0).abs() < 1e-12);
+        // A smaller hint (e.g. reported before the last sends) does not
+        // reduce expected below highest + 1.
+        t.sent_total_hint(50);
+        assert_eq!(t.summary().expected, 90);
+        // Nothing arrived at all.
+        let mut t = SeqTracker::new();
+        t.sent_total_hint(1000);
+        let s = t.summary();
+        assert_eq!(
+            (s.received, s.lost, s.expected, s.loss_pct),
+            (0, 1000, 1000, 100.0)
+        );
+    }
+
+    #[test]
+    fn jitter_of_constant_transit_is_zero() {
+        let mut t = SeqTracker::new();
+        // Irregular sending, constant 3 ms transit, unsynchronised clocks
+        // (receiver clock far behind the sender's).
+        let mut send = 5_000_000_000_000u64;
+        for i in 0..1000u64 {
+            send += 1000 + (i * 7919) % 100_000;
+            t.on_datagram(i, send, send + 3 * MS - 4_000_000_000_000);
+        }
+        assert_eq!(t.summary().jitter_us, 0.0);
+    }
+
+    /// J after `k` differences of constant magnitude `d` starting from 0:
+    /// `d × (1 − (15/16)^k)`.
+    fn expected_jitter(d: f64, k: i32) -> f64 {
+        d * (1.0 - (15.0f64 / 16.0).powi(k))
+    }
+
+    #[test]
+    fn jitter_of_alternating_transit() {
+        // Transit alternates between 10 ms and 11 ms: |D| = 1 ms every time,
+        // so J → 1000 µs; after n datagrams (n − 1 differences) it is
+        // 1000 × (1 − (15/16)^(n−1)) µs.
+        // The same with the sender's clock 123 s ahead of the receiver's.
+        for sender_ahead in [0, 123_000 * MS] {
+            let mut t = SeqTracker::new();
+            for i in 0..400u64 {
+                let transit = 10 * MS + (i % 2) * MS;
+                t.on_datagram(i, i * MS + sender_ahead, i * MS + transit);
+                let want = expected_jitter(1000.0, i as i32);
+                let got = t.summary().jitter_us;
+                assert!((got - want).abs() < 1e-9, "after {i}: {got} vs {want}");
+            }
+            let j = t.summary().jitter_us;
+            assert!((j - 1000.0).abs() < 1e-6, "{j}");
+        }
+        // Transit 10 ms ± 1 ms (9, 11, 9, ...): |D| = 2 ms, J → 2000 µs.
+        let mut t = SeqTracker::new();
+        for i in 0..400u64 {
+            let transit = if i % 2 == 0 { 9 * MS } else { 11 * MS };
+            t.on_datagram(i, i * MS, i * MS + transit);
+        }
+        let j = t.summary().jitter_us;
+        assert!((j - expected_jitter(2000.0, 399)).abs() < 1e-9, "{j}");
+        assert!((j - 2000.0).abs() < 1e-6, "{j}");
+    }
+
+    #[test]
+    fn duplicates_do_not_affect_jitter() {
+        let mut t = SeqTracker::new();
+        t.on_datagram(0, 0, 100);
+        t.on_datagram(0, 0, 5 * MS);
+        t.on_datagram(1, 10, 110);
+        assert_eq!(t.summary().jitter_us, 0.0);
+    }
+
+    #[test]
+    fn adversarial_inputs_do_not_panic_and_memory_is_bounded() {
+        let mut t = SeqTracker::new();
+        let n = allocations_in(|| {
+            t.on_datagram(u64::MAX, u64::MAX, 0);
+            t.on_datagram(u64::MAX, 0, u64::MAX);
+            t.on_datagram(0, u64::MAX, u64::MAX);
+            t.on_datagram(u64::MAX - 1, 0, 0);
+        });
+        assert_eq!(n, 0);
+        let s = t.summary();
+        assert_eq!(s.highest_seq, Some(u64::MAX));
+        assert_eq!(s.expected, u64::MAX);
+        assert_eq!((s.received, s.duplicates, s.out_of_order), (3, 1, 2));
+        assert!(s.jitter_us.is_finite() && s.loss_pct.is_finite());
+
+        // Going backwards by 2^40 (e.g. a restarted sender), then forwards.
+        let mut t = feed(0..1000);
+        let base = (1u64 << 40) + 5000;
+        t.on_datagram(base, 0, 0);
+        t.on_datagram(base - (1 << 40), 0, 0);
+        t.on_datagram(base + 1, 0, 0);
+        let s = t.summary();
+        assert_eq!(s.highest_seq, Some(base + 1));
+        assert_eq!(t.outside_window(), 1);
+        assert_eq!(s.received, 1003);
+
+        // A million random sequence numbers and timestamps.
+        let mut t = SeqTracker::new();
+        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+        let mut next = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let n = allocations_in(|| {
+            for i in 0..1_000_000u64 {
+                let r = next();
+                let seq = match i % 4 {
+                    0 => r,
+                    1 => r % 100_000,
+                    2 => r >> 20,
+                    _ => i,
+                };
+                t.on_datagram(seq, next(), next());
+            }
+        });
+        assert_eq!(n, 0);
+        let s = t.summary();
+        assert_eq!(s.received + s.duplicates, 1_000_000);
+        assert!(s.out_of_order <= s.received);
+        assert!(s.jitter_us.is_finite() && s.jitter_us >= 0.0);
+        assert!(s.loss_pct.is_finite() && (0.0..=100.0).contains(&s.loss_pct));
+        // The only heap memory is the fixed-size bitmap.
+        assert_eq!(t.seen.len(), WORDS);
+        assert_eq!(std::mem::size_of_val(&*t.seen), 8192);
+    }
+
+    #[test]
+    fn summary_serde_round_trip() {
+        let mut t = feed([0, 2, 1, 1, 5]);
+        t.sent_total_hint(8);
+        let s = t.summary();
+        assert_eq!((s.received, s.lost, s.out_of_order, s.duplicates), (4, 4, 1, 1));
+        let j = serde_json::to_string(&s).unwrap();
+        assert_eq!(serde_json::from_str::<SeqSummary>(&j).unwrap(), s);
+        let s = SeqTracker::new().summary();
+        let j = serde_json::to_string(&s).unwrap();
+        assert_eq!(serde_json::from_str::<SeqSummary>(&j).unwrap(), s);
+    }
+}
