@@ -4,7 +4,7 @@ use crate::listener::Shared;
 use netrig_engine::runner::{run_side, RunControl, RunPlan, SideOutcome};
 use netrig_engine::{sockopt, workload_for, Flow};
 use netrig_proto::conn::{ConnError, FramedConn};
-use netrig_proto::report::{BufPair, FlowReport, Role, SideReport, SockBufReport};
+use netrig_proto::report::{BufPair, CounterReport, FlowReport, Role, SideReport, SockBufReport};
 use netrig_proto::session::{AgentEvent, AgentSession};
 use netrig_proto::spec::Limit;
 use netrig_proto::{
@@ -204,6 +204,8 @@ fn run_test(
         cookie,
         warnings: vec![],
     })?;
+    let environment = netrig_metrics::collect();
+    let counters_before = netrig_metrics::read_kernel_counters().ok();
 
     // Collect the data connections, configure each as it arrives.
     let plan = spec.flow_plan();
@@ -266,6 +268,10 @@ fn run_test(
     }
     let start = Instant::now();
     let outcome = run_flows(conn, spec, flows, start, shared.config.limits.max_duration_s)?;
+    let counters = match (counters_before, netrig_metrics::read_kernel_counters()) {
+        (Some(b), Ok(a)) => Some(CounterReport::between(&b, &a, netrig_metrics::read_conntrack())),
+        _ => None,
+    };
     log::info!(
         "{peer}: done, {} bytes",
         outcome.flows.iter().map(|f| f.window_bytes).sum::<u64>()
@@ -289,6 +295,7 @@ fn run_test(
                     final_: f.final_buffers,
                 },
                 applied,
+                tcp_info: f.tcp_info.clone(),
             }
         })
         .collect();
@@ -296,6 +303,11 @@ fn run_test(
         flows,
         window_s: outcome.window_s,
         warnings,
+        cpu: outcome.cpu,
+        cpu_window_s: outcome.cpu_window_s,
+        workers: outcome.workers,
+        counters,
+        environment: Some(environment),
     })
 }
 
@@ -322,6 +334,7 @@ fn run_flows(
         workers: std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
         drain: Duration::from_secs(10),
         stall_timeout: Duration::from_secs(30),
+        measure_cpu: spec.measure_cpu,
     };
     let workload = workload_for(spec);
     let ctl2 = ctl.clone();

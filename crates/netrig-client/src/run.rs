@@ -4,7 +4,9 @@ use crate::ClientError;
 use netrig_engine::runner::{run_side, RunControl, RunPlan};
 use netrig_engine::{sockopt, workload_for, Flow};
 use netrig_proto::conn::{ConnError, FramedConn};
-use netrig_proto::report::{BufPair, FlowReport, IntervalSample, Role, SideReport, SockBufReport};
+use netrig_proto::report::{
+    BufPair, CounterReport, FlowReport, IntervalSample, Role, SideReport, SockBufReport,
+};
 use netrig_proto::session::{ClientEvent, ClientSession};
 use netrig_proto::spec::{validate_socket_options, Limit, SocketOptions};
 use netrig_proto::{
@@ -199,6 +201,7 @@ impl Client {
             .send(&ClientMsg::TestRequest { spec: spec.clone() })
             .map_err(proto_err)?;
         self.sm.request_sent().map_err(proto_err)?;
+        log::debug!("test request sent: {} {} flow(s)", spec.kind.name(), spec.flows);
         let setup = Duration::from_secs(self.limits.setup_timeout_s + 5);
         let msg: AgentMsg = self.conn.recv(setup).map_err(proto_err)?;
         let (cookie, mut warnings) = match self.sm.on_agent(msg).map_err(proto_err)? {
@@ -211,6 +214,8 @@ impl Client {
             }
         };
 
+        let environment = netrig_metrics::collect();
+        let counters_before = netrig_metrics::read_kernel_counters().ok();
         let plan = spec.flow_plan();
         let requested = BufPair {
             snd: self.opts.local.sndbuf,
@@ -253,6 +258,7 @@ impl Client {
             setup_info.insert(id, (initial, applied));
             flows.push(Flow::new(id, *dir, role, stream, quota));
         }
+        log::debug!("{} data connections open", plan.len());
         let msg: AgentMsg = self.conn.recv(setup).map_err(proto_err)?;
         match self.sm.on_agent(msg).map_err(proto_err)? {
             ClientEvent::DataReady => {}
@@ -323,6 +329,7 @@ impl Client {
             workers: std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
             drain: Duration::from_secs(10),
             stall_timeout: Duration::from_secs(30),
+            measure_cpu: spec.measure_cpu,
         };
         let mut local_samples = Vec::new();
         let outcome = run_side(workload, flows, &run_plan, &ctl, &mut |s: &IntervalSample| {
@@ -340,6 +347,11 @@ impl Client {
                 return Err(ClientError::Test(e.to_string()));
             }
         };
+        log::debug!("local side done; awaiting the agent's results");
+        let counters = match (counters_before, netrig_metrics::read_kernel_counters()) {
+            (Some(b), Ok(a)) => Some(CounterReport::between(&b, &a, netrig_metrics::read_conntrack())),
+            _ => None,
+        };
         let deadline = Instant::now() + Duration::from_secs(60);
         while remote_report.is_none() && failure.is_none() && Instant::now() < deadline {
             pump(
@@ -355,6 +367,14 @@ impl Client {
             }
         }
         merger.flush(observer);
+        log::debug!(
+            "results: {}",
+            if remote_report.is_some() {
+                "received"
+            } else {
+                "missing"
+            }
+        );
         let _ = reader_thread.join();
         if let Some(e) = failure {
             return Err(e);
@@ -381,11 +401,17 @@ impl Client {
                             final_: f.final_buffers,
                         },
                         applied,
+                        tcp_info: f.tcp_info.clone(),
                     }
                 })
                 .collect(),
             window_s: outcome.window_s,
             warnings: vec![],
+            cpu: outcome.cpu.clone(),
+            cpu_window_s: outcome.cpu_window_s,
+            workers: outcome.workers.clone(),
+            counters,
+            environment: Some(environment),
         };
         let config = TestConfig {
             host: self.opts.host.clone(),

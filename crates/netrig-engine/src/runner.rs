@@ -10,9 +10,13 @@
 
 use crate::workload::{WorkerControl, Workload};
 use crate::{EngineError, Flow, FlowCounters, FlowEnd};
-use netrig_proto::report::{BufPair, IntervalSample, Role};
+use netrig_metrics::{CpuSnapshot, CpuUsage, TcpInfo};
+use netrig_proto::report::{BufPair, IntervalSample, Role, WorkerCpu};
 use netrig_proto::spec::Limit;
 use netrig_proto::Direction;
+use std::net::TcpStream;
+use std::os::fd::AsFd;
+use std::os::unix::thread::JoinHandleExt;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
@@ -32,6 +36,8 @@ pub struct RunPlan {
     pub drain: Duration,
     /// In byte-count mode: give up when nothing moves for this long.
     pub stall_timeout: Duration,
+    /// Read /proc/stat at the window's first and last sample.
+    pub measure_cpu: bool,
 }
 
 /// Lets another thread abort a run (the agent when the client goes away, the
@@ -70,6 +76,8 @@ pub struct FlowOutcome {
     pub total_bytes: u64,
     pub window_s: f64,
     pub final_buffers: BufPair,
+    /// TCP_INFO when the window closed.
+    pub tcp_info: Option<TcpInfo>,
 }
 
 /// This end's measurements.
@@ -78,6 +86,11 @@ pub struct SideOutcome {
     pub flows: Vec<FlowOutcome>,
     pub window_s: f64,
     pub intervals: Vec<IntervalSample>,
+    /// Whole-machine CPU over exactly the window (same sample instants as the bytes).
+    pub cpu: Option<CpuUsage>,
+    /// Wall time between the two /proc/stat readings.
+    pub cpu_window_s: Option<f64>,
+    pub workers: Vec<WorkerCpu>,
 }
 
 struct Meta {
@@ -85,10 +98,65 @@ struct Meta {
     direction: Direction,
     role: Role,
     counters: Arc<FlowCounters>,
+    /// A second handle on the flow's socket, for TCP_INFO from this thread;
+    /// it keeps the descriptor valid after the worker is done with it.
+    socket: Option<TcpStream>,
 }
 
 fn snapshot(meta: &[Meta]) -> Vec<u64> {
     meta.iter().map(|m| m.counters.bytes()).collect()
+}
+
+fn tcp_infos(meta: &[Meta]) -> Vec<Option<TcpInfo>> {
+    meta.iter()
+        .map(|m| {
+            m.socket
+                .as_ref()
+                .and_then(|s| netrig_metrics::tcp_info(s.as_fd()).ok())
+        })
+        .collect()
+}
+
+/// A worker thread's CPU clock, readable from another thread while it lives.
+struct WorkerClock {
+    flows: u32,
+    clock: Option<libc::clockid_t>,
+}
+
+impl WorkerClock {
+    fn read(&self) -> Option<Duration> {
+        let clock = self.clock?;
+        let mut ts = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        // SAFETY: `ts` is a valid out-pointer; an invalid clock id is reported as an error.
+        let rc = unsafe { libc::clock_gettime(clock, &mut ts) };
+        (rc == 0).then(|| Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32))
+    }
+}
+
+/// What the sampler records at the window's first and last instants.
+struct Mark {
+    at: Instant,
+    bytes: Vec<u64>,
+    cpu: Option<CpuSnapshot>,
+    workers: Vec<Option<Duration>>,
+    tcp: Vec<Option<TcpInfo>>,
+}
+
+fn mark(meta: &[Meta], clocks: &[WorkerClock], measure_cpu: bool) -> Mark {
+    let cpu = measure_cpu
+        .then(|| netrig_metrics::read_proc_stat().ok())
+        .flatten();
+    let workers = clocks.iter().map(WorkerClock::read).collect();
+    Mark {
+        at: Instant::now(),
+        bytes: snapshot(meta),
+        cpu,
+        workers,
+        tcp: Vec::new(),
+    }
 }
 
 /// Runs this end's flows to the end of the test and returns what it measured.
@@ -107,6 +175,7 @@ pub fn run_side(
             direction: f.direction,
             role: f.role,
             counters: f.counters.clone(),
+            socket: f.socket.try_clone().ok(),
         })
         .collect();
     let ids: Vec<u32> = meta.iter().map(|m| m.id).collect();
@@ -119,16 +188,31 @@ pub fn run_side(
         stop: ctl.stop.clone(),
         drain: plan.drain,
     };
-    let (done_tx, done_rx) = mpsc::channel::<Result<Vec<FlowEnd>, EngineError>>();
+    let (done_tx, done_rx) = mpsc::channel::<WorkerDone>();
     let mut handles = Vec::new();
+    let mut clocks = Vec::new();
     for (w, bucket) in buckets.into_iter().enumerate().filter(|(_, b)| !b.is_empty()) {
         let (workload, wctl, tx) = (workload.clone(), wctl.clone(), done_tx.clone());
+        let flows = bucket.len() as u32;
+        let index = clocks.len();
         let h = std::thread::Builder::new()
             .name(format!("netrig-worker-{w}"))
             .spawn(move || {
-                let _ = tx.send(workload.run_worker(bucket, &wctl));
+                let result = workload.run_worker(bucket, &wctl);
+                let _ = tx.send(WorkerDone {
+                    worker: index,
+                    result,
+                    cpu_at_exit: netrig_metrics::thread_cpu_time(),
+                });
             })
             .map_err(|e| EngineError::Setup(format!("cannot start worker thread: {e}")))?;
+        let mut clock: libc::clockid_t = 0;
+        // SAFETY: the thread is not joined yet, so its pthread_t is valid; `clock` is a valid out-pointer.
+        let rc = unsafe { libc::pthread_getcpuclockid(h.as_pthread_t(), &mut clock) };
+        clocks.push(WorkerClock {
+            flows,
+            clock: (rc == 0).then_some(clock),
+        });
         handles.push(h);
     }
     drop(done_tx);
@@ -136,19 +220,26 @@ pub fn run_side(
         rx: done_rx,
         pending: handles.len(),
         ends: Vec::new(),
+        exit_cpu: vec![None; clocks.len()],
         stop: ctl.stop.clone(),
     };
-    let result = sample(&meta, &ids, plan, ctl, &mut waiter, on_interval);
+    log::debug!("{} flow(s) on {} worker(s)", meta.len(), handles.len());
+    let result = sample(&meta, &ids, &clocks, plan, ctl, &mut waiter, on_interval);
+    log::debug!("window closed; waiting for workers to drain");
     // Whatever happened, stop the workers and wait for them (bounded).
     ctl.stop.store(true, Ordering::Relaxed);
     let join_deadline = Instant::now() + plan.drain + Duration::from_secs(5);
     let joined = waiter.wait_all(join_deadline);
+    log::debug!(
+        "workers joined: {}",
+        if joined.is_ok() { "ok" } else { "with an error" }
+    );
     for h in handles {
         if h.is_finished() {
             let _ = h.join();
         }
     }
-    let (window, intervals) = result?;
+    let (window, intervals, first, last) = result?;
     joined?;
     if let Some(reason) = ctl.aborted() {
         return Err(EngineError::Aborted(reason));
@@ -160,7 +251,7 @@ pub fn run_side(
         .map(|(i, m)| {
             let end = ends.get(&m.id);
             let (window_bytes, window_s) = match &window {
-                Window::Timed { first, last, seconds } => (last[i].saturating_sub(first[i]), *seconds),
+                Window::Timed { seconds } => (last.bytes[i].saturating_sub(first.bytes[i]), *seconds),
                 Window::Counted { end_at } => {
                     let done = end.and_then(|e| e.done_at).unwrap_or(*end_at);
                     let total = end.map(|e| e.total_bytes).unwrap_or_else(|| m.counters.bytes());
@@ -175,32 +266,60 @@ pub fn run_side(
                 total_bytes: end.map(|e| e.total_bytes).unwrap_or_else(|| m.counters.bytes()),
                 window_s,
                 final_buffers: end.map(|e| e.final_buffers).unwrap_or_default(),
+                tcp_info: last.tcp.get(i).cloned().flatten(),
             }
         })
         .collect::<Vec<_>>();
     let window_s = flows.iter().map(|f| f.window_s).fold(0.0, f64::max);
+    let cpu = match (&first.cpu, &last.cpu) {
+        (Some(a), Some(b)) => Some(b.usage_since(a)),
+        _ => None,
+    };
+    let wall = last.at.saturating_duration_since(first.at).as_secs_f64();
+    let workers = clocks
+        .iter()
+        .enumerate()
+        .filter_map(|(w, c)| {
+            let start = first.workers.get(w).copied().flatten()?;
+            let end = last.workers.get(w).copied().flatten().or(waiter.exit_cpu[w])?;
+            let cpu_s = end.saturating_sub(start).as_secs_f64();
+            Some(WorkerCpu {
+                worker: w as u32,
+                flows: c.flows,
+                cpu_s,
+                busy_pct: if wall > 0.0 { cpu_s / wall * 100.0 } else { 0.0 },
+            })
+        })
+        .collect();
     Ok(SideOutcome {
         flows,
         window_s,
         intervals,
+        cpu_window_s: cpu.as_ref().map(|_| wall),
+        cpu,
+        workers,
     })
 }
 
+/// What a worker thread sends when it is done.
+struct WorkerDone {
+    /// Index in spawn order, which is also its clock's index.
+    worker: usize,
+    result: Result<Vec<FlowEnd>, EngineError>,
+    /// The thread's own CPU time when it finished (for workers that end before the window does).
+    cpu_at_exit: Duration,
+}
+
 enum Window {
-    Timed {
-        first: Vec<u64>,
-        last: Vec<u64>,
-        seconds: f64,
-    },
-    Counted {
-        end_at: Instant,
-    },
+    Timed { seconds: f64 },
+    Counted { end_at: Instant },
 }
 
 struct Waiter {
-    rx: mpsc::Receiver<Result<Vec<FlowEnd>, EngineError>>,
+    rx: mpsc::Receiver<WorkerDone>,
     pending: usize,
     ends: Vec<FlowEnd>,
+    exit_cpu: Vec<Option<Duration>>,
     stop: Arc<AtomicBool>,
 }
 
@@ -215,15 +334,21 @@ impl Waiter {
             .rx
             .recv_timeout(until.saturating_duration_since(Instant::now()))
         {
-            Ok(Ok(ends)) => {
+            Ok(done) => {
                 self.pending -= 1;
-                self.ends.extend(ends);
-                Ok(())
-            }
-            Ok(Err(e)) => {
-                self.pending -= 1;
-                self.stop.store(true, Ordering::Relaxed);
-                Err(e)
+                if let Some(slot) = self.exit_cpu.get_mut(done.worker) {
+                    *slot = Some(done.cpu_at_exit);
+                }
+                match done.result {
+                    Ok(ends) => {
+                        self.ends.extend(ends);
+                        Ok(())
+                    }
+                    Err(e) => {
+                        self.stop.store(true, Ordering::Relaxed);
+                        Err(e)
+                    }
+                }
             }
             Err(mpsc::RecvTimeoutError::Timeout) => Ok(()),
             Err(mpsc::RecvTimeoutError::Disconnected) => {
@@ -264,69 +389,76 @@ fn sleep_until(t: Instant, ctl: &RunControl, waiter: &mut Waiter) -> Result<(), 
     }
 }
 
+#[allow(clippy::too_many_arguments)]
 fn sample(
     meta: &[Meta],
     ids: &[u32],
+    clocks: &[WorkerClock],
     plan: &RunPlan,
     ctl: &RunControl,
     waiter: &mut Waiter,
     on_interval: &mut dyn FnMut(&IntervalSample),
-) -> Result<(Window, Vec<IntervalSample>), EngineError> {
+) -> Result<(Window, Vec<IntervalSample>, Mark, Mark), EngineError> {
     let secs = |t: Instant| t.saturating_duration_since(plan.start).as_secs_f64();
     let mut intervals = Vec::new();
-    let mut emit = |index: u32, from: (Instant, &Vec<u64>), to: (Instant, &Vec<u64>)| {
-        let s = IntervalSample {
-            index,
-            start_s: secs(from.0),
-            end_s: secs(to.0),
-            ids: ids.to_vec(),
-            bytes: to
-                .1
-                .iter()
-                .zip(from.1)
-                .map(|(b, a)| b.saturating_sub(*a))
-                .collect(),
+    let mut emit =
+        |index: u32, from: (Instant, &Vec<u64>), to: (Instant, &Vec<u64>), tcp: Vec<Option<TcpInfo>>| {
+            let s = IntervalSample {
+                index,
+                start_s: secs(from.0),
+                end_s: secs(to.0),
+                ids: ids.to_vec(),
+                bytes: to
+                    .1
+                    .iter()
+                    .zip(from.1)
+                    .map(|(b, a)| b.saturating_sub(*a))
+                    .collect(),
+                tcp_info: tcp,
+            };
+            on_interval(&s);
+            intervals.push(s);
         };
-        on_interval(&s);
-        intervals.push(s);
-    };
     match plan.limit {
         Limit::Duration { seconds } => {
             let end = plan.start + Duration::from_secs_f64(seconds);
             let window_start = plan.start + plan.omit;
             sleep_until(window_start, ctl, waiter)?;
-            let first = (Instant::now(), snapshot(meta));
-            let mut prev = first.clone();
+            let first = mark(meta, clocks, plan.measure_cpu);
+            let mut prev = (first.at, first.bytes.clone());
             let mut index = 0;
             if let Some(iv) = plan.interval {
                 let mut tick = window_start + iv;
                 while tick < end {
                     sleep_until(tick, ctl, waiter)?;
                     let cur = (Instant::now(), snapshot(meta));
-                    emit(index, (prev.0, &prev.1), (cur.0, &cur.1));
+                    emit(index, (prev.0, &prev.1), (cur.0, &cur.1), tcp_infos(meta));
                     index += 1;
                     prev = cur;
                     tick += iv;
                 }
             }
             sleep_until(end, ctl, waiter)?;
-            let last = (Instant::now(), snapshot(meta));
+            let last = mark(meta, clocks, plan.measure_cpu);
             ctl.stop.store(true, Ordering::Relaxed);
-            if plan.interval.is_some() && last.0.saturating_duration_since(prev.0) > Duration::from_millis(1)
+            let last_tcp = tcp_infos(meta);
+            if plan.interval.is_some() && last.at.saturating_duration_since(prev.0) > Duration::from_millis(1)
             {
-                emit(index, (prev.0, &prev.1), (last.0, &last.1));
+                emit(index, (prev.0, &prev.1), (last.at, &last.bytes), last_tcp.clone());
             }
-            let seconds = last.0.saturating_duration_since(first.0).as_secs_f64();
+            let seconds = last.at.saturating_duration_since(first.at).as_secs_f64();
             Ok((
-                Window::Timed {
-                    first: first.1,
-                    last: last.1,
-                    seconds,
-                },
+                Window::Timed { seconds },
                 intervals,
+                first,
+                Mark {
+                    tcp: last_tcp,
+                    ..last
+                },
             ))
         }
         Limit::Bytes { .. } => {
+            let first = mark(meta, clocks, plan.measure_cpu);
             let mut prev = (plan.start, vec![0u64; meta.len()]);
             let mut index = 0;
             let mut last_progress = (Instant::now(), 0u64);
@@ -349,26 +481,33 @@ fn sample(
                 if let (Some(t), Some(iv)) = (next_tick, plan.interval) {
                     if now >= t && waiter.pending > 0 {
                         let cur = (now, snapshot(meta));
-                        emit(index, (prev.0, &prev.1), (cur.0, &cur.1));
+                        emit(index, (prev.0, &prev.1), (cur.0, &cur.1), tcp_infos(meta));
                         index += 1;
                         prev = cur;
                         next_tick = Some(t + iv);
                     }
                 }
             }
+            let last = mark(meta, clocks, plan.measure_cpu);
+            let last_tcp = tcp_infos(meta);
             let end_at = waiter
                 .ends
                 .iter()
                 .filter_map(|e| e.done_at)
                 .max()
                 .unwrap_or_else(Instant::now);
-            if plan.interval.is_some() {
-                let last = snapshot(meta);
-                if end_at > prev.0 {
-                    emit(index, (prev.0, &prev.1), (end_at, &last));
-                }
+            if plan.interval.is_some() && end_at > prev.0 {
+                emit(index, (prev.0, &prev.1), (end_at, &last.bytes), last_tcp.clone());
             }
-            Ok((Window::Counted { end_at }, intervals))
+            Ok((
+                Window::Counted { end_at },
+                intervals,
+                first,
+                Mark {
+                    tcp: last_tcp,
+                    ..last
+                },
+            ))
         }
     }
 }

@@ -2,7 +2,9 @@
 //! client merges the two sides into the one result model (netrig-report).
 
 use crate::Direction;
+use netrig_metrics::{Conntrack, CpuUsage, Environment, TcpInfo};
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 
 /// What one end did with a flow.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -30,6 +32,32 @@ pub struct SockBufReport {
     pub final_: BufPair,
 }
 
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counter_report_keeps_changes_and_headline() {
+        let before = netrig_metrics::parse_snmp(
+            "Tcp: RetransSegs CurrEstab InSegs\nTcp: 10 5 100\nUdp: InErrors RcvbufErrors\nUdp: 0 0\n",
+        )
+        .unwrap();
+        let after = netrig_metrics::parse_snmp(
+            "Tcp: RetransSegs CurrEstab InSegs\nTcp: 13 5 180\nUdp: InErrors RcvbufErrors\nUdp: 0 2\n",
+        )
+        .unwrap();
+        let r = CounterReport::between(&before, &after, None);
+        assert_eq!(r.deltas.get("Tcp.RetransSegs"), Some(&3));
+        assert_eq!(r.deltas.get("Tcp.InSegs"), Some(&80));
+        assert_eq!(r.deltas.get("Udp.RcvbufErrors"), Some(&2));
+        assert_eq!(r.deltas.get("Udp.InErrors"), Some(&0), "headline kept at zero");
+        assert!(
+            !r.deltas.contains_key("Tcp.CurrEstab"),
+            "unchanged non-headline left out"
+        );
+    }
+}
+
 /// One end's account of one flow over the measured window.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct FlowReport {
@@ -45,6 +73,9 @@ pub struct FlowReport {
     pub socket_buffers: SockBufReport,
     /// Options as the kernel reports them on this end's socket.
     pub applied: AppliedOptions,
+    /// TCP_INFO of this end's socket when the window closed.
+    #[serde(default)]
+    pub tcp_info: Option<TcpInfo>,
 }
 
 /// Socket options read back from the kernel once the flow was set up.
@@ -69,6 +100,50 @@ pub struct IntervalSample {
     pub end_s: f64,
     pub ids: Vec<u32>,
     pub bytes: Vec<u64>,
+    /// TCP_INFO of each flow's socket at the end of the period (same order).
+    #[serde(default)]
+    pub tcp_info: Vec<Option<TcpInfo>>,
+}
+
+/// CPU time one worker thread of this end spent inside the measured window.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WorkerCpu {
+    pub worker: u32,
+    pub flows: u32,
+    /// CPU-seconds the thread used in the window.
+    pub cpu_s: f64,
+    /// `cpu_s` / window length × 100: 100 % is one CPU fully busy.
+    pub busy_pct: f64,
+}
+
+/// Kernel counter deltas of this end's host over the test (from just before
+/// the data connections were set up to the end of the window).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct CounterReport {
+    /// Every counter of /proc/net/snmp and /proc/net/netstat that changed,
+    /// plus the headline counters even when they did not.
+    pub deltas: BTreeMap<String, i64>,
+    /// Connection-tracking table fill at the end; null when nf_conntrack is not loaded.
+    pub conntrack: Option<Conntrack>,
+}
+
+impl CounterReport {
+    /// The deltas between two readings: every counter that changed, and the
+    /// headline counters whether or not they did.
+    pub fn between(
+        before: &netrig_metrics::KernelCounters,
+        after: &netrig_metrics::KernelCounters,
+        conntrack: Option<Conntrack>,
+    ) -> CounterReport {
+        let delta = after.delta_since(before);
+        let headline = delta.headline();
+        let deltas = delta
+            .values
+            .into_iter()
+            .filter(|(k, v)| *v != 0 || headline.contains_key(k))
+            .collect();
+        CounterReport { deltas, conntrack }
+    }
 }
 
 /// Everything one end measured in one test.
@@ -78,4 +153,17 @@ pub struct SideReport {
     /// Length of the measured window on this end's clock (the longest flow's).
     pub window_s: f64,
     pub warnings: Vec<String>,
+    /// Whole-machine CPU utilisation over this end's window (per-CPU /proc/stat deltas).
+    #[serde(default)]
+    pub cpu: Option<CpuUsage>,
+    /// Wall time between the two /proc/stat readings (the window on this end's clock).
+    #[serde(default)]
+    pub cpu_window_s: Option<f64>,
+    /// This end's worker threads.
+    #[serde(default)]
+    pub workers: Vec<WorkerCpu>,
+    #[serde(default)]
+    pub counters: Option<CounterReport>,
+    #[serde(default)]
+    pub environment: Option<Environment>,
 }

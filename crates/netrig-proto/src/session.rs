@@ -364,6 +364,7 @@ mod tests {
             message_size: 1024,
             recv_size: 1024,
             remote: SocketOptions::default(),
+            measure_cpu: true,
         }
     }
 
@@ -424,6 +425,7 @@ mod tests {
                 end_s: 0.5,
                 ids: vec![0],
                 bytes: vec![1],
+                tcp_info: vec![],
             },
         };
         assert!(matches!(client.on_agent(iv).unwrap(), ClientEvent::Interval(_)));

@@ -107,6 +107,13 @@ pub struct TestSpec {
     /// Options for the agent's end of every data connection (`-S`, and the
     /// options that apply to both ends).
     pub remote: SocketOptions,
+    /// Measure CPU utilisation over the window on both ends (on unless `--no-cpu`).
+    #[serde(default = "yes")]
+    pub measure_cpu: bool,
+}
+
+fn yes() -> bool {
+    true
 }
 
 /// A spec that cannot run. The messages name the option to change.
@@ -282,6 +289,7 @@ mod tests {
             message_size: 131072,
             recv_size: 131072,
             remote: SocketOptions::default(),
+            measure_cpu: true,
         }
     }
 

@@ -56,6 +56,7 @@ pub fn assemble(
             total_bytes: f.total_bytes,
             socket_buffers: f.socket_buffers,
             applied: f.applied.clone(),
+            tcp_info: f.tcp_info.clone(),
         };
         flows.push(FlowResult {
             id,
@@ -66,6 +67,7 @@ pub fn assemble(
             sender_bytes: tx_end.window_bytes,
             sender_elapsed_s: tx_end.window_s,
             sender_throughput_bps: bps(tx_end.window_bytes, tx_end.window_s),
+            tcp_info: tx_end.tcp_info.clone(),
             local: end(l),
             remote: end(r),
         });
@@ -103,7 +105,43 @@ pub fn assemble(
             .find(|s| s.direction == d)
             .map(|s| s.throughput_bps)
     };
+    let cpu = CpuSummary {
+        local_pct: local.report.cpu.as_ref().map(|c| c.busy_pct),
+        remote_pct: remote.report.cpu.as_ref().map(|c| c.busy_pct),
+        local: local.report.cpu.clone(),
+        remote: remote.report.cpu.clone(),
+        local_accounted_pct: crate::checks::accounted_pct(local.report),
+        remote_accounted_pct: crate::checks::accounted_pct(remote.report),
+    };
+    let mss = flows
+        .first()
+        .and_then(|f| f.tcp_info.as_ref())
+        .map(|t| t.snd_mss)
+        .filter(|m| *m > 0);
+    let kb = bytes as f64 / 1024.0;
+    let demand = |side: &SideReport| {
+        let c = side.cpu.as_ref()?;
+        let cpus = match c.cpus {
+            0 => side.environment.as_ref().map_or(0, |e| e.cpus_online),
+            n => n,
+        };
+        netrig_metrics::service_demand(c.busy_pct, elapsed_s, cpus, kb)
+    };
+    let (sd_local, sd_remote) = (demand(local.report), demand(remote.report));
+    let per_packet = |sd: Option<f64>| Some(netrig_metrics::per_packet_us(sd?, mss?));
+    let service_demand = ServiceDemandSummary {
+        local: sd_local,
+        remote: sd_remote,
+        unit: "us/KB".into(),
+        mss,
+        local_per_packet_us: per_packet(sd_local),
+        remote_per_packet_us: per_packet(sd_remote),
+    };
+    warnings.extend(crate::checks::side_warnings(local.report, "local"));
+    warnings.extend(crate::checks::side_warnings(remote.report, "remote"));
     let summary = Summary {
+        cpu,
+        service_demand,
         throughput_bps: bps(bytes, elapsed_s),
         bytes,
         elapsed_s,
@@ -125,6 +163,18 @@ pub fn assemble(
         summary,
         flows,
         intervals,
+        counters: PerEnd {
+            local: local.report.counters.clone(),
+            remote: remote.report.counters.clone(),
+        },
+        environment: PerEnd {
+            local: local.report.environment.clone(),
+            remote: remote.report.environment.clone(),
+        },
+        workers: PerEnd {
+            local: local.report.workers.clone(),
+            remote: remote.report.workers.clone(),
+        },
     })
 }
 
@@ -176,11 +226,15 @@ pub fn merge_interval(
     let mut dir_totals: BTreeMap<Direction, (u64, f64)> = BTreeMap::new();
     let (mut start_s, mut end_s) = (f64::INFINITY, 0.0f64);
     for (id, dir) in plan.iter().enumerate() {
-        let sample = match dir {
-            Direction::Tx => remote,
-            Direction::Rx => local,
+        let (sample, sender) = match dir {
+            Direction::Tx => (remote, local),
+            Direction::Rx => (local, remote),
         };
         let Some(s) = sample else { continue };
+        let tcp_info = sender.and_then(|snd| {
+            let pos = snd.ids.iter().position(|x| *x == id as u32)?;
+            snd.tcp_info.get(pos).cloned().flatten()
+        });
         let Some(pos) = s.ids.iter().position(|x| *x == id as u32) else {
             continue;
         };
@@ -195,6 +249,7 @@ pub fn merge_interval(
             direction: *dir,
             bytes,
             throughput_bps: bps(bytes, secs),
+            tcp_info,
         });
     }
     if flows.is_empty() {
@@ -232,6 +287,7 @@ mod tests {
             message_size: 1000,
             recv_size: 1000,
             remote: SocketOptions::default(),
+            measure_cpu: true,
         }
     }
 
@@ -245,6 +301,7 @@ mod tests {
             window_s,
             socket_buffers: SockBufReport::default(),
             applied: Default::default(),
+            tcp_info: None,
         }
     }
 
@@ -282,6 +339,7 @@ mod tests {
             end_s: index as f64 + 1.0,
             ids,
             bytes,
+            tcp_info: vec![],
         }
     }
 
@@ -295,6 +353,7 @@ mod tests {
             ],
             window_s: 2.0,
             warnings: vec!["local w".into()],
+            ..Default::default()
         };
         let remote = SideReport {
             flows: vec![
@@ -303,6 +362,7 @@ mod tests {
             ],
             window_s: 2.5,
             warnings: vec!["remote w".into()],
+            ..Default::default()
         };
         let li = [
             sample(0, vec![7, 250_000], vec![0, 1]),
@@ -349,11 +409,13 @@ mod tests {
             flows: vec![flow(0, Direction::Tx, Role::Sender, 10, 1.0)],
             window_s: 1.0,
             warnings: vec![],
+            ..Default::default()
         };
         let remote = SideReport {
             flows: vec![flow(0, Direction::Tx, Role::Receiver, 8, 1.0)],
             window_s: 1.0,
             warnings: vec![],
+            ..Default::default()
         };
         let s = |r| Side {
             report: r,

@@ -5,6 +5,7 @@
 //! end's is kept beside it. Exporters ([`table`], [`json`]) only format.
 
 pub mod assemble;
+pub mod checks;
 pub mod json;
 pub mod model;
 pub mod table;

@@ -2,7 +2,8 @@
 //! contract with scripts: `docs/result.schema.json` describes them and a
 //! test validates real output against it.
 
-use netrig_proto::report::{AppliedOptions, Role, SockBufReport};
+use netrig_metrics::{CpuUsage, Environment, TcpInfo};
+use netrig_proto::report::{AppliedOptions, CounterReport, Role, SockBufReport, WorkerCpu};
 use netrig_proto::spec::SocketOptions;
 use netrig_proto::Direction;
 use serde::{Deserialize, Serialize};
@@ -19,6 +20,50 @@ pub struct TestResult {
     pub flows: Vec<FlowResult>,
     /// Interim reports (`-i`), empty without it.
     pub intervals: Vec<IntervalResult>,
+    /// Kernel counter deltas of each end's host over the test.
+    pub counters: PerEnd<Option<CounterReport>>,
+    /// Each end's machine: kernel, CPUs, the sysctls that bound a test.
+    pub environment: PerEnd<Option<Environment>>,
+    /// CPU used by each end's netrig worker threads in the window.
+    pub workers: PerEnd<Vec<WorkerCpu>>,
+}
+
+/// One value per end of the test.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PerEnd<T> {
+    pub local: T,
+    pub remote: T,
+}
+
+/// Whole-machine CPU utilisation of each end over its measured window,
+/// from per-CPU /proc/stat deltas (netperf's method): 100 % = every CPU busy.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CpuSummary {
+    pub local_pct: Option<f64>,
+    pub remote_pct: Option<f64>,
+    /// The split: user, nice, system, irq, softirq, steal, iowait, busiest CPU.
+    pub local: Option<CpuUsage>,
+    pub remote: Option<CpuUsage>,
+    /// Share of wall time × CPUs that /proc/stat accounted for in each window
+    /// (percentages are of what was accounted; under heavy interrupt load
+    /// some kernels and hypervisors account for less than all of it).
+    pub local_accounted_pct: Option<f64>,
+    pub remote_accounted_pct: Option<f64>,
+}
+
+/// CPU time per unit of work, as netperf computes it: utilisation × elapsed ×
+/// CPUs / units, in microseconds.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ServiceDemandSummary {
+    pub local: Option<f64>,
+    pub remote: Option<f64>,
+    /// "us/KB" (KB = 1024 bytes of `summary.bytes`) for stream tests.
+    pub unit: String,
+    /// The MSS used for the per-packet estimate (the first flow's sender, from TCP_INFO).
+    pub mss: Option<u32>,
+    /// Service demand × MSS / 1024: an estimate of CPU µs per packet.
+    pub local_per_packet_us: Option<f64>,
+    pub remote_per_packet_us: Option<f64>,
 }
 
 /// What the user asked for.
@@ -68,6 +113,8 @@ pub struct Summary {
     pub rx_throughput_bps: Option<f64>,
     pub directions: Vec<DirectionSummary>,
     pub socket_buffers: EndBuffers,
+    pub cpu: CpuSummary,
+    pub service_demand: ServiceDemandSummary,
 }
 
 /// Socket buffers of each end. The summary holds the largest value across
@@ -137,6 +184,8 @@ pub struct FlowResult {
     pub sender_bytes: u64,
     pub sender_elapsed_s: f64,
     pub sender_throughput_bps: f64,
+    /// TCP_INFO of the sending end's socket when its window closed.
+    pub tcp_info: Option<TcpInfo>,
     pub local: FlowEnd,
     pub remote: FlowEnd,
 }
@@ -149,6 +198,7 @@ pub struct FlowEnd {
     pub total_bytes: u64,
     pub socket_buffers: SockBufReport,
     pub applied: AppliedOptions,
+    pub tcp_info: Option<TcpInfo>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -170,6 +220,8 @@ pub struct IntervalFlow {
     pub direction: Direction,
     pub bytes: u64,
     pub throughput_bps: f64,
+    /// TCP_INFO of the sending end's socket at the end of the interval.
+    pub tcp_info: Option<TcpInfo>,
 }
 
 /// bits per second, 0 for an empty window.

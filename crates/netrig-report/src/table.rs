@@ -62,12 +62,34 @@ pub fn render(r: &TestResult) -> String {
             String::new()
         }
     };
-    let _ = writeln!(out, "{}Recv     Send     Send", lead("", ""));
-    let _ = writeln!(out, "{}Socket   Socket   Message  Elapsed", lead("", ""));
+    let cpu = &r.summary.cpu;
+    let sd = &r.summary.service_demand;
+    let pct = |v: Option<f64>| v.map_or_else(|| "-".to_string(), |v| format!("{v:.2}"));
+    let dem = |v: Option<f64>| v.map_or_else(|| "-".to_string(), |v| format!("{v:.3}"));
+    let cpu_cells = format!(
+        "  {:<8} {:<8} {:<8} {:<8}",
+        pct(cpu.local_pct),
+        pct(cpu.remote_pct),
+        dem(sd.local),
+        dem(sd.remote)
+    );
+    let blank_cells = String::new();
     let _ = writeln!(
         out,
-        "{}Size     Size     Size     Time     Throughput",
+        "{}Recv     Send     Send                                Utilization       Service Demand",
         lead("", "")
+    );
+    let _ = writeln!(
+        out,
+        "{}Socket   Socket   Message  Elapsed                    local    remote   local    remote",
+        lead("", "")
+    );
+    let _ = writeln!(
+        out,
+        "{}Size     Size     Size     Time     Throughput        %        %        {:<8} {}",
+        lead("", ""),
+        sd.unit,
+        sd.unit
     );
     let _ = writeln!(
         out,
@@ -81,39 +103,44 @@ pub fn render(r: &TestResult) -> String {
             let (rx, tx) = ends(f);
             let _ = writeln!(
                 out,
-                "{}{:<8} {:<8} {:<8} {:<8.2} {}",
+                "{}{:<8} {:<8} {:<8} {:<8.2} {:<16}{}",
                 lead(&f.id.to_string(), f.direction.name()),
                 opt(rx.socket_buffers.initial.rcv),
                 opt(tx.socket_buffers.initial.snd),
                 r.config.message_size,
                 f.elapsed_s,
-                mbps(f.throughput_bps)
+                mbps(f.throughput_bps),
+                if multi { &blank_cells } else { &cpu_cells }
             );
         }
     }
     if multi {
-        for d in &r.summary.directions {
+        let ndir = r.summary.directions.len();
+        for (i, d) in r.summary.directions.iter().enumerate() {
+            let last = ndir == 1 && i == 0;
             let _ = writeln!(
                 out,
-                "{}{:<8} {:<8} {:<8} {:<8.2} {}",
+                "{}{:<8} {:<8} {:<8} {:<8.2} {:<16}{}",
                 lead("sum", d.direction.name()),
                 "",
                 "",
                 "",
                 d.elapsed_s,
-                mbps(d.throughput_bps)
+                mbps(d.throughput_bps),
+                if last { &cpu_cells } else { &blank_cells }
             );
         }
-        if r.summary.directions.len() > 1 {
+        if ndir > 1 {
             let _ = writeln!(
                 out,
-                "{}{:<8} {:<8} {:<8} {:<8.2} {}",
+                "{}{:<8} {:<8} {:<8} {:<8.2} {:<16}{}",
                 lead("sum", "all"),
                 "",
                 "",
                 "",
                 r.summary.elapsed_s,
-                mbps(r.summary.throughput_bps)
+                mbps(r.summary.throughput_bps),
+                cpu_cells
             );
         }
         let _ = writeln!(out);
@@ -159,6 +186,196 @@ pub fn render(r: &TestResult) -> String {
     line("local  SO_RCVBUF", |p| p.rcv, &b.local);
     line("remote SO_SNDBUF", |p| p.snd, &b.remote);
     line("remote SO_RCVBUF", |p| p.rcv, &b.remote);
+    out.push_str(&details(r));
+    out
+}
+
+fn same_host(r: &TestResult) -> bool {
+    match (&r.environment.local, &r.environment.remote) {
+        (Some(l), Some(rm)) => {
+            r.config.embedded || (l.hostname == rm.hostname && l.kernel_version == rm.kernel_version)
+        }
+        _ => false,
+    }
+}
+
+/// CPU split, worker threads, TCP_INFO, kernel counters and environment.
+fn details(r: &TestResult) -> String {
+    let mut out = String::new();
+    let cpu = &r.summary.cpu;
+    if cpu.local.is_some() || cpu.remote.is_some() {
+        let _ = writeln!(
+            out,
+            "\nCPU utilization, % of the whole machine over the measured window (/proc/stat)"
+        );
+        let _ = writeln!(
+            out,
+            "  {:<7} {:>6} {:>6} {:>6} {:>6} {:>8} {:>6} {:>5}  busiest CPU",
+            "", "busy", "user", "system", "irq", "softirq", "steal", "CPUs"
+        );
+        let same = same_host(r);
+        for (end, u) in [("local", &cpu.local), ("remote", &cpu.remote)] {
+            let Some(u) = u else { continue };
+            let busiest = u
+                .busiest_cpu
+                .map_or_else(|| "-".into(), |c| format!("cpu{c} {:.1}%", u.busiest_cpu_pct));
+            let _ = writeln!(
+                out,
+                "  {end:<7} {:>6.2} {:>6.2} {:>6.2} {:>6.2} {:>8.2} {:>6.2} {:>5}  {busiest}{}",
+                u.busy_pct,
+                u.user_pct + u.nice_pct,
+                u.system_pct,
+                u.irq_pct,
+                u.softirq_pct,
+                u.steal_pct,
+                u.cpus,
+                if end == "remote" && same {
+                    "  (same host as local)"
+                } else {
+                    ""
+                }
+            );
+        }
+        let sd = &r.summary.service_demand;
+        if let (Some(mss), true) = (
+            sd.mss,
+            sd.local_per_packet_us.is_some() || sd.remote_per_packet_us.is_some(),
+        ) {
+            let v = |x: Option<f64>| x.map_or_else(|| "-".into(), |x| format!("{x:.3}"));
+            let _ = writeln!(
+                out,
+                "  service demand per packet (estimate at MSS {mss}): local {} us, remote {} us",
+                v(sd.local_per_packet_us),
+                v(sd.remote_per_packet_us)
+            );
+        }
+    }
+    for (end, ws) in [("local", &r.workers.local), ("remote", &r.workers.remote)] {
+        if ws.is_empty() {
+            continue;
+        }
+        let cells: Vec<String> = ws
+            .iter()
+            .map(|w| {
+                format!(
+                    "worker {} {:.1}% of a CPU ({} flow{})",
+                    w.worker,
+                    w.busy_pct,
+                    w.flows,
+                    if w.flows == 1 { "" } else { "s" }
+                )
+            })
+            .collect();
+        let _ = writeln!(out, "  netrig {end}: {}", cells.join(", "));
+    }
+    let with_info: Vec<&FlowResult> = r.flows.iter().filter(|f| f.tcp_info.is_some()).take(16).collect();
+    if !with_info.is_empty() {
+        let _ = writeln!(out, "\nTCP_INFO of each flow's sender when its window closed");
+        let _ = writeln!(
+            out,
+            "  {:>4} {:<3} {:<8} {:>8} {:>8} {:>7} {:>8} {:>8} {:>6} {:>6} {:>6} {:>14}",
+            "flow",
+            "dir",
+            "cc",
+            "rtt us",
+            "rttvar",
+            "cwnd",
+            "ssthresh",
+            "retrans",
+            "reord",
+            "pmtu",
+            "mss",
+            "delivery Mb/s"
+        );
+        for f in with_info {
+            let t = f.tcp_info.as_ref().expect("filtered");
+            let ssthresh = if t.snd_ssthresh >= netrig_metrics::tcp_info::TCP_INFINITE_SSTHRESH {
+                "inf".to_string()
+            } else {
+                t.snd_ssthresh.to_string()
+            };
+            let _ = writeln!(
+                out,
+                "  {:>4} {:<3} {:<8} {:>8} {:>8} {:>7} {:>8} {:>8} {:>6} {:>6} {:>6} {:>14}",
+                f.id,
+                f.direction.name(),
+                t.congestion_control.as_deref().unwrap_or("-"),
+                t.rtt_us,
+                t.rttvar_us,
+                t.snd_cwnd,
+                ssthresh,
+                t.retransmits_total,
+                t.reordering,
+                t.pmtu,
+                t.snd_mss,
+                t.delivery_rate_bps
+                    .map_or_else(|| "-".into(), |b| format!("{:.2}", b as f64 / 1e6))
+            );
+        }
+        if r.flows.len() > 16 {
+            let _ = writeln!(out, "  ({} more flows in the JSON output)", r.flows.len() - 16);
+        }
+    }
+    let mut counter_lines = Vec::new();
+    for (end, c) in [("local", &r.counters.local), ("remote", &r.counters.remote)] {
+        let Some(c) = c else { continue };
+        let changed: Vec<String> = netrig_metrics::counters::HEADLINE
+            .iter()
+            .filter_map(|k| {
+                c.deltas
+                    .get(*k)
+                    .filter(|v| **v != 0)
+                    .map(|v| format!("{k} {v:+}"))
+            })
+            .collect();
+        let ct = c.conntrack.map_or_else(String::new, |ct| {
+            format!("; conntrack {} of {}", ct.count, ct.max)
+        });
+        counter_lines.push(format!(
+            "  {end:<7} {}{ct}",
+            if changed.is_empty() {
+                "no headline counter changed".to_string()
+            } else {
+                changed.join(", ")
+            }
+        ));
+    }
+    if !counter_lines.is_empty() {
+        let _ = writeln!(
+            out,
+            "\nKernel counters over the test (/proc/net/snmp, /proc/net/netstat; all changes in --json)"
+        );
+        for l in counter_lines {
+            let _ = writeln!(out, "{l}");
+        }
+    }
+    let env_line = |e: &netrig_metrics::Environment| {
+        let s = |k: &str| e.sysctls.get(k).cloned().unwrap_or_else(|| "?".into());
+        format!(
+            "{} Linux {} {}, {} x {}; rmem_max {} wmem_max {} tcp_rmem [{}] tcp_wmem [{}] cc {} somaxconn {}",
+            e.hostname,
+            e.kernel,
+            e.arch,
+            e.cpus_online,
+            e.cpu_model.as_deref().unwrap_or("?"),
+            s("net.core.rmem_max"),
+            s("net.core.wmem_max"),
+            s("net.ipv4.tcp_rmem"),
+            s("net.ipv4.tcp_wmem"),
+            s("net.ipv4.tcp_congestion_control"),
+            s("net.core.somaxconn")
+        )
+    };
+    if let Some(e) = &r.environment.local {
+        let _ = writeln!(out, "\nlocal:  {}", env_line(e));
+    }
+    if let Some(e) = &r.environment.remote {
+        if same_host(r) {
+            let _ = writeln!(out, "remote: same host");
+        } else {
+            let _ = writeln!(out, "remote: {}", env_line(e));
+        }
+    }
     out
 }
 

@@ -136,6 +136,15 @@ pub struct StreamArgs {
     /// Leave the first SECONDS out of the results (warm-up).
     #[arg(long, default_value = "0", value_parser = parse_seconds)]
     pub omit: f64,
+    /// Report local CPU utilisation (measured by default; accepted as in netperf).
+    #[arg(short = 'c', long = "local-cpu")]
+    pub local_cpu: bool,
+    /// Report remote CPU utilisation (measured by default; accepted as in netperf).
+    #[arg(short = 'C', long = "remote-cpu")]
+    pub remote_cpu: bool,
+    /// Do not read /proc/stat on either end (to measure what measuring costs).
+    #[arg(long = "no-cpu", conflicts_with_all = ["local_cpu", "remote_cpu"])]
+    pub no_cpu: bool,
     /// Print one JSON document on stdout instead of the table.
     #[arg(long)]
     pub json: bool,

@@ -199,6 +199,7 @@ fn stream_spec(kind: TestKind, a: &StreamArgs) -> Result<(TestSpec, SocketOption
         message_size: a.message_size,
         recv_size: a.recv_size,
         remote,
+        measure_cpu: !a.no_cpu,
     };
     // Check before connecting anywhere, with the default limits.
     spec.validate(&AgentLimits {
@@ -291,6 +292,7 @@ fn quick(a: QuickArgs) -> Result<()> {
             message_size: 128 * 1024,
             recv_size: 128 * 1024,
             remote: SocketOptions::default(),
+            measure_cpu: true,
         };
         results.push(run_one(&mut client, &spec, false).with_context(|| format!("{} failed", kind.name()))?);
     }

@@ -1,15 +1,21 @@
 use serde_json::Value;
+use std::io::Read;
 use std::net::TcpListener;
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 pub fn netrig() -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_netrig"));
-    c.env_remove("RUST_LOG");
+    // Debug logs go to stderr, which tests read only when something went wrong.
+    c.env(
+        "RUST_LOG",
+        "netrig_client=debug,netrig_agent=debug,netrig_engine=debug",
+    );
     c
 }
 
-/// Runs netrig with `args`, bounded in time; returns its output.
+/// Runs netrig with `args`, bounded in time; returns its output. Both pipes
+/// are drained while it runs, so a large result cannot block it on a full pipe.
 pub fn run(args: &[&str]) -> Output {
     let mut child = netrig()
         .args(args)
@@ -17,16 +23,35 @@ pub fn run(args: &[&str]) -> Output {
         .stderr(Stdio::piped())
         .spawn()
         .expect("spawn netrig");
+    let drain = |mut r: Box<dyn Read + Send>| {
+        std::thread::spawn(move || {
+            let mut buf = Vec::new();
+            let _ = r.read_to_end(&mut buf);
+            buf
+        })
+    };
+    let out = drain(Box::new(child.stdout.take().unwrap()));
+    let err = drain(Box::new(child.stderr.take().unwrap()));
     let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        if child.try_wait().expect("wait").is_some() {
-            return child.wait_with_output().expect("output");
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait") {
+            break status;
         }
         if Instant::now() > deadline {
             let _ = child.kill();
-            panic!("netrig {args:?} ran over 60 s");
+            let _ = child.wait();
+            panic!(
+                "netrig {args:?} ran over 60 s; it printed:\n{}\n{}",
+                String::from_utf8_lossy(&out.join().unwrap()),
+                String::from_utf8_lossy(&err.join().unwrap())
+            );
         }
         std::thread::sleep(Duration::from_millis(20));
+    };
+    Output {
+        status,
+        stdout: out.join().unwrap(),
+        stderr: err.join().unwrap(),
     }
 }
 
@@ -126,4 +151,16 @@ pub fn u(v: &Value, path: &str) -> u64 {
     v.pointer(path)
         .and_then(Value::as_u64)
         .unwrap_or_else(|| panic!("{path} missing or not an integer in {v}"))
+}
+
+/// The warnings that mention `topic`.
+pub fn warnings_about(v: &Value, topic: &str) -> Vec<String> {
+    v["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|w| w.as_str())
+        .filter(|w| w.contains(topic))
+        .map(str::to_string)
+        .collect()
 }

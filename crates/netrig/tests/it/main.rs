@@ -5,4 +5,5 @@ mod helpers;
 
 mod agent;
 mod bad_input;
+mod measure;
 mod stream;

@@ -1,0 +1,168 @@
+//! Warnings drawn from the figures themselves: a result that deserves doubt
+//! says so next to the numbers.
+
+use netrig_proto::report::SideReport;
+
+/// Busy share of one worker thread above which netrig may be the bottleneck.
+pub const WORKER_BUSY_PCT: f64 = 90.0;
+/// Conntrack fill above which new connections are at risk.
+pub const CONNTRACK_FULL: f64 = 0.9;
+
+/// /proc/stat coverage of a window below which the split deserves a word.
+pub const ACCOUNTED_MIN_PCT: f64 = 85.0;
+
+/// How much of wall time × CPUs /proc/stat accounted for in the window.
+pub fn accounted_pct(side: &SideReport) -> Option<f64> {
+    let (cpu, wall) = (side.cpu.as_ref()?, side.cpu_window_s?);
+    let cpus = if cpu.cpus > 0 {
+        cpu.cpus
+    } else {
+        side.environment.as_ref()?.cpus_online
+    };
+    (wall > 0.0 && cpus > 0).then(|| cpu.elapsed_cpu_s / (wall * cpus as f64) * 100.0)
+}
+
+/// Counters whose increase means the test lost something, with what it means.
+const COUNTER_WARNINGS: &[(&str, &str)] = &[
+    (
+        "TcpExt.ListenOverflows",
+        "listen-queue overflows: a listener's accept queue was full (raise its backlog and net.core.somaxconn)",
+    ),
+    ("TcpExt.ListenDrops", "connection requests dropped at a listener"),
+    (
+        "Udp.RcvbufErrors",
+        "UDP datagrams dropped because a socket's receive buffer was full (see -s/-S and net.core.rmem_max)",
+    ),
+    ("Udp.SndbufErrors", "UDP sends that failed for lack of send buffer"),
+    ("TcpExt.TCPRcvQDrop", "TCP segments dropped because a socket's receive queue was full"),
+    ("TcpExt.TCPBacklogDrop", "TCP segments dropped because a socket's backlog was full"),
+];
+
+/// Warnings about one end's CPU, threads, counters and conntrack table.
+pub fn side_warnings(side: &SideReport, end: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    if let Some(cpu) = &side.cpu {
+        if cpu.steal_pct > 0.0 {
+            out.push(format!(
+                "{end}: {:.2}% of the machine's CPU time was stolen by the hypervisor during the window \
+                 (steal): figures from a busy virtual machine deserve doubt",
+                cpu.steal_pct
+            ));
+        }
+    }
+    if let Some(a) = accounted_pct(side).filter(|a| *a < ACCOUNTED_MIN_PCT) {
+        out.push(format!(
+            "{end}: /proc/stat accounted for only {a:.0}% of the window's CPU time (wall time x CPUs); \
+             utilisation is a share of what was accounted"
+        ));
+    }
+    for w in &side.workers {
+        if w.busy_pct >= WORKER_BUSY_PCT {
+            out.push(format!(
+                "{end}: netrig worker {} was {:.0}% busy ({} flow{}): the generator itself may be the bottleneck",
+                w.worker,
+                w.busy_pct,
+                w.flows,
+                if w.flows == 1 { "" } else { "s" }
+            ));
+        }
+    }
+    if let Some(c) = &side.counters {
+        for (name, what) in COUNTER_WARNINGS {
+            if let Some(n) = c.deltas.get(*name).filter(|n| **n > 0) {
+                out.push(format!("{end}: {n} {what} ({name}) during the test"));
+            }
+        }
+        if let Some(ct) = c.conntrack.filter(|ct| ct.max > 0) {
+            let fill = ct.count as f64 / ct.max as f64;
+            if fill >= CONNTRACK_FULL {
+                out.push(format!(
+                    "{end}: the connection-tracking table is {:.0}% full ({} of {}, net.netfilter.nf_conntrack_max): \
+                     new connections are at risk of being dropped",
+                    fill * 100.0,
+                    ct.count,
+                    ct.max
+                ));
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use netrig_metrics::{Conntrack, CpuUsage};
+    use netrig_proto::report::{CounterReport, WorkerCpu};
+
+    #[test]
+    fn each_condition_warns_and_quiet_figures_do_not() {
+        let mut side = SideReport {
+            cpu: Some(CpuUsage {
+                steal_pct: 0.5,
+                ..Default::default()
+            }),
+            workers: vec![
+                WorkerCpu {
+                    worker: 0,
+                    flows: 1,
+                    cpu_s: 1.0,
+                    busy_pct: 97.0,
+                },
+                WorkerCpu {
+                    worker: 1,
+                    flows: 3,
+                    cpu_s: 0.1,
+                    busy_pct: 10.0,
+                },
+            ],
+            counters: Some(CounterReport {
+                deltas: [
+                    ("TcpExt.ListenOverflows".to_string(), 12),
+                    ("Udp.RcvbufErrors".to_string(), 0),
+                ]
+                .into_iter()
+                .collect(),
+                conntrack: Some(Conntrack {
+                    count: 950,
+                    max: 1000,
+                }),
+            }),
+            ..Default::default()
+        };
+        let w = side_warnings(&side, "remote");
+        assert_eq!(w.len(), 4, "{w:#?}");
+        assert!(w[0].contains("stolen") && w[0].starts_with("remote"));
+        assert!(w[1].contains("worker 0 was 97% busy (1 flow)"));
+        assert!(w[2].contains("12 listen-queue overflows") && w[2].contains("TcpExt.ListenOverflows"));
+        assert!(w[3].contains("95% full"));
+        side.cpu = Some(CpuUsage::default());
+        side.workers.truncate(0);
+        side.counters = Some(CounterReport {
+            deltas: Default::default(),
+            conntrack: Some(Conntrack { count: 10, max: 1000 }),
+        });
+        assert!(side_warnings(&side, "local").is_empty());
+    }
+
+    #[test]
+    fn low_proc_stat_coverage_is_named() {
+        let side = SideReport {
+            cpu: Some(CpuUsage {
+                cpus: 2,
+                elapsed_cpu_s: 1.6,
+                ..Default::default()
+            }),
+            cpu_window_s: Some(1.0),
+            ..Default::default()
+        };
+        assert_eq!(accounted_pct(&side), Some(80.0));
+        let w = side_warnings(&side, "local");
+        assert!(w.len() == 1 && w[0].contains("only 80%"), "{w:?}");
+        let full = SideReport {
+            cpu_window_s: Some(0.8),
+            ..side
+        };
+        assert!(side_warnings(&full, "local").is_empty());
+    }
+}
