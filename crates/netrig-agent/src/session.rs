@@ -244,13 +244,10 @@ fn run_test(
         if flows.is_empty() {
             warnings.extend(sockopt::buffer_warnings(requested, initial, "remote", "-S"));
         }
-        let role = match direction {
-            Direction::Tx => Role::Receiver,
-            Direction::Rx => Role::Sender,
-        };
+        let role = spec.kind.role(direction, true);
         let quota = match role {
             Role::Sender => spec.byte_quota(hello.flow - first_index[&direction]),
-            Role::Receiver => None,
+            _ => None,
         };
         let applied = sockopt::applied(&stream);
         if buffers.is_empty() {
@@ -296,6 +293,7 @@ fn run_test(
                 },
                 applied,
                 tcp_info: f.tcp_info.clone(),
+                window_transactions: f.window_transactions,
             }
         })
         .collect();
@@ -308,6 +306,8 @@ fn run_test(
         workers: outcome.workers,
         counters,
         environment: Some(environment),
+        latency: outcome.latency,
+        schedule: outcome.schedule,
     })
 }
 
@@ -331,7 +331,10 @@ fn run_flows(
         limit: spec.limit,
         omit: Duration::from_secs_f64(spec.omit_s),
         interval: spec.interval_s.map(Duration::from_secs_f64),
-        workers: std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
+        workers: spec
+            .workers
+            .map(|w| w as usize)
+            .unwrap_or_else(|| std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)),
         drain: Duration::from_secs(10),
         stall_timeout: Duration::from_secs(30),
         measure_cpu: spec.measure_cpu,

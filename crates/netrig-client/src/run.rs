@@ -242,10 +242,7 @@ impl Client {
             if id == 0 {
                 warnings.extend(sockopt::buffer_warnings(requested, initial, "local", "-s"));
             }
-            let role = match dir {
-                Direction::Tx => Role::Sender,
-                Direction::Rx => Role::Receiver,
-            };
+            let role = spec.kind.role(*dir, false);
             let quota = if role == Role::Sender {
                 spec.byte_quota(index_in_dir)
             } else {
@@ -281,7 +278,7 @@ impl Client {
             .spawn(move || read_agent(&mut reader, tx, start + bound))
             .map_err(|e| ClientError::Test(format!("cannot start the control reader: {e}")))?;
 
-        let mut merger = Merger::new(plan.clone());
+        let mut merger = Merger::new(plan.clone(), spec.kind.is_transactional());
         let mut remote_report = None;
         let mut failure = None;
         let mut pump = |merger: &mut Merger,
@@ -326,7 +323,10 @@ impl Client {
             limit: spec.limit,
             omit: Duration::from_secs_f64(spec.omit_s),
             interval: spec.interval_s.map(Duration::from_secs_f64),
-            workers: std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
+            workers: spec
+                .workers
+                .map(|w| w as usize)
+                .unwrap_or_else(|| std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)),
             drain: Duration::from_secs(10),
             stall_timeout: Duration::from_secs(30),
             measure_cpu: spec.measure_cpu,
@@ -402,6 +402,7 @@ impl Client {
                         },
                         applied,
                         tcp_info: f.tcp_info.clone(),
+                        window_transactions: f.window_transactions,
                     }
                 })
                 .collect(),
@@ -412,7 +413,10 @@ impl Client {
             workers: outcome.workers.clone(),
             counters,
             environment: Some(environment),
+            latency: outcome.latency.clone(),
+            schedule: outcome.schedule.clone(),
         };
+        let transactional = spec.kind.is_transactional();
         let config = TestConfig {
             host: self.opts.host.clone(),
             port: self.addr.port(),
@@ -430,6 +434,12 @@ impl Client {
             flows: spec.flows,
             message_size: spec.message_size,
             recv_size: spec.recv_size,
+            request_size: transactional.then_some(spec.rr.request_size),
+            response_size: transactional.then_some(spec.rr.response_size),
+            burst: transactional.then_some(spec.rr.burst),
+            rate: if transactional { spec.rr.rate } else { None },
+            poisson: transactional.then_some(spec.rr.poisson),
+            workers: spec.workers,
             local: self.opts.local.clone(),
             remote: spec.remote.clone(),
             bind: self.opts.bind.map(|b| b.to_string()),
@@ -516,6 +526,7 @@ fn read_agent(stream: &mut TcpStream, tx: mpsc::Sender<Result<AgentMsg, String>>
 /// has sampled the interval.
 struct Merger {
     plan: Vec<Direction>,
+    transactional: bool,
     need_local: bool,
     need_remote: bool,
     local: BTreeMap<u32, IntervalSample>,
@@ -525,10 +536,12 @@ struct Merger {
 }
 
 impl Merger {
-    fn new(plan: Vec<Direction>) -> Self {
+    fn new(plan: Vec<Direction>, transactional: bool) -> Self {
         Merger {
-            need_local: plan.contains(&Direction::Rx),
-            need_remote: plan.contains(&Direction::Tx),
+            // Who counts what: receivers count streams, the requester (here) counts transactions.
+            need_local: transactional || plan.contains(&Direction::Rx),
+            need_remote: !transactional && plan.contains(&Direction::Tx),
+            transactional,
             plan,
             local: BTreeMap::new(),
             remote: BTreeMap::new(),
@@ -558,7 +571,7 @@ impl Merger {
                 return;
             }
             let (l, r) = (self.local.remove(&k), self.remote.remove(&k));
-            if let Some(m) = merge_interval(&self.plan, k, l.as_ref(), r.as_ref()) {
+            if let Some(m) = merge_interval(&self.plan, self.transactional, k, l.as_ref(), r.as_ref()) {
                 observer(&m);
             }
             self.next += 1;

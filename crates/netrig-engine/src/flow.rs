@@ -13,6 +13,7 @@ use std::time::Instant;
 #[derive(Debug, Default)]
 pub struct FlowCounters {
     bytes: AtomicU64,
+    transactions: AtomicU64,
 }
 
 impl FlowCounters {
@@ -25,6 +26,17 @@ impl FlowCounters {
     #[inline]
     pub fn set_bytes(&self, v: u64) {
         self.bytes.store(v, Ordering::Relaxed)
+    }
+
+    /// Transactions this end has completed on the flow so far.
+    pub fn transactions(&self) -> u64 {
+        self.transactions.load(Ordering::Relaxed)
+    }
+
+    /// Called by the flow's worker only.
+    #[inline]
+    pub fn set_transactions(&self, v: u64) {
+        self.transactions.store(v, Ordering::Relaxed)
     }
 }
 
@@ -63,4 +75,32 @@ pub struct FlowEnd {
     pub done_at: Option<Instant>,
     /// Socket buffers when this end stopped measuring the flow.
     pub final_buffers: BufPair,
+}
+
+/// What a worker hands back besides its flows.
+#[derive(Debug, Default)]
+pub struct WorkerEnd {
+    pub flows: Vec<FlowEnd>,
+    /// Latency of the transactions it completed while recording was on.
+    pub latency: Option<netrig_metrics::LatencyRecorder>,
+    /// Open loop: how it kept to its schedule while recording was on.
+    pub schedule: Option<ScheduleStats>,
+}
+
+/// Schedule keeping of an open-loop worker.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct ScheduleStats {
+    pub due: u64,
+    pub late: u64,
+    pub behind_sum_ns: u128,
+    pub behind_max_ns: u64,
+}
+
+impl ScheduleStats {
+    pub fn merge(&mut self, o: &ScheduleStats) {
+        self.due += o.due;
+        self.late += o.late;
+        self.behind_sum_ns += o.behind_sum_ns;
+        self.behind_max_ns = self.behind_max_ns.max(o.behind_max_ns);
+    }
 }

@@ -9,12 +9,13 @@
 //! is a new workload, not a new branch in the runner.
 
 pub mod flow;
+pub mod rr;
 pub mod runner;
 pub mod sockopt;
 pub mod stream;
 pub mod workload;
 
-pub use flow::{Flow, FlowCounters, FlowEnd};
+pub use flow::{Flow, FlowCounters, FlowEnd, ScheduleStats, WorkerEnd};
 pub use runner::{run_side, RunControl, RunPlan, SideOutcome};
 pub use workload::{workload_for, Workload};
 

@@ -9,8 +9,10 @@
 //! sender, end of file seen by a receiver).
 
 use crate::workload::{WorkerControl, Workload};
-use crate::{EngineError, Flow, FlowCounters, FlowEnd};
+use crate::{EngineError, Flow, FlowCounters, FlowEnd, ScheduleStats, WorkerEnd};
 use netrig_metrics::{CpuSnapshot, CpuUsage, TcpInfo};
+use netrig_metrics::{LatencyRecorder, LatencySummary};
+use netrig_proto::report::ScheduleReport;
 use netrig_proto::report::{BufPair, IntervalSample, Role, WorkerCpu};
 use netrig_proto::spec::Limit;
 use netrig_proto::Direction;
@@ -78,6 +80,8 @@ pub struct FlowOutcome {
     pub final_buffers: BufPair,
     /// TCP_INFO when the window closed.
     pub tcp_info: Option<TcpInfo>,
+    /// Transactions completed inside the window.
+    pub window_transactions: u64,
 }
 
 /// This end's measurements.
@@ -91,6 +95,10 @@ pub struct SideOutcome {
     /// Wall time between the two /proc/stat readings.
     pub cpu_window_s: Option<f64>,
     pub workers: Vec<WorkerCpu>,
+    /// Latency of the transactions completed inside the window (requesters only).
+    pub latency: Option<LatencySummary>,
+    /// Open loop: schedule keeping inside the window.
+    pub schedule: Option<ScheduleReport>,
 }
 
 struct Meta {
@@ -140,6 +148,7 @@ impl WorkerClock {
 struct Mark {
     at: Instant,
     bytes: Vec<u64>,
+    transactions: Vec<u64>,
     cpu: Option<CpuSnapshot>,
     workers: Vec<Option<Duration>>,
     tcp: Vec<Option<TcpInfo>>,
@@ -153,6 +162,7 @@ fn mark(meta: &[Meta], clocks: &[WorkerClock], measure_cpu: bool) -> Mark {
     Mark {
         at: Instant::now(),
         bytes: snapshot(meta),
+        transactions: meta.iter().map(|m| m.counters.transactions()).collect(),
         cpu,
         workers,
         tcp: Vec::new(),
@@ -184,9 +194,12 @@ pub fn run_side(
     for (i, f) in flows.into_iter().enumerate() {
         buckets[i % nworkers].push(f);
     }
+    let recording = Arc::new(AtomicBool::new(false));
     let wctl = WorkerControl {
         stop: ctl.stop.clone(),
         drain: plan.drain,
+        recording: recording.clone(),
+        start: plan.start,
     };
     let (done_tx, done_rx) = mpsc::channel::<WorkerDone>();
     let mut handles = Vec::new();
@@ -222,9 +235,20 @@ pub fn run_side(
         ends: Vec::new(),
         exit_cpu: vec![None; clocks.len()],
         stop: ctl.stop.clone(),
+        latency: None,
+        schedule: None,
     };
     log::debug!("{} flow(s) on {} worker(s)", meta.len(), handles.len());
-    let result = sample(&meta, &ids, &clocks, plan, ctl, &mut waiter, on_interval);
+    let result = sample(
+        &meta,
+        &ids,
+        &clocks,
+        &recording,
+        plan,
+        ctl,
+        &mut waiter,
+        on_interval,
+    );
     log::debug!("window closed; waiting for workers to drain");
     // Whatever happened, stop the workers and wait for them (bounded).
     ctl.stop.store(true, Ordering::Relaxed);
@@ -267,6 +291,7 @@ pub fn run_side(
                 window_s,
                 final_buffers: end.map(|e| e.final_buffers).unwrap_or_default(),
                 tcp_info: last.tcp.get(i).cloned().flatten(),
+                window_transactions: last.transactions[i].saturating_sub(first.transactions[i]),
             }
         })
         .collect::<Vec<_>>();
@@ -298,6 +323,21 @@ pub fn run_side(
         cpu_window_s: cpu.as_ref().map(|_| wall),
         cpu,
         workers,
+        latency: waiter
+            .latency
+            .as_ref()
+            .filter(|l| !l.is_empty())
+            .map(LatencyRecorder::summary),
+        schedule: waiter.schedule.map(|s| ScheduleReport {
+            due: s.due,
+            late: s.late,
+            max_behind_us: s.behind_max_ns as f64 / 1e3,
+            mean_behind_us: if s.due > 0 {
+                s.behind_sum_ns as f64 / s.due as f64 / 1e3
+            } else {
+                0.0
+            },
+        }),
     })
 }
 
@@ -305,7 +345,7 @@ pub fn run_side(
 struct WorkerDone {
     /// Index in spawn order, which is also its clock's index.
     worker: usize,
-    result: Result<Vec<FlowEnd>, EngineError>,
+    result: Result<WorkerEnd, EngineError>,
     /// The thread's own CPU time when it finished (for workers that end before the window does).
     cpu_at_exit: Duration,
 }
@@ -321,6 +361,8 @@ struct Waiter {
     ends: Vec<FlowEnd>,
     exit_cpu: Vec<Option<Duration>>,
     stop: Arc<AtomicBool>,
+    latency: Option<LatencyRecorder>,
+    schedule: Option<ScheduleStats>,
 }
 
 impl Waiter {
@@ -340,8 +382,19 @@ impl Waiter {
                     *slot = Some(done.cpu_at_exit);
                 }
                 match done.result {
-                    Ok(ends) => {
-                        self.ends.extend(ends);
+                    Ok(end) => {
+                        self.ends.extend(end.flows);
+                        if let Some(l) = end.latency {
+                            match &mut self.latency {
+                                Some(all) => all.merge(&l),
+                                None => self.latency = Some(l),
+                            }
+                        }
+                        if let Some(sch) = end.schedule {
+                            self.schedule
+                                .get_or_insert_with(ScheduleStats::default)
+                                .merge(&sch);
+                        }
                         Ok(())
                     }
                     Err(e) => {
@@ -389,11 +442,32 @@ fn sleep_until(t: Instant, ctl: &RunControl, waiter: &mut Waiter) -> Result<(), 
     }
 }
 
+/// The counters at one instant.
+#[derive(Clone)]
+struct Point {
+    at: Instant,
+    bytes: Vec<u64>,
+    transactions: Vec<u64>,
+}
+
+fn point(meta: &[Meta]) -> Point {
+    Point {
+        at: Instant::now(),
+        bytes: snapshot(meta),
+        transactions: meta.iter().map(|m| m.counters.transactions()).collect(),
+    }
+}
+
+fn delta(to: &[u64], from: &[u64]) -> Vec<u64> {
+    to.iter().zip(from).map(|(b, a)| b.saturating_sub(*a)).collect()
+}
+
 #[allow(clippy::too_many_arguments)]
 fn sample(
     meta: &[Meta],
     ids: &[u32],
     clocks: &[WorkerClock],
+    recording: &AtomicBool,
     plan: &RunPlan,
     ctl: &RunControl,
     waiter: &mut Waiter,
@@ -401,38 +475,39 @@ fn sample(
 ) -> Result<(Window, Vec<IntervalSample>, Mark, Mark), EngineError> {
     let secs = |t: Instant| t.saturating_duration_since(plan.start).as_secs_f64();
     let mut intervals = Vec::new();
-    let mut emit =
-        |index: u32, from: (Instant, &Vec<u64>), to: (Instant, &Vec<u64>), tcp: Vec<Option<TcpInfo>>| {
-            let s = IntervalSample {
-                index,
-                start_s: secs(from.0),
-                end_s: secs(to.0),
-                ids: ids.to_vec(),
-                bytes: to
-                    .1
-                    .iter()
-                    .zip(from.1)
-                    .map(|(b, a)| b.saturating_sub(*a))
-                    .collect(),
-                tcp_info: tcp,
-            };
-            on_interval(&s);
-            intervals.push(s);
+    let mut emit = |index: u32, from: &Point, to: &Point, tcp: Vec<Option<TcpInfo>>| {
+        let s = IntervalSample {
+            index,
+            start_s: secs(from.at),
+            end_s: secs(to.at),
+            ids: ids.to_vec(),
+            bytes: delta(&to.bytes, &from.bytes),
+            tcp_info: tcp,
+            transactions: delta(&to.transactions, &from.transactions),
         };
+        on_interval(&s);
+        intervals.push(s);
+    };
+    let as_point = |m: &Mark| Point {
+        at: m.at,
+        bytes: m.bytes.clone(),
+        transactions: m.transactions.clone(),
+    };
     match plan.limit {
         Limit::Duration { seconds } => {
             let end = plan.start + Duration::from_secs_f64(seconds);
             let window_start = plan.start + plan.omit;
             sleep_until(window_start, ctl, waiter)?;
             let first = mark(meta, clocks, plan.measure_cpu);
-            let mut prev = (first.at, first.bytes.clone());
+            recording.store(true, Ordering::Relaxed);
+            let mut prev = as_point(&first);
             let mut index = 0;
             if let Some(iv) = plan.interval {
                 let mut tick = window_start + iv;
                 while tick < end {
                     sleep_until(tick, ctl, waiter)?;
-                    let cur = (Instant::now(), snapshot(meta));
-                    emit(index, (prev.0, &prev.1), (cur.0, &cur.1), tcp_infos(meta));
+                    let cur = point(meta);
+                    emit(index, &prev, &cur, tcp_infos(meta));
                     index += 1;
                     prev = cur;
                     tick += iv;
@@ -440,11 +515,13 @@ fn sample(
             }
             sleep_until(end, ctl, waiter)?;
             let last = mark(meta, clocks, plan.measure_cpu);
+            recording.store(false, Ordering::Relaxed);
             ctl.stop.store(true, Ordering::Relaxed);
             let last_tcp = tcp_infos(meta);
-            if plan.interval.is_some() && last.at.saturating_duration_since(prev.0) > Duration::from_millis(1)
+            if plan.interval.is_some()
+                && last.at.saturating_duration_since(prev.at) > Duration::from_millis(1)
             {
-                emit(index, (prev.0, &prev.1), (last.at, &last.bytes), last_tcp.clone());
+                emit(index, &prev, &as_point(&last), last_tcp.clone());
             }
             let seconds = last.at.saturating_duration_since(first.at).as_secs_f64();
             Ok((
@@ -459,7 +536,12 @@ fn sample(
         }
         Limit::Bytes { .. } => {
             let first = mark(meta, clocks, plan.measure_cpu);
-            let mut prev = (plan.start, vec![0u64; meta.len()]);
+            recording.store(true, Ordering::Relaxed);
+            let mut prev = Point {
+                at: plan.start,
+                bytes: vec![0; meta.len()],
+                transactions: vec![0; meta.len()],
+            };
             let mut index = 0;
             let mut last_progress = (Instant::now(), 0u64);
             let mut next_tick = plan.interval.map(|iv| plan.start + iv);
@@ -480,8 +562,8 @@ fn sample(
                 }
                 if let (Some(t), Some(iv)) = (next_tick, plan.interval) {
                     if now >= t && waiter.pending > 0 {
-                        let cur = (now, snapshot(meta));
-                        emit(index, (prev.0, &prev.1), (cur.0, &cur.1), tcp_infos(meta));
+                        let cur = point(meta);
+                        emit(index, &prev, &cur, tcp_infos(meta));
                         index += 1;
                         prev = cur;
                         next_tick = Some(t + iv);
@@ -489,6 +571,7 @@ fn sample(
                 }
             }
             let last = mark(meta, clocks, plan.measure_cpu);
+            recording.store(false, Ordering::Relaxed);
             let last_tcp = tcp_infos(meta);
             let end_at = waiter
                 .ends
@@ -496,8 +579,10 @@ fn sample(
                 .filter_map(|e| e.done_at)
                 .max()
                 .unwrap_or_else(Instant::now);
-            if plan.interval.is_some() && end_at > prev.0 {
-                emit(index, (prev.0, &prev.1), (end_at, &last.bytes), last_tcp.clone());
+            if plan.interval.is_some() && end_at > prev.at {
+                let mut to = as_point(&last);
+                to.at = end_at;
+                emit(index, &prev, &to, last_tcp.clone());
             }
             Ok((
                 Window::Counted { end_at },

@@ -4,7 +4,7 @@
 
 use crate::sockopt;
 use crate::workload::{WorkerControl, Workload};
-use crate::{EngineError, Flow, FlowEnd};
+use crate::{EngineError, Flow, FlowEnd, WorkerEnd};
 use mio::{Events, Interest, Poll, Token};
 use netrig_proto::report::{BufPair, Role};
 use std::io::{self, Read, Write};
@@ -56,7 +56,7 @@ impl Slot {
 }
 
 impl Workload for StreamWorkload {
-    fn run_worker(&self, flows: Vec<Flow>, ctl: &WorkerControl) -> Result<Vec<FlowEnd>, EngineError> {
+    fn run_worker(&self, flows: Vec<Flow>, ctl: &WorkerControl) -> Result<WorkerEnd, EngineError> {
         let setup = |e: io::Error| EngineError::Setup(format!("worker event loop: {e}"));
         let mut poll = Poll::new().map_err(setup)?;
         let mut slots = Vec::with_capacity(flows.len());
@@ -65,8 +65,8 @@ impl Workload for StreamWorkload {
             std_sock.set_nonblocking(true).map_err(setup)?;
             let mut sock = mio::net::TcpStream::from_std(std_sock);
             let interest = match flow.role {
-                Role::Sender => Interest::WRITABLE,
-                Role::Receiver => Interest::READABLE,
+                Role::Sender | Role::Requester => Interest::WRITABLE,
+                Role::Receiver | Role::Responder => Interest::READABLE,
             };
             poll.registry()
                 .register(&mut sock, Token(i), interest)
@@ -96,12 +96,12 @@ impl Workload for StreamWorkload {
                 for s in slots.iter_mut().filter(|s| s.state == State::Active) {
                     s.record_final_buffers();
                     match s.flow.role {
-                        Role::Sender => {
+                        Role::Sender | Role::Requester => {
                             let _ = s.flow.socket.shutdown(Shutdown::Write);
                             s.state = State::Done;
                             live -= 1;
                         }
-                        Role::Receiver => s.state = State::Draining,
+                        Role::Receiver | Role::Responder => s.state = State::Draining,
                     }
                 }
                 drain_deadline = Some(Instant::now() + ctl.drain);
@@ -126,8 +126,10 @@ impl Workload for StreamWorkload {
                     continue;
                 }
                 let finished = match s.flow.role {
-                    Role::Sender => self.on_writable(s, &send_buf, ctl)?,
-                    Role::Receiver => self.on_readable(s, &mut recv_buf, drain_deadline.is_some())?,
+                    Role::Sender | Role::Requester => self.on_writable(s, &send_buf, ctl)?,
+                    Role::Receiver | Role::Responder => {
+                        self.on_readable(s, &mut recv_buf, drain_deadline.is_some())?
+                    }
                 };
                 if finished {
                     let _ = poll.registry().deregister(&mut s.sock);
@@ -135,7 +137,7 @@ impl Workload for StreamWorkload {
                 }
             }
         }
-        Ok(slots
+        let flows = slots
             .into_iter()
             .map(|mut s| {
                 s.record_final_buffers();
@@ -146,7 +148,11 @@ impl Workload for StreamWorkload {
                     final_buffers: s.final_buffers.unwrap_or_default(),
                 }
             })
-            .collect())
+            .collect();
+        Ok(WorkerEnd {
+            flows,
+            ..WorkerEnd::default()
+        })
     }
 }
 

@@ -1,6 +1,6 @@
 //! The seam where test kinds attach to the data path.
 
-use crate::{EngineError, Flow, FlowEnd};
+use crate::{EngineError, Flow, WorkerEnd};
 use netrig_proto::{TestKind, TestSpec};
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
@@ -15,6 +15,10 @@ pub struct WorkerControl {
     /// How long receivers keep draining after `stop` before giving up on the
     /// peer's end of file.
     pub drain: Duration,
+    /// On while the measured window is open: latencies are recorded only then.
+    pub recording: Arc<AtomicBool>,
+    /// This end's time zero (open-loop schedules start here).
+    pub start: std::time::Instant,
 }
 
 /// How one test kind drives its flows. Implementations own the hot loop: no
@@ -23,7 +27,7 @@ pub struct WorkerControl {
 pub trait Workload: Send + Sync {
     /// Drives `flows` until they are done (quota sent, end of file seen) or
     /// `ctl.stop` is set and they have drained; called on its own thread.
-    fn run_worker(&self, flows: Vec<Flow>, ctl: &WorkerControl) -> Result<Vec<FlowEnd>, EngineError>;
+    fn run_worker(&self, flows: Vec<Flow>, ctl: &WorkerControl) -> Result<WorkerEnd, EngineError>;
 }
 
 /// The workload for a test kind, configured from its spec.
@@ -35,5 +39,12 @@ pub fn workload_for(spec: &TestSpec) -> Arc<dyn Workload> {
                 recv_size: spec.recv_size as usize,
             })
         }
+        TestKind::TcpRr => Arc::new(crate::rr::RrWorkload {
+            request_size: spec.rr.request_size as usize,
+            response_size: spec.rr.response_size as usize,
+            burst: spec.rr.burst,
+            rate: spec.rr.rate,
+            poisson: spec.rr.poisson,
+        }),
     }
 }

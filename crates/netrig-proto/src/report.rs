@@ -12,6 +12,10 @@ use std::collections::BTreeMap;
 pub enum Role {
     Sender,
     Receiver,
+    /// Sends requests and times the responses (the client of request/response tests).
+    Requester,
+    /// Answers each request (the agent of request/response tests).
+    Responder,
 }
 
 /// Send and receive buffer sizes in bytes, as getsockopt reports them.
@@ -76,6 +80,9 @@ pub struct FlowReport {
     /// TCP_INFO of this end's socket when the window closed.
     #[serde(default)]
     pub tcp_info: Option<TcpInfo>,
+    /// Transactions completed inside the window (request/response tests).
+    #[serde(default)]
+    pub window_transactions: u64,
 }
 
 /// Socket options read back from the kernel once the flow was set up.
@@ -103,6 +110,22 @@ pub struct IntervalSample {
     /// TCP_INFO of each flow's socket at the end of the period (same order).
     #[serde(default)]
     pub tcp_info: Vec<Option<TcpInfo>>,
+    /// Transactions each flow completed in the period (request/response tests).
+    #[serde(default)]
+    pub transactions: Vec<u64>,
+}
+
+/// How well an open-loop generator kept to its schedule.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ScheduleReport {
+    /// Requests due inside the window.
+    pub due: u64,
+    /// Requests whose first byte left more than 1 ms after it was due.
+    pub late: u64,
+    /// The largest delay between a request's due time and its send, in µs.
+    pub max_behind_us: f64,
+    /// Mean delay between due time and send, in µs.
+    pub mean_behind_us: f64,
 }
 
 /// CPU time one worker thread of this end spent inside the measured window.
@@ -166,4 +189,11 @@ pub struct SideReport {
     pub counters: Option<CounterReport>,
     #[serde(default)]
     pub environment: Option<Environment>,
+    /// Latency of every transaction completed in the window, merged across
+    /// this end's workers (the requester's end).
+    #[serde(default)]
+    pub latency: Option<netrig_metrics::LatencySummary>,
+    /// Open loop only: how far the generator fell behind its schedule.
+    #[serde(default)]
+    pub schedule: Option<ScheduleReport>,
 }

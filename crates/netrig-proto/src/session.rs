@@ -365,6 +365,8 @@ mod tests {
             recv_size: 1024,
             remote: SocketOptions::default(),
             measure_cpu: true,
+            rr: Default::default(),
+            workers: None,
         }
     }
 
@@ -426,6 +428,7 @@ mod tests {
                 ids: vec![0],
                 bytes: vec![1],
                 tcp_info: vec![],
+                transactions: vec![],
             },
         };
         assert!(matches!(client.on_agent(iv).unwrap(), ClientEvent::Interval(_)));

@@ -16,28 +16,93 @@ pub enum TestKind {
     TcpMaerts,
     /// Both at once, on separate connections.
     TcpBidir,
+    /// Request/response on persistent connections (netperf TCP_RR).
+    TcpRr,
 }
 
 impl TestKind {
-    pub const ALL: [TestKind; 3] = [TestKind::TcpStream, TestKind::TcpMaerts, TestKind::TcpBidir];
+    pub const ALL: [TestKind; 4] = [
+        TestKind::TcpStream,
+        TestKind::TcpMaerts,
+        TestKind::TcpBidir,
+        TestKind::TcpRr,
+    ];
 
     pub fn name(self) -> &'static str {
         match self {
             TestKind::TcpStream => "tcp-stream",
             TestKind::TcpMaerts => "tcp-maerts",
             TestKind::TcpBidir => "tcp-bidir",
+            TestKind::TcpRr => "tcp-rr",
         }
     }
 
-    /// The directions in which this kind moves data.
+    /// The directions in which this kind moves data. Request/response
+    /// flows count as `tx`: the client initiates every transaction.
     pub fn directions(self) -> &'static [Direction] {
         match self {
-            TestKind::TcpStream => &[Direction::Tx],
+            TestKind::TcpStream | TestKind::TcpRr => &[Direction::Tx],
             TestKind::TcpMaerts => &[Direction::Rx],
             TestKind::TcpBidir => &[Direction::Tx, Direction::Rx],
         }
     }
+
+    /// Whether this kind measures transactions rather than a byte stream.
+    pub fn is_transactional(self) -> bool {
+        matches!(self, TestKind::TcpRr)
+    }
+
+    /// What one end does with a flow of this kind going `direction`.
+    pub fn role(self, direction: Direction, at_agent: bool) -> crate::report::Role {
+        use crate::report::Role;
+        if self.is_transactional() {
+            return if at_agent {
+                Role::Responder
+            } else {
+                Role::Requester
+            };
+        }
+        match (direction, at_agent) {
+            (Direction::Tx, false) | (Direction::Rx, true) => Role::Sender,
+            (Direction::Tx, true) | (Direction::Rx, false) => Role::Receiver,
+        }
+    }
 }
+
+/// Options of request/response tests.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RrOptions {
+    /// Request size in bytes (`-r REQ,RESP`).
+    pub request_size: u32,
+    /// Response size in bytes.
+    pub response_size: u32,
+    /// Transactions in flight per flow in closed loop (`--burst`, netperf's `-b`).
+    pub burst: u32,
+    /// Open loop: transactions per second per flow (`--rate`); requests leave
+    /// on schedule whatever the responses do.
+    pub rate: Option<f64>,
+    /// Exponential inter-arrival times around `rate` (`--poisson`).
+    #[serde(default)]
+    pub poisson: bool,
+}
+
+impl Default for RrOptions {
+    fn default() -> Self {
+        RrOptions {
+            request_size: 1,
+            response_size: 1,
+            burst: 1,
+            rate: None,
+            poisson: false,
+        }
+    }
+}
+
+/// Most transactions one flow may have in flight (closed-loop burst, or
+/// the backlog an open-loop schedule may build up before it waits).
+pub const MAX_IN_FLIGHT: u32 = 65_536;
+/// Highest open-loop rate per flow.
+pub const MAX_RATE: f64 = 10_000_000.0;
 
 /// Which way data moves, seen from the client.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -110,7 +175,16 @@ pub struct TestSpec {
     /// Measure CPU utilisation over the window on both ends (on unless `--no-cpu`).
     #[serde(default = "yes")]
     pub measure_cpu: bool,
+    /// Request/response options (request/response kinds only).
+    #[serde(default)]
+    pub rr: RrOptions,
+    /// Worker threads per end (`-T`); `None`: the number of CPUs.
+    #[serde(default)]
+    pub workers: Option<u32>,
 }
+
+/// Most worker threads per end.
+pub const MAX_WORKERS: u32 = 1024;
 
 fn yes() -> bool {
     true
@@ -231,6 +305,48 @@ impl TestSpec {
                 format!("1..={max_msg}"),
             ));
         }
+        if self.kind.is_transactional() {
+            let rr = &self.rr;
+            if matches!(self.limit, Limit::Bytes { .. }) {
+                return Err(SpecError::NotApplicable(format!(
+                    "-n/--bytes applies to stream tests; {} runs for -l seconds",
+                    self.kind.name()
+                )));
+            }
+            for (v, what) in [(rr.request_size, "request"), (rr.response_size, "response")] {
+                if v == 0 || v > max_msg {
+                    return Err(out_of_range(
+                        "-r/--request-response",
+                        format!("{what} size {v}"),
+                        format!("1..={max_msg}"),
+                    ));
+                }
+            }
+            if rr.burst == 0 || rr.burst > MAX_IN_FLIGHT {
+                return Err(out_of_range("--burst", rr.burst, format!("1..={MAX_IN_FLIGHT}")));
+            }
+            if let Some(rate) = rr.rate {
+                if !(rate.is_finite() && rate > 0.0 && rate <= MAX_RATE) {
+                    return Err(out_of_range(
+                        "--rate",
+                        rate,
+                        format!("(0, {MAX_RATE}] transactions/s per flow"),
+                    ));
+                }
+                if rr.burst != 1 {
+                    return Err(SpecError::NotApplicable(
+                        "--burst sets the closed loop's transactions in flight; with --rate the schedule decides".into(),
+                    ));
+                }
+            } else if rr.poisson {
+                return Err(SpecError::NotApplicable("--poisson needs --rate".into()));
+            }
+        }
+        if let Some(w) = self.workers {
+            if w == 0 || w > MAX_WORKERS {
+                return Err(out_of_range("-T/--workers", w, format!("1..={MAX_WORKERS}")));
+            }
+        }
         validate_socket_options(&self.remote, "-S/--remote-sockbuf")?;
         if self.remote.mss.is_some() {
             return Err(SpecError::NotApplicable(
@@ -290,7 +406,59 @@ mod tests {
             recv_size: 131072,
             remote: SocketOptions::default(),
             measure_cpu: true,
+            rr: RrOptions::default(),
+            workers: None,
         }
+    }
+
+    #[test]
+    fn rr_options_are_bounded() {
+        let l = AgentLimits::default();
+        let mut s = spec();
+        s.kind = TestKind::TcpRr;
+        assert!(s.validate(&l).is_ok());
+        s.rr.burst = 0;
+        assert!(s.validate(&l).unwrap_err().to_string().contains("--burst"));
+        s.rr.burst = 4;
+        s.rr.rate = Some(1000.0);
+        assert!(s.validate(&l).unwrap_err().to_string().contains("--burst"));
+        s.rr.burst = 1;
+        s.rr.rate = Some(f64::INFINITY);
+        assert!(s.validate(&l).unwrap_err().to_string().contains("--rate"));
+        s.rr.rate = None;
+        s.rr.poisson = true;
+        assert!(s
+            .validate(&l)
+            .unwrap_err()
+            .to_string()
+            .contains("--poisson needs --rate"));
+        s.rr.poisson = false;
+        s.rr.response_size = 0;
+        assert!(s
+            .validate(&l)
+            .unwrap_err()
+            .to_string()
+            .contains("-r/--request-response"));
+        s.rr.response_size = 1;
+        s.limit = Limit::Bytes { bytes: 10 };
+        assert!(s
+            .validate(&l)
+            .unwrap_err()
+            .to_string()
+            .contains("-n/--bytes applies to stream tests"));
+        s.limit = Limit::Duration { seconds: 1.0 };
+        s.workers = Some(0);
+        assert!(s.validate(&l).unwrap_err().to_string().contains("-T/--workers"));
+    }
+
+    #[test]
+    fn roles() {
+        use crate::report::Role;
+        assert_eq!(TestKind::TcpStream.role(Direction::Tx, false), Role::Sender);
+        assert_eq!(TestKind::TcpStream.role(Direction::Tx, true), Role::Receiver);
+        assert_eq!(TestKind::TcpMaerts.role(Direction::Rx, true), Role::Sender);
+        assert_eq!(TestKind::TcpRr.role(Direction::Tx, false), Role::Requester);
+        assert_eq!(TestKind::TcpRr.role(Direction::Tx, true), Role::Responder);
     }
 
     #[test]

@@ -23,6 +23,7 @@ pub fn assemble(
     mut warnings: Vec<String>,
 ) -> Result<TestResult, String> {
     let plan = spec.flow_plan();
+    let transactional = spec.kind.is_transactional();
     let index = |side: &'_ SideReport| -> HashMap<u32, FlowReport> {
         side.flows.iter().map(|f| (f.id, f.clone())).collect()
     };
@@ -39,9 +40,11 @@ pub fn assemble(
         let r = rmap
             .get(&id)
             .ok_or_else(|| format!("the agent's report lacks flow {id}"))?;
-        let (rx_end, tx_end) = match dir {
-            Direction::Tx => (r, l),
-            Direction::Rx => (l, r),
+        // The end whose count is reported: the receiver of a stream, the
+        // requester (the client) of a request/response flow.
+        let (rx_end, tx_end) = match (transactional, dir) {
+            (true, _) | (false, Direction::Rx) => (l, r),
+            (false, Direction::Tx) => (r, l),
         };
         if matches!(spec.limit, netrig_proto::spec::Limit::Bytes { .. })
             && rx_end.total_bytes != tx_end.total_bytes
@@ -67,7 +70,13 @@ pub fn assemble(
             sender_bytes: tx_end.window_bytes,
             sender_elapsed_s: tx_end.window_s,
             sender_throughput_bps: bps(tx_end.window_bytes, tx_end.window_s),
-            tcp_info: tx_end.tcp_info.clone(),
+            tcp_info: if transactional {
+                l.tcp_info.clone()
+            } else {
+                tx_end.tcp_info.clone()
+            },
+            transactions: transactional.then_some(l.window_transactions),
+            transactions_per_s: transactional.then(|| rate(l.window_transactions, l.window_s)),
             local: end(l),
             remote: end(r),
         });
@@ -113,33 +122,65 @@ pub fn assemble(
         local_accounted_pct: crate::checks::accounted_pct(local.report),
         remote_accounted_pct: crate::checks::accounted_pct(remote.report),
     };
+    let transactions = transactional.then(|| flows.iter().filter_map(|f| f.transactions).sum::<u64>());
     let mss = flows
         .first()
         .and_then(|f| f.tcp_info.as_ref())
         .map(|t| t.snd_mss)
         .filter(|m| *m > 0);
-    let kb = bytes as f64 / 1024.0;
+    // Units of work: KB for streams, transactions for request/response.
+    let (units, unit) = match transactions {
+        Some(t) => (t as f64, "us/tran"),
+        None => (bytes as f64 / 1024.0, "us/KB"),
+    };
     let demand = |side: &SideReport| {
         let c = side.cpu.as_ref()?;
         let cpus = match c.cpus {
             0 => side.environment.as_ref().map_or(0, |e| e.cpus_online),
             n => n,
         };
-        netrig_metrics::service_demand(c.busy_pct, elapsed_s, cpus, kb)
+        netrig_metrics::service_demand(c.busy_pct, elapsed_s, cpus, units)
     };
     let (sd_local, sd_remote) = (demand(local.report), demand(remote.report));
-    let per_packet = |sd: Option<f64>| Some(netrig_metrics::per_packet_us(sd?, mss?));
+    let per_packet = |sd: Option<f64>| {
+        if transactional {
+            return None;
+        }
+        Some(netrig_metrics::per_packet_us(sd?, mss?))
+    };
     let service_demand = ServiceDemandSummary {
         local: sd_local,
         remote: sd_remote,
-        unit: "us/KB".into(),
+        unit: unit.into(),
         mss,
         local_per_packet_us: per_packet(sd_local),
         remote_per_packet_us: per_packet(sd_remote),
     };
     warnings.extend(crate::checks::side_warnings(local.report, "local"));
     warnings.extend(crate::checks::side_warnings(remote.report, "remote"));
+    if let Some(sch) = &local.report.schedule {
+        if sch.due > 0 && sch.late as f64 > sch.due as f64 * 0.01 {
+            warnings.push(format!(
+                "the generator fell behind its schedule: {} of {} requests left more than 1 ms after they were due \
+                 (at most {:.1} ms late); latencies count from the due time, but the offered rate was not met",
+                sch.late,
+                sch.due,
+                sch.max_behind_us / 1e3
+            ));
+        }
+    }
+    if transactional && spec.rr.burst > 1 && !spec.remote.nodelay {
+        warnings.push(format!(
+            "--burst {} without --nodelay: Nagle's algorithm may hold back requests and responses behind \
+             unacknowledged ones (netperf advises TCP_NODELAY with -b)",
+            spec.rr.burst
+        ));
+    }
     let summary = Summary {
+        transactions,
+        transactions_per_s: transactions.map(|t| rate(t, elapsed_s)),
+        latency_us: local.report.latency.as_ref().map(LatencyUs::from),
+        schedule: local.report.schedule.clone(),
         cpu,
         service_demand,
         throughput_bps: bps(bytes, elapsed_s),
@@ -153,7 +194,7 @@ pub fn assemble(
         },
         directions,
     };
-    let intervals = merge_intervals(&plan, local.intervals, remote.intervals);
+    let intervals = merge_intervals(&plan, transactional, local.intervals, remote.intervals);
     Ok(TestResult {
         netrig_version: netrig_proto::SOFTWARE_VERSION.to_string(),
         test: spec.kind.name().to_string(),
@@ -178,6 +219,15 @@ pub fn assemble(
     })
 }
 
+/// Events per second, 0 for an empty window.
+fn rate(n: u64, seconds: f64) -> f64 {
+    if seconds > 0.0 {
+        n as f64 / seconds
+    } else {
+        0.0
+    }
+}
+
 fn largest<'a>(bufs: impl Iterator<Item = &'a SockBufReport>) -> SockBufReport {
     let max = |a: Option<u32>, b: Option<u32>| match (a, b) {
         (Some(x), Some(y)) => Some(x.max(y)),
@@ -198,6 +248,7 @@ fn largest<'a>(bufs: impl Iterator<Item = &'a SockBufReport>) -> SockBufReport {
 /// received it, timed by that end's clock.
 fn merge_intervals(
     plan: &[Direction],
+    transactional: bool,
     local: &[IntervalSample],
     remote: &[IntervalSample],
 ) -> Vec<IntervalResult> {
@@ -210,7 +261,7 @@ fn merge_intervals(
     }
     by_index
         .into_iter()
-        .filter_map(|(index, (l, r))| merge_interval(plan, index, l, r))
+        .filter_map(|(index, (l, r))| merge_interval(plan, transactional, index, l, r))
         .collect()
 }
 
@@ -218,6 +269,7 @@ fn merge_intervals(
 /// (either may be missing); `None` when neither holds a received flow.
 pub fn merge_interval(
     plan: &[Direction],
+    transactional: bool,
     index: u32,
     local: Option<&IntervalSample>,
     remote: Option<&IntervalSample>,
@@ -226,9 +278,11 @@ pub fn merge_interval(
     let mut dir_totals: BTreeMap<Direction, (u64, f64)> = BTreeMap::new();
     let (mut start_s, mut end_s) = (f64::INFINITY, 0.0f64);
     for (id, dir) in plan.iter().enumerate() {
-        let (sample, sender) = match dir {
-            Direction::Tx => (remote, local),
-            Direction::Rx => (local, remote),
+        let (sample, sender) = match (transactional, dir) {
+            // The requester (the client) counts a request/response flow.
+            (true, _) => (local, local),
+            (false, Direction::Tx) => (remote, local),
+            (false, Direction::Rx) => (local, remote),
         };
         let Some(s) = sample else { continue };
         let tcp_info = sender.and_then(|snd| {
@@ -239,6 +293,7 @@ pub fn merge_interval(
             continue;
         };
         let bytes = s.bytes.get(pos).copied().unwrap_or(0);
+        let transactions = transactional.then(|| s.transactions.get(pos).copied().unwrap_or(0));
         let secs = s.end_s - s.start_s;
         start_s = start_s.min(s.start_s);
         end_s = end_s.max(s.end_s);
@@ -250,6 +305,7 @@ pub fn merge_interval(
             bytes,
             throughput_bps: bps(bytes, secs),
             tcp_info,
+            transactions,
         });
     }
     if flows.is_empty() {
@@ -258,7 +314,12 @@ pub fn merge_interval(
     let dir_bps = |d| dir_totals.get(&d).map(|(b, s)| bps(*b, *s));
     let tx = dir_bps(Direction::Tx);
     let rx = dir_bps(Direction::Rx);
+    let tps = {
+        let t: Vec<u64> = flows.iter().filter_map(|f| f.transactions).collect();
+        (!t.is_empty()).then(|| rate(t.iter().sum(), end_s - start_s))
+    };
     Some(IntervalResult {
+        transactions_per_s: tps,
         index,
         start_s,
         end_s,
@@ -288,6 +349,8 @@ mod tests {
             recv_size: 1000,
             remote: SocketOptions::default(),
             measure_cpu: true,
+            rr: Default::default(),
+            workers: None,
         }
     }
 
@@ -302,6 +365,7 @@ mod tests {
             socket_buffers: SockBufReport::default(),
             applied: Default::default(),
             tcp_info: None,
+            window_transactions: 0,
         }
     }
 
@@ -317,6 +381,12 @@ mod tests {
             flows: 1,
             message_size: 1000,
             recv_size: 1000,
+            request_size: None,
+            response_size: None,
+            burst: None,
+            rate: None,
+            poisson: None,
+            workers: None,
             local: SocketOptions::default(),
             remote: SocketOptions::default(),
             bind: None,
@@ -340,6 +410,7 @@ mod tests {
             ids,
             bytes,
             tcp_info: vec![],
+            transactions: vec![],
         }
     }
 

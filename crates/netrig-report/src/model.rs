@@ -3,7 +3,7 @@
 //! test validates real output against it.
 
 use netrig_metrics::{CpuUsage, Environment, TcpInfo};
-use netrig_proto::report::{AppliedOptions, CounterReport, Role, SockBufReport, WorkerCpu};
+use netrig_proto::report::{AppliedOptions, CounterReport, Role, ScheduleReport, SockBufReport, WorkerCpu};
 use netrig_proto::spec::SocketOptions;
 use netrig_proto::Direction;
 use serde::{Deserialize, Serialize};
@@ -81,6 +81,14 @@ pub struct TestConfig {
     pub flows: u32,
     pub message_size: u32,
     pub recv_size: u32,
+    /// Request/response tests (`-r`, `--burst`, `--rate`, `--poisson`); null otherwise.
+    pub request_size: Option<u32>,
+    pub response_size: Option<u32>,
+    pub burst: Option<u32>,
+    pub rate: Option<f64>,
+    pub poisson: Option<bool>,
+    /// Worker threads per end (`-T`); null: the number of CPUs.
+    pub workers: Option<u32>,
     /// Options on the client's sockets (`-s` and the shared options).
     pub local: SocketOptions,
     /// Options on the agent's sockets (`-S` and the shared options).
@@ -115,6 +123,45 @@ pub struct Summary {
     pub socket_buffers: EndBuffers,
     pub cpu: CpuSummary,
     pub service_demand: ServiceDemandSummary,
+    /// Request/response tests: transactions completed in the requester's window, all flows.
+    pub transactions: Option<u64>,
+    /// `transactions` / `elapsed_s`.
+    pub transactions_per_s: Option<f64>,
+    /// Request/response tests: latency of every transaction completed in the window,
+    /// from per-worker HdrHistograms merged (never averaged percentiles).
+    pub latency_us: Option<LatencyUs>,
+    /// Open loop (`--rate`): how far the generator fell behind its schedule.
+    pub schedule: Option<ScheduleReport>,
+}
+
+/// Transaction latency in microseconds.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LatencyUs {
+    pub count: u64,
+    pub mean: f64,
+    pub stddev: f64,
+    pub min: f64,
+    pub p50: f64,
+    pub p90: f64,
+    pub p99: f64,
+    pub p999: f64,
+    pub max: f64,
+}
+
+impl From<&netrig_metrics::LatencySummary> for LatencyUs {
+    fn from(s: &netrig_metrics::LatencySummary) -> Self {
+        LatencyUs {
+            count: s.count,
+            mean: s.mean_us,
+            stddev: s.stddev_us,
+            min: s.min_us,
+            p50: s.p50_us,
+            p90: s.p90_us,
+            p99: s.p99_us,
+            p999: s.p999_us,
+            max: s.max_us,
+        }
+    }
 }
 
 /// Socket buffers of each end. The summary holds the largest value across
@@ -186,6 +233,9 @@ pub struct FlowResult {
     pub sender_throughput_bps: f64,
     /// TCP_INFO of the sending end's socket when its window closed.
     pub tcp_info: Option<TcpInfo>,
+    /// Request/response tests: transactions the requester completed in its window.
+    pub transactions: Option<u64>,
+    pub transactions_per_s: Option<f64>,
     pub local: FlowEnd,
     pub remote: FlowEnd,
 }
@@ -211,6 +261,8 @@ pub struct IntervalResult {
     pub throughput_bps: f64,
     pub tx_throughput_bps: Option<f64>,
     pub rx_throughput_bps: Option<f64>,
+    /// Request/response tests: transactions per second in the interval.
+    pub transactions_per_s: Option<f64>,
     pub flows: Vec<IntervalFlow>,
 }
 
@@ -222,6 +274,8 @@ pub struct IntervalFlow {
     pub throughput_bps: f64,
     /// TCP_INFO of the sending end's socket at the end of the interval.
     pub tcp_info: Option<TcpInfo>,
+    /// Request/response tests: transactions completed in the interval.
+    pub transactions: Option<u64>,
 }
 
 /// bits per second, 0 for an empty window.

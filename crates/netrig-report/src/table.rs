@@ -52,6 +52,9 @@ fn ends(f: &FlowResult) -> (&FlowEnd, &FlowEnd) {
 
 /// The result table (without interval rows, which are printed as they come).
 pub fn render(r: &TestResult) -> String {
+    if r.summary.transactions_per_s.is_some() {
+        return render_rr(r);
+    }
     let mut out = String::new();
     let _ = writeln!(out, "{}", title(r));
     let multi = r.flows.len() > 1;
@@ -186,6 +189,84 @@ pub fn render(r: &TestResult) -> String {
     line("local  SO_RCVBUF", |p| p.rcv, &b.local);
     line("remote SO_SNDBUF", |p| p.snd, &b.remote);
     line("remote SO_RCVBUF", |p| p.rcv, &b.remote);
+    out.push_str(&details(r));
+    out
+}
+
+/// Request/response results, after netperf's TCP_RR table.
+fn render_rr(r: &TestResult) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "{}", title(r));
+    let cpu = &r.summary.cpu;
+    let sd = &r.summary.service_demand;
+    let pct = |v: Option<f64>| v.map_or_else(|| "-".to_string(), |v| format!("{v:.2}"));
+    let dem = |v: Option<f64>| v.map_or_else(|| "-".to_string(), |v| format!("{v:.3}"));
+    let (req, resp) = (
+        r.config.request_size.unwrap_or(0),
+        r.config.response_size.unwrap_or(0),
+    );
+    let b = &r.summary.socket_buffers.local;
+    let _ = writeln!(
+        out,
+        "Local /Remote                                                Utilization       Service Demand"
+    );
+    let _ = writeln!(
+        out,
+        "Socket Size        Request  Resp.    Elapsed  Trans.          local    remote   local    remote"
+    );
+    let _ = writeln!(
+        out,
+        "Send     Recv      Size     Size     Time     Rate            %        %        {:<8} {}",
+        sd.unit, sd.unit
+    );
+    let _ = writeln!(out, "bytes    bytes     bytes    bytes    secs.    per sec");
+    let _ = writeln!(out);
+    let _ = writeln!(
+        out,
+        "{:<8} {:<9} {:<8} {:<8} {:<8.2} {:<15.2} {:<8} {:<8} {:<8} {}",
+        opt(b.initial.snd),
+        opt(b.initial.rcv),
+        req,
+        resp,
+        r.summary.elapsed_s,
+        r.summary.transactions_per_s.unwrap_or(0.0),
+        pct(cpu.local_pct),
+        pct(cpu.remote_pct),
+        dem(sd.local),
+        dem(sd.remote)
+    );
+    let rb = &r.summary.socket_buffers.remote;
+    let _ = writeln!(out, "{:<8} {:<9}", opt(rb.initial.snd), opt(rb.initial.rcv));
+    if let Some(l) = &r.summary.latency_us {
+        let _ = writeln!(
+            out,
+            "\nlatency (us), {} transactions: mean {:.1}  p50 {:.1}  p90 {:.1}  p99 {:.1}  p99.9 {:.1}  max {:.1}",
+            l.count, l.mean, l.p50, l.p90, l.p99, l.p999, l.max
+        );
+    }
+    if let Some(s) = &r.summary.schedule {
+        let _ = writeln!(
+            out,
+            "open loop at {} tps per flow: {} requests due, {} left more than 1 ms late, at most {:.1} us behind (mean {:.1} us)",
+            r.config.rate.map_or_else(|| "?".into(), |x| format!("{x}")),
+            s.due,
+            s.late,
+            s.max_behind_us,
+            s.mean_behind_us
+        );
+    }
+    if r.flows.len() > 1 {
+        let tps: Vec<f64> = r.flows.iter().filter_map(|f| f.transactions_per_s).collect();
+        let s = crate::model::Spread::of(&tps);
+        let _ = writeln!(
+            out,
+            "per-flow transactions/s: min {:.2}  median {:.2}  max {:.2}  over {} flows",
+            s.min,
+            s.median,
+            s.max,
+            r.flows.len()
+        );
+    }
     out.push_str(&details(r));
     out
 }

@@ -28,6 +28,8 @@ pub enum Command {
     TcpMaerts(StreamArgs),
     /// TCP streams both ways at once, on separate connections.
     TcpBidir(StreamArgs),
+    /// TCP request/response on persistent connections (netperf TCP_RR): transactions/s and latency.
+    TcpRr(RrArgs),
 }
 
 #[derive(Debug, Args)]
@@ -87,31 +89,26 @@ pub struct TargetArgs {
     pub connect_timeout: f64,
 }
 
+/// Options every data test takes.
 #[derive(Debug, Args)]
-pub struct StreamArgs {
+pub struct CommonArgs {
     #[command(flatten)]
     pub target: TargetArgs,
-    /// Test length in seconds.
-    #[arg(short = 'l', long = "length", value_parser = parse_seconds, conflicts_with = "bytes")]
+    /// Test length in seconds (default 10).
+    #[arg(short = 'l', long = "length", value_parser = parse_seconds)]
     pub length: Option<f64>,
-    /// Send this many bytes per direction (spread over the flows) instead of a timed test.
-    #[arg(short = 'n', long = "bytes", value_parser = parse_size)]
-    pub bytes: Option<u64>,
-    /// Bytes per send() call: 32, 16K, 1M.
-    #[arg(short = 'm', long = "message-size", default_value = "128K", value_parser = parse_size_u32)]
-    pub message_size: u32,
-    /// Bytes per recv() call.
-    #[arg(short = 'M', long = "recv-size", default_value = "128K", value_parser = parse_size_u32)]
-    pub recv_size: u32,
     /// Local SO_SNDBUF and SO_RCVBUF (the kernel doubles it and caps it at wmem_max/rmem_max).
     #[arg(short = 's', long = "local-sockbuf", value_parser = parse_size_u32)]
     pub local_sockbuf: Option<u32>,
     /// Remote (agent) SO_SNDBUF and SO_RCVBUF.
     #[arg(short = 'S', long = "remote-sockbuf", value_parser = parse_size_u32)]
     pub remote_sockbuf: Option<u32>,
-    /// Parallel flows per direction.
+    /// Parallel flows (per direction).
     #[arg(short = 'P', long = "parallel", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
     pub parallel: u32,
+    /// Worker threads on each end, each with its own event loop (default: the number of CPUs).
+    #[arg(short = 'T', long = "workers", value_parser = clap::value_parser!(u32).range(1..=1024))]
+    pub workers: Option<u32>,
     /// DSCP (0-63) on the data packets of both directions.
     #[arg(long, value_parser = clap::value_parser!(u8).range(0..=63), conflicts_with = "tos")]
     pub dscp: Option<u8>,
@@ -148,4 +145,52 @@ pub struct StreamArgs {
     /// Print one JSON document on stdout instead of the table.
     #[arg(long)]
     pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct StreamArgs {
+    #[command(flatten)]
+    pub common: CommonArgs,
+    /// Send this many bytes per direction (spread over the flows) instead of a timed test.
+    #[arg(short = 'n', long = "bytes", value_parser = parse_size)]
+    pub bytes: Option<u64>,
+    /// Bytes per send() call: 32, 16K, 1M.
+    #[arg(short = 'm', long = "message-size", default_value = "128K", value_parser = parse_size_u32)]
+    pub message_size: u32,
+    /// Bytes per recv() call.
+    #[arg(short = 'M', long = "recv-size", default_value = "128K", value_parser = parse_size_u32)]
+    pub recv_size: u32,
+}
+
+#[derive(Debug, Args)]
+pub struct RrArgs {
+    #[command(flatten)]
+    pub common: CommonArgs,
+    /// Request and response sizes in bytes, as netperf's -r: "1,1", "64,1K", "128" (both).
+    #[arg(short = 'r', long = "request-response", default_value = "1,1", value_parser = parse_req_resp)]
+    pub request_response: (u32, u32),
+    /// Transactions in flight per flow, closed loop (netperf's -b).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=65_536))]
+    pub burst: u32,
+    /// Open loop: transactions per second per flow, sent on schedule whatever the responses do;
+    /// latency is timed from when each request was due.
+    #[arg(long, value_name = "TPS")]
+    pub rate: Option<f64>,
+    /// With --rate: exponential inter-arrival times (a Poisson process).
+    #[arg(long, requires = "rate")]
+    pub poisson: bool,
+}
+
+/// "REQ,RESP" or "SIZE" with size suffixes.
+pub fn parse_req_resp(s: &str) -> Result<(u32, u32), String> {
+    let mut parts = s.split(',');
+    let req = parse_size_u32(parts.next().unwrap_or(""))?;
+    let resp = match parts.next() {
+        Some(r) => parse_size_u32(r)?,
+        None => req,
+    };
+    if parts.next().is_some() {
+        return Err(format!("{s:?}: use REQ,RESP, e.g. 1,1 or 64,1K"));
+    }
+    Ok((req, resp))
 }

@@ -6,7 +6,7 @@ mod units;
 
 use anyhow::{bail, Context, Result};
 use clap::Parser;
-use cli::{Cli, Command, QuickArgs, ServeArgs, StreamArgs, TargetArgs};
+use cli::{Cli, Command, CommonArgs, QuickArgs, RrArgs, ServeArgs, StreamArgs, TargetArgs};
 use netrig_agent::{Agent, AgentConfig, AgentError, AgentHandle};
 use netrig_client::{resolve, Client, ClientError, ClientOptions, Family};
 use netrig_engine::RunControl;
@@ -78,6 +78,7 @@ fn run(command: Command) -> Result<()> {
         Command::TcpStream(a) => stream(TestKind::TcpStream, a),
         Command::TcpMaerts(a) => stream(TestKind::TcpMaerts, a),
         Command::TcpBidir(a) => stream(TestKind::TcpBidir, a),
+        Command::TcpRr(a) => request_response(TestKind::TcpRr, a),
     }
 }
 
@@ -159,13 +160,9 @@ fn target(t: &TargetArgs, local: SocketOptions) -> Result<Target> {
     }
 }
 
-/// Builds the spec and the client's own socket options from the flags.
-fn stream_spec(kind: TestKind, a: &StreamArgs) -> Result<(TestSpec, SocketOptions)> {
-    let limit = match (a.length, a.bytes) {
-        (_, Some(bytes)) => Limit::Bytes { bytes },
-        (Some(seconds), None) => Limit::Duration { seconds },
-        (None, None) => Limit::Duration { seconds: 10.0 },
-    };
+/// Builds the spec (stream parts at their defaults) and the client's own
+/// socket options from the options every test takes.
+fn common_spec(kind: TestKind, a: &CommonArgs) -> Result<(TestSpec, SocketOptions)> {
     let tos = a.dscp.map(|d| d << 2).or(a.tos);
     if let Some(cc) = &a.cc {
         if cc.is_empty() {
@@ -192,24 +189,62 @@ fn stream_spec(kind: TestKind, a: &StreamArgs) -> Result<(TestSpec, SocketOption
     };
     let spec = TestSpec {
         kind,
-        limit,
+        limit: Limit::Duration {
+            seconds: a.length.unwrap_or(10.0),
+        },
         omit_s: a.omit,
         interval_s: a.interval,
         flows: a.parallel,
-        message_size: a.message_size,
-        recv_size: a.recv_size,
+        message_size: 128 * 1024,
+        recv_size: 128 * 1024,
         remote,
         measure_cpu: !a.no_cpu,
+        rr: Default::default(),
+        workers: a.workers,
     };
-    // Check before connecting anywhere, with the default limits.
+    Ok((spec, local))
+}
+
+/// Checks a spec's bounds before connecting anywhere (the agent checks again
+/// against its own limits).
+fn check_spec(spec: &TestSpec, local: &SocketOptions) -> Result<()> {
     spec.validate(&AgentLimits {
         max_flows: u32::MAX,
         max_duration_s: u64::MAX / 2,
         ..AgentLimits::default()
     })
     .map_err(|e| Usage(e.to_string()))?;
-    netrig_proto::spec::validate_socket_options(&local, "-s/--local-sockbuf")
+    netrig_proto::spec::validate_socket_options(local, "-s/--local-sockbuf")
         .map_err(|e| Usage(e.to_string()))?;
+    Ok(())
+}
+
+fn stream_spec(kind: TestKind, a: &StreamArgs) -> Result<(TestSpec, SocketOptions)> {
+    let (mut spec, local) = common_spec(kind, &a.common)?;
+    if let Some(bytes) = a.bytes {
+        if a.common.length.is_some() {
+            bail!(Usage(
+                "-l/--length cannot be used with -n/--bytes: a test is timed or counted".into()
+            ));
+        }
+        spec.limit = Limit::Bytes { bytes };
+    }
+    spec.message_size = a.message_size;
+    spec.recv_size = a.recv_size;
+    check_spec(&spec, &local)?;
+    Ok((spec, local))
+}
+
+fn rr_spec(kind: TestKind, a: &RrArgs) -> Result<(TestSpec, SocketOptions)> {
+    let (mut spec, local) = common_spec(kind, &a.common)?;
+    spec.rr = netrig_proto::spec::RrOptions {
+        request_size: a.request_response.0,
+        response_size: a.request_response.1,
+        burst: a.burst,
+        rate: a.rate,
+        poisson: a.poisson,
+    };
+    check_spec(&spec, &local)?;
     Ok((spec, local))
 }
 
@@ -237,11 +272,21 @@ fn run_one(client: &mut Client, spec: &TestSpec, print_intervals: bool) -> Resul
 
 fn stream(kind: TestKind, a: StreamArgs) -> Result<()> {
     let (spec, local) = stream_spec(kind, &a)?;
-    let t = target(&a.target, local)?;
+    run_and_print(&spec, local, &a.common)
+}
+
+fn request_response(kind: TestKind, a: RrArgs) -> Result<()> {
+    let (spec, local) = rr_spec(kind, &a)?;
+    run_and_print(&spec, local, &a.common)
+}
+
+/// Connects, runs one test, prints it as the user asked.
+fn run_and_print(spec: &TestSpec, local: SocketOptions, common: &CommonArgs) -> Result<()> {
+    let t = target(&common.target, local)?;
     let mut client = Client::connect(&t.addrs, t.options.clone())?;
-    let result = run_one(&mut client, &spec, !a.json)?;
+    let result = run_one(&mut client, spec, !common.json)?;
     client.close();
-    if a.json {
+    if common.json {
         println!("{}", json::to_json(&result));
     } else {
         print!("{}", table::render(&result));
@@ -293,6 +338,8 @@ fn quick(a: QuickArgs) -> Result<()> {
             recv_size: 128 * 1024,
             remote: SocketOptions::default(),
             measure_cpu: true,
+            rr: Default::default(),
+            workers: None,
         };
         results.push(run_one(&mut client, &spec, false).with_context(|| format!("{} failed", kind.name()))?);
     }

@@ -6,4 +6,5 @@ mod helpers;
 mod agent;
 mod bad_input;
 mod measure;
+mod rr;
 mod stream;

@@ -1,0 +1,186 @@
+//! Request/response: transactions, latency histograms, burst, open loop,
+//! many flows on few workers.
+
+use crate::helpers::*;
+use serde_json::Value;
+use std::process::Command;
+use std::time::Duration;
+
+fn check_rr(v: &Value) {
+    let tr = u(v, "/summary/transactions");
+    assert!(tr > 0, "no transactions: {v}");
+    let elapsed = f(v, "/summary/elapsed_s");
+    let tps = f(v, "/summary/transactions_per_s");
+    assert!((tps - tr as f64 / elapsed).abs() < 1e-6 * tps);
+    let flows = v["flows"].as_array().unwrap();
+    let sum: u64 = flows.iter().map(|f| f["transactions"].as_u64().unwrap()).sum();
+    assert_eq!(sum, tr, "summary transactions are the sum of the flows");
+    let l = &v["summary"]["latency_us"];
+    // Every transaction completed in the window is in the histogram (give or
+    // take those completing at the instant the window closes).
+    let count = l["count"].as_u64().unwrap();
+    let slack = flows.len() as u64 * v["config"]["burst"].as_u64().unwrap_or(1) + 1;
+    assert!(
+        count.abs_diff(tr) <= slack,
+        "histogram has {count}, window has {tr}"
+    );
+    let (p50, p90, p99, p999, max, mean) = (
+        l["p50"].as_f64().unwrap(),
+        l["p90"].as_f64().unwrap(),
+        l["p99"].as_f64().unwrap(),
+        l["p999"].as_f64().unwrap(),
+        l["max"].as_f64().unwrap(),
+        l["mean"].as_f64().unwrap(),
+    );
+    assert!(
+        0.0 < p50 && p50 <= p90 && p90 <= p99 && p99 <= p999 && p999 <= max * 1.001,
+        "{l}"
+    );
+    assert!(mean > 0.0 && mean <= max);
+    assert_eq!(v["summary"]["service_demand"]["unit"], "us/tran");
+    let pct = f(v, "/summary/cpu/local_pct");
+    let cpus = u(v, "/summary/cpu/local/cpus") as f64;
+    let sd = f(v, "/summary/service_demand/local");
+    assert!((sd - pct / 100.0 * elapsed * cpus * 1e6 / tr as f64).abs() <= 1e-9 * sd);
+}
+
+#[test]
+fn tcp_rr_closed_loop() {
+    let v = run_json(&["tcp-rr", "-l", "1"]);
+    assert_eq!(v["test"], "tcp-rr");
+    assert_eq!(v["config"]["request_size"], 1);
+    check_rr(&v);
+    assert_eq!(v["flows"][0]["local"]["role"], "requester");
+    assert_eq!(v["flows"][0]["remote"]["role"], "responder");
+    // The responder answered every request the requester completed in its window.
+    let responder_total = u(&v, "/flows/0/remote/total_bytes");
+    assert!(responder_total >= 2 * u(&v, "/summary/transactions"));
+    let o = run(&["tcp-rr", "-l", "0.5"]);
+    let t = stdout(&o);
+    assert!(
+        t.contains("Trans.") && t.contains("per sec") && t.contains("latency (us)") && t.contains("us/tran"),
+        "{t}"
+    );
+}
+
+#[test]
+fn request_and_response_sizes_are_what_moves() {
+    let v = run_json(&["tcp-rr", "-l", "1", "-r", "64,1K"]);
+    check_rr(&v);
+    let tr = u(&v, "/summary/transactions");
+    // The requester counts requests sent and responses received in its window.
+    let bytes = u(&v, "/flows/0/bytes");
+    let per = 64 + 1024;
+    assert!(
+        bytes.abs_diff(tr * per) <= 2 * per,
+        "{bytes} bytes for {tr} transactions of {per}"
+    );
+    let v = run_json(&["tcp-rr", "-l", "0.5", "-r", "100"]);
+    assert_eq!(v["config"]["response_size"], 100);
+}
+
+#[test]
+fn burst_keeps_transactions_in_flight() {
+    let v = run_json(&["tcp-rr", "-l", "1", "--burst", "8", "--nodelay"]);
+    check_rr(&v);
+    assert!(warnings_about(&v, "Nagle").is_empty());
+    let v = run_json(&["tcp-rr", "-l", "0.5", "--burst", "8"]);
+    assert!(!warnings_about(&v, "Nagle").is_empty(), "{}", v["warnings"]);
+}
+
+#[test]
+fn many_flows_on_few_workers() {
+    let v = run_json(&["tcp-rr", "-l", "1", "-P", "200", "-T", "2"]);
+    check_rr(&v);
+    let flows = v["flows"].as_array().unwrap();
+    assert_eq!(flows.len(), 200);
+    assert!(
+        flows.iter().all(|f| f["transactions"].as_u64().unwrap() > 0),
+        "an idle flow"
+    );
+    assert_eq!(v["workers"]["local"].as_array().unwrap().len(), 2);
+    assert_eq!(v["workers"]["remote"].as_array().unwrap().len(), 2);
+    let o = run(&["tcp-rr", "-l", "0.5", "-P", "20"]);
+    assert!(
+        stdout(&o).contains("per-flow transactions/s: min"),
+        "{}",
+        stdout(&o)
+    );
+}
+
+#[test]
+fn open_loop_keeps_its_rate() {
+    let v = run_json(&["tcp-rr", "-l", "2", "--rate", "500", "-P", "2"]);
+    check_rr(&v);
+    let tps = f(&v, "/summary/transactions_per_s");
+    assert!((tps - 1000.0).abs() < 100.0, "{tps} tps for 2 flows at 500");
+    let due = u(&v, "/summary/schedule/due");
+    assert!(due.abs_diff(2000) < 200, "{due} due");
+    let v = run_json(&["tcp-rr", "-l", "2", "--rate", "500", "--poisson"]);
+    let tps = f(&v, "/summary/transactions_per_s");
+    assert!((tps - 500.0).abs() < 100.0, "poisson at 500: {tps}");
+    assert_eq!(v["config"]["poisson"], true);
+}
+
+fn signal(pid: u32, sig: &str) {
+    let s = Command::new("kill")
+        .args([sig, &pid.to_string()])
+        .status()
+        .unwrap();
+    assert!(s.success());
+}
+
+/// Runs a test against an agent that is stopped for 400 ms in the middle.
+fn against_a_stall(args: &[&str]) -> Value {
+    let agent = Served::start(&[]);
+    let pid = agent.child.id();
+    let p = agent.port_arg();
+    let t = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(1200));
+        signal(pid, "-STOP");
+        std::thread::sleep(Duration::from_millis(400));
+        signal(pid, "-CONT");
+    });
+    let mut a = args.to_vec();
+    a.extend_from_slice(&["-H", "127.0.0.1", "-p", &p, "-l", "3"]);
+    let v = run_json(&a);
+    t.join().unwrap();
+    v
+}
+
+/// Coordinated omission: a closed loop waits out a stall with one request,
+/// so its percentiles hide it; an open loop keeps sending on schedule and
+/// times from the due time, so the stall reaches its p99.
+#[test]
+fn open_loop_shows_a_stalled_responder_in_p99() {
+    let open = against_a_stall(&["tcp-rr", "--rate", "1000"]);
+    let p99 = f(&open, "/summary/latency_us/p99");
+    assert!(p99 > 100_000.0, "open loop p99 {p99} us hides a 400 ms stall");
+    let closed = against_a_stall(&["tcp-rr"]);
+    let (p99, max) = (
+        f(&closed, "/summary/latency_us/p99"),
+        f(&closed, "/summary/latency_us/max"),
+    );
+    assert!(max > 300_000.0, "the stall is in the closed loop's max: {max}");
+    assert!(
+        p99 < 100_000.0,
+        "closed loop p99 {p99}: expected coordinated omission to hide the stall"
+    );
+}
+
+#[test]
+fn rr_bad_input() {
+    for (args, needle) in [
+        (vec!["tcp-rr", "-r", "0,1"], "-r/--request-response"),
+        (vec!["tcp-rr", "-r", "1,2,3"], "REQ,RESP"),
+        (vec!["tcp-rr", "--poisson"], "--rate"),
+        (vec!["tcp-rr", "--rate", "0"], "--rate"),
+        (vec!["tcp-rr", "--rate", "100", "--burst", "4"], "--burst"),
+        (vec!["tcp-rr", "-n", "1M"], "unexpected argument"),
+        (vec!["tcp-rr", "-T", "0"], "--workers"),
+    ] {
+        let o = run(&args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}");
+        assert!(stderr(&o).contains(needle), "{args:?}: {}", stderr(&o));
+    }
+}
