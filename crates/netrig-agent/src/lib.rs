@@ -9,5 +9,6 @@
 
 mod listener;
 mod session;
+mod udp;
 
 pub use listener::{Agent, AgentConfig, AgentError, AgentHandle};

@@ -55,6 +55,7 @@ pub enum AgentError {
 /// A bound agent, not yet accepting.
 pub struct Agent {
     listener: TcpListener,
+    udp: std::net::UdpSocket,
     shared: Arc<Shared>,
 }
 
@@ -63,34 +64,67 @@ pub(crate) struct Shared {
     pub registry: Registry,
     pub sessions: AtomicUsize,
     pending: AtomicUsize,
-    shutdown: AtomicBool,
+    pub shutdown: AtomicBool,
+    /// The agent's UDP address (same port as TCP).
+    pub udp_local: SocketAddr,
 }
 
 impl Agent {
     /// Binds the listening socket. An unspecified IPv6 address is made
     /// dual-stack; where IPv6 is missing it falls back to IPv4.
     pub fn bind(config: AgentConfig) -> Result<Agent, AgentError> {
-        let listener = match listen(config.bind) {
-            Ok(l) => l,
-            Err(e)
-                if config.bind.ip() == IpAddr::V6(Ipv6Addr::UNSPECIFIED) && e.raw_os_error() == Some(97) =>
-            {
-                // EAFNOSUPPORT: a host without IPv6.
-                let v4 = SocketAddr::new(IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED), config.bind.port());
-                listen(v4).map_err(|e| listen_error(v4, e))?
+        // TCP and UDP on the same port number; with port 0 the UDP twin of
+        // the TCP port chosen may be taken, so try a few.
+        let mut attempt = 0;
+        let (listener, udp) = loop {
+            attempt += 1;
+            let listener = match listen(config.bind) {
+                Ok(l) => l,
+                Err(e)
+                    if config.bind.ip() == IpAddr::V6(Ipv6Addr::UNSPECIFIED)
+                        && e.raw_os_error() == Some(97) =>
+                {
+                    // EAFNOSUPPORT: a host without IPv6.
+                    let v4 = SocketAddr::new(IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED), config.bind.port());
+                    listen(v4).map_err(|e| listen_error(v4, e))?
+                }
+                Err(e) => return Err(listen_error(config.bind, e)),
+            };
+            let tcp_addr = listener.local_addr().map_err(|e| listen_error(config.bind, e))?;
+            match crate::udp::bind(tcp_addr) {
+                Ok(u) => break (listener, u),
+                Err(e) if config.bind.port() == 0 && attempt < 10 => {
+                    log::debug!("UDP {tcp_addr}: {e}; trying another port");
+                }
+                Err(e) => return Err(listen_error(tcp_addr, e)),
             }
-            Err(e) => return Err(listen_error(config.bind, e)),
         };
+        let udp_local = udp.local_addr().map_err(|e| listen_error(config.bind, e))?;
         Ok(Agent {
             listener,
+            udp,
             shared: Arc::new(Shared {
                 config,
                 registry: Registry::default(),
                 sessions: AtomicUsize::new(0),
                 pending: AtomicUsize::new(0),
                 shutdown: AtomicBool::new(false),
+                udp_local,
             }),
         })
+    }
+
+    fn start_udp(&self) -> Result<(), AgentError> {
+        let sock = self
+            .udp
+            .try_clone()
+            .map_err(|e| listen_error(self.shared.udp_local, e))?;
+        let shared = self.shared.clone();
+        std::thread::Builder::new()
+            .name("netrig-udp".into())
+            .spawn(move || crate::udp::intake(sock, shared))
+            .map_err(|e| listen_error(self.shared.udp_local, e))?;
+        Ok(())
     }
 
     pub fn local_addr(&self) -> SocketAddr {
@@ -99,11 +133,17 @@ impl Agent {
 
     /// Accepts connections until the process ends.
     pub fn run(self) {
+        if let Err(e) = self.start_udp() {
+            log::warn!("{e}: UDP tests will not work");
+        }
         accept_loop(self.listener, self.shared)
     }
 
     /// Runs the agent on a background thread (the embedded default, tests).
     pub fn spawn(self) -> AgentHandle {
+        if let Err(e) = self.start_udp() {
+            log::warn!("{e}: UDP tests will not work");
+        }
         let addr = self.local_addr();
         let shared = self.shared.clone();
         let listener = self.listener;

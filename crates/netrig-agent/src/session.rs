@@ -2,7 +2,7 @@
 
 use crate::listener::Shared;
 use netrig_engine::runner::{run_side, RunControl, RunPlan, SideOutcome};
-use netrig_engine::{sockopt, workload_for, Flow};
+use netrig_engine::{sockopt, workload_for, Flow, FlowSocket};
 use netrig_proto::conn::{ConnError, FramedConn};
 use netrig_proto::report::{BufPair, CounterReport, FlowReport, Role, SideReport, SockBufReport};
 use netrig_proto::session::{AgentEvent, AgentSession};
@@ -13,7 +13,7 @@ use netrig_proto::{
 };
 use std::collections::HashMap;
 use std::io::Write;
-use std::net::TcpStream;
+use std::net::{IpAddr, SocketAddr, TcpStream};
 use std::sync::atomic::Ordering;
 use std::sync::mpsc;
 use std::sync::Mutex;
@@ -22,14 +22,21 @@ use std::time::{Duration, Instant};
 /// The largest frame a client may send: its messages are small.
 const CLIENT_FRAME_LIMIT: usize = 64 * 1024;
 
+/// A data connection as it reaches a session: a TCP connection, or the
+/// address a UDP flow's hello came from.
+pub(crate) enum DataConn {
+    Tcp(TcpStream),
+    Udp(SocketAddr),
+}
+
 /// Sessions waiting for their data connections, by cookie.
 #[derive(Default)]
 pub(crate) struct Registry {
-    waiting: Mutex<HashMap<SessionCookie, mpsc::SyncSender<(DataHello, TcpStream)>>>,
+    waiting: Mutex<HashMap<SessionCookie, mpsc::SyncSender<(DataHello, DataConn)>>>,
 }
 
 impl Registry {
-    fn register(&self, cookie: SessionCookie, capacity: usize) -> mpsc::Receiver<(DataHello, TcpStream)> {
+    fn register(&self, cookie: SessionCookie, capacity: usize) -> mpsc::Receiver<(DataHello, DataConn)> {
         let (tx, rx) = mpsc::sync_channel(capacity);
         self.waiting.lock().expect("registry lock").insert(cookie, tx);
         rx
@@ -41,6 +48,15 @@ impl Registry {
 
     /// Hands a data connection to the session that awaits it.
     pub(crate) fn deliver(&self, hello: DataHello, stream: TcpStream) -> Result<(), String> {
+        self.deliver_conn(hello, DataConn::Tcp(stream))
+    }
+
+    /// Hands a UDP flow's hello (and where it came from) to its session.
+    pub(crate) fn deliver_udp(&self, hello: DataHello, from: SocketAddr) -> Result<(), String> {
+        self.deliver_conn(hello, DataConn::Udp(from))
+    }
+
+    fn deliver_conn(&self, hello: DataHello, conn: DataConn) -> Result<(), String> {
         let tx = self
             .waiting
             .lock()
@@ -49,10 +65,18 @@ impl Registry {
             .cloned();
         match tx {
             Some(tx) => tx
-                .try_send((hello, stream))
+                .try_send((hello, conn))
                 .map_err(|_| format!("session {} is not accepting more data connections", hello.cookie)),
             None => Err("data connection with an unknown or expired session cookie; closed".into()),
         }
+    }
+}
+
+/// An IPv4-mapped IPv6 address as the IPv4 address it maps.
+fn canonical_ip(ip: IpAddr) -> IpAddr {
+    match ip {
+        IpAddr::V6(v6) => v6.to_ipv4_mapped().map(IpAddr::V4).unwrap_or(IpAddr::V6(v6)),
+        v4 => v4,
     }
 }
 
@@ -175,7 +199,12 @@ pub(crate) fn serve_control(stream: TcpStream, peer: &str, preamble: ControlPrea
         }
     })();
     if let Err(e) = result {
-        log::warn!("{peer}: session ended: {e}");
+        let msg = e.to_string();
+        if msg.contains("aborted") {
+            log::info!("{peer}: session ended: {msg}");
+        } else {
+            log::warn!("{peer}: session ended: {msg}");
+        }
         let _ = conn.send(&AgentMsg::Error {
             message: e.to_string(),
         });
@@ -195,7 +224,12 @@ fn run_test(
         .map_err(|e| SessionError::Test(format!("no randomness for a cookie: {e}")))?;
     let cookie = SessionCookie(cookie);
     let expected = spec.connections() as usize;
-    let data_rx = shared.registry.register(cookie, expected);
+    // Room for the client's repeated UDP hellos too.
+    let data_rx = shared
+        .registry
+        .register(cookie, expected.saturating_mul(4).max(16));
+    let control_ip = conn.stream().peer_addr().map(|a| canonical_ip(a.ip())).ok();
+    let mut udp_seen: std::collections::HashSet<u32> = std::collections::HashSet::new();
     let _registration = Registration {
         registry: &shared.registry,
         cookie,
@@ -229,18 +263,48 @@ fn run_test(
             sm.on_client(msg, Instant::now())?;
             return Err(SessionError::Test("client aborted during set-up".into()));
         }
-        let (hello, stream) = match data_rx.recv_timeout(Duration::from_millis(50)) {
+        let (hello, data) = match data_rx.recv_timeout(Duration::from_millis(50)) {
             Ok(x) => x,
             Err(mpsc::RecvTimeoutError::Timeout) => continue,
             Err(mpsc::RecvTimeoutError::Disconnected) => {
                 return Err(SessionError::Test("registry closed".into()))
             }
         };
-        sm.on_data_connection(hello.flow, Instant::now())?;
+        let socket: FlowSocket = match data {
+            DataConn::Tcp(stream) if !spec.kind.is_udp() => {
+                sm.on_data_connection(hello.flow, Instant::now())?;
+                sockopt::apply_connected(&stream, &spec.remote, true, "-S/--remote-sockbuf")
+                    .map_err(|e| SessionError::Test(format!("agent {e}")))?;
+                stream.into()
+            }
+            DataConn::Udp(from) if spec.kind.is_udp() => {
+                // Only the client's own address may open UDP flows: the agent
+                // must never be made to send to a third party.
+                if control_ip != Some(canonical_ip(from.ip())) {
+                    log::warn!("{peer}: UDP hello for flow {} from {from}, not the control connection's address; ignored", hello.flow);
+                    continue;
+                }
+                if !udp_seen.insert(hello.flow) {
+                    continue; // a repeated hello
+                }
+                sm.on_data_connection(hello.flow, Instant::now())?;
+                let sock = crate::udp::flow_socket(shared.udp_local, from).map_err(|e| {
+                    SessionError::Test(format!("agent: UDP socket for flow {}: {e}", hello.flow))
+                })?;
+                sockopt::apply_connected(&sock, &spec.remote, true, "-S/--remote-sockbuf")
+                    .map_err(|e| SessionError::Test(format!("agent {e}")))?;
+                sock.into()
+            }
+            _ => {
+                log::warn!(
+                    "{peer}: data connection of the wrong protocol for {}; ignored",
+                    spec.kind.name()
+                );
+                continue;
+            }
+        };
         let direction = plan[hello.flow as usize];
-        sockopt::apply_connected(&stream, &spec.remote, true, "-S/--remote-sockbuf")
-            .map_err(|e| SessionError::Test(format!("agent {e}")))?;
-        let initial = sockopt::buffers(&stream);
+        let initial = sockopt::buffers(&socket);
         if flows.is_empty() {
             warnings.extend(sockopt::buffer_warnings(requested, initial, "remote", "-S"));
         }
@@ -249,12 +313,15 @@ fn run_test(
             Role::Sender => spec.byte_quota(hello.flow - first_index[&direction]),
             _ => None,
         };
-        let applied = sockopt::applied(&stream);
+        let applied = match &socket {
+            FlowSocket::Tcp(t) => sockopt::applied(t),
+            FlowSocket::Udp(u) => sockopt::applied(u),
+        };
         if buffers.is_empty() {
             warnings.extend(sockopt::option_warnings(&spec.remote, &applied, "remote"));
         }
         buffers.push((hello.flow, initial, applied));
-        flows.push(Flow::new(hello.flow, direction, role, stream, quota));
+        flows.push(Flow::new(hello.flow, direction, role, socket, quota));
     }
     conn.send(&AgentMsg::DataReady)?;
     let msg: ClientMsg = conn.recv(Duration::from_secs(shared.config.limits.setup_timeout_s))?;
@@ -264,7 +331,14 @@ fn run_test(
         other => return Err(SessionError::Test(format!("expected go, got {other:?}"))),
     }
     let start = Instant::now();
-    let outcome = run_flows(conn, spec, flows, start, shared.config.limits.max_duration_s)?;
+    let outcome = run_flows(
+        conn,
+        spec,
+        flows,
+        start,
+        shared.config.limits.max_duration_s,
+        cookie.test_id(),
+    )?;
     let counters = match (counters_before, netrig_metrics::read_kernel_counters()) {
         (Some(b), Ok(a)) => Some(CounterReport::between(&b, &a, netrig_metrics::read_conntrack())),
         _ => None,
@@ -294,6 +368,14 @@ fn run_test(
                 applied,
                 tcp_info: f.tcp_info.clone(),
                 window_transactions: f.window_transactions,
+                udp: f
+                    .udp
+                    .clone()
+                    .map(|mut u| {
+                        u.window_sent_datagrams = f.window_bytes / spec.message_size.max(1) as u64;
+                        u
+                    })
+                    .filter(|_| spec.kind.is_udp()),
             }
         })
         .collect();
@@ -321,6 +403,7 @@ fn run_flows(
     flows: Vec<Flow>,
     start: Instant,
     max_duration_s: u64,
+    test_id: u64,
 ) -> Result<SideOutcome, SessionError> {
     let ctl = RunControl::new();
     let mut writer = conn
@@ -338,6 +421,7 @@ fn run_flows(
         drain: Duration::from_secs(10),
         stall_timeout: Duration::from_secs(30),
         measure_cpu: spec.measure_cpu,
+        test_id,
     };
     let workload = workload_for(spec);
     let ctl2 = ctl.clone();

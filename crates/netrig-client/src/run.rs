@@ -2,7 +2,7 @@
 
 use crate::ClientError;
 use netrig_engine::runner::{run_side, RunControl, RunPlan};
-use netrig_engine::{sockopt, workload_for, Flow};
+use netrig_engine::{sockopt, workload_for, Flow, FlowSocket};
 use netrig_proto::conn::{ConnError, FramedConn};
 use netrig_proto::report::{
     BufPair, CounterReport, FlowReport, IntervalSample, Role, SideReport, SockBufReport,
@@ -17,7 +17,7 @@ use netrig_report::{assemble, merge_interval, AgentInfo, IntervalResult, Side, T
 use socket2::{Domain, Protocol, Socket, Type};
 use std::collections::BTreeMap;
 use std::io::{self, Read, Write};
-use std::net::{IpAddr, SocketAddr, TcpStream};
+use std::net::{IpAddr, SocketAddr, TcpStream, UdpSocket};
 use std::sync::mpsc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -187,6 +187,86 @@ impl Client {
         Ok(s)
     }
 
+    /// A UDP flow's socket: bound like the TCP ones, connected to the agent's
+    /// port, with the first hello sent (it is repeated until data-ready).
+    fn open_udp(&self, hello: &DataHello, datagram: u32) -> Result<UdpSocket, ClientError> {
+        let addr = self.addr;
+        let sock = Socket::new(Domain::for_address(addr), Type::DGRAM, Some(Protocol::UDP))
+            .map_err(|error| ClientError::Connect { addr, error })?;
+        sockopt::apply_before_connect(
+            &sock,
+            &SocketOptions {
+                mss: None,
+                ..self.opts.local.clone()
+            },
+            "-s/--local-sockbuf",
+        )
+        .map_err(|e| ClientError::Option(format!("local {e}")))?;
+        let local = SocketAddr::new(
+            self.opts.bind.unwrap_or(if addr.is_ipv4() {
+                IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED)
+            } else {
+                IpAddr::V6(std::net::Ipv6Addr::UNSPECIFIED)
+            }),
+            0,
+        );
+        sock.bind(&local.into())
+            .map_err(|e| ClientError::Option(format!("--bind {}: {e}", local.ip())))?;
+        // Do not fragment: a datagram too large for the path is an error, not a silent split.
+        let (level, opt, val) = if addr.is_ipv4() {
+            (libc::IPPROTO_IP, libc::IP_MTU_DISCOVER, libc::IP_PMTUDISC_DO)
+        } else {
+            (
+                libc::IPPROTO_IPV6,
+                libc::IPV6_MTU_DISCOVER,
+                libc::IPV6_PMTUDISC_DO,
+            )
+        };
+        // SAFETY: valid descriptor and an int option.
+        unsafe {
+            libc::setsockopt(
+                std::os::fd::AsRawFd::as_raw_fd(&sock),
+                level,
+                opt,
+                (&val as *const libc::c_int).cast(),
+                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+            )
+        };
+        sock.connect(&addr.into())
+            .map_err(|error| ClientError::Connect { addr, error })?;
+        // The route's MTU is known once connected: refuse datagrams that cannot pass it.
+        let mut mtu: libc::c_int = 0;
+        let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+        let (level, opt, overhead) = if addr.is_ipv4() {
+            (libc::IPPROTO_IP, libc::IP_MTU, 28)
+        } else {
+            (libc::IPPROTO_IPV6, libc::IPV6_MTU, 48)
+        };
+        // SAFETY: valid descriptor and out-pointers.
+        let rc = unsafe {
+            libc::getsockopt(
+                std::os::fd::AsRawFd::as_raw_fd(&sock),
+                level,
+                opt,
+                (&mut mtu as *mut libc::c_int).cast(),
+                &mut len,
+            )
+        };
+        if rc == 0 && mtu > overhead && datagram as i64 > (mtu - overhead) as i64 {
+            return Err(ClientError::Option(format!(
+                "-m {datagram}: the datagram is larger than the path to {addr} allows (MTU {mtu}: at most {} bytes \
+                 of UDP payload, and netrig does not fragment); use a smaller -m",
+                mtu - overhead
+            )));
+        }
+        let udp: UdpSocket = sock.into();
+        sockopt::apply_connected(&udp, &self.opts.local, false, "-s/--local-sockbuf")
+            .map_err(|e| ClientError::Option(format!("local {e}")))?;
+        udp.send(&hello.encode())
+            .map_err(|error| ClientError::Connect { addr, error })?;
+        Ok(udp)
+    }
+
     /// Runs one test. `observer` sees each merged interim report as soon as
     /// both ends have sampled it; `ctl` lets the caller abort (Ctrl-C).
     pub fn run(
@@ -222,6 +302,7 @@ impl Client {
             rcv: self.opts.local.rcvbuf,
         };
         let mut flows = Vec::with_capacity(plan.len());
+        let mut udp_hellos: Vec<(std::io::Result<UdpSocket>, DataHello)> = Vec::new();
         let mut setup_info = BTreeMap::new();
         let mut in_dir: BTreeMap<Direction, u32> = BTreeMap::new();
         for (id, dir) in plan.iter().enumerate() {
@@ -229,7 +310,20 @@ impl Client {
             let k = in_dir.entry(*dir).or_default();
             let index_in_dir = *k;
             *k += 1;
-            let stream = match self.open_data(cookie, id) {
+            let opened: Result<FlowSocket, ClientError> = if spec.kind.is_udp() {
+                let hello = DataHello {
+                    version: self.version,
+                    cookie,
+                    flow: id,
+                };
+                self.open_udp(&hello, spec.message_size).map(|u| {
+                    udp_hellos.push((u.try_clone(), hello));
+                    FlowSocket::from(u)
+                })
+            } else {
+                self.open_data(cookie, id).map(FlowSocket::from)
+            };
+            let stream = match opened {
                 Ok(s) => s,
                 Err(e) => {
                     let _ = self.conn.send(&ClientMsg::Abort {
@@ -248,7 +342,10 @@ impl Client {
             } else {
                 None
             };
-            let applied = sockopt::applied(&stream);
+            let applied = match &stream {
+                FlowSocket::Tcp(t) => sockopt::applied(t),
+                FlowSocket::Udp(u) => sockopt::applied(u),
+            };
             if id == 0 {
                 warnings.extend(sockopt::option_warnings(&self.opts.local, &applied, "local"));
             }
@@ -256,7 +353,35 @@ impl Client {
             flows.push(Flow::new(id, *dir, role, stream, quota));
         }
         log::debug!("{} data connections open", plan.len());
-        let msg: AgentMsg = self.conn.recv(setup).map_err(proto_err)?;
+        // UDP hellos may be lost: repeat them until the agent has them all.
+        let ready_by = Instant::now() + setup;
+        let msg: AgentMsg = loop {
+            match self
+                .conn
+                .try_recv(Duration::from_millis(100))
+                .map_err(proto_err)?
+            {
+                Some(m) => break m,
+                None if Instant::now() >= ready_by => {
+                    return Err(ClientError::Test(format!(
+                        "the agent did not get every data connection within {} s{}",
+                        setup.as_secs(),
+                        if spec.kind.is_udp() {
+                            " (is UDP to the agent's port blocked?)"
+                        } else {
+                            ""
+                        }
+                    )))
+                }
+                None => {
+                    for (sock, hello) in &udp_hellos {
+                        if let Ok(s) = sock {
+                            let _ = s.send(&hello.encode());
+                        }
+                    }
+                }
+            }
+        };
         match self.sm.on_agent(msg).map_err(proto_err)? {
             ClientEvent::DataReady => {}
             other => return Err(proto_err(format!("expected data-ready, got {other:?}"))),
@@ -330,6 +455,7 @@ impl Client {
             drain: Duration::from_secs(10),
             stall_timeout: Duration::from_secs(30),
             measure_cpu: spec.measure_cpu,
+            test_id: cookie.test_id(),
         };
         let mut local_samples = Vec::new();
         let outcome = run_side(workload, flows, &run_plan, &ctl, &mut |s: &IntervalSample| {
@@ -403,6 +529,10 @@ impl Client {
                         applied,
                         tcp_info: f.tcp_info.clone(),
                         window_transactions: f.window_transactions,
+                        udp: f.udp.clone().filter(|_| spec.kind.is_udp()).map(|mut u| {
+                            u.window_sent_datagrams = f.window_bytes / spec.message_size.max(1) as u64;
+                            u
+                        }),
                     }
                 })
                 .collect(),
@@ -440,6 +570,8 @@ impl Client {
             rate: if transactional { spec.rr.rate } else { None },
             poisson: transactional.then_some(spec.rr.poisson),
             workers: spec.workers,
+            udp_rate_bps: spec.kind.is_udp().then_some(spec.udp.rate_bps).flatten(),
+            reverse: spec.kind.is_udp().then_some(spec.udp.reverse),
             local: self.opts.local.clone(),
             remote: spec.remote.clone(),
             bind: self.opts.bind.map(|b| b.to_string()),

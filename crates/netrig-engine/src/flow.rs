@@ -3,7 +3,8 @@
 
 use netrig_proto::report::{BufPair, Role};
 use netrig_proto::Direction;
-use std::net::TcpStream;
+use std::net::{TcpStream, UdpSocket};
+use std::os::fd::{AsFd, BorrowedFd};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
@@ -40,25 +41,83 @@ impl FlowCounters {
     }
 }
 
+/// A flow's socket: a TCP connection, or a connected UDP socket.
+#[derive(Debug)]
+pub enum FlowSocket {
+    Tcp(TcpStream),
+    Udp(UdpSocket),
+}
+
+impl FlowSocket {
+    /// The TCP connection, or an error naming the flow for a workload that needs one.
+    pub fn tcp(&self) -> std::io::Result<&TcpStream> {
+        match self {
+            FlowSocket::Tcp(t) => Ok(t),
+            FlowSocket::Udp(_) => Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                "a TCP workload was given a UDP socket",
+            )),
+        }
+    }
+
+    /// The UDP socket, or an error for a workload that needs one.
+    pub fn udp(&self) -> std::io::Result<&UdpSocket> {
+        match self {
+            FlowSocket::Udp(u) => Ok(u),
+            FlowSocket::Tcp(_) => Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                "a UDP workload was given a TCP socket",
+            )),
+        }
+    }
+}
+
+impl AsFd for FlowSocket {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        match self {
+            FlowSocket::Tcp(t) => t.as_fd(),
+            FlowSocket::Udp(u) => u.as_fd(),
+        }
+    }
+}
+
+impl From<TcpStream> for FlowSocket {
+    fn from(t: TcpStream) -> Self {
+        FlowSocket::Tcp(t)
+    }
+}
+
+impl From<UdpSocket> for FlowSocket {
+    fn from(u: UdpSocket) -> Self {
+        FlowSocket::Udp(u)
+    }
+}
+
 /// A connected data socket handed to the engine.
 #[derive(Debug)]
 pub struct Flow {
     pub id: u32,
     pub direction: Direction,
     pub role: Role,
-    pub socket: TcpStream,
+    pub socket: FlowSocket,
     /// Bytes to send before closing, in byte-count mode (senders only).
     pub quota: Option<u64>,
     pub counters: Arc<FlowCounters>,
 }
 
 impl Flow {
-    pub fn new(id: u32, direction: Direction, role: Role, socket: TcpStream, quota: Option<u64>) -> Self {
+    pub fn new(
+        id: u32,
+        direction: Direction,
+        role: Role,
+        socket: impl Into<FlowSocket>,
+        quota: Option<u64>,
+    ) -> Self {
         Flow {
             id,
             direction,
             role,
-            socket,
+            socket: socket.into(),
             quota,
             counters: Arc::new(FlowCounters::default()),
         }
@@ -75,6 +134,8 @@ pub struct FlowEnd {
     pub done_at: Option<Instant>,
     /// Socket buffers when this end stopped measuring the flow.
     pub final_buffers: BufPair,
+    /// UDP flows: datagram accounting.
+    pub udp: Option<netrig_proto::report::UdpFlowReport>,
 }
 
 /// What a worker hands back besides its flows.

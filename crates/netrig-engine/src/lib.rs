@@ -13,9 +13,10 @@ pub mod rr;
 pub mod runner;
 pub mod sockopt;
 pub mod stream;
+pub mod udp;
 pub mod workload;
 
-pub use flow::{Flow, FlowCounters, FlowEnd, ScheduleStats, WorkerEnd};
+pub use flow::{Flow, FlowCounters, FlowEnd, FlowSocket, ScheduleStats, WorkerEnd};
 pub use runner::{run_side, RunControl, RunPlan, SideOutcome};
 pub use workload::{workload_for, Workload};
 

@@ -44,12 +44,12 @@ const SPIN: Duration = Duration::from_micros(20);
 
 /// A timerfd in the event loop: epoll's own timeout has millisecond
 /// resolution, far too coarse for an open-loop schedule.
-struct Timer {
-    fd: std::os::fd::OwnedFd,
+pub(crate) struct Timer {
+    pub(crate) fd: std::os::fd::OwnedFd,
 }
 
 impl Timer {
-    fn new() -> io::Result<Timer> {
+    pub(crate) fn new() -> io::Result<Timer> {
         use std::os::fd::FromRawFd;
         // SAFETY: plain syscall; the result is checked before use.
         let fd =
@@ -67,7 +67,7 @@ impl Timer {
     }
 
     /// Fires once after `after` (at least 1 ns).
-    fn arm(&self, after: Duration) {
+    pub(crate) fn arm(&self, after: Duration) {
         use std::os::fd::AsRawFd;
         let after = after.max(Duration::from_nanos(1));
         let spec = libc::itimerspec {
@@ -85,7 +85,7 @@ impl Timer {
     }
 
     /// Consumes an expiry so the descriptor is not readable again until re-armed.
-    fn clear(&self) {
+    pub(crate) fn clear(&self) {
         use std::os::fd::AsRawFd;
         let mut buf = [0u8; 8];
         // SAFETY: valid descriptor, 8-byte buffer as timerfd requires.
@@ -190,7 +190,7 @@ impl Workload for RrWorkload {
         };
         let mut conns = Vec::with_capacity(flows.len());
         for (i, flow) in flows.into_iter().enumerate() {
-            let std_sock = flow.socket.try_clone().map_err(setup)?;
+            let std_sock = flow.socket.tcp().and_then(|t| t.try_clone()).map_err(setup)?;
             std_sock.set_nonblocking(true).map_err(setup)?;
             let mut sock = mio::net::TcpStream::from_std(std_sock);
             poll.registry()
@@ -245,7 +245,7 @@ impl Workload for RrWorkload {
                     c.final_buffers = Some(sockopt::buffers(&c.flow.socket));
                     if c.flow.role == Role::Requester {
                         // No more requests: the responder sees end of file once it has answered.
-                        let _ = c.flow.socket.shutdown(Shutdown::Write);
+                        let _ = c.flow.socket.tcp().and_then(|t| t.shutdown(Shutdown::Write));
                     }
                     c.draining = true;
                 }
@@ -336,6 +336,7 @@ impl Workload for RrWorkload {
                     total_bytes: c.bytes,
                     done_at: c.done_at,
                     final_buffers: c.final_buffers.unwrap_or_default(),
+                    udp: None,
                 }
             })
             .collect();

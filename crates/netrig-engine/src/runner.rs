@@ -40,6 +40,8 @@ pub struct RunPlan {
     pub stall_timeout: Duration,
     /// Read /proc/stat at the window's first and last sample.
     pub measure_cpu: bool,
+    /// The test's id, carried in every UDP datagram.
+    pub test_id: u64,
 }
 
 /// Lets another thread abort a run (the agent when the client goes away, the
@@ -82,6 +84,8 @@ pub struct FlowOutcome {
     pub tcp_info: Option<TcpInfo>,
     /// Transactions completed inside the window.
     pub window_transactions: u64,
+    /// UDP flows: datagram accounting over the whole test.
+    pub udp: Option<netrig_proto::report::UdpFlowReport>,
 }
 
 /// This end's measurements.
@@ -185,7 +189,7 @@ pub fn run_side(
             direction: f.direction,
             role: f.role,
             counters: f.counters.clone(),
-            socket: f.socket.try_clone().ok(),
+            socket: f.socket.tcp().and_then(|t| t.try_clone()).ok(),
         })
         .collect();
     let ids: Vec<u32> = meta.iter().map(|m| m.id).collect();
@@ -200,6 +204,7 @@ pub fn run_side(
         drain: plan.drain,
         recording: recording.clone(),
         start: plan.start,
+        test_id: plan.test_id,
     };
     let (done_tx, done_rx) = mpsc::channel::<WorkerDone>();
     let mut handles = Vec::new();
@@ -292,6 +297,7 @@ pub fn run_side(
                 final_buffers: end.map(|e| e.final_buffers).unwrap_or_default(),
                 tcp_info: last.tcp.get(i).cloned().flatten(),
                 window_transactions: last.transactions[i].saturating_sub(first.transactions[i]),
+                udp: end.and_then(|e| e.udp.clone()),
             }
         })
         .collect::<Vec<_>>();

@@ -78,11 +78,35 @@ fn apply_buffers(
     Ok(())
 }
 
+/// A connected socket, TCP or UDP: what the option code needs of it.
+pub trait Connected: std::os::fd::AsFd {
+    fn local(&self) -> io::Result<std::net::SocketAddr>;
+    fn peer(&self) -> io::Result<std::net::SocketAddr>;
+}
+
+impl Connected for TcpStream {
+    fn local(&self) -> io::Result<std::net::SocketAddr> {
+        self.local_addr()
+    }
+    fn peer(&self) -> io::Result<std::net::SocketAddr> {
+        self.peer_addr()
+    }
+}
+
+impl Connected for std::net::UdpSocket {
+    fn local(&self) -> io::Result<std::net::SocketAddr> {
+        self.local_addr()
+    }
+    fn peer(&self) -> io::Result<std::net::SocketAddr> {
+        self.peer_addr()
+    }
+}
+
 /// Options that may be set on a connected socket. On the agent this is also
 /// where buffers are set: Linux picks the window scale from the tcp_rmem
 /// maximum, not from the buffer, so setting them after accept still works.
-pub fn apply_connected(
-    stream: &TcpStream,
+pub fn apply_connected<S: Connected>(
+    stream: &S,
     opts: &SocketOptions,
     include_buffers: bool,
     buf_flag: &'static str,
@@ -92,12 +116,12 @@ pub fn apply_connected(
         apply_buffers(&sock, opts, buf_flag)?;
     }
     if let Some(tos) = opts.tos {
-        let peer_v4 = match stream.peer_addr().map(|a| a.ip()) {
+        let peer_v4 = match stream.peer().map(|a| a.ip()) {
             Ok(IpAddr::V4(_)) => true,
             Ok(IpAddr::V6(v6)) => v6.to_ipv4_mapped().is_some(),
             Err(_) => false,
         };
-        let local_v6 = matches!(stream.local_addr().map(|a| a.ip()), Ok(IpAddr::V6(_)));
+        let local_v6 = matches!(stream.local().map(|a| a.ip()), Ok(IpAddr::V6(_)));
         if local_v6 {
             sock.set_tclass_v6(tos as u32)
                 .map_err(|e| err("--tos/--dscp", tos, "setsockopt(IPV6_TCLASS)", e))?;
@@ -122,9 +146,9 @@ pub fn apply_connected(
     Ok(())
 }
 
-/// The socket's current buffer sizes.
-pub fn buffers(stream: &TcpStream) -> BufPair {
-    let sock = SockRef::from(stream);
+/// The socket's current buffer sizes (TCP or UDP).
+pub fn buffers<S: std::os::fd::AsFd>(socket: &S) -> BufPair {
+    let sock = SockRef::from(socket);
     BufPair {
         snd: sock.send_buffer_size().ok().map(|v| v as u32),
         rcv: sock.recv_buffer_size().ok().map(|v| v as u32),
@@ -132,16 +156,16 @@ pub fn buffers(stream: &TcpStream) -> BufPair {
 }
 
 /// What the socket's options are now, read back from the kernel.
-pub fn applied(stream: &TcpStream) -> AppliedOptions {
+pub fn applied<S: Connected>(stream: &S) -> AppliedOptions {
     let sock = SockRef::from(stream);
-    let tos = match stream.local_addr().map(|a| a.ip()) {
+    let tos = match stream.local().map(|a| a.ip()) {
         Ok(IpAddr::V4(_)) => sock.tos_v4().ok(),
         Ok(IpAddr::V6(v6)) if v6.to_ipv4_mapped().is_some() => sock.tos_v4().ok(),
         Ok(IpAddr::V6(_)) => sock.tclass_v6().ok(),
         Err(_) => None,
     };
     let peer_mapped =
-        matches!(stream.peer_addr().map(|a| a.ip()), Ok(IpAddr::V6(v6)) if v6.to_ipv4_mapped().is_some());
+        matches!(stream.peer().map(|a| a.ip()), Ok(IpAddr::V6(v6)) if v6.to_ipv4_mapped().is_some());
     let tos = if peer_mapped { sock.tos_v4().ok() } else { tos };
     AppliedOptions {
         tos: tos.map(|t| t as u8),

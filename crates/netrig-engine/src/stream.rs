@@ -61,7 +61,7 @@ impl Workload for StreamWorkload {
         let mut poll = Poll::new().map_err(setup)?;
         let mut slots = Vec::with_capacity(flows.len());
         for (i, flow) in flows.into_iter().enumerate() {
-            let std_sock = flow.socket.try_clone().map_err(setup)?;
+            let std_sock = flow.socket.tcp().and_then(|t| t.try_clone()).map_err(setup)?;
             std_sock.set_nonblocking(true).map_err(setup)?;
             let mut sock = mio::net::TcpStream::from_std(std_sock);
             let interest = match flow.role {
@@ -97,7 +97,7 @@ impl Workload for StreamWorkload {
                     s.record_final_buffers();
                     match s.flow.role {
                         Role::Sender | Role::Requester => {
-                            let _ = s.flow.socket.shutdown(Shutdown::Write);
+                            let _ = s.flow.socket.tcp().and_then(|t| t.shutdown(Shutdown::Write));
                             s.state = State::Done;
                             live -= 1;
                         }
@@ -146,6 +146,7 @@ impl Workload for StreamWorkload {
                     total_bytes: s.bytes,
                     done_at: s.done_at,
                     final_buffers: s.final_buffers.unwrap_or_default(),
+                    udp: None,
                 }
             })
             .collect();
@@ -169,7 +170,7 @@ impl StreamWorkload {
                 if left == 0 {
                     s.done_at = Some(Instant::now());
                     s.record_final_buffers();
-                    let _ = s.flow.socket.shutdown(Shutdown::Write);
+                    let _ = s.flow.socket.tcp().and_then(|t| t.shutdown(Shutdown::Write));
                     s.state = State::Done;
                     return Ok(true);
                 }

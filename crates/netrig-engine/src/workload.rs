@@ -19,6 +19,8 @@ pub struct WorkerControl {
     pub recording: Arc<AtomicBool>,
     /// This end's time zero (open-loop schedules start here).
     pub start: std::time::Instant,
+    /// The test's id, carried in every UDP datagram.
+    pub test_id: u64,
 }
 
 /// How one test kind drives its flows. Implementations own the hot loop: no
@@ -45,6 +47,10 @@ pub fn workload_for(spec: &TestSpec) -> Arc<dyn Workload> {
             burst: spec.rr.burst,
             rate: spec.rr.rate,
             poisson: spec.rr.poisson,
+        }),
+        TestKind::UdpStream => Arc::new(crate::udp::UdpStreamWorkload {
+            size: spec.message_size as usize,
+            rate_bps: spec.udp.rate_bps,
         }),
     }
 }

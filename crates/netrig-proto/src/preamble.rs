@@ -11,8 +11,10 @@ use std::fmt;
 
 /// First bytes of a control connection.
 pub const CONTROL_MAGIC: [u8; 4] = *b"NRGC";
-/// First bytes of a data connection.
+/// First bytes of a data connection (and of a UDP flow's hello datagram).
 pub const DATA_MAGIC: [u8; 4] = *b"NRGD";
+/// First bytes of the agent's answer to a UDP flow's hello.
+pub const UDP_ACK_MAGIC: [u8; 4] = *b"NRGA";
 
 /// Which kind of connection a peer opened, from its first four bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -90,6 +92,13 @@ impl fmt::Display for SessionCookie {
 }
 
 impl SessionCookie {
+    /// The first 8 bytes, as every UDP test datagram carries them.
+    pub fn test_id(&self) -> u64 {
+        u64::from_be_bytes([
+            self.0[0], self.0[1], self.0[2], self.0[3], self.0[4], self.0[5], self.0[6], self.0[7],
+        ])
+    }
+
     pub fn from_hex(s: &str) -> Result<Self, ProtoError> {
         let bad = || ProtoError::Malformed(format!("session cookie {s:?} is not 32 hex digits"));
         if s.len() != 32 || !s.is_ascii() {
@@ -142,8 +151,29 @@ impl DataHello {
     }
 
     pub fn decode(b: &[u8; Self::LEN]) -> Result<Self, ProtoError> {
+        Self::decode_with(b, DATA_MAGIC)
+    }
+
+    /// The agent's acknowledgement of a UDP flow's hello: the same 32 bytes
+    /// with [`UDP_ACK_MAGIC`], sent from the flow's own socket.
+    pub fn encode_ack(&self) -> [u8; Self::LEN] {
+        let mut b = self.encode();
+        b[..4].copy_from_slice(&UDP_ACK_MAGIC);
+        b
+    }
+
+    pub fn decode_ack(b: &[u8; Self::LEN]) -> Result<Self, ProtoError> {
+        Self::decode_with(b, UDP_ACK_MAGIC)
+    }
+
+    /// The test id carried by every UDP datagram: the cookie's first 8 bytes.
+    pub fn test_id(&self) -> u64 {
+        self.cookie.test_id()
+    }
+
+    fn decode_with(b: &[u8; Self::LEN], want: [u8; 4]) -> Result<Self, ProtoError> {
         let magic = [b[0], b[1], b[2], b[3]];
-        if magic != DATA_MAGIC {
+        if magic != want {
             return Err(ProtoError::BadMagic(magic));
         }
         let mut cookie = [0u8; 16];

@@ -83,6 +83,24 @@ pub struct FlowReport {
     /// Transactions completed inside the window (request/response tests).
     #[serde(default)]
     pub window_transactions: u64,
+    /// UDP flows: datagram accounting over the whole test.
+    #[serde(default)]
+    pub udp: Option<UdpFlowReport>,
+}
+
+/// One end's datagram accounting of a UDP flow, over the whole test (the
+/// window, and the drain after it, so that datagrams in flight are not
+/// counted as lost).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct UdpFlowReport {
+    /// Datagrams this end sent, as they went on the wire.
+    pub sent_datagrams: u64,
+    /// Datagrams sent inside the window.
+    pub window_sent_datagrams: u64,
+    /// What this end received, by sequence number (receivers only).
+    pub received: Option<netrig_metrics::SeqSummary>,
+    /// Datagrams that arrived on the flow's socket but belong to no flow of this test.
+    pub stray: u64,
 }
 
 /// Socket options read back from the kernel once the flow was set up.

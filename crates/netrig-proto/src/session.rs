@@ -367,6 +367,7 @@ mod tests {
             measure_cpu: true,
             rr: Default::default(),
             workers: None,
+            udp: Default::default(),
         }
     }
 

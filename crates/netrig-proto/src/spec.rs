@@ -18,6 +18,9 @@ pub enum TestKind {
     TcpBidir,
     /// Request/response on persistent connections (netperf TCP_RR).
     TcpRr,
+    /// UDP datagrams at a set rate, client to agent (or agent to client with
+    /// `-R`): loss, jitter, reordering, duplicates.
+    UdpStream,
 }
 
 impl TestKind {
@@ -34,14 +37,20 @@ impl TestKind {
             TestKind::TcpMaerts => "tcp-maerts",
             TestKind::TcpBidir => "tcp-bidir",
             TestKind::TcpRr => "tcp-rr",
+            TestKind::UdpStream => "udp-stream",
         }
+    }
+
+    /// Whether this kind's flows are UDP sockets.
+    pub fn is_udp(self) -> bool {
+        matches!(self, TestKind::UdpStream)
     }
 
     /// The directions in which this kind moves data. Request/response
     /// flows count as `tx`: the client initiates every transaction.
     pub fn directions(self) -> &'static [Direction] {
         match self {
-            TestKind::TcpStream | TestKind::TcpRr => &[Direction::Tx],
+            TestKind::TcpStream | TestKind::TcpRr | TestKind::UdpStream => &[Direction::Tx],
             TestKind::TcpMaerts => &[Direction::Rx],
             TestKind::TcpBidir => &[Direction::Tx, Direction::Rx],
         }
@@ -97,6 +106,22 @@ impl Default for RrOptions {
         }
     }
 }
+
+/// Options of UDP tests.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct UdpOptions {
+    /// Sending rate per flow in bits/s of UDP payload (`-b`); `None`: as fast as possible.
+    pub rate_bps: Option<u64>,
+    /// The agent sends and the client receives (`-R`).
+    #[serde(default)]
+    pub reverse: bool,
+}
+
+/// Bytes at the start of every test datagram: test id (8), flow id (4),
+/// sequence number (8), send timestamp in ns (8).
+pub const UDP_HEADER_LEN: u32 = 28;
+/// Largest UDP payload of an IPv4 datagram.
+pub const MAX_UDP_PAYLOAD: u32 = 65_507;
 
 /// Most transactions one flow may have in flight (closed-loop burst, or
 /// the backlog an open-loop schedule may build up before it waits).
@@ -181,6 +206,9 @@ pub struct TestSpec {
     /// Worker threads per end (`-T`); `None`: the number of CPUs.
     #[serde(default)]
     pub workers: Option<u32>,
+    /// UDP options (UDP kinds only).
+    #[serde(default)]
+    pub udp: UdpOptions,
 }
 
 /// Most worker threads per end.
@@ -220,16 +248,24 @@ impl TestSpec {
     /// The direction of every flow, indexed by flow id: for bidirectional
     /// tests the `tx` flows come first.
     pub fn flow_plan(&self) -> Vec<Direction> {
-        self.kind
-            .directions()
+        self.directions()
             .iter()
             .flat_map(|d| std::iter::repeat_n(*d, self.flows as usize))
             .collect()
     }
 
+    /// The directions this test moves data in (the kind's, or reversed with `-R`).
+    pub fn directions(&self) -> &'static [Direction] {
+        if self.kind == TestKind::UdpStream && self.udp.reverse {
+            &[Direction::Rx]
+        } else {
+            self.kind.directions()
+        }
+    }
+
     /// Number of data connections the test opens.
     pub fn connections(&self) -> u64 {
-        self.flows as u64 * self.kind.directions().len() as u64
+        self.flows as u64 * self.directions().len() as u64
     }
 
     /// Bytes flow `index_in_direction` must send in byte-count mode.
@@ -347,6 +383,34 @@ impl TestSpec {
                 return Err(out_of_range("-T/--workers", w, format!("1..={MAX_WORKERS}")));
             }
         }
+        if self.kind.is_udp() {
+            if self.message_size < UDP_HEADER_LEN || self.message_size > MAX_UDP_PAYLOAD {
+                return Err(out_of_range(
+                    "-m/--message-size",
+                    self.message_size,
+                    format!(
+                        "{UDP_HEADER_LEN}..={MAX_UDP_PAYLOAD} for UDP (each datagram carries a {UDP_HEADER_LEN}-byte \
+                         header: test id, flow, sequence number, timestamp)"
+                    ),
+                ));
+            }
+            if let Some(r) = self.udp.rate_bps {
+                if r == 0 || r > 400_000_000_000 {
+                    return Err(out_of_range(
+                        "-b/--bitrate",
+                        r,
+                        "1..=400G bits/s (0 or absent: as fast as possible)",
+                    ));
+                }
+            }
+            if self.remote.congestion.is_some() || self.remote.nodelay {
+                return Err(SpecError::NotApplicable(
+                    "--cc and --nodelay apply to TCP tests, not to UDP".into(),
+                ));
+            }
+        } else if self.udp != UdpOptions::default() {
+            return Err(SpecError::NotApplicable("-b and -R apply to udp-stream".into()));
+        }
         validate_socket_options(&self.remote, "-S/--remote-sockbuf")?;
         if self.remote.mss.is_some() {
             return Err(SpecError::NotApplicable(
@@ -408,7 +472,30 @@ mod tests {
             measure_cpu: true,
             rr: RrOptions::default(),
             workers: None,
+            udp: UdpOptions::default(),
         }
+    }
+
+    #[test]
+    fn udp_options() {
+        let l = AgentLimits::default();
+        let mut s = spec();
+        s.kind = TestKind::UdpStream;
+        s.message_size = 27;
+        assert!(s.validate(&l).unwrap_err().to_string().contains("28-byte"));
+        s.message_size = 64;
+        assert!(s.validate(&l).is_ok());
+        assert_eq!(s.flow_plan(), vec![Direction::Tx, Direction::Tx]);
+        s.udp.reverse = true;
+        assert_eq!(s.flow_plan(), vec![Direction::Rx, Direction::Rx]);
+        s.udp.rate_bps = Some(0);
+        assert!(s.validate(&l).unwrap_err().to_string().contains("-b/--bitrate"));
+        s.udp.rate_bps = Some(1_000_000);
+        s.remote.congestion = Some("bbr".into());
+        assert!(s.validate(&l).is_err());
+        let mut t = spec();
+        t.udp.reverse = true;
+        assert!(t.validate(&l).unwrap_err().to_string().contains("-R"));
     }
 
     #[test]

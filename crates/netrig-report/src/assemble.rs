@@ -77,13 +77,13 @@ pub fn assemble(
             },
             transactions: transactional.then_some(l.window_transactions),
             transactions_per_s: transactional.then(|| rate(l.window_transactions, l.window_s)),
+            udp: udp_flow(rx_end, tx_end),
             local: end(l),
             remote: end(r),
         });
     }
 
     let directions: Vec<DirectionSummary> = spec
-        .kind
         .directions()
         .iter()
         .map(|d| {
@@ -176,7 +176,20 @@ pub fn assemble(
             spec.rr.burst
         ));
     }
+    let udp = flows.iter().any(|f| f.udp.is_some()).then(|| udp_total(&flows));
+    if let Some(u) = &udp {
+        if u.stray > 0 {
+            warnings.push(format!(
+                "{} datagram(s) of no flow of this test reached the receivers' sockets (counted as stray, not received)",
+                u.stray
+            ));
+        }
+    }
+    let streamlike = !transactional;
     let summary = Summary {
+        send_throughput_bps: streamlike.then(|| directions.iter().map(|d| d.sender_throughput_bps).sum()),
+        recv_throughput_bps: streamlike.then(|| directions.iter().map(|d| d.throughput_bps).sum()),
+        udp,
         transactions,
         transactions_per_s: transactions.map(|t| rate(t, elapsed_s)),
         latency_us: local.report.latency.as_ref().map(LatencyUs::from),
@@ -217,6 +230,59 @@ pub fn assemble(
             remote: remote.report.workers.clone(),
         },
     })
+}
+
+/// A UDP flow's accounting: the receiver's sequence tracking, completed
+/// with the sender's count so that datagrams lost after the last one
+/// received count too.
+fn udp_flow(receiver: &FlowReport, sender: &FlowReport) -> Option<UdpSummary> {
+    let (rx, tx) = (receiver.udp.as_ref()?, sender.udp.as_ref()?);
+    let seq = rx.received.clone().unwrap_or_default();
+    let expected = seq.expected.max(tx.sent_datagrams);
+    let lost = expected.saturating_sub(seq.received);
+    Some(UdpSummary {
+        sent_datagrams: tx.sent_datagrams,
+        received_datagrams: seq.received,
+        lost_datagrams: lost,
+        loss_pct: if expected > 0 {
+            lost as f64 / expected as f64 * 100.0
+        } else {
+            0.0
+        },
+        jitter_us: seq.jitter_us,
+        out_of_order: seq.out_of_order,
+        duplicates: seq.duplicates,
+        stray: rx.stray,
+        window_sent_datagrams: tx.window_sent_datagrams,
+    })
+}
+
+fn udp_total(flows: &[FlowResult]) -> UdpSummary {
+    let mut t = UdpSummary::default();
+    let mut jitter_weighted = 0.0;
+    let mut expected = 0u64;
+    for u in flows.iter().filter_map(|f| f.udp.as_ref()) {
+        t.sent_datagrams += u.sent_datagrams;
+        t.received_datagrams += u.received_datagrams;
+        t.lost_datagrams += u.lost_datagrams;
+        t.out_of_order += u.out_of_order;
+        t.duplicates += u.duplicates;
+        t.stray += u.stray;
+        t.window_sent_datagrams += u.window_sent_datagrams;
+        jitter_weighted += u.jitter_us * u.received_datagrams as f64;
+        expected += u.received_datagrams + u.lost_datagrams;
+    }
+    t.loss_pct = if expected > 0 {
+        t.lost_datagrams as f64 / expected as f64 * 100.0
+    } else {
+        0.0
+    };
+    t.jitter_us = if t.received_datagrams > 0 {
+        jitter_weighted / t.received_datagrams as f64
+    } else {
+        0.0
+    };
+    t
 }
 
 /// Events per second, 0 for an empty window.
@@ -351,6 +417,7 @@ mod tests {
             measure_cpu: true,
             rr: Default::default(),
             workers: None,
+            udp: Default::default(),
         }
     }
 
@@ -366,6 +433,7 @@ mod tests {
             applied: Default::default(),
             tcp_info: None,
             window_transactions: 0,
+            udp: None,
         }
     }
 
@@ -387,6 +455,8 @@ mod tests {
             rate: None,
             poisson: None,
             workers: None,
+            udp_rate_bps: None,
+            reverse: None,
             local: SocketOptions::default(),
             remote: SocketOptions::default(),
             bind: None,

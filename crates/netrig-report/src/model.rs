@@ -89,6 +89,9 @@ pub struct TestConfig {
     pub poisson: Option<bool>,
     /// Worker threads per end (`-T`); null: the number of CPUs.
     pub workers: Option<u32>,
+    /// UDP tests: `-b` in bits/s (null: as fast as possible) and `-R`.
+    pub udp_rate_bps: Option<u64>,
+    pub reverse: Option<bool>,
     /// Options on the client's sockets (`-s` and the shared options).
     pub local: SocketOptions,
     /// Options on the agent's sockets (`-S` and the shared options).
@@ -132,6 +135,36 @@ pub struct Summary {
     pub latency_us: Option<LatencyUs>,
     /// Open loop (`--rate`): how far the generator fell behind its schedule.
     pub schedule: Option<ScheduleReport>,
+    /// Senders' payload rate over their windows, all directions (null for request/response).
+    pub send_throughput_bps: Option<f64>,
+    /// Receivers' payload rate over their windows, all directions (null for request/response).
+    pub recv_throughput_bps: Option<f64>,
+    /// UDP tests: datagram accounting, all flows, over the whole test.
+    pub udp: Option<UdpSummary>,
+}
+
+/// Datagram accounting of UDP flows over the whole test (the window and the
+/// drain after it, so datagrams in flight are not counted as lost).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct UdpSummary {
+    /// Datagrams the sender sent, as they went on the wire.
+    pub sent_datagrams: u64,
+    /// Distinct datagrams the receiver got (duplicates not counted again).
+    pub received_datagrams: u64,
+    /// max(sent, highest sequence received + 1) − received.
+    pub lost_datagrams: u64,
+    /// lost / that expected count × 100.
+    pub loss_pct: f64,
+    /// RFC 3550 interarrival jitter in µs (the mean over flows, weighted by datagrams received).
+    pub jitter_us: f64,
+    /// Datagrams that arrived after one with a higher sequence number.
+    pub out_of_order: u64,
+    /// Datagrams that arrived more than once.
+    pub duplicates: u64,
+    /// Datagrams of no flow of this test that reached the receiver's sockets.
+    pub stray: u64,
+    /// Datagrams sent inside the sender's window.
+    pub window_sent_datagrams: u64,
 }
 
 /// Transaction latency in microseconds.
@@ -236,6 +269,8 @@ pub struct FlowResult {
     /// Request/response tests: transactions the requester completed in its window.
     pub transactions: Option<u64>,
     pub transactions_per_s: Option<f64>,
+    /// UDP tests: this flow's datagram accounting.
+    pub udp: Option<UdpSummary>,
     pub local: FlowEnd,
     pub remote: FlowEnd,
 }

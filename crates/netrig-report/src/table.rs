@@ -55,6 +55,9 @@ pub fn render(r: &TestResult) -> String {
     if r.summary.transactions_per_s.is_some() {
         return render_rr(r);
     }
+    if r.summary.udp.is_some() {
+        return render_udp(r);
+    }
     let mut out = String::new();
     let _ = writeln!(out, "{}", title(r));
     let multi = r.flows.len() > 1;
@@ -189,6 +192,87 @@ pub fn render(r: &TestResult) -> String {
     line("local  SO_RCVBUF", |p| p.rcv, &b.local);
     line("remote SO_SNDBUF", |p| p.snd, &b.remote);
     line("remote SO_RCVBUF", |p| p.rcv, &b.remote);
+    out.push_str(&details(r));
+    out
+}
+
+/// UDP stream results, after netperf's UDP_STREAM table: the sender's row,
+/// then the receiver's.
+fn render_udp(r: &TestResult) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "{}", title(r));
+    let rate = r.config.udp_rate_bps.map_or_else(
+        || "as fast as possible".to_string(),
+        |b| format!("{} 10^6bits/s per flow", b as f64 / 1e6),
+    );
+    let _ = writeln!(out, "offered: {rate}, {} byte datagrams", r.config.message_size);
+    let _ = writeln!(
+        out,
+        "Socket  Message  Elapsed      Messages                   Throughput"
+    );
+    let _ = writeln!(
+        out,
+        "Size    Size     Time         Okay         Errors        10^6bits/sec"
+    );
+    let _ = writeln!(out, "bytes   bytes    secs            #            #");
+    let _ = writeln!(out);
+    let u = r.summary.udp.clone().unwrap_or_default();
+    for d in &r.summary.directions {
+        let (snd, rcv) = match d.direction {
+            Direction::Tx => (&r.summary.socket_buffers.local, &r.summary.socket_buffers.remote),
+            Direction::Rx => (&r.summary.socket_buffers.remote, &r.summary.socket_buffers.local),
+        };
+        let _ = writeln!(
+            out,
+            "{:<7} {:<8} {:<12.2} {:<12} {:<13} {}   (sender, {})",
+            opt(snd.initial.snd),
+            r.config.message_size,
+            d.sender_elapsed_s,
+            u.window_sent_datagrams,
+            0,
+            mbps(d.sender_throughput_bps),
+            if d.direction == Direction::Tx {
+                "client"
+            } else {
+                "agent"
+            }
+        );
+        let _ = writeln!(
+            out,
+            "{:<7} {:<8} {:<12.2} {:<12} {:<13} {}   (receiver, {})",
+            opt(rcv.initial.rcv),
+            "",
+            d.elapsed_s,
+            d.bytes / r.config.message_size.max(1) as u64,
+            "",
+            mbps(d.throughput_bps),
+            if d.direction == Direction::Tx {
+                "agent"
+            } else {
+                "client"
+            }
+        );
+    }
+    let _ = writeln!(
+        out,
+        "\ndatagrams over the test: sent {}  received {}  lost {} ({:.3}%)  out of order {}  duplicates {}  stray {}  jitter {:.1} us",
+        u.sent_datagrams, u.received_datagrams, u.lost_datagrams, u.loss_pct, u.out_of_order, u.duplicates, u.stray, u.jitter_us
+    );
+    if r.flows.len() > 1 {
+        let loss: Vec<f64> = r
+            .flows
+            .iter()
+            .filter_map(|f| f.udp.as_ref().map(|u| u.loss_pct))
+            .collect();
+        let s = crate::model::Spread::of(&loss);
+        let tput: Vec<f64> = r.flows.iter().map(|f| f.throughput_bps).collect();
+        let t = crate::model::Spread::of(&tput);
+        let _ = writeln!(
+            out,
+            "per flow: throughput (10^6bits/sec) min {} median {} max {}; loss % min {:.3} median {:.3} max {:.3}; over {} flows",
+            mbps(t.min), mbps(t.median), mbps(t.max), s.min, s.median, s.max, r.flows.len()
+        );
+    }
     out.push_str(&details(r));
     out
 }

@@ -30,6 +30,8 @@ pub enum Command {
     TcpBidir(StreamArgs),
     /// TCP request/response on persistent connections (netperf TCP_RR): transactions/s and latency.
     TcpRr(RrArgs),
+    /// UDP datagrams at a set rate: loss, jitter, reordering, duplicates (iperf3 -u).
+    UdpStream(UdpArgs),
 }
 
 #[derive(Debug, Args)]
@@ -179,6 +181,39 @@ pub struct RrArgs {
     /// With --rate: exponential inter-arrival times (a Poisson process).
     #[arg(long, requires = "rate")]
     pub poisson: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct UdpArgs {
+    #[command(flatten)]
+    pub common: CommonArgs,
+    /// Datagram size in bytes (UDP payload, at least 28: each carries a header).
+    #[arg(short = 'm', long = "message-size", default_value = "1472", value_parser = parse_size_u32)]
+    pub message_size: u32,
+    /// Rate per flow in bits/s, K/M/G = 10^3/10^6/10^9 as iperf: 20M, 1G; 0 or absent: as fast as possible.
+    #[arg(short = 'b', long = "bitrate", value_parser = parse_rate)]
+    pub bitrate: Option<u64>,
+    /// Reverse: the agent sends, the client receives.
+    #[arg(short = 'R', long = "reverse")]
+    pub reverse: bool,
+}
+
+/// A rate in bits/s with decimal suffixes (as iperf reads -b).
+pub fn parse_rate(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let (num, mult) = match t.chars().last() {
+        Some('k' | 'K') => (&t[..t.len() - 1], 1e3),
+        Some('m' | 'M') => (&t[..t.len() - 1], 1e6),
+        Some('g' | 'G') => (&t[..t.len() - 1], 1e9),
+        _ => (t, 1.0),
+    };
+    let v: f64 = num
+        .parse()
+        .map_err(|_| format!("{s:?} is not a rate: use bits/s with an optional K, M or G, e.g. 20M"))?;
+    if !v.is_finite() || v < 0.0 {
+        return Err(format!("{s:?} must be a non-negative rate"));
+    }
+    Ok((v * mult).round() as u64)
 }
 
 /// "REQ,RESP" or "SIZE" with size suffixes.

@@ -6,7 +6,7 @@ mod units;
 
 use anyhow::{bail, Context, Result};
 use clap::Parser;
-use cli::{Cli, Command, CommonArgs, QuickArgs, RrArgs, ServeArgs, StreamArgs, TargetArgs};
+use cli::{Cli, Command, CommonArgs, QuickArgs, RrArgs, ServeArgs, StreamArgs, TargetArgs, UdpArgs};
 use netrig_agent::{Agent, AgentConfig, AgentError, AgentHandle};
 use netrig_client::{resolve, Client, ClientError, ClientOptions, Family};
 use netrig_engine::RunControl;
@@ -79,6 +79,7 @@ fn run(command: Command) -> Result<()> {
         Command::TcpMaerts(a) => stream(TestKind::TcpMaerts, a),
         Command::TcpBidir(a) => stream(TestKind::TcpBidir, a),
         Command::TcpRr(a) => request_response(TestKind::TcpRr, a),
+        Command::UdpStream(a) => udp_stream(a),
     }
 }
 
@@ -201,6 +202,7 @@ fn common_spec(kind: TestKind, a: &CommonArgs) -> Result<(TestSpec, SocketOption
         measure_cpu: !a.no_cpu,
         rr: Default::default(),
         workers: a.workers,
+        udp: Default::default(),
     };
     Ok((spec, local))
 }
@@ -275,6 +277,18 @@ fn stream(kind: TestKind, a: StreamArgs) -> Result<()> {
     run_and_print(&spec, local, &a.common)
 }
 
+fn udp_stream(a: UdpArgs) -> Result<()> {
+    let (mut spec, local) = common_spec(TestKind::UdpStream, &a.common)?;
+    spec.message_size = a.message_size;
+    spec.recv_size = a.message_size;
+    spec.udp = netrig_proto::spec::UdpOptions {
+        rate_bps: a.bitrate.filter(|r| *r > 0),
+        reverse: a.reverse,
+    };
+    check_spec(&spec, &local)?;
+    run_and_print(&spec, local, &a.common)
+}
+
 fn request_response(kind: TestKind, a: RrArgs) -> Result<()> {
     let (spec, local) = rr_spec(kind, &a)?;
     run_and_print(&spec, local, &a.common)
@@ -340,6 +354,7 @@ fn quick(a: QuickArgs) -> Result<()> {
             measure_cpu: true,
             rr: Default::default(),
             workers: None,
+            udp: Default::default(),
         };
         results.push(run_one(&mut client, &spec, false).with_context(|| format!("{} failed", kind.name()))?);
     }

@@ -162,11 +162,12 @@ fn cpu_window_fits_inside_an_independent_sample() {
     let elapsed = v["summary"]["elapsed_s"].as_f64().unwrap();
     let window_cpu_s = c["elapsed_cpu_s"].as_f64().unwrap();
     // /proc/stat never accounts for more than wall time x CPUs (to within a
-    // tick per CPU); under heavy softirq load some kernels account for less,
-    // and netrig says how much.
+    // tick per CPU at each end of a 1 s window); some kernels and hypervisors
+    // account for less (seen here: 75-90% under load), and netrig says how
+    // much. A window of the wrong length would be far outside these bounds.
     let coverage = window_cpu_s / (elapsed * cpus);
     assert!(
-        (0.8..=1.02).contains(&coverage),
+        (0.5..=1.04).contains(&coverage),
         "{window_cpu_s} vs {elapsed} x {cpus}"
     );
     let reported = v["summary"]["cpu"]["local_accounted_pct"].as_f64().unwrap();

@@ -1,0 +1,453 @@
+//! UDP stream: datagrams of `size` bytes, paced to `rate_bps` or as fast as
+//! the socket takes them, sent and received in batches (sendmmsg/recvmmsg).
+//!
+//! Every datagram starts with a 28-byte header: the test id (8 bytes of
+//! the session cookie), the flow id, a sequence number and the sender's
+//! timestamp. Receivers account for loss, reordering and duplicates by
+//! sequence number, and jitter (RFC 3550) from the kernel's receive
+//! timestamps, so that batching does not distort it; datagrams of other
+//! tests or flows are counted as stray and otherwise ignored. The data
+//! hello (`NRGD…`) a client repeats during set-up is ignored silently.
+
+use crate::rr::Timer;
+use crate::sockopt;
+use crate::workload::{WorkerControl, Workload};
+use crate::{EngineError, Flow, FlowEnd, WorkerEnd};
+use mio::{Events, Interest, Poll, Token};
+use netrig_metrics::SeqTracker;
+use netrig_proto::report::{Role, UdpFlowReport};
+use netrig_proto::spec::UDP_HEADER_LEN;
+use netrig_proto::DATA_MAGIC;
+use std::io;
+use std::os::fd::{AsRawFd, RawFd};
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+/// Datagrams per sendmmsg/recvmmsg call.
+const BATCH: usize = 64;
+const TIMER: Token = Token(usize::MAX);
+/// After the window closes a receiver keeps counting (outside the window)
+/// until the flow has been silent this long, so datagrams in flight are not
+/// taken for lost...
+const DRAIN_QUIET: Duration = Duration::from_millis(300);
+/// ...but no longer than this.
+const DRAIN_MAX: Duration = Duration::from_secs(3);
+
+/// The UDP stream workload's parameters.
+#[derive(Debug, Clone)]
+pub struct UdpStreamWorkload {
+    pub size: usize,
+    pub rate_bps: Option<u64>,
+}
+
+struct UFlow {
+    flow: Flow,
+    sock: mio::net::UdpSocket,
+    fd: RawFd,
+    done: bool,
+    bytes: u64,
+    // Sender.
+    seq: u64,
+    gap: Option<Duration>,
+    // Receiver.
+    tracker: SeqTracker,
+    stray: u64,
+    last_rx: Instant,
+}
+
+fn header(buf: &mut [u8], test_id: u64, flow: u32, seq: u64, ts_ns: u64) {
+    buf[0..8].copy_from_slice(&test_id.to_be_bytes());
+    buf[8..12].copy_from_slice(&flow.to_be_bytes());
+    buf[12..20].copy_from_slice(&seq.to_be_bytes());
+    buf[20..28].copy_from_slice(&ts_ns.to_be_bytes());
+}
+
+/// The path MTU of a connected socket, for the error message.
+fn path_mtu(fd: RawFd, v6: bool) -> Option<i32> {
+    let mut mtu: libc::c_int = 0;
+    let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+    let (level, opt) = if v6 {
+        (libc::IPPROTO_IPV6, libc::IPV6_MTU)
+    } else {
+        (libc::IPPROTO_IP, libc::IP_MTU)
+    };
+    // SAFETY: valid out-pointers of the sizes given.
+    let rc = unsafe { libc::getsockopt(fd, level, opt, (&mut mtu as *mut libc::c_int).cast(), &mut len) };
+    (rc == 0).then_some(mtu)
+}
+
+impl UdpStreamWorkload {
+    fn send_error(&self, f: &UFlow, e: io::Error) -> EngineError {
+        let what = if e.raw_os_error() == Some(libc::EMSGSIZE) {
+            let v6 = f.sock.peer_addr().map(|a| a.is_ipv6()).unwrap_or(false);
+            let overhead = if v6 { 48 } else { 28 };
+            match path_mtu(f.fd, v6) {
+                Some(mtu) => format!(
+                    "-m {}: the datagram is larger than the path allows (path MTU {mtu}, so at most {} bytes of \
+                     UDP payload); use a smaller -m",
+                    self.size,
+                    mtu - overhead
+                ),
+                None => format!("-m {}: the datagram is larger than the path allows; use a smaller -m", self.size),
+            }
+        } else if e.raw_os_error() == Some(libc::ECONNREFUSED) {
+            "the peer's UDP port refused a datagram (ICMP port unreachable)".to_string()
+        } else {
+            "send datagrams".to_string()
+        };
+        EngineError::Flow {
+            flow: f.flow.id,
+            direction: f.flow.direction.name(),
+            what,
+            error: e,
+        }
+    }
+
+    /// Sends up to `n` datagrams in one sendmmsg call. Returns how many left.
+    fn send_batch(
+        &self,
+        f: &mut UFlow,
+        buf: &mut [u8],
+        n: usize,
+        test_id: u64,
+        t0: Instant,
+    ) -> io::Result<usize> {
+        let n = n.min(BATCH);
+        let ts = t0.elapsed().as_nanos() as u64;
+        let mut iovs: [libc::iovec; BATCH] = unsafe { std::mem::zeroed() };
+        // SAFETY: all-zero is a valid mmsghdr.
+        let mut msgs: [libc::mmsghdr; BATCH] = unsafe { std::mem::zeroed() };
+        for i in 0..n {
+            let d = &mut buf[i * self.size..(i + 1) * self.size];
+            header(d, test_id, f.flow.id, f.seq + i as u64, ts);
+            iovs[i] = libc::iovec {
+                iov_base: d.as_mut_ptr().cast(),
+                iov_len: self.size,
+            };
+            msgs[i].msg_hdr.msg_iov = &mut iovs[i];
+            msgs[i].msg_hdr.msg_iovlen = 1;
+        }
+        // SAFETY: msgs[..n] point into `buf`, which outlives the call.
+        let rc = unsafe { libc::sendmmsg(f.fd, msgs.as_mut_ptr(), n as libc::c_uint, 0) };
+        if rc < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        let sent = rc as usize;
+        f.seq += sent as u64;
+        f.bytes += (sent * self.size) as u64;
+        f.flow.counters.set_bytes(f.bytes);
+        Ok(sent)
+    }
+
+    /// Sends what is due (paced) or until the socket is full (unpaced).
+    /// Returns the time of the next datagram due, if paced.
+    fn on_send(
+        &self,
+        f: &mut UFlow,
+        buf: &mut [u8],
+        ctl: &WorkerControl,
+        test_id: u64,
+    ) -> Result<Option<Instant>, EngineError> {
+        loop {
+            if ctl.stop.load(Ordering::Relaxed) {
+                return Ok(None);
+            }
+            let want = match f.gap {
+                None => BATCH,
+                Some(gap) => {
+                    // Datagram k is due at start + k * gap.
+                    let elapsed = ctl.start.elapsed();
+                    let due_now = (elapsed.as_nanos() / gap.as_nanos().max(1)) as u64 + 1;
+                    if due_now <= f.seq {
+                        let at = gap.as_nanos().saturating_mul(f.seq as u128).min(u64::MAX as u128) as u64;
+                        return Ok(Some(ctl.start + Duration::from_nanos(at)));
+                    }
+                    (due_now - f.seq).min(BATCH as u64) as usize
+                }
+            };
+            match self.send_batch(f, buf, want, test_id, ctl.start) {
+                Ok(_) => {}
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(None),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                // ENOBUFS: the device queue is full; back off like a full socket.
+                Err(e) if e.raw_os_error() == Some(libc::ENOBUFS) => {
+                    return Ok(Some(Instant::now() + Duration::from_micros(50)))
+                }
+                Err(e) => return Err(self.send_error(f, e)),
+            }
+        }
+    }
+
+    /// Receives every queued datagram. Returns false when the socket had nothing.
+    fn on_recv(
+        &self,
+        f: &mut UFlow,
+        buf: &mut [u8],
+        cap: usize,
+        test_id: u64,
+        stopping: bool,
+    ) -> Result<bool, EngineError> {
+        let mut any = false;
+        loop {
+            let mut iovs: [libc::iovec; BATCH] = unsafe { std::mem::zeroed() };
+            // SAFETY: all-zero is a valid mmsghdr.
+            let mut msgs: [libc::mmsghdr; BATCH] = unsafe { std::mem::zeroed() };
+            const CMSG: usize = 64;
+            let mut cbuf = [[0u8; CMSG]; BATCH];
+            for i in 0..BATCH {
+                iovs[i] = libc::iovec {
+                    iov_base: buf[i * cap..].as_mut_ptr().cast(),
+                    iov_len: cap,
+                };
+                msgs[i].msg_hdr.msg_iov = &mut iovs[i];
+                msgs[i].msg_hdr.msg_iovlen = 1;
+                msgs[i].msg_hdr.msg_control = cbuf[i].as_mut_ptr().cast();
+                msgs[i].msg_hdr.msg_controllen = CMSG as _;
+            }
+            // SAFETY: every pointer refers to buffers that outlive the call.
+            let rc = unsafe {
+                libc::recvmmsg(
+                    f.fd,
+                    msgs.as_mut_ptr(),
+                    BATCH as libc::c_uint,
+                    libc::MSG_DONTWAIT,
+                    std::ptr::null_mut(),
+                )
+            };
+            if rc < 0 {
+                let e = io::Error::last_os_error();
+                match e.kind() {
+                    io::ErrorKind::WouldBlock => return Ok(any),
+                    io::ErrorKind::Interrupted => continue,
+                    // ICMP errors from our own sends do not concern a receiver.
+                    _ if e.raw_os_error() == Some(libc::ECONNREFUSED) => continue,
+                    _ if stopping => return Ok(any),
+                    _ => {
+                        return Err(EngineError::Flow {
+                            flow: f.flow.id,
+                            direction: f.flow.direction.name(),
+                            what: "receive datagrams".into(),
+                            error: e,
+                        })
+                    }
+                }
+            }
+            any = true;
+            let now_wall = now_realtime_ns();
+            for (i, m) in msgs.iter().take(rc as usize).enumerate() {
+                let len = m.msg_len as usize;
+                let d = &buf[i * cap..i * cap + len.min(cap)];
+                let truncated = m.msg_hdr.msg_flags & libc::MSG_TRUNC != 0;
+                if len >= 4 && d[..4] == DATA_MAGIC {
+                    continue; // a repeated hello from set-up
+                }
+                if truncated || len < UDP_HEADER_LEN as usize {
+                    f.stray += 1;
+                    continue;
+                }
+                let tid = u64::from_be_bytes(d[0..8].try_into().expect("8 bytes"));
+                let fid = u32::from_be_bytes(d[8..12].try_into().expect("4 bytes"));
+                if tid != test_id || fid != f.flow.id {
+                    f.stray += 1;
+                    continue;
+                }
+                let seq = u64::from_be_bytes(d[12..20].try_into().expect("8 bytes"));
+                let sent_ns = u64::from_be_bytes(d[20..28].try_into().expect("8 bytes"));
+                let rx_ns = rx_timestamp(&m.msg_hdr).unwrap_or(now_wall);
+                f.tracker.on_datagram(seq, sent_ns, rx_ns);
+                f.bytes += len as u64;
+            }
+            f.flow.counters.set_bytes(f.bytes);
+            f.last_rx = Instant::now();
+        }
+    }
+}
+
+fn now_realtime_ns() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(0)
+}
+
+/// The kernel's receive timestamp (SO_TIMESTAMPNS) of one message, in ns.
+fn rx_timestamp(h: &libc::msghdr) -> Option<u64> {
+    // SAFETY: walking the control buffer the kernel filled, with the libc macros.
+    unsafe {
+        let mut c = libc::CMSG_FIRSTHDR(h);
+        while !c.is_null() {
+            if (*c).cmsg_level == libc::SOL_SOCKET && (*c).cmsg_type == libc::SCM_TIMESTAMPNS {
+                let ts: libc::timespec = std::ptr::read_unaligned(libc::CMSG_DATA(c).cast());
+                return Some(ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64);
+            }
+            c = libc::CMSG_NXTHDR(h, c);
+        }
+    }
+    None
+}
+
+impl Workload for UdpStreamWorkload {
+    fn run_worker(&self, flows: Vec<Flow>, ctl: &WorkerControl) -> Result<WorkerEnd, EngineError> {
+        let setup = |e: io::Error| EngineError::Setup(format!("worker event loop: {e}"));
+        let mut poll = Poll::new().map_err(setup)?;
+        let gap = self
+            .rate_bps
+            .map(|r| Duration::from_secs_f64(self.size as f64 * 8.0 / r as f64));
+        let timer = match gap {
+            Some(_) => {
+                let t = Timer::new().map_err(setup)?;
+                poll.registry()
+                    .register(
+                        &mut mio::unix::SourceFd(&t.fd.as_raw_fd()),
+                        TIMER,
+                        Interest::READABLE,
+                    )
+                    .map_err(setup)?;
+                Some(t)
+            }
+            None => None,
+        };
+        let test_id = ctl.test_id;
+        let mut fl = Vec::with_capacity(flows.len());
+        for (i, flow) in flows.into_iter().enumerate() {
+            let std_sock = flow.socket.udp().and_then(|u| u.try_clone()).map_err(setup)?;
+            std_sock.set_nonblocking(true).map_err(setup)?;
+            let mut sock = mio::net::UdpSocket::from_std(std_sock);
+            let fd = sock.as_raw_fd();
+            let sender = flow.role == Role::Sender;
+            if !sender {
+                let on: libc::c_int = 1;
+                // SAFETY: valid fd and option pointer.
+                unsafe {
+                    libc::setsockopt(
+                        fd,
+                        libc::SOL_SOCKET,
+                        libc::SO_TIMESTAMPNS,
+                        (&on as *const libc::c_int).cast(),
+                        std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+                    )
+                };
+            }
+            let interest = if sender {
+                Interest::WRITABLE
+            } else {
+                Interest::READABLE
+            };
+            poll.registry()
+                .register(&mut sock, Token(i), interest)
+                .map_err(setup)?;
+            fl.push(UFlow {
+                flow,
+                sock,
+                fd,
+                done: false,
+                bytes: 0,
+                seq: 0,
+                gap: if sender { gap } else { None },
+                tracker: SeqTracker::new(),
+                stray: 0,
+                last_rx: Instant::now(),
+            });
+        }
+        let mut sbuf = vec![0x42u8; self.size * BATCH];
+        let cap = (self.size + 1).min(65_536);
+        let mut rbuf = vec![0u8; cap * BATCH];
+        let mut events = Events::with_capacity(1024);
+        let mut stopped_at: Option<Instant> = None;
+        let mut next_due: Option<Instant> = if gap.is_some() { Some(ctl.start) } else { None };
+        loop {
+            let now = Instant::now();
+            if stopped_at.is_none() && ctl.stop.load(Ordering::Relaxed) {
+                stopped_at = Some(now);
+                for f in fl.iter_mut().filter(|f| f.flow.role == Role::Sender) {
+                    f.done = true;
+                }
+            }
+            if let Some(t) = stopped_at {
+                // Receivers drain until quiet, within a bound.
+                let all_quiet = fl
+                    .iter()
+                    .filter(|f| !f.done)
+                    .all(|f| now.duration_since(f.last_rx) >= DRAIN_QUIET);
+                if all_quiet || now.duration_since(t) >= DRAIN_MAX {
+                    break;
+                }
+            }
+            // Paced senders: send what is due, then sleep until the next one.
+            if stopped_at.is_none() && next_due.is_some_and(|d| d <= now + Duration::from_micros(20)) {
+                let mut earliest: Option<Instant> = None;
+                for f in fl
+                    .iter_mut()
+                    .filter(|f| f.flow.role == Role::Sender && f.gap.is_some())
+                {
+                    if let Some(d) = self.on_send(f, &mut sbuf, ctl, test_id)? {
+                        earliest = Some(earliest.map_or(d, |e: Instant| e.min(d)));
+                    }
+                }
+                next_due = earliest.or(Some(now + Duration::from_millis(1)));
+            }
+            if let (Some(t), Some(d)) = (&timer, next_due) {
+                t.arm(d.saturating_duration_since(Instant::now()));
+            }
+            match poll.poll(&mut events, Some(Duration::from_millis(10))) {
+                Ok(()) => {}
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(setup(e)),
+            }
+            for ev in events.iter() {
+                if ev.token() == TIMER {
+                    if let Some(t) = &timer {
+                        t.clear();
+                    }
+                    continue;
+                }
+                let Some(f) = fl.get_mut(ev.token().0) else {
+                    continue;
+                };
+                if f.done {
+                    continue;
+                }
+                match f.flow.role {
+                    Role::Sender if f.gap.is_none() => {
+                        self.on_send(f, &mut sbuf, ctl, test_id)?;
+                    }
+                    Role::Sender => {}
+                    _ => {
+                        self.on_recv(f, &mut rbuf, cap, test_id, stopped_at.is_some())?;
+                    }
+                }
+            }
+            // Unpaced senders with room keep sending without waiting for an edge.
+            if stopped_at.is_none() {
+                for f in fl
+                    .iter_mut()
+                    .filter(|f| f.flow.role == Role::Sender && f.gap.is_none())
+                {
+                    self.on_send(f, &mut sbuf, ctl, test_id)?;
+                }
+            }
+        }
+        let flows = fl
+            .into_iter()
+            .map(|f| {
+                let sender = f.flow.role == Role::Sender;
+                FlowEnd {
+                    id: f.flow.id,
+                    total_bytes: f.bytes,
+                    done_at: None,
+                    final_buffers: sockopt::buffers(&f.flow.socket),
+                    udp: Some(UdpFlowReport {
+                        sent_datagrams: if sender { f.seq } else { 0 },
+                        window_sent_datagrams: 0,
+                        received: (!sender).then(|| f.tracker.summary()),
+                        stray: f.stray,
+                    }),
+                }
+            })
+            .collect();
+        Ok(WorkerEnd {
+            flows,
+            ..WorkerEnd::default()
+        })
+    }
+}
