@@ -1,15 +1,26 @@
 //! The listening socket, the accept loop and the dispatch of new
 //! connections to sessions.
+//!
+//! One thread owns the listener and every connection that has not finished
+//! its greeting yet, in a mio event loop: no thread per connection, so a
+//! test that opens tens of thousands of connections a second (each with a
+//! 32-byte data hello) costs the agent a few system calls per connection.
+//! A control connection, once greeted, gets a thread of its own for its
+//! session; a data connection is handed to its session's channel directly.
 
 use crate::session::{serve_control, Registry};
+use mio::net::TcpListener as MioListener;
+use mio::net::TcpStream as MioStream;
+use mio::{Events, Interest, Poll, Token};
 use netrig_proto::preamble::ConnKind;
 use netrig_proto::{AgentLimits, ControlPreamble, DataHello};
 use socket2::{Domain, Protocol, Socket, Type};
+use std::collections::VecDeque;
 use std::io::{self, Read};
 use std::net::{IpAddr, Ipv6Addr, SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// How an agent listens and what it allows.
 #[derive(Debug, Clone)]
@@ -17,7 +28,8 @@ pub struct AgentConfig {
     /// Address to listen on. `[::]` listens on IPv6 and IPv4 alike.
     pub bind: SocketAddr,
     pub limits: AgentLimits,
-    /// Connections that have not finished their greeting yet; one more is closed at once.
+    /// Connections that have not finished their greeting yet; when one more
+    /// comes, the oldest of them is closed to make room.
     pub max_pending: usize,
     /// How long a new connection may take to send its greeting.
     pub greeting_timeout: Duration,
@@ -54,7 +66,8 @@ pub enum AgentError {
 
 /// A bound agent, not yet accepting.
 pub struct Agent {
-    listener: TcpListener,
+    poll: Poll,
+    listener: MioListener,
     udp: std::net::UdpSocket,
     shared: Arc<Shared>,
 }
@@ -63,7 +76,6 @@ pub(crate) struct Shared {
     pub config: AgentConfig,
     pub registry: Registry,
     pub sessions: AtomicUsize,
-    pending: AtomicUsize,
     pub shutdown: AtomicBool,
     /// The agent's UDP address (same port as TCP).
     pub udp_local: SocketAddr,
@@ -100,14 +112,15 @@ impl Agent {
             }
         };
         let udp_local = udp.local_addr().map_err(|e| listen_error(config.bind, e))?;
+        let (poll, listener) = event_loop(listener).map_err(|e| listen_error(udp_local, e))?;
         Ok(Agent {
+            poll,
             listener,
             udp,
             shared: Arc::new(Shared {
                 config,
                 registry: Registry::default(),
                 sessions: AtomicUsize::new(0),
-                pending: AtomicUsize::new(0),
                 shutdown: AtomicBool::new(false),
                 udp_local,
             }),
@@ -136,21 +149,16 @@ impl Agent {
         if let Err(e) = self.start_udp() {
             log::warn!("{e}: UDP tests will not work");
         }
-        accept_loop(self.listener, self.shared)
+        Acceptor::new(self.poll, self.listener, self.shared).run()
     }
 
     /// Runs the agent on a background thread (the embedded default, tests).
     pub fn spawn(self) -> AgentHandle {
-        if let Err(e) = self.start_udp() {
-            log::warn!("{e}: UDP tests will not work");
-        }
         let addr = self.local_addr();
         let shared = self.shared.clone();
-        let listener = self.listener;
-        let s2 = shared.clone();
         let thread = std::thread::Builder::new()
             .name("netrig-agent".into())
-            .spawn(move || accept_loop(listener, s2))
+            .spawn(move || self.run())
             .expect("spawn agent thread");
         AgentHandle {
             addr,
@@ -180,7 +188,8 @@ impl AgentHandle {
 
     pub fn shutdown(&mut self) {
         self.shared.shutdown.store(true, Ordering::Relaxed);
-        // Wake the accept loop.
+        // Wake the accept loop (it also looks at the flag at least every
+        // MAX_WAIT, should this connection fail).
         let mut wake = self.addr;
         if wake.ip().is_unspecified() {
             wake.set_ip(match wake {
@@ -212,6 +221,16 @@ fn listen(addr: SocketAddr) -> io::Result<TcpListener> {
     Ok(sock.into())
 }
 
+/// The accept loop's poller, with the listener registered in it.
+fn event_loop(listener: TcpListener) -> io::Result<(Poll, MioListener)> {
+    listener.set_nonblocking(true)?;
+    let mut listener = MioListener::from_std(listener);
+    let poll = Poll::new()?;
+    poll.registry()
+        .register(&mut listener, LISTENER, Interest::READABLE)?;
+    Ok((poll, listener))
+}
+
 fn listen_error(addr: SocketAddr, source: io::Error) -> AgentError {
     let hint = match source.kind() {
         io::ErrorKind::AddrInUse => {
@@ -228,99 +247,401 @@ fn listen_error(addr: SocketAddr, source: io::Error) -> AgentError {
     }
 }
 
-fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
-    log::info!(
-        "listening on {}",
-        listener.local_addr().map(|a| a.to_string()).unwrap_or_default()
-    );
-    for conn in listener.incoming() {
-        if shared.shutdown.load(Ordering::Relaxed) {
-            break;
-        }
-        let stream = match conn {
-            Ok(s) => s,
-            Err(e) => {
-                log::warn!("accept failed: {e}");
-                // EMFILE and friends: back off instead of spinning.
-                std::thread::sleep(Duration::from_millis(50));
-                continue;
-            }
-        };
-        if shared.pending.fetch_add(1, Ordering::AcqRel) >= shared.config.max_pending {
-            shared.pending.fetch_sub(1, Ordering::AcqRel);
-            log::warn!(
-                "too many connections still greeting; closing one from {:?}",
-                stream.peer_addr().ok()
-            );
-            continue;
-        }
-        let s = shared.clone();
-        let spawned = std::thread::Builder::new()
-            .name("netrig-conn".into())
-            .spawn(move || handle_connection(stream, s));
-        if let Err(e) = spawned {
-            shared.pending.fetch_sub(1, Ordering::AcqRel);
-            log::warn!("cannot start a connection thread: {e}");
-        }
-    }
-}
-
-/// Reads a new connection's greeting (bounded in time and size) and hands
-/// it to its session.
-fn handle_connection(mut stream: TcpStream, shared: Arc<Shared>) {
-    let peer = stream
-        .peer_addr()
-        .map(|a| a.to_string())
-        .unwrap_or_else(|_| "?".into());
-    let greeting = read_greeting(&mut stream, shared.config.greeting_timeout);
-    shared.pending.fetch_sub(1, Ordering::AcqRel);
-    match greeting {
-        Ok(Greeting::Control(p)) => serve_control(stream, &peer, p, &shared),
-        Ok(Greeting::Data(h)) => {
-            if let Err(e) = shared.registry.deliver(h, stream) {
-                log::warn!("{peer}: {e}");
-            }
-        }
-        Err(e) => log::warn!("{peer}: dropped: {e}"),
-    }
-}
+/// The listener's token; connections still greeting use their slot index.
+const LISTENER: Token = Token(usize::MAX);
+/// The longest the loop sleeps: bounds how late it sees `shutdown`.
+const MAX_WAIT: Duration = Duration::from_millis(100);
+/// How long to stop accepting after accept fails (out of descriptors, memory).
+const ACCEPT_BACKOFF: Duration = Duration::from_millis(50);
+/// Warnings about peers per second, per kind; the rest are counted.
+const WARNINGS_PER_SECOND: u32 = 20;
 
 enum Greeting {
     Control(ControlPreamble),
     Data(DataHello),
 }
 
-fn read_greeting(stream: &mut TcpStream, timeout: Duration) -> Result<Greeting, String> {
-    stream
-        .set_read_timeout(Some(timeout))
-        .map_err(|e| e.to_string())?;
-    let deadline = std::time::Instant::now() + timeout;
-    let mut read = |buf: &mut [u8]| -> Result<(), String> {
-        if std::time::Instant::now() >= deadline {
-            return Err(format!("no greeting within {timeout:?}"));
+/// What reading a greeting came to so far.
+enum Progress {
+    Waiting,
+    Done(Greeting),
+    Failed(String),
+}
+
+/// A connection that has not finished its greeting.
+struct Pending {
+    stream: MioStream,
+    peer: SocketAddr,
+    /// Tells this connection from a later one in the same slot.
+    id: u64,
+    deadline: Instant,
+    buf: [u8; DataHello::LEN],
+    len: usize,
+}
+
+impl Pending {
+    /// Reads what has arrived of the greeting, never a byte past it: what
+    /// follows belongs to the session.
+    fn advance(&mut self) -> Progress {
+        loop {
+            let want = if self.len < 4 {
+                // Until the kind is known, no more than the shorter greeting.
+                ControlPreamble::LEN.min(DataHello::LEN)
+            } else {
+                let magic = [self.buf[0], self.buf[1], self.buf[2], self.buf[3]];
+                match ConnKind::from_magic(magic) {
+                    Ok(ConnKind::Control) => ControlPreamble::LEN,
+                    Ok(ConnKind::Data) => DataHello::LEN,
+                    Err(e) => return Progress::Failed(e.to_string()),
+                }
+            };
+            if self.len >= want {
+                return self.decode();
+            }
+            match self.stream.read(&mut self.buf[self.len..want]) {
+                Ok(0) => return Progress::Failed("closed before its greeting".into()),
+                Ok(n) => self.len += n,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Progress::Waiting,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Progress::Failed(e.to_string()),
+            }
         }
-        stream.read_exact(buf).map_err(|e| match e.kind() {
-            io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut => format!("no greeting within {timeout:?}"),
-            io::ErrorKind::UnexpectedEof => "closed before its greeting".to_string(),
-            _ => e.to_string(),
-        })
-    };
-    let mut magic = [0u8; 4];
-    read(&mut magic)?;
-    match ConnKind::from_magic(magic).map_err(|e| e.to_string())? {
-        ConnKind::Control => {
-            let mut b = [0u8; ControlPreamble::LEN];
-            b[..4].copy_from_slice(&magic);
-            read(&mut b[4..])?;
-            Ok(Greeting::Control(
-                ControlPreamble::decode(&b).map_err(|e| e.to_string())?,
-            ))
+    }
+
+    fn decode(&self) -> Progress {
+        let decoded = if self.buf[..4] == netrig_proto::preamble::CONTROL_MAGIC {
+            self.buf
+                .first_chunk::<{ ControlPreamble::LEN }>()
+                .map(|b| ControlPreamble::decode(b).map(Greeting::Control))
+        } else {
+            self.buf
+                .first_chunk::<{ DataHello::LEN }>()
+                .map(|b| DataHello::decode(b).map(Greeting::Data))
+        };
+        match decoded {
+            Some(Ok(g)) => Progress::Done(g),
+            Some(Err(e)) => Progress::Failed(e.to_string()),
+            None => Progress::Failed("greeting too short".into()),
         }
-        ConnKind::Data => {
-            let mut b = [0u8; DataHello::LEN];
-            b[..4].copy_from_slice(&magic);
-            read(&mut b[4..])?;
-            Ok(Greeting::Data(DataHello::decode(&b).map_err(|e| e.to_string())?))
+    }
+}
+
+/// At most `WARNINGS_PER_SECOND` warnings of one kind a second; the rest are
+/// counted and summed up once the second is over.
+struct RateLimit {
+    what: &'static str,
+    per_second: u32,
+    since: Option<Instant>,
+    shown: u32,
+    suppressed: u64,
+}
+
+impl RateLimit {
+    fn new(what: &'static str, per_second: u32) -> Self {
+        RateLimit {
+            what,
+            per_second,
+            since: None,
+            shown: 0,
+            suppressed: 0,
+        }
+    }
+
+    /// Starts a new second when the last one is over.
+    fn tick(&mut self, now: Instant) {
+        if self
+            .since
+            .is_some_and(|s| now.saturating_duration_since(s) >= Duration::from_secs(1))
+        {
+            if self.suppressed > 0 {
+                log::warn!(
+                    "{} more warning(s) about {} not shown",
+                    self.suppressed,
+                    self.what
+                );
+            }
+            self.since = None;
+            self.shown = 0;
+            self.suppressed = 0;
+        }
+    }
+
+    fn allow(&mut self, now: Instant) -> bool {
+        self.tick(now);
+        self.since.get_or_insert(now);
+        if self.shown < self.per_second {
+            self.shown += 1;
+            true
+        } else {
+            self.suppressed += 1;
+            false
+        }
+    }
+}
+
+/// The accept loop: the listener and the connections still greeting.
+struct Acceptor {
+    poll: Poll,
+    listener: MioListener,
+    shared: Arc<Shared>,
+    /// Connections still greeting, by token; never more than `max_pending`.
+    slots: Vec<Option<Pending>>,
+    free: Vec<usize>,
+    live: usize,
+    /// (slot, id) in the order of their deadlines (all get the same
+    /// timeout); entries of connections gone since are skipped, and
+    /// compacted away before they outnumber the live ones.
+    order: VecDeque<(usize, u64)>,
+    next_id: u64,
+    /// Accept failed (out of descriptors?): not before then.
+    backoff_until: Option<Instant>,
+    full_log: RateLimit,
+    accept_log: RateLimit,
+    drop_log: RateLimit,
+}
+
+impl Acceptor {
+    fn new(poll: Poll, listener: MioListener, shared: Arc<Shared>) -> Self {
+        Acceptor {
+            poll,
+            listener,
+            shared,
+            slots: Vec::new(),
+            free: Vec::new(),
+            live: 0,
+            order: VecDeque::new(),
+            next_id: 0,
+            backoff_until: None,
+            full_log: RateLimit::new("connections still greeting", 1),
+            accept_log: RateLimit::new("failed accepts", 1),
+            drop_log: RateLimit::new("dropped connections", WARNINGS_PER_SECOND),
+        }
+    }
+
+    fn run(mut self) {
+        log::info!(
+            "listening on {}",
+            self.listener
+                .local_addr()
+                .map(|a| a.to_string())
+                .unwrap_or_default()
+        );
+        let mut events = Events::with_capacity(1024);
+        // Connections may have queued before the loop started.
+        let mut accept_due = true;
+        loop {
+            let now = Instant::now();
+            if accept_due && !matches!(self.backoff_until, Some(t) if now < t) {
+                self.backoff_until = None;
+                accept_due = self.accept_all();
+            }
+            let now = Instant::now();
+            self.expire(now);
+            for l in [&mut self.full_log, &mut self.accept_log, &mut self.drop_log] {
+                l.tick(now);
+            }
+            let mut wait = MAX_WAIT;
+            if let Some(p) = self.oldest() {
+                wait = wait.min(p.deadline.saturating_duration_since(now));
+            }
+            if let (true, Some(t)) = (accept_due, self.backoff_until) {
+                wait = wait.min(t.saturating_duration_since(now));
+            }
+            if let Err(e) = self.poll.poll(&mut events, Some(wait)) {
+                if e.kind() == io::ErrorKind::Interrupted {
+                    continue;
+                }
+                log::error!("accept loop: waiting for events failed: {e}; no longer accepting");
+                return;
+            }
+            if self.shared.shutdown.load(Ordering::Relaxed) {
+                return;
+            }
+            for event in events.iter() {
+                match event.token() {
+                    LISTENER => accept_due = true,
+                    Token(slot) => self.on_readable(slot),
+                }
+            }
+        }
+    }
+
+    /// Accepts until the queue is empty. True when it stopped on an error
+    /// and must try again after the back-off.
+    fn accept_all(&mut self) -> bool {
+        loop {
+            match self.listener.accept() {
+                Ok((stream, peer)) => self.admit(stream, peer),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return false,
+                // The peer gave up while queued, or a signal: the next one.
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        io::ErrorKind::Interrupted
+                            | io::ErrorKind::ConnectionAborted
+                            | io::ErrorKind::ConnectionReset
+                    ) => {}
+                Err(e) => {
+                    // EMFILE, ENFILE, ENOBUFS and friends: back off instead of spinning.
+                    let now = Instant::now();
+                    if self.accept_log.allow(now) {
+                        log::warn!("accept failed: {e}; not accepting for {ACCEPT_BACKOFF:?}");
+                    }
+                    self.backoff_until = Some(now + ACCEPT_BACKOFF);
+                    return true;
+                }
+            }
+        }
+    }
+
+    /// A new connection: its greeting often came with it; if not, it waits
+    /// in a slot, the oldest waiting one making room if all are taken.
+    fn admit(&mut self, stream: MioStream, peer: SocketAddr) {
+        let now = Instant::now();
+        let id = self.next_id;
+        self.next_id = self.next_id.wrapping_add(1);
+        let mut p = Pending {
+            stream,
+            peer,
+            id,
+            deadline: now + self.shared.config.greeting_timeout,
+            buf: [0; DataHello::LEN],
+            len: 0,
+        };
+        match p.advance() {
+            Progress::Waiting => {}
+            Progress::Done(g) => return self.dispatch(p.stream, peer, g),
+            Progress::Failed(e) => return self.dropped(peer, &e),
+        }
+        if self.live >= self.shared.config.max_pending {
+            let evicted = self.evict_oldest();
+            if self.full_log.allow(now) {
+                let max = self.shared.config.max_pending;
+                match evicted {
+                    Some(old) => log::warn!(
+                        "too many connections still greeting ({max}); closing the oldest, from {old}"
+                    ),
+                    None => {
+                        log::warn!("too many connections still greeting ({max}); closing one from {peer}")
+                    }
+                }
+            }
+            if evicted.is_none() {
+                return;
+            }
+        }
+        let slot = match self.free.pop() {
+            Some(s) => s,
+            None => {
+                self.slots.push(None);
+                self.slots.len() - 1
+            }
+        };
+        if let Err(e) = self
+            .poll
+            .registry()
+            .register(&mut p.stream, Token(slot), Interest::READABLE)
+        {
+            self.free.push(slot);
+            return self.dropped(peer, &format!("cannot wait for its greeting: {e}"));
+        }
+        self.slots[slot] = Some(p);
+        self.live += 1;
+        self.order.push_back((slot, id));
+        if self.order.len() > 2 * self.live + 64 {
+            let slots = &self.slots;
+            self.order
+                .retain(|&(s, id)| matches!(&slots[s], Some(p) if p.id == id));
+        }
+    }
+
+    fn on_readable(&mut self, slot: usize) {
+        let Some(p) = self.slots.get_mut(slot).and_then(Option::as_mut) else {
+            return;
+        };
+        match p.advance() {
+            Progress::Waiting => {}
+            Progress::Done(g) => {
+                if let Some(p) = self.remove(slot) {
+                    self.dispatch(p.stream, p.peer, g);
+                }
+            }
+            Progress::Failed(e) => {
+                if let Some(p) = self.remove(slot) {
+                    self.dropped(p.peer, &e);
+                }
+            }
+        }
+    }
+
+    /// Takes a connection out of the loop.
+    fn remove(&mut self, slot: usize) -> Option<Pending> {
+        let mut p = self.slots.get_mut(slot)?.take()?;
+        let _ = self.poll.registry().deregister(&mut p.stream);
+        self.free.push(slot);
+        self.live -= 1;
+        Some(p)
+    }
+
+    /// The connection waiting longest, dropping stale entries on the way.
+    fn oldest(&mut self) -> Option<&Pending> {
+        while let Some(&(slot, id)) = self.order.front() {
+            if matches!(&self.slots[slot], Some(p) if p.id == id) {
+                return self.slots[slot].as_ref();
+            }
+            self.order.pop_front();
+        }
+        None
+    }
+
+    /// Closes the connection waiting longest; returns its peer.
+    fn evict_oldest(&mut self) -> Option<SocketAddr> {
+        self.oldest()?;
+        let (slot, _) = self.order.pop_front()?;
+        self.remove(slot).map(|p| p.peer)
+    }
+
+    /// Closes connections whose greeting is overdue.
+    fn expire(&mut self, now: Instant) {
+        while self.oldest().is_some_and(|p| p.deadline <= now) {
+            if let Some(p) = self.order.pop_front().and_then(|(slot, _)| self.remove(slot)) {
+                let timeout = self.shared.config.greeting_timeout;
+                self.dropped(p.peer, &format!("no greeting within {timeout:?}"));
+            }
+        }
+    }
+
+    fn dropped(&mut self, peer: SocketAddr, why: &str) {
+        if self.drop_log.allow(Instant::now()) {
+            log::warn!("{peer}: dropped: {why}");
+        }
+    }
+
+    /// Hands a greeted connection on, in blocking mode as sessions expect:
+    /// a control connection to a session thread of its own, a data
+    /// connection to the session that waits for it (which never blocks).
+    fn dispatch(&mut self, stream: MioStream, peer: SocketAddr, greeting: Greeting) {
+        let stream = TcpStream::from(stream);
+        if let Err(e) = stream.set_nonblocking(false) {
+            return self.dropped(peer, &format!("cannot make the socket blocking: {e}"));
+        }
+        match greeting {
+            Greeting::Control(p) => {
+                let shared = self.shared.clone();
+                let spawned = std::thread::Builder::new()
+                    .name("netrig-session".into())
+                    .spawn(move || serve_control(stream, &peer.to_string(), p, &shared));
+                if let Err(e) = spawned {
+                    log::warn!("{peer}: cannot start a session thread: {e}");
+                }
+            }
+            Greeting::Data(h) => {
+                if let Err(e) = self.shared.registry.deliver(h, stream) {
+                    if self.drop_log.allow(Instant::now()) {
+                        log::warn!("{peer}: {e}");
+                    }
+                }
+            }
         }
     }
 }

@@ -153,3 +153,92 @@ fn client_that_vanishes_mid_test_frees_the_agent() {
     let v = run_json(&["tcp-stream", "-H", "127.0.0.1", "-p", &p, "-l", "0.3"]);
     assert!(u(&v, "/summary/bytes") > 0);
 }
+
+/// Reads the agent's log as it comes, so a chatty agent never blocks on a
+/// full pipe; the join handle gives it back once the agent is gone.
+fn drain_log(agent: &mut Served) -> std::thread::JoinHandle<String> {
+    let mut err = agent.child.stderr.take().expect("agent stderr is piped");
+    std::thread::spawn(move || {
+        let mut log = String::new();
+        let _ = err.read_to_string(&mut log);
+        log
+    })
+}
+
+#[test]
+fn idle_connections_beyond_the_greeting_bound_do_not_keep_real_tests_out() {
+    let mut agent = Served::start(&[]);
+    let _log = drain_log(&mut agent);
+    let port = agent.port;
+    let opened = std::time::Instant::now();
+    // More than the 256 connections that may be greeting at once, all silent.
+    let idle: Vec<TcpStream> = (0..300)
+        .map(|_| TcpStream::connect(("127.0.0.1", port)).unwrap())
+        .collect();
+    let p = agent.port_arg();
+    let v = run_json(&["tcp-stream", "-H", "127.0.0.1", "-p", &p, "-l", "0.3"]);
+    assert!(u(&v, "/summary/bytes") > 0);
+    // Before their greeting timeout (5 s): the oldest were closed to make
+    // room, the newest still wait.
+    if opened.elapsed() < Duration::from_secs(4) {
+        let mut closed = 0;
+        for s in &idle {
+            s.set_nonblocking(true).unwrap();
+            match (&*s).read(&mut [0u8; 1]) {
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+                Ok(0) | Err(_) => closed += 1,
+                Ok(_) => panic!("the agent sent bytes on a connection that never greeted"),
+            }
+        }
+        assert!(
+            closed >= 300 - 256,
+            "only {closed} of 300 idle connections closed"
+        );
+        let mut newest = idle.last().unwrap();
+        assert!(
+            matches!(newest.read(&mut [0u8; 1]), Err(e) if e.kind() == std::io::ErrorKind::WouldBlock),
+            "the newest idle connection was closed before its greeting timeout"
+        );
+    }
+    drop(idle);
+}
+
+#[test]
+fn agent_survives_a_flood_of_data_hellos_with_unknown_cookies() {
+    let mut agent = Served::start(&[]);
+    let log = drain_log(&mut agent);
+    let port = agent.port;
+    let threads: Vec<_> = (0..4u8)
+        .map(|t| {
+            std::thread::spawn(move || {
+                for i in 0..500u32 {
+                    let hello = netrig_proto::DataHello {
+                        version: 1,
+                        cookie: netrig_proto::SessionCookie([t + 1; 16]),
+                        flow: i,
+                    };
+                    let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+                    // The agent may close first; that is its answer.
+                    let _ = s.write_all(&hello.encode());
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+    assert!(agent.child.try_wait().unwrap().is_none(), "the agent exited");
+    let p = agent.port_arg();
+    let v = run_json(&["tcp-stream", "-H", "127.0.0.1", "-p", &p, "-l", "0.3"]);
+    assert!(u(&v, "/summary/bytes") > 0);
+    // Its log stays readable: warnings about dropped connections are rate-limited.
+    let _ = agent.child.kill();
+    let _ = agent.child.wait();
+    let log = log.join().unwrap();
+    let cookie_warnings = log.lines().filter(|l| l.contains("unknown or expired")).count();
+    assert!(cookie_warnings > 0, "no warning about unknown cookies:\n{log}");
+    assert!(
+        cookie_warnings < 500,
+        "{cookie_warnings} warnings for 2000 connections: not rate-limited"
+    );
+}
