@@ -8,3 +8,4 @@ mod bad_input;
 mod measure;
 mod rr;
 mod stream;
+mod udp;

@@ -1,0 +1,286 @@
+//! udp-stream: rates, both directions, and loss, reordering, duplicate and
+//! stray accounting on paths that really lose, reorder and duplicate.
+
+use crate::helpers::*;
+use serde_json::Value;
+use std::collections::HashMap;
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream, UdpSocket};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+fn udp(v: &Value) -> &Value {
+    &v["summary"]["udp"]
+}
+
+/// The accounting holds together, whatever the path did.
+fn check_udp(v: &Value) {
+    let s = udp(v);
+    let (sent, received, lost) = (
+        u(s, "/sent_datagrams"),
+        u(s, "/received_datagrams"),
+        u(s, "/lost_datagrams"),
+    );
+    assert!(sent > 0 && received > 0, "{s}");
+    assert!(received <= sent, "received {received} of {sent} sent");
+    // Every datagram sent was either received or lost (no duplicate counts twice).
+    assert_eq!(received + lost, sent, "{s}");
+    let pct = f(s, "/loss_pct");
+    assert!((pct - lost as f64 / sent as f64 * 100.0).abs() < 1e-9, "{s}");
+    let flows = v["flows"].as_array().unwrap();
+    let sum: u64 = flows
+        .iter()
+        .map(|f| f["udp"]["received_datagrams"].as_u64().unwrap())
+        .sum();
+    assert_eq!(sum, received);
+    assert!(f(v, "/summary/send_throughput_bps") > 0.0 && f(v, "/summary/recv_throughput_bps") > 0.0);
+}
+
+#[test]
+fn paced_rate_is_kept_and_nothing_is_lost_on_loopback() {
+    let v = run_json(&["udp-stream", "-l", "1", "-b", "50M", "-m", "1000"]);
+    assert_eq!(v["test"], "udp-stream");
+    check_udp(&v);
+    let send = f(&v, "/summary/send_throughput_bps");
+    assert!((send - 50e6).abs() < 2.5e6, "sent at {send} for -b 50M");
+    let recv = f(&v, "/summary/recv_throughput_bps");
+    assert!((recv - 50e6).abs() < 2.5e6, "received at {recv}");
+    assert!(f(udp(&v), "/loss_pct") < 1.0, "{}", udp(&v));
+    let window = u(udp(&v), "/window_sent_datagrams");
+    assert!(
+        window.abs_diff(6250) < 320,
+        "{window} datagrams in a 1 s window at 50 Mbit/s of 1000 B"
+    );
+    let o = run(&["udp-stream", "-l", "0.5", "-b", "10M"]);
+    let t = stdout(&o);
+    assert!(
+        t.contains("(sender, client)") && t.contains("(receiver, agent)") && t.contains("jitter"),
+        "{t}"
+    );
+}
+
+#[test]
+fn reverse_many_flows_and_ipv6() {
+    let v = run_json(&["udp-stream", "-l", "1", "-b", "10M", "-R", "-P", "4", "-T", "2"]);
+    check_udp(&v);
+    assert!(v["summary"]["tx_throughput_bps"].is_null());
+    let flows = v["flows"].as_array().unwrap();
+    assert_eq!(flows.len(), 4);
+    for f in flows {
+        assert_eq!(f["direction"], "rx");
+        assert_eq!(f["local"]["role"], "receiver");
+        assert!(f["udp"]["received_datagrams"].as_u64().unwrap() > 0);
+    }
+    let v = run_json(&["udp-stream", "-6", "-l", "0.5", "-b", "5M"]);
+    check_udp(&v);
+}
+
+/// A receive buffer far too small for an unpaced sender: the kernel drops,
+/// and the loss netrig reports is the loss the kernel counted.
+#[test]
+fn tiny_receive_buffer_loses_and_the_kernel_agrees() {
+    let v = run_json(&["udp-stream", "-l", "1", "-S", "4K", "-m", "1400"]);
+    check_udp(&v);
+    let lost = u(udp(&v), "/lost_datagrams");
+    assert!(
+        lost > 0,
+        "a 4K buffer kept up with an unpaced sender? {}",
+        udp(&v)
+    );
+    let dropped = v["counters"]["remote"]["deltas"]["Udp.RcvbufErrors"]
+        .as_i64()
+        .unwrap_or(0)
+        + v["counters"]["remote"]["deltas"]["Udp6.RcvbufErrors"]
+            .as_i64()
+            .unwrap_or(0);
+    assert!(
+        dropped as u64 >= lost,
+        "kernel dropped {dropped}, netrig says {lost} lost"
+    );
+    assert!(v["warnings"].to_string().contains("Udp.RcvbufErrors"));
+}
+
+#[derive(Default, Debug)]
+struct Stats {
+    seen: u64,
+    dropped: u64,
+    duplicated: u64,
+    swapped: u64,
+    injected: u64,
+}
+
+/// A middlebox between client and agent: TCP passes untouched; client-to-agent
+/// test datagrams are dropped, duplicated, swapped and joined by strays, and
+/// every change is counted.
+struct Middlebox {
+    port: u16,
+    stats: Arc<Mutex<Stats>>,
+    stop: Arc<AtomicBool>,
+}
+
+impl Middlebox {
+    fn start(agent: u16) -> Middlebox {
+        let (tcp, udp) = loop {
+            let t = TcpListener::bind("127.0.0.1:0").unwrap();
+            if let Ok(u) = UdpSocket::bind(t.local_addr().unwrap()) {
+                break (t, u);
+            }
+        };
+        let port = tcp.local_addr().unwrap().port();
+        let stats = Arc::new(Mutex::new(Stats::default()));
+        let stop = Arc::new(AtomicBool::new(false));
+        std::thread::spawn(move || {
+            for c in tcp.incoming().flatten() {
+                let up = TcpStream::connect(("127.0.0.1", agent)).unwrap();
+                for (mut a, mut b) in [(c.try_clone().unwrap(), up.try_clone().unwrap()), (up, c)] {
+                    std::thread::spawn(move || {
+                        let mut buf = [0u8; 65536];
+                        while let Ok(n) = a.read(&mut buf) {
+                            if n == 0 || b.write_all(&buf[..n]).is_err() {
+                                break;
+                            }
+                        }
+                        let _ = b.shutdown(std::net::Shutdown::Write);
+                    });
+                }
+            }
+        });
+        let (st, sp) = (stats.clone(), stop.clone());
+        std::thread::spawn(move || {
+            udp.set_read_timeout(Some(Duration::from_millis(50))).unwrap();
+            let udp = Arc::new(udp);
+            let mut ups: HashMap<SocketAddr, Arc<UdpSocket>> = HashMap::new();
+            let mut held: Option<(Arc<UdpSocket>, Vec<u8>)> = None;
+            let mut buf = [0u8; 65536];
+            let mut k = 0u64;
+            while !sp.load(Ordering::Relaxed) {
+                let (n, from) = match udp.recv_from(&mut buf) {
+                    Ok(x) => x,
+                    Err(_) => {
+                        // Quiet: release a held datagram (it is then not out of order).
+                        if let Some((up, d)) = held.take() {
+                            let _ = up.send(&d);
+                        }
+                        continue;
+                    }
+                };
+                let up = ups
+                    .entry(from)
+                    .or_insert_with(|| {
+                        let s = Arc::new(UdpSocket::bind("127.0.0.1:0").unwrap());
+                        s.connect(("127.0.0.1", agent)).unwrap();
+                        let (back, down) = (s.clone(), udp.clone());
+                        std::thread::spawn(move || {
+                            let mut b = [0u8; 65536];
+                            while let Ok(n) = back.recv(&mut b) {
+                                let _ = down.send_to(&b[..n], from);
+                            }
+                        });
+                        s
+                    })
+                    .clone();
+                let d = &buf[..n];
+                if n < 28 || &d[..4] == b"NRGD" {
+                    let _ = up.send(d);
+                    continue;
+                }
+                let mut s = st.lock().unwrap();
+                s.seen += 1;
+                k += 1;
+                if k % 101 == 7 {
+                    let _ = up.send(&[0xee; 100]);
+                    s.injected += 1;
+                }
+                if k % 97 == 50 {
+                    s.dropped += 1;
+                    continue;
+                }
+                if k % 53 == 0 && held.is_none() {
+                    held = Some((up, d.to_vec()));
+                    continue;
+                }
+                let _ = up.send(d);
+                if k % 89 == 10 {
+                    let _ = up.send(d);
+                    s.duplicated += 1;
+                }
+                if let Some((hup, hd)) = held.take() {
+                    let _ = hup.send(&hd);
+                    s.swapped += 1;
+                }
+            }
+        });
+        Middlebox { port, stats, stop }
+    }
+}
+
+impl Drop for Middlebox {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+    }
+}
+
+/// Every drop, duplicate, swap and stray the middlebox made is counted as
+/// exactly that, and nothing else is.
+#[test]
+fn loss_reordering_duplicates_and_strays_are_counted_exactly() {
+    let agent = Served::start(&[]);
+    let mb = Middlebox::start(agent.port);
+    let p = mb.port.to_string();
+    let v = run_json(&[
+        "udp-stream",
+        "-H",
+        "127.0.0.1",
+        "-p",
+        &p,
+        "-l",
+        "2",
+        "-b",
+        "20M",
+        "-m",
+        "1000",
+    ]);
+    std::thread::sleep(Duration::from_millis(100));
+    let s = mb.stats.lock().unwrap();
+    let acc = udp(&v);
+    eprintln!("middlebox {s:?}; netrig {acc}");
+    assert!(
+        s.dropped > 10 && s.duplicated > 10 && s.swapped > 10 && s.injected > 10,
+        "{s:?}"
+    );
+    assert_eq!(
+        u(acc, "/sent_datagrams"),
+        s.seen,
+        "every datagram sent reached the middlebox"
+    );
+    assert_eq!(u(acc, "/lost_datagrams"), s.dropped);
+    assert_eq!(u(acc, "/received_datagrams"), s.seen - s.dropped);
+    assert_eq!(u(acc, "/duplicates"), s.duplicated);
+    assert_eq!(u(acc, "/out_of_order"), s.swapped);
+    assert_eq!(u(acc, "/stray"), s.injected);
+    check_udp(&v);
+    assert!(warnings_about(&v, "stray").len() == 1, "{}", v["warnings"]);
+}
+
+#[test]
+fn udp_bad_input() {
+    for (args, needle) in [
+        (vec!["udp-stream", "-m", "20"], "28-byte header"),
+        (vec!["udp-stream", "-b", "fast"], "not a rate"),
+        (
+            vec!["udp-stream", "--cc", "bbr"],
+            "--cc and --nodelay apply to TCP",
+        ),
+        (vec!["udp-stream", "-n", "1M"], "unexpected argument"),
+        (vec!["tcp-stream", "-R"], "unexpected argument"),
+        (
+            vec!["udp-stream", "-6", "-m", "65500", "-l", "0.5"],
+            "larger than the path",
+        ),
+    ] {
+        let o = run(&args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+        assert!(stderr(&o).contains(needle), "{args:?}: {}", stderr(&o));
+    }
+}
