@@ -386,6 +386,7 @@ impl Client {
             ClientEvent::DataReady => {}
             other => return Err(proto_err(format!("expected data-ready, got {other:?}"))),
         }
+        drop(udp_hellos); // their duplicate descriptors are not needed past set-up
         self.conn.send(&ClientMsg::Go).map_err(proto_err)?;
         self.sm.go_sent().map_err(proto_err)?;
         let start = Instant::now();

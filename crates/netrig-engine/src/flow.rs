@@ -93,13 +93,77 @@ impl From<UdpSocket> for FlowSocket {
     }
 }
 
+impl FlowSocket {
+    pub fn set_nonblocking(&self, on: bool) -> std::io::Result<()> {
+        match self {
+            FlowSocket::Tcp(t) => t.set_nonblocking(on),
+            FlowSocket::Udp(u) => u.set_nonblocking(on),
+        }
+    }
+}
+
+/// A worker's handle on a flow's socket: the flow's own descriptor, shared
+/// (no dup), so a flow costs one descriptor per end however many parts of
+/// the engine look at it. Reads and writes go to the TCP stream; it
+/// registers with mio by its descriptor.
+#[derive(Debug, Clone)]
+pub struct SocketHandle(Arc<FlowSocket>);
+
+impl SocketHandle {
+    /// Makes the socket non-blocking and returns a handle on it.
+    pub fn new(socket: &Arc<FlowSocket>) -> std::io::Result<SocketHandle> {
+        socket.set_nonblocking(true)?;
+        Ok(SocketHandle(socket.clone()))
+    }
+
+    pub fn socket(&self) -> &FlowSocket {
+        &self.0
+    }
+
+    pub fn raw_fd(&self) -> std::os::fd::RawFd {
+        use std::os::fd::AsRawFd;
+        self.0.as_fd().as_raw_fd()
+    }
+}
+
+impl std::io::Read for SocketHandle {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        (&*self.0.tcp()?).read(buf)
+    }
+}
+
+impl std::io::Write for SocketHandle {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        (&*self.0.tcp()?).write(buf)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl mio::event::Source for SocketHandle {
+    fn register(&mut self, r: &mio::Registry, t: mio::Token, i: mio::Interest) -> std::io::Result<()> {
+        mio::unix::SourceFd(&self.raw_fd()).register(r, t, i)
+    }
+
+    fn reregister(&mut self, r: &mio::Registry, t: mio::Token, i: mio::Interest) -> std::io::Result<()> {
+        mio::unix::SourceFd(&self.raw_fd()).reregister(r, t, i)
+    }
+
+    fn deregister(&mut self, r: &mio::Registry) -> std::io::Result<()> {
+        mio::unix::SourceFd(&self.raw_fd()).deregister(r)
+    }
+}
+
 /// A connected data socket handed to the engine.
 #[derive(Debug)]
 pub struct Flow {
     pub id: u32,
     pub direction: Direction,
     pub role: Role,
-    pub socket: FlowSocket,
+    /// Shared between the flow's worker and the sampler (for TCP_INFO).
+    pub socket: Arc<FlowSocket>,
     /// Bytes to send before closing, in byte-count mode (senders only).
     pub quota: Option<u64>,
     pub counters: Arc<FlowCounters>,
@@ -117,7 +181,7 @@ impl Flow {
             id,
             direction,
             role,
-            socket: socket.into(),
+            socket: Arc::new(socket.into()),
             quota,
             counters: Arc::new(FlowCounters::default()),
         }

@@ -10,6 +10,7 @@
 //! the generator (coordinated omission). How far sends fell behind their
 //! schedule is recorded too.
 
+use crate::flow::SocketHandle;
 use crate::flow::{ScheduleStats, WorkerEnd};
 use crate::sockopt;
 use crate::workload::{WorkerControl, Workload};
@@ -95,7 +96,7 @@ impl Timer {
 
 struct Conn {
     flow: Flow,
-    sock: mio::net::TcpStream,
+    sock: SocketHandle,
     done: bool,
     draining: bool,
     bytes: u64,
@@ -190,9 +191,8 @@ impl Workload for RrWorkload {
         };
         let mut conns = Vec::with_capacity(flows.len());
         for (i, flow) in flows.into_iter().enumerate() {
-            let std_sock = flow.socket.tcp().and_then(|t| t.try_clone()).map_err(setup)?;
-            std_sock.set_nonblocking(true).map_err(setup)?;
-            let mut sock = mio::net::TcpStream::from_std(std_sock);
+            flow.socket.tcp().map_err(setup)?;
+            let mut sock = SocketHandle::new(&flow.socket).map_err(setup)?;
             poll.registry()
                 .register(&mut sock, Token(i), Interest::READABLE | Interest::WRITABLE)
                 .map_err(setup)?;

@@ -16,7 +16,6 @@ use netrig_proto::report::ScheduleReport;
 use netrig_proto::report::{BufPair, IntervalSample, Role, WorkerCpu};
 use netrig_proto::spec::Limit;
 use netrig_proto::Direction;
-use std::net::TcpStream;
 use std::os::fd::AsFd;
 use std::os::unix::thread::JoinHandleExt;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -110,9 +109,9 @@ struct Meta {
     direction: Direction,
     role: Role,
     counters: Arc<FlowCounters>,
-    /// A second handle on the flow's socket, for TCP_INFO from this thread;
-    /// it keeps the descriptor valid after the worker is done with it.
-    socket: Option<TcpStream>,
+    /// The flow's socket, shared with its worker, for TCP_INFO from this
+    /// thread; it keeps the descriptor open until the run is over.
+    socket: Arc<crate::FlowSocket>,
 }
 
 fn snapshot(meta: &[Meta]) -> Vec<u64> {
@@ -123,7 +122,8 @@ fn tcp_infos(meta: &[Meta]) -> Vec<Option<TcpInfo>> {
     meta.iter()
         .map(|m| {
             m.socket
-                .as_ref()
+                .tcp()
+                .ok()
                 .and_then(|s| netrig_metrics::tcp_info(s.as_fd()).ok())
         })
         .collect()
@@ -189,7 +189,7 @@ pub fn run_side(
             direction: f.direction,
             role: f.role,
             counters: f.counters.clone(),
-            socket: f.socket.tcp().and_then(|t| t.try_clone()).ok(),
+            socket: f.socket.clone(),
         })
         .collect();
     let ids: Vec<u32> = meta.iter().map(|m| m.id).collect();

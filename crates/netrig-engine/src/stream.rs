@@ -2,6 +2,7 @@
 //! `message_size` bytes per call until stopped or their quota is sent;
 //! receivers read `recv_size` bytes per call until end of file.
 
+use crate::flow::SocketHandle;
 use crate::sockopt;
 use crate::workload::{WorkerControl, Workload};
 use crate::{EngineError, Flow, FlowEnd, WorkerEnd};
@@ -29,7 +30,7 @@ enum State {
 
 struct Slot {
     flow: Flow,
-    sock: mio::net::TcpStream,
+    sock: SocketHandle,
     state: State,
     bytes: u64,
     /// Offset inside the current message (a partial write continues it).
@@ -61,9 +62,8 @@ impl Workload for StreamWorkload {
         let mut poll = Poll::new().map_err(setup)?;
         let mut slots = Vec::with_capacity(flows.len());
         for (i, flow) in flows.into_iter().enumerate() {
-            let std_sock = flow.socket.tcp().and_then(|t| t.try_clone()).map_err(setup)?;
-            std_sock.set_nonblocking(true).map_err(setup)?;
-            let mut sock = mio::net::TcpStream::from_std(std_sock);
+            flow.socket.tcp().map_err(setup)?;
+            let mut sock = SocketHandle::new(&flow.socket).map_err(setup)?;
             let interest = match flow.role {
                 Role::Sender | Role::Requester => Interest::WRITABLE,
                 Role::Receiver | Role::Responder => Interest::READABLE,

@@ -9,6 +9,7 @@
 //! tests or flows are counted as stray and otherwise ignored. The data
 //! hello (`NRGD…`) a client repeats during set-up is ignored silently.
 
+use crate::flow::SocketHandle;
 use crate::rr::Timer;
 use crate::sockopt;
 use crate::workload::{WorkerControl, Workload};
@@ -42,7 +43,7 @@ pub struct UdpStreamWorkload {
 
 struct UFlow {
     flow: Flow,
-    sock: mio::net::UdpSocket,
+    sock: SocketHandle,
     fd: RawFd,
     done: bool,
     bytes: u64,
@@ -79,7 +80,13 @@ fn path_mtu(fd: RawFd, v6: bool) -> Option<i32> {
 impl UdpStreamWorkload {
     fn send_error(&self, f: &UFlow, e: io::Error) -> EngineError {
         let what = if e.raw_os_error() == Some(libc::EMSGSIZE) {
-            let v6 = f.sock.peer_addr().map(|a| a.is_ipv6()).unwrap_or(false);
+            let v6 = f
+                .sock
+                .socket()
+                .udp()
+                .and_then(|u| u.peer_addr())
+                .map(|a| a.is_ipv6())
+                .unwrap_or(false);
             let overhead = if v6 { 48 } else { 28 };
             match path_mtu(f.fd, v6) {
                 Some(mtu) => format!(
@@ -310,10 +317,9 @@ impl Workload for UdpStreamWorkload {
         let test_id = ctl.test_id;
         let mut fl = Vec::with_capacity(flows.len());
         for (i, flow) in flows.into_iter().enumerate() {
-            let std_sock = flow.socket.udp().and_then(|u| u.try_clone()).map_err(setup)?;
-            std_sock.set_nonblocking(true).map_err(setup)?;
-            let mut sock = mio::net::UdpSocket::from_std(std_sock);
-            let fd = sock.as_raw_fd();
+            flow.socket.udp().map_err(setup)?;
+            let mut sock = SocketHandle::new(&flow.socket).map_err(setup)?;
+            let fd = sock.raw_fd();
             let sender = flow.role == Role::Sender;
             if !sender {
                 let on: libc::c_int = 1;

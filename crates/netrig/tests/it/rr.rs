@@ -184,3 +184,42 @@ fn rr_bad_input() {
         assert!(stderr(&o).contains(needle), "{args:?}: {}", stderr(&o));
     }
 }
+
+/// Ten thousand flows on two workers per end (neper's scale), against an
+/// agent in its own process (each end then needs about 10,000 descriptors).
+#[test]
+fn ten_thousand_flows_on_two_workers() {
+    let hard = std::process::Command::new("sh")
+        .args(["-c", "ulimit -Hn"])
+        .output()
+        .unwrap();
+    let hard = String::from_utf8_lossy(&hard.stdout).trim().to_string();
+    if hard != "unlimited" && hard.parse::<u64>().unwrap_or(0) < 10_500 {
+        eprintln!("skipped: the descriptor hard limit here is {hard}, under the 10,500 this test needs");
+        return;
+    }
+    let agent = Served::start(&[]);
+    let p = agent.port_arg();
+    let v = run_json(&[
+        "tcp-rr",
+        "-H",
+        "127.0.0.1",
+        "-p",
+        &p,
+        "-l",
+        "2",
+        "-P",
+        "10000",
+        "-T",
+        "2",
+    ]);
+    let flows = v["flows"].as_array().unwrap();
+    assert_eq!(flows.len(), 10_000);
+    let idle = flows
+        .iter()
+        .filter(|f| f["transactions"].as_u64().unwrap() == 0)
+        .count();
+    assert_eq!(idle, 0, "{idle} of 10000 flows completed no transaction");
+    assert_eq!(v["workers"]["local"].as_array().unwrap().len(), 2);
+    check_rr(&v);
+}
