@@ -128,13 +128,13 @@ impl SocketHandle {
 
 impl std::io::Read for SocketHandle {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        (&*self.0.tcp()?).read(buf)
+        self.0.tcp()?.read(buf)
     }
 }
 
 impl std::io::Write for SocketHandle {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        (&*self.0.tcp()?).write(buf)
+        self.0.tcp()?.write(buf)
     }
 
     fn flush(&mut self) -> std::io::Result<()> {
