@@ -34,32 +34,26 @@ impl std::error::Error for Usage {}
 static CURRENT: Mutex<Option<Arc<RunControl>>> = Mutex::new(None);
 
 /// Thousands of flows need thousands of descriptors: raise the soft limit
-/// to the hard one, as neper does. Returns the limit in force.
-fn raise_fd_limit() -> Option<u64> {
+/// to the hard one, as neper does.
+fn raise_fd_limit() {
     let mut lim = libc::rlimit {
         rlim_cur: 0,
         rlim_max: 0,
     };
     // SAFETY: valid out-pointer.
-    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } != 0 {
-        return None;
-    }
-    if lim.rlim_cur < lim.rlim_max {
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } == 0 && lim.rlim_cur < lim.rlim_max {
         let raised = libc::rlimit {
             rlim_cur: lim.rlim_max,
             rlim_max: lim.rlim_max,
         };
         // SAFETY: valid pointer to an initialised struct.
-        if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &raised) } == 0 {
-            return Some(lim.rlim_max as u64);
-        }
+        unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &raised) };
     }
-    Some(lim.rlim_cur as u64)
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    let _ = raise_fd_limit();
+    raise_fd_limit();
     let command = cli.command.unwrap_or(Command::Quick(QuickArgs {
         length: 2.0,
         ipv6: false,

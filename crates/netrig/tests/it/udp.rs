@@ -196,7 +196,7 @@ impl Middlebox {
                     s.dropped += 1;
                     continue;
                 }
-                if k % 53 == 0 && held.is_none() {
+                if k.is_multiple_of(53) && held.is_none() {
                     held = Some((up, d.to_vec()));
                     continue;
                 }
