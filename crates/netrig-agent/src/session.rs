@@ -377,7 +377,9 @@ fn run_test(
                     .udp
                     .clone()
                     .map(|mut u| {
-                        u.window_sent_datagrams = f.window_bytes / spec.message_size.max(1) as u64;
+                        if spec.kind == netrig_proto::TestKind::UdpStream {
+                            u.window_sent_datagrams = f.window_bytes / spec.message_size.max(1) as u64;
+                        }
                         u
                     })
                     .filter(|_| spec.kind.is_udp()),

@@ -316,7 +316,15 @@ impl Client {
                     cookie,
                     flow: id,
                 };
-                self.open_udp(&hello, spec.message_size).map(|u| {
+                let datagram = match spec.kind {
+                    netrig_proto::TestKind::UdpRr => spec
+                        .rr
+                        .request_size
+                        .max(spec.rr.response_size)
+                        .max(netrig_proto::spec::UDP_HEADER_LEN),
+                    _ => spec.message_size,
+                };
+                self.open_udp(&hello, datagram).map(|u| {
                     udp_hellos.push((u.try_clone(), hello));
                     FlowSocket::from(u)
                 })
@@ -531,7 +539,9 @@ impl Client {
                         tcp_info: f.tcp_info.clone(),
                         window_transactions: f.window_transactions,
                         udp: f.udp.clone().filter(|_| spec.kind.is_udp()).map(|mut u| {
-                            u.window_sent_datagrams = f.window_bytes / spec.message_size.max(1) as u64;
+                            if spec.kind == netrig_proto::TestKind::UdpStream {
+                                u.window_sent_datagrams = f.window_bytes / spec.message_size.max(1) as u64;
+                            }
                             u
                         }),
                     }

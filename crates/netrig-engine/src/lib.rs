@@ -14,6 +14,7 @@ pub mod runner;
 pub mod sockopt;
 pub mod stream;
 pub mod udp;
+pub mod udp_rr;
 pub mod workload;
 
 pub use flow::{Flow, FlowCounters, FlowEnd, FlowSocket, ScheduleStats, WorkerEnd};

@@ -148,17 +148,22 @@ struct Ctx<'a> {
     rng: fastrand::Rng,
 }
 
+/// The time to the next request of an open-loop schedule at `rate` per
+/// second: fixed, or exponential (a Poisson process).
+pub(crate) fn next_gap(rate: f64, poisson: bool, rng: &mut fastrand::Rng) -> Duration {
+    let mean = 1.0 / rate.max(1e-9);
+    let secs = if poisson {
+        // Exponential inter-arrival: -ln(U) / rate, U in (0, 1].
+        -(1.0 - rng.f64()).ln() * mean
+    } else {
+        mean
+    };
+    Duration::from_secs_f64(secs.min(3600.0))
+}
+
 impl RrWorkload {
     fn gap(&self, rng: &mut fastrand::Rng) -> Duration {
-        let rate = self.rate.unwrap_or(1.0);
-        let mean = 1.0 / rate;
-        let secs = if self.poisson {
-            // Exponential inter-arrival: -ln(U) / rate, U in (0, 1].
-            -(1.0 - rng.f64()).ln() * mean
-        } else {
-            mean
-        };
-        Duration::from_secs_f64(secs.min(3600.0))
+        next_gap(self.rate.unwrap_or(1.0), self.poisson, rng)
     }
 }
 

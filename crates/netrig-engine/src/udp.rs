@@ -447,6 +447,7 @@ impl Workload for UdpStreamWorkload {
                         window_sent_datagrams: 0,
                         received: (!sender).then(|| f.tracker.summary()),
                         stray: f.stray,
+                        late: 0,
                     }),
                 }
             })

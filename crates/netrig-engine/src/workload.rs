@@ -48,6 +48,14 @@ pub fn workload_for(spec: &TestSpec) -> Arc<dyn Workload> {
             rate: spec.rr.rate,
             poisson: spec.rr.poisson,
         }),
+        TestKind::UdpRr => Arc::new(crate::udp_rr::UdpRrWorkload {
+            request_size: spec.rr.request_size as usize,
+            response_size: spec.rr.response_size as usize,
+            burst: spec.rr.burst,
+            rate: spec.rr.rate,
+            poisson: spec.rr.poisson,
+            timeout: std::time::Duration::from_secs_f64(spec.udp.timeout_s.unwrap_or(1.0)),
+        }),
         TestKind::UdpStream => Arc::new(crate::udp::UdpStreamWorkload {
             size: spec.message_size as usize,
             rate_bps: spec.udp.rate_bps,

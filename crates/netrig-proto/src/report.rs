@@ -101,6 +101,9 @@ pub struct UdpFlowReport {
     pub received: Option<netrig_metrics::SeqSummary>,
     /// Datagrams that arrived on the flow's socket but belong to no flow of this test.
     pub stray: u64,
+    /// udp-rr requester: responses that came after their request had timed out.
+    #[serde(default)]
+    pub late: u64,
 }
 
 /// Socket options read back from the kernel once the flow was set up.

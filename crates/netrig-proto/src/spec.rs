@@ -21,6 +21,8 @@ pub enum TestKind {
     /// UDP datagrams at a set rate, client to agent (or agent to client with
     /// `-R`): loss, jitter, reordering, duplicates.
     UdpStream,
+    /// Request/response over UDP (netperf UDP_RR), surviving lost datagrams.
+    UdpRr,
 }
 
 impl TestKind {
@@ -38,19 +40,20 @@ impl TestKind {
             TestKind::TcpBidir => "tcp-bidir",
             TestKind::TcpRr => "tcp-rr",
             TestKind::UdpStream => "udp-stream",
+            TestKind::UdpRr => "udp-rr",
         }
     }
 
     /// Whether this kind's flows are UDP sockets.
     pub fn is_udp(self) -> bool {
-        matches!(self, TestKind::UdpStream)
+        matches!(self, TestKind::UdpStream | TestKind::UdpRr)
     }
 
     /// The directions in which this kind moves data. Request/response
     /// flows count as `tx`: the client initiates every transaction.
     pub fn directions(self) -> &'static [Direction] {
         match self {
-            TestKind::TcpStream | TestKind::TcpRr | TestKind::UdpStream => &[Direction::Tx],
+            TestKind::TcpStream | TestKind::TcpRr | TestKind::UdpStream | TestKind::UdpRr => &[Direction::Tx],
             TestKind::TcpMaerts => &[Direction::Rx],
             TestKind::TcpBidir => &[Direction::Tx, Direction::Rx],
         }
@@ -58,7 +61,7 @@ impl TestKind {
 
     /// Whether this kind measures transactions rather than a byte stream.
     pub fn is_transactional(self) -> bool {
-        matches!(self, TestKind::TcpRr)
+        matches!(self, TestKind::TcpRr | TestKind::UdpRr)
     }
 
     /// What one end does with a flow of this kind going `direction`.
@@ -115,6 +118,10 @@ pub struct UdpOptions {
     /// The agent sends and the client receives (`-R`).
     #[serde(default)]
     pub reverse: bool,
+    /// udp-rr: a request without a response after this long counts as lost
+    /// (`--timeout`); `None`: 1 s.
+    #[serde(default)]
+    pub timeout_s: Option<f64>,
 }
 
 /// Bytes at the start of every test datagram: test id (8), flow id (4),
@@ -383,7 +390,33 @@ impl TestSpec {
                 return Err(out_of_range("-T/--workers", w, format!("1..={MAX_WORKERS}")));
             }
         }
-        if self.kind.is_udp() {
+        if let Some(t) = self.udp.timeout_s {
+            if self.kind != TestKind::UdpRr {
+                return Err(SpecError::NotApplicable("--timeout applies to udp-rr".into()));
+            }
+            if !(t.is_finite() && (0.001..=60.0).contains(&t)) {
+                return Err(out_of_range("--timeout", t, "[0.001, 60] seconds"));
+            }
+        }
+        if self.kind == TestKind::UdpRr {
+            for (v, what) in [
+                (self.rr.request_size, "request"),
+                (self.rr.response_size, "response"),
+            ] {
+                if v > MAX_UDP_PAYLOAD {
+                    return Err(out_of_range(
+                        "-r/--request-response",
+                        format!("{what} size {v}"),
+                        format!("1..={MAX_UDP_PAYLOAD} for UDP"),
+                    ));
+                }
+            }
+            if self.remote.congestion.is_some() || self.remote.nodelay {
+                return Err(SpecError::NotApplicable(
+                    "--cc and --nodelay apply to TCP tests, not to UDP".into(),
+                ));
+            }
+        } else if self.kind.is_udp() {
             if self.message_size < UDP_HEADER_LEN || self.message_size > MAX_UDP_PAYLOAD {
                 return Err(out_of_range(
                     "-m/--message-size",
@@ -408,7 +441,8 @@ impl TestSpec {
                     "--cc and --nodelay apply to TCP tests, not to UDP".into(),
                 ));
             }
-        } else if self.udp != UdpOptions::default() {
+        }
+        if self.kind != TestKind::UdpStream && (self.udp.rate_bps.is_some() || self.udp.reverse) {
             return Err(SpecError::NotApplicable("-b and -R apply to udp-stream".into()));
         }
         validate_socket_options(&self.remote, "-S/--remote-sockbuf")?;

@@ -77,7 +77,15 @@ pub fn assemble(
             },
             transactions: transactional.then_some(l.window_transactions),
             transactions_per_s: transactional.then(|| rate(l.window_transactions, l.window_s)),
-            udp: udp_flow(rx_end, tx_end),
+            // The requester keeps a request/response flow's books; strays reach either end.
+            udp: if transactional {
+                udp_flow(l, l).map(|mut u| {
+                    u.stray += r.udp.as_ref().map_or(0, |x| x.stray);
+                    u
+                })
+            } else {
+                udp_flow(rx_end, tx_end)
+            },
             local: end(l),
             remote: end(r),
         });
@@ -169,12 +177,41 @@ pub fn assemble(
             ));
         }
     }
-    if transactional && spec.rr.burst > 1 && !spec.remote.nodelay {
-        warnings.push(format!(
-            "--burst {} without --nodelay: Nagle's algorithm may hold back requests and responses behind \
-             unacknowledged ones (netperf advises TCP_NODELAY with -b)",
-            spec.rr.burst
-        ));
+    if spec.kind == netrig_proto::TestKind::UdpRr {
+        let hdr = netrig_proto::spec::UDP_HEADER_LEN;
+        if spec.rr.request_size < hdr || spec.rr.response_size < hdr {
+            warnings.push(format!(
+                "udp-rr datagrams carry a {hdr}-byte header (test, flow, sequence number, timestamp) so that a late \
+                 response is never taken for another: -r {},{} was sent as {},{} bytes",
+                spec.rr.request_size,
+                spec.rr.response_size,
+                spec.rr.request_size.max(hdr),
+                spec.rr.response_size.max(hdr)
+            ));
+        }
+        let late: u64 = flows.iter().filter_map(|f| local_late(local.report, f.id)).sum();
+        if late > 0 {
+            warnings.push(format!(
+                "{late} response(s) arrived after their request had timed out (--timeout); they count as lost, not as transactions"
+            ));
+        }
+    }
+    if transactional && spec.kind == netrig_proto::TestKind::TcpRr && !spec.remote.nodelay {
+        if spec.rr.burst > 1 {
+            warnings.push(format!(
+                "--burst {} without --nodelay: Nagle's algorithm may hold back requests and responses behind \
+                 unacknowledged ones (netperf advises TCP_NODELAY with -b)",
+                spec.rr.burst
+            ));
+        }
+        if spec.rr.rate.is_some() {
+            warnings.push(
+                "--rate without --nodelay: Nagle's algorithm holds each small response until the previous one is \
+                 acknowledged, and with delayed ACKs that is when the next request arrives, so latency follows the \
+                 request interval; use --nodelay unless that interaction is what you measure"
+                    .into(),
+            );
+        }
     }
     let udp = flows.iter().any(|f| f.udp.is_some()).then(|| udp_total(&flows));
     if let Some(u) = &udp {
@@ -230,6 +267,15 @@ pub fn assemble(
             remote: remote.report.workers.clone(),
         },
     })
+}
+
+fn local_late(side: &SideReport, id: u32) -> Option<u64> {
+    side.flows
+        .iter()
+        .find(|f| f.id == id)?
+        .udp
+        .as_ref()
+        .map(|u| u.late)
 }
 
 /// A UDP flow's accounting: the receiver's sequence tracking, completed

@@ -32,6 +32,8 @@ pub enum Command {
     TcpRr(RrArgs),
     /// UDP datagrams at a set rate: loss, jitter, reordering, duplicates (iperf3 -u).
     UdpStream(UdpArgs),
+    /// UDP request/response (netperf UDP_RR): lost datagrams are timed out, counted, and the flow goes on.
+    UdpRr(UdpRrArgs),
 }
 
 #[derive(Debug, Args)]
@@ -196,6 +198,15 @@ pub struct UdpArgs {
     /// Reverse: the agent sends, the client receives.
     #[arg(short = 'R', long = "reverse")]
     pub reverse: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct UdpRrArgs {
+    #[command(flatten)]
+    pub rr: RrArgs,
+    /// A request with no response after this many seconds counts as lost (default 1).
+    #[arg(long, value_parser = parse_seconds)]
+    pub timeout: Option<f64>,
 }
 
 /// A rate in bits/s with decimal suffixes (as iperf reads -b).

@@ -6,7 +6,9 @@ mod units;
 
 use anyhow::{bail, Context, Result};
 use clap::Parser;
-use cli::{Cli, Command, CommonArgs, QuickArgs, RrArgs, ServeArgs, StreamArgs, TargetArgs, UdpArgs};
+use cli::{
+    Cli, Command, CommonArgs, QuickArgs, RrArgs, ServeArgs, StreamArgs, TargetArgs, UdpArgs, UdpRrArgs,
+};
 use netrig_agent::{Agent, AgentConfig, AgentError, AgentHandle};
 use netrig_client::{resolve, Client, ClientError, ClientOptions, Family};
 use netrig_engine::RunControl;
@@ -99,6 +101,7 @@ fn run(command: Command) -> Result<()> {
         Command::TcpBidir(a) => stream(TestKind::TcpBidir, a),
         Command::TcpRr(a) => request_response(TestKind::TcpRr, a),
         Command::UdpStream(a) => udp_stream(a),
+        Command::UdpRr(a) => udp_rr(a),
     }
 }
 
@@ -303,9 +306,17 @@ fn udp_stream(a: UdpArgs) -> Result<()> {
     spec.udp = netrig_proto::spec::UdpOptions {
         rate_bps: a.bitrate.filter(|r| *r > 0),
         reverse: a.reverse,
+        timeout_s: None,
     };
     check_spec(&spec, &local)?;
     run_and_print(&spec, local, &a.common)
+}
+
+fn udp_rr(a: UdpRrArgs) -> Result<()> {
+    let (mut spec, local) = rr_spec(TestKind::UdpRr, &a.rr)?;
+    spec.udp.timeout_s = a.timeout;
+    check_spec(&spec, &local)?;
+    run_and_print(&spec, local, &a.rr.common)
 }
 
 fn request_response(kind: TestKind, a: RrArgs) -> Result<()> {

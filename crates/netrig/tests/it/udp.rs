@@ -284,3 +284,78 @@ fn udp_bad_input() {
         assert!(stderr(&o).contains(needle), "{args:?}: {}", stderr(&o));
     }
 }
+
+#[test]
+fn udp_rr_closed_and_open_loop() {
+    let v = run_json(&["udp-rr", "-l", "1"]);
+    assert_eq!(v["test"], "udp-rr");
+    let tr = u(&v, "/summary/transactions");
+    assert!(tr > 0);
+    assert_eq!(v["summary"]["service_demand"]["unit"], "us/tran");
+    let s = udp(&v);
+    assert_eq!(
+        u(s, "/received_datagrams") + u(s, "/lost_datagrams"),
+        u(s, "/sent_datagrams"),
+        "{s}"
+    );
+    let l = u(&v, "/summary/latency_us/count");
+    assert!(l.abs_diff(tr) <= 2, "{l} latencies for {tr} transactions");
+    assert!(
+        !warnings_about(&v, "28-byte header").is_empty(),
+        "padding to the header is said"
+    );
+    let v = run_json(&["udp-rr", "-l", "2", "--rate", "500", "-P", "2", "-r", "64,512"]);
+    let tps = f(&v, "/summary/transactions_per_s");
+    assert!((tps - 1000.0).abs() < 100.0, "{tps}");
+    assert!(warnings_about(&v, "28-byte header").is_empty());
+}
+
+/// Requests dropped, duplicated, reordered and joined by strays on the way:
+/// every drop is a timed-out transaction, every duplicate is a duplicate
+/// response, the flow carries on.
+#[test]
+fn udp_rr_survives_loss_and_counts_it_exactly() {
+    let agent = Served::start(&[]);
+    let mb = Middlebox::start(agent.port);
+    let p = mb.port.to_string();
+    let v = run_json(&[
+        "udp-rr",
+        "-H",
+        "127.0.0.1",
+        "-p",
+        &p,
+        "-l",
+        "2",
+        "--burst",
+        "4",
+        "--timeout",
+        "0.2",
+        "-r",
+        "100,100",
+    ]);
+    std::thread::sleep(Duration::from_millis(100));
+    let s = mb.stats.lock().unwrap();
+    let acc = udp(&v);
+    eprintln!("middlebox {s:?}; netrig {acc}");
+    assert!(s.dropped > 10 && s.duplicated > 10, "{s:?}");
+    assert_eq!(
+        u(acc, "/lost_datagrams"),
+        s.dropped,
+        "each dropped request timed out once"
+    );
+    assert_eq!(
+        u(acc, "/duplicates"),
+        s.duplicated,
+        "each duplicated request was answered twice"
+    );
+    assert_eq!(u(acc, "/stray"), s.injected);
+    assert_eq!(u(acc, "/sent_datagrams"), s.seen);
+    assert!(
+        u(&v, "/summary/transactions") > 1000,
+        "the flow went on after losses"
+    );
+    assert_eq!(
+        u(acc, "/received_datagrams") + u(acc, "/lost_datagrams"),
+        u(acc, "/sent_datagrams")
+    );
+}

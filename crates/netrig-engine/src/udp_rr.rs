@@ -1,0 +1,444 @@
+//! Request/response over UDP (netperf UDP_RR), closed or open loop, that
+//! survives loss: a request whose response has not come within `timeout` is
+//! counted lost and the flow carries on; a response that comes later is
+//! counted late, never matched to another request.
+//!
+//! Requests and responses carry the 28-byte test header (test id, flow,
+//! sequence number, timestamp), padded to the sizes asked for; the responder
+//! echoes the request's header.
+
+use crate::flow::{ScheduleStats, SocketHandle};
+use crate::rr::{next_gap, Timer};
+use crate::sockopt;
+use crate::workload::{WorkerControl, Workload};
+use crate::{EngineError, Flow, FlowEnd, WorkerEnd};
+use mio::{Events, Interest, Poll, Token};
+use netrig_metrics::{LatencyRecorder, SeqSummary};
+use netrig_proto::report::{Role, UdpFlowReport};
+use netrig_proto::spec::{MAX_IN_FLIGHT, UDP_HEADER_LEN};
+use netrig_proto::DATA_MAGIC;
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, VecDeque};
+use std::io;
+use std::os::fd::AsRawFd;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+const TIMER: Token = Token(usize::MAX);
+const HDR: usize = UDP_HEADER_LEN as usize;
+/// How many retired requests a requester remembers, to tell a duplicate
+/// response (its request was answered) from a late one (it timed out).
+const RESOLVED: usize = 4096;
+/// After its window, a responder answers until its flow is this quiet.
+const RESPONDER_QUIET: Duration = Duration::from_millis(300);
+
+/// The UDP request/response workload's parameters.
+#[derive(Debug, Clone)]
+pub struct UdpRrWorkload {
+    pub request_size: usize,
+    pub response_size: usize,
+    pub burst: u32,
+    pub rate: Option<f64>,
+    pub poisson: bool,
+    pub timeout: Duration,
+}
+
+struct Outstanding {
+    seq: u64,
+    start: Instant,
+    answered: bool,
+}
+
+struct UFlow {
+    flow: Flow,
+    sock: SocketHandle,
+    bytes: u64,
+    transactions: u64,
+    stray: u64,
+    // Requester.
+    next_seq: u64,
+    out: VecDeque<Outstanding>,
+    unanswered: u64,
+    lost: u64,
+    late: u64,
+    duplicates: u64,
+    out_of_order: u64,
+    highest: Option<u64>,
+    /// Recently retired requests: (sequence number, answered), oldest first.
+    resolved: VecDeque<(u64, bool)>,
+    /// When the socket last had something to read.
+    last_rx: Instant,
+}
+
+impl UFlow {
+    fn retire(&mut self, seq: u64, answered: bool) {
+        if self.resolved.len() == RESOLVED {
+            self.resolved.pop_front();
+        }
+        self.resolved.push_back((seq, answered));
+    }
+}
+
+fn sock_err(f: &UFlow, what: &str, e: io::Error) -> EngineError {
+    EngineError::Flow {
+        flow: f.flow.id,
+        direction: f.flow.direction.name(),
+        what: format!("{what} after {} transactions", f.transactions),
+        error: e,
+    }
+}
+
+fn send(f: &UFlow, buf: &[u8]) -> io::Result<usize> {
+    f.sock.socket().udp()?.send(buf)
+}
+
+fn parse(d: &[u8]) -> Option<(u64, u32, u64)> {
+    if d.len() < HDR {
+        return None;
+    }
+    Some((
+        u64::from_be_bytes(d[0..8].try_into().ok()?),
+        u32::from_be_bytes(d[8..12].try_into().ok()?),
+        u64::from_be_bytes(d[12..20].try_into().ok()?),
+    ))
+}
+
+impl UdpRrWorkload {
+    /// Sends request `next_seq`, timed from `start`. False if the socket was full.
+    fn request(
+        &self,
+        f: &mut UFlow,
+        buf: &mut [u8],
+        test_id: u64,
+        start: Instant,
+    ) -> Result<bool, EngineError> {
+        buf[0..8].copy_from_slice(&test_id.to_be_bytes());
+        buf[8..12].copy_from_slice(&f.flow.id.to_be_bytes());
+        buf[12..20].copy_from_slice(&f.next_seq.to_be_bytes());
+        match send(f, buf) {
+            Ok(n) => {
+                f.out.push_back(Outstanding {
+                    seq: f.next_seq,
+                    start,
+                    answered: false,
+                });
+                f.next_seq += 1;
+                f.unanswered += 1;
+                f.bytes += n as u64;
+                f.flow.counters.set_bytes(f.bytes);
+                Ok(true)
+            }
+            Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted) => Ok(false),
+            // ICMP port unreachable from an earlier datagram: that request is lost, not the test.
+            Err(e) if e.raw_os_error() == Some(libc::ECONNREFUSED) => Ok(false),
+            Err(e) => Err(sock_err(f, "send request", e)),
+        }
+    }
+
+    /// Counts requests past their timeout as lost. Returns how many.
+    fn expire(&self, f: &mut UFlow, now: Instant) -> u64 {
+        let mut expired = 0;
+        while let Some(o) = f.out.front() {
+            let seq = o.seq;
+            if o.answered {
+                f.out.pop_front();
+                f.retire(seq, true);
+            } else if now.saturating_duration_since(o.start) >= self.timeout {
+                f.out.pop_front();
+                f.retire(seq, false);
+                f.unanswered -= 1;
+                f.lost += 1;
+                expired += 1;
+            } else {
+                break;
+            }
+        }
+        expired
+    }
+
+    /// Reads responses (requester) or requests (responder) until the socket is empty.
+    #[allow(clippy::too_many_arguments)]
+    fn on_readable(
+        &self,
+        f: &mut UFlow,
+        buf: &mut [u8],
+        reply: &mut [u8],
+        test_id: u64,
+        latency: &mut LatencyRecorder,
+        recording: bool,
+        closed_loop_refill: &mut u64,
+    ) -> Result<(), EngineError> {
+        loop {
+            let n = match f.sock.socket().udp().and_then(|u| u.recv(buf)) {
+                Ok(n) => n,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(()),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) if e.raw_os_error() == Some(libc::ECONNREFUSED) => continue,
+                Err(e) => return Err(sock_err(f, "receive", e)),
+            };
+            f.last_rx = Instant::now();
+            let d = &buf[..n];
+            if n >= 4 && d[..4] == DATA_MAGIC {
+                continue; // a repeated hello from set-up
+            }
+            let Some((tid, fid, seq)) = parse(d).filter(|(t, fl, _)| *t == test_id && *fl == f.flow.id)
+            else {
+                f.stray += 1;
+                continue;
+            };
+            let _ = tid;
+            let _ = fid;
+            f.bytes += n as u64;
+            if f.flow.role == Role::Responder {
+                reply[..HDR].copy_from_slice(&d[..HDR]);
+                match send(f, reply) {
+                    Ok(m) => {
+                        f.bytes += m as u64;
+                        f.transactions += 1;
+                    }
+                    Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted) => {}
+                    Err(e) if e.raw_os_error() == Some(libc::ECONNREFUSED) => {}
+                    Err(e) => return Err(sock_err(f, "send response", e)),
+                }
+            } else {
+                let now = Instant::now();
+                match f.out.binary_search_by_key(&seq, |o| o.seq) {
+                    Ok(i) if f.out[i].answered => f.duplicates += 1,
+                    Ok(i) => {
+                        f.out[i].answered = true;
+                        f.unanswered -= 1;
+                        f.transactions += 1;
+                        if f.highest.is_some_and(|h| seq < h) {
+                            f.out_of_order += 1;
+                        }
+                        f.highest = Some(f.highest.map_or(seq, |h| h.max(seq)));
+                        if recording {
+                            latency.record(now.saturating_duration_since(f.out[i].start).as_nanos() as u64);
+                        }
+                        *closed_loop_refill += 1;
+                    }
+                    // A retired request: answered already (a duplicate), or timed out (late).
+                    Err(_) if seq < f.next_seq => match f.resolved.binary_search_by_key(&seq, |r| r.0) {
+                        Ok(i) if f.resolved[i].1 => f.duplicates += 1,
+                        _ => f.late += 1,
+                    },
+                    Err(_) => f.stray += 1,
+                }
+            }
+            f.flow.counters.set_bytes(f.bytes);
+            f.flow.counters.set_transactions(f.transactions);
+        }
+    }
+}
+
+impl Workload for UdpRrWorkload {
+    fn run_worker(&self, flows: Vec<Flow>, ctl: &WorkerControl) -> Result<WorkerEnd, EngineError> {
+        let setup = |e: io::Error| EngineError::Setup(format!("worker event loop: {e}"));
+        let mut poll = Poll::new().map_err(setup)?;
+        let timer = Timer::new().map_err(setup)?;
+        poll.registry()
+            .register(
+                &mut mio::unix::SourceFd(&timer.fd.as_raw_fd()),
+                TIMER,
+                Interest::READABLE,
+            )
+            .map_err(setup)?;
+        let open_loop = self.rate.is_some();
+        let mut rng = fastrand::Rng::new();
+        let mut latency = LatencyRecorder::new();
+        let mut schedule = ScheduleStats::default();
+        let mut due: BinaryHeap<Reverse<(Instant, usize)>> = BinaryHeap::new();
+        let mut fl = Vec::with_capacity(flows.len());
+        for (i, flow) in flows.into_iter().enumerate() {
+            flow.socket.udp().map_err(setup)?;
+            let mut sock = SocketHandle::new(&flow.socket).map_err(setup)?;
+            poll.registry()
+                .register(&mut sock, Token(i), Interest::READABLE)
+                .map_err(setup)?;
+            if flow.role == Role::Requester && open_loop {
+                let first =
+                    ctl.start + next_gap(self.rate.unwrap_or(1.0), self.poisson, &mut rng).mul_f64(rng.f64());
+                due.push(Reverse((first, i)));
+            }
+            fl.push(UFlow {
+                flow,
+                sock,
+                bytes: 0,
+                transactions: 0,
+                stray: 0,
+                next_seq: 0,
+                out: VecDeque::new(),
+                unanswered: 0,
+                lost: 0,
+                late: 0,
+                duplicates: 0,
+                out_of_order: 0,
+                highest: None,
+                resolved: VecDeque::with_capacity(RESOLVED),
+                last_rx: Instant::now(),
+            });
+        }
+        let mut req = vec![0x5a_u8; self.request_size.max(HDR)];
+        let mut reply = vec![0xa5_u8; self.response_size.max(HDR)];
+        let mut rbuf = vec![0u8; 65_536];
+        // Closed loop: fill the burst.
+        if !open_loop {
+            for f in fl.iter_mut().filter(|f| f.flow.role == Role::Requester) {
+                for _ in 0..self.burst {
+                    self.request(f, &mut req, ctl.test_id, Instant::now())?;
+                }
+            }
+        }
+        let mut events = Events::with_capacity(1024);
+        let mut stopped_at: Option<Instant> = None;
+        loop {
+            let now = Instant::now();
+            if stopped_at.is_none() && ctl.stop.load(Ordering::Relaxed) {
+                stopped_at = Some(now);
+                due.clear();
+            }
+            let recording = ctl.recording.load(Ordering::Relaxed);
+            // Timeouts: lost requests are replaced in closed loop.
+            for f in fl.iter_mut().filter(|f| f.flow.role == Role::Requester) {
+                let expired = self.expire(f, now);
+                if !open_loop && stopped_at.is_none() {
+                    for _ in 0..expired {
+                        self.request(f, &mut req, ctl.test_id, Instant::now())?;
+                    }
+                }
+            }
+            if let Some(t) = stopped_at {
+                // Drain: requesters wait for outstanding responses (at most one
+                // timeout); responders keep answering until their flow has been
+                // quiet a while, since the requester's window may close later
+                // than ours and requests may still be on their way.
+                let waiting = fl.iter().any(|f| match f.flow.role {
+                    Role::Requester => f.unanswered > 0,
+                    _ => now.duration_since(f.last_rx) < RESPONDER_QUIET,
+                });
+                let waited = now.duration_since(t);
+                let bound = if fl.iter().any(|f| f.flow.role == Role::Requester) {
+                    self.timeout
+                } else {
+                    self.timeout + RESPONDER_QUIET
+                };
+                if !waiting || waited >= bound.min(ctl.drain) {
+                    for f in fl.iter_mut() {
+                        f.lost += f.unanswered;
+                        f.unanswered = 0;
+                    }
+                    break;
+                }
+            }
+            // Open loop: send every request that is due, timed from its due time.
+            while let Some(Reverse((at, i))) = due.peek().copied() {
+                if at > Instant::now() + Duration::from_micros(20) {
+                    break;
+                }
+                while Instant::now() < at {
+                    std::hint::spin_loop();
+                }
+                due.pop();
+                let f = &mut fl[i];
+                if f.out.len() >= MAX_IN_FLIGHT as usize {
+                    due.push(Reverse((Instant::now() + Duration::from_micros(100), i)));
+                    continue;
+                }
+                let sent_at = Instant::now();
+                if self.request(f, &mut req, ctl.test_id, at)? {
+                    if recording {
+                        let behind = sent_at.saturating_duration_since(at).as_nanos() as u64;
+                        schedule.due += 1;
+                        schedule.behind_sum_ns += behind as u128;
+                        schedule.behind_max_ns = schedule.behind_max_ns.max(behind);
+                        if behind > 1_000_000 {
+                            schedule.late += 1;
+                        }
+                    }
+                    due.push(Reverse((
+                        at + next_gap(self.rate.unwrap_or(1.0), self.poisson, &mut rng),
+                        i,
+                    )));
+                } else {
+                    due.push(Reverse((at, i))); // the socket was full: still due, still timed from `at`
+                }
+            }
+            // Wake for the next due request or the earliest timeout.
+            let next_timeout = fl
+                .iter()
+                .filter_map(|f| f.out.front().map(|o| o.start + self.timeout))
+                .min();
+            let next_due = due.peek().map(|Reverse((at, _))| *at);
+            if let Some(wake) = [next_timeout, next_due].into_iter().flatten().min() {
+                timer.arm(wake.saturating_duration_since(Instant::now()));
+            }
+            match poll.poll(&mut events, Some(Duration::from_millis(10))) {
+                Ok(()) => {}
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(setup(e)),
+            }
+            for ev in events.iter() {
+                if ev.token() == TIMER {
+                    timer.clear();
+                    continue;
+                }
+                let Some(f) = fl.get_mut(ev.token().0) else {
+                    continue;
+                };
+                let mut refill = 0;
+                self.on_readable(
+                    f,
+                    &mut rbuf,
+                    &mut reply,
+                    ctl.test_id,
+                    &mut latency,
+                    ctl.recording.load(Ordering::Relaxed),
+                    &mut refill,
+                )?;
+                if !open_loop && stopped_at.is_none() && f.flow.role == Role::Requester {
+                    for _ in 0..refill {
+                        self.request(f, &mut req, ctl.test_id, Instant::now())?;
+                    }
+                }
+            }
+        }
+        let flows = fl
+            .into_iter()
+            .map(|f| {
+                let requester = f.flow.role == Role::Requester;
+                let resolved = f.transactions + f.lost;
+                FlowEnd {
+                    id: f.flow.id,
+                    total_bytes: f.bytes,
+                    done_at: None,
+                    final_buffers: sockopt::buffers(&f.flow.socket),
+                    udp: Some(UdpFlowReport {
+                        sent_datagrams: if requester { f.next_seq } else { f.transactions },
+                        window_sent_datagrams: 0,
+                        received: requester.then(|| SeqSummary {
+                            received: f.transactions,
+                            lost: f.lost,
+                            expected: resolved,
+                            loss_pct: if resolved > 0 {
+                                f.lost as f64 / resolved as f64 * 100.0
+                            } else {
+                                0.0
+                            },
+                            out_of_order: f.out_of_order,
+                            duplicates: f.duplicates,
+                            jitter_us: 0.0,
+                            highest_seq: f.highest,
+                        }),
+                        stray: f.stray,
+                        late: f.late,
+                    }),
+                }
+            })
+            .collect();
+        Ok(WorkerEnd {
+            flows,
+            latency: Some(latency),
+            schedule: open_loop.then_some(schedule),
+        })
+    }
+}
