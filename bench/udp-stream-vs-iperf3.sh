@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Side-by-side: netrig udp-stream vs iperf3 -u -b 0, 64-byte datagrams, one
+# flow, alternating runs; compares datagrams per second delivered to the
+# receiver (and sent), medians.
+#
+#   bench/udp-stream-vs-iperf3.sh [ROUNDS=5] [SECONDS=4] [SIZE=64]
+#
+# Needs: iperf3, python3, a release build.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROUNDS=${1:-5}
+SECS=${2:-4}
+SIZE=${3:-64}
+command -v iperf3 >/dev/null || { echo "iperf3 not installed: apt-get install -y iperf3" >&2; exit 2; }
+cargo build --release -q
+NETRIG=target/release/netrig
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+IPORT=$(free_port); NPORT=$(free_port)
+OUT=$(mktemp -d)
+iperf3 -s -p "$IPORT" >/dev/null 2>&1 & IPID=$!
+$NETRIG serve -p "$NPORT" -q & NPID=$!
+trap 'kill $IPID $NPID 2>/dev/null || true; rm -rf "$OUT"' EXIT
+sleep 1
+for r in $(seq 1 "$ROUNDS"); do
+  $NETRIG udp-stream -H 127.0.0.1 -p "$NPORT" -l "$SECS" -m "$SIZE" --json 2>/dev/null > "$OUT/netrig.$r.json"
+  iperf3 -c 127.0.0.1 -p "$IPORT" -u -b 0 -l "$SIZE" -t "$SECS" -J > "$OUT/iperf3.$r.json" 2>/dev/null || true
+done
+python3 - "$OUT" "$ROUNDS" "$SECS" "$SIZE" <<'PY'
+import json, statistics, sys
+out, rounds, secs, size = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), sys.argv[4]
+nr, ns, ir, isent = [], [], [], []
+for r in range(1, rounds + 1):
+    d = json.load(open(f"{out}/netrig.{r}.json"))
+    u = d["summary"]["udp"]
+    el = d["summary"]["elapsed_s"]
+    nr.append(u["received_datagrams"] / el)
+    ns.append(u["sent_datagrams"] / el)
+    e = json.load(open(f"{out}/iperf3.{r}.json"))["end"]["sum"]
+    ir.append((e["packets"] - e["lost_packets"]) / e["seconds"])
+    isent.append(e["packets"] / e["seconds"])
+med = statistics.median
+print(f"udp stream, 1 flow, {size}-byte datagrams, as fast as possible, loopback, {secs:g} s, {rounds} alternating rounds")
+print(f"netrig   received {med(nr)/1e3:8.1f} k datagrams/s (sent {med(ns)/1e3:8.1f} k/s)  runs {' '.join(f'{x/1e3:.0f}' for x in nr)}")
+print(f"iperf3   received {med(ir)/1e3:8.1f} k datagrams/s (sent {med(isent)/1e3:8.1f} k/s)  runs {' '.join(f'{x/1e3:.0f}' for x in ir)}")
+print(f"ratio received netrig/iperf3: {med(nr) / med(ir):.2f}")
+PY
