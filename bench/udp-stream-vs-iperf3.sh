@@ -23,24 +23,27 @@ trap 'kill $IPID $NPID 2>/dev/null || true; rm -rf "$OUT"' EXIT
 sleep 1
 for r in $(seq 1 "$ROUNDS"); do
   $NETRIG udp-stream -H 127.0.0.1 -p "$NPORT" -l "$SECS" -m "$SIZE" --json 2>/dev/null > "$OUT/netrig.$r.json"
+  $NETRIG udp-stream -H 127.0.0.1 -p "$NPORT" -l "$SECS" -m "$SIZE" --no-gso --json 2>/dev/null > "$OUT/nogso.$r.json"
   iperf3 -c 127.0.0.1 -p "$IPORT" -u -b 0 -l "$SIZE" -t "$SECS" -J > "$OUT/iperf3.$r.json" 2>/dev/null || true
 done
 python3 - "$OUT" "$ROUNDS" "$SECS" "$SIZE" <<'PY'
 import json, statistics, sys
 out, rounds, secs, size = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), sys.argv[4]
-nr, ns, ir, isent = [], [], [], []
+nr, ns, gr, gs, ir, isent = [], [], [], [], [], []
 for r in range(1, rounds + 1):
-    d = json.load(open(f"{out}/netrig.{r}.json"))
-    u = d["summary"]["udp"]
-    el = d["summary"]["elapsed_s"]
-    nr.append(u["received_datagrams"] / el)
-    ns.append(u["sent_datagrams"] / el)
+    for name, rx, tx in (("netrig", nr, ns), ("nogso", gr, gs)):
+        d = json.load(open(f"{out}/{name}.{r}.json"))
+        u = d["summary"]["udp"]
+        el = d["summary"]["elapsed_s"]
+        rx.append(u["received_datagrams"] / el)
+        tx.append(u["sent_datagrams"] / el)
     e = json.load(open(f"{out}/iperf3.{r}.json"))["end"]["sum"]
     ir.append((e["packets"] - e["lost_packets"]) / e["seconds"])
     isent.append(e["packets"] / e["seconds"])
 med = statistics.median
 print(f"udp stream, 1 flow, {size}-byte datagrams, as fast as possible, loopback, {secs:g} s, {rounds} alternating rounds")
 print(f"netrig   received {med(nr)/1e3:8.1f} k datagrams/s (sent {med(ns)/1e3:8.1f} k/s)  runs {' '.join(f'{x/1e3:.0f}' for x in nr)}")
+print(f"netrig --no-gso received {med(gr)/1e3:8.1f} k datagrams/s (sent {med(gs)/1e3:8.1f} k/s)  runs {' '.join(f'{x/1e3:.0f}' for x in gr)}")
 print(f"iperf3   received {med(ir)/1e3:8.1f} k datagrams/s (sent {med(isent)/1e3:8.1f} k/s)  runs {' '.join(f'{x/1e3:.0f}' for x in ir)}")
-print(f"ratio received netrig/iperf3: {med(nr) / med(ir):.2f}")
+print(f"ratio received netrig/iperf3: {med(nr) / med(ir):.2f} (GSO/GRO), {med(gr) / med(ir):.2f} (--no-gso)")
 PY

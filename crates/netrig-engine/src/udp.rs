@@ -24,8 +24,15 @@ use std::os::fd::{AsRawFd, RawFd};
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-/// Datagrams per sendmmsg/recvmmsg call.
+/// Messages per sendmmsg/recvmmsg call.
 const BATCH: usize = 64;
+/// From linux/udp.h: segmentation offload on send, coalescing on receive.
+const UDP_SEGMENT: libc::c_int = 103;
+const UDP_GRO: libc::c_int = 104;
+/// Most segments the kernel takes in one GSO send (UDP_MAX_SEGMENTS).
+const GSO_MAX_SEGMENTS: usize = 64;
+/// Largest buffer one GSO send or GRO receive may carry.
+const GSO_MAX_BYTES: usize = 65_000;
 const TIMER: Token = Token(usize::MAX);
 /// After the window closes a receiver keeps counting (outside the window)
 /// until the flow has been silent this long, so datagrams in flight are not
@@ -39,6 +46,8 @@ const DRAIN_MAX: Duration = Duration::from_secs(3);
 pub struct UdpStreamWorkload {
     pub size: usize,
     pub rate_bps: Option<u64>,
+    /// Use UDP GSO (send) and GRO (receive) where the kernel has them.
+    pub offload: bool,
 }
 
 struct UFlow {
@@ -50,6 +59,8 @@ struct UFlow {
     // Sender.
     seq: u64,
     gap: Option<Duration>,
+    /// Datagrams per message: more than one when the kernel segments for us (UDP GSO).
+    gso_segments: usize,
     // Receiver.
     tracker: SeqTracker,
     stray: u64,
@@ -110,7 +121,10 @@ impl UdpStreamWorkload {
         }
     }
 
-    /// Sends up to `n` datagrams in one sendmmsg call. Returns how many left.
+    /// Sends up to `n` datagrams in one sendmmsg call: BATCH messages of
+    /// `gso_segments` datagrams each (the kernel splits a message into
+    /// datagrams of `size` bytes when UDP GSO is on; every datagram carries
+    /// its own header). Returns how many datagrams left, as on the wire.
     fn send_batch(
         &self,
         f: &mut UFlow,
@@ -119,27 +133,35 @@ impl UdpStreamWorkload {
         test_id: u64,
         t0: Instant,
     ) -> io::Result<usize> {
-        let n = n.min(BATCH);
+        let per = f.gso_segments.max(1);
+        let n = n.min(BATCH * per);
         let ts = t0.elapsed().as_nanos() as u64;
-        let mut iovs: [libc::iovec; BATCH] = unsafe { std::mem::zeroed() };
-        // SAFETY: all-zero is a valid mmsghdr.
-        let mut msgs: [libc::mmsghdr; BATCH] = unsafe { std::mem::zeroed() };
         for i in 0..n {
             let d = &mut buf[i * self.size..(i + 1) * self.size];
             header(d, test_id, f.flow.id, f.seq + i as u64, ts);
-            iovs[i] = libc::iovec {
-                iov_base: d.as_mut_ptr().cast(),
-                iov_len: self.size,
-            };
-            msgs[i].msg_hdr.msg_iov = &mut iovs[i];
-            msgs[i].msg_hdr.msg_iovlen = 1;
         }
-        // SAFETY: msgs[..n] point into `buf`, which outlives the call.
-        let rc = unsafe { libc::sendmmsg(f.fd, msgs.as_mut_ptr(), n as libc::c_uint, 0) };
+        let msgs_n = n.div_ceil(per);
+        // SAFETY: all-zero is a valid iovec and mmsghdr.
+        let mut iovs: [libc::iovec; BATCH] = unsafe { std::mem::zeroed() };
+        let mut msgs: [libc::mmsghdr; BATCH] = unsafe { std::mem::zeroed() };
+        let mut segs = [0usize; BATCH];
+        for m in 0..msgs_n {
+            let first = m * per;
+            let count = per.min(n - first);
+            segs[m] = count;
+            iovs[m] = libc::iovec {
+                iov_base: buf[first * self.size..].as_mut_ptr().cast(),
+                iov_len: count * self.size,
+            };
+            msgs[m].msg_hdr.msg_iov = &mut iovs[m];
+            msgs[m].msg_hdr.msg_iovlen = 1;
+        }
+        // SAFETY: msgs[..msgs_n] point into `buf`, which outlives the call.
+        let rc = unsafe { libc::sendmmsg(f.fd, msgs.as_mut_ptr(), msgs_n as libc::c_uint, 0) };
         if rc < 0 {
             return Err(io::Error::last_os_error());
         }
-        let sent = rc as usize;
+        let sent: usize = segs[..rc as usize].iter().sum();
         f.seq += sent as u64;
         f.bytes += (sent * self.size) as u64;
         f.flow.counters.set_bytes(f.bytes);
@@ -160,7 +182,7 @@ impl UdpStreamWorkload {
                 return Ok(None);
             }
             let want = match f.gap {
-                None => BATCH,
+                None => BATCH * f.gso_segments.max(1),
                 Some(gap) => {
                     // Datagram k is due at start + k * gap.
                     let elapsed = ctl.start.elapsed();
@@ -169,13 +191,21 @@ impl UdpStreamWorkload {
                         let at = gap.as_nanos().saturating_mul(f.seq as u128).min(u64::MAX as u128) as u64;
                         return Ok(Some(ctl.start + Duration::from_nanos(at)));
                     }
-                    (due_now - f.seq).min(BATCH as u64) as usize
+                    (due_now - f.seq).min((BATCH * f.gso_segments.max(1)) as u64) as usize
                 }
             };
             match self.send_batch(f, buf, want, test_id, ctl.start) {
                 Ok(_) => {}
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(None),
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                // The path cannot take segmentation offload after all: send one datagram per message.
+                Err(e)
+                    if f.gso_segments > 1
+                        && matches!(e.raw_os_error(), Some(libc::EIO) | Some(libc::EINVAL)) =>
+                {
+                    set_int(f.fd, libc::SOL_UDP, UDP_SEGMENT, 0);
+                    f.gso_segments = 1;
+                }
                 // ENOBUFS: the device queue is full; back off like a full socket.
                 Err(e) if e.raw_os_error() == Some(libc::ENOBUFS) => {
                     return Ok(Some(Instant::now() + Duration::from_micros(50)))
@@ -243,26 +273,34 @@ impl UdpStreamWorkload {
             let now_wall = now_realtime_ns();
             for (i, m) in msgs.iter().take(rc as usize).enumerate() {
                 let len = m.msg_len as usize;
-                let d = &buf[i * cap..i * cap + len.min(cap)];
-                let truncated = m.msg_hdr.msg_flags & libc::MSG_TRUNC != 0;
-                if len >= 4 && d[..4] == DATA_MAGIC {
-                    continue; // a repeated hello from set-up
-                }
-                if truncated || len < UDP_HEADER_LEN as usize {
+                let whole = &buf[i * cap..i * cap + len.min(cap)];
+                if m.msg_hdr.msg_flags & libc::MSG_TRUNC != 0 {
                     f.stray += 1;
                     continue;
                 }
-                let tid = u64::from_be_bytes(d[0..8].try_into().expect("8 bytes"));
-                let fid = u32::from_be_bytes(d[8..12].try_into().expect("4 bytes"));
-                if tid != test_id || fid != f.flow.id {
-                    f.stray += 1;
-                    continue;
+                let (rx_ns, gro) = cmsgs(&m.msg_hdr);
+                let rx_ns = rx_ns.unwrap_or(now_wall);
+                // With UDP GRO one buffer may hold several datagrams of `gro` bytes each.
+                let seg = gro.filter(|g| *g > 0).unwrap_or(len.max(1));
+                for d in whole.chunks(seg) {
+                    if d.len() >= 4 && d[..4] == DATA_MAGIC {
+                        continue; // a repeated hello from set-up
+                    }
+                    if d.len() < UDP_HEADER_LEN as usize {
+                        f.stray += 1;
+                        continue;
+                    }
+                    let tid = u64::from_be_bytes(d[0..8].try_into().expect("8 bytes"));
+                    let fid = u32::from_be_bytes(d[8..12].try_into().expect("4 bytes"));
+                    if tid != test_id || fid != f.flow.id {
+                        f.stray += 1;
+                        continue;
+                    }
+                    let seq = u64::from_be_bytes(d[12..20].try_into().expect("8 bytes"));
+                    let sent_ns = u64::from_be_bytes(d[20..28].try_into().expect("8 bytes"));
+                    f.tracker.on_datagram(seq, sent_ns, rx_ns);
+                    f.bytes += d.len() as u64;
                 }
-                let seq = u64::from_be_bytes(d[12..20].try_into().expect("8 bytes"));
-                let sent_ns = u64::from_be_bytes(d[20..28].try_into().expect("8 bytes"));
-                let rx_ns = rx_timestamp(&m.msg_hdr).unwrap_or(now_wall);
-                f.tracker.on_datagram(seq, sent_ns, rx_ns);
-                f.bytes += len as u64;
             }
             f.flow.counters.set_bytes(f.bytes);
             f.last_rx = Instant::now();
@@ -277,20 +315,39 @@ fn now_realtime_ns() -> u64 {
         .unwrap_or(0)
 }
 
-/// The kernel's receive timestamp (SO_TIMESTAMPNS) of one message, in ns.
-fn rx_timestamp(h: &libc::msghdr) -> Option<u64> {
+/// The kernel's receive timestamp (SO_TIMESTAMPNS, in ns) and the GRO
+/// segment size (UDP_GRO) of one received message, where present.
+fn cmsgs(h: &libc::msghdr) -> (Option<u64>, Option<usize>) {
+    let (mut ts, mut gro) = (None, None);
     // SAFETY: walking the control buffer the kernel filled, with the libc macros.
     unsafe {
         let mut c = libc::CMSG_FIRSTHDR(h);
         while !c.is_null() {
             if (*c).cmsg_level == libc::SOL_SOCKET && (*c).cmsg_type == libc::SCM_TIMESTAMPNS {
-                let ts: libc::timespec = std::ptr::read_unaligned(libc::CMSG_DATA(c).cast());
-                return Some(ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64);
+                let t: libc::timespec = std::ptr::read_unaligned(libc::CMSG_DATA(c).cast());
+                ts = Some(t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64);
+            } else if (*c).cmsg_level == libc::SOL_UDP && (*c).cmsg_type == UDP_GRO {
+                let g: libc::c_int = std::ptr::read_unaligned(libc::CMSG_DATA(c).cast());
+                gro = usize::try_from(g).ok();
             }
             c = libc::CMSG_NXTHDR(h, c);
         }
     }
-    None
+    (ts, gro)
+}
+
+/// setsockopt with an int; true if the kernel took it.
+fn set_int(fd: RawFd, level: libc::c_int, opt: libc::c_int, v: libc::c_int) -> bool {
+    // SAFETY: valid descriptor and an int option.
+    unsafe {
+        libc::setsockopt(
+            fd,
+            level,
+            opt,
+            (&v as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        ) == 0
+    }
 }
 
 impl Workload for UdpStreamWorkload {
@@ -321,18 +378,21 @@ impl Workload for UdpStreamWorkload {
             let mut sock = SocketHandle::new(&flow.socket).map_err(setup)?;
             let fd = sock.raw_fd();
             let sender = flow.role == Role::Sender;
+            let per = GSO_MAX_SEGMENTS.min(GSO_MAX_BYTES / self.size.max(1)).max(1);
+            let gso_segments = if self.offload
+                && sender
+                && per > 1
+                && set_int(fd, libc::SOL_UDP, UDP_SEGMENT, self.size as libc::c_int)
+            {
+                per
+            } else {
+                1
+            };
             if !sender {
-                let on: libc::c_int = 1;
-                // SAFETY: valid fd and option pointer.
-                unsafe {
-                    libc::setsockopt(
-                        fd,
-                        libc::SOL_SOCKET,
-                        libc::SO_TIMESTAMPNS,
-                        (&on as *const libc::c_int).cast(),
-                        std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-                    )
-                };
+                set_int(fd, libc::SOL_SOCKET, libc::SO_TIMESTAMPNS, 1);
+                if self.offload {
+                    set_int(fd, libc::SOL_UDP, UDP_GRO, 1);
+                }
             }
             let interest = if sender {
                 Interest::WRITABLE
@@ -350,13 +410,16 @@ impl Workload for UdpStreamWorkload {
                 bytes: 0,
                 seq: 0,
                 gap: if sender { gap } else { None },
+                gso_segments,
                 tracker: SeqTracker::new(),
                 stray: 0,
                 last_rx: Instant::now(),
             });
         }
-        let mut sbuf = vec![0x42u8; self.size * BATCH];
-        let cap = (self.size + 1).min(65_536);
+        let per_msg = fl.iter().map(|f| f.gso_segments).max().unwrap_or(1);
+        let mut sbuf = vec![0x42u8; self.size * BATCH * per_msg];
+        // Receive buffers big enough for a GRO-coalesced message.
+        let cap = 65_536;
         let mut rbuf = vec![0u8; cap * BATCH];
         let mut events = Events::with_capacity(1024);
         let mut stopped_at: Option<Instant> = None;

@@ -59,6 +59,7 @@ pub fn workload_for(spec: &TestSpec) -> Arc<dyn Workload> {
         TestKind::UdpStream => Arc::new(crate::udp::UdpStreamWorkload {
             size: spec.message_size as usize,
             rate_bps: spec.udp.rate_bps,
+            offload: !spec.udp.no_gso,
         }),
     }
 }

@@ -122,6 +122,9 @@ pub struct UdpOptions {
     /// (`--timeout`); `None`: 1 s.
     #[serde(default)]
     pub timeout_s: Option<f64>,
+    /// udp-stream: one datagram per message, no UDP GSO/GRO (`--no-gso`).
+    #[serde(default)]
+    pub no_gso: bool,
 }
 
 /// Bytes at the start of every test datagram: test id (8), flow id (4),

@@ -198,6 +198,10 @@ pub struct UdpArgs {
     /// Reverse: the agent sends, the client receives.
     #[arg(short = 'R', long = "reverse")]
     pub reverse: bool,
+    /// One datagram per send and receive, without UDP GSO/GRO (as iperf3 does; for paths where
+    /// offload would not happen or to measure per-datagram cost).
+    #[arg(long = "no-gso")]
+    pub no_gso: bool,
 }
 
 #[derive(Debug, Args)]

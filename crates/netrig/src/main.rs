@@ -307,6 +307,7 @@ fn udp_stream(a: UdpArgs) -> Result<()> {
         rate_bps: a.bitrate.filter(|r| *r > 0),
         reverse: a.reverse,
         timeout_s: None,
+        no_gso: a.no_gso,
     };
     check_spec(&spec, &local)?;
     run_and_print(&spec, local, &a.common)

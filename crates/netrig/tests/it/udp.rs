@@ -94,9 +94,12 @@ fn tiny_receive_buffer_loses_and_the_kernel_agrees() {
         + v["counters"]["remote"]["deltas"]["Udp6.RcvbufErrors"]
             .as_i64()
             .unwrap_or(0);
+    // The kernel counts dropped packets; with UDP GSO/GRO a packet carries up
+    // to 64 datagrams, which netrig counts one by one, as on the wire.
+    assert!(dropped > 0, "the kernel saw no receive-buffer drop");
     assert!(
-        dropped as u64 >= lost,
-        "kernel dropped {dropped}, netrig says {lost} lost"
+        lost <= dropped as u64 * 64,
+        "kernel dropped {dropped} packets, netrig says {lost} datagrams lost"
     );
     assert!(v["warnings"].to_string().contains("Udp.RcvbufErrors"));
 }
