@@ -13,6 +13,7 @@ pub mod rr;
 pub mod runner;
 pub mod sockopt;
 pub mod stream;
+mod txn;
 pub mod workload;
 
 pub use flow::{Flow, FlowCounters, FlowEnd, ScheduleStats, WorkerEnd};
