@@ -9,6 +9,7 @@
 //! is a new workload, not a new branch in the runner.
 
 pub mod flow;
+pub mod intake;
 pub mod rr;
 pub mod runner;
 pub mod sockopt;
@@ -16,8 +17,10 @@ pub mod stream;
 mod txn;
 pub mod workload;
 
-pub use flow::{Flow, FlowCounters, FlowEnd, ScheduleStats, WorkerEnd};
-pub use runner::{run_side, RunControl, RunPlan, SideOutcome};
+pub use flow::{
+    Connector, FirstConnection, Flow, FlowCounters, FlowEnd, FlowSlot, ScheduleStats, TransientEnd, WorkerEnd,
+};
+pub use runner::{run_side, RunControl, RunPlan, SideFlows, SideOutcome};
 pub use workload::{workload_for, Workload};
 
 use thiserror::Error;

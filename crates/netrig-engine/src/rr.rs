@@ -238,6 +238,7 @@ impl Workload for RrWorkload {
             flows,
             latency: Some(cx.latency),
             schedule: cx.pacer.map(|p| p.stats),
+            ..WorkerEnd::default()
         })
     }
 }
