@@ -65,5 +65,14 @@ pub fn workload_for(spec: &TestSpec) -> Arc<dyn Workload> {
             rate: spec.rr.rate,
             poisson: spec.rr.poisson,
         }),
+        TestKind::TcpCrr => Arc::new(crate::crr::CrrWorkload {
+            request_size: spec.rr.request_size as usize,
+            response_size: spec.rr.response_size as usize,
+            burst: spec.rr.burst,
+            rate: spec.rr.rate,
+            poisson: spec.rr.poisson,
+            timeout: spec.rr.crr_timeout(),
+            accepted_options: spec.remote.clone(),
+        }),
     }
 }

@@ -243,6 +243,7 @@ fn rr_spec(kind: TestKind, a: &RrArgs) -> Result<(TestSpec, SocketOptions)> {
         burst: a.burst,
         rate: a.rate,
         poisson: a.poisson,
+        timeout_s: None,
     };
     check_spec(&spec, &local)?;
     Ok((spec, local))
