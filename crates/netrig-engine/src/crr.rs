@@ -295,7 +295,8 @@ impl Worker<'_> {
                     again.push(i);
                 }
             }
-            self.restart = again;
+            // (A transaction that ended inside start() already queued its successor.)
+            self.restart.extend(again);
             if let Some(p) = &self.pacer {
                 p.arm();
             }
@@ -410,6 +411,10 @@ impl Worker<'_> {
 
     fn count_failure(&mut self, i: usize, e: &io::Error) {
         if !self.recording() {
+            log::debug!(
+                "flow {}: a transaction failed outside the window: {e}",
+                self.flows[i].slot.id
+            );
             return;
         }
         let why = Failure::of(e);
@@ -729,7 +734,9 @@ mod tests {
         let end = workload().run_transient(vec![slot], None, &ctl).unwrap();
         t.join().unwrap();
         let errors = end.transient[0].connect_errors.unwrap();
-        assert!(errors.refused > 0, "{errors:?}");
+        // Loopback refuses inside connect(), so each failure is seen while its
+        // transaction starts: the flow must still go on to the next one.
+        assert!(errors.refused > 10, "the flow stopped: {errors:?}");
         assert_eq!(errors.total(), errors.refused, "{errors:?}");
         assert_eq!(counters.transactions(), 0);
         assert!(end.latency.unwrap().is_empty());
