@@ -1,12 +1,12 @@
 //! One control session: handshake, then tests one after another.
 
 use crate::listener::Shared;
-use netrig_engine::runner::{run_side, RunControl, RunPlan, SideOutcome};
-use netrig_engine::{sockopt, workload_for, Flow};
+use netrig_engine::runner::{run_side, RunControl, RunPlan, SideFlows, SideOutcome};
+use netrig_engine::{sockopt, workload_for, Flow, FlowSlot};
 use netrig_proto::conn::{ConnError, FramedConn};
 use netrig_proto::report::{BufPair, CounterReport, FlowReport, Role, SideReport, SockBufReport};
 use netrig_proto::session::{AgentEvent, AgentSession};
-use netrig_proto::spec::Limit;
+use netrig_proto::spec::{Limit, MAX_CRR_IN_FLIGHT};
 use netrig_proto::{
     encode_frame, negotiate, AgentMsg, ClientMsg, ControlPreamble, DataHello, Direction, SessionCookie,
     TestSpec, MIN_PROTOCOL_VERSION, PROTOCOL_VERSION, SOFTWARE_VERSION,
@@ -14,25 +14,41 @@ use netrig_proto::{
 use std::collections::HashMap;
 use std::io::Write;
 use std::net::TcpStream;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// The largest frame a client may send: its messages are small.
 const CLIENT_FRAME_LIMIT: usize = 64 * 1024;
 
+/// A session's queue of new data connections, and how many connections it
+/// turned away because it was full.
+type Queue = (mpsc::SyncSender<(DataHello, TcpStream)>, Arc<AtomicU64>);
+
 /// Sessions waiting for their data connections, by cookie.
 #[derive(Default)]
 pub(crate) struct Registry {
-    waiting: Mutex<HashMap<SessionCookie, mpsc::SyncSender<(DataHello, TcpStream)>>>,
+    waiting: Mutex<HashMap<SessionCookie, Queue>>,
 }
 
 impl Registry {
     fn register(&self, cookie: SessionCookie, capacity: usize) -> mpsc::Receiver<(DataHello, TcpStream)> {
         let (tx, rx) = mpsc::sync_channel(capacity);
-        self.waiting.lock().expect("registry lock").insert(cookie, tx);
+        self.waiting
+            .lock()
+            .expect("registry lock")
+            .insert(cookie, (tx, Arc::default()));
         rx
+    }
+
+    /// Connections turned away so far because the session's queue was full.
+    fn dropped(&self, cookie: &SessionCookie) -> u64 {
+        self.waiting
+            .lock()
+            .expect("registry lock")
+            .get(cookie)
+            .map_or(0, |(_, d)| d.load(Ordering::Relaxed))
     }
 
     fn unregister(&self, cookie: &SessionCookie) {
@@ -48,9 +64,16 @@ impl Registry {
             .get(&hello.cookie)
             .cloned();
         match tx {
-            Some(tx) => tx
-                .try_send((hello, stream))
-                .map_err(|_| format!("session {} is not accepting more data connections", hello.cookie)),
+            Some((tx, dropped)) => tx.try_send((hello, stream)).map_err(|e| match e {
+                mpsc::TrySendError::Full(_) => format!(
+                    "session {}: its queue of new data connections is full; closed one ({} so far)",
+                    hello.cookie,
+                    dropped.fetch_add(1, Ordering::Relaxed) + 1
+                ),
+                mpsc::TrySendError::Disconnected(_) => {
+                    format!("session {} is not accepting more data connections", hello.cookie)
+                }
+            }),
             None => Err("data connection with an unknown or expired session cookie; closed".into()),
         }
     }
@@ -195,7 +218,15 @@ fn run_test(
         .map_err(|e| SessionError::Test(format!("no randomness for a cookie: {e}")))?;
     let cookie = SessionCookie(cookie);
     let expected = spec.connections() as usize;
-    let data_rx = shared.registry.register(cookie, expected);
+    // A connection-per-transaction test's connections all come during the
+    // run, and the cookie stays registered for all of it.
+    let per_transaction = spec.kind.connection_per_transaction();
+    let capacity = if per_transaction {
+        run_intake_capacity(spec)
+    } else {
+        expected
+    };
+    let data_rx = shared.registry.register(cookie, capacity);
     let _registration = Registration {
         registry: &shared.registry,
         cookie,
@@ -264,7 +295,32 @@ fn run_test(
         other => return Err(SessionError::Test(format!("expected go, got {other:?}"))),
     }
     let start = Instant::now();
-    let outcome = run_flows(conn, spec, flows, start, shared.config.limits.max_duration_s)?;
+    let side = if per_transaction {
+        SideFlows::Transient {
+            flows: plan
+                .iter()
+                .enumerate()
+                .map(|(id, d)| FlowSlot::new(id as u32, *d, spec.kind.role(*d, true), None))
+                .collect(),
+            intake: Some(data_rx),
+        }
+    } else {
+        flows.into()
+    };
+    let outcome = run_flows(conn, spec, side, start, shared.config.limits.max_duration_s)?;
+    if per_transaction {
+        if let Some(c) = outcome.flows.iter().find_map(|f| f.first_connection.as_ref()) {
+            warnings.extend(sockopt::buffer_warnings(requested, c.initial, "remote", "-S"));
+            warnings.extend(sockopt::option_warnings(&spec.remote, &c.applied, "remote"));
+        }
+        let dropped = shared.registry.dropped(&cookie) + outcome.dropped_connections;
+        if dropped > 0 {
+            warnings.push(format!(
+                "remote: the agent closed {dropped} connection(s) unanswered: more arrived at once than its \
+                 queues hold (the client counts them as reset)"
+            ));
+        }
+    }
     let counters = match (counters_before, netrig_metrics::read_kernel_counters()) {
         (Some(b), Ok(a)) => Some(CounterReport::between(&b, &a, netrig_metrics::read_conntrack())),
         _ => None,
@@ -278,7 +334,15 @@ fn run_test(
         .flows
         .iter()
         .map(|f| {
-            let (initial, applied) = by_id.get(&f.id).cloned().unwrap_or_default();
+            let (initial, applied) = by_id
+                .get(&f.id)
+                .cloned()
+                .or_else(|| {
+                    f.first_connection
+                        .as_ref()
+                        .map(|c| (c.initial, c.applied.clone()))
+                })
+                .unwrap_or_default();
             FlowReport {
                 id: f.id,
                 direction: f.direction,
@@ -294,6 +358,7 @@ fn run_test(
                 applied,
                 tcp_info: f.tcp_info.clone(),
                 window_transactions: f.window_transactions,
+                connect_errors: f.connect_errors,
             }
         })
         .collect();
@@ -311,6 +376,19 @@ fn run_test(
     })
 }
 
+/// Room for new connections of a connection-per-transaction test: every
+/// connection the client may have in flight, within bounds.
+fn run_intake_capacity(spec: &TestSpec) -> usize {
+    let per_flow = if spec.rr.rate.is_some() {
+        MAX_CRR_IN_FLIGHT
+    } else {
+        spec.rr.burst
+    };
+    (spec.flows as usize)
+        .saturating_mul(per_flow as usize)
+        .clamp(1024, 65_536)
+}
+
 /// Runs the engine on its own thread while this one watches the control
 /// connection: an abort or a vanished client stops the test.
 /// A byte-count test has no length of its own: the agent's longest allowed
@@ -318,7 +396,7 @@ fn run_test(
 fn run_flows(
     conn: &mut FramedConn,
     spec: &TestSpec,
-    flows: Vec<Flow>,
+    flows: SideFlows,
     start: Instant,
     max_duration_s: u64,
 ) -> Result<SideOutcome, SessionError> {

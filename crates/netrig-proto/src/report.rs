@@ -83,6 +83,9 @@ pub struct FlowReport {
     /// Transactions completed inside the window (request/response tests).
     #[serde(default)]
     pub window_transactions: u64,
+    /// Connection-per-transaction requesters: transactions that failed inside the window.
+    #[serde(default)]
+    pub connect_errors: Option<ConnectErrors>,
 }
 
 /// Transactions of a connection-per-transaction test (tcp-crr) that failed,

@@ -24,6 +24,7 @@ pub fn assemble(
 ) -> Result<TestResult, String> {
     let plan = spec.flow_plan();
     let transactional = spec.kind.is_transactional();
+    let per_transaction = spec.kind.connection_per_transaction();
     let index = |side: &'_ SideReport| -> HashMap<u32, FlowReport> {
         side.flows.iter().map(|f| (f.id, f.clone())).collect()
     };
@@ -77,6 +78,7 @@ pub fn assemble(
             },
             transactions: transactional.then_some(l.window_transactions),
             transactions_per_s: transactional.then(|| rate(l.window_transactions, l.window_s)),
+            connect_errors: per_transaction.then(|| l.connect_errors.unwrap_or_default()),
             local: end(l),
             remote: end(r),
         });
@@ -169,7 +171,28 @@ pub fn assemble(
             ));
         }
     }
-    if transactional && spec.rr.burst > 1 && !spec.remote.nodelay {
+    let connect_errors = per_transaction.then(|| {
+        let mut all = netrig_proto::report::ConnectErrors::default();
+        for e in flows.iter().filter_map(|f| f.connect_errors.as_ref()) {
+            all.add(e);
+        }
+        all
+    });
+    if let Some(e) = connect_errors.filter(|e| e.total() > 0) {
+        warnings.push(format!(
+            "{} transaction(s) failed and are not counted as transactions: refused {}, timed out {}, \
+             address not available {} (ephemeral ports exhausted: TIME_WAIT holds them; see \
+             net.ipv4.ip_local_port_range and tcp_tw_reuse), reset {}, other {}",
+            e.total(),
+            e.refused,
+            e.timed_out,
+            e.addr_not_available,
+            e.reset,
+            e.other
+        ));
+    }
+    // Nagle only holds back data behind unacknowledged data on the same connection.
+    if transactional && !per_transaction && spec.rr.burst > 1 && !spec.remote.nodelay {
         warnings.push(format!(
             "--burst {} without --nodelay: Nagle's algorithm may hold back requests and responses behind \
              unacknowledged ones (netperf advises TCP_NODELAY with -b)",
@@ -181,6 +204,7 @@ pub fn assemble(
         transactions_per_s: transactions.map(|t| rate(t, elapsed_s)),
         latency_us: local.report.latency.as_ref().map(LatencyUs::from),
         schedule: local.report.schedule.clone(),
+        connect_errors,
         cpu,
         service_demand,
         throughput_bps: bps(bytes, elapsed_s),
@@ -366,6 +390,7 @@ mod tests {
             applied: Default::default(),
             tcp_info: None,
             window_transactions: 0,
+            connect_errors: None,
         }
     }
 
@@ -386,6 +411,7 @@ mod tests {
             burst: None,
             rate: None,
             poisson: None,
+            crr_timeout_s: None,
             workers: None,
             local: SocketOptions::default(),
             remote: SocketOptions::default(),

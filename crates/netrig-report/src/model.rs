@@ -3,7 +3,9 @@
 //! test validates real output against it.
 
 use netrig_metrics::{CpuUsage, Environment, TcpInfo};
-use netrig_proto::report::{AppliedOptions, CounterReport, Role, ScheduleReport, SockBufReport, WorkerCpu};
+use netrig_proto::report::{
+    AppliedOptions, ConnectErrors, CounterReport, Role, ScheduleReport, SockBufReport, WorkerCpu,
+};
 use netrig_proto::spec::SocketOptions;
 use netrig_proto::Direction;
 use serde::{Deserialize, Serialize};
@@ -87,6 +89,8 @@ pub struct TestConfig {
     pub burst: Option<u32>,
     pub rate: Option<f64>,
     pub poisson: Option<bool>,
+    /// tcp-crr: longest a transaction may take, connect to last response byte (`--crr-timeout`); null otherwise.
+    pub crr_timeout_s: Option<f64>,
     /// Worker threads per end (`-T`); null: the number of CPUs.
     pub workers: Option<u32>,
     /// Options on the client's sockets (`-s` and the shared options).
@@ -132,6 +136,9 @@ pub struct Summary {
     pub latency_us: Option<LatencyUs>,
     /// Open loop (`--rate`): how far the generator fell behind its schedule.
     pub schedule: Option<ScheduleReport>,
+    /// tcp-crr: transactions that failed inside the window, by reason (not
+    /// counted in `transactions`); null for other tests.
+    pub connect_errors: Option<ConnectErrors>,
 }
 
 /// Transaction latency in microseconds.
@@ -236,6 +243,8 @@ pub struct FlowResult {
     /// Request/response tests: transactions the requester completed in its window.
     pub transactions: Option<u64>,
     pub transactions_per_s: Option<f64>,
+    /// tcp-crr: this flow's failed transactions, by reason; null for other tests.
+    pub connect_errors: Option<ConnectErrors>,
     pub local: FlowEnd,
     pub remote: FlowEnd,
 }

@@ -30,6 +30,9 @@ pub enum Command {
     TcpBidir(StreamArgs),
     /// TCP request/response on persistent connections (netperf TCP_RR): transactions/s and latency.
     TcpRr(RrArgs),
+    /// TCP connect/request/response/close, a new connection per transaction (netperf TCP_CRR):
+    /// transactions/s, latency and failed connections by reason.
+    TcpCrr(CrrArgs),
 }
 
 #[derive(Debug, Args)]
@@ -179,6 +182,16 @@ pub struct RrArgs {
     /// With --rate: exponential inter-arrival times (a Poisson process).
     #[arg(long, requires = "rate")]
     pub poisson: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct CrrArgs {
+    #[command(flatten)]
+    pub rr: RrArgs,
+    /// Longest a transaction may take, from connect to its last response byte; later counts as
+    /// timed out (--connect-timeout is for the control connection).
+    #[arg(long = "crr-timeout", value_name = "SECONDS", default_value = "1", value_parser = parse_seconds)]
+    pub crr_timeout: f64,
 }
 
 /// "REQ,RESP" or "SIZE" with size suffixes.

@@ -6,7 +6,7 @@ mod units;
 
 use anyhow::{bail, Context, Result};
 use clap::Parser;
-use cli::{Cli, Command, CommonArgs, QuickArgs, RrArgs, ServeArgs, StreamArgs, TargetArgs};
+use cli::{Cli, Command, CommonArgs, CrrArgs, QuickArgs, RrArgs, ServeArgs, StreamArgs, TargetArgs};
 use netrig_agent::{Agent, AgentConfig, AgentError, AgentHandle};
 use netrig_client::{resolve, Client, ClientError, ClientOptions, Family};
 use netrig_engine::RunControl;
@@ -79,6 +79,7 @@ fn run(command: Command) -> Result<()> {
         Command::TcpMaerts(a) => stream(TestKind::TcpMaerts, a),
         Command::TcpBidir(a) => stream(TestKind::TcpBidir, a),
         Command::TcpRr(a) => request_response(TestKind::TcpRr, a),
+        Command::TcpCrr(a) => connect_request_response(a),
     }
 }
 
@@ -279,6 +280,13 @@ fn stream(kind: TestKind, a: StreamArgs) -> Result<()> {
 fn request_response(kind: TestKind, a: RrArgs) -> Result<()> {
     let (spec, local) = rr_spec(kind, &a)?;
     run_and_print(&spec, local, &a.common)
+}
+
+fn connect_request_response(a: CrrArgs) -> Result<()> {
+    let (mut spec, local) = rr_spec(TestKind::TcpCrr, &a.rr)?;
+    spec.rr.timeout_s = Some(a.crr_timeout);
+    check_spec(&spec, &local)?;
+    run_and_print(&spec, local, &a.rr.common)
 }
 
 /// Connects, runs one test, prints it as the user asked.
