@@ -1,12 +1,12 @@
 //! One control session: handshake, then tests one after another.
 
 use crate::listener::Shared;
-use netrig_engine::runner::{run_side, RunControl, RunPlan, SideOutcome};
-use netrig_engine::{sockopt, workload_for, Flow, FlowSocket};
+use netrig_engine::runner::{run_side, RunControl, RunPlan, SideFlows, SideOutcome};
+use netrig_engine::{sockopt, workload_for, Flow, FlowSlot, FlowSocket};
 use netrig_proto::conn::{ConnError, FramedConn};
 use netrig_proto::report::{BufPair, CounterReport, FlowReport, Role, SideReport, SockBufReport};
 use netrig_proto::session::{AgentEvent, AgentSession};
-use netrig_proto::spec::Limit;
+use netrig_proto::spec::{Limit, MAX_CRR_IN_FLIGHT};
 use netrig_proto::{
     encode_frame, negotiate, AgentMsg, ClientMsg, ControlPreamble, DataHello, Direction, SessionCookie,
     TestSpec, MIN_PROTOCOL_VERSION, PROTOCOL_VERSION, SOFTWARE_VERSION,
@@ -14,9 +14,9 @@ use netrig_proto::{
 use std::collections::HashMap;
 use std::io::Write;
 use std::net::{IpAddr, SocketAddr, TcpStream};
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// The largest frame a client may send: its messages are small.
@@ -29,17 +29,52 @@ pub(crate) enum DataConn {
     Udp(SocketAddr),
 }
 
+/// Where a session takes its data connections: at set-up, TCP connections
+/// or UDP hellos; during a connection-per-transaction run, TCP connections
+/// straight to the engine's intake.
+#[derive(Clone)]
+enum QueueTx {
+    Setup(mpsc::SyncSender<(DataHello, DataConn)>),
+    Run(mpsc::SyncSender<(DataHello, TcpStream)>),
+}
+
+/// A session's queue of new data connections, and how many connections it
+/// turned away because it was full.
+type Queue = (QueueTx, Arc<AtomicU64>);
+
 /// Sessions waiting for their data connections, by cookie.
 #[derive(Default)]
 pub(crate) struct Registry {
-    waiting: Mutex<HashMap<SessionCookie, mpsc::SyncSender<(DataHello, DataConn)>>>,
+    waiting: Mutex<HashMap<SessionCookie, Queue>>,
 }
 
 impl Registry {
     fn register(&self, cookie: SessionCookie, capacity: usize) -> mpsc::Receiver<(DataHello, DataConn)> {
         let (tx, rx) = mpsc::sync_channel(capacity);
-        self.waiting.lock().expect("registry lock").insert(cookie, tx);
+        self.waiting
+            .lock()
+            .expect("registry lock")
+            .insert(cookie, (QueueTx::Setup(tx), Arc::default()));
         rx
+    }
+
+    /// For a connection-per-transaction run: TCP connections only, for the engine's intake.
+    fn register_run(&self, cookie: SessionCookie, capacity: usize) -> mpsc::Receiver<(DataHello, TcpStream)> {
+        let (tx, rx) = mpsc::sync_channel(capacity);
+        self.waiting
+            .lock()
+            .expect("registry lock")
+            .insert(cookie, (QueueTx::Run(tx), Arc::default()));
+        rx
+    }
+
+    /// Connections turned away so far because the session's queue was full.
+    fn dropped(&self, cookie: &SessionCookie) -> u64 {
+        self.waiting
+            .lock()
+            .expect("registry lock")
+            .get(cookie)
+            .map_or(0, |(_, d)| d.load(Ordering::Relaxed))
     }
 
     fn unregister(&self, cookie: &SessionCookie) {
@@ -64,9 +99,30 @@ impl Registry {
             .get(&hello.cookie)
             .cloned();
         match tx {
-            Some(tx) => tx
-                .try_send((hello, conn))
-                .map_err(|_| format!("session {} is not accepting more data connections", hello.cookie)),
+            Some((tx, dropped)) => {
+                let sent = match (tx, conn) {
+                    (QueueTx::Setup(tx), c) => tx
+                        .try_send((hello, c))
+                        .map_err(|e| matches!(e, mpsc::TrySendError::Full(_))),
+                    (QueueTx::Run(tx), DataConn::Tcp(s)) => tx
+                        .try_send((hello, s))
+                        .map_err(|e| matches!(e, mpsc::TrySendError::Full(_))),
+                    (QueueTx::Run(_), DataConn::Udp(_)) => {
+                        return Err("a UDP hello for a TCP test; ignored".into())
+                    }
+                };
+                sent.map_err(|full| {
+                    if full {
+                        format!(
+                            "session {}: its queue of new data connections is full; closed one ({} so far)",
+                            hello.cookie,
+                            dropped.fetch_add(1, Ordering::Relaxed) + 1
+                        )
+                    } else {
+                        format!("session {} is not accepting more data connections", hello.cookie)
+                    }
+                })
+            }
             None => Err("data connection with an unknown or expired session cookie; closed".into()),
         }
     }
@@ -224,10 +280,25 @@ fn run_test(
         .map_err(|e| SessionError::Test(format!("no randomness for a cookie: {e}")))?;
     let cookie = SessionCookie(cookie);
     let expected = spec.connections() as usize;
-    // Room for the client's repeated UDP hellos too.
-    let data_rx = shared
-        .registry
-        .register(cookie, expected.saturating_mul(4).max(16));
+    // A connection-per-transaction test's connections all come during the
+    // run, straight to the engine, and the cookie stays registered for all of it.
+    let per_transaction = spec.kind.connection_per_transaction();
+    let (data_rx, crr_rx) = if per_transaction {
+        (
+            None,
+            Some(shared.registry.register_run(cookie, run_intake_capacity(spec))),
+        )
+    } else {
+        // Room for the client's repeated UDP hellos too.
+        (
+            Some(
+                shared
+                    .registry
+                    .register(cookie, expected.saturating_mul(4).max(16)),
+            ),
+            None,
+        )
+    };
     let control_ip = conn.stream().peer_addr().map(|a| canonical_ip(a.ip())).ok();
     let mut udp_seen: std::collections::HashSet<u32> = std::collections::HashSet::new();
     let _registration = Registration {
@@ -268,6 +339,7 @@ fn run_test(
                 return Err(SessionError::Test("client aborted during set-up".into()));
             }
         }
+        let Some(data_rx) = &data_rx else { break };
         let (hello, data) = match data_rx.recv_timeout(Duration::from_millis(50)) {
             Ok(x) => x,
             Err(mpsc::RecvTimeoutError::Timeout) => continue,
@@ -336,14 +408,39 @@ fn run_test(
         other => return Err(SessionError::Test(format!("expected go, got {other:?}"))),
     }
     let start = Instant::now();
+    let side = if per_transaction {
+        SideFlows::Transient {
+            flows: plan
+                .iter()
+                .enumerate()
+                .map(|(id, d)| FlowSlot::new(id as u32, *d, spec.kind.role(*d, true), None))
+                .collect(),
+            intake: crr_rx,
+        }
+    } else {
+        flows.into()
+    };
     let outcome = run_flows(
         conn,
         spec,
-        flows,
+        side,
         start,
         shared.config.limits.max_duration_s,
         cookie.test_id(),
     )?;
+    if per_transaction {
+        if let Some(c) = outcome.flows.iter().find_map(|f| f.first_connection.as_ref()) {
+            warnings.extend(sockopt::buffer_warnings(requested, c.initial, "remote", "-S"));
+            warnings.extend(sockopt::option_warnings(&spec.remote, &c.applied, "remote"));
+        }
+        let dropped = shared.registry.dropped(&cookie) + outcome.dropped_connections;
+        if dropped > 0 {
+            warnings.push(format!(
+                "remote: the agent closed {dropped} connection(s) unanswered: more arrived at once than its \
+                 queues hold (the client counts them as reset)"
+            ));
+        }
+    }
     let counters = match (counters_before, netrig_metrics::read_kernel_counters()) {
         (Some(b), Ok(a)) => Some(CounterReport::between(&b, &a, netrig_metrics::read_conntrack())),
         _ => None,
@@ -357,7 +454,15 @@ fn run_test(
         .flows
         .iter()
         .map(|f| {
-            let (initial, applied) = by_id.get(&f.id).cloned().unwrap_or_default();
+            let (initial, applied) = by_id
+                .get(&f.id)
+                .cloned()
+                .or_else(|| {
+                    f.first_connection
+                        .as_ref()
+                        .map(|c| (c.initial, c.applied.clone()))
+                })
+                .unwrap_or_default();
             FlowReport {
                 id: f.id,
                 direction: f.direction,
@@ -383,6 +488,7 @@ fn run_test(
                         u
                     })
                     .filter(|_| spec.kind.is_udp()),
+                connect_errors: f.connect_errors,
             }
         })
         .collect();
@@ -400,6 +506,19 @@ fn run_test(
     })
 }
 
+/// Room for new connections of a connection-per-transaction test: every
+/// connection the client may have in flight, within bounds.
+fn run_intake_capacity(spec: &TestSpec) -> usize {
+    let per_flow = if spec.rr.rate.is_some() {
+        MAX_CRR_IN_FLIGHT
+    } else {
+        spec.rr.burst
+    };
+    (spec.flows as usize)
+        .saturating_mul(per_flow as usize)
+        .clamp(1024, 65_536)
+}
+
 /// Runs the engine on its own thread while this one watches the control
 /// connection: an abort or a vanished client stops the test.
 /// A byte-count test has no length of its own: the agent's longest allowed
@@ -407,7 +526,7 @@ fn run_test(
 fn run_flows(
     conn: &mut FramedConn,
     spec: &TestSpec,
-    flows: Vec<Flow>,
+    flows: SideFlows,
     start: Instant,
     max_duration_s: u64,
     test_id: u64,

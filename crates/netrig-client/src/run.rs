@@ -1,8 +1,8 @@
 //! One control connection and the tests run over it.
 
 use crate::ClientError;
-use netrig_engine::runner::{run_side, RunControl, RunPlan};
-use netrig_engine::{sockopt, workload_for, Flow, FlowSocket};
+use netrig_engine::runner::{run_side, RunControl, RunPlan, SideFlows};
+use netrig_engine::{sockopt, workload_for, Connector, Flow, FlowSlot, FlowSocket};
 use netrig_proto::conn::{ConnError, FramedConn};
 use netrig_proto::report::{
     BufPair, CounterReport, FlowReport, IntervalSample, Role, SideReport, SockBufReport,
@@ -305,8 +305,23 @@ impl Client {
         let mut udp_hellos: Vec<(std::io::Result<UdpSocket>, DataHello)> = Vec::new();
         let mut setup_info = BTreeMap::new();
         let mut in_dir: BTreeMap<Direction, u32> = BTreeMap::new();
+        // A connection-per-transaction test opens its connections during the run.
+        let per_transaction = spec.kind.connection_per_transaction();
+        let connector = Arc::new(Connector {
+            addr: self.addr,
+            bind: self.opts.bind,
+            options: self.opts.local.clone(),
+            version: self.version,
+            cookie,
+        });
+        let mut slots = Vec::new();
         for (id, dir) in plan.iter().enumerate() {
             let id = id as u32;
+            if per_transaction {
+                let role = spec.kind.role(*dir, false);
+                slots.push(FlowSlot::new(id, *dir, role, Some(connector.clone())));
+                continue;
+            }
             let k = in_dir.entry(*dir).or_default();
             let index_in_dir = *k;
             *k += 1;
@@ -467,7 +482,15 @@ impl Client {
             test_id: cookie.test_id(),
         };
         let mut local_samples = Vec::new();
-        let outcome = run_side(workload, flows, &run_plan, &ctl, &mut |s: &IntervalSample| {
+        let side = if per_transaction {
+            SideFlows::Transient {
+                flows: slots,
+                intake: None,
+            }
+        } else {
+            flows.into()
+        };
+        let outcome = run_side(workload, side, &run_plan, &ctl, &mut |s: &IntervalSample| {
             local_samples.push(s.clone());
             merger.push_local(s.clone(), observer);
             pump(&mut merger, &mut remote_report, &mut failure, observer, None);
@@ -483,6 +506,10 @@ impl Client {
             }
         };
         log::debug!("local side done; awaiting the agent's results");
+        if let Some(c) = outcome.flows.first().and_then(|f| f.first_connection.as_ref()) {
+            warnings.extend(sockopt::buffer_warnings(requested, c.initial, "local", "-s"));
+            warnings.extend(sockopt::option_warnings(&self.opts.local, &c.applied, "local"));
+        }
         let counters = match (counters_before, netrig_metrics::read_kernel_counters()) {
             (Some(b), Ok(a)) => Some(CounterReport::between(&b, &a, netrig_metrics::read_conntrack())),
             _ => None,
@@ -522,7 +549,15 @@ impl Client {
                 .flows
                 .iter()
                 .map(|f| {
-                    let (initial, applied) = setup_info.get(&f.id).cloned().unwrap_or_default();
+                    let (initial, applied) = setup_info
+                        .get(&f.id)
+                        .cloned()
+                        .or_else(|| {
+                            f.first_connection
+                                .as_ref()
+                                .map(|c| (c.initial, c.applied.clone()))
+                        })
+                        .unwrap_or_default();
                     FlowReport {
                         id: f.id,
                         direction: f.direction,
@@ -544,6 +579,7 @@ impl Client {
                             }
                             u
                         }),
+                        connect_errors: f.connect_errors,
                     }
                 })
                 .collect(),
@@ -580,6 +616,7 @@ impl Client {
             burst: transactional.then_some(spec.rr.burst),
             rate: if transactional { spec.rr.rate } else { None },
             poisson: transactional.then_some(spec.rr.poisson),
+            crr_timeout_s: per_transaction.then(|| spec.rr.crr_timeout().as_secs_f64()),
             workers: spec.workers,
             udp_rate_bps: spec.kind.is_udp().then_some(spec.udp.rate_bps).flatten(),
             reverse: spec.kind.is_udp().then_some(spec.udp.reverse),

@@ -1,16 +1,19 @@
 //! One flow: a data connection, what this end does with it, and the counters
 //! it shares with the sampler.
 
-use netrig_proto::report::{BufPair, Role};
-use netrig_proto::Direction;
-use std::net::{TcpStream, UdpSocket};
+use netrig_proto::report::{AppliedOptions, BufPair, ConnectErrors, Role};
+use netrig_proto::spec::SocketOptions;
+use netrig_proto::{DataHello, Direction, SessionCookie};
+use std::net::{IpAddr, SocketAddr, TcpStream, UdpSocket};
 use std::os::fd::{AsFd, BorrowedFd};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
 /// Counters a worker writes and the sampler reads. Each has one writer, so a
-/// relaxed store is enough; a sample is exact to within one system call.
+/// relaxed store is enough; a sample is exact to within one system call. A
+/// flow whose connections come and go ([`FlowSlot`]) may be served by several
+/// workers at once: they only ever add (`add_*`), never set.
 #[derive(Debug, Default)]
 pub struct FlowCounters {
     bytes: AtomicU64,
@@ -27,6 +30,18 @@ impl FlowCounters {
     #[inline]
     pub fn set_bytes(&self, v: u64) {
         self.bytes.store(v, Ordering::Relaxed)
+    }
+
+    /// Adds to the byte count (workers sharing a flow).
+    #[inline]
+    pub fn add_bytes(&self, v: u64) {
+        self.bytes.fetch_add(v, Ordering::Relaxed);
+    }
+
+    /// Adds to the transaction count (workers sharing a flow).
+    #[inline]
+    pub fn add_transactions(&self, v: u64) {
+        self.transactions.fetch_add(v, Ordering::Relaxed);
     }
 
     /// Transactions this end has completed on the flow so far.
@@ -188,6 +203,78 @@ impl Flow {
     }
 }
 
+/// A flow whose connections come and go, one per transaction (tcp-crr). It
+/// exists, with its counters, for the whole run, but has no socket of its
+/// own: the requester's slots say where to connect; the responder's
+/// connections arrive through the run's intake (see [`crate::intake`]).
+#[derive(Debug, Clone)]
+pub struct FlowSlot {
+    pub id: u32,
+    pub direction: Direction,
+    pub role: Role,
+    pub counters: Arc<FlowCounters>,
+    /// Where this end opens the flow's connections; `None` where the peer opens them.
+    pub connect: Option<Arc<Connector>>,
+}
+
+impl FlowSlot {
+    pub fn new(id: u32, direction: Direction, role: Role, connect: Option<Arc<Connector>>) -> Self {
+        FlowSlot {
+            id,
+            direction,
+            role,
+            counters: Arc::new(FlowCounters::default()),
+            connect,
+        }
+    }
+}
+
+/// How a requester opens each of its connections to the agent: from where,
+/// to where, with which options, and the greeting that names the session and
+/// the flow.
+#[derive(Debug, Clone)]
+pub struct Connector {
+    pub addr: SocketAddr,
+    /// Local address (`--bind`), port chosen by the kernel.
+    pub bind: Option<IpAddr>,
+    /// This end's socket options: buffers and MSS before connect, the rest after.
+    pub options: SocketOptions,
+    pub version: u16,
+    pub cookie: SessionCookie,
+}
+
+impl Connector {
+    /// The DataHello that opens each connection of `flow`.
+    pub fn hello(&self, flow: u32) -> [u8; DataHello::LEN] {
+        DataHello {
+            version: self.version,
+            cookie: self.cookie,
+            flow,
+        }
+        .encode()
+    }
+}
+
+/// Socket buffers and options of the first connection a worker set up for
+/// a connection-per-transaction flow (every later one starts afresh alike).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct FirstConnection {
+    /// Buffers once connected, before data moved.
+    pub initial: BufPair,
+    pub applied: AppliedOptions,
+    /// Buffers when its transaction was done.
+    pub done: BufPair,
+}
+
+/// What a worker saw of a connection-per-transaction flow.
+#[derive(Debug, Clone, Default)]
+pub struct TransientEnd {
+    pub id: u32,
+    /// Failed transactions while recording, by reason (requesters only).
+    pub connect_errors: Option<ConnectErrors>,
+    pub first: Option<FirstConnection>,
+}
+
 /// What a worker knows about a flow when it is done with it.
 #[derive(Debug, Clone)]
 pub struct FlowEnd {
@@ -210,6 +297,8 @@ pub struct WorkerEnd {
     pub latency: Option<netrig_metrics::LatencyRecorder>,
     /// Open loop: how it kept to its schedule while recording was on.
     pub schedule: Option<ScheduleStats>,
+    /// Connection-per-transaction flows it served (instead of `flows`).
+    pub transient: Vec<TransientEnd>,
 }
 
 /// Schedule keeping of an open-loop worker.

@@ -8,17 +8,23 @@
 //! clock. What a flow does with its socket is a [`Workload`]: a new test kind
 //! is a new workload, not a new branch in the runner.
 
+pub mod crr;
 pub mod flow;
+pub mod intake;
 pub mod rr;
 pub mod runner;
 pub mod sockopt;
 pub mod stream;
+mod txn;
 pub mod udp;
 pub mod udp_rr;
 pub mod workload;
 
-pub use flow::{Flow, FlowCounters, FlowEnd, FlowSocket, ScheduleStats, WorkerEnd};
-pub use runner::{run_side, RunControl, RunPlan, SideOutcome};
+pub use flow::{
+    Connector, FirstConnection, Flow, FlowCounters, FlowEnd, FlowSlot, FlowSocket, ScheduleStats,
+    TransientEnd, WorkerEnd,
+};
+pub use runner::{run_side, RunControl, RunPlan, SideFlows, SideOutcome};
 pub use workload::{workload_for, Workload};
 
 use thiserror::Error;

@@ -11,16 +11,16 @@
 //! schedule is recorded too.
 
 use crate::flow::SocketHandle;
-use crate::flow::{ScheduleStats, WorkerEnd};
+use crate::flow::WorkerEnd;
 use crate::sockopt;
+use crate::txn::{Answerer, Moved, Pacer, TIMER};
 use crate::workload::{WorkerControl, Workload};
 use crate::{EngineError, Flow, FlowEnd};
 use mio::{Events, Interest, Poll, Token};
 use netrig_metrics::LatencyRecorder;
 use netrig_proto::report::{BufPair, Role};
 use netrig_proto::spec::MAX_IN_FLIGHT;
-use std::cmp::Reverse;
-use std::collections::{BinaryHeap, VecDeque};
+use std::collections::VecDeque;
 use std::io::{self, Read, Write};
 use std::net::Shutdown;
 use std::sync::atomic::Ordering;
@@ -34,64 +34,6 @@ pub struct RrWorkload {
     pub burst: u32,
     pub rate: Option<f64>,
     pub poisson: bool,
-}
-
-/// A send that starts more than this after it was due counts as late.
-const LATE: Duration = Duration::from_millis(1);
-/// Token of the worker's timer in its event loop.
-const TIMER: Token = Token(usize::MAX);
-/// Requests due within this are issued now rather than slept for.
-const SPIN: Duration = Duration::from_micros(20);
-
-/// A timerfd in the event loop: epoll's own timeout has millisecond
-/// resolution, far too coarse for an open-loop schedule.
-pub(crate) struct Timer {
-    pub(crate) fd: std::os::fd::OwnedFd,
-}
-
-impl Timer {
-    pub(crate) fn new() -> io::Result<Timer> {
-        use std::os::fd::FromRawFd;
-        // SAFETY: plain syscall; the result is checked before use.
-        let fd =
-            unsafe { libc::timerfd_create(libc::CLOCK_MONOTONIC, libc::TFD_NONBLOCK | libc::TFD_CLOEXEC) };
-        if fd < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        // Precise wake-ups for this thread (the default slack is 50 µs).
-        // SAFETY: prctl with integer arguments only.
-        unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong) };
-        // SAFETY: `fd` is a fresh descriptor we own.
-        Ok(Timer {
-            fd: unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) },
-        })
-    }
-
-    /// Fires once after `after` (at least 1 ns).
-    pub(crate) fn arm(&self, after: Duration) {
-        use std::os::fd::AsRawFd;
-        let after = after.max(Duration::from_nanos(1));
-        let spec = libc::itimerspec {
-            it_interval: libc::timespec {
-                tv_sec: 0,
-                tv_nsec: 0,
-            },
-            it_value: libc::timespec {
-                tv_sec: after.as_secs() as libc::time_t,
-                tv_nsec: after.subsec_nanos() as libc::c_long,
-            },
-        };
-        // SAFETY: valid descriptor and pointers.
-        unsafe { libc::timerfd_settime(self.fd.as_raw_fd(), 0, &spec, std::ptr::null_mut()) };
-    }
-
-    /// Consumes an expiry so the descriptor is not readable again until re-armed.
-    pub(crate) fn clear(&self) {
-        use std::os::fd::AsRawFd;
-        let mut buf = [0u8; 8];
-        // SAFETY: valid descriptor, 8-byte buffer as timerfd requires.
-        unsafe { libc::read(self.fd.as_raw_fd(), buf.as_mut_ptr().cast(), 8) };
-    }
 }
 
 struct Conn {
@@ -111,11 +53,8 @@ struct Conn {
     to_send: u64,
     send_off: usize,
     resp_got: usize,
-    next_due: Option<Instant>,
     // Responder.
-    req_got: usize,
-    owed: u64,
-    resp_off: usize,
+    answer: Answerer,
 }
 
 impl Conn {
@@ -143,28 +82,8 @@ impl Conn {
 struct Ctx<'a> {
     ctl: &'a WorkerControl,
     latency: LatencyRecorder,
-    schedule: ScheduleStats,
-    open_loop: bool,
-    rng: fastrand::Rng,
-}
-
-/// The time to the next request of an open-loop schedule at `rate` per
-/// second: fixed, or exponential (a Poisson process).
-pub(crate) fn next_gap(rate: f64, poisson: bool, rng: &mut fastrand::Rng) -> Duration {
-    let mean = 1.0 / rate.max(1e-9);
-    let secs = if poisson {
-        // Exponential inter-arrival: -ln(U) / rate, U in (0, 1].
-        -(1.0 - rng.f64()).ln() * mean
-    } else {
-        mean
-    };
-    Duration::from_secs_f64(secs.min(3600.0))
-}
-
-impl RrWorkload {
-    fn gap(&self, rng: &mut fastrand::Rng) -> Duration {
-        next_gap(self.rate.unwrap_or(1.0), self.poisson, rng)
-    }
+    /// Open loop only.
+    pacer: Option<Pacer>,
 }
 
 impl Workload for RrWorkload {
@@ -172,27 +91,14 @@ impl Workload for RrWorkload {
         let setup = |e: io::Error| EngineError::Setup(format!("worker event loop: {e}"));
         let mut poll = Poll::new().map_err(setup)?;
         let open_loop = self.rate.is_some();
+        let pacer = match self.rate {
+            Some(rate) => Some(Pacer::new(rate, self.poisson, poll.registry()).map_err(setup)?),
+            None => None,
+        };
         let mut cx = Ctx {
             ctl,
             latency: LatencyRecorder::new(),
-            schedule: ScheduleStats::default(),
-            open_loop,
-            rng: fastrand::Rng::new(),
-        };
-        let mut timers: BinaryHeap<Reverse<(Instant, usize)>> = BinaryHeap::new();
-        let timer = if open_loop {
-            let t = Timer::new().map_err(setup)?;
-            use std::os::fd::AsRawFd;
-            poll.registry()
-                .register(
-                    &mut mio::unix::SourceFd(&t.fd.as_raw_fd()),
-                    TIMER,
-                    Interest::READABLE,
-                )
-                .map_err(setup)?;
-            Some(t)
-        } else {
-            None
+            pacer,
         };
         let mut conns = Vec::with_capacity(flows.len());
         for (i, flow) in flows.into_iter().enumerate() {
@@ -215,19 +121,12 @@ impl Workload for RrWorkload {
                 to_send: 0,
                 send_off: 0,
                 resp_got: 0,
-                next_due: None,
-                req_got: 0,
-                owed: 0,
-                resp_off: 0,
+                answer: Answerer::new(self.request_size, self.response_size, u64::MAX),
             };
             if requester {
-                if open_loop {
-                    // A random phase, so that flows do not fire in lockstep.
-                    let first = ctl.start + self.gap(&mut cx.rng).mul_f64(cx.rng.f64());
-                    c.next_due = Some(first);
-                    timers.push(Reverse((first, i)));
-                } else {
-                    c.to_send = self.burst as u64;
+                match &mut cx.pacer {
+                    Some(p) => p.start(i, ctl.start),
+                    None => c.to_send = self.burst as u64,
                 }
             }
             conns.push(c);
@@ -254,45 +153,36 @@ impl Workload for RrWorkload {
                     }
                     c.draining = true;
                 }
-                timers.clear();
+                if let Some(p) = &mut cx.pacer {
+                    p.stop();
+                }
                 drain_deadline = Some(now + ctl.drain);
             }
             if drain_deadline.is_some_and(|d| now >= d) {
                 break;
             }
             // Open loop: issue every request that is due.
-            while let Some(Reverse((due, i))) = timers.peek().copied() {
-                if due > Instant::now() + SPIN {
-                    break;
-                }
-                while Instant::now() < due {
-                    std::hint::spin_loop();
-                }
-                timers.pop();
+            while let Some((due, i)) = cx.pacer.as_mut().and_then(Pacer::next_due) {
                 let c = &mut conns[i];
                 if c.done || c.draining {
                     continue;
                 }
+                let pacer = cx.pacer.as_mut().expect("open loop");
                 if c.starts.len() >= MAX_IN_FLIGHT as usize {
                     // The backlog is full: this request waits, still timed from when it was due.
-                    timers.push(Reverse((now + Duration::from_micros(100), i)));
+                    pacer.defer(i, due);
                     continue;
                 }
                 c.starts.push_back(due);
                 c.to_send += 1;
-                if ctl.recording.load(Ordering::Relaxed) {
-                    cx.schedule.due += 1;
-                }
-                let next = due + self.gap(&mut cx.rng);
-                c.next_due = Some(next);
-                timers.push(Reverse((next, i)));
+                pacer.issued(i, due, ctl.recording.load(Ordering::Relaxed));
                 if self.write_requests(c, &request, &mut cx)? {
                     c.finish(&poll);
                     live -= 1;
                 }
             }
-            if let (Some(t), Some(Reverse((due, _)))) = (&timer, timers.peek()) {
-                t.arm(due.saturating_duration_since(Instant::now()));
+            if let Some(p) = &cx.pacer {
+                p.arm();
             }
             match poll.poll(&mut events, Some(Duration::from_millis(10))) {
                 Ok(()) => {}
@@ -301,8 +191,8 @@ impl Workload for RrWorkload {
             }
             for ev in events.iter() {
                 if ev.token() == TIMER {
-                    if let Some(t) = &timer {
-                        t.clear();
+                    if let Some(p) = &cx.pacer {
+                        p.on_timer();
                     }
                     continue;
                 }
@@ -348,7 +238,8 @@ impl Workload for RrWorkload {
         Ok(WorkerEnd {
             flows,
             latency: Some(cx.latency),
-            schedule: open_loop.then_some(cx.schedule),
+            schedule: cx.pacer.map(|p| p.stats),
+            ..WorkerEnd::default()
         })
     }
 }
@@ -361,20 +252,13 @@ impl RrWorkload {
             match c.sock.write(&request[c.send_off..]) {
                 Ok(n) => {
                     if c.send_off == 0 {
-                        if cx.open_loop {
-                            // This request's due time is the to_send-th newest start.
-                            let idx = c.starts.len() - c.to_send as usize;
-                            let behind = now.saturating_duration_since(c.starts[idx]);
-                            if cx.ctl.recording.load(Ordering::Relaxed) {
-                                let ns = behind.as_nanos().min(u64::MAX as u128) as u64;
-                                cx.schedule.behind_sum_ns += ns as u128;
-                                cx.schedule.behind_max_ns = cx.schedule.behind_max_ns.max(ns);
-                                if behind > LATE {
-                                    cx.schedule.late += 1;
-                                }
+                        match &mut cx.pacer {
+                            Some(p) => {
+                                // This request's due time is the to_send-th newest start.
+                                let idx = c.starts.len() - c.to_send as usize;
+                                p.sent(c.starts[idx], now, cx.ctl.recording.load(Ordering::Relaxed));
                             }
-                        } else {
-                            c.starts.push_back(now);
+                            None => c.starts.push_back(now),
                         }
                     }
                     c.bytes += n as u64;
@@ -425,7 +309,7 @@ impl RrWorkload {
                                 now.saturating_duration_since(t0).as_nanos().min(u64::MAX as u128) as u64,
                             );
                         }
-                        if !cx.open_loop && !c.draining {
+                        if cx.pacer.is_none() && !c.draining {
                             c.to_send += 1;
                         }
                     }
@@ -442,46 +326,16 @@ impl RrWorkload {
 
     /// Responder: reads requests, answers every whole one. True at end of file.
     fn serve(&self, c: &mut Conn, buf: &mut [u8], response: &[u8]) -> Result<bool, EngineError> {
-        let mut eof = false;
-        loop {
-            match c.sock.read(buf) {
-                Ok(0) => {
-                    eof = true;
-                    break;
-                }
-                Ok(n) => {
-                    c.bytes += n as u64;
-                    c.req_got += n;
-                    c.owed += (c.req_got / self.request_size) as u64;
-                    c.req_got %= self.request_size;
-                }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(_) if c.draining => return Ok(true),
-                Err(e) => return Err(c.io_error("receive request", e)),
-            }
+        let mut moved = Moved::default();
+        let r = c.answer.serve(&mut c.sock, buf, response, &mut moved);
+        c.bytes += moved.bytes;
+        c.transactions += moved.transactions;
+        c.flow.counters.set_bytes(c.bytes);
+        c.flow.counters.set_transactions(c.transactions);
+        match r {
+            Ok(eof) => Ok(eof),
+            Err(_) if c.draining => Ok(true),
+            Err((what, e)) => Err(c.io_error(what, e)),
         }
-        // Answer what is owed, many responses per call when they queue up.
-        while c.owed > 0 {
-            let left = c.owed as u128 * self.response_size as u128 - c.resp_off as u128;
-            let chunk = left.min(response.len() as u128) as usize;
-            match c.sock.write(&response[..chunk]) {
-                Ok(n) => {
-                    c.bytes += n as u64;
-                    let total = c.resp_off + n;
-                    let whole = (total / self.response_size) as u64;
-                    c.resp_off = total % self.response_size;
-                    c.owed -= whole;
-                    c.transactions += whole;
-                    c.flow.counters.set_bytes(c.bytes);
-                    c.flow.counters.set_transactions(c.transactions);
-                }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(_) if c.draining || eof => return Ok(true),
-                Err(e) => return Err(c.io_error("send response", e)),
-            }
-        }
-        Ok(eof)
     }
 }

@@ -7,15 +7,27 @@
 //! seconds from `omit`, the last one cut short at `length`. With `-n` the
 //! window runs from `start` until the flow is done (last byte written by a
 //! sender, end of file seen by a receiver).
+//!
+//! Most tests keep one connection per flow for the whole run ([`Flow`]). A
+//! connection-per-transaction test (tcp-crr) has flows without a socket of
+//! their own ([`FlowSlot`]): they exist, with their counters, from the start,
+//! so the schedule samples them like any other; their connections are opened
+//! by this end's workers, or arrive from the peer through an intake that the
+//! runner deals out to the workers ([`SideFlows::Transient`]).
 
+use crate::intake::{Arrival, WorkerIntake};
 use crate::workload::{WorkerControl, Workload};
-use crate::{EngineError, Flow, FlowCounters, FlowEnd, ScheduleStats, WorkerEnd};
+use crate::{
+    EngineError, FirstConnection, Flow, FlowCounters, FlowEnd, FlowSlot, ScheduleStats, TransientEnd,
+    WorkerEnd,
+};
 use netrig_metrics::{CpuSnapshot, CpuUsage, TcpInfo};
 use netrig_metrics::{LatencyRecorder, LatencySummary};
 use netrig_proto::report::ScheduleReport;
-use netrig_proto::report::{BufPair, IntervalSample, Role, WorkerCpu};
+use netrig_proto::report::{BufPair, ConnectErrors, IntervalSample, Role, WorkerCpu};
 use netrig_proto::spec::Limit;
 use netrig_proto::Direction;
+use std::collections::HashMap;
 use std::os::fd::AsFd;
 use std::os::unix::thread::JoinHandleExt;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -69,6 +81,50 @@ impl RunControl {
     }
 }
 
+/// The flows one end drives, and where their connections come from.
+pub enum SideFlows {
+    /// One long-lived connection per flow, opened during set-up (streams, tcp-rr).
+    Connected(Vec<Flow>),
+    /// Flows whose connections come and go, one per transaction (tcp-crr).
+    /// Without an intake, this end opens them: each worker its own share of
+    /// the flows. With one, the peer opens them: the runner deals each
+    /// arrival to a worker, round-robin, and every worker serves every flow.
+    Transient {
+        flows: Vec<FlowSlot>,
+        intake: Option<mpsc::Receiver<Arrival>>,
+    },
+}
+
+impl From<Vec<Flow>> for SideFlows {
+    fn from(flows: Vec<Flow>) -> Self {
+        SideFlows::Connected(flows)
+    }
+}
+
+/// What one worker thread is given.
+enum Share {
+    Connected(Vec<Flow>),
+    Transient(Vec<FlowSlot>, Option<WorkerIntake>),
+}
+
+impl Share {
+    fn flows(&self) -> usize {
+        match self {
+            Share::Connected(f) => f.len(),
+            Share::Transient(f, _) => f.len(),
+        }
+    }
+}
+
+/// Spreads `items` over at most `n` buckets, round-robin.
+fn buckets<T>(items: Vec<T>, n: usize) -> Vec<Vec<T>> {
+    let mut b: Vec<Vec<T>> = (0..n).map(|_| Vec::new()).collect();
+    for (i, x) in items.into_iter().enumerate() {
+        b[i % n].push(x);
+    }
+    b
+}
+
 /// One flow as this end measured it.
 #[derive(Debug, Clone)]
 pub struct FlowOutcome {
@@ -85,6 +141,10 @@ pub struct FlowOutcome {
     pub window_transactions: u64,
     /// UDP flows: datagram accounting over the whole test.
     pub udp: Option<netrig_proto::report::UdpFlowReport>,
+    /// Connection-per-transaction requesters: transactions that failed inside the window.
+    pub connect_errors: Option<ConnectErrors>,
+    /// Connection-per-transaction flows: buffers and options of the first connection.
+    pub first_connection: Option<FirstConnection>,
 }
 
 /// This end's measurements.
@@ -102,6 +162,8 @@ pub struct SideOutcome {
     pub latency: Option<LatencySummary>,
     /// Open loop: schedule keeping inside the window.
     pub schedule: Option<ScheduleReport>,
+    /// Arrivals of the intake that no worker had room for (closed unanswered).
+    pub dropped_connections: u64,
 }
 
 struct Meta {
@@ -110,8 +172,9 @@ struct Meta {
     role: Role,
     counters: Arc<FlowCounters>,
     /// The flow's socket, shared with its worker, for TCP_INFO from this
-    /// thread; it keeps the descriptor open until the run is over.
-    socket: Arc<crate::FlowSocket>,
+    /// thread; it keeps the descriptor open until the run is over. None for
+    /// flows whose connections come and go (tcp-crr).
+    socket: Option<Arc<crate::FlowSocket>>,
 }
 
 fn snapshot(meta: &[Meta]) -> Vec<u64> {
@@ -122,8 +185,8 @@ fn tcp_infos(meta: &[Meta]) -> Vec<Option<TcpInfo>> {
     meta.iter()
         .map(|m| {
             m.socket
-                .tcp()
-                .ok()
+                .as_ref()
+                .and_then(|s| s.tcp().ok())
                 .and_then(|s| netrig_metrics::tcp_info(s.as_fd()).ok())
         })
         .collect()
@@ -177,27 +240,59 @@ fn mark(meta: &[Meta], clocks: &[WorkerClock], measure_cpu: bool) -> Mark {
 /// `on_interval` sees each interim sample as soon as it is taken.
 pub fn run_side(
     workload: Arc<dyn Workload>,
-    flows: Vec<Flow>,
+    flows: impl Into<SideFlows>,
     plan: &RunPlan,
     ctl: &RunControl,
     on_interval: &mut dyn FnMut(&IntervalSample),
 ) -> Result<SideOutcome, EngineError> {
-    let meta: Vec<Meta> = flows
-        .iter()
-        .map(|f| Meta {
-            id: f.id,
-            direction: f.direction,
-            role: f.role,
-            counters: f.counters.clone(),
-            socket: f.socket.clone(),
-        })
-        .collect();
+    let meta = |id, direction, role, counters: &Arc<FlowCounters>, socket| Meta {
+        id,
+        direction,
+        role,
+        counters: counters.clone(),
+        socket,
+    };
+    let (meta, shares, intake): (Vec<Meta>, Vec<Share>, _) = match flows.into() {
+        SideFlows::Connected(flows) => {
+            let m = flows
+                .iter()
+                .map(|f| meta(f.id, f.direction, f.role, &f.counters, Some(f.socket.clone())))
+                .collect();
+            let n = plan.workers.clamp(1, flows.len().max(1));
+            (
+                m,
+                buckets(flows, n).into_iter().map(Share::Connected).collect(),
+                None,
+            )
+        }
+        SideFlows::Transient { flows, intake } => {
+            let m = flows
+                .iter()
+                .map(|f| meta(f.id, f.direction, f.role, &f.counters, None))
+                .collect();
+            let n = plan.workers.clamp(1, flows.len().max(1));
+            match intake {
+                None => (
+                    m,
+                    buckets(flows, n)
+                        .into_iter()
+                        .map(|b| Share::Transient(b, None))
+                        .collect(),
+                    None,
+                ),
+                Some(rx) => {
+                    let (dealer, intakes) = crate::intake::deal(n, crate::intake::WORKER_CAPACITY)
+                        .map_err(|e| EngineError::Setup(format!("worker intake: {e}")))?;
+                    let shares = intakes
+                        .into_iter()
+                        .map(|i| Share::Transient(flows.clone(), Some(i)))
+                        .collect();
+                    (m, shares, Some((dealer, rx)))
+                }
+            }
+        }
+    };
     let ids: Vec<u32> = meta.iter().map(|m| m.id).collect();
-    let nworkers = plan.workers.clamp(1, flows.len().max(1));
-    let mut buckets: Vec<Vec<Flow>> = (0..nworkers).map(|_| Vec::new()).collect();
-    for (i, f) in flows.into_iter().enumerate() {
-        buckets[i % nworkers].push(f);
-    }
     let recording = Arc::new(AtomicBool::new(false));
     let wctl = WorkerControl {
         stop: ctl.stop.clone(),
@@ -209,14 +304,17 @@ pub fn run_side(
     let (done_tx, done_rx) = mpsc::channel::<WorkerDone>();
     let mut handles = Vec::new();
     let mut clocks = Vec::new();
-    for (w, bucket) in buckets.into_iter().enumerate().filter(|(_, b)| !b.is_empty()) {
+    for (w, share) in shares.into_iter().enumerate().filter(|(_, s)| s.flows() > 0) {
         let (workload, wctl, tx) = (workload.clone(), wctl.clone(), done_tx.clone());
-        let flows = bucket.len() as u32;
+        let flows = share.flows() as u32;
         let index = clocks.len();
         let h = std::thread::Builder::new()
             .name(format!("netrig-worker-{w}"))
             .spawn(move || {
-                let result = workload.run_worker(bucket, &wctl);
+                let result = match share {
+                    Share::Connected(flows) => workload.run_worker(flows, &wctl),
+                    Share::Transient(flows, intake) => workload.run_transient(flows, intake, &wctl),
+                };
                 let _ = tx.send(WorkerDone {
                     worker: index,
                     result,
@@ -234,6 +332,20 @@ pub fn run_side(
         handles.push(h);
     }
     drop(done_tx);
+    // The peer's connections, dealt out to the workers until they are all done.
+    let dealt = Arc::new(AtomicBool::new(false));
+    let dealer = match intake {
+        Some((dealer, rx)) => {
+            let done = dealt.clone();
+            Some(
+                std::thread::Builder::new()
+                    .name("netrig-intake".into())
+                    .spawn(move || dealer.run(rx, &done))
+                    .map_err(|e| EngineError::Setup(format!("cannot start the intake thread: {e}")))?,
+            )
+        }
+        None => None,
+    };
     let mut waiter = Waiter {
         rx: done_rx,
         pending: handles.len(),
@@ -242,6 +354,7 @@ pub fn run_side(
         stop: ctl.stop.clone(),
         latency: None,
         schedule: None,
+        transient: HashMap::new(),
     };
     log::debug!("{} flow(s) on {} worker(s)", meta.len(), handles.len());
     let result = sample(
@@ -268,17 +381,21 @@ pub fn run_side(
             let _ = h.join();
         }
     }
+    dealt.store(true, Ordering::Relaxed);
+    let dropped_connections = dealer.and_then(|d| d.join().ok()).unwrap_or(0);
     let (window, intervals, first, last) = result?;
     joined?;
     if let Some(reason) = ctl.aborted() {
         return Err(EngineError::Aborted(reason));
     }
-    let ends: std::collections::HashMap<u32, FlowEnd> = waiter.ends.into_iter().map(|e| (e.id, e)).collect();
+    let ends: HashMap<u32, FlowEnd> = waiter.ends.into_iter().map(|e| (e.id, e)).collect();
+    let transient = waiter.transient;
     let flows = meta
         .iter()
         .enumerate()
         .map(|(i, m)| {
             let end = ends.get(&m.id);
+            let seen = transient.get(&m.id);
             let (window_bytes, window_s) = match &window {
                 Window::Timed { seconds } => (last.bytes[i].saturating_sub(first.bytes[i]), *seconds),
                 Window::Counted { end_at } => {
@@ -294,10 +411,15 @@ pub fn run_side(
                 window_bytes,
                 total_bytes: end.map(|e| e.total_bytes).unwrap_or_else(|| m.counters.bytes()),
                 window_s,
-                final_buffers: end.map(|e| e.final_buffers).unwrap_or_default(),
+                final_buffers: end
+                    .map(|e| e.final_buffers)
+                    .or_else(|| Some(seen?.first.as_ref()?.done))
+                    .unwrap_or_default(),
                 tcp_info: last.tcp.get(i).cloned().flatten(),
                 window_transactions: last.transactions[i].saturating_sub(first.transactions[i]),
                 udp: end.and_then(|e| e.udp.clone()),
+                connect_errors: seen.and_then(|t| t.connect_errors),
+                first_connection: seen.and_then(|t| t.first.clone()),
             }
         })
         .collect::<Vec<_>>();
@@ -344,6 +466,7 @@ pub fn run_side(
                 0.0
             },
         }),
+        dropped_connections,
     })
 }
 
@@ -369,6 +492,8 @@ struct Waiter {
     stop: Arc<AtomicBool>,
     latency: Option<LatencyRecorder>,
     schedule: Option<ScheduleStats>,
+    /// Connection-per-transaction flows, merged across the workers that served them.
+    transient: HashMap<u32, TransientEnd>,
 }
 
 impl Waiter {
@@ -400,6 +525,20 @@ impl Waiter {
                             self.schedule
                                 .get_or_insert_with(ScheduleStats::default)
                                 .merge(&sch);
+                        }
+                        for t in end.transient {
+                            let all = self.transient.entry(t.id).or_insert_with(|| TransientEnd {
+                                id: t.id,
+                                ..TransientEnd::default()
+                            });
+                            if let Some(e) = t.connect_errors {
+                                all.connect_errors
+                                    .get_or_insert_with(ConnectErrors::default)
+                                    .add(&e);
+                            }
+                            if all.first.is_none() {
+                                all.first = t.first;
+                            }
                         }
                         Ok(())
                     }
@@ -600,5 +739,99 @@ fn sample(
                 },
             ))
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use netrig_proto::{DataHello, SessionCookie};
+    use std::net::{TcpListener, TcpStream};
+
+    /// Counts one transaction per arrival on the flow its greeting names.
+    struct CountArrivals;
+
+    impl Workload for CountArrivals {
+        fn run_worker(&self, _: Vec<Flow>, _: &WorkerControl) -> Result<WorkerEnd, EngineError> {
+            unreachable!("transient flows only")
+        }
+
+        fn run_transient(
+            &self,
+            flows: Vec<FlowSlot>,
+            intake: Option<WorkerIntake>,
+            ctl: &WorkerControl,
+        ) -> Result<WorkerEnd, EngineError> {
+            let mut intake = intake.expect("the responder has an intake");
+            let mut events = mio::Events::with_capacity(8);
+            while !ctl.stop.load(Ordering::Relaxed) {
+                let _ = intake.poll.poll(&mut events, Some(Duration::from_millis(10)));
+                while let Ok((hello, _stream)) = intake.arrivals.try_recv() {
+                    if let Some(f) = flows.iter().find(|f| f.id == hello.flow) {
+                        f.counters.add_transactions(1);
+                        f.counters.add_bytes(1);
+                    }
+                }
+            }
+            Ok(WorkerEnd::default())
+        }
+    }
+
+    #[test]
+    fn transient_flows_exist_from_the_start_and_get_the_dealt_arrivals() {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let (tx, rx) = mpsc::sync_channel::<Arrival>(64);
+        let start = Instant::now();
+        let plan = RunPlan {
+            start,
+            limit: Limit::Duration { seconds: 0.6 },
+            omit: Duration::from_millis(100),
+            interval: None,
+            workers: 2,
+            drain: Duration::from_secs(1),
+            stall_timeout: Duration::from_secs(1),
+            measure_cpu: false,
+            test_id: 0,
+        };
+        let flows: Vec<FlowSlot> = (0..3)
+            .map(|id| FlowSlot::new(id, Direction::Tx, Role::Responder, None))
+            .collect();
+        let feeder = std::thread::spawn(move || {
+            let mut keep = Vec::new();
+            std::thread::sleep(Duration::from_millis(250));
+            // Ten connections for flow 1, none for flows 0 and 2.
+            for _ in 0..10 {
+                keep.push(TcpStream::connect(l.local_addr().unwrap()).unwrap());
+                let (s, _) = l.accept().unwrap();
+                let hello = DataHello {
+                    version: 1,
+                    cookie: SessionCookie([0; 16]),
+                    flow: 1,
+                };
+                tx.send((hello, s)).unwrap();
+            }
+            keep
+        });
+        let ctl = RunControl::new();
+        let out = run_side(
+            Arc::new(CountArrivals),
+            SideFlows::Transient {
+                flows,
+                intake: Some(rx),
+            },
+            &plan,
+            &ctl,
+            &mut |_| {},
+        )
+        .unwrap();
+        let _ = feeder.join();
+        let counts: Vec<(u32, u64)> = out.flows.iter().map(|f| (f.id, f.window_transactions)).collect();
+        assert_eq!(counts, vec![(0, 0), (1, 10), (2, 0)]);
+        assert_eq!(out.workers.len(), 2);
+        assert!(
+            out.workers.iter().all(|w| w.flows == 3),
+            "every worker serves every flow"
+        );
+        assert_eq!(out.dropped_connections, 0);
     }
 }

@@ -10,8 +10,8 @@
 //! hello (`NRGD…`) a client repeats during set-up is ignored silently.
 
 use crate::flow::SocketHandle;
-use crate::rr::Timer;
 use crate::sockopt;
+use crate::txn::Timer;
 use crate::workload::{WorkerControl, Workload};
 use crate::{EngineError, Flow, FlowEnd, WorkerEnd};
 use mio::{Events, Interest, Poll, Token};

@@ -8,8 +8,8 @@
 //! echoes the request's header.
 
 use crate::flow::{ScheduleStats, SocketHandle};
-use crate::rr::{next_gap, Timer};
 use crate::sockopt;
+use crate::txn::{next_gap, Timer};
 use crate::workload::{WorkerControl, Workload};
 use crate::{EngineError, Flow, FlowEnd, WorkerEnd};
 use mio::{Events, Interest, Poll, Token};
@@ -439,6 +439,7 @@ impl Workload for UdpRrWorkload {
             flows,
             latency: Some(latency),
             schedule: open_loop.then_some(schedule),
+            ..WorkerEnd::default()
         })
     }
 }

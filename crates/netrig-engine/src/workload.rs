@@ -1,6 +1,7 @@
 //! The seam where test kinds attach to the data path.
 
-use crate::{EngineError, Flow, WorkerEnd};
+use crate::intake::WorkerIntake;
+use crate::{EngineError, Flow, FlowSlot, WorkerEnd};
 use netrig_proto::{TestKind, TestSpec};
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
@@ -30,6 +31,24 @@ pub trait Workload: Send + Sync {
     /// Drives `flows` until they are done (quota sent, end of file seen) or
     /// `ctl.stop` is set and they have drained; called on its own thread.
     fn run_worker(&self, flows: Vec<Flow>, ctl: &WorkerControl) -> Result<WorkerEnd, EngineError>;
+
+    /// Drives flows whose connections come and go, one per transaction,
+    /// until `ctl.stop` is set and the transactions in flight are done. The
+    /// requester opens its `flows`' connections itself; the responder gets
+    /// the peer's through `intake` (and then `flows` holds every flow of the
+    /// run, since any connection may land on any worker). Kinds that keep
+    /// one connection per flow leave this as it is.
+    fn run_transient(
+        &self,
+        flows: Vec<FlowSlot>,
+        intake: Option<WorkerIntake>,
+        ctl: &WorkerControl,
+    ) -> Result<WorkerEnd, EngineError> {
+        let _ = (flows, intake, ctl);
+        Err(EngineError::Setup(
+            "this test kind keeps one connection per flow; it has no connection-per-transaction flows".into(),
+        ))
+    }
 }
 
 /// The workload for a test kind, configured from its spec.
@@ -60,6 +79,15 @@ pub fn workload_for(spec: &TestSpec) -> Arc<dyn Workload> {
             size: spec.message_size as usize,
             rate_bps: spec.udp.rate_bps,
             offload: !spec.udp.no_gso,
+        }),
+        TestKind::TcpCrr => Arc::new(crate::crr::CrrWorkload {
+            request_size: spec.rr.request_size as usize,
+            response_size: spec.rr.response_size as usize,
+            burst: spec.rr.burst,
+            rate: spec.rr.rate,
+            poisson: spec.rr.poisson,
+            timeout: spec.rr.crr_timeout(),
+            accepted_options: spec.remote.clone(),
         }),
     }
 }

@@ -86,6 +86,42 @@ pub struct FlowReport {
     /// UDP flows: datagram accounting over the whole test.
     #[serde(default)]
     pub udp: Option<UdpFlowReport>,
+    /// Connection-per-transaction requesters: transactions that failed inside the window.
+    #[serde(default)]
+    pub connect_errors: Option<ConnectErrors>,
+}
+
+/// Transactions of a connection-per-transaction test (tcp-crr) that failed,
+/// by reason. A failed transaction is not counted as a transaction; the
+/// flow carries on with the next one.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ConnectErrors {
+    /// ECONNREFUSED: nothing listened there, or something refused for it.
+    pub refused: u64,
+    /// No connection, or no whole response, within the transaction timeout
+    /// (`--crr-timeout`), or ETIMEDOUT.
+    pub timed_out: u64,
+    /// EADDRNOTAVAIL (or EADDRINUSE with `--bind`): no local port left, the
+    /// ephemeral range is exhausted (TIME_WAIT holds ports for 60 s).
+    pub addr_not_available: u64,
+    /// The connection was reset, or closed, before the whole response came.
+    pub reset: u64,
+    /// Any other error (too many open files, no route, ...).
+    pub other: u64,
+}
+
+impl ConnectErrors {
+    pub fn total(&self) -> u64 {
+        self.refused + self.timed_out + self.addr_not_available + self.reset + self.other
+    }
+
+    pub fn add(&mut self, o: &ConnectErrors) {
+        self.refused += o.refused;
+        self.timed_out += o.timed_out;
+        self.addr_not_available += o.addr_not_available;
+        self.reset += o.reset;
+        self.other += o.other;
+    }
 }
 
 /// One end's datagram accounting of a UDP flow, over the whole test (the

@@ -108,10 +108,15 @@ impl AgentSession {
             (AgentState::Idle, ClientMsg::TestRequest { spec }) => match spec.validate(&self.limits) {
                 Ok(()) => {
                     let expected = spec.connections();
-                    self.state = AgentState::AwaitData {
-                        expected,
-                        seen: vec![false; expected as usize],
-                        arrived: 0,
+                    // A connection-per-transaction test has none to wait for.
+                    self.state = if expected == 0 {
+                        AgentState::AwaitGo
+                    } else {
+                        AgentState::AwaitData {
+                            expected,
+                            seen: vec![false; expected as usize],
+                            arrived: 0,
+                        }
                     };
                     self.deadline = Some(now + self.setup_timeout());
                     Ok(AgentEvent::TestRequested(spec))
@@ -453,6 +458,32 @@ mod tests {
         ));
         assert_eq!(agent.on_client(ClientMsg::Bye, t1).unwrap(), AgentEvent::Bye);
         assert!(agent.on_client(ClientMsg::Go, t1).is_err());
+    }
+
+    #[test]
+    fn crr_goes_straight_to_go_and_takes_no_set_up_connection() {
+        let t0 = Instant::now();
+        let mut agent = AgentSession::new(AgentLimits::default(), t0);
+        agent
+            .on_client(ClientMsg::Hello { software: "c".into() }, t0)
+            .unwrap();
+        let ev = agent
+            .on_client(
+                ClientMsg::TestRequest {
+                    spec: spec(TestKind::TcpCrr, 4),
+                },
+                t0,
+            )
+            .unwrap();
+        assert!(matches!(ev, AgentEvent::TestRequested(_)));
+        assert_eq!(agent.state_name(), "awaiting go");
+        assert!(agent.on_data_connection(0, t0).is_err());
+        assert!(
+            agent.check_deadline(t0 + Duration::from_secs(31)).is_err(),
+            "go is still bounded"
+        );
+        assert_eq!(agent.on_client(ClientMsg::Go, t0).unwrap(), AgentEvent::Go);
+        assert!(agent.is_running());
     }
 
     #[test]

@@ -23,14 +23,19 @@ pub enum TestKind {
     UdpStream,
     /// Request/response over UDP (netperf UDP_RR), surviving lost datagrams.
     UdpRr,
+    /// Connect, request, response, close: a new connection per transaction (netperf TCP_CRR).
+    TcpCrr,
 }
 
 impl TestKind {
-    pub const ALL: [TestKind; 4] = [
+    pub const ALL: [TestKind; 7] = [
         TestKind::TcpStream,
         TestKind::TcpMaerts,
         TestKind::TcpBidir,
         TestKind::TcpRr,
+        TestKind::TcpCrr,
+        TestKind::UdpStream,
+        TestKind::UdpRr,
     ];
 
     pub fn name(self) -> &'static str {
@@ -41,6 +46,7 @@ impl TestKind {
             TestKind::TcpRr => "tcp-rr",
             TestKind::UdpStream => "udp-stream",
             TestKind::UdpRr => "udp-rr",
+            TestKind::TcpCrr => "tcp-crr",
         }
     }
 
@@ -53,7 +59,11 @@ impl TestKind {
     /// flows count as `tx`: the client initiates every transaction.
     pub fn directions(self) -> &'static [Direction] {
         match self {
-            TestKind::TcpStream | TestKind::TcpRr | TestKind::UdpStream | TestKind::UdpRr => &[Direction::Tx],
+            TestKind::TcpStream
+            | TestKind::TcpRr
+            | TestKind::TcpCrr
+            | TestKind::UdpStream
+            | TestKind::UdpRr => &[Direction::Tx],
             TestKind::TcpMaerts => &[Direction::Rx],
             TestKind::TcpBidir => &[Direction::Tx, Direction::Rx],
         }
@@ -61,7 +71,13 @@ impl TestKind {
 
     /// Whether this kind measures transactions rather than a byte stream.
     pub fn is_transactional(self) -> bool {
-        matches!(self, TestKind::TcpRr | TestKind::UdpRr)
+        matches!(self, TestKind::TcpRr | TestKind::TcpCrr | TestKind::UdpRr)
+    }
+
+    /// Whether every transaction opens its own connection, during the run,
+    /// rather than the flows' connections being opened at set-up.
+    pub fn connection_per_transaction(self) -> bool {
+        matches!(self, TestKind::TcpCrr)
     }
 
     /// What one end does with a flow of this kind going `direction`.
@@ -96,6 +112,11 @@ pub struct RrOptions {
     /// Exponential inter-arrival times around `rate` (`--poisson`).
     #[serde(default)]
     pub poisson: bool,
+    /// tcp-crr: longest a transaction may take, from connect to its last
+    /// response byte (`--crr-timeout`); the agent gives each connection as
+    /// long to bring its request and close. `None`: [`DEFAULT_CRR_TIMEOUT_S`].
+    #[serde(default)]
+    pub timeout_s: Option<f64>,
 }
 
 impl Default for RrOptions {
@@ -106,6 +127,7 @@ impl Default for RrOptions {
             burst: 1,
             rate: None,
             poisson: false,
+            timeout_s: None,
         }
     }
 }
@@ -133,11 +155,27 @@ pub const UDP_HEADER_LEN: u32 = 28;
 /// Largest UDP payload of an IPv4 datagram.
 pub const MAX_UDP_PAYLOAD: u32 = 65_507;
 
+impl RrOptions {
+    /// tcp-crr's transaction timeout.
+    pub fn crr_timeout(&self) -> std::time::Duration {
+        std::time::Duration::from_secs_f64(self.timeout_s.unwrap_or(DEFAULT_CRR_TIMEOUT_S))
+    }
+}
+
 /// Most transactions one flow may have in flight (closed-loop burst, or
 /// the backlog an open-loop schedule may build up before it waits).
 pub const MAX_IN_FLIGHT: u32 = 65_536;
 /// Highest open-loop rate per flow.
 pub const MAX_RATE: f64 = 10_000_000.0;
+/// tcp-crr: most connections one flow may have open at once (`--burst`, or
+/// the backlog an open-loop schedule may build up before it waits).
+pub const MAX_CRR_IN_FLIGHT: u32 = 1024;
+/// tcp-crr: the transaction timeout without `--crr-timeout`. netrig's
+/// `--connect-timeout` (10 s) suits a control connection, not a test whose
+/// every transaction connects.
+pub const DEFAULT_CRR_TIMEOUT_S: f64 = 1.0;
+/// tcp-crr: the longest `--crr-timeout`.
+pub const MAX_CRR_TIMEOUT_S: f64 = 60.0;
 
 /// Which way data moves, seen from the client.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -273,8 +311,13 @@ impl TestSpec {
         }
     }
 
-    /// Number of data connections the test opens.
+    /// Number of data connections the test opens at set-up. A
+    /// connection-per-transaction test opens none then: its connections come
+    /// and go during the run (its flow plan still has its flows).
     pub fn connections(&self) -> u64 {
+        if self.kind.connection_per_transaction() {
+            return 0;
+        }
         self.flows as u64 * self.directions().len() as u64
     }
 
@@ -386,6 +429,28 @@ impl TestSpec {
                 }
             } else if rr.poisson {
                 return Err(SpecError::NotApplicable("--poisson needs --rate".into()));
+            }
+            if self.kind.connection_per_transaction() && rr.burst > MAX_CRR_IN_FLIGHT {
+                return Err(out_of_range(
+                    "--burst",
+                    rr.burst,
+                    format!("1..={MAX_CRR_IN_FLIGHT} connections per flow"),
+                ));
+            }
+        }
+        if let Some(t) = self.rr.timeout_s {
+            if !self.kind.connection_per_transaction() {
+                return Err(SpecError::NotApplicable(format!(
+                    "--crr-timeout applies to tcp-crr, not to {}",
+                    self.kind.name()
+                )));
+            }
+            if !(t.is_finite() && t > 0.0 && t <= MAX_CRR_TIMEOUT_S) {
+                return Err(out_of_range(
+                    "--crr-timeout",
+                    t,
+                    format!("(0, {MAX_CRR_TIMEOUT_S}] seconds"),
+                ));
             }
         }
         if let Some(w) = self.workers {
@@ -576,6 +641,36 @@ mod tests {
     }
 
     #[test]
+    fn crr_opens_no_connection_at_set_up_and_bounds_its_options() {
+        let l = AgentLimits::default();
+        let mut s = spec();
+        s.kind = TestKind::TcpCrr;
+        s.flows = 3;
+        assert_eq!(s.connections(), 0);
+        assert_eq!(s.flow_plan(), vec![Direction::Tx; 3]);
+        assert!(s.validate(&l).is_ok());
+        assert_eq!(s.rr.crr_timeout(), std::time::Duration::from_secs(1));
+        s.rr.burst = MAX_CRR_IN_FLIGHT + 1;
+        assert!(s.validate(&l).unwrap_err().to_string().contains("--burst"));
+        s.rr.burst = 1;
+        for bad in [0.0, -1.0, f64::NAN, 61.0] {
+            s.rr.timeout_s = Some(bad);
+            assert!(
+                s.validate(&l).unwrap_err().to_string().contains("--crr-timeout"),
+                "{bad}"
+            );
+        }
+        s.rr.timeout_s = Some(0.25);
+        assert!(s.validate(&l).is_ok());
+        s.kind = TestKind::TcpRr;
+        assert!(s
+            .validate(&l)
+            .unwrap_err()
+            .to_string()
+            .contains("--crr-timeout applies to tcp-crr"));
+    }
+
+    #[test]
     fn roles() {
         use crate::report::Role;
         assert_eq!(TestKind::TcpStream.role(Direction::Tx, false), Role::Sender);
@@ -583,6 +678,8 @@ mod tests {
         assert_eq!(TestKind::TcpMaerts.role(Direction::Rx, true), Role::Sender);
         assert_eq!(TestKind::TcpRr.role(Direction::Tx, false), Role::Requester);
         assert_eq!(TestKind::TcpRr.role(Direction::Tx, true), Role::Responder);
+        assert_eq!(TestKind::TcpCrr.role(Direction::Tx, false), Role::Requester);
+        assert_eq!(TestKind::TcpCrr.role(Direction::Tx, true), Role::Responder);
     }
 
     #[test]

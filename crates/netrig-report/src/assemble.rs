@@ -24,6 +24,7 @@ pub fn assemble(
 ) -> Result<TestResult, String> {
     let plan = spec.flow_plan();
     let transactional = spec.kind.is_transactional();
+    let per_transaction = spec.kind.connection_per_transaction();
     let index = |side: &'_ SideReport| -> HashMap<u32, FlowReport> {
         side.flows.iter().map(|f| (f.id, f.clone())).collect()
     };
@@ -86,6 +87,7 @@ pub fn assemble(
             } else {
                 udp_flow(rx_end, tx_end)
             },
+            connect_errors: per_transaction.then(|| l.connect_errors.unwrap_or_default()),
             local: end(l),
             remote: end(r),
         });
@@ -196,6 +198,26 @@ pub fn assemble(
             ));
         }
     }
+    let connect_errors = per_transaction.then(|| {
+        let mut all = netrig_proto::report::ConnectErrors::default();
+        for e in flows.iter().filter_map(|f| f.connect_errors.as_ref()) {
+            all.add(e);
+        }
+        all
+    });
+    if let Some(e) = connect_errors.filter(|e| e.total() > 0) {
+        warnings.push(format!(
+            "{} transaction(s) failed and are not counted as transactions: refused {}, timed out {}, \
+             address not available {} (ephemeral ports exhausted: TIME_WAIT holds them; see \
+             net.ipv4.ip_local_port_range and tcp_tw_reuse), reset {}, other {}",
+            e.total(),
+            e.refused,
+            e.timed_out,
+            e.addr_not_available,
+            e.reset,
+            e.other
+        ));
+    }
     if transactional && spec.kind == netrig_proto::TestKind::TcpRr && !spec.remote.nodelay {
         if spec.rr.burst > 1 {
             warnings.push(format!(
@@ -231,6 +253,7 @@ pub fn assemble(
         transactions_per_s: transactions.map(|t| rate(t, elapsed_s)),
         latency_us: local.report.latency.as_ref().map(LatencyUs::from),
         schedule: local.report.schedule.clone(),
+        connect_errors,
         cpu,
         service_demand,
         throughput_bps: bps(bytes, elapsed_s),
@@ -480,6 +503,7 @@ mod tests {
             tcp_info: None,
             window_transactions: 0,
             udp: None,
+            connect_errors: None,
         }
     }
 
@@ -500,6 +524,7 @@ mod tests {
             burst: None,
             rate: None,
             poisson: None,
+            crr_timeout_s: None,
             workers: None,
             udp_rate_bps: None,
             reverse: None,

@@ -3,7 +3,9 @@
 //! test validates real output against it.
 
 use netrig_metrics::{CpuUsage, Environment, TcpInfo};
-use netrig_proto::report::{AppliedOptions, CounterReport, Role, ScheduleReport, SockBufReport, WorkerCpu};
+use netrig_proto::report::{
+    AppliedOptions, ConnectErrors, CounterReport, Role, ScheduleReport, SockBufReport, WorkerCpu,
+};
 use netrig_proto::spec::SocketOptions;
 use netrig_proto::Direction;
 use serde::{Deserialize, Serialize};
@@ -87,6 +89,8 @@ pub struct TestConfig {
     pub burst: Option<u32>,
     pub rate: Option<f64>,
     pub poisson: Option<bool>,
+    /// tcp-crr: longest a transaction may take, connect to last response byte (`--crr-timeout`); null otherwise.
+    pub crr_timeout_s: Option<f64>,
     /// Worker threads per end (`-T`); null: the number of CPUs.
     pub workers: Option<u32>,
     /// UDP tests: `-b` in bits/s (null: as fast as possible) and `-R`.
@@ -135,6 +139,9 @@ pub struct Summary {
     pub latency_us: Option<LatencyUs>,
     /// Open loop (`--rate`): how far the generator fell behind its schedule.
     pub schedule: Option<ScheduleReport>,
+    /// tcp-crr: transactions that failed inside the window, by reason (not
+    /// counted in `transactions`); null for other tests.
+    pub connect_errors: Option<ConnectErrors>,
     /// Senders' payload rate over their windows, all directions (null for request/response).
     pub send_throughput_bps: Option<f64>,
     /// Receivers' payload rate over their windows, all directions (null for request/response).
@@ -271,6 +278,8 @@ pub struct FlowResult {
     pub transactions_per_s: Option<f64>,
     /// UDP tests: this flow's datagram accounting.
     pub udp: Option<UdpSummary>,
+    /// tcp-crr: this flow's failed transactions, by reason; null for other tests.
+    pub connect_errors: Option<ConnectErrors>,
     pub local: FlowEnd,
     pub remote: FlowEnd,
 }

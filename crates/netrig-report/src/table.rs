@@ -277,7 +277,7 @@ fn render_udp(r: &TestResult) -> String {
     out
 }
 
-/// Request/response results, after netperf's TCP_RR table.
+/// Request/response results, after netperf's TCP_RR and TCP_CRR tables.
 fn render_rr(r: &TestResult) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "{}", title(r));
@@ -326,6 +326,13 @@ fn render_rr(r: &TestResult) -> String {
             out,
             "\nlatency (us), {} transactions: mean {:.1}  p50 {:.1}  p90 {:.1}  p99 {:.1}  p99.9 {:.1}  max {:.1}",
             l.count, l.mean, l.p50, l.p90, l.p99, l.p999, l.max
+        );
+    }
+    if let Some(e) = &r.summary.connect_errors {
+        let _ = writeln!(
+            out,
+            "connect errors (failed transactions, not counted): refused {}  timed out {}  address not available {}  reset {}  other {}",
+            e.refused, e.timed_out, e.addr_not_available, e.reset, e.other
         );
     }
     if let Some(s) = &r.summary.schedule {

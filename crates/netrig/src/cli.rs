@@ -34,6 +34,9 @@ pub enum Command {
     UdpStream(UdpArgs),
     /// UDP request/response (netperf UDP_RR): lost datagrams are timed out, counted, and the flow goes on.
     UdpRr(UdpRrArgs),
+    /// TCP connect/request/response/close, a new connection per transaction (netperf TCP_CRR):
+    /// transactions/s, latency and failed connections by reason.
+    TcpCrr(CrrArgs),
 }
 
 #[derive(Debug, Args)]
@@ -183,6 +186,16 @@ pub struct RrArgs {
     /// With --rate: exponential inter-arrival times (a Poisson process).
     #[arg(long, requires = "rate")]
     pub poisson: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct CrrArgs {
+    #[command(flatten)]
+    pub rr: RrArgs,
+    /// Longest a transaction may take, from connect to its last response byte; later counts as
+    /// timed out (--connect-timeout is for the control connection).
+    #[arg(long = "crr-timeout", value_name = "SECONDS", default_value = "1", value_parser = parse_seconds)]
+    pub crr_timeout: f64,
 }
 
 #[derive(Debug, Args)]

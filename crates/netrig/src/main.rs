@@ -7,7 +7,8 @@ mod units;
 use anyhow::{bail, Context, Result};
 use clap::Parser;
 use cli::{
-    Cli, Command, CommonArgs, QuickArgs, RrArgs, ServeArgs, StreamArgs, TargetArgs, UdpArgs, UdpRrArgs,
+    Cli, Command, CommonArgs, CrrArgs, QuickArgs, RrArgs, ServeArgs, StreamArgs, TargetArgs, UdpArgs,
+    UdpRrArgs,
 };
 use netrig_agent::{Agent, AgentConfig, AgentError, AgentHandle};
 use netrig_client::{resolve, Client, ClientError, ClientOptions, Family};
@@ -102,6 +103,7 @@ fn run(command: Command) -> Result<()> {
         Command::TcpRr(a) => request_response(TestKind::TcpRr, a),
         Command::UdpStream(a) => udp_stream(a),
         Command::UdpRr(a) => udp_rr(a),
+        Command::TcpCrr(a) => connect_request_response(a),
     }
 }
 
@@ -267,6 +269,7 @@ fn rr_spec(kind: TestKind, a: &RrArgs) -> Result<(TestSpec, SocketOptions)> {
         burst: a.burst,
         rate: a.rate,
         poisson: a.poisson,
+        timeout_s: None,
     };
     check_spec(&spec, &local)?;
     Ok((spec, local))
@@ -323,6 +326,13 @@ fn udp_rr(a: UdpRrArgs) -> Result<()> {
 fn request_response(kind: TestKind, a: RrArgs) -> Result<()> {
     let (spec, local) = rr_spec(kind, &a)?;
     run_and_print(&spec, local, &a.common)
+}
+
+fn connect_request_response(a: CrrArgs) -> Result<()> {
+    let (mut spec, local) = rr_spec(TestKind::TcpCrr, &a.rr)?;
+    spec.rr.timeout_s = Some(a.crr_timeout);
+    check_spec(&spec, &local)?;
+    run_and_print(&spec, local, &a.rr.common)
 }
 
 /// Connects, runs one test, prints it as the user asked.

@@ -5,6 +5,7 @@ mod helpers;
 
 mod agent;
 mod bad_input;
+mod crr;
 mod measure;
 mod rr;
 mod stream;

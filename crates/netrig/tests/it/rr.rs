@@ -6,7 +6,7 @@ use serde_json::Value;
 use std::process::Command;
 use std::time::Duration;
 
-fn check_rr(v: &Value) {
+pub(crate) fn check_rr(v: &Value) {
     let tr = u(v, "/summary/transactions");
     assert!(tr > 0, "no transactions: {v}");
     let elapsed = f(v, "/summary/elapsed_s");
@@ -131,7 +131,7 @@ fn signal(pid: u32, sig: &str) {
 }
 
 /// Runs a test against an agent that is stopped for 400 ms in the middle.
-fn against_a_stall(args: &[&str]) -> Value {
+pub(crate) fn against_a_stall(args: &[&str]) -> Value {
     let agent = Served::start(&[]);
     let pid = agent.child.id();
     let p = agent.port_arg();

@@ -1,0 +1,825 @@
+//! Connect, request, response, close: a new TCP connection per transaction
+//! (netperf TCP_CRR).
+//!
+//! The requester opens each transaction's connection itself, nonblocking,
+//! in its worker's event loop: connecting → greeting and request written →
+//! response read → closed. It closes first, so TIME_WAIT stays on its side,
+//! as with netperf. Latency runs from the start of connect() (closed loop)
+//! or from when the transaction was due (open loop, paced as tcp-rr) to the
+//! last response byte. A transaction that fails (refused, timed out, no local
+//! port, reset, anything else) is counted by reason, not as a transaction,
+//! and the flow carries on with the next one.
+//!
+//! The responder gets the peer's connections through the run's intake, the
+//! greeting already read: it answers the one request, then waits for the
+//! requester's close. Every connection on either end is bounded by the
+//! transaction timeout.
+
+use crate::flow::{FirstConnection, FlowSlot, TransientEnd, WorkerEnd};
+use crate::intake::{WorkerIntake, WAKE};
+use crate::sockopt;
+use crate::txn::{Answerer, Moved, Pacer, TIMER};
+use crate::workload::{WorkerControl, Workload};
+use crate::{EngineError, Flow};
+use mio::{Events, Interest, Poll, Token};
+use netrig_metrics::LatencyRecorder;
+use netrig_proto::report::{ConnectErrors, Role};
+use netrig_proto::spec::{SocketOptions, MAX_CRR_IN_FLIGHT};
+use netrig_proto::DataHello;
+use socket2::{Domain, Protocol, Socket, Type};
+use std::collections::{HashMap, VecDeque};
+use std::io::{self, IoSlice, Read, Write};
+use std::net::TcpStream;
+use std::os::fd::AsRawFd;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+/// The connection-per-transaction workload's parameters.
+#[derive(Debug, Clone)]
+pub struct CrrWorkload {
+    pub request_size: usize,
+    pub response_size: usize,
+    /// Transactions (connections) in flight per flow, closed loop.
+    pub burst: u32,
+    pub rate: Option<f64>,
+    pub poisson: bool,
+    /// Longest a transaction may take: from connect to the last response
+    /// byte (requester), from arrival to the requester's close (responder).
+    pub timeout: Duration,
+    /// Options on the connections this end accepts (the agent's `-S` and shared options).
+    pub accepted_options: SocketOptions,
+}
+
+/// Why a transaction failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Failure {
+    Refused,
+    TimedOut,
+    AddrNotAvailable,
+    Reset,
+    Other,
+}
+
+impl Failure {
+    /// The reason an error stands for.
+    pub fn of(e: &io::Error) -> Failure {
+        match e.raw_os_error() {
+            Some(libc::ECONNREFUSED) => Failure::Refused,
+            Some(libc::ETIMEDOUT) => Failure::TimedOut,
+            // Binding to `--bind ADDR:0` reports an exhausted port range as EADDRINUSE.
+            Some(libc::EADDRNOTAVAIL | libc::EADDRINUSE) => Failure::AddrNotAvailable,
+            Some(libc::ECONNRESET | libc::EPIPE | libc::ECONNABORTED) => Failure::Reset,
+            Some(_) => Failure::Other,
+            None => match e.kind() {
+                io::ErrorKind::TimedOut => Failure::TimedOut,
+                io::ErrorKind::UnexpectedEof | io::ErrorKind::ConnectionReset => Failure::Reset,
+                _ => Failure::Other,
+            },
+        }
+    }
+
+    fn count(self, e: &mut ConnectErrors) {
+        match self {
+            Failure::Refused => e.refused += 1,
+            Failure::TimedOut => e.timed_out += 1,
+            Failure::AddrNotAvailable => e.addr_not_available += 1,
+            Failure::Reset => e.reset += 1,
+            Failure::Other => e.other += 1,
+        }
+    }
+}
+
+/// Where a connection is in its transaction.
+enum Step {
+    /// Requester: connect() in progress.
+    Connecting,
+    /// Requester: greeting and request being written; bytes of both written so far.
+    Sending(usize),
+    /// Requester: response bytes read so far.
+    Receiving(usize),
+    /// Responder: the request being answered, then the requester's close awaited.
+    Answering(Answerer),
+}
+
+struct Conn {
+    sock: TcpStream,
+    /// Index in the worker's flows.
+    flow: usize,
+    step: Step,
+    /// When the transaction started (requester): connect(), or its due time.
+    t0: Instant,
+    /// Tells this connection's deadline from a later one's in the same slot.
+    serial: u64,
+}
+
+struct FlowState {
+    slot: FlowSlot,
+    hello: [u8; DataHello::LEN],
+    in_flight: u32,
+    errors: ConnectErrors,
+    first: Option<FirstConnection>,
+    first_done: bool,
+}
+
+/// One worker's connections and flows.
+struct Worker<'a> {
+    cfg: &'a CrrWorkload,
+    ctl: &'a WorkerControl,
+    poll: Poll,
+    flows: Vec<FlowState>,
+    /// Flow id → index in `flows` (the responder looks up each arrival's flow).
+    by_id: HashMap<u32, usize>,
+    /// The open connections; the index is the mio token.
+    conns: Vec<Option<Conn>>,
+    free: Vec<usize>,
+    live: usize,
+    /// (deadline, slot, serial) in the order connections opened, which is
+    /// deadline order: every connection gets the same timeout.
+    deadlines: VecDeque<(Instant, usize, u64)>,
+    serial: u64,
+    latency: LatencyRecorder,
+    pacer: Option<Pacer>,
+    request: Vec<u8>,
+    response: Vec<u8>,
+    rbuf: Vec<u8>,
+    /// Closed loop: flows whose transaction ended and that start another.
+    restart: Vec<usize>,
+    stopping: bool,
+    /// The first error of each reason was logged.
+    logged: [bool; 5],
+}
+
+impl Workload for CrrWorkload {
+    fn run_worker(&self, _flows: Vec<Flow>, _ctl: &WorkerControl) -> Result<WorkerEnd, EngineError> {
+        Err(EngineError::Setup(
+            "tcp-crr opens a connection per transaction; it takes no set-up connections".into(),
+        ))
+    }
+
+    fn run_transient(
+        &self,
+        flows: Vec<FlowSlot>,
+        intake: Option<WorkerIntake>,
+        ctl: &WorkerControl,
+    ) -> Result<WorkerEnd, EngineError> {
+        let setup = |e: io::Error| EngineError::Setup(format!("worker event loop: {e}"));
+        let (poll, arrivals) = match intake {
+            Some(i) => (i.poll, Some(i.arrivals)),
+            None => (Poll::new().map_err(setup)?, None),
+        };
+        let pacer = match self.rate {
+            Some(rate) => Some(Pacer::new(rate, self.poisson, poll.registry()).map_err(setup)?),
+            None => None,
+        };
+        let mut w = Worker {
+            cfg: self,
+            ctl,
+            poll,
+            by_id: flows.iter().enumerate().map(|(i, f)| (f.id, i)).collect(),
+            flows: flows
+                .into_iter()
+                .map(|slot| FlowState {
+                    hello: slot
+                        .connect
+                        .as_ref()
+                        .map(|c| c.hello(slot.id))
+                        .unwrap_or_default(),
+                    slot,
+                    in_flight: 0,
+                    errors: ConnectErrors::default(),
+                    first: None,
+                    first_done: false,
+                })
+                .collect(),
+            conns: Vec::new(),
+            free: Vec::new(),
+            live: 0,
+            deadlines: VecDeque::new(),
+            serial: 0,
+            latency: LatencyRecorder::new(),
+            pacer,
+            request: vec![0x5a; self.request_size.max(1)],
+            response: vec![0xa5; self.response_size.clamp(1, 256 * 1024)],
+            rbuf: vec![0; 64 * 1024],
+            restart: Vec::new(),
+            stopping: false,
+            logged: [false; 5],
+        };
+        for i in 0..w.flows.len() {
+            if w.flows[i].slot.role != Role::Requester {
+                continue;
+            }
+            if w.flows[i].slot.connect.is_none() {
+                return Err(EngineError::Setup(format!(
+                    "flow {}: a requester without an address to connect to",
+                    w.flows[i].slot.id
+                )));
+            }
+            match &mut w.pacer {
+                Some(p) => p.start(i, ctl.start),
+                None => w
+                    .restart
+                    .extend(std::iter::repeat_n(i, self.burst.max(1) as usize)),
+            }
+        }
+        w.run(arrivals.as_ref())?;
+        let requester = |f: &FlowState| f.slot.role == Role::Requester;
+        Ok(WorkerEnd {
+            latency: Some(w.latency),
+            schedule: w.pacer.map(|p| p.stats),
+            transient: w
+                .flows
+                .into_iter()
+                .filter(|f| requester(f) || f.first.is_some())
+                .map(|f| TransientEnd {
+                    id: f.slot.id,
+                    connect_errors: requester(&f).then_some(f.errors),
+                    first: f.first,
+                })
+                .collect(),
+            ..WorkerEnd::default()
+        })
+    }
+}
+
+impl Worker<'_> {
+    fn recording(&self) -> bool {
+        self.ctl.recording.load(Ordering::Relaxed)
+    }
+
+    fn run(
+        &mut self,
+        arrivals: Option<&std::sync::mpsc::Receiver<(DataHello, TcpStream)>>,
+    ) -> Result<(), EngineError> {
+        let setup = |e: io::Error| EngineError::Setup(format!("worker event loop: {e}"));
+        let mut events = Events::with_capacity(1024);
+        let mut drain_deadline = None;
+        loop {
+            let now = Instant::now();
+            if !self.stopping && self.ctl.stop.load(Ordering::Relaxed) {
+                // No new transactions; those in flight finish or time out.
+                self.stopping = true;
+                self.restart.clear();
+                if let Some(p) = &mut self.pacer {
+                    p.stop();
+                }
+                drain_deadline = Some(now + self.ctl.drain.min(self.cfg.timeout));
+            }
+            if let Some(rx) = arrivals {
+                while let Ok((hello, sock)) = rx.try_recv() {
+                    self.arrive(hello, sock)?;
+                }
+            }
+            if self.stopping && (self.live == 0 || drain_deadline.is_some_and(|d| now >= d)) {
+                return Ok(());
+            }
+            self.expire(now);
+            // Open loop: start every transaction that is due.
+            while let Some((due, i)) = self.pacer.as_mut().and_then(Pacer::next_due) {
+                let recording = self.recording();
+                let pacer = self.pacer.as_mut().expect("open loop");
+                if self.flows[i].in_flight >= MAX_CRR_IN_FLIGHT {
+                    // Too many connections open: this one waits, still timed from when it was due.
+                    pacer.defer(i, due);
+                    continue;
+                }
+                pacer.issued(i, due, recording);
+                pacer.sent(due, Instant::now(), recording);
+                self.start(i, Some(due))?;
+            }
+            // Closed loop: replace each transaction that ended. One that fails
+            // at once is replaced on the next turn, after a poll.
+            let mut again = Vec::new();
+            for i in std::mem::take(&mut self.restart) {
+                if !self.start(i, None)? {
+                    again.push(i);
+                }
+            }
+            // (A transaction that ended inside start() already queued its successor.)
+            self.restart.extend(again);
+            if let Some(p) = &self.pacer {
+                p.arm();
+            }
+            let wait = if !self.restart.is_empty() {
+                Duration::ZERO
+            } else {
+                let until_deadline = self
+                    .deadlines
+                    .front()
+                    .map(|(d, _, _)| d.saturating_duration_since(Instant::now()) + Duration::from_millis(1));
+                until_deadline.map_or(Duration::from_millis(10), |d| d.min(Duration::from_millis(10)))
+            };
+            match self.poll.poll(&mut events, Some(wait)) {
+                Ok(()) => {}
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(setup(e)),
+            }
+            for ev in events.iter() {
+                match ev.token() {
+                    TIMER => {
+                        if let Some(p) = &self.pacer {
+                            p.on_timer();
+                        }
+                    }
+                    WAKE => {} // arrivals are taken at the top of the loop
+                    Token(slot) => self.advance(slot)?,
+                }
+            }
+        }
+    }
+
+    /// Puts a connection in a free slot and watches it.
+    fn open(&mut self, sock: TcpStream, flow: usize, step: Step, t0: Instant) -> Result<usize, io::Error> {
+        let slot = self.free.pop().unwrap_or_else(|| {
+            self.conns.push(None);
+            self.conns.len() - 1
+        });
+        if let Err(e) = self.poll.registry().register(
+            &mut mio::unix::SourceFd(&sock.as_raw_fd()),
+            Token(slot),
+            Interest::READABLE | Interest::WRITABLE,
+        ) {
+            self.free.push(slot);
+            return Err(e);
+        }
+        self.serial += 1;
+        self.deadlines
+            .push_back((Instant::now() + self.cfg.timeout, slot, self.serial));
+        self.conns[slot] = Some(Conn {
+            sock,
+            flow,
+            step,
+            t0,
+            serial: self.serial,
+        });
+        self.live += 1;
+        self.flows[flow].in_flight += 1;
+        Ok(slot)
+    }
+
+    /// Closes a connection (the kernel drops it from the event loop with its descriptor).
+    fn close(&mut self, slot: usize) -> Option<Conn> {
+        let c = self.conns.get_mut(slot)?.take()?;
+        self.free.push(slot);
+        self.live -= 1;
+        self.flows[c.flow].in_flight -= 1;
+        Some(c)
+    }
+
+    /// Starts a transaction of requester flow `i`, due at `due` in open loop.
+    /// False if it failed at once (counted).
+    fn start(&mut self, i: usize, due: Option<Instant>) -> Result<bool, EngineError> {
+        let connector = self.flows[i]
+            .slot
+            .connect
+            .clone()
+            .expect("checked: requesters have one");
+        let addr = connector.addr;
+        let sock = match Socket::new(
+            Domain::for_address(addr),
+            Type::STREAM.nonblocking(),
+            Some(Protocol::TCP),
+        ) {
+            Ok(s) => s,
+            Err(e) => return Ok(self.failed_at_once(i, e)),
+        };
+        sockopt::apply_before_connect(&sock, &connector.options, "-s/--local-sockbuf")
+            .map_err(|e| EngineError::Setup(format!("local {e}")))?;
+        if let Some(ip) = connector.bind {
+            if let Err(e) = sock.bind(&std::net::SocketAddr::new(ip, 0).into()) {
+                return Ok(self.failed_at_once(i, e));
+            }
+        }
+        let t0 = Instant::now();
+        let step = match sock.connect(&addr.into()) {
+            Ok(()) => Step::Connecting, // the writable event confirms it
+            Err(e) if e.raw_os_error() == Some(libc::EINPROGRESS) => Step::Connecting,
+            Err(e) => return Ok(self.failed_at_once(i, e)),
+        };
+        let slot = match self.open(sock.into(), i, step, due.unwrap_or(t0)) {
+            Ok(s) => s,
+            Err(e) => return Ok(self.failed_at_once(i, e)),
+        };
+        self.advance(slot)?;
+        Ok(true)
+    }
+
+    fn failed_at_once(&mut self, i: usize, e: io::Error) -> bool {
+        self.count_failure(i, &e);
+        false
+    }
+
+    fn count_failure(&mut self, i: usize, e: &io::Error) {
+        if !self.recording() {
+            log::debug!(
+                "flow {}: a transaction failed outside the window: {e}",
+                self.flows[i].slot.id
+            );
+            return;
+        }
+        let why = Failure::of(e);
+        why.count(&mut self.flows[i].errors);
+        let k = why as usize;
+        if !self.logged[k] {
+            self.logged[k] = true;
+            log::warn!(
+                "flow {}: a transaction failed ({why:?}): {e}; counted, the flow carries on",
+                self.flows[i].slot.id
+            );
+        }
+    }
+
+    /// A requester's transaction failed: count it and replace it.
+    fn fail(&mut self, slot: usize, e: io::Error) {
+        if let Some(c) = self.close(slot) {
+            if self.flows[c.flow].slot.role == Role::Requester {
+                self.count_failure(c.flow, &e);
+                self.ended(c.flow);
+            } else {
+                log::debug!(
+                    "flow {}: connection closed unanswered: {e}",
+                    self.flows[c.flow].slot.id
+                );
+            }
+        }
+    }
+
+    /// A requester's transaction ended, one way or the other.
+    fn ended(&mut self, flow: usize) {
+        if self.pacer.is_none() && !self.stopping {
+            self.restart.push(flow);
+        }
+    }
+
+    /// Closes every connection whose time is up.
+    fn expire(&mut self, now: Instant) {
+        while let Some(&(at, slot, serial)) = self.deadlines.front() {
+            let current = matches!(self.conns.get(slot), Some(Some(c)) if c.serial == serial);
+            if current && at > now {
+                break;
+            }
+            self.deadlines.pop_front();
+            if current {
+                self.fail(
+                    slot,
+                    io::Error::new(
+                        io::ErrorKind::TimedOut,
+                        format!("not done within {:?} (--crr-timeout)", self.cfg.timeout),
+                    ),
+                );
+            }
+        }
+    }
+
+    /// A connection of the peer's, its greeting read: answer it.
+    fn arrive(&mut self, hello: DataHello, sock: TcpStream) -> Result<(), EngineError> {
+        let Some(&i) = self.by_id.get(&hello.flow) else {
+            log::debug!(
+                "a connection for flow {}, which this test does not have; closed",
+                hello.flow
+            );
+            return Ok(());
+        };
+        if let Err(e) = sock.set_nonblocking(true) {
+            log::debug!("flow {}: {e}; closed", hello.flow);
+            return Ok(());
+        }
+        sockopt::apply_connected(&sock, &self.cfg.accepted_options, true, "-S/--remote-sockbuf")
+            .map_err(|e| EngineError::Setup(format!("agent {e}")))?;
+        if self.flows[i].first.is_none() {
+            self.flows[i].first = Some(FirstConnection {
+                initial: sockopt::buffers(&sock),
+                applied: sockopt::applied(&sock),
+                done: Default::default(),
+            });
+        }
+        let answer = Answerer::new(self.cfg.request_size, self.cfg.response_size, 1);
+        match self.open(sock, i, Step::Answering(answer), Instant::now()) {
+            Ok(slot) => self.advance(slot),
+            Err(e) => {
+                log::debug!("flow {}: {e}; closed", hello.flow);
+                Ok(())
+            }
+        }
+    }
+
+    /// Moves a connection's transaction on as far as its socket allows.
+    fn advance(&mut self, slot: usize) -> Result<(), EngineError> {
+        loop {
+            let Some(c) = self.conns.get_mut(slot).and_then(Option::as_mut) else {
+                return Ok(());
+            };
+            let i = c.flow;
+            match &mut c.step {
+                Step::Connecting => {
+                    match c.sock.take_error() {
+                        Ok(None) => {}
+                        Ok(Some(e)) | Err(e) => {
+                            self.fail(slot, e);
+                            return Ok(());
+                        }
+                    }
+                    match c.sock.peer_addr() {
+                        Ok(_) => {}
+                        Err(e) if e.kind() == io::ErrorKind::NotConnected => return Ok(()),
+                        Err(e) => {
+                            self.fail(slot, e);
+                            return Ok(());
+                        }
+                    }
+                    let f = &mut self.flows[i];
+                    let opts = &f.slot.connect.as_ref().expect("requester").options;
+                    sockopt::apply_connected(&c.sock, opts, false, "-s/--local-sockbuf")
+                        .map_err(|e| EngineError::Setup(format!("local {e}")))?;
+                    if f.first.is_none() {
+                        f.first = Some(FirstConnection {
+                            initial: sockopt::buffers(&c.sock),
+                            applied: sockopt::applied(&c.sock),
+                            done: Default::default(),
+                        });
+                    }
+                    c.step = Step::Sending(0);
+                }
+                Step::Sending(off) => {
+                    let hello = &self.flows[i].hello;
+                    let total = hello.len() + self.request.len();
+                    while *off < total {
+                        let r = if *off < hello.len() {
+                            (&c.sock)
+                                .write_vectored(&[IoSlice::new(&hello[*off..]), IoSlice::new(&self.request)])
+                        } else {
+                            (&c.sock).write(&self.request[*off - hello.len()..])
+                        };
+                        match r {
+                            Ok(n) => {
+                                let payload =
+                                    (*off + n).saturating_sub(hello.len()) - off.saturating_sub(hello.len());
+                                self.flows[i].slot.counters.add_bytes(payload as u64);
+                                *off += n;
+                            }
+                            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(()),
+                            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                            Err(e) => {
+                                self.fail(slot, e);
+                                return Ok(());
+                            }
+                        }
+                    }
+                    c.step = Step::Receiving(0);
+                }
+                Step::Receiving(got) => {
+                    let want = self.cfg.response_size;
+                    loop {
+                        match (&c.sock).read(&mut self.rbuf) {
+                            Ok(0) => {
+                                let e = io::Error::new(
+                                    io::ErrorKind::UnexpectedEof,
+                                    format!("closed after {got} of the {want} response bytes"),
+                                );
+                                self.fail(slot, e);
+                                return Ok(());
+                            }
+                            Ok(n) => {
+                                self.flows[i].slot.counters.add_bytes(n as u64);
+                                *got += n;
+                                if *got > want {
+                                    let e = io::Error::new(
+                                        io::ErrorKind::InvalidData,
+                                        format!("{got} response bytes, not {want}"),
+                                    );
+                                    self.fail(slot, e);
+                                    return Ok(());
+                                }
+                                if *got == want {
+                                    break;
+                                }
+                            }
+                            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(()),
+                            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                            Err(e) => {
+                                self.fail(slot, e);
+                                return Ok(());
+                            }
+                        }
+                    }
+                    // The whole response: the transaction is done; the requester closes first.
+                    let now = Instant::now();
+                    if self.ctl.recording.load(Ordering::Relaxed) {
+                        let ns = now.saturating_duration_since(c.t0).as_nanos();
+                        self.latency.record(ns.min(u64::MAX as u128) as u64);
+                    }
+                    let f = &mut self.flows[i];
+                    f.slot.counters.add_transactions(1);
+                    if !f.first_done {
+                        f.first_done = true;
+                        if let Some(first) = &mut f.first {
+                            first.done = sockopt::buffers(&c.sock);
+                        }
+                    }
+                    self.close(slot);
+                    self.ended(i);
+                    return Ok(());
+                }
+                Step::Answering(answer) => {
+                    let mut moved = Moved::default();
+                    let r = answer.serve(&mut c.sock, &mut self.rbuf, &self.response, &mut moved);
+                    let f = &mut self.flows[i];
+                    f.slot.counters.add_bytes(moved.bytes);
+                    if moved.transactions > 0 {
+                        f.slot.counters.add_transactions(moved.transactions);
+                        if !f.first_done {
+                            f.first_done = true;
+                            if let Some(first) = &mut f.first {
+                                first.done = sockopt::buffers(&c.sock);
+                            }
+                        }
+                    }
+                    match r {
+                        Ok(false) => return Ok(()),
+                        // The requester closed: done.
+                        Ok(true) => {
+                            self.close(slot);
+                        }
+                        Err((what, e)) => {
+                            log::debug!("flow {}: {what}: {e}", self.flows[i].slot.id);
+                            self.close(slot);
+                        }
+                    }
+                    return Ok(());
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::flow::Connector;
+    use netrig_proto::{Direction, SessionCookie};
+    use std::net::{SocketAddr, TcpListener};
+    use std::sync::atomic::AtomicBool;
+    use std::sync::Arc;
+
+    fn workload() -> CrrWorkload {
+        CrrWorkload {
+            request_size: 1,
+            response_size: 1,
+            burst: 1,
+            rate: None,
+            poisson: false,
+            timeout: Duration::from_millis(300),
+            accepted_options: SocketOptions::default(),
+        }
+    }
+
+    fn closed_port() -> SocketAddr {
+        TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap()
+    }
+
+    #[test]
+    fn reasons_from_real_sockets() {
+        // Nothing listens: a refusal, whether connect() says so at once or later.
+        let e = TcpStream::connect(closed_port()).unwrap_err();
+        assert_eq!(Failure::of(&e), Failure::Refused, "{e}");
+        // A local address this host does not have.
+        let s = Socket::new(Domain::IPV4, Type::STREAM, None).unwrap();
+        let e = s.bind(&SocketAddr::from(([192, 0, 2, 1], 0)).into()).unwrap_err();
+        assert_eq!(Failure::of(&e), Failure::AddrNotAvailable, "{e}");
+        // A peer that resets the connection (SO_LINGER 0) before answering.
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let mut c = TcpStream::connect(l.local_addr().unwrap()).unwrap();
+        let (a, _) = l.accept().unwrap();
+        socket2::SockRef::from(&a)
+            .set_linger(Some(Duration::ZERO))
+            .unwrap();
+        drop(a);
+        std::thread::sleep(Duration::from_millis(50));
+        let e = c.read(&mut [0; 8]).unwrap_err();
+        assert_eq!(Failure::of(&e), Failure::Reset, "{e}");
+        let eof = io::Error::new(io::ErrorKind::UnexpectedEof, "closed early");
+        assert_eq!(Failure::of(&eof), Failure::Reset);
+        let mine = io::Error::new(io::ErrorKind::TimedOut, "--crr-timeout");
+        assert_eq!(Failure::of(&mine), Failure::TimedOut);
+        assert_eq!(
+            Failure::of(&io::Error::from_raw_os_error(libc::EMFILE)),
+            Failure::Other
+        );
+    }
+
+    /// A requester against a closed port: every transaction is refused, counted,
+    /// and none is counted as a transaction.
+    #[test]
+    fn refused_transactions_are_counted_not_hidden() {
+        let connector = Arc::new(Connector {
+            addr: closed_port(),
+            bind: None,
+            options: SocketOptions::default(),
+            version: 1,
+            cookie: SessionCookie([7; 16]),
+        });
+        let slot = FlowSlot::new(0, Direction::Tx, Role::Requester, Some(connector));
+        let counters = slot.counters.clone();
+        let ctl = WorkerControl {
+            stop: Arc::new(AtomicBool::new(false)),
+            drain: Duration::from_secs(1),
+            recording: Arc::new(AtomicBool::new(true)),
+            start: Instant::now(),
+            test_id: 0,
+        };
+        let stop = ctl.stop.clone();
+        let t = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(200));
+            stop.store(true, Ordering::Relaxed);
+        });
+        let end = workload().run_transient(vec![slot], None, &ctl).unwrap();
+        t.join().unwrap();
+        let errors = end.transient[0].connect_errors.unwrap();
+        // Loopback refuses inside connect(), so each failure is seen while its
+        // transaction starts: the flow must still go on to the next one.
+        assert!(errors.refused > 10, "the flow stopped: {errors:?}");
+        assert_eq!(errors.total(), errors.refused, "{errors:?}");
+        assert_eq!(counters.transactions(), 0);
+        assert!(end.latency.unwrap().is_empty());
+    }
+
+    /// Requester and responder workers back to back over loopback: every
+    /// connection carries the greeting, one request and one response.
+    #[test]
+    fn requester_and_responder_complete_transactions() {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let cookie = SessionCookie([9; 16]);
+        let connector = Arc::new(Connector {
+            addr: l.local_addr().unwrap(),
+            bind: None,
+            options: SocketOptions::default(),
+            version: 1,
+            cookie,
+        });
+        let mk_ctl = || WorkerControl {
+            stop: Arc::new(AtomicBool::new(false)),
+            drain: Duration::from_secs(1),
+            recording: Arc::new(AtomicBool::new(true)),
+            start: Instant::now(),
+            test_id: 0,
+        };
+        let (rctl, actl) = (mk_ctl(), mk_ctl());
+        let (rstop, astop) = (rctl.stop.clone(), actl.stop.clone());
+        let (dealer, mut intakes) = crate::intake::deal(1, 64).unwrap();
+        let (tx, rx) = std::sync::mpsc::sync_channel(64);
+        let done = Arc::new(AtomicBool::new(false));
+        let d2 = done.clone();
+        let dealer = std::thread::spawn(move || dealer.run(rx, &d2));
+        // The listener's part: read each greeting, pass the connection on.
+        let acceptor = std::thread::spawn(move || {
+            l.set_nonblocking(true).unwrap();
+            let until = Instant::now() + Duration::from_millis(600);
+            while Instant::now() < until {
+                match l.accept() {
+                    Ok((mut s, _)) => {
+                        s.set_nonblocking(false).unwrap();
+                        let mut b = [0u8; DataHello::LEN];
+                        s.read_exact(&mut b).unwrap();
+                        let hello = DataHello::decode(&b).unwrap();
+                        assert_eq!(hello.cookie, cookie);
+                        tx.send((hello, s)).unwrap();
+                    }
+                    Err(_) => std::thread::sleep(Duration::from_micros(200)),
+                }
+            }
+        });
+        let responder_slot = FlowSlot::new(0, Direction::Tx, Role::Responder, None);
+        let served = responder_slot.counters.clone();
+        let intake = intakes.pop();
+        let agent = std::thread::spawn(move || {
+            let mut wl = workload();
+            wl.request_size = 3;
+            wl.response_size = 5;
+            wl.run_transient(vec![responder_slot], intake, &actl)
+        });
+        let slot = FlowSlot::new(0, Direction::Tx, Role::Requester, Some(connector));
+        let counters = slot.counters.clone();
+        let stopper = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(400));
+            rstop.store(true, Ordering::Relaxed);
+        });
+        let mut wl = workload();
+        wl.request_size = 3;
+        wl.response_size = 5;
+        wl.burst = 2;
+        let end = wl.run_transient(vec![slot], None, &rctl).unwrap();
+        stopper.join().unwrap();
+        astop.store(true, Ordering::Relaxed);
+        let aend = agent.join().unwrap().unwrap();
+        acceptor.join().unwrap();
+        done.store(true, Ordering::Relaxed);
+        dealer.join().unwrap();
+        let n = counters.transactions();
+        assert!(n > 10, "{n} transactions");
+        assert_eq!(end.transient[0].connect_errors, Some(ConnectErrors::default()));
+        assert_eq!(counters.bytes(), n * 8, "3 request + 5 response bytes each");
+        assert_eq!(end.latency.as_ref().unwrap().len(), n);
+        assert_eq!(served.transactions(), n, "the responder answered each once");
+        assert!(end.transient[0].first.is_some() && aend.transient[0].first.is_some());
+    }
+}

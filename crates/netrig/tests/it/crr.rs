@@ -1,0 +1,153 @@
+//! Connect/request/response/close: a connection per transaction, the same
+//! figures as tcp-rr, and failed connections counted by reason.
+
+use crate::helpers::*;
+use crate::rr::{against_a_stall, check_rr};
+use serde_json::Value;
+
+const REASONS: [&str; 5] = ["refused", "timed_out", "addr_not_available", "reset", "other"];
+
+/// tcp-rr's arithmetic, plus the connect errors: an object of five counts in
+/// the summary and in every flow, the summary the sum of the flows.
+fn check_crr(v: &Value) {
+    assert_eq!(v["test"], "tcp-crr");
+    check_rr(v);
+    let flows = v["flows"].as_array().unwrap();
+    for r in REASONS {
+        let sum: u64 = flows
+            .iter()
+            .map(|f| f["connect_errors"][r].as_u64().unwrap())
+            .sum();
+        assert_eq!(u(v, &format!("/summary/connect_errors/{r}")), sum, "{r}");
+    }
+    assert_eq!(flows[0]["local"]["role"], "requester");
+    assert_eq!(flows[0]["remote"]["role"], "responder");
+    // The agent answered every transaction the client completed (and those
+    // outside the window): a request and a response byte count each.
+    let answered: u64 = flows
+        .iter()
+        .map(|f| f["remote"]["total_bytes"].as_u64().unwrap())
+        .sum();
+    let per = u(v, "/config/request_size") + u(v, "/config/response_size");
+    assert!(answered >= per * u(v, "/summary/transactions"), "{answered}");
+}
+
+fn errors(v: &Value) -> u64 {
+    REASONS
+        .iter()
+        .map(|r| u(v, &format!("/summary/connect_errors/{r}")))
+        .sum()
+}
+
+#[test]
+fn tcp_crr_closed_loop() {
+    let v = run_json(&["tcp-crr", "-l", "1"]);
+    check_crr(&v);
+    assert_eq!(v["config"]["request_size"], 1);
+    assert_eq!(v["config"]["response_size"], 1);
+    assert_eq!(v["config"]["crr_timeout_s"], 1.0);
+    assert_eq!(errors(&v), 0, "{}", v["summary"]["connect_errors"]);
+    assert!(warnings_about(&v, "failed").is_empty(), "{}", v["warnings"]);
+    // Each flow's socket figures come from its connections.
+    assert!(
+        v["flows"][0]["local"]["socket_buffers"]["initial"]["snd"]
+            .as_u64()
+            .unwrap()
+            > 0
+    );
+    assert!(v["flows"][0]["remote"]["applied"]["congestion"].is_string());
+    let o = run(&["tcp-crr", "-l", "0.5"]);
+    let t = stdout(&o);
+    assert!(
+        t.contains("TCP CRR TEST")
+            && t.contains("Trans.")
+            && t.contains("latency (us)")
+            && t.contains("us/tran")
+            && t.contains("connect errors (failed transactions, not counted): refused 0  timed out 0"),
+        "{t}"
+    );
+}
+
+#[test]
+fn crr_request_and_response_sizes_are_what_moves() {
+    let v = run_json(&["tcp-crr", "-l", "1", "-r", "64,1K"]);
+    check_crr(&v);
+    let tr = u(&v, "/summary/transactions");
+    // The requester counts the request and the response of each connection,
+    // not its greeting.
+    let bytes = u(&v, "/flows/0/bytes");
+    let per = 64 + 1024;
+    assert!(
+        bytes.abs_diff(tr * per) <= 2 * per,
+        "{bytes} bytes for {tr} transactions of {per}"
+    );
+}
+
+#[test]
+fn crr_burst_keeps_connections_in_flight() {
+    let v = run_json(&["tcp-crr", "-l", "1", "--burst", "4"]);
+    check_crr(&v);
+    assert_eq!(v["config"]["burst"], 4);
+    assert!(
+        warnings_about(&v, "Nagle").is_empty(),
+        "one request per connection: Nagle holds nothing back"
+    );
+}
+
+#[test]
+fn crr_many_flows_on_two_workers() {
+    let v = run_json(&["tcp-crr", "-l", "1", "-P", "20", "-T", "2"]);
+    check_crr(&v);
+    let flows = v["flows"].as_array().unwrap();
+    assert_eq!(flows.len(), 20);
+    assert!(
+        flows.iter().all(|f| f["transactions"].as_u64().unwrap() > 0),
+        "an idle flow"
+    );
+    assert_eq!(v["workers"]["local"].as_array().unwrap().len(), 2);
+    assert_eq!(v["workers"]["remote"].as_array().unwrap().len(), 2);
+}
+
+#[test]
+fn crr_open_loop_keeps_its_rate() {
+    let v = run_json(&["tcp-crr", "-l", "2", "--rate", "200", "-P", "2"]);
+    check_crr(&v);
+    let tps = f(&v, "/summary/transactions_per_s");
+    assert!((tps - 400.0).abs() < 40.0, "{tps} tps for 2 flows at 200");
+    let due = u(&v, "/summary/schedule/due");
+    assert!(due.abs_diff(800) < 80, "{due} due");
+}
+
+/// An agent stopped for 400 ms: connections complete in its listen queue but
+/// no response comes within --crr-timeout. Those transactions are counted as
+/// timed out, said in a warning, and left out of the rate; the rest go on.
+#[test]
+fn crr_counts_timeouts_against_a_stalled_agent() {
+    let v = against_a_stall(&["tcp-crr", "--crr-timeout", "0.1", "-P", "2"]);
+    check_crr(&v);
+    let timed_out = u(&v, "/summary/connect_errors/timed_out");
+    assert!(timed_out > 0, "{}", v["summary"]["connect_errors"]);
+    let w = warnings_about(&v, "not counted as transactions");
+    assert!(w.len() == 1 && w[0].contains("timed out"), "{}", v["warnings"]);
+    assert_eq!(v["config"]["crr_timeout_s"], 0.1);
+}
+
+#[test]
+fn crr_bad_input() {
+    for (args, needle) in [
+        (
+            vec!["tcp-crr", "--burst", "2000"],
+            "--burst 2000 is out of range 1..=1024",
+        ),
+        (vec!["tcp-crr", "--crr-timeout", "0"], "--crr-timeout"),
+        (vec!["tcp-crr", "--crr-timeout", "61"], "--crr-timeout"),
+        (vec!["tcp-crr", "--rate", "100", "--burst", "4"], "--burst"),
+        (vec!["tcp-crr", "-r", "0,1"], "-r/--request-response"),
+        (vec!["tcp-crr", "-n", "1M"], "unexpected argument"),
+        (vec!["tcp-rr", "--crr-timeout", "1"], "unexpected argument"),
+    ] {
+        let o = run(&args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}");
+        assert!(stderr(&o).contains(needle), "{args:?}: {}", stderr(&o));
+    }
+}
