@@ -4,7 +4,7 @@ use crate::listener::Shared;
 use netrig_engine::runner::{run_side, RunControl, RunPlan, SideFlows, SideOutcome};
 use netrig_engine::{sockopt, workload_for, Flow, FlowSlot, FlowSocket};
 use netrig_proto::conn::{ConnError, FramedConn};
-use netrig_proto::report::{BufPair, CounterReport, FlowReport, Role, SideReport, SockBufReport};
+use netrig_proto::report::{BufPair, CounterReport, Role, SideReport};
 use netrig_proto::session::{AgentEvent, AgentSession};
 use netrig_proto::spec::{Limit, MAX_CRR_IN_FLIGHT};
 use netrig_proto::{
@@ -453,44 +453,7 @@ fn run_test(
     let flows = outcome
         .flows
         .iter()
-        .map(|f| {
-            let (initial, applied) = by_id
-                .get(&f.id)
-                .cloned()
-                .or_else(|| {
-                    f.first_connection
-                        .as_ref()
-                        .map(|c| (c.initial, c.applied.clone()))
-                })
-                .unwrap_or_default();
-            FlowReport {
-                id: f.id,
-                direction: f.direction,
-                role: f.role,
-                window_bytes: f.window_bytes,
-                total_bytes: f.total_bytes,
-                window_s: f.window_s,
-                socket_buffers: SockBufReport {
-                    requested,
-                    initial,
-                    final_: f.final_buffers,
-                },
-                applied,
-                tcp_info: f.tcp_info.clone(),
-                window_transactions: f.window_transactions,
-                udp: f
-                    .udp
-                    .clone()
-                    .map(|mut u| {
-                        if spec.kind == netrig_proto::TestKind::UdpStream {
-                            u.window_sent_datagrams = f.window_bytes / spec.message_size.max(1) as u64;
-                        }
-                        u
-                    })
-                    .filter(|_| spec.kind.is_udp()),
-                connect_errors: f.connect_errors,
-            }
-        })
+        .map(|f| f.report(spec, requested, by_id.get(&f.id).cloned()))
         .collect();
     Ok(SideReport {
         flows,

@@ -4,9 +4,7 @@ use crate::ClientError;
 use netrig_engine::runner::{run_side, RunControl, RunPlan, SideFlows};
 use netrig_engine::{sockopt, workload_for, Connector, Flow, FlowSlot, FlowSocket};
 use netrig_proto::conn::{ConnError, FramedConn};
-use netrig_proto::report::{
-    BufPair, CounterReport, FlowReport, IntervalSample, Role, SideReport, SockBufReport,
-};
+use netrig_proto::report::{BufPair, CounterReport, IntervalSample, Role, SideReport};
 use netrig_proto::session::{ClientEvent, ClientSession};
 use netrig_proto::spec::{validate_socket_options, Limit, SocketOptions};
 use netrig_proto::{
@@ -548,40 +546,7 @@ impl Client {
             flows: outcome
                 .flows
                 .iter()
-                .map(|f| {
-                    let (initial, applied) = setup_info
-                        .get(&f.id)
-                        .cloned()
-                        .or_else(|| {
-                            f.first_connection
-                                .as_ref()
-                                .map(|c| (c.initial, c.applied.clone()))
-                        })
-                        .unwrap_or_default();
-                    FlowReport {
-                        id: f.id,
-                        direction: f.direction,
-                        role: f.role,
-                        window_bytes: f.window_bytes,
-                        total_bytes: f.total_bytes,
-                        window_s: f.window_s,
-                        socket_buffers: SockBufReport {
-                            requested,
-                            initial,
-                            final_: f.final_buffers,
-                        },
-                        applied,
-                        tcp_info: f.tcp_info.clone(),
-                        window_transactions: f.window_transactions,
-                        udp: f.udp.clone().filter(|_| spec.kind.is_udp()).map(|mut u| {
-                            if spec.kind == netrig_proto::TestKind::UdpStream {
-                                u.window_sent_datagrams = f.window_bytes / spec.message_size.max(1) as u64;
-                            }
-                            u
-                        }),
-                        connect_errors: f.connect_errors,
-                    }
-                })
+                .map(|f| f.report(spec, requested, setup_info.get(&f.id).cloned()))
                 .collect(),
             window_s: outcome.window_s,
             warnings: vec![],

@@ -147,6 +147,50 @@ pub struct FlowOutcome {
     pub first_connection: Option<FirstConnection>,
 }
 
+impl FlowOutcome {
+    /// The flow as this end reports it to the other: `requested` buffers,
+    /// and the buffers and options read back at set-up (`setup`), or from
+    /// the first connection of a connection-per-transaction flow.
+    pub fn report(
+        &self,
+        spec: &netrig_proto::TestSpec,
+        requested: BufPair,
+        setup: Option<(BufPair, netrig_proto::report::AppliedOptions)>,
+    ) -> netrig_proto::report::FlowReport {
+        let (initial, applied) = setup
+            .or_else(|| {
+                self.first_connection
+                    .as_ref()
+                    .map(|c| (c.initial, c.applied.clone()))
+            })
+            .unwrap_or_default();
+        netrig_proto::report::FlowReport {
+            id: self.id,
+            direction: self.direction,
+            role: self.role,
+            window_bytes: self.window_bytes,
+            total_bytes: self.total_bytes,
+            window_s: self.window_s,
+            socket_buffers: netrig_proto::report::SockBufReport {
+                requested,
+                initial,
+                final_: self.final_buffers,
+            },
+            applied,
+            tcp_info: self.tcp_info.clone(),
+            window_transactions: self.window_transactions,
+            udp: self.udp.clone().filter(|_| spec.kind.is_udp()).map(|mut u| {
+                if spec.kind == netrig_proto::TestKind::UdpStream {
+                    // Every datagram of a udp-stream flow has the same size.
+                    u.window_sent_datagrams = self.window_bytes / spec.message_size.max(1) as u64;
+                }
+                u
+            }),
+            connect_errors: self.connect_errors,
+        }
+    }
+}
+
 /// This end's measurements.
 #[derive(Debug, Clone)]
 pub struct SideOutcome {
