@@ -71,19 +71,6 @@ impl Timer {
     }
 }
 
-/// The time to the next request of an open-loop schedule at `rate` per
-/// second: fixed, or exponential (a Poisson process).
-pub(crate) fn next_gap(rate: f64, poisson: bool, rng: &mut fastrand::Rng) -> Duration {
-    let mean = 1.0 / rate.max(1e-9);
-    let secs = if poisson {
-        // Exponential inter-arrival: -ln(U) / rate, U in (0, 1].
-        -(1.0 - rng.f64()).ln() * mean
-    } else {
-        mean
-    };
-    Duration::from_secs_f64(secs.min(3600.0))
-}
-
 /// Open loop: when each of a worker's flows must issue its next request
 /// (`rate` per second per flow, evenly or with exponential gaps), whatever
 /// the responses do. A request that cannot be issued when due (its flow has

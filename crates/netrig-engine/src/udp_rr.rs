@@ -7,9 +7,9 @@
 //! sequence number, timestamp), padded to the sizes asked for; the responder
 //! echoes the request's header.
 
-use crate::flow::{ScheduleStats, SocketHandle};
+use crate::flow::SocketHandle;
 use crate::sockopt;
-use crate::txn::{next_gap, Timer};
+use crate::txn::{Pacer, Timer};
 use crate::workload::{WorkerControl, Workload};
 use crate::{EngineError, Flow, FlowEnd, WorkerEnd};
 use mio::{Events, Interest, Poll, Token};
@@ -17,14 +17,14 @@ use netrig_metrics::{LatencyRecorder, SeqSummary};
 use netrig_proto::report::{Role, UdpFlowReport};
 use netrig_proto::spec::{MAX_IN_FLIGHT, UDP_HEADER_LEN};
 use netrig_proto::DATA_MAGIC;
-use std::cmp::Reverse;
-use std::collections::{BinaryHeap, VecDeque};
+use std::collections::VecDeque;
 use std::io;
 use std::os::fd::AsRawFd;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-const TIMER: Token = Token(usize::MAX);
+/// The request-timeout timer's token (the pacer's own timer has `txn::TIMER`).
+const TIMEOUTS: Token = Token(usize::MAX - 1);
 const HDR: usize = UDP_HEADER_LEN as usize;
 /// How many retired requests a requester remembers, to tell a duplicate
 /// response (its request was answered) from a late one (it timed out).
@@ -235,19 +235,22 @@ impl Workload for UdpRrWorkload {
     fn run_worker(&self, flows: Vec<Flow>, ctl: &WorkerControl) -> Result<WorkerEnd, EngineError> {
         let setup = |e: io::Error| EngineError::Setup(format!("worker event loop: {e}"));
         let mut poll = Poll::new().map_err(setup)?;
+        // Wakes the loop for the earliest request timeout.
         let timer = Timer::new().map_err(setup)?;
         poll.registry()
             .register(
                 &mut mio::unix::SourceFd(&timer.fd.as_raw_fd()),
-                TIMER,
+                TIMEOUTS,
                 Interest::READABLE,
             )
             .map_err(setup)?;
         let open_loop = self.rate.is_some();
-        let mut rng = fastrand::Rng::new();
+        // Open loop: the schedule shared with tcp-rr and tcp-crr.
+        let mut pacer = match self.rate {
+            Some(rate) => Some(Pacer::new(rate, self.poisson, poll.registry()).map_err(setup)?),
+            None => None,
+        };
         let mut latency = LatencyRecorder::new();
-        let mut schedule = ScheduleStats::default();
-        let mut due: BinaryHeap<Reverse<(Instant, usize)>> = BinaryHeap::new();
         let mut fl = Vec::with_capacity(flows.len());
         for (i, flow) in flows.into_iter().enumerate() {
             flow.socket.udp().map_err(setup)?;
@@ -255,10 +258,10 @@ impl Workload for UdpRrWorkload {
             poll.registry()
                 .register(&mut sock, Token(i), Interest::READABLE)
                 .map_err(setup)?;
-            if flow.role == Role::Requester && open_loop {
-                let first =
-                    ctl.start + next_gap(self.rate.unwrap_or(1.0), self.poisson, &mut rng).mul_f64(rng.f64());
-                due.push(Reverse((first, i)));
+            if flow.role == Role::Requester {
+                if let Some(p) = &mut pacer {
+                    p.start(i, ctl.start);
+                }
             }
             fl.push(UFlow {
                 flow,
@@ -295,7 +298,9 @@ impl Workload for UdpRrWorkload {
             let now = Instant::now();
             if stopped_at.is_none() && ctl.stop.load(Ordering::Relaxed) {
                 stopped_at = Some(now);
-                due.clear();
+                if let Some(p) = &mut pacer {
+                    p.stop();
+                }
             }
             let recording = ctl.recording.load(Ordering::Relaxed);
             // Timeouts: lost requests are replaced in closed loop.
@@ -331,45 +336,30 @@ impl Workload for UdpRrWorkload {
                 }
             }
             // Open loop: send every request that is due, timed from its due time.
-            while let Some(Reverse((at, i))) = due.peek().copied() {
-                if at > Instant::now() + Duration::from_micros(20) {
-                    break;
-                }
-                while Instant::now() < at {
-                    std::hint::spin_loop();
-                }
-                due.pop();
+            while let Some((due, i)) = pacer.as_mut().and_then(Pacer::next_due) {
+                let p = pacer.as_mut().expect("open loop");
                 let f = &mut fl[i];
                 if f.out.len() >= MAX_IN_FLIGHT as usize {
-                    due.push(Reverse((Instant::now() + Duration::from_micros(100), i)));
+                    p.defer(i, due);
                     continue;
                 }
                 let sent_at = Instant::now();
-                if self.request(f, &mut req, ctl.test_id, at)? {
-                    if recording {
-                        let behind = sent_at.saturating_duration_since(at).as_nanos() as u64;
-                        schedule.due += 1;
-                        schedule.behind_sum_ns += behind as u128;
-                        schedule.behind_max_ns = schedule.behind_max_ns.max(behind);
-                        if behind > 1_000_000 {
-                            schedule.late += 1;
-                        }
-                    }
-                    due.push(Reverse((
-                        at + next_gap(self.rate.unwrap_or(1.0), self.poisson, &mut rng),
-                        i,
-                    )));
+                if self.request(f, &mut req, ctl.test_id, due)? {
+                    p.issued(i, due, recording);
+                    p.sent(due, sent_at, recording);
                 } else {
-                    due.push(Reverse((at, i))); // the socket was full: still due, still timed from `at`
+                    p.defer(i, due); // the socket was full: still due, still timed from `due`
                 }
             }
-            // Wake for the next due request or the earliest timeout.
+            // Wake for the next due request and the earliest timeout.
+            if let Some(p) = &pacer {
+                p.arm();
+            }
             let next_timeout = fl
                 .iter()
                 .filter_map(|f| f.out.front().map(|o| o.start + self.timeout))
                 .min();
-            let next_due = due.peek().map(|Reverse((at, _))| *at);
-            if let Some(wake) = [next_timeout, next_due].into_iter().flatten().min() {
+            if let Some(wake) = next_timeout {
                 timer.arm(wake.saturating_duration_since(Instant::now()));
             }
             match poll.poll(&mut events, Some(Duration::from_millis(10))) {
@@ -378,8 +368,14 @@ impl Workload for UdpRrWorkload {
                 Err(e) => return Err(setup(e)),
             }
             for ev in events.iter() {
-                if ev.token() == TIMER {
+                if ev.token() == TIMEOUTS {
                     timer.clear();
+                    continue;
+                }
+                if ev.token() == crate::txn::TIMER {
+                    if let Some(p) = &pacer {
+                        p.on_timer();
+                    }
                     continue;
                 }
                 let Some(f) = fl.get_mut(ev.token().0) else {
@@ -438,7 +434,7 @@ impl Workload for UdpRrWorkload {
         Ok(WorkerEnd {
             flows,
             latency: Some(latency),
-            schedule: open_loop.then_some(schedule),
+            schedule: pacer.map(|p| p.stats),
             ..WorkerEnd::default()
         })
     }
