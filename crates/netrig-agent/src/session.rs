@@ -498,20 +498,7 @@ fn run_flows(
     let mut writer = conn
         .try_clone_stream()
         .map_err(|e| SessionError::Test(format!("control socket: {e}")))?;
-    let plan = RunPlan {
-        start,
-        limit: spec.limit,
-        omit: Duration::from_secs_f64(spec.omit_s),
-        interval: spec.interval_s.map(Duration::from_secs_f64),
-        workers: spec
-            .workers
-            .map(|w| w as usize)
-            .unwrap_or_else(|| std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)),
-        drain: Duration::from_secs(10),
-        stall_timeout: Duration::from_secs(30),
-        measure_cpu: spec.measure_cpu,
-        test_id,
-    };
+    let plan = RunPlan::for_spec(spec, start, test_id);
     let workload = workload_for(spec);
     let ctl2 = ctl.clone();
     let engine = std::thread::Builder::new()

@@ -465,20 +465,7 @@ impl Client {
         };
 
         let workload = workload_for(spec);
-        let run_plan = RunPlan {
-            start,
-            limit: spec.limit,
-            omit: Duration::from_secs_f64(spec.omit_s),
-            interval: spec.interval_s.map(Duration::from_secs_f64),
-            workers: spec
-                .workers
-                .map(|w| w as usize)
-                .unwrap_or_else(|| std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)),
-            drain: Duration::from_secs(10),
-            stall_timeout: Duration::from_secs(30),
-            measure_cpu: spec.measure_cpu,
-            test_id: cookie.test_id(),
-        };
+        let run_plan = RunPlan::for_spec(spec, start, cookie.test_id());
         let mut local_samples = Vec::new();
         let side = if per_transaction {
             SideFlows::Transient {

@@ -55,6 +55,28 @@ pub struct RunPlan {
     pub test_id: u64,
 }
 
+impl RunPlan {
+    /// The plan both ends follow for `spec`, from `start` (this end's time
+    /// zero): the spec's length or byte count, omit, interval and workers (the
+    /// number of CPUs unless `-T`), a 10 s drain and a 30 s stall bound.
+    pub fn for_spec(spec: &netrig_proto::TestSpec, start: Instant, test_id: u64) -> RunPlan {
+        RunPlan {
+            start,
+            limit: spec.limit,
+            omit: Duration::from_secs_f64(spec.omit_s),
+            interval: spec.interval_s.map(Duration::from_secs_f64),
+            workers: spec
+                .workers
+                .map(|w| w as usize)
+                .unwrap_or_else(|| std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)),
+            drain: Duration::from_secs(10),
+            stall_timeout: Duration::from_secs(30),
+            measure_cpu: spec.measure_cpu,
+            test_id,
+        }
+    }
+}
+
 /// Lets another thread abort a run (the agent when the client goes away, the
 /// client on Ctrl-C).
 #[derive(Debug, Default)]

@@ -601,20 +601,38 @@ pub fn render_suite(results: &[TestResult]) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "{:<12} {:>5} {:>16} {:>16} {:>16} {:>8}",
-        "Test", "Flows", "tx 10^6bits/s", "rx 10^6bits/s", "sum 10^6bits/s", "Secs"
+        "{:<11} {:>5} {:>14} {:>14} {:>14} {:>10} {:>9} {:>7} {:>7}",
+        "Test",
+        "Flows",
+        "tx 10^6bits/s",
+        "rx 10^6bits/s",
+        "sum 10^6bits/s",
+        "Trans/s",
+        "p99 us",
+        "loss %",
+        "CPU %"
     );
     let cell = |v: Option<f64>| v.map_or_else(|| "-".to_string(), mbps);
+    let num = |v: Option<f64>, prec: usize| v.map_or_else(|| "-".to_string(), |x| format!("{x:.prec$}"));
     for r in results {
+        let s = &r.summary;
+        let streamlike = s.transactions_per_s.is_none();
         let _ = writeln!(
             out,
-            "{:<12} {:>5} {:>16} {:>16} {:>16} {:>8.2}",
+            "{:<11} {:>5} {:>14} {:>14} {:>14} {:>10} {:>9} {:>7} {:>7}",
             r.test,
             r.config.flows,
-            cell(r.summary.tx_throughput_bps),
-            cell(r.summary.rx_throughput_bps),
-            mbps(r.summary.throughput_bps),
-            r.summary.elapsed_s
+            cell(s.tx_throughput_bps.filter(|_| streamlike)),
+            cell(s.rx_throughput_bps.filter(|_| streamlike)),
+            if streamlike {
+                mbps(s.throughput_bps)
+            } else {
+                "-".into()
+            },
+            num(s.transactions_per_s, 0),
+            num(s.latency_us.as_ref().map(|l| l.p99), 1),
+            num(s.udp.as_ref().map(|u| u.loss_pct), 3),
+            num(s.cpu.local_pct, 1)
         );
     }
     out

@@ -382,20 +382,29 @@ fn quick(a: QuickArgs) -> Result<()> {
         (TestKind::TcpMaerts, 1),
         (TestKind::TcpBidir, 1),
         (TestKind::TcpStream, 4),
+        (TestKind::TcpRr, 1),
+        (TestKind::TcpCrr, 1),
+        (TestKind::UdpStream, 1),
     ] {
+        let udp = kind == TestKind::UdpStream;
         let spec = TestSpec {
             kind,
             limit: Limit::Duration { seconds: a.length },
             omit_s: 0.0,
             interval_s: None,
             flows,
-            message_size: 128 * 1024,
-            recv_size: 128 * 1024,
+            message_size: if udp { 1472 } else { 128 * 1024 },
+            recv_size: if udp { 1472 } else { 128 * 1024 },
             remote: SocketOptions::default(),
             measure_cpu: true,
             rr: Default::default(),
             workers: None,
-            udp: Default::default(),
+            // Paced, so that the suite shows a rate and its loss rather than
+            // how far an unpaced sender can outrun one receiver.
+            udp: netrig_proto::spec::UdpOptions {
+                rate_bps: udp.then_some(1_000_000_000),
+                ..Default::default()
+            },
         };
         results.push(run_one(&mut client, &spec, false).with_context(|| format!("{} failed", kind.name()))?);
     }

@@ -308,15 +308,27 @@ fn quick_suite_is_the_default() {
     let o = run(&[]);
     assert!(o.status.success(), "{}", stderr(&o));
     let t = stdout(&o);
-    for k in ["tcp-stream", "tcp-maerts", "tcp-bidir"] {
+    for k in [
+        "tcp-stream",
+        "tcp-maerts",
+        "tcp-bidir",
+        "tcp-rr",
+        "tcp-crr",
+        "udp-stream",
+    ] {
         assert!(t.contains(k), "{t}");
     }
+    assert!(t.contains("Trans/s") && t.contains("loss %"), "{t}");
     let o = run(&["quick", "-l", "0.3", "--json"]);
     let v: Value = serde_json::from_slice(&o.stdout).unwrap();
     let results = v["results"].as_array().unwrap();
-    assert_eq!(results.len(), 4);
+    assert_eq!(results.len(), 7);
     for r in results {
         validate(r);
-        check_arithmetic(r);
+        match r["test"].as_str().unwrap() {
+            "tcp-rr" | "tcp-crr" => assert!(u(r, "/summary/transactions") > 0, "{}", r["summary"]),
+            "udp-stream" => assert!(u(r, "/summary/udp/received_datagrams") > 0),
+            _ => check_arithmetic(r),
+        }
     }
 }
