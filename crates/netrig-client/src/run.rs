@@ -408,9 +408,13 @@ impl Client {
             other => return Err(proto_err(format!("expected data-ready, got {other:?}"))),
         }
         drop(udp_hellos); // their duplicate descriptors are not needed past set-up
+                          // Time zero before `go` leaves: the agent starts when it reads `go`, so
+                          // its window never closes before ours (a client descheduled between
+                          // sending and reading the clock would otherwise start late, and its
+                          // last transactions could reach an agent whose run had ended).
+        let start = Instant::now();
         self.conn.send(&ClientMsg::Go).map_err(proto_err)?;
         self.sm.go_sent().map_err(proto_err)?;
-        let start = Instant::now();
 
         // The agent's interim reports and results arrive on the control
         // connection while this thread runs its own flows.
