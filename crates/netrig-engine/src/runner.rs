@@ -726,9 +726,11 @@ fn sample(
             }
             sleep_until(end, ctl, waiter)?;
             let last = mark(meta, clocks, plan.measure_cpu);
+            // TCP_INFO as the window closes: read before `stop`, or a quick
+            // sender has already shut down its side (FIN_WAIT1).
+            let last_tcp = tcp_infos(meta);
             recording.store(false, Ordering::Relaxed);
             ctl.stop.store(true, Ordering::Relaxed);
-            let last_tcp = tcp_infos(meta);
             if plan.interval.is_some()
                 && last.at.saturating_duration_since(prev.at) > Duration::from_millis(1)
             {
