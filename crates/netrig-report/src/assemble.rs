@@ -80,12 +80,12 @@ pub fn assemble(
             transactions_per_s: transactional.then(|| rate(l.window_transactions, l.window_s)),
             // The requester keeps a request/response flow's books; strays reach either end.
             udp: if transactional {
-                udp_flow(l, l).map(|mut u| {
+                udp_flow(l, l, false).map(|mut u| {
                     u.stray += r.udp.as_ref().map_or(0, |x| x.stray);
                     u
                 })
             } else {
-                udp_flow(rx_end, tx_end)
+                udp_flow(rx_end, tx_end, true)
             },
             connect_errors: per_transaction.then(|| l.connect_errors.unwrap_or_default()),
             local: end(l),
@@ -304,8 +304,9 @@ fn local_late(side: &SideReport, id: u32) -> Option<u64> {
 /// A UDP flow's accounting: the receiver's sequence tracking, completed
 /// with the sender's count so that datagrams lost after the last one
 /// received count too.
-fn udp_flow(receiver: &FlowReport, sender: &FlowReport) -> Option<UdpSummary> {
+fn udp_flow(receiver: &FlowReport, sender: &FlowReport, window_counted: bool) -> Option<UdpSummary> {
     let (rx, tx) = (receiver.udp.as_ref()?, sender.udp.as_ref()?);
+    let window_sent = window_counted.then_some(tx.window_sent_datagrams);
     let seq = rx.received.clone().unwrap_or_default();
     let expected = seq.expected.max(tx.sent_datagrams);
     let lost = expected.saturating_sub(seq.received);
@@ -322,12 +323,13 @@ fn udp_flow(receiver: &FlowReport, sender: &FlowReport) -> Option<UdpSummary> {
         out_of_order: seq.out_of_order,
         duplicates: seq.duplicates,
         stray: rx.stray,
-        window_sent_datagrams: tx.window_sent_datagrams,
+        window_sent_datagrams: window_sent,
     })
 }
 
 fn udp_total(flows: &[FlowResult]) -> UdpSummary {
     let mut t = UdpSummary::default();
+    let mut first = true;
     let mut jitter_weighted = 0.0;
     let mut expected = 0u64;
     for u in flows.iter().filter_map(|f| f.udp.as_ref()) {
@@ -337,7 +339,12 @@ fn udp_total(flows: &[FlowResult]) -> UdpSummary {
         t.out_of_order += u.out_of_order;
         t.duplicates += u.duplicates;
         t.stray += u.stray;
-        t.window_sent_datagrams += u.window_sent_datagrams;
+        t.window_sent_datagrams = match (t.window_sent_datagrams, u.window_sent_datagrams) {
+            (Some(a), Some(b)) => Some(a + b),
+            (None, b) if first => b,
+            _ => None,
+        };
+        first = false;
         jitter_weighted += u.jitter_us * u.received_datagrams as f64;
         expected += u.received_datagrams + u.lost_datagrams;
     }

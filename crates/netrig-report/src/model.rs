@@ -170,8 +170,9 @@ pub struct UdpSummary {
     pub duplicates: u64,
     /// Datagrams of no flow of this test that reached the receiver's sockets.
     pub stray: u64,
-    /// Datagrams sent inside the sender's window.
-    pub window_sent_datagrams: u64,
+    /// Datagrams sent inside the sender's window (udp-stream); null for
+    /// udp-rr, whose requester does not count its sends by window.
+    pub window_sent_datagrams: Option<u64>,
 }
 
 /// Transaction latency in microseconds.

@@ -228,7 +228,7 @@ fn render_udp(r: &TestResult) -> String {
             opt(snd.initial.snd),
             r.config.message_size,
             d.sender_elapsed_s,
-            u.window_sent_datagrams,
+            opt(u.window_sent_datagrams.map(|n| n.min(u32::MAX as u64) as u32)),
             0,
             mbps(d.sender_throughput_bps),
             if d.direction == Direction::Tx {

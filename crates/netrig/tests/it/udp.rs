@@ -307,6 +307,10 @@ fn udp_rr_closed_and_open_loop() {
         !warnings_about(&v, "28-byte header").is_empty(),
         "padding to the header is said"
     );
+    assert!(
+        s["window_sent_datagrams"].is_null(),
+        "udp-rr does not count sends by window: {s}"
+    );
     let v = run_json(&["udp-rr", "-l", "2", "--rate", "500", "-P", "2", "-r", "64,512"]);
     let tps = f(&v, "/summary/transactions_per_s");
     assert!((tps - 1000.0).abs() < 100.0, "{tps}");
