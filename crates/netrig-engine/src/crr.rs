@@ -604,12 +604,11 @@ impl Worker<'_> {
                     }
                     // The whole response: the transaction is done; the requester closes first.
                     let now = Instant::now();
-                    if self.ctl.recording.load(Ordering::Relaxed) {
+                    let f = &mut self.flows[i];
+                    if f.slot.counters.add_transactions(1) {
                         let ns = now.saturating_duration_since(c.t0).as_nanos();
                         self.latency.record(ns.min(u64::MAX as u128) as u64);
                     }
-                    let f = &mut self.flows[i];
-                    f.slot.counters.add_transactions(1);
                     if !f.first_done {
                         f.first_done = true;
                         if let Some(first) = &mut f.first {
@@ -626,7 +625,7 @@ impl Worker<'_> {
                     let f = &mut self.flows[i];
                     f.slot.counters.add_bytes(moved.bytes);
                     if moved.transactions > 0 {
-                        f.slot.counters.add_transactions(moved.transactions);
+                        let _ = f.slot.counters.add_transactions(moved.transactions);
                         if !f.first_done {
                             f.first_done = true;
                             if let Some(first) = &mut f.first {

@@ -10,8 +10,17 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
-/// Counters a worker writes and the sampler reads. Each has one writer, so a
-/// relaxed store is enough; a sample is exact to within one system call. A
+/// The window's state rides in the transaction counter's top bits, so that
+/// a worker's increment and the sampler's open/close are ordered by one
+/// atomic word: no transaction is counted in the window but missing from the
+/// histogram, or the other way round.
+const WINDOW_OPEN: u64 = 1 << 63;
+const WINDOW_CLOSED: u64 = 1 << 62;
+const COUNT: u64 = WINDOW_CLOSED - 1;
+
+/// Counters a worker writes and the sampler reads. Bytes have one writer, so
+/// a relaxed store is enough; a sample is exact to within one system call.
+/// Transactions are added atomically and carry the window's state. A
 /// flow whose connections come and go ([`FlowSlot`]) may be served by several
 /// workers at once: they only ever add (`add_*`), never set.
 #[derive(Debug, Default)]
@@ -38,21 +47,30 @@ impl FlowCounters {
         self.bytes.fetch_add(v, Ordering::Relaxed);
     }
 
-    /// Adds to the transaction count (workers sharing a flow).
+    /// Counts `n` completed transactions and says whether they fall inside
+    /// the measurement window: exactly those the window's count includes,
+    /// so a latency histogram recorded on `true` agrees with the count to
+    /// the transaction, however the sampler thread is scheduled.
     #[inline]
-    pub fn add_transactions(&self, v: u64) {
-        self.transactions.fetch_add(v, Ordering::Relaxed);
+    #[must_use = "record latency only for transactions inside the window"]
+    pub fn add_transactions(&self, n: u64) -> bool {
+        let before = self.transactions.fetch_add(n, Ordering::Relaxed);
+        before & (WINDOW_OPEN | WINDOW_CLOSED) == WINDOW_OPEN
     }
 
     /// Transactions this end has completed on the flow so far.
     pub fn transactions(&self) -> u64 {
-        self.transactions.load(Ordering::Relaxed)
+        self.transactions.load(Ordering::Relaxed) & COUNT
     }
 
-    /// Called by the flow's worker only.
-    #[inline]
-    pub fn set_transactions(&self, v: u64) {
-        self.transactions.store(v, Ordering::Relaxed)
+    /// Opens the measurement window; returns the count at that instant.
+    pub fn open_window(&self) -> u64 {
+        self.transactions.fetch_or(WINDOW_OPEN, Ordering::Relaxed) & COUNT
+    }
+
+    /// Closes the measurement window; returns the count at that instant.
+    pub fn close_window(&self) -> u64 {
+        self.transactions.fetch_or(WINDOW_CLOSED, Ordering::Relaxed) & COUNT
     }
 }
 
@@ -316,5 +334,47 @@ impl ScheduleStats {
         self.late += o.late;
         self.behind_sum_ns += o.behind_sum_ns;
         self.behind_max_ns = self.behind_max_ns.max(o.behind_max_ns);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::AtomicBool;
+
+    #[test]
+    fn window_count_and_in_window_answers_agree_under_a_race() {
+        let c = Arc::new(FlowCounters::default());
+        let stop = Arc::new(AtomicBool::new(false));
+        let adder = {
+            let (c, stop) = (c.clone(), stop.clone());
+            std::thread::spawn(move || {
+                let (mut added, mut inside) = (0u64, 0u64);
+                while !stop.load(Ordering::Relaxed) {
+                    added += 1;
+                    if c.add_transactions(1) {
+                        inside += 1;
+                    }
+                }
+                (added, inside)
+            })
+        };
+        // Open and close while the other thread is counting.
+        while c.transactions() < 100_000 {
+            std::hint::spin_loop();
+        }
+        let from = c.open_window();
+        while c.transactions() < from + 300_000 {
+            std::hint::spin_loop();
+        }
+        let to = c.close_window();
+        while c.transactions() < to + 100_000 {
+            std::hint::spin_loop();
+        }
+        stop.store(true, Ordering::Relaxed);
+        let (added, inside) = adder.join().unwrap();
+        assert!(to > from);
+        assert_eq!(inside, to - from, "window [{from}, {to})");
+        assert_eq!(c.transactions(), added, "the flags never leak into the count");
     }
 }

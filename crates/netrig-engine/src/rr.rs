@@ -294,7 +294,6 @@ impl RrWorkload {
                     let now = Instant::now();
                     c.bytes += n as u64;
                     c.resp_got += n;
-                    let recording = cx.ctl.recording.load(Ordering::Relaxed);
                     while c.resp_got >= self.response_size {
                         c.resp_got -= self.response_size;
                         let Some(t0) = c.starts.pop_front() else {
@@ -304,7 +303,7 @@ impl RrWorkload {
                             ));
                         };
                         c.transactions += 1;
-                        if recording {
+                        if c.flow.counters.add_transactions(1) {
                             cx.latency.record(
                                 now.saturating_duration_since(t0).as_nanos().min(u64::MAX as u128) as u64,
                             );
@@ -314,7 +313,6 @@ impl RrWorkload {
                         }
                     }
                     c.flow.counters.set_bytes(c.bytes);
-                    c.flow.counters.set_transactions(c.transactions);
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(false),
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
@@ -331,7 +329,7 @@ impl RrWorkload {
         c.bytes += moved.bytes;
         c.transactions += moved.transactions;
         c.flow.counters.set_bytes(c.bytes);
-        c.flow.counters.set_transactions(c.transactions);
+        let _ = c.flow.counters.add_transactions(moved.transactions);
         match r {
             Ok(eof) => Ok(eof),
             Err(_) if c.draining => Ok(true),

@@ -661,6 +661,16 @@ struct Point {
     transactions: Vec<u64>,
 }
 
+/// Opens every flow's window: the counts at which it opened.
+fn open_windows(meta: &[Meta]) -> Vec<u64> {
+    meta.iter().map(|m| m.counters.open_window()).collect()
+}
+
+/// Closes every flow's window: the counts at which it closed.
+fn close_windows(meta: &[Meta]) -> Vec<u64> {
+    meta.iter().map(|m| m.counters.close_window()).collect()
+}
+
 fn point(meta: &[Meta]) -> Point {
     Point {
         at: Instant::now(),
@@ -709,7 +719,8 @@ fn sample(
             let end = plan.start + Duration::from_secs_f64(seconds);
             let window_start = plan.start + plan.omit;
             sleep_until(window_start, ctl, waiter)?;
-            let first = mark(meta, clocks, plan.measure_cpu);
+            let mut first = mark(meta, clocks, plan.measure_cpu);
+            first.transactions = open_windows(meta);
             recording.store(true, Ordering::Relaxed);
             let mut prev = as_point(&first);
             let mut index = 0;
@@ -725,11 +736,12 @@ fn sample(
                 }
             }
             sleep_until(end, ctl, waiter)?;
-            let last = mark(meta, clocks, plan.measure_cpu);
+            let mut last = mark(meta, clocks, plan.measure_cpu);
+            last.transactions = close_windows(meta);
+            recording.store(false, Ordering::Relaxed);
             // TCP_INFO as the window closes: read before `stop`, or a quick
             // sender has already shut down its side (FIN_WAIT1).
             let last_tcp = tcp_infos(meta);
-            recording.store(false, Ordering::Relaxed);
             ctl.stop.store(true, Ordering::Relaxed);
             if plan.interval.is_some()
                 && last.at.saturating_duration_since(prev.at) > Duration::from_millis(1)
@@ -748,7 +760,8 @@ fn sample(
             ))
         }
         Limit::Bytes { .. } => {
-            let first = mark(meta, clocks, plan.measure_cpu);
+            let mut first = mark(meta, clocks, plan.measure_cpu);
+            first.transactions = open_windows(meta);
             recording.store(true, Ordering::Relaxed);
             let mut prev = Point {
                 at: plan.start,
@@ -783,7 +796,8 @@ fn sample(
                     }
                 }
             }
-            let last = mark(meta, clocks, plan.measure_cpu);
+            let mut last = mark(meta, clocks, plan.measure_cpu);
+            last.transactions = close_windows(meta);
             recording.store(false, Ordering::Relaxed);
             let last_tcp = tcp_infos(meta);
             let end_at = waiter
@@ -836,7 +850,7 @@ mod tests {
                 let _ = intake.poll.poll(&mut events, Some(Duration::from_millis(10)));
                 while let Ok((hello, _stream)) = intake.arrivals.try_recv() {
                     if let Some(f) = flows.iter().find(|f| f.id == hello.flow) {
-                        f.counters.add_transactions(1);
+                        let _ = f.counters.add_transactions(1);
                         f.counters.add_bytes(1);
                     }
                 }

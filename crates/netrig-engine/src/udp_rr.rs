@@ -165,7 +165,6 @@ impl UdpRrWorkload {
         reply: &mut [u8],
         test_id: u64,
         latency: &mut LatencyRecorder,
-        recording: bool,
         closed_loop_refill: &mut u64,
     ) -> Result<(), EngineError> {
         loop {
@@ -195,6 +194,7 @@ impl UdpRrWorkload {
                     Ok(m) => {
                         f.bytes += m as u64;
                         f.transactions += 1;
+                        let _ = f.flow.counters.add_transactions(1);
                     }
                     Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted) => {}
                     Err(e) if e.raw_os_error() == Some(libc::ECONNREFUSED) => {}
@@ -212,7 +212,7 @@ impl UdpRrWorkload {
                             f.out_of_order += 1;
                         }
                         f.highest = Some(f.highest.map_or(seq, |h| h.max(seq)));
-                        if recording {
+                        if f.flow.counters.add_transactions(1) {
                             latency.record(now.saturating_duration_since(f.out[i].start).as_nanos() as u64);
                         }
                         *closed_loop_refill += 1;
@@ -226,7 +226,6 @@ impl UdpRrWorkload {
                 }
             }
             f.flow.counters.set_bytes(f.bytes);
-            f.flow.counters.set_transactions(f.transactions);
         }
     }
 }
@@ -382,15 +381,7 @@ impl Workload for UdpRrWorkload {
                     continue;
                 };
                 let mut refill = 0;
-                self.on_readable(
-                    f,
-                    &mut rbuf,
-                    &mut reply,
-                    ctl.test_id,
-                    &mut latency,
-                    ctl.recording.load(Ordering::Relaxed),
-                    &mut refill,
-                )?;
+                self.on_readable(f, &mut rbuf, &mut reply, ctl.test_id, &mut latency, &mut refill)?;
                 if !open_loop && stopped_at.is_none() && f.flow.role == Role::Requester {
                     for _ in 0..refill {
                         self.request(f, &mut req, ctl.test_id, Instant::now())?;

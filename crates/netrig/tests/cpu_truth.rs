@@ -161,13 +161,14 @@ fn cpu_window_fits_inside_an_independent_sample() {
     );
     let elapsed = v["summary"]["elapsed_s"].as_f64().unwrap();
     let window_cpu_s = c["elapsed_cpu_s"].as_f64().unwrap();
-    // /proc/stat never accounts for more than wall time x CPUs (to within a
-    // tick per CPU at each end of a 1 s window); some kernels and hypervisors
-    // account for less (seen here: 75-90% under load), and netrig says how
+    // /proc/stat accounts for about wall time x CPUs, but not exactly: busy
+    // time is counted in ticks and idle time precisely (NO_HZ), and a
+    // hypervisor adds steal in bursts. Seen here: 75-90% under load, and once
+    // 106% on an idle 2-vCPU VM (2.12 CPU-s in a 1 s window); netrig says how
     // much. A window of the wrong length would be far outside these bounds.
     let coverage = window_cpu_s / (elapsed * cpus);
     assert!(
-        (0.5..=1.04).contains(&coverage),
+        (0.5..=1.15).contains(&coverage),
         "{window_cpu_s} vs {elapsed} x {cpus}"
     );
     let reported = v["summary"]["cpu"]["local_accounted_pct"].as_f64().unwrap();

@@ -302,7 +302,7 @@ fn udp_rr_closed_and_open_loop() {
         "{s}"
     );
     let l = u(&v, "/summary/latency_us/count");
-    assert!(l.abs_diff(tr) <= 2, "{l} latencies for {tr} transactions");
+    assert_eq!(l, tr, "{l} latencies for {tr} transactions");
     assert!(
         !warnings_about(&v, "28-byte header").is_empty(),
         "padding to the header is said"
