@@ -798,6 +798,8 @@ mod tests {
         });
         let slot = FlowSlot::new(0, Direction::Tx, Role::Requester, Some(connector));
         let counters = slot.counters.clone();
+        // The sampler's part: the window is open from the start.
+        let _ = counters.open_window();
         let stopper = std::thread::spawn(move || {
             std::thread::sleep(Duration::from_millis(400));
             rstop.store(true, Ordering::Relaxed);
