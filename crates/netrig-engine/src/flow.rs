@@ -1,6 +1,7 @@
 //! One flow: a data connection, what this end does with it, and the counters
 //! it shares with the sampler.
 
+use netrig_metrics::SeqLive;
 use netrig_proto::report::{AppliedOptions, BufPair, ConnectErrors, Role};
 use netrig_proto::spec::SocketOptions;
 use netrig_proto::{DataHello, Direction, SessionCookie};
@@ -27,6 +28,20 @@ const COUNT: u64 = WINDOW_CLOSED - 1;
 pub struct FlowCounters {
     bytes: AtomicU64,
     transactions: AtomicU64,
+    udp: UdpLive,
+}
+
+/// A UDP stream receiver's running counts ([`SeqLive`]), published by its
+/// worker after each batch for interim reports. Each is stored on its own,
+/// so a sample may mix counts a batch apart: exact over the test, within a
+/// batch per interval.
+#[derive(Debug, Default)]
+struct UdpLive {
+    received: AtomicU64,
+    expected: AtomicU64,
+    out_of_order: AtomicU64,
+    duplicates: AtomicU64,
+    jitter_ns_bits: AtomicU64,
 }
 
 impl FlowCounters {
@@ -61,6 +76,30 @@ impl FlowCounters {
     /// Transactions this end has completed on the flow so far.
     pub fn transactions(&self) -> u64 {
         self.transactions.load(Ordering::Relaxed) & COUNT
+    }
+
+    /// Called by the flow's worker only: the receiver's counts so far.
+    #[inline]
+    pub fn publish_udp(&self, live: &SeqLive) {
+        let u = &self.udp;
+        u.received.store(live.received, Ordering::Relaxed);
+        u.expected.store(live.expected, Ordering::Relaxed);
+        u.out_of_order.store(live.out_of_order, Ordering::Relaxed);
+        u.duplicates.store(live.duplicates, Ordering::Relaxed);
+        u.jitter_ns_bits
+            .store(live.jitter_ns.to_bits(), Ordering::Relaxed);
+    }
+
+    /// The receiver's counts as last published.
+    pub fn udp(&self) -> SeqLive {
+        let u = &self.udp;
+        SeqLive {
+            received: u.received.load(Ordering::Relaxed),
+            expected: u.expected.load(Ordering::Relaxed),
+            out_of_order: u.out_of_order.load(Ordering::Relaxed),
+            duplicates: u.duplicates.load(Ordering::Relaxed),
+            jitter_ns: f64::from_bits(u.jitter_ns_bits.load(Ordering::Relaxed)),
+        }
     }
 
     /// Opens the measurement window; returns the count at that instant.

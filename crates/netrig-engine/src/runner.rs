@@ -21,7 +21,7 @@ use crate::{
     EngineError, FirstConnection, Flow, FlowCounters, FlowEnd, FlowSlot, ScheduleStats, TransientEnd,
     WorkerEnd,
 };
-use netrig_metrics::{CpuSnapshot, CpuUsage, TcpInfo};
+use netrig_metrics::{CpuSnapshot, CpuUsage, SeqInterval, SeqLive, TcpInfo};
 use netrig_metrics::{LatencyRecorder, LatencySummary};
 use netrig_proto::report::ScheduleReport;
 use netrig_proto::report::{BufPair, ConnectErrors, IntervalSample, Role, WorkerCpu};
@@ -241,6 +241,8 @@ struct Meta {
     /// thread; it keeps the descriptor open until the run is over. None for
     /// flows whose connections come and go (tcp-crr).
     socket: Option<Arc<crate::FlowSocket>>,
+    /// A UDP stream receiver: its datagram accounting is sampled.
+    udp_receiver: bool,
 }
 
 fn snapshot(meta: &[Meta]) -> Vec<u64> {
@@ -285,6 +287,7 @@ struct Mark {
     cpu: Option<CpuSnapshot>,
     workers: Vec<Option<Duration>>,
     tcp: Vec<Option<TcpInfo>>,
+    udp: Vec<Option<SeqLive>>,
 }
 
 fn mark(meta: &[Meta], clocks: &[WorkerClock], measure_cpu: bool) -> Mark {
@@ -299,6 +302,7 @@ fn mark(meta: &[Meta], clocks: &[WorkerClock], measure_cpu: bool) -> Mark {
         cpu,
         workers,
         tcp: Vec::new(),
+        udp: udp_snapshot(meta),
     }
 }
 
@@ -311,13 +315,18 @@ pub fn run_side(
     ctl: &RunControl,
     on_interval: &mut dyn FnMut(&IntervalSample),
 ) -> Result<SideOutcome, EngineError> {
-    let meta = |id, direction, role, counters: &Arc<FlowCounters>, socket| Meta {
-        id,
-        direction,
-        role,
-        counters: counters.clone(),
-        socket,
-    };
+    let meta =
+        |id, direction, role, counters: &Arc<FlowCounters>, socket: Option<Arc<crate::FlowSocket>>| Meta {
+            id,
+            direction,
+            role,
+            counters: counters.clone(),
+            udp_receiver: role == Role::Receiver
+                && socket
+                    .as_deref()
+                    .is_some_and(|s| matches!(s, crate::FlowSocket::Udp(_))),
+            socket,
+        };
     let (meta, shares, intake): (Vec<Meta>, Vec<Share>, _) = match flows.into() {
         SideFlows::Connected(flows) => {
             let m = flows
@@ -659,6 +668,8 @@ struct Point {
     at: Instant,
     bytes: Vec<u64>,
     transactions: Vec<u64>,
+    tcp: Vec<Option<TcpInfo>>,
+    udp: Vec<Option<SeqLive>>,
 }
 
 /// Opens every flow's window: the counts at which it opened.
@@ -671,11 +682,21 @@ fn close_windows(meta: &[Meta]) -> Vec<u64> {
     meta.iter().map(|m| m.counters.close_window()).collect()
 }
 
+/// The running datagram counts of UDP stream receivers (`None` for other flows).
+fn udp_snapshot(meta: &[Meta]) -> Vec<Option<SeqLive>> {
+    meta.iter()
+        .map(|m| m.udp_receiver.then(|| m.counters.udp()))
+        .collect()
+}
+
+/// An interim sample: counts first, then TCP_INFO.
 fn point(meta: &[Meta]) -> Point {
     Point {
         at: Instant::now(),
         bytes: snapshot(meta),
         transactions: meta.iter().map(|m| m.counters.transactions()).collect(),
+        udp: udp_snapshot(meta),
+        tcp: tcp_infos(meta),
     }
 }
 
@@ -696,15 +717,43 @@ fn sample(
 ) -> Result<(Window, Vec<IntervalSample>, Mark, Mark), EngineError> {
     let secs = |t: Instant| t.saturating_duration_since(plan.start).as_secs_f64();
     let mut intervals = Vec::new();
-    let mut emit = |index: u32, from: &Point, to: &Point, tcp: Vec<Option<TcpInfo>>| {
+    let mut emit = |index: u32, from: &Point, to: &Point| {
+        let retransmits: Vec<Option<u32>> = from
+            .tcp
+            .iter()
+            .zip(&to.tcp)
+            .map(|(a, b)| {
+                Some(
+                    b.as_ref()?
+                        .retransmits_total
+                        .saturating_sub(a.as_ref()?.retransmits_total),
+                )
+            })
+            .collect();
+        let udp: Vec<Option<SeqInterval>> = from
+            .udp
+            .iter()
+            .zip(&to.udp)
+            .map(|(a, b)| Some(b.as_ref()?.since(a.as_ref()?)))
+            .collect();
         let s = IntervalSample {
             index,
             start_s: secs(from.at),
             end_s: secs(to.at),
             ids: ids.to_vec(),
             bytes: delta(&to.bytes, &from.bytes),
-            tcp_info: tcp,
+            tcp_info: to.tcp.clone(),
             transactions: delta(&to.transactions, &from.transactions),
+            retransmits: if retransmits.iter().any(Option::is_some) {
+                retransmits
+            } else {
+                Vec::new()
+            },
+            udp: if udp.iter().any(Option::is_some) {
+                udp
+            } else {
+                Vec::new()
+            },
         };
         on_interval(&s);
         intervals.push(s);
@@ -713,6 +762,8 @@ fn sample(
         at: m.at,
         bytes: m.bytes.clone(),
         transactions: m.transactions.clone(),
+        tcp: m.tcp.clone(),
+        udp: m.udp.clone(),
     };
     match plan.limit {
         Limit::Duration { seconds } => {
@@ -722,6 +773,9 @@ fn sample(
             let mut first = mark(meta, clocks, plan.measure_cpu);
             first.transactions = open_windows(meta);
             recording.store(true, Ordering::Relaxed);
+            if plan.interval.is_some() {
+                first.tcp = tcp_infos(meta);
+            }
             let mut prev = as_point(&first);
             let mut index = 0;
             if let Some(iv) = plan.interval {
@@ -729,7 +783,7 @@ fn sample(
                 while tick < end {
                     sleep_until(tick, ctl, waiter)?;
                     let cur = point(meta);
-                    emit(index, &prev, &cur, tcp_infos(meta));
+                    emit(index, &prev, &cur);
                     index += 1;
                     prev = cur;
                     tick += iv;
@@ -741,32 +795,34 @@ fn sample(
             recording.store(false, Ordering::Relaxed);
             // TCP_INFO as the window closes: read before `stop`, or a quick
             // sender has already shut down its side (FIN_WAIT1).
-            let last_tcp = tcp_infos(meta);
+            last.tcp = tcp_infos(meta);
             ctl.stop.store(true, Ordering::Relaxed);
             if plan.interval.is_some()
                 && last.at.saturating_duration_since(prev.at) > Duration::from_millis(1)
             {
-                emit(index, &prev, &as_point(&last), last_tcp.clone());
+                emit(index, &prev, &as_point(&last));
             }
             let seconds = last.at.saturating_duration_since(first.at).as_secs_f64();
-            Ok((
-                Window::Timed { seconds },
-                intervals,
-                first,
-                Mark {
-                    tcp: last_tcp,
-                    ..last
-                },
-            ))
+            Ok((Window::Timed { seconds }, intervals, first, last))
         }
         Limit::Bytes { .. } => {
             let mut first = mark(meta, clocks, plan.measure_cpu);
             first.transactions = open_windows(meta);
             recording.store(true, Ordering::Relaxed);
+            // Counted from the start of the test: the window is all of it.
             let mut prev = Point {
                 at: plan.start,
                 bytes: vec![0; meta.len()],
                 transactions: vec![0; meta.len()],
+                tcp: if plan.interval.is_some() {
+                    tcp_infos(meta)
+                } else {
+                    Vec::new()
+                },
+                udp: meta
+                    .iter()
+                    .map(|m| m.udp_receiver.then(SeqLive::default))
+                    .collect(),
             };
             let mut index = 0;
             let mut last_progress = (Instant::now(), 0u64);
@@ -789,7 +845,7 @@ fn sample(
                 if let (Some(t), Some(iv)) = (next_tick, plan.interval) {
                     if now >= t && waiter.pending > 0 {
                         let cur = point(meta);
-                        emit(index, &prev, &cur, tcp_infos(meta));
+                        emit(index, &prev, &cur);
                         index += 1;
                         prev = cur;
                         next_tick = Some(t + iv);
@@ -799,7 +855,7 @@ fn sample(
             let mut last = mark(meta, clocks, plan.measure_cpu);
             last.transactions = close_windows(meta);
             recording.store(false, Ordering::Relaxed);
-            let last_tcp = tcp_infos(meta);
+            last.tcp = tcp_infos(meta);
             let end_at = waiter
                 .ends
                 .iter()
@@ -809,17 +865,9 @@ fn sample(
             if plan.interval.is_some() && end_at > prev.at {
                 let mut to = as_point(&last);
                 to.at = end_at;
-                emit(index, &prev, &to, last_tcp.clone());
+                emit(index, &prev, &to);
             }
-            Ok((
-                Window::Counted { end_at },
-                intervals,
-                first,
-                Mark {
-                    tcp: last_tcp,
-                    ..last
-                },
-            ))
+            Ok((Window::Counted { end_at }, intervals, first, last))
         }
     }
 }

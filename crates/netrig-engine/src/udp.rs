@@ -303,6 +303,7 @@ impl UdpStreamWorkload {
                 }
             }
             f.flow.counters.set_bytes(f.bytes);
+            f.flow.counters.publish_udp(&f.tracker.live());
             f.last_rx = Instant::now();
         }
     }

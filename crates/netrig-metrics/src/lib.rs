@@ -33,7 +33,7 @@ pub use cpu::{
 pub use environment::{collect, read_sysctl, sysctl_u64, Environment};
 pub use latency::{LatencyRecorder, LatencySummary};
 pub use tcp_info::{tcp_info, TcpInfo};
-pub use udp_seq::{SeqSummary, SeqTracker};
+pub use udp_seq::{SeqInterval, SeqLive, SeqSummary, SeqTracker};
 
 /// Errors from reading or parsing kernel files.
 ///

@@ -89,6 +89,46 @@ pub struct SeqSummary {
     pub highest_seq: Option<u64>,
 }
 
+/// A [`SeqTracker`]'s running counts at one instant ([`SeqTracker::live`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct SeqLive {
+    pub received: u64,
+    /// `highest_seq + 1`, 0 before the first datagram.
+    pub expected: u64,
+    pub out_of_order: u64,
+    pub duplicates: u64,
+    pub jitter_ns: f64,
+}
+
+impl SeqLive {
+    /// What arrived between `earlier` and `self`: datagrams received, lost
+    /// (newly expected minus newly received, never negative, so a datagram
+    /// presumed lost in one interval that arrives in the next is not
+    /// subtracted twice), out of order, duplicates, and the jitter at the end.
+    pub fn since(&self, earlier: &SeqLive) -> SeqInterval {
+        let received = self.received.saturating_sub(earlier.received);
+        let expected = self.expected.saturating_sub(earlier.expected);
+        SeqInterval {
+            received,
+            lost: expected.saturating_sub(received),
+            out_of_order: self.out_of_order.saturating_sub(earlier.out_of_order),
+            duplicates: self.duplicates.saturating_sub(earlier.duplicates),
+            jitter_us: self.jitter_ns / 1000.0,
+        }
+    }
+}
+
+/// A receiver's accounting over one interim period ([`SeqLive::since`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct SeqInterval {
+    pub received: u64,
+    pub lost: u64,
+    pub out_of_order: u64,
+    pub duplicates: u64,
+    /// RFC 3550 jitter at the end of the period, in microseconds.
+    pub jitter_us: f64,
+}
+
 impl Default for SeqTracker {
     fn default() -> Self {
         Self::new()
@@ -200,6 +240,18 @@ impl SeqTracker {
             duplicates: self.duplicates,
             jitter_us: self.jitter_ns / 1000.0,
             highest_seq: self.highest,
+        }
+    }
+
+    /// The running counts, cheap enough to publish after every batch for
+    /// interim reports. `expected` is `highest_seq + 1` (no sender's hint).
+    pub fn live(&self) -> SeqLive {
+        SeqLive {
+            received: self.received,
+            expected: self.highest.map_or(0, |h| h.saturating_add(1)),
+            out_of_order: self.out_of_order,
+            duplicates: self.duplicates,
+            jitter_ns: self.jitter_ns,
         }
     }
 
@@ -515,5 +567,29 @@ mod tests {
         let s = SeqTracker::new().summary();
         let j = serde_json::to_string(&s).unwrap();
         assert_eq!(serde_json::from_str::<SeqSummary>(&j).unwrap(), s);
+    }
+
+    #[test]
+    fn interval_counts_are_differences_of_live_counts() {
+        let mut t = SeqTracker::new();
+        for seq in 0..10 {
+            t.on_datagram(seq, 0, 0);
+        }
+        let a = t.live();
+        assert_eq!(a.expected, 10);
+        // 10..20 with 12 and 13 missing, 5 a duplicate.
+        for seq in (10..20).filter(|s| *s != 12 && *s != 13) {
+            t.on_datagram(seq, 0, 0);
+        }
+        t.on_datagram(5, 0, 0);
+        let b = t.live();
+        let i = b.since(&a);
+        assert_eq!((i.received, i.lost, i.duplicates, i.out_of_order), (8, 2, 1, 0));
+        // 12 arrives late: received and out of order, and no negative loss.
+        t.on_datagram(12, 0, 0);
+        let j = t.live().since(&b);
+        assert_eq!((j.received, j.lost, j.out_of_order), (1, 0, 1));
+        // The totals still agree with the summary.
+        assert_eq!(t.summary().lost, 1);
     }
 }

@@ -2,7 +2,7 @@
 //! client merges the two sides into the one result model (netrig-report).
 
 use crate::Direction;
-use netrig_metrics::{Conntrack, CpuUsage, Environment, TcpInfo};
+use netrig_metrics::{Conntrack, CpuUsage, Environment, SeqInterval, TcpInfo};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -157,7 +157,7 @@ pub struct AppliedOptions {
 /// One interim sample: bytes each of this end's flows moved in the period,
 /// in the order of `SideReport::flows` (sent for senders, received for
 /// receivers). Times are seconds since this end's start.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct IntervalSample {
     pub index: u32,
     pub start_s: f64,
@@ -170,6 +170,14 @@ pub struct IntervalSample {
     /// Transactions each flow completed in the period (request/response tests).
     #[serde(default)]
     pub transactions: Vec<u64>,
+    /// Retransmitted segments of each TCP flow's socket in the period
+    /// (`tcpi_total_retrans` difference; same order; empty without TCP_INFO).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub retransmits: Vec<Option<u32>>,
+    /// UDP stream receivers: each flow's datagram accounting in the period
+    /// (same order; `None` for flows this end does not receive).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub udp: Vec<Option<SeqInterval>>,
 }
 
 /// How well an open-loop generator kept to its schedule.

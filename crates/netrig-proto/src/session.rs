@@ -435,6 +435,7 @@ mod tests {
                 bytes: vec![1],
                 tcp_info: vec![],
                 transactions: vec![],
+                ..Default::default()
             },
         };
         assert!(matches!(client.on_agent(iv).unwrap(), ClientEvent::Interval(_)));

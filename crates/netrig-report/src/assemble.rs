@@ -1,6 +1,7 @@
 //! Merging the two ends' reports into one result.
 
 use crate::model::*;
+use netrig_metrics::SeqInterval;
 use netrig_proto::report::{BufPair, FlowReport, IntervalSample, SideReport, SockBufReport};
 use netrig_proto::{Direction, TestSpec};
 use std::collections::{BTreeMap, HashMap};
@@ -361,6 +362,32 @@ fn udp_total(flows: &[FlowResult]) -> UdpSummary {
     t
 }
 
+/// Sums receivers' interval accounting; jitter weighted by datagrams received.
+fn interval_udp(flows: &[SeqInterval]) -> IntervalUdp {
+    let mut t = IntervalUdp::default();
+    let mut jitter_weighted = 0.0;
+    for u in flows {
+        t.received_datagrams += u.received;
+        t.lost_datagrams += u.lost;
+        t.out_of_order += u.out_of_order;
+        t.duplicates += u.duplicates;
+        jitter_weighted += u.jitter_us * u.received as f64;
+    }
+    let expected = t.received_datagrams + t.lost_datagrams;
+    t.loss_pct = if expected > 0 {
+        t.lost_datagrams as f64 / expected as f64 * 100.0
+    } else {
+        0.0
+    };
+    t.jitter_us = if t.received_datagrams > 0 {
+        jitter_weighted / t.received_datagrams as f64
+    } else {
+        // Nothing arrived: the last jitter estimate stands.
+        flows.iter().map(|u| u.jitter_us).fold(0.0, f64::max)
+    };
+    t
+}
+
 /// Events per second, 0 for an empty window.
 fn rate(n: u64, seconds: f64) -> f64 {
     if seconds > 0.0 {
@@ -417,6 +444,7 @@ pub fn merge_interval(
     remote: Option<&IntervalSample>,
 ) -> Option<IntervalResult> {
     let mut flows = Vec::new();
+    let mut udp_all = Vec::new();
     let mut dir_totals: BTreeMap<Direction, (u64, f64)> = BTreeMap::new();
     let (mut start_s, mut end_s) = (f64::INFINITY, 0.0f64);
     for (id, dir) in plan.iter().enumerate() {
@@ -427,15 +455,19 @@ pub fn merge_interval(
             (false, Direction::Rx) => (local, remote),
         };
         let Some(s) = sample else { continue };
-        let tcp_info = sender.and_then(|snd| {
-            let pos = snd.ids.iter().position(|x| *x == id as u32)?;
-            snd.tcp_info.get(pos).cloned().flatten()
-        });
+        let sender_pos = sender.and_then(|snd| Some((snd, snd.ids.iter().position(|x| *x == id as u32)?)));
+        let tcp_info = sender_pos.and_then(|(snd, pos)| snd.tcp_info.get(pos).cloned().flatten());
+        let retransmits = sender_pos
+            .and_then(|(snd, pos)| snd.retransmits.get(pos).copied().flatten())
+            .map(u64::from);
         let Some(pos) = s.ids.iter().position(|x| *x == id as u32) else {
             continue;
         };
         let bytes = s.bytes.get(pos).copied().unwrap_or(0);
         let transactions = transactional.then(|| s.transactions.get(pos).copied().unwrap_or(0));
+        let udp_raw = s.udp.get(pos).copied().flatten();
+        udp_all.extend(udp_raw);
+        let udp = udp_raw.map(|u| interval_udp(&[u]));
         let secs = s.end_s - s.start_s;
         start_s = start_s.min(s.start_s);
         end_s = end_s.max(s.end_s);
@@ -448,6 +480,8 @@ pub fn merge_interval(
             throughput_bps: bps(bytes, secs),
             tcp_info,
             transactions,
+            retransmits,
+            udp,
         });
     }
     if flows.is_empty() {
@@ -460,7 +494,14 @@ pub fn merge_interval(
         let t: Vec<u64> = flows.iter().filter_map(|f| f.transactions).collect();
         (!t.is_empty()).then(|| rate(t.iter().sum(), end_s - start_s))
     };
+    let retransmits = {
+        let r: Vec<u64> = flows.iter().filter_map(|f| f.retransmits).collect();
+        (!r.is_empty()).then(|| r.iter().sum())
+    };
+    let udp = (!udp_all.is_empty()).then(|| interval_udp(&udp_all));
     Some(IntervalResult {
+        retransmits,
+        udp,
         transactions_per_s: tps,
         index,
         start_s,
@@ -559,6 +600,7 @@ mod tests {
             bytes,
             tcp_info: vec![],
             transactions: vec![],
+            ..Default::default()
         }
     }
 

@@ -308,7 +308,33 @@ pub struct IntervalResult {
     pub rx_throughput_bps: Option<f64>,
     /// Request/response tests: transactions per second in the interval.
     pub transactions_per_s: Option<f64>,
+    /// TCP streams: segments the senders retransmitted in the interval
+    /// (from TCP_INFO); null without it.
+    #[serde(default)]
+    pub retransmits: Option<u64>,
+    /// UDP streams: the receivers' datagram accounting in the interval.
+    #[serde(default)]
+    pub udp: Option<IntervalUdp>,
     pub flows: Vec<IntervalFlow>,
+}
+
+/// A UDP receiver's accounting over one interval: `lost` is the datagrams
+/// newly expected (highest sequence + 1) minus those newly received, never
+/// negative; a datagram presumed lost that arrives in a later interval is
+/// received and out of order there. The test's totals in `summary.udp` are
+/// exact; interval figures are taken while datagrams flow and may split a
+/// receive batch between neighbouring intervals.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct IntervalUdp {
+    pub received_datagrams: u64,
+    pub lost_datagrams: u64,
+    /// lost / (received + lost) × 100.
+    pub loss_pct: f64,
+    pub out_of_order: u64,
+    pub duplicates: u64,
+    /// RFC 3550 jitter at the end of the interval, in µs (weighted by
+    /// datagrams received over flows, as in `summary.udp`).
+    pub jitter_us: f64,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -321,6 +347,12 @@ pub struct IntervalFlow {
     pub tcp_info: Option<TcpInfo>,
     /// Request/response tests: transactions completed in the interval.
     pub transactions: Option<u64>,
+    /// TCP streams: segments the sender retransmitted in the interval.
+    #[serde(default)]
+    pub retransmits: Option<u64>,
+    /// UDP streams: the receiver's accounting in the interval.
+    #[serde(default)]
+    pub udp: Option<IntervalUdp>,
 }
 
 /// bits per second, 0 for an empty window.

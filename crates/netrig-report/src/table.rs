@@ -2,7 +2,7 @@
 
 use crate::model::*;
 use netrig_proto::report::BufPair;
-use netrig_proto::Direction;
+use netrig_proto::{Direction, TestKind};
 use std::fmt::Write;
 
 fn mbps(bps: f64) -> String {
@@ -551,31 +551,98 @@ fn details(r: &TestResult) -> String {
     out
 }
 
-/// Header for interval rows.
-pub fn interval_header() -> String {
-    format!(
-        "{:<16} {:<5} {:>14} {:>14}",
-        "Interval (s)", "Flow", "Bytes", "10^6bits/sec"
-    )
+/// Which columns interim rows carry, by kind of test.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IntervalColumns {
+    /// TCP streams: bytes, rate, retransmissions (and cwnd per flow), as iperf3.
+    TcpStream,
+    /// UDP streams: bytes, rate, jitter, lost/total, as iperf3's receiver.
+    UdpStream,
+    /// Request/response: transactions and transactions per second.
+    Transactions,
 }
 
-/// Rows for one interim report: a row per flow when `per_flow`, then a sum per direction.
-pub fn interval_rows(i: &IntervalResult, per_flow: bool) -> String {
+impl IntervalColumns {
+    pub fn for_kind(kind: TestKind) -> Self {
+        if kind.is_transactional() {
+            IntervalColumns::Transactions
+        } else if kind.is_udp() {
+            IntervalColumns::UdpStream
+        } else {
+            IntervalColumns::TcpStream
+        }
+    }
+}
+
+/// Header for interval rows.
+pub fn interval_header(cols: IntervalColumns) -> String {
+    let lead = format!("{:<16} {:<6}", "Interval (s)", "Flow");
+    match cols {
+        IntervalColumns::TcpStream => format!(
+            "{lead} {:>14} {:>14} {:>8} {:>10}",
+            "Bytes", "10^6bits/sec", "Retr", "Cwnd KB"
+        ),
+        IntervalColumns::UdpStream => format!(
+            "{lead} {:>14} {:>14} {:>11} {:>19} {:>8} {:>6}",
+            "Bytes", "10^6bits/sec", "Jitter us", "Lost/Total", "Loss %", "OoO"
+        ),
+        IntervalColumns::Transactions => format!("{lead} {:>12} {:>12}", "Trans", "Trans/s"),
+    }
+}
+
+/// Rows for one interim report: a row per flow when `per_flow`, then a sum
+/// per direction.
+pub fn interval_rows(cols: IntervalColumns, i: &IntervalResult, per_flow: bool) -> String {
     let mut out = String::new();
     let span = format!("{:.2}-{:.2}", i.start_s, i.end_s);
+    let secs = i.end_s - i.start_s;
+    let opt = |v: Option<u64>| v.map_or_else(|| "-".to_string(), |x| x.to_string());
+    let udp_cells = |u: Option<&IntervalUdp>| match u {
+        Some(u) => format!(
+            "{:>11.1} {:>19} {:>8.3} {:>6}",
+            u.jitter_us,
+            format!("{}/{}", u.lost_datagrams, u.lost_datagrams + u.received_datagrams),
+            u.loss_pct,
+            u.out_of_order
+        ),
+        None => format!("{:>11} {:>19} {:>8} {:>6}", "-", "-", "-", "-"),
+    };
+    let mut row = |name: String, bytes: u64, bps: f64, rest: String| {
+        let _ = writeln!(out, "{span:<16} {name:<6} {bytes:>14} {:>14} {rest}", mbps(bps));
+    };
+    if cols == IntervalColumns::Transactions {
+        let mut trow = |name: String, n: u64| {
+            let _ = writeln!(out, "{span:<16} {name:<6} {n:>12} {:>12.1}", rate(n, secs));
+        };
+        if per_flow {
+            for f in &i.flows {
+                trow(f.id.to_string(), f.transactions.unwrap_or(0));
+            }
+        }
+        trow(
+            "sum".to_string(),
+            i.flows.iter().filter_map(|f| f.transactions).sum(),
+        );
+        return out;
+    }
     if per_flow {
         for f in &i.flows {
-            let _ = writeln!(
-                out,
-                "{span:<16} {:<5} {:>14} {:>14}",
-                format!(
-                    "{}{}",
-                    f.id,
-                    if f.direction == Direction::Tx { "tx" } else { "rx" }
-                ),
-                f.bytes,
-                mbps(f.throughput_bps)
+            let name = format!(
+                "{}{}",
+                f.id,
+                if f.direction == Direction::Tx { "tx" } else { "rx" }
             );
+            let rest = match cols {
+                IntervalColumns::UdpStream => udp_cells(f.udp.as_ref()),
+                _ => {
+                    let cwnd = f
+                        .tcp_info
+                        .as_ref()
+                        .map(|t| (u64::from(t.snd_cwnd) * u64::from(t.snd_mss)).div_ceil(1024));
+                    format!("{:>8} {:>10}", opt(f.retransmits), opt(cwnd))
+                }
+            };
+            row(name, f.bytes, f.throughput_bps, rest);
         }
     }
     for (d, v) in [
@@ -583,17 +650,29 @@ pub fn interval_rows(i: &IntervalResult, per_flow: bool) -> String {
         (Direction::Rx, i.rx_throughput_bps),
     ] {
         if let Some(bps) = v {
-            let bytes: u64 = i.flows.iter().filter(|f| f.direction == d).map(|f| f.bytes).sum();
-            let _ = writeln!(
-                out,
-                "{span:<16} {:<5} {:>14} {:>14}",
-                format!("sum{}", d.name()),
-                bytes,
-                mbps(bps)
-            );
+            let these = || i.flows.iter().filter(move |f| f.direction == d);
+            let bytes: u64 = these().map(|f| f.bytes).sum();
+            let rest = match cols {
+                // One direction at a time for UDP: the interval's total is its sum.
+                IntervalColumns::UdpStream => udp_cells(i.udp.as_ref()),
+                _ => {
+                    let r: Vec<u64> = these().filter_map(|f| f.retransmits).collect();
+                    let retr = (!r.is_empty()).then(|| r.iter().sum());
+                    format!("{:>8} {:>10}", opt(retr), "")
+                }
+            };
+            row(format!("sum{}", d.name()), bytes, bps, rest);
         }
     }
     out
+}
+
+fn rate(n: u64, secs: f64) -> f64 {
+    if secs > 0.0 {
+        n as f64 / secs
+    } else {
+        0.0
+    }
 }
 
 /// A summary table of several results (the quick suite).

@@ -281,13 +281,14 @@ fn run_one(client: &mut Client, spec: &TestSpec, print_intervals: bool) -> Resul
     *CURRENT.lock().expect("ctl lock") = Some(ctl.clone());
     let mut header = false;
     let per_flow = spec.connections() > 1 && spec.connections() <= 16;
+    let cols = table::IntervalColumns::for_kind(spec.kind);
     let result = client.run(spec, ctl, &mut |iv| {
         if print_intervals {
             if !header {
-                println!("{}", table::interval_header());
+                println!("{}", table::interval_header(cols));
                 header = true;
             }
-            print!("{}", table::interval_rows(iv, per_flow));
+            print!("{}", table::interval_rows(cols, iv, per_flow));
         }
     });
     *CURRENT.lock().expect("ctl lock") = None;

@@ -219,3 +219,41 @@ fn ten_thousand_flows_on_two_workers() {
     assert_eq!(v["workers"]["local"].as_array().unwrap().len(), 2);
     check_rr(&v);
 }
+
+/// Interim reports of a request/response test count transactions: per flow
+/// and in total they add up exactly to the window's, and the table shows
+/// transactions per second.
+#[test]
+fn interim_reports_count_transactions() {
+    let v = run_json(&["tcp-rr", "-l", "1.5", "-P", "2", "-i", "0.5"]);
+    check_rr(&v);
+    let iv = v["intervals"].as_array().unwrap();
+    assert!((3..=4).contains(&iv.len()), "{} intervals", iv.len());
+    for fl in v["flows"].as_array().unwrap() {
+        let id = fl["id"].as_u64();
+        let sum: u64 = iv
+            .iter()
+            .flat_map(|i| i["flows"].as_array().unwrap())
+            .filter(|x| x["id"].as_u64() == id)
+            .map(|x| x["transactions"].as_u64().unwrap())
+            .sum();
+        assert_eq!(sum, fl["transactions"].as_u64().unwrap(), "flow {id:?}");
+    }
+    for i in iv {
+        let n: u64 = i["flows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x["transactions"].as_u64().unwrap())
+            .sum();
+        let secs = f(i, "/end_s") - f(i, "/start_s");
+        assert!(
+            (f(i, "/transactions_per_s") - n as f64 / secs).abs() < 1e-6 * n as f64 / secs,
+            "{i}"
+        );
+        assert!(i["udp"].is_null());
+    }
+    let o = run(&["tcp-rr", "-l", "1", "-i", "0.25"]);
+    let t = stdout(&o);
+    assert!(t.contains("Trans/s") && t.matches("sum ").count() >= 3, "{t}");
+}

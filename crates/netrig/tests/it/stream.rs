@@ -188,11 +188,43 @@ fn interim_reports_cover_the_window() {
         .map(|f| f["bytes"].as_u64().unwrap())
         .sum();
     assert_eq!(rx_iv, rx);
-    // The table shows rows as they come.
-    let o = run(&["tcp-stream", "-l", "1", "-i", "0.25"]);
+    // Retransmissions per interval are the sender's TCP_INFO differences:
+    // they add up to no more than its total at the window's end, and the
+    // interval's figure is the sum of its flows'.
+    for fl in v["flows"].as_array().unwrap() {
+        let id = fl["id"].as_u64().unwrap();
+        let sender = if fl["direction"] == "tx" {
+            "local"
+        } else {
+            "remote"
+        };
+        let total = fl[sender]["tcp_info"]["retransmits_total"].as_u64().unwrap();
+        let sum: u64 = iv
+            .iter()
+            .flat_map(|i| i["flows"].as_array().unwrap())
+            .filter(|x| x["id"].as_u64() == Some(id))
+            .map(|x| x["retransmits"].as_u64().expect("a TCP flow's retransmits"))
+            .sum();
+        assert!(sum <= total, "flow {id}: {sum} in intervals, {total} in all");
+    }
+    for i in iv {
+        let by_flow: u64 = i["flows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x["retransmits"].as_u64().unwrap())
+            .sum();
+        assert_eq!(u(i, "/retransmits"), by_flow, "{i}");
+        assert!(i["udp"].is_null());
+    }
+    // The table shows rows as they come, with iperf3's Retr and Cwnd columns.
+    let o = run(&["tcp-stream", "-l", "1", "-i", "0.25", "-P", "2"]);
     let t = stdout(&o);
     assert!(
-        t.contains("Interval (s)") && t.matches("sumtx").count() >= 4,
+        t.contains("Interval (s)")
+            && t.contains("Retr")
+            && t.contains("Cwnd KB")
+            && t.matches("sumtx").count() >= 4,
         "{t}"
     );
 }

@@ -243,6 +243,8 @@ fn loss_reordering_duplicates_and_strays_are_counted_exactly() {
         "20M",
         "-m",
         "1000",
+        "-i",
+        "0.5",
     ]);
     std::thread::sleep(Duration::from_millis(100));
     let s = mb.stats.lock().unwrap();
@@ -264,6 +266,65 @@ fn loss_reordering_duplicates_and_strays_are_counted_exactly() {
     assert_eq!(u(acc, "/stray"), s.injected);
     check_udp(&v);
     assert!(warnings_about(&v, "stray").len() == 1, "{}", v["warnings"]);
+    // Every interim report shows this path's loss, duplicates and reordering
+    // (about 1 in 97, 89 and 53 of the ~1250 datagrams of each half second),
+    // and the intervals add up to no more than the test's exact totals.
+    let iv = v["intervals"].as_array().unwrap();
+    assert!((4..=5).contains(&iv.len()), "{} intervals", iv.len());
+    let (mut received, mut lost, mut dups, mut ooo) = (0, 0, 0, 0);
+    for i in iv {
+        let x = &i["udp"];
+        let r = u(x, "/received_datagrams");
+        let l = u(x, "/lost_datagrams");
+        let full = f(i, "/end_s") - f(i, "/start_s") > 0.4;
+        if full {
+            assert!(
+                l > 0 && u(x, "/duplicates") > 0 && u(x, "/out_of_order") > 0,
+                "{i}"
+            );
+            assert!(u(x, "/received_datagrams") > 1000, "{i}");
+        }
+        assert!(
+            (f(x, "/loss_pct") - l as f64 * 100.0 / (l + r) as f64).abs() < 1e-9,
+            "{x}"
+        );
+        assert_eq!(i["flows"][0]["udp"], *x, "one flow: the total is the flow");
+        assert!(i["retransmits"].is_null());
+        received += r;
+        lost += l;
+        dups += u(x, "/duplicates");
+        ooo += u(x, "/out_of_order");
+    }
+    eprintln!("intervals: received {received} lost {lost} duplicates {dups} out of order {ooo}");
+    // Datagrams in flight when the window closed arrive in the drain, after
+    // the last interval: a few at 2,500 a second.
+    assert!(received <= s.seen - s.dropped && received + 100 >= s.seen - s.dropped);
+    assert!(
+        lost <= s.dropped && lost + 2 >= s.dropped,
+        "{lost} of {}",
+        s.dropped
+    );
+    assert!(dups <= s.duplicated && dups + 2 >= s.duplicated);
+    assert!(ooo <= s.swapped && ooo + 2 >= s.swapped);
+    // The table shows iperf3's receiver columns.
+    let o = run(&[
+        "udp-stream",
+        "-H",
+        "127.0.0.1",
+        "-p",
+        &p,
+        "-l",
+        "1",
+        "-b",
+        "5M",
+        "-i",
+        "0.5",
+    ]);
+    let t = stdout(&o);
+    assert!(
+        t.contains("Jitter us") && t.contains("Lost/Total") && t.matches("sumtx").count() >= 2,
+        "{t}"
+    );
 }
 
 #[test]
