@@ -48,6 +48,9 @@ pub struct UdpStreamWorkload {
     pub rate_bps: Option<u64>,
     /// Use UDP GSO (send) and GRO (receive) where the kernel has them.
     pub offload: bool,
+    /// Paced senders wake at most this often and send what falls due
+    /// within it (see [`UdpOptions::pacing`](netrig_proto::spec::UdpOptions::pacing)).
+    pub pacing: Duration,
 }
 
 struct UFlow {
@@ -59,6 +62,9 @@ struct UFlow {
     // Sender.
     seq: u64,
     gap: Option<Duration>,
+    /// Paced: datagrams sent per wake-up, up to this many ahead of schedule
+    /// (the pacing quantum over the gap, at least 1).
+    quantum: u64,
     /// Datagrams per message: more than one when the kernel segments for us (UDP GSO).
     gso_segments: usize,
     // Receiver.
@@ -184,14 +190,16 @@ impl UdpStreamWorkload {
             let want = match f.gap {
                 None => BATCH * f.gso_segments.max(1),
                 Some(gap) => {
-                    // Datagram k is due at start + k * gap.
+                    // Datagram k is due at start + k * gap. When one is due,
+                    // those due within the quantum after it leave with it:
+                    // never more than a quantum ahead, never behind.
                     let elapsed = ctl.start.elapsed();
                     let due_now = (elapsed.as_nanos() / gap.as_nanos().max(1)) as u64 + 1;
                     if due_now <= f.seq {
                         let at = gap.as_nanos().saturating_mul(f.seq as u128).min(u64::MAX as u128) as u64;
                         return Ok(Some(ctl.start + Duration::from_nanos(at)));
                     }
-                    (due_now - f.seq).min((BATCH * f.gso_segments.max(1)) as u64) as usize
+                    (due_now + f.quantum - 1 - f.seq).min((BATCH * f.gso_segments.max(1)) as u64) as usize
                 }
             };
             match self.send_batch(f, buf, want, test_id, ctl.start) {
@@ -411,6 +419,9 @@ impl Workload for UdpStreamWorkload {
                 bytes: 0,
                 seq: 0,
                 gap: if sender { gap } else { None },
+                quantum: gap.map_or(1, |g| {
+                    (self.pacing.as_nanos() / g.as_nanos().max(1)).max(1) as u64
+                }),
                 gso_segments,
                 tracker: SeqTracker::new(),
                 stray: 0,

@@ -79,6 +79,7 @@ pub fn workload_for(spec: &TestSpec) -> Arc<dyn Workload> {
             size: spec.message_size as usize,
             rate_bps: spec.udp.rate_bps,
             offload: !spec.udp.no_gso,
+            pacing: spec.udp.pacing(),
         }),
         TestKind::TcpCrr => Arc::new(crate::crr::CrrWorkload {
             request_size: spec.rr.request_size as usize,

@@ -147,6 +147,24 @@ pub struct UdpOptions {
     /// udp-stream: one datagram per message, no UDP GSO/GRO (`--no-gso`).
     #[serde(default)]
     pub no_gso: bool,
+    /// udp-stream with `-b`: the pacing quantum in µs (`--pacing-us`); `None`:
+    /// [`DEFAULT_PACING_US`].
+    #[serde(default)]
+    pub pacing_us: Option<u32>,
+}
+
+/// udp-stream's default pacing quantum: a paced sender wakes at most this
+/// often and sends what falls due within it (iperf3's `--pacing-timer`
+/// defaults to 1000 µs).
+pub const DEFAULT_PACING_US: u32 = 50;
+/// The largest pacing quantum `--pacing-us` takes.
+pub const MAX_PACING_US: u32 = 1_000_000;
+
+impl UdpOptions {
+    /// The paced sender's quantum.
+    pub fn pacing(&self) -> std::time::Duration {
+        std::time::Duration::from_micros(u64::from(self.pacing_us.unwrap_or(DEFAULT_PACING_US)))
+    }
 }
 
 /// Bytes at the start of every test datagram: test id (8), flow id (4),
@@ -512,6 +530,16 @@ impl TestSpec {
         }
         if self.kind != TestKind::UdpStream && (self.udp.rate_bps.is_some() || self.udp.reverse) {
             return Err(SpecError::NotApplicable("-b and -R apply to udp-stream".into()));
+        }
+        if let Some(p) = self.udp.pacing_us {
+            if self.kind != TestKind::UdpStream || self.udp.rate_bps.is_none() {
+                return Err(SpecError::NotApplicable(
+                    "--pacing-us applies to udp-stream with a rate (-b)".into(),
+                ));
+            }
+            if p == 0 || p > MAX_PACING_US {
+                return Err(out_of_range("--pacing-us", p, format!("1..={MAX_PACING_US} µs")));
+            }
         }
         validate_socket_options(&self.remote, "-S/--remote-sockbuf")?;
         if self.remote.mss.is_some() {

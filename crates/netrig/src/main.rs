@@ -312,6 +312,7 @@ fn udp_stream(a: UdpArgs) -> Result<()> {
         reverse: a.reverse,
         timeout_s: None,
         no_gso: a.no_gso,
+        pacing_us: a.pacing_us,
     };
     check_spec(&spec, &local)?;
     run_and_print(&spec, local, &a.common)

@@ -327,6 +327,41 @@ fn loss_reordering_duplicates_and_strays_are_counted_exactly() {
     );
 }
 
+/// The pacing quantum is what the receiver sees: at 1 Mbit/s of 250-byte
+/// datagrams (one due every 2 ms), a 200 ms quantum arrives as a burst of
+/// 100 every 200 ms, so 100 ms intervals alternate full and empty; the
+/// default quantum spreads them evenly. The rate is kept either way.
+#[test]
+fn pacing_quantum_shapes_the_bursts_not_the_rate() {
+    let per_interval = |extra: &[&str]| -> (Vec<u64>, f64) {
+        let mut args = vec!["udp-stream", "-l", "1.9", "-b", "1M", "-m", "250", "-i", "0.1"];
+        args.extend_from_slice(extra);
+        let v = run_json(&args);
+        check_udp(&v);
+        let full: Vec<u64> = v["intervals"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|i| f(i, "/end_s") - f(i, "/start_s") > 0.09)
+            .map(|i| u(i, "/udp/received_datagrams"))
+            .collect();
+        (full, f(&v, "/summary/send_throughput_bps"))
+    };
+    let (bursty, rate) = per_interval(&["--pacing-us", "200000"]);
+    // Ten bursts of 100 in 1.9 s: up to a quantum ahead, never behind.
+    assert!((rate - 1e6).abs() < 0.1e6, "sent at {rate} with a 200 ms quantum");
+    assert!(
+        bursty.iter().max() >= Some(&80) && bursty.iter().min() <= Some(&20),
+        "200 ms bursts in 100 ms intervals: {bursty:?}"
+    );
+    let (even, rate) = per_interval(&[]);
+    assert!((rate - 1e6).abs() < 0.05e6, "sent at {rate}");
+    assert!(
+        even.iter().all(|n| (35..=65).contains(n)),
+        "one datagram every 2 ms in 100 ms intervals: {even:?}"
+    );
+}
+
 #[test]
 fn udp_bad_input() {
     for (args, needle) in [
@@ -337,6 +372,15 @@ fn udp_bad_input() {
             "--cc and --nodelay apply to TCP",
         ),
         (vec!["udp-stream", "-n", "1M"], "unexpected argument"),
+        (
+            vec!["udp-stream", "--pacing-us", "50"],
+            "--pacing-us applies to udp-stream with a rate",
+        ),
+        (vec!["udp-stream", "-b", "1M", "--pacing-us", "0"], "--pacing-us"),
+        (
+            vec!["udp-stream", "-b", "1M", "--pacing-us", "1000001"],
+            "1..=1000000",
+        ),
         (vec!["tcp-stream", "-R"], "unexpected argument"),
         (
             vec!["udp-stream", "-6", "-m", "65500", "-l", "0.5"],
