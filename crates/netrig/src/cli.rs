@@ -134,8 +134,9 @@ pub struct CommonArgs {
     /// TCP_MAXSEG on the client's sockets, before connect (it caps both directions).
     #[arg(long, value_name = "BYTES")]
     pub mss: Option<u32>,
-    /// Interim reports every SECONDS.
-    #[arg(short = 'i', long = "interval", value_parser = parse_seconds)]
+    /// Interim reports every SECONDS (at least 0.1): bytes, rate, retransmits and cwnd for TCP
+    /// streams; jitter and lost/total for UDP streams; transactions/s for request/response.
+    #[arg(short = 'i', long = "interval", value_parser = parse_seconds, value_name = "SECONDS")]
     pub interval: Option<f64>,
     /// Leave the first SECONDS out of the results (warm-up).
     #[arg(long, default_value = "0", value_parser = parse_seconds)]
