@@ -112,6 +112,11 @@ pub struct RrOptions {
     /// Exponential inter-arrival times around `rate` (`--poisson`).
     #[serde(default)]
     pub poisson: bool,
+    /// Open loop: wake this many µs before each request is due and spin
+    /// until it is (`--spin-us`); 0: sleep until due; `None`: a lead learned
+    /// from how late the requester's timer wakes. Only the requester paces.
+    #[serde(default)]
+    pub spin_us: Option<u32>,
     /// tcp-crr: longest a transaction may take, from connect to its last
     /// response byte (`--crr-timeout`); the agent gives each connection as
     /// long to bring its request and close. `None`: [`DEFAULT_CRR_TIMEOUT_S`].
@@ -127,6 +132,7 @@ impl Default for RrOptions {
             burst: 1,
             rate: None,
             poisson: false,
+            spin_us: None,
             timeout_s: None,
         }
     }
@@ -174,6 +180,11 @@ pub const UDP_HEADER_LEN: u32 = 28;
 pub const MAX_UDP_PAYLOAD: u32 = 65_507;
 
 impl RrOptions {
+    /// The open-loop pacer's wake-up lead, if set (`--spin-us`).
+    pub fn spin(&self) -> Option<std::time::Duration> {
+        self.spin_us.map(|us| std::time::Duration::from_micros(us.into()))
+    }
+
     /// tcp-crr's transaction timeout.
     pub fn crr_timeout(&self) -> std::time::Duration {
         std::time::Duration::from_secs_f64(self.timeout_s.unwrap_or(DEFAULT_CRR_TIMEOUT_S))
@@ -185,6 +196,8 @@ impl RrOptions {
 pub const MAX_IN_FLIGHT: u32 = 65_536;
 /// Highest open-loop rate per flow.
 pub const MAX_RATE: f64 = 10_000_000.0;
+/// Longest open-loop wake-up lead (`--spin-us`), in µs.
+pub const MAX_SPIN_US: u32 = 10_000;
 /// tcp-crr: most connections one flow may have open at once (`--burst`, or
 /// the backlog an open-loop schedule may build up before it waits).
 pub const MAX_CRR_IN_FLIGHT: u32 = 1024;
@@ -447,6 +460,13 @@ impl TestSpec {
                 }
             } else if rr.poisson {
                 return Err(SpecError::NotApplicable("--poisson needs --rate".into()));
+            } else if rr.spin_us.is_some() {
+                return Err(SpecError::NotApplicable("--spin-us needs --rate".into()));
+            }
+            if let Some(us) = rr.spin_us {
+                if us > MAX_SPIN_US {
+                    return Err(out_of_range("--spin-us", us, format!("0..={MAX_SPIN_US} µs")));
+                }
             }
             if self.kind.connection_per_transaction() && rr.burst > MAX_CRR_IN_FLIGHT {
                 return Err(out_of_range(
@@ -650,6 +670,20 @@ mod tests {
             .to_string()
             .contains("--poisson needs --rate"));
         s.rr.poisson = false;
+        s.rr.spin_us = Some(0);
+        assert!(s
+            .validate(&l)
+            .unwrap_err()
+            .to_string()
+            .contains("--spin-us needs --rate"));
+        s.rr.rate = Some(1000.0);
+        assert!(s.validate(&l).is_ok());
+        s.rr.spin_us = Some(MAX_SPIN_US);
+        assert!(s.validate(&l).is_ok());
+        s.rr.spin_us = Some(MAX_SPIN_US + 1);
+        assert!(s.validate(&l).unwrap_err().to_string().contains("--spin-us"));
+        s.rr.spin_us = None;
+        s.rr.rate = None;
         s.rr.response_size = 0;
         assert!(s
             .validate(&l)
