@@ -43,6 +43,9 @@ pub struct CrrWorkload {
     pub burst: u32,
     pub rate: Option<f64>,
     pub poisson: bool,
+    /// Open loop: how long before a request is due to wake and spin for it
+    /// (`None`: learned; zero: no early wake-up).
+    pub spin: Option<Duration>,
     /// Longest a transaction may take: from connect to the last response
     /// byte (requester), from arrival to the requester's close (responder).
     pub timeout: Duration,
@@ -168,7 +171,7 @@ impl Workload for CrrWorkload {
             None => (Poll::new().map_err(setup)?, None),
         };
         let pacer = match self.rate {
-            Some(rate) => Some(Pacer::new(rate, self.poisson, poll.registry()).map_err(setup)?),
+            Some(rate) => Some(Pacer::new(rate, self.poisson, self.spin, poll.registry()).map_err(setup)?),
             None => None,
         };
         let mut w = Worker {
@@ -297,10 +300,7 @@ impl Worker<'_> {
             }
             // (A transaction that ended inside start() already queued its successor.)
             self.restart.extend(again);
-            if let Some(p) = &self.pacer {
-                p.arm();
-            }
-            let wait = if !self.restart.is_empty() {
+            let mut wait = if !self.restart.is_empty() {
                 Duration::ZERO
             } else {
                 let until_deadline = self
@@ -309,6 +309,9 @@ impl Worker<'_> {
                     .map(|(d, _, _)| d.saturating_duration_since(Instant::now()) + Duration::from_millis(1));
                 until_deadline.map_or(Duration::from_millis(10), |d| d.min(Duration::from_millis(10)))
             };
+            if let Some(p) = &mut self.pacer {
+                wait = p.arm(wait);
+            }
             match self.poll.poll(&mut events, Some(wait)) {
                 Ok(()) => {}
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
@@ -317,7 +320,7 @@ impl Worker<'_> {
             for ev in events.iter() {
                 match ev.token() {
                     TIMER => {
-                        if let Some(p) = &self.pacer {
+                        if let Some(p) = &mut self.pacer {
                             p.on_timer();
                         }
                     }
@@ -667,6 +670,7 @@ mod tests {
             burst: 1,
             rate: None,
             poisson: false,
+            spin: None,
             timeout: Duration::from_millis(300),
             accepted_options: SocketOptions::default(),
         }

@@ -34,6 +34,9 @@ pub struct RrWorkload {
     pub burst: u32,
     pub rate: Option<f64>,
     pub poisson: bool,
+    /// Open loop: how long before a request is due to wake and spin for it
+    /// (`None`: learned; zero: no early wake-up).
+    pub spin: Option<Duration>,
 }
 
 struct Conn {
@@ -92,7 +95,7 @@ impl Workload for RrWorkload {
         let mut poll = Poll::new().map_err(setup)?;
         let open_loop = self.rate.is_some();
         let pacer = match self.rate {
-            Some(rate) => Some(Pacer::new(rate, self.poisson, poll.registry()).map_err(setup)?),
+            Some(rate) => Some(Pacer::new(rate, self.poisson, self.spin, poll.registry()).map_err(setup)?),
             None => None,
         };
         let mut cx = Ctx {
@@ -181,17 +184,18 @@ impl Workload for RrWorkload {
                     live -= 1;
                 }
             }
-            if let Some(p) = &cx.pacer {
-                p.arm();
+            let mut wait = Duration::from_millis(10);
+            if let Some(p) = &mut cx.pacer {
+                wait = p.arm(wait);
             }
-            match poll.poll(&mut events, Some(Duration::from_millis(10))) {
+            match poll.poll(&mut events, Some(wait)) {
                 Ok(()) => {}
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 Err(e) => return Err(setup(e)),
             }
             for ev in events.iter() {
                 if ev.token() == TIMER {
-                    if let Some(p) = &cx.pacer {
+                    if let Some(p) = &mut cx.pacer {
                         p.on_timer();
                     }
                     continue;

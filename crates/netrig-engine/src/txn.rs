@@ -15,8 +15,20 @@ use std::time::{Duration, Instant};
 pub(crate) const LATE: Duration = Duration::from_millis(1);
 /// Token of the pacer's timer in a worker's event loop.
 pub(crate) const TIMER: Token = Token(usize::MAX);
-/// Requests due within this are issued now rather than slept for.
+/// Requests due within this are issued now rather than slept for (spinning
+/// in [`Pacer::next_due`], the sockets unserved) when the pacer does not wake early.
 const SPIN: Duration = Duration::from_micros(20);
+/// The same when it wakes early: the event loop's zero-timeout polls spin
+/// until then, serving the sockets, so only the last few µs block.
+const FINE: Duration = Duration::from_micros(3);
+/// Bounds of the learned wake-up lead.
+const MIN_LEAD: Duration = Duration::from_micros(10);
+const MAX_LEAD: Duration = Duration::from_micros(500);
+/// The lead before the timer has woken the loop even once.
+const FIRST_LEAD: Duration = Duration::from_micros(100);
+/// A learned lead is at most this fraction (1/n) of the mean gap between a
+/// worker's requests, so a fast schedule does not spin all the time.
+const GAP_SHARE: u32 = 4;
 /// How long a request whose flow has no room for it waits before it tries again.
 const RETRY: Duration = Duration::from_micros(100);
 
@@ -46,8 +58,17 @@ impl Timer {
 
     /// Fires once after `after` (at least 1 ns).
     pub(crate) fn arm(&self, after: Duration) {
+        self.set(after.max(Duration::from_nanos(1)));
+    }
+
+    /// Stops a pending expiry.
+    pub(crate) fn disarm(&self) {
+        self.set(Duration::ZERO);
+    }
+
+    /// Fires once after `after`; zero disarms.
+    fn set(&self, after: Duration) {
         use std::os::fd::AsRawFd;
-        let after = after.max(Duration::from_nanos(1));
         let spec = libc::itimerspec {
             it_interval: libc::timespec {
                 tv_sec: 0,
@@ -71,6 +92,72 @@ impl Timer {
     }
 }
 
+/// How long before a request is due the pacer's timer fires; the event loop
+/// spins from then on (polling its sockets without sleeping). A sleeping
+/// thread wakes late (tens of µs on a quiet machine, more on a virtual one),
+/// and an open loop times latency from the due time, so without a lead the
+/// generator's own wake-up would count as latency of the system under test.
+///
+/// Learned unless fixed (`--spin-us`): as TCP learns its retransmission
+/// timeout, from a smoothed lateness of the timer's wake-ups plus four times
+/// their smoothed deviation; bounded to [`MIN_LEAD`]..[`MAX_LEAD`] and to
+/// 1/[`GAP_SHARE`] of the mean gap between the worker's requests.
+#[derive(Debug, Clone)]
+pub(crate) struct Lead {
+    /// `--spin-us`: a set lead (zero: no early wake-up), never learned or capped.
+    fixed: Option<Duration>,
+    /// Smoothed wake-up lateness and its mean deviation, in ns; none before
+    /// the first wake-up.
+    smooth: Option<(f64, f64)>,
+    /// At most this (a share of the mean gap between requests).
+    cap: Duration,
+    /// Wake-ups learned from.
+    pub(crate) samples: u64,
+}
+
+impl Lead {
+    /// `None`: learned; `Some(d)`: always `d` (zero: no early wake-up).
+    pub(crate) fn new(fixed: Option<Duration>) -> Lead {
+        Lead {
+            fixed,
+            smooth: None,
+            cap: MAX_LEAD,
+            samples: 0,
+        }
+    }
+
+    /// The schedule now issues one request every `gap` on average.
+    pub(crate) fn set_mean_gap(&mut self, gap: Duration) {
+        self.cap = gap / GAP_SHARE;
+    }
+
+    /// The timer fired `late` after the time it was armed for.
+    pub(crate) fn observe(&mut self, late: Duration) {
+        if self.fixed.is_some() {
+            return;
+        }
+        // One long preemption must not hold the lead at its bound for long.
+        let x = late.min(2 * MAX_LEAD).as_nanos() as f64;
+        self.smooth = Some(match self.smooth {
+            None => (x, x / 2.0),
+            Some((mean, dev)) => (mean + (x - mean) / 8.0, dev + ((x - mean).abs() - dev) / 4.0),
+        });
+        self.samples += 1;
+    }
+
+    /// How long before a request is due to wake for it.
+    pub(crate) fn get(&self) -> Duration {
+        if let Some(d) = self.fixed {
+            return d;
+        }
+        let learned = match self.smooth {
+            None => FIRST_LEAD,
+            Some((mean, dev)) => Duration::from_nanos((mean + 4.0 * dev) as u64),
+        };
+        learned.clamp(MIN_LEAD, MAX_LEAD).min(self.cap)
+    }
+}
+
 /// Open loop: when each of a worker's flows must issue its next request
 /// (`rate` per second per flow, evenly or with exponential gaps), whatever
 /// the responses do. A request that cannot be issued when due (its flow has
@@ -83,13 +170,24 @@ pub(crate) struct Pacer {
     /// one entry per flow.
     queue: BinaryHeap<Reverse<(Instant, Instant, usize)>>,
     timer: Timer,
+    /// When the timer is set to fire, if it is.
+    armed_for: Option<Instant>,
+    lead: Lead,
+    /// Flows on the schedule.
+    flows: u32,
     /// Schedule keeping while recording.
     pub(crate) stats: ScheduleStats,
 }
 
 impl Pacer {
-    /// A pacer whose timer wakes the event loop of `registry` with [`TIMER`].
-    pub(crate) fn new(rate: f64, poisson: bool, registry: &Registry) -> io::Result<Pacer> {
+    /// A pacer whose timer wakes the event loop of `registry` with [`TIMER`],
+    /// `spin` before a request is due (`None`: a learned [`Lead`]).
+    pub(crate) fn new(
+        rate: f64,
+        poisson: bool,
+        spin: Option<Duration>,
+        registry: &Registry,
+    ) -> io::Result<Pacer> {
         use std::os::fd::AsRawFd;
         let timer = Timer::new()?;
         registry.register(
@@ -103,6 +201,9 @@ impl Pacer {
             rng: fastrand::Rng::new(),
             queue: BinaryHeap::new(),
             timer,
+            armed_for: None,
+            lead: Lead::new(spin),
+            flows: 0,
             stats: ScheduleStats::default(),
         })
     }
@@ -124,6 +225,9 @@ impl Pacer {
         let phase = self.rng.f64();
         let first = start + self.gap().mul_f64(phase);
         self.queue.push(Reverse((first, first, flow)));
+        self.flows += 1;
+        self.lead
+            .set_mean_gap(Duration::from_secs_f64(1.0 / (self.rate * self.flows as f64)));
     }
 
     /// The next request that is due now (spinning through its last few µs),
@@ -131,7 +235,8 @@ impl Pacer {
     /// or puts it back with [`Pacer::defer`], or drops the flow's schedule.
     pub(crate) fn next_due(&mut self) -> Option<(Instant, usize)> {
         let Reverse((at, due, flow)) = *self.queue.peek()?;
-        if at > Instant::now() + SPIN {
+        let last = if self.lead.get().is_zero() { SPIN } else { FINE };
+        if at > Instant::now() + last {
             return None;
         }
         while Instant::now() < at {
@@ -175,16 +280,60 @@ impl Pacer {
         self.queue.clear();
     }
 
-    /// Arms the timer for the earliest request; call before polling.
-    pub(crate) fn arm(&self) {
-        if let Some(Reverse((at, _, _))) = self.queue.peek() {
-            self.timer.arm(at.saturating_duration_since(Instant::now()));
+    /// Call before polling with timeout `wait`; returns the timeout to use
+    /// instead. Arms the timer to fire the lead before the earliest request
+    /// is due; once inside the lead, the timeout is zero: the loop spins,
+    /// polling its sockets without sleeping, until [`Pacer::next_due`] has it.
+    pub(crate) fn arm(&mut self, wait: Duration) -> Duration {
+        let Some(&Reverse((at, due, _))) = self.queue.peek() else {
+            self.disarm();
+            return wait;
+        };
+        let now = Instant::now();
+        // A request that had to wait for room retries without spinning.
+        let lead = if at == due {
+            self.lead.get()
+        } else {
+            Duration::ZERO
+        };
+        let wake = at.checked_sub(lead).unwrap_or(at);
+        if !lead.is_zero() && wake <= now {
+            self.disarm();
+            return Duration::ZERO;
+        }
+        // The timer is already set for then: no system call.
+        if self.armed_for != Some(wake) {
+            self.timer.arm(wake.saturating_duration_since(now));
+            self.armed_for = Some(wake);
+        }
+        wait
+    }
+
+    fn disarm(&mut self) {
+        if self.armed_for.take().is_some() {
+            self.timer.disarm();
         }
     }
 
-    /// The loop saw [`TIMER`]: consume the expiry.
-    pub(crate) fn on_timer(&self) {
+    /// The loop saw [`TIMER`]: consume the expiry and learn how late it woke.
+    pub(crate) fn on_timer(&mut self) {
         self.timer.clear();
+        if let Some(set) = self.armed_for.take() {
+            self.lead.observe(Instant::now().saturating_duration_since(set));
+        }
+    }
+}
+
+impl Drop for Pacer {
+    fn drop(&mut self) {
+        if self.flows > 0 {
+            log::debug!(
+                "open-loop pacer: {} flow(s), woke {:?} early (learned from {} timer wake-ups)",
+                self.flows,
+                self.lead.get(),
+                self.lead.samples
+            );
+        }
     }
 }
 
@@ -314,6 +463,97 @@ mod tests {
         fn flush(&mut self) -> io::Result<()> {
             Ok(())
         }
+    }
+
+    fn us(n: u64) -> Duration {
+        Duration::from_micros(n)
+    }
+
+    #[test]
+    fn lead_learns_wake_up_lateness_within_its_bounds() {
+        let mut l = Lead::new(None);
+        assert_eq!(l.get(), FIRST_LEAD, "before the first wake-up");
+        // Steady lateness: the lead settles on it.
+        for _ in 0..200 {
+            l.observe(us(60));
+        }
+        assert!(l.get() >= us(60) && l.get() <= us(61), "{:?}", l.get());
+        // Jitter raises it above the latest of the wake-ups, not just to their mean.
+        for i in 0..200 {
+            l.observe(us(if i % 2 == 0 { 40 } else { 80 }));
+        }
+        assert!(l.get() > us(100), "{:?}", l.get());
+        // Bounds: a punctual timer still gets the least lead, a slow one the most.
+        for _ in 0..200 {
+            l.observe(Duration::ZERO);
+        }
+        assert_eq!(l.get(), MIN_LEAD);
+        for _ in 0..200 {
+            l.observe(Duration::from_millis(20));
+        }
+        assert_eq!(l.get(), MAX_LEAD);
+        // One long preemption does not hold the lead at its bound for long.
+        let mut l = Lead::new(None);
+        for _ in 0..50 {
+            l.observe(us(50));
+        }
+        l.observe(Duration::from_secs(1));
+        for _ in 0..60 {
+            l.observe(us(50));
+        }
+        assert!(l.get() < us(60), "{:?}", l.get());
+        assert_eq!(l.samples, 111);
+    }
+
+    #[test]
+    fn lead_is_a_share_of_the_gap_unless_set() {
+        let mut l = Lead::new(None);
+        for _ in 0..100 {
+            l.observe(Duration::from_millis(20));
+        }
+        l.set_mean_gap(us(400));
+        assert_eq!(l.get(), us(400) / GAP_SHARE);
+        // Below the least lead too: a fast schedule must not spin all the time.
+        l.set_mean_gap(us(20));
+        assert_eq!(l.get(), us(20) / GAP_SHARE);
+        l.set_mean_gap(Duration::from_secs(1));
+        assert_eq!(l.get(), MAX_LEAD);
+        // --spin-us: as set, never learned or capped; 0 is no early wake-up.
+        for fixed in [Duration::ZERO, us(3000)] {
+            let mut l = Lead::new(Some(fixed));
+            l.set_mean_gap(us(20));
+            l.observe(Duration::from_millis(20));
+            assert_eq!((l.get(), l.samples), (fixed, 0));
+        }
+    }
+
+    #[test]
+    fn pacer_spins_by_polling_only_inside_its_lead() {
+        let poll = mio::Poll::new().unwrap();
+        let wait = Duration::from_millis(10);
+        // No early wake-up: sleep (on the timer) whatever comes next.
+        let mut p = Pacer::new(1.0, false, Some(Duration::ZERO), poll.registry()).unwrap();
+        p.start(0, Instant::now() + Duration::from_secs(5));
+        assert_eq!(p.arm(wait), wait);
+        assert_eq!(p.lead.cap, Duration::from_secs(1) / GAP_SHARE);
+        // A lead longer than the wait for the next request: poll without sleeping.
+        let mut p = Pacer::new(1000.0, false, Some(Duration::from_secs(10)), poll.registry()).unwrap();
+        assert_eq!(p.arm(wait), wait, "nothing scheduled");
+        p.start(0, Instant::now());
+        assert_eq!(p.arm(wait), Duration::ZERO);
+        assert!(p.armed_for.is_none(), "the timer is off while spinning");
+        // A request waiting for room retries on the timer, without spinning.
+        let (due, flow) = loop {
+            if let Some(d) = p.next_due() {
+                break d;
+            }
+        };
+        p.defer(flow, due);
+        assert_eq!(p.arm(wait), wait);
+        assert!(p.armed_for.is_some());
+        p.stop();
+        assert_eq!(p.arm(wait), wait);
+        assert!(p.armed_for.is_none());
     }
 
     #[test]

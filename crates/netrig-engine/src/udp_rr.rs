@@ -40,6 +40,9 @@ pub struct UdpRrWorkload {
     pub burst: u32,
     pub rate: Option<f64>,
     pub poisson: bool,
+    /// Open loop: how long before a request is due to wake and spin for it
+    /// (`None`: learned; zero: no early wake-up).
+    pub spin: Option<Duration>,
     pub timeout: Duration,
 }
 
@@ -246,7 +249,7 @@ impl Workload for UdpRrWorkload {
         let open_loop = self.rate.is_some();
         // Open loop: the schedule shared with tcp-rr and tcp-crr.
         let mut pacer = match self.rate {
-            Some(rate) => Some(Pacer::new(rate, self.poisson, poll.registry()).map_err(setup)?),
+            Some(rate) => Some(Pacer::new(rate, self.poisson, self.spin, poll.registry()).map_err(setup)?),
             None => None,
         };
         let mut latency = LatencyRecorder::new();
@@ -351,8 +354,9 @@ impl Workload for UdpRrWorkload {
                 }
             }
             // Wake for the next due request and the earliest timeout.
-            if let Some(p) = &pacer {
-                p.arm();
+            let mut wait = Duration::from_millis(10);
+            if let Some(p) = &mut pacer {
+                wait = p.arm(wait);
             }
             let next_timeout = fl
                 .iter()
@@ -361,7 +365,7 @@ impl Workload for UdpRrWorkload {
             if let Some(wake) = next_timeout {
                 timer.arm(wake.saturating_duration_since(Instant::now()));
             }
-            match poll.poll(&mut events, Some(Duration::from_millis(10))) {
+            match poll.poll(&mut events, Some(wait)) {
                 Ok(()) => {}
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 Err(e) => return Err(setup(e)),
@@ -372,7 +376,7 @@ impl Workload for UdpRrWorkload {
                     continue;
                 }
                 if ev.token() == crate::txn::TIMER {
-                    if let Some(p) = &pacer {
+                    if let Some(p) = &mut pacer {
                         p.on_timer();
                     }
                     continue;

@@ -66,6 +66,7 @@ pub fn workload_for(spec: &TestSpec) -> Arc<dyn Workload> {
             burst: spec.rr.burst,
             rate: spec.rr.rate,
             poisson: spec.rr.poisson,
+            spin: spec.rr.spin(),
         }),
         TestKind::UdpRr => Arc::new(crate::udp_rr::UdpRrWorkload {
             request_size: spec.rr.request_size as usize,
@@ -73,6 +74,7 @@ pub fn workload_for(spec: &TestSpec) -> Arc<dyn Workload> {
             burst: spec.rr.burst,
             rate: spec.rr.rate,
             poisson: spec.rr.poisson,
+            spin: spec.rr.spin(),
             timeout: std::time::Duration::from_secs_f64(spec.udp.timeout_s.unwrap_or(1.0)),
         }),
         TestKind::UdpStream => Arc::new(crate::udp::UdpStreamWorkload {
@@ -87,6 +89,7 @@ pub fn workload_for(spec: &TestSpec) -> Arc<dyn Workload> {
             burst: spec.rr.burst,
             rate: spec.rr.rate,
             poisson: spec.rr.poisson,
+            spin: spec.rr.spin(),
             timeout: spec.rr.crr_timeout(),
             accepted_options: spec.remote.clone(),
         }),
