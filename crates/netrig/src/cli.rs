@@ -187,6 +187,13 @@ pub struct RrArgs {
     /// With --rate: exponential inter-arrival times (a Poisson process).
     #[arg(long, requires = "rate")]
     pub poisson: bool,
+    /// With --rate: wake this many µs before each request is due and spin (polling the sockets)
+    /// until it is, so the generator's own wake-up delay does not count as latency. 0: sleep until
+    /// due. Default: learned from how late the timer wakes (10 to 500 µs, at most a quarter of the
+    /// mean gap between a worker's requests). Spinning costs client CPU: it shows in the local CPU
+    /// utilisation, service demand and the workers' busy %.
+    #[arg(long = "spin-us", value_name = "US", requires = "rate")]
+    pub spin_us: Option<u32>,
 }
 
 #[derive(Debug, Args)]

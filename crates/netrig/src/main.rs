@@ -269,7 +269,7 @@ fn rr_spec(kind: TestKind, a: &RrArgs) -> Result<(TestSpec, SocketOptions)> {
         burst: a.burst,
         rate: a.rate,
         poisson: a.poisson,
-        spin_us: None,
+        spin_us: a.spin_us,
         timeout_s: None,
     };
     check_spec(&spec, &local)?;

@@ -118,6 +118,45 @@ fn open_loop_keeps_its_rate() {
     assert_eq!(v["config"]["poisson"], true);
 }
 
+/// Open loop wakes early and spins for each request (a learned lead, or
+/// `--spin-us`), or sleeps until it is due (`--spin-us 0`); whichever, the
+/// schedule is kept and its report holds together. Nothing here is timed.
+#[test]
+fn open_loop_spin_keeps_a_coherent_schedule() {
+    for spin in [None, Some("0"), Some("300")] {
+        let mut a = vec!["tcp-rr", "-l", "1", "--rate", "200"];
+        if let Some(us) = spin {
+            a.extend_from_slice(&["--spin-us", us]);
+        }
+        let v = run_json(&a);
+        check_rr(&v);
+        let elapsed = f(&v, "/summary/elapsed_s");
+        let due = u(&v, "/summary/schedule/due");
+        let late = u(&v, "/summary/schedule/late");
+        let (mean, max) = (
+            f(&v, "/summary/schedule/mean_behind_us"),
+            f(&v, "/summary/schedule/max_behind_us"),
+        );
+        let want = 200.0 * elapsed;
+        assert!(
+            (due as f64 - want).abs() < 0.2 * want,
+            "{spin:?}: {due} due in {elapsed} s at 200/s"
+        );
+        assert!(late <= due, "{spin:?}: {late} late of {due}");
+        assert!(
+            0.0 <= mean && mean <= max,
+            "{spin:?}: mean {mean} max {max} behind"
+        );
+        let tr = u(&v, "/summary/transactions");
+        assert!(tr > due / 2, "{spin:?}: {tr} transactions for {due} due");
+    }
+    // The other paced kinds take it too, and their agents accept the spec.
+    for kind in ["tcp-crr", "udp-rr"] {
+        let v = run_json(&[kind, "-l", "0.5", "--rate", "200", "--spin-us", "50"]);
+        assert!(u(&v, "/summary/schedule/due") > 0, "{kind}");
+    }
+}
+
 fn signal(pid: u32, sig: &str) {
     let s = Command::new("kill")
         .args([sig, &pid.to_string()])
@@ -172,6 +211,13 @@ fn rr_bad_input() {
         (vec!["tcp-rr", "--poisson"], "--rate"),
         (vec!["tcp-rr", "--rate", "0"], "--rate"),
         (vec!["tcp-rr", "--rate", "100", "--burst", "4"], "--burst"),
+        (vec!["tcp-rr", "--rate", "100", "--spin-us", "10001"], "--spin-us"),
+        (
+            vec!["tcp-rr", "--rate", "100", "--spin-us", "99999999999"],
+            "--spin-us",
+        ),
+        (vec!["tcp-rr", "--rate", "100", "--spin-us=-1"], "--spin-us"),
+        (vec!["tcp-rr", "--spin-us", "10"], "--rate"),
         (vec!["tcp-rr", "-n", "1M"], "unexpected argument"),
         (vec!["tcp-rr", "-T", "0"], "--workers"),
     ] {
