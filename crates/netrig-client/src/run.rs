@@ -8,8 +8,8 @@ use netrig_proto::report::{BufPair, CounterReport, IntervalSample, Role, SideRep
 use netrig_proto::session::{ClientEvent, ClientSession};
 use netrig_proto::spec::{validate_socket_options, Limit, SocketOptions};
 use netrig_proto::{
-    AgentLimits, AgentMsg, ClientMsg, ControlPreamble, DataHello, Direction, SessionCookie, TestSpec,
-    MIN_PROTOCOL_VERSION, PROTOCOL_VERSION, SOFTWARE_VERSION,
+    AgentLimits, AgentMsg, ClientMsg, ControlPreamble, DataHello, Direction, SessionCookie, TestKind,
+    TestSpec, MIN_PROTOCOL_VERSION, PROTOCOL_VERSION, SOFTWARE_VERSION,
 };
 use netrig_report::{assemble, merge_interval, AgentInfo, IntervalResult, Side, TestConfig, TestResult};
 use socket2::{Domain, Protocol, Socket, Type};
@@ -572,7 +572,11 @@ impl Client {
             burst: transactional.then_some(spec.rr.burst),
             rate: if transactional { spec.rr.rate } else { None },
             poisson: transactional.then_some(spec.rr.poisson),
-            crr_timeout_s: per_transaction.then(|| spec.rr.crr_timeout().as_secs_f64()),
+            timeout_s: matches!(spec.kind, TestKind::TcpCrr | TestKind::UdpRr)
+                .then(|| spec.rr.timeout().as_secs_f64()),
+            spin_us: spec.rr.rate.and(spec.rr.spin_us),
+            pacing_us: (spec.kind == TestKind::UdpStream && spec.udp.rate_bps.is_some())
+                .then(|| spec.udp.pacing().as_micros() as u32),
             workers: spec.workers,
             udp_rate_bps: spec.kind.is_udp().then_some(spec.udp.rate_bps).flatten(),
             reverse: spec.kind.is_udp().then_some(spec.udp.reverse),

@@ -467,7 +467,7 @@ impl Worker<'_> {
                     slot,
                     io::Error::new(
                         io::ErrorKind::TimedOut,
-                        format!("not done within {:?} (--crr-timeout)", self.cfg.timeout),
+                        format!("not done within {:?} (--timeout)", self.cfg.timeout),
                     ),
                 );
             }
@@ -702,7 +702,7 @@ mod tests {
         assert_eq!(Failure::of(&e), Failure::Reset, "{e}");
         let eof = io::Error::new(io::ErrorKind::UnexpectedEof, "closed early");
         assert_eq!(Failure::of(&eof), Failure::Reset);
-        let mine = io::Error::new(io::ErrorKind::TimedOut, "--crr-timeout");
+        let mine = io::Error::new(io::ErrorKind::TimedOut, "--timeout");
         assert_eq!(Failure::of(&mine), Failure::TimedOut);
         assert_eq!(
             Failure::of(&io::Error::from_raw_os_error(libc::EMFILE)),

@@ -75,7 +75,7 @@ pub fn workload_for(spec: &TestSpec) -> Arc<dyn Workload> {
             rate: spec.rr.rate,
             poisson: spec.rr.poisson,
             spin: spec.rr.spin(),
-            timeout: std::time::Duration::from_secs_f64(spec.udp.timeout_s.unwrap_or(1.0)),
+            timeout: spec.rr.timeout(),
         }),
         TestKind::UdpStream => Arc::new(crate::udp::UdpStreamWorkload {
             size: spec.message_size as usize,
@@ -90,7 +90,7 @@ pub fn workload_for(spec: &TestSpec) -> Arc<dyn Workload> {
             rate: spec.rr.rate,
             poisson: spec.rr.poisson,
             spin: spec.rr.spin(),
-            timeout: spec.rr.crr_timeout(),
+            timeout: spec.rr.timeout(),
             accepted_options: spec.remote.clone(),
         }),
     }

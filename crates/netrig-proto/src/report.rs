@@ -99,7 +99,7 @@ pub struct ConnectErrors {
     /// ECONNREFUSED: nothing listened there, or something refused for it.
     pub refused: u64,
     /// No connection, or no whole response, within the transaction timeout
-    /// (`--crr-timeout`), or ETIMEDOUT.
+    /// (`--timeout`), or ETIMEDOUT.
     pub timed_out: u64,
     /// EADDRNOTAVAIL (or EADDRINUSE with `--bind`): no local port left, the
     /// ephemeral range is exhausted (TIME_WAIT holds ports for 60 s).

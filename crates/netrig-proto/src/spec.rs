@@ -117,9 +117,11 @@ pub struct RrOptions {
     /// from how late the requester's timer wakes. Only the requester paces.
     #[serde(default)]
     pub spin_us: Option<u32>,
-    /// tcp-crr: longest a transaction may take, from connect to its last
-    /// response byte (`--crr-timeout`); the agent gives each connection as
-    /// long to bring its request and close. `None`: [`DEFAULT_CRR_TIMEOUT_S`].
+    /// tcp-crr and udp-rr (`--timeout`): longest a transaction may take.
+    /// tcp-crr: from connect to its last response byte, and the agent gives
+    /// each connection as long to bring its request and close; udp-rr: a
+    /// request without a response by then is lost. `None`:
+    /// [`DEFAULT_TXN_TIMEOUT_S`].
     #[serde(default)]
     pub timeout_s: Option<f64>,
 }
@@ -146,10 +148,6 @@ pub struct UdpOptions {
     /// The agent sends and the client receives (`-R`).
     #[serde(default)]
     pub reverse: bool,
-    /// udp-rr: a request without a response after this long counts as lost
-    /// (`--timeout`); `None`: 1 s.
-    #[serde(default)]
-    pub timeout_s: Option<f64>,
     /// udp-stream: one datagram per message, no UDP GSO/GRO (`--no-gso`).
     #[serde(default)]
     pub no_gso: bool,
@@ -185,9 +183,9 @@ impl RrOptions {
         self.spin_us.map(|us| std::time::Duration::from_micros(us.into()))
     }
 
-    /// tcp-crr's transaction timeout.
-    pub fn crr_timeout(&self) -> std::time::Duration {
-        std::time::Duration::from_secs_f64(self.timeout_s.unwrap_or(DEFAULT_CRR_TIMEOUT_S))
+    /// tcp-crr's and udp-rr's transaction timeout.
+    pub fn timeout(&self) -> std::time::Duration {
+        std::time::Duration::from_secs_f64(self.timeout_s.unwrap_or(DEFAULT_TXN_TIMEOUT_S))
     }
 }
 
@@ -201,12 +199,12 @@ pub const MAX_SPIN_US: u32 = 10_000;
 /// tcp-crr: most connections one flow may have open at once (`--burst`, or
 /// the backlog an open-loop schedule may build up before it waits).
 pub const MAX_CRR_IN_FLIGHT: u32 = 1024;
-/// tcp-crr: the transaction timeout without `--crr-timeout`. netrig's
-/// `--connect-timeout` (10 s) suits a control connection, not a test whose
-/// every transaction connects.
-pub const DEFAULT_CRR_TIMEOUT_S: f64 = 1.0;
-/// tcp-crr: the longest `--crr-timeout`.
-pub const MAX_CRR_TIMEOUT_S: f64 = 60.0;
+/// tcp-crr and udp-rr: the transaction timeout without `--timeout`.
+/// netrig's `--connect-timeout` (10 s) suits a control connection, not a
+/// test whose every transaction connects.
+pub const DEFAULT_TXN_TIMEOUT_S: f64 = 1.0;
+/// The shortest and longest `--timeout`, in seconds.
+pub const TXN_TIMEOUT_RANGE_S: (f64, f64) = (0.001, 60.0);
 
 /// Which way data moves, seen from the client.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -477,31 +475,20 @@ impl TestSpec {
             }
         }
         if let Some(t) = self.rr.timeout_s {
-            if !self.kind.connection_per_transaction() {
+            if !matches!(self.kind, TestKind::TcpCrr | TestKind::UdpRr) {
                 return Err(SpecError::NotApplicable(format!(
-                    "--crr-timeout applies to tcp-crr, not to {}",
+                    "--timeout applies to tcp-crr and udp-rr, not to {}",
                     self.kind.name()
                 )));
             }
-            if !(t.is_finite() && t > 0.0 && t <= MAX_CRR_TIMEOUT_S) {
-                return Err(out_of_range(
-                    "--crr-timeout",
-                    t,
-                    format!("(0, {MAX_CRR_TIMEOUT_S}] seconds"),
-                ));
+            let (lo, hi) = TXN_TIMEOUT_RANGE_S;
+            if !(t.is_finite() && (lo..=hi).contains(&t)) {
+                return Err(out_of_range("--timeout", t, format!("[{lo}, {hi}] seconds")));
             }
         }
         if let Some(w) = self.workers {
             if w == 0 || w > MAX_WORKERS {
                 return Err(out_of_range("-T/--workers", w, format!("1..={MAX_WORKERS}")));
-            }
-        }
-        if let Some(t) = self.udp.timeout_s {
-            if self.kind != TestKind::UdpRr {
-                return Err(SpecError::NotApplicable("--timeout applies to udp-rr".into()));
-            }
-            if !(t.is_finite() && (0.001..=60.0).contains(&t)) {
-                return Err(out_of_range("--timeout", t, "[0.001, 60] seconds"));
             }
         }
         if self.kind == TestKind::UdpRr {
@@ -711,14 +698,14 @@ mod tests {
         assert_eq!(s.connections(), 0);
         assert_eq!(s.flow_plan(), vec![Direction::Tx; 3]);
         assert!(s.validate(&l).is_ok());
-        assert_eq!(s.rr.crr_timeout(), std::time::Duration::from_secs(1));
+        assert_eq!(s.rr.timeout(), std::time::Duration::from_secs(1));
         s.rr.burst = MAX_CRR_IN_FLIGHT + 1;
         assert!(s.validate(&l).unwrap_err().to_string().contains("--burst"));
         s.rr.burst = 1;
         for bad in [0.0, -1.0, f64::NAN, 61.0] {
             s.rr.timeout_s = Some(bad);
             assert!(
-                s.validate(&l).unwrap_err().to_string().contains("--crr-timeout"),
+                s.validate(&l).unwrap_err().to_string().contains("--timeout"),
                 "{bad}"
             );
         }
@@ -729,7 +716,7 @@ mod tests {
             .validate(&l)
             .unwrap_err()
             .to_string()
-            .contains("--crr-timeout applies to tcp-crr"));
+            .contains("--timeout applies to tcp-crr and udp-rr, not to tcp-rr"));
     }
 
     #[test]

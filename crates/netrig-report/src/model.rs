@@ -89,8 +89,14 @@ pub struct TestConfig {
     pub burst: Option<u32>,
     pub rate: Option<f64>,
     pub poisson: Option<bool>,
-    /// tcp-crr: longest a transaction may take, connect to last response byte (`--crr-timeout`); null otherwise.
-    pub crr_timeout_s: Option<f64>,
+    /// tcp-crr and udp-rr: longest a transaction may take (`--timeout`); null otherwise.
+    pub timeout_s: Option<f64>,
+    /// Open loop: the pacer's fixed wake-up lead in µs (`--spin-us`); null
+    /// when it is learned from the timer, or for closed loop.
+    pub spin_us: Option<u32>,
+    /// udp-stream with `-b`: the pacing quantum in µs (`--pacing-us`, or
+    /// its default); null otherwise.
+    pub pacing_us: Option<u32>,
     /// Worker threads per end (`-T`); null: the number of CPUs.
     pub workers: Option<u32>,
     /// UDP tests: `-b` in bits/s (null: as fast as possible) and `-R`.

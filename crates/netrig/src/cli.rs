@@ -201,9 +201,9 @@ pub struct CrrArgs {
     #[command(flatten)]
     pub rr: RrArgs,
     /// Longest a transaction may take, from connect to its last response byte; later counts as
-    /// timed out (--connect-timeout is for the control connection).
-    #[arg(long = "crr-timeout", value_name = "SECONDS", default_value = "1", value_parser = parse_seconds)]
-    pub crr_timeout: f64,
+    /// timed out (default 1; --connect-timeout is for the control connection).
+    #[arg(long = "timeout", alias = "crr-timeout", value_name = "SECONDS", value_parser = parse_seconds)]
+    pub timeout: Option<f64>,
 }
 
 #[derive(Debug, Args)]
@@ -235,7 +235,7 @@ pub struct UdpRrArgs {
     #[command(flatten)]
     pub rr: RrArgs,
     /// A request with no response after this many seconds counts as lost (default 1).
-    #[arg(long, value_parser = parse_seconds)]
+    #[arg(long, value_name = "SECONDS", value_parser = parse_seconds)]
     pub timeout: Option<f64>,
 }
 

@@ -311,7 +311,6 @@ fn udp_stream(a: UdpArgs) -> Result<()> {
     spec.udp = netrig_proto::spec::UdpOptions {
         rate_bps: a.bitrate.filter(|r| *r > 0),
         reverse: a.reverse,
-        timeout_s: None,
         no_gso: a.no_gso,
         pacing_us: a.pacing_us,
     };
@@ -321,7 +320,7 @@ fn udp_stream(a: UdpArgs) -> Result<()> {
 
 fn udp_rr(a: UdpRrArgs) -> Result<()> {
     let (mut spec, local) = rr_spec(TestKind::UdpRr, &a.rr)?;
-    spec.udp.timeout_s = a.timeout;
+    spec.rr.timeout_s = a.timeout;
     check_spec(&spec, &local)?;
     run_and_print(&spec, local, &a.rr.common)
 }
@@ -333,7 +332,7 @@ fn request_response(kind: TestKind, a: RrArgs) -> Result<()> {
 
 fn connect_request_response(a: CrrArgs) -> Result<()> {
     let (mut spec, local) = rr_spec(TestKind::TcpCrr, &a.rr)?;
-    spec.rr.timeout_s = Some(a.crr_timeout);
+    spec.rr.timeout_s = a.timeout;
     check_spec(&spec, &local)?;
     run_and_print(&spec, local, &a.rr.common)
 }

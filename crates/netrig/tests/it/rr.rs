@@ -130,6 +130,11 @@ fn open_loop_spin_keeps_a_coherent_schedule() {
         }
         let v = run_json(&a);
         check_rr(&v);
+        assert_eq!(
+            v["config"]["spin_us"].as_u64(),
+            spin.map(|us| us.parse().unwrap()),
+            "null when learned"
+        );
         let elapsed = f(&v, "/summary/elapsed_s");
         let due = u(&v, "/summary/schedule/due");
         let late = u(&v, "/summary/schedule/late");

@@ -338,6 +338,8 @@ fn pacing_quantum_shapes_the_bursts_not_the_rate() {
         args.extend_from_slice(extra);
         let v = run_json(&args);
         check_udp(&v);
+        let quantum = extra.get(1).map_or(50, |q| q.parse::<u64>().unwrap());
+        assert_eq!(v["config"]["pacing_us"].as_u64(), Some(quantum));
         let full: Vec<u64> = v["intervals"]
             .as_array()
             .unwrap()
@@ -397,6 +399,7 @@ fn udp_bad_input() {
 fn udp_rr_closed_and_open_loop() {
     let v = run_json(&["udp-rr", "-l", "1"]);
     assert_eq!(v["test"], "udp-rr");
+    assert_eq!(v["config"]["timeout_s"], 1.0, "the default");
     let tr = u(&v, "/summary/transactions");
     assert!(tr > 0);
     assert_eq!(v["summary"]["service_demand"]["unit"], "us/tran");
@@ -445,6 +448,7 @@ fn udp_rr_survives_loss_and_counts_it_exactly() {
         "-r",
         "100,100",
     ]);
+    assert_eq!(v["config"]["timeout_s"], 0.2);
     std::thread::sleep(Duration::from_millis(100));
     let s = mb.stats.lock().unwrap();
     let acc = udp(&v);
