@@ -160,7 +160,7 @@ pub struct UdpOptions {
 /// udp-stream's default pacing quantum: a paced sender wakes at most this
 /// often and sends what falls due within it (iperf3's `--pacing-timer`
 /// defaults to 1000 µs).
-pub const DEFAULT_PACING_US: u32 = 50;
+pub const DEFAULT_PACING_US: u32 = 100;
 /// The largest pacing quantum `--pacing-us` takes.
 pub const MAX_PACING_US: u32 = 1_000_000;
 

@@ -224,7 +224,7 @@ pub struct UdpArgs {
     #[arg(long = "no-gso")]
     pub no_gso: bool,
     /// With -b: the pacing quantum in µs. The sender wakes at most this often and sends what falls
-    /// due within it, never ahead by more; smaller is smoother and costs more CPU (default 50;
+    /// due within it, never ahead by more; smaller is smoother and costs more CPU (default 100;
     /// iperf3's --pacing-timer defaults to 1000).
     #[arg(long = "pacing-us", value_name = "US")]
     pub pacing_us: Option<u32>,

@@ -338,7 +338,7 @@ fn pacing_quantum_shapes_the_bursts_not_the_rate() {
         args.extend_from_slice(extra);
         let v = run_json(&args);
         check_udp(&v);
-        let quantum = extra.get(1).map_or(50, |q| q.parse::<u64>().unwrap());
+        let quantum = extra.get(1).map_or(100, |q| q.parse::<u64>().unwrap());
         assert_eq!(v["config"]["pacing_us"].as_u64(), Some(quantum));
         let full: Vec<u64> = v["intervals"]
             .as_array()
