@@ -422,6 +422,7 @@ impl Worker<'_> {
         }
         let why = Failure::of(e);
         why.count(&mut self.flows[i].errors);
+        self.flows[i].slot.counters.add_failure();
         let k = why as usize;
         if !self.logged[k] {
             self.logged[k] = true;

@@ -28,6 +28,8 @@ const COUNT: u64 = WINDOW_CLOSED - 1;
 pub struct FlowCounters {
     bytes: AtomicU64,
     transactions: AtomicU64,
+    /// Transactions that failed inside the window (tcp-crr).
+    failures: AtomicU64,
     udp: UdpLive,
 }
 
@@ -76,6 +78,17 @@ impl FlowCounters {
     /// Transactions this end has completed on the flow so far.
     pub fn transactions(&self) -> u64 {
         self.transactions.load(Ordering::Relaxed) & COUNT
+    }
+
+    /// A transaction failed inside the window (workers sharing a flow add).
+    #[inline]
+    pub fn add_failure(&self) {
+        self.failures.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Transactions that failed inside the window so far.
+    pub fn failures(&self) -> u64 {
+        self.failures.load(Ordering::Relaxed)
     }
 
     /// Called by the flow's worker only: the receiver's counts so far.

@@ -243,6 +243,8 @@ struct Meta {
     socket: Option<Arc<crate::FlowSocket>>,
     /// A UDP stream receiver: its datagram accounting is sampled.
     udp_receiver: bool,
+    /// A tcp-crr requester: its failed transactions are sampled.
+    counts_failures: bool,
 }
 
 fn snapshot(meta: &[Meta]) -> Vec<u64> {
@@ -288,6 +290,7 @@ struct Mark {
     workers: Vec<Option<Duration>>,
     tcp: Vec<Option<TcpInfo>>,
     udp: Vec<Option<SeqLive>>,
+    failures: Vec<u64>,
 }
 
 fn mark(meta: &[Meta], clocks: &[WorkerClock], measure_cpu: bool) -> Mark {
@@ -303,6 +306,7 @@ fn mark(meta: &[Meta], clocks: &[WorkerClock], measure_cpu: bool) -> Mark {
         workers,
         tcp: Vec::new(),
         udp: udp_snapshot(meta),
+        failures: failures(meta),
     }
 }
 
@@ -325,6 +329,7 @@ pub fn run_side(
                 && socket
                     .as_deref()
                     .is_some_and(|s| matches!(s, crate::FlowSocket::Udp(_))),
+            counts_failures: role == Role::Requester && socket.is_none(),
             socket,
         };
     let (meta, shares, intake): (Vec<Meta>, Vec<Share>, _) = match flows.into() {
@@ -670,6 +675,7 @@ struct Point {
     transactions: Vec<u64>,
     tcp: Vec<Option<TcpInfo>>,
     udp: Vec<Option<SeqLive>>,
+    failures: Vec<u64>,
 }
 
 /// Opens every flow's window: the counts at which it opened.
@@ -697,7 +703,13 @@ fn point(meta: &[Meta]) -> Point {
         transactions: meta.iter().map(|m| m.counters.transactions()).collect(),
         udp: udp_snapshot(meta),
         tcp: tcp_infos(meta),
+        failures: failures(meta),
     }
+}
+
+/// Failed transactions of each flow so far (0 where not counted).
+fn failures(meta: &[Meta]) -> Vec<u64> {
+    meta.iter().map(|m| m.counters.failures()).collect()
 }
 
 fn delta(to: &[u64], from: &[u64]) -> Vec<u64> {
@@ -754,6 +766,11 @@ fn sample(
             } else {
                 Vec::new()
             },
+            failures: if meta.iter().any(|m| m.counts_failures) {
+                delta(&to.failures, &from.failures)
+            } else {
+                Vec::new()
+            },
         };
         on_interval(&s);
         intervals.push(s);
@@ -764,6 +781,7 @@ fn sample(
         transactions: m.transactions.clone(),
         tcp: m.tcp.clone(),
         udp: m.udp.clone(),
+        failures: m.failures.clone(),
     };
     match plan.limit {
         Limit::Duration { seconds } => {
@@ -823,6 +841,7 @@ fn sample(
                     .iter()
                     .map(|m| m.udp_receiver.then(SeqLive::default))
                     .collect(),
+                failures: vec![0; meta.len()],
             };
             let mut index = 0;
             let mut last_progress = (Instant::now(), 0u64);

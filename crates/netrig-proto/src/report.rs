@@ -178,6 +178,10 @@ pub struct IntervalSample {
     /// (same order; `None` for flows this end does not receive).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub udp: Vec<Option<SeqInterval>>,
+    /// tcp-crr requesters: transactions each flow saw fail in the period
+    /// (same order; empty for other tests).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub failures: Vec<u64>,
 }
 
 /// How well an open-loop generator kept to its schedule.

@@ -465,6 +465,7 @@ pub fn merge_interval(
         };
         let bytes = s.bytes.get(pos).copied().unwrap_or(0);
         let transactions = transactional.then(|| s.transactions.get(pos).copied().unwrap_or(0));
+        let failed_transactions = s.failures.get(pos).copied();
         let udp_raw = s.udp.get(pos).copied().flatten();
         udp_all.extend(udp_raw);
         let udp = udp_raw.map(|u| interval_udp(&[u]));
@@ -482,6 +483,7 @@ pub fn merge_interval(
             transactions,
             retransmits,
             udp,
+            failed_transactions,
         });
     }
     if flows.is_empty() {
@@ -499,9 +501,14 @@ pub fn merge_interval(
         (!r.is_empty()).then(|| r.iter().sum())
     };
     let udp = (!udp_all.is_empty()).then(|| interval_udp(&udp_all));
+    let failed_transactions = {
+        let f: Vec<u64> = flows.iter().filter_map(|f| f.failed_transactions).collect();
+        (!f.is_empty()).then(|| f.iter().sum())
+    };
     Some(IntervalResult {
         retransmits,
         udp,
+        failed_transactions,
         transactions_per_s: tps,
         index,
         start_s,

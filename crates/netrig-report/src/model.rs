@@ -321,6 +321,10 @@ pub struct IntervalResult {
     /// UDP streams: the receivers' datagram accounting in the interval.
     #[serde(default)]
     pub udp: Option<IntervalUdp>,
+    /// tcp-crr: transactions that failed in the interval, all reasons (the
+    /// test's split by reason is `summary.connect_errors`); null otherwise.
+    #[serde(default)]
+    pub failed_transactions: Option<u64>,
     pub flows: Vec<IntervalFlow>,
 }
 
@@ -359,6 +363,9 @@ pub struct IntervalFlow {
     /// UDP streams: the receiver's accounting in the interval.
     #[serde(default)]
     pub udp: Option<IntervalUdp>,
+    /// tcp-crr: the flow's transactions that failed in the interval.
+    #[serde(default)]
+    pub failed_transactions: Option<u64>,
 }
 
 /// bits per second, 0 for an empty window.

@@ -560,11 +560,15 @@ pub enum IntervalColumns {
     UdpStream,
     /// Request/response: transactions and transactions per second.
     Transactions,
+    /// tcp-crr: transactions, transactions per second, and failures.
+    ConnectTransactions,
 }
 
 impl IntervalColumns {
     pub fn for_kind(kind: TestKind) -> Self {
-        if kind.is_transactional() {
+        if kind.connection_per_transaction() {
+            IntervalColumns::ConnectTransactions
+        } else if kind.is_transactional() {
             IntervalColumns::Transactions
         } else if kind.is_udp() {
             IntervalColumns::UdpStream
@@ -587,6 +591,9 @@ pub fn interval_header(cols: IntervalColumns) -> String {
             "Bytes", "10^6bits/sec", "Jitter us", "Lost/Total", "Loss %", "OoO"
         ),
         IntervalColumns::Transactions => format!("{lead} {:>12} {:>12}", "Trans", "Trans/s"),
+        IntervalColumns::ConnectTransactions => {
+            format!("{lead} {:>12} {:>12} {:>8}", "Trans", "Trans/s", "Failed")
+        }
     }
 }
 
@@ -610,19 +617,30 @@ pub fn interval_rows(cols: IntervalColumns, i: &IntervalResult, per_flow: bool) 
     let mut row = |name: String, bytes: u64, bps: f64, rest: String| {
         let _ = writeln!(out, "{span:<16} {name:<6} {bytes:>14} {:>14} {rest}", mbps(bps));
     };
-    if cols == IntervalColumns::Transactions {
-        let mut trow = |name: String, n: u64| {
-            let _ = writeln!(out, "{span:<16} {name:<6} {n:>12} {:>12.1}", rate(n, secs));
+    if matches!(
+        cols,
+        IntervalColumns::Transactions | IntervalColumns::ConnectTransactions
+    ) {
+        let failed = cols == IntervalColumns::ConnectTransactions;
+        let mut trow = |name: String, n: u64, fails: Option<u64>| {
+            let _ = write!(out, "{span:<16} {name:<6} {n:>12} {:>12.1}", rate(n, secs));
+            let _ = if failed {
+                writeln!(out, " {:>8}", opt(fails))
+            } else {
+                writeln!(out)
+            };
         };
         if per_flow {
             for f in &i.flows {
-                trow(f.id.to_string(), f.transactions.unwrap_or(0));
+                trow(
+                    f.id.to_string(),
+                    f.transactions.unwrap_or(0),
+                    f.failed_transactions,
+                );
             }
         }
-        trow(
-            "sum".to_string(),
-            i.flows.iter().filter_map(|f| f.transactions).sum(),
-        );
+        let n = i.flows.iter().filter_map(|f| f.transactions).sum();
+        trow("sum".to_string(), n, i.failed_transactions);
         return out;
     }
     if per_flow {

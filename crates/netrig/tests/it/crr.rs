@@ -138,10 +138,31 @@ fn crr_open_loop_keeps_its_rate() {
 #[test]
 fn crr_counts_timeouts_against_a_stalled_agent() {
     // --crr-timeout, the option's first name, still works.
-    let v = against_a_stall(&["tcp-crr", "--crr-timeout", "0.1", "-P", "2"]);
+    let v = against_a_stall(&["tcp-crr", "--crr-timeout", "0.1", "-P", "2", "-i", "0.5"]);
     check_crr(&v);
     let timed_out = u(&v, "/summary/connect_errors/timed_out");
     assert!(timed_out > 0, "{}", v["summary"]["connect_errors"]);
+    // The interim reports show when they failed: the intervals add up to
+    // the window's failures (give or take one at each edge), and the stall
+    // (1.2 s to 1.6 s after the client starts) is in them, not in the first.
+    let iv = v["intervals"].as_array().unwrap();
+    let per: Vec<u64> = iv.iter().map(|i| u(i, "/failed_transactions")).collect();
+    let total: u64 = ["refused", "timed_out", "addr_not_available", "reset", "other"]
+        .iter()
+        .map(|k| u(&v["summary"]["connect_errors"], &format!("/{k}")))
+        .sum();
+    assert!(per.iter().sum::<u64>().abs_diff(total) <= 2, "{per:?} vs {total}");
+    assert_eq!(per[0], 0, "{per:?}");
+    assert!(per[1..].iter().sum::<u64>() > 0, "{per:?}");
+    for i in iv {
+        let by_flow: u64 = i["flows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x["failed_transactions"].as_u64().unwrap())
+            .sum();
+        assert_eq!(u(i, "/failed_transactions"), by_flow, "{i}");
+    }
     let w = warnings_about(&v, "not counted as transactions");
     assert!(w.len() == 1 && w[0].contains("timed out"), "{}", v["warnings"]);
     assert_eq!(v["config"]["timeout_s"], 0.1);
