@@ -281,7 +281,8 @@ fn run_one(client: &mut Client, spec: &TestSpec, print_intervals: bool) -> Resul
     let ctl = RunControl::new();
     *CURRENT.lock().expect("ctl lock") = Some(ctl.clone());
     let mut header = false;
-    let per_flow = spec.connections() > 1 && spec.connections() <= 16;
+    let flows = spec.flows as usize * spec.directions().len();
+    let per_flow = (2..=16).contains(&flows);
     let cols = table::IntervalColumns::for_kind(spec.kind);
     let result = client.run(spec, ctl, &mut |iv| {
         if print_intervals {
