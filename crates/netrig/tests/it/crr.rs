@@ -168,6 +168,47 @@ fn crr_counts_timeouts_against_a_stalled_agent() {
     assert_eq!(v["config"]["timeout_s"], 0.1);
 }
 
+/// An exhausted ephemeral port range, made on purpose in a namespace of the
+/// test's own (ten ports, TIME_WAIT not reused): the first few transactions
+/// complete, every later connect fails with EADDRNOTAVAIL, and those are
+/// counted as `addr_not_available` with a warning that names the sysctls,
+/// never hidden inside a lower rate.
+#[test]
+fn crr_counts_an_exhausted_port_range() {
+    let ns = match Netns::create("ports").and_then(|ns| {
+        ns.exec(&[
+            "sysctl",
+            "-w",
+            "net.ipv4.ip_local_port_range=40000 40009",
+            "net.ipv4.tcp_tw_reuse=0",
+        ])?;
+        Ok(ns)
+    }) {
+        Ok(ns) => ns,
+        Err(e) => {
+            eprintln!("skipped: needs root and iproute2 for a namespace of its own ({e})");
+            return;
+        }
+    };
+    let v = run_json_in(&ns, &["tcp-crr", "-l", "1"]);
+    check_crr(&v);
+    let tr = u(&v, "/summary/transactions");
+    assert!((1..10).contains(&tr), "{tr} transactions through 10 ports");
+    let e = &v["summary"]["connect_errors"];
+    assert!(u(e, "/addr_not_available") > 0, "{e}");
+    assert_eq!(
+        u(e, "/refused") + u(e, "/timed_out") + u(e, "/reset") + u(e, "/other"),
+        0,
+        "{e}"
+    );
+    let w = warnings_about(&v, "ip_local_port_range");
+    assert!(
+        w.len() == 1 && w[0].contains("address not available"),
+        "{}",
+        v["warnings"]
+    );
+}
+
 #[test]
 fn crr_bad_input() {
     for (args, needle) in [

@@ -17,7 +17,22 @@ pub fn netrig() -> Command {
 /// Runs netrig with `args`, bounded in time; returns its output. Both pipes
 /// are drained while it runs, so a large result cannot block it on a full pipe.
 pub fn run(args: &[&str]) -> Output {
-    let mut child = netrig()
+    run_cmd(netrig(), args)
+}
+
+/// [`run`] inside a network namespace.
+pub fn run_in(ns: &Netns, args: &[&str]) -> Output {
+    let mut c = Command::new("ip");
+    c.args(["netns", "exec", &ns.0, env!("CARGO_BIN_EXE_netrig")]);
+    c.env(
+        "RUST_LOG",
+        "netrig_client=debug,netrig_agent=debug,netrig_engine=debug",
+    );
+    run_cmd(c, args)
+}
+
+fn run_cmd(mut cmd: Command, args: &[&str]) -> Output {
+    let mut child = cmd
         .args(args)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -65,6 +80,15 @@ pub fn stderr(o: &Output) -> String {
 
 /// Runs a test that must succeed and returns its JSON document.
 pub fn run_json(args: &[&str]) -> Value {
+    json_of(args, run)
+}
+
+/// [`run_json`] inside a network namespace.
+pub fn run_json_in(ns: &Netns, args: &[&str]) -> Value {
+    json_of(args, |a| run_in(ns, a))
+}
+
+fn json_of(args: &[&str], run: impl FnOnce(&[&str]) -> Output) -> Value {
     let mut a = args.to_vec();
     a.push("--json");
     let o = run(&a);
@@ -163,4 +187,45 @@ pub fn warnings_about(v: &Value, topic: &str) -> Vec<String> {
         .filter(|w| w.contains(topic))
         .map(str::to_string)
         .collect()
+}
+
+/// A network namespace with its loopback up, deleted on drop. Tests that
+/// need one skip, saying why, where it cannot be made (not root, no iproute2).
+pub struct Netns(pub String);
+
+impl Netns {
+    pub fn create(tag: &str) -> Result<Netns, String> {
+        static SEQ: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        let n = SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let name = format!("netrig-{tag}-{}-{n}", std::process::id());
+        sh(&["ip", "netns", "add", &name])?;
+        let ns = Netns(name);
+        ns.exec(&["ip", "link", "set", "lo", "up"])?;
+        Ok(ns)
+    }
+
+    /// Runs a command inside the namespace.
+    pub fn exec(&self, args: &[&str]) -> Result<(), String> {
+        let mut a = vec!["ip", "netns", "exec", &self.0];
+        a.extend_from_slice(args);
+        sh(&a)
+    }
+}
+
+impl Drop for Netns {
+    fn drop(&mut self) {
+        let _ = Command::new("ip").args(["netns", "del", &self.0]).output();
+    }
+}
+
+fn sh(args: &[&str]) -> Result<(), String> {
+    let o = Command::new(args[0])
+        .args(&args[1..])
+        .output()
+        .map_err(|e| format!("{}: {e}", args[0]))?;
+    if o.status.success() {
+        Ok(())
+    } else {
+        Err(format!("{args:?}: {}", String::from_utf8_lossy(&o.stderr).trim()))
+    }
 }
