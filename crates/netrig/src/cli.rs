@@ -42,13 +42,13 @@ pub enum Command {
 #[derive(Debug, Args)]
 pub struct QuickArgs {
     /// Seconds per test.
-    #[arg(short = 'l', long = "length", default_value = "2", value_parser = parse_seconds)]
+    #[arg(short = 'l', long = "length", short_alias = 't', alias = "time", default_value = "2", value_parser = parse_seconds, value_name = "SECONDS")]
     pub length: f64,
     /// Use IPv6 loopback (::1) instead of 127.0.0.1.
     #[arg(short = '6', long = "ipv6")]
     pub ipv6: bool,
     /// Print one JSON document on stdout instead of the table.
-    #[arg(long)]
+    #[arg(long, short_alias = 'J')]
     pub json: bool,
 }
 
@@ -101,8 +101,8 @@ pub struct TargetArgs {
 pub struct CommonArgs {
     #[command(flatten)]
     pub target: TargetArgs,
-    /// Test length in seconds (default 10).
-    #[arg(short = 'l', long = "length", value_parser = parse_seconds)]
+    /// Test length in seconds (default 10; -t as iperf3).
+    #[arg(short = 'l', long = "length", short_alias = 't', alias = "time", value_parser = parse_seconds, value_name = "SECONDS")]
     pub length: Option<f64>,
     /// Local SO_SNDBUF and SO_RCVBUF (the kernel doubles it and caps it at wmem_max/rmem_max).
     #[arg(short = 's', long = "local-sockbuf", value_parser = parse_size_u32)]
@@ -138,8 +138,8 @@ pub struct CommonArgs {
     /// streams; jitter and lost/total for UDP streams; transactions/s for request/response.
     #[arg(short = 'i', long = "interval", value_parser = parse_seconds, value_name = "SECONDS")]
     pub interval: Option<f64>,
-    /// Leave the first SECONDS out of the results (warm-up).
-    #[arg(long, default_value = "0", value_parser = parse_seconds)]
+    /// Leave the first SECONDS out of the results (warm-up; -O as iperf3).
+    #[arg(long, short_alias = 'O', default_value = "0", value_parser = parse_seconds, value_name = "SECONDS")]
     pub omit: f64,
     /// Report local CPU utilisation (measured by default; accepted as in netperf).
     #[arg(short = 'c', long = "local-cpu")]
@@ -150,8 +150,8 @@ pub struct CommonArgs {
     /// Do not read /proc/stat on either end (to measure what measuring costs).
     #[arg(long = "no-cpu", conflicts_with_all = ["local_cpu", "remote_cpu"])]
     pub no_cpu: bool,
-    /// Print one JSON document on stdout instead of the table.
-    #[arg(long)]
+    /// Print one JSON document on stdout instead of the table (-J as iperf3).
+    #[arg(long, short_alias = 'J')]
     pub json: bool,
 }
 
@@ -269,4 +269,28 @@ pub fn parse_req_resp(s: &str) -> Result<(u32, u32), String> {
         return Err(format!("{s:?}: use REQ,RESP, e.g. 1,1 or 64,1K"));
     }
     Ok((req, resp))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    /// clap's own consistency checks (duplicate short options, aliases
+    /// that collide), which a release build does not run.
+    #[test]
+    fn the_command_line_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn iperf3_spellings_are_accepted() {
+        let c = Cli::try_parse_from(["netrig", "tcp-stream", "-t", "3", "-O", "1", "-J"]).unwrap();
+        let Some(Command::TcpStream(a)) = c.command else {
+            panic!("not tcp-stream")
+        };
+        assert_eq!(a.common.length, Some(3.0));
+        assert_eq!(a.common.omit, 1.0);
+        assert!(a.common.json);
+    }
 }
