@@ -281,16 +281,12 @@ impl WorkerClock {
     }
 }
 
-/// What the sampler records at the window's first and last instants.
+/// What the sampler records at the window's first and last instants: the
+/// counts an interim sample takes, and the CPU clocks.
 struct Mark {
-    at: Instant,
-    bytes: Vec<u64>,
-    transactions: Vec<u64>,
+    counts: Point,
     cpu: Option<CpuSnapshot>,
     workers: Vec<Option<Duration>>,
-    tcp: Vec<Option<TcpInfo>>,
-    udp: Vec<Option<SeqLive>>,
-    failures: Vec<u64>,
 }
 
 fn mark(meta: &[Meta], clocks: &[WorkerClock], measure_cpu: bool) -> Mark {
@@ -299,14 +295,10 @@ fn mark(meta: &[Meta], clocks: &[WorkerClock], measure_cpu: bool) -> Mark {
         .flatten();
     let workers = clocks.iter().map(WorkerClock::read).collect();
     Mark {
-        at: Instant::now(),
-        bytes: snapshot(meta),
-        transactions: meta.iter().map(|m| m.counters.transactions()).collect(),
+        // TCP_INFO is read apart, where it is needed.
+        counts: point_without_tcp(meta),
         cpu,
         workers,
-        tcp: Vec::new(),
-        udp: udp_snapshot(meta),
-        failures: failures(meta),
     }
 }
 
@@ -477,7 +469,10 @@ pub fn run_side(
             let end = ends.get(&m.id);
             let seen = transient.get(&m.id);
             let (window_bytes, window_s) = match &window {
-                Window::Timed { seconds } => (last.bytes[i].saturating_sub(first.bytes[i]), *seconds),
+                Window::Timed { seconds } => (
+                    last.counts.bytes[i].saturating_sub(first.counts.bytes[i]),
+                    *seconds,
+                ),
                 Window::Counted { end_at } => {
                     let done = end.and_then(|e| e.done_at).unwrap_or(*end_at);
                     let total = end.map(|e| e.total_bytes).unwrap_or_else(|| m.counters.bytes());
@@ -495,8 +490,8 @@ pub fn run_side(
                     .map(|e| e.final_buffers)
                     .or_else(|| Some(seen?.first.as_ref()?.done))
                     .unwrap_or_default(),
-                tcp_info: last.tcp.get(i).cloned().flatten(),
-                window_transactions: last.transactions[i].saturating_sub(first.transactions[i]),
+                tcp_info: last.counts.tcp.get(i).cloned().flatten(),
+                window_transactions: last.counts.transactions[i].saturating_sub(first.counts.transactions[i]),
                 udp: end.and_then(|e| e.udp.clone()),
                 connect_errors: seen.and_then(|t| t.connect_errors),
                 first_connection: seen.and_then(|t| t.first.clone()),
@@ -508,7 +503,11 @@ pub fn run_side(
         (Some(a), Some(b)) => Some(b.usage_since(a)),
         _ => None,
     };
-    let wall = last.at.saturating_duration_since(first.at).as_secs_f64();
+    let wall = last
+        .counts
+        .at
+        .saturating_duration_since(first.counts.at)
+        .as_secs_f64();
     let workers = clocks
         .iter()
         .enumerate()
@@ -697,12 +696,20 @@ fn udp_snapshot(meta: &[Meta]) -> Vec<Option<SeqLive>> {
 
 /// An interim sample: counts first, then TCP_INFO.
 fn point(meta: &[Meta]) -> Point {
+    let p = point_without_tcp(meta);
+    Point {
+        tcp: tcp_infos(meta),
+        ..p
+    }
+}
+
+fn point_without_tcp(meta: &[Meta]) -> Point {
     Point {
         at: Instant::now(),
         bytes: snapshot(meta),
         transactions: meta.iter().map(|m| m.counters.transactions()).collect(),
         udp: udp_snapshot(meta),
-        tcp: tcp_infos(meta),
+        tcp: Vec::new(),
         failures: failures(meta),
     }
 }
@@ -775,26 +782,19 @@ fn sample(
         on_interval(&s);
         intervals.push(s);
     };
-    let as_point = |m: &Mark| Point {
-        at: m.at,
-        bytes: m.bytes.clone(),
-        transactions: m.transactions.clone(),
-        tcp: m.tcp.clone(),
-        udp: m.udp.clone(),
-        failures: m.failures.clone(),
-    };
+
     match plan.limit {
         Limit::Duration { seconds } => {
             let end = plan.start + Duration::from_secs_f64(seconds);
             let window_start = plan.start + plan.omit;
             sleep_until(window_start, ctl, waiter)?;
             let mut first = mark(meta, clocks, plan.measure_cpu);
-            first.transactions = open_windows(meta);
+            first.counts.transactions = open_windows(meta);
             recording.store(true, Ordering::Relaxed);
             if plan.interval.is_some() {
-                first.tcp = tcp_infos(meta);
+                first.counts.tcp = tcp_infos(meta);
             }
-            let mut prev = as_point(&first);
+            let mut prev = first.counts.clone();
             let mut index = 0;
             if let Some(iv) = plan.interval {
                 let mut tick = window_start + iv;
@@ -809,23 +809,27 @@ fn sample(
             }
             sleep_until(end, ctl, waiter)?;
             let mut last = mark(meta, clocks, plan.measure_cpu);
-            last.transactions = close_windows(meta);
+            last.counts.transactions = close_windows(meta);
             recording.store(false, Ordering::Relaxed);
             // TCP_INFO as the window closes: read before `stop`, or a quick
             // sender has already shut down its side (FIN_WAIT1).
-            last.tcp = tcp_infos(meta);
+            last.counts.tcp = tcp_infos(meta);
             ctl.stop.store(true, Ordering::Relaxed);
             if plan.interval.is_some()
-                && last.at.saturating_duration_since(prev.at) > Duration::from_millis(1)
+                && last.counts.at.saturating_duration_since(prev.at) > Duration::from_millis(1)
             {
-                emit(index, &prev, &as_point(&last));
+                emit(index, &prev, &last.counts);
             }
-            let seconds = last.at.saturating_duration_since(first.at).as_secs_f64();
+            let seconds = last
+                .counts
+                .at
+                .saturating_duration_since(first.counts.at)
+                .as_secs_f64();
             Ok((Window::Timed { seconds }, intervals, first, last))
         }
         Limit::Bytes { .. } => {
             let mut first = mark(meta, clocks, plan.measure_cpu);
-            first.transactions = open_windows(meta);
+            first.counts.transactions = open_windows(meta);
             recording.store(true, Ordering::Relaxed);
             // Counted from the start of the test: the window is all of it.
             let mut prev = Point {
@@ -872,9 +876,9 @@ fn sample(
                 }
             }
             let mut last = mark(meta, clocks, plan.measure_cpu);
-            last.transactions = close_windows(meta);
+            last.counts.transactions = close_windows(meta);
             recording.store(false, Ordering::Relaxed);
-            last.tcp = tcp_infos(meta);
+            last.counts.tcp = tcp_infos(meta);
             let end_at = waiter
                 .ends
                 .iter()
@@ -882,7 +886,7 @@ fn sample(
                 .max()
                 .unwrap_or_else(Instant::now);
             if plan.interval.is_some() && end_at > prev.at {
-                let mut to = as_point(&last);
+                let mut to = last.counts.clone();
                 to.at = end_at;
                 emit(index, &prev, &to);
             }
