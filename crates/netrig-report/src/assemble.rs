@@ -236,6 +236,13 @@ pub fn assemble(
             );
         }
     }
+    if transactional && spec.rr.rate.is_some() && spec.rr.spin_us != Some(0) && local.report.cpu.is_some() {
+        warnings.push(
+            "open loop: the local CPU and service demand include the pacer spinning up to each request's due \
+             time; --spin-us 0 sleeps instead, and the timer's wake-up delay then adds to every latency"
+                .into(),
+        );
+    }
     let udp = flows.iter().any(|f| f.udp.is_some()).then(|| udp_total(&flows));
     if let Some(u) = &udp {
         if u.stray > 0 {

@@ -135,6 +135,13 @@ fn open_loop_spin_keeps_a_coherent_schedule() {
             spin.map(|us| us.parse().unwrap()),
             "null when learned"
         );
+        // What spinning costs is said next to the CPU figures it is in.
+        assert_eq!(
+            warnings_about(&v, "pacer spinning").len(),
+            usize::from(spin != Some("0")),
+            "{spin:?}: {}",
+            v["warnings"]
+        );
         let elapsed = f(&v, "/summary/elapsed_s");
         let due = u(&v, "/summary/schedule/due");
         let late = u(&v, "/summary/schedule/late");
