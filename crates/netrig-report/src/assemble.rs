@@ -338,9 +338,8 @@ fn udp_flow(receiver: &FlowReport, sender: &FlowReport, window_counted: bool) ->
 fn udp_total(flows: &[FlowResult]) -> UdpSummary {
     let mut t = UdpSummary::default();
     let mut first = true;
-    let mut jitter_weighted = 0.0;
-    let mut expected = 0u64;
-    for u in flows.iter().filter_map(|f| f.udp.as_ref()) {
+    let per_flow: Vec<_> = flows.iter().filter_map(|f| f.udp.as_ref()).collect();
+    for u in &per_flow {
         t.sent_datagrams += u.sent_datagrams;
         t.received_datagrams += u.received_datagrams;
         t.lost_datagrams += u.lost_datagrams;
@@ -353,46 +352,43 @@ fn udp_total(flows: &[FlowResult]) -> UdpSummary {
             _ => None,
         };
         first = false;
-        jitter_weighted += u.jitter_us * u.received_datagrams as f64;
-        expected += u.received_datagrams + u.lost_datagrams;
     }
-    t.loss_pct = if expected > 0 {
-        t.lost_datagrams as f64 / expected as f64 * 100.0
-    } else {
-        0.0
-    };
-    t.jitter_us = if t.received_datagrams > 0 {
-        jitter_weighted / t.received_datagrams as f64
-    } else {
-        0.0
-    };
+    t.loss_pct = loss_pct(t.lost_datagrams, t.received_datagrams);
+    t.jitter_us = mean_jitter(per_flow.iter().map(|u| (u.jitter_us, u.received_datagrams))).unwrap_or(0.0);
     t
 }
 
 /// Sums receivers' interval accounting; jitter weighted by datagrams received.
 fn interval_udp(flows: &[SeqInterval]) -> IntervalUdp {
     let mut t = IntervalUdp::default();
-    let mut jitter_weighted = 0.0;
     for u in flows {
         t.received_datagrams += u.received;
         t.lost_datagrams += u.lost;
         t.out_of_order += u.out_of_order;
         t.duplicates += u.duplicates;
-        jitter_weighted += u.jitter_us * u.received as f64;
     }
-    let expected = t.received_datagrams + t.lost_datagrams;
-    t.loss_pct = if expected > 0 {
-        t.lost_datagrams as f64 / expected as f64 * 100.0
+    t.loss_pct = loss_pct(t.lost_datagrams, t.received_datagrams);
+    t.jitter_us = mean_jitter(flows.iter().map(|u| (u.jitter_us, u.received)))
+        // Nothing arrived: the last jitter estimate stands.
+        .unwrap_or_else(|| flows.iter().map(|u| u.jitter_us).fold(0.0, f64::max));
+    t
+}
+
+/// lost / (received + lost) × 100, 0 when nothing was expected.
+fn loss_pct(lost: u64, received: u64) -> f64 {
+    let expected = lost + received;
+    if expected > 0 {
+        lost as f64 / expected as f64 * 100.0
     } else {
         0.0
-    };
-    t.jitter_us = if t.received_datagrams > 0 {
-        jitter_weighted / t.received_datagrams as f64
-    } else {
-        // Nothing arrived: the last jitter estimate stands.
-        flows.iter().map(|u| u.jitter_us).fold(0.0, f64::max)
-    };
-    t
+    }
+}
+
+/// Jitter over flows weighted by the datagrams each received, from
+/// (jitter, received) pairs; `None` when none received any.
+fn mean_jitter(flows: impl Iterator<Item = (f64, u64)>) -> Option<f64> {
+    let (weighted, received) = flows.fold((0.0, 0u64), |(w, n), (j, r)| (w + j * r as f64, n + r));
+    (received > 0).then(|| weighted / received as f64)
 }
 
 /// Events per second, 0 for an empty window.
