@@ -506,7 +506,7 @@ fn run_flows(
         .spawn(move || {
             run_side(workload, flows, &plan, &ctl2, &mut |sample| {
                 let frame = encode_frame(&AgentMsg::Interval {
-                    sample: sample.clone(),
+                    sample: Box::new(sample.clone()),
                 });
                 let _ = writer.write_all(&frame);
             })

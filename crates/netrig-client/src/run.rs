@@ -448,7 +448,7 @@ impl Client {
                     .and_then(|m| self.sm.on_agent(m).map_err(proto_err))
                 {
                     Ok(ClientEvent::Interval(AgentMsg::Interval { sample })) => {
-                        merger.push_remote(sample, observer)
+                        merger.push_remote(*sample, observer)
                     }
                     Ok(ClientEvent::Results(AgentMsg::Results { report })) => {
                         *remote_report = Some(*report);

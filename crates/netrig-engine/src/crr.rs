@@ -17,12 +17,12 @@
 
 use crate::flow::{FirstConnection, FlowSlot, TransientEnd, WorkerEnd};
 use crate::intake::{WorkerIntake, WAKE};
+use crate::latencies::Latencies;
 use crate::sockopt;
 use crate::txn::{Answerer, Moved, Pacer, TIMER};
 use crate::workload::{WorkerControl, Workload};
 use crate::{EngineError, Flow};
 use mio::{Events, Interest, Poll, Token};
-use netrig_metrics::LatencyRecorder;
 use netrig_proto::report::{ConnectErrors, Role};
 use netrig_proto::spec::{SocketOptions, MAX_CRR_IN_FLIGHT};
 use netrig_proto::DataHello;
@@ -140,7 +140,7 @@ struct Worker<'a> {
     /// deadline order: every connection gets the same timeout.
     deadlines: VecDeque<(Instant, usize, u64)>,
     serial: u64,
-    latency: LatencyRecorder,
+    latency: Latencies,
     pacer: Option<Pacer>,
     request: Vec<u8>,
     response: Vec<u8>,
@@ -199,7 +199,7 @@ impl Workload for CrrWorkload {
             live: 0,
             deadlines: VecDeque::new(),
             serial: 0,
-            latency: LatencyRecorder::new(),
+            latency: ctl.latencies(),
             pacer,
             request: vec![0x5a; self.request_size.max(1)],
             response: vec![0xa5; self.response_size.clamp(1, 256 * 1024)],
@@ -228,7 +228,7 @@ impl Workload for CrrWorkload {
         w.run(arrivals.as_ref())?;
         let requester = |f: &FlowState| f.slot.role == Role::Requester;
         Ok(WorkerEnd {
-            latency: Some(w.latency),
+            latency: Some(w.latency.into_window()),
             schedule: w.pacer.map(|p| p.stats),
             transient: w
                 .flows
@@ -258,6 +258,7 @@ impl Worker<'_> {
         let mut events = Events::with_capacity(1024);
         let mut drain_deadline = None;
         loop {
+            self.latency.flush();
             let now = Instant::now();
             if !self.stopping && self.ctl.stop.load(Ordering::Relaxed) {
                 // No new transactions; those in flight finish or time out.
@@ -609,9 +610,9 @@ impl Worker<'_> {
                     // The whole response: the transaction is done; the requester closes first.
                     let now = Instant::now();
                     let f = &mut self.flows[i];
-                    if f.slot.counters.add_transactions(1) {
+                    if let Some(mark) = f.slot.counters.count_transactions(1) {
                         let ns = now.saturating_duration_since(c.t0).as_nanos();
-                        self.latency.record(ns.min(u64::MAX as u128) as u64);
+                        self.latency.record(mark, ns.min(u64::MAX as u128) as u64);
                     }
                     if !f.first_done {
                         f.first_done = true;
@@ -730,6 +731,8 @@ mod tests {
             recording: Arc::new(AtomicBool::new(true)),
             start: Instant::now(),
             test_id: 0,
+            intervals: None,
+            worker: 0,
         };
         let stop = ctl.stop.clone();
         let t = std::thread::spawn(move || {
@@ -766,6 +769,8 @@ mod tests {
             recording: Arc::new(AtomicBool::new(true)),
             start: Instant::now(),
             test_id: 0,
+            intervals: None,
+            worker: 0,
         };
         let (rctl, actl) = (mk_ctl(), mk_ctl());
         let (rstop, astop) = (rctl.stop.clone(), actl.stop.clone());

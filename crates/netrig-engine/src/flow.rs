@@ -15,9 +15,20 @@ use std::time::Instant;
 /// a worker's increment and the sampler's open/close are ordered by one
 /// atomic word: no transaction is counted in the window but missing from the
 /// histogram, or the other way round.
+/// The interim period (its index mod 64) travels the same way, so a
+/// transaction's latency lands in the interval whose count includes it.
 const WINDOW_OPEN: u64 = 1 << 63;
 const WINDOW_CLOSED: u64 = 1 << 62;
-const COUNT: u64 = WINDOW_CLOSED - 1;
+const EPOCH_SHIFT: u32 = 56;
+const EPOCH: u64 = 0x3f << EPOCH_SHIFT;
+const COUNT: u64 = (1 << EPOCH_SHIFT) - 1;
+
+/// A transaction counted inside the measurement window, and the interim
+/// period it was counted in (its index mod 64; see [`IntervalEpoch`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct InWindow {
+    pub(crate) epoch: u8,
+}
 
 /// Counters a worker writes and the sampler reads. Bytes have one writer, so
 /// a relaxed store is enough; a sample is exact to within one system call.
@@ -71,8 +82,30 @@ impl FlowCounters {
     #[inline]
     #[must_use = "record latency only for transactions inside the window"]
     pub fn add_transactions(&self, n: u64) -> bool {
+        self.count_transactions(n).is_some()
+    }
+
+    /// [`add_transactions`](Self::add_transactions), also telling the
+    /// interim period the transactions were counted in.
+    #[inline]
+    pub fn count_transactions(&self, n: u64) -> Option<InWindow> {
         let before = self.transactions.fetch_add(n, Ordering::Relaxed);
-        before & (WINDOW_OPEN | WINDOW_CLOSED) == WINDOW_OPEN
+        (before & (WINDOW_OPEN | WINDOW_CLOSED) == WINDOW_OPEN).then_some(InWindow {
+            epoch: ((before & EPOCH) >> EPOCH_SHIFT) as u8,
+        })
+    }
+
+    /// Starts interim period `next` (the sampler, at each tick); returns
+    /// the count at that instant, the boundary between the periods.
+    pub fn switch_interval(&self, next: u32) -> u64 {
+        let epoch = u64::from(next & 0x3f) << EPOCH_SHIFT;
+        let before = self
+            .transactions
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |v| {
+                Some((v & !EPOCH) | epoch)
+            })
+            .unwrap_or_else(|v| v);
+        before & COUNT
     }
 
     /// Transactions this end has completed on the flow so far.

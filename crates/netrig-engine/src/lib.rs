@@ -11,6 +11,7 @@
 pub mod crr;
 pub mod flow;
 pub mod intake;
+pub mod latencies;
 pub mod rr;
 pub mod runner;
 pub mod sockopt;
@@ -24,6 +25,7 @@ pub use flow::{
     Connector, FirstConnection, Flow, FlowCounters, FlowEnd, FlowSlot, FlowSocket, ScheduleStats,
     TransientEnd, WorkerEnd,
 };
+pub use latencies::IntervalLatencies;
 pub use runner::{run_side, RunControl, RunPlan, SideFlows, SideOutcome};
 pub use workload::{workload_for, Workload};
 

@@ -12,12 +12,12 @@
 
 use crate::flow::SocketHandle;
 use crate::flow::WorkerEnd;
+use crate::latencies::Latencies;
 use crate::sockopt;
 use crate::txn::{Answerer, Moved, Pacer, TIMER};
 use crate::workload::{WorkerControl, Workload};
 use crate::{EngineError, Flow, FlowEnd};
 use mio::{Events, Interest, Poll, Token};
-use netrig_metrics::LatencyRecorder;
 use netrig_proto::report::{BufPair, Role};
 use netrig_proto::spec::MAX_IN_FLIGHT;
 use std::collections::VecDeque;
@@ -84,7 +84,7 @@ impl Conn {
 /// Per-worker state shared by the handlers.
 struct Ctx<'a> {
     ctl: &'a WorkerControl,
-    latency: LatencyRecorder,
+    latency: Latencies,
     /// Open loop only.
     pacer: Option<Pacer>,
 }
@@ -100,7 +100,7 @@ impl Workload for RrWorkload {
         };
         let mut cx = Ctx {
             ctl,
-            latency: LatencyRecorder::new(),
+            latency: ctl.latencies(),
             pacer,
         };
         let mut conns = Vec::with_capacity(flows.len());
@@ -146,6 +146,7 @@ impl Workload for RrWorkload {
         let mut drain_deadline: Option<Instant> = None;
 
         while live > 0 {
+            cx.latency.flush();
             let now = Instant::now();
             if drain_deadline.is_none() && ctl.stop.load(Ordering::Relaxed) {
                 for c in conns.iter_mut().filter(|c| !c.done) {
@@ -241,7 +242,7 @@ impl Workload for RrWorkload {
             .collect();
         Ok(WorkerEnd {
             flows,
-            latency: Some(cx.latency),
+            latency: Some(cx.latency.into_window()),
             schedule: cx.pacer.map(|p| p.stats),
             ..WorkerEnd::default()
         })
@@ -307,8 +308,9 @@ impl RrWorkload {
                             ));
                         };
                         c.transactions += 1;
-                        if c.flow.counters.add_transactions(1) {
+                        if let Some(mark) = c.flow.counters.count_transactions(1) {
                             cx.latency.record(
+                                mark,
                                 now.saturating_duration_since(t0).as_nanos().min(u64::MAX as u128) as u64,
                             );
                         }

@@ -17,6 +17,7 @@
 
 use crate::intake::{Arrival, WorkerIntake};
 use crate::workload::{WorkerControl, Workload};
+use crate::IntervalLatencies;
 use crate::{
     EngineError, FirstConnection, Flow, FlowCounters, FlowEnd, FlowSlot, ScheduleStats, TransientEnd,
     WorkerEnd,
@@ -366,20 +367,30 @@ pub fn run_side(
     };
     let ids: Vec<u32> = meta.iter().map(|m| m.id).collect();
     let recording = Arc::new(AtomicBool::new(false));
+    // Requesters record latencies; with interim reports, per period too.
+    let period_latencies =
+        (plan.interval.is_some() && meta.iter().any(|m| m.role == Role::Requester)).then(|| {
+            Arc::new(IntervalLatencies::new(
+                shares.iter().filter(|s| s.flows() > 0).count(),
+            ))
+        });
     let wctl = WorkerControl {
         stop: ctl.stop.clone(),
         drain: plan.drain,
         recording: recording.clone(),
         start: plan.start,
         test_id: plan.test_id,
+        intervals: period_latencies.clone(),
+        worker: 0,
     };
     let (done_tx, done_rx) = mpsc::channel::<WorkerDone>();
     let mut handles = Vec::new();
     let mut clocks = Vec::new();
     for (w, share) in shares.into_iter().enumerate().filter(|(_, s)| s.flows() > 0) {
-        let (workload, wctl, tx) = (workload.clone(), wctl.clone(), done_tx.clone());
+        let (workload, mut wctl, tx) = (workload.clone(), wctl.clone(), done_tx.clone());
         let flows = share.flows() as u32;
         let index = clocks.len();
+        wctl.worker = index;
         let h = std::thread::Builder::new()
             .name(format!("netrig-worker-{w}"))
             .spawn(move || {
@@ -434,6 +445,7 @@ pub fn run_side(
         &ids,
         &clocks,
         &recording,
+        period_latencies.as_deref(),
         plan,
         ctl,
         &mut waiter,
@@ -694,10 +706,13 @@ fn udp_snapshot(meta: &[Meta]) -> Vec<Option<SeqLive>> {
         .collect()
 }
 
-/// An interim sample: counts first, then TCP_INFO.
-fn point(meta: &[Meta]) -> Point {
+/// An interim sample at the end of a period: counts first (each flow's
+/// transaction counter switched to period `next` in the same step), then
+/// TCP_INFO.
+fn point(meta: &[Meta], next: u32) -> Point {
     let p = point_without_tcp(meta);
     Point {
+        transactions: meta.iter().map(|m| m.counters.switch_interval(next)).collect(),
         tcp: tcp_infos(meta),
         ..p
     }
@@ -719,6 +734,10 @@ fn failures(meta: &[Meta]) -> Vec<u64> {
     meta.iter().map(|m| m.counters.failures()).collect()
 }
 
+/// How long the sampler waits for workers to hand over a period's latencies
+/// (they do once per loop iteration, and wake at least every 10 ms).
+const PERIOD_HANDOVER_WAIT: Duration = Duration::from_millis(100);
+
 fn delta(to: &[u64], from: &[u64]) -> Vec<u64> {
     to.iter().zip(from).map(|(b, a)| b.saturating_sub(*a)).collect()
 }
@@ -729,6 +748,7 @@ fn sample(
     ids: &[u32],
     clocks: &[WorkerClock],
     recording: &AtomicBool,
+    periods: Option<&IntervalLatencies>,
     plan: &RunPlan,
     ctl: &RunControl,
     waiter: &mut Waiter,
@@ -736,7 +756,9 @@ fn sample(
 ) -> Result<(Window, Vec<IntervalSample>, Mark, Mark), EngineError> {
     let secs = |t: Instant| t.saturating_duration_since(plan.start).as_secs_f64();
     let mut intervals = Vec::new();
-    let mut emit = |index: u32, from: &Point, to: &Point| {
+    // Each period's latencies, once its workers have handed them over.
+    let latency_of = |period: u32| periods.map(|p| p.collect(period, PERIOD_HANDOVER_WAIT));
+    let mut emit = |index: u32, from: &Point, to: &Point, latency: Option<LatencySummary>| {
         let retransmits: Vec<Option<u32>> = from
             .tcp
             .iter()
@@ -778,6 +800,7 @@ fn sample(
             } else {
                 Vec::new()
             },
+            latency,
         };
         on_interval(&s);
         intervals.push(s);
@@ -800,8 +823,8 @@ fn sample(
                 let mut tick = window_start + iv;
                 while tick < end {
                     sleep_until(tick, ctl, waiter)?;
-                    let cur = point(meta);
-                    emit(index, &prev, &cur);
+                    let cur = point(meta, index + 1);
+                    emit(index, &prev, &cur, latency_of(index));
                     index += 1;
                     prev = cur;
                     tick += iv;
@@ -818,7 +841,7 @@ fn sample(
             if plan.interval.is_some()
                 && last.counts.at.saturating_duration_since(prev.at) > Duration::from_millis(1)
             {
-                emit(index, &prev, &last.counts);
+                emit(index, &prev, &last.counts, latency_of(index));
             }
             let seconds = last
                 .counts
@@ -867,8 +890,8 @@ fn sample(
                 }
                 if let (Some(t), Some(iv)) = (next_tick, plan.interval) {
                     if now >= t && waiter.pending > 0 {
-                        let cur = point(meta);
-                        emit(index, &prev, &cur);
+                        let cur = point(meta, index + 1);
+                        emit(index, &prev, &cur, None);
                         index += 1;
                         prev = cur;
                         next_tick = Some(t + iv);
@@ -888,7 +911,7 @@ fn sample(
             if plan.interval.is_some() && end_at > prev.at {
                 let mut to = last.counts.clone();
                 to.at = end_at;
-                emit(index, &prev, &to);
+                emit(index, &prev, &to, None);
             }
             Ok((Window::Counted { end_at }, intervals, first, last))
         }

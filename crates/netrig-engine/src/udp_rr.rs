@@ -8,12 +8,13 @@
 //! echoes the request's header.
 
 use crate::flow::SocketHandle;
+use crate::latencies::Latencies;
 use crate::sockopt;
 use crate::txn::{Pacer, Timer};
 use crate::workload::{WorkerControl, Workload};
 use crate::{EngineError, Flow, FlowEnd, WorkerEnd};
 use mio::{Events, Interest, Poll, Token};
-use netrig_metrics::{LatencyRecorder, SeqSummary};
+use netrig_metrics::SeqSummary;
 use netrig_proto::report::{Role, UdpFlowReport};
 use netrig_proto::spec::{MAX_IN_FLIGHT, UDP_HEADER_LEN};
 use netrig_proto::DATA_MAGIC;
@@ -167,7 +168,7 @@ impl UdpRrWorkload {
         buf: &mut [u8],
         reply: &mut [u8],
         test_id: u64,
-        latency: &mut LatencyRecorder,
+        latency: &mut Latencies,
         closed_loop_refill: &mut u64,
     ) -> Result<(), EngineError> {
         loop {
@@ -215,8 +216,11 @@ impl UdpRrWorkload {
                             f.out_of_order += 1;
                         }
                         f.highest = Some(f.highest.map_or(seq, |h| h.max(seq)));
-                        if f.flow.counters.add_transactions(1) {
-                            latency.record(now.saturating_duration_since(f.out[i].start).as_nanos() as u64);
+                        if let Some(mark) = f.flow.counters.count_transactions(1) {
+                            latency.record(
+                                mark,
+                                now.saturating_duration_since(f.out[i].start).as_nanos() as u64,
+                            );
                         }
                         *closed_loop_refill += 1;
                     }
@@ -252,7 +256,7 @@ impl Workload for UdpRrWorkload {
             Some(rate) => Some(Pacer::new(rate, self.poisson, self.spin, poll.registry()).map_err(setup)?),
             None => None,
         };
-        let mut latency = LatencyRecorder::new();
+        let mut latency = ctl.latencies();
         let mut fl = Vec::with_capacity(flows.len());
         for (i, flow) in flows.into_iter().enumerate() {
             flow.socket.udp().map_err(setup)?;
@@ -297,6 +301,7 @@ impl Workload for UdpRrWorkload {
         let mut events = Events::with_capacity(1024);
         let mut stopped_at: Option<Instant> = None;
         loop {
+            latency.flush();
             let now = Instant::now();
             if stopped_at.is_none() && ctl.stop.load(Ordering::Relaxed) {
                 stopped_at = Some(now);
@@ -428,7 +433,7 @@ impl Workload for UdpRrWorkload {
             .collect();
         Ok(WorkerEnd {
             flows,
-            latency: Some(latency),
+            latency: Some(latency.into_window()),
             schedule: pacer.map(|p| p.stats),
             ..WorkerEnd::default()
         })

@@ -22,6 +22,18 @@ pub struct WorkerControl {
     pub start: std::time::Instant,
     /// The test's id, carried in every UDP datagram.
     pub test_id: u64,
+    /// With interim reports, where requesters hand over each period's
+    /// latencies; this worker's slot there is `worker`.
+    pub intervals: Option<std::sync::Arc<crate::IntervalLatencies>>,
+    /// This worker's index among the end's workers.
+    pub worker: usize,
+}
+
+impl WorkerControl {
+    /// A requester worker's latency recording.
+    pub(crate) fn latencies(&self) -> crate::latencies::Latencies {
+        crate::latencies::Latencies::new(self.intervals.clone().map(|i| (i, self.worker)))
+    }
 }
 
 /// How one test kind drives its flows. Implementations own the hot loop: no

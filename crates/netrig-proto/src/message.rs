@@ -93,7 +93,7 @@ pub enum AgentMsg {
     /// All data connections arrived.
     DataReady,
     /// One interim sample of the agent's side, sent as it is taken.
-    Interval { sample: IntervalSample },
+    Interval { sample: Box<IntervalSample> },
     /// The agent's side of the finished test.
     Results { report: Box<SideReport> },
     /// The agent gave up on the session; it closes after this.

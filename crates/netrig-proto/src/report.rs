@@ -2,7 +2,7 @@
 //! client merges the two sides into the one result model (netrig-report).
 
 use crate::Direction;
-use netrig_metrics::{Conntrack, CpuUsage, Environment, SeqInterval, TcpInfo};
+use netrig_metrics::{Conntrack, CpuUsage, Environment, LatencySummary, SeqInterval, TcpInfo};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -182,6 +182,10 @@ pub struct IntervalSample {
     /// (same order; empty for other tests).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub failures: Vec<u64>,
+    /// Requesters: the latency of the transactions completed in the period
+    /// (all flows; exactly those `transactions` counts).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency: Option<LatencySummary>,
 }
 
 /// How well an open-loop generator kept to its schedule.

@@ -429,7 +429,7 @@ mod tests {
         assert_eq!(agent.on_client(ClientMsg::Go, t1).unwrap(), AgentEvent::Go);
         assert!(agent.is_running());
         let iv = AgentMsg::Interval {
-            sample: IntervalSample {
+            sample: Box::new(IntervalSample {
                 index: 0,
                 start_s: 0.0,
                 end_s: 0.5,
@@ -438,7 +438,7 @@ mod tests {
                 tcp_info: vec![],
                 transactions: vec![],
                 ..Default::default()
-            },
+            }),
         };
         assert!(matches!(client.on_agent(iv).unwrap(), ClientEvent::Interval(_)));
         agent.finish();

@@ -508,10 +508,17 @@ pub fn merge_interval(
         let f: Vec<u64> = flows.iter().filter_map(|f| f.failed_transactions).collect();
         (!f.is_empty()).then(|| f.iter().sum())
     };
+    // The requester (the client) times request/response transactions.
+    let latency_us = if transactional {
+        local.and_then(|s| s.latency.as_ref()).map(LatencyUs::from)
+    } else {
+        None
+    };
     Some(IntervalResult {
         retransmits,
         udp,
         failed_transactions,
+        latency_us,
         transactions_per_s: tps,
         index,
         start_s,

@@ -325,6 +325,10 @@ pub struct IntervalResult {
     /// test's split by reason is `summary.connect_errors`); null otherwise.
     #[serde(default)]
     pub failed_transactions: Option<u64>,
+    /// Request/response: the latency of exactly the transactions completed
+    /// in the interval, all flows; null otherwise.
+    #[serde(default)]
+    pub latency_us: Option<LatencyUs>,
     pub flows: Vec<IntervalFlow>,
 }
 

@@ -590,10 +590,14 @@ pub fn interval_header(cols: IntervalColumns) -> String {
             "{lead} {:>14} {:>14} {:>11} {:>19} {:>8} {:>6}",
             "Bytes", "10^6bits/sec", "Jitter us", "Lost/Total", "Loss %", "OoO"
         ),
-        IntervalColumns::Transactions => format!("{lead} {:>12} {:>12}", "Trans", "Trans/s"),
-        IntervalColumns::ConnectTransactions => {
-            format!("{lead} {:>12} {:>12} {:>8}", "Trans", "Trans/s", "Failed")
-        }
+        IntervalColumns::Transactions => format!(
+            "{lead} {:>12} {:>12} {:>10} {:>10}",
+            "Trans", "Trans/s", "p50 us", "p99 us"
+        ),
+        IntervalColumns::ConnectTransactions => format!(
+            "{lead} {:>12} {:>12} {:>10} {:>10} {:>8}",
+            "Trans", "Trans/s", "p50 us", "p99 us", "Failed"
+        ),
     }
 }
 
@@ -622,8 +626,16 @@ pub fn interval_rows(cols: IntervalColumns, i: &IntervalResult, per_flow: bool) 
         IntervalColumns::Transactions | IntervalColumns::ConnectTransactions
     ) {
         let failed = cols == IntervalColumns::ConnectTransactions;
-        let mut trow = |name: String, n: u64, fails: Option<u64>| {
-            let _ = write!(out, "{span:<16} {name:<6} {n:>12} {:>12.1}", rate(n, secs));
+        let mut trow = |name: String, n: u64, lat: Option<&LatencyUs>, fails: Option<u64>| {
+            let (p50, p99) = lat.map_or_else(
+                || ("-".to_string(), "-".to_string()),
+                |l| (format!("{:.1}", l.p50), format!("{:.1}", l.p99)),
+            );
+            let _ = write!(
+                out,
+                "{span:<16} {name:<6} {n:>12} {:>12.1} {p50:>10} {p99:>10}",
+                rate(n, secs)
+            );
             let _ = if failed {
                 writeln!(out, " {:>8}", opt(fails))
             } else {
@@ -632,15 +644,17 @@ pub fn interval_rows(cols: IntervalColumns, i: &IntervalResult, per_flow: bool) 
         };
         if per_flow {
             for f in &i.flows {
+                // Latency is kept for all flows together, not per flow.
                 trow(
                     f.id.to_string(),
                     f.transactions.unwrap_or(0),
+                    None,
                     f.failed_transactions,
                 );
             }
         }
         let n = i.flows.iter().filter_map(|f| f.transactions).sum();
-        trow("sum".to_string(), n, i.failed_transactions);
+        trow("sum".to_string(), n, i.latency_us.as_ref(), i.failed_transactions);
         return out;
     }
     if per_flow {

@@ -169,6 +169,24 @@ fn open_loop_spin_keeps_a_coherent_schedule() {
     }
 }
 
+/// An interval's latency histogram holds exactly its transactions, and its
+/// percentiles are in order; returns the interval's transactions.
+fn check_interval_latency(i: &Value) -> u64 {
+    let n: u64 = i["flows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x["transactions"].as_u64().unwrap())
+        .sum();
+    assert_eq!(u(i, "/latency_us/count"), n, "{i}");
+    let l = &i["latency_us"];
+    assert!(
+        f(l, "/p50") > 0.0 && f(l, "/p50") <= f(l, "/p99") && f(l, "/p99") <= f(l, "/max") * 1.001,
+        "{l}"
+    );
+    n
+}
+
 fn signal(pid: u32, sig: &str) {
     let s = Command::new("kill")
         .args([sig, &pid.to_string()])
@@ -200,9 +218,19 @@ pub(crate) fn against_a_stall(args: &[&str]) -> Value {
 /// times from the due time, so the stall reaches its p99.
 #[test]
 fn open_loop_shows_a_stalled_responder_in_p99() {
-    let open = against_a_stall(&["tcp-rr", "--rate", "1000"]);
+    let open = against_a_stall(&["tcp-rr", "--rate", "1000", "-i", "0.5"]);
     let p99 = f(&open, "/summary/latency_us/p99");
     assert!(p99 > 100_000.0, "open loop p99 {p99} us hides a 400 ms stall");
+    // The interim reports say when: the stall (1.2 s to 1.6 s after the
+    // client starts) is in the p99 of an interval after the first, and the
+    // first is quick; each interval's count is its transactions.
+    let iv = open["intervals"].as_array().unwrap();
+    let p99s: Vec<f64> = iv.iter().map(|i| f(i, "/latency_us/p99")).collect();
+    assert!(p99s[0] < 100_000.0, "{p99s:?}");
+    assert!(p99s[1..].iter().any(|p| *p > 100_000.0), "{p99s:?}");
+    for i in iv {
+        check_interval_latency(i);
+    }
     let closed = against_a_stall(&["tcp-rr"]);
     let (p99, max) = (
         f(&closed, "/summary/latency_us/p99"),
@@ -298,12 +326,7 @@ fn interim_reports_count_transactions() {
         assert_eq!(sum, fl["transactions"].as_u64().unwrap(), "flow {id:?}");
     }
     for i in iv {
-        let n: u64 = i["flows"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|x| x["transactions"].as_u64().unwrap())
-            .sum();
+        let n = check_interval_latency(i);
         let secs = f(i, "/end_s") - f(i, "/start_s");
         assert!(
             (f(i, "/transactions_per_s") - n as f64 / secs).abs() < 1e-6 * n as f64 / secs,
@@ -313,5 +336,11 @@ fn interim_reports_count_transactions() {
     }
     let o = run(&["tcp-rr", "-l", "1", "-i", "0.25"]);
     let t = stdout(&o);
-    assert!(t.contains("Trans/s") && t.matches("sum ").count() >= 3, "{t}");
+    assert!(
+        t.contains("Trans/s") && t.contains("p99 us") && t.matches("sum ").count() >= 3,
+        "{t}"
+    );
+    // Without -i, no period bookkeeping: the window's histogram alone.
+    let v = run_json(&["tcp-rr", "-l", "0.5"]);
+    assert!(v["intervals"].as_array().unwrap().is_empty());
 }
