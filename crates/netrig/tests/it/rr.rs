@@ -344,3 +344,15 @@ fn interim_reports_count_transactions() {
     let v = run_json(&["tcp-rr", "-l", "0.5"]);
     assert!(v["intervals"].as_array().unwrap().is_empty());
 }
+
+/// The interim period travels as its index mod 64: past 64 intervals each
+/// still gets exactly its own transactions' latencies.
+#[test]
+fn interval_latency_stays_exact_past_64_intervals() {
+    // 6.85 s: the last interval is a whole 50 ms, never a sliver left out.
+    let v = run_json(&["tcp-rr", "-l", "6.85", "-i", "0.1"]);
+    let iv = v["intervals"].as_array().unwrap();
+    assert!(iv.len() >= 66, "{} intervals", iv.len());
+    let total: u64 = iv.iter().map(check_interval_latency).sum();
+    assert_eq!(total, u(&v, "/summary/transactions"));
+}
