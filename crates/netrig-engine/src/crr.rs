@@ -8,7 +8,8 @@
 //! or from when the transaction was due (open loop, paced as tcp-rr) to the
 //! last response byte. A transaction that fails (refused, timed out, no local
 //! port, reset, anything else) is counted by reason, not as a transaction,
-//! and the flow carries on with the next one.
+//! and the flow carries on with the next one; in closed loop, one that
+//! failed before it could start is retried after [`FAILED_RETRY`].
 //!
 //! The responder gets the peer's connections through the run's intake, the
 //! greeting already read: it answers the one request, then waits for the
@@ -33,6 +34,11 @@ use std::net::TcpStream;
 use std::os::fd::AsRawFd;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
+
+/// Closed loop: how long a flow whose transaction failed at once (refused,
+/// no local port left) waits before the next. Without it a lasting failure
+/// spins the worker and the failure count measures the CPU, not the path.
+pub const FAILED_RETRY: Duration = Duration::from_millis(1);
 
 /// The connection-per-transaction workload's parameters.
 #[derive(Debug, Clone)]
@@ -147,6 +153,10 @@ struct Worker<'a> {
     rbuf: Vec<u8>,
     /// Closed loop: flows whose transaction ended and that start another.
     restart: Vec<usize>,
+    /// Closed loop: flows whose last start failed at once (refused, no
+    /// local port), and when they try again.
+    retry: Vec<usize>,
+    retry_at: Option<Instant>,
     stopping: bool,
     /// The first error of each reason was logged.
     logged: [bool; 5],
@@ -205,6 +215,8 @@ impl Workload for CrrWorkload {
             response: vec![0xa5; self.response_size.clamp(1, 256 * 1024)],
             rbuf: vec![0; 64 * 1024],
             restart: Vec::new(),
+            retry: Vec::new(),
+            retry_at: None,
             stopping: false,
             logged: [false; 5],
         };
@@ -264,6 +276,8 @@ impl Worker<'_> {
                 // No new transactions; those in flight finish or time out.
                 self.stopping = true;
                 self.restart.clear();
+                self.retry.clear();
+                self.retry_at = None;
                 if let Some(p) = &mut self.pacer {
                     p.stop();
                 }
@@ -292,23 +306,38 @@ impl Worker<'_> {
                 self.start(i, Some(due))?;
             }
             // Closed loop: replace each transaction that ended. One that fails
-            // at once is replaced on the next turn, after a poll.
+            // at once (refused, no local port left) tries again after
+            // FAILED_RETRY, so that a lasting failure neither spins a CPU nor
+            // counts as many failures as the CPU can make.
+            if self.retry_at.is_some_and(|t| now >= t) {
+                self.restart.append(&mut self.retry);
+                self.retry_at = None;
+            }
             let mut again = Vec::new();
             for i in std::mem::take(&mut self.restart) {
                 if !self.start(i, None)? {
                     again.push(i);
                 }
             }
+            if !again.is_empty() {
+                self.retry.extend(again);
+                self.retry_at.get_or_insert(now + FAILED_RETRY);
+            }
             // (A transaction that ended inside start() already queued its successor.)
-            self.restart.extend(again);
             let mut wait = if !self.restart.is_empty() {
                 Duration::ZERO
             } else {
-                let until_deadline = self
+                let now = Instant::now();
+                let next = self
                     .deadlines
                     .front()
-                    .map(|(d, _, _)| d.saturating_duration_since(Instant::now()) + Duration::from_millis(1));
-                until_deadline.map_or(Duration::from_millis(10), |d| d.min(Duration::from_millis(10)))
+                    .map(|(d, _, _)| *d + Duration::from_millis(1))
+                    .into_iter()
+                    .chain(self.retry_at)
+                    .min();
+                next.map_or(Duration::from_millis(10), |d| {
+                    d.saturating_duration_since(now).min(Duration::from_millis(10))
+                })
             };
             if let Some(p) = &mut self.pacer {
                 wait = p.arm(wait);
@@ -408,6 +437,7 @@ impl Worker<'_> {
         Ok(true)
     }
 
+    /// Counts a transaction that failed before it could start; false.
     fn failed_at_once(&mut self, i: usize, e: io::Error) -> bool {
         self.count_failure(i, &e);
         false

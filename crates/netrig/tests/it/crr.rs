@@ -172,7 +172,7 @@ fn crr_counts_timeouts_against_a_stalled_agent() {
 /// test's own (ten ports, TIME_WAIT not reused): the first few transactions
 /// complete, every later connect fails with EADDRNOTAVAIL, and those are
 /// counted as `addr_not_available` with a warning that names the sysctls,
-/// never hidden inside a lower rate.
+/// never hidden inside a lower rate; the flow retries every millisecond.
 #[test]
 fn crr_counts_an_exhausted_port_range() {
     let ns = match Netns::create("ports").and_then(|ns| {
@@ -195,7 +195,10 @@ fn crr_counts_an_exhausted_port_range() {
     let tr = u(&v, "/summary/transactions");
     assert!((1..10).contains(&tr), "{tr} transactions through 10 ports");
     let e = &v["summary"]["connect_errors"];
-    assert!(u(e, "/addr_not_available") > 0, "{e}");
+    // Retried once a millisecond, not as fast as the CPU can fail (that
+    // was 100,000 in a second, and a worker 95% busy).
+    let failed = u(e, "/addr_not_available");
+    assert!((1..5_000).contains(&failed), "{e}");
     assert_eq!(
         u(e, "/refused") + u(e, "/timed_out") + u(e, "/reset") + u(e, "/other"),
         0,
