@@ -388,6 +388,7 @@ fn quick(a: QuickArgs) -> Result<()> {
         (TestKind::TcpRr, 1),
         (TestKind::TcpCrr, 1),
         (TestKind::UdpStream, 1),
+        (TestKind::UdpRr, 1),
     ] {
         let udp = kind == TestKind::UdpStream;
         let spec = TestSpec {
@@ -400,7 +401,16 @@ fn quick(a: QuickArgs) -> Result<()> {
             recv_size: if udp { 1472 } else { 128 * 1024 },
             remote: SocketOptions::default(),
             measure_cpu: true,
-            rr: Default::default(),
+            // udp-rr's smallest datagrams carry its header and nothing else.
+            rr: if kind == TestKind::UdpRr {
+                netrig_proto::spec::RrOptions {
+                    request_size: netrig_proto::spec::UDP_HEADER_LEN,
+                    response_size: netrig_proto::spec::UDP_HEADER_LEN,
+                    ..Default::default()
+                }
+            } else {
+                Default::default()
+            },
             workers: None,
             // Paced, so that the suite shows a rate and its loss rather than
             // how far an unpaced sender can outrun one receiver.

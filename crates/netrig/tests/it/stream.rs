@@ -347,6 +347,7 @@ fn quick_suite_is_the_default() {
         "tcp-rr",
         "tcp-crr",
         "udp-stream",
+        "udp-rr",
     ] {
         assert!(t.contains(k), "{t}");
     }
@@ -354,11 +355,11 @@ fn quick_suite_is_the_default() {
     let o = run(&["quick", "-l", "0.3", "--json"]);
     let v: Value = serde_json::from_slice(&o.stdout).unwrap();
     let results = v["results"].as_array().unwrap();
-    assert_eq!(results.len(), 7);
+    assert_eq!(results.len(), 8);
     for r in results {
         validate(r);
         match r["test"].as_str().unwrap() {
-            "tcp-rr" | "tcp-crr" => assert!(u(r, "/summary/transactions") > 0, "{}", r["summary"]),
+            "tcp-rr" | "tcp-crr" | "udp-rr" => assert!(u(r, "/summary/transactions") > 0, "{}", r["summary"]),
             "udp-stream" => assert!(u(r, "/summary/udp/received_datagrams") > 0),
             _ => check_arithmetic(r),
         }
