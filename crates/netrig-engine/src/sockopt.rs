@@ -143,7 +143,52 @@ pub fn apply_connected<S: Connected>(
         sock.set_tcp_congestion(cc.as_bytes())
             .map_err(|e| err("--cc", cc, "setsockopt(TCP_CONGESTION)", e))?;
     }
+    if let Some(bps) = opts.max_pacing_rate_bps {
+        set_max_pacing_rate(stream, bps / 8)
+            .map_err(|e| err("--max-pacing-rate", bps, "setsockopt(SO_MAX_PACING_RATE)", e))?;
+    }
     Ok(())
+}
+
+/// SO_MAX_PACING_RATE in bytes/s, as the 64-bit value kernels since 4.20 take.
+fn set_max_pacing_rate<S: std::os::fd::AsFd>(s: &S, bytes_per_s: u64) -> io::Result<()> {
+    let v: u64 = bytes_per_s;
+    // SAFETY: a valid descriptor and an 8-byte value of the size given.
+    let rc = unsafe {
+        libc::setsockopt(
+            std::os::fd::AsRawFd::as_raw_fd(&s.as_fd()),
+            libc::SOL_SOCKET,
+            libc::SO_MAX_PACING_RATE,
+            (&v as *const u64).cast(),
+            std::mem::size_of::<u64>() as libc::socklen_t,
+        )
+    };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// SO_MAX_PACING_RATE in bits/s; None when unlimited (all ones) or unknown.
+fn max_pacing_rate<S: std::os::fd::AsFd>(s: &S) -> Option<u64> {
+    let mut v: u64 = 0;
+    let mut len = std::mem::size_of::<u64>() as libc::socklen_t;
+    // SAFETY: valid out-pointers of the sizes given.
+    let rc = unsafe {
+        libc::getsockopt(
+            std::os::fd::AsRawFd::as_raw_fd(&s.as_fd()),
+            libc::SOL_SOCKET,
+            libc::SO_MAX_PACING_RATE,
+            (&mut v as *mut u64).cast(),
+            &mut len,
+        )
+    };
+    let v = match len {
+        4 => v & 0xffff_ffff,
+        _ => v,
+    };
+    (rc == 0 && v != u64::MAX && v != u64::from(u32::MAX)).then(|| v.saturating_mul(8))
 }
 
 /// The socket's current buffer sizes (TCP or UDP).
@@ -176,6 +221,7 @@ pub fn applied<S: Connected>(stream: &S) -> AppliedOptions {
             .ok()
             .map(|v| String::from_utf8_lossy(&v).trim_end_matches('\0').to_string()),
         mss: sock.tcp_mss().ok(),
+        max_pacing_rate_bps: max_pacing_rate(stream),
     }
 }
 

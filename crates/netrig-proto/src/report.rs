@@ -152,6 +152,9 @@ pub struct AppliedOptions {
     pub congestion: Option<String>,
     /// TCP_MAXSEG as getsockopt reports it (the effective MSS once connected).
     pub mss: Option<u32>,
+    /// SO_MAX_PACING_RATE in bits/s; null when unlimited or unknown.
+    #[serde(default)]
+    pub max_pacing_rate_bps: Option<u64>,
 }
 
 /// One interim sample: bytes each of this end's flows moved in the period,

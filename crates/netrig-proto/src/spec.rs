@@ -253,7 +253,15 @@ pub struct SocketOptions {
     pub congestion: Option<String>,
     /// TCP_MAXSEG, applied before connect (client end only).
     pub mss: Option<u32>,
+    /// SO_MAX_PACING_RATE in bits/s (`--max-pacing-rate`, iperf3's
+    /// `--fq-rate`): the kernel paces each data socket to this rate (TCP
+    /// paces by itself; other traffic needs the fq qdisc).
+    #[serde(default)]
+    pub max_pacing_rate_bps: Option<u64>,
 }
+
+/// The highest `--max-pacing-rate`, in bits/s.
+pub const MAX_PACING_RATE_BPS: u64 = 400_000_000_000;
 
 /// One test, as the client asks the agent to run it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -587,6 +595,11 @@ pub fn validate_socket_options(o: &SocketOptions, buf_option: &'static str) -> R
     if let Some(mss) = o.mss {
         if !(88..=65535).contains(&mss) {
             return Err(out_of_range("--mss", mss, "88..=65535"));
+        }
+    }
+    if let Some(r) = o.max_pacing_rate_bps {
+        if !(8..=MAX_PACING_RATE_BPS).contains(&r) {
+            return Err(out_of_range("--max-pacing-rate", r, "8..=400G bits/s"));
         }
     }
     Ok(())

@@ -243,6 +243,15 @@ pub fn assemble(
                 .into(),
         );
     }
+    if spec.kind.is_udp()
+        && (spec.remote.max_pacing_rate_bps.is_some() || config.local.max_pacing_rate_bps.is_some())
+    {
+        warnings.push(
+            "--max-pacing-rate paces UDP only where the fq qdisc is on the sending interface (TCP paces by \
+             itself); elsewhere use -b"
+                .into(),
+        );
+    }
     let udp = flows.iter().any(|f| f.udp.is_some()).then(|| udp_total(&flows));
     if let Some(u) = &udp {
         if u.stray > 0 {

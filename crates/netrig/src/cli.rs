@@ -134,6 +134,10 @@ pub struct CommonArgs {
     /// TCP_MAXSEG on the client's sockets, before connect (it caps both directions).
     #[arg(long, value_name = "BYTES")]
     pub mss: Option<u32>,
+    /// SO_MAX_PACING_RATE per data socket on both ends, bits/s with K/M/G as -b (iperf3's
+    /// --fq-rate): the kernel paces each flow; TCP paces by itself, UDP needs the fq qdisc.
+    #[arg(long = "max-pacing-rate", alias = "fq-rate", value_name = "RATE", value_parser = parse_rate)]
+    pub max_pacing_rate: Option<u64>,
     /// Interim reports every SECONDS (at least 0.1): bytes, rate, retransmits and cwnd for TCP
     /// streams; jitter and lost/total for UDP streams; transactions/s for request/response.
     #[arg(short = 'i', long = "interval", value_parser = parse_seconds, value_name = "SECONDS")]

@@ -199,6 +199,7 @@ fn common_spec(kind: TestKind, a: &CommonArgs) -> Result<(TestSpec, SocketOption
         priority: a.priority,
         nodelay: a.nodelay,
         congestion: a.cc.clone(),
+        max_pacing_rate_bps: a.max_pacing_rate,
         ..SocketOptions::default()
     };
     let local = SocketOptions {

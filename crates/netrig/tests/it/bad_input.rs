@@ -48,6 +48,11 @@ fn sizes_and_counts_out_of_range() {
     fails_with(&["tcp-stream", "-s", "2G"], "-s/--local-sockbuf");
     fails_with(&["tcp-stream", "--dscp", "64"], "--dscp");
     fails_with(&["tcp-stream", "--priority", "8"], "--priority");
+    fails_with(
+        &["tcp-stream", "--max-pacing-rate", "1"],
+        "--max-pacing-rate 1 is out of range",
+    );
+    fails_with(&["tcp-stream", "--max-pacing-rate", "fast"], "not a rate");
     fails_with(&["tcp-stream", "--mss", "10"], "--mss 10 is out of range");
     fails_with(&["tcp-stream", "-i", "0.01"], "-i/--interval");
 }

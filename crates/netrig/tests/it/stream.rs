@@ -240,6 +240,38 @@ fn omit_leaves_the_warm_up_out() {
     assert!(f(&v, "/intervals/0/start_s") >= 0.99);
 }
 
+/// SO_MAX_PACING_RATE on both ends' data sockets: TCP paces itself to it
+/// (no fq qdisc on loopback), so each flow of a stream in either direction
+/// runs at about the rate asked, far below what loopback carries.
+#[test]
+fn max_pacing_rate_paces_each_flow() {
+    for (kind, flows) in [("tcp-stream", "1"), ("tcp-maerts", "2")] {
+        let v = run_json(&[kind, "-l", "2", "-P", flows, "--max-pacing-rate", "40M"]);
+        check_arithmetic(&v);
+        assert_eq!(v["config"]["local"]["max_pacing_rate_bps"], 40_000_000);
+        for fl in v["flows"].as_array().unwrap() {
+            for end in ["local", "remote"] {
+                assert_eq!(
+                    fl[end]["applied"]["max_pacing_rate_bps"], 40_000_000,
+                    "{end} {fl}"
+                );
+            }
+            // The first window leaves unpaced: a little above the rate, never far.
+            let bps = fl["throughput_bps"].as_f64().unwrap();
+            assert!(
+                (20e6..48e6).contains(&bps),
+                "{kind}: flow at {bps} bits/s for 40M"
+            );
+        }
+    }
+    // Without it, the kernel's default: unlimited, reported as null.
+    let v = run_json(&["tcp-stream", "-l", "0.2"]);
+    assert!(v["flows"][0]["local"]["applied"]["max_pacing_rate_bps"].is_null());
+    // UDP is paced by it only under fq: said, not silently ignored.
+    let v = run_json(&["udp-stream", "-l", "0.3", "-b", "1M", "--fq-rate", "10M"]);
+    assert_eq!(warnings_about(&v, "fq qdisc").len(), 1, "{}", v["warnings"]);
+}
+
 #[test]
 fn dscp_priority_nodelay_cc_and_mss_reach_both_ends() {
     let avail = std::fs::read_to_string("/proc/sys/net/ipv4/tcp_available_congestion_control").unwrap();
