@@ -14,9 +14,10 @@ use std::time::Instant;
 /// The window's state rides in the transaction counter's top bits, so that
 /// a worker's increment and the sampler's open/close are ordered by one
 /// atomic word: no transaction is counted in the window but missing from the
-/// histogram, or the other way round.
-/// The interim period (its index mod 64) travels the same way, so a
-/// transaction's latency lands in the interval whose count includes it.
+/// histogram, or the other way round. The interim period (its index mod 64,
+/// bits 56-61) travels the same way, so a transaction's latency lands in the
+/// interval whose count includes it (see [`crate::latencies`]). The count
+/// itself has the low 56 bits.
 const WINDOW_OPEN: u64 = 1 << 63;
 const WINDOW_CLOSED: u64 = 1 << 62;
 const EPOCH_SHIFT: u32 = 56;
@@ -24,7 +25,7 @@ const EPOCH: u64 = 0x3f << EPOCH_SHIFT;
 const COUNT: u64 = (1 << EPOCH_SHIFT) - 1;
 
 /// A transaction counted inside the measurement window, and the interim
-/// period it was counted in (its index mod 64; see [`IntervalEpoch`]).
+/// period it was counted in (its index mod 64).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct InWindow {
     pub(crate) epoch: u8,
@@ -32,7 +33,8 @@ pub struct InWindow {
 
 /// Counters a worker writes and the sampler reads. Bytes have one writer, so
 /// a relaxed store is enough; a sample is exact to within one system call.
-/// Transactions are added atomically and carry the window's state. A
+/// Transactions are added atomically and carry the window's state and the
+/// interim period. A
 /// flow whose connections come and go ([`FlowSlot`]) may be served by several
 /// workers at once: they only ever add (`add_*`), never set.
 #[derive(Debug, Default)]
@@ -461,5 +463,20 @@ mod tests {
         assert!(to > from);
         assert_eq!(inside, to - from, "window [{from}, {to})");
         assert_eq!(c.transactions(), added, "the flags never leak into the count");
+    }
+
+    #[test]
+    fn the_period_travels_with_each_count() {
+        let c = FlowCounters::default();
+        assert_eq!(c.count_transactions(1), None, "before the window");
+        assert_eq!(c.open_window(), 1);
+        assert_eq!(c.count_transactions(2), Some(InWindow { epoch: 0 }));
+        assert_eq!(c.switch_interval(1), 3, "the boundary count");
+        assert_eq!(c.count_transactions(1), Some(InWindow { epoch: 1 }));
+        assert_eq!(c.switch_interval(65), 4);
+        assert_eq!(c.count_transactions(1), Some(InWindow { epoch: 1 }), "mod 64");
+        assert_eq!(c.close_window(), 5);
+        assert_eq!(c.count_transactions(1), None, "after the window");
+        assert_eq!(c.transactions(), 6, "no flag leaks into the count");
     }
 }
