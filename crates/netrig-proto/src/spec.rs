@@ -1,6 +1,6 @@
 //! What a test is: its kind, its limits and the options of its sockets.
 //! The client sends a [`TestSpec`] to the agent, which validates it against
-//! its own [`AgentLimits`](crate::AgentLimits) before accepting it.
+//! its own [`AgentLimits`] before accepting it.
 
 use crate::AgentLimits;
 use serde::{Deserialize, Serialize};

@@ -1,6 +1,6 @@
 //! One result model, many exporters.
 //!
-//! [`assemble`] merges what the two ends measured into a [`TestResult`]:
+//! [`assemble()`] merges what the two ends measured into a [`TestResult`]:
 //! for each flow the receiving end's count is the one reported, the sending
 //! end's is kept beside it. Exporters ([`table`], [`json`]) only format.
 
