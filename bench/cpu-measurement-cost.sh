@@ -4,17 +4,13 @@
 # counters) against --no-cpu, alternating runs, medians and ratio.
 #
 #   bench/cpu-measurement-cost.sh [ROUNDS=6] [SECONDS=4] [FLOWS=1]
-set -euo pipefail
-cd "$(dirname "$0")/.."
+. "$(dirname "$0")/lib.sh"
 ROUNDS=${1:-6}
 SECS=${2:-4}
 FLOWS=${3:-1}
-cargo build --release -q
-NETRIG=target/release/netrig
-PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-OUT=$(mktemp -d)
-$NETRIG serve -p "$PORT" -q & PID=$!
-trap 'kill $PID 2>/dev/null || true; rm -rf "$OUT"' EXIT
+build
+PORT=$(free_port)
+background $NETRIG serve -p "$PORT" -q
 sleep 1
 for r in $(seq 1 "$ROUNDS"); do
   $NETRIG tcp-stream -H 127.0.0.1 -p "$PORT" -l "$SECS" -P "$FLOWS" --json > "$OUT/with.$r.json" 2>/dev/null

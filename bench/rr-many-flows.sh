@@ -4,17 +4,13 @@
 # its own process.
 #
 #   bench/rr-many-flows.sh [FLOWS=1000] [SECONDS=5] [WORKERS=2]
-set -euo pipefail
-cd "$(dirname "$0")/.."
+. "$(dirname "$0")/lib.sh"
 FLOWS=${1:-1000}
 SECS=${2:-5}
 WORKERS=${3:-2}
-cargo build --release -q
-NETRIG=target/release/netrig
-PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-OUT=$(mktemp -d)
-$NETRIG serve -p "$PORT" -q & PID=$!
-trap 'kill $PID 2>/dev/null || true; rm -rf "$OUT"' EXIT
+build
+PORT=$(free_port)
+background $NETRIG serve -p "$PORT" -q
 sleep 1
 /usr/bin/time -v $NETRIG tcp-rr -H 127.0.0.1 -p "$PORT" -l "$SECS" -P "$FLOWS" -T "$WORKERS" --json > "$OUT/r.json" 2> "$OUT/time.txt"
 python3 - "$OUT" "$FLOWS" <<'PY'

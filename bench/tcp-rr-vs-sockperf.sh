@@ -6,19 +6,14 @@
 #   bench/tcp-rr-vs-sockperf.sh [ROUNDS=5] [SECONDS=4]
 #
 # Needs: sockperf (apt-get install sockperf), python3, a release build.
-set -euo pipefail
-cd "$(dirname "$0")/.."
+. "$(dirname "$0")/lib.sh"
 ROUNDS=${1:-5}
 SECS=${2:-4}
-command -v sockperf >/dev/null || { echo "sockperf not installed: apt-get install -y sockperf" >&2; exit 2; }
-cargo build --release -q
-NETRIG=target/release/netrig
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+need sockperf
+build
 SPORT=$(free_port); NPORT=$(free_port)
-OUT=$(mktemp -d)
-sockperf sr --tcp -i 127.0.0.1 -p "$SPORT" >/dev/null 2>&1 & SPID=$!
-$NETRIG serve -p "$NPORT" -q & NPID=$!
-trap 'kill $SPID $NPID 2>/dev/null || true; rm -rf "$OUT"' EXIT
+background sockperf sr --tcp -i 127.0.0.1 -p "$SPORT"
+background $NETRIG serve -p "$NPORT" -q
 sleep 1
 for r in $(seq 1 "$ROUNDS"); do
   $NETRIG tcp-rr -H 127.0.0.1 -p "$NPORT" -l "$SECS" --json 2>/dev/null > "$OUT/netrig.$r.json"

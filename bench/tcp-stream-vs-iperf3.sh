@@ -8,20 +8,15 @@
 #   bench/tcp-stream-vs-iperf3.sh [ROUNDS=5] [SECONDS=5] [MSG=128K]
 #
 # Needs: iperf3 (apt-get install iperf3), python3, a release build.
-set -euo pipefail
-cd "$(dirname "$0")/.."
+. "$(dirname "$0")/lib.sh"
 ROUNDS=${1:-5}
 SECS=${2:-5}
 MSG=${3:-128K}
-command -v iperf3 >/dev/null || { echo "iperf3 not installed: apt-get install -y iperf3" >&2; exit 2; }
-cargo build --release -q
-NETRIG=target/release/netrig
-IPORT=5201
-NPORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-OUT=$(mktemp -d)
-iperf3 -s -p $IPORT >/dev/null 2>&1 & IPID=$!
-$NETRIG serve -p "$NPORT" -q & NPID=$!
-trap 'kill $IPID $NPID 2>/dev/null || true; rm -rf "$OUT"' EXIT
+need iperf3
+build
+IPORT=$(free_port); NPORT=$(free_port)
+background iperf3 -s -p "$IPORT"
+background $NETRIG serve -p "$NPORT" -q
 sleep 1
 
 busy() { awk '/^cpu /{print $2+$3+$4+$7+$8+$9, $2+$3+$4+$5+$6+$7+$8+$9}' /proc/stat; }

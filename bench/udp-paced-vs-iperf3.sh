@@ -9,20 +9,15 @@
 #   bench/udp-paced-vs-iperf3.sh [ROUNDS=5] [SECONDS=4] [RATE=1G]
 #
 # Needs: iperf3, python3, a release build.
-set -euo pipefail
-cd "$(dirname "$0")/.."
+. "$(dirname "$0")/lib.sh"
 ROUNDS=${1:-5}
 SECS=${2:-4}
 RATE=${3:-1G}
-command -v iperf3 >/dev/null || { echo "iperf3 not installed: apt-get install -y iperf3" >&2; exit 2; }
-cargo build --release -q
-NETRIG=target/release/netrig
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+need iperf3
+build
 IPORT=$(free_port); NPORT=$(free_port)
-OUT=$(mktemp -d)
-iperf3 -s -p "$IPORT" >/dev/null 2>&1 & IPID=$!
-$NETRIG serve -p "$NPORT" -q & NPID=$!
-trap 'kill $IPID $NPID 2>/dev/null || true; rm -rf "$OUT"' EXIT
+background iperf3 -s -p "$IPORT"
+background $NETRIG serve -p "$NPORT" -q
 sleep 1
 for r in $(seq 1 "$ROUNDS"); do
   $NETRIG udp-stream -H 127.0.0.1 -p "$NPORT" -l "$SECS" -b "$RATE" --json 2>/dev/null > "$OUT/netrig.$r.json"

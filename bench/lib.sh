@@ -1,0 +1,22 @@
+# Shared set-up of the bench scripts; each sources it first:
+#   . "$(dirname "$0")/lib.sh"
+# It moves to the repository root and gives: NETRIG (the release binary),
+# OUT (a scratch directory), need TOOL, free_port, build, and background CMD
+# (a server killed, with OUT removed, when the script exits).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+NETRIG=target/release/netrig
+OUT=$(mktemp -d)
+BG_PIDS=()
+trap 'kill "${BG_PIDS[@]}" 2>/dev/null || true; rm -rf "$OUT"' EXIT
+
+# Exits with status 2 when a peer tool (a Debian package of the same name) is missing.
+need() { command -v "$1" >/dev/null || { echo "$1 not installed: apt-get install -y $1" >&2; exit 2; }; }
+
+# A TCP port free on loopback now.
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+
+build() { cargo build --release -q; }
+
+# Starts a server in the background, quiet; it is killed when the script exits.
+background() { "$@" >/dev/null 2>&1 & BG_PIDS+=($!); }
