@@ -22,6 +22,7 @@ use crate::latencies::Latencies;
 use crate::sockopt;
 use crate::txn::{Answerer, Moved, Pacer, TIMER};
 use crate::workload::{WorkerControl, Workload};
+use crate::TxnParams;
 use crate::{EngineError, Flow};
 use mio::{Events, Interest, Poll, Token};
 use netrig_proto::report::{ConnectErrors, Role};
@@ -43,15 +44,8 @@ pub const FAILED_RETRY: Duration = Duration::from_millis(1);
 /// The connection-per-transaction workload's parameters.
 #[derive(Debug, Clone)]
 pub struct CrrWorkload {
-    pub request_size: usize,
-    pub response_size: usize,
-    /// Transactions (connections) in flight per flow, closed loop.
-    pub burst: u32,
-    pub rate: Option<f64>,
-    pub poisson: bool,
-    /// Open loop: how long before a request is due to wake and spin for it
-    /// (`None`: learned; zero: no early wake-up).
-    pub spin: Option<Duration>,
+    /// Sizes, schedule, and `burst`: connections in flight per flow.
+    pub txn: TxnParams,
     /// Longest a transaction may take: from connect to the last response
     /// byte (requester), from arrival to the requester's close (responder).
     pub timeout: Duration,
@@ -180,10 +174,7 @@ impl Workload for CrrWorkload {
             Some(i) => (i.poll, Some(i.arrivals)),
             None => (Poll::new().map_err(setup)?, None),
         };
-        let pacer = match self.rate {
-            Some(rate) => Some(Pacer::new(rate, self.poisson, self.spin, poll.registry()).map_err(setup)?),
-            None => None,
-        };
+        let pacer = self.txn.pacer(poll.registry()).map_err(setup)?;
         let mut w = Worker {
             cfg: self,
             ctl,
@@ -211,8 +202,8 @@ impl Workload for CrrWorkload {
             serial: 0,
             latency: ctl.latencies(),
             pacer,
-            request: vec![0x5a; self.request_size.max(1)],
-            response: vec![0xa5; self.response_size.clamp(1, 256 * 1024)],
+            request: vec![0x5a; self.txn.request_size.max(1)],
+            response: vec![0xa5; self.txn.response_size.clamp(1, 256 * 1024)],
             rbuf: vec![0; 64 * 1024],
             restart: Vec::new(),
             retry: Vec::new(),
@@ -234,7 +225,7 @@ impl Workload for CrrWorkload {
                 Some(p) => p.start(i, ctl.start),
                 None => w
                     .restart
-                    .extend(std::iter::repeat_n(i, self.burst.max(1) as usize)),
+                    .extend(std::iter::repeat_n(i, self.txn.burst.max(1) as usize)),
             }
         }
         w.run(arrivals.as_ref())?;
@@ -528,7 +519,7 @@ impl Worker<'_> {
                 done: Default::default(),
             });
         }
-        let answer = Answerer::new(self.cfg.request_size, self.cfg.response_size, 1);
+        let answer = Answerer::new(self.cfg.txn.request_size, self.cfg.txn.response_size, 1);
         match self.open(sock, i, Step::Answering(answer), Instant::now()) {
             Ok(slot) => self.advance(slot),
             Err(e) => {
@@ -603,7 +594,7 @@ impl Worker<'_> {
                     c.step = Step::Receiving(0);
                 }
                 Step::Receiving(got) => {
-                    let want = self.cfg.response_size;
+                    let want = self.cfg.txn.response_size;
                     loop {
                         match (&c.sock).read(&mut self.rbuf) {
                             Ok(0) => {
@@ -697,12 +688,7 @@ mod tests {
 
     fn workload() -> CrrWorkload {
         CrrWorkload {
-            request_size: 1,
-            response_size: 1,
-            burst: 1,
-            rate: None,
-            poisson: false,
-            spin: None,
+            txn: TxnParams::from_spec(&Default::default()),
             timeout: Duration::from_millis(300),
             accepted_options: SocketOptions::default(),
         }
@@ -832,8 +818,8 @@ mod tests {
         let intake = intakes.pop();
         let agent = std::thread::spawn(move || {
             let mut wl = workload();
-            wl.request_size = 3;
-            wl.response_size = 5;
+            wl.txn.request_size = 3;
+            wl.txn.response_size = 5;
             wl.run_transient(vec![responder_slot], intake, &actl)
         });
         let slot = FlowSlot::new(0, Direction::Tx, Role::Requester, Some(connector));
@@ -845,9 +831,9 @@ mod tests {
             rstop.store(true, Ordering::Relaxed);
         });
         let mut wl = workload();
-        wl.request_size = 3;
-        wl.response_size = 5;
-        wl.burst = 2;
+        wl.txn.request_size = 3;
+        wl.txn.response_size = 5;
+        wl.txn.burst = 2;
         let end = wl.run_transient(vec![slot], None, &rctl).unwrap();
         stopper.join().unwrap();
         astop.store(true, Ordering::Relaxed);

@@ -27,6 +27,7 @@ pub use flow::{
 };
 pub use latencies::IntervalLatencies;
 pub use runner::{run_side, RunControl, RunPlan, SideFlows, SideOutcome};
+pub use txn::TxnParams;
 pub use workload::{workload_for, Workload};
 
 use thiserror::Error;

@@ -16,6 +16,7 @@ use crate::latencies::Latencies;
 use crate::sockopt;
 use crate::txn::{Answerer, Moved, Pacer, TIMER};
 use crate::workload::{WorkerControl, Workload};
+use crate::TxnParams;
 use crate::{EngineError, Flow, FlowEnd};
 use mio::{Events, Interest, Poll, Token};
 use netrig_proto::report::{BufPair, Role};
@@ -29,14 +30,7 @@ use std::time::{Duration, Instant};
 /// The request/response workload's parameters.
 #[derive(Debug, Clone)]
 pub struct RrWorkload {
-    pub request_size: usize,
-    pub response_size: usize,
-    pub burst: u32,
-    pub rate: Option<f64>,
-    pub poisson: bool,
-    /// Open loop: how long before a request is due to wake and spin for it
-    /// (`None`: learned; zero: no early wake-up).
-    pub spin: Option<Duration>,
+    pub txn: TxnParams,
 }
 
 struct Conn {
@@ -93,11 +87,8 @@ impl Workload for RrWorkload {
     fn run_worker(&self, flows: Vec<Flow>, ctl: &WorkerControl) -> Result<WorkerEnd, EngineError> {
         let setup = |e: io::Error| EngineError::Setup(format!("worker event loop: {e}"));
         let mut poll = Poll::new().map_err(setup)?;
-        let open_loop = self.rate.is_some();
-        let pacer = match self.rate {
-            Some(rate) => Some(Pacer::new(rate, self.poisson, self.spin, poll.registry()).map_err(setup)?),
-            None => None,
-        };
+        let open_loop = self.txn.rate.is_some();
+        let pacer = self.txn.pacer(poll.registry()).map_err(setup)?;
         let mut cx = Ctx {
             ctl,
             latency: ctl.latencies(),
@@ -120,25 +111,26 @@ impl Workload for RrWorkload {
                 transactions: 0,
                 done_at: None,
                 final_buffers: None,
-                starts: VecDeque::with_capacity(if open_loop { 16 } else { self.burst as usize }),
+                starts: VecDeque::with_capacity(if open_loop { 16 } else { self.txn.burst as usize }),
                 to_send: 0,
                 send_off: 0,
                 resp_got: 0,
-                answer: Answerer::new(self.request_size, self.response_size, u64::MAX),
+                answer: Answerer::new(self.txn.request_size, self.txn.response_size, u64::MAX),
             };
             if requester {
                 match &mut cx.pacer {
                     Some(p) => p.start(i, ctl.start),
-                    None => c.to_send = self.burst as u64,
+                    None => c.to_send = self.txn.burst as u64,
                 }
             }
             conns.push(c);
         }
-        let request = vec![0x5a_u8; self.request_size.max(1)];
-        let response = vec![0xa5_u8; self.response_size.clamp(1, 256 * 1024)];
+        let request = vec![0x5a_u8; self.txn.request_size.max(1)];
+        let response = vec![0xa5_u8; self.txn.response_size.clamp(1, 256 * 1024)];
         let mut rbuf = vec![
             0u8;
-            (self.response_size.max(self.request_size) * self.burst.max(1) as usize)
+            (self.txn.response_size.max(self.txn.request_size)
+                * self.txn.burst.max(1) as usize)
                 .clamp(64 * 1024, 4 << 20)
         ];
         let mut events = Events::with_capacity(1024);
@@ -299,8 +291,8 @@ impl RrWorkload {
                     let now = Instant::now();
                     c.bytes += n as u64;
                     c.resp_got += n;
-                    while c.resp_got >= self.response_size {
-                        c.resp_got -= self.response_size;
+                    while c.resp_got >= self.txn.response_size {
+                        c.resp_got -= self.txn.response_size;
                         let Some(t0) = c.starts.pop_front() else {
                             return Err(c.io_error(
                                 "a response with no request outstanding",

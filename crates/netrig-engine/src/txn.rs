@@ -6,6 +6,7 @@
 
 use crate::flow::ScheduleStats;
 use mio::{Interest, Registry, Token};
+use netrig_proto::spec::RrOptions;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::io::{self, Read, Write};
@@ -162,6 +163,43 @@ impl Lead {
 /// (`rate` per second per flow, evenly or with exponential gaps), whatever
 /// the responses do. A request that cannot be issued when due (its flow has
 /// no room) keeps its due time: latency is always timed from when it was due.
+/// What the request/response kinds (tcp-rr, tcp-crr, udp-rr) share: the
+/// sizes, the closed-loop burst and the open-loop schedule.
+#[derive(Debug, Clone)]
+pub struct TxnParams {
+    pub request_size: usize,
+    pub response_size: usize,
+    /// Transactions in flight per flow, closed loop.
+    pub burst: u32,
+    /// Open loop: transactions per second per flow.
+    pub rate: Option<f64>,
+    pub poisson: bool,
+    /// Open loop: how long before a request is due to wake and spin for it
+    /// (`None`: learned; zero: no early wake-up).
+    pub spin: Option<Duration>,
+}
+
+impl TxnParams {
+    pub fn from_spec(rr: &RrOptions) -> Self {
+        TxnParams {
+            request_size: rr.request_size as usize,
+            response_size: rr.response_size as usize,
+            burst: rr.burst,
+            rate: rr.rate,
+            poisson: rr.poisson,
+            spin: rr.spin(),
+        }
+    }
+
+    /// The open-loop schedule, its timer registered with `registry`; `None`
+    /// in closed loop.
+    pub(crate) fn pacer(&self, registry: &Registry) -> io::Result<Option<Pacer>> {
+        self.rate
+            .map(|rate| Pacer::new(rate, self.poisson, self.spin, registry))
+            .transpose()
+    }
+}
+
 pub(crate) struct Pacer {
     rate: f64,
     poisson: bool,

@@ -12,6 +12,7 @@ use crate::latencies::Latencies;
 use crate::sockopt;
 use crate::txn::{Pacer, Timer};
 use crate::workload::{WorkerControl, Workload};
+use crate::TxnParams;
 use crate::{EngineError, Flow, FlowEnd, WorkerEnd};
 use mio::{Events, Interest, Poll, Token};
 use netrig_metrics::SeqSummary;
@@ -36,14 +37,8 @@ const RESPONDER_QUIET: Duration = Duration::from_millis(300);
 /// The UDP request/response workload's parameters.
 #[derive(Debug, Clone)]
 pub struct UdpRrWorkload {
-    pub request_size: usize,
-    pub response_size: usize,
-    pub burst: u32,
-    pub rate: Option<f64>,
-    pub poisson: bool,
-    /// Open loop: how long before a request is due to wake and spin for it
-    /// (`None`: learned; zero: no early wake-up).
-    pub spin: Option<Duration>,
+    pub txn: TxnParams,
+    /// A request without a response after this long is lost.
     pub timeout: Duration,
 }
 
@@ -250,12 +245,9 @@ impl Workload for UdpRrWorkload {
                 Interest::READABLE,
             )
             .map_err(setup)?;
-        let open_loop = self.rate.is_some();
+        let open_loop = self.txn.rate.is_some();
         // Open loop: the schedule shared with tcp-rr and tcp-crr.
-        let mut pacer = match self.rate {
-            Some(rate) => Some(Pacer::new(rate, self.poisson, self.spin, poll.registry()).map_err(setup)?),
-            None => None,
-        };
+        let mut pacer = self.txn.pacer(poll.registry()).map_err(setup)?;
         let mut latency = ctl.latencies();
         let mut fl = Vec::with_capacity(flows.len());
         for (i, flow) in flows.into_iter().enumerate() {
@@ -287,13 +279,13 @@ impl Workload for UdpRrWorkload {
                 last_rx: Instant::now(),
             });
         }
-        let mut req = vec![0x5a_u8; self.request_size.max(HDR)];
-        let mut reply = vec![0xa5_u8; self.response_size.max(HDR)];
+        let mut req = vec![0x5a_u8; self.txn.request_size.max(HDR)];
+        let mut reply = vec![0xa5_u8; self.txn.response_size.max(HDR)];
         let mut rbuf = vec![0u8; 65_536];
         // Closed loop: fill the burst.
         if !open_loop {
             for f in fl.iter_mut().filter(|f| f.flow.role == Role::Requester) {
-                for _ in 0..self.burst {
+                for _ in 0..self.txn.burst {
                     self.request(f, &mut req, ctl.test_id, Instant::now())?;
                 }
             }

@@ -1,6 +1,7 @@
 //! The seam where test kinds attach to the data path.
 
 use crate::intake::WorkerIntake;
+use crate::TxnParams;
 use crate::{EngineError, Flow, FlowSlot, WorkerEnd};
 use netrig_proto::{TestKind, TestSpec};
 use std::sync::atomic::AtomicBool;
@@ -73,20 +74,10 @@ pub fn workload_for(spec: &TestSpec) -> Arc<dyn Workload> {
             })
         }
         TestKind::TcpRr => Arc::new(crate::rr::RrWorkload {
-            request_size: spec.rr.request_size as usize,
-            response_size: spec.rr.response_size as usize,
-            burst: spec.rr.burst,
-            rate: spec.rr.rate,
-            poisson: spec.rr.poisson,
-            spin: spec.rr.spin(),
+            txn: TxnParams::from_spec(&spec.rr),
         }),
         TestKind::UdpRr => Arc::new(crate::udp_rr::UdpRrWorkload {
-            request_size: spec.rr.request_size as usize,
-            response_size: spec.rr.response_size as usize,
-            burst: spec.rr.burst,
-            rate: spec.rr.rate,
-            poisson: spec.rr.poisson,
-            spin: spec.rr.spin(),
+            txn: TxnParams::from_spec(&spec.rr),
             timeout: spec.rr.timeout(),
         }),
         TestKind::UdpStream => Arc::new(crate::udp::UdpStreamWorkload {
@@ -96,12 +87,7 @@ pub fn workload_for(spec: &TestSpec) -> Arc<dyn Workload> {
             pacing: spec.udp.pacing(),
         }),
         TestKind::TcpCrr => Arc::new(crate::crr::CrrWorkload {
-            request_size: spec.rr.request_size as usize,
-            response_size: spec.rr.response_size as usize,
-            burst: spec.rr.burst,
-            rate: spec.rr.rate,
-            poisson: spec.rr.poisson,
-            spin: spec.rr.spin(),
+            txn: TxnParams::from_spec(&spec.rr),
             timeout: spec.rr.timeout(),
             accepted_options: spec.remote.clone(),
         }),
