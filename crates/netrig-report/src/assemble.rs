@@ -285,6 +285,23 @@ pub fn assemble(
         directions,
     };
     let intervals = merge_intervals(&plan, transactional, local.intervals, remote.intervals);
+    // An interval's latencies are handed over by the workers within a
+    // bound; one that came too late is left out, and said so here.
+    let short: Vec<u32> = intervals
+        .iter()
+        .filter(|i| {
+            i.latency_us
+                .as_ref()
+                .is_some_and(|l| l.count != i.flows.iter().filter_map(|f| f.transactions).sum::<u64>())
+        })
+        .map(|i| i.index)
+        .collect();
+    if !short.is_empty() {
+        warnings.push(format!(
+            "interval(s) {short:?}: a worker handed its latencies over late, so intervals[].latency_us \
+             counts fewer transactions than the interval (the window's summary has them all)"
+        ));
+    }
     Ok(TestResult {
         netrig_version: netrig_proto::SOFTWARE_VERSION.to_string(),
         test: spec.kind.name().to_string(),
@@ -732,6 +749,55 @@ mod tests {
         )
         .unwrap_err();
         assert!(err.contains("agent's report lacks flow 0"));
+    }
+
+    /// An interval whose latencies were not all handed over in time keeps a
+    /// short count, and a warning names it; one that got them all does not.
+    #[test]
+    fn interval_latency_short_of_its_transactions_is_warned() {
+        let local = SideReport {
+            flows: vec![FlowReport {
+                window_transactions: 20,
+                ..flow(0, Direction::Tx, Role::Requester, 20, 2.0)
+            }],
+            window_s: 2.0,
+            ..Default::default()
+        };
+        let remote = SideReport {
+            flows: vec![flow(0, Direction::Tx, Role::Responder, 20, 2.0)],
+            window_s: 2.0,
+            ..Default::default()
+        };
+        let with_latency = |index, transactions, count| IntervalSample {
+            transactions: vec![transactions],
+            latency: Some(netrig_metrics::LatencySummary {
+                count,
+                p50_us: 10.0,
+                p99_us: 10.0,
+                max_us: 10.0,
+                ..Default::default()
+            }),
+            ..sample(index, vec![transactions], vec![0])
+        };
+        let li = [with_latency(0, 10, 10), with_latency(1, 10, 7)];
+        let r = assemble(
+            &spec(TestKind::TcpRr),
+            config(),
+            agent(),
+            Side {
+                report: &local,
+                intervals: &li,
+            },
+            Side {
+                report: &remote,
+                intervals: &[],
+            },
+            vec![],
+        )
+        .unwrap();
+        assert_eq!(r.intervals[0].latency_us.as_ref().unwrap().count, 10);
+        let w: Vec<_> = r.warnings.iter().filter(|w| w.contains("late")).collect();
+        assert!(w.len() == 1 && w[0].contains("[1]"), "{:?}", r.warnings);
     }
 
     #[test]
