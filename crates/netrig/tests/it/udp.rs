@@ -349,17 +349,23 @@ fn pacing_quantum_shapes_the_bursts_not_the_rate() {
             .collect();
         (full, f(&v, "/summary/send_throughput_bps"))
     };
+    // A sender preempted on a busy host catches up when it runs again (never
+    // behind schedule), so one interval may come short and the next long:
+    // the shape is judged on most intervals, not on every one.
+    let share = |v: &[u64], keep: &dyn Fn(u64) -> bool| {
+        v.iter().filter(|&&n| keep(n)).count() as f64 / v.len().max(1) as f64
+    };
     let (bursty, rate) = per_interval(&["--pacing-us", "200000"]);
     // Ten bursts of 100 in 1.9 s: up to a quantum ahead, never behind.
     assert!((rate - 1e6).abs() < 0.1e6, "sent at {rate} with a 200 ms quantum");
     assert!(
-        bursty.iter().max() >= Some(&80) && bursty.iter().min() <= Some(&20),
+        bursty.len() >= 15 && share(&bursty, &|n| !(25..=75).contains(&n)) >= 0.7,
         "200 ms bursts in 100 ms intervals: {bursty:?}"
     );
     let (even, rate) = per_interval(&[]);
     assert!((rate - 1e6).abs() < 0.05e6, "sent at {rate}");
     assert!(
-        even.iter().all(|n| (35..=65).contains(n)),
+        even.len() >= 15 && share(&even, &|n| (35..=65).contains(&n)) >= 0.8,
         "one datagram every 2 ms in 100 ms intervals: {even:?}"
     );
 }
