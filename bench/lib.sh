@@ -1,8 +1,9 @@
 # Shared set-up of the bench scripts; each sources it first:
 #   . "$(dirname "$0")/lib.sh"
 # It moves to the repository root and gives: NETRIG (the release binary),
-# OUT (a scratch directory), need TOOL, free_port, build, and background CMD
-# (a server killed, with OUT removed, when the script exits).
+# OUT (a scratch directory), need TOOL, free_port, build, background CMD
+# (a server killed, with OUT removed, when the script exits) and
+# iperf3_and_netrig (both servers, on IPORT and NPORT).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 NETRIG=target/release/netrig
@@ -20,3 +21,13 @@ build() { cargo build --release -q; }
 
 # Starts a server in the background, quiet; it is killed when the script exits.
 background() { "$@" >/dev/null 2>&1 & BG_PIDS+=($!); }
+
+# Builds, then serves iperf3 on IPORT and netrig on NPORT (free loopback ports).
+iperf3_and_netrig() {
+  need iperf3
+  build
+  IPORT=$(free_port); NPORT=$(free_port)
+  background iperf3 -s -p "$IPORT"
+  background $NETRIG serve -p "$NPORT" -q
+  sleep 1
+}

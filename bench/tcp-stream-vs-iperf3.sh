@@ -12,12 +12,7 @@
 ROUNDS=${1:-5}
 SECS=${2:-5}
 MSG=${3:-128K}
-need iperf3
-build
-IPORT=$(free_port); NPORT=$(free_port)
-background iperf3 -s -p "$IPORT"
-background $NETRIG serve -p "$NPORT" -q
-sleep 1
+iperf3_and_netrig
 
 busy() { awk '/^cpu /{print $2+$3+$4+$7+$8+$9, $2+$3+$4+$5+$6+$7+$8+$9}' /proc/stat; }
 for r in $(seq 1 "$ROUNDS"); do

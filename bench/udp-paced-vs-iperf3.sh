@@ -13,12 +13,7 @@
 ROUNDS=${1:-5}
 SECS=${2:-4}
 RATE=${3:-1G}
-need iperf3
-build
-IPORT=$(free_port); NPORT=$(free_port)
-background iperf3 -s -p "$IPORT"
-background $NETRIG serve -p "$NPORT" -q
-sleep 1
+iperf3_and_netrig
 for r in $(seq 1 "$ROUNDS"); do
   $NETRIG udp-stream -H 127.0.0.1 -p "$NPORT" -l "$SECS" -b "$RATE" --json 2>/dev/null > "$OUT/netrig.$r.json"
   $NETRIG udp-stream -H 127.0.0.1 -p "$NPORT" -l "$SECS" -b "$RATE" --pacing-us 1000 --json 2>/dev/null > "$OUT/ms.$r.json"

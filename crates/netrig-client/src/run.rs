@@ -575,10 +575,10 @@ impl Client {
             timeout_s: matches!(spec.kind, TestKind::TcpCrr | TestKind::UdpRr)
                 .then(|| spec.rr.timeout().as_secs_f64()),
             spin_us: spec.rr.rate.and(spec.rr.spin_us),
-            pacing_us: (spec.kind == TestKind::UdpStream && spec.udp.rate_bps.is_some())
-                .then(|| spec.udp.pacing().as_micros() as u32),
+            pacing_us: spec.pace.rate_bps.map(|_| spec.pace.pacing().as_micros() as u32),
+            rate_bps: spec.pace.rate_bps,
             workers: spec.workers,
-            udp_rate_bps: spec.kind.is_udp().then_some(spec.udp.rate_bps).flatten(),
+            udp_rate_bps: spec.kind.is_udp().then_some(spec.pace.rate_bps).flatten(),
             reverse: spec.kind.is_udp().then_some(spec.udp.reverse),
             local: self.opts.local.clone(),
             remote: spec.remote.clone(),

@@ -12,6 +12,7 @@ pub mod crr;
 pub mod flow;
 pub mod intake;
 pub mod latencies;
+mod pace;
 pub mod rr;
 pub mod runner;
 pub mod sockopt;

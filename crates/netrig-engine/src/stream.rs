@@ -1,9 +1,12 @@
 //! Bulk transfer (TCP_STREAM, TCP_MAERTS and both at once): senders write
-//! `message_size` bytes per call until stopped or their quota is sent;
-//! receivers read `recv_size` bytes per call until end of file.
+//! `message_size` bytes per call until stopped or their quota is sent, as
+//! fast as the socket takes them or paced to a rate (`-b`); receivers read
+//! `recv_size` bytes per call until end of file.
 
 use crate::flow::SocketHandle;
+use crate::pace::Schedule;
 use crate::sockopt;
+use crate::txn::Timer;
 use crate::workload::{WorkerControl, Workload};
 use crate::{EngineError, Flow, FlowEnd, WorkerEnd};
 use mio::{Events, Interest, Poll, Token};
@@ -18,6 +21,29 @@ use std::time::{Duration, Instant};
 pub struct StreamWorkload {
     pub message_size: usize,
     pub recv_size: usize,
+    /// Paced senders (`-b`): payload bits/s per flow; `None`: as fast as
+    /// the socket takes them. Message k is due at time zero + k × message
+    /// size × 8 / rate; a partly written message is finished whenever the
+    /// socket has room, a new one starts only when due.
+    pub rate_bps: Option<u64>,
+    /// Paced senders wake at most this often and begin the messages due
+    /// within it (see [`PaceOptions`](netrig_proto::spec::PaceOptions)).
+    pub pacing: Duration,
+}
+
+/// The pacing timer's token (flows use their index).
+const TIMER: Token = Token(usize::MAX);
+
+/// Where a sender's write loop stopped.
+enum Sent {
+    /// The socket is full: wait for a writable edge.
+    Full,
+    /// The quota is sent; the flow is done.
+    Finished,
+    /// Paced: the next message is due then.
+    NotDue(Instant),
+    /// The window closed (the main loop finishes the flow).
+    Stopped,
 }
 
 #[derive(Debug, PartialEq, Eq, Clone, Copy)]
@@ -35,6 +61,12 @@ struct Slot {
     bytes: u64,
     /// Offset inside the current message (a partial write continues it).
     msg_off: usize,
+    /// Messages begun.
+    messages: u64,
+    /// Paced: messages that may begin before the schedule is asked again.
+    allowed: u64,
+    /// A sender that filled its socket and waits for a writable edge.
+    full: bool,
     done_at: Option<Instant>,
     final_buffers: Option<BufPair>,
 }
@@ -77,6 +109,9 @@ impl Workload for StreamWorkload {
                 state: State::Active,
                 bytes: 0,
                 msg_off: 0,
+                messages: 0,
+                allowed: 0,
+                full: false,
                 done_at: None,
                 final_buffers: None,
             });
@@ -89,6 +124,20 @@ impl Workload for StreamWorkload {
         let mut events = Events::with_capacity(1024);
         let mut live = slots.len();
         let mut drain_deadline: Option<Instant> = None;
+        let pace = self
+            .rate_bps
+            .filter(|_| {
+                slots
+                    .iter()
+                    .any(|s| matches!(s.flow.role, Role::Sender | Role::Requester))
+            })
+            .map(|r| Schedule::new(ctl.start, self.message_size, r, self.pacing));
+        let timer = match pace {
+            Some(_) => Some(Timer::registered(poll.registry(), TIMER).map_err(setup)?),
+            None => None,
+        };
+        // Paced: when the earliest waiting sender's next message is due.
+        let mut next_due: Option<Instant> = pace.map(|_| ctl.start);
 
         while live > 0 {
             if drain_deadline.is_none() && ctl.stop.load(Ordering::Relaxed) {
@@ -113,12 +162,37 @@ impl Workload for StreamWorkload {
                     break;
                 }
             }
+            // Paced senders: begin what is due, then sleep until the next one.
+            if drain_deadline.is_none()
+                && next_due.is_some_and(|d| d <= Instant::now() + Duration::from_micros(20))
+            {
+                next_due = None;
+                for s in slots.iter_mut().filter(|s| {
+                    s.state == State::Active
+                        && !s.full
+                        && matches!(s.flow.role, Role::Sender | Role::Requester)
+                }) {
+                    let sent = self.on_writable(s, &send_buf, ctl, pace.as_ref())?;
+                    if self.after_write(s, sent, &mut next_due) {
+                        let _ = poll.registry().deregister(&mut s.sock);
+                        live -= 1;
+                    }
+                }
+            }
+            if let (Some(t), Some(d)) = (&timer, next_due) {
+                t.arm(d.saturating_duration_since(Instant::now()));
+            }
             match poll.poll(&mut events, Some(Duration::from_millis(10))) {
                 Ok(()) => {}
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 Err(e) => return Err(setup(e)),
             }
             for ev in events.iter() {
+                if ev.token() == TIMER {
+                    // No read to consume the expiry: re-arming resets it, and
+                    // each expiry wakes the edge-triggered poll anew.
+                    continue;
+                }
                 let Some(s) = slots.get_mut(ev.token().0) else {
                     continue;
                 };
@@ -126,7 +200,11 @@ impl Workload for StreamWorkload {
                     continue;
                 }
                 let finished = match s.flow.role {
-                    Role::Sender | Role::Requester => self.on_writable(s, &send_buf, ctl)?,
+                    Role::Sender | Role::Requester => {
+                        s.full = false;
+                        let sent = self.on_writable(s, &send_buf, ctl, pace.as_ref())?;
+                        self.after_write(s, sent, &mut next_due)
+                    }
                     Role::Receiver | Role::Responder => {
                         self.on_readable(s, &mut recv_buf, drain_deadline.is_some())?
                     }
@@ -158,11 +236,38 @@ impl Workload for StreamWorkload {
 }
 
 impl StreamWorkload {
-    /// Writes until the socket is full. Returns true when the flow is done.
-    fn on_writable(&self, s: &mut Slot, buf: &[u8], ctl: &WorkerControl) -> Result<bool, EngineError> {
+    /// Notes where a sender stopped: a full socket waits for its edge, a
+    /// paced one for the timer. Returns true when the flow is done.
+    fn after_write(&self, s: &mut Slot, sent: Sent, next_due: &mut Option<Instant>) -> bool {
+        match sent {
+            Sent::Full => s.full = true,
+            Sent::NotDue(at) => *next_due = Some(next_due.map_or(at, |d| d.min(at))),
+            Sent::Stopped => {}
+            Sent::Finished => return true,
+        }
+        false
+    }
+
+    /// Writes until the socket is full or, paced, until the next message is
+    /// not yet due.
+    fn on_writable(
+        &self,
+        s: &mut Slot,
+        buf: &[u8],
+        ctl: &WorkerControl,
+        pace: Option<&Schedule>,
+    ) -> Result<Sent, EngineError> {
         loop {
             if ctl.stop.load(Ordering::Relaxed) {
-                return Ok(false); // the loop above finishes the flow
+                return Ok(Sent::Stopped); // the loop above finishes the flow
+            }
+            if let (Some(p), 0) = (pace, s.msg_off) {
+                if s.messages >= s.allowed {
+                    match p.allowed(Instant::now(), s.messages) {
+                        0 => return Ok(Sent::NotDue(p.due_at(s.messages))),
+                        n => s.allowed = s.messages + n,
+                    }
+                }
             }
             let mut len = buf.len() - s.msg_off;
             if let Some(q) = s.flow.quota {
@@ -172,17 +277,20 @@ impl StreamWorkload {
                     s.record_final_buffers();
                     let _ = s.flow.socket.tcp().and_then(|t| t.shutdown(Shutdown::Write));
                     s.state = State::Done;
-                    return Ok(true);
+                    return Ok(Sent::Finished);
                 }
                 len = len.min(left.min(usize::MAX as u64) as usize);
             }
             match s.sock.write(&buf[s.msg_off..s.msg_off + len]) {
                 Ok(n) => {
+                    if s.msg_off == 0 {
+                        s.messages += 1;
+                    }
                     s.bytes += n as u64;
                     s.flow.counters.set_bytes(s.bytes);
                     s.msg_off = (s.msg_off + n) % buf.len();
                 }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(false),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(Sent::Full),
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) => return Err(s.io_error("send", e)),
             }

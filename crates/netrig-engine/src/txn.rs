@@ -57,6 +57,18 @@ impl Timer {
         })
     }
 
+    /// A timer whose expiries wake `registry`'s poll with `token`.
+    pub(crate) fn registered(registry: &Registry, token: Token) -> io::Result<Timer> {
+        use std::os::fd::AsRawFd;
+        let timer = Timer::new()?;
+        registry.register(
+            &mut mio::unix::SourceFd(&timer.fd.as_raw_fd()),
+            token,
+            Interest::READABLE,
+        )?;
+        Ok(timer)
+    }
+
     /// Fires once after `after` (at least 1 ns).
     pub(crate) fn arm(&self, after: Duration) {
         self.set(after.max(Duration::from_nanos(1)));
@@ -226,13 +238,7 @@ impl Pacer {
         spin: Option<Duration>,
         registry: &Registry,
     ) -> io::Result<Pacer> {
-        use std::os::fd::AsRawFd;
-        let timer = Timer::new()?;
-        registry.register(
-            &mut mio::unix::SourceFd(&timer.fd.as_raw_fd()),
-            TIMER,
-            Interest::READABLE,
-        )?;
+        let timer = Timer::registered(registry, TIMER)?;
         Ok(Pacer {
             rate,
             poisson,

@@ -10,6 +10,7 @@
 //! hello (`NRGD…`) a client repeats during set-up is ignored silently.
 
 use crate::flow::SocketHandle;
+use crate::pace::Schedule;
 use crate::sockopt;
 use crate::txn::Timer;
 use crate::workload::{WorkerControl, Workload};
@@ -20,7 +21,7 @@ use netrig_proto::report::{Role, UdpFlowReport};
 use netrig_proto::spec::UDP_HEADER_LEN;
 use netrig_proto::DATA_MAGIC;
 use std::io;
-use std::os::fd::{AsRawFd, RawFd};
+use std::os::fd::RawFd;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
@@ -49,7 +50,7 @@ pub struct UdpStreamWorkload {
     /// Use UDP GSO (send) and GRO (receive) where the kernel has them.
     pub offload: bool,
     /// Paced senders wake at most this often and send what falls due
-    /// within it (see [`UdpOptions::pacing`](netrig_proto::spec::UdpOptions::pacing)).
+    /// within it (see [`PaceOptions`](netrig_proto::spec::PaceOptions)).
     pub pacing: Duration,
 }
 
@@ -61,10 +62,8 @@ struct UFlow {
     bytes: u64,
     // Sender.
     seq: u64,
-    gap: Option<Duration>,
-    /// Paced: datagrams sent per wake-up, up to this many ahead of schedule
-    /// (the pacing quantum over the gap, at least 1).
-    quantum: u64,
+    /// Paced (`-b`): when each datagram is due.
+    pace: Option<Schedule>,
     /// Datagrams per message: more than one when the kernel segments for us (UDP GSO).
     gso_segments: usize,
     // Receiver.
@@ -187,20 +186,13 @@ impl UdpStreamWorkload {
             if ctl.stop.load(Ordering::Relaxed) {
                 return Ok(None);
             }
-            let want = match f.gap {
-                None => BATCH * f.gso_segments.max(1),
-                Some(gap) => {
-                    // Datagram k is due at start + k * gap. When one is due,
-                    // those due within the quantum after it leave with it:
-                    // never more than a quantum ahead, never behind.
-                    let elapsed = ctl.start.elapsed();
-                    let due_now = (elapsed.as_nanos() / gap.as_nanos().max(1)) as u64 + 1;
-                    if due_now <= f.seq {
-                        let at = gap.as_nanos().saturating_mul(f.seq as u128).min(u64::MAX as u128) as u64;
-                        return Ok(Some(ctl.start + Duration::from_nanos(at)));
-                    }
-                    (due_now + f.quantum - 1 - f.seq).min((BATCH * f.gso_segments.max(1)) as u64) as usize
-                }
+            let most = BATCH * f.gso_segments.max(1);
+            let want = match &f.pace {
+                None => most,
+                Some(p) => match p.allowed(Instant::now(), f.seq) {
+                    0 => return Ok(Some(p.due_at(f.seq))),
+                    n => n.min(most as u64) as usize,
+                },
             };
             match self.send_batch(f, buf, want, test_id, ctl.start) {
                 Ok(_) => {}
@@ -363,21 +355,11 @@ impl Workload for UdpStreamWorkload {
     fn run_worker(&self, flows: Vec<Flow>, ctl: &WorkerControl) -> Result<WorkerEnd, EngineError> {
         let setup = |e: io::Error| EngineError::Setup(format!("worker event loop: {e}"));
         let mut poll = Poll::new().map_err(setup)?;
-        let gap = self
+        let schedule = self
             .rate_bps
-            .map(|r| Duration::from_secs_f64(self.size as f64 * 8.0 / r as f64));
-        let timer = match gap {
-            Some(_) => {
-                let t = Timer::new().map_err(setup)?;
-                poll.registry()
-                    .register(
-                        &mut mio::unix::SourceFd(&t.fd.as_raw_fd()),
-                        TIMER,
-                        Interest::READABLE,
-                    )
-                    .map_err(setup)?;
-                Some(t)
-            }
+            .map(|r| Schedule::new(ctl.start, self.size, r, self.pacing));
+        let timer = match schedule {
+            Some(_) => Some(Timer::registered(poll.registry(), TIMER).map_err(setup)?),
             None => None,
         };
         let test_id = ctl.test_id;
@@ -418,10 +400,7 @@ impl Workload for UdpStreamWorkload {
                 done: false,
                 bytes: 0,
                 seq: 0,
-                gap: if sender { gap } else { None },
-                quantum: gap.map_or(1, |g| {
-                    (self.pacing.as_nanos() / g.as_nanos().max(1)).max(1) as u64
-                }),
+                pace: if sender { schedule } else { None },
                 gso_segments,
                 tracker: SeqTracker::new(),
                 stray: 0,
@@ -435,7 +414,7 @@ impl Workload for UdpStreamWorkload {
         let mut rbuf = vec![0u8; cap * BATCH];
         let mut events = Events::with_capacity(1024);
         let mut stopped_at: Option<Instant> = None;
-        let mut next_due: Option<Instant> = if gap.is_some() { Some(ctl.start) } else { None };
+        let mut next_due: Option<Instant> = schedule.map(|_| ctl.start);
         loop {
             let now = Instant::now();
             if stopped_at.is_none() && ctl.stop.load(Ordering::Relaxed) {
@@ -459,7 +438,7 @@ impl Workload for UdpStreamWorkload {
                 let mut earliest: Option<Instant> = None;
                 for f in fl
                     .iter_mut()
-                    .filter(|f| f.flow.role == Role::Sender && f.gap.is_some())
+                    .filter(|f| f.flow.role == Role::Sender && f.pace.is_some())
                 {
                     if let Some(d) = self.on_send(f, &mut sbuf, ctl, test_id)? {
                         earliest = Some(earliest.map_or(d, |e: Instant| e.min(d)));
@@ -477,9 +456,8 @@ impl Workload for UdpStreamWorkload {
             }
             for ev in events.iter() {
                 if ev.token() == TIMER {
-                    if let Some(t) = &timer {
-                        t.clear();
-                    }
+                    // No read to consume the expiry: re-arming resets it, and
+                    // each expiry wakes the edge-triggered poll anew.
                     continue;
                 }
                 let Some(f) = fl.get_mut(ev.token().0) else {
@@ -489,7 +467,7 @@ impl Workload for UdpStreamWorkload {
                     continue;
                 }
                 match f.flow.role {
-                    Role::Sender if f.gap.is_none() => {
+                    Role::Sender if f.pace.is_none() => {
                         self.on_send(f, &mut sbuf, ctl, test_id)?;
                     }
                     Role::Sender => {}
@@ -502,7 +480,7 @@ impl Workload for UdpStreamWorkload {
             if stopped_at.is_none() {
                 for f in fl
                     .iter_mut()
-                    .filter(|f| f.flow.role == Role::Sender && f.gap.is_none())
+                    .filter(|f| f.flow.role == Role::Sender && f.pace.is_none())
                 {
                     self.on_send(f, &mut sbuf, ctl, test_id)?;
                 }

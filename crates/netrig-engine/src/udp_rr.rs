@@ -21,7 +21,6 @@ use netrig_proto::spec::{MAX_IN_FLIGHT, UDP_HEADER_LEN};
 use netrig_proto::DATA_MAGIC;
 use std::collections::VecDeque;
 use std::io;
-use std::os::fd::AsRawFd;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
@@ -237,14 +236,7 @@ impl Workload for UdpRrWorkload {
         let setup = |e: io::Error| EngineError::Setup(format!("worker event loop: {e}"));
         let mut poll = Poll::new().map_err(setup)?;
         // Wakes the loop for the earliest request timeout.
-        let timer = Timer::new().map_err(setup)?;
-        poll.registry()
-            .register(
-                &mut mio::unix::SourceFd(&timer.fd.as_raw_fd()),
-                TIMEOUTS,
-                Interest::READABLE,
-            )
-            .map_err(setup)?;
+        let timer = Timer::registered(poll.registry(), TIMEOUTS).map_err(setup)?;
         let open_loop = self.txn.rate.is_some();
         // Open loop: the schedule shared with tcp-rr and tcp-crr.
         let mut pacer = self.txn.pacer(poll.registry()).map_err(setup)?;

@@ -71,6 +71,8 @@ pub fn workload_for(spec: &TestSpec) -> Arc<dyn Workload> {
             Arc::new(crate::stream::StreamWorkload {
                 message_size: spec.message_size as usize,
                 recv_size: spec.recv_size as usize,
+                rate_bps: spec.pace.rate_bps,
+                pacing: spec.pace.pacing(),
             })
         }
         TestKind::TcpRr => Arc::new(crate::rr::RrWorkload {
@@ -82,9 +84,9 @@ pub fn workload_for(spec: &TestSpec) -> Arc<dyn Workload> {
         }),
         TestKind::UdpStream => Arc::new(crate::udp::UdpStreamWorkload {
             size: spec.message_size as usize,
-            rate_bps: spec.udp.rate_bps,
+            rate_bps: spec.pace.rate_bps,
             offload: !spec.udp.no_gso,
-            pacing: spec.udp.pacing(),
+            pacing: spec.pace.pacing(),
         }),
         TestKind::TcpCrr => Arc::new(crate::crr::CrrWorkload {
             txn: TxnParams::from_spec(&spec.rr),

@@ -23,9 +23,13 @@ pub use preamble::{ControlPreamble, DataHello, SessionCookie, CONTROL_MAGIC, DAT
 pub use spec::{Direction, SpecError, TestKind, TestSpec};
 
 /// The protocol version this build speaks best.
-pub const PROTOCOL_VERSION: u16 = 1;
+pub const PROTOCOL_VERSION: u16 = 2;
 /// The oldest protocol version this build still speaks.
-pub const MIN_PROTOCOL_VERSION: u16 = 1;
+///
+/// Version 2 moved udp-stream's `rate_bps` and `pacing_us` from `spec.udp`
+/// to `spec.pace`, which the TCP streams take too; a version-1 peer would
+/// run such a test unpaced, so version 1 is no longer spoken.
+pub const MIN_PROTOCOL_VERSION: u16 = 2;
 /// The agent's default TCP port, for control and data connections alike.
 ///
 /// Chosen to clash with neither netperf (12865), neper (12866), iperf3 (5201),

@@ -375,6 +375,7 @@ mod tests {
             rr: Default::default(),
             workers: None,
             udp: Default::default(),
+            pace: Default::default(),
         }
     }
 

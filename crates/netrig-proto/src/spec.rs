@@ -143,28 +143,38 @@ impl Default for RrOptions {
 /// Options of UDP tests.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct UdpOptions {
-    /// Sending rate per flow in bits/s of UDP payload (`-b`); `None`: as fast as possible.
-    pub rate_bps: Option<u64>,
     /// The agent sends and the client receives (`-R`).
     #[serde(default)]
     pub reverse: bool,
     /// udp-stream: one datagram per message, no UDP GSO/GRO (`--no-gso`).
     #[serde(default)]
     pub no_gso: bool,
-    /// udp-stream with `-b`: the pacing quantum in µs (`--pacing-us`); `None`:
-    /// [`DEFAULT_PACING_US`].
+}
+
+/// A sending rate for stream tests (`-b`, `--pacing-us`): udp-stream and
+/// the TCP streams (tcp-stream, tcp-maerts, tcp-bidir), per flow, whichever
+/// end sends. Message k of a flow is due at time zero + k × message size × 8
+/// / rate; when one is due, those due within the quantum after it leave
+/// with it: never behind schedule, never more than a quantum ahead.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PaceOptions {
+    /// Payload bits/s per flow (`-b`); `None`: as fast as possible.
+    pub rate_bps: Option<u64>,
+    /// The pacing quantum in µs (`--pacing-us`); `None`: [`DEFAULT_PACING_US`].
     #[serde(default)]
     pub pacing_us: Option<u32>,
 }
 
-/// udp-stream's default pacing quantum: a paced sender wakes at most this
-/// often and sends what falls due within it (iperf3's `--pacing-timer`
-/// defaults to 1000 µs).
+/// The default pacing quantum: a paced sender wakes at most this often and
+/// sends what falls due within it (iperf3's `--pacing-timer` defaults to
+/// 1000 µs).
 pub const DEFAULT_PACING_US: u32 = 100;
 /// The largest pacing quantum `--pacing-us` takes.
 pub const MAX_PACING_US: u32 = 1_000_000;
+/// The highest `-b`, in bits/s.
+pub const MAX_RATE_BPS: u64 = 400_000_000_000;
 
-impl UdpOptions {
+impl PaceOptions {
     /// The paced sender's quantum.
     pub fn pacing(&self) -> std::time::Duration {
         std::time::Duration::from_micros(u64::from(self.pacing_us.unwrap_or(DEFAULT_PACING_US)))
@@ -294,6 +304,9 @@ pub struct TestSpec {
     /// UDP options (UDP kinds only).
     #[serde(default)]
     pub udp: UdpOptions,
+    /// Sending rate of stream tests (`-b`; udp-stream and the TCP streams).
+    #[serde(default)]
+    pub pace: PaceOptions,
 }
 
 /// Most worker threads per end.
@@ -528,28 +541,41 @@ impl TestSpec {
                     ),
                 ));
             }
-            if let Some(r) = self.udp.rate_bps {
-                if r == 0 || r > 400_000_000_000 {
-                    return Err(out_of_range(
-                        "-b/--bitrate",
-                        r,
-                        "1..=400G bits/s (0 or absent: as fast as possible)",
-                    ));
-                }
-            }
             if self.remote.congestion.is_some() || self.remote.nodelay {
                 return Err(SpecError::NotApplicable(
                     "--cc and --nodelay apply to TCP tests, not to UDP".into(),
                 ));
             }
         }
-        if self.kind != TestKind::UdpStream && (self.udp.rate_bps.is_some() || self.udp.reverse) {
-            return Err(SpecError::NotApplicable("-b and -R apply to udp-stream".into()));
+        if self.kind != TestKind::UdpStream && self.udp.reverse {
+            return Err(SpecError::NotApplicable(
+                "-R applies to udp-stream (tcp-maerts is the TCP stream from agent to client)".into(),
+            ));
         }
-        if let Some(p) = self.udp.pacing_us {
-            if self.kind != TestKind::UdpStream || self.udp.rate_bps.is_none() {
+        let streams = matches!(
+            self.kind,
+            TestKind::UdpStream | TestKind::TcpStream | TestKind::TcpMaerts | TestKind::TcpBidir
+        );
+        if let Some(r) = self.pace.rate_bps {
+            if !streams {
                 return Err(SpecError::NotApplicable(
-                    "--pacing-us applies to udp-stream with a rate (-b)".into(),
+                    "-b applies to stream tests (udp-stream, tcp-stream, tcp-maerts, tcp-bidir); \
+                     request/response tests take --rate in transactions/s"
+                        .into(),
+                ));
+            }
+            if r == 0 || r > MAX_RATE_BPS {
+                return Err(out_of_range(
+                    "-b/--bitrate",
+                    r,
+                    "1..=400G bits/s (0 or absent: as fast as possible)",
+                ));
+            }
+        }
+        if let Some(p) = self.pace.pacing_us {
+            if !streams || self.pace.rate_bps.is_none() {
+                return Err(SpecError::NotApplicable(
+                    "--pacing-us applies to stream tests with a rate (-b)".into(),
                 ));
             }
             if p == 0 || p > MAX_PACING_US {
@@ -623,6 +649,7 @@ mod tests {
             rr: RrOptions::default(),
             workers: None,
             udp: UdpOptions::default(),
+            pace: PaceOptions::default(),
         }
     }
 
@@ -638,9 +665,9 @@ mod tests {
         assert_eq!(s.flow_plan(), vec![Direction::Tx, Direction::Tx]);
         s.udp.reverse = true;
         assert_eq!(s.flow_plan(), vec![Direction::Rx, Direction::Rx]);
-        s.udp.rate_bps = Some(0);
+        s.pace.rate_bps = Some(0);
         assert!(s.validate(&l).unwrap_err().to_string().contains("-b/--bitrate"));
-        s.udp.rate_bps = Some(1_000_000);
+        s.pace.rate_bps = Some(1_000_000);
         s.remote.congestion = Some("bbr".into());
         assert!(s.validate(&l).is_err());
         let mut t = spec();

@@ -578,6 +578,7 @@ mod tests {
             rr: Default::default(),
             workers: None,
             udp: Default::default(),
+            pace: Default::default(),
         }
     }
 
@@ -618,6 +619,7 @@ mod tests {
             timeout_s: None,
             spin_us: None,
             pacing_us: None,
+            rate_bps: None,
             workers: None,
             udp_rate_bps: None,
             reverse: None,

@@ -94,12 +94,19 @@ pub struct TestConfig {
     /// Open loop: the pacer's fixed wake-up lead in µs (`--spin-us`); null
     /// when it is learned from the timer, or for closed loop.
     pub spin_us: Option<u32>,
-    /// udp-stream with `-b`: the pacing quantum in µs (`--pacing-us`, or
+    /// Stream tests with `-b`: the pacing quantum in µs (`--pacing-us`, or
     /// its default); null otherwise.
     pub pacing_us: Option<u32>,
+    /// Stream tests (udp-stream, tcp-stream, tcp-maerts, tcp-bidir): `-b`,
+    /// the rate each flow's sender keeps, in bits/s of payload; null: as
+    /// fast as possible.
+    #[serde(default)]
+    pub rate_bps: Option<u64>,
     /// Worker threads per end (`-T`); null: the number of CPUs.
     pub workers: Option<u32>,
-    /// UDP tests: `-b` in bits/s (null: as fast as possible) and `-R`.
+    /// UDP tests: `-b` in bits/s (null: as fast as possible; the same as
+    /// `rate_bps`, kept for scripts written before TCP streams took `-b`)
+    /// and `-R`.
     pub udp_rate_bps: Option<u64>,
     pub reverse: Option<bool>,
     /// Options on the client's sockets (`-s` and the shared options).

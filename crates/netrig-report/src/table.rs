@@ -60,6 +60,14 @@ pub fn render(r: &TestResult) -> String {
     }
     let mut out = String::new();
     let _ = writeln!(out, "{}", title(r));
+    if let Some(b) = r.config.rate_bps {
+        let _ = writeln!(
+            out,
+            "offered: {} 10^6bits/s per flow (-b), paced by the sender every {} us at most",
+            b as f64 / 1e6,
+            r.config.pacing_us.unwrap_or_default()
+        );
+    }
     let multi = r.flows.len() > 1;
     let lead = |a: &str, b: &str| {
         if multi {

@@ -172,6 +172,23 @@ pub struct StreamArgs {
     /// Bytes per recv() call.
     #[arg(short = 'M', long = "recv-size", default_value = "128K", value_parser = parse_size_u32)]
     pub recv_size: u32,
+    #[command(flatten)]
+    pub pace: PaceArgs,
+}
+
+/// A sending rate for stream tests, kept by the sending application (the
+/// kernel's own pacing is --max-pacing-rate).
+#[derive(Debug, Args)]
+pub struct PaceArgs {
+    /// Rate per flow in bits/s of payload, K/M/G = 10^3/10^6/10^9 as iperf: 20M, 1G; 0 or absent:
+    /// as fast as possible. Whichever end sends keeps it, message by message.
+    #[arg(short = 'b', long = "bitrate", value_parser = parse_rate)]
+    pub bitrate: Option<u64>,
+    /// With -b: the pacing quantum in µs. The sender wakes at most this often and sends what falls
+    /// due within it, never ahead by more; smaller is smoother and costs more CPU (default 100;
+    /// iperf3's --pacing-timer defaults to 1000).
+    #[arg(long = "pacing-us", value_name = "US")]
+    pub pacing_us: Option<u32>,
 }
 
 #[derive(Debug, Args)]
@@ -217,9 +234,8 @@ pub struct UdpArgs {
     /// Datagram size in bytes (UDP payload, at least 28: each carries a header).
     #[arg(short = 'm', long = "message-size", default_value = "1472", value_parser = parse_size_u32)]
     pub message_size: u32,
-    /// Rate per flow in bits/s, K/M/G = 10^3/10^6/10^9 as iperf: 20M, 1G; 0 or absent: as fast as possible.
-    #[arg(short = 'b', long = "bitrate", value_parser = parse_rate)]
-    pub bitrate: Option<u64>,
+    #[command(flatten)]
+    pub pace: PaceArgs,
     /// Reverse: the agent sends, the client receives.
     #[arg(short = 'R', long = "reverse")]
     pub reverse: bool,
@@ -227,11 +243,6 @@ pub struct UdpArgs {
     /// offload would not happen or to measure per-datagram cost).
     #[arg(long = "no-gso")]
     pub no_gso: bool,
-    /// With -b: the pacing quantum in µs. The sender wakes at most this often and sends what falls
-    /// due within it, never ahead by more; smaller is smoother and costs more CPU (default 100;
-    /// iperf3's --pacing-timer defaults to 1000).
-    #[arg(long = "pacing-us", value_name = "US")]
-    pub pacing_us: Option<u32>,
 }
 
 #[derive(Debug, Args)]

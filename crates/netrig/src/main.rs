@@ -7,13 +7,13 @@ mod units;
 use anyhow::{bail, Context, Result};
 use clap::Parser;
 use cli::{
-    Cli, Command, CommonArgs, CrrArgs, QuickArgs, RrArgs, ServeArgs, StreamArgs, TargetArgs, UdpArgs,
-    UdpRrArgs,
+    Cli, Command, CommonArgs, CrrArgs, PaceArgs, QuickArgs, RrArgs, ServeArgs, StreamArgs, TargetArgs,
+    UdpArgs, UdpRrArgs,
 };
 use netrig_agent::{Agent, AgentConfig, AgentError, AgentHandle};
 use netrig_client::{resolve, Client, ClientError, ClientOptions, Family};
 use netrig_engine::RunControl;
-use netrig_proto::spec::{Limit, SocketOptions};
+use netrig_proto::spec::{Limit, PaceOptions, SocketOptions};
 use netrig_proto::{AgentLimits, TestKind, TestSpec};
 use netrig_report::{json, table, TestResult};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
@@ -228,6 +228,7 @@ fn common_spec(kind: TestKind, a: &CommonArgs) -> Result<(TestSpec, SocketOption
         rr: Default::default(),
         workers: a.workers,
         udp: Default::default(),
+        pace: Default::default(),
     };
     Ok((spec, local))
 }
@@ -258,8 +259,16 @@ fn stream_spec(kind: TestKind, a: &StreamArgs) -> Result<(TestSpec, SocketOption
     }
     spec.message_size = a.message_size;
     spec.recv_size = a.recv_size;
+    spec.pace = pace(&a.pace);
     check_spec(&spec, &local)?;
     Ok((spec, local))
+}
+
+fn pace(a: &PaceArgs) -> PaceOptions {
+    PaceOptions {
+        rate_bps: a.bitrate.filter(|r| *r > 0),
+        pacing_us: a.pacing_us,
+    }
 }
 
 fn rr_spec(kind: TestKind, a: &RrArgs) -> Result<(TestSpec, SocketOptions)> {
@@ -311,11 +320,10 @@ fn udp_stream(a: UdpArgs) -> Result<()> {
     spec.message_size = a.message_size;
     spec.recv_size = a.message_size;
     spec.udp = netrig_proto::spec::UdpOptions {
-        rate_bps: a.bitrate.filter(|r| *r > 0),
         reverse: a.reverse,
         no_gso: a.no_gso,
-        pacing_us: a.pacing_us,
     };
+    spec.pace = pace(&a.pace);
     check_spec(&spec, &local)?;
     run_and_print(&spec, local, &a.common)
 }
@@ -415,9 +423,10 @@ fn quick(a: QuickArgs) -> Result<()> {
             workers: None,
             // Paced, so that the suite shows a rate and its loss rather than
             // how far an unpaced sender can outrun one receiver.
-            udp: netrig_proto::spec::UdpOptions {
+            udp: Default::default(),
+            pace: PaceOptions {
                 rate_bps: udp.then_some(1_000_000_000),
-                ..Default::default()
+                pacing_us: None,
             },
         };
         results.push(run_one(&mut client, &spec, false).with_context(|| format!("{} failed", kind.name()))?);

@@ -55,6 +55,15 @@ fn sizes_and_counts_out_of_range() {
     fails_with(&["tcp-stream", "--max-pacing-rate", "fast"], "not a rate");
     fails_with(&["tcp-stream", "--mss", "10"], "--mss 10 is out of range");
     fails_with(&["tcp-stream", "-i", "0.01"], "-i/--interval");
+    fails_with(&["tcp-stream", "-b", "fast"], "not a rate");
+    fails_with(
+        &["tcp-maerts", "-b", "500G"],
+        "-b/--bitrate 500000000000 is out of range",
+    );
+    fails_with(
+        &["tcp-bidir", "-b", "1M", "--pacing-us", "0"],
+        "--pacing-us 0 is out of range",
+    );
 }
 
 #[test]
@@ -80,6 +89,12 @@ fn options_that_do_not_apply() {
         "--cc no-such-algo",
     );
     fails_with(&["serve", "-l", "1"], "unexpected argument");
+    fails_with(
+        &["tcp-stream", "--pacing-us", "50"],
+        "--pacing-us applies to stream tests with a rate (-b)",
+    );
+    // Request/response tests take a transaction rate, not a bit rate.
+    fails_with(&["tcp-rr", "-b", "1M"], "unexpected argument");
 }
 
 #[test]

@@ -382,7 +382,7 @@ fn udp_bad_input() {
         (vec!["udp-stream", "-n", "1M"], "unexpected argument"),
         (
             vec!["udp-stream", "--pacing-us", "50"],
-            "--pacing-us applies to udp-stream with a rate",
+            "--pacing-us applies to stream tests with a rate",
         ),
         (vec!["udp-stream", "-b", "1M", "--pacing-us", "0"], "--pacing-us"),
         (
