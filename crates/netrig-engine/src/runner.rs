@@ -736,7 +736,7 @@ fn failures(meta: &[Meta]) -> Vec<u64> {
 
 /// How long the sampler waits for workers to hand over a period's latencies
 /// (they do once per loop iteration, and wake at least every 10 ms).
-const PERIOD_HANDOVER_WAIT: Duration = Duration::from_millis(100);
+const PERIOD_HANDOVER_WAIT: Duration = Duration::from_millis(250);
 
 fn delta(to: &[u64], from: &[u64]) -> Vec<u64> {
     to.iter().zip(from).map(|(b, a)| b.saturating_sub(*a)).collect()

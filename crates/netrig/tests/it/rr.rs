@@ -169,16 +169,36 @@ fn open_loop_spin_keeps_a_coherent_schedule() {
     }
 }
 
-/// An interval's latency histogram holds exactly its transactions, and its
-/// percentiles are in order; returns the interval's transactions.
-fn check_interval_latency(i: &Value) -> u64 {
+/// The intervals a warning names as handed over late (a worker held up
+/// past the sampler's bound, as a preempted thread on a busy host can be).
+fn late_intervals(v: &Value) -> Vec<u64> {
+    warnings_about(v, "handed its latencies over late")
+        .iter()
+        .flat_map(|w| {
+            let list = &w[w.find('[').unwrap() + 1..w.find(']').unwrap()];
+            list.split(',')
+                .map(|x| x.trim().parse::<u64>().unwrap())
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}
+
+/// An interval's latency histogram holds exactly its transactions (fewer
+/// only where a warning says so), and its percentiles are in order;
+/// returns the interval's transactions.
+fn check_interval_latency(v: &Value, i: &Value) -> u64 {
     let n: u64 = i["flows"]
         .as_array()
         .unwrap()
         .iter()
         .map(|x| x["transactions"].as_u64().unwrap())
         .sum();
-    assert_eq!(u(i, "/latency_us/count"), n, "{i}");
+    let count = u(i, "/latency_us/count");
+    if late_intervals(v).contains(&u(i, "/index")) {
+        assert!(count < n, "{i}: named late, yet complete");
+        return n;
+    }
+    assert_eq!(count, n, "{i}");
     let l = &i["latency_us"];
     assert!(
         f(l, "/p50") > 0.0 && f(l, "/p50") <= f(l, "/p99") && f(l, "/p99") <= f(l, "/max") * 1.001,
@@ -229,7 +249,7 @@ fn open_loop_shows_a_stalled_responder_in_p99() {
     assert!(p99s[0] < 100_000.0, "{p99s:?}");
     assert!(p99s[1..].iter().any(|p| *p > 100_000.0), "{p99s:?}");
     for i in iv {
-        check_interval_latency(i);
+        check_interval_latency(&open, i);
     }
     let closed = against_a_stall(&["tcp-rr"]);
     let (p99, max) = (
@@ -326,7 +346,7 @@ fn interim_reports_count_transactions() {
         assert_eq!(sum, fl["transactions"].as_u64().unwrap(), "flow {id:?}");
     }
     for i in iv {
-        let n = check_interval_latency(i);
+        let n = check_interval_latency(&v, i);
         let secs = f(i, "/end_s") - f(i, "/start_s");
         assert!(
             (f(i, "/transactions_per_s") - n as f64 / secs).abs() < 1e-6 * n as f64 / secs,
@@ -353,6 +373,6 @@ fn interval_latency_stays_exact_past_64_intervals() {
     let v = run_json(&["tcp-rr", "-l", "6.85", "-i", "0.1"]);
     let iv = v["intervals"].as_array().unwrap();
     assert!(iv.len() >= 66, "{} intervals", iv.len());
-    let total: u64 = iv.iter().map(check_interval_latency).sum();
+    let total: u64 = iv.iter().map(|i| check_interval_latency(&v, i)).sum();
     assert_eq!(total, u(&v, "/summary/transactions"));
 }
