@@ -237,6 +237,12 @@ pub(crate) fn serve_control(stream: TcpStream, peer: &str, preamble: ControlPrea
                     conn.send(&AgentMsg::TestRejected { reason })?;
                 }
                 AgentEvent::TestRequested(spec) => {
+                    if let Err(reason) = host_can_run(&spec) {
+                        log::info!("{peer}: test refused: {reason}");
+                        sm.reject();
+                        conn.send(&AgentMsg::TestRejected { reason })?;
+                        continue;
+                    }
                     log::info!(
                         "{peer}: {} {} flow(s) {:?}",
                         spec.kind.name(),
@@ -268,6 +274,15 @@ pub(crate) fn serve_control(stream: TcpStream, peer: &str, preamble: ControlPrea
 }
 
 /// Sets up, runs and reports one test.
+/// What the spec's validation cannot know: whether this host has what it asks for.
+fn host_can_run(spec: &TestSpec) -> Result<(), String> {
+    match &spec.remote_cpus {
+        Some(cpus) => netrig_engine::affinity::check_cpus(cpus, "--remote-cpus")
+            .map_err(|e| format!("on the agent's host, {e}")),
+        None => Ok(()),
+    }
+}
+
 fn run_test(
     conn: &mut FramedConn,
     sm: &mut AgentSession,
@@ -498,7 +513,9 @@ fn run_flows(
     let mut writer = conn
         .try_clone_stream()
         .map_err(|e| SessionError::Test(format!("control socket: {e}")))?;
-    let plan = RunPlan::for_spec(spec, start, test_id);
+    let mut plan = RunPlan::for_spec(spec, start, test_id);
+    plan.cpus = spec.remote_cpus.clone();
+    plan.cpus_option = "--remote-cpus";
     let workload = workload_for(spec);
     let ctl2 = ctl.clone();
     let engine = std::thread::Builder::new()

@@ -35,6 +35,8 @@ pub struct ClientOptions {
     /// Options on this end's data sockets.
     pub local: SocketOptions,
     pub connect_timeout: Duration,
+    /// `--cpus`: pin this end's worker i to `cpus[i % len]`.
+    pub cpus: Option<Vec<u32>>,
 }
 
 /// A handshaken control connection to an agent.
@@ -469,7 +471,8 @@ impl Client {
         };
 
         let workload = workload_for(spec);
-        let run_plan = RunPlan::for_spec(spec, start, cookie.test_id());
+        let mut run_plan = RunPlan::for_spec(spec, start, cookie.test_id());
+        run_plan.cpus = self.opts.cpus.clone();
         let mut local_samples = Vec::new();
         let side = if per_transaction {
             SideFlows::Transient {
@@ -578,6 +581,8 @@ impl Client {
             pacing_us: spec.pace.rate_bps.map(|_| spec.pace.pacing().as_micros() as u32),
             rate_bps: spec.pace.rate_bps,
             workers: spec.workers,
+            cpus: self.opts.cpus.clone(),
+            remote_cpus: spec.remote_cpus.clone(),
             udp_rate_bps: spec.kind.is_udp().then_some(spec.pace.rate_bps).flatten(),
             reverse: spec.kind.is_udp().then_some(spec.udp.reverse),
             local: self.opts.local.clone(),

@@ -8,6 +8,7 @@
 //! clock. What a flow does with its socket is a [`Workload`]: a new test kind
 //! is a new workload, not a new branch in the runner.
 
+pub mod affinity;
 pub mod crr;
 pub mod flow;
 pub mod intake;

@@ -54,6 +54,11 @@ pub struct RunPlan {
     pub measure_cpu: bool,
     /// The test's id, carried in every UDP datagram.
     pub test_id: u64,
+    /// Pin worker i to `cpus[i % len]` (`--cpus`, or the spec's
+    /// `remote_cpus` on the agent); `None`: wherever the scheduler likes.
+    pub cpus: Option<Vec<u32>>,
+    /// The option that set `cpus`, for messages.
+    pub cpus_option: &'static str,
 }
 
 impl RunPlan {
@@ -74,6 +79,8 @@ impl RunPlan {
             stall_timeout: Duration::from_secs(30),
             measure_cpu: spec.measure_cpu,
             test_id,
+            cpus: None,
+            cpus_option: "--cpus",
         }
     }
 }
@@ -267,6 +274,8 @@ fn tcp_infos(meta: &[Meta]) -> Vec<Option<TcpInfo>> {
 struct WorkerClock {
     flows: u32,
     clock: Option<libc::clockid_t>,
+    /// The CPU the worker is pinned to.
+    cpu: Option<u32>,
 }
 
 impl WorkerClock {
@@ -391,17 +400,30 @@ pub fn run_side(
         let flows = share.flows() as u32;
         let index = clocks.len();
         wctl.worker = index;
+        let pin = plan
+            .cpus
+            .as_ref()
+            .filter(|c| !c.is_empty())
+            .map(|c| c[index % c.len()]);
+        let option = plan.cpus_option;
         let h = std::thread::Builder::new()
             .name(format!("netrig-worker-{w}"))
             .spawn(move || {
-                let result = match share {
+                let pinned = match pin {
+                    Some(cpu) => crate::affinity::pin_current_thread(cpu).map_err(|e| {
+                        EngineError::Setup(format!("{option}: cannot pin worker {index} to CPU {cpu}: {e}"))
+                    }),
+                    None => Ok(()),
+                };
+                let result = pinned.and_then(|()| match share {
                     Share::Connected(flows) => workload.run_worker(flows, &wctl),
                     Share::Transient(flows, intake) => workload.run_transient(flows, intake, &wctl),
-                };
+                });
                 let _ = tx.send(WorkerDone {
                     worker: index,
                     result,
                     cpu_at_exit: netrig_metrics::thread_cpu_time(),
+                    last_cpu: crate::affinity::current_cpu(),
                 });
             })
             .map_err(|e| EngineError::Setup(format!("cannot start worker thread: {e}")))?;
@@ -411,6 +433,7 @@ pub fn run_side(
         clocks.push(WorkerClock {
             flows,
             clock: (rc == 0).then_some(clock),
+            cpu: pin,
         });
         handles.push(h);
     }
@@ -434,6 +457,7 @@ pub fn run_side(
         pending: handles.len(),
         ends: Vec::new(),
         exit_cpu: vec![None; clocks.len()],
+        last_cpu: vec![None; clocks.len()],
         stop: ctl.stop.clone(),
         latency: None,
         schedule: None,
@@ -532,6 +556,8 @@ pub fn run_side(
                 flows: c.flows,
                 cpu_s,
                 busy_pct: if wall > 0.0 { cpu_s / wall * 100.0 } else { 0.0 },
+                cpu: c.cpu,
+                last_cpu: waiter.last_cpu[w],
             })
         })
         .collect();
@@ -568,6 +594,8 @@ struct WorkerDone {
     result: Result<WorkerEnd, EngineError>,
     /// The thread's own CPU time when it finished (for workers that end before the window does).
     cpu_at_exit: Duration,
+    /// The CPU it ran on when it finished.
+    last_cpu: Option<u32>,
 }
 
 enum Window {
@@ -580,6 +608,7 @@ struct Waiter {
     pending: usize,
     ends: Vec<FlowEnd>,
     exit_cpu: Vec<Option<Duration>>,
+    last_cpu: Vec<Option<u32>>,
     stop: Arc<AtomicBool>,
     latency: Option<LatencyRecorder>,
     schedule: Option<ScheduleStats>,
@@ -602,6 +631,9 @@ impl Waiter {
                 self.pending -= 1;
                 if let Some(slot) = self.exit_cpu.get_mut(done.worker) {
                     *slot = Some(done.cpu_at_exit);
+                }
+                if let Some(slot) = self.last_cpu.get_mut(done.worker) {
+                    *slot = done.last_cpu;
                 }
                 match done.result {
                     Ok(end) => {
@@ -968,6 +1000,8 @@ mod tests {
             stall_timeout: Duration::from_secs(1),
             measure_cpu: false,
             test_id: 0,
+            cpus: None,
+            cpus_option: "--cpus",
         };
         let flows: Vec<FlowSlot> = (0..3)
             .map(|id| FlowSlot::new(id, Direction::Tx, Role::Responder, None))

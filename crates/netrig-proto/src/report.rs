@@ -213,6 +213,13 @@ pub struct WorkerCpu {
     pub cpu_s: f64,
     /// `cpu_s` / window length × 100: 100 % is one CPU fully busy.
     pub busy_pct: f64,
+    /// The CPU the worker was pinned to (`--cpus`, `--remote-cpus`, `-A`);
+    /// `None`: not pinned.
+    #[serde(default)]
+    pub cpu: Option<u32>,
+    /// The CPU it was running on when it finished (sched_getcpu).
+    #[serde(default)]
+    pub last_cpu: Option<u32>,
 }
 
 /// Kernel counter deltas of this end's host over the test (from just before

@@ -180,6 +180,17 @@ impl AgentSession {
 
     /// The running test finished (or failed); the session is idle again.
     pub fn finish(&mut self) {
+        self.idle();
+    }
+
+    /// The host cannot run a spec that passed validation (a CPU it does not
+    /// have, say): the agent answers `test_rejected` and the session is
+    /// idle again, as for an invalid spec.
+    pub fn reject(&mut self) {
+        self.idle();
+    }
+
+    fn idle(&mut self) {
         if self.state != AgentState::Closed {
             self.state = AgentState::Idle;
             self.deadline = None;
@@ -376,6 +387,7 @@ mod tests {
             workers: None,
             udp: Default::default(),
             pace: Default::default(),
+            remote_cpus: None,
         }
     }
 

@@ -307,6 +307,30 @@ pub struct TestSpec {
     /// Sending rate of stream tests (`-b`; udp-stream and the TCP streams).
     #[serde(default)]
     pub pace: PaceOptions,
+    /// Pin the agent's worker i to `remote_cpus[i % len]` (`--remote-cpus`,
+    /// or `-A`'s second CPU); `None`: not pinned.
+    #[serde(default)]
+    pub remote_cpus: Option<Vec<u32>>,
+}
+
+/// The highest CPU number `--cpus` and `--remote-cpus` take (glibc's
+/// cpu_set_t holds 1024), and the longest list.
+pub const MAX_CPU: u32 = 1023;
+pub const MAX_CPU_LIST: usize = 1024;
+
+/// Bounds on a CPU list; the message names `option`.
+pub fn validate_cpus(cpus: &[u32], option: &'static str) -> Result<(), SpecError> {
+    if cpus.is_empty() || cpus.len() > MAX_CPU_LIST {
+        return Err(out_of_range(
+            option,
+            format!("a list of {} CPUs", cpus.len()),
+            format!("1..={MAX_CPU_LIST} CPUs"),
+        ));
+    }
+    match cpus.iter().find(|c| **c > MAX_CPU) {
+        Some(c) => Err(out_of_range(option, c, format!("CPUs 0..={MAX_CPU}"))),
+        None => Ok(()),
+    }
 }
 
 /// Most worker threads per end.
@@ -583,6 +607,9 @@ impl TestSpec {
             }
         }
         validate_socket_options(&self.remote, "-S/--remote-sockbuf")?;
+        if let Some(c) = &self.remote_cpus {
+            validate_cpus(c, "--remote-cpus")?;
+        }
         if self.remote.mss.is_some() {
             return Err(SpecError::NotApplicable(
                 "--mss is applied by the client before it connects; the agent does not take it".into(),
@@ -650,6 +677,7 @@ mod tests {
             workers: None,
             udp: UdpOptions::default(),
             pace: PaceOptions::default(),
+            remote_cpus: None,
         }
     }
 

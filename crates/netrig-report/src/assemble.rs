@@ -579,6 +579,7 @@ mod tests {
             workers: None,
             udp: Default::default(),
             pace: Default::default(),
+            remote_cpus: None,
         }
     }
 
@@ -620,6 +621,8 @@ mod tests {
             spin_us: None,
             pacing_us: None,
             rate_bps: None,
+            cpus: None,
+            remote_cpus: None,
             workers: None,
             udp_rate_bps: None,
             reverse: None,

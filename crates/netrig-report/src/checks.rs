@@ -108,12 +108,16 @@ mod tests {
                     flows: 1,
                     cpu_s: 1.0,
                     busy_pct: 97.0,
+                    cpu: None,
+                    last_cpu: None,
                 },
                 WorkerCpu {
                     worker: 1,
                     flows: 3,
                     cpu_s: 0.1,
                     busy_pct: 10.0,
+                    cpu: None,
+                    last_cpu: None,
                 },
             ],
             counters: Some(CounterReport {

@@ -104,6 +104,12 @@ pub struct TestConfig {
     pub rate_bps: Option<u64>,
     /// Worker threads per end (`-T`); null: the number of CPUs.
     pub workers: Option<u32>,
+    /// The CPUs this end's / the agent's workers were pinned to, round
+    /// robin (`--cpus`, `--remote-cpus`, `-A`); null: not pinned.
+    #[serde(default)]
+    pub cpus: Option<Vec<u32>>,
+    #[serde(default)]
+    pub remote_cpus: Option<Vec<u32>>,
     /// UDP tests: `-b` in bits/s (null: as fast as possible; the same as
     /// `rate_bps`, kept for scripts written before TCP streams took `-b`)
     /// and `-R`.

@@ -116,6 +116,16 @@ pub struct CommonArgs {
     /// Worker threads on each end, each with its own event loop (default: the number of CPUs).
     #[arg(short = 'T', long = "workers", value_parser = clap::value_parser!(u32).range(1..=1024))]
     pub workers: Option<u32>,
+    /// Pin this end's worker threads to these CPUs, round robin: "1", "0-3", "0,2,4" (netperf's
+    /// -T; only the workers, which carry the data, are pinned).
+    #[arg(long = "cpus", value_name = "LIST", value_parser = parse_cpu_list, conflicts_with = "affinity")]
+    pub cpus: Option<CpuList>,
+    /// Pin the agent's worker threads to these CPUs of its host, round robin.
+    #[arg(long = "remote-cpus", value_name = "LIST", value_parser = parse_cpu_list, conflicts_with = "affinity")]
+    pub remote_cpus: Option<CpuList>,
+    /// As iperf3's -A: this end's workers on CPU N and, with ",M", the agent's on CPU M.
+    #[arg(short = 'A', long = "affinity", value_name = "N[,M]", value_parser = parse_affinity)]
+    pub affinity: Option<(u32, Option<u32>)>,
     /// DSCP (0-63) on the data packets of both directions.
     #[arg(long, value_parser = clap::value_parser!(u8).range(0..=63), conflicts_with = "tos")]
     pub dscp: Option<u8>,
@@ -272,6 +282,55 @@ pub fn parse_rate(s: &str) -> Result<u64, String> {
     Ok((v * mult).round() as u64)
 }
 
+/// A list of CPU numbers (`--cpus`, `--remote-cpus`), in the order given.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CpuList(pub Vec<u32>);
+
+/// "1", "0-3", "0,2,4-5", as Linux writes CPU lists.
+pub fn parse_cpu_list(s: &str) -> Result<CpuList, String> {
+    let bad = || format!("{s:?} is not a CPU list: use numbers and ranges, e.g. 1, 0-3 or 0,2,4-5");
+    let num = |x: &str| x.trim().parse::<u32>().map_err(|_| bad());
+    let mut cpus = Vec::new();
+    for part in s.split(',') {
+        let (lo, hi) = match part.split_once('-') {
+            Some((a, b)) => (num(a)?, num(b)?),
+            None => (num(part)?, num(part)?),
+        };
+        if lo > hi || hi > netrig_proto::spec::MAX_CPU {
+            return Err(format!(
+                "{s:?}: CPUs are 0..={} in rising ranges",
+                netrig_proto::spec::MAX_CPU
+            ));
+        }
+        cpus.extend(lo..=hi);
+        if cpus.len() > netrig_proto::spec::MAX_CPU_LIST {
+            return Err(format!(
+                "{s:?}: at most {} CPUs",
+                netrig_proto::spec::MAX_CPU_LIST
+            ));
+        }
+    }
+    Ok(CpuList(cpus))
+}
+
+/// iperf3's -A: "N" or "N,M".
+pub fn parse_affinity(s: &str) -> Result<(u32, Option<u32>), String> {
+    let bad = || format!("{s:?}: use N (this end's CPU) or N,M (and the agent's), e.g. 1,0");
+    let mut parts = s.split(',');
+    let n = parts.next().and_then(|x| x.trim().parse().ok()).ok_or_else(bad)?;
+    let m = match parts.next() {
+        Some(x) => Some(x.trim().parse().map_err(|_| bad())?),
+        None => None,
+    };
+    if parts.next().is_some()
+        || n > netrig_proto::spec::MAX_CPU
+        || m.is_some_and(|m| m > netrig_proto::spec::MAX_CPU)
+    {
+        return Err(bad());
+    }
+    Ok((n, m))
+}
+
 /// "REQ,RESP" or "SIZE" with size suffixes.
 pub fn parse_req_resp(s: &str) -> Result<(u32, u32), String> {
     let mut parts = s.split(',');
@@ -296,6 +355,21 @@ mod tests {
     #[test]
     fn the_command_line_is_consistent() {
         Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn cpu_lists_and_affinity() {
+        assert_eq!(parse_cpu_list("1").unwrap().0, vec![1]);
+        assert_eq!(parse_cpu_list("0-2,5").unwrap().0, vec![0, 1, 2, 5]);
+        assert_eq!(parse_cpu_list("3,1").unwrap().0, vec![3, 1], "the order given");
+        for bad in ["", "a", "3-1", "0-5000", "1,,2", "-1"] {
+            assert!(parse_cpu_list(bad).is_err(), "{bad:?}");
+        }
+        assert_eq!(parse_affinity("2").unwrap(), (2, None));
+        assert_eq!(parse_affinity("2,3").unwrap(), (2, Some(3)));
+        for bad in ["", "x", "1,2,3", "1,", "9999"] {
+            assert!(parse_affinity(bad).is_err(), "{bad:?}");
+        }
     }
 
     #[test]

@@ -157,7 +157,7 @@ fn embedded_agent(v6: bool) -> Result<AgentHandle> {
     Ok(agent.spawn())
 }
 
-fn target(t: &TargetArgs, local: SocketOptions) -> Result<Target> {
+fn target(t: &TargetArgs, local: SocketOptions, cpus: Option<Vec<u32>>) -> Result<Target> {
     let fam = family(t);
     let mut options = ClientOptions {
         host: t.host.clone(),
@@ -166,6 +166,7 @@ fn target(t: &TargetArgs, local: SocketOptions) -> Result<Target> {
         bind: t.bind,
         local,
         connect_timeout: Duration::from_secs_f64(t.connect_timeout.max(0.001)),
+        cpus,
     };
     match &t.host {
         Some(h) => Ok(Target {
@@ -229,6 +230,11 @@ fn common_spec(kind: TestKind, a: &CommonArgs) -> Result<(TestSpec, SocketOption
         workers: a.workers,
         udp: Default::default(),
         pace: Default::default(),
+        remote_cpus: a
+            .remote_cpus
+            .clone()
+            .map(|c| c.0)
+            .or(a.affinity.and_then(|(_, m)| m).map(|m| vec![m])),
     };
     Ok((spec, local))
 }
@@ -349,7 +355,16 @@ fn connect_request_response(a: CrrArgs) -> Result<()> {
 
 /// Connects, runs one test, prints it as the user asked.
 fn run_and_print(spec: &TestSpec, local: SocketOptions, common: &CommonArgs) -> Result<()> {
-    let t = target(&common.target, local)?;
+    // This end's CPUs, checked here as the agent checks its own.
+    let cpus = common
+        .cpus
+        .clone()
+        .map(|c| c.0)
+        .or(common.affinity.map(|(n, _)| vec![n]));
+    if let Some(c) = &cpus {
+        netrig_engine::affinity::check_cpus(c, "--cpus").map_err(Usage)?;
+    }
+    let t = target(&common.target, local, cpus)?;
     let mut client = Client::connect(&t.addrs, t.options.clone())?;
     let result = run_one(&mut client, spec, !common.json)?;
     client.close();
@@ -379,6 +394,7 @@ fn quick(a: QuickArgs) -> Result<()> {
         bind: None,
         local: SocketOptions::default(),
         connect_timeout: Duration::from_secs(5),
+        cpus: None,
     };
     if !a.json {
         println!(
@@ -428,6 +444,7 @@ fn quick(a: QuickArgs) -> Result<()> {
                 rate_bps: udp.then_some(1_000_000_000),
                 pacing_us: None,
             },
+            remote_cpus: None,
         };
         results.push(run_one(&mut client, &spec, false).with_context(|| format!("{} failed", kind.name()))?);
     }

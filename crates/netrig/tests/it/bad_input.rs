@@ -93,6 +93,18 @@ fn options_that_do_not_apply() {
         &["tcp-stream", "--pacing-us", "50"],
         "--pacing-us applies to stream tests with a rate (-b)",
     );
+    // CPUs this host does not have, on either end, before anything runs.
+    fails_with(
+        &["tcp-stream", "--cpus", "1023"],
+        "--cpus: CPU 1023 is not one this host lets netrig run on",
+    );
+    fails_with(
+        &["tcp-stream", "--remote-cpus", "0,1023"],
+        "on the agent's host, --remote-cpus: CPU 1023 is not one",
+    );
+    fails_with(&["tcp-stream", "--cpus", "3-1"], "rising ranges");
+    fails_with(&["tcp-stream", "-A", "1,2,3"], "use N (this end's CPU) or N,M");
+    fails_with(&["tcp-stream", "-A", "0", "--cpus", "0"], "cannot be used with");
     // Request/response tests take a transaction rate, not a bit rate.
     fails_with(&["tcp-rr", "-b", "1M"], "unexpected argument");
 }

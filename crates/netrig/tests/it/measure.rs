@@ -216,3 +216,64 @@ fn conntrack_is_reported_when_loaded() {
     }
     drop(TcpListener::bind("127.0.0.1:0"));
 }
+
+/// Workers pinned to CPUs (`-A`, `--cpus`, `--remote-cpus`) run there: each
+/// worker's affinity is set before it starts, and the CPU it ran on last
+/// (sched_getcpu) is the pinned one, on both ends and round robin.
+#[test]
+fn workers_are_pinned_where_asked_on_both_ends() {
+    // The CPUs this process may use, which need not start at 0.
+    let allowed = netrig_engine::affinity::allowed_cpus().unwrap();
+    let (first, last) = (allowed[0], *allowed.last().unwrap());
+    let (a, b) = (last, first);
+    let a_b = format!("{a},{b}");
+    let check = |v: &Value, end: &str, want: &[u32]| {
+        let ws = v["workers"][end].as_array().unwrap();
+        assert!(!ws.is_empty(), "{end}");
+        for w in ws {
+            let i = w["worker"].as_u64().unwrap() as usize;
+            let cpu = want[i % want.len()] as u64;
+            assert_eq!(w["cpu"].as_u64(), Some(cpu), "{end} {w}");
+            assert_eq!(w["last_cpu"].as_u64(), Some(cpu), "{end} {w}");
+        }
+    };
+    let v = run_json(&["tcp-stream", "-l", "0.5", "-P", "2", "-T", "2", "-A", &a_b]);
+    assert_eq!(v["config"]["cpus"], serde_json::json!([a]));
+    assert_eq!(v["config"]["remote_cpus"], serde_json::json!([b]));
+    check(&v, "local", &[a]);
+    check(&v, "remote", &[b]);
+    // Lists, round robin over the workers; a served agent pins its own.
+    let agent = Served::start(&[]);
+    let list = netrig_engine::affinity::cpu_list(&allowed);
+    let rev = format!("{last},{first}");
+    let v = run_json(&[
+        "tcp-rr",
+        "-H",
+        "127.0.0.1",
+        "-p",
+        &agent.port_arg(),
+        "-l",
+        "0.5",
+        "-P",
+        "4",
+        "-T",
+        "2",
+        "--cpus",
+        &list,
+        "--remote-cpus",
+        &rev,
+    ]);
+    check(&v, "local", &allowed);
+    check(&v, "remote", &[last, first]);
+    let t = stdout(&run(&["tcp-stream", "-l", "0.3", "-T", "1", "-A", &a_b]));
+    assert!(
+        t.contains(&format!("pinned to cpu{a}")) && t.contains(&format!("pinned to cpu{b}")),
+        "{t}"
+    );
+    // Unpinned: no cpu, and the one it ran on.
+    let v = run_json(&["tcp-stream", "-l", "0.3"]);
+    for w in v["workers"]["local"].as_array().unwrap() {
+        let ran = w["last_cpu"].as_u64().unwrap() as u32;
+        assert!(w["cpu"].is_null() && allowed.contains(&ran), "{w}");
+    }
+}
