@@ -480,6 +480,7 @@ fn run_test(
         counters,
         environment: Some(environment),
         latency: outcome.latency,
+        latency_histogram: None,
         schedule: outcome.schedule,
     })
 }

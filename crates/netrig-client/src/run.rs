@@ -550,6 +550,7 @@ impl Client {
             counters,
             environment: Some(environment),
             latency: outcome.latency.clone(),
+            latency_histogram: outcome.latency_histogram.clone(),
             schedule: outcome.schedule.clone(),
         };
         let transactional = spec.kind.is_transactional();

@@ -234,6 +234,8 @@ pub struct SideOutcome {
     pub workers: Vec<WorkerCpu>,
     /// Latency of the transactions completed inside the window (requesters only).
     pub latency: Option<LatencySummary>,
+    /// Their whole histogram ([`LatencyRecorder::to_base64`]).
+    pub latency_histogram: Option<String>,
     /// Open loop: schedule keeping inside the window.
     pub schedule: Option<ScheduleReport>,
     /// Arrivals of the intake that no worker had room for (closed unanswered).
@@ -573,6 +575,11 @@ pub fn run_side(
             .as_ref()
             .filter(|l| !l.is_empty())
             .map(LatencyRecorder::summary),
+        latency_histogram: waiter
+            .latency
+            .as_ref()
+            .filter(|l| !l.is_empty())
+            .map(LatencyRecorder::to_base64),
         schedule: waiter.schedule.map(|s| ScheduleReport {
             due: s.due,
             late: s.late,

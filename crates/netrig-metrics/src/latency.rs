@@ -120,6 +120,15 @@ pub struct LatencySummary {
     pub p99_us: f64,
     /// 99.9th percentile.
     pub p999_us: f64,
+    /// 75th, 95th, 99.99th and 99.999th percentiles (wrk2's spectrum).
+    #[serde(default)]
+    pub p75_us: f64,
+    #[serde(default)]
+    pub p95_us: f64,
+    #[serde(default)]
+    pub p9999_us: f64,
+    #[serde(default)]
+    pub p99999_us: f64,
     /// Largest latency (100 s if any value was clamped).
     pub max_us: f64,
     /// Smallest latency.
@@ -217,6 +226,10 @@ impl LatencyRecorder {
             p90_us: q(0.9),
             p99_us: q(0.99),
             p999_us: q(0.999),
+            p75_us: q(0.75),
+            p95_us: q(0.95),
+            p9999_us: q(0.9999),
+            p99999_us: q(0.99999),
             max_us: us(self.hist.max()),
             min_us: us(self.hist.min()),
             stddev_us: self.hist.stdev() / 1000.0,

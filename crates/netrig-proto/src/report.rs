@@ -276,6 +276,11 @@ pub struct SideReport {
     /// this end's workers (the requester's end).
     #[serde(default)]
     pub latency: Option<netrig_metrics::LatencySummary>,
+    /// The same transactions' whole histogram, base64 of HdrHistogram's V2
+    /// encoding in ns ([`netrig_metrics::LatencyRecorder::to_base64`]); set
+    /// on the client's own report, never read from the wire.
+    #[serde(skip)]
+    pub latency_histogram: Option<String>,
     /// Open loop only: how far the generator fell behind its schedule.
     #[serde(default)]
     pub schedule: Option<ScheduleReport>,

@@ -268,7 +268,10 @@ pub fn assemble(
         udp,
         transactions,
         transactions_per_s: transactions.map(|t| rate(t, elapsed_s)),
-        latency_us: local.report.latency.as_ref().map(LatencyUs::from),
+        latency_us: local.report.latency.as_ref().map(|l| LatencyUs {
+            histogram: local.report.latency_histogram.clone(),
+            ..LatencyUs::from(l)
+        }),
         schedule: local.report.schedule.clone(),
         connect_errors,
         cpu,

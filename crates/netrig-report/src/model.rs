@@ -206,6 +206,16 @@ pub struct LatencyUs {
     pub p99: f64,
     pub p999: f64,
     pub max: f64,
+    /// The rest of wrk2's spectrum: 75th, 95th, 99.99th, 99.999th.
+    pub p75: f64,
+    pub p95: f64,
+    pub p9999: f64,
+    pub p99999: f64,
+    /// The window's whole histogram (the summary only; null in intervals):
+    /// base64 of HdrHistogram's uncompressed V2 encoding, values in ns, 1 ns
+    /// to 100 s at 3 significant digits. Any HdrHistogram decoder reads it,
+    /// so runs can be merged and any percentile read later.
+    pub histogram: Option<String>,
 }
 
 impl From<&netrig_metrics::LatencySummary> for LatencyUs {
@@ -220,6 +230,11 @@ impl From<&netrig_metrics::LatencySummary> for LatencyUs {
             p99: s.p99_us,
             p999: s.p999_us,
             max: s.max_us,
+            p75: s.p75_us,
+            p95: s.p95_us,
+            p9999: s.p9999_us,
+            p99999: s.p99999_us,
+            histogram: None,
         }
     }
 }

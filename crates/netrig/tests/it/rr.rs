@@ -33,6 +33,26 @@ pub(crate) fn check_rr(v: &Value) {
         "{l}"
     );
     assert!(mean > 0.0 && mean <= max);
+    // wrk2's spectrum, in order.
+    let spectrum: Vec<f64> = [
+        "p50", "p75", "p90", "p95", "p99", "p999", "p9999", "p99999", "max",
+    ]
+    .iter()
+    .map(|k| l[k].as_f64().unwrap())
+    .collect();
+    assert!(spectrum.windows(2).all(|w| w[0] <= w[1] * 1.001), "{l}");
+    // The whole histogram decodes to exactly these transactions and figures.
+    let h = netrig_metrics::LatencyRecorder::from_base64(
+        l["histogram"].as_str().unwrap(),
+        netrig_metrics::latency::MAX_ENCODED_LEN,
+    )
+    .unwrap();
+    let s = h.summary();
+    assert_eq!(s.count, tr);
+    assert_eq!(
+        (s.p50_us, s.p99_us, s.p9999_us, s.max_us),
+        (p50, p99, l["p9999"].as_f64().unwrap(), max)
+    );
     assert_eq!(v["summary"]["service_demand"]["unit"], "us/tran");
     let pct = f(v, "/summary/cpu/local_pct");
     let cpus = u(v, "/summary/cpu/local/cpus") as f64;
