@@ -180,7 +180,7 @@ impl Workload for StreamWorkload {
                 }
             }
             if let (Some(t), Some(d)) = (&timer, next_due) {
-                t.arm(d.saturating_duration_since(Instant::now()));
+                t.arm_at(d);
             }
             match poll.poll(&mut events, Some(Duration::from_millis(10))) {
                 Ok(()) => {}

@@ -37,6 +37,8 @@ const RETRY: Duration = Duration::from_micros(100);
 /// resolution, far too coarse for an open-loop schedule.
 pub(crate) struct Timer {
     pub(crate) fd: std::os::fd::OwnedFd,
+    /// The deadline [`arm_at`](Self::arm_at) last set.
+    armed_at: std::cell::Cell<Option<Instant>>,
 }
 
 impl Timer {
@@ -54,6 +56,7 @@ impl Timer {
         // SAFETY: `fd` is a fresh descriptor we own.
         Ok(Timer {
             fd: unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) },
+            armed_at: std::cell::Cell::new(None),
         })
     }
 
@@ -71,11 +74,25 @@ impl Timer {
 
     /// Fires once after `after` (at least 1 ns).
     pub(crate) fn arm(&self, after: Duration) {
+        self.armed_at.set(None);
         self.set(after.max(Duration::from_nanos(1)));
+    }
+
+    /// Fires once at `at`; a system call only when the deadline changed
+    /// (an event loop re-arms on every turn, mostly for the same one).
+    pub(crate) fn arm_at(&self, at: Instant) {
+        if self.armed_at.get() != Some(at) {
+            self.armed_at.set(Some(at));
+            self.set(
+                at.saturating_duration_since(Instant::now())
+                    .max(Duration::from_nanos(1)),
+            );
+        }
     }
 
     /// Stops a pending expiry.
     pub(crate) fn disarm(&self) {
+        self.armed_at.set(None);
         self.set(Duration::ZERO);
     }
 

@@ -447,7 +447,7 @@ impl Workload for UdpStreamWorkload {
                 next_due = earliest.or(Some(now + Duration::from_millis(1)));
             }
             if let (Some(t), Some(d)) = (&timer, next_due) {
-                t.arm(d.saturating_duration_since(Instant::now()));
+                t.arm_at(d);
             }
             match poll.poll(&mut events, Some(Duration::from_millis(10))) {
                 Ok(()) => {}
