@@ -582,6 +582,7 @@ impl Client {
             pacing_us: spec.pace.rate_bps.map(|_| spec.pace.pacing().as_micros() as u32),
             rate_bps: spec.pace.rate_bps,
             workers: spec.workers,
+            zerocopy: spec.zerocopy,
             cpus: self.opts.cpus.clone(),
             remote_cpus: spec.remote_cpus.clone(),
             udp_rate_bps: spec.kind.is_udp().then_some(spec.pace.rate_bps).flatten(),

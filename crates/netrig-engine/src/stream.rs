@@ -1,7 +1,8 @@
 //! Bulk transfer (TCP_STREAM, TCP_MAERTS and both at once): senders write
 //! `message_size` bytes per call until stopped or their quota is sent, as
-//! fast as the socket takes them or paced to a rate (`-b`); receivers read
-//! `recv_size` bytes per call until end of file.
+//! fast as the socket takes them or paced to a rate (`-b`), with send(2) or,
+//! with `-Z`, sendfile(2) from an in-memory file; receivers read `recv_size`
+//! bytes per call until end of file.
 
 use crate::flow::SocketHandle;
 use crate::pace::Schedule;
@@ -11,8 +12,10 @@ use crate::workload::{WorkerControl, Workload};
 use crate::{EngineError, Flow, FlowEnd, WorkerEnd};
 use mio::{Events, Interest, Poll, Token};
 use netrig_proto::report::{BufPair, Role};
+use std::fs::File;
 use std::io::{self, Read, Write};
 use std::net::Shutdown;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
@@ -29,6 +32,50 @@ pub struct StreamWorkload {
     /// Paced senders wake at most this often and begin the messages due
     /// within it (see [`PaceOptions`](netrig_proto::spec::PaceOptions)).
     pub pacing: Duration,
+    /// `-Z`: senders send each message with sendfile(2) from an in-memory
+    /// file (memfd) holding the message's bytes, instead of send(2) from a
+    /// buffer, so the kernel takes the pages without a copy from user memory.
+    pub zerocopy: bool,
+}
+
+/// What a sender sends: `buf` (one message of the pattern), and with `-Z`
+/// the in-memory file that holds the same bytes, sent with sendfile(2).
+struct Payload<'a> {
+    buf: &'a [u8],
+    file: Option<RawFd>,
+}
+
+/// An in-memory file (memfd_create(2)) holding `pattern`, for sendfile(2).
+fn payload_file(pattern: &[u8]) -> Result<File, EngineError> {
+    let fail = |what: &str, e: io::Error| {
+        EngineError::Setup(format!(
+            "-Z/--zerocopy: cannot make the in-memory file to send from ({what}): {e}"
+        ))
+    };
+    // SAFETY: the name is a NUL-terminated string that outlives the call;
+    // the result is checked before use.
+    let fd = unsafe { libc::memfd_create(c"netrig-zerocopy".as_ptr(), libc::MFD_CLOEXEC) };
+    if fd < 0 {
+        return Err(fail("memfd_create", io::Error::last_os_error()));
+    }
+    // SAFETY: `fd` is a fresh descriptor that nothing else owns.
+    let mut file = File::from(unsafe { OwnedFd::from_raw_fd(fd) });
+    file.write_all(pattern).map_err(|e| fail("write", e))?;
+    Ok(file)
+}
+
+/// sendfile(2): up to `len` bytes of `file` from `offset` to `sock`.
+fn send_file(sock: RawFd, file: RawFd, offset: usize, len: usize) -> io::Result<usize> {
+    let mut off = offset as libc::off_t;
+    // SAFETY: both descriptors stay open for the call (the slot holds the
+    // socket, the worker the file), and `off` is a live local the kernel
+    // may update.
+    let rc = unsafe { libc::sendfile(sock, file, &mut off, len) };
+    if rc < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(rc as usize)
+    }
 }
 
 /// The pacing timer's token (flows use their index).
@@ -120,17 +167,26 @@ impl Workload for StreamWorkload {
         for (i, b) in send_buf.iter_mut().enumerate() {
             *b = (i % 251) as u8 + 1;
         }
+        let sends = slots
+            .iter()
+            .any(|s| matches!(s.flow.role, Role::Sender | Role::Requester));
+        // -Z: one file per worker, shared by its senders.
+        let payload_file = if self.zerocopy && sends {
+            Some(payload_file(&send_buf)?)
+        } else {
+            None
+        };
+        let payload = Payload {
+            buf: &send_buf,
+            file: payload_file.as_ref().map(File::as_raw_fd),
+        };
         let mut recv_buf = vec![0u8; self.recv_size.max(1)];
         let mut events = Events::with_capacity(1024);
         let mut live = slots.len();
         let mut drain_deadline: Option<Instant> = None;
         let pace = self
             .rate_bps
-            .filter(|_| {
-                slots
-                    .iter()
-                    .any(|s| matches!(s.flow.role, Role::Sender | Role::Requester))
-            })
+            .filter(|_| sends)
             .map(|r| Schedule::new(ctl.start, self.message_size, r, self.pacing));
         let timer = match pace {
             Some(_) => Some(Timer::registered(poll.registry(), TIMER).map_err(setup)?),
@@ -172,7 +228,7 @@ impl Workload for StreamWorkload {
                         && !s.full
                         && matches!(s.flow.role, Role::Sender | Role::Requester)
                 }) {
-                    let sent = self.on_writable(s, &send_buf, ctl, pace.as_ref())?;
+                    let sent = self.on_writable(s, &payload, ctl, pace.as_ref())?;
                     if self.after_write(s, sent, &mut next_due) {
                         let _ = poll.registry().deregister(&mut s.sock);
                         live -= 1;
@@ -202,7 +258,7 @@ impl Workload for StreamWorkload {
                 let finished = match s.flow.role {
                     Role::Sender | Role::Requester => {
                         s.full = false;
-                        let sent = self.on_writable(s, &send_buf, ctl, pace.as_ref())?;
+                        let sent = self.on_writable(s, &payload, ctl, pace.as_ref())?;
                         self.after_write(s, sent, &mut next_due)
                     }
                     Role::Receiver | Role::Responder => {
@@ -248,15 +304,16 @@ impl StreamWorkload {
         false
     }
 
-    /// Writes until the socket is full or, paced, until the next message is
-    /// not yet due.
+    /// Writes (or, with `-Z`, sends from the file) until the socket is full
+    /// or, paced, until the next message is not yet due.
     fn on_writable(
         &self,
         s: &mut Slot,
-        buf: &[u8],
+        payload: &Payload,
         ctl: &WorkerControl,
         pace: Option<&Schedule>,
     ) -> Result<Sent, EngineError> {
+        let buf = payload.buf;
         loop {
             if ctl.stop.load(Ordering::Relaxed) {
                 return Ok(Sent::Stopped); // the loop above finishes the flow
@@ -281,7 +338,18 @@ impl StreamWorkload {
                 }
                 len = len.min(left.min(usize::MAX as u64) as usize);
             }
-            match s.sock.write(&buf[s.msg_off..s.msg_off + len]) {
+            let sent = match payload.file {
+                Some(file) => match send_file(s.sock.raw_fd(), file, s.msg_off, len) {
+                    // The file holds a whole message: 0 would mean it does not.
+                    Ok(0) => Err(io::Error::new(
+                        io::ErrorKind::UnexpectedEof,
+                        "the in-memory file ended inside the message",
+                    )),
+                    r => r,
+                },
+                None => s.sock.write(&buf[s.msg_off..s.msg_off + len]),
+            };
+            match sent {
                 Ok(n) => {
                     if s.msg_off == 0 {
                         s.messages += 1;
@@ -292,6 +360,17 @@ impl StreamWorkload {
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(Sent::Full),
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) if payload.file.is_some() => {
+                    // Refused on the flow's first call: this kernel (or this
+                    // socket) does not take sendfile; say so rather than write.
+                    if s.bytes == 0 && matches!(e.raw_os_error(), Some(libc::ENOSYS | libc::EINVAL)) {
+                        return Err(EngineError::Setup(format!(
+                            "-Z/--zerocopy: sendfile(2) is not supported here (flow {}): {e}",
+                            s.flow.id
+                        )));
+                    }
+                    return Err(s.io_error("sendfile", e));
+                }
                 Err(e) => return Err(s.io_error("send", e)),
             }
         }
@@ -321,5 +400,29 @@ impl StreamWorkload {
                 Err(e) => return Err(s.io_error("receive", e)),
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::net::UnixStream;
+
+    /// sendfile from the in-memory file sends the pattern's bytes from the
+    /// offset asked, and no more than asked.
+    #[test]
+    fn send_file_sends_the_pattern_from_the_offset() {
+        let pattern: Vec<u8> = (0..1000).map(|i| (i % 251) as u8 + 1).collect();
+        let file = payload_file(&pattern).unwrap();
+        let (a, mut b) = UnixStream::pair().unwrap();
+        let n = send_file(a.as_raw_fd(), file.as_raw_fd(), 300, 200).unwrap();
+        assert_eq!(n, 200);
+        let n = send_file(a.as_raw_fd(), file.as_raw_fd(), 900, 100).unwrap();
+        assert_eq!(n, 100);
+        drop(a);
+        let mut got = Vec::new();
+        b.read_to_end(&mut got).unwrap();
+        assert_eq!(got[..200], pattern[300..500]);
+        assert_eq!(got[200..], pattern[900..]);
     }
 }

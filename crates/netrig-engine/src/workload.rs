@@ -73,6 +73,7 @@ pub fn workload_for(spec: &TestSpec) -> Arc<dyn Workload> {
                 recv_size: spec.recv_size as usize,
                 rate_bps: spec.pace.rate_bps,
                 pacing: spec.pace.pacing(),
+                zerocopy: spec.zerocopy,
             })
         }
         TestKind::TcpRr => Arc::new(crate::rr::RrWorkload {

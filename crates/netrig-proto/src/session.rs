@@ -388,6 +388,7 @@ mod tests {
             udp: Default::default(),
             pace: Default::default(),
             remote_cpus: None,
+            zerocopy: false,
         }
     }
 

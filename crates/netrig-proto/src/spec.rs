@@ -311,6 +311,10 @@ pub struct TestSpec {
     /// or `-A`'s second CPU); `None`: not pinned.
     #[serde(default)]
     pub remote_cpus: Option<Vec<u32>>,
+    /// TCP streams (`-Z`): whichever end sends sends each message with
+    /// sendfile(2) from an in-memory file instead of send(2).
+    #[serde(default)]
+    pub zerocopy: bool,
 }
 
 /// The highest CPU number `--cpus` and `--remote-cpus` take (glibc's
@@ -596,6 +600,17 @@ impl TestSpec {
                 ));
             }
         }
+        if self.zerocopy
+            && !matches!(
+                self.kind,
+                TestKind::TcpStream | TestKind::TcpMaerts | TestKind::TcpBidir
+            )
+        {
+            return Err(SpecError::NotApplicable(format!(
+                "-Z/--zerocopy applies to the TCP streams (tcp-stream, tcp-maerts, tcp-bidir), not to {}",
+                self.kind.name()
+            )));
+        }
         if let Some(p) = self.pace.pacing_us {
             if !streams || self.pace.rate_bps.is_none() {
                 return Err(SpecError::NotApplicable(
@@ -678,7 +693,35 @@ mod tests {
             udp: UdpOptions::default(),
             pace: PaceOptions::default(),
             remote_cpus: None,
+            zerocopy: false,
         }
+    }
+
+    #[test]
+    fn zerocopy_is_for_tcp_streams_only() {
+        let l = AgentLimits::default();
+        let mut s = spec();
+        s.zerocopy = true;
+        for kind in [TestKind::TcpStream, TestKind::TcpMaerts, TestKind::TcpBidir] {
+            s.kind = kind;
+            assert!(s.validate(&l).is_ok(), "{kind:?}");
+        }
+        s.message_size = 1472;
+        for kind in [
+            TestKind::TcpRr,
+            TestKind::TcpCrr,
+            TestKind::UdpStream,
+            TestKind::UdpRr,
+        ] {
+            s.kind = kind;
+            let e = s.validate(&l).unwrap_err();
+            assert!(matches!(e, SpecError::NotApplicable(_)), "{kind:?}: {e}");
+            assert!(e.to_string().contains("-Z/--zerocopy"), "{kind:?}: {e}");
+        }
+        // A spec from a client that predates -Z reads as off.
+        let mut v = serde_json::to_value(spec()).unwrap();
+        v.as_object_mut().unwrap().remove("zerocopy");
+        assert!(!serde_json::from_value::<TestSpec>(v).unwrap().zerocopy);
     }
 
     #[test]

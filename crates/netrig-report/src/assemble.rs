@@ -583,6 +583,7 @@ mod tests {
             udp: Default::default(),
             pace: Default::default(),
             remote_cpus: None,
+            zerocopy: false,
         }
     }
 
@@ -627,6 +628,7 @@ mod tests {
             cpus: None,
             remote_cpus: None,
             workers: None,
+            zerocopy: false,
             udp_rate_bps: None,
             reverse: None,
             local: SocketOptions::default(),

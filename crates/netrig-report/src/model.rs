@@ -104,6 +104,10 @@ pub struct TestConfig {
     pub rate_bps: Option<u64>,
     /// Worker threads per end (`-T`); null: the number of CPUs.
     pub workers: Option<u32>,
+    /// TCP streams: `-Z`, the senders sent with sendfile(2) from an
+    /// in-memory file instead of send(2); false otherwise.
+    #[serde(default)]
+    pub zerocopy: bool,
     /// The CPUs this end's / the agent's workers were pinned to, round
     /// robin (`--cpus`, `--remote-cpus`, `-A`); null: not pinned.
     #[serde(default)]

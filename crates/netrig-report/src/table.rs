@@ -68,6 +68,9 @@ pub fn render(r: &TestResult) -> String {
             r.config.pacing_us.unwrap_or_default()
         );
     }
+    if r.config.zerocopy {
+        let _ = writeln!(out, "sender: sendfile(2) from memory (-Z)");
+    }
     let multi = r.flows.len() > 1;
     let lead = |a: &str, b: &str| {
         if multi {

@@ -184,6 +184,11 @@ pub struct StreamArgs {
     pub recv_size: u32,
     #[command(flatten)]
     pub pace: PaceArgs,
+    /// Send each message with sendfile(2) from an in-memory file instead of send(2) from a buffer,
+    /// as iperf3's -Z: the sending end (the client for tcp-stream, the agent for tcp-maerts, both
+    /// for tcp-bidir) skips the copy from user memory. Receivers read as usual.
+    #[arg(short = 'Z', long = "zerocopy")]
+    pub zerocopy: bool,
 }
 
 /// A sending rate for stream tests, kept by the sending application (the

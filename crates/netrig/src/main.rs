@@ -235,6 +235,7 @@ fn common_spec(kind: TestKind, a: &CommonArgs) -> Result<(TestSpec, SocketOption
             .clone()
             .map(|c| c.0)
             .or(a.affinity.and_then(|(_, m)| m).map(|m| vec![m])),
+        zerocopy: false,
     };
     Ok((spec, local))
 }
@@ -266,6 +267,7 @@ fn stream_spec(kind: TestKind, a: &StreamArgs) -> Result<(TestSpec, SocketOption
     spec.message_size = a.message_size;
     spec.recv_size = a.recv_size;
     spec.pace = pace(&a.pace);
+    spec.zerocopy = a.zerocopy;
     check_spec(&spec, &local)?;
     Ok((spec, local))
 }
@@ -445,6 +447,7 @@ fn quick(a: QuickArgs) -> Result<()> {
                 pacing_us: None,
             },
             remote_cpus: None,
+            zerocopy: false,
         };
         results.push(run_one(&mut client, &spec, false).with_context(|| format!("{} failed", kind.name()))?);
     }
