@@ -107,6 +107,9 @@ fn options_that_do_not_apply() {
     fails_with(&["tcp-stream", "-A", "0", "--cpus", "0"], "cannot be used with");
     // Request/response tests take a transaction rate, not a bit rate.
     fails_with(&["tcp-rr", "-b", "1M"], "unexpected argument");
+    // -Z is for the TCP streams only.
+    fails_with(&["tcp-rr", "-Z"], "unexpected argument '-Z'");
+    fails_with(&["udp-stream", "-Z"], "unexpected argument '-Z'");
 }
 
 #[test]

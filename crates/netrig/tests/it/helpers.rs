@@ -31,7 +31,8 @@ pub fn run_in(ns: &Netns, args: &[&str]) -> Output {
     run_cmd(c, args)
 }
 
-fn run_cmd(mut cmd: Command, args: &[&str]) -> Output {
+/// Runs `cmd` with `args` as [`run`] does: bounded in time, pipes drained.
+pub fn run_cmd(mut cmd: Command, args: &[&str]) -> Output {
     let mut child = cmd
         .args(args)
         .stdout(Stdio::piped())

@@ -336,6 +336,160 @@ fn bitrate_paces_tcp_streams_at_either_end() {
     assert!(t.contains("offered: 100 10^6bits/s per flow (-b)"), "{t}");
 }
 
+/// `-Z`: whichever end sends (the client, the agent, both) sends with
+/// sendfile(2) from memory; the figures add up as without it, and a byte
+/// quota arrives exactly, its last partial message included.
+#[test]
+fn zerocopy_streams_at_either_end() {
+    for (kind, flows) in [("tcp-stream", "1"), ("tcp-maerts", "2"), ("tcp-bidir", "1")] {
+        let v = run_json(&[kind, "-Z", "-l", "1", "-P", flows]);
+        check_arithmetic(&v);
+        assert_eq!(v["config"]["zerocopy"], true, "{kind}");
+        for fl in v["flows"].as_array().unwrap() {
+            assert!(fl["bytes"].as_u64().unwrap() > 0, "{kind}: idle flow {fl}");
+        }
+        // 100K does not divide 3 MiB (nor its halves): the last message is cut short.
+        let v = run_json(&[kind, "-Z", "-n", "3M", "-m", "100K", "-P", flows]);
+        check_arithmetic(&v);
+        for dir in ["tx", "rx"] {
+            let got: Vec<u64> = v["flows"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|f| f["direction"] == dir)
+                .map(|f| f["bytes"].as_u64().unwrap())
+                .collect();
+            if !got.is_empty() {
+                assert_eq!(got.iter().sum::<u64>(), 3 << 20, "{kind} {dir}: {got:?}");
+            }
+        }
+    }
+    let v = run_json(&["tcp-stream", "-l", "0.3"]);
+    assert_eq!(v["config"]["zerocopy"], false);
+    let t = stdout(&run(&["tcp-stream", "-Z", "-l", "0.3"]));
+    assert!(t.contains("sender: sendfile(2) from memory (-Z)"), "{t}");
+}
+
+/// `-Z` with `-b`: the paced sender keeps its rate with sendfile too, at
+/// either end.
+#[test]
+fn zerocopy_keeps_the_bitrate() {
+    for kind in ["tcp-stream", "tcp-maerts"] {
+        let v = run_json(&[kind, "-Z", "-b", "40M", "-m", "16K", "-l", "2"]);
+        check_arithmetic(&v);
+        assert_eq!(v["config"]["zerocopy"], true);
+        for fl in v["flows"].as_array().unwrap() {
+            let bps = fl["throughput_bps"].as_f64().unwrap();
+            assert!(
+                (bps - 40e6).abs() < 0.03 * 40e6,
+                "{kind}: flow at {bps} bits/s for -Z -b 40M"
+            );
+        }
+    }
+}
+
+/// The system calls of one tcp-stream client under strace: sendfile calls,
+/// bytes sendfile returned, bytes send/sendto/write returned, and the JSON.
+fn traced_stream(extra: &[&str]) -> (u64, u64, u64, Value) {
+    static SEQ: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let n = SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let log = std::env::temp_dir().join(format!("netrig-strace-{}-{n}.txt", std::process::id()));
+    let log_s = log.to_str().unwrap().to_string();
+    let mut cmd = std::process::Command::new("strace");
+    cmd.args(["-f", "-e", "trace=sendfile,sendto,sendmsg,write", "-o", &log_s]);
+    cmd.arg(env!("CARGO_BIN_EXE_netrig"));
+    let mut args = vec!["tcp-stream", "-l", "0.5", "--json"];
+    args.extend_from_slice(extra);
+    let o = run_cmd(cmd, &args);
+    let text = std::fs::read_to_string(&log).unwrap_or_default();
+    let _ = std::fs::remove_file(&log);
+    assert!(o.status.success(), "strace netrig {args:?}: {}", stderr(&o));
+    let v: Value =
+        serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("not JSON ({e}): {}", stdout(&o)));
+    validate(&v);
+    let (mut calls, mut file_bytes, mut send_bytes) = (0, 0, 0);
+    for line in text.lines() {
+        // "PID name(args) = N", or split across threads as
+        // "PID name(args <unfinished ...>" and "PID <... name resumed>...) = N".
+        let Some((_, call)) = line.split_once(' ') else {
+            continue;
+        };
+        let call = call.trim_start();
+        let name = call
+            .strip_prefix("<... ")
+            .unwrap_or(call)
+            .split(['(', ' '])
+            .next()
+            .unwrap_or("");
+        if call.starts_with("sendfile(") {
+            calls += 1;
+        }
+        if line.contains("<unfinished") {
+            continue;
+        }
+        let ret = line
+            .rsplit_once(" = ")
+            .and_then(|(_, r)| r.split_whitespace().next())
+            .and_then(|r| r.parse::<i64>().ok())
+            .unwrap_or(-1);
+        if ret > 0 {
+            match name {
+                "sendfile" => file_bytes += ret as u64,
+                "sendto" | "sendmsg" | "write" => send_bytes += ret as u64,
+                _ => {}
+            }
+        }
+    }
+    (calls, file_bytes, send_bytes, v)
+}
+
+/// `-Z` is really sendfile(2), not send(2): under strace, the client's
+/// sendfile calls carry every byte its sender counted and send(2) none of
+/// the stream; without `-Z` there is no sendfile at all. Skipped where
+/// strace is missing or may not trace.
+#[test]
+fn zerocopy_sends_with_sendfile_not_send() {
+    match std::process::Command::new("strace")
+        .args(["-f", "-o", "/dev/null", "true"])
+        .output()
+    {
+        Err(e) => {
+            eprintln!("skipped: strace is not installed ({e}); apt-get install strace to run this test");
+            return;
+        }
+        Ok(o) if !o.status.success() => {
+            eprintln!(
+                "skipped: strace cannot trace here: {}",
+                String::from_utf8_lossy(&o.stderr).trim()
+            );
+            return;
+        }
+        Ok(_) => {}
+    }
+    let (calls, file_bytes, send_bytes, v) = traced_stream(&["-Z"]);
+    let sent = u(&v, "/flows/0/local/total_bytes");
+    eprintln!(
+        "-Z: {calls} sendfile calls, {file_bytes} bytes; {send_bytes} bytes by send/write; sent {sent}"
+    );
+    assert!(calls >= 100, "only {calls} sendfile calls in 0.5 s of -Z");
+    assert_eq!(
+        file_bytes, sent,
+        "sendfile returned other than the sender counted"
+    );
+    assert!(
+        send_bytes < 1 << 20,
+        "send/sendto/write carried {send_bytes} bytes with -Z: more than the control traffic"
+    );
+    let (calls, file_bytes, send_bytes, v) = traced_stream(&[]);
+    let sent = u(&v, "/flows/0/local/total_bytes");
+    eprintln!("no -Z: {calls} sendfile calls; {send_bytes} bytes by send/write; sent {sent}");
+    assert_eq!((calls, file_bytes), (0, 0), "sendfile without -Z");
+    assert!(
+        send_bytes >= sent,
+        "send carried {send_bytes} of the {sent} bytes sent"
+    );
+}
+
 #[test]
 fn dscp_priority_nodelay_cc_and_mss_reach_both_ends() {
     let avail = std::fs::read_to_string("/proc/sys/net/ipv4/tcp_available_congestion_control").unwrap();
