@@ -1,12 +1,13 @@
 # Shared set-up of the bench scripts; each sources it first:
 #   . "$(dirname "$0")/lib.sh"
-# It moves to the repository root and gives: NETRIG (the release binary),
+# It moves to the repository root and gives: NETRIG (the release binary, under
+# $CARGO_TARGET_DIR when set, as cargo builds it),
 # OUT (a scratch directory), need TOOL, free_port, build, background CMD
 # (a server killed, with OUT removed, when the script exits) and
 # iperf3_and_netrig (both servers, on IPORT and NPORT).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-NETRIG=target/release/netrig
+NETRIG=${CARGO_TARGET_DIR:-target}/release/netrig
 OUT=$(mktemp -d)
 BG_PIDS=()
 trap 'kill "${BG_PIDS[@]}" 2>/dev/null || true; rm -rf "$OUT"' EXIT
