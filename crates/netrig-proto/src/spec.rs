@@ -99,6 +99,7 @@ impl TestKind {
 
 /// Options of request/response tests.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct RrOptions {
     /// Request size in bytes (`-r REQ,RESP`).
     pub request_size: u32,
@@ -142,6 +143,7 @@ impl Default for RrOptions {
 
 /// Options of UDP tests.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct UdpOptions {
     /// The agent sends and the client receives (`-R`).
     #[serde(default)]
@@ -157,6 +159,7 @@ pub struct UdpOptions {
 /// / rate; when one is due, those due within the quantum after it leave
 /// with it: never behind schedule, never more than a quantum ahead.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct PaceOptions {
     /// Payload bits/s per flow (`-b`); `None`: as fast as possible.
     pub rate_bps: Option<u64>,
@@ -247,6 +250,7 @@ pub enum Limit {
 
 /// Socket options one end applies to its data sockets.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct SocketOptions {
     /// SO_SNDBUF request in bytes (the kernel doubles it and clamps it at wmem_max).
     pub sndbuf: Option<u32>,
@@ -275,6 +279,7 @@ pub const MAX_PACING_RATE_BPS: u64 = 400_000_000_000;
 
 /// One test, as the client asks the agent to run it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct TestSpec {
     pub kind: TestKind,
     pub limit: Limit,
@@ -305,15 +310,15 @@ pub struct TestSpec {
     #[serde(default)]
     pub udp: UdpOptions,
     /// Sending rate of stream tests (`-b`; udp-stream and the TCP streams).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "is_default")]
     pub pace: PaceOptions,
     /// Pin the agent's worker i to `remote_cpus[i % len]` (`--remote-cpus`,
     /// or `-A`'s second CPU); `None`: not pinned.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub remote_cpus: Option<Vec<u32>>,
     /// TCP streams (`-Z`): whichever end sends sends each message with
     /// sendfile(2) from an in-memory file instead of send(2).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "is_default")]
     pub zerocopy: bool,
 }
 
@@ -342,6 +347,13 @@ pub const MAX_WORKERS: u32 = 1024;
 
 fn yes() -> bool {
     true
+}
+
+/// Options at their defaults stay off the wire, so that an agent which
+/// does not know a newer option still runs the tests that do not use it
+/// (and refuses, naming the field, those that do: specs deny unknown fields).
+fn is_default<T: Default + PartialEq>(v: &T) -> bool {
+    *v == T::default()
 }
 
 /// A spec that cannot run. The messages name the option to change.
@@ -695,6 +707,29 @@ mod tests {
             remote_cpus: None,
             zerocopy: false,
         }
+    }
+
+    /// An option this build does not know is refused by name, never run
+    /// without; options at their defaults stay off the wire.
+    #[test]
+    fn unknown_fields_are_refused_and_defaults_left_out() {
+        let s = spec();
+        let v = serde_json::to_value(&s).unwrap();
+        for absent in ["pace", "remote_cpus", "zerocopy"] {
+            assert!(v.get(absent).is_none(), "{absent} at its default was sent: {v}");
+        }
+        let back: TestSpec = serde_json::from_value(v.clone()).unwrap();
+        assert_eq!(back, s);
+        let mut newer = v.clone();
+        newer["frobnicate"] = serde_json::json!(true);
+        let e = serde_json::from_value::<TestSpec>(newer).unwrap_err().to_string();
+        assert!(e.contains("unknown field `frobnicate`"), "{e}");
+        let mut nested = v;
+        nested["remote"]["tx_ring"] = serde_json::json!(4096);
+        let e = serde_json::from_value::<TestSpec>(nested)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("unknown field `tx_ring`"), "{e}");
     }
 
     #[test]

@@ -92,6 +92,20 @@ fn agent_survives_garbage_and_keeps_serving() {
     let idle: Vec<TcpStream> = (0..20)
         .map(|_| TcpStream::connect(("127.0.0.1", port)).unwrap())
         .collect();
+    // A spec with an option this agent does not know is refused by name,
+    // never run without it (a newer client's option).
+    let mut c = control(port, V, V);
+    read_msg(&mut c);
+    let msg = serde_json::json!({"type": "test_request", "spec": {
+        "kind": "tcp-stream", "limit": {"duration": {"seconds": 1.0}}, "interval_s": null,
+        "flows": 1, "message_size": 1024, "recv_size": 1024, "remote": {}, "frobnicate": true}});
+    let body = serde_json::to_vec(&msg).unwrap();
+    c.write_all(&(body.len() as u32).to_be_bytes()).unwrap();
+    c.write_all(&body).unwrap();
+    match read_msg(&mut c) {
+        AgentMsg::Error { message } => assert!(message.contains("unknown field `frobnicate`"), "{message}"),
+        m => panic!("{m:?}"),
+    }
     // Out-of-order control messages end that session with a clear error.
     let mut c = control(port, V, V);
     read_msg(&mut c);
