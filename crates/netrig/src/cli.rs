@@ -167,6 +167,11 @@ pub struct CommonArgs {
     /// Print one JSON document on stdout instead of the table (-J as iperf3).
     #[arg(long, short_alias = 'J')]
     pub json: bool,
+    /// As iperf3's --json-stream: one JSON object per line on stdout as the test goes,
+    /// {"event": "interval", "data": ...} for each -i interval, then {"event": "end", "data":
+    /// <the --json document>}, or {"event": "error", "data": "..."} if the test fails.
+    #[arg(long = "json-stream", conflicts_with = "json")]
+    pub json_stream: bool,
 }
 
 #[derive(Debug, Args)]

@@ -294,8 +294,29 @@ fn rr_spec(kind: TestKind, a: &RrArgs) -> Result<(TestSpec, SocketOptions)> {
     Ok((spec, local))
 }
 
-/// Runs one test on a connected client, printing interim rows unless `quiet`.
-fn run_one(client: &mut Client, spec: &TestSpec, print_intervals: bool) -> Result<TestResult> {
+/// How a test's intervals and result reach stdout.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Output {
+    /// Interim rows as they come, then the table.
+    Table,
+    /// Nothing until the one JSON document (`--json`), or the quick suite's table.
+    Quiet,
+    /// A JSON line per interval as it comes, then the result's (`--json-stream`).
+    Stream,
+}
+
+impl Output {
+    fn of(common: &CommonArgs) -> Output {
+        match (common.json, common.json_stream) {
+            (_, true) => Output::Stream,
+            (true, _) => Output::Quiet,
+            _ => Output::Table,
+        }
+    }
+}
+
+/// Runs one test on a connected client, printing its intervals as `out` says.
+fn run_one(client: &mut Client, spec: &TestSpec, out: Output) -> Result<TestResult> {
     let ctl = RunControl::new();
     *CURRENT.lock().expect("ctl lock") = Some(ctl.clone());
     let mut header = false;
@@ -303,7 +324,10 @@ fn run_one(client: &mut Client, spec: &TestSpec, print_intervals: bool) -> Resul
     let per_flow = (2..=16).contains(&flows);
     let cols = table::IntervalColumns::for_kind(spec.kind);
     let result = client.run(spec, ctl, &mut |iv| {
-        if print_intervals {
+        if out == Output::Stream {
+            println!("{}", json::event_line("interval", iv));
+        }
+        if out == Output::Table {
             if !header {
                 println!("{}", table::interval_header(cols));
                 header = true;
@@ -367,13 +391,27 @@ fn run_and_print(spec: &TestSpec, local: SocketOptions, common: &CommonArgs) -> 
         netrig_engine::affinity::check_cpus(c, "--cpus").map_err(Usage)?;
     }
     let t = target(&common.target, local, cpus)?;
-    let mut client = Client::connect(&t.addrs, t.options.clone())?;
-    let result = run_one(&mut client, spec, !common.json)?;
-    client.close();
-    if common.json {
-        println!("{}", json::to_json(&result));
-    } else {
-        print!("{}", table::render(&result));
+    let out = Output::of(common);
+    let run = Client::connect(&t.addrs, t.options.clone())
+        .map_err(anyhow::Error::from)
+        .and_then(|mut client| {
+            let r = run_one(&mut client, spec, out);
+            client.close();
+            r
+        });
+    let result = match run {
+        Ok(r) => r,
+        Err(e) => {
+            if out == Output::Stream {
+                println!("{}", json::event_line("error", &format!("{e:#}")));
+            }
+            return Err(e);
+        }
+    };
+    match out {
+        Output::Stream => println!("{}", json::event_line("end", &result)),
+        Output::Quiet => println!("{}", json::to_json(&result)),
+        Output::Table => print!("{}", table::render(&result)),
     }
     for w in &result.warnings {
         eprintln!("netrig: warning: {w}");
@@ -449,7 +487,9 @@ fn quick(a: QuickArgs) -> Result<()> {
             remote_cpus: None,
             zerocopy: false,
         };
-        results.push(run_one(&mut client, &spec, false).with_context(|| format!("{} failed", kind.name()))?);
+        results.push(
+            run_one(&mut client, &spec, Output::Quiet).with_context(|| format!("{} failed", kind.name()))?,
+        );
     }
     client.close();
     if a.json {

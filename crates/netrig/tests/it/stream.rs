@@ -615,3 +615,53 @@ fn quick_suite_is_the_default() {
         }
     }
 }
+
+/// `--json-stream` (iperf3's): a JSON line per interval as it comes, each
+/// the same object the result's `intervals[]` then holds, and the result
+/// last; a failure is an event too.
+#[test]
+fn json_stream_has_each_interval_as_it_comes_then_the_result() {
+    for args in [
+        &["tcp-stream", "-l", "1", "-i", "0.25", "--json-stream"][..],
+        &["tcp-rr", "-l", "1", "-i", "0.25", "--json-stream"][..],
+    ] {
+        let o = run(args);
+        assert!(o.status.success(), "{args:?}: {}", stderr(&o));
+        let lines: Vec<Value> = stdout(&o)
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+            .collect();
+        let (end, streamed) = lines.split_last().unwrap();
+        assert_eq!(end["event"], "end", "{args:?}");
+        let result = &end["data"];
+        validate(result);
+        let intervals = result["intervals"].as_array().unwrap();
+        assert!(
+            (4..=5).contains(&intervals.len()),
+            "{args:?}: {} intervals",
+            intervals.len()
+        );
+        assert_eq!(streamed.len(), intervals.len(), "{args:?}");
+        for (line, iv) in streamed.iter().zip(intervals) {
+            assert_eq!(line["event"], "interval");
+            assert_eq!(&line["data"], iv, "{args:?}: streamed and final interval differ");
+        }
+    }
+    let p = free_port().to_string();
+    let o = run(&[
+        "tcp-stream",
+        "-H",
+        "127.0.0.1",
+        "-p",
+        &p,
+        "-l",
+        "1",
+        "--json-stream",
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    let v: Value = serde_json::from_str(stdout(&o).trim()).unwrap();
+    assert_eq!(v["event"], "error");
+    assert!(v["data"].as_str().unwrap().contains("refused"), "{v}");
+    let o = run(&["tcp-stream", "--json", "--json-stream"]);
+    assert!(stderr(&o).contains("cannot be used with"), "{}", stderr(&o));
+}
