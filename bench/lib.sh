@@ -23,6 +23,10 @@ build() { cargo build --release -q; }
 # Starts a server in the background, quiet; it is killed when the script exits.
 background() { "$@" >/dev/null 2>&1 & BG_PIDS+=($!); }
 
+# The machine's busy and total CPU time since boot, in ticks, from /proc/stat:
+# busy = user + nice + system + irq + softirq + steal (as netrig counts it).
+cpu_ticks() { awk '/^cpu /{print $2+$3+$4+$7+$8+$9, $2+$3+$4+$5+$6+$7+$8+$9}' /proc/stat; }
+
 # Builds, then serves iperf3 on IPORT and netrig on NPORT (free loopback ports).
 iperf3_and_netrig() {
   need iperf3

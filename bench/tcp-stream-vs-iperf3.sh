@@ -14,16 +14,15 @@ SECS=${2:-5}
 MSG=${3:-128K}
 iperf3_and_netrig
 
-busy() { awk '/^cpu /{print $2+$3+$4+$7+$8+$9, $2+$3+$4+$5+$6+$7+$8+$9}' /proc/stat; }
 for r in $(seq 1 "$ROUNDS"); do
   for tool in netrig iperf3; do
-    read -r b0 t0 < <(busy)
+    read -r b0 t0 < <(cpu_ticks)
     if [ $tool = netrig ]; then
       $NETRIG tcp-stream -H 127.0.0.1 -p "$NPORT" -l "$SECS" -m "$MSG" --json > "$OUT/$tool.$r.json"
     else
       iperf3 -c 127.0.0.1 -p $IPORT -t "$SECS" -l "$MSG" -J > "$OUT/$tool.$r.json"
     fi
-    read -r b1 t1 < <(busy)
+    read -r b1 t1 < <(cpu_ticks)
     echo "$b0 $t0 $b1 $t1" > "$OUT/$tool.$r.cpu"
   done
 done

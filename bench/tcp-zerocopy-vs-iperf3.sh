@@ -23,17 +23,17 @@ SECS=${2:-5}
 MSG=${3:-128K}
 iperf3_and_netrig
 
-busy() { awk '/^cpu /{print $2+$3+$4+$7+$8+$9}' /proc/stat; }
 for r in $(seq 1 "$ROUNDS"); do
   for v in netrig netrig-Z iperf3 iperf3-Z; do
-    b0=$(busy)
+    read -r b0 _ < <(cpu_ticks)
     case $v in
       netrig)   $NETRIG tcp-stream -H 127.0.0.1 -p "$NPORT" -l "$SECS" -m "$MSG" --json 2>/dev/null ;;
       netrig-Z) $NETRIG tcp-stream -H 127.0.0.1 -p "$NPORT" -l "$SECS" -m "$MSG" -Z --json 2>/dev/null ;;
       iperf3)   iperf3 -c 127.0.0.1 -p "$IPORT" -t "$SECS" -l "$MSG" -J ;;
       iperf3-Z) iperf3 -c 127.0.0.1 -p "$IPORT" -t "$SECS" -l "$MSG" -Z -J ;;
     esac > "$OUT/$v.$r.json"
-    echo "$b0 $(busy)" > "$OUT/$v.$r.cpu"
+    read -r b1 _ < <(cpu_ticks)
+    echo "$b0 $b1" > "$OUT/$v.$r.cpu"
   done
 done
 

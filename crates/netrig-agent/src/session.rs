@@ -277,7 +277,7 @@ pub(crate) fn serve_control(stream: TcpStream, peer: &str, preamble: ControlPrea
 /// What the spec's validation cannot know: whether this host has what it asks for.
 fn host_can_run(spec: &TestSpec) -> Result<(), String> {
     match &spec.remote_cpus {
-        Some(cpus) => netrig_engine::affinity::check_cpus(cpus, "--remote-cpus")
+        Some(cpus) => netrig_engine::affinity::check_cpus(cpus, "--remote-cpus (or -A's second CPU)")
             .map_err(|e| format!("on the agent's host, {e}")),
         None => Ok(()),
     }
@@ -516,7 +516,7 @@ fn run_flows(
         .map_err(|e| SessionError::Test(format!("control socket: {e}")))?;
     let mut plan = RunPlan::for_spec(spec, start, test_id);
     plan.cpus = spec.remote_cpus.clone();
-    plan.cpus_option = "--remote-cpus";
+    plan.cpus_option = "--remote-cpus (or -A's second CPU)";
     let workload = workload_for(spec);
     let ctl2 = ctl.clone();
     let engine = std::thread::Builder::new()

@@ -388,7 +388,8 @@ fn run_and_print(spec: &TestSpec, local: SocketOptions, common: &CommonArgs) -> 
         .map(|c| c.0)
         .or(common.affinity.map(|(n, _)| vec![n]));
     if let Some(c) = &cpus {
-        netrig_engine::affinity::check_cpus(c, "--cpus").map_err(Usage)?;
+        let option = if common.affinity.is_some() { "-A" } else { "--cpus" };
+        netrig_engine::affinity::check_cpus(c, option).map_err(Usage)?;
     }
     let t = target(&common.target, local, cpus)?;
     let out = Output::of(common);

@@ -100,8 +100,9 @@ fn options_that_do_not_apply() {
     );
     fails_with(
         &["tcp-stream", "--remote-cpus", "0,1023"],
-        "on the agent's host, --remote-cpus: CPU 1023 is not one",
+        "on the agent's host, --remote-cpus (or -A's second CPU): CPU 1023 is not one",
     );
+    fails_with(&["tcp-stream", "-A", "1023"], "-A: CPU 1023 is not one");
     fails_with(&["tcp-stream", "--cpus", "3-1"], "rising ranges");
     fails_with(&["tcp-stream", "-A", "1,2,3"], "use N (this end's CPU) or N,M");
     fails_with(&["tcp-stream", "-A", "0", "--cpus", "0"], "cannot be used with");
