@@ -4,13 +4,12 @@ use std::net::TcpListener;
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
+/// Debug logs go to stderr, which tests read only when something went wrong.
+pub const NETRIG_LOG: &str = "netrig_client=debug,netrig_agent=debug,netrig_engine=debug";
+
 pub fn netrig() -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_netrig"));
-    // Debug logs go to stderr, which tests read only when something went wrong.
-    c.env(
-        "RUST_LOG",
-        "netrig_client=debug,netrig_agent=debug,netrig_engine=debug",
-    );
+    c.env("RUST_LOG", NETRIG_LOG);
     c
 }
 
@@ -24,10 +23,7 @@ pub fn run(args: &[&str]) -> Output {
 pub fn run_in(ns: &Netns, args: &[&str]) -> Output {
     let mut c = Command::new("ip");
     c.args(["netns", "exec", &ns.0, env!("CARGO_BIN_EXE_netrig")]);
-    c.env(
-        "RUST_LOG",
-        "netrig_client=debug,netrig_agent=debug,netrig_engine=debug",
-    );
+    c.env("RUST_LOG", NETRIG_LOG);
     run_cmd(c, args)
 }
 
@@ -219,7 +215,7 @@ impl Drop for Netns {
     }
 }
 
-fn sh(args: &[&str]) -> Result<(), String> {
+pub fn sh(args: &[&str]) -> Result<(), String> {
     let o = Command::new(args[0])
         .args(&args[1..])
         .output()

@@ -2,6 +2,7 @@
 //! Regression tests are named after what they guard.
 
 mod helpers;
+mod lab;
 
 mod agent;
 mod bad_input;
