@@ -482,6 +482,7 @@ fn run_test(
         latency: outcome.latency,
         latency_histogram: None,
         schedule: outcome.schedule,
+        witness: outcome.witness,
     })
 }
 

@@ -552,6 +552,7 @@ impl Client {
             latency: outcome.latency.clone(),
             latency_histogram: outcome.latency_histogram.clone(),
             schedule: outcome.schedule.clone(),
+            witness: outcome.witness.clone(),
         };
         let transactional = spec.kind.is_transactional();
         let config = TestConfig {

@@ -43,6 +43,11 @@ pub struct FlowCounters {
     transactions: AtomicU64,
     /// Transactions that failed inside the window (tcp-crr).
     failures: AtomicU64,
+    /// The kernel's units of the flow's data, for the witness: UDP messages
+    /// sent (a GSO send of many datagrams is one, as `Udp.OutDatagrams`
+    /// counts it) or buffers received (a GRO batch is one, as
+    /// `Udp.InDatagrams` counts it). Unused by TCP.
+    units: AtomicU64,
     udp: UdpLive,
 }
 
@@ -57,6 +62,9 @@ struct UdpLive {
     out_of_order: AtomicU64,
     duplicates: AtomicU64,
     jitter_ns_bits: AtomicU64,
+    d_sum_ns_bits: AtomicU64,
+    d_count: AtomicU64,
+    untimed: AtomicU64,
 }
 
 impl FlowCounters {
@@ -136,6 +144,20 @@ impl FlowCounters {
         u.duplicates.store(live.duplicates, Ordering::Relaxed);
         u.jitter_ns_bits
             .store(live.jitter_ns.to_bits(), Ordering::Relaxed);
+        u.d_sum_ns_bits.store(live.d_sum_ns.to_bits(), Ordering::Relaxed);
+        u.d_count.store(live.d_count, Ordering::Relaxed);
+        u.untimed.store(live.untimed, Ordering::Relaxed);
+    }
+
+    /// Called by the flow's worker only: kernel units so far (see `units`).
+    #[inline]
+    pub fn set_units(&self, v: u64) {
+        self.units.store(v, Ordering::Relaxed)
+    }
+
+    /// UDP messages sent or buffers received so far.
+    pub fn units(&self) -> u64 {
+        self.units.load(Ordering::Relaxed)
     }
 
     /// The receiver's counts as last published.
@@ -147,6 +169,9 @@ impl FlowCounters {
             out_of_order: u.out_of_order.load(Ordering::Relaxed),
             duplicates: u.duplicates.load(Ordering::Relaxed),
             jitter_ns: f64::from_bits(u.jitter_ns_bits.load(Ordering::Relaxed)),
+            d_sum_ns: f64::from_bits(u.d_sum_ns_bits.load(Ordering::Relaxed)),
+            d_count: u.d_count.load(Ordering::Relaxed),
+            untimed: u.untimed.load(Ordering::Relaxed),
         }
     }
 

@@ -21,6 +21,7 @@ pub mod stream;
 mod txn;
 pub mod udp;
 pub mod udp_rr;
+mod witness;
 pub mod workload;
 
 pub use flow::{

@@ -16,6 +16,7 @@
 //! runner deals out to the workers ([`SideFlows::Transient`]).
 
 use crate::intake::{Arrival, WorkerIntake};
+use crate::witness::{Witness, WitnessFlow, WitnessMark};
 use crate::workload::{WorkerControl, Workload};
 use crate::IntervalLatencies;
 use crate::{
@@ -169,6 +170,8 @@ pub struct FlowOutcome {
     pub tcp_info: Option<TcpInfo>,
     /// Transactions completed inside the window.
     pub window_transactions: u64,
+    /// UDP stream receivers: the datagram accounting over exactly the window.
+    pub window_udp: Option<SeqInterval>,
     /// UDP flows: datagram accounting over the whole test.
     pub udp: Option<netrig_proto::report::UdpFlowReport>,
     /// Connection-per-transaction requesters: transactions that failed inside the window.
@@ -213,6 +216,7 @@ impl FlowOutcome {
                 if spec.kind == netrig_proto::TestKind::UdpStream {
                     // Every datagram of a udp-stream flow has the same size.
                     u.window_sent_datagrams = self.window_bytes / spec.message_size.max(1) as u64;
+                    u.window = self.window_udp;
                 }
                 u
             }),
@@ -240,6 +244,8 @@ pub struct SideOutcome {
     pub schedule: Option<ScheduleReport>,
     /// Arrivals of the intake that no worker had room for (closed unanswered).
     pub dropped_connections: u64,
+    /// The kernel's counts over the window's two marks, beside netrig's.
+    pub witness: Option<netrig_proto::report::WitnessReport>,
 }
 
 struct Meta {
@@ -299,9 +305,10 @@ struct Mark {
     counts: Point,
     cpu: Option<CpuSnapshot>,
     workers: Vec<Option<Duration>>,
+    witness: WitnessMark,
 }
 
-fn mark(meta: &[Meta], clocks: &[WorkerClock], measure_cpu: bool) -> Mark {
+fn mark(meta: &[Meta], clocks: &[WorkerClock], measure_cpu: bool, witness: &Witness) -> Mark {
     let cpu = measure_cpu
         .then(|| netrig_metrics::read_proc_stat().ok())
         .flatten();
@@ -311,6 +318,7 @@ fn mark(meta: &[Meta], clocks: &[WorkerClock], measure_cpu: bool) -> Mark {
         counts: point_without_tcp(meta),
         cpu,
         workers,
+        witness: witness.mark(),
     }
 }
 
@@ -377,6 +385,15 @@ pub fn run_side(
         }
     };
     let ids: Vec<u32> = meta.iter().map(|m| m.id).collect();
+    let witness = Witness::new(
+        meta.iter()
+            .map(|m| WitnessFlow {
+                role: m.role,
+                counters: m.counters.clone(),
+                socket: m.socket.clone(),
+            })
+            .collect(),
+    );
     let recording = Arc::new(AtomicBool::new(false));
     // Requesters record latencies; with interim reports, per period too.
     let period_latencies =
@@ -476,6 +493,7 @@ pub fn run_side(
         ctl,
         &mut waiter,
         on_interval,
+        &witness,
     );
     log::debug!("window closed; waiting for workers to drain");
     // Whatever happened, stop the workers and wait for them (bounded).
@@ -530,6 +548,12 @@ pub fn run_side(
                     .unwrap_or_default(),
                 tcp_info: last.counts.tcp.get(i).cloned().flatten(),
                 window_transactions: last.counts.transactions[i].saturating_sub(first.counts.transactions[i]),
+                window_udp: match (&window, &first.counts.udp[i], &last.counts.udp[i]) {
+                    // Counted from the start of the test.
+                    (Window::Counted { .. }, _, Some(b)) => Some(b.since(&SeqLive::default())),
+                    (_, Some(a), Some(b)) => Some(b.since(a)),
+                    _ => None,
+                },
                 udp: end.and_then(|e| e.udp.clone()),
                 connect_errors: seen.and_then(|t| t.connect_errors),
                 first_connection: seen.and_then(|t| t.first.clone()),
@@ -591,6 +615,7 @@ pub fn run_side(
             },
         }),
         dropped_connections,
+        witness: Some(witness.report(&first.witness, &last.witness, wall)),
     })
 }
 
@@ -792,6 +817,7 @@ fn sample(
     ctl: &RunControl,
     waiter: &mut Waiter,
     on_interval: &mut dyn FnMut(&IntervalSample),
+    witness: &Witness,
 ) -> Result<(Window, Vec<IntervalSample>, Mark, Mark), EngineError> {
     let secs = |t: Instant| t.saturating_duration_since(plan.start).as_secs_f64();
     let mut intervals = Vec::new();
@@ -850,7 +876,7 @@ fn sample(
             let end = plan.start + Duration::from_secs_f64(seconds);
             let window_start = plan.start + plan.omit;
             sleep_until(window_start, ctl, waiter)?;
-            let mut first = mark(meta, clocks, plan.measure_cpu);
+            let mut first = mark(meta, clocks, plan.measure_cpu, witness);
             first.counts.transactions = open_windows(meta);
             recording.store(true, Ordering::Relaxed);
             if plan.interval.is_some() {
@@ -870,7 +896,7 @@ fn sample(
                 }
             }
             sleep_until(end, ctl, waiter)?;
-            let mut last = mark(meta, clocks, plan.measure_cpu);
+            let mut last = mark(meta, clocks, plan.measure_cpu, witness);
             last.counts.transactions = close_windows(meta);
             recording.store(false, Ordering::Relaxed);
             // TCP_INFO as the window closes: read before `stop`, or a quick
@@ -890,7 +916,7 @@ fn sample(
             Ok((Window::Timed { seconds }, intervals, first, last))
         }
         Limit::Bytes { .. } => {
-            let mut first = mark(meta, clocks, plan.measure_cpu);
+            let mut first = mark(meta, clocks, plan.measure_cpu, witness);
             first.counts.transactions = open_windows(meta);
             recording.store(true, Ordering::Relaxed);
             // Counted from the start of the test: the window is all of it.
@@ -937,7 +963,7 @@ fn sample(
                     }
                 }
             }
-            let mut last = mark(meta, clocks, plan.measure_cpu);
+            let mut last = mark(meta, clocks, plan.measure_cpu, witness);
             last.counts.transactions = close_windows(meta);
             recording.store(false, Ordering::Relaxed);
             last.counts.tcp = tcp_infos(meta);

@@ -5,9 +5,15 @@
 //! the session cookie), the flow id, a sequence number and the sender's
 //! timestamp. Receivers account for loss, reordering and duplicates by
 //! sequence number, and jitter (RFC 3550) from the kernel's receive
-//! timestamps, so that batching does not distort it; datagrams of other
-//! tests or flows are counted as stray and otherwise ignored. The data
-//! hello (`NRGD…`) a client repeats during set-up is ignored silently.
+//! timestamps; datagrams of other tests or flows are counted as stray and
+//! otherwise ignored. The data hello (`NRGD…`) a client repeats during
+//! set-up is ignored silently.
+//!
+//! Batching shares timestamps: the datagrams of one UDP GSO send carry one
+//! send timestamp (the sender sets [`SHARED_STAMP`] in it), and those of one
+//! GRO-coalesced buffer one receive timestamp. Such datagrams are counted
+//! everywhere but in jitter, which would otherwise read near zero by
+//! construction (see `netrig_metrics::udp_seq`).
 
 use crate::flow::SocketHandle;
 use crate::pace::Schedule;
@@ -16,7 +22,7 @@ use crate::txn::Timer;
 use crate::workload::{WorkerControl, Workload};
 use crate::{EngineError, Flow, FlowEnd, WorkerEnd};
 use mio::{Events, Interest, Poll, Token};
-use netrig_metrics::SeqTracker;
+use netrig_metrics::{Arrival, SeqTracker};
 use netrig_proto::report::{Role, UdpFlowReport};
 use netrig_proto::spec::UDP_HEADER_LEN;
 use netrig_proto::DATA_MAGIC;
@@ -35,6 +41,10 @@ const GSO_MAX_SEGMENTS: usize = 64;
 /// Largest buffer one GSO send or GRO receive may carry.
 const GSO_MAX_BYTES: usize = 65_000;
 const TIMER: Token = Token(usize::MAX);
+/// Set in a datagram's send timestamp when other datagrams of the same GSO
+/// send carry the same one (timestamps are ns since the test's start, far
+/// below 2^63).
+pub const SHARED_STAMP: u64 = 1 << 63;
 /// After the window closes a receiver keeps counting (outside the window)
 /// until the flow has been silent this long, so datagrams in flight are not
 /// taken for lost...
@@ -60,6 +70,9 @@ struct UFlow {
     fd: RawFd,
     done: bool,
     bytes: u64,
+    /// Messages sent (a GSO send counts once) or buffers received (a GRO
+    /// batch counts once): the kernel's UDP counters' unit.
+    units: u64,
     // Sender.
     seq: u64,
     /// Paced (`-b`): when each datagram is due.
@@ -126,10 +139,14 @@ impl UdpStreamWorkload {
         }
     }
 
-    /// Sends up to `n` datagrams in one sendmmsg call: BATCH messages of
-    /// `gso_segments` datagrams each (the kernel splits a message into
-    /// datagrams of `size` bytes when UDP GSO is on; every datagram carries
-    /// its own header). Returns how many datagrams left, as on the wire.
+    /// Sends up to `n` datagrams: with UDP GSO in one sendmmsg call of
+    /// BATCH messages of `gso_segments` datagrams each (the kernel splits a
+    /// message into datagrams of `size` bytes; every datagram carries its
+    /// own header, and all of them the call's one timestamp, marked
+    /// [`SHARED_STAMP`] when the call carries more than one); without it,
+    /// one datagram per system call, each stamped just before its call, so
+    /// that every datagram's send time is its own. Returns how many
+    /// datagrams left, as on the wire.
     fn send_batch(
         &self,
         f: &mut UFlow,
@@ -139,13 +156,17 @@ impl UdpStreamWorkload {
         t0: Instant,
     ) -> io::Result<usize> {
         let per = f.gso_segments.max(1);
+        if per == 1 {
+            return self.send_each(f, buf, n.min(BATCH), test_id, t0);
+        }
         let n = n.min(BATCH * per);
-        let ts = t0.elapsed().as_nanos() as u64;
+        let ts = t0.elapsed().as_nanos() as u64 & !SHARED_STAMP;
+        let stamp = if n > 1 { ts | SHARED_STAMP } else { ts };
+        let msgs_n = n.div_ceil(per);
         for i in 0..n {
             let d = &mut buf[i * self.size..(i + 1) * self.size];
-            header(d, test_id, f.flow.id, f.seq + i as u64, ts);
+            header(d, test_id, f.flow.id, f.seq + i as u64, stamp);
         }
-        let msgs_n = n.div_ceil(per);
         // SAFETY: all-zero is a valid iovec and mmsghdr.
         let mut iovs: [libc::iovec; BATCH] = unsafe { std::mem::zeroed() };
         let mut msgs: [libc::mmsghdr; BATCH] = unsafe { std::mem::zeroed() };
@@ -169,7 +190,43 @@ impl UdpStreamWorkload {
         let sent: usize = segs[..rc as usize].iter().sum();
         f.seq += sent as u64;
         f.bytes += (sent * self.size) as u64;
+        f.units += rc as u64;
         f.flow.counters.set_bytes(f.bytes);
+        f.flow.counters.set_units(f.units);
+        Ok(sent)
+    }
+
+    /// One datagram per send(2), each with the time of its own call: up to
+    /// `n`, stopping at the first error (returned only if nothing was sent).
+    fn send_each(
+        &self,
+        f: &mut UFlow,
+        buf: &mut [u8],
+        n: usize,
+        test_id: u64,
+        t0: Instant,
+    ) -> io::Result<usize> {
+        let d = &mut buf[..self.size];
+        let mut sent = 0;
+        while sent < n {
+            let ts = t0.elapsed().as_nanos() as u64 & !SHARED_STAMP;
+            header(d, test_id, f.flow.id, f.seq, ts);
+            // SAFETY: `d` is valid for its length during the call.
+            let rc = unsafe { libc::send(f.fd, d.as_ptr().cast(), d.len(), 0) };
+            if rc < 0 {
+                let e = io::Error::last_os_error();
+                if sent == 0 {
+                    return Err(e);
+                }
+                break;
+            }
+            sent += 1;
+            f.seq += 1;
+            f.bytes += self.size as u64;
+            f.units += 1;
+        }
+        f.flow.counters.set_bytes(f.bytes);
+        f.flow.counters.set_units(f.units);
         Ok(sent)
     }
 
@@ -278,10 +335,14 @@ impl UdpStreamWorkload {
                     f.stray += 1;
                     continue;
                 }
+                f.units += 1;
                 let (rx_ns, gro) = cmsgs(&m.msg_hdr);
+                // Without the kernel's timestamp, ours is per batch: shared.
+                let own_rx = rx_ns.is_some();
                 let rx_ns = rx_ns.unwrap_or(now_wall);
                 // With UDP GRO one buffer may hold several datagrams of `gro` bytes each.
                 let seg = gro.filter(|g| *g > 0).unwrap_or(len.max(1));
+                let alone = own_rx && len <= seg;
                 for d in whole.chunks(seg) {
                     if d.len() >= 4 && d[..4] == DATA_MAGIC {
                         continue; // a repeated hello from set-up
@@ -297,12 +358,16 @@ impl UdpStreamWorkload {
                         continue;
                     }
                     let seq = u64::from_be_bytes(d[12..20].try_into().expect("8 bytes"));
-                    let sent_ns = u64::from_be_bytes(d[20..28].try_into().expect("8 bytes"));
-                    f.tracker.on_datagram(seq, sent_ns, rx_ns);
-                    f.bytes += d.len() as u64;
+                    let stamp = u64::from_be_bytes(d[20..28].try_into().expect("8 bytes"));
+                    let timed = alone && stamp & SHARED_STAMP == 0;
+                    // Each payload counts once: a duplicate is accounted, not delivered again.
+                    if f.tracker.on_arrival(seq, stamp & !SHARED_STAMP, rx_ns, timed) == Arrival::New {
+                        f.bytes += d.len() as u64;
+                    }
                 }
             }
             f.flow.counters.set_bytes(f.bytes);
+            f.flow.counters.set_units(f.units);
             f.flow.counters.publish_udp(&f.tracker.live());
             f.last_rx = Instant::now();
         }
@@ -399,6 +464,7 @@ impl Workload for UdpStreamWorkload {
                 fd,
                 done: false,
                 bytes: 0,
+                units: 0,
                 seq: 0,
                 pace: if sender { schedule } else { None },
                 gso_segments,
@@ -501,6 +567,8 @@ impl Workload for UdpStreamWorkload {
                         received: (!sender).then(|| f.tracker.summary()),
                         stray: f.stray,
                         late: 0,
+                        units: f.units,
+                        window: None,
                     }),
                 }
             })

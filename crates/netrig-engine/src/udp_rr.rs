@@ -411,6 +411,7 @@ impl Workload for UdpRrWorkload {
                         }),
                         stray: f.stray,
                         late: f.late,
+                        ..UdpFlowReport::default()
                     }),
                 }
             })

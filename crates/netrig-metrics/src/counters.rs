@@ -20,6 +20,7 @@ use crate::MetricsError;
 
 const PROC_NET_SNMP: &str = "/proc/net/snmp";
 const PROC_NET_NETSTAT: &str = "/proc/net/netstat";
+const PROC_NET_SNMP6: &str = "/proc/net/snmp6";
 const CONNTRACK_COUNT: &str = "/proc/sys/net/netfilter/nf_conntrack_count";
 const CONNTRACK_MAX: &str = "/proc/sys/net/netfilter/nf_conntrack_max";
 
@@ -72,9 +73,9 @@ pub fn parse_snmp(text: &str) -> Result<KernelCounters, MetricsError> {
     parse_snmp_at(text, PROC_NET_SNMP)
 }
 
-/// Reads `/proc/net/snmp` and `/proc/net/netstat` and merges them.
-/// `/proc/net/netstat` is skipped if it does not exist; `/proc/net/snmp6`
-/// (a different format) is not read.
+/// Reads `/proc/net/snmp`, `/proc/net/netstat` and `/proc/net/snmp6` and
+/// merges them. `/proc/net/netstat` and `/proc/net/snmp6` are skipped if
+/// they do not exist (no IPv6).
 pub fn read_kernel_counters() -> Result<KernelCounters, MetricsError> {
     let mut counters = parse_snmp_at(&crate::read_file(PROC_NET_SNMP)?, PROC_NET_SNMP)?;
     match std::fs::read_to_string(PROC_NET_NETSTAT) {
@@ -82,7 +83,33 @@ pub fn read_kernel_counters() -> Result<KernelCounters, MetricsError> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
         Err(e) => return Err(MetricsError::io(PROC_NET_NETSTAT, e)),
     }
+    match std::fs::read_to_string(PROC_NET_SNMP6) {
+        Ok(text) => counters.merge(parse_snmp6(&text)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(MetricsError::io(PROC_NET_SNMP6, e)),
+    }
     Ok(counters)
+}
+
+/// The UDP and ICMP lines of `/proc/net/snmp6` (`Udp6InDatagrams  123`),
+/// keyed as the other files' are: `Udp6.InDatagrams`. Lines it does not
+/// understand are skipped (the file has no header to check them against).
+pub fn parse_snmp6(text: &str) -> KernelCounters {
+    let mut values = BTreeMap::new();
+    for line in text.lines() {
+        let mut it = line.split_whitespace();
+        let (Some(name), Some(v), None) = (it.next(), it.next(), it.next()) else {
+            continue;
+        };
+        let Some(v) = parse_value(v) else { continue };
+        for prefix in ["UdpLite6", "Udp6", "Ip6", "Icmp6"] {
+            if let Some(rest) = name.strip_prefix(prefix).filter(|r| !r.is_empty()) {
+                values.insert(format!("{prefix}.{rest}"), v);
+                break;
+            }
+        }
+    }
+    KernelCounters { values }
 }
 
 fn parse_value(tok: &str) -> Option<i64> {
@@ -307,6 +334,16 @@ Udp: 5 0 0 5 0 0
         y.values.insert("A.b".into(), i64::MAX);
         let _ = x.delta_since(&y);
         let _ = y.delta_since(&x);
+    }
+
+    #[test]
+    fn snmp6_lines_become_prefixed_keys() {
+        let c = parse_snmp6("Ip6InReceives   \t12\nUdp6InDatagrams 7\nUdp6RcvbufErrors 2\nUdpLite6InDatagrams 0\nbogus\nUdp6 9\n");
+        assert_eq!(c.get("Udp6.InDatagrams"), Some(7));
+        assert_eq!(c.get("Udp6.RcvbufErrors"), Some(2));
+        assert_eq!(c.get("UdpLite6.InDatagrams"), Some(0));
+        assert_eq!(c.get("Ip6.InReceives"), Some(12));
+        assert_eq!(c.values.len(), 4, "{c:?}");
     }
 
     #[test]

@@ -24,8 +24,11 @@ pub mod environment;
 pub mod latency;
 pub mod tcp_info;
 pub mod udp_seq;
+pub mod witness;
 
-pub use counters::{parse_snmp, read_conntrack, read_kernel_counters, Conntrack, KernelCounters};
+pub use counters::{
+    parse_snmp, parse_snmp6, read_conntrack, read_kernel_counters, Conntrack, KernelCounters,
+};
 pub use cpu::{
     parse_proc_stat, per_packet_us, process_cpu_time, read_proc_stat, service_demand, thread_cpu_time,
     CpuSnapshot, CpuTicks, CpuUsage, ServiceDemand,
@@ -33,7 +36,8 @@ pub use cpu::{
 pub use environment::{collect, read_sysctl, sysctl_u64, Environment};
 pub use latency::{LatencyRecorder, LatencySummary};
 pub use tcp_info::{tcp_info, TcpInfo};
-pub use udp_seq::{SeqInterval, SeqLive, SeqSummary, SeqTracker};
+pub use udp_seq::{Arrival, SeqInterval, SeqLive, SeqSummary, SeqTracker};
+pub use witness::{counter_scope, interface_of, read_interface, socket_payload, InterfaceCounters};
 
 /// Errors from reading or parsing kernel files.
 ///

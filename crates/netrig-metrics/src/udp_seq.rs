@@ -24,7 +24,17 @@
 //!   and reported in microseconds. The sender's and receiver's clocks need not
 //!   be synchronised: a constant offset between them adds the same amount to
 //!   every transit time and cancels in `D`; only drift between the clocks
-//!   shows up (as a tiny constant `|D|`).
+//!   shows up (as a tiny constant `|D|`). Beside the running `J`, the tracker
+//!   sums `|D|` and counts the pairs, so that the mean `|D|` over any stretch
+//!   (the quantity `J` estimates, without its 16-arrival memory) is a
+//!   difference of two [`SeqLive`] snapshots.
+//! - **timed** arrivals: `D` needs a send and a receive time of each datagram
+//!   of its own. A datagram that shared its send timestamp with others (one
+//!   UDP GSO send) or its receive timestamp (one GRO-coalesced buffer) is
+//!   *untimed* ([`SeqTracker::on_arrival`]): it is counted in every figure
+//!   but jitter, and no `D` is taken across it. [`SeqLive::untimed`] says how
+//!   many there were, so that a jitter made mostly of shared timestamps
+//!   (near zero by construction) can be withheld rather than shown.
 //!
 //! # Bounded memory
 //!
@@ -65,6 +75,10 @@ pub struct SeqTracker {
     sent_hint: Option<u64>,
     prev_transit_ns: Option<i128>,
     jitter_ns: f64,
+    /// Sum of `|D|` over timed consecutive pairs, and their number.
+    d_sum_ns: f64,
+    d_count: u64,
+    untimed: u64,
 }
 
 /// Summary of a [`SeqTracker`]; definitions in the module documentation.
@@ -89,6 +103,15 @@ pub struct SeqSummary {
     pub highest_seq: Option<u64>,
 }
 
+/// What [`SeqTracker::on_arrival`] made of a datagram.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Arrival {
+    /// Its first arrival: counted as received.
+    New,
+    /// A sequence number already seen: counted as a duplicate only.
+    Duplicate,
+}
+
 /// A [`SeqTracker`]'s running counts at one instant ([`SeqTracker::live`]).
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct SeqLive {
@@ -97,7 +120,15 @@ pub struct SeqLive {
     pub expected: u64,
     pub out_of_order: u64,
     pub duplicates: u64,
+    /// RFC 3550's running `J`, in ns.
     pub jitter_ns: f64,
+    /// Sum of `|D|` over the timed consecutive pairs so far, in ns.
+    pub d_sum_ns: f64,
+    /// Number of those pairs.
+    pub d_count: u64,
+    /// Datagrams received whose send or receive timestamp was shared with
+    /// other datagrams (a GSO send, a GRO buffer), left out of jitter.
+    pub untimed: u64,
 }
 
 impl SeqLive {
@@ -108,12 +139,18 @@ impl SeqLive {
     pub fn since(&self, earlier: &SeqLive) -> SeqInterval {
         let received = self.received.saturating_sub(earlier.received);
         let expected = self.expected.saturating_sub(earlier.expected);
+        let pairs = self.d_count.saturating_sub(earlier.d_count);
+        let untimed = self.untimed.saturating_sub(earlier.untimed);
         SeqInterval {
             received,
             lost: expected.saturating_sub(received),
             out_of_order: self.out_of_order.saturating_sub(earlier.out_of_order),
             duplicates: self.duplicates.saturating_sub(earlier.duplicates),
             jitter_us: self.jitter_ns / 1000.0,
+            jitter_pairs: pairs,
+            jitter_mean_us: (pairs > 0)
+                .then(|| (self.d_sum_ns - earlier.d_sum_ns).max(0.0) / pairs as f64 / 1000.0),
+            untimed,
         }
     }
 }
@@ -125,8 +162,19 @@ pub struct SeqInterval {
     pub lost: u64,
     pub out_of_order: u64,
     pub duplicates: u64,
-    /// RFC 3550 jitter at the end of the period, in microseconds.
+    /// RFC 3550's running jitter `J` at the end of the period, in microseconds.
     pub jitter_us: f64,
+    /// Timed consecutive pairs in the period (each a `|D|`).
+    #[serde(default)]
+    pub jitter_pairs: u64,
+    /// Mean `|D|` over those pairs, in µs: the period's jitter; `None`
+    /// without a pair.
+    #[serde(default)]
+    pub jitter_mean_us: Option<f64>,
+    /// Datagrams received in the period whose timestamps were shared with
+    /// others (GSO sends, GRO buffers): left out of jitter.
+    #[serde(default)]
+    pub untimed: u64,
 }
 
 impl Default for SeqTracker {
@@ -163,14 +211,25 @@ impl SeqTracker {
             sent_hint: None,
             prev_transit_ns: None,
             jitter_ns: 0.0,
+            d_sum_ns: 0.0,
+            d_count: 0,
+            untimed: 0,
         }
     }
 
     /// Accounts for one arriving datagram with sequence number `seq`, sent at
     /// `send_ts_ns` by the sender's clock and received at `recv_ts_ns` by the
-    /// receiver's clock (nanoseconds, any epoch). Never allocates, never
-    /// panics.
-    pub fn on_datagram(&mut self, seq: u64, send_ts_ns: u64, recv_ts_ns: u64) {
+    /// receiver's clock (nanoseconds, any epoch), each timestamp its own.
+    /// Never allocates, never panics.
+    pub fn on_datagram(&mut self, seq: u64, send_ts_ns: u64, recv_ts_ns: u64) -> Arrival {
+        self.on_arrival(seq, send_ts_ns, recv_ts_ns, true)
+    }
+
+    /// [`on_datagram`](Self::on_datagram) for a datagram whose timestamps
+    /// may be shared with other datagrams: `timed` is false when they are
+    /// (see the module documentation); such a datagram counts everywhere
+    /// but in jitter.
+    pub fn on_arrival(&mut self, seq: u64, send_ts_ns: u64, recv_ts_ns: u64, timed: bool) -> Arrival {
         match self.highest {
             None => {
                 self.set(seq);
@@ -191,7 +250,7 @@ impl SeqTracker {
                     self.outside_window = self.outside_window.saturating_add(1);
                 } else if self.is_set(seq) {
                     self.duplicates = self.duplicates.saturating_add(1);
-                    return;
+                    return Arrival::Duplicate;
                 } else {
                     self.set(seq);
                 }
@@ -200,12 +259,21 @@ impl SeqTracker {
         }
         self.received = self.received.saturating_add(1);
 
+        if !timed {
+            // No D across a shared timestamp.
+            self.untimed = self.untimed.saturating_add(1);
+            self.prev_transit_ns = None;
+            return Arrival::New;
+        }
         let transit = i128::from(recv_ts_ns) - i128::from(send_ts_ns);
         if let Some(prev) = self.prev_transit_ns {
             let d = (transit - prev).unsigned_abs() as f64;
             self.jitter_ns += (d - self.jitter_ns) / 16.0;
+            self.d_sum_ns += d;
+            self.d_count = self.d_count.saturating_add(1);
         }
         self.prev_transit_ns = Some(transit);
+        Arrival::New
     }
 
     /// Records how many datagrams the sender says it sent, so that datagrams
@@ -252,6 +320,9 @@ impl SeqTracker {
             out_of_order: self.out_of_order,
             duplicates: self.duplicates,
             jitter_ns: self.jitter_ns,
+            d_sum_ns: self.d_sum_ns,
+            d_count: self.d_count,
+            untimed: self.untimed,
         }
     }
 

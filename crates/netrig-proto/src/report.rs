@@ -140,6 +140,16 @@ pub struct UdpFlowReport {
     /// udp-rr requester: responses that came after their request had timed out.
     #[serde(default)]
     pub late: u64,
+    /// udp-stream: messages this end sent (a GSO send of many datagrams
+    /// counts once) or buffers it received (a GRO batch counts once), over
+    /// the whole test: the unit of the kernel's `Udp.OutDatagrams` and
+    /// `Udp.InDatagrams`.
+    #[serde(default)]
+    pub units: u64,
+    /// udp-stream receivers: the accounting over exactly this end's
+    /// measured window (differences of the running counts at its edges).
+    #[serde(default)]
+    pub window: Option<SeqInterval>,
 }
 
 /// Socket options read back from the kernel once the flow was set up.
@@ -284,4 +294,51 @@ pub struct SideReport {
     /// Open loop only: how far the generator fell behind its schedule.
     #[serde(default)]
     pub schedule: Option<ScheduleReport>,
+    /// The kernel's own counts over this end's window, beside netrig's.
+    #[serde(default)]
+    pub witness: Option<WitnessReport>,
+}
+
+/// The kernel's counts over the instants that bound this end's window, and
+/// netrig's own counts over the same instants (see
+/// `netrig_metrics::witness`). The report sets them side by side.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct WitnessReport {
+    /// Seconds between the two readings.
+    pub window_s: f64,
+    /// The counters' boot and network namespace: two ends with the same
+    /// scope read the same host counters.
+    pub scope: Option<String>,
+    /// netrig's payload bytes: sent by this end's sending flows, received
+    /// by its receiving flows (duplicates not counted again).
+    pub payload_sent: u64,
+    pub payload_received: u64,
+    /// udp-stream: netrig's UDP messages sent (a GSO send counts once) and
+    /// buffers received (a GRO batch counts once): the kernel's units.
+    pub udp_messages_sent: u64,
+    pub udp_buffers_received: u64,
+    /// TCP streams: per-socket kernel counts of the same payload.
+    pub tcp: Option<TcpWitness>,
+    /// Host counters of the witness over the window (`Udp.*`, `Udp6.*`,
+    /// `Tcp.InSegs`, `Tcp.OutSegs`, `Tcp.RetransSegs`).
+    pub kernel: BTreeMap<String, i64>,
+    /// The statistics of the interfaces this end's flows used, over the window.
+    pub interfaces: Vec<netrig_metrics::InterfaceCounters>,
+}
+
+/// TCP payload over the window by netrig's count and by the kernel's
+/// (`tcpi_bytes_acked` + SIOCOUTQ for senders, `tcpi_bytes_received` −
+/// SIOCINQ for receivers), summed over the flows where the kernel has both.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct TcpWitness {
+    pub flows: u32,
+    pub netrig_sent: u64,
+    pub kernel_sent: u64,
+    pub netrig_received: u64,
+    pub kernel_received: u64,
+    /// How much the kernel's counts grew while netrig's were read between
+    /// two readings of them (both edges, all flows): the reading's own
+    /// uncertainty, added to the tolerance.
+    #[serde(default)]
+    pub read_spread_bytes: u64,
 }

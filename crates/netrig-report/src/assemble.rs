@@ -167,8 +167,36 @@ pub fn assemble(
         local_per_packet_us: per_packet(sd_local),
         remote_per_packet_us: per_packet(sd_remote),
     };
-    warnings.extend(crate::checks::side_warnings(local.report, "local"));
-    warnings.extend(crate::checks::side_warnings(remote.report, "remote"));
+    let v6 = agent
+        .address
+        .parse::<std::net::SocketAddr>()
+        .is_ok_and(|a| a.is_ipv6());
+    let (witness, witness_warnings) = crate::witness::judge(
+        spec,
+        local.report.witness.as_ref(),
+        remote.report.witness.as_ref(),
+        v6,
+    );
+    warnings.extend(crate::checks::side_warnings(
+        local.report,
+        "local",
+        !spec.udp.no_gso,
+    ));
+    if !witness.shared_counters {
+        warnings.extend(crate::checks::side_warnings(
+            remote.report,
+            "remote",
+            !spec.udp.no_gso,
+        ));
+    } else {
+        // One host, one network namespace: its counters were judged as local's.
+        warnings.extend(
+            crate::checks::side_warnings(remote.report, "remote", !spec.udp.no_gso)
+                .into_iter()
+                .filter(|w| !w.contains(") during the test") && !w.contains("connection-tracking")),
+        );
+    }
+    warnings.extend(witness_warnings);
     if let Some(sch) = &local.report.schedule {
         if sch.due > 0 && sch.late as f64 > sch.due as f64 * 0.01 {
             warnings.push(format!(
@@ -326,6 +354,7 @@ pub fn assemble(
             local: local.report.workers.clone(),
             remote: remote.report.workers.clone(),
         },
+        witness,
     })
 }
 
@@ -347,6 +376,13 @@ fn udp_flow(receiver: &FlowReport, sender: &FlowReport, window_counted: bool) ->
     let seq = rx.received.clone().unwrap_or_default();
     let expected = seq.expected.max(tx.sent_datagrams);
     let lost = expected.saturating_sub(seq.received);
+    let jitter = match &rx.window {
+        Some(w) => Jitter::of(&[*w]),
+        // udp-rr: the requester times round trips, not one-way transit.
+        None => Jitter::withheld(
+            "not measured: udp-rr times each round trip (summary.latency_us); jitter is a udp-stream figure",
+        ),
+    };
     Some(UdpSummary {
         sent_datagrams: tx.sent_datagrams,
         received_datagrams: seq.received,
@@ -356,7 +392,11 @@ fn udp_flow(receiver: &FlowReport, sender: &FlowReport, window_counted: bool) ->
         } else {
             0.0
         },
-        jitter_us: seq.jitter_us,
+        jitter_us: jitter.mean_us,
+        jitter_rfc3550_us: jitter.rfc3550_us,
+        jitter_pairs: jitter.pairs,
+        untimed_datagrams: jitter.untimed,
+        jitter_withheld: jitter.withheld,
         out_of_order: seq.out_of_order,
         duplicates: seq.duplicates,
         stray: rx.stray,
@@ -383,8 +423,88 @@ fn udp_total(flows: &[FlowResult]) -> UdpSummary {
         first = false;
     }
     t.loss_pct = loss_pct(t.lost_datagrams, t.received_datagrams);
-    t.jitter_us = mean_jitter(per_flow.iter().map(|u| (u.jitter_us, u.received_datagrams))).unwrap_or(0.0);
+    t.jitter_pairs = per_flow.iter().map(|u| u.jitter_pairs).sum();
+    t.untimed_datagrams = per_flow.iter().map(|u| u.untimed_datagrams).sum();
+    // Pairs-weighted, as if one flow: the mean |D| over every timed pair.
+    if per_flow.iter().all(|u| u.jitter_us.is_some()) && t.jitter_pairs > 0 {
+        t.jitter_us = Some(
+            per_flow
+                .iter()
+                .map(|u| u.jitter_us.unwrap_or(0.0) * u.jitter_pairs as f64)
+                .sum::<f64>()
+                / t.jitter_pairs as f64,
+        );
+        t.jitter_rfc3550_us = mean_jitter(
+            per_flow
+                .iter()
+                .map(|u| (u.jitter_rfc3550_us.unwrap_or(0.0), u.received_datagrams)),
+        );
+    } else {
+        t.jitter_withheld = per_flow
+            .iter()
+            .find_map(|u| u.jitter_withheld.clone())
+            .or_else(|| Some("not measured: no two consecutive datagrams were timed in the window".into()));
+    }
     t
+}
+
+/// The share of a period's datagrams that may have shared timestamps
+/// before its jitter is withheld (docs/RESULTS.md says why 10 %).
+pub const JITTER_MAX_UNTIMED_SHARE: f64 = 0.10;
+
+/// Jitter over a period, from receivers' accounting of it.
+struct Jitter {
+    mean_us: Option<f64>,
+    rfc3550_us: Option<f64>,
+    pairs: u64,
+    untimed: u64,
+    withheld: Option<String>,
+}
+
+impl Jitter {
+    fn withheld(why: &str) -> Jitter {
+        Jitter {
+            mean_us: None,
+            rfc3550_us: None,
+            pairs: 0,
+            untimed: 0,
+            withheld: Some(why.into()),
+        }
+    }
+
+    /// Every flow's pairs together; withheld when more than
+    /// [`JITTER_MAX_UNTIMED_SHARE`] of the datagrams had shared timestamps
+    /// (their `|D|` would read near zero by construction) or no pair was timed.
+    fn of(flows: &[SeqInterval]) -> Jitter {
+        let pairs: u64 = flows.iter().map(|u| u.jitter_pairs).sum();
+        let untimed: u64 = flows.iter().map(|u| u.untimed).sum();
+        let received: u64 = flows.iter().map(|u| u.received).sum();
+        let mut j = Jitter {
+            mean_us: None,
+            rfc3550_us: None,
+            pairs,
+            untimed,
+            withheld: None,
+        };
+        if received > 0 && untimed as f64 > received as f64 * JITTER_MAX_UNTIMED_SHARE {
+            j.withheld = Some(format!(
+                "not measured: {untimed} of {received} datagrams ({:.0}%) shared one timestamp with others (sent in \
+                 one UDP GSO call or received in one GRO buffer), so their transit times cannot be told apart; \
+                 --no-gso sends and receives each datagram on its own",
+                untimed as f64 * 100.0 / received as f64
+            ));
+        } else if pairs == 0 {
+            j.withheld = Some("not measured: no two consecutive datagrams were timed in the window".into());
+        } else {
+            let sum: f64 = flows
+                .iter()
+                .map(|u| u.jitter_mean_us.unwrap_or(0.0) * u.jitter_pairs as f64)
+                .sum();
+            j.mean_us = Some(sum / pairs as f64);
+            j.rfc3550_us = mean_jitter(flows.iter().map(|u| (u.jitter_us, u.received)));
+        }
+        j
+    }
 }
 
 /// Sums receivers' interval accounting; jitter weighted by datagrams received.
@@ -397,9 +517,10 @@ fn interval_udp(flows: &[SeqInterval]) -> IntervalUdp {
         t.duplicates += u.duplicates;
     }
     t.loss_pct = loss_pct(t.lost_datagrams, t.received_datagrams);
-    t.jitter_us = mean_jitter(flows.iter().map(|u| (u.jitter_us, u.received)))
-        // Nothing arrived: the last jitter estimate stands.
-        .unwrap_or_else(|| flows.iter().map(|u| u.jitter_us).fold(0.0, f64::max));
+    let j = Jitter::of(flows);
+    t.jitter_us = j.mean_us;
+    t.jitter_rfc3550_us = j.rfc3550_us;
+    t.untimed_datagrams = j.untimed;
     t
 }
 

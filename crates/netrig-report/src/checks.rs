@@ -39,7 +39,9 @@ const COUNTER_WARNINGS: &[(&str, &str)] = &[
 ];
 
 /// Warnings about one end's CPU, threads, counters and conntrack table.
-pub fn side_warnings(side: &SideReport, end: &str) -> Vec<String> {
+/// `batched`: UDP GSO/GRO may have been on, so the kernel's UDP counters
+/// count batches, not datagrams.
+pub fn side_warnings(side: &SideReport, end: &str, batched: bool) -> Vec<String> {
     let mut out = Vec::new();
     if let Some(cpu) = &side.cpu {
         if cpu.steal_pct > 0.0 {
@@ -70,7 +72,21 @@ pub fn side_warnings(side: &SideReport, end: &str) -> Vec<String> {
     if let Some(c) = &side.counters {
         for (name, what) in COUNTER_WARNINGS {
             if let Some(n) = c.deltas.get(*name).filter(|n| **n > 0) {
-                out.push(format!("{end}: {n} {what} ({name}) during the test"));
+                if batched && name.starts_with("Udp.") {
+                    // The kernel counts a GSO send or a GRO buffer once.
+                    out.push(format!(
+                        "{end}: {n} {} ({name}, in the kernel's units: a GRO buffer or GSO send of up to 64 \
+                         datagrams counts once, so up to {} datagrams) during the test",
+                        what.replacen("UDP datagrams", "UDP receive buffers", 1).replacen(
+                            "UDP sends",
+                            "UDP send calls",
+                            1
+                        ),
+                        n.saturating_mul(64)
+                    ));
+                } else {
+                    out.push(format!("{end}: {n} {what} ({name}) during the test"));
+                }
             }
         }
         if let Some(ct) = c.conntrack.filter(|ct| ct.max > 0) {
@@ -134,7 +150,7 @@ mod tests {
             }),
             ..Default::default()
         };
-        let w = side_warnings(&side, "remote");
+        let w = side_warnings(&side, "remote", false);
         assert_eq!(w.len(), 4, "{w:#?}");
         assert!(w[0].contains("stolen") && w[0].starts_with("remote"));
         assert!(w[1].contains("worker 0 was 97% busy (1 flow)"));
@@ -146,7 +162,7 @@ mod tests {
             deltas: Default::default(),
             conntrack: Some(Conntrack { count: 10, max: 1000 }),
         });
-        assert!(side_warnings(&side, "local").is_empty());
+        assert!(side_warnings(&side, "local", false).is_empty());
     }
 
     #[test]
@@ -161,12 +177,12 @@ mod tests {
             ..Default::default()
         };
         assert_eq!(accounted_pct(&side), Some(80.0));
-        let w = side_warnings(&side, "local");
+        let w = side_warnings(&side, "local", false);
         assert!(w.len() == 1 && w[0].contains("only 80%"), "{w:?}");
         let full = SideReport {
             cpu_window_s: Some(0.8),
             ..side
         };
-        assert!(side_warnings(&full, "local").is_empty());
+        assert!(side_warnings(&full, "local", false).is_empty());
     }
 }

@@ -9,6 +9,7 @@ pub mod checks;
 pub mod json;
 pub mod model;
 pub mod table;
+pub mod witness;
 
 pub use assemble::{assemble, merge_interval, Side};
 pub use model::*;

@@ -28,6 +28,10 @@ pub struct TestResult {
     pub environment: PerEnd<Option<Environment>>,
     /// CPU used by each end's netrig worker threads in the window.
     pub workers: PerEnd<Vec<WorkerCpu>>,
+    /// The kernel's own counts beside netrig's figures, over the same
+    /// window, judged (docs/RESULTS.md, "The witness").
+    #[serde(default)]
+    pub witness: crate::witness::WitnessResult,
 }
 
 /// One value per end of the test.
@@ -185,8 +189,26 @@ pub struct UdpSummary {
     pub lost_datagrams: u64,
     /// lost / that expected count × 100.
     pub loss_pct: f64,
-    /// RFC 3550 interarrival jitter in µs (the mean over flows, weighted by datagrams received).
-    pub jitter_us: f64,
+    /// Jitter over the receiver's measured window, in µs: the mean of RFC
+    /// 3550's `|D|` (the difference between consecutive datagrams' transit
+    /// times) over the window's timed pairs, all flows together. Null when
+    /// not measured, with the reason in `jitter_withheld`.
+    pub jitter_us: Option<f64>,
+    /// RFC 3550's running jitter `J` when the window closed, as iperf3
+    /// prints it (the mean over flows, weighted by datagrams received); null
+    /// when `jitter_us` is.
+    #[serde(default)]
+    pub jitter_rfc3550_us: Option<f64>,
+    /// The window's consecutive pairs of timed datagrams that jitter is the mean over.
+    #[serde(default)]
+    pub jitter_pairs: u64,
+    /// Datagrams received in the window whose send or receive timestamp
+    /// was shared with other datagrams (a GSO send, a GRO buffer).
+    #[serde(default)]
+    pub untimed_datagrams: u64,
+    /// Why `jitter_us` is null; null when it is measured.
+    #[serde(default)]
+    pub jitter_withheld: Option<String>,
     /// Datagrams that arrived after one with a higher sequence number.
     pub out_of_order: u64,
     /// Datagrams that arrived more than once.
@@ -378,9 +400,17 @@ pub struct IntervalUdp {
     pub loss_pct: f64,
     pub out_of_order: u64,
     pub duplicates: u64,
-    /// RFC 3550 jitter at the end of the interval, in µs (weighted by
-    /// datagrams received over flows, as in `summary.udp`).
-    pub jitter_us: f64,
+    /// Jitter over the interval, in µs: the mean `|D|` of its timed pairs,
+    /// as `summary.udp.jitter_us` over the window; null when not measured
+    /// (too many shared timestamps, or no pair).
+    pub jitter_us: Option<f64>,
+    /// RFC 3550's running `J` at the interval's end (weighted by datagrams
+    /// received over flows); null when `jitter_us` is.
+    #[serde(default)]
+    pub jitter_rfc3550_us: Option<f64>,
+    /// Datagrams received in the interval with shared timestamps.
+    #[serde(default)]
+    pub untimed_datagrams: u64,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -266,9 +266,22 @@ fn render_udp(r: &TestResult) -> String {
     }
     let _ = writeln!(
         out,
-        "\ndatagrams over the test: sent {}  received {}  lost {} ({:.3}%)  out of order {}  duplicates {}  stray {}  jitter {:.1} us",
-        u.sent_datagrams, u.received_datagrams, u.lost_datagrams, u.loss_pct, u.out_of_order, u.duplicates, u.stray, u.jitter_us
+        "\ndatagrams over the test: sent {}  received {}  lost {} ({:.3}%)  out of order {}  duplicates {}  stray {}",
+        u.sent_datagrams, u.received_datagrams, u.lost_datagrams, u.loss_pct, u.out_of_order, u.duplicates, u.stray
     );
+    match (u.jitter_us, &u.jitter_withheld) {
+        (Some(j), _) => {
+            let _ = writeln!(
+                out,
+                "jitter over the window: {j:.1} us (mean |D| of {} pairs of consecutive datagrams, RFC 3550's J at the close {:.1} us)",
+                u.jitter_pairs,
+                u.jitter_rfc3550_us.unwrap_or(0.0)
+            );
+        }
+        (None, why) => {
+            let _ = writeln!(out, "jitter: {}", why.as_deref().unwrap_or("not measured"));
+        }
+    }
     if r.flows.len() > 1 {
         let loss: Vec<f64> = r
             .flows
@@ -533,6 +546,7 @@ fn details(r: &TestResult) -> String {
             let _ = writeln!(out, "{l}");
         }
     }
+    out.push_str(&witness_lines(r));
     let env_line = |e: &netrig_metrics::Environment| {
         let s = |k: &str| e.sysctls.get(k).cloned().unwrap_or_else(|| "?".into());
         format!(
@@ -622,8 +636,8 @@ pub fn interval_rows(cols: IntervalColumns, i: &IntervalResult, per_flow: bool) 
     let opt = |v: Option<u64>| v.map_or_else(|| "-".to_string(), |x| x.to_string());
     let udp_cells = |u: Option<&IntervalUdp>| match u {
         Some(u) => format!(
-            "{:>11.1} {:>19} {:>8.3} {:>6}",
-            u.jitter_us,
+            "{:>11} {:>19} {:>8.3} {:>6}",
+            u.jitter_us.map_or_else(|| "-".to_string(), |j| format!("{j:.1}")),
             format!("{}/{}", u.lost_datagrams, u.lost_datagrams + u.received_datagrams),
             u.loss_pct,
             u.out_of_order
@@ -756,6 +770,45 @@ pub fn render_suite(results: &[TestResult]) -> String {
             num(s.latency_us.as_ref().map(|l| l.p99), 1),
             num(s.udp.as_ref().map(|u| u.loss_pct), 3),
             num(s.cpu.local_pct, 1)
+        );
+    }
+    out
+}
+
+/// The witness: each figure beside the kernel's count of it.
+fn witness_lines(r: &TestResult) -> String {
+    let mut out = String::new();
+    let w = &r.witness;
+    if w.checks.is_empty() {
+        return out;
+    }
+    let secs = w.local.as_ref().map_or(0.0, |l| l.window_s);
+    let _ = writeln!(
+        out,
+        "\nWitness: the kernel's own counts over the same window ({secs:.2} s){}",
+        if w.shared_counters {
+            "; both ends read this host's counters"
+        } else {
+            ""
+        }
+    );
+    for c in &w.checks {
+        let rel = if c.relation == "equal" { "=" } else { "<=" };
+        let other = c
+            .other
+            .filter(|o| *o > 0)
+            .map_or_else(String::new, |o| format!(", {o} beyond netrig's traffic"));
+        let _ = writeln!(
+            out,
+            "  {:<7} {:<22} {:>15} {rel} {:>15} {} ({}){other}; ratio {}  {}",
+            c.end,
+            c.figure,
+            c.netrig,
+            c.kernel,
+            c.kernel_unit,
+            c.kernel_source,
+            c.ratio.map_or_else(|| "-".into(), |r| format!("{r:.4}")),
+            c.verdict
         );
     }
     out

@@ -1,0 +1,188 @@
+//! The witness: the kernel's own counts read at the same two instants as
+//! netrig's window counts, so the report can set each figure beside an
+//! independent one (`netrig_metrics::witness` says what each count is).
+//!
+//! Per flow, netrig's count and the kernel's per-socket count are read one
+//! right after the other, so they differ by at most the system call in
+//! progress; the host and interface counters are read once per mark.
+
+use crate::{FlowCounters, FlowSocket};
+use netrig_metrics::{InterfaceCounters, KernelCounters};
+use netrig_proto::report::{Role, TcpWitness, WitnessReport};
+use std::collections::BTreeMap;
+use std::os::fd::AsFd;
+use std::sync::Arc;
+
+/// Host counters the witness keeps (the rest are in the test's counter deltas).
+const KERNEL_KEYS: &[&str] = &[
+    "Udp.InDatagrams",
+    "Udp.OutDatagrams",
+    "Udp.RcvbufErrors",
+    "Udp.SndbufErrors",
+    "Udp.InErrors",
+    "Udp6.InDatagrams",
+    "Udp6.OutDatagrams",
+    "Udp6.RcvbufErrors",
+    "Udp6.SndbufErrors",
+    "Udp6.InErrors",
+    "Tcp.InSegs",
+    "Tcp.OutSegs",
+    "Tcp.RetransSegs",
+];
+
+/// One flow as the witness sees it.
+pub(crate) struct WitnessFlow {
+    pub role: Role,
+    pub counters: Arc<FlowCounters>,
+    pub socket: Option<Arc<FlowSocket>>,
+}
+
+/// What the witness reads: the flows, and the interfaces they use.
+pub(crate) struct Witness {
+    flows: Vec<WitnessFlow>,
+    interfaces: Vec<String>,
+}
+
+/// The counts at one instant.
+pub(crate) struct WitnessMark {
+    kernel: Option<KernelCounters>,
+    interfaces: Vec<InterfaceCounters>,
+    /// Per flow: netrig's bytes, netrig's units, the kernel's per-socket
+    /// payload read just before netrig's count, and how much it grew by a
+    /// reading just after (the spread of the bracket).
+    flows: Vec<(u64, u64, Option<(u64, u64)>)>,
+}
+
+/// Reads of the kernel's count around netrig's, keeping the tightest bracket.
+const BRACKET_TRIES: usize = 3;
+
+impl Witness {
+    pub fn new(flows: Vec<WitnessFlow>) -> Witness {
+        let mut interfaces: Vec<String> = Vec::new();
+        for f in &flows {
+            let local = match f.socket.as_deref() {
+                Some(FlowSocket::Tcp(t)) => t.local_addr().ok(),
+                Some(FlowSocket::Udp(u)) => u.local_addr().ok(),
+                None => None,
+            };
+            if let Some(name) = local.and_then(|a| netrig_metrics::interface_of(a.ip())) {
+                if !interfaces.contains(&name) {
+                    interfaces.push(name);
+                }
+            }
+            if interfaces.len() >= 8 {
+                break;
+            }
+        }
+        Witness { flows, interfaces }
+    }
+
+    pub fn mark(&self) -> WitnessMark {
+        let flows = self
+            .flows
+            .iter()
+            .map(|f| {
+                let tcp = match (f.role, f.socket.as_deref()) {
+                    (Role::Sender | Role::Receiver, Some(FlowSocket::Tcp(t))) => Some(t),
+                    _ => None,
+                };
+                let Some(t) = tcp else {
+                    return (f.counters.bytes(), f.counters.units(), None);
+                };
+                // The kernel counts a call's bytes as they are copied, netrig
+                // when the call returns: kernel before ≤ netrig + one call,
+                // netrig ≤ kernel after. A reader preempted between the two
+                // widens the bracket, so take the tightest of a few.
+                let sender = f.role == Role::Sender;
+                let mut best: Option<(u64, Option<(u64, u64)>)> = None;
+                for _ in 0..BRACKET_TRIES {
+                    let k0 = netrig_metrics::socket_payload(t.as_fd(), sender);
+                    let n = f.counters.bytes();
+                    let k1 = netrig_metrics::socket_payload(t.as_fd(), sender);
+                    let k = k0.zip(k1).map(|(a, b)| (a, b.saturating_sub(a)));
+                    let tighter = match (&best, k) {
+                        (None, _) => true,
+                        (Some((_, Some((_, old)))), Some((_, new))) => new < *old,
+                        _ => false,
+                    };
+                    if tighter {
+                        best = Some((n, k));
+                    }
+                    if k.is_some_and(|(_, spread)| spread == 0) {
+                        break;
+                    }
+                }
+                let (n, k) = best.unwrap_or((f.counters.bytes(), None));
+                (n, f.counters.units(), k)
+            })
+            .collect();
+        WitnessMark {
+            kernel: netrig_metrics::read_kernel_counters().ok(),
+            interfaces: self
+                .interfaces
+                .iter()
+                .filter_map(|n| netrig_metrics::read_interface(n))
+                .collect(),
+            flows,
+        }
+    }
+
+    /// netrig's counts and the kernel's between two marks.
+    pub fn report(&self, first: &WitnessMark, last: &WitnessMark, window_s: f64) -> WitnessReport {
+        let mut r = WitnessReport {
+            window_s,
+            scope: netrig_metrics::counter_scope(),
+            ..WitnessReport::default()
+        };
+        let mut tcp = TcpWitness::default();
+        for ((f, a), b) in self.flows.iter().zip(&first.flows).zip(&last.flows) {
+            let bytes = b.0.saturating_sub(a.0);
+            let units = b.1.saturating_sub(a.1);
+            let udp = matches!(f.socket.as_deref(), Some(FlowSocket::Udp(_)));
+            match f.role {
+                Role::Sender => {
+                    r.payload_sent += bytes;
+                    if udp {
+                        r.udp_messages_sent += units;
+                    }
+                }
+                Role::Receiver => {
+                    r.payload_received += bytes;
+                    if udp {
+                        r.udp_buffers_received += units;
+                    }
+                }
+                _ => {}
+            }
+            if let (Some((ka, sa)), Some((kb, sb))) = (a.2, b.2) {
+                tcp.flows += 1;
+                tcp.read_spread_bytes += sa + sb;
+                let k = kb.saturating_sub(ka);
+                if f.role == Role::Sender {
+                    tcp.netrig_sent += bytes;
+                    tcp.kernel_sent += k;
+                } else {
+                    tcp.netrig_received += bytes;
+                    tcp.kernel_received += k;
+                }
+            }
+        }
+        r.tcp = (tcp.flows > 0).then_some(tcp);
+        if let (Some(a), Some(b)) = (&first.kernel, &last.kernel) {
+            let d = b.delta_since(a);
+            r.kernel = KERNEL_KEYS
+                .iter()
+                .filter_map(|k| Some((k.to_string(), d.get(k)?)))
+                .collect::<BTreeMap<_, _>>();
+        }
+        r.interfaces = last
+            .interfaces
+            .iter()
+            .filter_map(|b| {
+                let a = first.interfaces.iter().find(|a| a.name == b.name)?;
+                Some(b.since(a))
+            })
+            .collect();
+        r
+    }
+}

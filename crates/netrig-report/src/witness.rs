@@ -1,0 +1,407 @@
+//! The witness, judged: each of netrig's figures beside the kernel's own
+//! count of the same thing over the same instants (what each end read is in
+//! `netrig_proto::report::WitnessReport`), with the ratio, the unit of each
+//! side, and a verdict. docs/RESULTS.md justifies each tolerance.
+//!
+//! Two kinds of check:
+//! - **equal**: the kernel counts exactly the same thing (a TCP socket's
+//!   payload). The two may differ only by the system calls in progress when
+//!   they were read: two per flow at each end of the window.
+//! - **bound**: a host or interface counter that also counts every other
+//!   socket's traffic. netrig's figure must not exceed it (beyond the calls
+//!   in progress); the kernel may count more, and what it counts beyond
+//!   netrig's traffic (headers included, where they can be known) is other
+//!   traffic on the host, named in a warning when it is over 1 % of
+//!   netrig's own, since whole-host figures (CPU, the interface) then
+//!   include it.
+
+use netrig_proto::report::WitnessReport;
+use netrig_proto::spec::TestSpec;
+use netrig_proto::TestKind;
+use serde::{Deserialize, Serialize};
+
+/// Datagrams one sendmmsg/recvmmsg call moves at most (the engine's batch).
+const CALL_MESSAGES: u64 = 64;
+/// Other traffic beyond this share of netrig's own is named in a warning.
+pub const OTHER_TRAFFIC_SHARE: f64 = 0.01;
+
+/// One of netrig's figures beside the kernel's count of it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WitnessCheck {
+    /// `local` or `remote`.
+    pub end: String,
+    /// What netrig counted, e.g. "UDP messages sent".
+    pub figure: String,
+    pub netrig: u64,
+    pub netrig_unit: String,
+    pub kernel: u64,
+    /// Where the kernel's count comes from, e.g. "Udp.OutDatagrams".
+    pub kernel_source: String,
+    pub kernel_unit: String,
+    /// netrig / kernel; null when the kernel counted nothing.
+    pub ratio: Option<f64>,
+    /// `equal` (the same count) or `bound` (the kernel's also counts other traffic).
+    pub relation: String,
+    /// How far apart the two may be and still agree, in netrig's unit.
+    pub tolerance: u64,
+    /// For a bound: what the kernel counted beyond netrig's traffic (in
+    /// the kernel's unit), i.e. other traffic; null for an equality.
+    pub other: Option<u64>,
+    /// `agrees`, or `disagrees` (netrig's figure cannot be right, or the
+    /// kernel's count is not of the same thing).
+    pub verdict: String,
+}
+
+/// The witness as the result carries it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct WitnessResult {
+    pub checks: Vec<WitnessCheck>,
+    /// What each end read (null where it did not).
+    pub local: Option<WitnessReport>,
+    pub remote: Option<WitnessReport>,
+    /// True when both ends read the same host counters (one host, one
+    /// network namespace): their host checks are the same and shown once.
+    pub shared_counters: bool,
+}
+
+struct Judge<'a> {
+    end: &'a str,
+    checks: Vec<WitnessCheck>,
+    warnings: Vec<String>,
+}
+
+impl Judge<'_> {
+    #[allow(clippy::too_many_arguments)]
+    fn check(
+        &mut self,
+        figure: &str,
+        netrig: u64,
+        netrig_unit: &str,
+        kernel: u64,
+        kernel_source: &str,
+        kernel_unit: &str,
+        bound: bool,
+        tolerance: u64,
+        // For a bound: the kernel's count that netrig's traffic explains.
+        explained: u64,
+    ) {
+        let disagrees = if bound {
+            netrig > kernel.saturating_add(tolerance)
+        } else {
+            netrig.abs_diff(kernel) > tolerance
+        };
+        let other = bound.then(|| kernel.saturating_sub(explained));
+        if disagrees {
+            self.warnings.push(format!(
+                "{}: witness: netrig counted {netrig} {netrig_unit} ({figure}) but the kernel {kernel} \
+                 {kernel_unit} ({kernel_source}) over the same window; {}",
+                self.end,
+                if bound {
+                    "netrig's figure exceeds a count that includes it, so one of them is wrong"
+                } else {
+                    "they count the same thing and must agree"
+                }
+            ));
+        } else if let Some(o) =
+            other.filter(|o| *o > tolerance && *o as f64 > explained.max(1) as f64 * OTHER_TRAFFIC_SHARE)
+        {
+            self.warnings.push(format!(
+                "{}: witness: the kernel counted {o} {kernel_unit} ({kernel_source}) beyond netrig's {figure} \
+                 in the window ({:.1}% more): other traffic shared this host, and whole-host figures (CPU, \
+                 service demand, the interface) include it",
+                self.end,
+                o as f64 * 100.0 / explained.max(1) as f64
+            ));
+        }
+        self.checks.push(WitnessCheck {
+            end: self.end.into(),
+            figure: figure.into(),
+            netrig,
+            netrig_unit: netrig_unit.into(),
+            kernel,
+            kernel_source: kernel_source.into(),
+            kernel_unit: kernel_unit.into(),
+            ratio: (kernel > 0).then(|| netrig as f64 / kernel as f64),
+            relation: if bound { "bound" } else { "equal" }.into(),
+            tolerance,
+            other,
+            verdict: if disagrees { "disagrees" } else { "agrees" }.into(),
+        });
+    }
+}
+
+/// Sums a counter of IPv4 and IPv6 (`Udp.X` and `Udp6.X`).
+fn both(w: &WitnessReport, name: &str) -> Option<u64> {
+    let a = w.kernel.get(&format!("Udp.{name}"));
+    let b = w.kernel.get(&format!("Udp6.{name}"));
+    (a.is_some() || b.is_some()).then(|| (a.copied().unwrap_or(0) + b.copied().unwrap_or(0)).max(0) as u64)
+}
+
+/// The per-socket checks of one end: exact equalities.
+fn judge_sockets(spec: &TestSpec, w: &WitnessReport, end: &str) -> (Vec<WitnessCheck>, Vec<String>) {
+    let mut j = Judge {
+        end,
+        checks: Vec::new(),
+        warnings: Vec::new(),
+    };
+    if let Some(t) = &w.tcp {
+        let f = u64::from(t.flows);
+        if t.netrig_sent > 0 || t.kernel_sent > 0 {
+            j.check(
+                "TCP payload sent",
+                t.netrig_sent,
+                "bytes",
+                t.kernel_sent,
+                "tcpi_bytes_acked + SIOCOUTQ per socket",
+                "bytes",
+                false,
+                2 * f * u64::from(spec.message_size) + t.read_spread_bytes,
+                0,
+            );
+        }
+        if t.netrig_received > 0 || t.kernel_received > 0 {
+            j.check(
+                "TCP payload received",
+                t.netrig_received,
+                "bytes",
+                t.kernel_received,
+                "tcpi_bytes_received - SIOCINQ per socket",
+                "bytes",
+                false,
+                2 * f * u64::from(spec.recv_size) + t.read_spread_bytes,
+                0,
+            );
+        }
+    }
+    (j.checks, j.warnings)
+}
+
+/// The host checks of one set of host counters: `w` holds netrig's figures
+/// of every end that reads them (both, on one host and namespace).
+fn judge_host(spec: &TestSpec, w: &WitnessReport, end: &str, v6: bool) -> (Vec<WitnessCheck>, Vec<String>) {
+    let mut j = Judge {
+        end,
+        checks: Vec::new(),
+        warnings: Vec::new(),
+    };
+    let host = true;
+    let flows = u64::from(spec.flows) * spec.directions().len() as u64;
+    let udp_stream = spec.kind == TestKind::UdpStream;
+    let size = u64::from(spec.message_size.max(1));
+    // UDP + IP + Ethernet headers of one datagram.
+    let header = 8 + if v6 { 40 } else { 20 } + 14;
+    if host && udp_stream {
+        let slack = 2 * flows * CALL_MESSAGES;
+        if w.udp_messages_sent > 0 {
+            if let Some(k) = both(w, "OutDatagrams") {
+                j.check(
+                    "UDP messages sent",
+                    w.udp_messages_sent,
+                    "messages (a GSO send of many datagrams is one)",
+                    k,
+                    "Udp.OutDatagrams + Udp6.OutDatagrams",
+                    "sends (a GSO send is one)",
+                    true,
+                    slack,
+                    w.udp_messages_sent,
+                );
+            }
+        }
+        if w.udp_buffers_received > 0 {
+            if let Some(k) = both(w, "InDatagrams") {
+                j.check(
+                    "UDP buffers received",
+                    w.udp_buffers_received,
+                    "buffers (a GRO batch of many datagrams is one)",
+                    k,
+                    "Udp.InDatagrams + Udp6.InDatagrams",
+                    "buffers delivered (a GRO batch is one)",
+                    true,
+                    slack,
+                    w.udp_buffers_received,
+                );
+            }
+        }
+    }
+    // The interfaces: every frame, headers included.
+    if !w.interfaces.is_empty() {
+        let names: Vec<&str> = w.interfaces.iter().map(|i| i.name.as_str()).collect();
+        let names = names.join("+");
+        let tx: u64 = w.interfaces.iter().map(|i| i.tx_bytes).sum();
+        let rx: u64 = w.interfaces.iter().map(|i| i.rx_bytes).sum();
+        let slack =
+            2 * flows * size.max(u64::from(spec.recv_size)) * if udp_stream { CALL_MESSAGES } else { 1 };
+        // UDP: the headers are known, so what is beyond them is other traffic.
+        let explained = |payload: u64| {
+            if udp_stream {
+                payload + payload / size * header
+            } else {
+                payload
+            }
+        };
+        // One host: loopback carries each frame once, counted as sent and received.
+        for (figure, payload, kernel, dir) in [
+            ("payload sent", w.payload_sent, tx, "tx_bytes"),
+            ("payload received", w.payload_received, rx, "rx_bytes"),
+        ] {
+            if payload == 0 {
+                continue;
+            }
+            let mut jj = Judge {
+                end,
+                checks: Vec::new(),
+                warnings: Vec::new(),
+            };
+            jj.check(
+                figure,
+                payload,
+                "payload bytes",
+                kernel,
+                &format!("{names} {dir}"),
+                "bytes on the wire, headers included",
+                true,
+                slack,
+                explained(payload),
+            );
+            j.checks.append(&mut jj.checks);
+            // TCP's headers and acknowledgements are not known here, nor
+            // what a receiving host dropped: only a figure above the
+            // interface's count is worth a word there.
+            if udp_stream && figure == "payload sent" {
+                j.warnings.append(&mut jj.warnings);
+            } else {
+                j.warnings
+                    .extend(jj.warnings.into_iter().filter(|w| w.contains("exceeds")));
+            }
+        }
+    }
+    (j.checks, j.warnings)
+}
+
+/// Both ends' witnesses judged, and the warnings they give.
+pub fn judge(
+    spec: &TestSpec,
+    local: Option<&WitnessReport>,
+    remote: Option<&WitnessReport>,
+    v6: bool,
+) -> (WitnessResult, Vec<String>) {
+    let shared = matches!((local.and_then(|l| l.scope.as_ref()), remote.and_then(|r| r.scope.as_ref())), (Some(a), Some(b)) if a == b);
+    let mut out = WitnessResult {
+        local: local.cloned(),
+        remote: remote.cloned(),
+        shared_counters: shared,
+        ..Default::default()
+    };
+    let mut warnings = Vec::new();
+    for (w, end) in [(local, "local"), (remote, "remote")] {
+        if let Some(w) = w {
+            let (c, warn) = judge_sockets(spec, w, end);
+            out.checks.extend(c);
+            warnings.extend(warn);
+        }
+    }
+    match (local, remote) {
+        // One host and namespace: its counters see both ends' traffic at once.
+        (Some(l), Some(r)) if shared => {
+            let both = WitnessReport {
+                payload_sent: l.payload_sent + r.payload_sent,
+                payload_received: l.payload_received + r.payload_received,
+                udp_messages_sent: l.udp_messages_sent + r.udp_messages_sent,
+                udp_buffers_received: l.udp_buffers_received + r.udp_buffers_received,
+                ..l.clone()
+            };
+            let (c, warn) = judge_host(spec, &both, "both", v6);
+            out.checks.extend(c);
+            warnings.extend(warn);
+        }
+        _ => {
+            for (w, end) in [(local, "local"), (remote, "remote")] {
+                if let Some(w) = w {
+                    let (c, warn) = judge_host(spec, w, end, v6);
+                    out.checks.extend(c);
+                    warnings.extend(warn);
+                }
+            }
+        }
+    }
+    (out, warnings)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use netrig_proto::report::TcpWitness;
+
+    fn udp_spec() -> TestSpec {
+        use netrig_proto::spec::*;
+        TestSpec {
+            kind: TestKind::UdpStream,
+            limit: Limit::Duration { seconds: 1.0 },
+            omit_s: 0.0,
+            interval_s: None,
+            flows: 1,
+            message_size: 1000,
+            recv_size: 1000,
+            remote: SocketOptions::default(),
+            measure_cpu: true,
+            rr: RrOptions::default(),
+            workers: None,
+            udp: UdpOptions::default(),
+            pace: PaceOptions::default(),
+            remote_cpus: None,
+            zerocopy: false,
+        }
+    }
+
+    fn w(sent: u64, out: i64) -> WitnessReport {
+        WitnessReport {
+            window_s: 1.0,
+            scope: Some("a".into()),
+            payload_sent: sent * 1000,
+            udp_messages_sent: sent,
+            kernel: [("Udp.OutDatagrams".to_string(), out)].into_iter().collect(),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn a_quiet_host_agrees_and_other_traffic_is_named() {
+        let (r, warn) = judge(&udp_spec(), Some(&w(10_000, 10_000)), None, false);
+        assert!(warn.is_empty(), "{warn:?}");
+        assert_eq!(r.checks.len(), 1);
+        assert_eq!(r.checks[0].verdict, "agrees");
+        assert_eq!(r.checks[0].ratio, Some(1.0));
+        // 5 % more sends than netrig made: other traffic, named.
+        let (r, warn) = judge(&udp_spec(), Some(&w(10_000, 10_500)), None, false);
+        assert_eq!(r.checks[0].other, Some(500));
+        assert!(
+            warn.len() == 1 && warn[0].contains("other traffic") && warn[0].contains("Udp.OutDatagrams"),
+            "{warn:?}"
+        );
+        // netrig claims more than the kernel sent: disagreement.
+        let (r, warn) = judge(&udp_spec(), Some(&w(10_000, 9_000)), None, false);
+        assert_eq!(r.checks[0].verdict, "disagrees");
+        assert!(warn[0].contains("one of them is wrong"), "{warn:?}");
+    }
+
+    #[test]
+    fn shared_host_counters_are_judged_once_and_tcp_sockets_must_match() {
+        let mut spec = udp_spec();
+        spec.kind = TestKind::TcpStream;
+        let t = |netrig: u64, kernel: u64| WitnessReport {
+            scope: Some("same".into()),
+            tcp: Some(TcpWitness {
+                flows: 1,
+                netrig_sent: netrig,
+                kernel_sent: kernel,
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        let (r, warn) = judge(&spec, Some(&t(1_000_000, 1_000_500)), Some(&t(5, 5)), false);
+        assert!(r.shared_counters);
+        assert!(warn.is_empty(), "{warn:?}");
+        let (_, warn) = judge(&spec, Some(&t(1_000_000, 900_000)), None, false);
+        assert!(warn.len() == 1 && warn[0].contains("must agree"), "{warn:?}");
+    }
+}
