@@ -10,4 +10,5 @@ mod crr;
 mod measure;
 mod rr;
 mod stream;
+mod truth;
 mod udp;
