@@ -189,7 +189,8 @@ impl Client {
 
     /// A UDP flow's socket: bound like the TCP ones, connected to the agent's
     /// port, with the first hello sent (it is repeated until data-ready).
-    fn open_udp(&self, hello: &DataHello, datagram: u32) -> Result<UdpSocket, ClientError> {
+    /// `flag` names the option that set the size, for the error when it cannot pass.
+    fn open_udp(&self, hello: &DataHello, datagram: u32, flag: &str) -> Result<UdpSocket, ClientError> {
         let addr = self.addr;
         let sock = Socket::new(Domain::for_address(addr), Type::DGRAM, Some(Protocol::UDP))
             .map_err(|error| ClientError::Connect { addr, error })?;
@@ -213,51 +214,19 @@ impl Client {
         sock.bind(&local.into())
             .map_err(|e| ClientError::Option(format!("--bind {}: {e}", local.ip())))?;
         // Do not fragment: a datagram too large for the path is an error, not a silent split.
-        let (level, opt, val) = if addr.is_ipv4() {
-            (libc::IPPROTO_IP, libc::IP_MTU_DISCOVER, libc::IP_PMTUDISC_DO)
-        } else {
-            (
-                libc::IPPROTO_IPV6,
-                libc::IPV6_MTU_DISCOVER,
-                libc::IPV6_PMTUDISC_DO,
-            )
-        };
-        // SAFETY: valid descriptor and an int option.
-        unsafe {
-            libc::setsockopt(
-                std::os::fd::AsRawFd::as_raw_fd(&sock),
-                level,
-                opt,
-                (&val as *const libc::c_int).cast(),
-                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-            )
-        };
+        let _ = sockopt::set_dont_fragment(&sock, addr.is_ipv6());
         sock.connect(&addr.into())
             .map_err(|error| ClientError::Connect { addr, error })?;
         // The route's MTU is known once connected: refuse datagrams that cannot pass it.
-        let mut mtu: libc::c_int = 0;
-        let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
-        let (level, opt, overhead) = if addr.is_ipv4() {
-            (libc::IPPROTO_IP, libc::IP_MTU, 28)
-        } else {
-            (libc::IPPROTO_IPV6, libc::IPV6_MTU, 48)
-        };
-        // SAFETY: valid descriptor and out-pointers.
-        let rc = unsafe {
-            libc::getsockopt(
-                std::os::fd::AsRawFd::as_raw_fd(&sock),
-                level,
-                opt,
-                (&mut mtu as *mut libc::c_int).cast(),
-                &mut len,
-            )
-        };
-        if rc == 0 && mtu > overhead && datagram as i64 > (mtu - overhead) as i64 {
-            return Err(ClientError::Option(format!(
-                "-m {datagram}: the datagram is larger than the path to {addr} allows (MTU {mtu}: at most {} bytes \
-                 of UDP payload, and netrig does not fragment); use a smaller -m",
-                mtu - overhead
-            )));
+        let overhead = sockopt::udp_overhead(addr.is_ipv6());
+        if let Some(mtu) = sockopt::path_mtu(&sock, addr.is_ipv6()).filter(|m| *m > overhead) {
+            if datagram > mtu - overhead {
+                return Err(ClientError::Option(format!(
+                    "{flag} {datagram}: the datagram is larger than the path to {addr} allows (MTU {mtu}: at most {} \
+                     bytes of UDP payload, and netrig does not fragment); use a smaller {flag}",
+                    mtu - overhead
+                )));
+            }
         }
         let udp: UdpSocket = sock.into();
         sockopt::apply_connected(&udp, &self.opts.local, false, "-s/--local-sockbuf")
@@ -331,15 +300,17 @@ impl Client {
                     cookie,
                     flow: id,
                 };
-                let datagram = match spec.kind {
-                    netrig_proto::TestKind::UdpRr => spec
-                        .rr
-                        .request_size
-                        .max(spec.rr.response_size)
-                        .max(netrig_proto::spec::UDP_HEADER_LEN),
-                    _ => spec.message_size,
+                let (datagram, flag) = match spec.kind {
+                    netrig_proto::TestKind::UdpRr => (
+                        spec.rr
+                            .request_size
+                            .max(spec.rr.response_size)
+                            .max(netrig_proto::spec::UDP_HEADER_LEN),
+                        "-r",
+                    ),
+                    _ => (spec.message_size, "-m"),
                 };
-                self.open_udp(&hello, datagram).map(|u| {
+                self.open_udp(&hello, datagram, flag).map(|u| {
                     udp_hellos.push((u.try_clone(), hello));
                     FlowSocket::from(u)
                 })
