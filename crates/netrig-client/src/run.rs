@@ -37,6 +37,10 @@ pub struct ClientOptions {
     pub connect_timeout: Duration,
     /// `--cpus`: pin this end's worker i to `cpus[i % len]`.
     pub cpus: Option<Vec<u32>>,
+    /// udp-stream without `-m`: send datagrams of [`Client::default_udp_size`]
+    /// instead of the spec's size, and say so in the result
+    /// (`config.message_size_default`).
+    pub udp_size_default: bool,
 }
 
 /// A handshaken control connection to an agent.
@@ -162,6 +166,20 @@ impl Client {
         &self.limits
     }
 
+    /// The datagram size udp-stream uses when `-m` is not given: the largest
+    /// payload that goes unfragmented on the path to the agent (its MTU, read
+    /// from a throw-away connected UDP socket, less 28 bytes of headers over
+    /// IPv4 or 48 over IPv6), but no more than an Ethernet-sized datagram's
+    /// (1472 / 1452 bytes), which is also the size when the MTU is unknown. The
+    /// agent's datagrams (-R) take the same path back, so the same size.
+    pub fn default_udp_size(&self) -> u32 {
+        let mtu = sockopt::path_mtu_to(self.addr, self.opts.bind);
+        let size =
+            sockopt::default_udp_payload(mtu, self.addr.is_ipv6(), netrig_proto::spec::MAX_UDP_PAYLOAD);
+        log::debug!("path MTU to {}: {mtu:?}; default datagram size {size}", self.addr);
+        size
+    }
+
     /// Ends the session politely.
     pub fn close(mut self) {
         let _ = self.conn.send(&ClientMsg::Bye);
@@ -244,6 +262,19 @@ impl Client {
         ctl: Arc<RunControl>,
         observer: &mut dyn FnMut(&IntervalResult),
     ) -> Result<TestResult, ClientError> {
+        let size_default = spec.kind == TestKind::UdpStream && self.opts.udp_size_default;
+        let sized;
+        let spec = if size_default {
+            let size = self.default_udp_size();
+            sized = TestSpec {
+                message_size: size,
+                recv_size: size,
+                ..spec.clone()
+            };
+            &sized
+        } else {
+            spec
+        };
         spec.validate(&self.limits)
             .map_err(|e| ClientError::Option(e.to_string()))?;
         self.conn
@@ -541,6 +572,7 @@ impl Client {
             interval_s: spec.interval_s,
             flows: spec.flows,
             message_size: spec.message_size,
+            message_size_default: (spec.kind == TestKind::UdpStream).then_some(size_default),
             recv_size: spec.recv_size,
             request_size: transactional.then_some(spec.rr.request_size),
             response_size: transactional.then_some(spec.rr.response_size),
