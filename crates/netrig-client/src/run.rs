@@ -37,6 +37,10 @@ pub struct ClientOptions {
     pub connect_timeout: Duration,
     /// `--cpus`: pin this end's worker i to `cpus[i % len]`.
     pub cpus: Option<Vec<u32>>,
+    /// udp-stream without `-m`: send datagrams of [`Client::default_udp_size`]
+    /// instead of the spec's size, and say so in the result
+    /// (`config.message_size_default`).
+    pub udp_size_default: bool,
 }
 
 /// A handshaken control connection to an agent.
@@ -162,6 +166,20 @@ impl Client {
         &self.limits
     }
 
+    /// The datagram size udp-stream uses when `-m` is not given: the largest
+    /// payload that goes unfragmented on the path to the agent (its MTU, read
+    /// from a throw-away connected UDP socket, less 28 bytes of headers over
+    /// IPv4 or 48 over IPv6), but no more than an Ethernet-sized datagram's
+    /// (1472 / 1452 bytes), which is also the size when the MTU is unknown. The
+    /// agent's datagrams (-R) take the same path back, so the same size.
+    pub fn default_udp_size(&self) -> u32 {
+        let mtu = sockopt::path_mtu_to(self.addr, self.opts.bind);
+        let size =
+            sockopt::default_udp_payload(mtu, self.addr.is_ipv6(), netrig_proto::spec::MAX_UDP_PAYLOAD);
+        log::debug!("path MTU to {}: {mtu:?}; default datagram size {size}", self.addr);
+        size
+    }
+
     /// Ends the session politely.
     pub fn close(mut self) {
         let _ = self.conn.send(&ClientMsg::Bye);
@@ -189,7 +207,8 @@ impl Client {
 
     /// A UDP flow's socket: bound like the TCP ones, connected to the agent's
     /// port, with the first hello sent (it is repeated until data-ready).
-    fn open_udp(&self, hello: &DataHello, datagram: u32) -> Result<UdpSocket, ClientError> {
+    /// `flag` names the option that set the size, for the error when it cannot pass.
+    fn open_udp(&self, hello: &DataHello, datagram: u32, flag: &str) -> Result<UdpSocket, ClientError> {
         let addr = self.addr;
         let sock = Socket::new(Domain::for_address(addr), Type::DGRAM, Some(Protocol::UDP))
             .map_err(|error| ClientError::Connect { addr, error })?;
@@ -213,51 +232,19 @@ impl Client {
         sock.bind(&local.into())
             .map_err(|e| ClientError::Option(format!("--bind {}: {e}", local.ip())))?;
         // Do not fragment: a datagram too large for the path is an error, not a silent split.
-        let (level, opt, val) = if addr.is_ipv4() {
-            (libc::IPPROTO_IP, libc::IP_MTU_DISCOVER, libc::IP_PMTUDISC_DO)
-        } else {
-            (
-                libc::IPPROTO_IPV6,
-                libc::IPV6_MTU_DISCOVER,
-                libc::IPV6_PMTUDISC_DO,
-            )
-        };
-        // SAFETY: valid descriptor and an int option.
-        unsafe {
-            libc::setsockopt(
-                std::os::fd::AsRawFd::as_raw_fd(&sock),
-                level,
-                opt,
-                (&val as *const libc::c_int).cast(),
-                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-            )
-        };
+        let _ = sockopt::set_dont_fragment(&sock, addr.is_ipv6());
         sock.connect(&addr.into())
             .map_err(|error| ClientError::Connect { addr, error })?;
         // The route's MTU is known once connected: refuse datagrams that cannot pass it.
-        let mut mtu: libc::c_int = 0;
-        let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
-        let (level, opt, overhead) = if addr.is_ipv4() {
-            (libc::IPPROTO_IP, libc::IP_MTU, 28)
-        } else {
-            (libc::IPPROTO_IPV6, libc::IPV6_MTU, 48)
-        };
-        // SAFETY: valid descriptor and out-pointers.
-        let rc = unsafe {
-            libc::getsockopt(
-                std::os::fd::AsRawFd::as_raw_fd(&sock),
-                level,
-                opt,
-                (&mut mtu as *mut libc::c_int).cast(),
-                &mut len,
-            )
-        };
-        if rc == 0 && mtu > overhead && datagram as i64 > (mtu - overhead) as i64 {
-            return Err(ClientError::Option(format!(
-                "-m {datagram}: the datagram is larger than the path to {addr} allows (MTU {mtu}: at most {} bytes \
-                 of UDP payload, and netrig does not fragment); use a smaller -m",
-                mtu - overhead
-            )));
+        let overhead = sockopt::udp_overhead(addr.is_ipv6());
+        if let Some(mtu) = sockopt::path_mtu(&sock, addr.is_ipv6()).filter(|m| *m > overhead) {
+            if datagram > mtu - overhead {
+                return Err(ClientError::Option(format!(
+                    "{flag} {datagram}: the datagram is larger than the path to {addr} allows (MTU {mtu}: at most {} \
+                     bytes of UDP payload, and netrig does not fragment); use a smaller {flag}",
+                    mtu - overhead
+                )));
+            }
         }
         let udp: UdpSocket = sock.into();
         sockopt::apply_connected(&udp, &self.opts.local, false, "-s/--local-sockbuf")
@@ -275,6 +262,19 @@ impl Client {
         ctl: Arc<RunControl>,
         observer: &mut dyn FnMut(&IntervalResult),
     ) -> Result<TestResult, ClientError> {
+        let size_default = spec.kind == TestKind::UdpStream && self.opts.udp_size_default;
+        let sized;
+        let spec = if size_default {
+            let size = self.default_udp_size();
+            sized = TestSpec {
+                message_size: size,
+                recv_size: size,
+                ..spec.clone()
+            };
+            &sized
+        } else {
+            spec
+        };
         spec.validate(&self.limits)
             .map_err(|e| ClientError::Option(e.to_string()))?;
         self.conn
@@ -331,15 +331,17 @@ impl Client {
                     cookie,
                     flow: id,
                 };
-                let datagram = match spec.kind {
-                    netrig_proto::TestKind::UdpRr => spec
-                        .rr
-                        .request_size
-                        .max(spec.rr.response_size)
-                        .max(netrig_proto::spec::UDP_HEADER_LEN),
-                    _ => spec.message_size,
+                let (datagram, flag) = match spec.kind {
+                    netrig_proto::TestKind::UdpRr => (
+                        spec.rr
+                            .request_size
+                            .max(spec.rr.response_size)
+                            .max(netrig_proto::spec::UDP_HEADER_LEN),
+                        "-r",
+                    ),
+                    _ => (spec.message_size, "-m"),
                 };
-                self.open_udp(&hello, datagram).map(|u| {
+                self.open_udp(&hello, datagram, flag).map(|u| {
                     udp_hellos.push((u.try_clone(), hello));
                     FlowSocket::from(u)
                 })
@@ -571,6 +573,7 @@ impl Client {
             interval_s: spec.interval_s,
             flows: spec.flows,
             message_size: spec.message_size,
+            message_size_default: (spec.kind == TestKind::UdpStream).then_some(size_default),
             recv_size: spec.recv_size,
             request_size: transactional.then_some(spec.rr.request_size),
             response_size: transactional.then_some(spec.rr.response_size),

@@ -7,7 +7,7 @@ use netrig_proto::report::{AppliedOptions, BufPair};
 use netrig_proto::spec::SocketOptions;
 use socket2::SockRef;
 use std::io;
-use std::net::{IpAddr, TcpStream};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, TcpStream, UdpSocket};
 
 /// An option the kernel refused, naming the CLI flag.
 #[derive(Debug, thiserror::Error)]
@@ -275,6 +275,113 @@ pub fn option_warnings(asked: &SocketOptions, got: &AppliedOptions, end: &str) -
     out
 }
 
+/// Bytes of IP and UDP header in front of a datagram's payload: IPv4
+/// without options, and IPv6 without extension headers.
+pub fn udp_overhead(v6: bool) -> u32 {
+    if v6 {
+        48
+    } else {
+        28
+    }
+}
+
+/// The UDP payload of one Ethernet-sized (1500-byte MTU) datagram: 1472
+/// bytes over IPv4, 1452 over IPv6.
+pub fn ethernet_udp_payload(v6: bool) -> u32 {
+    1500 - udp_overhead(v6)
+}
+
+/// The datagram size udp-stream uses when `-m` is not given: the largest
+/// payload that goes in one unfragmented datagram on a path of `mtu` bytes,
+/// capped at an Ethernet-sized datagram's (so that loopback's 64 KiB MTU does
+/// not make a default no other tool uses), and at `max`, the protocol's
+/// largest. When the path MTU is not known, an Ethernet-sized datagram's.
+pub fn default_udp_payload(mtu: Option<u32>, v6: bool, max: u32) -> u32 {
+    let ethernet = ethernet_udp_payload(v6);
+    let fits = mtu
+        .filter(|m| *m > udp_overhead(v6))
+        .map_or(ethernet, |m| m - udp_overhead(v6));
+    fits.min(ethernet).min(max)
+}
+
+fn int_option<S: std::os::fd::AsFd>(s: &S, level: libc::c_int, opt: libc::c_int) -> io::Result<libc::c_int> {
+    let mut v: libc::c_int = 0;
+    let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+    // SAFETY: a valid descriptor and out-pointers of the sizes given.
+    let rc = unsafe {
+        libc::getsockopt(
+            std::os::fd::AsRawFd::as_raw_fd(&s.as_fd()),
+            level,
+            opt,
+            (&mut v as *mut libc::c_int).cast(),
+            &mut len,
+        )
+    };
+    if rc == 0 {
+        Ok(v)
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// Never fragment this UDP socket's datagrams (IP_PMTUDISC_DO /
+/// IPV6_PMTUDISC_DO): one too large for the path fails with EMSGSIZE instead
+/// of being split. `v6`: the socket is IPv6.
+pub fn set_dont_fragment<S: std::os::fd::AsFd>(s: &S, v6: bool) -> io::Result<()> {
+    let (level, opt, val) = if v6 {
+        (
+            libc::IPPROTO_IPV6,
+            libc::IPV6_MTU_DISCOVER,
+            libc::IPV6_PMTUDISC_DO,
+        )
+    } else {
+        (libc::IPPROTO_IP, libc::IP_MTU_DISCOVER, libc::IP_PMTUDISC_DO)
+    };
+    // SAFETY: a valid descriptor and an int option of the size given.
+    let rc = unsafe {
+        libc::setsockopt(
+            std::os::fd::AsRawFd::as_raw_fd(&s.as_fd()),
+            level,
+            opt,
+            (&val as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// The MTU of a connected socket's path (IP_MTU / IPV6_MTU): the route's,
+/// or the smaller path MTU the kernel has cached for the peer. `None` when
+/// the socket is not connected or the kernel does not say.
+pub fn path_mtu<S: std::os::fd::AsFd>(s: &S, v6: bool) -> Option<u32> {
+    let (level, opt) = if v6 {
+        (libc::IPPROTO_IPV6, libc::IPV6_MTU)
+    } else {
+        (libc::IPPROTO_IP, libc::IP_MTU)
+    };
+    int_option(s, level, opt)
+        .ok()
+        .and_then(|m| u32::try_from(m).ok())
+        .filter(|m| *m > 0)
+}
+
+/// The path MTU towards `peer`, from a throw-away UDP socket bound to `bind`
+/// (or any address of the family) and connected to it: nothing is sent.
+pub fn path_mtu_to(peer: SocketAddr, bind: Option<IpAddr>) -> Option<u32> {
+    let local = bind.unwrap_or(if peer.is_ipv4() {
+        IpAddr::V4(Ipv4Addr::UNSPECIFIED)
+    } else {
+        IpAddr::V6(Ipv6Addr::UNSPECIFIED)
+    });
+    let sock = UdpSocket::bind(SocketAddr::new(local, 0)).ok()?;
+    sock.connect(peer).ok()?;
+    path_mtu(&sock, peer.is_ipv6())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -321,5 +428,35 @@ mod tests {
         };
         assert!(buffer_warnings(req, exact, "local", "-s").is_empty());
         assert!(buffer_warnings(BufPair::default(), got, "local", "-s").is_empty());
+    }
+
+    #[test]
+    fn default_udp_payload_fits_the_path_and_an_ethernet_frame() {
+        let max = 65_507;
+        // Loopback (64 KiB): an Ethernet-sized datagram, by family.
+        assert_eq!(default_udp_payload(Some(65_536), false, max), 1472);
+        assert_eq!(default_udp_payload(Some(65_536), true, max), 1452);
+        // Ethernet.
+        assert_eq!(default_udp_payload(Some(1500), false, max), 1472);
+        assert_eq!(default_udp_payload(Some(1500), true, max), 1452);
+        // Smaller paths: the largest unfragmented payload.
+        assert_eq!(default_udp_payload(Some(1280), false, max), 1252);
+        assert_eq!(default_udp_payload(Some(1280), true, max), 1232);
+        assert_eq!(default_udp_payload(Some(576), false, max), 548);
+        // Unknown (or nonsense): Ethernet's.
+        assert_eq!(default_udp_payload(None, false, max), 1472);
+        assert_eq!(default_udp_payload(None, true, max), 1452);
+        assert_eq!(default_udp_payload(Some(20), true, max), 1452);
+        // Never above the protocol's largest.
+        assert_eq!(default_udp_payload(Some(1500), false, 1000), 1000);
+    }
+
+    #[test]
+    fn path_mtu_on_loopback() {
+        let lo = "127.0.0.1:9".parse().unwrap();
+        let mtu = path_mtu_to(lo, None).expect("loopback's MTU");
+        assert!(mtu >= 1500, "{mtu}");
+        let unconnected = UdpSocket::bind("127.0.0.1:0").unwrap();
+        assert_eq!(path_mtu(&unconnected, false), None);
     }
 }

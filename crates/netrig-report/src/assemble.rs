@@ -736,6 +736,7 @@ mod tests {
             interval_s: Some(1.0),
             flows: 1,
             message_size: 1000,
+            message_size_default: None,
             recv_size: 1000,
             request_size: None,
             response_size: None,

@@ -86,6 +86,11 @@ pub struct TestConfig {
     /// Flows per direction (`-P`).
     pub flows: u32,
     pub message_size: u32,
+    /// udp-stream: true when `-m` was not given and netrig chose the datagram
+    /// size for the path to the agent; false when `-m` was given; null for
+    /// other tests.
+    #[serde(default)]
+    pub message_size_default: Option<bool>,
     pub recv_size: u32,
     /// Request/response tests (`-r`, `--burst`, `--rate`, `--poisson`); null otherwise.
     pub request_size: Option<u32>,

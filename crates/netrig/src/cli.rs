@@ -251,9 +251,11 @@ pub struct CrrArgs {
 pub struct UdpArgs {
     #[command(flatten)]
     pub common: CommonArgs,
-    /// Datagram size in bytes (UDP payload, at least 28: each carries a header).
-    #[arg(short = 'm', long = "message-size", default_value = "1472", value_parser = parse_size_u32)]
-    pub message_size: u32,
+    /// Datagram size in bytes (UDP payload, at least 28: each carries a header). Default: the
+    /// largest payload of one unfragmented datagram on the path to the agent, at most an Ethernet
+    /// frame's (1472 bytes over IPv4, 1452 over IPv6; e.g. 1232 over IPv6 on a 1280-byte MTU path).
+    #[arg(short = 'm', long = "message-size", value_parser = parse_size_u32)]
+    pub message_size: Option<u32>,
     #[command(flatten)]
     pub pace: PaceArgs,
     /// Reverse: the agent sends, the client receives.

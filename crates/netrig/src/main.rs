@@ -167,6 +167,7 @@ fn target(t: &TargetArgs, local: SocketOptions, cpus: Option<Vec<u32>>) -> Resul
         local,
         connect_timeout: Duration::from_secs_f64(t.connect_timeout.max(0.001)),
         cpus,
+        udp_size_default: false,
     };
     match &t.host {
         Some(h) => Ok(Target {
@@ -344,43 +345,52 @@ fn run_one(client: &mut Client, spec: &TestSpec, out: Output) -> Result<TestResu
 
 fn stream(kind: TestKind, a: StreamArgs) -> Result<()> {
     let (spec, local) = stream_spec(kind, &a)?;
-    run_and_print(&spec, local, &a.common)
+    run_and_print(&spec, local, &a.common, false)
 }
 
 fn udp_stream(a: UdpArgs) -> Result<()> {
     let (mut spec, local) = common_spec(TestKind::UdpStream, &a.common)?;
-    spec.message_size = a.message_size;
-    spec.recv_size = a.message_size;
+    // Without -m the client picks the size for the path once connected; an
+    // Ethernet-sized datagram stands in for the checks until then.
+    let size = a.message_size.unwrap_or(1472);
+    spec.message_size = size;
+    spec.recv_size = size;
     spec.udp = netrig_proto::spec::UdpOptions {
         reverse: a.reverse,
         no_gso: a.no_gso,
     };
     spec.pace = pace(&a.pace);
     check_spec(&spec, &local)?;
-    run_and_print(&spec, local, &a.common)
+    run_and_print(&spec, local, &a.common, a.message_size.is_none())
 }
 
 fn udp_rr(a: UdpRrArgs) -> Result<()> {
     let (mut spec, local) = rr_spec(TestKind::UdpRr, &a.rr)?;
     spec.rr.timeout_s = a.timeout;
     check_spec(&spec, &local)?;
-    run_and_print(&spec, local, &a.rr.common)
+    run_and_print(&spec, local, &a.rr.common, false)
 }
 
 fn request_response(kind: TestKind, a: RrArgs) -> Result<()> {
     let (spec, local) = rr_spec(kind, &a)?;
-    run_and_print(&spec, local, &a.common)
+    run_and_print(&spec, local, &a.common, false)
 }
 
 fn connect_request_response(a: CrrArgs) -> Result<()> {
     let (mut spec, local) = rr_spec(TestKind::TcpCrr, &a.rr)?;
     spec.rr.timeout_s = a.timeout;
     check_spec(&spec, &local)?;
-    run_and_print(&spec, local, &a.rr.common)
+    run_and_print(&spec, local, &a.rr.common, false)
 }
 
-/// Connects, runs one test, prints it as the user asked.
-fn run_and_print(spec: &TestSpec, local: SocketOptions, common: &CommonArgs) -> Result<()> {
+/// Connects, runs one test, prints it as the user asked. `udp_size_default`:
+/// udp-stream without -m, the client chooses the size for the path.
+fn run_and_print(
+    spec: &TestSpec,
+    local: SocketOptions,
+    common: &CommonArgs,
+    udp_size_default: bool,
+) -> Result<()> {
     // This end's CPUs, checked here as the agent checks its own.
     let cpus = common
         .cpus
@@ -391,7 +401,8 @@ fn run_and_print(spec: &TestSpec, local: SocketOptions, common: &CommonArgs) -> 
         let option = if common.affinity.is_some() { "-A" } else { "--cpus" };
         netrig_engine::affinity::check_cpus(c, option).map_err(Usage)?;
     }
-    let t = target(&common.target, local, cpus)?;
+    let mut t = target(&common.target, local, cpus)?;
+    t.options.udp_size_default = udp_size_default;
     let out = Output::of(common);
     let run = Client::connect(&t.addrs, t.options.clone())
         .map_err(anyhow::Error::from)
@@ -436,6 +447,8 @@ fn quick(a: QuickArgs) -> Result<()> {
         local: SocketOptions::default(),
         connect_timeout: Duration::from_secs(5),
         cpus: None,
+        // The suite's udp-stream uses the default size of `udp-stream` alone.
+        udp_size_default: true,
     };
     if !a.json {
         println!(
@@ -463,6 +476,7 @@ fn quick(a: QuickArgs) -> Result<()> {
             omit_s: 0.0,
             interval_s: None,
             flows,
+            // udp-stream: replaced by the client with the size for the path (udp_size_default).
             message_size: if udp { 1472 } else { 128 * 1024 },
             recv_size: if udp { 1472 } else { 128 * 1024 },
             remote: SocketOptions::default(),

@@ -64,6 +64,8 @@ fn paced_rate_is_kept_and_nothing_is_lost_on_loopback() {
 fn reverse_many_flows_and_ipv6() {
     let v = run_json(&["udp-stream", "-l", "1", "-b", "10M", "-R", "-P", "4", "-T", "2"]);
     check_udp(&v);
+    // Loopback's 64 KiB MTU: the default stays an Ethernet-sized datagram, by family.
+    assert_eq!(u(&v, "/config/message_size"), 1472);
     assert!(v["summary"]["tx_throughput_bps"].is_null());
     let flows = v["flows"].as_array().unwrap();
     assert_eq!(flows.len(), 4);
@@ -74,6 +76,7 @@ fn reverse_many_flows_and_ipv6() {
     }
     let v = run_json(&["udp-stream", "-6", "-l", "0.5", "-b", "5M"]);
     check_udp(&v);
+    assert_eq!(u(&v, "/config/message_size"), 1452);
 }
 
 /// A receive buffer far too small for an unpaced sender: the kernel drops,
@@ -399,6 +402,92 @@ fn udp_bad_input() {
         assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
         assert!(stderr(&o).contains(needle), "{args:?}: {}", stderr(&o));
     }
+}
+
+/// Without -m, udp-stream sends the largest datagram that passes the path to
+/// the agent unfragmented, by family, up to an Ethernet frame's payload, both
+/// ways; a -m too large for the path still fails, naming -m.
+#[test]
+fn default_datagram_size_fits_the_family_and_the_path_mtu() {
+    let lab = crate::lab_or_skip!(crate::lab::Lab::pair("usz"));
+    let _agent = lab.serve(&[]).expect("agent in the lab");
+    let default_size = |host: &str, reverse: bool| -> u64 {
+        let mut args = vec!["udp-stream", "-H", host, "-l", "1", "-b", "10M"];
+        if reverse {
+            args.push("-R");
+        }
+        let v = run_json_in(&lab.a, &args);
+        check_udp(&v);
+        assert_eq!(v["config"]["message_size_default"], true, "{args:?}");
+        let size = u(&v, "/config/message_size");
+        assert_eq!(u(&v, "/config/recv_size"), size);
+        let bytes = u(&v, "/summary/bytes");
+        assert!(
+            bytes > 0 && bytes.is_multiple_of(size),
+            "{bytes} bytes of {size}-byte datagrams: {args:?}"
+        );
+        size
+    };
+    // A 1500-byte MTU veth: Ethernet-sized datagrams of each family.
+    assert_eq!(default_size(lab.b6, false), 1452);
+    assert_eq!(default_size(lab.b4, false), 1472);
+    assert_eq!(default_size(lab.b6, true), 1452);
+    let v = run_json_in(
+        &lab.a,
+        &["udp-stream", "-H", lab.b6, "-l", "0.5", "-b", "5M", "-m", "1000"],
+    );
+    assert_eq!(v["config"]["message_size_default"], false);
+    assert_eq!(u(&v, "/config/message_size"), 1000);
+
+    // The smallest MTU IPv6 allows, on both ends.
+    for ns in [&lab.a, &lab.b] {
+        ns.exec(&["ip", "link", "set", "eth0", "mtu", "1280"])
+            .expect("set the MTU");
+    }
+    assert_eq!(default_size(lab.b6, false), 1232);
+    assert_eq!(default_size(lab.b4, false), 1252);
+    assert_eq!(default_size(lab.b6, true), 1232);
+    assert_eq!(default_size(lab.b4, true), 1252);
+
+    // An explicit size too large for the path is an error, as before.
+    for (host, size, most) in [(lab.b6, "1452", "1232"), (lab.b4, "1472", "1252")] {
+        let o = run_in(&lab.a, &["udp-stream", "-H", host, "-l", "1", "-m", size]);
+        let e = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{e}");
+        assert!(
+            e.contains(&format!("-m {size}: the datagram is larger than the path"))
+                && e.contains(&format!("at most {most} bytes")),
+            "{e}"
+        );
+    }
+    // udp-rr's sizes come from -r, and its error names -r.
+    let o = run_in(&lab.a, &["udp-rr", "-H", lab.b6, "-l", "1", "-r", "1300,64"]);
+    let e = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{e}");
+    assert!(e.contains("-r 1300: the datagram is larger than the path"), "{e}");
+}
+
+/// The quick suite's udp-stream takes the same default as udp-stream alone.
+#[test]
+fn quick_udp_stream_default_size_by_family() {
+    let o = run(&["quick", "-6", "-l", "0.3", "--json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let r = v["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["test"] == "udp-stream")
+        .expect("a udp-stream result");
+    assert_eq!(u(r, "/config/message_size"), 1452);
+    assert_eq!(r["config"]["message_size_default"], true);
+    let rr = v["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["test"] == "udp-rr")
+        .unwrap();
+    assert!(rr["config"]["message_size_default"].is_null());
 }
 
 #[test]
