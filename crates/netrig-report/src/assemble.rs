@@ -810,6 +810,58 @@ mod tests {
         assert!(w.len() == 1 && w[0].contains("[1]"), "{:?}", r.warnings);
     }
 
+    /// Issue #7, item 5: an app-limited delivery rate (tcp-rr at 10
+    /// transactions/s) keeps its flag and the table does not print it as a rate.
+    #[test]
+    fn app_limited_delivery_rate_is_not_shown_as_a_link_rate() {
+        let info = |app_limited| netrig_metrics::TcpInfo {
+            state: 1,
+            snd_mss: 65483,
+            delivery_rate_bps: Some(87_654_000_000),
+            delivery_rate_app_limited: app_limited,
+            ..Default::default()
+        };
+        for (flag, shown) in [(Some(true), false), (Some(false), true), (None, true)] {
+            let local = SideReport {
+                flows: vec![FlowReport {
+                    tcp_info: Some(info(flag)),
+                    window_transactions: 20,
+                    ..flow(0, Direction::Tx, Role::Requester, 20, 2.0)
+                }],
+                ..Default::default()
+            };
+            let remote = SideReport {
+                flows: vec![flow(0, Direction::Tx, Role::Responder, 20, 2.0)],
+                ..Default::default()
+            };
+            let r = assemble(
+                &spec(TestKind::TcpRr),
+                config(),
+                agent(),
+                Side {
+                    report: &local,
+                    intervals: &[],
+                },
+                Side {
+                    report: &remote,
+                    intervals: &[],
+                },
+                vec![],
+            )
+            .unwrap();
+            let t = r.flows[0].tcp_info.as_ref().unwrap();
+            assert_eq!(t.delivery_rate_app_limited, flag);
+            let json = serde_json::to_value(&r).unwrap();
+            assert_eq!(
+                json["flows"][0]["tcp_info"]["delivery_rate_app_limited"],
+                serde_json::json!(flag)
+            );
+            let table = crate::table::render(&r);
+            assert_eq!(table.contains("87654.00"), shown, "{flag:?}: {table}");
+            assert_eq!(table.contains("app-limited"), !shown, "{flag:?}: {table}");
+        }
+    }
+
     #[test]
     fn spread_median() {
         let s = Spread::of(&[3.0, 1.0, 2.0, 10.0]);

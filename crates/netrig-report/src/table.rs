@@ -492,8 +492,18 @@ fn details(r: &TestResult) -> String {
                 t.reordering,
                 t.pmtu,
                 t.snd_mss,
-                t.delivery_rate_bps
-                    .map_or_else(|| "-".into(), |b| format!("{:.2}", b as f64 / 1e6))
+                delivery_cell(t)
+            );
+        }
+        if r.flows
+            .iter()
+            .filter_map(|f| f.tcp_info.as_ref())
+            .any(|t| t.delivery_rate_app_limited == Some(true))
+        {
+            let _ = writeln!(
+                out,
+                "  delivery: the kernel's rate over its last delivery interval; \"app-limited\": the sender had no \
+                 data waiting then, so that rate measures the application, not the path (the figure is in --json)"
             );
         }
         if r.flows.len() > 16 {
@@ -561,6 +571,17 @@ fn details(r: &TestResult) -> String {
         }
     }
     out
+}
+
+/// TCP_INFO's delivery rate in 10^6 bits/s, or why it is withheld: a rate
+/// the kernel flagged app-limited measured what the application offered,
+/// and would read as a plausible (and wrong) link rate.
+fn delivery_cell(t: &netrig_metrics::TcpInfo) -> String {
+    match (t.delivery_rate_bps, t.delivery_rate_app_limited) {
+        (None, _) => "-".into(),
+        (Some(_), Some(true)) => "app-limited".into(),
+        (Some(b), _) => format!("{:.2}", b as f64 / 1e6),
+    }
 }
 
 /// Which columns interim rows carry, by kind of test.
