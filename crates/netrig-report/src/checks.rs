@@ -8,6 +8,12 @@ pub const WORKER_BUSY_PCT: f64 = 90.0;
 /// Conntrack fill above which new connections are at risk.
 pub const CONNTRACK_FULL: f64 = 0.9;
 
+/// Steal, in % of the machine's CPU time over the window, above which a
+/// warning says so (docs/RESULTS.md, "Steal"): below it, what the hypervisor
+/// took is smaller than the run-to-run spread of these VMs. The figure is
+/// always in the result (`summary.cpu.*.steal_pct`) and the table.
+pub const STEAL_WARN_PCT: f64 = 2.0;
+
 /// /proc/stat coverage of a window below which the split deserves a word.
 pub const ACCOUNTED_MIN_PCT: f64 = 85.0;
 
@@ -42,10 +48,11 @@ const COUNTER_WARNINGS: &[(&str, &str)] = &[
 pub fn side_warnings(side: &SideReport, end: &str) -> Vec<String> {
     let mut out = Vec::new();
     if let Some(cpu) = &side.cpu {
-        if cpu.steal_pct > 0.0 {
+        if cpu.steal_pct > STEAL_WARN_PCT {
             out.push(format!(
-                "{end}: {:.2}% of the machine's CPU time was stolen by the hypervisor during the window \
-                 (steal): figures from a busy virtual machine deserve doubt",
+                "{end}: the hypervisor took {:.2}% of the machine's CPU time in the window (steal; warned above \
+                 {STEAL_WARN_PCT}%): other guests competed for this host's CPUs, so throughput may be lower, and \
+                 utilisation and service demand (which count steal as busy) higher, than on a quiet host",
                 cpu.steal_pct
             ));
         }
@@ -99,7 +106,7 @@ mod tests {
     fn each_condition_warns_and_quiet_figures_do_not() {
         let mut side = SideReport {
             cpu: Some(CpuUsage {
-                steal_pct: 0.5,
+                steal_pct: 2.5,
                 ..Default::default()
             }),
             workers: vec![
@@ -136,7 +143,7 @@ mod tests {
         };
         let w = side_warnings(&side, "remote");
         assert_eq!(w.len(), 4, "{w:#?}");
-        assert!(w[0].contains("stolen") && w[0].starts_with("remote"));
+        assert!(w[0].contains("steal") && w[0].starts_with("remote"));
         assert!(w[1].contains("worker 0 was 97% busy (1 flow)"));
         assert!(w[2].contains("12 listen-queue overflows") && w[2].contains("TcpExt.ListenOverflows"));
         assert!(w[3].contains("95% full"));
@@ -147,6 +154,32 @@ mod tests {
             conntrack: Some(Conntrack { count: 10, max: 1000 }),
         });
         assert!(side_warnings(&side, "local").is_empty());
+    }
+
+    /// Issue #7, item 6: the 0.25-0.30 % of steal these VMs show on nearly
+    /// every run is not warned about; steal above 2 % of the machine is.
+    #[test]
+    fn steal_warns_above_the_threshold_only() {
+        let with_steal = |steal_pct| SideReport {
+            cpu: Some(CpuUsage {
+                steal_pct,
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        for quiet in [0.0, 0.25, 0.30, 1.0, STEAL_WARN_PCT] {
+            let w = side_warnings(&with_steal(quiet), "local");
+            assert!(w.is_empty(), "{quiet}% steal: {w:?}");
+        }
+        let w = side_warnings(&with_steal(2.5), "local");
+        assert!(
+            w.len() == 1 && w[0].starts_with("local: the hypervisor took 2.50% of the machine's CPU time"),
+            "{w:?}"
+        );
+        assert!(
+            w[0].contains("warned above 2%") && w[0].contains("service demand"),
+            "{w:?}"
+        );
     }
 
     #[test]
