@@ -1,6 +1,7 @@
 //! Warnings drawn from the figures themselves: a result that deserves doubt
 //! says so next to the numbers.
 
+use crate::model::Summary;
 use netrig_proto::report::SideReport;
 
 /// Busy share of one worker thread above which netrig may be the bottleneck.
@@ -13,6 +14,10 @@ pub const CONNTRACK_FULL: f64 = 0.9;
 /// took is smaller than the run-to-run spread of these VMs. The figure is
 /// always in the result (`summary.cpu.*.steal_pct`) and the table.
 pub const STEAL_WARN_PCT: f64 = 2.0;
+
+/// Jain's fairness index below which unequal sharing gets a warning: for two
+/// flows, 0.9 is a 1:2 split ((1+2)² / (2 × (1+4)) = 0.9).
+pub const FAIRNESS_WARN: f64 = 0.9;
 
 /// /proc/stat coverage of a window below which the split deserves a word.
 pub const ACCOUNTED_MIN_PCT: f64 = 85.0;
@@ -92,6 +97,38 @@ pub fn side_warnings(side: &SideReport, end: &str) -> Vec<String> {
                 ));
             }
         }
+    }
+    out
+}
+
+/// Warnings when flows, or the two directions of tcp-bidir, shared unequally
+/// (Jain's index below [`FAIRNESS_WARN`]), from the summary's figures.
+pub fn fairness_warnings(summary: &Summary) -> Vec<String> {
+    let mut out = Vec::new();
+    let mbps = |b: f64| format!("{:.2}", b / 1e6);
+    for d in &summary.directions {
+        if let Some(j) = d.fairness.filter(|j| *j < FAIRNESS_WARN) {
+            out.push(format!(
+                "{}: the {} flows shared unequally: Jain's fairness index {j:.3} over their receivers' throughput \
+                 (min {}, max {} 10^6bits/s; 1 = equal shares, warned below {FAIRNESS_WARN}, a 1:2 split of two flows)",
+                d.direction.name(),
+                d.flows,
+                mbps(d.flow_throughput_bps.min),
+                mbps(d.flow_throughput_bps.max)
+            ));
+        }
+    }
+    if let Some(j) = summary.directions_fairness.filter(|j| *j < FAIRNESS_WARN) {
+        let each: Vec<String> = summary
+            .directions
+            .iter()
+            .map(|d| format!("{} {}", d.direction.name(), mbps(d.throughput_bps)))
+            .collect();
+        out.push(format!(
+            "the directions shared unequally: Jain's fairness index {j:.3} between their throughputs ({} \
+             10^6bits/s; 1 = equal shares, warned below {FAIRNESS_WARN})",
+            each.join(", ")
+        ));
     }
     out
 }

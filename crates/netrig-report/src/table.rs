@@ -165,12 +165,19 @@ pub fn render(r: &TestResult) -> String {
             let s = d.flow_throughput_bps;
             let _ = writeln!(
                 out,
-                "{} per-flow throughput (10^6bits/sec): min {}  median {}  max {}  over {} flows",
+                "{} per-flow throughput (10^6bits/sec): min {}  median {}  max {}  over {} flows; {}",
                 d.direction.name(),
                 mbps(s.min),
                 mbps(s.median),
                 mbps(s.max),
-                d.flows
+                d.flows,
+                fairness_cell(d.fairness, d.flows)
+            );
+        }
+        if let Some(j) = r.summary.directions_fairness {
+            let _ = writeln!(
+                out,
+                "between directions (tx, rx throughput): Jain's fairness index {j:.3} (1 = equal shares)"
             );
         }
     }
@@ -362,11 +369,12 @@ fn render_rr(r: &TestResult) -> String {
         let s = crate::model::Spread::of(&tps);
         let _ = writeln!(
             out,
-            "per-flow transactions/s: min {:.2}  median {:.2}  max {:.2}  over {} flows",
+            "per-flow transactions/s: min {:.2}  median {:.2}  max {:.2}  over {} flows; over bytes moved, {}",
             s.min,
             s.median,
             s.max,
-            r.flows.len()
+            r.flows.len(),
+            fairness_cell(r.summary.directions.first().and_then(|d| d.fairness), r.flows.len() as u32)
         );
     }
     out.push_str(&details(r));
@@ -571,6 +579,15 @@ fn details(r: &TestResult) -> String {
         }
     }
     out
+}
+
+/// Jain's fairness index over a direction's flows, or why there is none.
+fn fairness_cell(j: Option<f64>, flows: u32) -> String {
+    match j {
+        Some(j) => format!("Jain's fairness index {j:.3} (1 = equal shares)"),
+        None if flows < 2 => "fairness: one flow".into(),
+        None => "fairness: - (no flow received anything)".into(),
+    }
 }
 
 /// TCP_INFO's delivery rate in 10^6 bits/s, or why it is withheld: a rate
