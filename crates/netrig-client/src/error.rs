@@ -20,8 +20,9 @@ pub enum ClientError {
     NotAgent { addr: SocketAddr, detail: String },
     #[error("{0}")]
     Handshake(String),
-    #[error("the agent refused the test: {0}")]
-    Rejected(String),
+    /// `agent` as [`crate::Client::agent_name`] says it.
+    #[error("{agent} refused the test: {reason}")]
+    Rejected { agent: String, reason: String },
     #[error("{0}")]
     Option(String),
     #[error("control connection: {0}")]

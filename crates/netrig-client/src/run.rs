@@ -180,6 +180,16 @@ impl Client {
         size
     }
 
+    /// The agent as messages name it: "the agent at 192.0.2.1:6387", with
+    /// the host as given when it is a name, or "the embedded agent at …".
+    pub fn agent_name(&self) -> String {
+        match &self.opts.host {
+            None => format!("the embedded agent at {}", self.addr),
+            Some(h) if *h != self.addr.ip().to_string() => format!("the agent at {h} ({})", self.addr),
+            Some(_) => format!("the agent at {}", self.addr),
+        }
+    }
+
     /// Ends the session politely.
     pub fn close(mut self) {
         let _ = self.conn.send(&ClientMsg::Bye);
@@ -276,7 +286,7 @@ impl Client {
             spec
         };
         spec.validate(&self.limits)
-            .map_err(|e| ClientError::Option(e.to_string()))?;
+            .map_err(|e| ClientError::Option(e.at_agent(&self.agent_name())))?;
         self.conn
             .send(&ClientMsg::TestRequest { spec: spec.clone() })
             .map_err(proto_err)?;
@@ -286,7 +296,12 @@ impl Client {
         let msg: AgentMsg = self.conn.recv(setup).map_err(proto_err)?;
         let (cookie, mut warnings) = match self.sm.on_agent(msg).map_err(proto_err)? {
             ClientEvent::Accepted(AgentMsg::TestAccepted { cookie, warnings }) => (cookie, warnings),
-            ClientEvent::Rejected(reason) => return Err(ClientError::Rejected(reason)),
+            ClientEvent::Rejected(reason) => {
+                return Err(ClientError::Rejected {
+                    agent: self.agent_name(),
+                    reason,
+                })
+            }
             other => {
                 return Err(proto_err(format!(
                     "unexpected answer to the test request: {other:?}"

@@ -50,6 +50,14 @@ pub struct TcpInfo {
     /// (`tcpi_delivery_rate` × 8; the kernel reports bytes/s). `None` on
     /// kernels older than 4.9.
     pub delivery_rate_bps: Option<u64>,
+    /// The kernel's app-limited flag for that estimate
+    /// (`tcpi_delivery_rate_app_limited`): `true` when the sender ran out
+    /// of data to send during the interval the rate was measured over, so
+    /// the rate reflects what the application offered, not what the path
+    /// can carry. `None` where `delivery_rate_bps` is (kernels older than
+    /// 4.9), and in reports from netrig versions that did not send it.
+    #[serde(default)]
+    pub delivery_rate_app_limited: Option<bool>,
     /// Bytes acknowledged by the peer (`tcpi_bytes_acked`). `None` on kernels
     /// older than 4.1.
     pub bytes_acked: Option<u64>,
@@ -151,6 +159,7 @@ struct RawTcpInfo {
 
 // Layout checks against the kernel's offsets.
 const _: () = {
+    assert!(offset_of!(RawTcpInfo, tcpi_flags) == 7);
     assert!(offset_of!(RawTcpInfo, tcpi_rto) == 8);
     assert!(offset_of!(RawTcpInfo, tcpi_pmtu) == 60);
     assert!(offset_of!(RawTcpInfo, tcpi_total_retrans) == 100);
@@ -173,6 +182,16 @@ macro_rules! end_of {
 /// Bytes needed for every non-optional field of [`TcpInfo`]
 /// (through `tcpi_total_retrans`, present since Linux 2.6).
 const REQUIRED_LEN: usize = end_of!(tcpi_total_retrans, u32);
+
+/// `tcpi_delivery_rate_app_limited` is the lowest bit of the byte at offset 7
+/// (`tcpi_flags` here): bit-fields are laid out from the least significant
+/// bit on the little-endian ABIs Linux runs netrig on.
+const DELIVERY_RATE_APP_LIMITED: u8 = 0x01;
+
+/// The app-limited flag from the flags byte of `struct tcp_info`.
+fn app_limited(flags: u8) -> bool {
+    flags & DELIVERY_RATE_APP_LIMITED != 0
+}
 
 /// Reads `TCP_INFO` and `TCP_CONGESTION` for the TCP socket `fd`.
 ///
@@ -218,6 +237,8 @@ pub fn tcp_info(fd: BorrowedFd<'_>) -> io::Result<TcpInfo> {
         rcv_mss: raw.tcpi_rcv_mss,
         delivery_rate_bps: has(end_of!(tcpi_delivery_rate, u64))
             .then(|| raw.tcpi_delivery_rate.saturating_mul(8)),
+        // The flag came with tcpi_delivery_rate (Linux 4.9); before, the bit is 0 and means nothing.
+        delivery_rate_app_limited: has(end_of!(tcpi_delivery_rate, u64)).then(|| app_limited(raw.tcpi_flags)),
         bytes_acked: has(end_of!(tcpi_bytes_acked, u64)).then_some(raw.tcpi_bytes_acked),
         bytes_received: has(end_of!(tcpi_bytes_received, u64)).then_some(raw.tcpi_bytes_received),
         lost: raw.tcpi_lost,
@@ -287,6 +308,40 @@ mod tests {
         }
         let j = serde_json::to_string(&info).unwrap();
         assert_eq!(serde_json::from_str::<TcpInfo>(&j).unwrap(), info);
+    }
+
+    /// A connection that has sent only a few bytes and then waits is
+    /// application-limited: the kernel sets the flag, and it is kept.
+    #[test]
+    fn app_limited_flag_is_read() {
+        assert!(app_limited(0x01));
+        assert!(app_limited(0x05), "fastopen_client_fail bits do not hide it");
+        assert!(!app_limited(0x06));
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let mut client = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+        let (mut server, _) = listener.accept().unwrap();
+        for _ in 0..5 {
+            client.write_all(b"x").unwrap();
+            let mut b = [0u8; 1];
+            server.read_exact(&mut b).unwrap();
+            server.write_all(b"y").unwrap();
+            client.read_exact(&mut b).unwrap();
+        }
+        let info = tcp_info(client.as_fd()).unwrap();
+        if info.delivery_rate_bps.is_some() {
+            assert_eq!(info.delivery_rate_app_limited, Some(true), "{info:?}");
+        } else {
+            assert_eq!(info.delivery_rate_app_limited, None);
+        }
+        // A report from a build without the field reads as unknown.
+        let mut v = serde_json::to_value(&info).unwrap();
+        v.as_object_mut().unwrap().remove("delivery_rate_app_limited");
+        assert_eq!(
+            serde_json::from_value::<TcpInfo>(v)
+                .unwrap()
+                .delivery_rate_app_limited,
+            None
+        );
     }
 
     #[test]

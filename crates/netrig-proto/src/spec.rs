@@ -356,14 +356,37 @@ fn is_default<T: Default + PartialEq>(v: &T) -> bool {
     *v == T::default()
 }
 
-/// A spec that cannot run. The messages name the option to change.
+/// A spec that cannot run. The messages name the option to change, the
+/// bound it broke and who set that bound: netrig itself (the same on both
+/// ends) or the agent's configuration.
 #[derive(Debug, Clone, Error, PartialEq)]
 pub enum SpecError {
+    /// Outside a range netrig itself holds to, on both ends.
     #[error("{option} {value} is out of range {range}")]
     OutOfRange {
         option: &'static str,
         value: String,
         range: String,
+    },
+    /// Breaks a rule netrig itself holds to, on both ends ("must be more
+    /// than 0 seconds").
+    #[error("{option} {value}: {rule}")]
+    Invalid {
+        option: &'static str,
+        value: String,
+        rule: String,
+    },
+    /// Beyond a limit of the agent's configuration ([`AgentLimits`], which
+    /// its welcome carries). Said from the agent's side; a client names the
+    /// agent with [`SpecError::at_agent`].
+    #[error("{option} {value}: the agent allows at most {limit} (its {setting})")]
+    AgentLimit {
+        option: &'static str,
+        value: String,
+        /// The limit with its unit, e.g. "5 seconds".
+        limit: String,
+        /// The agent's setting that holds it, e.g. "--max-duration".
+        setting: &'static str,
     },
     #[error("{0}")]
     NotApplicable(String),
@@ -373,6 +396,45 @@ pub enum SpecError {
 pub const MAX_MESSAGE_SIZE: u32 = 16 << 20;
 pub const MAX_SOCKET_BUFFER: u32 = 1 << 30;
 pub const MIN_INTERVAL_S: f64 = 0.1;
+
+impl SpecError {
+    /// The message as a client says it, naming the agent whose limit it is
+    /// (`agent`, e.g. "the agent at 192.0.2.1:6387"); errors of netrig's own
+    /// bounds read the same on both ends.
+    pub fn at_agent(&self, agent: &str) -> String {
+        match self {
+            SpecError::AgentLimit {
+                option,
+                value,
+                limit,
+                setting,
+            } => format!("{option} {value}: {agent} allows at most {limit} (its {setting})"),
+            other => other.to_string(),
+        }
+    }
+}
+
+fn invalid(option: &'static str, value: impl ToString, rule: impl ToString) -> SpecError {
+    SpecError::Invalid {
+        option,
+        value: value.to_string(),
+        rule: rule.to_string(),
+    }
+}
+
+fn agent_limit(
+    option: &'static str,
+    value: impl ToString,
+    limit: impl ToString,
+    setting: &'static str,
+) -> SpecError {
+    SpecError::AgentLimit {
+        option,
+        value: value.to_string(),
+        limit: limit.to_string(),
+        setting,
+    }
+}
 
 fn out_of_range(option: &'static str, value: impl ToString, range: impl ToString) -> SpecError {
     SpecError::OutOfRange {
@@ -426,20 +488,50 @@ impl TestSpec {
     /// Checks every bound. The agent calls this with its own limits on every
     /// spec it receives, so nothing here may trust the client.
     pub fn validate(&self, limits: &AgentLimits) -> Result<(), SpecError> {
-        if self.flows == 0 || self.flows > limits.max_flows {
-            return Err(out_of_range(
+        self.check(Some(limits))
+    }
+
+    /// Checks netrig's own bounds, which hold whatever agent runs the test:
+    /// what a client can check before it has reached an agent.
+    pub fn validate_bounds(&self) -> Result<(), SpecError> {
+        self.check(None)
+    }
+
+    /// netrig's own bounds, then the agent's `limits` if given. An agent's
+    /// limit is only named once netrig's own bound holds, so a value wrong
+    /// everywhere (`-l 0`) never reads as the agent's doing.
+    fn check(&self, limits: Option<&AgentLimits>) -> Result<(), SpecError> {
+        if self.flows == 0 {
+            return Err(invalid("-P/--parallel", self.flows, "must be at least 1 flow"));
+        }
+        if let Some(l) = limits.filter(|l| self.flows > l.max_flows) {
+            return Err(agent_limit(
                 "-P/--parallel",
                 self.flows,
-                format!("1..={}", limits.max_flows),
+                format!(
+                    "{} flow{} per direction",
+                    l.max_flows,
+                    if l.max_flows == 1 { "" } else { "s" }
+                ),
+                "--max-flows",
             ));
         }
+        let max_duration = limits.map(|l| l.max_duration_s);
         match self.limit {
             Limit::Duration { seconds } => {
-                if !(seconds.is_finite() && seconds > 0.0 && seconds <= limits.max_duration_s as f64) {
-                    return Err(out_of_range(
+                if !(seconds.is_finite() && seconds > 0.0) {
+                    return Err(invalid(
                         "-l/--length",
                         seconds,
-                        format!("(0, {}] seconds", limits.max_duration_s),
+                        "must be more than 0 seconds (and finite)",
+                    ));
+                }
+                if let Some(m) = max_duration.filter(|m| seconds > *m as f64) {
+                    return Err(agent_limit(
+                        "-l/--length",
+                        seconds,
+                        format!("{m} seconds"),
+                        "--max-duration",
                     ));
                 }
                 if !(self.omit_s.is_finite() && self.omit_s >= 0.0 && self.omit_s < seconds) {
@@ -461,29 +553,43 @@ impl TestSpec {
             }
         }
         if let Some(i) = self.interval_s {
-            if !(i.is_finite() && i >= MIN_INTERVAL_S && i <= limits.max_duration_s as f64) {
-                return Err(out_of_range(
+            if !(i.is_finite() && i >= MIN_INTERVAL_S) {
+                return Err(invalid(
                     "-i/--interval",
                     i,
-                    format!("[{MIN_INTERVAL_S}, {}] seconds", limits.max_duration_s),
+                    format!("must be at least {MIN_INTERVAL_S} seconds (and finite)"),
+                ));
+            }
+            if let Some(m) = max_duration.filter(|m| i > *m as f64) {
+                return Err(agent_limit(
+                    "-i/--interval",
+                    i,
+                    format!("{m} seconds"),
+                    "--max-duration",
                 ));
             }
         }
-        let max_msg = limits.max_message_size.min(MAX_MESSAGE_SIZE);
-        if self.message_size == 0 || self.message_size > max_msg {
-            return Err(out_of_range(
-                "-m/--message-size",
-                self.message_size,
-                format!("1..={max_msg}"),
-            ));
-        }
-        if self.recv_size == 0 || self.recv_size > max_msg {
-            return Err(out_of_range(
-                "-M/--recv-size",
-                self.recv_size,
-                format!("1..={max_msg}"),
-            ));
-        }
+        // netrig's own bound, then the agent's if it set a lower one.
+        let size = |option: &'static str, v: u32, what: String| -> Result<(), SpecError> {
+            if v == 0 || v > MAX_MESSAGE_SIZE {
+                return Err(out_of_range(option, what, format!("1..={MAX_MESSAGE_SIZE}")));
+            }
+            match limits.filter(|l| v > l.max_message_size) {
+                Some(l) => Err(agent_limit(
+                    option,
+                    what,
+                    format!("{} bytes", l.max_message_size),
+                    "limit on message sizes",
+                )),
+                None => Ok(()),
+            }
+        };
+        size(
+            "-m/--message-size",
+            self.message_size,
+            self.message_size.to_string(),
+        )?;
+        size("-M/--recv-size", self.recv_size, self.recv_size.to_string())?;
         if self.kind.is_transactional() {
             let rr = &self.rr;
             if matches!(self.limit, Limit::Bytes { .. }) {
@@ -493,13 +599,7 @@ impl TestSpec {
                 )));
             }
             for (v, what) in [(rr.request_size, "request"), (rr.response_size, "response")] {
-                if v == 0 || v > max_msg {
-                    return Err(out_of_range(
-                        "-r/--request-response",
-                        format!("{what} size {v}"),
-                        format!("1..={max_msg}"),
-                    ));
-                }
+                size("-r/--request-response", v, format!("{what} size {v}"))?;
             }
             if rr.burst == 0 || rr.burst > MAX_IN_FLIGHT {
                 return Err(out_of_range("--burst", rr.burst, format!("1..={MAX_IN_FLIGHT}")));
@@ -894,6 +994,97 @@ mod tests {
         let q: Vec<u64> = (0..3).map(|i| s.byte_quota(i).unwrap()).collect();
         assert_eq!(q, vec![4, 3, 3]);
         assert_eq!(q.iter().sum::<u64>(), 10);
+    }
+
+    /// Issue #7, item 9: a bound error names the option, the limit and
+    /// which end imposed it; netrig's own bounds never read as an agent's,
+    /// and are never printed as a range up to an internal maximum.
+    #[test]
+    fn bound_errors_say_whose_limit_it_is() {
+        let l = AgentLimits {
+            max_duration_s: 5,
+            max_flows: 2,
+            max_message_size: 1000,
+            ..AgentLimits::default()
+        };
+        let mut s = spec();
+        s.message_size = 1000;
+        s.recv_size = 1000;
+        s.limit = Limit::Duration { seconds: 5.0 };
+        assert_eq!(s.validate(&l), Ok(()));
+        s.limit = Limit::Duration { seconds: 6.0 };
+        let e = s.validate(&l).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "-l/--length 6: the agent allows at most 5 seconds (its --max-duration)"
+        );
+        assert_eq!(
+            e.at_agent("the agent at 127.0.0.1:7000"),
+            "-l/--length 6: the agent at 127.0.0.1:7000 allows at most 5 seconds (its --max-duration)"
+        );
+        assert_eq!(
+            s.validate_bounds(),
+            Ok(()),
+            "no agent limit is checked before an agent is reached"
+        );
+        for bad in [0.0, -1.0, f64::INFINITY] {
+            s.limit = Limit::Duration { seconds: bad };
+            for e in [s.validate(&l).unwrap_err(), s.validate_bounds().unwrap_err()] {
+                let m = e.to_string();
+                assert!(
+                    m.starts_with(&format!("-l/--length {bad}: must be more than 0 seconds")),
+                    "{m}"
+                );
+                assert_eq!(
+                    e.at_agent("the agent at x"),
+                    m,
+                    "netrig's own bound is nobody's limit but netrig's"
+                );
+            }
+        }
+        s.limit = Limit::Duration { seconds: 4.0 };
+        s.interval_s = Some(6.0);
+        assert_eq!(
+            s.validate(&l).unwrap_err().to_string(),
+            "-i/--interval 6: the agent allows at most 5 seconds (its --max-duration)"
+        );
+        s.interval_s = Some(0.01);
+        assert_eq!(
+            s.validate_bounds().unwrap_err().to_string(),
+            "-i/--interval 0.01: must be at least 0.1 seconds (and finite)"
+        );
+        s.interval_s = None;
+        s.flows = 3;
+        assert_eq!(
+            s.validate(&l).unwrap_err().to_string(),
+            "-P/--parallel 3: the agent allows at most 2 flows per direction (its --max-flows)"
+        );
+        s.flows = 0;
+        assert_eq!(
+            s.validate_bounds().unwrap_err().to_string(),
+            "-P/--parallel 0: must be at least 1 flow"
+        );
+        s.flows = 1;
+        s.message_size = 2000;
+        assert_eq!(
+            s.validate(&l).unwrap_err().to_string(),
+            "-m/--message-size 2000: the agent allows at most 1000 bytes (its limit on message sizes)"
+        );
+        s.message_size = 1000;
+        s.recv_size = 1001;
+        assert!(s
+            .validate(&l)
+            .unwrap_err()
+            .to_string()
+            .starts_with("-M/--recv-size 1001: the agent allows"));
+        s.recv_size = 1000;
+        s.kind = TestKind::TcpRr;
+        s.rr.request_size = 2000;
+        assert_eq!(
+            s.validate(&l).unwrap_err().to_string(),
+            "-r/--request-response request size 2000: the agent allows at most 1000 bytes (its limit on message sizes)"
+        );
+        assert!(s.validate_bounds().is_ok());
     }
 
     #[test]

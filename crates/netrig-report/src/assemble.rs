@@ -114,9 +114,11 @@ pub fn assemble(
                 sender_elapsed_s,
                 sender_throughput_bps: bps(sender_bytes, sender_elapsed_s),
                 flow_throughput_bps: Spread::of(&per_flow),
+                fairness: jain_index(&per_flow),
             }
         })
         .collect();
+    let directions_fairness = jain_index(&directions.iter().map(|d| d.throughput_bps).collect::<Vec<_>>());
     let bytes: u64 = directions.iter().map(|d| d.bytes).sum();
     let elapsed_s = directions.iter().map(|d| d.elapsed_s).fold(0.0, f64::max);
     let dir_bps = |d: Direction| {
@@ -314,7 +316,9 @@ pub fn assemble(
             remote: largest(flows.iter().map(|f| &f.remote.socket_buffers)),
         },
         directions,
+        directions_fairness,
     };
+    warnings.extend(crate::checks::fairness_warnings(&summary));
     let intervals = merge_intervals(&plan, transactional, local.intervals, remote.intervals);
     // An interval's latencies are handed over by the workers within a
     // bound; one that came too late is left out, and said so here.
@@ -645,6 +649,15 @@ pub fn merge_interval(
     let dir_bps = |d| dir_totals.get(&d).map(|(b, s)| bps(*b, *s));
     let tx = dir_bps(Direction::Tx);
     let rx = dir_bps(Direction::Rx);
+    let fairness = |d: Direction| {
+        jain_index(
+            &flows
+                .iter()
+                .filter(|f| f.direction == d)
+                .map(|f| f.throughput_bps)
+                .collect::<Vec<_>>(),
+        )
+    };
     let tps = {
         let t: Vec<u64> = flows.iter().filter_map(|f| f.transactions).collect();
         (!t.is_empty()).then(|| rate(t.iter().sum(), end_s - start_s))
@@ -677,6 +690,9 @@ pub fn merge_interval(
         throughput_bps: tx.unwrap_or(0.0) + rx.unwrap_or(0.0),
         tx_throughput_bps: tx,
         rx_throughput_bps: rx,
+        tx_fairness: fairness(Direction::Tx),
+        rx_fairness: fairness(Direction::Rx),
+        directions_fairness: jain_index(&[tx, rx].into_iter().flatten().collect::<Vec<_>>()),
         flows,
     })
 }
@@ -930,6 +946,169 @@ mod tests {
         assert_eq!(r.intervals[0].latency_us.as_ref().unwrap().count, 10);
         let w: Vec<_> = r.warnings.iter().filter(|w| w.contains("late")).collect();
         assert!(w.len() == 1 && w[0].contains("[1]"), "{:?}", r.warnings);
+    }
+
+    /// Issue #7, item 7: a tcp-bidir -P 2 whose tx flows split 2.1 vs 19.5
+    /// Gbit/s reports Jain's index per direction, between directions and
+    /// per interval, warns, and shows it in the table.
+    #[test]
+    fn unequal_sharing_is_measured_and_warned() {
+        let mut s = spec(TestKind::TcpBidir);
+        s.flows = 2;
+        let g = 1_000_000_000u64 / 8; // bytes per second of 1 Gbit/s
+        let local = SideReport {
+            flows: vec![
+                flow(0, Direction::Tx, Role::Sender, 0, 1.0),
+                flow(1, Direction::Tx, Role::Sender, 0, 1.0),
+                flow(2, Direction::Rx, Role::Receiver, 10 * g, 1.0),
+                flow(3, Direction::Rx, Role::Receiver, 10 * g, 1.0),
+            ],
+            window_s: 1.0,
+            ..Default::default()
+        };
+        let remote = SideReport {
+            flows: vec![
+                flow(0, Direction::Tx, Role::Receiver, 21 * g / 10, 1.0),
+                flow(1, Direction::Tx, Role::Receiver, 195 * g / 10, 1.0),
+                flow(2, Direction::Rx, Role::Sender, 0, 1.0),
+                flow(3, Direction::Rx, Role::Sender, 0, 1.0),
+            ],
+            window_s: 1.0,
+            ..Default::default()
+        };
+        let li = [sample(0, vec![0, 0, 5 * g, 5 * g], vec![0, 1, 2, 3])];
+        let ri = [sample(0, vec![g, 3 * g, 0, 0], vec![0, 1, 2, 3])];
+        let r = assemble(
+            &s,
+            config(),
+            agent(),
+            Side {
+                report: &local,
+                intervals: &li,
+            },
+            Side {
+                report: &remote,
+                intervals: &ri,
+            },
+            vec![],
+        )
+        .unwrap();
+        let tx = &r.summary.directions[0];
+        let jain = |x: &[f64]| {
+            x.iter().sum::<f64>().powi(2) / (x.len() as f64 * x.iter().map(|v| v * v).sum::<f64>())
+        };
+        assert!(
+            (tx.fairness.unwrap() - jain(&[2.1, 19.5])).abs() < 1e-9,
+            "{:?}",
+            tx.fairness
+        );
+        assert_eq!(r.summary.directions[1].fairness, Some(1.0));
+        let between = r.summary.directions_fairness.unwrap();
+        assert!((between - jain(&[21.6, 20.0])).abs() < 1e-9, "{between}");
+        let i = &r.intervals[0];
+        assert!((i.tx_fairness.unwrap() - jain(&[1.0, 3.0])).abs() < 1e-9, "{i:?}");
+        assert_eq!(i.rx_fairness, Some(1.0));
+        assert!((i.directions_fairness.unwrap() - jain(&[4.0, 10.0])).abs() < 1e-9);
+        let w: Vec<_> = r
+            .warnings
+            .iter()
+            .filter(|w| w.contains("shared unequally"))
+            .collect();
+        assert_eq!(w.len(), 1, "{:?}", r.warnings);
+        assert!(
+            w[0].starts_with("tx: the 2 flows shared unequally: Jain's fairness index 0.606"),
+            "{w:?}"
+        );
+        let table = crate::table::render(&r);
+        assert!(
+            table.contains("over 2 flows; Jain's fairness index 0.606"),
+            "{table}"
+        );
+        assert!(
+            table.contains("between directions (tx, rx throughput): Jain's fairness index 0.999"),
+            "{table}"
+        );
+        // One flow: trivially fair, so no figure at all.
+        let one = assemble(
+            &spec(TestKind::TcpStream),
+            config(),
+            agent(),
+            Side {
+                report: &SideReport {
+                    flows: vec![flow(0, Direction::Tx, Role::Sender, 10, 1.0)],
+                    ..Default::default()
+                },
+                intervals: &[],
+            },
+            Side {
+                report: &SideReport {
+                    flows: vec![flow(0, Direction::Tx, Role::Receiver, 10, 1.0)],
+                    ..Default::default()
+                },
+                intervals: &[],
+            },
+            vec![],
+        )
+        .unwrap();
+        assert_eq!(
+            (
+                one.summary.directions[0].fairness,
+                one.summary.directions_fairness
+            ),
+            (None, None)
+        );
+    }
+
+    /// Issue #7, item 5: an app-limited delivery rate (tcp-rr at 10
+    /// transactions/s) keeps its flag and the table does not print it as a rate.
+    #[test]
+    fn app_limited_delivery_rate_is_not_shown_as_a_link_rate() {
+        let info = |app_limited| netrig_metrics::TcpInfo {
+            state: 1,
+            snd_mss: 65483,
+            delivery_rate_bps: Some(87_654_000_000),
+            delivery_rate_app_limited: app_limited,
+            ..Default::default()
+        };
+        for (flag, shown) in [(Some(true), false), (Some(false), true), (None, true)] {
+            let local = SideReport {
+                flows: vec![FlowReport {
+                    tcp_info: Some(info(flag)),
+                    window_transactions: 20,
+                    ..flow(0, Direction::Tx, Role::Requester, 20, 2.0)
+                }],
+                ..Default::default()
+            };
+            let remote = SideReport {
+                flows: vec![flow(0, Direction::Tx, Role::Responder, 20, 2.0)],
+                ..Default::default()
+            };
+            let r = assemble(
+                &spec(TestKind::TcpRr),
+                config(),
+                agent(),
+                Side {
+                    report: &local,
+                    intervals: &[],
+                },
+                Side {
+                    report: &remote,
+                    intervals: &[],
+                },
+                vec![],
+            )
+            .unwrap();
+            let t = r.flows[0].tcp_info.as_ref().unwrap();
+            assert_eq!(t.delivery_rate_app_limited, flag);
+            let json = serde_json::to_value(&r).unwrap();
+            assert_eq!(
+                json["flows"][0]["tcp_info"]["delivery_rate_app_limited"],
+                serde_json::json!(flag)
+            );
+            let table = crate::table::render(&r);
+            assert_eq!(table.contains("87654.00"), shown, "{flag:?}: {table}");
+            assert_eq!(table.contains("app-limited"), !shown, "{flag:?}: {table}");
+        }
     }
 
     #[test]

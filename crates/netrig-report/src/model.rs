@@ -159,6 +159,10 @@ pub struct Summary {
     /// Agent to client, as the client received it; null when the test sends no data that way.
     pub rx_throughput_bps: Option<f64>,
     pub directions: Vec<DirectionSummary>,
+    /// Jain's fairness index between the directions' throughputs (tcp-bidir:
+    /// tx and rx `throughput_bps`); null when the test moves data one way.
+    #[serde(default)]
+    pub directions_fairness: Option<f64>,
     pub socket_buffers: EndBuffers,
     pub cpu: CpuSummary,
     pub service_demand: ServiceDemandSummary,
@@ -292,6 +296,22 @@ pub struct DirectionSummary {
     pub sender_throughput_bps: f64,
     /// Spread of per-flow receive throughput.
     pub flow_throughput_bps: Spread,
+    /// Jain's fairness index over this direction's flows' receive throughput
+    /// ([`jain_index`]); null with one flow, or when no flow received anything.
+    #[serde(default)]
+    pub fairness: Option<f64>,
+}
+
+/// Jain's fairness index, (Σx)² / (n · Σx²): 1 when every share is equal,
+/// 1/n when one takes everything. `None` for fewer than two values (one
+/// flow is trivially fair: the index says nothing), or when all are zero.
+pub fn jain_index(values: &[f64]) -> Option<f64> {
+    if values.len() < 2 || values.iter().any(|v| !v.is_finite() || *v < 0.0) {
+        return None;
+    }
+    let sum: f64 = values.iter().sum();
+    let squares: f64 = values.iter().map(|v| v * v).sum();
+    (squares > 0.0).then(|| (sum * sum / (values.len() as f64 * squares)).min(1.0))
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -371,6 +391,15 @@ pub struct IntervalResult {
     pub throughput_bps: f64,
     pub tx_throughput_bps: Option<f64>,
     pub rx_throughput_bps: Option<f64>,
+    /// Jain's fairness index over each direction's flows' throughput in the
+    /// interval, and between the directions' (tcp-bidir); null as in the
+    /// summary (one flow, one direction, nothing received).
+    #[serde(default)]
+    pub tx_fairness: Option<f64>,
+    #[serde(default)]
+    pub rx_fairness: Option<f64>,
+    #[serde(default)]
+    pub directions_fairness: Option<f64>,
     /// Request/response tests: transactions per second in the interval.
     pub transactions_per_s: Option<f64>,
     /// TCP streams: segments the senders retransmitted in the interval
@@ -445,5 +474,27 @@ pub fn bps(bytes: u64, seconds: f64) -> f64 {
         bytes as f64 * 8.0 / seconds
     } else {
         0.0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn jain_index_of_known_shares() {
+        assert_eq!(jain_index(&[5.0, 5.0, 5.0]), Some(1.0));
+        assert_eq!(
+            jain_index(&[1.0, 0.0, 0.0, 0.0]),
+            Some(0.25),
+            "one takes all: 1/n"
+        );
+        // 1:2 between two flows is 0.9, the warning's threshold.
+        assert!((jain_index(&[1.0, 2.0]).unwrap() - 0.9).abs() < 1e-12);
+        let j = jain_index(&[2.1e9, 19.5e9]).unwrap();
+        assert!((j - 21.6f64.powi(2) / (2.0 * (2.1f64.powi(2) + 19.5f64.powi(2)))).abs() < 1e-12);
+        assert_eq!(jain_index(&[7.0]), None, "one flow");
+        assert_eq!(jain_index(&[]), None);
+        assert_eq!(jain_index(&[0.0, 0.0]), None, "nothing received");
     }
 }

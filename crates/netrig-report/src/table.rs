@@ -165,12 +165,19 @@ pub fn render(r: &TestResult) -> String {
             let s = d.flow_throughput_bps;
             let _ = writeln!(
                 out,
-                "{} per-flow throughput (10^6bits/sec): min {}  median {}  max {}  over {} flows",
+                "{} per-flow throughput (10^6bits/sec): min {}  median {}  max {}  over {} flows; {}",
                 d.direction.name(),
                 mbps(s.min),
                 mbps(s.median),
                 mbps(s.max),
-                d.flows
+                d.flows,
+                fairness_cell(d.fairness, d.flows)
+            );
+        }
+        if let Some(j) = r.summary.directions_fairness {
+            let _ = writeln!(
+                out,
+                "between directions (tx, rx throughput): Jain's fairness index {j:.3} (1 = equal shares)"
             );
         }
     }
@@ -375,11 +382,12 @@ fn render_rr(r: &TestResult) -> String {
         let s = crate::model::Spread::of(&tps);
         let _ = writeln!(
             out,
-            "per-flow transactions/s: min {:.2}  median {:.2}  max {:.2}  over {} flows",
+            "per-flow transactions/s: min {:.2}  median {:.2}  max {:.2}  over {} flows; over bytes moved, {}",
             s.min,
             s.median,
             s.max,
-            r.flows.len()
+            r.flows.len(),
+            fairness_cell(r.summary.directions.first().and_then(|d| d.fairness), r.flows.len() as u32)
         );
     }
     out.push_str(&details(r));
@@ -505,8 +513,18 @@ fn details(r: &TestResult) -> String {
                 t.reordering,
                 t.pmtu,
                 t.snd_mss,
-                t.delivery_rate_bps
-                    .map_or_else(|| "-".into(), |b| format!("{:.2}", b as f64 / 1e6))
+                delivery_cell(t)
+            );
+        }
+        if r.flows
+            .iter()
+            .filter_map(|f| f.tcp_info.as_ref())
+            .any(|t| t.delivery_rate_app_limited == Some(true))
+        {
+            let _ = writeln!(
+                out,
+                "  delivery: the kernel's rate over its last delivery interval; \"app-limited\": the sender had no \
+                 data waiting then, so that rate measures the application, not the path (the figure is in --json)"
             );
         }
         if r.flows.len() > 16 {
@@ -575,6 +593,26 @@ fn details(r: &TestResult) -> String {
         }
     }
     out
+}
+
+/// Jain's fairness index over a direction's flows, or why there is none.
+fn fairness_cell(j: Option<f64>, flows: u32) -> String {
+    match j {
+        Some(j) => format!("Jain's fairness index {j:.3} (1 = equal shares)"),
+        None if flows < 2 => "fairness: one flow".into(),
+        None => "fairness: - (no flow received anything)".into(),
+    }
+}
+
+/// TCP_INFO's delivery rate in 10^6 bits/s, or why it is withheld: a rate
+/// the kernel flagged app-limited measured what the application offered,
+/// and would read as a plausible (and wrong) link rate.
+fn delivery_cell(t: &netrig_metrics::TcpInfo) -> String {
+    match (t.delivery_rate_bps, t.delivery_rate_app_limited) {
+        (None, _) => "-".into(),
+        (Some(_), Some(true)) => "app-limited".into(),
+        (Some(b), _) => format!("{:.2}", b as f64 / 1e6),
+    }
 }
 
 /// Which columns interim rows carry, by kind of test.

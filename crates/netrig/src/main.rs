@@ -244,12 +244,9 @@ fn common_spec(kind: TestKind, a: &CommonArgs) -> Result<(TestSpec, SocketOption
 /// Checks a spec's bounds before connecting anywhere (the agent checks again
 /// against its own limits).
 fn check_spec(spec: &TestSpec, local: &SocketOptions) -> Result<()> {
-    spec.validate(&AgentLimits {
-        max_flows: u32::MAX,
-        max_duration_s: u64::MAX / 2,
-        ..AgentLimits::default()
-    })
-    .map_err(|e| Usage(e.to_string()))?;
+    // netrig's own bounds only: the agent's limits come in its welcome, and
+    // the client checks those, naming the agent, once it has them.
+    spec.validate_bounds().map_err(|e| Usage(e.to_string()))?;
     netrig_proto::spec::validate_socket_options(local, "-s/--local-sockbuf")
         .map_err(|e| Usage(e.to_string()))?;
     Ok(())

@@ -145,16 +145,73 @@ fn agent_limits_are_enforced_and_named() {
     let o = run(&["tcp-stream", "-H", "127.0.0.1", "-p", &p, "-l", "10"]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(
-        stderr(&o).contains("-l/--length 10 is out of range (0, 5]"),
+        stderr(&o).contains("-l/--length 10: the agent at 127.0.0.1:")
+            && stderr(&o).contains("at most 5 seconds"),
         "{}",
         stderr(&o)
     );
     let o = run(&["tcp-stream", "-H", "127.0.0.1", "-p", &p, "-P", "3", "-l", "1"]);
     assert!(
-        stderr(&o).contains("-P/--parallel 3 is out of range 1..=2"),
+        stderr(&o).contains("-P/--parallel 3: the agent at 127.0.0.1:")
+            && stderr(&o).contains("allows at most 2 flows per direction (its --max-flows)"),
         "{}",
         stderr(&o)
     );
+}
+
+/// Issue #7, item 9: a bound error names the option, the limit and which
+/// end imposed it: the agent's --max-duration is the agent's, with its
+/// address; `-l 0` is wrong everywhere and says so without an agent's limit
+/// or an internal maximum.
+#[test]
+fn bound_errors_name_the_end_that_imposed_them() {
+    let agent = Served::start(&["--max-duration", "5", "--max-flows", "2"]);
+    let p = agent.port_arg();
+    let at = format!("the agent at 127.0.0.1:{p}");
+    for (args, needle) in [
+        (
+            vec!["-l", "6"],
+            format!("-l/--length 6: {at} allows at most 5 seconds (its --max-duration)"),
+        ),
+        (
+            vec!["-l", "1", "-i", "6"],
+            format!("-i/--interval 6: {at} allows at most 5 seconds (its --max-duration)"),
+        ),
+        (
+            vec!["-l", "1", "-P", "3"],
+            format!("-P/--parallel 3: {at} allows at most 2 flows per direction (its --max-flows)"),
+        ),
+    ] {
+        let mut a = vec!["tcp-stream", "-H", "127.0.0.1", "-p", &p];
+        a.extend(args.iter().copied());
+        let o = run(&a);
+        assert_eq!(o.status.code(), Some(2), "{a:?}: {}", stderr(&o));
+        assert!(
+            stderr(&o).contains(&needle),
+            "{a:?}: expected {needle:?} in {}",
+            stderr(&o)
+        );
+    }
+    // Within the agent's limits the same test runs.
+    let v = run_json(&["tcp-stream", "-H", "127.0.0.1", "-p", &p, "-l", "0.3", "-P", "2"]);
+    assert!(u(&v, "/summary/bytes") > 0);
+    // netrig's own bound, checked before any agent is reached.
+    for args in [
+        vec!["tcp-stream", "-H", "127.0.0.1", "-p", &p, "-l", "0"],
+        vec!["tcp-stream", "-l", "0"],
+    ] {
+        let o = run(&args);
+        let e = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {e}");
+        assert!(
+            e.contains("-l/--length 0: must be more than 0 seconds"),
+            "{args:?}: {e}"
+        );
+        assert!(
+            !e.contains("agent") && !e.contains("9223372036854775807"),
+            "{args:?}: {e}"
+        );
+    }
 }
 
 #[test]

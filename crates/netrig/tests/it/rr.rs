@@ -124,6 +124,32 @@ fn many_flows_on_few_workers() {
     );
 }
 
+/// Issue #7, item 5: a tcp-rr flow at 10 transactions/s is application-
+/// limited; TCP_INFO's delivery rate then measures the application, not the
+/// path. The flag travels in the JSON, and the table withholds the rate.
+#[test]
+fn app_limited_delivery_rate_is_flagged_and_not_shown_as_a_rate() {
+    let v = run_json(&["tcp-rr", "-l", "1", "--rate", "10", "--nodelay"]);
+    let t = &v["flows"][0]["tcp_info"];
+    assert!(t.is_object(), "{v}");
+    if t["delivery_rate_bps"].is_null() {
+        eprintln!("this kernel has no tcpi_delivery_rate (before 4.9): nothing to flag");
+        assert!(t["delivery_rate_app_limited"].is_null(), "{t}");
+        return;
+    }
+    assert_eq!(t["delivery_rate_app_limited"], true, "{t}");
+    let o = run(&["tcp-rr", "-l", "1", "--rate", "10", "--nodelay"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let table = stdout(&o);
+    let row = table
+        .lines()
+        .skip_while(|l| !l.contains("delivery Mb/s"))
+        .nth(1)
+        .unwrap_or_else(|| panic!("no TCP_INFO row: {table}"));
+    assert!(row.trim_end().ends_with("app-limited"), "{row}");
+    assert!(table.contains("the sender had no data waiting"), "{table}");
+}
+
 #[test]
 fn open_loop_keeps_its_rate() {
     let v = run_json(&["tcp-rr", "-l", "2", "--rate", "500", "-P", "2"]);

@@ -79,6 +79,82 @@ fn tcp_bidir_parallel_flows_and_table() {
     );
 }
 
+/// Jain's fairness index of `values`, recomputed here from the result's own figures.
+fn jain(values: &[f64]) -> f64 {
+    values.iter().sum::<f64>().powi(2) / (values.len() as f64 * values.iter().map(|x| x * x).sum::<f64>())
+}
+
+fn close(a: f64, b: f64) -> bool {
+    (a - b).abs() <= 1e-9 * b.abs().max(1e-9)
+}
+
+/// Issue #7, item 7: how flows share is a result. tcp-bidir -P 2 reports
+/// Jain's index per direction, between directions and per interval, each
+/// equal to the index recomputed from the flows' throughputs in the same
+/// document; the table shows it; one flow has none.
+#[test]
+fn fairness_is_jains_index_of_the_flows() {
+    let v = run_json(&["tcp-bidir", "-l", "1", "-i", "0.5", "-P", "2"]);
+    let flows = v["flows"].as_array().unwrap();
+    let dirs = v["summary"]["directions"].as_array().unwrap();
+    assert_eq!(dirs.len(), 2);
+    for d in dirs {
+        let tput: Vec<f64> = flows
+            .iter()
+            .filter(|f| f["direction"] == d["direction"])
+            .map(|f| f["throughput_bps"].as_f64().unwrap())
+            .collect();
+        assert_eq!(tput.len(), 2);
+        let j = d["fairness"].as_f64().unwrap();
+        assert!(close(j, jain(&tput)), "{j} vs {tput:?}");
+        assert!(j > 0.5 - 1e-12 && j <= 1.0, "{j}");
+    }
+    let between: Vec<f64> = dirs
+        .iter()
+        .map(|d| d["throughput_bps"].as_f64().unwrap())
+        .collect();
+    assert!(close(f(&v, "/summary/directions_fairness"), jain(&between)));
+    let unequal = warnings_about(&v, "shared unequally");
+    let low = dirs.iter().any(|d| d["fairness"].as_f64().unwrap() < 0.9) || jain(&between) < 0.9;
+    assert_eq!(!unequal.is_empty(), low, "{unequal:?}");
+    let intervals = v["intervals"].as_array().unwrap();
+    assert!(!intervals.is_empty());
+    for i in intervals {
+        for (dir, key) in [("tx", "tx_fairness"), ("rx", "rx_fairness")] {
+            let tput: Vec<f64> = i["flows"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|f| f["direction"] == dir)
+                .map(|f| f["throughput_bps"].as_f64().unwrap())
+                .collect();
+            if tput.iter().all(|x| *x == 0.0) {
+                assert!(i[key].is_null(), "{i}");
+            } else {
+                assert!(close(i[key].as_f64().unwrap(), jain(&tput)), "{key} in {i}");
+            }
+        }
+        let between = [f(i, "/tx_throughput_bps"), f(i, "/rx_throughput_bps")];
+        if between.iter().any(|x| *x > 0.0) {
+            assert!(close(f(i, "/directions_fairness"), jain(&between)), "{i}");
+        }
+    }
+    let o = run(&["tcp-bidir", "-l", "0.5", "-P", "2"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let t = stdout(&o);
+    assert!(
+        t.contains("over 2 flows; Jain's fairness index")
+            && t.contains("between directions (tx, rx throughput)"),
+        "{t}"
+    );
+    let one = run_json(&["tcp-stream", "-l", "0.3", "-i", "0.1"]);
+    assert!(one["summary"]["directions"][0]["fairness"].is_null());
+    assert!(one["summary"]["directions_fairness"].is_null());
+    assert!(
+        one["intervals"][0]["tx_fairness"].is_null() && one["intervals"][0]["directions_fairness"].is_null()
+    );
+}
+
 #[test]
 fn byte_count_mode_delivers_exactly() {
     let v = run_json(&["tcp-stream", "-n", "10M", "-P", "3"]);
