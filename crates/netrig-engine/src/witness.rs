@@ -50,8 +50,11 @@ pub(crate) struct WitnessMark {
     /// Per flow: netrig's bytes, netrig's units, the kernel's per-socket
     /// payload read just before netrig's count, and how much it grew by a
     /// reading just after (the spread of the bracket).
-    flows: Vec<(u64, u64, Option<(u64, u64)>)>,
+    flows: Vec<(u64, u64, Option<KernelRead>)>,
 }
+
+/// The kernel's per-socket count, and how much it moved while netrig's was read.
+type KernelRead = (u64, u64);
 
 /// Reads of the kernel's count around netrig's, keeping the tightest bracket.
 const BRACKET_TRIES: usize = 3;
@@ -94,7 +97,7 @@ impl Witness {
                 // netrig ≤ kernel after. A reader preempted between the two
                 // widens the bracket, so take the tightest of a few.
                 let sender = f.role == Role::Sender;
-                let mut best: Option<(u64, Option<(u64, u64)>)> = None;
+                let mut best: Option<(u64, Option<KernelRead>)> = None;
                 for _ in 0..BRACKET_TRIES {
                     let k0 = netrig_metrics::socket_payload(t.as_fd(), sender);
                     let n = f.counters.bytes();

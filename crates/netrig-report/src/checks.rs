@@ -221,10 +221,10 @@ mod tests {
             ..Default::default()
         };
         for quiet in [0.0, 0.25, 0.30, 1.0, STEAL_WARN_PCT] {
-            let w = side_warnings(&with_steal(quiet), "local");
+            let w = side_warnings(&with_steal(quiet), "local", false);
             assert!(w.is_empty(), "{quiet}% steal: {w:?}");
         }
-        let w = side_warnings(&with_steal(2.5), "local");
+        let w = side_warnings(&with_steal(2.5), "local", false);
         assert!(
             w.len() == 1 && w[0].starts_with("local: the hypervisor took 2.50% of the machine's CPU time"),
             "{w:?}"
