@@ -92,20 +92,6 @@ fn header(buf: &mut [u8], test_id: u64, flow: u32, seq: u64, ts_ns: u64) {
     buf[20..28].copy_from_slice(&ts_ns.to_be_bytes());
 }
 
-/// The path MTU of a connected socket, for the error message.
-fn path_mtu(fd: RawFd, v6: bool) -> Option<i32> {
-    let mut mtu: libc::c_int = 0;
-    let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
-    let (level, opt) = if v6 {
-        (libc::IPPROTO_IPV6, libc::IPV6_MTU)
-    } else {
-        (libc::IPPROTO_IP, libc::IP_MTU)
-    };
-    // SAFETY: valid out-pointers of the sizes given.
-    let rc = unsafe { libc::getsockopt(fd, level, opt, (&mut mtu as *mut libc::c_int).cast(), &mut len) };
-    (rc == 0).then_some(mtu)
-}
-
 impl UdpStreamWorkload {
     fn send_error(&self, f: &UFlow, e: io::Error) -> EngineError {
         let what = if e.raw_os_error() == Some(libc::EMSGSIZE) {
@@ -116,13 +102,12 @@ impl UdpStreamWorkload {
                 .and_then(|u| u.peer_addr())
                 .map(|a| a.is_ipv6())
                 .unwrap_or(false);
-            let overhead = if v6 { 48 } else { 28 };
-            match path_mtu(f.fd, v6) {
+            match f.sock.socket().udp().ok().and_then(|u| sockopt::path_mtu(u, v6)) {
                 Some(mtu) => format!(
                     "-m {}: the datagram is larger than the path allows (path MTU {mtu}, so at most {} bytes of \
                      UDP payload); use a smaller -m",
                     self.size,
-                    mtu - overhead
+                    mtu.saturating_sub(sockopt::udp_overhead(v6))
                 ),
                 None => format!("-m {}: the datagram is larger than the path allows; use a smaller -m", self.size),
             }

@@ -238,10 +238,12 @@ fn kernel_udp_counts_are_set_beside_netrigs_in_their_units() {
     // A tiny receive buffer on loopback: drops, in the kernel's units, named once.
     let v = run_json(&["udp-stream", "-l", "1", "-S", "4K"]);
     let w = warnings_about(&v, "RcvbufErrors");
-    if u64_at(&v["summary"]["udp"], "lost_datagrams") > 0 && !w.is_empty() {
-        assert_eq!(w.len(), 1, "one host, one warning: {w:?}");
-        assert!(w[0].contains("kernel's units") && w[0].contains("up to"), "{w:?}");
-    }
+    assert!(
+        u64_at(&v["summary"]["udp"], "lost_datagrams") > 0,
+        "a 4K buffer overflows"
+    );
+    assert_eq!(w.len(), 1, "one host, one warning: {}", v["warnings"]);
+    assert!(w[0].contains("kernel's units") && w[0].contains("up to"), "{w:?}");
 }
 
 /// Extra UDP traffic on the sender's host during the window: the kernel's
