@@ -305,10 +305,13 @@ struct Mark {
     counts: Point,
     cpu: Option<CpuSnapshot>,
     workers: Vec<Option<Duration>>,
-    witness: WitnessMark,
+    /// The kernel's counts beside netrig's, read once the window's edge is
+    /// set (after the transaction counters switch, so that reading them,
+    /// which takes a few system calls per flow, never widens the window).
+    witness: Option<WitnessMark>,
 }
 
-fn mark(meta: &[Meta], clocks: &[WorkerClock], measure_cpu: bool, witness: &Witness) -> Mark {
+fn mark(meta: &[Meta], clocks: &[WorkerClock], measure_cpu: bool) -> Mark {
     let cpu = measure_cpu
         .then(|| netrig_metrics::read_proc_stat().ok())
         .flatten();
@@ -318,7 +321,7 @@ fn mark(meta: &[Meta], clocks: &[WorkerClock], measure_cpu: bool, witness: &Witn
         counts: point_without_tcp(meta),
         cpu,
         workers,
-        witness: witness.mark(),
+        witness: None,
     }
 }
 
@@ -615,7 +618,10 @@ pub fn run_side(
             },
         }),
         dropped_connections,
-        witness: Some(witness.report(&first.witness, &last.witness, wall)),
+        witness: match (&first.witness, &last.witness) {
+            (Some(a), Some(b)) => Some(witness.report(a, b)),
+            _ => None,
+        },
     })
 }
 
@@ -876,9 +882,10 @@ fn sample(
             let end = plan.start + Duration::from_secs_f64(seconds);
             let window_start = plan.start + plan.omit;
             sleep_until(window_start, ctl, waiter)?;
-            let mut first = mark(meta, clocks, plan.measure_cpu, witness);
+            let mut first = mark(meta, clocks, plan.measure_cpu);
             first.counts.transactions = open_windows(meta);
             recording.store(true, Ordering::Relaxed);
+            first.witness = Some(witness.mark());
             if plan.interval.is_some() {
                 first.counts.tcp = tcp_infos(meta);
             }
@@ -896,12 +903,13 @@ fn sample(
                 }
             }
             sleep_until(end, ctl, waiter)?;
-            let mut last = mark(meta, clocks, plan.measure_cpu, witness);
+            let mut last = mark(meta, clocks, plan.measure_cpu);
             last.counts.transactions = close_windows(meta);
             recording.store(false, Ordering::Relaxed);
             // TCP_INFO as the window closes: read before `stop`, or a quick
             // sender has already shut down its side (FIN_WAIT1).
             last.counts.tcp = tcp_infos(meta);
+            last.witness = Some(witness.mark());
             ctl.stop.store(true, Ordering::Relaxed);
             if plan.interval.is_some()
                 && last.counts.at.saturating_duration_since(prev.at) > Duration::from_millis(1)
@@ -916,9 +924,10 @@ fn sample(
             Ok((Window::Timed { seconds }, intervals, first, last))
         }
         Limit::Bytes { .. } => {
-            let mut first = mark(meta, clocks, plan.measure_cpu, witness);
+            let mut first = mark(meta, clocks, plan.measure_cpu);
             first.counts.transactions = open_windows(meta);
             recording.store(true, Ordering::Relaxed);
+            first.witness = Some(witness.mark());
             // Counted from the start of the test: the window is all of it.
             let mut prev = Point {
                 at: plan.start,
@@ -963,10 +972,11 @@ fn sample(
                     }
                 }
             }
-            let mut last = mark(meta, clocks, plan.measure_cpu, witness);
+            let mut last = mark(meta, clocks, plan.measure_cpu);
             last.counts.transactions = close_windows(meta);
             recording.store(false, Ordering::Relaxed);
             last.counts.tcp = tcp_infos(meta);
+            last.witness = Some(witness.mark());
             let end_at = waiter
                 .ends
                 .iter()

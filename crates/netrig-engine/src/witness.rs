@@ -45,6 +45,7 @@ pub(crate) struct Witness {
 
 /// The counts at one instant.
 pub(crate) struct WitnessMark {
+    at: std::time::Instant,
     kernel: Option<KernelCounters>,
     interfaces: Vec<InterfaceCounters>,
     /// Per flow: netrig's bytes, netrig's units, the kernel's per-socket
@@ -120,6 +121,7 @@ impl Witness {
             })
             .collect();
         WitnessMark {
+            at: std::time::Instant::now(),
             kernel: netrig_metrics::read_kernel_counters().ok(),
             interfaces: self
                 .interfaces
@@ -131,9 +133,9 @@ impl Witness {
     }
 
     /// netrig's counts and the kernel's between two marks.
-    pub fn report(&self, first: &WitnessMark, last: &WitnessMark, window_s: f64) -> WitnessReport {
+    pub fn report(&self, first: &WitnessMark, last: &WitnessMark) -> WitnessReport {
         let mut r = WitnessReport {
-            window_s,
+            window_s: last.at.saturating_duration_since(first.at).as_secs_f64(),
             scope: netrig_metrics::counter_scope(),
             ..WitnessReport::default()
         };

@@ -178,6 +178,7 @@ pub fn assemble(
         local.report.witness.as_ref(),
         remote.report.witness.as_ref(),
         v6,
+        mss,
     );
     warnings.extend(crate::checks::side_warnings(
         local.report,

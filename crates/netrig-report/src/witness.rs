@@ -178,7 +178,13 @@ fn judge_sockets(spec: &TestSpec, w: &WitnessReport, end: &str) -> (Vec<WitnessC
 
 /// The host checks of one set of host counters: `w` holds netrig's figures
 /// of every end that reads them (both, on one host and namespace).
-fn judge_host(spec: &TestSpec, w: &WitnessReport, end: &str, v6: bool) -> (Vec<WitnessCheck>, Vec<String>) {
+fn judge_host(
+    spec: &TestSpec,
+    w: &WitnessReport,
+    end: &str,
+    v6: bool,
+    mss: Option<u32>,
+) -> (Vec<WitnessCheck>, Vec<String>) {
     let mut j = Judge {
         end,
         checks: Vec::new(),
@@ -221,6 +227,35 @@ fn judge_host(spec: &TestSpec, w: &WitnessReport, end: &str, v6: bool) -> (Vec<W
                     w.udp_buffers_received,
                 );
             }
+        }
+    }
+    // TCP: the payload needs at least payload / MSS segments, and the
+    // kernel counts every segment it sends (ACKs too) in Tcp.OutSegs.
+    if let (Some(mss), Some(_), Some(k)) = (mss.filter(|m| *m > 0), &w.tcp, w.kernel.get("Tcp.OutSegs")) {
+        let mss = u64::from(mss);
+        if w.payload_sent > 0 {
+            let least = w.payload_sent / mss;
+            let mut jj = Judge {
+                end,
+                checks: Vec::new(),
+                warnings: Vec::new(),
+            };
+            jj.check(
+                "TCP data segments",
+                least,
+                "segments at least (payload / MSS)",
+                (*k).max(0) as u64,
+                "Tcp.OutSegs",
+                "segments sent (data, ACKs and retransmissions of every socket)",
+                true,
+                2 * flows * u64::from(spec.message_size).div_ceil(mss),
+                least,
+            );
+            j.checks.append(&mut jj.checks);
+            // ACKs and other sockets make the kernel's count larger: only a
+            // shortfall is worth a word.
+            j.warnings
+                .extend(jj.warnings.into_iter().filter(|w| w.contains("exceeds")));
         }
     }
     // The interfaces: every frame, headers included.
@@ -279,11 +314,13 @@ fn judge_host(spec: &TestSpec, w: &WitnessReport, end: &str, v6: bool) -> (Vec<W
 }
 
 /// Both ends' witnesses judged, and the warnings they give.
+/// `mss`: the senders' MSS (TCP_INFO), for the segment count.
 pub fn judge(
     spec: &TestSpec,
     local: Option<&WitnessReport>,
     remote: Option<&WitnessReport>,
     v6: bool,
+    mss: Option<u32>,
 ) -> (WitnessResult, Vec<String>) {
     let shared = matches!((local.and_then(|l| l.scope.as_ref()), remote.and_then(|r| r.scope.as_ref())), (Some(a), Some(b)) if a == b);
     let mut out = WitnessResult {
@@ -310,14 +347,18 @@ pub fn judge(
                 udp_buffers_received: l.udp_buffers_received + r.udp_buffers_received,
                 ..l.clone()
             };
-            let (c, warn) = judge_host(spec, &both, "both", v6);
+            let both = WitnessReport {
+                tcp: l.tcp.clone().or_else(|| r.tcp.clone()),
+                ..both
+            };
+            let (c, warn) = judge_host(spec, &both, "both", v6, mss);
             out.checks.extend(c);
             warnings.extend(warn);
         }
         _ => {
             for (w, end) in [(local, "local"), (remote, "remote")] {
                 if let Some(w) = w {
-                    let (c, warn) = judge_host(spec, w, end, v6);
+                    let (c, warn) = judge_host(spec, w, end, v6, mss);
                     out.checks.extend(c);
                     warnings.extend(warn);
                 }
@@ -366,20 +407,20 @@ mod tests {
 
     #[test]
     fn a_quiet_host_agrees_and_other_traffic_is_named() {
-        let (r, warn) = judge(&udp_spec(), Some(&w(10_000, 10_000)), None, false);
+        let (r, warn) = judge(&udp_spec(), Some(&w(10_000, 10_000)), None, false, None);
         assert!(warn.is_empty(), "{warn:?}");
         assert_eq!(r.checks.len(), 1);
         assert_eq!(r.checks[0].verdict, "agrees");
         assert_eq!(r.checks[0].ratio, Some(1.0));
         // 5 % more sends than netrig made: other traffic, named.
-        let (r, warn) = judge(&udp_spec(), Some(&w(10_000, 10_500)), None, false);
+        let (r, warn) = judge(&udp_spec(), Some(&w(10_000, 10_500)), None, false, None);
         assert_eq!(r.checks[0].other, Some(500));
         assert!(
             warn.len() == 1 && warn[0].contains("other traffic") && warn[0].contains("Udp.OutDatagrams"),
             "{warn:?}"
         );
         // netrig claims more than the kernel sent: disagreement.
-        let (r, warn) = judge(&udp_spec(), Some(&w(10_000, 9_000)), None, false);
+        let (r, warn) = judge(&udp_spec(), Some(&w(10_000, 9_000)), None, false, None);
         assert_eq!(r.checks[0].verdict, "disagrees");
         assert!(warn[0].contains("one of them is wrong"), "{warn:?}");
     }
@@ -398,10 +439,10 @@ mod tests {
             }),
             ..Default::default()
         };
-        let (r, warn) = judge(&spec, Some(&t(1_000_000, 1_000_500)), Some(&t(5, 5)), false);
+        let (r, warn) = judge(&spec, Some(&t(1_000_000, 1_000_500)), Some(&t(5, 5)), false, None);
         assert!(r.shared_counters);
         assert!(warn.is_empty(), "{warn:?}");
-        let (_, warn) = judge(&spec, Some(&t(1_000_000, 900_000)), None, false);
+        let (_, warn) = judge(&spec, Some(&t(1_000_000, 900_000)), None, false, None);
         assert!(warn.len() == 1 && warn[0].contains("must agree"), "{warn:?}");
     }
 }
