@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# Side-by-side: this tree's release build against another netrig binary
+# (an earlier commit's build), each against its own agent on loopback,
+# alternating rounds; medians of throughput, sent datagrams/s (UDP),
+# transactions/s (request/response) and whole-machine CPU, and their ratios.
+#
+#   bench/builds-ab.sh OLD_NETRIG [ROUNDS=5] -- TEST [ARGS...]
+#   e.g. (git worktree add /tmp/old 5c482aa && cd /tmp/old && cargo build --release)
+#        bench/builds-ab.sh /tmp/old/target/release/netrig 5 -- udp-stream -l 3 -m 64 --no-gso
+#
+# Needs: python3, a release build of this tree (built here).
+. "$(dirname "$0")/lib.sh"
+OLD=${1:?usage: bench/builds-ab.sh OLD_NETRIG [ROUNDS] -- TEST [ARGS...]}
+shift
+ROUNDS=5
+if [ "${1:-}" != "--" ]; then ROUNDS=$1; shift; fi
+[ "${1:-}" = "--" ] && shift
+[ $# -gt 0 ] || { echo "usage: bench/builds-ab.sh OLD_NETRIG [ROUNDS] -- TEST [ARGS...]" >&2; exit 2; }
+build
+OPORT=$(free_port); NPORT=$(free_port)
+background "$OLD" serve -p "$OPORT" -q
+background $NETRIG serve -p "$NPORT" -q
+sleep 1
+for r in $(seq 1 "$ROUNDS"); do
+  "$OLD" "$@" -H 127.0.0.1 -p "$OPORT" --json 2>/dev/null > "$OUT/old.$r.json"
+  $NETRIG "$@" -H 127.0.0.1 -p "$NPORT" --json 2>/dev/null > "$OUT/new.$r.json"
+done
+python3 - "$OUT" "$ROUNDS" "$*" <<'PY'
+import json, statistics, sys
+out, rounds, args = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+def figures(d):
+    s = d["summary"]
+    f = {"throughput Mbit/s": s["throughput_bps"] / 1e6 if s.get("throughput_bps") else None,
+         "CPU local %": (s.get("cpu") or {}).get("local_pct")}
+    if s.get("udp"):
+        f["sent k datagrams/s"] = s["udp"]["sent_datagrams"] / s["elapsed_s"] / 1e3
+        f["loss %"] = s["udp"]["loss_pct"]
+    if s.get("transactions_per_s"):
+        f["transactions/s"] = s["transactions_per_s"]
+    return f
+runs = {"old": [], "new": []}
+for r in range(1, rounds + 1):
+    for k in runs:
+        runs[k].append(figures(json.load(open(f"{out}/{k}.{r}.json"))))
+print(f"netrig {args}: this tree (new) against OLD, {rounds} alternating rounds, medians")
+for key in runs["new"][0]:
+    o = [x[key] for x in runs["old"] if x.get(key) is not None]
+    n = [x[key] for x in runs["new"] if x.get(key) is not None]
+    if not o or not n:
+        continue
+    mo, mn = statistics.median(o), statistics.median(n)
+    ratio = f"{mn / mo:.2f}" if mo else "-"
+    print(f"  {key:<20} old {mo:12.2f}  new {mn:12.2f}  new/old {ratio}")
+PY
