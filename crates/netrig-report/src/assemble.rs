@@ -383,6 +383,10 @@ fn udp_flow(receiver: &FlowReport, sender: &FlowReport, window_counted: bool) ->
     let lost = expected.saturating_sub(seq.received);
     let jitter = match &rx.window {
         Some(w) => Jitter::of(&[*w]),
+        // udp-stream from an agent older than the window's accounting.
+        None if window_counted => Jitter::withheld(
+            "not measured: the receiving end (an older netrig) does not report its window's jitter",
+        ),
         // udp-rr: the requester times round trips, not one-way transit.
         None => Jitter::withheld(
             "not measured: udp-rr times each round trip (summary.latency_us); jitter is a udp-stream figure",
