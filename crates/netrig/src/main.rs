@@ -10,15 +10,16 @@ use cli::{
     Cli, Command, CommonArgs, CrrArgs, PaceArgs, QuickArgs, RrArgs, ServeArgs, StreamArgs, TargetArgs,
     UdpArgs, UdpRrArgs,
 };
-use netrig_agent::{Agent, AgentConfig, AgentError, AgentHandle};
-use netrig_client::{resolve, Client, ClientError, ClientOptions, Family};
-use netrig_engine::RunControl;
+use netrig_agent::{Agent, AgentConfig, AgentError};
+use netrig_client::{ClientError, Family};
 use netrig_proto::spec::{Limit, PaceOptions, SocketOptions};
 use netrig_proto::{AgentLimits, TestKind, TestSpec};
-use netrig_report::{json, table, TestResult};
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use netrig_report::export::{exporter, Format};
+use netrig_report::{table, to_json, TestResult};
+use netrig_run::{Cancel, LocalOptions, RunError, Session, Target};
+use std::net::SocketAddr;
 use std::process::ExitCode;
-use std::sync::{Arc, Mutex};
+use std::sync::OnceLock;
 use std::time::Duration;
 
 /// An error in what the user asked for (exit status 2).
@@ -33,8 +34,12 @@ impl std::fmt::Display for Usage {
 
 impl std::error::Error for Usage {}
 
-/// The run in progress, for Ctrl-C.
-static CURRENT: Mutex<Option<Arc<RunControl>>> = Mutex::new(None);
+/// Cancels the run in progress on Ctrl-C.
+static CANCEL: OnceLock<Cancel> = OnceLock::new();
+
+fn cancel() -> &'static Cancel {
+    CANCEL.get_or_init(Cancel::new)
+}
 
 /// Thousands of flows need thousands of descriptors: raise the soft limit
 /// to the hard one, as neper does.
@@ -70,9 +75,12 @@ fn main() -> ExitCode {
     env_logger::Builder::from_env(env_logger::Env::default().default_filter_or(default_level))
         .format_target(false)
         .init();
-    let _ = ctrlc::set_handler(|| match CURRENT.lock().ok().and_then(|c| c.clone()) {
-        Some(ctl) => ctl.abort("interrupted (Ctrl-C)"),
-        None => std::process::exit(130),
+    let _ = ctrlc::set_handler(|| {
+        if cancel().is_running() {
+            cancel().cancel("interrupted (Ctrl-C)");
+        } else {
+            std::process::exit(130);
+        }
     });
     match run(command) {
         Ok(()) => ExitCode::SUCCESS,
@@ -87,8 +95,9 @@ fn exit_status(e: &anyhow::Error) -> u8 {
     if e.downcast_ref::<Usage>().is_some() || e.downcast_ref::<AgentError>().is_some() {
         return 2;
     }
-    match e.downcast_ref::<ClientError>() {
-        Some(c) if c.is_setup() => 2,
+    match (e.downcast_ref::<ClientError>(), e.downcast_ref::<RunError>()) {
+        (Some(c), _) if c.is_setup() => 2,
+        (_, Some(r)) if r.is_setup() => 2,
         _ => 1,
     }
 }
@@ -130,14 +139,6 @@ fn serve(a: ServeArgs) -> Result<()> {
     Ok(())
 }
 
-/// Where the test goes: the agent's addresses, and the embedded agent when
-/// no host was given (kept alive for the run).
-struct Target {
-    addrs: Vec<SocketAddr>,
-    options: ClientOptions,
-    _embedded: Option<AgentHandle>,
-}
-
 fn family(t: &TargetArgs) -> Family {
     match (t.ipv4, t.ipv6) {
         (true, _) => Family::V4,
@@ -146,44 +147,16 @@ fn family(t: &TargetArgs) -> Family {
     }
 }
 
-fn embedded_agent(v6: bool) -> Result<AgentHandle> {
-    let ip = if v6 {
-        IpAddr::V6(Ipv6Addr::LOCALHOST)
-    } else {
-        IpAddr::V4(Ipv4Addr::LOCALHOST)
-    };
-    let agent =
-        Agent::bind(AgentConfig::new(SocketAddr::new(ip, 0))).context("starting the embedded agent")?;
-    Ok(agent.spawn())
-}
-
-fn target(t: &TargetArgs, local: SocketOptions, cpus: Option<Vec<u32>>) -> Result<Target> {
-    let fam = family(t);
-    let mut options = ClientOptions {
-        host: t.host.clone(),
-        port: t.port,
-        family: fam,
-        bind: t.bind,
-        local,
-        connect_timeout: Duration::from_secs_f64(t.connect_timeout.max(0.001)),
-        cpus,
-        udp_size_default: false,
-    };
+/// Where the test goes: `-H` (and -p, -4/-6, --bind), or the in-process agent.
+fn target(t: &TargetArgs) -> Target {
     match &t.host {
-        Some(h) => Ok(Target {
-            addrs: resolve(h, t.port, fam)?,
-            options,
-            _embedded: None,
-        }),
-        None => {
-            let handle = embedded_agent(fam == Family::V6)?;
-            options.port = handle.addr().port();
-            Ok(Target {
-                addrs: vec![handle.addr()],
-                options,
-                _embedded: Some(handle),
-            })
-        }
+        Some(h) => Target::Agent {
+            host: h.clone(),
+            port: t.port,
+            family: family(t),
+            bind: t.bind,
+        },
+        None => Target::embedded(family(t) == Family::V6),
     }
 }
 
@@ -292,52 +265,12 @@ fn rr_spec(kind: TestKind, a: &RrArgs) -> Result<(TestSpec, SocketOptions)> {
     Ok((spec, local))
 }
 
-/// How a test's intervals and result reach stdout.
-#[derive(Debug, Clone, Copy, PartialEq)]
-enum Output {
-    /// Interim rows as they come, then the table.
-    Table,
-    /// Nothing until the one JSON document (`--json`), or the quick suite's table.
-    Quiet,
-    /// A JSON line per interval as it comes, then the result's (`--json-stream`).
-    Stream,
-}
-
-impl Output {
-    fn of(common: &CommonArgs) -> Output {
-        match (common.json, common.json_stream) {
-            (_, true) => Output::Stream,
-            (true, _) => Output::Quiet,
-            _ => Output::Table,
-        }
+fn format(common: &CommonArgs) -> Format {
+    match (common.json, common.json_stream) {
+        (_, true) => Format::JsonStream,
+        (true, _) => Format::Json,
+        _ => Format::Table,
     }
-}
-
-/// Runs one test on a connected client, printing its intervals as `out` says.
-fn run_one(client: &mut Client, spec: &TestSpec, out: Output) -> Result<TestResult> {
-    let ctl = RunControl::new();
-    *CURRENT.lock().expect("ctl lock") = Some(ctl.clone());
-    let mut header = false;
-    let flows = spec.flows as usize * spec.directions().len();
-    let per_flow = (2..=16).contains(&flows);
-    let cols = table::IntervalColumns::for_kind(spec.kind);
-    let result = client.run(spec, ctl, &mut |iv| {
-        if out == Output::Stream {
-            println!("{}", json::event_line("interval", iv));
-        }
-        if out == Output::Table {
-            if !header {
-                println!("{}", table::interval_header(cols));
-                header = true;
-            }
-            print!("{}", table::interval_rows(cols, iv, per_flow));
-        }
-    });
-    *CURRENT.lock().expect("ctl lock") = None;
-    if header {
-        println!();
-    }
-    Ok(result?)
 }
 
 fn stream(kind: TestKind, a: StreamArgs) -> Result<()> {
@@ -398,30 +331,30 @@ fn run_and_print(
         let option = if common.affinity.is_some() { "-A" } else { "--cpus" };
         netrig_engine::affinity::check_cpus(c, option).map_err(Usage)?;
     }
-    let mut t = target(&common.target, local, cpus)?;
-    t.options.udp_size_default = udp_size_default;
-    let out = Output::of(common);
-    let run = Client::connect(&t.addrs, t.options.clone())
-        .map_err(anyhow::Error::from)
-        .and_then(|mut client| {
-            let r = run_one(&mut client, spec, out);
-            client.close();
-            r
+    let local = LocalOptions {
+        sockets: local,
+        cpus,
+        connect_timeout: Duration::from_secs_f64(common.target.connect_timeout.max(0.001)),
+        udp_size_default,
+    };
+    let mut export = exporter(format(common), spec);
+    let mut stdout = std::io::stdout();
+    let run = Session::open(&target(&common.target), local).and_then(|mut session| {
+        let r = session.run(spec, cancel(), &mut |iv| {
+            // stdout closed (a pipe whose reader left): the run goes on.
+            let _ = export.interval(&mut stdout, iv);
         });
+        session.close();
+        r
+    });
     let result = match run {
         Ok(r) => r,
         Err(e) => {
-            if out == Output::Stream {
-                println!("{}", json::event_line("error", &format!("{e:#}")));
-            }
-            return Err(e);
+            export.error(&mut stdout, &e.to_string())?;
+            return Err(e.into());
         }
     };
-    match out {
-        Output::Stream => println!("{}", json::event_line("end", &result)),
-        Output::Quiet => println!("{}", json::to_json(&result)),
-        Output::Table => print!("{}", table::render(&result)),
-    }
+    export.result(&mut stdout, &result)?;
     for w in &result.warnings {
         eprintln!("netrig: warning: {w}");
     }
@@ -435,79 +368,32 @@ struct Suite<'a> {
 }
 
 fn quick(a: QuickArgs) -> Result<()> {
-    let agent = embedded_agent(a.ipv6)?;
-    let options = ClientOptions {
-        host: None,
-        port: agent.addr().port(),
-        family: if a.ipv6 { Family::V6 } else { Family::V4 },
-        bind: None,
-        local: SocketOptions::default(),
-        connect_timeout: Duration::from_secs(5),
-        cpus: None,
+    let local = LocalOptions {
         // The suite's udp-stream uses the default size of `udp-stream` alone.
         udp_size_default: true,
+        ..LocalOptions::default()
     };
+    let mut session = Session::open(&Target::embedded(a.ipv6), local)?;
     if !a.json {
         println!(
             "netrig quick: loopback suite against an in-process agent at {}, {} s per test\n",
-            agent.addr(),
+            session.agent_address(),
             a.length
         );
     }
-    let mut client = Client::connect(&[agent.addr()], options)?;
     let mut results = Vec::new();
-    for (kind, flows) in [
-        (TestKind::TcpStream, 1),
-        (TestKind::TcpMaerts, 1),
-        (TestKind::TcpBidir, 1),
-        (TestKind::TcpStream, 4),
-        (TestKind::TcpRr, 1),
-        (TestKind::TcpCrr, 1),
-        (TestKind::UdpStream, 1),
-        (TestKind::UdpRr, 1),
-    ] {
-        let udp = kind == TestKind::UdpStream;
-        let spec = TestSpec {
-            kind,
-            limit: Limit::Duration { seconds: a.length },
-            omit_s: 0.0,
-            interval_s: None,
-            flows,
-            // udp-stream: replaced by the client with the size for the path (udp_size_default).
-            message_size: if udp { 1472 } else { 128 * 1024 },
-            recv_size: if udp { 1472 } else { 128 * 1024 },
-            remote: SocketOptions::default(),
-            measure_cpu: true,
-            // udp-rr's smallest datagrams carry its header and nothing else.
-            rr: if kind == TestKind::UdpRr {
-                netrig_proto::spec::RrOptions {
-                    request_size: netrig_proto::spec::UDP_HEADER_LEN,
-                    response_size: netrig_proto::spec::UDP_HEADER_LEN,
-                    ..Default::default()
-                }
-            } else {
-                Default::default()
-            },
-            workers: None,
-            // Paced, so that the suite shows a rate and its loss rather than
-            // how far an unpaced sender can outrun one receiver.
-            udp: Default::default(),
-            pace: PaceOptions {
-                rate_bps: udp.then_some(1_000_000_000),
-                pacing_us: None,
-            },
-            remote_cpus: None,
-            zerocopy: false,
-        };
+    for spec in netrig_run::suite::quick(a.length) {
         results.push(
-            run_one(&mut client, &spec, Output::Quiet).with_context(|| format!("{} failed", kind.name()))?,
+            session
+                .run(&spec, cancel(), &mut |_| {})
+                .with_context(|| format!("{} failed", spec.kind.name()))?,
         );
     }
-    client.close();
+    session.close();
     if a.json {
         println!(
             "{}",
-            json::to_json(&Suite {
+            to_json(&Suite {
                 suite: "quick",
                 results: &results
             })

@@ -1,0 +1,48 @@
+//! Exporters: how a run reaches a person or a program. Every output format
+//! implements [`Exporter`]: it sees each interval as it closes, then the
+//! result (or the error that ended the run), and writes to the stream it is
+//! given. Each format lives in its own file; `--csv` and HTML will join them.
+
+pub mod json;
+pub mod json_stream;
+pub mod table;
+
+use crate::{IntervalResult, TestResult};
+use netrig_proto::TestSpec;
+use std::io::{self, Write};
+
+/// One output format.
+pub trait Exporter {
+    /// An interval of the test in progress, as both ends closed it.
+    fn interval(&mut self, _out: &mut dyn Write, _interval: &IntervalResult) -> io::Result<()> {
+        Ok(())
+    }
+
+    /// The test's result.
+    fn result(&mut self, out: &mut dyn Write, result: &TestResult) -> io::Result<()>;
+
+    /// The run failed with `message` (the caller reports it on stderr too).
+    fn error(&mut self, _out: &mut dyn Write, _message: &str) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// The formats the CLI offers for one test.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// Interim rows as they come, then netperf's table (the default).
+    Table,
+    /// One JSON document at the end (`--json`).
+    Json,
+    /// A JSON line per interval as it comes, then the result (`--json-stream`).
+    JsonStream,
+}
+
+/// The exporter of `format` for a run of `spec`.
+pub fn exporter(format: Format, spec: &TestSpec) -> Box<dyn Exporter> {
+    match format {
+        Format::Table => Box::new(table::TableExporter::for_spec(spec)),
+        Format::Json => Box::new(json::JsonExporter),
+        Format::JsonStream => Box::new(json_stream::JsonStreamExporter),
+    }
+}

@@ -1,0 +1,382 @@
+//! The run API: what every driver of netrig calls to run tests (the CLI
+//! today; sweeps, comparisons and the lab next). It takes a [`TestSpec`]
+//! and a [`Target`] (an agent's address, or an agent started in this
+//! process), and returns the result model ([`TestResult`]), calling back
+//! with each interval as it closes; a [`Cancel`] handle stops a run from
+//! any thread (Ctrl-C, a deadline, a driver giving up).
+//!
+//! ```no_run
+//! use netrig_run::{Cancel, Session, Target};
+//! let mut s = Session::open(&Target::embedded(false), Default::default()).unwrap();
+//! let spec = netrig_run::suite::quick(1.0)[0].clone();
+//! let result = s.run(&spec, &Cancel::new(), &mut |_interval| {}).unwrap();
+//! println!("{} bit/s", result.summary.throughput_bps);
+//! ```
+//!
+//! One [`Session`] holds one control connection (and the in-process agent,
+//! if any) for any number of tests run one after another; [`run`] opens one
+//! for a single test.
+
+pub mod suite;
+
+use netrig_agent::{Agent, AgentConfig, AgentHandle};
+use netrig_client::{resolve, Client, ClientError, ClientOptions, Family};
+use netrig_engine::RunControl;
+use netrig_proto::spec::SocketOptions;
+use netrig_proto::{AgentLimits, TestSpec};
+use netrig_report::{IntervalResult, TestResult};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+pub use netrig_client::Family as AddressFamily;
+
+/// Where a test goes.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Target {
+    /// A running agent (`netrig serve`): a host name or address, its port,
+    /// the address family to resolve it to, and the local address to bind.
+    Agent {
+        host: String,
+        port: u16,
+        family: Family,
+        bind: Option<IpAddr>,
+    },
+    /// An agent started in this process on loopback (IPv6 when `v6`), kept
+    /// for the session's life.
+    Embedded { v6: bool },
+}
+
+impl Target {
+    /// The in-process agent on 127.0.0.1 (or ::1).
+    pub fn embedded(v6: bool) -> Target {
+        Target::Embedded { v6 }
+    }
+
+    /// An agent at `host`:`port`.
+    pub fn agent(host: impl Into<String>, port: u16) -> Target {
+        Target::Agent {
+            host: host.into(),
+            port,
+            family: Family::Any,
+            bind: None,
+        }
+    }
+}
+
+/// This end's side of a run, beside the spec the agent gets.
+#[derive(Debug, Clone)]
+pub struct LocalOptions {
+    /// Options on this end's data sockets.
+    pub sockets: SocketOptions,
+    /// Pin this end's worker i to `cpus[i % len]`.
+    pub cpus: Option<Vec<u32>>,
+    /// How long to wait for the agent to accept a connection.
+    pub connect_timeout: Duration,
+    /// udp-stream: choose the datagram size for the path to the agent
+    /// (the spec's size stands in until then).
+    pub udp_size_default: bool,
+}
+
+impl Default for LocalOptions {
+    fn default() -> Self {
+        LocalOptions {
+            sockets: SocketOptions::default(),
+            cpus: None,
+            connect_timeout: Duration::from_secs(5),
+            udp_size_default: false,
+        }
+    }
+}
+
+/// Why a run did not give a result.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    /// The in-process agent could not start.
+    #[error("starting the embedded agent: {0}")]
+    Embedded(#[from] netrig_agent::AgentError),
+    /// From the client: resolving, connecting, set-up, the test itself.
+    #[error(transparent)]
+    Client(#[from] ClientError),
+    /// [`Cancel::cancel`] was called before the test started.
+    #[error("cancelled: {0}")]
+    Cancelled(String),
+}
+
+impl RunError {
+    /// Errors of input or set-up (bad host, refused, bad option, an agent
+    /// that could not start): as opposed to a test that failed while running.
+    pub fn is_setup(&self) -> bool {
+        match self {
+            RunError::Embedded(_) => true,
+            RunError::Client(c) => c.is_setup(),
+            RunError::Cancelled(_) => false,
+        }
+    }
+}
+
+/// Stops the run in progress, and any run started after it, from any
+/// thread. Clones share one state.
+#[derive(Debug, Clone, Default)]
+pub struct Cancel {
+    state: Arc<Mutex<CancelState>>,
+}
+
+#[derive(Debug, Default)]
+struct CancelState {
+    reason: Option<String>,
+    current: Option<Arc<RunControl>>,
+}
+
+impl Cancel {
+    pub fn new() -> Cancel {
+        Cancel::default()
+    }
+
+    /// Stops the test in progress (it ends with an error naming `reason`)
+    /// and keeps later ones from starting.
+    pub fn cancel(&self, reason: impl Into<String>) {
+        let reason = reason.into();
+        let mut s = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(ctl) = &s.current {
+            ctl.abort(reason.clone());
+        }
+        s.reason = Some(reason);
+    }
+
+    /// Whether [`cancel`](Self::cancel) was called.
+    pub fn is_cancelled(&self) -> bool {
+        self.state
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .reason
+            .is_some()
+    }
+
+    /// Whether a test is running under this handle now.
+    pub fn is_running(&self) -> bool {
+        self.state
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .current
+            .is_some()
+    }
+
+    fn begin(&self) -> Result<Arc<RunControl>, RunError> {
+        let mut s = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(r) = &s.reason {
+            return Err(RunError::Cancelled(r.clone()));
+        }
+        let ctl = RunControl::new();
+        s.current = Some(ctl.clone());
+        Ok(ctl)
+    }
+
+    fn end(&self) {
+        self.state.lock().unwrap_or_else(|p| p.into_inner()).current = None;
+    }
+}
+
+/// A control connection to an agent, for tests run one after another.
+pub struct Session {
+    client: Client,
+    /// The in-process agent, shut down when the session is dropped (after
+    /// the client, which is declared first and so dropped first).
+    _embedded: Option<AgentHandle>,
+}
+
+impl Session {
+    /// Resolves and connects to the target (starting the in-process agent
+    /// for [`Target::Embedded`]) and shakes hands.
+    pub fn open(target: &Target, local: LocalOptions) -> Result<Session, RunError> {
+        let mut options = ClientOptions {
+            host: None,
+            port: 0,
+            family: Family::Any,
+            bind: None,
+            local: local.sockets,
+            connect_timeout: local.connect_timeout,
+            cpus: local.cpus,
+            udp_size_default: local.udp_size_default,
+        };
+        let (addrs, embedded) = match target {
+            Target::Agent {
+                host,
+                port,
+                family,
+                bind,
+            } => {
+                options.host = Some(host.clone());
+                options.port = *port;
+                options.family = *family;
+                options.bind = *bind;
+                (resolve(host, *port, *family)?, None)
+            }
+            Target::Embedded { v6 } => {
+                let handle = embedded_agent(*v6)?;
+                options.port = handle.addr().port();
+                options.family = if *v6 { Family::V6 } else { Family::V4 };
+                (vec![handle.addr()], Some(handle))
+            }
+        };
+        let client = Client::connect(&addrs, options)?;
+        Ok(Session {
+            client,
+            _embedded: embedded,
+        })
+    }
+
+    /// The agent's address as connected.
+    pub fn agent_address(&self) -> SocketAddr {
+        self.client.agent_address()
+    }
+
+    /// The limits the agent announced.
+    pub fn agent_limits(&self) -> &AgentLimits {
+        self.client.agent_limits()
+    }
+
+    /// Runs one test; `on_interval` sees each interval as both ends close it.
+    pub fn run(
+        &mut self,
+        spec: &TestSpec,
+        cancel: &Cancel,
+        on_interval: &mut dyn FnMut(&IntervalResult),
+    ) -> Result<TestResult, RunError> {
+        let ctl = cancel.begin()?;
+        let result = self.client.run(spec, ctl, on_interval);
+        cancel.end();
+        Ok(result?)
+    }
+
+    /// Ends the session politely (the agent frees it at once).
+    pub fn close(self) {
+        self.client.close();
+    }
+}
+
+/// Opens a session, runs one test, closes the session.
+pub fn run(
+    target: &Target,
+    local: LocalOptions,
+    spec: &TestSpec,
+    cancel: &Cancel,
+    on_interval: &mut dyn FnMut(&IntervalResult),
+) -> Result<TestResult, RunError> {
+    if let Some(r) = cancel
+        .state
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .reason
+        .clone()
+    {
+        return Err(RunError::Cancelled(r));
+    }
+    let mut session = Session::open(target, local)?;
+    let result = session.run(spec, cancel, on_interval);
+    session.close();
+    result
+}
+
+/// An agent in this process on loopback, on a free port.
+fn embedded_agent(v6: bool) -> Result<AgentHandle, RunError> {
+    let ip = if v6 {
+        IpAddr::V6(Ipv6Addr::LOCALHOST)
+    } else {
+        IpAddr::V4(Ipv4Addr::LOCALHOST)
+    };
+    Ok(Agent::bind(AgentConfig::new(SocketAddr::new(ip, 0)))?.spawn())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use netrig_proto::spec::Limit;
+
+    fn short(kind: netrig_proto::TestKind) -> TestSpec {
+        let mut s = suite::quick(0.3)
+            .into_iter()
+            .find(|s| s.kind == kind)
+            .expect("the suite has the kind");
+        s.limit = Limit::Duration { seconds: 0.3 };
+        s
+    }
+
+    #[test]
+    fn runs_a_test_against_the_embedded_agent_with_intervals() {
+        let mut spec = short(netrig_proto::TestKind::TcpStream);
+        spec.interval_s = Some(0.1);
+        let mut seen = 0;
+        let r = run(
+            &Target::embedded(false),
+            LocalOptions::default(),
+            &spec,
+            &Cancel::new(),
+            &mut |_| seen += 1,
+        )
+        .unwrap();
+        assert_eq!(r.test, "tcp-stream");
+        assert!(r.summary.bytes > 0 && r.summary.throughput_bps > 0.0);
+        assert!((2..=4).contains(&seen), "{seen} intervals in 0.3 s at 0.1 s");
+        assert_eq!(seen, r.intervals.len());
+    }
+
+    #[test]
+    fn a_session_runs_tests_one_after_another() {
+        let mut s = Session::open(&Target::embedded(false), LocalOptions::default()).unwrap();
+        let cancel = Cancel::new();
+        for kind in [netrig_proto::TestKind::TcpRr, netrig_proto::TestKind::UdpRr] {
+            let r = s.run(&short(kind), &cancel, &mut |_| {}).unwrap();
+            assert!(r.summary.transactions.unwrap_or(0) > 0, "{kind:?}");
+        }
+        assert!(!cancel.is_running());
+        s.close();
+    }
+
+    #[test]
+    fn cancel_stops_a_run_in_progress_and_later_ones() {
+        let mut spec = short(netrig_proto::TestKind::TcpStream);
+        spec.limit = Limit::Duration { seconds: 30.0 };
+        let cancel = Cancel::new();
+        let c = cancel.clone();
+        let stopper = std::thread::spawn(move || {
+            let deadline = std::time::Instant::now() + Duration::from_secs(10);
+            while !c.is_running() && std::time::Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            std::thread::sleep(Duration::from_millis(200));
+            c.cancel("stopped by the test");
+        });
+        let t0 = std::time::Instant::now();
+        let mut s = Session::open(&Target::embedded(false), LocalOptions::default()).unwrap();
+        let e = s.run(&spec, &cancel, &mut |_| {}).unwrap_err();
+        stopper.join().unwrap();
+        assert!(
+            t0.elapsed() < Duration::from_secs(20),
+            "a 30 s test was not stopped"
+        );
+        assert!(e.to_string().contains("stopped by the test"), "{e}");
+        assert!(!e.is_setup());
+        let again = s.run(&short(netrig_proto::TestKind::TcpRr), &cancel, &mut |_| {});
+        assert!(matches!(again, Err(RunError::Cancelled(_))));
+    }
+
+    #[test]
+    fn a_closed_port_is_a_setup_error_naming_it() {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let e = run(
+            &Target::agent("127.0.0.1", port),
+            LocalOptions::default(),
+            &short(netrig_proto::TestKind::TcpStream),
+            &Cancel::new(),
+            &mut |_| {},
+        )
+        .unwrap_err();
+        assert!(e.is_setup(), "{e}");
+        assert!(e.to_string().contains(&port.to_string()), "{e}");
+    }
+}
