@@ -437,6 +437,7 @@ fn run_test(
     };
     let outcome = run_flows(
         conn,
+        sm,
         spec,
         side,
         start,
@@ -500,11 +501,14 @@ fn run_intake_capacity(spec: &TestSpec) -> usize {
 }
 
 /// Runs the engine on its own thread while this one watches the control
-/// connection: an abort or a vanished client stops the test.
+/// connection, passing what the client sends through the session's state
+/// machine: an abort, a goodbye, anything out of place or a vanished client
+/// stops the test.
 /// A byte-count test has no length of its own: the agent's longest allowed
 /// test bounds it (and the engine stops it when nothing moves for 30 s).
 fn run_flows(
     conn: &mut FramedConn,
+    sm: &mut AgentSession,
     spec: &TestSpec,
     flows: SideFlows,
     start: Instant,
@@ -547,8 +551,13 @@ fn run_flows(
         }
         match conn.try_recv::<ClientMsg>(Duration::from_millis(50)) {
             Ok(None) => {}
-            Ok(Some(ClientMsg::Abort { reason })) => ctl.abort(format!("client aborted: {reason}")),
-            Ok(Some(other)) => ctl.abort(format!("client sent {} during the test", other.name())),
+            Ok(Some(msg)) => match sm.on_client(msg, Instant::now()) {
+                Ok(AgentEvent::Abort(reason)) => ctl.abort(format!("client aborted: {reason}")),
+                Ok(AgentEvent::Bye) => ctl.abort("client said bye during the test"),
+                // The state machine answers nothing else while a test runs.
+                Ok(other) => ctl.abort(format!("client: {other:?} during the test")),
+                Err(e) => ctl.abort(format!("client: {e}")),
+            },
             Err(e) => {
                 control_alive = false;
                 ctl.abort(format!("control connection lost: {e}"));

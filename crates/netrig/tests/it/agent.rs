@@ -320,3 +320,69 @@ fn agent_survives_a_flood_of_data_hellos_with_unknown_cookies() {
         "{cookie_warnings} warnings for 2000 connections: not rate-limited"
     );
 }
+
+/// While a test runs, what the client sends goes through the session's state
+/// machine too: a message out of place (a second test request) stops the
+/// 30-second test at once, and the agent says why, in the state machine's
+/// words, then serves the next client.
+#[test]
+fn a_message_out_of_place_during_a_test_stops_it_with_the_reason() {
+    let agent = Served::start(&[]);
+    let port = agent.port;
+    let mut c = control(port, V, V);
+    // One decoder for the session: the agent may send two messages in one segment.
+    let mut d = FrameDecoder::new();
+    let mut next = |c: &mut TcpStream| -> AgentMsg {
+        c.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        let mut buf = [0u8; 65536];
+        loop {
+            if let Some(m) = d.next_msg().unwrap() {
+                return m;
+            }
+            let n = c.read(&mut buf).expect("agent answered");
+            assert!(n > 0, "agent closed without a message");
+            d.push(&buf[..n]).unwrap();
+        }
+    };
+    next(&mut c); // welcome
+    let send =
+        |c: &mut TcpStream, m: &netrig_proto::ClientMsg| c.write_all(&netrig_proto::encode_frame(m)).unwrap();
+    send(
+        &mut c,
+        &netrig_proto::ClientMsg::Hello {
+            software: "test".into(),
+        },
+    );
+    // tcp-crr opens no data connections at set-up: accepted, then ready at once.
+    let spec: netrig_proto::TestSpec = serde_json::from_value(serde_json::json!({
+        "kind": "tcp-crr", "limit": {"duration": {"seconds": 30.0}}, "interval_s": null,
+        "flows": 1, "message_size": 1, "recv_size": 1, "remote": {}}))
+    .unwrap();
+    send(
+        &mut c,
+        &netrig_proto::ClientMsg::TestRequest { spec: spec.clone() },
+    );
+    assert!(matches!(next(&mut c), AgentMsg::TestAccepted { .. }));
+    assert!(matches!(next(&mut c), AgentMsg::DataReady));
+    send(&mut c, &netrig_proto::ClientMsg::Go);
+    std::thread::sleep(Duration::from_millis(300));
+    let t0 = std::time::Instant::now();
+    send(&mut c, &netrig_proto::ClientMsg::TestRequest { spec });
+    loop {
+        match next(&mut c) {
+            AgentMsg::Interval { .. } => continue,
+            AgentMsg::Error { message } => {
+                assert!(
+                    message.contains("unexpected message test_request while running a test"),
+                    "{message}"
+                );
+                break;
+            }
+            m => panic!("{m:?}"),
+        }
+    }
+    assert!(t0.elapsed() < Duration::from_secs(10), "the test went on");
+    let p = agent.port_arg();
+    let v = run_json(&["tcp-stream", "-H", "127.0.0.1", "-p", &p, "-l", "0.3"]);
+    assert!(u(&v, "/summary/bytes") > 0);
+}
