@@ -237,7 +237,7 @@ pub(crate) fn serve_control(stream: TcpStream, peer: &str, preamble: ControlPrea
                     conn.send(&AgentMsg::TestRejected { reason })?;
                 }
                 AgentEvent::TestRequested(spec) => {
-                    if let Err(reason) = host_can_run(&spec) {
+                    if let Err(reason) = host_can_run(&spec, &shared.config.limits) {
                         log::info!("{peer}: test refused: {reason}");
                         sm.reject();
                         conn.send(&AgentMsg::TestRejected { reason })?;
@@ -275,12 +275,25 @@ pub(crate) fn serve_control(stream: TcpStream, peer: &str, preamble: ControlPrea
 
 /// Sets up, runs and reports one test.
 /// What the spec's validation cannot know: whether this host has what it asks for.
-fn host_can_run(spec: &TestSpec) -> Result<(), String> {
-    match &spec.remote_cpus {
-        Some(cpus) => netrig_engine::affinity::check_cpus(cpus, "--remote-cpus (or -A's second CPU)")
-            .map_err(|e| format!("on the agent's host, {e}")),
-        None => Ok(()),
+fn host_can_run(spec: &TestSpec, limits: &netrig_proto::AgentLimits) -> Result<(), String> {
+    if let Some(cpus) = &spec.remote_cpus {
+        netrig_engine::affinity::check_cpus(cpus, "--remote-cpus (or -A's second CPU)")
+            .map_err(|e| format!("on the agent's host, {e}"))?;
     }
+    // The buffers this host's workers would allocate, against the agent's bound.
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get() as u32);
+    let workers = spec.workers_on(cpus);
+    let bytes = u64::from(workers).saturating_mul(spec.worker_buffer_bytes());
+    if bytes > limits.max_buffer_bytes {
+        return Err(format!(
+            "the test needs {} MiB of buffers on the agent ({workers} worker(s) x {} KiB: -m, -M, -r and -T \
+             decide it) and the agent allows at most {} MiB per test (its --max-buffer)",
+            bytes.div_ceil(1 << 20),
+            spec.worker_buffer_bytes().div_ceil(1024),
+            limits.max_buffer_bytes >> 20
+        ));
+    }
+    Ok(())
 }
 
 fn run_test(

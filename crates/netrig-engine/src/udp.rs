@@ -31,8 +31,8 @@ use std::os::fd::RawFd;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-/// Messages per sendmmsg/recvmmsg call.
-const BATCH: usize = 64;
+/// Messages per sendmmsg/recvmmsg call (the agent bounds memory by it).
+const BATCH: usize = netrig_proto::spec::UDP_BATCH as usize;
 /// From linux/udp.h: segmentation offload on send, coalescing on receive.
 const UDP_SEGMENT: libc::c_int = 103;
 const UDP_GRO: libc::c_int = 104;
@@ -461,7 +461,7 @@ impl Workload for UdpStreamWorkload {
         let per_msg = fl.iter().map(|f| f.gso_segments).max().unwrap_or(1);
         let mut sbuf = vec![0x42u8; self.size * BATCH * per_msg];
         // Receive buffers big enough for a GRO-coalesced message.
-        let cap = 65_536;
+        let cap = netrig_proto::spec::UDP_BUFFER_MAX as usize;
         let mut rbuf = vec![0u8; cap * BATCH];
         let mut events = Events::with_capacity(1024);
         let mut stopped_at: Option<Instant> = None;

@@ -19,6 +19,21 @@ pub struct AgentLimits {
     pub max_message_size: u32,
     /// How long the agent waits for each setup step (data connections, go).
     pub setup_timeout_s: u64,
+    /// Worker threads one test may ask of the agent (`-T`).
+    #[serde(default = "default_max_workers")]
+    pub max_workers: u32,
+    /// The data path's buffers one test may make the agent allocate, in
+    /// bytes: its workers × [`TestSpec::worker_buffer_bytes`].
+    #[serde(default = "default_max_buffer_bytes")]
+    pub max_buffer_bytes: u64,
+}
+
+fn default_max_workers() -> u32 {
+    64
+}
+
+fn default_max_buffer_bytes() -> u64 {
+    1 << 30
 }
 
 impl Default for AgentLimits {
@@ -29,6 +44,8 @@ impl Default for AgentLimits {
             max_duration_s: 3600,
             max_message_size: crate::spec::MAX_MESSAGE_SIZE,
             setup_timeout_s: 30,
+            max_workers: default_max_workers(),
+            max_buffer_bytes: default_max_buffer_bytes(),
         }
     }
 }

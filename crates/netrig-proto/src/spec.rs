@@ -444,7 +444,38 @@ fn out_of_range(option: &'static str, value: impl ToString, range: impl ToString
     }
 }
 
+/// The UDP stream's batches (sendmmsg/recvmmsg messages per call) and the
+/// largest buffer one GSO send or GRO receive may carry: the engine sizes its
+/// buffers by them, and [`TestSpec::worker_buffer_bytes`] bounds them.
+pub const UDP_BATCH: u64 = 64;
+pub const UDP_BUFFER_MAX: u64 = 65_536;
+
 impl TestSpec {
+    /// At most how many bytes of buffers one worker thread allocates for
+    /// this test (socket buffers aside, which the kernel bounds): a send and
+    /// a receive buffer of `-m` / `-M` (and as much again for `-Z`'s
+    /// in-memory file); request and response buffers and a receive buffer
+    /// of at most 4 MiB; a UDP stream's
+    /// batches of up to [`UDP_BATCH`] buffers of [`UDP_BUFFER_MAX`] each way.
+    pub fn worker_buffer_bytes(&self) -> u64 {
+        let (m, r) = (u64::from(self.message_size), u64::from(self.recv_size));
+        let (req, resp) = (u64::from(self.rr.request_size), u64::from(self.rr.response_size));
+        match self.kind {
+            TestKind::UdpStream | TestKind::UdpRr => 2 * UDP_BATCH * UDP_BUFFER_MAX + req + resp,
+            // The receive buffer holds a burst of responses, at most 4 MiB.
+            TestKind::TcpRr | TestKind::TcpCrr => req + resp + (4 << 20),
+            _ => m * if self.zerocopy { 2 } else { 1 } + r,
+        }
+    }
+
+    /// The worker threads an end with `cpus` CPUs runs this test on: `-T`,
+    /// or one per CPU, never more than the flows it has.
+    pub fn workers_on(&self, cpus: u32) -> u32 {
+        let flows = u64::from(self.flows) * self.directions().len() as u64;
+        let w = self.workers.unwrap_or(cpus).max(1);
+        w.min(flows.clamp(1, u64::from(u32::MAX)) as u32)
+    }
+
     /// The direction of every flow, indexed by flow id: for bidirectional
     /// tests the `tx` flows come first.
     pub fn flow_plan(&self) -> Vec<Direction> {
@@ -651,6 +682,14 @@ impl TestSpec {
             if w == 0 || w > MAX_WORKERS {
                 return Err(out_of_range("-T/--workers", w, format!("1..={MAX_WORKERS}")));
             }
+            if let Some(l) = limits.filter(|l| w > l.max_workers) {
+                return Err(agent_limit(
+                    "-T/--workers",
+                    w,
+                    format!("{} worker threads", l.max_workers),
+                    "--max-workers",
+                ));
+            }
         }
         if self.kind == TestKind::UdpRr {
             for (v, what) in [
@@ -830,6 +869,34 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("unknown field `tx_ring`"), "{e}");
+    }
+
+    #[test]
+    fn worker_buffers_and_workers_are_bounded_by_what_the_spec_asks() {
+        let mut s = spec();
+        s.kind = TestKind::TcpStream;
+        s.message_size = 1 << 20;
+        s.recv_size = 1 << 19;
+        assert_eq!(s.worker_buffer_bytes(), (1 << 20) + (1 << 19));
+        s.zerocopy = true;
+        assert_eq!(s.worker_buffer_bytes(), (2 << 20) + (1 << 19));
+        s.kind = TestKind::UdpStream;
+        assert_eq!(s.worker_buffer_bytes(), 2 * 64 * 65_536 + 2);
+        // One per CPU, never more than the flows (2 flows one way here).
+        s.flows = 2;
+        assert_eq!(s.workers_on(8), 2);
+        assert_eq!(s.workers_on(1), 1);
+        s.workers = Some(16);
+        assert_eq!(s.workers_on(1), 2);
+        let limits = AgentLimits {
+            max_workers: 8,
+            ..AgentLimits::default()
+        };
+        let e = s.validate(&limits).unwrap_err().to_string();
+        assert!(
+            e.contains("-T/--workers 16") && e.contains("--max-workers"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -69,6 +69,12 @@ pub struct ServeArgs {
     /// Longest test, in seconds.
     #[arg(long, default_value_t = 3600, value_parser = clap::value_parser!(u64).range(1..=31_536_000))]
     pub max_duration: u64,
+    /// Worker threads one test may ask for (-T).
+    #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u32).range(1..=1024))]
+    pub max_workers: u32,
+    /// Buffer memory one test may make the agent allocate (workers x buffers of -m, -M, -r); K/M/G = 2^10/2^20/2^30.
+    #[arg(long = "max-buffer", default_value = "1G", value_parser = parse_size, value_name = "SIZE")]
+    pub max_buffer: u64,
     /// Log only warnings.
     #[arg(short = 'q', long)]
     pub quiet: bool,

@@ -126,6 +126,8 @@ fn serve(a: ServeArgs) -> Result<()> {
         max_sessions: a.max_sessions,
         max_flows: a.max_flows,
         max_duration_s: a.max_duration,
+        max_workers: a.max_workers,
+        max_buffer_bytes: a.max_buffer,
         ..AgentLimits::default()
     };
     let agent = Agent::bind(config)?;

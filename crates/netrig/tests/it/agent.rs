@@ -386,3 +386,70 @@ fn a_message_out_of_place_during_a_test_stops_it_with_the_reason() {
     let v = run_json(&["tcp-stream", "-H", "127.0.0.1", "-p", &p, "-l", "0.3"]);
     assert!(u(&v, "/summary/bytes") > 0);
 }
+
+/// The agent's resources are bounded by its limits, not by constants: the
+/// worker threads a test may ask for, and the buffers its workers would
+/// allocate (workers × -m and -M here), each refused by name.
+#[test]
+fn the_agents_workers_and_buffer_memory_are_bounded_by_its_limits() {
+    let agent = Served::start(&["--max-workers", "2", "--max-buffer", "1M"]);
+    let p = agent.port_arg();
+    let at = format!("the agent at 127.0.0.1:{p}");
+    let o = run(&[
+        "tcp-stream",
+        "-H",
+        "127.0.0.1",
+        "-p",
+        &p,
+        "-l",
+        "0.3",
+        "-P",
+        "4",
+        "-T",
+        "3",
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let needle = format!("-T/--workers 3: {at} allows at most 2 worker threads (its --max-workers)");
+    assert!(stderr(&o).contains(&needle), "{}", stderr(&o));
+    // 2 workers x (512K + 512K) = 2 MiB of buffers, over 1 MiB.
+    let o = run(&[
+        "tcp-stream",
+        "-H",
+        "127.0.0.1",
+        "-p",
+        &p,
+        "-l",
+        "0.3",
+        "-P",
+        "2",
+        "-T",
+        "2",
+        "-m",
+        "512K",
+        "-M",
+        "512K",
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let e = stderr(&o);
+    assert!(
+        e.contains("refused the test") && e.contains("2 MiB") && e.contains("--max-buffer"),
+        "{e}"
+    );
+    // Within both, the same test runs.
+    let v = run_json(&[
+        "tcp-stream",
+        "-H",
+        "127.0.0.1",
+        "-p",
+        &p,
+        "-l",
+        "0.3",
+        "-P",
+        "2",
+        "-T",
+        "2",
+        "-m",
+        "128K",
+    ]);
+    assert!(u(&v, "/summary/bytes") > 0);
+}
