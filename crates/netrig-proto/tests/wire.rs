@@ -1,0 +1,175 @@
+//! The wire format, kept on purpose: every message, with every nested
+//! measurement type filled in, serialized as it goes on the control
+//! connection and compared with a checked-in snapshot. The protocol shares
+//! measurement types with netrig-metrics (TCP_INFO, CPU, the environment, …)
+//! and the result document shares them too: a field renamed there changes
+//! the wire, and this test makes that change visible, to be made on
+//! purpose (with the protocol version and docs/PROTOCOL.md), never by
+//! accident. (The result document is held by docs/result.schema.json, which
+//! the integration tests check real output against.)
+//!
+//! Accept an intended change with `INSTA_UPDATE=always cargo test -p
+//! netrig-proto --test wire` (or `cargo insta review`).
+
+use netrig_metrics::{
+    Conntrack, CpuUsage, Environment, InterfaceCounters, LatencySummary, SeqInterval, SeqSummary, TcpInfo,
+};
+use netrig_proto::report::*;
+use netrig_proto::spec::*;
+use netrig_proto::{AgentLimits, AgentMsg, ClientMsg, Direction, SessionCookie, TestKind, TestSpec};
+
+fn spec() -> TestSpec {
+    TestSpec {
+        kind: TestKind::UdpStream,
+        limit: Limit::Duration { seconds: 10.0 },
+        omit_s: 1.0,
+        interval_s: Some(1.0),
+        flows: 2,
+        message_size: 1472,
+        recv_size: 1472,
+        remote: SocketOptions {
+            sndbuf: Some(1 << 20),
+            rcvbuf: Some(1 << 20),
+            tos: Some(0xb8),
+            priority: Some(5),
+            nodelay: false,
+            congestion: None,
+            mss: None,
+            max_pacing_rate_bps: Some(1_000_000_000),
+        },
+        measure_cpu: true,
+        rr: RrOptions::default(),
+        workers: Some(2),
+        udp: UdpOptions {
+            reverse: true,
+            no_gso: true,
+        },
+        pace: PaceOptions {
+            rate_bps: Some(100_000_000),
+            pacing_us: Some(100),
+        },
+        remote_cpus: Some(vec![0, 1]),
+        zerocopy: false,
+    }
+}
+
+fn side_report() -> SideReport {
+    let seq = SeqInterval {
+        jitter_mean_us: Some(1.0),
+        ..SeqInterval::default()
+    };
+    SideReport {
+        flows: vec![FlowReport {
+            id: 0,
+            direction: Direction::Rx,
+            role: Role::Receiver,
+            window_bytes: 1,
+            total_bytes: 2,
+            window_s: 3.0,
+            socket_buffers: SockBufReport::default(),
+            applied: AppliedOptions::default(),
+            tcp_info: Some(TcpInfo::default()),
+            window_transactions: 0,
+            udp: Some(UdpFlowReport {
+                received: Some(SeqSummary::default()),
+                window: Some(seq),
+                ..UdpFlowReport::default()
+            }),
+            connect_errors: Some(ConnectErrors::default()),
+        }],
+        window_s: 3.0,
+        warnings: vec!["a warning".into()],
+        cpu: Some(CpuUsage::default()),
+        cpu_window_s: Some(3.0),
+        workers: vec![WorkerCpu {
+            worker: 0,
+            flows: 1,
+            cpu_s: 0.5,
+            busy_pct: 25.0,
+            cpu: Some(1),
+            last_cpu: Some(1),
+        }],
+        counters: Some(CounterReport {
+            deltas: [("Udp.InDatagrams".to_string(), 5)].into_iter().collect(),
+            conntrack: Some(Conntrack::default()),
+        }),
+        environment: Some(Environment::default()),
+        latency: Some(LatencySummary::default()),
+        latency_histogram: None,
+        schedule: Some(ScheduleReport::default()),
+        witness: Some(WitnessReport {
+            tcp: Some(TcpWitness::default()),
+            interfaces: vec![InterfaceCounters::default()],
+            ..WitnessReport::default()
+        }),
+    }
+}
+
+#[test]
+fn client_messages() {
+    let msgs = vec![
+        ClientMsg::Hello {
+            software: "netrig 0.1.0".into(),
+        },
+        ClientMsg::TestRequest { spec: spec() },
+        ClientMsg::Go,
+        ClientMsg::Abort {
+            reason: "interrupted".into(),
+        },
+        ClientMsg::Bye,
+    ];
+    insta::assert_snapshot!(serde_json::to_string_pretty(&msgs).unwrap());
+}
+
+#[test]
+fn agent_messages() {
+    let msgs = vec![
+        AgentMsg::Welcome {
+            version: netrig_proto::PROTOCOL_VERSION,
+            software: "netrig 0.1.0".into(),
+            limits: AgentLimits::default(),
+        },
+        AgentMsg::VersionMismatch {
+            agent_min: 1,
+            agent_max: 2,
+            software: "netrig 0.1.0".into(),
+        },
+        AgentMsg::Busy {
+            reason: "full".into(),
+        },
+        AgentMsg::TestAccepted {
+            cookie: SessionCookie([7; 16]),
+            warnings: vec![],
+        },
+        AgentMsg::TestRejected { reason: "no".into() },
+        AgentMsg::DataReady,
+        AgentMsg::Interval {
+            sample: Box::new(IntervalSample {
+                udp: vec![Some(SeqInterval::default())],
+                tcp_info: vec![Some(TcpInfo::default())],
+                latency: Some(LatencySummary::default()),
+                ..IntervalSample::default()
+            }),
+        },
+        AgentMsg::Results {
+            report: Box::new(side_report()),
+        },
+        AgentMsg::Error {
+            message: "gave up".into(),
+        },
+    ];
+    insta::assert_snapshot!(serde_json::to_string_pretty(&msgs).unwrap());
+}
+
+/// What is snapshotted reads back as it was.
+#[test]
+fn messages_read_back_equal() {
+    let r = AgentMsg::Results {
+        report: Box::new(side_report()),
+    };
+    let back: AgentMsg = serde_json::from_str(&serde_json::to_string(&r).unwrap()).unwrap();
+    assert_eq!(back, r);
+    let t = ClientMsg::TestRequest { spec: spec() };
+    let back: ClientMsg = serde_json::from_str(&serde_json::to_string(&t).unwrap()).unwrap();
+    assert_eq!(back, t);
+}
