@@ -185,20 +185,19 @@ pub fn assemble(
         "local",
         !spec.udp.no_gso,
     ));
-    if !witness.shared_counters {
-        warnings.extend(crate::checks::side_warnings(
-            remote.report,
-            "remote",
-            !spec.udp.no_gso,
-        ));
-    } else {
-        // One host, one network namespace: its counters were judged as local's.
-        warnings.extend(
-            crate::checks::side_warnings(remote.report, "remote", !spec.udp.no_gso)
-                .into_iter()
-                .filter(|w| !w.contains(") during the test") && !w.contains("connection-tracking")),
-        );
-    }
+    // What local's warnings already said of the same machine (its CPU) or the
+    // same host counters (one network namespace) is not said again for remote.
+    let same_machine =
+        crate::witness::same_machine(local.report.witness.as_ref(), remote.report.witness.as_ref());
+    warnings.extend(
+        crate::checks::side_warnings(remote.report, "remote", !spec.udp.no_gso)
+            .into_iter()
+            .filter(|w| {
+                let counters = w.contains(") during the test") || w.contains("connection-tracking");
+                let cpu = w.contains("(steal;") || w.contains("/proc/stat accounted");
+                !(witness.shared_counters && counters) && !(same_machine && cpu)
+            }),
+    );
     warnings.extend(witness_warnings);
     if let Some(sch) = &local.report.schedule {
         if sch.due > 0 && sch.late as f64 > sch.due as f64 * 0.01 {

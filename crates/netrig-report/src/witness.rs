@@ -313,6 +313,17 @@ fn judge_host(
     (j.checks, j.warnings)
 }
 
+/// Whether both ends ran on one machine (the same boot), whatever their
+/// network namespaces: their CPU figures are then of the same CPUs.
+pub fn same_machine(local: Option<&WitnessReport>, remote: Option<&WitnessReport>) -> bool {
+    let boot = |w: Option<&WitnessReport>| {
+        w.and_then(|w| w.scope.as_deref())
+            .and_then(|s| s.split_once('/'))
+            .map(|(b, _)| b.to_string())
+    };
+    matches!((boot(local), boot(remote)), (Some(a), Some(b)) if a == b)
+}
+
 /// Both ends' witnesses judged, and the warnings they give.
 /// `mss`: the senders' MSS (TCP_INFO), for the segment count.
 pub fn judge(
@@ -403,6 +414,17 @@ mod tests {
             kernel: [("Udp.OutDatagrams".to_string(), out)].into_iter().collect(),
             ..Default::default()
         }
+    }
+
+    #[test]
+    fn one_machine_is_one_boot_whatever_the_namespaces() {
+        let at = |scope: &str| WitnessReport {
+            scope: Some(scope.into()),
+            ..Default::default()
+        };
+        assert!(same_machine(Some(&at("b1/net:[1]")), Some(&at("b1/net:[2]"))));
+        assert!(!same_machine(Some(&at("b1/net:[1]")), Some(&at("b2/net:[1]"))));
+        assert!(!same_machine(Some(&at("b1/net:[1]")), None));
     }
 
     #[test]
