@@ -50,6 +50,11 @@ impl TestKind {
         }
     }
 
+    /// The kind [`name`](Self::name) names.
+    pub fn from_name(name: &str) -> Option<TestKind> {
+        TestKind::ALL.into_iter().find(|k| k.name() == name)
+    }
+
     /// Whether this kind's flows are UDP sockets.
     pub fn is_udp(self) -> bool {
         matches!(self, TestKind::UdpStream | TestKind::UdpRr)
