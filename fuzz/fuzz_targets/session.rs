@@ -18,6 +18,7 @@ mod common;
 
 use arbitrary::Arbitrary;
 use libfuzzer_sys::fuzz_target;
+use netrig_proto::message::{MAX_AGENT_DURATION_S, MAX_SETUP_TIMEOUT_S};
 use netrig_proto::report::{IntervalSample, SideReport};
 use netrig_proto::session::{AgentEvent, AgentSession, ClientEvent, ClientSession};
 use netrig_proto::spec::{Limit, PaceOptions, RrOptions, SocketOptions, UdpOptions};
@@ -424,6 +425,8 @@ fn client(ops: &[ClientOp]) {
                     "welcome's max_duration_s {} overflows the client's deadline",
                     limits.max_duration_s
                 );
+                assert!(limits.setup_timeout_s <= MAX_SETUP_TIMEOUT_S);
+                assert!(limits.max_duration_s <= MAX_AGENT_DURATION_S);
                 m = next;
             }
             Ok(_) => {
