@@ -39,9 +39,10 @@ for t in "${targets[@]}"; do
     grep -E "panicked|ERROR|SUMMARY|Test unit written" "$log" | head -5
   fi
   runs=$(grep -oE '^stat::number_of_executed_units: *[0-9]+' "$log" | grep -oE '[0-9]+$' | tail -1)
+  took=$(grep -oE '^Done [0-9]+ runs in [0-9]+ second' "$log" | grep -oE '[0-9]+ second' | grep -oE '[0-9]+')
   cov=$(grep -oE 'cov: [0-9]+ ft: [0-9]+' "$log" | tail -1)
   files=$(find "corpus/$t" -type f | wc -l)
-  line="$t: $status, ${runs:-?} executions in ${secs} s, ${cov:-cov ?}, corpus ${files} files"
+  line="$t: $status, ${runs:-?} executions in ${took:-less than $secs} s, ${cov:-cov ?}, corpus ${files} files"
   echo "$line"
   summary+=("$line")
 done
