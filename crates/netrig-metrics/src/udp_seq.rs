@@ -302,7 +302,8 @@ impl SeqTracker {
             loss_pct: if expected == 0 {
                 0.0
             } else {
-                lost as f64 * 100.0 / expected as f64
+                // lost ≤ expected, but in f64 the quotient may round past 100.
+                (lost as f64 * 100.0 / expected as f64).min(100.0)
             },
             out_of_order: self.out_of_order,
             duplicates: self.duplicates,
@@ -625,6 +626,21 @@ mod tests {
         // The only heap memory is the fixed-size bitmap.
         assert_eq!(t.seen.len(), WORDS);
         assert_eq!(std::mem::size_of_val(&*t.seen), 8192);
+    }
+
+    /// Found by the `udp_datagram` fuzz target: with `lost` just below
+    /// `expected` (both near 2^64, the sender's hint from the wire) the
+    /// quotient rounded to 100.00000000000001 %.
+    #[test]
+    fn loss_never_exceeds_100_percent() {
+        let mut t = SeqTracker::new();
+        for seq in 0..819 {
+            t.on_datagram(seq, 0, 0);
+        }
+        t.sent_total_hint(16_902_195_153_864_458_911);
+        let s = t.summary();
+        assert_eq!(s.lost, 16_902_195_153_864_458_092);
+        assert!(s.loss_pct <= 100.0, "{}", s.loss_pct);
     }
 
     #[test]

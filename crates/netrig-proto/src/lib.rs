@@ -8,6 +8,7 @@
 //! The wire format is described in `docs/PROTOCOL.md`.
 
 pub mod conn;
+pub mod datagram;
 pub mod error;
 pub mod frame;
 pub mod message;
@@ -16,6 +17,7 @@ pub mod report;
 pub mod session;
 pub mod spec;
 
+pub use datagram::DatagramHeader;
 pub use error::ProtoError;
 pub use frame::{encode_frame, FrameDecoder, MAX_FRAME_LEN};
 pub use message::{AgentLimits, AgentMsg, ClientMsg};

@@ -36,6 +36,32 @@ fn default_max_buffer_bytes() -> u64 {
     1 << 30
 }
 
+/// The longest `setup_timeout_s` a client takes from an agent's welcome.
+pub const MAX_SETUP_TIMEOUT_S: u64 = 3600;
+/// The longest `max_duration_s` a client takes from an agent's welcome: the
+/// most the agent's `--max-duration` takes (365 days).
+pub const MAX_AGENT_DURATION_S: u64 = 31_536_000;
+
+impl AgentLimits {
+    /// Checks limits that came from a peer (the agent's welcome): the client
+    /// derives its own timeouts from the durations, so they must be bounded
+    /// for that arithmetic to be safe.
+    pub fn check(&self) -> Result<(), crate::ProtoError> {
+        let bad = |what: &str, v: u64, max: u64| {
+            Err(crate::ProtoError::Violation(format!(
+                "the agent's welcome has {what} {v} s, over the {max} s a client takes"
+            )))
+        };
+        if self.setup_timeout_s > MAX_SETUP_TIMEOUT_S {
+            return bad("setup_timeout_s", self.setup_timeout_s, MAX_SETUP_TIMEOUT_S);
+        }
+        if self.max_duration_s > MAX_AGENT_DURATION_S {
+            return bad("max_duration_s", self.max_duration_s, MAX_AGENT_DURATION_S);
+        }
+        Ok(())
+    }
+}
+
 impl Default for AgentLimits {
     fn default() -> Self {
         AgentLimits {

@@ -101,7 +101,9 @@ impl SessionCookie {
 
     pub fn from_hex(s: &str) -> Result<Self, ProtoError> {
         let bad = || ProtoError::Malformed(format!("session cookie {s:?} is not 32 hex digits"));
-        if s.len() != 32 || !s.is_ascii() {
+        // Hex digits only: `from_str_radix` alone would also take a sign
+        // ("+f"), giving one cookie several spellings.
+        if s.len() != 32 || !s.bytes().all(|b| b.is_ascii_hexdigit()) {
             return Err(bad());
         }
         let mut out = [0u8; 16];
@@ -238,5 +240,20 @@ mod tests {
         assert_eq!(SessionCookie::from_hex(&c.to_string()).unwrap(), c);
         assert!(SessionCookie::from_hex("zz").is_err());
         assert!(SessionCookie::from_hex(&"é".repeat(16)).is_err());
+    }
+
+    /// Found by the `preamble` fuzz target: `u8::from_str_radix` takes a
+    /// leading `+`, so "+f" read as 0x0f and a cookie had several spellings.
+    #[test]
+    fn cookie_hex_takes_hex_digits_only() {
+        assert!(SessionCookie::from_hex("00056000+00823508943aacbccddeeff").is_err());
+        assert!(SessionCookie::from_hex(&"+f".repeat(16)).is_err());
+        assert!(SessionCookie::from_hex(&"-0".repeat(16)).is_err());
+        assert!(SessionCookie::from_hex(&" f".repeat(16)).is_err());
+        let upper = "00112233445566778899AABBCCDDEEFF";
+        assert_eq!(
+            SessionCookie::from_hex(upper).unwrap().to_string(),
+            upper.to_ascii_lowercase()
+        );
     }
 }

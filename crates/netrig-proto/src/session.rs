@@ -315,6 +315,11 @@ impl ClientSession {
                     limits,
                 },
             ) => {
+                // The client derives timeouts from these: bounded, or refused.
+                if let Err(e) = limits.check() {
+                    self.state = S::Closed;
+                    return Err(e);
+                }
                 self.state = S::Ready;
                 Ok(ClientEvent::Welcome {
                     version,
@@ -580,6 +585,39 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("7..=9") && err.contains("9.0.0"), "{err}");
+    }
+
+    /// Found by the `session` fuzz target: a welcome's limits were taken
+    /// whole, and the client computes `setup_timeout_s + 5` and
+    /// `max_duration_s + 60` seconds and deadlines from them, which overflow
+    /// (a panic) for a hostile agent's values.
+    #[test]
+    fn client_refuses_a_welcome_with_unbounded_durations() {
+        use crate::message::{MAX_AGENT_DURATION_S, MAX_SETUP_TIMEOUT_S};
+        let welcome = |setup_timeout_s, max_duration_s| AgentMsg::Welcome {
+            version: 2,
+            software: "x".into(),
+            limits: AgentLimits {
+                setup_timeout_s,
+                max_duration_s,
+                ..AgentLimits::default()
+            },
+        };
+        for (setup, max) in [
+            (30, 18_361_687_889_224_520_145),
+            (u64::MAX, 3600),
+            (MAX_SETUP_TIMEOUT_S + 1, 3600),
+            (30, MAX_AGENT_DURATION_S + 1),
+        ] {
+            let mut c = ClientSession::new();
+            let err = c.on_agent(welcome(setup, max)).unwrap_err().to_string();
+            assert!(err.contains("the agent's welcome has"), "{err}");
+            assert!(c.request_sent().is_err(), "the session closed");
+        }
+        let mut c = ClientSession::new();
+        c.on_agent(welcome(MAX_SETUP_TIMEOUT_S, MAX_AGENT_DURATION_S))
+            .unwrap();
+        c.request_sent().unwrap();
     }
 
     #[test]

@@ -1,0 +1,96 @@
+#!/usr/bin/env python3
+"""Writes fuzz/seeds/<target>/: a few valid inputs per target, so the fuzzers
+start from accepted messages instead of finding JSON by chance. Run from fuzz/."""
+import json, os, struct
+
+def put(target, name, data):
+    d = os.path.join("seeds", target)
+    os.makedirs(d, exist_ok=True)
+    with open(os.path.join(d, name), "wb") as f:
+        f.write(data if isinstance(data, bytes) else data.encode())
+
+remote = {"sndbuf": None, "rcvbuf": None, "tos": None, "priority": None, "nodelay": False,
+          "congestion": None, "mss": None, "max_pacing_rate_bps": None}
+rr = {"request_size": 1, "response_size": 1, "burst": 1, "rate": None, "poisson": False,
+      "spin_us": None, "timeout_s": None}
+def spec(kind, **kw):
+    s = {"kind": kind, "limit": {"duration": {"seconds": 10.0}}, "omit_s": 0.0, "interval_s": None,
+         "flows": 2, "message_size": 1024, "recv_size": 1024, "remote": dict(remote),
+         "measure_cpu": True, "rr": dict(rr), "workers": None, "udp": {"reverse": False, "no_gso": False}}
+    s.update(kw)
+    return s
+
+specs = {
+    "tcp-stream": spec("tcp-stream", interval_s=1.0, omit_s=2.0, pace={"rate_bps": 1000000, "pacing_us": 100}),
+    "tcp-maerts-bytes": spec("tcp-maerts", limit={"bytes": {"bytes": 1000000}}, zerocopy=True),
+    "tcp-bidir": spec("tcp-bidir", workers=2, remote_cpus=[0, 1],
+                      remote=dict(remote, sndbuf=65536, congestion="cubic", priority=3, max_pacing_rate_bps=10**9)),
+    "tcp-rr": spec("tcp-rr", rr=dict(rr, request_size=64, response_size=1024, burst=8)),
+    "tcp-rr-open": spec("tcp-rr", rr=dict(rr, rate=1000.0, poisson=True, spin_us=50)),
+    "tcp-crr": spec("tcp-crr", rr=dict(rr, timeout_s=0.5)),
+    "udp-stream": spec("udp-stream", message_size=1472, udp={"reverse": True, "no_gso": True}),
+    "udp-rr": spec("udp-rr", rr=dict(rr, timeout_s=2.0, request_size=100, response_size=200)),
+}
+for name, s in specs.items():
+    put("spec", name, json.dumps(s))
+    put("message", "test_request-" + name, json.dumps({"type": "test_request", "spec": s}))
+
+client_msgs = [{"type": "hello", "software": "0.1.0"}, {"type": "go"}, {"type": "abort", "reason": "x"},
+               {"type": "bye"}]
+limits = {"max_sessions": 64, "max_flows": 10000, "max_duration_s": 3600, "max_message_size": 16777216,
+          "setup_timeout_s": 30}
+agent_msgs = [
+    {"type": "welcome", "version": 2, "software": "0.1.0", "limits": limits},
+    {"type": "version_mismatch", "agent_min": 1, "agent_max": 1, "software": "0.0.1"},
+    {"type": "busy", "reason": "64 sessions"},
+    {"type": "test_accepted", "cookie": "00112233445566778899aabbccddeeff", "warnings": ["w"]},
+    {"type": "test_rejected", "reason": "-l/--length 6: the agent allows at most 5 seconds"},
+    {"type": "data_ready"},
+    {"type": "interval", "sample": {"index": 0, "start_s": 0.0, "end_s": 0.5, "ids": [0, 1],
+                                    "bytes": [10, 20], "tcp_info": [None, None], "transactions": [1, 2]}},
+    {"type": "results", "report": {"flows": [], "window_s": 1.0, "warnings": []}},
+    {"type": "error", "message": "gave up"},
+]
+for m in client_msgs + agent_msgs:
+    put("message", m["type"], json.dumps(m))
+
+def frame(m):
+    b = json.dumps(m).encode()
+    return struct.pack(">I", len(b)) + b
+# frame: 2 bytes limit (minus one), 1 byte chunk size, then frames
+allframes = b"".join(frame(m) for m in client_msgs + agent_msgs)
+put("frame", "all-in-one", struct.pack(">HB", 0xffff, 255) + allframes)
+put("frame", "byte-by-byte", struct.pack(">HB", 0xffff, 1) + frame({"type": "go"}) + frame({"type": "bye"}))
+put("frame", "over-limit", struct.pack(">HB", 15, 7) + frame({"type": "go"}) + frame(agent_msgs[0]))
+put("frame", "test_request", struct.pack(">HB", 0xffff, 100) + frame({"type": "test_request", "spec": specs["tcp-rr"]}))
+
+put("preamble", "v2", b"NRGC\x00\x02\x00\x02")
+put("preamble", "v1-9", b"NRGC\x00\x01\x00\x09")
+put("preamble", "cookie", b"00112233445566778899aabbccddeeff")
+put("preamble", "cookie-json", b'"00112233445566778899AABBCCDDEEFF"')
+put("data_hello", "hello", b"NRGD\x00\x02\x00\x00" + bytes(range(16)) + b"\x00\x00\x00\x07\x00\x00\x00\x00")
+put("data_hello", "ack", b"NRGA\x00\x02\x00\x00" + bytes(range(16)) + b"\x00\x00\x00\x07\x00\x00\x00\x00")
+
+# latency_histogram: HdrHistogram V2 (1 ns ..= 100 s, 3 digits), see netrig-metrics' latency.rs.
+def zz(n):
+    return ((n << 1) ^ (n >> 63)) & (2**64 - 1)
+def varint(v):
+    out = bytearray()
+    while True:
+        if v >> 7 == 0:
+            out.append(v)
+            return bytes(out)
+        out.append((v & 0x7f) | 0x80)
+        v >>= 7
+def hist(counts, clamped=0):
+    payload = b"".join(varint(zz(c)) for c in counts)
+    b = struct.pack(">IIII", 0x1c849313, len(payload), 0, 3) + struct.pack(">QQd", 1, 100_000_000_000, 1.0)
+    b += payload
+    if clamped:
+        b += b"NRcl" + struct.pack(">Q", clamped)
+    return b
+import base64
+put("latency_histogram", "empty", hist([0]))
+put("latency_histogram", "some", hist([0, 3, -5, 7, 1]))
+put("latency_histogram", "clamped", hist([0, 2, -100, 4], clamped=1))
+put("latency_histogram", "base64", base64.b64encode(hist([0, 1, 2, -3, 9])))
