@@ -192,6 +192,7 @@ fn agent(input: &Input) {
         max_duration_s: u64::from(l.max_duration_s),
         max_message_size: l.max_message_size,
         setup_timeout_s: u64::from(l.setup_timeout_s % 3601),
+        ..AgentLimits::default()
     };
     let setup = Duration::from_secs(limits.setup_timeout_s);
     let t0 = Instant::now();
@@ -354,6 +355,7 @@ fn client(ops: &[ClientOp]) {
                     max_duration_s: l.max_duration_s,
                     max_message_size: l.max_message_size,
                     setup_timeout_s: l.setup_timeout_s,
+                    ..AgentLimits::default()
                 },
             }),
             ClientOp::Mismatch(a, b) => Some(AgentMsg::VersionMismatch {

@@ -43,15 +43,30 @@ pub(crate) struct Witness {
     interfaces: Vec<String>,
 }
 
-/// The counts at one instant.
+/// The counts at one instant: the host's read just before and just after
+/// the flows', so that over a window the outer readings span all of
+/// netrig's (a bound that holds however long the reads took) and the inner
+/// ones fall within it (what is beyond netrig's traffic there is no artefact
+/// of the reading).
 pub(crate) struct WitnessMark {
     at: std::time::Instant,
-    kernel: Option<KernelCounters>,
-    interfaces: Vec<InterfaceCounters>,
+    host_before: Host,
+    host_after: Host,
     /// Per flow: netrig's bytes, netrig's units, the kernel's per-socket
     /// payload read just before netrig's count, and how much it grew by a
     /// reading just after (the spread of the bracket).
-    flows: Vec<(u64, u64, Option<KernelRead>)>,
+    flows: Vec<FlowMark>,
+}
+
+/// One flow at a mark.
+struct FlowMark {
+    /// netrig's bytes and units.
+    bytes: u64,
+    units: u64,
+    /// TCP: the kernel's count and its uncertainty.
+    kernel: Option<KernelRead>,
+    /// TCP: bytes waiting in the socket: unsent (sender) or unread (receiver).
+    queued: Option<u64>,
 }
 
 /// The kernel's per-socket count, and how much it moved while netrig's was read.
@@ -60,7 +75,26 @@ type KernelRead = (u64, u64);
 /// Reads of the kernel's count around netrig's, keeping the tightest bracket.
 const BRACKET_TRIES: usize = 3;
 
+/// The host's counters at one instant.
+struct Host {
+    kernel: Option<KernelCounters>,
+    interfaces: Vec<InterfaceCounters>,
+}
+
 impl Witness {
+    fn host(&self) -> Host {
+        // Interfaces first: one small file each, then /proc/net's (slower).
+        let interfaces = self
+            .interfaces
+            .iter()
+            .filter_map(|n| netrig_metrics::read_interface(n))
+            .collect();
+        Host {
+            interfaces,
+            kernel: netrig_metrics::read_kernel_counters().ok(),
+        }
+    }
+
     pub fn new(flows: Vec<WitnessFlow>) -> Witness {
         let mut interfaces: Vec<String> = Vec::new();
         for f in &flows {
@@ -82,6 +116,7 @@ impl Witness {
     }
 
     pub fn mark(&self) -> WitnessMark {
+        let host_before = self.host();
         let flows = self
             .flows
             .iter()
@@ -91,43 +126,52 @@ impl Witness {
                     _ => None,
                 };
                 let Some(t) = tcp else {
-                    return (f.counters.bytes(), f.counters.units(), None);
+                    return FlowMark {
+                        bytes: f.counters.bytes(),
+                        units: f.counters.units(),
+                        kernel: None,
+                        queued: None,
+                    };
                 };
                 // The kernel counts a call's bytes as they are copied, netrig
                 // when the call returns: kernel before ≤ netrig + one call,
                 // netrig ≤ kernel after. A reader preempted between the two
                 // widens the bracket, so take the tightest of a few.
                 let sender = f.role == Role::Sender;
-                let mut best: Option<(u64, Option<KernelRead>)> = None;
+                let mut best: Option<(u64, Option<KernelRead>, Option<u64>)> = None;
                 for _ in 0..BRACKET_TRIES {
                     let k0 = netrig_metrics::socket_payload(t.as_fd(), sender);
                     let n = f.counters.bytes();
+                    let q = netrig_metrics::socket_queue(t.as_fd(), sender);
                     let k1 = netrig_metrics::socket_payload(t.as_fd(), sender);
-                    let k = k0.zip(k1).map(|(a, b)| (a, b.saturating_sub(a)));
+                    // The bracket's width, plus how far the first reading
+                    // itself may be off (see socket_payload).
+                    let k = k0.zip(k1).map(|((a, ea), (b, _))| (a, b.saturating_sub(a) + ea));
                     let tighter = match (&best, k) {
                         (None, _) => true,
-                        (Some((_, Some((_, old)))), Some((_, new))) => new < *old,
+                        (Some((_, Some((_, old)), _)), Some((_, new))) => new < *old,
                         _ => false,
                     };
                     if tighter {
-                        best = Some((n, k));
+                        best = Some((n, k, q));
                     }
                     if k.is_some_and(|(_, spread)| spread == 0) {
                         break;
                     }
                 }
-                let (n, k) = best.unwrap_or((f.counters.bytes(), None));
-                (n, f.counters.units(), k)
+                let (bytes, kernel, queued) = best.unwrap_or((f.counters.bytes(), None, None));
+                FlowMark {
+                    bytes,
+                    units: f.counters.units(),
+                    kernel,
+                    queued,
+                }
             })
             .collect();
         WitnessMark {
             at: std::time::Instant::now(),
-            kernel: netrig_metrics::read_kernel_counters().ok(),
-            interfaces: self
-                .interfaces
-                .iter()
-                .filter_map(|n| netrig_metrics::read_interface(n))
-                .collect(),
+            host_before,
+            host_after: self.host(),
             flows,
         }
     }
@@ -141,25 +185,33 @@ impl Witness {
         };
         let mut tcp = TcpWitness::default();
         for ((f, a), b) in self.flows.iter().zip(&first.flows).zip(&last.flows) {
-            let bytes = b.0.saturating_sub(a.0);
-            let units = b.1.saturating_sub(a.1);
+            let bytes = b.bytes.saturating_sub(a.bytes);
+            let units = b.units.saturating_sub(a.units);
+            // What crossed the interface: written less the growth of the
+            // unsent queue, or read plus the growth of the unread one.
+            let queue_growth = match (a.queued, b.queued) {
+                (Some(qa), Some(qb)) => i128::from(qb) - i128::from(qa),
+                _ => 0,
+            };
             let udp = matches!(f.socket.as_deref(), Some(FlowSocket::Udp(_)));
             match f.role {
                 Role::Sender => {
                     r.payload_sent += bytes;
+                    r.payload_out += clamp(i128::from(bytes) - queue_growth);
                     if udp {
                         r.udp_messages_sent += units;
                     }
                 }
                 Role::Receiver => {
                     r.payload_received += bytes;
+                    r.payload_in += clamp(i128::from(bytes) + queue_growth);
                     if udp {
                         r.udp_buffers_received += units;
                     }
                 }
                 _ => {}
             }
-            if let (Some((ka, sa)), Some((kb, sb))) = (a.2, b.2) {
+            if let (Some((ka, sa)), Some((kb, sb))) = (a.kernel, b.kernel) {
                 tcp.flows += 1;
                 tcp.read_spread_bytes += sa + sb;
                 let k = kb.saturating_sub(ka);
@@ -173,21 +225,35 @@ impl Witness {
             }
         }
         r.tcp = (tcp.flows > 0).then_some(tcp);
-        if let (Some(a), Some(b)) = (&first.kernel, &last.kernel) {
-            let d = b.delta_since(a);
-            r.kernel = KERNEL_KEYS
-                .iter()
-                .filter_map(|k| Some((k.to_string(), d.get(k)?)))
-                .collect::<BTreeMap<_, _>>();
-        }
-        r.interfaces = last
-            .interfaces
-            .iter()
-            .filter_map(|b| {
-                let a = first.interfaces.iter().find(|a| a.name == b.name)?;
-                Some(b.since(a))
-            })
-            .collect();
+        (r.kernel, r.interfaces) = host_delta(&first.host_before, &last.host_after);
+        (r.kernel_inner, r.interfaces_inner) = host_delta(&first.host_after, &last.host_before);
         r
     }
+}
+
+/// The witness's host counters between two readings.
+fn host_delta(a: &Host, b: &Host) -> (BTreeMap<String, i64>, Vec<InterfaceCounters>) {
+    let kernel = match (&a.kernel, &b.kernel) {
+        (Some(a), Some(b)) => {
+            let d = b.delta_since(a);
+            KERNEL_KEYS
+                .iter()
+                .filter_map(|k| Some((k.to_string(), d.get(k)?)))
+                .collect()
+        }
+        _ => BTreeMap::new(),
+    };
+    let interfaces = b
+        .interfaces
+        .iter()
+        .filter_map(|y| {
+            let x = a.interfaces.iter().find(|x| x.name == y.name)?;
+            Some(y.since(x))
+        })
+        .collect();
+    (kernel, interfaces)
+}
+
+fn clamp(v: i128) -> u64 {
+    v.clamp(0, i128::from(u64::MAX)) as u64
 }

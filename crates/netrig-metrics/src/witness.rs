@@ -129,24 +129,54 @@ pub fn interface_of(ip: IpAddr) -> Option<String> {
 }
 
 /// The payload a TCP socket's application has written (`sender`) or read
-/// (`!sender`) so far, by the kernel's own count: `tcpi_bytes_acked` +
-/// SIOCOUTQ, or `tcpi_bytes_received` − SIOCINQ. `None` where the kernel
-/// does not report them.
-pub fn socket_payload(fd: BorrowedFd<'_>, sender: bool) -> Option<u64> {
-    let info = crate::tcp_info(fd).ok()?;
+/// (`!sender`) so far, by the kernel's own count: `tcpi_bytes_acked` − 1
+/// (the SYN) + SIOCOUTQ, or `tcpi_bytes_received` − SIOCINQ; and how far
+/// off that can be. The two come from two system calls, between which an
+/// acknowledgement (or new data) may arrive, so TCP_INFO is read on both
+/// sides of the ioctl: the count uses the first reading, and the second
+/// bounds its error (`tcpi_bytes_acked` or `tcpi_bytes_received` moved by
+/// that much at most while the ioctl ran). `None` where the kernel does not
+/// report them.
+pub fn socket_payload(fd: BorrowedFd<'_>, sender: bool) -> Option<(u64, u64)> {
     let queued = |req: libc::c_ulong| -> Option<u64> {
         let mut n: libc::c_int = 0;
         // SAFETY: SIOCINQ/SIOCOUTQ write one int to the pointer given.
         let rc = unsafe { libc::ioctl(fd.as_raw_fd(), req as _, &mut n) };
         (rc == 0).then(|| u64::try_from(n).unwrap_or(0))
     };
-    if sender {
-        // The acknowledged SYN counts one in tcpi_bytes_acked.
-        Some(info.bytes_acked?.saturating_sub(1) + queued(libc::TIOCOUTQ as libc::c_ulong)?)
+    let moved = |i: &crate::TcpInfo| if sender { i.bytes_acked } else { i.bytes_received };
+    let before = crate::tcp_info(fd).ok()?;
+    let q = if sender {
+        queued(libc::TIOCOUTQ as libc::c_ulong)?
     } else {
-        info.bytes_received?
-            .checked_sub(queued(libc::FIONREAD as libc::c_ulong)?)
-    }
+        queued(libc::FIONREAD as libc::c_ulong)?
+    };
+    let after = crate::tcp_info(fd).ok()?;
+    let (m0, m1) = (moved(&before)?, moved(&after)?);
+    let value = if sender {
+        m0.saturating_sub(1) + q
+    } else {
+        m0.checked_sub(q)?
+    };
+    Some((value, m1.saturating_sub(m0)))
+}
+
+/// What waits in a TCP socket's queue on this end: bytes written but not
+/// yet sent (`sender`, SIOCOUTQNSD), or arrived but not yet read
+/// (SIOCINQ). Payload written minus the first has gone out of the
+/// interface; payload read plus the second has come in.
+pub fn socket_queue(fd: BorrowedFd<'_>, sender: bool) -> Option<u64> {
+    /// From linux/sockios.h: output queue size, not sent yet.
+    const SIOCOUTQNSD: libc::c_ulong = 0x894B;
+    let req = if sender {
+        SIOCOUTQNSD
+    } else {
+        libc::FIONREAD as libc::c_ulong
+    };
+    let mut n: libc::c_int = 0;
+    // SAFETY: the ioctl writes one int to the pointer given.
+    let rc = unsafe { libc::ioctl(fd.as_raw_fd(), req as _, &mut n) };
+    (rc == 0).then(|| u64::try_from(n).unwrap_or(0))
 }
 
 /// Names the set of counters this process sees: the boot and the network
@@ -183,13 +213,16 @@ mod tests {
         b.read_exact(&mut got).unwrap();
         // What is still queued on either side counts where it belongs.
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
-        while socket_payload(b.as_fd(), false) != Some(4_000) {
+        while socket_payload(b.as_fd(), false) != Some((4_000, 0)) {
             assert!(
                 std::time::Instant::now() < deadline,
                 "{:?}",
                 socket_payload(b.as_fd(), false)
             );
         }
-        assert_eq!(socket_payload(a.as_fd(), true), Some(10_000));
+        assert_eq!(socket_payload(a.as_fd(), true), Some((10_000, 0)));
+        // Nothing waits unsent on loopback; 6000 bytes wait to be read.
+        assert_eq!(socket_queue(a.as_fd(), true), Some(0));
+        assert_eq!(socket_queue(b.as_fd(), false), Some(6_000));
     }
 }

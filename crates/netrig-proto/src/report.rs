@@ -313,6 +313,13 @@ pub struct WitnessReport {
     /// by its receiving flows (duplicates not counted again).
     pub payload_sent: u64,
     pub payload_received: u64,
+    /// The same payload as it crossed the interface: sent less the growth
+    /// of TCP's unsent queues, received plus the growth of the unread ones
+    /// (equal to the above for UDP); what the interface counters bound.
+    #[serde(default)]
+    pub payload_out: u64,
+    #[serde(default)]
+    pub payload_in: u64,
     /// udp-stream: netrig's UDP messages sent (a GSO send counts once) and
     /// buffers received (a GRO batch counts once): the kernel's units.
     pub udp_messages_sent: u64,
@@ -320,10 +327,18 @@ pub struct WitnessReport {
     /// TCP streams: per-socket kernel counts of the same payload.
     pub tcp: Option<TcpWitness>,
     /// Host counters of the witness over the window (`Udp.*`, `Udp6.*`,
-    /// `Tcp.InSegs`, `Tcp.OutSegs`, `Tcp.RetransSegs`).
+    /// `Tcp.InSegs`, `Tcp.OutSegs`, `Tcp.RetransSegs`), from the readings
+    /// just before the first mark's flows to just after the last's: a span
+    /// that holds all of netrig's counts.
     pub kernel: BTreeMap<String, i64>,
-    /// The statistics of the interfaces this end's flows used, over the window.
+    /// The statistics of the interfaces this end's flows used, over the same span.
     pub interfaces: Vec<netrig_metrics::InterfaceCounters>,
+    /// The same from just after the first mark's flows to just before the
+    /// last's: a span within netrig's, for what the host counted beyond it.
+    #[serde(default)]
+    pub kernel_inner: BTreeMap<String, i64>,
+    #[serde(default)]
+    pub interfaces_inner: Vec<netrig_metrics::InterfaceCounters>,
 }
 
 /// TCP payload over the window by netrig's count and by the kernel's

@@ -180,11 +180,18 @@ pub fn assemble(
         v6,
         mss,
     );
-    warnings.extend(crate::checks::side_warnings(
-        local.report,
-        "local",
-        !spec.udp.no_gso,
-    ));
+    let host_counter = |w: &str| w.contains(") during the test") || w.contains("connection-tracking");
+    warnings.extend(
+        crate::checks::side_warnings(local.report, "local", !spec.udp.no_gso)
+            .into_iter()
+            .map(|w| match w.strip_prefix("local: ") {
+                // One host's counters: they speak for both ends.
+                Some(rest) if witness.shared_counters && host_counter(&w) => {
+                    format!("both ends (one host): {rest}")
+                }
+                _ => w,
+            }),
+    );
     // What local's warnings already said of the same machine (its CPU) or the
     // same host counters (one network namespace) is not said again for remote.
     let same_machine =
@@ -193,7 +200,7 @@ pub fn assemble(
         crate::checks::side_warnings(remote.report, "remote", !spec.udp.no_gso)
             .into_iter()
             .filter(|w| {
-                let counters = w.contains(") during the test") || w.contains("connection-tracking");
+                let counters = host_counter(w);
                 let cpu = w.contains("(steal;") || w.contains("/proc/stat accounted");
                 let said = (witness.shared_counters && counters) || (same_machine && cpu);
                 !said

@@ -82,7 +82,9 @@ impl Judge<'_> {
         kernel_unit: &str,
         bound: bool,
         tolerance: u64,
-        // For a bound: the kernel's count that netrig's traffic explains.
+        // For a bound: the kernel's count over the inner span (within
+        // netrig's window), and what of it netrig's traffic explains.
+        inner: u64,
         explained: u64,
     ) {
         let disagrees = if bound {
@@ -90,7 +92,7 @@ impl Judge<'_> {
         } else {
             netrig.abs_diff(kernel) > tolerance
         };
-        let other = bound.then(|| kernel.saturating_sub(explained));
+        let other = bound.then(|| inner.saturating_sub(explained));
         if disagrees {
             self.warnings.push(format!(
                 "{}: witness: netrig counted {netrig} {netrig_unit} ({figure}) but the kernel {kernel} \
@@ -132,8 +134,17 @@ impl Judge<'_> {
 
 /// Sums a counter of IPv4 and IPv6 (`Udp.X` and `Udp6.X`).
 fn both(w: &WitnessReport, name: &str) -> Option<u64> {
-    let a = w.kernel.get(&format!("Udp.{name}"));
-    let b = w.kernel.get(&format!("Udp6.{name}"));
+    udp_sum(&w.kernel, name)
+}
+
+/// The same over the inner span; the outer one where an older agent sent none.
+fn both_inner(w: &WitnessReport, name: &str) -> Option<u64> {
+    udp_sum(&w.kernel_inner, name).or_else(|| both(w, name))
+}
+
+fn udp_sum(map: &std::collections::BTreeMap<String, i64>, name: &str) -> Option<u64> {
+    let a = map.get(&format!("Udp.{name}"));
+    let b = map.get(&format!("Udp6.{name}"));
     (a.is_some() || b.is_some()).then(|| (a.copied().unwrap_or(0) + b.copied().unwrap_or(0)).max(0) as u64)
 }
 
@@ -156,6 +167,7 @@ fn judge_sockets(spec: &TestSpec, w: &WitnessReport, end: &str) -> (Vec<WitnessC
                 "bytes",
                 false,
                 2 * f * u64::from(spec.message_size) + t.read_spread_bytes,
+                t.kernel_sent,
                 0,
             );
         }
@@ -169,6 +181,7 @@ fn judge_sockets(spec: &TestSpec, w: &WitnessReport, end: &str) -> (Vec<WitnessC
                 "bytes",
                 false,
                 2 * f * u64::from(spec.recv_size) + t.read_spread_bytes,
+                t.kernel_received,
                 0,
             );
         }
@@ -176,15 +189,18 @@ fn judge_sockets(spec: &TestSpec, w: &WitnessReport, end: &str) -> (Vec<WitnessC
     (j.checks, j.warnings)
 }
 
-/// The host checks of one set of host counters: `w` holds netrig's figures
-/// of every end that reads them (both, on one host and namespace).
+/// The host checks of one end, over its own window: `peer` is the other end
+/// when both read the same host counters (one host and namespace), whose
+/// traffic those counters then carry too (it is explained, not other).
 fn judge_host(
     spec: &TestSpec,
     w: &WitnessReport,
     end: &str,
     v6: bool,
     mss: Option<u32>,
+    peer: Option<&WitnessReport>,
 ) -> (Vec<WitnessCheck>, Vec<String>) {
+    let peer_of = |f: fn(&WitnessReport) -> u64| peer.map_or(0, f);
     let mut j = Judge {
         end,
         checks: Vec::new(),
@@ -209,7 +225,8 @@ fn judge_host(
                     "sends (a GSO send is one)",
                     true,
                     slack,
-                    w.udp_messages_sent,
+                    both_inner(w, "OutDatagrams").unwrap_or(k),
+                    w.udp_messages_sent + peer_of(|p| p.udp_messages_sent),
                 );
             }
         }
@@ -224,7 +241,8 @@ fn judge_host(
                     "buffers delivered (a GRO batch is one)",
                     true,
                     slack,
-                    w.udp_buffers_received,
+                    both_inner(w, "InDatagrams").unwrap_or(k),
+                    w.udp_buffers_received + peer_of(|p| p.udp_buffers_received),
                 );
             }
         }
@@ -249,7 +267,10 @@ fn judge_host(
                 "segments sent (data, ACKs and retransmissions of every socket)",
                 true,
                 2 * flows * u64::from(spec.message_size).div_ceil(mss),
-                least,
+                w.kernel_inner
+                    .get("Tcp.OutSegs")
+                    .map_or((*k).max(0) as u64, |v| (*v).max(0) as u64),
+                least + peer_of(|p| p.payload_sent) / mss,
             );
             j.checks.append(&mut jj.checks);
             // ACKs and other sockets make the kernel's count larger: only a
@@ -264,6 +285,13 @@ fn judge_host(
         let names = names.join("+");
         let tx: u64 = w.interfaces.iter().map(|i| i.tx_bytes).sum();
         let rx: u64 = w.interfaces.iter().map(|i| i.rx_bytes).sum();
+        let inner = if w.interfaces_inner.is_empty() {
+            &w.interfaces
+        } else {
+            &w.interfaces_inner
+        };
+        let tx_inner: u64 = inner.iter().map(|i| i.tx_bytes).sum();
+        let rx_inner: u64 = inner.iter().map(|i| i.rx_bytes).sum();
         let slack =
             2 * flows * size.max(u64::from(spec.recv_size)) * if udp_stream { CALL_MESSAGES } else { 1 };
         // UDP: the headers are known, so what is beyond them is other traffic.
@@ -275,9 +303,43 @@ fn judge_host(
             }
         };
         // One host: loopback carries each frame once, counted as sent and received.
-        for (figure, payload, kernel, dir) in [
-            ("payload sent", w.payload_sent, tx, "tx_bytes"),
-            ("payload received", w.payload_received, rx, "rx_bytes"),
+        // Older agents report no queue-corrected figures: theirs stand in.
+        let out_of = |w: &WitnessReport| {
+            if w.payload_out > 0 {
+                w.payload_out
+            } else {
+                w.payload_sent
+            }
+        };
+        let in_of = |w: &WitnessReport| {
+            if w.payload_in > 0 {
+                w.payload_in
+            } else {
+                w.payload_received
+            }
+        };
+        let (out, inn) = (out_of(w), in_of(w));
+        // On one host the interface carries the peer's frames too.
+        let (peer_out, peer_in) = peer.map_or((0, 0), |p| (out_of(p), in_of(p)));
+        for (figure, payload, peer_payload, kernel, kernel_inner, dir, unit) in [
+            (
+                "payload sent",
+                out,
+                peer_out,
+                tx,
+                tx_inner,
+                "tx_bytes",
+                "payload bytes that left (written, less the growth of TCP's unsent queues)",
+            ),
+            (
+                "payload received",
+                inn,
+                peer_in,
+                rx,
+                rx_inner,
+                "rx_bytes",
+                "payload bytes that came in (read, plus the growth of TCP's unread queues)",
+            ),
         ] {
             if payload == 0 {
                 continue;
@@ -290,13 +352,14 @@ fn judge_host(
             jj.check(
                 figure,
                 payload,
-                "payload bytes",
+                unit,
                 kernel,
                 &format!("{names} {dir}"),
                 "bytes on the wire, headers included",
                 true,
                 slack,
-                explained(payload),
+                kernel_inner,
+                explained(payload) + explained(peer_payload),
             );
             j.checks.append(&mut jj.checks);
             // TCP's headers and acknowledgements are not known here, nor
@@ -348,32 +411,11 @@ pub fn judge(
             warnings.extend(warn);
         }
     }
-    match (local, remote) {
-        // One host and namespace: its counters see both ends' traffic at once.
-        (Some(l), Some(r)) if shared => {
-            let both = WitnessReport {
-                payload_sent: l.payload_sent + r.payload_sent,
-                payload_received: l.payload_received + r.payload_received,
-                udp_messages_sent: l.udp_messages_sent + r.udp_messages_sent,
-                udp_buffers_received: l.udp_buffers_received + r.udp_buffers_received,
-                ..l.clone()
-            };
-            let both = WitnessReport {
-                tcp: l.tcp.clone().or_else(|| r.tcp.clone()),
-                ..both
-            };
-            let (c, warn) = judge_host(spec, &both, "both", v6, mss);
+    for (w, end, peer) in [(local, "local", remote), (remote, "remote", local)] {
+        if let Some(w) = w {
+            let (c, warn) = judge_host(spec, w, end, v6, mss, peer.filter(|_| shared));
             out.checks.extend(c);
             warnings.extend(warn);
-        }
-        _ => {
-            for (w, end) in [(local, "local"), (remote, "remote")] {
-                if let Some(w) = w {
-                    let (c, warn) = judge_host(spec, w, end, v6, mss);
-                    out.checks.extend(c);
-                    warnings.extend(warn);
-                }
-            }
         }
     }
     (out, warnings)

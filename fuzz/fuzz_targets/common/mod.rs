@@ -19,6 +19,11 @@ pub fn assert_bounded(s: &TestSpec, limits: &AgentLimits) {
         "accepted by the agent but not by netrig's own bounds: {s:?}"
     );
     assert!(s.flows >= 1 && s.flows <= limits.max_flows, "flows {}", s.flows);
+    if let Some(w) = s.workers {
+        assert!(w >= 1 && w <= limits.max_workers, "-T {w}");
+    }
+    // What one worker allocates is bounded whatever the spec says.
+    assert!(s.worker_buffer_bytes() <= 2 * u64::from(limits.max_message_size) + (8 << 20) + (64 << 20));
     let conns = s.connections();
     assert!(conns <= 2 * u64::from(limits.max_flows), "connections {conns}");
     let plan = s.flow_plan();
