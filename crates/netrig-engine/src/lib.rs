@@ -14,6 +14,7 @@ pub mod flow;
 pub mod intake;
 pub mod latencies;
 mod pace;
+mod reactor;
 pub mod rr;
 pub mod runner;
 pub mod sockopt;
