@@ -40,7 +40,6 @@ pub(crate) const IDLE: Duration = Duration::from_millis(10);
 /// What the reactor lends a handler on each call: the registry (to register
 /// or drop sources), its timer, and whether the window has closed.
 pub(crate) struct Io<'a> {
-    #[allow(dead_code)] // until tcp-rr moves onto the reactor
     pub(crate) registry: &'a Registry,
     pub(crate) timer: Option<&'a Timer>,
     /// When the window closed (`stop` was seen), if it has.
@@ -79,7 +78,6 @@ impl Ready {
     }
 
     /// Something to read: data, end of file or an error to collect.
-    #[allow(dead_code)] // until tcp-rr moves onto the reactor
     pub(crate) fn has_input(self) -> bool {
         self.readable || self.read_closed || self.error
     }
