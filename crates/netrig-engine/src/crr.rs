@@ -19,7 +19,7 @@
 use crate::flow::{FirstConnection, FlowSlot, TransientEnd, WorkerEnd};
 use crate::intake::WorkerIntake;
 use crate::latencies::Latencies;
-use crate::reactor::{Handler, Io, Reactor, Ready, IDLE};
+use crate::reactor::{Handler, Io, Now, Reactor, Ready, IDLE};
 use crate::sockopt;
 use crate::txn::{Answerer, Moved, Pacer, TIMER};
 use crate::workload::{WorkerControl, Workload};
@@ -251,7 +251,8 @@ impl Handler for Worker<'_> {
         Ok(())
     }
 
-    fn on_tick(&mut self, io: &Io<'_>, now: Instant) -> Result<Duration, EngineError> {
+    fn on_tick(&mut self, io: &Io<'_>, now: &Now) -> Result<Duration, EngineError> {
+        let now = now.get();
         self.latency.flush();
         // The peer's new connections (an error ends the worker, intake and all).
         if let Some(rx) = self.arrivals.take() {
@@ -324,7 +325,7 @@ impl Handler for Worker<'_> {
         self.ctl.drain.min(self.cfg.timeout)
     }
 
-    fn is_done(&self, _io: &Io<'_>, _now: Instant) -> bool {
+    fn is_done(&self, _io: &Io<'_>, _now: &Now) -> bool {
         self.stopping && self.live == 0
     }
 

@@ -19,11 +19,17 @@
 //!    [`Handler::on_timer`] for the reactor's timer, [`Handler::on_token`]
 //!    for the kind's other reserved tokens (a pacer's timer, an intake's
 //!    waker).
+//!
+//! The reactor reads the clock only when it must (at stop, and each turn of
+//! a drain, for its deadline); a turn's time is a [`Now`] that reads the
+//! clock on first use, so a kind whose hot path needs no time (an unpaced
+//! stream) reads none.
 
 use crate::txn::Timer;
 use crate::{EngineError, WorkerEnd};
 use mio::event::Event;
 use mio::{Events, Poll, Registry, Token};
+use std::cell::Cell;
 use std::io;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -55,6 +61,25 @@ impl Io<'_> {
     /// The reactor's timer; the handler asked for one when it made the reactor.
     pub(crate) fn timer(&self) -> &Timer {
         self.timer.expect("this reactor was made with a timer")
+    }
+}
+
+/// The time of one turn of the loop, read from the clock on first use only:
+/// a turn that needs no time (an unpaced stream's) reads no clock.
+#[derive(Default)]
+pub(crate) struct Now(Cell<Option<Instant>>);
+
+impl Now {
+    /// This turn's time: the clock's the first time it is asked.
+    pub(crate) fn get(&self) -> Instant {
+        match self.0.get() {
+            Some(t) => t,
+            None => {
+                let t = Instant::now();
+                self.0.set(Some(t));
+                t
+            }
+        }
     }
 }
 
@@ -90,8 +115,8 @@ pub(crate) trait Handler {
     fn on_ready(&mut self, io: &Io<'_>, index: usize, ready: Ready) -> Result<(), EngineError>;
 
     /// The reactor's timer fired.
-    fn on_timer(&mut self, io: &Io<'_>, now: Instant) -> Result<(), EngineError> {
-        let _ = (io, now);
+    fn on_timer(&mut self, io: &Io<'_>) -> Result<(), EngineError> {
+        let _ = io;
         Ok(())
     }
 
@@ -103,7 +128,7 @@ pub(crate) trait Handler {
 
     /// Each turn, before the poll: the kind's own work. Returns how long
     /// the poll may wait.
-    fn on_tick(&mut self, io: &Io<'_>, now: Instant) -> Result<Duration, EngineError>;
+    fn on_tick(&mut self, io: &Io<'_>, now: &Now) -> Result<Duration, EngineError>;
 
     /// The window closed: senders stop, receivers begin to drain. Returns
     /// the longest the drain may last.
@@ -111,7 +136,7 @@ pub(crate) trait Handler {
 
     /// True when the worker has nothing left to do: every flow finished
     /// (before the window closed, e.g. a byte quota sent) or drained.
-    fn is_done(&self, io: &Io<'_>, now: Instant) -> bool;
+    fn is_done(&self, io: &Io<'_>, now: &Now) -> bool;
 
     /// The worker's figures, once the loop has ended.
     fn finish(self, io: &Io<'_>) -> WorkerEnd;
@@ -162,16 +187,17 @@ impl Reactor {
         let mut stopped_at: Option<Instant> = None;
         let mut deadline: Option<Instant> = None;
         loop {
-            let now = Instant::now();
+            let now = Now::default();
             let wait = {
                 if stopped_at.is_none() && stop.load(Ordering::Relaxed) {
-                    stopped_at = Some(now);
+                    let t = now.get();
+                    stopped_at = Some(t);
                     let io = self.io(stopped_at);
-                    deadline = Some(now + handler.on_stop(&io, now));
+                    deadline = Some(t + handler.on_stop(&io, t));
                 }
                 let io = self.io(stopped_at);
-                let wait = handler.on_tick(&io, now)?;
-                if handler.is_done(&io, now) || deadline.is_some_and(|d| now >= d) {
+                let wait = handler.on_tick(&io, &now)?;
+                if handler.is_done(&io, &now) || deadline.is_some_and(|d| now.get() >= d) {
                     break;
                 }
                 wait
@@ -188,7 +214,7 @@ impl Reactor {
             };
             for ev in self.events.iter() {
                 match ev.token() {
-                    TIMER => handler.on_timer(&io, Instant::now())?,
+                    TIMER => handler.on_timer(&io)?,
                     Token(t) if t >= RESERVED => handler.on_token(&io, Token(t))?,
                     Token(i) => handler.on_ready(&io, i, Ready::of(ev))?,
                 }
@@ -265,13 +291,13 @@ mod tests {
             Ok(())
         }
 
-        fn on_timer(&mut self, io: &Io<'_>, _now: Instant) -> Result<(), EngineError> {
+        fn on_timer(&mut self, io: &Io<'_>) -> Result<(), EngineError> {
             io.timer().clear();
             self.seen.timers += 1;
             Ok(())
         }
 
-        fn on_tick(&mut self, io: &Io<'_>, _now: Instant) -> Result<Duration, EngineError> {
+        fn on_tick(&mut self, io: &Io<'_>, _now: &Now) -> Result<Duration, EngineError> {
             self.seen.ticks += 1;
             if io.draining() {
                 self.seen.drain_ticks += 1;
@@ -292,7 +318,7 @@ mod tests {
             self.drain
         }
 
-        fn is_done(&self, io: &Io<'_>, _now: Instant) -> bool {
+        fn is_done(&self, io: &Io<'_>, _now: &Now) -> bool {
             let s = &self.seen;
             (io.draining() && self.drained_after.is_some_and(|n| s.drain_ticks >= n))
                 || self.done_after.is_some_and(|n| s.ticks >= n)
@@ -425,6 +451,21 @@ mod tests {
         let r = Reactor::new(false).unwrap().run(h, &stop);
         assert!(matches!(r, Err(EngineError::Setup(_))));
         assert_eq!(seen.ticks, 2);
+    }
+
+    /// A turn's time is read once, when first asked.
+    #[test]
+    fn a_turn_reads_the_clock_once() {
+        let before = Instant::now();
+        let now = Now::default();
+        std::thread::sleep(Duration::from_millis(2));
+        let t = now.get();
+        assert!(
+            t >= before + Duration::from_millis(2),
+            "read when asked, not when made"
+        );
+        std::thread::sleep(Duration::from_millis(2));
+        assert_eq!(now.get(), t);
     }
 
     extern "C" fn ignore(_: libc::c_int) {}

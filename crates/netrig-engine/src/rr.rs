@@ -13,7 +13,7 @@
 use crate::flow::SocketHandle;
 use crate::flow::WorkerEnd;
 use crate::latencies::Latencies;
-use crate::reactor::{Handler, Io, Reactor, Ready, IDLE};
+use crate::reactor::{Handler, Io, Now, Reactor, Ready, IDLE};
 use crate::sockopt;
 use crate::txn::{Answerer, Moved, Pacer, TIMER};
 use crate::workload::{WorkerControl, Workload};
@@ -194,7 +194,7 @@ impl Handler for Worker<'_> {
         Ok(())
     }
 
-    fn on_tick(&mut self, io: &Io<'_>, _now: Instant) -> Result<Duration, EngineError> {
+    fn on_tick(&mut self, io: &Io<'_>, _now: &Now) -> Result<Duration, EngineError> {
         self.cx.latency.flush();
         let cfg = self.cfg;
         // Open loop: issue every request that is due.
@@ -239,7 +239,7 @@ impl Handler for Worker<'_> {
         self.cx.ctl.drain
     }
 
-    fn is_done(&self, _io: &Io<'_>, _now: Instant) -> bool {
+    fn is_done(&self, _io: &Io<'_>, _now: &Now) -> bool {
         self.live == 0
     }
 

@@ -6,7 +6,7 @@
 
 use crate::flow::SocketHandle;
 use crate::pace::Schedule;
-use crate::reactor::{Handler, Io, Reactor, Ready, IDLE};
+use crate::reactor::{Handler, Io, Now, Reactor, Ready, IDLE};
 use crate::sockopt;
 use crate::workload::{WorkerControl, Workload};
 use crate::{EngineError, Flow, FlowEnd, WorkerEnd};
@@ -237,7 +237,7 @@ impl Handler for Worker<'_> {
     // The timer's expiry is not read: re-arming resets it, and each expiry
     // wakes the edge-triggered poll anew; on_tick sends what is due.
 
-    fn on_tick(&mut self, io: &Io<'_>, _now: Instant) -> Result<Duration, EngineError> {
+    fn on_tick(&mut self, io: &Io<'_>, _now: &Now) -> Result<Duration, EngineError> {
         let cfg = self.cfg;
         // Paced senders: begin what is due, then sleep until the next one.
         if !io.draining()
@@ -280,7 +280,7 @@ impl Handler for Worker<'_> {
         self.ctl.drain
     }
 
-    fn is_done(&self, _io: &Io<'_>, _now: Instant) -> bool {
+    fn is_done(&self, _io: &Io<'_>, _now: &Now) -> bool {
         self.live == 0
     }
 

@@ -17,7 +17,7 @@
 
 use crate::flow::SocketHandle;
 use crate::pace::Schedule;
-use crate::reactor::{Handler, Io, Reactor, Ready, IDLE};
+use crate::reactor::{Handler, Io, Now, Reactor, Ready, IDLE};
 use crate::sockopt;
 use crate::workload::{WorkerControl, Workload};
 use crate::{EngineError, Flow, FlowEnd, WorkerEnd};
@@ -507,7 +507,7 @@ impl Handler for Worker<'_> {
     // The timer's expiry is not read: re-arming resets it, and each expiry
     // wakes the edge-triggered poll anew; on_tick sends what is due.
 
-    fn on_tick(&mut self, io: &Io<'_>, now: Instant) -> Result<Duration, EngineError> {
+    fn on_tick(&mut self, io: &Io<'_>, now: &Now) -> Result<Duration, EngineError> {
         let (cfg, ctl) = (self.cfg, self.ctl);
         if !io.draining() {
             // Unpaced senders with room keep sending without waiting for an edge.
@@ -523,7 +523,7 @@ impl Handler for Worker<'_> {
         if !io.draining()
             && self
                 .next_due
-                .is_some_and(|d| d <= now + Duration::from_micros(20))
+                .is_some_and(|d| d <= now.get() + Duration::from_micros(20))
         {
             let mut earliest: Option<Instant> = None;
             for f in self
@@ -535,7 +535,7 @@ impl Handler for Worker<'_> {
                     earliest = Some(earliest.map_or(d, |e: Instant| e.min(d)));
                 }
             }
-            self.next_due = earliest.or(Some(now + Duration::from_millis(1)));
+            self.next_due = earliest.or(Some(now.get() + Duration::from_millis(1)));
         }
         if let (Some(t), Some(d)) = (io.timer, self.next_due) {
             t.arm_at(d);
@@ -550,14 +550,14 @@ impl Handler for Worker<'_> {
         DRAIN_MAX
     }
 
-    fn is_done(&self, io: &Io<'_>, now: Instant) -> bool {
+    fn is_done(&self, io: &Io<'_>, now: &Now) -> bool {
         // Receivers drain until quiet, within DRAIN_MAX.
         io.draining()
             && self
                 .fl
                 .iter()
                 .filter(|f| !f.done)
-                .all(|f| now.duration_since(f.last_rx) >= DRAIN_QUIET)
+                .all(|f| now.get().duration_since(f.last_rx) >= DRAIN_QUIET)
     }
 
     fn finish(self, _io: &Io<'_>) -> WorkerEnd {

@@ -9,7 +9,7 @@
 
 use crate::flow::SocketHandle;
 use crate::latencies::Latencies;
-use crate::reactor::{Handler, Io, Reactor, Ready, IDLE};
+use crate::reactor::{Handler, Io, Now, Reactor, Ready, IDLE};
 use crate::sockopt;
 use crate::txn::Pacer;
 use crate::workload::{WorkerControl, Workload};
@@ -327,7 +327,7 @@ impl Handler for Worker<'_> {
         Ok(())
     }
 
-    fn on_timer(&mut self, io: &Io<'_>, _now: Instant) -> Result<(), EngineError> {
+    fn on_timer(&mut self, io: &Io<'_>) -> Result<(), EngineError> {
         io.timer().clear();
         Ok(())
     }
@@ -341,7 +341,8 @@ impl Handler for Worker<'_> {
         Ok(())
     }
 
-    fn on_tick(&mut self, io: &Io<'_>, now: Instant) -> Result<Duration, EngineError> {
+    fn on_tick(&mut self, io: &Io<'_>, now: &Now) -> Result<Duration, EngineError> {
+        let now = now.get();
         self.latency.flush();
         let (cfg, test_id) = (self.cfg, self.ctl.test_id);
         let recording = self.ctl.recording.load(Ordering::Relaxed);
@@ -402,7 +403,8 @@ impl Handler for Worker<'_> {
         bound.min(self.ctl.drain)
     }
 
-    fn is_done(&self, io: &Io<'_>, now: Instant) -> bool {
+    fn is_done(&self, io: &Io<'_>, now: &Now) -> bool {
+        let now = now.get();
         io.draining()
             && !self.fl.iter().any(|f| match f.flow.role {
                 Role::Requester => f.unanswered > 0,
