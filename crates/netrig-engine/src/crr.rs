@@ -17,14 +17,15 @@
 //! transaction timeout.
 
 use crate::flow::{FirstConnection, FlowSlot, TransientEnd, WorkerEnd};
-use crate::intake::{WorkerIntake, WAKE};
+use crate::intake::WorkerIntake;
 use crate::latencies::Latencies;
+use crate::reactor::{Handler, Io, Now, Reactor, Ready, IDLE};
 use crate::sockopt;
 use crate::txn::{Answerer, Moved, Pacer, TIMER};
 use crate::workload::{WorkerControl, Workload};
 use crate::TxnParams;
 use crate::{EngineError, Flow};
-use mio::{Events, Interest, Poll, Token};
+use mio::{Interest, Registry, Token};
 use netrig_proto::report::{ConnectErrors, Role};
 use netrig_proto::spec::{SocketOptions, MAX_CRR_IN_FLIGHT};
 use netrig_proto::DataHello;
@@ -34,6 +35,7 @@ use std::io::{self, IoSlice, Read, Write};
 use std::net::TcpStream;
 use std::os::fd::AsRawFd;
 use std::sync::atomic::Ordering;
+use std::sync::mpsc::Receiver;
 use std::time::{Duration, Instant};
 
 /// Closed loop: how long a flow whose transaction failed at once (refused,
@@ -128,7 +130,8 @@ struct FlowState {
 struct Worker<'a> {
     cfg: &'a CrrWorkload,
     ctl: &'a WorkerControl,
-    poll: Poll,
+    /// The responder's intake: the peer's connections, greeting read.
+    arrivals: Option<Receiver<(DataHello, TcpStream)>>,
     flows: Vec<FlowState>,
     /// Flow id → index in `flows` (the responder looks up each arrival's flow).
     by_id: HashMap<u32, usize>,
@@ -170,15 +173,16 @@ impl Workload for CrrWorkload {
         ctl: &WorkerControl,
     ) -> Result<WorkerEnd, EngineError> {
         let setup = |e: io::Error| EngineError::Setup(format!("worker event loop: {e}"));
-        let (poll, arrivals) = match intake {
-            Some(i) => (i.poll, Some(i.arrivals)),
-            None => (Poll::new().map_err(setup)?, None),
+        // The intake's poll holds its waker (as WAKE).
+        let (mut reactor, arrivals) = match intake {
+            Some(i) => (Reactor::with_poll(i.poll, false)?, Some(i.arrivals)),
+            None => (Reactor::new(false)?, None),
         };
-        let pacer = self.txn.pacer(poll.registry()).map_err(setup)?;
+        let pacer = self.txn.pacer(reactor.registry()).map_err(setup)?;
         let mut w = Worker {
             cfg: self,
             ctl,
-            poll,
+            arrivals,
             by_id: flows.iter().enumerate().map(|(i, f)| (f.id, i)).collect(),
             flows: flows
                 .into_iter()
@@ -228,12 +232,109 @@ impl Workload for CrrWorkload {
                     .extend(std::iter::repeat_n(i, self.txn.burst.max(1) as usize)),
             }
         }
-        w.run(arrivals.as_ref())?;
+        reactor.run(w, &ctl.stop)
+    }
+}
+
+impl Handler for Worker<'_> {
+    fn on_ready(&mut self, _io: &Io<'_>, slot: usize, _ready: Ready) -> Result<(), EngineError> {
+        self.advance(slot)
+    }
+
+    fn on_token(&mut self, _io: &Io<'_>, token: Token) -> Result<(), EngineError> {
+        // (The intake's WAKE only wakes the poll: on_tick takes the arrivals.)
+        if token == TIMER {
+            if let Some(p) = &mut self.pacer {
+                p.on_timer();
+            }
+        }
+        Ok(())
+    }
+
+    fn on_tick(&mut self, io: &Io<'_>, now: &Now) -> Result<Duration, EngineError> {
+        let now = now.get();
+        self.latency.flush();
+        // The peer's new connections (an error ends the worker, intake and all).
+        if let Some(rx) = self.arrivals.take() {
+            while let Ok((hello, sock)) = rx.try_recv() {
+                self.arrive(io.registry, hello, sock)?;
+            }
+            self.arrivals = Some(rx);
+        }
+        self.expire(now);
+        // Open loop: start every transaction that is due.
+        while let Some((due, i)) = self.pacer.as_mut().and_then(Pacer::next_due) {
+            let recording = self.recording();
+            let pacer = self.pacer.as_mut().expect("open loop");
+            if self.flows[i].in_flight >= MAX_CRR_IN_FLIGHT {
+                // Too many connections open: this one waits, still timed from when it was due.
+                pacer.defer(i, due);
+                continue;
+            }
+            pacer.issued(i, due, recording);
+            pacer.sent(due, Instant::now(), recording);
+            self.start(io.registry, i, Some(due))?;
+        }
+        // Closed loop: replace each transaction that ended. One that fails
+        // at once (refused, no local port left) tries again after
+        // FAILED_RETRY, so that a lasting failure neither spins a CPU nor
+        // counts as many failures as the CPU can make.
+        if self.retry_at.is_some_and(|t| now >= t) {
+            self.restart.append(&mut self.retry);
+            self.retry_at = None;
+        }
+        let mut again = Vec::new();
+        for i in std::mem::take(&mut self.restart) {
+            if !self.start(io.registry, i, None)? {
+                again.push(i);
+            }
+        }
+        if !again.is_empty() {
+            self.retry.extend(again);
+            self.retry_at.get_or_insert(now + FAILED_RETRY);
+        }
+        // (A transaction that ended inside start() already queued its successor.)
+        let mut wait = if !self.restart.is_empty() {
+            Duration::ZERO
+        } else {
+            let now = Instant::now();
+            let next = self
+                .deadlines
+                .front()
+                .map(|(d, _, _)| *d + Duration::from_millis(1))
+                .into_iter()
+                .chain(self.retry_at)
+                .min();
+            next.map_or(IDLE, |d| d.saturating_duration_since(now).min(IDLE))
+        };
+        if let Some(p) = &mut self.pacer {
+            wait = p.arm(wait);
+        }
+        Ok(wait)
+    }
+
+    fn on_stop(&mut self, _io: &Io<'_>, _now: Instant) -> Duration {
+        // No new transactions; those in flight finish or time out.
+        self.stopping = true;
+        self.restart.clear();
+        self.retry.clear();
+        self.retry_at = None;
+        if let Some(p) = &mut self.pacer {
+            p.stop();
+        }
+        self.ctl.drain.min(self.cfg.timeout)
+    }
+
+    fn is_done(&self, _io: &Io<'_>, _now: &Now) -> bool {
+        self.stopping && self.live == 0
+    }
+
+    fn finish(self, _io: &Io<'_>) -> WorkerEnd {
         let requester = |f: &FlowState| f.slot.role == Role::Requester;
-        Ok(WorkerEnd {
-            latency: Some(w.latency.into_window()),
-            schedule: w.pacer.map(|p| p.stats),
-            transient: w
+        WorkerEnd {
+            latency: Some(self.latency.into_window()),
+            schedule: self.pacer.map(|p| p.stats),
+            transient: self
                 .flows
                 .into_iter()
                 .filter(|f| requester(f) || f.first.is_some())
@@ -244,7 +345,7 @@ impl Workload for CrrWorkload {
                 })
                 .collect(),
             ..WorkerEnd::default()
-        })
+        }
     }
 }
 
@@ -253,112 +354,20 @@ impl Worker<'_> {
         self.ctl.recording.load(Ordering::Relaxed)
     }
 
-    fn run(
-        &mut self,
-        arrivals: Option<&std::sync::mpsc::Receiver<(DataHello, TcpStream)>>,
-    ) -> Result<(), EngineError> {
-        let setup = |e: io::Error| EngineError::Setup(format!("worker event loop: {e}"));
-        let mut events = Events::with_capacity(1024);
-        let mut drain_deadline = None;
-        loop {
-            self.latency.flush();
-            let now = Instant::now();
-            if !self.stopping && self.ctl.stop.load(Ordering::Relaxed) {
-                // No new transactions; those in flight finish or time out.
-                self.stopping = true;
-                self.restart.clear();
-                self.retry.clear();
-                self.retry_at = None;
-                if let Some(p) = &mut self.pacer {
-                    p.stop();
-                }
-                drain_deadline = Some(now + self.ctl.drain.min(self.cfg.timeout));
-            }
-            if let Some(rx) = arrivals {
-                while let Ok((hello, sock)) = rx.try_recv() {
-                    self.arrive(hello, sock)?;
-                }
-            }
-            if self.stopping && (self.live == 0 || drain_deadline.is_some_and(|d| now >= d)) {
-                return Ok(());
-            }
-            self.expire(now);
-            // Open loop: start every transaction that is due.
-            while let Some((due, i)) = self.pacer.as_mut().and_then(Pacer::next_due) {
-                let recording = self.recording();
-                let pacer = self.pacer.as_mut().expect("open loop");
-                if self.flows[i].in_flight >= MAX_CRR_IN_FLIGHT {
-                    // Too many connections open: this one waits, still timed from when it was due.
-                    pacer.defer(i, due);
-                    continue;
-                }
-                pacer.issued(i, due, recording);
-                pacer.sent(due, Instant::now(), recording);
-                self.start(i, Some(due))?;
-            }
-            // Closed loop: replace each transaction that ended. One that fails
-            // at once (refused, no local port left) tries again after
-            // FAILED_RETRY, so that a lasting failure neither spins a CPU nor
-            // counts as many failures as the CPU can make.
-            if self.retry_at.is_some_and(|t| now >= t) {
-                self.restart.append(&mut self.retry);
-                self.retry_at = None;
-            }
-            let mut again = Vec::new();
-            for i in std::mem::take(&mut self.restart) {
-                if !self.start(i, None)? {
-                    again.push(i);
-                }
-            }
-            if !again.is_empty() {
-                self.retry.extend(again);
-                self.retry_at.get_or_insert(now + FAILED_RETRY);
-            }
-            // (A transaction that ended inside start() already queued its successor.)
-            let mut wait = if !self.restart.is_empty() {
-                Duration::ZERO
-            } else {
-                let now = Instant::now();
-                let next = self
-                    .deadlines
-                    .front()
-                    .map(|(d, _, _)| *d + Duration::from_millis(1))
-                    .into_iter()
-                    .chain(self.retry_at)
-                    .min();
-                next.map_or(Duration::from_millis(10), |d| {
-                    d.saturating_duration_since(now).min(Duration::from_millis(10))
-                })
-            };
-            if let Some(p) = &mut self.pacer {
-                wait = p.arm(wait);
-            }
-            match self.poll.poll(&mut events, Some(wait)) {
-                Ok(()) => {}
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) => return Err(setup(e)),
-            }
-            for ev in events.iter() {
-                match ev.token() {
-                    TIMER => {
-                        if let Some(p) = &mut self.pacer {
-                            p.on_timer();
-                        }
-                    }
-                    WAKE => {} // arrivals are taken at the top of the loop
-                    Token(slot) => self.advance(slot)?,
-                }
-            }
-        }
-    }
-
     /// Puts a connection in a free slot and watches it.
-    fn open(&mut self, sock: TcpStream, flow: usize, step: Step, t0: Instant) -> Result<usize, io::Error> {
+    fn open(
+        &mut self,
+        registry: &Registry,
+        sock: TcpStream,
+        flow: usize,
+        step: Step,
+        t0: Instant,
+    ) -> Result<usize, io::Error> {
         let slot = self.free.pop().unwrap_or_else(|| {
             self.conns.push(None);
             self.conns.len() - 1
         });
-        if let Err(e) = self.poll.registry().register(
+        if let Err(e) = registry.register(
             &mut mio::unix::SourceFd(&sock.as_raw_fd()),
             Token(slot),
             Interest::READABLE | Interest::WRITABLE,
@@ -392,7 +401,7 @@ impl Worker<'_> {
 
     /// Starts a transaction of requester flow `i`, due at `due` in open loop.
     /// False if it failed at once (counted).
-    fn start(&mut self, i: usize, due: Option<Instant>) -> Result<bool, EngineError> {
+    fn start(&mut self, registry: &Registry, i: usize, due: Option<Instant>) -> Result<bool, EngineError> {
         let connector = self.flows[i]
             .slot
             .connect
@@ -420,7 +429,7 @@ impl Worker<'_> {
             Err(e) if e.raw_os_error() == Some(libc::EINPROGRESS) => Step::Connecting,
             Err(e) => return Ok(self.failed_at_once(i, e)),
         };
-        let slot = match self.open(sock.into(), i, step, due.unwrap_or(t0)) {
+        let slot = match self.open(registry, sock.into(), i, step, due.unwrap_or(t0)) {
             Ok(s) => s,
             Err(e) => return Ok(self.failed_at_once(i, e)),
         };
@@ -498,7 +507,7 @@ impl Worker<'_> {
     }
 
     /// A connection of the peer's, its greeting read: answer it.
-    fn arrive(&mut self, hello: DataHello, sock: TcpStream) -> Result<(), EngineError> {
+    fn arrive(&mut self, registry: &Registry, hello: DataHello, sock: TcpStream) -> Result<(), EngineError> {
         let Some(&i) = self.by_id.get(&hello.flow) else {
             log::debug!(
                 "a connection for flow {}, which this test does not have; closed",
@@ -520,7 +529,7 @@ impl Worker<'_> {
             });
         }
         let answer = Answerer::new(self.cfg.txn.request_size, self.cfg.txn.response_size, 1);
-        match self.open(sock, i, Step::Answering(answer), Instant::now()) {
+        match self.open(registry, sock, i, Step::Answering(answer), Instant::now()) {
             Ok(slot) => self.advance(slot),
             Err(e) => {
                 log::debug!("flow {}: {e}; closed", hello.flow);

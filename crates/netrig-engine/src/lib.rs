@@ -1,9 +1,9 @@
 //! The data path, the same on both ends.
 //!
 //! A test's flows are split over a few worker threads; each worker owns its
-//! flows and drives them from its own event loop (mio), with no locks and no
-//! allocation per message. Workers publish per-flow byte counts in atomics;
-//! the [`runner`] samples them on the measurement schedule (omit, intervals,
+//! flows and drives them from its own event loop (the `reactor`, over mio),
+//! with no locks and no allocation per message. Workers publish per-flow
+//! byte counts in atomics; the [`runner`] samples them on the measurement schedule (omit, intervals,
 //! end of window) from the calling thread, so the hot loop never looks at a
 //! clock. What a flow does with its socket is a [`Workload`]: a new test kind
 //! is a new workload, not a new branch in the runner.
@@ -14,6 +14,7 @@ pub mod flow;
 pub mod intake;
 pub mod latencies;
 mod pace;
+mod reactor;
 pub mod rr;
 pub mod runner;
 pub mod sockopt;

@@ -13,12 +13,13 @@
 use crate::flow::SocketHandle;
 use crate::flow::WorkerEnd;
 use crate::latencies::Latencies;
+use crate::reactor::{Handler, Io, Now, Reactor, Ready, IDLE};
 use crate::sockopt;
 use crate::txn::{Answerer, Moved, Pacer, TIMER};
 use crate::workload::{WorkerControl, Workload};
 use crate::TxnParams;
 use crate::{EngineError, Flow, FlowEnd};
-use mio::{Events, Interest, Poll, Token};
+use mio::{Interest, Registry, Token};
 use netrig_proto::report::{BufPair, Role};
 use netrig_proto::spec::MAX_IN_FLIGHT;
 use std::collections::VecDeque;
@@ -64,13 +65,13 @@ impl Conn {
         }
     }
 
-    fn finish(&mut self, poll: &Poll) {
+    fn finish(&mut self, registry: &Registry) {
         if !self.done {
             self.done = true;
             self.done_at.get_or_insert_with(Instant::now);
             self.final_buffers
                 .get_or_insert_with(|| sockopt::buffers(&self.flow.socket));
-            let _ = poll.registry().deregister(&mut self.sock);
+            let _ = registry.deregister(&mut self.sock);
         }
     }
 }
@@ -86,9 +87,9 @@ struct Ctx<'a> {
 impl Workload for RrWorkload {
     fn run_worker(&self, flows: Vec<Flow>, ctl: &WorkerControl) -> Result<WorkerEnd, EngineError> {
         let setup = |e: io::Error| EngineError::Setup(format!("worker event loop: {e}"));
-        let mut poll = Poll::new().map_err(setup)?;
+        let mut reactor = Reactor::new(false)?;
         let open_loop = self.txn.rate.is_some();
-        let pacer = self.txn.pacer(poll.registry()).map_err(setup)?;
+        let pacer = self.txn.pacer(reactor.registry()).map_err(setup)?;
         let mut cx = Ctx {
             ctl,
             latency: ctl.latencies(),
@@ -98,7 +99,8 @@ impl Workload for RrWorkload {
         for (i, flow) in flows.into_iter().enumerate() {
             flow.socket.tcp().map_err(setup)?;
             let mut sock = SocketHandle::new(&flow.socket).map_err(setup)?;
-            poll.registry()
+            reactor
+                .registry()
                 .register(&mut sock, Token(i), Interest::READABLE | Interest::WRITABLE)
                 .map_err(setup)?;
             let requester = flow.role == Role::Requester;
@@ -125,100 +127,125 @@ impl Workload for RrWorkload {
             }
             conns.push(c);
         }
-        let request = vec![0x5a_u8; self.txn.request_size.max(1)];
-        let response = vec![0xa5_u8; self.txn.response_size.clamp(1, 256 * 1024)];
-        let mut rbuf = vec![
-            0u8;
-            (self.txn.response_size.max(self.txn.request_size)
-                * self.txn.burst.max(1) as usize)
-                .clamp(64 * 1024, 4 << 20)
-        ];
-        let mut events = Events::with_capacity(1024);
-        let mut live = conns.len();
-        let mut drain_deadline: Option<Instant> = None;
+        let w = Worker {
+            cfg: self,
+            live: conns.len(),
+            conns,
+            cx,
+            request: vec![0x5a_u8; self.txn.request_size.max(1)],
+            response: vec![0xa5_u8; self.txn.response_size.clamp(1, 256 * 1024)],
+            rbuf: vec![
+                0u8;
+                (self.txn.response_size.max(self.txn.request_size) * self.txn.burst.max(1) as usize)
+                    .clamp(64 * 1024, 4 << 20)
+            ],
+        };
+        reactor.run(w, &ctl.stop)
+    }
+}
 
-        while live > 0 {
-            cx.latency.flush();
-            let now = Instant::now();
-            if drain_deadline.is_none() && ctl.stop.load(Ordering::Relaxed) {
-                for c in conns.iter_mut().filter(|c| !c.done) {
-                    c.final_buffers = Some(sockopt::buffers(&c.flow.socket));
-                    if c.flow.role == Role::Requester {
-                        // No more requests: the responder sees end of file once it has answered.
-                        let _ = c.flow.socket.tcp().and_then(|t| t.shutdown(Shutdown::Write));
-                    }
-                    c.draining = true;
+/// One worker's connections in the reactor.
+struct Worker<'a> {
+    cfg: &'a RrWorkload,
+    conns: Vec<Conn>,
+    /// Connections not yet done.
+    live: usize,
+    cx: Ctx<'a>,
+    request: Vec<u8>,
+    response: Vec<u8>,
+    rbuf: Vec<u8>,
+}
+
+impl Handler for Worker<'_> {
+    fn on_ready(&mut self, io: &Io<'_>, index: usize, ready: Ready) -> Result<(), EngineError> {
+        let cfg = self.cfg;
+        let Some(c) = self.conns.get_mut(index) else {
+            return Ok(());
+        };
+        if c.done {
+            return Ok(());
+        }
+        let finished = match c.flow.role {
+            Role::Requester => {
+                let mut fin = false;
+                if ready.has_input() {
+                    fin = cfg.read_responses(c, &mut self.rbuf, &mut self.cx)?;
                 }
-                if let Some(p) = &mut cx.pacer {
-                    p.stop();
+                if !fin && !c.draining {
+                    fin = cfg.write_requests(c, &self.request, &mut self.cx)?;
                 }
-                drain_deadline = Some(now + ctl.drain);
+                fin
             }
-            if drain_deadline.is_some_and(|d| now >= d) {
-                break;
-            }
-            // Open loop: issue every request that is due.
-            while let Some((due, i)) = cx.pacer.as_mut().and_then(Pacer::next_due) {
-                let c = &mut conns[i];
-                if c.done || c.draining {
-                    continue;
-                }
-                let pacer = cx.pacer.as_mut().expect("open loop");
-                if c.starts.len() >= MAX_IN_FLIGHT as usize {
-                    // The backlog is full: this request waits, still timed from when it was due.
-                    pacer.defer(i, due);
-                    continue;
-                }
-                c.starts.push_back(due);
-                c.to_send += 1;
-                pacer.issued(i, due, ctl.recording.load(Ordering::Relaxed));
-                if self.write_requests(c, &request, &mut cx)? {
-                    c.finish(&poll);
-                    live -= 1;
-                }
-            }
-            let mut wait = Duration::from_millis(10);
-            if let Some(p) = &mut cx.pacer {
-                wait = p.arm(wait);
-            }
-            match poll.poll(&mut events, Some(wait)) {
-                Ok(()) => {}
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) => return Err(setup(e)),
-            }
-            for ev in events.iter() {
-                if ev.token() == TIMER {
-                    if let Some(p) = &mut cx.pacer {
-                        p.on_timer();
-                    }
-                    continue;
-                }
-                let Some(c) = conns.get_mut(ev.token().0) else {
-                    continue;
-                };
-                if c.done {
-                    continue;
-                }
-                let finished = match c.flow.role {
-                    Role::Requester => {
-                        let mut fin = false;
-                        if ev.is_readable() || ev.is_read_closed() || ev.is_error() {
-                            fin = self.read_responses(c, &mut rbuf, &mut cx)?;
-                        }
-                        if !fin && !c.draining {
-                            fin = self.write_requests(c, &request, &mut cx)?;
-                        }
-                        fin
-                    }
-                    _ => self.serve(c, &mut rbuf, &response)?,
-                };
-                if finished {
-                    c.finish(&poll);
-                    live -= 1;
-                }
+            _ => cfg.serve(c, &mut self.rbuf, &self.response)?,
+        };
+        if finished {
+            c.finish(io.registry);
+            self.live -= 1;
+        }
+        Ok(())
+    }
+
+    fn on_token(&mut self, _io: &Io<'_>, token: Token) -> Result<(), EngineError> {
+        if token == TIMER {
+            if let Some(p) = &mut self.cx.pacer {
+                p.on_timer();
             }
         }
-        let flows = conns
+        Ok(())
+    }
+
+    fn on_tick(&mut self, io: &Io<'_>, _now: &Now) -> Result<Duration, EngineError> {
+        self.cx.latency.flush();
+        let cfg = self.cfg;
+        // Open loop: issue every request that is due.
+        while let Some((due, i)) = self.cx.pacer.as_mut().and_then(Pacer::next_due) {
+            let c = &mut self.conns[i];
+            if c.done || c.draining {
+                continue;
+            }
+            let pacer = self.cx.pacer.as_mut().expect("open loop");
+            if c.starts.len() >= MAX_IN_FLIGHT as usize {
+                // The backlog is full: this request waits, still timed from when it was due.
+                pacer.defer(i, due);
+                continue;
+            }
+            c.starts.push_back(due);
+            c.to_send += 1;
+            pacer.issued(i, due, self.cx.ctl.recording.load(Ordering::Relaxed));
+            if cfg.write_requests(c, &self.request, &mut self.cx)? {
+                c.finish(io.registry);
+                self.live -= 1;
+            }
+        }
+        let mut wait = IDLE;
+        if let Some(p) = &mut self.cx.pacer {
+            wait = p.arm(wait);
+        }
+        Ok(wait)
+    }
+
+    fn on_stop(&mut self, _io: &Io<'_>, _now: Instant) -> Duration {
+        for c in self.conns.iter_mut().filter(|c| !c.done) {
+            c.final_buffers = Some(sockopt::buffers(&c.flow.socket));
+            if c.flow.role == Role::Requester {
+                // No more requests: the responder sees end of file once it has answered.
+                let _ = c.flow.socket.tcp().and_then(|t| t.shutdown(Shutdown::Write));
+            }
+            c.draining = true;
+        }
+        if let Some(p) = &mut self.cx.pacer {
+            p.stop();
+        }
+        self.cx.ctl.drain
+    }
+
+    fn is_done(&self, _io: &Io<'_>, _now: &Now) -> bool {
+        self.live == 0
+    }
+
+    fn finish(self, _io: &Io<'_>) -> WorkerEnd {
+        let flows = self
+            .conns
             .into_iter()
             .map(|mut c| {
                 c.final_buffers
@@ -232,12 +259,12 @@ impl Workload for RrWorkload {
                 }
             })
             .collect();
-        Ok(WorkerEnd {
+        WorkerEnd {
             flows,
-            latency: Some(cx.latency.into_window()),
-            schedule: cx.pacer.map(|p| p.stats),
+            latency: Some(self.cx.latency.into_window()),
+            schedule: self.cx.pacer.map(|p| p.stats),
             ..WorkerEnd::default()
-        })
+        }
     }
 }
 

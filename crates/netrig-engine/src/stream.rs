@@ -6,11 +6,11 @@
 
 use crate::flow::SocketHandle;
 use crate::pace::Schedule;
+use crate::reactor::{Handler, Io, Now, Reactor, Ready, IDLE};
 use crate::sockopt;
-use crate::txn::Timer;
 use crate::workload::{WorkerControl, Workload};
 use crate::{EngineError, Flow, FlowEnd, WorkerEnd};
-use mio::{Events, Interest, Poll, Token};
+use mio::{Interest, Token};
 use netrig_proto::report::{BufPair, Role};
 use std::fs::File;
 use std::io::{self, Read, Write};
@@ -78,9 +78,6 @@ fn send_file(sock: RawFd, file: RawFd, offset: usize, len: usize) -> io::Result<
     }
 }
 
-/// The pacing timer's token (flows use their index).
-const TIMER: Token = Token(usize::MAX);
-
 /// Where a sender's write loop stopped.
 enum Sent {
     /// The socket is full: wait for a writable edge.
@@ -89,7 +86,7 @@ enum Sent {
     Finished,
     /// Paced: the next message is due then.
     NotDue(Instant),
-    /// The window closed (the main loop finishes the flow).
+    /// The window closed (the handler's `on_stop` finishes the flow).
     Stopped,
 }
 
@@ -138,7 +135,15 @@ impl Slot {
 impl Workload for StreamWorkload {
     fn run_worker(&self, flows: Vec<Flow>, ctl: &WorkerControl) -> Result<WorkerEnd, EngineError> {
         let setup = |e: io::Error| EngineError::Setup(format!("worker event loop: {e}"));
-        let mut poll = Poll::new().map_err(setup)?;
+        let sends = flows
+            .iter()
+            .any(|f| matches!(f.role, Role::Sender | Role::Requester));
+        let pace = self
+            .rate_bps
+            .filter(|_| sends)
+            .map(|r| Schedule::new(ctl.start, self.message_size, r, self.pacing));
+        // Paced senders sleep on the reactor's timer until their next message is due.
+        let mut reactor = Reactor::new(pace.is_some())?;
         let mut slots = Vec::with_capacity(flows.len());
         for (i, flow) in flows.into_iter().enumerate() {
             flow.socket.tcp().map_err(setup)?;
@@ -147,7 +152,8 @@ impl Workload for StreamWorkload {
                 Role::Sender | Role::Requester => Interest::WRITABLE,
                 Role::Receiver | Role::Responder => Interest::READABLE,
             };
-            poll.registry()
+            reactor
+                .registry()
                 .register(&mut sock, Token(i), interest)
                 .map_err(setup)?;
             slots.push(Slot {
@@ -167,111 +173,120 @@ impl Workload for StreamWorkload {
         for (i, b) in send_buf.iter_mut().enumerate() {
             *b = (i % 251) as u8 + 1;
         }
-        let sends = slots
-            .iter()
-            .any(|s| matches!(s.flow.role, Role::Sender | Role::Requester));
         // -Z: one file per worker, shared by its senders.
         let payload_file = if self.zerocopy && sends {
             Some(payload_file(&send_buf)?)
         } else {
             None
         };
-        let payload = Payload {
-            buf: &send_buf,
-            file: payload_file.as_ref().map(File::as_raw_fd),
+        let w = Worker {
+            cfg: self,
+            ctl,
+            live: slots.len(),
+            slots,
+            payload: Payload {
+                buf: &send_buf,
+                file: payload_file.as_ref().map(File::as_raw_fd),
+            },
+            recv_buf: vec![0u8; self.recv_size.max(1)],
+            pace,
+            // Paced: when the earliest waiting sender's next message is due.
+            next_due: pace.map(|_| ctl.start),
         };
-        let mut recv_buf = vec![0u8; self.recv_size.max(1)];
-        let mut events = Events::with_capacity(1024);
-        let mut live = slots.len();
-        let mut drain_deadline: Option<Instant> = None;
-        let pace = self
-            .rate_bps
-            .filter(|_| sends)
-            .map(|r| Schedule::new(ctl.start, self.message_size, r, self.pacing));
-        let timer = match pace {
-            Some(_) => Some(Timer::registered(poll.registry(), TIMER).map_err(setup)?),
-            None => None,
-        };
-        // Paced: when the earliest waiting sender's next message is due.
-        let mut next_due: Option<Instant> = pace.map(|_| ctl.start);
+        reactor.run(w, &ctl.stop)
+    }
+}
 
-        while live > 0 {
-            if drain_deadline.is_none() && ctl.stop.load(Ordering::Relaxed) {
-                // The window closed: senders finish, receivers drain.
-                for s in slots.iter_mut().filter(|s| s.state == State::Active) {
-                    s.record_final_buffers();
-                    match s.flow.role {
-                        Role::Sender | Role::Requester => {
-                            let _ = s.flow.socket.tcp().and_then(|t| t.shutdown(Shutdown::Write));
-                            s.state = State::Done;
-                            live -= 1;
-                        }
-                        Role::Receiver | Role::Responder => s.state = State::Draining,
-                    }
-                }
-                drain_deadline = Some(Instant::now() + ctl.drain);
-                continue;
+/// One worker's flows in the reactor.
+struct Worker<'a> {
+    cfg: &'a StreamWorkload,
+    ctl: &'a WorkerControl,
+    slots: Vec<Slot>,
+    /// Flows not yet done.
+    live: usize,
+    payload: Payload<'a>,
+    recv_buf: Vec<u8>,
+    pace: Option<Schedule>,
+    next_due: Option<Instant>,
+}
+
+impl Handler for Worker<'_> {
+    fn on_ready(&mut self, io: &Io<'_>, index: usize, _ready: Ready) -> Result<(), EngineError> {
+        let cfg = self.cfg;
+        let Some(s) = self.slots.get_mut(index) else {
+            return Ok(());
+        };
+        if s.state == State::Done {
+            return Ok(());
+        }
+        let finished = match s.flow.role {
+            Role::Sender | Role::Requester => {
+                s.full = false;
+                let sent = cfg.on_writable(s, &self.payload, self.ctl, self.pace.as_ref())?;
+                cfg.after_write(s, sent, &mut self.next_due)
             }
-            if let Some(d) = drain_deadline {
-                if Instant::now() >= d {
-                    // The peer never closed: give up on it; what it sent late was not in the window anyway.
-                    break;
-                }
-            }
-            // Paced senders: begin what is due, then sleep until the next one.
-            if drain_deadline.is_none()
-                && next_due.is_some_and(|d| d <= Instant::now() + Duration::from_micros(20))
-            {
-                next_due = None;
-                for s in slots.iter_mut().filter(|s| {
-                    s.state == State::Active
-                        && !s.full
-                        && matches!(s.flow.role, Role::Sender | Role::Requester)
-                }) {
-                    let sent = self.on_writable(s, &payload, ctl, pace.as_ref())?;
-                    if self.after_write(s, sent, &mut next_due) {
-                        let _ = poll.registry().deregister(&mut s.sock);
-                        live -= 1;
-                    }
-                }
-            }
-            if let (Some(t), Some(d)) = (&timer, next_due) {
-                t.arm_at(d);
-            }
-            match poll.poll(&mut events, Some(Duration::from_millis(10))) {
-                Ok(()) => {}
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) => return Err(setup(e)),
-            }
-            for ev in events.iter() {
-                if ev.token() == TIMER {
-                    // No read to consume the expiry: re-arming resets it, and
-                    // each expiry wakes the edge-triggered poll anew.
-                    continue;
-                }
-                let Some(s) = slots.get_mut(ev.token().0) else {
-                    continue;
-                };
-                if s.state == State::Done {
-                    continue;
-                }
-                let finished = match s.flow.role {
-                    Role::Sender | Role::Requester => {
-                        s.full = false;
-                        let sent = self.on_writable(s, &payload, ctl, pace.as_ref())?;
-                        self.after_write(s, sent, &mut next_due)
-                    }
-                    Role::Receiver | Role::Responder => {
-                        self.on_readable(s, &mut recv_buf, drain_deadline.is_some())?
-                    }
-                };
-                if finished {
-                    let _ = poll.registry().deregister(&mut s.sock);
-                    live -= 1;
+            Role::Receiver | Role::Responder => cfg.on_readable(s, &mut self.recv_buf, io.draining())?,
+        };
+        if finished {
+            let _ = io.registry.deregister(&mut s.sock);
+            self.live -= 1;
+        }
+        Ok(())
+    }
+
+    // The timer's expiry is not read: re-arming resets it, and each expiry
+    // wakes the edge-triggered poll anew; on_tick sends what is due.
+
+    fn on_tick(&mut self, io: &Io<'_>, _now: &Now) -> Result<Duration, EngineError> {
+        let cfg = self.cfg;
+        // Paced senders: begin what is due, then sleep until the next one.
+        if !io.draining()
+            && self
+                .next_due
+                .is_some_and(|d| d <= Instant::now() + Duration::from_micros(20))
+        {
+            self.next_due = None;
+            for s in self.slots.iter_mut().filter(|s| {
+                s.state == State::Active && !s.full && matches!(s.flow.role, Role::Sender | Role::Requester)
+            }) {
+                let sent = cfg.on_writable(s, &self.payload, self.ctl, self.pace.as_ref())?;
+                if cfg.after_write(s, sent, &mut self.next_due) {
+                    let _ = io.registry.deregister(&mut s.sock);
+                    self.live -= 1;
                 }
             }
         }
-        let flows = slots
+        if let (Some(t), Some(d)) = (io.timer, self.next_due) {
+            t.arm_at(d);
+        }
+        Ok(IDLE)
+    }
+
+    fn on_stop(&mut self, _io: &Io<'_>, _now: Instant) -> Duration {
+        // The window closed: senders finish, receivers drain.
+        for s in self.slots.iter_mut().filter(|s| s.state == State::Active) {
+            s.record_final_buffers();
+            match s.flow.role {
+                Role::Sender | Role::Requester => {
+                    let _ = s.flow.socket.tcp().and_then(|t| t.shutdown(Shutdown::Write));
+                    s.state = State::Done;
+                    self.live -= 1;
+                }
+                Role::Receiver | Role::Responder => s.state = State::Draining,
+            }
+        }
+        // A peer that never closes is given up on at the deadline; what it
+        // sent late was not in the window anyway.
+        self.ctl.drain
+    }
+
+    fn is_done(&self, _io: &Io<'_>, _now: &Now) -> bool {
+        self.live == 0
+    }
+
+    fn finish(self, _io: &Io<'_>) -> WorkerEnd {
+        let flows = self
+            .slots
             .into_iter()
             .map(|mut s| {
                 s.record_final_buffers();
@@ -284,10 +299,10 @@ impl Workload for StreamWorkload {
                 }
             })
             .collect();
-        Ok(WorkerEnd {
+        WorkerEnd {
             flows,
             ..WorkerEnd::default()
-        })
+        }
     }
 }
 
@@ -316,7 +331,7 @@ impl StreamWorkload {
         let buf = payload.buf;
         loop {
             if ctl.stop.load(Ordering::Relaxed) {
-                return Ok(Sent::Stopped); // the loop above finishes the flow
+                return Ok(Sent::Stopped); // on_stop finishes the flow
             }
             if let (Some(p), 0) = (pace, s.msg_off) {
                 if s.messages >= s.allowed {

@@ -2,7 +2,7 @@
 //! connections and tcp-crr with a connection per transaction. The open-loop
 //! pacer (its schedule, its timer, how far sends fell behind) and the
 //! responder's answering of whole requests live here once; each workload
-//! keeps only its own event loop.
+//! keeps only its own handler of the reactor's events.
 
 use crate::flow::ScheduleStats;
 use mio::{Interest, Registry, Token};

@@ -17,11 +17,11 @@
 
 use crate::flow::SocketHandle;
 use crate::pace::Schedule;
+use crate::reactor::{Handler, Io, Now, Reactor, Ready, IDLE};
 use crate::sockopt;
-use crate::txn::Timer;
 use crate::workload::{WorkerControl, Workload};
 use crate::{EngineError, Flow, FlowEnd, WorkerEnd};
-use mio::{Events, Interest, Poll, Token};
+use mio::{Interest, Token};
 use netrig_metrics::{Arrival, SeqTracker};
 use netrig_proto::report::{Role, UdpFlowReport};
 use netrig_proto::spec::UDP_HEADER_LEN;
@@ -40,7 +40,6 @@ const UDP_GRO: libc::c_int = 104;
 const GSO_MAX_SEGMENTS: usize = 64;
 /// Largest buffer one GSO send or GRO receive may carry.
 const GSO_MAX_BYTES: usize = 65_000;
-const TIMER: Token = Token(usize::MAX);
 /// Set in a datagram's send timestamp when other datagrams of the same GSO
 /// send carry the same one (timestamps are ns since the test's start, far
 /// below 2^63).
@@ -404,15 +403,11 @@ fn set_int(fd: RawFd, level: libc::c_int, opt: libc::c_int, v: libc::c_int) -> b
 impl Workload for UdpStreamWorkload {
     fn run_worker(&self, flows: Vec<Flow>, ctl: &WorkerControl) -> Result<WorkerEnd, EngineError> {
         let setup = |e: io::Error| EngineError::Setup(format!("worker event loop: {e}"));
-        let mut poll = Poll::new().map_err(setup)?;
         let schedule = self
             .rate_bps
             .map(|r| Schedule::new(ctl.start, self.size, r, self.pacing));
-        let timer = match schedule {
-            Some(_) => Some(Timer::registered(poll.registry(), TIMER).map_err(setup)?),
-            None => None,
-        };
-        let test_id = ctl.test_id;
+        // Paced senders sleep on the reactor's timer until their next datagram is due.
+        let mut reactor = Reactor::new(schedule.is_some())?;
         let mut fl = Vec::with_capacity(flows.len());
         for (i, flow) in flows.into_iter().enumerate() {
             flow.socket.udp().map_err(setup)?;
@@ -440,7 +435,8 @@ impl Workload for UdpStreamWorkload {
             } else {
                 Interest::READABLE
             };
-            poll.registry()
+            reactor
+                .registry()
                 .register(&mut sock, Token(i), interest)
                 .map_err(setup)?;
             fl.push(UFlow {
@@ -459,85 +455,114 @@ impl Workload for UdpStreamWorkload {
             });
         }
         let per_msg = fl.iter().map(|f| f.gso_segments).max().unwrap_or(1);
-        let mut sbuf = vec![0x42u8; self.size * BATCH * per_msg];
         // Receive buffers big enough for a GRO-coalesced message.
         let cap = netrig_proto::spec::UDP_BUFFER_MAX as usize;
-        let mut rbuf = vec![0u8; cap * BATCH];
-        let mut events = Events::with_capacity(1024);
-        let mut stopped_at: Option<Instant> = None;
-        let mut next_due: Option<Instant> = schedule.map(|_| ctl.start);
-        loop {
-            let now = Instant::now();
-            if stopped_at.is_none() && ctl.stop.load(Ordering::Relaxed) {
-                stopped_at = Some(now);
-                for f in fl.iter_mut().filter(|f| f.flow.role == Role::Sender) {
-                    f.done = true;
-                }
+        let w = Worker {
+            cfg: self,
+            ctl,
+            sbuf: vec![0x42u8; self.size * BATCH * per_msg],
+            rbuf: vec![0u8; cap * BATCH],
+            cap,
+            fl,
+            next_due: schedule.map(|_| ctl.start),
+        };
+        reactor.run(w, &ctl.stop)
+    }
+}
+
+/// One worker's flows in the reactor.
+struct Worker<'a> {
+    cfg: &'a UdpStreamWorkload,
+    ctl: &'a WorkerControl,
+    fl: Vec<UFlow>,
+    sbuf: Vec<u8>,
+    rbuf: Vec<u8>,
+    /// Bytes per receive buffer in `rbuf`.
+    cap: usize,
+    /// Paced: when the earliest sender's next datagram is due.
+    next_due: Option<Instant>,
+}
+
+impl Handler for Worker<'_> {
+    fn on_ready(&mut self, io: &Io<'_>, index: usize, _ready: Ready) -> Result<(), EngineError> {
+        let (cfg, ctl) = (self.cfg, self.ctl);
+        let Some(f) = self.fl.get_mut(index) else {
+            return Ok(());
+        };
+        if f.done {
+            return Ok(());
+        }
+        match f.flow.role {
+            Role::Sender if f.pace.is_none() => {
+                cfg.on_send(f, &mut self.sbuf, ctl, ctl.test_id)?;
             }
-            if let Some(t) = stopped_at {
-                // Receivers drain until quiet, within a bound.
-                let all_quiet = fl
-                    .iter()
-                    .filter(|f| !f.done)
-                    .all(|f| now.duration_since(f.last_rx) >= DRAIN_QUIET);
-                if all_quiet || now.duration_since(t) >= DRAIN_MAX {
-                    break;
-                }
-            }
-            // Paced senders: send what is due, then sleep until the next one.
-            if stopped_at.is_none() && next_due.is_some_and(|d| d <= now + Duration::from_micros(20)) {
-                let mut earliest: Option<Instant> = None;
-                for f in fl
-                    .iter_mut()
-                    .filter(|f| f.flow.role == Role::Sender && f.pace.is_some())
-                {
-                    if let Some(d) = self.on_send(f, &mut sbuf, ctl, test_id)? {
-                        earliest = Some(earliest.map_or(d, |e: Instant| e.min(d)));
-                    }
-                }
-                next_due = earliest.or(Some(now + Duration::from_millis(1)));
-            }
-            if let (Some(t), Some(d)) = (&timer, next_due) {
-                t.arm_at(d);
-            }
-            match poll.poll(&mut events, Some(Duration::from_millis(10))) {
-                Ok(()) => {}
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) => return Err(setup(e)),
-            }
-            for ev in events.iter() {
-                if ev.token() == TIMER {
-                    // No read to consume the expiry: re-arming resets it, and
-                    // each expiry wakes the edge-triggered poll anew.
-                    continue;
-                }
-                let Some(f) = fl.get_mut(ev.token().0) else {
-                    continue;
-                };
-                if f.done {
-                    continue;
-                }
-                match f.flow.role {
-                    Role::Sender if f.pace.is_none() => {
-                        self.on_send(f, &mut sbuf, ctl, test_id)?;
-                    }
-                    Role::Sender => {}
-                    _ => {
-                        self.on_recv(f, &mut rbuf, cap, test_id, stopped_at.is_some())?;
-                    }
-                }
-            }
-            // Unpaced senders with room keep sending without waiting for an edge.
-            if stopped_at.is_none() {
-                for f in fl
-                    .iter_mut()
-                    .filter(|f| f.flow.role == Role::Sender && f.pace.is_none())
-                {
-                    self.on_send(f, &mut sbuf, ctl, test_id)?;
-                }
+            Role::Sender => {}
+            _ => {
+                cfg.on_recv(f, &mut self.rbuf, self.cap, ctl.test_id, io.draining())?;
             }
         }
-        let flows = fl
+        Ok(())
+    }
+
+    // The timer's expiry is not read: re-arming resets it, and each expiry
+    // wakes the edge-triggered poll anew; on_tick sends what is due.
+
+    fn on_tick(&mut self, io: &Io<'_>, now: &Now) -> Result<Duration, EngineError> {
+        let (cfg, ctl) = (self.cfg, self.ctl);
+        if !io.draining() {
+            // Unpaced senders with room keep sending without waiting for an edge.
+            for f in self
+                .fl
+                .iter_mut()
+                .filter(|f| f.flow.role == Role::Sender && f.pace.is_none())
+            {
+                cfg.on_send(f, &mut self.sbuf, ctl, ctl.test_id)?;
+            }
+        }
+        // Paced senders: send what is due, then sleep until the next one.
+        if !io.draining()
+            && self
+                .next_due
+                .is_some_and(|d| d <= now.get() + Duration::from_micros(20))
+        {
+            let mut earliest: Option<Instant> = None;
+            for f in self
+                .fl
+                .iter_mut()
+                .filter(|f| f.flow.role == Role::Sender && f.pace.is_some())
+            {
+                if let Some(d) = cfg.on_send(f, &mut self.sbuf, ctl, ctl.test_id)? {
+                    earliest = Some(earliest.map_or(d, |e: Instant| e.min(d)));
+                }
+            }
+            self.next_due = earliest.or(Some(now.get() + Duration::from_millis(1)));
+        }
+        if let (Some(t), Some(d)) = (io.timer, self.next_due) {
+            t.arm_at(d);
+        }
+        Ok(IDLE)
+    }
+
+    fn on_stop(&mut self, _io: &Io<'_>, _now: Instant) -> Duration {
+        for f in self.fl.iter_mut().filter(|f| f.flow.role == Role::Sender) {
+            f.done = true;
+        }
+        DRAIN_MAX
+    }
+
+    fn is_done(&self, io: &Io<'_>, now: &Now) -> bool {
+        // Receivers drain until quiet, within DRAIN_MAX.
+        io.draining()
+            && self
+                .fl
+                .iter()
+                .filter(|f| !f.done)
+                .all(|f| now.get().duration_since(f.last_rx) >= DRAIN_QUIET)
+    }
+
+    fn finish(self, _io: &Io<'_>) -> WorkerEnd {
+        let flows = self
+            .fl
             .into_iter()
             .map(|f| {
                 let sender = f.flow.role == Role::Sender;
@@ -558,9 +583,9 @@ impl Workload for UdpStreamWorkload {
                 }
             })
             .collect();
-        Ok(WorkerEnd {
+        WorkerEnd {
             flows,
             ..WorkerEnd::default()
-        })
+        }
     }
 }

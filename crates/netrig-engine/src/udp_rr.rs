@@ -9,12 +9,13 @@
 
 use crate::flow::SocketHandle;
 use crate::latencies::Latencies;
+use crate::reactor::{Handler, Io, Now, Reactor, Ready, IDLE};
 use crate::sockopt;
-use crate::txn::{Pacer, Timer};
+use crate::txn::Pacer;
 use crate::workload::{WorkerControl, Workload};
 use crate::TxnParams;
 use crate::{EngineError, Flow, FlowEnd, WorkerEnd};
-use mio::{Events, Interest, Poll, Token};
+use mio::{Interest, Token};
 use netrig_metrics::SeqSummary;
 use netrig_proto::report::{Role, UdpFlowReport};
 use netrig_proto::spec::{MAX_IN_FLIGHT, UDP_HEADER_LEN};
@@ -24,8 +25,6 @@ use std::io;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-/// The request-timeout timer's token (the pacer's own timer has `txn::TIMER`).
-const TIMEOUTS: Token = Token(usize::MAX - 1);
 const HDR: usize = UDP_HEADER_LEN as usize;
 /// How many retired requests a requester remembers, to tell a duplicate
 /// response (its request was answered) from a late one (it timed out).
@@ -234,18 +233,16 @@ impl UdpRrWorkload {
 impl Workload for UdpRrWorkload {
     fn run_worker(&self, flows: Vec<Flow>, ctl: &WorkerControl) -> Result<WorkerEnd, EngineError> {
         let setup = |e: io::Error| EngineError::Setup(format!("worker event loop: {e}"));
-        let mut poll = Poll::new().map_err(setup)?;
-        // Wakes the loop for the earliest request timeout.
-        let timer = Timer::registered(poll.registry(), TIMEOUTS).map_err(setup)?;
-        let open_loop = self.txn.rate.is_some();
+        // The reactor's timer wakes the loop for the earliest request timeout.
+        let mut reactor = Reactor::new(true)?;
         // Open loop: the schedule shared with tcp-rr and tcp-crr.
-        let mut pacer = self.txn.pacer(poll.registry()).map_err(setup)?;
-        let mut latency = ctl.latencies();
+        let mut pacer = self.txn.pacer(reactor.registry()).map_err(setup)?;
         let mut fl = Vec::with_capacity(flows.len());
         for (i, flow) in flows.into_iter().enumerate() {
             flow.socket.udp().map_err(setup)?;
             let mut sock = SocketHandle::new(&flow.socket).map_err(setup)?;
-            poll.registry()
+            reactor
+                .registry()
                 .register(&mut sock, Token(i), Interest::READABLE)
                 .map_err(setup)?;
             if flow.role == Role::Requester {
@@ -271,120 +268,158 @@ impl Workload for UdpRrWorkload {
                 last_rx: Instant::now(),
             });
         }
-        let mut req = vec![0x5a_u8; self.txn.request_size.max(HDR)];
-        let mut reply = vec![0xa5_u8; self.txn.response_size.max(HDR)];
-        let mut rbuf = vec![0u8; 65_536];
+        let mut w = Worker {
+            cfg: self,
+            ctl,
+            open_loop: self.txn.rate.is_some(),
+            fl,
+            pacer,
+            latency: ctl.latencies(),
+            req: vec![0x5a_u8; self.txn.request_size.max(HDR)],
+            reply: vec![0xa5_u8; self.txn.response_size.max(HDR)],
+            rbuf: vec![0u8; 65_536],
+        };
         // Closed loop: fill the burst.
-        if !open_loop {
-            for f in fl.iter_mut().filter(|f| f.flow.role == Role::Requester) {
+        if !w.open_loop {
+            for f in w.fl.iter_mut().filter(|f| f.flow.role == Role::Requester) {
                 for _ in 0..self.txn.burst {
-                    self.request(f, &mut req, ctl.test_id, Instant::now())?;
+                    self.request(f, &mut w.req, ctl.test_id, Instant::now())?;
                 }
             }
         }
-        let mut events = Events::with_capacity(1024);
-        let mut stopped_at: Option<Instant> = None;
-        loop {
-            latency.flush();
-            let now = Instant::now();
-            if stopped_at.is_none() && ctl.stop.load(Ordering::Relaxed) {
-                stopped_at = Some(now);
-                if let Some(p) = &mut pacer {
-                    p.stop();
-                }
+        reactor.run(w, &ctl.stop)
+    }
+}
+
+/// One worker's flows in the reactor.
+struct Worker<'a> {
+    cfg: &'a UdpRrWorkload,
+    ctl: &'a WorkerControl,
+    open_loop: bool,
+    fl: Vec<UFlow>,
+    pacer: Option<Pacer>,
+    latency: Latencies,
+    req: Vec<u8>,
+    reply: Vec<u8>,
+    rbuf: Vec<u8>,
+}
+
+impl Handler for Worker<'_> {
+    fn on_ready(&mut self, io: &Io<'_>, index: usize, _ready: Ready) -> Result<(), EngineError> {
+        let Some(f) = self.fl.get_mut(index) else {
+            return Ok(());
+        };
+        let (cfg, test_id) = (self.cfg, self.ctl.test_id);
+        let mut refill = 0;
+        cfg.on_readable(
+            f,
+            &mut self.rbuf,
+            &mut self.reply,
+            test_id,
+            &mut self.latency,
+            &mut refill,
+        )?;
+        if !self.open_loop && !io.draining() && f.flow.role == Role::Requester {
+            for _ in 0..refill {
+                cfg.request(f, &mut self.req, test_id, Instant::now())?;
             }
-            let recording = ctl.recording.load(Ordering::Relaxed);
-            // Timeouts: lost requests are replaced in closed loop.
-            for f in fl.iter_mut().filter(|f| f.flow.role == Role::Requester) {
-                let expired = self.expire(f, now);
-                if !open_loop && stopped_at.is_none() {
-                    for _ in 0..expired {
-                        self.request(f, &mut req, ctl.test_id, Instant::now())?;
-                    }
-                }
+        }
+        Ok(())
+    }
+
+    fn on_timer(&mut self, io: &Io<'_>) -> Result<(), EngineError> {
+        io.timer().clear();
+        Ok(())
+    }
+
+    fn on_token(&mut self, _io: &Io<'_>, token: Token) -> Result<(), EngineError> {
+        if token == crate::txn::TIMER {
+            if let Some(p) = &mut self.pacer {
+                p.on_timer();
             }
-            if let Some(t) = stopped_at {
-                // Drain: requesters wait for outstanding responses (at most one
-                // timeout); responders keep answering until their flow has been
-                // quiet a while, since the requester's window may close later
-                // than ours and requests may still be on their way.
-                let waiting = fl.iter().any(|f| match f.flow.role {
-                    Role::Requester => f.unanswered > 0,
-                    _ => now.duration_since(f.last_rx) < RESPONDER_QUIET,
-                });
-                let waited = now.duration_since(t);
-                let bound = if fl.iter().any(|f| f.flow.role == Role::Requester) {
-                    self.timeout
-                } else {
-                    self.timeout + RESPONDER_QUIET
-                };
-                if !waiting || waited >= bound.min(ctl.drain) {
-                    for f in fl.iter_mut() {
-                        f.lost += f.unanswered;
-                        f.unanswered = 0;
-                    }
-                    break;
-                }
-            }
-            // Open loop: send every request that is due, timed from its due time.
-            while let Some((due, i)) = pacer.as_mut().and_then(Pacer::next_due) {
-                let p = pacer.as_mut().expect("open loop");
-                let f = &mut fl[i];
-                if f.out.len() >= MAX_IN_FLIGHT as usize {
-                    p.defer(i, due);
-                    continue;
-                }
-                let sent_at = Instant::now();
-                if self.request(f, &mut req, ctl.test_id, due)? {
-                    p.issued(i, due, recording);
-                    p.sent(due, sent_at, recording);
-                } else {
-                    p.defer(i, due); // the socket was full: still due, still timed from `due`
-                }
-            }
-            // Wake for the next due request and the earliest timeout.
-            let mut wait = Duration::from_millis(10);
-            if let Some(p) = &mut pacer {
-                wait = p.arm(wait);
-            }
-            let next_timeout = fl
-                .iter()
-                .filter_map(|f| f.out.front().map(|o| o.start + self.timeout))
-                .min();
-            if let Some(wake) = next_timeout {
-                timer.arm(wake.saturating_duration_since(Instant::now()));
-            }
-            match poll.poll(&mut events, Some(wait)) {
-                Ok(()) => {}
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) => return Err(setup(e)),
-            }
-            for ev in events.iter() {
-                if ev.token() == TIMEOUTS {
-                    timer.clear();
-                    continue;
-                }
-                if ev.token() == crate::txn::TIMER {
-                    if let Some(p) = &mut pacer {
-                        p.on_timer();
-                    }
-                    continue;
-                }
-                let Some(f) = fl.get_mut(ev.token().0) else {
-                    continue;
-                };
-                let mut refill = 0;
-                self.on_readable(f, &mut rbuf, &mut reply, ctl.test_id, &mut latency, &mut refill)?;
-                if !open_loop && stopped_at.is_none() && f.flow.role == Role::Requester {
-                    for _ in 0..refill {
-                        self.request(f, &mut req, ctl.test_id, Instant::now())?;
-                    }
+        }
+        Ok(())
+    }
+
+    fn on_tick(&mut self, io: &Io<'_>, now: &Now) -> Result<Duration, EngineError> {
+        let now = now.get();
+        self.latency.flush();
+        let (cfg, test_id) = (self.cfg, self.ctl.test_id);
+        let recording = self.ctl.recording.load(Ordering::Relaxed);
+        // Timeouts: lost requests are replaced in closed loop.
+        for f in self.fl.iter_mut().filter(|f| f.flow.role == Role::Requester) {
+            let expired = cfg.expire(f, now);
+            if !self.open_loop && !io.draining() {
+                for _ in 0..expired {
+                    cfg.request(f, &mut self.req, test_id, Instant::now())?;
                 }
             }
         }
-        let flows = fl
+        // Open loop: send every request that is due, timed from its due time.
+        while let Some((due, i)) = self.pacer.as_mut().and_then(Pacer::next_due) {
+            let p = self.pacer.as_mut().expect("open loop");
+            let f = &mut self.fl[i];
+            if f.out.len() >= MAX_IN_FLIGHT as usize {
+                p.defer(i, due);
+                continue;
+            }
+            let sent_at = Instant::now();
+            if cfg.request(f, &mut self.req, test_id, due)? {
+                p.issued(i, due, recording);
+                p.sent(due, sent_at, recording);
+            } else {
+                p.defer(i, due); // the socket was full: still due, still timed from `due`
+            }
+        }
+        // Wake for the next due request and the earliest timeout.
+        let mut wait = IDLE;
+        if let Some(p) = &mut self.pacer {
+            wait = p.arm(wait);
+        }
+        let next_timeout = self
+            .fl
+            .iter()
+            .filter_map(|f| f.out.front().map(|o| o.start + cfg.timeout))
+            .min();
+        if let Some(wake) = next_timeout {
+            io.timer().arm(wake.saturating_duration_since(Instant::now()));
+        }
+        Ok(wait)
+    }
+
+    fn on_stop(&mut self, _io: &Io<'_>, _now: Instant) -> Duration {
+        if let Some(p) = &mut self.pacer {
+            p.stop();
+        }
+        // Requesters wait for outstanding responses (at most one timeout);
+        // responders keep answering until their flow has been quiet a while,
+        // since the requester's window may close later than ours and requests
+        // may still be on their way.
+        let bound = if self.fl.iter().any(|f| f.flow.role == Role::Requester) {
+            self.cfg.timeout
+        } else {
+            self.cfg.timeout + RESPONDER_QUIET
+        };
+        bound.min(self.ctl.drain)
+    }
+
+    fn is_done(&self, io: &Io<'_>, now: &Now) -> bool {
+        let now = now.get();
+        io.draining()
+            && !self.fl.iter().any(|f| match f.flow.role {
+                Role::Requester => f.unanswered > 0,
+                _ => now.duration_since(f.last_rx) < RESPONDER_QUIET,
+            })
+    }
+
+    fn finish(self, _io: &Io<'_>) -> WorkerEnd {
+        let flows = self
+            .fl
             .into_iter()
-            .map(|f| {
+            .map(|mut f| {
+                // Still unanswered when the drain ended: lost.
+                f.lost += f.unanswered;
+                f.unanswered = 0;
                 let requester = f.flow.role == Role::Requester;
                 let resolved = f.transactions + f.lost;
                 FlowEnd {
@@ -416,11 +451,11 @@ impl Workload for UdpRrWorkload {
                 }
             })
             .collect();
-        Ok(WorkerEnd {
+        WorkerEnd {
             flows,
-            latency: Some(latency.into_window()),
-            schedule: pacer.map(|p| p.stats),
+            latency: Some(self.latency.into_window()),
+            schedule: self.pacer.map(|p| p.stats),
             ..WorkerEnd::default()
-        })
+        }
     }
 }

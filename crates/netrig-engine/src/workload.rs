@@ -37,8 +37,9 @@ impl WorkerControl {
     }
 }
 
-/// How one test kind drives its flows. Implementations own the hot loop: no
-/// locks, no allocation per message, counters published through
+/// How one test kind drives its flows: each implementation sets up a worker's
+/// flows and runs them as a handler of the worker's one event loop (the
+/// reactor): no locks, no allocation per message, counters published through
 /// [`FlowCounters`](crate::FlowCounters).
 pub trait Workload: Send + Sync {
     /// Drives `flows` until they are done (quota sent, end of file seen) or
