@@ -23,8 +23,8 @@ use crate::workload::{WorkerControl, Workload};
 use crate::{EngineError, Flow, FlowEnd, WorkerEnd};
 use mio::{Interest, Token};
 use netrig_metrics::{Arrival, SeqTracker};
+use netrig_proto::datagram::DatagramHeader;
 use netrig_proto::report::{Role, UdpFlowReport};
-use netrig_proto::spec::UDP_HEADER_LEN;
 use netrig_proto::DATA_MAGIC;
 use std::io;
 use std::os::fd::RawFd;
@@ -84,11 +84,16 @@ struct UFlow {
     last_rx: Instant,
 }
 
+/// Writes the test header (netrig_proto::datagram) at the start of `buf`,
+/// which the caller sized to the datagram (at least the header, by spec).
 fn header(buf: &mut [u8], test_id: u64, flow: u32, seq: u64, ts_ns: u64) {
-    buf[0..8].copy_from_slice(&test_id.to_be_bytes());
-    buf[8..12].copy_from_slice(&flow.to_be_bytes());
-    buf[12..20].copy_from_slice(&seq.to_be_bytes());
-    buf[20..28].copy_from_slice(&ts_ns.to_be_bytes());
+    DatagramHeader {
+        test_id,
+        flow,
+        seq,
+        stamp_ns: ts_ns,
+    }
+    .write(buf);
 }
 
 impl UdpStreamWorkload {
@@ -331,18 +336,15 @@ impl UdpStreamWorkload {
                     if d.len() >= 4 && d[..4] == DATA_MAGIC {
                         continue; // a repeated hello from set-up
                     }
-                    if d.len() < UDP_HEADER_LEN as usize {
+                    let Some(h) = DatagramHeader::decode(d) else {
+                        f.stray += 1;
+                        continue;
+                    };
+                    if h.test_id != test_id || h.flow != f.flow.id {
                         f.stray += 1;
                         continue;
                     }
-                    let tid = u64::from_be_bytes(d[0..8].try_into().expect("8 bytes"));
-                    let fid = u32::from_be_bytes(d[8..12].try_into().expect("4 bytes"));
-                    if tid != test_id || fid != f.flow.id {
-                        f.stray += 1;
-                        continue;
-                    }
-                    let seq = u64::from_be_bytes(d[12..20].try_into().expect("8 bytes"));
-                    let stamp = u64::from_be_bytes(d[20..28].try_into().expect("8 bytes"));
+                    let (seq, stamp) = (h.seq, h.stamp_ns);
                     let timed = alone && stamp & SHARED_STAMP == 0;
                     // Each payload counts once: a duplicate is accounted, not delivered again.
                     if f.tracker.on_arrival(seq, stamp & !SHARED_STAMP, rx_ns, timed) == Arrival::New {

@@ -89,15 +89,11 @@ fn send(f: &UFlow, buf: &[u8]) -> io::Result<usize> {
     f.sock.socket().udp()?.send(buf)
 }
 
+/// The test id, flow and sequence number of a datagram (its header, from
+/// netrig_proto::datagram); `None` when it is too short to have one.
 fn parse(d: &[u8]) -> Option<(u64, u32, u64)> {
-    if d.len() < HDR {
-        return None;
-    }
-    Some((
-        u64::from_be_bytes(d[0..8].try_into().ok()?),
-        u32::from_be_bytes(d[8..12].try_into().ok()?),
-        u64::from_be_bytes(d[12..20].try_into().ok()?),
-    ))
+    let h = netrig_proto::datagram::DatagramHeader::decode(d)?;
+    Some((h.test_id, h.flow, h.seq))
 }
 
 impl UdpRrWorkload {
