@@ -178,6 +178,31 @@ mod tests {
         );
     }
 
+    /// Found by the `message` fuzz target: without serde_json's
+    /// `float_roundtrip` a figure could read back one ULP off what was
+    /// written (here an interval's `start_s`).
+    #[test]
+    fn floats_read_back_exactly() {
+        let text = format!(
+            r#"{{"type":"interval","sample":{{"index":0,"start_s":{}0,"end_s":0.5,"ids":[],"bytes":[],"tcp_info":[]}}}}"#,
+            "1".repeat(61) + &"2".repeat(117) + &"1".repeat(19)
+        );
+        let m: AgentMsg = serde_json::from_str(&text).unwrap();
+        let back: AgentMsg = serde_json::from_slice(&serde_json::to_vec(&m).unwrap()).unwrap();
+        assert_eq!(back, m);
+        for x in [
+            1.1111111111111112e197,
+            0.1,
+            1.0 / 3.0,
+            f64::MAX,
+            f64::MIN_POSITIVE,
+            5e-324,
+        ] {
+            let y: f64 = serde_json::from_str(&serde_json::to_string(&x).unwrap()).unwrap();
+            assert_eq!(y.to_bits(), x.to_bits(), "{x:e}");
+        }
+    }
+
     #[test]
     fn unknown_message_type_is_an_error() {
         let r: Result<ClientMsg, _> = serde_json::from_str(r#"{"type":"format_disk"}"#);
