@@ -82,7 +82,7 @@ pub fn assemble(
             // The requester keeps a request/response flow's books; strays reach either end.
             udp: if transactional {
                 udp_flow(l, l, false).map(|mut u| {
-                    u.stray += r.udp.as_ref().map_or(0, |x| x.stray);
+                    u.stray = u.stray.saturating_add(r.udp.as_ref().map_or(0, |x| x.stray));
                     u
                 })
             } else {
@@ -425,12 +425,12 @@ fn udp_total(flows: &[FlowResult]) -> UdpSummary {
     let mut first = true;
     let per_flow: Vec<_> = flows.iter().filter_map(|f| f.udp.as_ref()).collect();
     for u in &per_flow {
-        t.sent_datagrams += u.sent_datagrams;
-        t.received_datagrams += u.received_datagrams;
-        t.lost_datagrams += u.lost_datagrams;
-        t.out_of_order += u.out_of_order;
-        t.duplicates += u.duplicates;
-        t.stray += u.stray;
+        t.sent_datagrams = t.sent_datagrams.saturating_add(u.sent_datagrams);
+        t.received_datagrams = t.received_datagrams.saturating_add(u.received_datagrams);
+        t.lost_datagrams = t.lost_datagrams.saturating_add(u.lost_datagrams);
+        t.out_of_order = t.out_of_order.saturating_add(u.out_of_order);
+        t.duplicates = t.duplicates.saturating_add(u.duplicates);
+        t.stray = t.stray.saturating_add(u.stray);
         t.window_sent_datagrams = match (t.window_sent_datagrams, u.window_sent_datagrams) {
             (Some(a), Some(b)) => Some(a + b),
             (None, b) if first => b,
@@ -527,10 +527,10 @@ impl Jitter {
 fn interval_udp(flows: &[SeqInterval]) -> IntervalUdp {
     let mut t = IntervalUdp::default();
     for u in flows {
-        t.received_datagrams += u.received;
-        t.lost_datagrams += u.lost;
-        t.out_of_order += u.out_of_order;
-        t.duplicates += u.duplicates;
+        t.received_datagrams = t.received_datagrams.saturating_add(u.received);
+        t.lost_datagrams = t.lost_datagrams.saturating_add(u.lost);
+        t.out_of_order = t.out_of_order.saturating_add(u.out_of_order);
+        t.duplicates = t.duplicates.saturating_add(u.duplicates);
     }
     t.loss_pct = loss_pct(t.lost_datagrams, t.received_datagrams);
     let j = Jitter::of(flows);
@@ -542,7 +542,7 @@ fn interval_udp(flows: &[SeqInterval]) -> IntervalUdp {
 
 /// lost / (received + lost) × 100, 0 when nothing was expected.
 fn loss_pct(lost: u64, received: u64) -> f64 {
-    let expected = lost + received;
+    let expected = lost.saturating_add(received);
     if expected > 0 {
         lost as f64 / expected as f64 * 100.0
     } else {
@@ -553,7 +553,9 @@ fn loss_pct(lost: u64, received: u64) -> f64 {
 /// Jitter over flows weighted by the datagrams each received, from
 /// (jitter, received) pairs; `None` when none received any.
 fn mean_jitter(flows: impl Iterator<Item = (f64, u64)>) -> Option<f64> {
-    let (weighted, received) = flows.fold((0.0, 0u64), |(w, n), (j, r)| (w + j * r as f64, n + r));
+    let (weighted, received) = flows.fold((0.0, 0u64), |(w, n), (j, r)| {
+        (w + j * r as f64, n.saturating_add(r))
+    });
     (received > 0).then(|| weighted / received as f64)
 }
 
@@ -642,7 +644,7 @@ pub fn merge_interval(
         start_s = start_s.min(s.start_s);
         end_s = end_s.max(s.end_s);
         let t = dir_totals.entry(*dir).or_insert((0, secs));
-        t.0 += bytes;
+        t.0 = t.0.saturating_add(bytes);
         flows.push(IntervalFlow {
             id: id as u32,
             direction: *dir,

@@ -145,7 +145,12 @@ fn both_inner(w: &WitnessReport, name: &str) -> Option<u64> {
 fn udp_sum(map: &std::collections::BTreeMap<String, i64>, name: &str) -> Option<u64> {
     let a = map.get(&format!("Udp.{name}"));
     let b = map.get(&format!("Udp6.{name}"));
-    (a.is_some() || b.is_some()).then(|| (a.copied().unwrap_or(0) + b.copied().unwrap_or(0)).max(0) as u64)
+    (a.is_some() || b.is_some()).then(|| {
+        a.copied()
+            .unwrap_or(0)
+            .saturating_add(b.copied().unwrap_or(0))
+            .max(0) as u64
+    })
 }
 
 /// The per-socket checks of one end: exact equalities.
@@ -166,7 +171,7 @@ fn judge_sockets(spec: &TestSpec, w: &WitnessReport, end: &str) -> (Vec<WitnessC
                 "tcpi_bytes_acked + SIOCOUTQ per socket",
                 "bytes",
                 false,
-                2 * f * u64::from(spec.message_size) + t.read_spread_bytes,
+                (2 * f * u64::from(spec.message_size)).saturating_add(t.read_spread_bytes),
                 t.kernel_sent,
                 0,
             );
@@ -180,7 +185,7 @@ fn judge_sockets(spec: &TestSpec, w: &WitnessReport, end: &str) -> (Vec<WitnessC
                 "tcpi_bytes_received - SIOCINQ per socket",
                 "bytes",
                 false,
-                2 * f * u64::from(spec.recv_size) + t.read_spread_bytes,
+                (2 * f * u64::from(spec.recv_size)).saturating_add(t.read_spread_bytes),
                 t.kernel_received,
                 0,
             );
@@ -226,7 +231,8 @@ fn judge_host(
                     true,
                     slack,
                     both_inner(w, "OutDatagrams").unwrap_or(k),
-                    w.udp_messages_sent + peer_of(|p| p.udp_messages_sent),
+                    w.udp_messages_sent
+                        .saturating_add(peer_of(|p| p.udp_messages_sent)),
                 );
             }
         }
@@ -242,7 +248,8 @@ fn judge_host(
                     true,
                     slack,
                     both_inner(w, "InDatagrams").unwrap_or(k),
-                    w.udp_buffers_received + peer_of(|p| p.udp_buffers_received),
+                    w.udp_buffers_received
+                        .saturating_add(peer_of(|p| p.udp_buffers_received)),
                 );
             }
         }
@@ -270,7 +277,7 @@ fn judge_host(
                 w.kernel_inner
                     .get("Tcp.OutSegs")
                     .map_or((*k).max(0) as u64, |v| (*v).max(0) as u64),
-                least + peer_of(|p| p.payload_sent) / mss,
+                least.saturating_add(peer_of(|p| p.payload_sent) / mss),
             );
             j.checks.append(&mut jj.checks);
             // ACKs and other sockets make the kernel's count larger: only a
@@ -283,21 +290,27 @@ fn judge_host(
     if !w.interfaces.is_empty() {
         let names: Vec<&str> = w.interfaces.iter().map(|i| i.name.as_str()).collect();
         let names = names.join("+");
-        let tx: u64 = w.interfaces.iter().map(|i| i.tx_bytes).sum();
-        let rx: u64 = w.interfaces.iter().map(|i| i.rx_bytes).sum();
+        let tx: u64 = w
+            .interfaces
+            .iter()
+            .fold(0u64, |n, i| n.saturating_add(i.tx_bytes));
+        let rx: u64 = w
+            .interfaces
+            .iter()
+            .fold(0u64, |n, i| n.saturating_add(i.rx_bytes));
         let inner = if w.interfaces_inner.is_empty() {
             &w.interfaces
         } else {
             &w.interfaces_inner
         };
-        let tx_inner: u64 = inner.iter().map(|i| i.tx_bytes).sum();
-        let rx_inner: u64 = inner.iter().map(|i| i.rx_bytes).sum();
+        let tx_inner: u64 = inner.iter().fold(0u64, |n, i| n.saturating_add(i.tx_bytes));
+        let rx_inner: u64 = inner.iter().fold(0u64, |n, i| n.saturating_add(i.rx_bytes));
         let slack =
             2 * flows * size.max(u64::from(spec.recv_size)) * if udp_stream { CALL_MESSAGES } else { 1 };
         // UDP: the headers are known, so what is beyond them is other traffic.
         let explained = |payload: u64| {
             if udp_stream {
-                payload + payload / size * header
+                payload.saturating_add((payload / size).saturating_mul(header))
             } else {
                 payload
             }
@@ -359,7 +372,7 @@ fn judge_host(
                 true,
                 slack,
                 kernel_inner,
-                explained(payload) + explained(peer_payload),
+                explained(payload).saturating_add(explained(peer_payload)),
             );
             j.checks.append(&mut jj.checks);
             // TCP's headers and acknowledgements are not known here, nor
