@@ -84,6 +84,19 @@ struct UFlow {
     last_rx: Instant,
 }
 
+impl UFlow {
+    /// `datagrams` of `size` bytes left in `messages` system-call messages:
+    /// counted, and published to the sampler.
+    #[inline]
+    fn count_sent(&mut self, datagrams: usize, messages: usize, size: usize) {
+        self.seq += datagrams as u64;
+        self.bytes += (datagrams * size) as u64;
+        self.units += messages as u64;
+        self.flow.counters.set_bytes(self.bytes);
+        self.flow.counters.set_units(self.units);
+    }
+}
+
 /// Writes the test header (netrig_proto::datagram) at the start of `buf`,
 /// which the caller sized to the datagram (at least the header, by spec).
 fn header(buf: &mut [u8], test_id: u64, flow: u32, seq: u64, ts_ns: u64) {
@@ -177,11 +190,7 @@ impl UdpStreamWorkload {
             return Err(io::Error::last_os_error());
         }
         let sent: usize = segs[..rc as usize].iter().sum();
-        f.seq += sent as u64;
-        f.bytes += (sent * self.size) as u64;
-        f.units += rc as u64;
-        f.flow.counters.set_bytes(f.bytes);
-        f.flow.counters.set_units(f.units);
+        f.count_sent(sent, rc as usize, self.size);
         Ok(sent)
     }
 
@@ -210,12 +219,8 @@ impl UdpStreamWorkload {
                 break;
             }
             sent += 1;
-            f.seq += 1;
-            f.bytes += self.size as u64;
-            f.units += 1;
+            f.count_sent(1, 1, self.size);
         }
-        f.flow.counters.set_bytes(f.bytes);
-        f.flow.counters.set_units(f.units);
         Ok(sent)
     }
 
