@@ -456,6 +456,35 @@ pub const UDP_BATCH: u64 = 64;
 pub const UDP_BUFFER_MAX: u64 = 65_536;
 
 impl TestSpec {
+    /// A test of `kind` limited by `limit`, everything else as netrig's CLI
+    /// defaults it: one flow, 128 KiB sends and receives (1472-byte
+    /// datagrams for udp-stream), 1-byte requests and responses, CPU
+    /// measured, no options on the agent's sockets.
+    pub fn new(kind: TestKind, limit: Limit) -> TestSpec {
+        let size = if kind == TestKind::UdpStream {
+            1472
+        } else {
+            128 * 1024
+        };
+        TestSpec {
+            kind,
+            limit,
+            omit_s: 0.0,
+            interval_s: None,
+            flows: 1,
+            message_size: size,
+            recv_size: size,
+            remote: SocketOptions::default(),
+            measure_cpu: true,
+            rr: RrOptions::default(),
+            workers: None,
+            udp: UdpOptions::default(),
+            pace: PaceOptions::default(),
+            remote_cpus: None,
+            zerocopy: false,
+        }
+    }
+
     /// At most how many bytes of buffers one worker thread allocates for
     /// this test (socket buffers aside, which the kernel bounds): a send and
     /// a receive buffer of `-m` / `-M` (and as much again for `-Z`'s
@@ -835,21 +864,8 @@ mod tests {
 
     pub(crate) fn spec() -> TestSpec {
         TestSpec {
-            kind: TestKind::TcpBidir,
-            limit: Limit::Duration { seconds: 10.0 },
-            omit_s: 0.0,
-            interval_s: None,
             flows: 2,
-            message_size: 131072,
-            recv_size: 131072,
-            remote: SocketOptions::default(),
-            measure_cpu: true,
-            rr: RrOptions::default(),
-            workers: None,
-            udp: UdpOptions::default(),
-            pace: PaceOptions::default(),
-            remote_cpus: None,
-            zerocopy: false,
+            ..TestSpec::new(TestKind::TcpBidir, Limit::Duration { seconds: 10.0 })
         }
     }
 

@@ -99,9 +99,9 @@ pub fn assemble(
         .iter()
         .map(|d| {
             let fs: Vec<&FlowResult> = flows.iter().filter(|f| f.direction == *d).collect();
-            let bytes = fs.iter().map(|f| f.bytes).sum();
+            let bytes = total(fs.iter().map(|f| f.bytes));
             let elapsed_s = fs.iter().map(|f| f.elapsed_s).fold(0.0, f64::max);
-            let sender_bytes = fs.iter().map(|f| f.sender_bytes).sum();
+            let sender_bytes = total(fs.iter().map(|f| f.sender_bytes));
             let sender_elapsed_s = fs.iter().map(|f| f.sender_elapsed_s).fold(0.0, f64::max);
             let per_flow: Vec<f64> = fs.iter().map(|f| f.throughput_bps).collect();
             DirectionSummary {
@@ -119,7 +119,7 @@ pub fn assemble(
         })
         .collect();
     let directions_fairness = jain_index(&directions.iter().map(|d| d.throughput_bps).collect::<Vec<_>>());
-    let bytes: u64 = directions.iter().map(|d| d.bytes).sum();
+    let bytes: u64 = total(directions.iter().map(|d| d.bytes));
     let elapsed_s = directions.iter().map(|d| d.elapsed_s).fold(0.0, f64::max);
     let dir_bps = |d: Direction| {
         directions
@@ -135,7 +135,7 @@ pub fn assemble(
         local_accounted_pct: crate::checks::accounted_pct(local.report),
         remote_accounted_pct: crate::checks::accounted_pct(remote.report),
     };
-    let transactions = transactional.then(|| flows.iter().filter_map(|f| f.transactions).sum::<u64>());
+    let transactions = transactional.then(|| total(flows.iter().filter_map(|f| f.transactions)));
     let mss = flows
         .first()
         .and_then(|f| f.tcp_info.as_ref())
@@ -230,7 +230,7 @@ pub fn assemble(
                 spec.rr.response_size.max(hdr)
             ));
         }
-        let late: u64 = flows.iter().filter_map(|f| local_late(local.report, f.id)).sum();
+        let late: u64 = total(flows.iter().filter_map(|f| local_late(local.report, f.id)));
         if late > 0 {
             warnings.push(format!(
                 "{late} response(s) arrived after their request had timed out (--timeout); they count as lost, not as transactions"
@@ -335,7 +335,7 @@ pub fn assemble(
         .filter(|i| {
             i.latency_us
                 .as_ref()
-                .is_some_and(|l| l.count != i.flows.iter().filter_map(|f| f.transactions).sum::<u64>())
+                .is_some_and(|l| l.count != total(i.flows.iter().filter_map(|f| f.transactions)))
         })
         .map(|i| i.index)
         .collect();
@@ -439,8 +439,8 @@ fn udp_total(flows: &[FlowResult]) -> UdpSummary {
         first = false;
     }
     t.loss_pct = loss_pct(t.lost_datagrams, t.received_datagrams);
-    t.jitter_pairs = per_flow.iter().map(|u| u.jitter_pairs).sum();
-    t.untimed_datagrams = per_flow.iter().map(|u| u.untimed_datagrams).sum();
+    t.jitter_pairs = total(per_flow.iter().map(|u| u.jitter_pairs));
+    t.untimed_datagrams = total(per_flow.iter().map(|u| u.untimed_datagrams));
     // Pairs-weighted, as if one flow: the mean |D| over every timed pair.
     if per_flow.iter().all(|u| u.jitter_us.is_some()) && t.jitter_pairs > 0 {
         t.jitter_us = Some(
@@ -492,9 +492,9 @@ impl Jitter {
     /// [`JITTER_MAX_UNTIMED_SHARE`] of the datagrams had shared timestamps
     /// (their `|D|` would read near zero by construction) or no pair was timed.
     fn of(flows: &[SeqInterval]) -> Jitter {
-        let pairs: u64 = flows.iter().map(|u| u.jitter_pairs).sum();
-        let untimed: u64 = flows.iter().map(|u| u.untimed).sum();
-        let received: u64 = flows.iter().map(|u| u.received).sum();
+        let pairs: u64 = total(flows.iter().map(|u| u.jitter_pairs));
+        let untimed: u64 = total(flows.iter().map(|u| u.untimed));
+        let received: u64 = total(flows.iter().map(|u| u.received));
         let mut j = Jitter {
             mean_us: None,
             rfc3550_us: None,
@@ -538,6 +538,12 @@ fn interval_udp(flows: &[SeqInterval]) -> IntervalUdp {
     t.jitter_rfc3550_us = j.rfc3550_us;
     t.untimed_datagrams = j.untimed;
     t
+}
+
+/// A sum of counts from both ends' reports, the agent's from the wire:
+/// saturating, so a hostile or broken peer's counts cannot overflow it.
+fn total(counts: impl IntoIterator<Item = u64>) -> u64 {
+    counts.into_iter().fold(0, u64::saturating_add)
 }
 
 /// lost / (received + lost) × 100, 0 when nothing was expected.
@@ -674,16 +680,16 @@ pub fn merge_interval(
     };
     let tps = {
         let t: Vec<u64> = flows.iter().filter_map(|f| f.transactions).collect();
-        (!t.is_empty()).then(|| rate(t.iter().sum(), end_s - start_s))
+        (!t.is_empty()).then(|| rate(total(t.iter().copied()), end_s - start_s))
     };
     let retransmits = {
         let r: Vec<u64> = flows.iter().filter_map(|f| f.retransmits).collect();
-        (!r.is_empty()).then(|| r.iter().sum())
+        (!r.is_empty()).then(|| total(r.iter().copied()))
     };
     let udp = (!udp_all.is_empty()).then(|| interval_udp(&udp_all));
     let failed_transactions = {
         let f: Vec<u64> = flows.iter().filter_map(|f| f.failed_transactions).collect();
-        (!f.is_empty()).then(|| f.iter().sum())
+        (!f.is_empty()).then(|| total(f.iter().copied()))
     };
     // The requester (the client) times request/response transactions.
     let latency_us = if transactional {
@@ -700,7 +706,7 @@ pub fn merge_interval(
         index,
         start_s,
         end_s,
-        bytes: dir_totals.values().map(|(b, _)| b).sum(),
+        bytes: total(dir_totals.values().map(|(b, _)| *b)),
         throughput_bps: tx.unwrap_or(0.0) + rx.unwrap_or(0.0),
         tx_throughput_bps: tx,
         rx_throughput_bps: rx,
@@ -714,6 +720,30 @@ pub fn merge_interval(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Both ends' reports and intervals merged, with the tests' config and agent.
+    fn merged(
+        spec: &TestSpec,
+        local: &SideReport,
+        local_intervals: &[IntervalSample],
+        remote: &SideReport,
+        remote_intervals: &[IntervalSample],
+    ) -> Result<TestResult, String> {
+        assemble(
+            spec,
+            config(),
+            agent(),
+            Side {
+                report: local,
+                intervals: local_intervals,
+            },
+            Side {
+                report: remote,
+                intervals: remote_intervals,
+            },
+            vec![],
+        )
+    }
     use netrig_proto::report::Role;
     use netrig_proto::spec::{Limit, SocketOptions};
     use netrig_proto::TestKind;
@@ -744,7 +774,7 @@ mod tests {
             direction,
             role,
             window_bytes,
-            total_bytes: window_bytes + 10,
+            total_bytes: window_bytes.saturating_add(10),
             window_s,
             socket_buffers: SockBufReport::default(),
             applied: Default::default(),
@@ -798,6 +828,33 @@ mod tests {
         }
     }
 
+    /// An agent's counts at their largest: the merge saturates, never
+    /// overflows (a debug build would panic), whatever a peer sends.
+    #[test]
+    fn a_peers_largest_counts_do_not_overflow_the_merge() {
+        let mut s = spec(TestKind::TcpStream);
+        s.flows = 2;
+        let big = u64::MAX;
+        let local = SideReport {
+            flows: vec![
+                flow(0, Direction::Tx, Role::Sender, big, 1.0),
+                flow(1, Direction::Tx, Role::Sender, big, 1.0),
+            ],
+            ..Default::default()
+        };
+        let remote = SideReport {
+            flows: vec![
+                flow(0, Direction::Tx, Role::Receiver, big, 1.0),
+                flow(1, Direction::Tx, Role::Receiver, big, 1.0),
+            ],
+            ..Default::default()
+        };
+        let iv = [sample(0, vec![big, big], vec![0, 1])];
+        let r = merged(&s, &local, &iv, &remote, &iv).unwrap();
+        assert_eq!(r.summary.bytes, big);
+        assert_eq!(r.intervals[0].bytes, big);
+    }
+
     fn sample(index: u32, bytes: Vec<u64>, ids: Vec<u32>) -> IntervalSample {
         IntervalSample {
             index,
@@ -840,21 +897,7 @@ mod tests {
             sample(0, vec![450_000, 9], vec![0, 1]),
             sample(1, vec![450_000, 9], vec![0, 1]),
         ];
-        let r = assemble(
-            &spec(TestKind::TcpBidir),
-            config(),
-            agent(),
-            Side {
-                report: &local,
-                intervals: &li,
-            },
-            Side {
-                report: &remote,
-                intervals: &ri,
-            },
-            vec![],
-        )
-        .unwrap();
+        let r = merged(&spec(TestKind::TcpBidir), &local, &li, &remote, &ri).unwrap();
         assert_eq!(r.flows[0].bytes, 900_000, "tx counted by the agent");
         assert_eq!(r.flows[0].sender_bytes, 1_000_000);
         assert_eq!(r.flows[1].bytes, 500_000, "rx counted by the client");
@@ -942,21 +985,7 @@ mod tests {
             ..sample(index, vec![transactions], vec![0])
         };
         let li = [with_latency(0, 10, 10), with_latency(1, 10, 7)];
-        let r = assemble(
-            &spec(TestKind::TcpRr),
-            config(),
-            agent(),
-            Side {
-                report: &local,
-                intervals: &li,
-            },
-            Side {
-                report: &remote,
-                intervals: &[],
-            },
-            vec![],
-        )
-        .unwrap();
+        let r = merged(&spec(TestKind::TcpRr), &local, &li, &remote, &[]).unwrap();
         assert_eq!(r.intervals[0].latency_us.as_ref().unwrap().count, 10);
         let w: Vec<_> = r.warnings.iter().filter(|w| w.contains("late")).collect();
         assert!(w.len() == 1 && w[0].contains("[1]"), "{:?}", r.warnings);
@@ -992,21 +1021,7 @@ mod tests {
         };
         let li = [sample(0, vec![0, 0, 5 * g, 5 * g], vec![0, 1, 2, 3])];
         let ri = [sample(0, vec![g, 3 * g, 0, 0], vec![0, 1, 2, 3])];
-        let r = assemble(
-            &s,
-            config(),
-            agent(),
-            Side {
-                report: &local,
-                intervals: &li,
-            },
-            Side {
-                report: &remote,
-                intervals: &ri,
-            },
-            vec![],
-        )
-        .unwrap();
+        let r = merged(&s, &local, &li, &remote, &ri).unwrap();
         let tx = &r.summary.directions[0];
         let jain = |x: &[f64]| {
             x.iter().sum::<f64>().powi(2) / (x.len() as f64 * x.iter().map(|v| v * v).sum::<f64>())
@@ -1043,25 +1058,18 @@ mod tests {
             "{table}"
         );
         // One flow: trivially fair, so no figure at all.
-        let one = assemble(
+        let one = merged(
             &spec(TestKind::TcpStream),
-            config(),
-            agent(),
-            Side {
-                report: &SideReport {
-                    flows: vec![flow(0, Direction::Tx, Role::Sender, 10, 1.0)],
-                    ..Default::default()
-                },
-                intervals: &[],
+            &SideReport {
+                flows: vec![flow(0, Direction::Tx, Role::Sender, 10, 1.0)],
+                ..Default::default()
             },
-            Side {
-                report: &SideReport {
-                    flows: vec![flow(0, Direction::Tx, Role::Receiver, 10, 1.0)],
-                    ..Default::default()
-                },
-                intervals: &[],
+            &[],
+            &SideReport {
+                flows: vec![flow(0, Direction::Tx, Role::Receiver, 10, 1.0)],
+                ..Default::default()
             },
-            vec![],
+            &[],
         )
         .unwrap();
         assert_eq!(
@@ -1097,21 +1105,7 @@ mod tests {
                 flows: vec![flow(0, Direction::Tx, Role::Responder, 20, 2.0)],
                 ..Default::default()
             };
-            let r = assemble(
-                &spec(TestKind::TcpRr),
-                config(),
-                agent(),
-                Side {
-                    report: &local,
-                    intervals: &[],
-                },
-                Side {
-                    report: &remote,
-                    intervals: &[],
-                },
-                vec![],
-            )
-            .unwrap();
+            let r = merged(&spec(TestKind::TcpRr), &local, &[], &remote, &[]).unwrap();
             let t = r.flows[0].tcp_info.as_ref().unwrap();
             assert_eq!(t.delivery_rate_app_limited, flag);
             let json = serde_json::to_value(&r).unwrap();

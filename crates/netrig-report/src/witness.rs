@@ -440,23 +440,13 @@ mod tests {
     use netrig_proto::report::TcpWitness;
 
     fn udp_spec() -> TestSpec {
-        use netrig_proto::spec::*;
         TestSpec {
-            kind: TestKind::UdpStream,
-            limit: Limit::Duration { seconds: 1.0 },
-            omit_s: 0.0,
-            interval_s: None,
-            flows: 1,
             message_size: 1000,
             recv_size: 1000,
-            remote: SocketOptions::default(),
-            measure_cpu: true,
-            rr: RrOptions::default(),
-            workers: None,
-            udp: UdpOptions::default(),
-            pace: PaceOptions::default(),
-            remote_cpus: None,
-            zerocopy: false,
+            ..TestSpec::new(
+                TestKind::UdpStream,
+                netrig_proto::spec::Limit::Duration { seconds: 1.0 },
+            )
         }
     }
 

@@ -1,6 +1,6 @@
 //! Suites: fixed lists of tests a driver runs one after another.
 
-use netrig_proto::spec::{Limit, PaceOptions, RrOptions, SocketOptions, UDP_HEADER_LEN};
+use netrig_proto::spec::{Limit, PaceOptions, RrOptions, UDP_HEADER_LEN};
 use netrig_proto::{TestKind, TestSpec};
 
 /// `netrig quick`: each kind once on loopback, `seconds` each: TCP streams
@@ -25,15 +25,8 @@ pub fn quick(seconds: f64) -> Vec<TestSpec> {
     .map(|(kind, flows)| {
         let udp = kind == TestKind::UdpStream;
         TestSpec {
-            kind,
-            limit: Limit::Duration { seconds },
-            omit_s: 0.0,
-            interval_s: None,
             flows,
-            message_size: if udp { 1472 } else { 128 * 1024 },
-            recv_size: if udp { 1472 } else { 128 * 1024 },
-            remote: SocketOptions::default(),
-            measure_cpu: true,
+            // udp-rr's smallest datagrams: its header and nothing else.
             rr: if kind == TestKind::UdpRr {
                 RrOptions {
                     request_size: UDP_HEADER_LEN,
@@ -43,14 +36,11 @@ pub fn quick(seconds: f64) -> Vec<TestSpec> {
             } else {
                 Default::default()
             },
-            workers: None,
-            udp: Default::default(),
             pace: PaceOptions {
                 rate_bps: udp.then_some(1_000_000_000),
                 pacing_us: None,
             },
-            remote_cpus: None,
-            zerocopy: false,
+            ..TestSpec::new(kind, Limit::Duration { seconds })
         }
     })
     .collect()
