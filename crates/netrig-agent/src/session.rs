@@ -2,11 +2,14 @@
 
 use crate::listener::Shared;
 use netrig_engine::runner::{run_side, RunControl, RunPlan, SideFlows, SideOutcome};
-use netrig_engine::{sockopt, workload_for, Flow, FlowSlot, FlowSocket};
+use netrig_engine::sockopt::SocketSettings;
+use netrig_engine::{sockopt, Flow, FlowSlot, FlowSocket};
+use netrig_kinds::{Ends, Workloads};
 use netrig_proto::conn::{ConnError, FramedConn};
 use netrig_proto::report::{BufPair, CounterReport, Role, SideReport};
 use netrig_proto::session::{AgentEvent, AgentSession};
-use netrig_proto::spec::{Limit, MAX_CRR_IN_FLIGHT};
+use netrig_proto::spec::Limit;
+use netrig_proto::spec::Transport;
 use netrig_proto::{
     encode_frame, negotiate, AgentMsg, ClientMsg, ControlPreamble, DataHello, Direction, SessionCookie,
     TestSpec, MIN_PROTOCOL_VERSION, PROTOCOL_VERSION, SOFTWARE_VERSION,
@@ -243,12 +246,7 @@ pub(crate) fn serve_control(stream: TcpStream, peer: &str, preamble: ControlPrea
                         conn.send(&AgentMsg::TestRejected { reason })?;
                         continue;
                     }
-                    log::info!(
-                        "{peer}: {} {} flow(s) {:?}",
-                        spec.kind.name(),
-                        spec.flows,
-                        spec.limit
-                    );
+                    log::info!("{peer}: {} {} flow(s) {:?}", spec.kind(), spec.flows, spec.limit);
                     let report = run_test(&mut conn, &mut sm, &spec, shared, peer)?;
                     conn.send(&AgentMsg::Results {
                         report: Box::new(report),
@@ -276,6 +274,12 @@ pub(crate) fn serve_control(stream: TcpStream, peer: &str, preamble: ControlPrea
 /// Sets up, runs and reports one test.
 /// What the spec's validation cannot know: whether this host has what it asks for.
 fn host_can_run(spec: &TestSpec, limits: &netrig_proto::AgentLimits) -> Result<(), String> {
+    if let Ends::ClientOnly(_) = netrig_kinds::of(spec).ends() {
+        return Err(format!(
+            "{} runs from the client alone, against any server: an agent has no part in it",
+            spec.kind()
+        ));
+    }
     if let Some(cpus) = &spec.remote_cpus {
         netrig_engine::affinity::check_cpus(cpus, "--remote-cpus (or -A's second CPU)")
             .map_err(|e| format!("on the agent's host, {e}"))?;
@@ -310,7 +314,10 @@ fn run_test(
     let expected = spec.connections() as usize;
     // A connection-per-transaction test's connections all come during the
     // run, straight to the engine, and the cookie stays registered for all of it.
-    let per_transaction = spec.kind.connection_per_transaction();
+    let workload = netrig_kinds::of(spec).workload(spec);
+    let per_transaction = matches!(workload, Workloads::Transient(_));
+    let udp = spec.rules().transport() == Transport::Udp;
+    let remote = SocketSettings::new(&spec.remote, spec.rules().tcp());
     let (data_rx, crr_rx) = if per_transaction {
         (
             None,
@@ -376,13 +383,13 @@ fn run_test(
             }
         };
         let socket: FlowSocket = match data {
-            DataConn::Tcp(stream) if !spec.kind.is_udp() => {
+            DataConn::Tcp(stream) if !udp => {
                 sm.on_data_connection(hello.flow, Instant::now())?;
-                sockopt::apply_connected(&stream, &spec.remote, true, "-S/--remote-sockbuf")
+                sockopt::apply_connected(&stream, &remote, true, "-S/--remote-sockbuf")
                     .map_err(|e| SessionError::Test(format!("agent {e}")))?;
                 stream.into()
             }
-            DataConn::Udp(from) if spec.kind.is_udp() => {
+            DataConn::Udp(from) if udp => {
                 // Only the client's own address may open UDP flows: the agent
                 // must never be made to send to a third party.
                 if control_ip != Some(canonical_ip(from.ip())) {
@@ -396,14 +403,14 @@ fn run_test(
                 let sock = crate::udp::flow_socket(shared.udp_local, from).map_err(|e| {
                     SessionError::Test(format!("agent: UDP socket for flow {}: {e}", hello.flow))
                 })?;
-                sockopt::apply_connected(&sock, &spec.remote, true, "-S/--remote-sockbuf")
+                sockopt::apply_connected(&sock, &remote, true, "-S/--remote-sockbuf")
                     .map_err(|e| SessionError::Test(format!("agent {e}")))?;
                 sock.into()
             }
             _ => {
                 log::warn!(
                     "{peer}: data connection of the wrong protocol for {}; ignored",
-                    spec.kind.name()
+                    spec.kind()
                 );
                 continue;
             }
@@ -413,7 +420,7 @@ fn run_test(
         if flows.is_empty() {
             warnings.extend(sockopt::buffer_warnings(requested, initial, "remote", "-S"));
         }
-        let role = spec.kind.role(direction, true);
+        let role = spec.role(direction, true);
         let quota = match role {
             Role::Sender => spec.byte_quota(hello.flow - first_index[&direction]),
             _ => None,
@@ -423,7 +430,7 @@ fn run_test(
             FlowSocket::Udp(u) => sockopt::applied(u),
         };
         if buffers.is_empty() {
-            warnings.extend(sockopt::option_warnings(&spec.remote, &applied, "remote"));
+            warnings.extend(sockopt::option_warnings(&remote, &applied, "remote"));
         }
         buffers.push((hello.flow, initial, applied));
         flows.push(Flow::new(hello.flow, direction, role, socket, quota));
@@ -436,17 +443,17 @@ fn run_test(
         other => return Err(SessionError::Test(format!("expected go, got {other:?}"))),
     }
     let start = Instant::now();
-    let side = if per_transaction {
-        SideFlows::Transient {
+    let side = match workload {
+        Workloads::Transient(workload) => SideFlows::Transient {
+            workload,
             flows: plan
                 .iter()
                 .enumerate()
-                .map(|(id, d)| FlowSlot::new(id as u32, *d, spec.kind.role(*d, true), None))
+                .map(|(id, d)| FlowSlot::new(id as u32, *d, spec.role(*d, true), None))
                 .collect(),
             intake: crr_rx,
-        }
-    } else {
-        flows.into()
+        },
+        Workloads::Connected(workload) => SideFlows::Connected { workload, flows },
     };
     let outcome = run_flows(
         conn,
@@ -460,7 +467,7 @@ fn run_test(
     if per_transaction {
         if let Some(c) = outcome.flows.iter().find_map(|f| f.first_connection.as_ref()) {
             warnings.extend(sockopt::buffer_warnings(requested, c.initial, "remote", "-S"));
-            warnings.extend(sockopt::option_warnings(&spec.remote, &c.applied, "remote"));
+            warnings.extend(sockopt::option_warnings(&remote, &c.applied, "remote"));
         }
         let dropped = shared.registry.dropped(&cookie) + outcome.dropped_connections;
         if dropped > 0 {
@@ -503,13 +510,8 @@ fn run_test(
 /// Room for new connections of a connection-per-transaction test: every
 /// connection the client may have in flight, within bounds.
 fn run_intake_capacity(spec: &TestSpec) -> usize {
-    let per_flow = if spec.rr.rate.is_some() {
-        MAX_CRR_IN_FLIGHT
-    } else {
-        spec.rr.burst
-    };
     (spec.flows as usize)
-        .saturating_mul(per_flow as usize)
+        .saturating_mul(spec.rules().in_flight() as usize)
         .clamp(1024, 65_536)
 }
 
@@ -535,12 +537,11 @@ fn run_flows(
     let mut plan = RunPlan::for_spec(spec, start, test_id);
     plan.cpus = spec.remote_cpus.clone();
     plan.cpus_option = "--remote-cpus (or -A's second CPU)";
-    let workload = workload_for(spec);
     let ctl2 = ctl.clone();
     let engine = std::thread::Builder::new()
         .name("netrig-run".into())
         .spawn(move || {
-            run_side(workload, flows, &plan, &ctl2, &mut |sample| {
+            run_side(flows, &plan, &ctl2, &mut |sample| {
                 let frame = encode_frame(&AgentMsg::Interval {
                     sample: Box::new(sample.clone()),
                 });

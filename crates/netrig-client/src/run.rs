@@ -2,16 +2,20 @@
 
 use crate::ClientError;
 use netrig_engine::runner::{run_side, RunControl, RunPlan, SideFlows};
-use netrig_engine::{sockopt, workload_for, Connector, Flow, FlowSlot, FlowSocket};
+use netrig_engine::sockopt::SocketSettings;
+use netrig_engine::{sockopt, Connector, Flow, FlowSlot, FlowSocket};
+use netrig_kinds::Workloads;
 use netrig_proto::conn::{ConnError, FramedConn};
 use netrig_proto::report::{BufPair, CounterReport, IntervalSample, Role, SideReport};
 use netrig_proto::session::{ClientEvent, ClientSession};
-use netrig_proto::spec::{validate_socket_options, Limit, SocketOptions};
+use netrig_proto::spec::{Exchange, Limit, Transport};
 use netrig_proto::{
-    AgentLimits, AgentMsg, ClientMsg, ControlPreamble, DataHello, Direction, SessionCookie, TestKind,
-    TestSpec, MIN_PROTOCOL_VERSION, PROTOCOL_VERSION, SOFTWARE_VERSION,
+    AgentLimits, AgentMsg, ClientMsg, ControlPreamble, DataHello, Direction, SessionCookie, TestSpec,
+    MIN_PROTOCOL_VERSION, PROTOCOL_VERSION, SOFTWARE_VERSION,
 };
-use netrig_report::{assemble, merge_interval, AgentInfo, IntervalResult, Side, TestConfig, TestResult};
+use netrig_report::{
+    assemble, merge_interval, AgentInfo, IntervalResult, RunInfo, Side, SocketOptions, TestConfig, TestResult,
+};
 use socket2::{Domain, Protocol, Socket, Type};
 use std::collections::BTreeMap;
 use std::io::{self, Read, Write};
@@ -33,13 +37,13 @@ pub struct ClientOptions {
     /// `--bind`: local address of every connection.
     pub bind: Option<IpAddr>,
     /// Options on this end's data sockets.
-    pub local: SocketOptions,
+    pub local: SocketSettings,
     pub connect_timeout: Duration,
     /// `--cpus`: pin this end's worker i to `cpus[i % len]`.
     pub cpus: Option<Vec<u32>>,
-    /// udp-stream without `-m`: send datagrams of [`Client::default_udp_size`]
-    /// instead of the spec's size, and say so in the result
-    /// (`config.message_size_default`).
+    /// The kind sizes its datagrams for the path ([`netrig_kinds::Kind::fit_to_path`]:
+    /// udp-stream without `-m`): to [`Client::default_udp_size`] instead of
+    /// the spec's size, and the result says so (`config.message_size_default`).
     pub udp_size_default: bool,
 }
 
@@ -92,7 +96,8 @@ fn proto_err(e: impl std::fmt::Display) -> ClientError {
 impl Client {
     /// Connects to the first address that answers and shakes hands.
     pub fn connect(addrs: &[SocketAddr], opts: ClientOptions) -> Result<Client, ClientError> {
-        validate_socket_options(&opts.local, "-s/--local-sockbuf")
+        opts.local
+            .validate("-s/--local-sockbuf")
             .map_err(|e| ClientError::Option(e.to_string()))?;
         let mut last = None;
         for &addr in addrs {
@@ -224,7 +229,7 @@ impl Client {
             .map_err(|error| ClientError::Connect { addr, error })?;
         sockopt::apply_before_connect(
             &sock,
-            &SocketOptions {
+            &SocketSettings {
                 mss: None,
                 ..self.opts.local.clone()
             },
@@ -272,26 +277,23 @@ impl Client {
         ctl: Arc<RunControl>,
         observer: &mut dyn FnMut(&IntervalResult),
     ) -> Result<TestResult, ClientError> {
-        let size_default = spec.kind == TestKind::UdpStream && self.opts.udp_size_default;
-        let sized;
-        let spec = if size_default {
-            let size = self.default_udp_size();
-            sized = TestSpec {
-                message_size: size,
-                recv_size: size,
-                ..spec.clone()
-            };
-            &sized
+        let kind = netrig_kinds::of(spec);
+        let sized = if self.opts.udp_size_default {
+            kind.fit_to_path(spec, self.default_udp_size())
         } else {
-            spec
+            None
         };
+        let size_default = sized.is_some();
+        let spec = sized.as_ref().unwrap_or(spec);
+        let rules = spec.rules();
+        let udp = rules.transport() == Transport::Udp;
         spec.validate(&self.limits)
             .map_err(|e| ClientError::Option(e.at_agent(&self.agent_name())))?;
         self.conn
             .send(&ClientMsg::TestRequest { spec: spec.clone() })
             .map_err(proto_err)?;
         self.sm.request_sent().map_err(proto_err)?;
-        log::debug!("test request sent: {} {} flow(s)", spec.kind.name(), spec.flows);
+        log::debug!("test request sent: {} {} flow(s)", spec.kind(), spec.flows);
         let setup = Duration::from_secs(self.limits.setup_timeout_s + 5);
         let msg: AgentMsg = self.conn.recv(setup).map_err(proto_err)?;
         let (cookie, mut warnings) = match self.sm.on_agent(msg).map_err(proto_err)? {
@@ -321,7 +323,8 @@ impl Client {
         let mut setup_info = BTreeMap::new();
         let mut in_dir: BTreeMap<Direction, u32> = BTreeMap::new();
         // A connection-per-transaction test opens its connections during the run.
-        let per_transaction = spec.kind.connection_per_transaction();
+        let workload = kind.workload(spec);
+        let per_transaction = matches!(workload, Workloads::Transient(_));
         let connector = Arc::new(Connector {
             addr: self.addr,
             bind: self.opts.bind,
@@ -333,28 +336,26 @@ impl Client {
         for (id, dir) in plan.iter().enumerate() {
             let id = id as u32;
             if per_transaction {
-                let role = spec.kind.role(*dir, false);
+                let role = spec.role(*dir, false);
                 slots.push(FlowSlot::new(id, *dir, role, Some(connector.clone())));
                 continue;
             }
             let k = in_dir.entry(*dir).or_default();
             let index_in_dir = *k;
             *k += 1;
-            let opened: Result<FlowSocket, ClientError> = if spec.kind.is_udp() {
+            let opened: Result<FlowSocket, ClientError> = if udp {
                 let hello = DataHello {
                     version: self.version,
                     cookie,
                     flow: id,
                 };
-                let (datagram, flag) = match spec.kind {
-                    netrig_proto::TestKind::UdpRr => (
-                        spec.rr
-                            .request_size
-                            .max(spec.rr.response_size)
-                            .max(netrig_proto::spec::UDP_HEADER_LEN),
-                        "-r",
-                    ),
-                    _ => (spec.message_size, "-m"),
+                let datagram = rules
+                    .datagram_size()
+                    .unwrap_or(netrig_proto::spec::MAX_UDP_PAYLOAD);
+                let flag = if rules.exchange() == Exchange::Stream {
+                    "-m"
+                } else {
+                    "-r"
                 };
                 self.open_udp(&hello, datagram, flag).map(|u| {
                     udp_hellos.push((u.try_clone(), hello));
@@ -376,7 +377,7 @@ impl Client {
             if id == 0 {
                 warnings.extend(sockopt::buffer_warnings(requested, initial, "local", "-s"));
             }
-            let role = spec.kind.role(*dir, false);
+            let role = spec.role(*dir, false);
             let quota = if role == Role::Sender {
                 spec.byte_quota(index_in_dir)
             } else {
@@ -406,7 +407,7 @@ impl Client {
                     return Err(ClientError::Test(format!(
                         "the agent did not get every data connection within {} s{}",
                         setup.as_secs(),
-                        if spec.kind.is_udp() {
+                        if udp {
                             " (is UDP to the agent's port blocked?)"
                         } else {
                             ""
@@ -448,7 +449,7 @@ impl Client {
             .spawn(move || read_agent(&mut reader, tx, start + bound))
             .map_err(|e| ClientError::Test(format!("cannot start the control reader: {e}")))?;
 
-        let mut merger = Merger::new(plan.clone(), spec.kind.is_transactional());
+        let mut merger = Merger::new(plan.clone(), rules.exchange().is_transactional());
         let mut remote_report = None;
         let mut failure = None;
         let mut pump = |merger: &mut Merger,
@@ -487,19 +488,18 @@ impl Client {
             }
         };
 
-        let workload = workload_for(spec);
         let mut run_plan = RunPlan::for_spec(spec, start, cookie.test_id());
         run_plan.cpus = self.opts.cpus.clone();
         let mut local_samples = Vec::new();
-        let side = if per_transaction {
-            SideFlows::Transient {
+        let side = match workload {
+            Workloads::Transient(workload) => SideFlows::Transient {
+                workload,
                 flows: slots,
                 intake: None,
-            }
-        } else {
-            flows.into()
+            },
+            Workloads::Connected(workload) => SideFlows::Connected { workload, flows },
         };
-        let outcome = run_side(workload, side, &run_plan, &ctl, &mut |s: &IntervalSample| {
+        let outcome = run_side(side, &run_plan, &ctl, &mut |s: &IntervalSample| {
             local_samples.push(s.clone());
             merger.push_local(s.clone(), observer);
             pump(&mut merger, &mut remote_report, &mut failure, observer, None);
@@ -571,46 +571,22 @@ impl Client {
             schedule: outcome.schedule.clone(),
             witness: outcome.witness.clone(),
         };
-        let transactional = spec.kind.is_transactional();
-        let config = TestConfig {
-            host: self.opts.host.clone(),
-            port: self.addr.port(),
-            embedded: self.opts.host.is_none(),
-            length_s: match spec.limit {
-                Limit::Duration { seconds } => Some(seconds),
-                Limit::Bytes { .. } => None,
+        let mut config = TestConfig::new(
+            spec,
+            kind,
+            RunInfo {
+                host: self.opts.host.clone(),
+                port: self.addr.port(),
+                cpus: self.opts.cpus.clone(),
+                bind: self.opts.bind.map(|b| b.to_string()),
+                family: self.opts.family.name().map(str::to_string),
+                local: shown(&self.opts.local),
+                remote: shown(&SocketSettings::new(&spec.remote, rules.tcp())),
             },
-            bytes: match spec.limit {
-                Limit::Bytes { bytes } => Some(bytes),
-                Limit::Duration { .. } => None,
-            },
-            omit_s: spec.omit_s,
-            interval_s: spec.interval_s,
-            flows: spec.flows,
-            message_size: spec.message_size,
-            message_size_default: (spec.kind == TestKind::UdpStream).then_some(size_default),
-            recv_size: spec.recv_size,
-            request_size: transactional.then_some(spec.rr.request_size),
-            response_size: transactional.then_some(spec.rr.response_size),
-            burst: transactional.then_some(spec.rr.burst),
-            rate: if transactional { spec.rr.rate } else { None },
-            poisson: transactional.then_some(spec.rr.poisson),
-            timeout_s: matches!(spec.kind, TestKind::TcpCrr | TestKind::UdpRr)
-                .then(|| spec.rr.timeout().as_secs_f64()),
-            spin_us: spec.rr.rate.and(spec.rr.spin_us),
-            pacing_us: spec.pace.rate_bps.map(|_| spec.pace.pacing().as_micros() as u32),
-            rate_bps: spec.pace.rate_bps,
-            workers: spec.workers,
-            zerocopy: spec.zerocopy,
-            cpus: self.opts.cpus.clone(),
-            remote_cpus: spec.remote_cpus.clone(),
-            udp_rate_bps: spec.kind.is_udp().then_some(spec.pace.rate_bps).flatten(),
-            reverse: spec.kind.is_udp().then_some(spec.udp.reverse),
-            local: self.opts.local.clone(),
-            remote: spec.remote.clone(),
-            bind: self.opts.bind.map(|b| b.to_string()),
-            family: self.opts.family.name().map(str::to_string),
-        };
+        );
+        if size_default {
+            config.message_size_default = Some(true);
+        }
         let agent = AgentInfo {
             address: self.addr.to_string(),
             software: self.software.clone(),
@@ -619,6 +595,7 @@ impl Client {
         let remote_samples = merger.remote_samples();
         assemble(
             spec,
+            kind,
             config,
             agent,
             Side {
@@ -632,6 +609,20 @@ impl Client {
             warnings,
         )
         .map_err(ClientError::Test)
+    }
+}
+
+/// Socket settings as the result shows them.
+fn shown(s: &SocketSettings) -> SocketOptions {
+    SocketOptions {
+        sndbuf: s.sndbuf,
+        rcvbuf: s.rcvbuf,
+        tos: s.tos,
+        priority: s.priority,
+        nodelay: s.nodelay,
+        congestion: s.congestion.clone(),
+        mss: s.mss,
+        max_pacing_rate_bps: s.max_pacing_rate_bps,
     }
 }
 

@@ -1,9 +1,9 @@
 //! One flow: a data connection, what this end does with it, and the counters
 //! it shares with the sampler.
 
+use crate::sockopt::SocketSettings;
 use netrig_metrics::SeqLive;
 use netrig_proto::report::{AppliedOptions, BufPair, ConnectErrors, Role};
-use netrig_proto::spec::SocketOptions;
 use netrig_proto::{DataHello, Direction, SessionCookie};
 use std::net::{IpAddr, SocketAddr, TcpStream, UdpSocket};
 use std::os::fd::{AsFd, BorrowedFd};
@@ -28,7 +28,7 @@ const COUNT: u64 = (1 << EPOCH_SHIFT) - 1;
 /// period it was counted in (its index mod 64).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct InWindow {
-    pub(crate) epoch: u8,
+    pub epoch: u8,
 }
 
 /// Counters a worker writes and the sampler reads. Bytes have one writer, so
@@ -368,7 +368,7 @@ pub struct Connector {
     /// Local address (`--bind`), port chosen by the kernel.
     pub bind: Option<IpAddr>,
     /// This end's socket options: buffers and MSS before connect, the rest after.
-    pub options: SocketOptions,
+    pub options: SocketSettings,
     pub version: u16,
     pub cookie: SessionCookie,
 }

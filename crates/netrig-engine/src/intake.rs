@@ -33,13 +33,13 @@ pub struct WorkerIntake {
 }
 
 /// Deals arrivals out to the workers, round-robin.
-pub(crate) struct Dealer {
+pub struct Dealer {
     outs: Vec<(SyncSender<Arrival>, Waker)>,
     next: usize,
 }
 
 /// A dealer and the intakes of `workers` workers, each channel holding `capacity`.
-pub(crate) fn deal(workers: usize, capacity: usize) -> std::io::Result<(Dealer, Vec<WorkerIntake>)> {
+pub fn deal(workers: usize, capacity: usize) -> std::io::Result<(Dealer, Vec<WorkerIntake>)> {
     let mut outs = Vec::with_capacity(workers);
     let mut intakes = Vec::with_capacity(workers);
     for _ in 0..workers {
@@ -91,7 +91,7 @@ impl Dealer {
 
     /// Deals what arrives on `rx` until `done` is set (bounded: it looks
     /// every 20 ms). Returns how many arrivals found no room.
-    pub(crate) fn run(mut self, rx: Receiver<Arrival>, done: &AtomicBool) -> u64 {
+    pub fn run(mut self, rx: Receiver<Arrival>, done: &AtomicBool) -> u64 {
         let mut dropped = 0u64;
         while !done.load(Ordering::Relaxed) {
             match rx.recv_timeout(Duration::from_millis(20)) {

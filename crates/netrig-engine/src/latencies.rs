@@ -73,7 +73,7 @@ fn lock(m: &Mutex<Deposit>) -> std::sync::MutexGuard<'_, Deposit> {
 }
 
 /// One worker's latency recording.
-pub(crate) struct Latencies {
+pub struct Latencies {
     window: LatencyRecorder,
     intervals: Option<WorkerPeriods>,
 }
@@ -87,7 +87,7 @@ struct WorkerPeriods {
 }
 
 impl Latencies {
-    pub(crate) fn new(intervals: Option<(std::sync::Arc<IntervalLatencies>, usize)>) -> Self {
+    pub fn new(intervals: Option<(std::sync::Arc<IntervalLatencies>, usize)>) -> Self {
         Latencies {
             window: LatencyRecorder::new(),
             intervals: intervals.map(|(shared, worker)| WorkerPeriods {
@@ -101,7 +101,7 @@ impl Latencies {
 
     /// Records a transaction counted inside the window.
     #[inline]
-    pub(crate) fn record(&mut self, mark: InWindow, ns: u64) {
+    pub fn record(&mut self, mark: InWindow, ns: u64) {
         self.window.record(ns);
         if let Some(p) = &mut self.intervals {
             let current = p.shared.current.load(Ordering::Acquire);
@@ -119,7 +119,7 @@ impl Latencies {
 
     /// Once per loop iteration: hands the sampler the periods that ended.
     #[inline]
-    pub(crate) fn flush(&mut self) {
+    pub fn flush(&mut self) {
         if let Some(p) = &mut self.intervals {
             let current = p.shared.current.load(Ordering::Acquire);
             if current != p.seen {
@@ -129,7 +129,7 @@ impl Latencies {
     }
 
     /// The whole window's histogram; hands over every period left.
-    pub(crate) fn into_window(mut self) -> LatencyRecorder {
+    pub fn into_window(mut self) -> LatencyRecorder {
         if let Some(p) = &mut self.intervals {
             p.hand_over(u32::MAX);
         }

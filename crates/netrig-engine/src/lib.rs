@@ -5,23 +5,21 @@
 //! with no locks and no allocation per message. Workers publish per-flow
 //! byte counts in atomics; the [`runner`] samples them on the measurement schedule (omit, intervals,
 //! end of window) from the calling thread, so the hot loop never looks at a
-//! clock. What a flow does with its socket is a [`Workload`]: a new test kind
-//! is a new workload, not a new branch in the runner.
+//! clock. What a flow does with its socket is a [`Workload`], which each
+//! test kind provides from its own module (crate netrig-kinds) with the
+//! building blocks here: the [`reactor`], [`pace`]d schedules, the
+//! request/response machinery of [`txn`], [`latencies`] and [`sockopt`]. A
+//! new test kind is a new workload, not a new branch in the runner.
 
 pub mod affinity;
-pub mod crr;
 pub mod flow;
 pub mod intake;
 pub mod latencies;
-mod pace;
-mod reactor;
-pub mod rr;
+pub mod pace;
+pub mod reactor;
 pub mod runner;
 pub mod sockopt;
-pub mod stream;
-mod txn;
-pub mod udp;
-pub mod udp_rr;
+pub mod txn;
 mod witness;
 pub mod workload;
 
@@ -32,7 +30,7 @@ pub use flow::{
 pub use latencies::IntervalLatencies;
 pub use runner::{run_side, RunControl, RunPlan, SideFlows, SideOutcome};
 pub use txn::TxnParams;
-pub use workload::{workload_for, Workload};
+pub use workload::{TransientWorkload, WorkerControl, Workload};
 
 use thiserror::Error;
 

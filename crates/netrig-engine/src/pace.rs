@@ -8,7 +8,7 @@
 use std::time::{Duration, Instant};
 
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct Schedule {
+pub struct Schedule {
     start: Instant,
     /// Bits per unit × 10^9 (so that times come out in ns).
     unit_bits_ns: u128,
@@ -21,7 +21,7 @@ pub(crate) struct Schedule {
 impl Schedule {
     /// A schedule of `unit_bytes`-byte units at `rate_bps` from `start`,
     /// waking at most once per `quantum`.
-    pub(crate) fn new(start: Instant, unit_bytes: usize, rate_bps: u64, quantum: Duration) -> Schedule {
+    pub fn new(start: Instant, unit_bytes: usize, rate_bps: u64, quantum: Duration) -> Schedule {
         let unit_bits_ns = (unit_bytes.max(1) as u128) * 8 * 1_000_000_000;
         let rate_bps = u128::from(rate_bps.max(1));
         let quantum = (quantum.as_nanos() * rate_bps / unit_bits_ns).max(1);
@@ -40,14 +40,14 @@ impl Schedule {
     }
 
     /// When unit `k` is due.
-    pub(crate) fn due_at(&self, k: u64) -> Instant {
+    pub fn due_at(&self, k: u64) -> Instant {
         let ns = (u128::from(k) * self.unit_bits_ns).div_ceil(self.rate_bps);
         self.start + Duration::from_nanos(ns.min(u64::MAX as u128) as u64)
     }
 
     /// How many units may leave at `now` when `sent` have: 0 until the next
     /// one is due; then those due and those due within the quantum.
-    pub(crate) fn allowed(&self, now: Instant, sent: u64) -> u64 {
+    pub fn allowed(&self, now: Instant, sent: u64) -> u64 {
         let due = self.due_by(now);
         if due <= sent {
             0

@@ -36,30 +36,30 @@ use std::time::{Duration, Instant};
 
 /// The reactor's timer (the pacer's has `txn::TIMER`, an intake's waker
 /// `intake::WAKE`).
-pub(crate) const TIMER: Token = Token(usize::MAX - 2);
+pub const TIMER: Token = Token(usize::MAX - 2);
 /// Tokens from here up are reserved for timers and wakers; sources below it
 /// are reported by index to [`Handler::on_ready`].
-pub(crate) const RESERVED: usize = usize::MAX - 15;
+pub const RESERVED: usize = usize::MAX - 15;
 /// How long a turn sleeps when the handler has nothing sooner to wake for.
-pub(crate) const IDLE: Duration = Duration::from_millis(10);
+pub const IDLE: Duration = Duration::from_millis(10);
 
 /// What the reactor lends a handler on each call: the registry (to register
 /// or drop sources), its timer, and whether the window has closed.
-pub(crate) struct Io<'a> {
-    pub(crate) registry: &'a Registry,
-    pub(crate) timer: Option<&'a Timer>,
+pub struct Io<'a> {
+    pub registry: &'a Registry,
+    pub timer: Option<&'a Timer>,
     /// When the window closed (`stop` was seen), if it has.
-    pub(crate) stopped_at: Option<Instant>,
+    pub stopped_at: Option<Instant>,
 }
 
 impl Io<'_> {
     /// The window has closed: senders stop, receivers drain.
-    pub(crate) fn draining(&self) -> bool {
+    pub fn draining(&self) -> bool {
         self.stopped_at.is_some()
     }
 
     /// The reactor's timer; the handler asked for one when it made the reactor.
-    pub(crate) fn timer(&self) -> &Timer {
+    pub fn timer(&self) -> &Timer {
         self.timer.expect("this reactor was made with a timer")
     }
 }
@@ -67,11 +67,11 @@ impl Io<'_> {
 /// The time of one turn of the loop, read from the clock on first use only:
 /// a turn that needs no time (an unpaced stream's) reads no clock.
 #[derive(Default)]
-pub(crate) struct Now(Cell<Option<Instant>>);
+pub struct Now(Cell<Option<Instant>>);
 
 impl Now {
     /// This turn's time: the clock's the first time it is asked.
-    pub(crate) fn get(&self) -> Instant {
+    pub fn get(&self) -> Instant {
         match self.0.get() {
             Some(t) => t,
             None => {
@@ -85,11 +85,11 @@ impl Now {
 
 /// Readiness of a source, as the poll reported it.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub(crate) struct Ready {
-    pub(crate) readable: bool,
-    pub(crate) writable: bool,
-    pub(crate) read_closed: bool,
-    pub(crate) error: bool,
+pub struct Ready {
+    pub readable: bool,
+    pub writable: bool,
+    pub read_closed: bool,
+    pub error: bool,
 }
 
 impl Ready {
@@ -103,14 +103,14 @@ impl Ready {
     }
 
     /// Something to read: data, end of file or an error to collect.
-    pub(crate) fn has_input(self) -> bool {
+    pub fn has_input(self) -> bool {
         self.readable || self.read_closed || self.error
     }
 }
 
 /// A test kind's side of one worker's event loop. Every method runs on the
 /// worker's thread, between polls.
-pub(crate) trait Handler {
+pub trait Handler {
     /// Source `index` (its token) is ready.
     fn on_ready(&mut self, io: &Io<'_>, index: usize, ready: Ready) -> Result<(), EngineError>;
 
@@ -143,7 +143,7 @@ pub(crate) trait Handler {
 }
 
 /// One worker's event loop.
-pub(crate) struct Reactor {
+pub struct Reactor {
     poll: Poll,
     events: Events,
     timer: Option<Timer>,
@@ -156,12 +156,12 @@ fn setup(e: io::Error) -> EngineError {
 impl Reactor {
     /// A reactor with its own poll; `timer`: with a timer (a timerfd, for
     /// wake-ups finer than the poll's millisecond timeout).
-    pub(crate) fn new(timer: bool) -> Result<Reactor, EngineError> {
+    pub fn new(timer: bool) -> Result<Reactor, EngineError> {
         Reactor::with_poll(Poll::new().map_err(setup)?, timer)
     }
 
     /// A reactor on a poll made elsewhere (one that already holds a waker).
-    pub(crate) fn with_poll(poll: Poll, timer: bool) -> Result<Reactor, EngineError> {
+    pub fn with_poll(poll: Poll, timer: bool) -> Result<Reactor, EngineError> {
         let timer = match timer {
             true => Some(Timer::registered(poll.registry(), TIMER).map_err(setup)?),
             false => None,
@@ -173,17 +173,13 @@ impl Reactor {
         })
     }
 
-    pub(crate) fn registry(&self) -> &Registry {
+    pub fn registry(&self) -> &Registry {
         self.poll.registry()
     }
 
     /// Runs `handler` until it is done, or `stop` is set and it has drained
     /// or its drain's deadline has passed; then its figures.
-    pub(crate) fn run<H: Handler>(
-        &mut self,
-        mut handler: H,
-        stop: &AtomicBool,
-    ) -> Result<WorkerEnd, EngineError> {
+    pub fn run<H: Handler>(&mut self, mut handler: H, stop: &AtomicBool) -> Result<WorkerEnd, EngineError> {
         let mut stopped_at: Option<Instant> = None;
         let mut deadline: Option<Instant> = None;
         loop {

@@ -17,7 +17,7 @@
 
 use crate::intake::{Arrival, WorkerIntake};
 use crate::witness::{Witness, WitnessFlow, WitnessMark};
-use crate::workload::{WorkerControl, Workload};
+use crate::workload::{TransientWorkload, WorkerControl, Workload};
 use crate::IntervalLatencies;
 use crate::{
     EngineError, FirstConnection, Flow, FlowCounters, FlowEnd, FlowSlot, ScheduleStats, TransientEnd,
@@ -27,7 +27,7 @@ use netrig_metrics::{CpuSnapshot, CpuUsage, SeqInterval, SeqLive, TcpInfo};
 use netrig_metrics::{LatencyRecorder, LatencySummary};
 use netrig_proto::report::ScheduleReport;
 use netrig_proto::report::{BufPair, ConnectErrors, IntervalSample, Role, WorkerCpu};
-use netrig_proto::spec::Limit;
+use netrig_proto::spec::{Exchange, Limit, Transport};
 use netrig_proto::Direction;
 use std::collections::HashMap;
 use std::os::fd::AsFd;
@@ -113,36 +113,37 @@ impl RunControl {
 }
 
 /// The flows one end drives, and where their connections come from.
+/// The workload that drives them comes with them: a kind whose exchange
+/// opens a connection per transaction has a [`TransientWorkload`], the others
+/// a [`Workload`], so neither can be asked to do what it cannot.
 pub enum SideFlows {
     /// One long-lived connection per flow, opened during set-up (streams, tcp-rr).
-    Connected(Vec<Flow>),
+    Connected {
+        workload: Arc<dyn Workload>,
+        flows: Vec<Flow>,
+    },
     /// Flows whose connections come and go, one per transaction (tcp-crr).
     /// Without an intake, this end opens them: each worker its own share of
     /// the flows. With one, the peer opens them: the runner deals each
     /// arrival to a worker, round-robin, and every worker serves every flow.
     Transient {
+        workload: Arc<dyn TransientWorkload>,
         flows: Vec<FlowSlot>,
         intake: Option<mpsc::Receiver<Arrival>>,
     },
 }
 
-impl From<Vec<Flow>> for SideFlows {
-    fn from(flows: Vec<Flow>) -> Self {
-        SideFlows::Connected(flows)
-    }
-}
-
 /// What one worker thread is given.
 enum Share {
-    Connected(Vec<Flow>),
-    Transient(Vec<FlowSlot>, Option<WorkerIntake>),
+    Connected(Arc<dyn Workload>, Vec<Flow>),
+    Transient(Arc<dyn TransientWorkload>, Vec<FlowSlot>, Option<WorkerIntake>),
 }
 
 impl Share {
     fn flows(&self) -> usize {
         match self {
-            Share::Connected(f) => f.len(),
-            Share::Transient(f, _) => f.len(),
+            Share::Connected(_, f) => f.len(),
+            Share::Transient(_, f, _) => f.len(),
         }
     }
 }
@@ -190,6 +191,7 @@ impl FlowOutcome {
         requested: BufPair,
         setup: Option<(BufPair, netrig_proto::report::AppliedOptions)>,
     ) -> netrig_proto::report::FlowReport {
+        let rules = spec.rules();
         let (initial, applied) = setup
             .or_else(|| {
                 self.first_connection
@@ -212,14 +214,18 @@ impl FlowOutcome {
             applied,
             tcp_info: self.tcp_info.clone(),
             window_transactions: self.window_transactions,
-            udp: self.udp.clone().filter(|_| spec.kind.is_udp()).map(|mut u| {
-                if spec.kind == netrig_proto::TestKind::UdpStream {
-                    // Every datagram of a udp-stream flow has the same size.
-                    u.window_sent_datagrams = self.window_bytes / spec.message_size.max(1) as u64;
-                    u.window = self.window_udp;
-                }
-                u
-            }),
+            udp: self
+                .udp
+                .clone()
+                .filter(|_| rules.transport() == Transport::Udp)
+                .map(|mut u| {
+                    if let (Exchange::Stream, Some(size)) = (rules.exchange(), rules.datagram_size()) {
+                        // Every datagram of a UDP stream's flow has the same size.
+                        u.window_sent_datagrams = self.window_bytes / u64::from(size.max(1));
+                        u.window = self.window_udp;
+                    }
+                    u
+                }),
             connect_errors: self.connect_errors,
         }
     }
@@ -328,8 +334,7 @@ fn mark(meta: &[Meta], clocks: &[WorkerClock], measure_cpu: bool) -> Mark {
 /// Runs this end's flows to the end of the test and returns what it measured.
 /// `on_interval` sees each interim sample as soon as it is taken.
 pub fn run_side(
-    workload: Arc<dyn Workload>,
-    flows: impl Into<SideFlows>,
+    flows: SideFlows,
     plan: &RunPlan,
     ctl: &RunControl,
     on_interval: &mut dyn FnMut(&IntervalSample),
@@ -347,8 +352,8 @@ pub fn run_side(
             counts_failures: role == Role::Requester && socket.is_none(),
             socket,
         };
-    let (meta, shares, intake): (Vec<Meta>, Vec<Share>, _) = match flows.into() {
-        SideFlows::Connected(flows) => {
+    let (meta, shares, intake): (Vec<Meta>, Vec<Share>, _) = match flows {
+        SideFlows::Connected { workload, flows } => {
             let m = flows
                 .iter()
                 .map(|f| meta(f.id, f.direction, f.role, &f.counters, Some(f.socket.clone())))
@@ -356,11 +361,18 @@ pub fn run_side(
             let n = plan.workers.clamp(1, flows.len().max(1));
             (
                 m,
-                buckets(flows, n).into_iter().map(Share::Connected).collect(),
+                buckets(flows, n)
+                    .into_iter()
+                    .map(|b| Share::Connected(workload.clone(), b))
+                    .collect(),
                 None,
             )
         }
-        SideFlows::Transient { flows, intake } => {
+        SideFlows::Transient {
+            workload,
+            flows,
+            intake,
+        } => {
             let m = flows
                 .iter()
                 .map(|f| meta(f.id, f.direction, f.role, &f.counters, None))
@@ -371,7 +383,7 @@ pub fn run_side(
                     m,
                     buckets(flows, n)
                         .into_iter()
-                        .map(|b| Share::Transient(b, None))
+                        .map(|b| Share::Transient(workload.clone(), b, None))
                         .collect(),
                     None,
                 ),
@@ -380,7 +392,7 @@ pub fn run_side(
                         .map_err(|e| EngineError::Setup(format!("worker intake: {e}")))?;
                     let shares = intakes
                         .into_iter()
-                        .map(|i| Share::Transient(flows.clone(), Some(i)))
+                        .map(|i| Share::Transient(workload.clone(), flows.clone(), Some(i)))
                         .collect();
                     (m, shares, Some((dealer, rx)))
                 }
@@ -418,7 +430,7 @@ pub fn run_side(
     let mut handles = Vec::new();
     let mut clocks = Vec::new();
     for (w, share) in shares.into_iter().enumerate().filter(|(_, s)| s.flows() > 0) {
-        let (workload, mut wctl, tx) = (workload.clone(), wctl.clone(), done_tx.clone());
+        let (mut wctl, tx) = (wctl.clone(), done_tx.clone());
         let flows = share.flows() as u32;
         let index = clocks.len();
         wctl.worker = index;
@@ -438,8 +450,8 @@ pub fn run_side(
                     None => Ok(()),
                 };
                 let result = pinned.and_then(|()| match share {
-                    Share::Connected(flows) => workload.run_worker(flows, &wctl),
-                    Share::Transient(flows, intake) => workload.run_transient(flows, intake, &wctl),
+                    Share::Connected(workload, flows) => workload.run_worker(flows, &wctl),
+                    Share::Transient(workload, flows, intake) => workload.run_transient(flows, intake, &wctl),
                 });
                 let _ = tx.send(WorkerDone {
                     worker: index,
@@ -1002,11 +1014,7 @@ mod tests {
     /// Counts one transaction per arrival on the flow its greeting names.
     struct CountArrivals;
 
-    impl Workload for CountArrivals {
-        fn run_worker(&self, _: Vec<Flow>, _: &WorkerControl) -> Result<WorkerEnd, EngineError> {
-            unreachable!("transient flows only")
-        }
-
+    impl TransientWorkload for CountArrivals {
         fn run_transient(
             &self,
             flows: Vec<FlowSlot>,
@@ -1067,8 +1075,8 @@ mod tests {
         });
         let ctl = RunControl::new();
         let out = run_side(
-            Arc::new(CountArrivals),
             SideFlows::Transient {
+                workload: Arc::new(CountArrivals),
                 flows,
                 intake: Some(rx),
             },

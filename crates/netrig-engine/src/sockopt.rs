@@ -4,10 +4,71 @@
 //! say so when it is not what was asked.
 
 use netrig_proto::report::{AppliedOptions, BufPair};
-use netrig_proto::spec::SocketOptions;
+use netrig_proto::spec::{validate_mss, validate_socket_options, SocketOptions, SpecError, TcpOptions};
 use socket2::SockRef;
 use std::io;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, TcpStream, UdpSocket};
+
+/// What one end applies to its data sockets: the spec's options for every
+/// socket, the kind's TCP options, and on the client `--mss`. The engine's
+/// own type: the wire carries the parts ([`SocketOptions`] in the spec,
+/// [`TcpOptions`] in a TCP kind's options) and the result shows its own.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SocketSettings {
+    pub sndbuf: Option<u32>,
+    pub rcvbuf: Option<u32>,
+    pub tos: Option<u8>,
+    pub priority: Option<u32>,
+    pub nodelay: bool,
+    pub congestion: Option<String>,
+    /// TCP_MAXSEG before connect: the client's only.
+    pub mss: Option<u32>,
+    pub max_pacing_rate_bps: Option<u64>,
+}
+
+impl SocketSettings {
+    /// The settings of the wire's parts (`tcp` for TCP kinds).
+    pub fn new(common: &SocketOptions, tcp: Option<&TcpOptions>) -> SocketSettings {
+        let tcp = tcp.cloned().unwrap_or_default();
+        SocketSettings {
+            sndbuf: common.sndbuf,
+            rcvbuf: common.rcvbuf,
+            tos: common.tos,
+            priority: common.priority,
+            nodelay: tcp.nodelay,
+            congestion: tcp.congestion,
+            mss: None,
+            max_pacing_rate_bps: common.max_pacing_rate_bps,
+        }
+    }
+
+    /// The part every socket takes, as the wire carries it.
+    pub fn common(&self) -> SocketOptions {
+        SocketOptions {
+            sndbuf: self.sndbuf,
+            rcvbuf: self.rcvbuf,
+            tos: self.tos,
+            priority: self.priority,
+            max_pacing_rate_bps: self.max_pacing_rate_bps,
+        }
+    }
+
+    /// The TCP part, as the wire carries it.
+    pub fn tcp(&self) -> TcpOptions {
+        TcpOptions {
+            nodelay: self.nodelay,
+            congestion: self.congestion.clone(),
+        }
+    }
+
+    /// netrig's bounds on every setting; `buf_option` names the flag that
+    /// set the buffers (`-s/--local-sockbuf`).
+    pub fn validate(&self, buf_option: &'static str) -> Result<(), SpecError> {
+        validate_socket_options(&self.common(), buf_option)?;
+        self.tcp().check()?;
+        self.mss.map_or(Ok(()), validate_mss)
+    }
+}
 
 /// An option the kernel refused, naming the CLI flag.
 #[derive(Debug, thiserror::Error)]
@@ -51,7 +112,7 @@ fn read_proc_sys(path: &str) -> Option<String> {
 /// chosen in the SYN), plus MSS. `buf_flag` names the CLI flag for errors.
 pub fn apply_before_connect(
     sock: &socket2::Socket,
-    opts: &SocketOptions,
+    opts: &SocketSettings,
     buf_flag: &'static str,
 ) -> Result<(), OptionError> {
     apply_buffers(&SockRef::from(sock), opts, buf_flag)?;
@@ -64,7 +125,7 @@ pub fn apply_before_connect(
 
 fn apply_buffers(
     sock: &SockRef<'_>,
-    opts: &SocketOptions,
+    opts: &SocketSettings,
     buf_flag: &'static str,
 ) -> Result<(), OptionError> {
     if let Some(v) = opts.sndbuf {
@@ -107,7 +168,7 @@ impl Connected for std::net::UdpSocket {
 /// maximum, not from the buffer, so setting them after accept still works.
 pub fn apply_connected<S: Connected>(
     stream: &S,
-    opts: &SocketOptions,
+    opts: &SocketSettings,
     include_buffers: bool,
     buf_flag: &'static str,
 ) -> Result<(), OptionError> {
@@ -255,7 +316,7 @@ pub fn buffer_warnings(requested: BufPair, granted: BufPair, end: &str, flag: &s
 
 /// Warnings for options the kernel did not take as asked (read back after
 /// setting). `end` is "local" or "remote".
-pub fn option_warnings(asked: &SocketOptions, got: &AppliedOptions, end: &str) -> Vec<String> {
+pub fn option_warnings(asked: &SocketSettings, got: &AppliedOptions, end: &str) -> Vec<String> {
     let mut out = Vec::new();
     if let (Some(want), Some(have)) = (asked.tos, got.tos) {
         if want != have {
@@ -388,7 +449,7 @@ mod tests {
 
     #[test]
     fn tos_readback_mismatch_is_named() {
-        let asked = SocketOptions {
+        let asked = SocketSettings {
             tos: Some(10),
             ..Default::default()
         };

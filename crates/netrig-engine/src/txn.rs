@@ -6,16 +6,16 @@
 
 use crate::flow::ScheduleStats;
 use mio::{Interest, Registry, Token};
-use netrig_proto::spec::RrOptions;
+use netrig_proto::spec::Transactions;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::io::{self, Read, Write};
 use std::time::{Duration, Instant};
 
 /// A send that starts more than this after it was due counts as late.
-pub(crate) const LATE: Duration = Duration::from_millis(1);
+pub const LATE: Duration = Duration::from_millis(1);
 /// Token of the pacer's timer in a worker's event loop.
-pub(crate) const TIMER: Token = Token(usize::MAX);
+pub const TIMER: Token = Token(usize::MAX);
 /// Requests due within this are issued now rather than slept for (spinning
 /// in [`Pacer::next_due`], the sockets unserved) when the pacer does not wake early.
 const SPIN: Duration = Duration::from_micros(20);
@@ -35,14 +35,14 @@ const RETRY: Duration = Duration::from_micros(100);
 
 /// A timerfd in the event loop: epoll's own timeout has millisecond
 /// resolution, far too coarse for an open-loop schedule.
-pub(crate) struct Timer {
-    pub(crate) fd: std::os::fd::OwnedFd,
+pub struct Timer {
+    pub fd: std::os::fd::OwnedFd,
     /// The deadline [`arm_at`](Self::arm_at) last set.
     armed_at: std::cell::Cell<Option<Instant>>,
 }
 
 impl Timer {
-    pub(crate) fn new() -> io::Result<Timer> {
+    pub fn new() -> io::Result<Timer> {
         use std::os::fd::FromRawFd;
         // SAFETY: plain syscall; the result is checked before use.
         let fd =
@@ -61,7 +61,7 @@ impl Timer {
     }
 
     /// A timer whose expiries wake `registry`'s poll with `token`.
-    pub(crate) fn registered(registry: &Registry, token: Token) -> io::Result<Timer> {
+    pub fn registered(registry: &Registry, token: Token) -> io::Result<Timer> {
         use std::os::fd::AsRawFd;
         let timer = Timer::new()?;
         registry.register(
@@ -73,14 +73,14 @@ impl Timer {
     }
 
     /// Fires once after `after` (at least 1 ns).
-    pub(crate) fn arm(&self, after: Duration) {
+    pub fn arm(&self, after: Duration) {
         self.armed_at.set(None);
         self.set(after.max(Duration::from_nanos(1)));
     }
 
     /// Fires once at `at`; a system call only when the deadline changed
     /// (an event loop re-arms on every turn, mostly for the same one).
-    pub(crate) fn arm_at(&self, at: Instant) {
+    pub fn arm_at(&self, at: Instant) {
         if self.armed_at.get() != Some(at) {
             self.armed_at.set(Some(at));
             self.set(
@@ -91,7 +91,7 @@ impl Timer {
     }
 
     /// Stops a pending expiry.
-    pub(crate) fn disarm(&self) {
+    pub fn disarm(&self) {
         self.armed_at.set(None);
         self.set(Duration::ZERO);
     }
@@ -114,7 +114,7 @@ impl Timer {
     }
 
     /// Consumes an expiry so the descriptor is not readable again until re-armed.
-    pub(crate) fn clear(&self) {
+    pub fn clear(&self) {
         use std::os::fd::AsRawFd;
         let mut buf = [0u8; 8];
         // SAFETY: valid descriptor, 8-byte buffer as timerfd requires.
@@ -133,7 +133,7 @@ impl Timer {
 /// their smoothed deviation; bounded to [`MIN_LEAD`]..[`MAX_LEAD`] and to
 /// 1/[`GAP_SHARE`] of the mean gap between the worker's requests.
 #[derive(Debug, Clone)]
-pub(crate) struct Lead {
+pub struct Lead {
     /// `--spin-us`: a set lead (zero: no early wake-up), never learned or capped.
     fixed: Option<Duration>,
     /// Smoothed wake-up lateness and its mean deviation, in ns; none before
@@ -142,12 +142,12 @@ pub(crate) struct Lead {
     /// At most this (a share of the mean gap between requests).
     cap: Duration,
     /// Wake-ups learned from.
-    pub(crate) samples: u64,
+    pub samples: u64,
 }
 
 impl Lead {
     /// `None`: learned; `Some(d)`: always `d` (zero: no early wake-up).
-    pub(crate) fn new(fixed: Option<Duration>) -> Lead {
+    pub fn new(fixed: Option<Duration>) -> Lead {
         Lead {
             fixed,
             smooth: None,
@@ -157,12 +157,12 @@ impl Lead {
     }
 
     /// The schedule now issues one request every `gap` on average.
-    pub(crate) fn set_mean_gap(&mut self, gap: Duration) {
+    pub fn set_mean_gap(&mut self, gap: Duration) {
         self.cap = gap / GAP_SHARE;
     }
 
     /// The timer fired `late` after the time it was armed for.
-    pub(crate) fn observe(&mut self, late: Duration) {
+    pub fn observe(&mut self, late: Duration) {
         if self.fixed.is_some() {
             return;
         }
@@ -176,7 +176,7 @@ impl Lead {
     }
 
     /// How long before a request is due to wake for it.
-    pub(crate) fn get(&self) -> Duration {
+    pub fn get(&self) -> Duration {
         if let Some(d) = self.fixed {
             return d;
         }
@@ -209,27 +209,27 @@ pub struct TxnParams {
 }
 
 impl TxnParams {
-    pub fn from_spec(rr: &RrOptions) -> Self {
+    pub fn from_spec(t: &Transactions) -> Self {
         TxnParams {
-            request_size: rr.request_size as usize,
-            response_size: rr.response_size as usize,
-            burst: rr.burst,
-            rate: rr.rate,
-            poisson: rr.poisson,
-            spin: rr.spin(),
+            request_size: t.request_size as usize,
+            response_size: t.response_size as usize,
+            burst: t.burst(),
+            rate: t.rate(),
+            poisson: t.poisson(),
+            spin: t.spin(),
         }
     }
 
     /// The open-loop schedule, its timer registered with `registry`; `None`
     /// in closed loop.
-    pub(crate) fn pacer(&self, registry: &Registry) -> io::Result<Option<Pacer>> {
+    pub fn pacer(&self, registry: &Registry) -> io::Result<Option<Pacer>> {
         self.rate
             .map(|rate| Pacer::new(rate, self.poisson, self.spin, registry))
             .transpose()
     }
 }
 
-pub(crate) struct Pacer {
+pub struct Pacer {
     rate: f64,
     poisson: bool,
     rng: fastrand::Rng,
@@ -243,18 +243,13 @@ pub(crate) struct Pacer {
     /// Flows on the schedule.
     flows: u32,
     /// Schedule keeping while recording.
-    pub(crate) stats: ScheduleStats,
+    pub stats: ScheduleStats,
 }
 
 impl Pacer {
     /// A pacer whose timer wakes the event loop of `registry` with [`TIMER`],
     /// `spin` before a request is due (`None`: a learned [`Lead`]).
-    pub(crate) fn new(
-        rate: f64,
-        poisson: bool,
-        spin: Option<Duration>,
-        registry: &Registry,
-    ) -> io::Result<Pacer> {
+    pub fn new(rate: f64, poisson: bool, spin: Option<Duration>, registry: &Registry) -> io::Result<Pacer> {
         let timer = Timer::registered(registry, TIMER)?;
         Ok(Pacer {
             rate,
@@ -282,7 +277,7 @@ impl Pacer {
 
     /// Schedules `flow`'s first request at a random phase after `start`, so
     /// that flows do not fire in lockstep.
-    pub(crate) fn start(&mut self, flow: usize, start: Instant) {
+    pub fn start(&mut self, flow: usize, start: Instant) {
         let phase = self.rng.f64();
         let first = start + self.gap().mul_f64(phase);
         self.queue.push(Reverse((first, first, flow)));
@@ -294,7 +289,7 @@ impl Pacer {
     /// The next request that is due now (spinning through its last few µs),
     /// as (due time, flow). The caller issues it and calls [`Pacer::issued`],
     /// or puts it back with [`Pacer::defer`], or drops the flow's schedule.
-    pub(crate) fn next_due(&mut self) -> Option<(Instant, usize)> {
+    pub fn next_due(&mut self) -> Option<(Instant, usize)> {
         let Reverse((at, due, flow)) = *self.queue.peek()?;
         let last = if self.lead.get().is_zero() { SPIN } else { FINE };
         if at > Instant::now() + last {
@@ -308,7 +303,7 @@ impl Pacer {
     }
 
     /// `flow`'s request due at `due` was issued: its next one follows a gap later.
-    pub(crate) fn issued(&mut self, flow: usize, due: Instant, recording: bool) {
+    pub fn issued(&mut self, flow: usize, due: Instant, recording: bool) {
         if recording {
             self.stats.due += 1;
         }
@@ -318,12 +313,12 @@ impl Pacer {
 
     /// `flow` has no room for its request due at `due`: it tries again shortly,
     /// still timed from `due`.
-    pub(crate) fn defer(&mut self, flow: usize, due: Instant) {
+    pub fn defer(&mut self, flow: usize, due: Instant) {
         self.queue.push(Reverse((Instant::now() + RETRY, due, flow)));
     }
 
     /// A request due at `due` started to leave at `sent`.
-    pub(crate) fn sent(&mut self, due: Instant, sent: Instant, recording: bool) {
+    pub fn sent(&mut self, due: Instant, sent: Instant, recording: bool) {
         if !recording {
             return;
         }
@@ -337,7 +332,7 @@ impl Pacer {
     }
 
     /// No more requests (the window closed).
-    pub(crate) fn stop(&mut self) {
+    pub fn stop(&mut self) {
         self.queue.clear();
     }
 
@@ -345,7 +340,7 @@ impl Pacer {
     /// instead. Arms the timer to fire the lead before the earliest request
     /// is due; once inside the lead, the timeout is zero: the loop spins,
     /// polling its sockets without sleeping, until [`Pacer::next_due`] has it.
-    pub(crate) fn arm(&mut self, wait: Duration) -> Duration {
+    pub fn arm(&mut self, wait: Duration) -> Duration {
         let Some(&Reverse((at, due, _))) = self.queue.peek() else {
             self.disarm();
             return wait;
@@ -377,7 +372,7 @@ impl Pacer {
     }
 
     /// The loop saw [`TIMER`]: consume the expiry and learn how late it woke.
-    pub(crate) fn on_timer(&mut self) {
+    pub fn on_timer(&mut self) {
         self.timer.clear();
         if let Some(set) = self.armed_for.take() {
             self.lead.observe(Instant::now().saturating_duration_since(set));
@@ -400,7 +395,7 @@ impl Drop for Pacer {
 
 /// What one call moved on a connection.
 #[derive(Debug, Default, Clone, Copy)]
-pub(crate) struct Moved {
+pub struct Moved {
     pub bytes: u64,
     pub transactions: u64,
 }
@@ -410,7 +405,7 @@ pub(crate) struct Moved {
 /// queue up. `limit` bounds the requests one connection may carry (one for
 /// tcp-crr).
 #[derive(Debug)]
-pub(crate) struct Answerer {
+pub struct Answerer {
     request_size: usize,
     response_size: usize,
     limit: u64,
@@ -421,7 +416,7 @@ pub(crate) struct Answerer {
 }
 
 impl Answerer {
-    pub(crate) fn new(request_size: usize, response_size: usize, limit: u64) -> Answerer {
+    pub fn new(request_size: usize, response_size: usize, limit: u64) -> Answerer {
         Answerer {
             request_size: request_size.max(1),
             response_size: response_size.max(1),
@@ -436,7 +431,7 @@ impl Answerer {
     /// Reads the requests that have arrived and writes the responses the
     /// socket takes. True at end of file. `moved` counts what moved, also
     /// when an error (named by its step) ends the call.
-    pub(crate) fn serve(
+    pub fn serve(
         &mut self,
         sock: &mut (impl Read + Write),
         buf: &mut [u8],

@@ -1,9 +1,7 @@
 //! The seam where test kinds attach to the data path.
 
 use crate::intake::WorkerIntake;
-use crate::TxnParams;
 use crate::{EngineError, Flow, FlowSlot, WorkerEnd};
-use netrig_proto::{TestKind, TestSpec};
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Duration;
@@ -32,7 +30,7 @@ pub struct WorkerControl {
 
 impl WorkerControl {
     /// A requester worker's latency recording.
-    pub(crate) fn latencies(&self) -> crate::latencies::Latencies {
+    pub fn latencies(&self) -> crate::latencies::Latencies {
         crate::latencies::Latencies::new(self.intervals.clone().map(|i| (i, self.worker)))
     }
 }
@@ -45,55 +43,21 @@ pub trait Workload: Send + Sync {
     /// Drives `flows` until they are done (quota sent, end of file seen) or
     /// `ctl.stop` is set and they have drained; called on its own thread.
     fn run_worker(&self, flows: Vec<Flow>, ctl: &WorkerControl) -> Result<WorkerEnd, EngineError>;
+}
 
+/// How a kind whose every transaction opens its own connection drives its
+/// flows (tcp-crr): a separate trait, so that only such a kind can be given
+/// such flows.
+pub trait TransientWorkload: Send + Sync {
     /// Drives flows whose connections come and go, one per transaction,
     /// until `ctl.stop` is set and the transactions in flight are done. The
     /// requester opens its `flows`' connections itself; the responder gets
     /// the peer's through `intake` (and then `flows` holds every flow of the
-    /// run, since any connection may land on any worker). Kinds that keep
-    /// one connection per flow leave this as it is.
+    /// run, since any connection may land on any worker).
     fn run_transient(
         &self,
         flows: Vec<FlowSlot>,
         intake: Option<WorkerIntake>,
         ctl: &WorkerControl,
-    ) -> Result<WorkerEnd, EngineError> {
-        let _ = (flows, intake, ctl);
-        Err(EngineError::Setup(
-            "this test kind keeps one connection per flow; it has no connection-per-transaction flows".into(),
-        ))
-    }
-}
-
-/// The workload for a test kind, configured from its spec.
-pub fn workload_for(spec: &TestSpec) -> Arc<dyn Workload> {
-    match spec.kind {
-        TestKind::TcpStream | TestKind::TcpMaerts | TestKind::TcpBidir => {
-            Arc::new(crate::stream::StreamWorkload {
-                message_size: spec.message_size as usize,
-                recv_size: spec.recv_size as usize,
-                rate_bps: spec.pace.rate_bps,
-                pacing: spec.pace.pacing(),
-                zerocopy: spec.zerocopy,
-            })
-        }
-        TestKind::TcpRr => Arc::new(crate::rr::RrWorkload {
-            txn: TxnParams::from_spec(&spec.rr),
-        }),
-        TestKind::UdpRr => Arc::new(crate::udp_rr::UdpRrWorkload {
-            txn: TxnParams::from_spec(&spec.rr),
-            timeout: spec.rr.timeout(),
-        }),
-        TestKind::UdpStream => Arc::new(crate::udp::UdpStreamWorkload {
-            size: spec.message_size as usize,
-            rate_bps: spec.pace.rate_bps,
-            offload: !spec.udp.no_gso,
-            pacing: spec.pace.pacing(),
-        }),
-        TestKind::TcpCrr => Arc::new(crate::crr::CrrWorkload {
-            txn: TxnParams::from_spec(&spec.rr),
-            timeout: spec.rr.timeout(),
-            accepted_options: spec.remote.clone(),
-        }),
-    }
+    ) -> Result<WorkerEnd, EngineError>;
 }

@@ -22,16 +22,18 @@ pub use error::ProtoError;
 pub use frame::{encode_frame, FrameDecoder, MAX_FRAME_LEN};
 pub use message::{AgentLimits, AgentMsg, ClientMsg};
 pub use preamble::{ControlPreamble, DataHello, SessionCookie, CONTROL_MAGIC, DATA_MAGIC};
-pub use spec::{Direction, SpecError, TestKind, TestSpec};
+pub use spec::{Direction, KindSpec, SpecError, TestSpec};
 
 /// The protocol version this build speaks best.
-pub const PROTOCOL_VERSION: u16 = 2;
+pub const PROTOCOL_VERSION: u16 = 3;
 /// The oldest protocol version this build still speaks.
 ///
-/// Version 2 moved udp-stream's `rate_bps` and `pacing_us` from `spec.udp`
-/// to `spec.pace`, which the TCP streams take too; a version-1 peer would
-/// run such a test unpaced, so version 1 is no longer spoken.
-pub const MIN_PROTOCOL_VERSION: u16 = 2;
+/// Version 3 split the spec into the part every test has and a part tagged
+/// with its kind (`spec.test`), which holds only that kind's options: a
+/// version-2 spec does not parse as a version-3 one, so version 2 is no
+/// longer spoken (peers of different versions are told so by name at the
+/// handshake).
+pub const MIN_PROTOCOL_VERSION: u16 = 3;
 /// The agent's default TCP port, for control and data connections alike.
 ///
 /// Chosen to clash with neither netperf (12865), neper (12866), iperf3 (5201),

@@ -374,27 +374,19 @@ impl ClientSession {
 mod tests {
     use super::*;
     use crate::report::{IntervalSample, SideReport};
-    use crate::spec::{Limit, SocketOptions, TestKind};
+    use crate::spec::{KindSpec, Limit, TcpBidirSpec, TcpCrrSpec, TcpStreamSpec};
     use crate::SessionCookie;
 
-    fn spec(kind: TestKind, flows: u32) -> TestSpec {
+    fn spec(test: KindSpec, flows: u32) -> TestSpec {
         TestSpec {
-            kind,
-            limit: Limit::Duration { seconds: 1.0 },
-            omit_s: 0.0,
             interval_s: Some(0.5),
             flows,
-            message_size: 1024,
-            recv_size: 1024,
-            remote: SocketOptions::default(),
-            measure_cpu: true,
-            rr: Default::default(),
-            workers: None,
-            udp: Default::default(),
-            pace: Default::default(),
-            remote_cpus: None,
-            zerocopy: false,
+            ..TestSpec::new(test, Limit::Duration { seconds: 1.0 })
         }
+    }
+
+    fn stream() -> KindSpec {
+        KindSpec::TcpStream(TcpStreamSpec::default())
     }
 
     /// A whole test driven through both machines with a virtual clock.
@@ -421,7 +413,7 @@ mod tests {
         let ev = agent
             .on_client(
                 ClientMsg::TestRequest {
-                    spec: spec(TestKind::TcpBidir, 2),
+                    spec: spec(KindSpec::TcpBidir(TcpBidirSpec::default()), 2),
                 },
                 t0,
             )
@@ -471,7 +463,7 @@ mod tests {
             agent
                 .on_client(
                     ClientMsg::TestRequest {
-                        spec: spec(TestKind::TcpStream, 1)
+                        spec: spec(stream(), 1)
                     },
                     t1
                 )
@@ -492,7 +484,7 @@ mod tests {
         let ev = agent
             .on_client(
                 ClientMsg::TestRequest {
-                    spec: spec(TestKind::TcpCrr, 4),
+                    spec: spec(KindSpec::TcpCrr(TcpCrrSpec::default()), 4),
                 },
                 t0,
             )
@@ -528,7 +520,7 @@ mod tests {
         agent
             .on_client(ClientMsg::Hello { software: "c".into() }, t0)
             .unwrap();
-        let mut s = spec(TestKind::TcpStream, 1);
+        let mut s = spec(stream(), 1);
         s.limit = Limit::Duration { seconds: 1e9 };
         match agent.on_client(ClientMsg::TestRequest { spec: s }, t0).unwrap() {
             AgentEvent::TestInvalid(why) => assert!(why.contains("-l/--length"), "{why}"),
@@ -560,7 +552,7 @@ mod tests {
         agent
             .on_client(
                 ClientMsg::TestRequest {
-                    spec: spec(TestKind::TcpStream, 2),
+                    spec: spec(stream(), 2),
                 },
                 t0,
             )

@@ -16,40 +16,34 @@ use netrig_metrics::{
 };
 use netrig_proto::report::*;
 use netrig_proto::spec::*;
-use netrig_proto::{AgentLimits, AgentMsg, ClientMsg, Direction, SessionCookie, TestKind, TestSpec};
+use netrig_proto::{AgentLimits, AgentMsg, ClientMsg, Direction, SessionCookie, TestSpec};
 
 fn spec() -> TestSpec {
     TestSpec {
-        kind: TestKind::UdpStream,
-        limit: Limit::Duration { seconds: 10.0 },
         omit_s: 1.0,
         interval_s: Some(1.0),
         flows: 2,
-        message_size: 1472,
-        recv_size: 1472,
+        workers: Some(2),
         remote: SocketOptions {
             sndbuf: Some(1 << 20),
             rcvbuf: Some(1 << 20),
             tos: Some(0xb8),
             priority: Some(5),
-            nodelay: false,
-            congestion: None,
-            mss: None,
             max_pacing_rate_bps: Some(1_000_000_000),
         },
-        measure_cpu: true,
-        rr: RrOptions::default(),
-        workers: Some(2),
-        udp: UdpOptions {
-            reverse: true,
-            no_gso: true,
-        },
-        pace: PaceOptions {
-            rate_bps: Some(100_000_000),
-            pacing_us: Some(100),
-        },
         remote_cpus: Some(vec![0, 1]),
-        zerocopy: false,
+        ..TestSpec::new(
+            KindSpec::UdpStream(UdpStreamSpec {
+                datagram_size: 1472,
+                pace: Some(Pace {
+                    rate_bps: 100_000_000,
+                    pacing_us: Some(100),
+                }),
+                reverse: true,
+                no_gso: true,
+            }),
+            Limit::Duration { seconds: 10.0 },
+        )
     }
 }
 

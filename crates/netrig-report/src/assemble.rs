@@ -1,8 +1,10 @@
 //! Merging the two ends' reports into one result.
 
+use crate::kind::KindReport;
 use crate::model::*;
 use netrig_metrics::SeqInterval;
 use netrig_proto::report::{BufPair, FlowReport, IntervalSample, SideReport, SockBufReport};
+use netrig_proto::spec::Exchange;
 use netrig_proto::{Direction, TestSpec};
 use std::collections::{BTreeMap, HashMap};
 
@@ -17,6 +19,7 @@ pub struct Side<'a> {
 /// Fails when either end's report lacks a flow of the test.
 pub fn assemble(
     spec: &TestSpec,
+    kind: &dyn KindReport,
     config: TestConfig,
     agent: AgentInfo,
     local: Side<'_>,
@@ -24,8 +27,10 @@ pub fn assemble(
     mut warnings: Vec<String>,
 ) -> Result<TestResult, String> {
     let plan = spec.flow_plan();
-    let transactional = spec.kind.is_transactional();
-    let per_transaction = spec.kind.connection_per_transaction();
+    let exchange = spec.rules().exchange();
+    let transactional = exchange.is_transactional();
+    let per_transaction = exchange == Exchange::ConnectionPerTransaction;
+    let batched = kind.batches_datagrams(spec);
     let index = |side: &'_ SideReport| -> HashMap<u32, FlowReport> {
         side.flows.iter().map(|f| (f.id, f.clone())).collect()
     };
@@ -182,7 +187,7 @@ pub fn assemble(
     );
     let host_counter = |w: &str| w.contains(") during the test") || w.contains("connection-tracking");
     warnings.extend(
-        crate::checks::side_warnings(local.report, "local", !spec.udp.no_gso)
+        crate::checks::side_warnings(local.report, "local", batched)
             .into_iter()
             .map(|w| match w.strip_prefix("local: ") {
                 // One host's counters: they speak for both ends.
@@ -197,7 +202,7 @@ pub fn assemble(
     let same_machine =
         crate::witness::same_machine(local.report.witness.as_ref(), remote.report.witness.as_ref());
     warnings.extend(
-        crate::checks::side_warnings(remote.report, "remote", !spec.udp.no_gso)
+        crate::checks::side_warnings(remote.report, "remote", batched)
             .into_iter()
             .filter(|w| {
                 let counters = host_counter(w);
@@ -215,25 +220,6 @@ pub fn assemble(
                 sch.late,
                 sch.due,
                 sch.max_behind_us / 1e3
-            ));
-        }
-    }
-    if spec.kind == netrig_proto::TestKind::UdpRr {
-        let hdr = netrig_proto::spec::UDP_HEADER_LEN;
-        if spec.rr.request_size < hdr || spec.rr.response_size < hdr {
-            warnings.push(format!(
-                "udp-rr datagrams carry a {hdr}-byte header (test, flow, sequence number, timestamp) so that a late \
-                 response is never taken for another: -r {},{} was sent as {},{} bytes",
-                spec.rr.request_size,
-                spec.rr.response_size,
-                spec.rr.request_size.max(hdr),
-                spec.rr.response_size.max(hdr)
-            ));
-        }
-        let late: u64 = total(flows.iter().filter_map(|f| local_late(local.report, f.id)));
-        if late > 0 {
-            warnings.push(format!(
-                "{late} response(s) arrived after their request had timed out (--timeout); they count as lost, not as transactions"
             ));
         }
     }
@@ -256,39 +242,6 @@ pub fn assemble(
             e.reset,
             e.other
         ));
-    }
-    if transactional && spec.kind == netrig_proto::TestKind::TcpRr && !spec.remote.nodelay {
-        if spec.rr.burst > 1 {
-            warnings.push(format!(
-                "--burst {} without --nodelay: Nagle's algorithm may hold back requests and responses behind \
-                 unacknowledged ones (netperf advises TCP_NODELAY with -b)",
-                spec.rr.burst
-            ));
-        }
-        if spec.rr.rate.is_some() {
-            warnings.push(
-                "--rate without --nodelay: Nagle's algorithm holds each small response until the previous one is \
-                 acknowledged, and with delayed ACKs that is when the next request arrives, so latency follows the \
-                 request interval; use --nodelay unless that interaction is what you measure"
-                    .into(),
-            );
-        }
-    }
-    if transactional && spec.rr.rate.is_some() && spec.rr.spin_us != Some(0) && local.report.cpu.is_some() {
-        warnings.push(
-            "open loop: the local CPU and service demand include the pacer spinning up to each request's due \
-             time; --spin-us 0 sleeps instead, and the timer's wake-up delay then adds to every latency"
-                .into(),
-        );
-    }
-    if spec.kind.is_udp()
-        && (spec.remote.max_pacing_rate_bps.is_some() || config.local.max_pacing_rate_bps.is_some())
-    {
-        warnings.push(
-            "--max-pacing-rate paces UDP only where the fq qdisc is on the sending interface (TCP paces by \
-             itself); elsewhere use -b"
-                .into(),
-        );
     }
     let udp = flows.iter().any(|f| f.udp.is_some()).then(|| udp_total(&flows));
     if let Some(u) = &udp {
@@ -345,9 +298,9 @@ pub fn assemble(
              counts fewer transactions than the interval (the window's summary has them all)"
         ));
     }
-    Ok(TestResult {
+    let mut result = TestResult {
         netrig_version: netrig_proto::SOFTWARE_VERSION.to_string(),
-        test: spec.kind.name().to_string(),
+        test: spec.kind().to_string(),
         config,
         agent,
         warnings,
@@ -367,16 +320,10 @@ pub fn assemble(
             remote: remote.report.workers.clone(),
         },
         witness,
-    })
-}
-
-fn local_late(side: &SideReport, id: u32) -> Option<u64> {
-    side.flows
-        .iter()
-        .find(|f| f.id == id)?
-        .udp
-        .as_ref()
-        .map(|u| u.late)
+    };
+    let more = kind.warnings(spec, local, remote, &result);
+    result.warnings.extend(more);
+    Ok(result)
 }
 
 /// A UDP flow's accounting: the receiver's sequence tracking, completed
@@ -731,6 +678,7 @@ mod tests {
     ) -> Result<TestResult, String> {
         assemble(
             spec,
+            &Plain,
             config(),
             agent(),
             Side {
@@ -744,27 +692,35 @@ mod tests {
             vec![],
         )
     }
+    use crate::kind::TableLayout;
     use netrig_proto::report::Role;
-    use netrig_proto::spec::{Limit, SocketOptions};
-    use netrig_proto::TestKind;
+    use netrig_proto::spec::{KindSpec, Limit, StreamOptions, TcpBidirSpec, TcpRrSpec, TcpStreamSpec};
 
-    fn spec(kind: TestKind) -> TestSpec {
-        TestSpec {
-            kind,
-            limit: Limit::Duration { seconds: 2.0 },
-            omit_s: 0.0,
-            interval_s: Some(1.0),
-            flows: 1,
+    /// A kind that adds nothing of its own: the merge alone.
+    struct Plain;
+
+    impl KindReport for Plain {
+        fn config(&self, _: &TestSpec, _: &mut TestConfig) {}
+        fn table(&self) -> &'static dyn TableLayout {
+            &crate::table::TCP_STREAM
+        }
+    }
+
+    fn spec(kind: &str) -> TestSpec {
+        let stream = StreamOptions {
             message_size: 1000,
             recv_size: 1000,
-            remote: SocketOptions::default(),
-            measure_cpu: true,
-            rr: Default::default(),
-            workers: None,
-            udp: Default::default(),
-            pace: Default::default(),
-            remote_cpus: None,
-            zerocopy: false,
+            ..StreamOptions::default()
+        };
+        let test = match kind {
+            "tcp-stream" => KindSpec::TcpStream(TcpStreamSpec(stream)),
+            "tcp-bidir" => KindSpec::TcpBidir(TcpBidirSpec(stream)),
+            "tcp-rr" => KindSpec::TcpRr(TcpRrSpec::default()),
+            other => panic!("no test spec for {other}"),
+        };
+        TestSpec {
+            interval_s: Some(1.0),
+            ..TestSpec::new(test, Limit::Duration { seconds: 2.0 })
         }
     }
 
@@ -832,7 +788,7 @@ mod tests {
     /// overflows (a debug build would panic), whatever a peer sends.
     #[test]
     fn a_peers_largest_counts_do_not_overflow_the_merge() {
-        let mut s = spec(TestKind::TcpStream);
+        let mut s = spec("tcp-stream");
         s.flows = 2;
         let big = u64::MAX;
         let local = SideReport {
@@ -897,7 +853,7 @@ mod tests {
             sample(0, vec![450_000, 9], vec![0, 1]),
             sample(1, vec![450_000, 9], vec![0, 1]),
         ];
-        let r = merged(&spec(TestKind::TcpBidir), &local, &li, &remote, &ri).unwrap();
+        let r = merged(&spec("tcp-bidir"), &local, &li, &remote, &ri).unwrap();
         assert_eq!(r.flows[0].bytes, 900_000, "tx counted by the agent");
         assert_eq!(r.flows[0].sender_bytes, 1_000_000);
         assert_eq!(r.flows[1].bytes, 500_000, "rx counted by the client");
@@ -933,7 +889,8 @@ mod tests {
             intervals: &[],
         };
         let r = assemble(
-            &spec(TestKind::TcpStream),
+            &spec("tcp-stream"),
+            &Plain,
             config(),
             agent(),
             s(&local),
@@ -945,7 +902,8 @@ mod tests {
         assert_eq!(r.summary.tx_throughput_bps, Some(64.0));
         let empty = SideReport::default();
         let err = assemble(
-            &spec(TestKind::TcpStream),
+            &spec("tcp-stream"),
+            &Plain,
             config(),
             agent(),
             s(&local),
@@ -985,7 +943,7 @@ mod tests {
             ..sample(index, vec![transactions], vec![0])
         };
         let li = [with_latency(0, 10, 10), with_latency(1, 10, 7)];
-        let r = merged(&spec(TestKind::TcpRr), &local, &li, &remote, &[]).unwrap();
+        let r = merged(&spec("tcp-rr"), &local, &li, &remote, &[]).unwrap();
         assert_eq!(r.intervals[0].latency_us.as_ref().unwrap().count, 10);
         let w: Vec<_> = r.warnings.iter().filter(|w| w.contains("late")).collect();
         assert!(w.len() == 1 && w[0].contains("[1]"), "{:?}", r.warnings);
@@ -996,7 +954,7 @@ mod tests {
     /// per interval, warns, and shows it in the table.
     #[test]
     fn unequal_sharing_is_measured_and_warned() {
-        let mut s = spec(TestKind::TcpBidir);
+        let mut s = spec("tcp-bidir");
         s.flows = 2;
         let g = 1_000_000_000u64 / 8; // bytes per second of 1 Gbit/s
         let local = SideReport {
@@ -1048,7 +1006,7 @@ mod tests {
             w[0].starts_with("tx: the 2 flows shared unequally: Jain's fairness index 0.606"),
             "{w:?}"
         );
-        let table = crate::table::render(&r);
+        let table = crate::table::TCP_STREAM.render(&r);
         assert!(
             table.contains("over 2 flows; Jain's fairness index 0.606"),
             "{table}"
@@ -1059,7 +1017,7 @@ mod tests {
         );
         // One flow: trivially fair, so no figure at all.
         let one = merged(
-            &spec(TestKind::TcpStream),
+            &spec("tcp-stream"),
             &SideReport {
                 flows: vec![flow(0, Direction::Tx, Role::Sender, 10, 1.0)],
                 ..Default::default()
@@ -1105,7 +1063,7 @@ mod tests {
                 flows: vec![flow(0, Direction::Tx, Role::Responder, 20, 2.0)],
                 ..Default::default()
             };
-            let r = merged(&spec(TestKind::TcpRr), &local, &[], &remote, &[]).unwrap();
+            let r = merged(&spec("tcp-rr"), &local, &[], &remote, &[]).unwrap();
             let t = r.flows[0].tcp_info.as_ref().unwrap();
             assert_eq!(t.delivery_rate_app_limited, flag);
             let json = serde_json::to_value(&r).unwrap();
@@ -1113,7 +1071,7 @@ mod tests {
                 json["flows"][0]["tcp_info"]["delivery_rate_app_limited"],
                 serde_json::json!(flag)
             );
-            let table = crate::table::render(&r);
+            let table = crate::table::TRANSACTIONS.render(&r);
             assert_eq!(table.contains("87654.00"), shown, "{flag:?}: {table}");
             assert_eq!(table.contains("app-limited"), !shown, "{flag:?}: {table}");
         }

@@ -8,6 +8,7 @@
 pub mod assemble;
 pub mod checks;
 pub mod export;
+pub mod kind;
 pub mod model;
 pub mod table;
 pub mod witness;
@@ -17,4 +18,5 @@ pub use export::json::to_json;
 pub use export::json_stream::event_line;
 
 pub use assemble::{assemble, merge_interval, Side};
+pub use kind::{KindReport, TableLayout};
 pub use model::*;

@@ -6,7 +6,6 @@ use netrig_metrics::{CpuUsage, Environment, TcpInfo};
 use netrig_proto::report::{
     AppliedOptions, ConnectErrors, CounterReport, Role, ScheduleReport, SockBufReport, WorkerCpu,
 };
-use netrig_proto::spec::SocketOptions;
 use netrig_proto::Direction;
 use serde::{Deserialize, Serialize};
 
@@ -85,12 +84,17 @@ pub struct TestConfig {
     pub interval_s: Option<f64>,
     /// Flows per direction (`-P`).
     pub flows: u32,
+    /// Bytes per send() call (`-m`; udp-stream: the datagram's payload;
+    /// request/response kinds: the request size, what the client sends per
+    /// transaction).
     pub message_size: u32,
     /// udp-stream: true when `-m` was not given and netrig chose the datagram
     /// size for the path to the agent; false when `-m` was given; null for
     /// other tests.
     #[serde(default)]
     pub message_size_default: Option<bool>,
+    /// Bytes per recv() call (`-M`; udp-stream: the datagram's payload;
+    /// request/response kinds: the response size).
     pub recv_size: u32,
     /// Request/response tests (`-r`, `--burst`, `--rate`, `--poisson`); null otherwise.
     pub request_size: Option<u32>,
@@ -135,6 +139,117 @@ pub struct TestConfig {
     pub bind: Option<String>,
     /// "ipv4", "ipv6" or null (either).
     pub family: Option<String>,
+}
+
+/// What the client knows of a run besides its spec: where it went and with
+/// what on this end.
+#[derive(Debug, Clone, Default)]
+pub struct RunInfo {
+    /// `-H` as given; `None` for the embedded agent.
+    pub host: Option<String>,
+    pub port: u16,
+    /// `--cpus` (or `-A`'s first CPU).
+    pub cpus: Option<Vec<u32>>,
+    /// `--bind`.
+    pub bind: Option<String>,
+    /// "ipv4", "ipv6" or `None` (either).
+    pub family: Option<String>,
+    /// Options on the client's sockets and on the agent's.
+    pub local: SocketOptions,
+    pub remote: SocketOptions,
+}
+
+impl TestConfig {
+    /// The config of a run of `spec`: the common options from the spec and
+    /// `run`, then the kind's own ([`KindReport::config`](crate::KindReport::config)).
+    pub fn new(spec: &netrig_proto::TestSpec, kind: &dyn crate::KindReport, run: RunInfo) -> TestConfig {
+        use netrig_proto::spec::Limit;
+        let mut c = TestConfig {
+            embedded: run.host.is_none(),
+            host: run.host,
+            port: run.port,
+            length_s: match spec.limit {
+                Limit::Duration { seconds } => Some(seconds),
+                Limit::Bytes { .. } => None,
+            },
+            bytes: match spec.limit {
+                Limit::Bytes { bytes } => Some(bytes),
+                Limit::Duration { .. } => None,
+            },
+            omit_s: spec.omit_s,
+            interval_s: spec.interval_s,
+            flows: spec.flows,
+            message_size: 0,
+            message_size_default: None,
+            recv_size: 0,
+            request_size: None,
+            response_size: None,
+            burst: None,
+            rate: None,
+            poisson: None,
+            timeout_s: None,
+            spin_us: None,
+            pacing_us: None,
+            rate_bps: None,
+            workers: spec.workers,
+            zerocopy: false,
+            cpus: run.cpus,
+            remote_cpus: spec.remote_cpus.clone(),
+            udp_rate_bps: None,
+            reverse: None,
+            local: run.local,
+            remote: run.remote,
+            bind: run.bind,
+            family: run.family,
+        };
+        kind.config(spec, &mut c);
+        c
+    }
+
+    /// A paced stream's rate and quantum (`-b`, `--pacing-us`).
+    pub fn set_pace(&mut self, pace: Option<&netrig_proto::spec::Pace>) {
+        self.rate_bps = pace.map(|p| p.rate_bps);
+        self.pacing_us = pace.map(|p| p.pacing().as_micros() as u32);
+    }
+
+    /// A request/response kind's sizes and load (`-r`, `--burst`,
+    /// `--rate`, `--poisson`, `--spin-us`) and, if it has one, its timeout.
+    pub fn set_transactions(&mut self, t: &netrig_proto::spec::Transactions, timeout_s: Option<f64>) {
+        self.message_size = t.request_size;
+        self.recv_size = t.response_size;
+        self.request_size = Some(t.request_size);
+        self.response_size = Some(t.response_size);
+        self.burst = Some(t.burst());
+        self.rate = t.rate();
+        self.poisson = Some(t.poisson());
+        self.spin_us = t.spin_us();
+        self.timeout_s = timeout_s;
+    }
+}
+
+/// Options on one end's data sockets, as the result shows them (the
+/// result's own type: the wire and the engine have theirs).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SocketOptions {
+    /// SO_SNDBUF request in bytes (the kernel doubles it and clamps it at wmem_max).
+    pub sndbuf: Option<u32>,
+    /// SO_RCVBUF request in bytes (the kernel doubles it and clamps it at rmem_max).
+    pub rcvbuf: Option<u32>,
+    /// The whole IP TOS / IPv6 traffic-class byte (DSCP is its top six bits).
+    pub tos: Option<u8>,
+    /// SO_PRIORITY.
+    pub priority: Option<u32>,
+    /// TCP_NODELAY.
+    #[serde(default)]
+    pub nodelay: bool,
+    /// TCP_CONGESTION algorithm name.
+    pub congestion: Option<String>,
+    /// TCP_MAXSEG, applied before connect (client end only).
+    pub mss: Option<u32>,
+    /// SO_MAX_PACING_RATE in bits/s.
+    #[serde(default)]
+    pub max_pacing_rate_bps: Option<u64>,
 }
 
 /// Who served the test.

@@ -1,8 +1,9 @@
 //! The human table, after netperf's classic TCP_STREAM output.
 
+use crate::kind::TableLayout;
 use crate::model::*;
 use netrig_proto::report::BufPair;
-use netrig_proto::{Direction, TestKind};
+use netrig_proto::Direction;
 use std::fmt::Write;
 
 fn mbps(bps: f64) -> String {
@@ -50,17 +51,47 @@ fn ends(f: &FlowResult) -> (&FlowEnd, &FlowEnd) {
     }
 }
 
-/// The result table (without interval rows, which are printed as they
-/// come), laid out for the result's kind.
-pub fn render(r: &TestResult) -> String {
-    let layout = TestKind::from_name(&r.test).map(IntervalColumns::for_kind);
-    match layout {
-        Some(IntervalColumns::Transactions | IntervalColumns::ConnectTransactions) => render_rr(r),
-        Some(IntervalColumns::UdpStream) => render_udp(r),
-        // A kind this build does not know (a newer agent's) is shown as a stream.
-        Some(IntervalColumns::TcpStream) | None => render_stream(r),
+/// A layout of netrig's: the summary table and the interval columns a kind
+/// picks ([`TCP_STREAM`], [`UDP_STREAM`], [`TRANSACTIONS`],
+/// [`CONNECT_TRANSACTIONS`]).
+#[derive(Debug)]
+pub struct Layout {
+    pub columns: IntervalColumns,
+    pub summary: fn(&TestResult) -> String,
+}
+
+impl TableLayout for Layout {
+    fn render(&self, r: &TestResult) -> String {
+        (self.summary)(r)
+    }
+    fn interval_header(&self) -> String {
+        interval_header(self.columns)
+    }
+    fn interval_rows(&self, i: &IntervalResult, per_flow: bool) -> String {
+        interval_rows(self.columns, i, per_flow)
     }
 }
+
+/// TCP streams: throughput, retransmissions, cwnd, after netperf's TCP_STREAM.
+pub static TCP_STREAM: Layout = Layout {
+    columns: IntervalColumns::TcpStream,
+    summary: render_stream,
+};
+/// UDP streams: loss, jitter, reordering, as iperf3's receiver.
+pub static UDP_STREAM: Layout = Layout {
+    columns: IntervalColumns::UdpStream,
+    summary: render_udp,
+};
+/// Request/response: transactions/s and latency, after netperf's TCP_RR.
+pub static TRANSACTIONS: Layout = Layout {
+    columns: IntervalColumns::Transactions,
+    summary: render_rr,
+};
+/// Request/response with a connection per transaction: failures too.
+pub static CONNECT_TRANSACTIONS: Layout = Layout {
+    columns: IntervalColumns::ConnectTransactions,
+    summary: render_rr,
+};
 
 /// TCP streams, after netperf's TCP_STREAM table.
 fn render_stream(r: &TestResult) -> String {
@@ -621,7 +652,7 @@ fn delivery_cell(t: &netrig_metrics::TcpInfo) -> String {
     }
 }
 
-/// Which columns interim rows carry, by kind of test.
+/// Which columns interim rows carry.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum IntervalColumns {
     /// TCP streams: bytes, rate, retransmissions (and cwnd per flow), as iperf3.
@@ -632,20 +663,6 @@ pub enum IntervalColumns {
     Transactions,
     /// tcp-crr: transactions, transactions per second, and failures.
     ConnectTransactions,
-}
-
-impl IntervalColumns {
-    pub fn for_kind(kind: TestKind) -> Self {
-        if kind.connection_per_transaction() {
-            IntervalColumns::ConnectTransactions
-        } else if kind.is_transactional() {
-            IntervalColumns::Transactions
-        } else if kind.is_udp() {
-            IntervalColumns::UdpStream
-        } else {
-            IntervalColumns::TcpStream
-        }
-    }
 }
 
 /// Header for interval rows.

@@ -17,7 +17,7 @@
 
 use netrig_proto::report::WitnessReport;
 use netrig_proto::spec::TestSpec;
-use netrig_proto::TestKind;
+use netrig_proto::spec::{Exchange, Transport};
 use serde::{Deserialize, Serialize};
 
 /// Datagrams one sendmmsg/recvmmsg call moves at most (the engine's batch).
@@ -160,6 +160,7 @@ fn judge_sockets(spec: &TestSpec, w: &WitnessReport, end: &str) -> (Vec<WitnessC
         checks: Vec::new(),
         warnings: Vec::new(),
     };
+    let (send, recv) = spec.rules().call_sizes();
     if let Some(t) = &w.tcp {
         let f = u64::from(t.flows);
         if t.netrig_sent > 0 || t.kernel_sent > 0 {
@@ -171,7 +172,7 @@ fn judge_sockets(spec: &TestSpec, w: &WitnessReport, end: &str) -> (Vec<WitnessC
                 "tcpi_bytes_acked + SIOCOUTQ per socket",
                 "bytes",
                 false,
-                (2 * f * u64::from(spec.message_size)).saturating_add(t.read_spread_bytes),
+                (2 * f * u64::from(send)).saturating_add(t.read_spread_bytes),
                 t.kernel_sent,
                 0,
             );
@@ -185,7 +186,7 @@ fn judge_sockets(spec: &TestSpec, w: &WitnessReport, end: &str) -> (Vec<WitnessC
                 "tcpi_bytes_received - SIOCINQ per socket",
                 "bytes",
                 false,
-                (2 * f * u64::from(spec.recv_size)).saturating_add(t.read_spread_bytes),
+                (2 * f * u64::from(recv)).saturating_add(t.read_spread_bytes),
                 t.kernel_received,
                 0,
             );
@@ -213,8 +214,10 @@ fn judge_host(
     };
     let host = true;
     let flows = u64::from(spec.flows) * spec.directions().len() as u64;
-    let udp_stream = spec.kind == TestKind::UdpStream;
-    let size = u64::from(spec.message_size.max(1));
+    let rules = spec.rules();
+    let udp_stream = rules.transport() == Transport::Udp && rules.exchange() == Exchange::Stream;
+    let (send, recv) = rules.call_sizes();
+    let size = u64::from(send.max(1));
     // UDP + IP + Ethernet headers of one datagram.
     let header = 8 + if v6 { 40 } else { 20 } + 14;
     if host && udp_stream {
@@ -273,7 +276,7 @@ fn judge_host(
                 "Tcp.OutSegs",
                 "segments sent (data, ACKs and retransmissions of every socket)",
                 true,
-                2 * flows * u64::from(spec.message_size).div_ceil(mss),
+                2 * flows * u64::from(send).div_ceil(mss),
                 w.kernel_inner
                     .get("Tcp.OutSegs")
                     .map_or((*k).max(0) as u64, |v| (*v).max(0) as u64),
@@ -305,8 +308,7 @@ fn judge_host(
         };
         let tx_inner: u64 = inner.iter().fold(0u64, |n, i| n.saturating_add(i.tx_bytes));
         let rx_inner: u64 = inner.iter().fold(0u64, |n, i| n.saturating_add(i.rx_bytes));
-        let slack =
-            2 * flows * size.max(u64::from(spec.recv_size)) * if udp_stream { CALL_MESSAGES } else { 1 };
+        let slack = 2 * flows * size.max(u64::from(recv)) * if udp_stream { CALL_MESSAGES } else { 1 };
         // UDP: the headers are known, so what is beyond them is other traffic.
         let explained = |payload: u64| {
             if udp_stream {
@@ -440,14 +442,13 @@ mod tests {
     use netrig_proto::report::TcpWitness;
 
     fn udp_spec() -> TestSpec {
-        TestSpec {
-            message_size: 1000,
-            recv_size: 1000,
-            ..TestSpec::new(
-                TestKind::UdpStream,
-                netrig_proto::spec::Limit::Duration { seconds: 1.0 },
-            )
-        }
+        TestSpec::new(
+            netrig_proto::KindSpec::UdpStream(netrig_proto::spec::UdpStreamSpec {
+                datagram_size: 1000,
+                ..Default::default()
+            }),
+            netrig_proto::spec::Limit::Duration { seconds: 1.0 },
+        )
     }
 
     fn w(sent: u64, out: i64) -> WitnessReport {
@@ -495,7 +496,13 @@ mod tests {
     #[test]
     fn shared_host_counters_are_judged_once_and_tcp_sockets_must_match() {
         let mut spec = udp_spec();
-        spec.kind = TestKind::TcpStream;
+        spec.test = netrig_proto::KindSpec::TcpStream(netrig_proto::spec::TcpStreamSpec(
+            netrig_proto::spec::StreamOptions {
+                message_size: 1000,
+                recv_size: 1000,
+                ..Default::default()
+            },
+        ));
         let t = |netrig: u64, kernel: u64| WitnessReport {
             scope: Some("same".into()),
             tcp: Some(TcpWitness {

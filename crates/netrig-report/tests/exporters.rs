@@ -4,12 +4,11 @@
 //! `INSTA_UPDATE=always cargo test -p netrig-report --test exporters` (or
 //! `cargo insta review`) to accept it.
 
-use netrig_proto::TestKind;
 use netrig_report::export::json::JsonExporter;
 use netrig_report::export::json_stream::JsonStreamExporter;
 use netrig_report::export::table::TableExporter;
 use netrig_report::export::Exporter;
-use netrig_report::TestResult;
+use netrig_report::{table, TableLayout, TestResult};
 
 const FIXTURES: &[&str] = &["tcp-stream", "udp-stream", "tcp-rr", "tcp-crr"];
 
@@ -19,11 +18,15 @@ fn fixture(name: &str) -> TestResult {
     serde_json::from_str(&text).unwrap_or_else(|e| panic!("{path}: {e}"))
 }
 
-fn kind(r: &TestResult) -> TestKind {
-    TestKind::ALL
-        .into_iter()
-        .find(|k| k.name() == r.test)
-        .expect("a known kind")
+/// The layout each fixture's kind picks (its `KindReport::table`).
+fn layout(r: &TestResult) -> &'static dyn TableLayout {
+    match r.test.as_str() {
+        "tcp-stream" => &table::TCP_STREAM,
+        "udp-stream" => &table::UDP_STREAM,
+        "tcp-rr" => &table::TRANSACTIONS,
+        "tcp-crr" => &table::CONNECT_TRANSACTIONS,
+        other => panic!("no layout for {other}"),
+    }
 }
 
 /// Everything an exporter writes for one run: each interval, then the result.
@@ -40,7 +43,7 @@ fn export(e: &mut dyn Exporter, r: &TestResult) -> String {
 fn table() {
     for name in FIXTURES {
         let r = fixture(name);
-        let mut e = TableExporter::new(kind(&r), r.flows.len());
+        let mut e = TableExporter::new(layout(&r), r.flows.len());
         insta::assert_snapshot!(format!("table-{name}"), export(&mut e, &r));
     }
 }

@@ -15,14 +15,17 @@
 //!
 //! One [`Session`] holds one control connection (and the in-process agent,
 //! if any) for any number of tests run one after another; [`run`] opens one
-//! for a single test.
+//! for a single test. A kind with one end (no agent: a load generator aimed
+//! at any server) runs through [`run`] too, against the target's address,
+//! without a session.
 
 pub mod suite;
 
 use netrig_agent::{Agent, AgentConfig, AgentHandle};
 use netrig_client::{resolve, Client, ClientError, ClientOptions, Family};
+use netrig_engine::sockopt::SocketSettings;
 use netrig_engine::RunControl;
-use netrig_proto::spec::SocketOptions;
+use netrig_kinds::{Ends, Kind, LocalEnd};
 use netrig_proto::{AgentLimits, TestSpec};
 use netrig_report::{IntervalResult, TestResult};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
@@ -68,7 +71,7 @@ impl Target {
 #[derive(Debug, Clone)]
 pub struct LocalOptions {
     /// Options on this end's data sockets.
-    pub sockets: SocketOptions,
+    pub sockets: SocketSettings,
     /// Pin this end's worker i to `cpus[i % len]`.
     pub cpus: Option<Vec<u32>>,
     /// How long to wait for the agent to accept a connection.
@@ -81,7 +84,7 @@ pub struct LocalOptions {
 impl Default for LocalOptions {
     fn default() -> Self {
         LocalOptions {
-            sockets: SocketOptions::default(),
+            sockets: SocketSettings::default(),
             cpus: None,
             connect_timeout: Duration::from_secs(5),
             udp_size_default: false,
@@ -101,6 +104,10 @@ pub enum RunError {
     /// [`Cancel::cancel`] was called before the test started.
     #[error("cancelled: {0}")]
     Cancelled(String),
+    /// A one-ended kind: what it said went wrong, or that it was asked to
+    /// run where it cannot.
+    #[error("{0}")]
+    OneEnded(String),
 }
 
 impl RunError {
@@ -110,7 +117,7 @@ impl RunError {
         match self {
             RunError::Embedded(_) => true,
             RunError::Client(c) => c.is_setup(),
-            RunError::Cancelled(_) => false,
+            RunError::Cancelled(_) | RunError::OneEnded(_) => false,
         }
     }
 }
@@ -243,6 +250,12 @@ impl Session {
         cancel: &Cancel,
         on_interval: &mut dyn FnMut(&IntervalResult),
     ) -> Result<TestResult, RunError> {
+        if let Ends::ClientOnly(_) = netrig_kinds::of(spec).ends() {
+            return Err(RunError::OneEnded(format!(
+                "{} runs without an agent: use netrig_run::run with the server as the target",
+                spec.kind()
+            )));
+        }
         let ctl = cancel.begin()?;
         let result = self.client.run(spec, ctl, on_interval);
         cancel.end();
@@ -255,7 +268,8 @@ impl Session {
     }
 }
 
-/// Opens a session, runs one test, closes the session.
+/// Runs one test of `spec`'s kind: opens a session, runs it, closes the
+/// session (or, for a kind with one end, runs it here against the target).
 pub fn run(
     target: &Target,
     local: LocalOptions,
@@ -263,6 +277,43 @@ pub fn run(
     cancel: &Cancel,
     on_interval: &mut dyn FnMut(&IntervalResult),
 ) -> Result<TestResult, RunError> {
+    run_kind(netrig_kinds::of(spec), target, local, spec, cancel, on_interval)
+}
+
+/// [`run`] with the kind given: what a kind outside the registry (a test's,
+/// a plug-in's) runs through.
+pub fn run_kind(
+    kind: &dyn Kind,
+    target: &Target,
+    local: LocalOptions,
+    spec: &TestSpec,
+    cancel: &Cancel,
+    on_interval: &mut dyn FnMut(&IntervalResult),
+) -> Result<TestResult, RunError> {
+    if let Ends::ClientOnly(one) = kind.ends() {
+        let Target::Agent {
+            host, port, family, ..
+        } = target
+        else {
+            return Err(RunError::OneEnded(format!(
+                "{} runs against a server: give its address (-H), not the embedded agent",
+                kind.name()
+            )));
+        };
+        let server = resolve(host, *port, *family)?
+            .first()
+            .copied()
+            .ok_or_else(|| RunError::OneEnded(format!("{host} has no address to test")))?;
+        let end = LocalEnd {
+            sockets: local.sockets,
+            cpus: local.cpus,
+            cpus_option: "--cpus",
+        };
+        let ctl = cancel.begin()?;
+        let result = one.run(spec, server, &end, ctl, on_interval);
+        cancel.end();
+        return result.map_err(RunError::OneEnded);
+    }
     if let Some(r) = cancel
         .state
         .lock()
@@ -293,10 +344,10 @@ mod tests {
     use super::*;
     use netrig_proto::spec::Limit;
 
-    fn short(kind: netrig_proto::TestKind) -> TestSpec {
+    fn short(kind: &str) -> TestSpec {
         let mut s = suite::quick(0.3)
             .into_iter()
-            .find(|s| s.kind == kind)
+            .find(|s| s.kind() == kind)
             .expect("the suite has the kind");
         s.limit = Limit::Duration { seconds: 0.3 };
         s
@@ -304,7 +355,7 @@ mod tests {
 
     #[test]
     fn runs_a_test_against_the_embedded_agent_with_intervals() {
-        let mut spec = short(netrig_proto::TestKind::TcpStream);
+        let mut spec = short("tcp-stream");
         spec.interval_s = Some(0.1);
         let mut seen = 0;
         let r = run(
@@ -325,9 +376,9 @@ mod tests {
     fn a_session_runs_tests_one_after_another() {
         let mut s = Session::open(&Target::embedded(false), LocalOptions::default()).unwrap();
         let cancel = Cancel::new();
-        for kind in [netrig_proto::TestKind::TcpRr, netrig_proto::TestKind::UdpRr] {
+        for kind in ["tcp-rr", "udp-rr"] {
             let r = s.run(&short(kind), &cancel, &mut |_| {}).unwrap();
-            assert!(r.summary.transactions.unwrap_or(0) > 0, "{kind:?}");
+            assert!(r.summary.transactions.unwrap_or(0) > 0, "{kind}");
         }
         assert!(!cancel.is_running());
         s.close();
@@ -335,7 +386,7 @@ mod tests {
 
     #[test]
     fn cancel_stops_a_run_in_progress_and_later_ones() {
-        let mut spec = short(netrig_proto::TestKind::TcpStream);
+        let mut spec = short("tcp-stream");
         spec.limit = Limit::Duration { seconds: 30.0 };
         let cancel = Cancel::new();
         let c = cancel.clone();
@@ -357,7 +408,7 @@ mod tests {
         );
         assert!(e.to_string().contains("stopped by the test"), "{e}");
         assert!(!e.is_setup());
-        let again = s.run(&short(netrig_proto::TestKind::TcpRr), &cancel, &mut |_| {});
+        let again = s.run(&short("tcp-rr"), &cancel, &mut |_| {});
         assert!(matches!(again, Err(RunError::Cancelled(_))));
     }
 
@@ -371,12 +422,108 @@ mod tests {
         let e = run(
             &Target::agent("127.0.0.1", port),
             LocalOptions::default(),
-            &short(netrig_proto::TestKind::TcpStream),
+            &short("tcp-stream"),
             &Cancel::new(),
             &mut |_| {},
         )
         .unwrap_err();
         assert!(e.is_setup(), "{e}");
         assert!(e.to_string().contains(&port.to_string()), "{e}");
+    }
+
+    /// A kind with one end: it runs against the target's server itself,
+    /// with no agent and no control connection (the target is a plain TCP
+    /// listener here, which would fail any agent handshake).
+    struct Knock;
+
+    impl netrig_report::KindReport for Knock {
+        fn config(&self, _: &TestSpec, _: &mut netrig_report::TestConfig) {}
+        fn table(&self) -> &'static dyn netrig_report::TableLayout {
+            &netrig_report::table::TCP_STREAM
+        }
+    }
+
+    impl netrig_kinds::OneEnded for Knock {
+        fn run(
+            &self,
+            spec: &TestSpec,
+            server: SocketAddr,
+            _: &LocalEnd,
+            _: Arc<RunControl>,
+            observer: &mut dyn FnMut(&IntervalResult),
+        ) -> Result<TestResult, String> {
+            use std::io::Write;
+            let mut c = std::net::TcpStream::connect(server).map_err(|e| e.to_string())?;
+            c.write_all(b"knock").map_err(|e| e.to_string())?;
+            let text = include_str!("../../netrig-report/tests/fixtures/tcp-stream.json");
+            let mut r: TestResult = serde_json::from_str(text).map_err(|e| e.to_string())?;
+            r.test = format!("knock ({})", spec.kind());
+            for i in &r.intervals {
+                observer(i);
+            }
+            Ok(r)
+        }
+    }
+
+    impl Kind for Knock {
+        fn name(&self) -> &'static str {
+            "knock"
+        }
+        fn about(&self) -> &'static str {
+            "connects to any server and says so"
+        }
+        fn args(&self, cmd: clap::Command) -> clap::Command {
+            cmd
+        }
+        fn plan(&self, _: &clap::ArgMatches) -> Result<netrig_kinds::Planned, String> {
+            Err("not from the command line".into())
+        }
+        fn workload(&self, spec: &TestSpec) -> netrig_kinds::Workloads {
+            netrig_kinds::of(spec).workload(spec)
+        }
+        fn ends(&self) -> Ends<'_> {
+            Ends::ClientOnly(self)
+        }
+    }
+
+    #[test]
+    fn a_one_ended_kind_runs_without_an_agent() {
+        use std::io::Read;
+        let server = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = server.local_addr().unwrap().port();
+        let heard = std::thread::spawn(move || {
+            let (mut c, _) = server.accept().unwrap();
+            let mut got = Vec::new();
+            c.read_to_end(&mut got).unwrap();
+            got
+        });
+        let mut seen = 0;
+        let r = run_kind(
+            &Knock,
+            &Target::agent("127.0.0.1", port),
+            LocalOptions::default(),
+            &short("tcp-stream"),
+            &Cancel::new(),
+            &mut |_| seen += 1,
+        )
+        .unwrap();
+        assert_eq!(
+            heard.join().unwrap(),
+            b"knock",
+            "the server heard the kind itself"
+        );
+        assert_eq!(r.test, "knock (tcp-stream)");
+        assert_eq!(seen, r.intervals.len());
+        // It needs a server's address: the embedded agent is none.
+        let e = run_kind(
+            &Knock,
+            &Target::embedded(false),
+            LocalOptions::default(),
+            &short("tcp-stream"),
+            &Cancel::new(),
+            &mut |_| {},
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("give its address (-H)"), "{e}");
     }
 }

@@ -1,7 +1,10 @@
 //! Suites: fixed lists of tests a driver runs one after another.
 
-use netrig_proto::spec::{Limit, PaceOptions, RrOptions, UDP_HEADER_LEN};
-use netrig_proto::{TestKind, TestSpec};
+use netrig_proto::spec::{
+    KindSpec, Limit, Pace, TcpBidirSpec, TcpCrrSpec, TcpMaertsSpec, TcpRrSpec, TcpStreamSpec, Transactions,
+    UdpRrSpec, UdpStreamSpec, UDP_HEADER_LEN,
+};
+use netrig_proto::TestSpec;
 
 /// `netrig quick`: each kind once on loopback, `seconds` each: TCP streams
 /// each way and both (one flow, then four), request/response over TCP, a
@@ -11,37 +14,36 @@ use netrig_proto::{TestKind, TestSpec};
 /// udp-stream's size is the path's default: run it with
 /// [`LocalOptions::udp_size_default`](crate::LocalOptions).
 pub fn quick(seconds: f64) -> Vec<TestSpec> {
+    let udp = UdpStreamSpec {
+        pace: Some(Pace {
+            rate_bps: 1_000_000_000,
+            pacing_us: None,
+        }),
+        ..UdpStreamSpec::default()
+    };
+    // udp-rr's smallest datagrams: its header and nothing else.
+    let udp_rr = UdpRrSpec {
+        transactions: Transactions {
+            request_size: UDP_HEADER_LEN,
+            response_size: UDP_HEADER_LEN,
+            ..Transactions::default()
+        },
+        ..UdpRrSpec::default()
+    };
     [
-        (TestKind::TcpStream, 1),
-        (TestKind::TcpMaerts, 1),
-        (TestKind::TcpBidir, 1),
-        (TestKind::TcpStream, 4),
-        (TestKind::TcpRr, 1),
-        (TestKind::TcpCrr, 1),
-        (TestKind::UdpStream, 1),
-        (TestKind::UdpRr, 1),
+        (KindSpec::TcpStream(TcpStreamSpec::default()), 1),
+        (KindSpec::TcpMaerts(TcpMaertsSpec::default()), 1),
+        (KindSpec::TcpBidir(TcpBidirSpec::default()), 1),
+        (KindSpec::TcpStream(TcpStreamSpec::default()), 4),
+        (KindSpec::TcpRr(TcpRrSpec::default()), 1),
+        (KindSpec::TcpCrr(TcpCrrSpec::default()), 1),
+        (KindSpec::UdpStream(udp), 1),
+        (KindSpec::UdpRr(udp_rr), 1),
     ]
     .into_iter()
-    .map(|(kind, flows)| {
-        let udp = kind == TestKind::UdpStream;
-        TestSpec {
-            flows,
-            // udp-rr's smallest datagrams: its header and nothing else.
-            rr: if kind == TestKind::UdpRr {
-                RrOptions {
-                    request_size: UDP_HEADER_LEN,
-                    response_size: UDP_HEADER_LEN,
-                    ..Default::default()
-                }
-            } else {
-                Default::default()
-            },
-            pace: PaceOptions {
-                rate_bps: udp.then_some(1_000_000_000),
-                pacing_us: None,
-            },
-            ..TestSpec::new(kind, Limit::Duration { seconds })
-        }
+    .map(|(test, flows)| TestSpec {
+        flows,
+        ..TestSpec::new(test, Limit::Duration { seconds })
     })
     .collect()
 }
@@ -56,7 +58,7 @@ mod tests {
         assert_eq!(specs.len(), 8);
         for s in &specs {
             s.validate(&netrig_proto::AgentLimits::default())
-                .unwrap_or_else(|e| panic!("{:?}: {e}", s.kind));
+                .unwrap_or_else(|e| panic!("{}: {e}", s.kind()));
         }
     }
 }

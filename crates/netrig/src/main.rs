@@ -2,18 +2,14 @@
 //! only wires them (see docs/ARCHITECTURE.md).
 
 mod cli;
-mod units;
 
-use anyhow::{bail, Context, Result};
-use clap::Parser;
-use cli::{
-    Cli, Command, CommonArgs, CrrArgs, PaceArgs, QuickArgs, RrArgs, ServeArgs, StreamArgs, TargetArgs,
-    UdpArgs, UdpRrArgs,
-};
+use anyhow::{Context, Result};
+use clap::FromArgMatches;
+use cli::{Cli, Command, QuickArgs, RunArgs, ServeArgs, TargetArgs};
 use netrig_agent::{Agent, AgentConfig, AgentError};
 use netrig_client::{ClientError, Family};
-use netrig_proto::spec::{Limit, PaceOptions, SocketOptions};
-use netrig_proto::{AgentLimits, TestKind, TestSpec};
+use netrig_kinds::Kind;
+use netrig_proto::AgentLimits;
 use netrig_report::export::{exporter, Format};
 use netrig_report::{table, to_json, TestResult};
 use netrig_run::{Cancel, LocalOptions, RunError, Session, Target};
@@ -59,17 +55,32 @@ fn raise_fd_limit() {
     }
 }
 
+/// What the command line asks for: one of netrig's own commands, or a test
+/// of a kind with its subcommand's matches.
+enum Job {
+    Own(Command),
+    Test(&'static dyn Kind, clap::ArgMatches),
+}
+
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let matches = cli::command().get_matches();
+    let job = match matches.subcommand() {
+        Some((name, sub)) if netrig_kinds::by_name(name).is_some() => {
+            Job::Test(netrig_kinds::by_name(name).expect("checked"), sub.clone())
+        }
+        _ => match Cli::from_arg_matches(&matches) {
+            Ok(cli) => Job::Own(cli.command.unwrap_or(Command::Quick(QuickArgs {
+                length: 2.0,
+                ipv6: false,
+                json: false,
+            }))),
+            Err(e) => e.exit(),
+        },
+    };
     raise_fd_limit();
-    let command = cli.command.unwrap_or(Command::Quick(QuickArgs {
-        length: 2.0,
-        ipv6: false,
-        json: false,
-    }));
-    let default_level = match &command {
-        Command::Serve(a) if a.quiet => "warn",
-        Command::Serve(_) => "info",
+    let default_level = match &job {
+        Job::Own(Command::Serve(a)) if a.quiet => "warn",
+        Job::Own(Command::Serve(_)) => "info",
         _ => "warn",
     };
     env_logger::Builder::from_env(env_logger::Env::default().default_filter_or(default_level))
@@ -82,7 +93,12 @@ fn main() -> ExitCode {
             std::process::exit(130);
         }
     });
-    match run(command) {
+    let done = match job {
+        Job::Own(Command::Quick(a)) => quick(a),
+        Job::Own(Command::Serve(a)) => serve(a),
+        Job::Test(kind, m) => test(kind, &m),
+    };
+    match done {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("netrig: error: {e:#}");
@@ -99,20 +115,6 @@ fn exit_status(e: &anyhow::Error) -> u8 {
         (Some(c), _) if c.is_setup() => 2,
         (_, Some(r)) if r.is_setup() => 2,
         _ => 1,
-    }
-}
-
-fn run(command: Command) -> Result<()> {
-    match command {
-        Command::Quick(a) => quick(a),
-        Command::Serve(a) => serve(a),
-        Command::TcpStream(a) => stream(TestKind::TcpStream, a),
-        Command::TcpMaerts(a) => stream(TestKind::TcpMaerts, a),
-        Command::TcpBidir(a) => stream(TestKind::TcpBidir, a),
-        Command::TcpRr(a) => request_response(TestKind::TcpRr, a),
-        Command::UdpStream(a) => udp_stream(a),
-        Command::UdpRr(a) => udp_rr(a),
-        Command::TcpCrr(a) => connect_request_response(a),
     }
 }
 
@@ -162,194 +164,38 @@ fn target(t: &TargetArgs) -> Target {
     }
 }
 
-/// Builds the spec (stream parts at their defaults) and the client's own
-/// socket options from the options every test takes.
-fn common_spec(kind: TestKind, a: &CommonArgs) -> Result<(TestSpec, SocketOptions)> {
-    let tos = a.dscp.map(|d| d << 2).or(a.tos);
-    if let Some(cc) = &a.cc {
-        if cc.is_empty() {
-            bail!(Usage("--cc needs an algorithm name".into()));
-        }
-    }
-    let shared = SocketOptions {
-        tos,
-        priority: a.priority,
-        nodelay: a.nodelay,
-        congestion: a.cc.clone(),
-        max_pacing_rate_bps: a.max_pacing_rate,
-        ..SocketOptions::default()
-    };
-    let local = SocketOptions {
-        sndbuf: a.local_sockbuf,
-        rcvbuf: a.local_sockbuf,
-        mss: a.mss,
-        ..shared.clone()
-    };
-    let remote = SocketOptions {
-        sndbuf: a.remote_sockbuf,
-        rcvbuf: a.remote_sockbuf,
-        ..shared
-    };
-    let spec = TestSpec {
-        kind,
-        limit: Limit::Duration {
-            seconds: a.length.unwrap_or(10.0),
-        },
-        omit_s: a.omit,
-        interval_s: a.interval,
-        flows: a.parallel,
-        message_size: 128 * 1024,
-        recv_size: 128 * 1024,
-        remote,
-        measure_cpu: !a.no_cpu,
-        rr: Default::default(),
-        workers: a.workers,
-        udp: Default::default(),
-        pace: Default::default(),
-        remote_cpus: a
-            .remote_cpus
-            .clone()
-            .map(|c| c.0)
-            .or(a.affinity.and_then(|(_, m)| m).map(|m| vec![m])),
-        zerocopy: false,
-    };
-    Ok((spec, local))
-}
-
-/// Checks a spec's bounds before connecting anywhere (the agent checks again
-/// against its own limits).
-fn check_spec(spec: &TestSpec, local: &SocketOptions) -> Result<()> {
-    // netrig's own bounds only: the agent's limits come in its welcome, and
-    // the client checks those, naming the agent, once it has them.
-    spec.validate_bounds().map_err(|e| Usage(e.to_string()))?;
-    netrig_proto::spec::validate_socket_options(local, "-s/--local-sockbuf")
-        .map_err(|e| Usage(e.to_string()))?;
-    Ok(())
-}
-
-fn stream_spec(kind: TestKind, a: &StreamArgs) -> Result<(TestSpec, SocketOptions)> {
-    let (mut spec, local) = common_spec(kind, &a.common)?;
-    if let Some(bytes) = a.bytes {
-        if a.common.length.is_some() {
-            bail!(Usage(
-                "-l/--length cannot be used with -n/--bytes: a test is timed or counted".into()
-            ));
-        }
-        spec.limit = Limit::Bytes { bytes };
-    }
-    spec.message_size = a.message_size;
-    spec.recv_size = a.recv_size;
-    spec.pace = pace(&a.pace);
-    spec.zerocopy = a.zerocopy;
-    check_spec(&spec, &local)?;
-    Ok((spec, local))
-}
-
-fn pace(a: &PaceArgs) -> PaceOptions {
-    PaceOptions {
-        rate_bps: a.bitrate.filter(|r| *r > 0),
-        pacing_us: a.pacing_us,
-    }
-}
-
-fn rr_spec(kind: TestKind, a: &RrArgs) -> Result<(TestSpec, SocketOptions)> {
-    let (mut spec, local) = common_spec(kind, &a.common)?;
-    spec.rr = netrig_proto::spec::RrOptions {
-        request_size: a.request_response.0,
-        response_size: a.request_response.1,
-        burst: a.burst,
-        rate: a.rate,
-        poisson: a.poisson,
-        spin_us: a.spin_us,
-        timeout_s: None,
-    };
-    check_spec(&spec, &local)?;
-    Ok((spec, local))
-}
-
-fn format(common: &CommonArgs) -> Format {
-    match (common.json, common.json_stream) {
+fn format(a: &RunArgs) -> Format {
+    match (a.json, a.json_stream) {
         (_, true) => Format::JsonStream,
         (true, _) => Format::Json,
         _ => Format::Table,
     }
 }
 
-fn stream(kind: TestKind, a: StreamArgs) -> Result<()> {
-    let (spec, local) = stream_spec(kind, &a)?;
-    run_and_print(&spec, local, &a.common, false)
-}
-
-fn udp_stream(a: UdpArgs) -> Result<()> {
-    let (mut spec, local) = common_spec(TestKind::UdpStream, &a.common)?;
-    // Without -m the client picks the size for the path once connected; an
-    // Ethernet-sized datagram stands in for the checks until then.
-    let size = a.message_size.unwrap_or(1472);
-    spec.message_size = size;
-    spec.recv_size = size;
-    spec.udp = netrig_proto::spec::UdpOptions {
-        reverse: a.reverse,
-        no_gso: a.no_gso,
-    };
-    spec.pace = pace(&a.pace);
-    check_spec(&spec, &local)?;
-    run_and_print(&spec, local, &a.common, a.message_size.is_none())
-}
-
-fn udp_rr(a: UdpRrArgs) -> Result<()> {
-    let (mut spec, local) = rr_spec(TestKind::UdpRr, &a.rr)?;
-    spec.rr.timeout_s = a.timeout;
-    check_spec(&spec, &local)?;
-    run_and_print(&spec, local, &a.rr.common, false)
-}
-
-fn request_response(kind: TestKind, a: RrArgs) -> Result<()> {
-    let (spec, local) = rr_spec(kind, &a)?;
-    run_and_print(&spec, local, &a.common, false)
-}
-
-fn connect_request_response(a: CrrArgs) -> Result<()> {
-    let (mut spec, local) = rr_spec(TestKind::TcpCrr, &a.rr)?;
-    spec.rr.timeout_s = a.timeout;
-    check_spec(&spec, &local)?;
-    run_and_print(&spec, local, &a.rr.common, false)
-}
-
-/// Connects, runs one test, prints it as the user asked. `udp_size_default`:
-/// udp-stream without -m, the client chooses the size for the path.
-fn run_and_print(
-    spec: &TestSpec,
-    local: SocketOptions,
-    common: &CommonArgs,
-    udp_size_default: bool,
-) -> Result<()> {
+/// Runs one test of `kind` as its subcommand's matches `m` ask, and prints
+/// it as the user asked.
+fn test(kind: &'static dyn Kind, m: &clap::ArgMatches) -> Result<()> {
+    let run = RunArgs::from_arg_matches(m)?;
+    let plan = kind.plan(m).map_err(Usage)?;
     // This end's CPUs, checked here as the agent checks its own.
-    let cpus = common
-        .cpus
-        .clone()
-        .map(|c| c.0)
-        .or(common.affinity.map(|(n, _)| vec![n]));
-    if let Some(c) = &cpus {
-        let option = if common.affinity.is_some() { "-A" } else { "--cpus" };
-        netrig_engine::affinity::check_cpus(c, option).map_err(Usage)?;
+    if let Some(c) = &plan.local.cpus {
+        netrig_engine::affinity::check_cpus(c, plan.local.cpus_option).map_err(Usage)?;
     }
+    let spec = plan.spec;
     let local = LocalOptions {
-        sockets: local,
-        cpus,
-        connect_timeout: Duration::from_secs_f64(common.target.connect_timeout.max(0.001)),
-        udp_size_default,
+        sockets: plan.local.sockets,
+        cpus: plan.local.cpus,
+        connect_timeout: Duration::from_secs_f64(run.target.connect_timeout.max(0.001)),
+        udp_size_default: plan.fit_to_path,
     };
-    let mut export = exporter(format(common), spec);
+    let flows = spec.flows as usize * spec.directions().len();
+    let mut export = exporter(format(&run), kind.table(), flows);
     let mut stdout = std::io::stdout();
-    let run = Session::open(&target(&common.target), local).and_then(|mut session| {
-        let r = session.run(spec, cancel(), &mut |iv| {
-            // stdout closed (a pipe whose reader left): the run goes on.
-            let _ = export.interval(&mut stdout, iv);
-        });
-        session.close();
-        r
+    let result = netrig_run::run(&target(&run.target), local, &spec, cancel(), &mut |iv| {
+        // stdout closed (a pipe whose reader left): the run goes on.
+        let _ = export.interval(&mut stdout, iv);
     });
-    let result = match run {
+    let result = match result {
         Ok(r) => r,
         Err(e) => {
             export.error(&mut stdout, &e.to_string())?;
@@ -388,7 +234,7 @@ fn quick(a: QuickArgs) -> Result<()> {
         results.push(
             session
                 .run(&spec, cancel(), &mut |_| {})
-                .with_context(|| format!("{} failed", spec.kind.name()))?,
+                .with_context(|| format!("{} failed", spec.kind()))?,
         );
     }
     session.close();

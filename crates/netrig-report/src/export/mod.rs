@@ -7,8 +7,8 @@ pub mod json;
 pub mod json_stream;
 pub mod table;
 
+use crate::kind::TableLayout;
 use crate::{IntervalResult, TestResult};
-use netrig_proto::TestSpec;
 use std::io::{self, Write};
 
 /// One output format.
@@ -38,10 +38,11 @@ pub enum Format {
     JsonStream,
 }
 
-/// The exporter of `format` for a run of `spec`.
-pub fn exporter(format: Format, spec: &TestSpec) -> Box<dyn Exporter> {
+/// The exporter of `format` for a run laid out as `layout` with `flows`
+/// flows in all directions.
+pub fn exporter(format: Format, layout: &'static dyn TableLayout, flows: usize) -> Box<dyn Exporter> {
     match format {
-        Format::Table => Box::new(table::TableExporter::for_spec(spec)),
+        Format::Table => Box::new(table::TableExporter::new(layout, flows)),
         Format::Json => Box::new(json::JsonExporter),
         Format::JsonStream => Box::new(json_stream::JsonStreamExporter),
     }

@@ -1,29 +1,23 @@
 //! The default output: interim rows as each interval closes (per flow when
-//! there are 2 to 16 flows, then a sum per direction), then netperf's table
-//! ([`crate::table::render`]).
+//! there are 2 to 16 flows, then a sum per direction), then the result's
+//! table, both laid out as the test's kind says ([`TableLayout`]).
 
 use super::Exporter;
-use crate::table::{interval_header, interval_rows, render, IntervalColumns};
+use crate::kind::TableLayout;
 use crate::{IntervalResult, TestResult};
-use netrig_proto::TestSpec;
 use std::io::{self, Write};
 
-#[derive(Debug)]
 pub struct TableExporter {
-    columns: IntervalColumns,
+    layout: &'static dyn TableLayout,
     per_flow: bool,
     header: bool,
 }
 
 impl TableExporter {
-    pub fn for_spec(spec: &TestSpec) -> TableExporter {
-        TableExporter::new(spec.kind, spec.flows as usize * spec.directions().len())
-    }
-
-    /// For a test of `kind` with `flows` flows in all directions.
-    pub fn new(kind: netrig_proto::TestKind, flows: usize) -> TableExporter {
+    /// For a test laid out as `layout` with `flows` flows in all directions.
+    pub fn new(layout: &'static dyn TableLayout, flows: usize) -> TableExporter {
         TableExporter {
-            columns: IntervalColumns::for_kind(kind),
+            layout,
             per_flow: (2..=16).contains(&flows),
             header: false,
         }
@@ -33,10 +27,10 @@ impl TableExporter {
 impl Exporter for TableExporter {
     fn interval(&mut self, out: &mut dyn Write, interval: &IntervalResult) -> io::Result<()> {
         if !self.header {
-            writeln!(out, "{}", interval_header(self.columns))?;
+            writeln!(out, "{}", self.layout.interval_header())?;
             self.header = true;
         }
-        write!(out, "{}", interval_rows(self.columns, interval, self.per_flow))?;
+        write!(out, "{}", self.layout.interval_rows(interval, self.per_flow))?;
         out.flush()
     }
 
@@ -44,7 +38,7 @@ impl Exporter for TableExporter {
         if self.header {
             writeln!(out)?;
         }
-        write!(out, "{}", render(result))
+        write!(out, "{}", self.layout.render(result))
     }
 
     fn error(&mut self, out: &mut dyn Write, _message: &str) -> io::Result<()> {

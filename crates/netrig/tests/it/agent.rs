@@ -355,8 +355,9 @@ fn a_message_out_of_place_during_a_test_stops_it_with_the_reason() {
     );
     // tcp-crr opens no data connections at set-up: accepted, then ready at once.
     let spec: netrig_proto::TestSpec = serde_json::from_value(serde_json::json!({
-        "kind": "tcp-crr", "limit": {"duration": {"seconds": 30.0}}, "interval_s": null,
-        "flows": 1, "message_size": 1, "recv_size": 1, "remote": {}}))
+        "test": {"kind": "tcp-crr", "transactions": {
+            "request_size": 1, "response_size": 1, "load": {"closed": {"burst": 1}}}},
+        "limit": {"duration": {"seconds": 30.0}}, "flows": 1}))
     .unwrap();
     send(
         &mut c,

@@ -16,18 +16,19 @@
 //! requester's close. Every connection on either end is bounded by the
 //! transaction timeout.
 
-use crate::flow::{FirstConnection, FlowSlot, TransientEnd, WorkerEnd};
-use crate::intake::WorkerIntake;
-use crate::latencies::Latencies;
-use crate::reactor::{Handler, Io, Now, Reactor, Ready, IDLE};
-use crate::sockopt;
-use crate::txn::{Answerer, Moved, Pacer, TIMER};
-use crate::workload::{WorkerControl, Workload};
-use crate::TxnParams;
-use crate::{EngineError, Flow};
 use mio::{Interest, Registry, Token};
+use netrig_engine::flow::{FirstConnection, FlowSlot, TransientEnd, WorkerEnd};
+use netrig_engine::intake::WorkerIntake;
+use netrig_engine::latencies::Latencies;
+use netrig_engine::reactor::{Handler, Io, Now, Reactor, Ready, IDLE};
+use netrig_engine::sockopt;
+use netrig_engine::sockopt::SocketSettings;
+use netrig_engine::txn::{Answerer, Moved, Pacer, TIMER};
+use netrig_engine::workload::{TransientWorkload, WorkerControl};
+use netrig_engine::EngineError;
+use netrig_engine::TxnParams;
 use netrig_proto::report::{ConnectErrors, Role};
-use netrig_proto::spec::{SocketOptions, MAX_CRR_IN_FLIGHT};
+use netrig_proto::spec::MAX_CRR_IN_FLIGHT;
 use netrig_proto::DataHello;
 use socket2::{Domain, Protocol, Socket, Type};
 use std::collections::{HashMap, VecDeque};
@@ -52,7 +53,7 @@ pub struct CrrWorkload {
     /// byte (requester), from arrival to the requester's close (responder).
     pub timeout: Duration,
     /// Options on the connections this end accepts (the agent's `-S` and shared options).
-    pub accepted_options: SocketOptions,
+    pub accepted_options: SocketSettings,
 }
 
 /// Why a transaction failed.
@@ -159,13 +160,7 @@ struct Worker<'a> {
     logged: [bool; 5],
 }
 
-impl Workload for CrrWorkload {
-    fn run_worker(&self, _flows: Vec<Flow>, _ctl: &WorkerControl) -> Result<WorkerEnd, EngineError> {
-        Err(EngineError::Setup(
-            "tcp-crr opens a connection per transaction; it takes no set-up connections".into(),
-        ))
-    }
-
+impl TransientWorkload for CrrWorkload {
     fn run_transient(
         &self,
         flows: Vec<FlowSlot>,
@@ -689,7 +684,7 @@ impl Worker<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::flow::Connector;
+    use netrig_engine::flow::Connector;
     use netrig_proto::{Direction, SessionCookie};
     use std::net::{SocketAddr, TcpListener};
     use std::sync::atomic::AtomicBool;
@@ -699,7 +694,7 @@ mod tests {
         CrrWorkload {
             txn: TxnParams::from_spec(&Default::default()),
             timeout: Duration::from_millis(300),
-            accepted_options: SocketOptions::default(),
+            accepted_options: SocketSettings::default(),
         }
     }
 
@@ -744,7 +739,7 @@ mod tests {
         let connector = Arc::new(Connector {
             addr: closed_port(),
             bind: None,
-            options: SocketOptions::default(),
+            options: SocketSettings::default(),
             version: 1,
             cookie: SessionCookie([7; 16]),
         });
@@ -784,7 +779,7 @@ mod tests {
         let connector = Arc::new(Connector {
             addr: l.local_addr().unwrap(),
             bind: None,
-            options: SocketOptions::default(),
+            options: SocketSettings::default(),
             version: 1,
             cookie,
         });
@@ -799,7 +794,7 @@ mod tests {
         };
         let (rctl, actl) = (mk_ctl(), mk_ctl());
         let (rstop, astop) = (rctl.stop.clone(), actl.stop.clone());
-        let (dealer, mut intakes) = crate::intake::deal(1, 64).unwrap();
+        let (dealer, mut intakes) = netrig_engine::intake::deal(1, 64).unwrap();
         let (tx, rx) = std::sync::mpsc::sync_channel(64);
         let done = Arc::new(AtomicBool::new(false));
         let d2 = done.clone();

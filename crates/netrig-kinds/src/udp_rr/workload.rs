@@ -7,15 +7,15 @@
 //! sequence number, timestamp), padded to the sizes asked for; the responder
 //! echoes the request's header.
 
-use crate::flow::SocketHandle;
-use crate::latencies::Latencies;
-use crate::reactor::{Handler, Io, Now, Reactor, Ready, IDLE};
-use crate::sockopt;
-use crate::txn::Pacer;
-use crate::workload::{WorkerControl, Workload};
-use crate::TxnParams;
-use crate::{EngineError, Flow, FlowEnd, WorkerEnd};
 use mio::{Interest, Token};
+use netrig_engine::flow::SocketHandle;
+use netrig_engine::latencies::Latencies;
+use netrig_engine::reactor::{Handler, Io, Now, Reactor, Ready, IDLE};
+use netrig_engine::sockopt;
+use netrig_engine::txn::Pacer;
+use netrig_engine::workload::{WorkerControl, Workload};
+use netrig_engine::TxnParams;
+use netrig_engine::{EngineError, Flow, FlowEnd, WorkerEnd};
 use netrig_metrics::SeqSummary;
 use netrig_proto::report::{Role, UdpFlowReport};
 use netrig_proto::spec::{MAX_IN_FLIGHT, UDP_HEADER_LEN};
@@ -329,7 +329,7 @@ impl Handler for Worker<'_> {
     }
 
     fn on_token(&mut self, _io: &Io<'_>, token: Token) -> Result<(), EngineError> {
-        if token == crate::txn::TIMER {
+        if token == netrig_engine::txn::TIMER {
             if let Some(p) = &mut self.pacer {
                 p.on_timer();
             }

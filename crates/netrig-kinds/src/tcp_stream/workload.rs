@@ -4,13 +4,13 @@
 //! with `-Z`, sendfile(2) from an in-memory file; receivers read `recv_size`
 //! bytes per call until end of file.
 
-use crate::flow::SocketHandle;
-use crate::pace::Schedule;
-use crate::reactor::{Handler, Io, Now, Reactor, Ready, IDLE};
-use crate::sockopt;
-use crate::workload::{WorkerControl, Workload};
-use crate::{EngineError, Flow, FlowEnd, WorkerEnd};
 use mio::{Interest, Token};
+use netrig_engine::flow::SocketHandle;
+use netrig_engine::pace::Schedule;
+use netrig_engine::reactor::{Handler, Io, Now, Reactor, Ready, IDLE};
+use netrig_engine::sockopt;
+use netrig_engine::workload::{WorkerControl, Workload};
+use netrig_engine::{EngineError, Flow, FlowEnd, WorkerEnd};
 use netrig_proto::report::{BufPair, Role};
 use std::fs::File;
 use std::io::{self, Read, Write};
@@ -30,7 +30,7 @@ pub struct StreamWorkload {
     /// socket has room, a new one starts only when due.
     pub rate_bps: Option<u64>,
     /// Paced senders wake at most this often and begin the messages due
-    /// within it (see [`PaceOptions`](netrig_proto::spec::PaceOptions)).
+    /// within it (see [`Pace`](netrig_proto::spec::Pace)).
     pub pacing: Duration,
     /// `-Z`: senders send each message with sendfile(2) from an in-memory
     /// file (memfd) holding the message's bytes, instead of send(2) from a

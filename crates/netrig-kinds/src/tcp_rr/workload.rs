@@ -10,16 +10,16 @@
 //! the generator (coordinated omission). How far sends fell behind their
 //! schedule is recorded too.
 
-use crate::flow::SocketHandle;
-use crate::flow::WorkerEnd;
-use crate::latencies::Latencies;
-use crate::reactor::{Handler, Io, Now, Reactor, Ready, IDLE};
-use crate::sockopt;
-use crate::txn::{Answerer, Moved, Pacer, TIMER};
-use crate::workload::{WorkerControl, Workload};
-use crate::TxnParams;
-use crate::{EngineError, Flow, FlowEnd};
 use mio::{Interest, Registry, Token};
+use netrig_engine::flow::SocketHandle;
+use netrig_engine::flow::WorkerEnd;
+use netrig_engine::latencies::Latencies;
+use netrig_engine::reactor::{Handler, Io, Now, Reactor, Ready, IDLE};
+use netrig_engine::sockopt;
+use netrig_engine::txn::{Answerer, Moved, Pacer, TIMER};
+use netrig_engine::workload::{WorkerControl, Workload};
+use netrig_engine::TxnParams;
+use netrig_engine::{EngineError, Flow, FlowEnd};
 use netrig_proto::report::{BufPair, Role};
 use netrig_proto::spec::MAX_IN_FLIGHT;
 use std::collections::VecDeque;

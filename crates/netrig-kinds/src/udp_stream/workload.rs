@@ -15,13 +15,13 @@
 //! everywhere but in jitter, which would otherwise read near zero by
 //! construction (see `netrig_metrics::udp_seq`).
 
-use crate::flow::SocketHandle;
-use crate::pace::Schedule;
-use crate::reactor::{Handler, Io, Now, Reactor, Ready, IDLE};
-use crate::sockopt;
-use crate::workload::{WorkerControl, Workload};
-use crate::{EngineError, Flow, FlowEnd, WorkerEnd};
 use mio::{Interest, Token};
+use netrig_engine::flow::SocketHandle;
+use netrig_engine::pace::Schedule;
+use netrig_engine::reactor::{Handler, Io, Now, Reactor, Ready, IDLE};
+use netrig_engine::sockopt;
+use netrig_engine::workload::{WorkerControl, Workload};
+use netrig_engine::{EngineError, Flow, FlowEnd, WorkerEnd};
 use netrig_metrics::{Arrival, SeqTracker};
 use netrig_proto::datagram::DatagramHeader;
 use netrig_proto::report::{Role, UdpFlowReport};
@@ -59,7 +59,7 @@ pub struct UdpStreamWorkload {
     /// Use UDP GSO (send) and GRO (receive) where the kernel has them.
     pub offload: bool,
     /// Paced senders wake at most this often and send what falls due
-    /// within it (see [`PaceOptions`](netrig_proto::spec::PaceOptions)).
+    /// within it (see [`Pace`](netrig_proto::spec::Pace)).
     pub pacing: Duration,
 }
 

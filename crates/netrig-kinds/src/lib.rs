@@ -1,0 +1,25 @@
+//! netrig's test kinds. Each kind is one module (folder) holding all that is
+//! its own: its command line and how its spec is made from it, its workload
+//! on either end (built from the engine's reactor and parts), and its part
+//! of the result (its options in the config, the warnings only it gives,
+//! its table). Its wire form is its type in netrig-proto's `spec::kind`;
+//! [`registry`] is the one list that names every kind.
+//!
+//! Adding a kind: its folder here, its wire type in `netrig_proto::spec::kind`
+//! (one line in that list), one line in [`registry`], its schema entries,
+//! tests and docs.
+
+pub mod args;
+mod kind;
+pub mod registry;
+mod txn;
+pub mod units;
+
+mod tcp_crr;
+mod tcp_rr;
+mod tcp_stream;
+mod udp_rr;
+mod udp_stream;
+
+pub use kind::{Ends, Kind, LocalEnd, OneEnded, Planned, Workloads};
+pub use registry::{all, by_name, of};

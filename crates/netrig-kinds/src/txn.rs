@@ -1,0 +1,17 @@
+//! What the request/response kinds (tcp-rr, tcp-crr, udp-rr) share beyond
+//! the engine's transaction machinery.
+
+use netrig_proto::spec::Transactions;
+use netrig_report::Side;
+
+/// Open loop: the local CPU includes the pacer spinning up to each due time.
+pub(crate) fn open_loop_warnings(t: &Transactions, local: Side<'_>) -> Vec<String> {
+    if t.rate().is_some() && t.spin_us() != Some(0) && local.report.cpu.is_some() {
+        return vec![
+            "open loop: the local CPU and service demand include the pacer spinning up to each request's due \
+             time; --spin-us 0 sleeps instead, and the timer's wake-up delay then adds to every latency"
+                .into(),
+        ];
+    }
+    Vec::new()
+}

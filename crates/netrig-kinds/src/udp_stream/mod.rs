@@ -1,0 +1,132 @@
+//! udp-stream: datagrams at a set rate, client to agent or (`-R`) agent to
+//! client: loss, jitter, reordering and duplicates (iperf3 -u), with UDP
+//! GSO/GRO unless `--no-gso`.
+
+mod workload;
+
+pub use workload::UdpStreamWorkload;
+
+use crate::args::{CommonArgs, PaceArgs};
+use crate::kind::{Kind, Planned, Workloads};
+use crate::units::parse_size_u32;
+use clap::{Args, FromArgMatches};
+use netrig_proto::spec::{KindSpec, UdpStreamSpec};
+use netrig_proto::TestSpec;
+use netrig_report::{table, KindReport, Side, TableLayout, TestConfig, TestResult};
+use std::sync::Arc;
+
+pub struct UdpStream;
+
+/// udp-stream's options on the command line.
+#[derive(Debug, Args)]
+struct UdpArgs {
+    #[command(flatten)]
+    common: CommonArgs,
+    /// Datagram size in bytes (UDP payload, at least 28: each carries a header). Default: the
+    /// largest payload of one unfragmented datagram on the path to the agent, at most an Ethernet
+    /// frame's (1472 bytes over IPv4, 1452 over IPv6; e.g. 1232 over IPv6 on a 1280-byte MTU path).
+    #[arg(short = 'm', long = "message-size", value_parser = parse_size_u32)]
+    message_size: Option<u32>,
+    #[command(flatten)]
+    pace: PaceArgs,
+    /// Reverse: the agent sends, the client receives.
+    #[arg(short = 'R', long = "reverse")]
+    reverse: bool,
+    /// One datagram per send and receive, without UDP GSO/GRO (as iperf3 does; for paths where
+    /// offload would not happen or to measure per-datagram cost).
+    #[arg(long = "no-gso")]
+    no_gso: bool,
+}
+
+fn own(spec: &TestSpec) -> &UdpStreamSpec {
+    match &spec.test {
+        KindSpec::UdpStream(s) => s,
+        other => unreachable!("a {} spec given to udp-stream", other.name()),
+    }
+}
+
+impl Kind for UdpStream {
+    fn name(&self) -> &'static str {
+        "udp-stream"
+    }
+
+    fn about(&self) -> &'static str {
+        "UDP datagrams at a set rate: loss, jitter, reordering, duplicates (iperf3 -u)."
+    }
+
+    fn args(&self, cmd: clap::Command) -> clap::Command {
+        UdpArgs::augment_args(cmd)
+    }
+
+    fn plan(&self, m: &clap::ArgMatches) -> Result<Planned, String> {
+        let a = UdpArgs::from_arg_matches(m).map_err(|e| e.to_string())?;
+        let mut plan = a.common.plan(KindSpec::UdpStream(UdpStreamSpec {
+            // Without -m the client sizes datagrams for the path once
+            // connected; an Ethernet-sized one stands in for the checks.
+            datagram_size: a.message_size.unwrap_or(1472),
+            pace: a.pace.pace()?,
+            reverse: a.reverse,
+            no_gso: a.no_gso,
+        }))?;
+        plan.fit_to_path = a.message_size.is_none();
+        Ok(plan)
+    }
+
+    fn workload(&self, spec: &TestSpec) -> Workloads {
+        let s = own(spec);
+        Workloads::Connected(Arc::new(UdpStreamWorkload {
+            size: s.datagram_size as usize,
+            rate_bps: s.pace.as_ref().map(|p| p.rate_bps),
+            offload: !s.no_gso,
+            pacing: s.pace.as_ref().map_or_else(Default::default, |p| p.pacing()),
+        }))
+    }
+
+    /// The largest unfragmented datagram of the path (the agent's datagrams
+    /// of `-R` take the same path back).
+    fn fit_to_path(&self, spec: &TestSpec, payload: u32) -> Option<TestSpec> {
+        Some(TestSpec {
+            test: KindSpec::UdpStream(UdpStreamSpec {
+                datagram_size: payload,
+                ..own(spec).clone()
+            }),
+            ..spec.clone()
+        })
+    }
+}
+
+impl KindReport for UdpStream {
+    fn config(&self, spec: &TestSpec, c: &mut TestConfig) {
+        let s = own(spec);
+        c.message_size = s.datagram_size;
+        c.recv_size = s.datagram_size;
+        // The client says so when it chose the size for the path.
+        c.message_size_default = Some(false);
+        c.set_pace(s.pace.as_ref());
+        c.udp_rate_bps = c.rate_bps;
+        c.reverse = Some(s.reverse);
+    }
+
+    fn batches_datagrams(&self, spec: &TestSpec) -> bool {
+        !own(spec).no_gso
+    }
+
+    fn warnings(&self, spec: &TestSpec, _: Side<'_>, _: Side<'_>, result: &TestResult) -> Vec<String> {
+        pacing_rate_warning(spec, result).into_iter().collect()
+    }
+
+    fn table(&self) -> &'static dyn TableLayout {
+        &table::UDP_STREAM
+    }
+}
+
+/// `--max-pacing-rate` on a UDP kind: the kernel paces UDP only under fq.
+pub(crate) fn pacing_rate_warning(spec: &TestSpec, result: &TestResult) -> Option<String> {
+    (spec.remote.max_pacing_rate_bps.is_some() || result.config.local.max_pacing_rate_bps.is_some()).then(
+        || {
+            "--max-pacing-rate paces UDP only where the fq qdisc is on the sending interface (TCP paces by \
+         itself); elsewhere use -b"
+                .into()
+        },
+    )
+}

@@ -1,0 +1,181 @@
+//! The kind-specific part of a spec: one type per kind, each in its own
+//! file, named in the one list below ([`KindSpec`]). On the wire it is an
+//! object tagged with the kind's name: `{"kind": "tcp-rr", "transactions":
+//! {...}, "tcp": {...}}`.
+//!
+//! What netrig does with a kind beyond its wire form (its workload, its
+//! command line, its summary and table) lives in the kind's folder of the
+//! netrig-kinds crate.
+
+mod tcp_crr;
+mod tcp_rr;
+mod tcp_stream;
+mod udp_rr;
+mod udp_stream;
+
+pub use tcp_crr::TcpCrrSpec;
+pub use tcp_rr::{Load, TcpRrSpec, Transactions};
+pub use tcp_stream::{StreamOptions, TcpBidirSpec, TcpMaertsSpec, TcpStreamSpec};
+pub use udp_rr::UdpRrSpec;
+pub use udp_stream::UdpStreamSpec;
+
+use super::{Bounds, Direction, SpecError};
+use crate::report::Role;
+use serde::{Deserialize, Serialize};
+
+/// The transport a kind's flows use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Transport {
+    Tcp,
+    Udp,
+}
+
+/// How a kind's flows move data.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Exchange {
+    /// A byte stream (or datagrams) one way per flow; receivers count.
+    Stream,
+    /// Request/response on connections (or sockets) opened at set-up; the
+    /// requester (the client) counts transactions.
+    Transactions,
+    /// Request/response with a new connection per transaction, opened
+    /// during the run: no data connection at set-up.
+    ConnectionPerTransaction,
+}
+
+impl Exchange {
+    /// Whether this exchange counts transactions rather than a byte stream.
+    pub fn is_transactional(self) -> bool {
+        self != Exchange::Stream
+    }
+
+    /// What one end does with a flow going `direction`.
+    pub fn role(self, direction: Direction, at_agent: bool) -> Role {
+        if self.is_transactional() {
+            return if at_agent {
+                Role::Responder
+            } else {
+                Role::Requester
+            };
+        }
+        match (direction, at_agent) {
+            (Direction::Tx, false) | (Direction::Rx, true) => Role::Sender,
+            (Direction::Tx, true) | (Direction::Rx, false) => Role::Receiver,
+        }
+    }
+}
+
+/// What the protocol and both ends need to know of a kind's spec: the
+/// shape of its flows and the bounds of its options.
+pub trait KindRules {
+    /// The directions its flows move data in, seen from the client.
+    /// Request/response flows count as `tx`: the client initiates every
+    /// transaction.
+    fn directions(&self) -> &'static [Direction];
+    fn transport(&self) -> Transport;
+    fn exchange(&self) -> Exchange;
+    /// Whether it can run to a byte count (`-n`) as well as for a time.
+    fn counts_bytes(&self) -> bool {
+        false
+    }
+    /// Options for the agent's end of its TCP connections.
+    fn tcp(&self) -> Option<&TcpOptions> {
+        None
+    }
+    /// Most transactions (or, for a connection per transaction, connections)
+    /// one flow may have in flight: a closed loop's burst, or the backlog an
+    /// open-loop schedule may build; 1 for streams.
+    fn in_flight(&self) -> u32 {
+        1
+    }
+    /// The payload of its datagrams, for UDP kinds: every datagram of a
+    /// UDP stream has it; request/response datagrams at most it.
+    fn datagram_size(&self) -> Option<u32> {
+        None
+    }
+    /// The most payload one send and one receive call of a flow move
+    /// (`-m`, `-M` for the streams): what may be in flight at a window's
+    /// edge, which the witness allows for.
+    fn call_sizes(&self) -> (u32, u32);
+    /// Bounds on its own options.
+    fn check(&self, b: &Bounds<'_>) -> Result<(), SpecError>;
+    /// At most how many bytes of buffers one worker allocates for it.
+    fn worker_buffer_bytes(&self) -> u64;
+}
+
+/// Writes the kind list: the wire enum and its dispatch. A new kind is one
+/// line here (and its type in its own file).
+macro_rules! kinds {
+    ($($variant:ident($ty:ty) = $name:literal,)*) => {
+        /// A test's kind with its own options.
+        #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+        #[serde(tag = "kind")]
+        pub enum KindSpec {
+            $(#[serde(rename = $name)] $variant($ty),)*
+        }
+
+        impl KindSpec {
+            /// Every kind's name, in the order of the list.
+            pub const NAMES: &'static [&'static str] = &[$($name),*];
+
+            /// The kind's name: the CLI subcommand and the result's `test`.
+            pub fn name(&self) -> &'static str {
+                match self {
+                    $(KindSpec::$variant(_) => $name,)*
+                }
+            }
+
+            /// The kind's rules.
+            pub fn rules(&self) -> &dyn KindRules {
+                match self {
+                    $(KindSpec::$variant(s) => s,)*
+                }
+            }
+        }
+    };
+}
+
+kinds! {
+    TcpStream(TcpStreamSpec) = "tcp-stream",
+    TcpMaerts(TcpMaertsSpec) = "tcp-maerts",
+    TcpBidir(TcpBidirSpec) = "tcp-bidir",
+    TcpRr(TcpRrSpec) = "tcp-rr",
+    TcpCrr(TcpCrrSpec) = "tcp-crr",
+    UdpStream(UdpStreamSpec) = "udp-stream",
+    UdpRr(UdpRrSpec) = "udp-rr",
+}
+
+/// TCP options for the agent's end of a TCP kind's connections (the client
+/// applies its own).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TcpOptions {
+    /// TCP_NODELAY.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub nodelay: bool,
+    /// TCP_CONGESTION algorithm name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub congestion: Option<String>,
+}
+
+impl TcpOptions {
+    pub fn check(&self) -> Result<(), SpecError> {
+        match &self.congestion {
+            Some(cc) if !valid_congestion(cc) => Err(super::out_of_range(
+                "--cc",
+                format!("{cc:?}"),
+                "an algorithm name of 1-15 letters, digits, '_' or '-'",
+            )),
+            _ => Ok(()),
+        }
+    }
+}
+
+/// A congestion-control name as the kernel takes it (TCP_CA_NAME_MAX 16).
+pub fn valid_congestion(cc: &str) -> bool {
+    !cc.is_empty()
+        && cc.len() <= 15
+        && cc
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+}

@@ -1,0 +1,81 @@
+//! tcp-crr: connect, request, response, close, a new connection per
+//! transaction (netperf TCP_CRR).
+
+use super::{Exchange, KindRules, TcpOptions, Transactions, Transport};
+use crate::spec::{
+    is_default, out_of_range, Bounds, Direction, SpecError, DEFAULT_TXN_TIMEOUT_S, MAX_CRR_IN_FLIGHT,
+    TXN_TIMEOUT_RANGE_S,
+};
+use serde::{Deserialize, Serialize};
+use std::time::Duration;
+
+/// tcp-crr's options.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TcpCrrSpec {
+    pub transactions: Transactions,
+    /// `--timeout`: longest a transaction may take, from connect to its
+    /// last response byte; the agent gives each connection as long to bring
+    /// its request and close. `None`: [`DEFAULT_TXN_TIMEOUT_S`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_s: Option<f64>,
+    /// The agent's TCP options.
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub tcp: TcpOptions,
+}
+
+/// A transaction timeout (`--timeout`), or the default.
+pub(crate) fn timeout(timeout_s: Option<f64>) -> Duration {
+    Duration::from_secs_f64(timeout_s.unwrap_or(DEFAULT_TXN_TIMEOUT_S))
+}
+
+/// Bounds on `--timeout`.
+pub(crate) fn check_timeout(timeout_s: Option<f64>) -> Result<(), SpecError> {
+    let (lo, hi) = TXN_TIMEOUT_RANGE_S;
+    match timeout_s {
+        Some(t) if !(t.is_finite() && (lo..=hi).contains(&t)) => {
+            Err(out_of_range("--timeout", t, format!("[{lo}, {hi}] seconds")))
+        }
+        _ => Ok(()),
+    }
+}
+
+impl TcpCrrSpec {
+    /// The transaction timeout.
+    pub fn timeout(&self) -> Duration {
+        timeout(self.timeout_s)
+    }
+}
+
+impl KindRules for TcpCrrSpec {
+    fn directions(&self) -> &'static [Direction] {
+        &[Direction::Tx]
+    }
+    fn transport(&self) -> Transport {
+        Transport::Tcp
+    }
+    fn exchange(&self) -> Exchange {
+        Exchange::ConnectionPerTransaction
+    }
+    fn in_flight(&self) -> u32 {
+        match self.transactions.load {
+            crate::spec::Load::Closed { burst } => burst,
+            crate::spec::Load::Open { .. } => MAX_CRR_IN_FLIGHT,
+        }
+    }
+    fn tcp(&self) -> Option<&TcpOptions> {
+        Some(&self.tcp)
+    }
+    fn call_sizes(&self) -> (u32, u32) {
+        self.transactions.call_sizes()
+    }
+    fn check(&self, b: &Bounds<'_>) -> Result<(), SpecError> {
+        self.transactions
+            .check(b, (MAX_CRR_IN_FLIGHT, " connections per flow"))?;
+        check_timeout(self.timeout_s)?;
+        self.tcp.check()
+    }
+    fn worker_buffer_bytes(&self) -> u64 {
+        self.transactions.buffer_bytes()
+    }
+}

@@ -1,0 +1,107 @@
+//! tcp-stream, tcp-maerts and tcp-bidir: TCP byte streams, one way or both.
+
+use super::{Exchange, KindRules, TcpOptions, Transport};
+use crate::spec::{is_default, Bounds, Direction, Pace, SpecError};
+use serde::{Deserialize, Serialize};
+
+/// The options of the TCP streams.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StreamOptions {
+    /// Bytes per send() call (`-m`).
+    pub message_size: u32,
+    /// Bytes per recv() call (`-M`).
+    pub recv_size: u32,
+    /// Sending rate per flow (`-b`, `--pacing-us`); `None`: as fast as possible.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pace: Option<Pace>,
+    /// `-Z`: whichever end sends sends each message with sendfile(2) from an
+    /// in-memory file instead of send(2).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub zerocopy: bool,
+    /// The agent's TCP options.
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub tcp: TcpOptions,
+}
+
+impl Default for StreamOptions {
+    /// 128 KiB sends and receives, unpaced.
+    fn default() -> Self {
+        StreamOptions {
+            message_size: 128 * 1024,
+            recv_size: 128 * 1024,
+            pace: None,
+            zerocopy: false,
+            tcp: TcpOptions::default(),
+        }
+    }
+}
+
+impl StreamOptions {
+    fn check(&self, b: &Bounds<'_>) -> Result<(), SpecError> {
+        b.size("-m/--message-size", self.message_size, self.message_size)?;
+        b.size("-M/--recv-size", self.recv_size, self.recv_size)?;
+        b.pace(self.pace.as_ref())?;
+        self.tcp.check()
+    }
+
+    /// A send and a receive buffer (and as much again for `-Z`'s in-memory file).
+    fn worker_buffer_bytes(&self) -> u64 {
+        let (m, r) = (u64::from(self.message_size), u64::from(self.recv_size));
+        m * if self.zerocopy { 2 } else { 1 } + r
+    }
+}
+
+/// One wire type per stream kind around the same options: the kind is the
+/// direction.
+macro_rules! stream_kind {
+    ($(#[$doc:meta])* $ty:ident, $dirs:expr) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+        #[serde(transparent)]
+        pub struct $ty(pub StreamOptions);
+
+        impl KindRules for $ty {
+            fn directions(&self) -> &'static [Direction] {
+                $dirs
+            }
+            fn transport(&self) -> Transport {
+                Transport::Tcp
+            }
+            fn exchange(&self) -> Exchange {
+                Exchange::Stream
+            }
+            fn counts_bytes(&self) -> bool {
+                true
+            }
+            fn tcp(&self) -> Option<&TcpOptions> {
+                Some(&self.0.tcp)
+            }
+            fn call_sizes(&self) -> (u32, u32) {
+                (self.0.message_size, self.0.recv_size)
+            }
+            fn check(&self, b: &Bounds<'_>) -> Result<(), SpecError> {
+                self.0.check(b)
+            }
+            fn worker_buffer_bytes(&self) -> u64 {
+                self.0.worker_buffer_bytes()
+            }
+        }
+    };
+}
+
+stream_kind!(
+    /// tcp-stream: client to agent (netperf TCP_STREAM).
+    TcpStreamSpec,
+    &[Direction::Tx]
+);
+stream_kind!(
+    /// tcp-maerts: agent to client (netperf TCP_MAERTS).
+    TcpMaertsSpec,
+    &[Direction::Rx]
+);
+stream_kind!(
+    /// tcp-bidir: both at once, on separate connections.
+    TcpBidirSpec,
+    &[Direction::Tx, Direction::Rx]
+);

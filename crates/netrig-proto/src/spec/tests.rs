@@ -1,0 +1,469 @@
+use super::*;
+
+fn stream(message_size: u32) -> StreamOptions {
+    StreamOptions {
+        message_size,
+        recv_size: message_size,
+        ..StreamOptions::default()
+    }
+}
+
+pub(crate) fn spec() -> TestSpec {
+    TestSpec {
+        flows: 2,
+        ..TestSpec::new(
+            KindSpec::TcpBidir(TcpBidirSpec::default()),
+            Limit::Duration { seconds: 10.0 },
+        )
+    }
+}
+
+fn with(test: KindSpec) -> TestSpec {
+    TestSpec { test, ..spec() }
+}
+
+fn rr(load: Load) -> KindSpec {
+    KindSpec::TcpRr(TcpRrSpec {
+        transactions: Transactions {
+            load,
+            ..Transactions::default()
+        },
+        ..TcpRrSpec::default()
+    })
+}
+
+fn err(s: &TestSpec) -> String {
+    s.validate(&AgentLimits::default()).unwrap_err().to_string()
+}
+
+/// An option this build does not know is refused by name, never run
+/// without; options at their defaults stay off the wire; an option of
+/// another kind cannot be said at all.
+#[test]
+fn unknown_fields_are_refused_and_defaults_left_out() {
+    let s = spec();
+    let v = serde_json::to_value(&s).unwrap();
+    assert_eq!(v["test"]["kind"], "tcp-bidir");
+    for absent in ["remote", "remote_cpus", "omit_s", "interval_s", "workers"] {
+        assert!(v.get(absent).is_none(), "{absent} at its default was sent: {v}");
+    }
+    for absent in ["pace", "zerocopy", "tcp"] {
+        assert!(
+            v["test"].get(absent).is_none(),
+            "{absent} at its default was sent: {v}"
+        );
+    }
+    let back: TestSpec = serde_json::from_value(v.clone()).unwrap();
+    assert_eq!(back, s);
+    let mut newer = v.clone();
+    newer["frobnicate"] = serde_json::json!(true);
+    let e = serde_json::from_value::<TestSpec>(newer).unwrap_err().to_string();
+    assert!(e.contains("unknown field `frobnicate`"), "{e}");
+    let mut nested = v.clone();
+    nested["remote"] = serde_json::json!({"tx_ring": 4096});
+    let e = serde_json::from_value::<TestSpec>(nested)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("unknown field `tx_ring`"), "{e}");
+    // Another kind's option on this kind: not expressible, refused by name.
+    for (kind_field, value) in [
+        ("reverse", serde_json::json!(true)),
+        ("transactions", serde_json::json!({})),
+    ] {
+        let mut other = v.clone();
+        other["test"][kind_field] = value;
+        let e = serde_json::from_value::<TestSpec>(other).unwrap_err().to_string();
+        assert!(e.contains(&format!("unknown field `{kind_field}`")), "{e}");
+    }
+    let mut udp = serde_json::to_value(with(KindSpec::UdpStream(UdpStreamSpec::default()))).unwrap();
+    udp["test"]["tcp"] = serde_json::json!({"nodelay": true});
+    let e = serde_json::from_value::<TestSpec>(udp).unwrap_err().to_string();
+    assert!(e.contains("unknown field `tcp`"), "{e}");
+    let mut unknown = v;
+    unknown["test"]["kind"] = serde_json::json!("sctp-stream");
+    let e = serde_json::from_value::<TestSpec>(unknown)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("unknown variant `sctp-stream`"), "{e}");
+}
+
+/// Every kind's spec reads back as it was written, with every option set.
+#[test]
+fn every_kind_round_trips() {
+    let tcp = TcpOptions {
+        nodelay: true,
+        congestion: Some("reno".into()),
+    };
+    let pace = Some(Pace {
+        rate_bps: 1_000_000,
+        pacing_us: Some(500),
+    });
+    let open = Transactions {
+        request_size: 64,
+        response_size: 1024,
+        load: Load::Open {
+            rate: 1000.5,
+            poisson: true,
+            spin_us: Some(7),
+        },
+    };
+    let streams = StreamOptions {
+        message_size: 1000,
+        recv_size: 2000,
+        pace: pace.clone(),
+        zerocopy: true,
+        tcp: tcp.clone(),
+    };
+    let kinds = [
+        KindSpec::TcpStream(TcpStreamSpec(streams.clone())),
+        KindSpec::TcpMaerts(TcpMaertsSpec(streams.clone())),
+        KindSpec::TcpBidir(TcpBidirSpec(streams)),
+        KindSpec::TcpRr(TcpRrSpec {
+            transactions: open.clone(),
+            tcp: tcp.clone(),
+        }),
+        KindSpec::TcpCrr(TcpCrrSpec {
+            transactions: open.clone(),
+            timeout_s: Some(0.5),
+            tcp,
+        }),
+        KindSpec::UdpStream(UdpStreamSpec {
+            datagram_size: 64,
+            pace,
+            reverse: true,
+            no_gso: true,
+        }),
+        KindSpec::UdpRr(UdpRrSpec {
+            transactions: open,
+            timeout_s: Some(2.0),
+        }),
+    ];
+    assert_eq!(kinds.len(), KindSpec::NAMES.len());
+    for (k, name) in kinds.into_iter().zip(KindSpec::NAMES) {
+        let s = TestSpec {
+            omit_s: 1.0,
+            interval_s: Some(0.5),
+            workers: Some(2),
+            remote: SocketOptions {
+                sndbuf: Some(1 << 20),
+                rcvbuf: Some(1 << 21),
+                tos: Some(0x10),
+                priority: Some(3),
+                max_pacing_rate_bps: Some(1_000_000),
+            },
+            remote_cpus: Some(vec![0, 1]),
+            ..with(k)
+        };
+        assert_eq!(s.kind(), *name);
+        assert_eq!(s.validate(&AgentLimits::default()), Ok(()), "{name}");
+        let text = serde_json::to_string(&s).unwrap();
+        assert_eq!(serde_json::from_str::<TestSpec>(&text).unwrap(), s, "{text}");
+    }
+}
+
+#[test]
+fn worker_buffers_and_workers_are_bounded_by_what_the_spec_asks() {
+    let mut o = stream(1 << 20);
+    o.recv_size = 1 << 19;
+    let mut s = with(KindSpec::TcpStream(TcpStreamSpec(o.clone())));
+    assert_eq!(s.worker_buffer_bytes(), (1 << 20) + (1 << 19));
+    o.zerocopy = true;
+    s.test = KindSpec::TcpStream(TcpStreamSpec(o));
+    assert_eq!(s.worker_buffer_bytes(), (2 << 20) + (1 << 19));
+    s.test = KindSpec::UdpStream(UdpStreamSpec::default());
+    assert_eq!(s.worker_buffer_bytes(), 2 * 64 * 65_536);
+    s.test = KindSpec::UdpRr(UdpRrSpec::default());
+    assert_eq!(s.worker_buffer_bytes(), 2 * 64 * 65_536 + 2);
+    // One per CPU, never more than the flows (2 flows one way here).
+    s.flows = 2;
+    assert_eq!(s.workers_on(8), 2);
+    assert_eq!(s.workers_on(1), 1);
+    s.workers = Some(16);
+    assert_eq!(s.workers_on(1), 2);
+    let limits = AgentLimits {
+        max_workers: 8,
+        ..AgentLimits::default()
+    };
+    let e = s.validate(&limits).unwrap_err().to_string();
+    assert!(
+        e.contains("-T/--workers 16") && e.contains("--max-workers"),
+        "{e}"
+    );
+}
+
+#[test]
+fn udp_options() {
+    let l = AgentLimits::default();
+    let mut u = UdpStreamSpec {
+        datagram_size: 27,
+        ..UdpStreamSpec::default()
+    };
+    let mut s = with(KindSpec::UdpStream(u.clone()));
+    assert!(err(&s).contains("28-byte"));
+    u.datagram_size = 64;
+    s.test = KindSpec::UdpStream(u.clone());
+    assert!(s.validate(&l).is_ok());
+    assert_eq!(s.flow_plan(), vec![Direction::Tx, Direction::Tx]);
+    u.reverse = true;
+    s.test = KindSpec::UdpStream(u.clone());
+    assert_eq!(s.flow_plan(), vec![Direction::Rx, Direction::Rx]);
+    u.pace = Some(Pace {
+        rate_bps: 0,
+        pacing_us: None,
+    });
+    s.test = KindSpec::UdpStream(u.clone());
+    assert!(err(&s).contains("-b/--bitrate"));
+    u.pace = Some(Pace {
+        rate_bps: 1_000_000,
+        pacing_us: Some(0),
+    });
+    s.test = KindSpec::UdpStream(u);
+    assert!(err(&s).contains("--pacing-us"));
+    let r = UdpRrSpec {
+        transactions: Transactions {
+            request_size: 70_000,
+            ..Transactions::default()
+        },
+        ..UdpRrSpec::default()
+    };
+    assert!(err(&with(KindSpec::UdpRr(r.clone()))).contains("for UDP"));
+    assert_eq!(
+        UdpRrSpec::default().datagram_size(),
+        Some(UDP_HEADER_LEN),
+        "requests carry the header"
+    );
+}
+
+#[test]
+fn rr_options_are_bounded() {
+    let l = AgentLimits::default();
+    assert!(with(rr(Load::Closed { burst: 1 })).validate(&l).is_ok());
+    assert!(err(&with(rr(Load::Closed { burst: 0 }))).contains("--burst"));
+    assert!(err(&with(rr(Load::Closed {
+        burst: MAX_IN_FLIGHT + 1
+    })))
+    .contains("--burst"));
+    let open = |rate: f64, spin_us| Load::Open {
+        rate,
+        poisson: false,
+        spin_us,
+    };
+    assert!(err(&with(rr(open(f64::INFINITY, None)))).contains("--rate"));
+    assert!(err(&with(rr(open(0.0, None)))).contains("--rate"));
+    assert!(with(rr(open(1000.0, Some(MAX_SPIN_US)))).validate(&l).is_ok());
+    assert!(err(&with(rr(open(1000.0, Some(MAX_SPIN_US + 1))))).contains("--spin-us"));
+    let mut s = with(KindSpec::TcpRr(TcpRrSpec {
+        transactions: Transactions {
+            response_size: 0,
+            ..Transactions::default()
+        },
+        ..TcpRrSpec::default()
+    }));
+    assert!(err(&s).contains("-r/--request-response"));
+    s.test = rr(Load::Closed { burst: 1 });
+    s.limit = Limit::Bytes { bytes: 10 };
+    assert_eq!(
+        err(&s),
+        "-n/--bytes 10: tcp-rr runs for -l seconds, not to a byte count"
+    );
+    s.limit = Limit::Duration { seconds: 1.0 };
+    s.workers = Some(0);
+    assert!(err(&s).contains("-T/--workers"));
+}
+
+#[test]
+fn crr_opens_no_connection_at_set_up_and_bounds_its_options() {
+    let l = AgentLimits::default();
+    let mut c = TcpCrrSpec::default();
+    let mut s = TestSpec {
+        flows: 3,
+        ..with(KindSpec::TcpCrr(c.clone()))
+    };
+    assert_eq!(s.connections(), 0);
+    assert_eq!(s.flow_plan(), vec![Direction::Tx; 3]);
+    assert!(s.validate(&l).is_ok());
+    assert_eq!(c.timeout(), std::time::Duration::from_secs(1));
+    c.transactions.load = Load::Closed {
+        burst: MAX_CRR_IN_FLIGHT + 1,
+    };
+    s.test = KindSpec::TcpCrr(c.clone());
+    assert!(err(&s).contains("1..=1024 connections per flow"), "{}", err(&s));
+    c.transactions.load = Load::Closed { burst: 1 };
+    for bad in [0.0, -1.0, f64::NAN, 61.0] {
+        c.timeout_s = Some(bad);
+        s.test = KindSpec::TcpCrr(c.clone());
+        assert!(err(&s).contains("--timeout"), "{bad}");
+    }
+    c.timeout_s = Some(0.25);
+    s.test = KindSpec::TcpCrr(c);
+    assert!(s.validate(&l).is_ok());
+}
+
+#[test]
+fn roles() {
+    use crate::report::Role;
+    let role = |k: KindSpec, d, agent| with(k).role(d, agent);
+    let ts = || KindSpec::TcpStream(TcpStreamSpec::default());
+    assert_eq!(role(ts(), Direction::Tx, false), Role::Sender);
+    assert_eq!(role(ts(), Direction::Tx, true), Role::Receiver);
+    let m = KindSpec::TcpMaerts(TcpMaertsSpec::default());
+    assert_eq!(role(m, Direction::Rx, true), Role::Sender);
+    let r = || rr(Load::Closed { burst: 1 });
+    assert_eq!(role(r(), Direction::Tx, false), Role::Requester);
+    assert_eq!(role(r(), Direction::Tx, true), Role::Responder);
+    let c = || KindSpec::TcpCrr(TcpCrrSpec::default());
+    assert_eq!(role(c(), Direction::Tx, false), Role::Requester);
+    assert_eq!(role(c(), Direction::Tx, true), Role::Responder);
+}
+
+#[test]
+fn bidir_plan_puts_tx_first() {
+    assert_eq!(
+        spec().flow_plan(),
+        vec![Direction::Tx, Direction::Tx, Direction::Rx, Direction::Rx]
+    );
+    assert_eq!(spec().connections(), 4);
+}
+
+#[test]
+fn byte_quota_spreads_remainder() {
+    let mut s = spec();
+    s.flows = 3;
+    s.limit = Limit::Bytes { bytes: 10 };
+    let q: Vec<u64> = (0..3).map(|i| s.byte_quota(i).unwrap()).collect();
+    assert_eq!(q, vec![4, 3, 3]);
+    assert_eq!(q.iter().sum::<u64>(), 10);
+}
+
+/// Issue #7, item 9: a bound error names the option, the limit and
+/// which end imposed it; netrig's own bounds never read as an agent's,
+/// and are never printed as a range up to an internal maximum.
+#[test]
+fn bound_errors_say_whose_limit_it_is() {
+    let l = AgentLimits {
+        max_duration_s: 5,
+        max_flows: 2,
+        max_message_size: 1000,
+        ..AgentLimits::default()
+    };
+    let mut s = with(KindSpec::TcpBidir(TcpBidirSpec(stream(1000))));
+    s.limit = Limit::Duration { seconds: 5.0 };
+    assert_eq!(s.validate(&l), Ok(()));
+    s.limit = Limit::Duration { seconds: 6.0 };
+    let e = s.validate(&l).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "-l/--length 6: the agent allows at most 5 seconds (its --max-duration)"
+    );
+    assert_eq!(
+        e.at_agent("the agent at 127.0.0.1:7000"),
+        "-l/--length 6: the agent at 127.0.0.1:7000 allows at most 5 seconds (its --max-duration)"
+    );
+    assert_eq!(
+        s.validate_bounds(),
+        Ok(()),
+        "no agent limit is checked before an agent is reached"
+    );
+    for bad in [0.0, -1.0, f64::INFINITY] {
+        s.limit = Limit::Duration { seconds: bad };
+        for e in [s.validate(&l).unwrap_err(), s.validate_bounds().unwrap_err()] {
+            let m = e.to_string();
+            assert!(
+                m.starts_with(&format!("-l/--length {bad}: must be more than 0 seconds")),
+                "{m}"
+            );
+            assert_eq!(
+                e.at_agent("the agent at x"),
+                m,
+                "netrig's own bound is nobody's limit but netrig's"
+            );
+        }
+    }
+    s.limit = Limit::Duration { seconds: 4.0 };
+    s.interval_s = Some(6.0);
+    assert_eq!(
+        s.validate(&l).unwrap_err().to_string(),
+        "-i/--interval 6: the agent allows at most 5 seconds (its --max-duration)"
+    );
+    s.interval_s = Some(0.01);
+    assert_eq!(
+        s.validate_bounds().unwrap_err().to_string(),
+        "-i/--interval 0.01: must be at least 0.1 seconds (and finite)"
+    );
+    s.interval_s = None;
+    s.flows = 3;
+    assert_eq!(
+        s.validate(&l).unwrap_err().to_string(),
+        "-P/--parallel 3: the agent allows at most 2 flows per direction (its --max-flows)"
+    );
+    s.flows = 0;
+    assert_eq!(
+        s.validate_bounds().unwrap_err().to_string(),
+        "-P/--parallel 0: must be at least 1 flow"
+    );
+    s.flows = 1;
+    s.test = KindSpec::TcpBidir(TcpBidirSpec(StreamOptions {
+        message_size: 2000,
+        ..stream(1000)
+    }));
+    assert_eq!(
+        s.validate(&l).unwrap_err().to_string(),
+        "-m/--message-size 2000: the agent allows at most 1000 bytes (its limit on message sizes)"
+    );
+    s.test = KindSpec::TcpBidir(TcpBidirSpec(StreamOptions {
+        recv_size: 1001,
+        ..stream(1000)
+    }));
+    assert!(s
+        .validate(&l)
+        .unwrap_err()
+        .to_string()
+        .starts_with("-M/--recv-size 1001: the agent allows"));
+    s.test = KindSpec::TcpRr(TcpRrSpec {
+        transactions: Transactions {
+            request_size: 2000,
+            ..Transactions::default()
+        },
+        ..TcpRrSpec::default()
+    });
+    assert_eq!(
+        s.validate(&l).unwrap_err().to_string(),
+        "-r/--request-response request size 2000: the agent allows at most 1000 bytes (its limit on message sizes)"
+    );
+    assert!(s.validate_bounds().is_ok());
+}
+
+#[test]
+fn validation_names_the_option() {
+    let mut s = with(KindSpec::TcpStream(TcpStreamSpec(stream(0))));
+    assert!(err(&s).contains("-m/--message-size"));
+    s = spec();
+    s.flows = AgentLimits::default().max_flows + 1;
+    assert!(err(&s).contains("-P"));
+    s = spec();
+    s.limit = Limit::Duration { seconds: f64::NAN };
+    assert!(s.validate(&AgentLimits::default()).is_err());
+    s = spec();
+    s.omit_s = 10.0;
+    assert!(err(&s).contains("--omit"));
+    s = spec();
+    s.limit = Limit::Bytes { bytes: 100 };
+    s.omit_s = 1.0;
+    assert!(err(&s).contains("--omit"));
+    s = with(KindSpec::TcpStream(TcpStreamSpec(StreamOptions {
+        tcp: TcpOptions {
+            nodelay: false,
+            congestion: Some("../../etc".into()),
+        },
+        ..StreamOptions::default()
+    })));
+    assert!(err(&s).contains("--cc"));
+    s = spec();
+    s.remote.priority = Some(8);
+    assert!(err(&s).contains("--priority"));
+    s = spec();
+    s.interval_s = Some(0.01);
+    assert!(err(&s).contains("-i"));
+    assert!(spec().validate(&AgentLimits::default()).is_ok());
+    assert!(validate_mss(87).is_err() && validate_mss(1460).is_ok());
+}
