@@ -573,7 +573,7 @@ impl Client {
         };
         let mut config = TestConfig::new(
             spec,
-            kind,
+            kind.report(),
             RunInfo {
                 host: self.opts.host.clone(),
                 port: self.addr.port(),
@@ -595,7 +595,7 @@ impl Client {
         let remote_samples = merger.remote_samples();
         assemble(
             spec,
-            kind,
+            kind.report(),
             config,
             agent,
             Side {

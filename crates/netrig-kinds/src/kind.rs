@@ -1,9 +1,11 @@
 //! The trait every test kind implements.
 
+use clap::FromArgMatches;
 use netrig_engine::sockopt::SocketSettings;
 use netrig_engine::{RunControl, TransientWorkload, Workload};
+use netrig_proto::spec::KindSpec;
 use netrig_proto::TestSpec;
-use netrig_report::{IntervalResult, KindReport, TestResult};
+use netrig_report::{IntervalResult, KindReport, Side, TableLayout, TestConfig, TestResult};
 use std::net::SocketAddr;
 use std::sync::Arc;
 
@@ -38,6 +40,118 @@ pub trait Kind: KindReport + Send + Sync {
     /// user may leave to netrig ([`Planned::fit_to_path`]); `None` otherwise.
     fn fit_to_path(&self, _spec: &TestSpec, _payload: u32) -> Option<TestSpec> {
         None
+    }
+
+    /// Its part of the result.
+    fn report(&self) -> &dyn KindReport;
+}
+
+/// What a kind's module defines, in its own types: its command line's
+/// options (`Args`, which flatten [`crate::args::CommonArgs`]) and its wire
+/// type (`Spec`). [`Kind`] and [`KindReport`], which the rest of netrig
+/// holds, follow for every `KindDef` wrapped in [`Def`] (the registry's
+/// entries).
+pub trait KindDef: Send + Sync + 'static {
+    /// Its options on the command line.
+    type Args: clap::Args + FromArgMatches;
+    /// Its options in a spec ([`netrig_proto::spec::kind`]).
+    type Spec;
+
+    /// Its name: the CLI subcommand, the wire tag and the result's `test`.
+    fn name(&self) -> &'static str;
+    /// One line for `--help`.
+    fn about(&self) -> &'static str;
+    /// Its options, if `test` is of this kind.
+    fn own<'a>(&self, test: &'a KindSpec) -> Option<&'a Self::Spec>;
+    /// The test its options ask for; the error names the option.
+    fn plan(&self, args: Self::Args) -> Result<Planned, String>;
+    /// The workload one end runs for `spec`, whose options are `own`.
+    fn workload(&self, own: &Self::Spec, spec: &TestSpec) -> Workloads;
+    /// Its options, as the result's config shows them.
+    fn config(&self, own: &Self::Spec, config: &mut TestConfig);
+    /// How its results read as a table.
+    fn table(&self) -> &'static dyn TableLayout;
+
+    /// Warnings only it gives (see [`KindReport::warnings`]).
+    fn warnings(
+        &self,
+        _own: &Self::Spec,
+        _spec: &TestSpec,
+        _local: Side<'_>,
+        _result: &TestResult,
+    ) -> Vec<String> {
+        Vec::new()
+    }
+    /// Whether its receivers take datagrams in batches (UDP GRO).
+    fn batches_datagrams(&self, _own: &Self::Spec) -> bool {
+        false
+    }
+    /// Its spec sized to the path (see [`Kind::fit_to_path`]).
+    fn fit_to_path(&self, _own: &Self::Spec, _spec: &TestSpec, _payload: u32) -> Option<TestSpec> {
+        None
+    }
+    /// Which ends it needs.
+    fn ends(&self) -> Ends<'_> {
+        Ends::Both
+    }
+}
+
+/// A `KindDef`'s options in `spec`: the registry hands each kind only specs
+/// of its own kind (it looks the kind up by the spec's), so this holds.
+fn own<'a, K: KindDef>(k: &K, spec: &'a TestSpec) -> &'a K::Spec {
+    k.own(&spec.test)
+        .unwrap_or_else(|| unreachable!("a {} spec given to {}", spec.kind(), k.name()))
+}
+
+/// A kind's definition as the registry holds it.
+pub struct Def<K>(pub K);
+
+impl<K: KindDef> Kind for Def<K> {
+    fn name(&self) -> &'static str {
+        self.0.name()
+    }
+    fn about(&self) -> &'static str {
+        self.0.about()
+    }
+    fn args(&self, cmd: clap::Command) -> clap::Command {
+        <K::Args as clap::Args>::augment_args(cmd)
+    }
+    fn plan(&self, m: &clap::ArgMatches) -> Result<Planned, String> {
+        self.0
+            .plan(K::Args::from_arg_matches(m).map_err(|e| e.to_string())?)
+    }
+    fn workload(&self, spec: &TestSpec) -> Workloads {
+        self.0.workload(own(&self.0, spec), spec)
+    }
+    fn ends(&self) -> Ends<'_> {
+        self.0.ends()
+    }
+    fn fit_to_path(&self, spec: &TestSpec, payload: u32) -> Option<TestSpec> {
+        self.0.fit_to_path(own(&self.0, spec), spec, payload)
+    }
+    fn report(&self) -> &dyn KindReport {
+        self
+    }
+}
+
+impl<K: KindDef> KindReport for Def<K> {
+    fn config(&self, spec: &TestSpec, config: &mut TestConfig) {
+        self.0.config(own(&self.0, spec), config)
+    }
+    fn batches_datagrams(&self, spec: &TestSpec) -> bool {
+        self.0.batches_datagrams(own(&self.0, spec))
+    }
+    fn warnings(
+        &self,
+        spec: &TestSpec,
+        local: Side<'_>,
+        _remote: Side<'_>,
+        result: &TestResult,
+    ) -> Vec<String> {
+        self.0.warnings(own(&self.0, spec), spec, local, result)
+    }
+    fn table(&self) -> &'static dyn TableLayout {
+        self.0.table()
     }
 }
 

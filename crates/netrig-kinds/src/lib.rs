@@ -21,5 +21,5 @@ mod tcp_stream;
 mod udp_rr;
 mod udp_stream;
 
-pub use kind::{Ends, Kind, LocalEnd, OneEnded, Planned, Workloads};
+pub use kind::{Def, Ends, Kind, KindDef, LocalEnd, OneEnded, Planned, Workloads};
 pub use registry::{all, by_name, of};

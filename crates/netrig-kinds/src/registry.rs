@@ -1,7 +1,7 @@
 //! The one list of test kinds: the CLI's subcommands, the agent's
 //! workloads and the reports all look a kind up here.
 
-use crate::kind::Kind;
+use crate::kind::{Def, Kind};
 use netrig_proto::TestSpec;
 
 /// Every kind, in the order `--help` lists them. A new kind is one line here.
@@ -9,10 +9,10 @@ static KINDS: &[&dyn Kind] = &[
     &crate::tcp_stream::TCP_STREAM,
     &crate::tcp_stream::TCP_MAERTS,
     &crate::tcp_stream::TCP_BIDIR,
-    &crate::tcp_rr::TcpRr,
-    &crate::tcp_crr::TcpCrr,
-    &crate::udp_stream::UdpStream,
-    &crate::udp_rr::UdpRr,
+    &Def(crate::tcp_rr::TcpRr),
+    &Def(crate::tcp_crr::TcpCrr),
+    &Def(crate::udp_stream::UdpStream),
+    &Def(crate::udp_rr::UdpRr),
 ];
 
 /// Every kind.
@@ -47,5 +47,32 @@ mod tests {
         let mut wire = KindSpec::NAMES.to_vec();
         wire.sort_unstable();
         assert_eq!(sorted, wire);
+    }
+
+    /// Every kind at its command line's defaults: the plan is valid, of
+    /// this kind, and the kind's workload gets its connections as its wire
+    /// rules say (a connection per transaction or one per flow); its
+    /// result config has sizes.
+    #[test]
+    fn every_kind_plans_its_defaults_and_agrees_with_its_rules() {
+        use crate::kind::Workloads;
+        use netrig_proto::spec::Exchange;
+        for kind in all() {
+            let cmd = kind.args(clap::Command::new(kind.name()));
+            let m = cmd.try_get_matches_from([kind.name()]).unwrap();
+            let plan = kind.plan(&m).unwrap_or_else(|e| panic!("{}: {e}", kind.name()));
+            assert_eq!(plan.spec.kind(), kind.name());
+            assert!(std::ptr::addr_eq(of(&plan.spec), *kind), "{}", kind.name());
+            plan.spec
+                .validate(&netrig_proto::AgentLimits::default())
+                .unwrap_or_else(|e| panic!("{}: {e}", kind.name()));
+            let per_transaction = plan.spec.rules().exchange() == Exchange::ConnectionPerTransaction;
+            match kind.workload(&plan.spec) {
+                Workloads::Transient(_) => assert!(per_transaction, "{}", kind.name()),
+                Workloads::Connected(_) => assert!(!per_transaction, "{}", kind.name()),
+            }
+            let c = netrig_report::TestConfig::new(&plan.spec, kind.report(), Default::default());
+            assert!(c.message_size > 0 && c.recv_size > 0, "{}", kind.name());
+        }
     }
 }

@@ -436,13 +436,6 @@ mod tests {
     /// listener here, which would fail any agent handshake).
     struct Knock;
 
-    impl netrig_report::KindReport for Knock {
-        fn config(&self, _: &TestSpec, _: &mut netrig_report::TestConfig) {}
-        fn table(&self) -> &'static dyn netrig_report::TableLayout {
-            &netrig_report::table::TCP_STREAM
-        }
-    }
-
     impl netrig_kinds::OneEnded for Knock {
         fn run(
             &self,
@@ -483,6 +476,16 @@ mod tests {
         }
         fn ends(&self) -> Ends<'_> {
             Ends::ClientOnly(self)
+        }
+        fn report(&self) -> &dyn netrig_report::KindReport {
+            self
+        }
+    }
+
+    impl netrig_report::KindReport for Knock {
+        fn config(&self, _: &TestSpec, _: &mut netrig_report::TestConfig) {}
+        fn table(&self) -> &'static dyn netrig_report::TableLayout {
+            &netrig_report::table::TCP_STREAM
         }
     }
 

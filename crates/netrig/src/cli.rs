@@ -29,8 +29,9 @@ pub enum Command {
 /// kind (its options, and where the test goes and how it is shown).
 pub fn command() -> clap::Command {
     netrig_kinds::all().iter().fold(Cli::command(), |cmd, kind| {
-        let sub = kind.args(clap::Command::new(kind.name()).about(kind.about()));
-        cmd.subcommand(RunArgs::augment_args(sub))
+        let sub = RunArgs::augment_args(kind.args(clap::Command::new(kind.name())));
+        // Last: the option groups' doc comments would stand in for it.
+        cmd.subcommand(sub.about(kind.about()).long_about(None))
     })
 }
 
@@ -141,12 +142,19 @@ mod tests {
         assert!(RunArgs::from_arg_matches(sm).unwrap().json);
     }
 
-    /// Every kind of the registry is a subcommand.
+    /// Every kind of the registry is a subcommand, described as the kind
+    /// describes itself.
     #[test]
     fn every_kind_is_a_subcommand() {
         let cmd = command();
         for kind in netrig_kinds::all() {
-            assert!(cmd.find_subcommand(kind.name()).is_some(), "{}", kind.name());
+            let sub = cmd
+                .find_subcommand(kind.name())
+                .unwrap_or_else(|| panic!("{}", kind.name()));
+            assert_eq!(
+                sub.get_about().map(|a| a.to_string()).as_deref(),
+                Some(kind.about())
+            );
         }
     }
 }

@@ -7,20 +7,20 @@ mod workload;
 pub use workload::CrrWorkload;
 
 use crate::args::{parse_timeout, CommonArgs, TxnArgs};
-use crate::kind::{Kind, Planned, Workloads};
-use clap::{Args, FromArgMatches};
+use crate::kind::{KindDef, Planned, Workloads};
+use clap::Args;
 use netrig_engine::sockopt::SocketSettings;
 use netrig_engine::TxnParams;
 use netrig_proto::spec::{KindSpec, TcpCrrSpec};
 use netrig_proto::TestSpec;
-use netrig_report::{table, KindReport, Side, TableLayout, TestConfig, TestResult};
+use netrig_report::{table, Side, TableLayout, TestConfig, TestResult};
 use std::sync::Arc;
 
 pub struct TcpCrr;
 
 /// tcp-crr's options on the command line.
 #[derive(Debug, Args)]
-struct CrrArgs {
+pub struct CrrArgs {
     #[command(flatten)]
     common: CommonArgs,
     #[command(flatten)]
@@ -31,29 +31,25 @@ struct CrrArgs {
     timeout: Option<f64>,
 }
 
-fn own(spec: &TestSpec) -> &TcpCrrSpec {
-    match &spec.test {
-        KindSpec::TcpCrr(s) => s,
-        other => unreachable!("a {} spec given to tcp-crr", other.name()),
-    }
-}
+impl KindDef for TcpCrr {
+    type Args = CrrArgs;
+    type Spec = TcpCrrSpec;
 
-impl Kind for TcpCrr {
     fn name(&self) -> &'static str {
         "tcp-crr"
     }
-
     fn about(&self) -> &'static str {
         "TCP connect/request/response/close, a new connection per transaction (netperf TCP_CRR): \
-         transactions/s, latency and failed connections by reason."
+         transactions/s, latency and failed connections by reason"
+    }
+    fn own<'a>(&self, test: &'a KindSpec) -> Option<&'a TcpCrrSpec> {
+        match test {
+            KindSpec::TcpCrr(s) => Some(s),
+            _ => None,
+        }
     }
 
-    fn args(&self, cmd: clap::Command) -> clap::Command {
-        CrrArgs::augment_args(cmd)
-    }
-
-    fn plan(&self, m: &clap::ArgMatches) -> Result<Planned, String> {
-        let a = CrrArgs::from_arg_matches(m).map_err(|e| e.to_string())?;
+    fn plan(&self, a: CrrArgs) -> Result<Planned, String> {
         a.common.plan(KindSpec::TcpCrr(TcpCrrSpec {
             transactions: a.txn.transactions()?,
             timeout_s: a.timeout,
@@ -62,24 +58,20 @@ impl Kind for TcpCrr {
     }
 
     /// Its connections come and go during the run: none at set-up.
-    fn workload(&self, spec: &TestSpec) -> Workloads {
-        let s = own(spec);
+    fn workload(&self, s: &TcpCrrSpec, spec: &TestSpec) -> Workloads {
         Workloads::Transient(Arc::new(CrrWorkload {
             txn: TxnParams::from_spec(&s.transactions),
             timeout: s.timeout(),
             accepted_options: SocketSettings::new(&spec.remote, Some(&s.tcp)),
         }))
     }
-}
 
-impl KindReport for TcpCrr {
-    fn config(&self, spec: &TestSpec, c: &mut TestConfig) {
-        let s = own(spec);
+    fn config(&self, s: &TcpCrrSpec, c: &mut TestConfig) {
         c.set_transactions(&s.transactions, Some(s.timeout().as_secs_f64()));
     }
 
-    fn warnings(&self, spec: &TestSpec, local: Side<'_>, _: Side<'_>, _: &TestResult) -> Vec<String> {
-        crate::txn::open_loop_warnings(&own(spec).transactions, local)
+    fn warnings(&self, s: &TcpCrrSpec, _: &TestSpec, local: Side<'_>, _: &TestResult) -> Vec<String> {
+        crate::txn::open_loop_warnings(&s.transactions, local)
     }
 
     fn table(&self) -> &'static dyn TableLayout {

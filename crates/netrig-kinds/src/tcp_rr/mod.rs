@@ -7,67 +7,60 @@ mod workload;
 pub use workload::RrWorkload;
 
 use crate::args::{CommonArgs, TxnArgs};
-use crate::kind::{Kind, Planned, Workloads};
-use clap::{Args, FromArgMatches};
+use crate::kind::{KindDef, Planned, Workloads};
+use clap::Args;
 use netrig_engine::TxnParams;
 use netrig_proto::spec::{KindSpec, Load, TcpRrSpec};
 use netrig_proto::TestSpec;
-use netrig_report::{table, KindReport, Side, TableLayout, TestConfig, TestResult};
+use netrig_report::{table, Side, TableLayout, TestConfig, TestResult};
 use std::sync::Arc;
 
 pub struct TcpRr;
 
 /// tcp-rr's options on the command line.
 #[derive(Debug, Args)]
-struct RrArgs {
+pub struct RrArgs {
     #[command(flatten)]
     common: CommonArgs,
     #[command(flatten)]
     txn: TxnArgs,
 }
 
-fn own(spec: &TestSpec) -> &TcpRrSpec {
-    match &spec.test {
-        KindSpec::TcpRr(s) => s,
-        other => unreachable!("a {} spec given to tcp-rr", other.name()),
-    }
-}
+impl KindDef for TcpRr {
+    type Args = RrArgs;
+    type Spec = TcpRrSpec;
 
-impl Kind for TcpRr {
     fn name(&self) -> &'static str {
         "tcp-rr"
     }
-
     fn about(&self) -> &'static str {
-        "TCP request/response on persistent connections (netperf TCP_RR): transactions/s and latency."
+        "TCP request/response on persistent connections (netperf TCP_RR): transactions/s and latency"
+    }
+    fn own<'a>(&self, test: &'a KindSpec) -> Option<&'a TcpRrSpec> {
+        match test {
+            KindSpec::TcpRr(s) => Some(s),
+            _ => None,
+        }
     }
 
-    fn args(&self, cmd: clap::Command) -> clap::Command {
-        RrArgs::augment_args(cmd)
-    }
-
-    fn plan(&self, m: &clap::ArgMatches) -> Result<Planned, String> {
-        let a = RrArgs::from_arg_matches(m).map_err(|e| e.to_string())?;
+    fn plan(&self, a: RrArgs) -> Result<Planned, String> {
         a.common.plan(KindSpec::TcpRr(TcpRrSpec {
             transactions: a.txn.transactions()?,
             tcp: a.common.tcp(),
         }))
     }
 
-    fn workload(&self, spec: &TestSpec) -> Workloads {
+    fn workload(&self, s: &TcpRrSpec, _: &TestSpec) -> Workloads {
         Workloads::Connected(Arc::new(RrWorkload {
-            txn: TxnParams::from_spec(&own(spec).transactions),
+            txn: TxnParams::from_spec(&s.transactions),
         }))
     }
-}
 
-impl KindReport for TcpRr {
-    fn config(&self, spec: &TestSpec, c: &mut TestConfig) {
-        c.set_transactions(&own(spec).transactions, None);
+    fn config(&self, s: &TcpRrSpec, c: &mut TestConfig) {
+        c.set_transactions(&s.transactions, None);
     }
 
-    fn warnings(&self, spec: &TestSpec, local: Side<'_>, _: Side<'_>, _: &TestResult) -> Vec<String> {
-        let s = own(spec);
+    fn warnings(&self, s: &TcpRrSpec, _: &TestSpec, local: Side<'_>, _: &TestResult) -> Vec<String> {
         let mut out = Vec::new();
         if !s.tcp.nodelay {
             match s.transactions.load {

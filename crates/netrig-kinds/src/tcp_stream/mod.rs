@@ -8,40 +8,53 @@ mod workload;
 pub use workload::StreamWorkload;
 
 use crate::args::{parse_bytes, CommonArgs, PaceArgs};
-use crate::kind::{Kind, Planned, Workloads};
+use crate::kind::{Def, KindDef, Planned, Workloads};
 use crate::units::parse_size_u32;
-use clap::{Args, FromArgMatches};
+use clap::Args;
 use netrig_proto::spec::{KindSpec, StreamOptions, TcpBidirSpec, TcpMaertsSpec, TcpStreamSpec};
 use netrig_proto::TestSpec;
-use netrig_report::{table, KindReport, TableLayout, TestConfig};
+use netrig_report::{table, TableLayout, TestConfig};
 use std::sync::Arc;
 
-/// A TCP stream kind.
+/// A TCP stream kind: the three differ in their wire variant alone.
 pub struct TcpStreamKind {
     name: &'static str,
     about: &'static str,
     wrap: fn(StreamOptions) -> KindSpec,
+    unwrap: fn(&KindSpec) -> Option<&StreamOptions>,
 }
 
-pub static TCP_STREAM: TcpStreamKind = TcpStreamKind {
+pub static TCP_STREAM: Def<TcpStreamKind> = Def(TcpStreamKind {
     name: "tcp-stream",
-    about: "TCP stream, client to agent (netperf TCP_STREAM).",
+    about: "TCP stream, client to agent (netperf TCP_STREAM)",
     wrap: |o| KindSpec::TcpStream(TcpStreamSpec(o)),
-};
-pub static TCP_MAERTS: TcpStreamKind = TcpStreamKind {
+    unwrap: |t| match t {
+        KindSpec::TcpStream(s) => Some(&s.0),
+        _ => None,
+    },
+});
+pub static TCP_MAERTS: Def<TcpStreamKind> = Def(TcpStreamKind {
     name: "tcp-maerts",
-    about: "TCP stream, agent to client (netperf TCP_MAERTS).",
+    about: "TCP stream, agent to client (netperf TCP_MAERTS)",
     wrap: |o| KindSpec::TcpMaerts(TcpMaertsSpec(o)),
-};
-pub static TCP_BIDIR: TcpStreamKind = TcpStreamKind {
+    unwrap: |t| match t {
+        KindSpec::TcpMaerts(s) => Some(&s.0),
+        _ => None,
+    },
+});
+pub static TCP_BIDIR: Def<TcpStreamKind> = Def(TcpStreamKind {
     name: "tcp-bidir",
-    about: "TCP streams both ways at once, on separate connections.",
+    about: "TCP streams both ways at once, on separate connections",
     wrap: |o| KindSpec::TcpBidir(TcpBidirSpec(o)),
-};
+    unwrap: |t| match t {
+        KindSpec::TcpBidir(s) => Some(&s.0),
+        _ => None,
+    },
+});
 
 /// The streams' options on the command line.
 #[derive(Debug, Args)]
-struct StreamArgs {
+pub struct StreamArgs {
     #[command(flatten)]
     common: CommonArgs,
     /// Send this many bytes per direction (spread over the flows) instead of a timed test.
@@ -62,31 +75,21 @@ struct StreamArgs {
     zerocopy: bool,
 }
 
-/// The stream options of a spec of any of the three kinds.
-fn options(spec: &TestSpec) -> &StreamOptions {
-    match &spec.test {
-        KindSpec::TcpStream(s) => &s.0,
-        KindSpec::TcpMaerts(s) => &s.0,
-        KindSpec::TcpBidir(s) => &s.0,
-        other => unreachable!("a {} spec given to the TCP streams", other.name()),
-    }
-}
+impl KindDef for TcpStreamKind {
+    type Args = StreamArgs;
+    type Spec = StreamOptions;
 
-impl Kind for TcpStreamKind {
     fn name(&self) -> &'static str {
         self.name
     }
-
     fn about(&self) -> &'static str {
         self.about
     }
-
-    fn args(&self, cmd: clap::Command) -> clap::Command {
-        StreamArgs::augment_args(cmd)
+    fn own<'a>(&self, test: &'a KindSpec) -> Option<&'a StreamOptions> {
+        (self.unwrap)(test)
     }
 
-    fn plan(&self, m: &clap::ArgMatches) -> Result<Planned, String> {
-        let a = StreamArgs::from_arg_matches(m).map_err(|e| e.to_string())?;
+    fn plan(&self, a: StreamArgs) -> Result<Planned, String> {
         let options = StreamOptions {
             message_size: a.message_size,
             recv_size: a.recv_size,
@@ -99,8 +102,7 @@ impl Kind for TcpStreamKind {
         Ok(plan)
     }
 
-    fn workload(&self, spec: &TestSpec) -> Workloads {
-        let o = options(spec);
+    fn workload(&self, o: &StreamOptions, _: &TestSpec) -> Workloads {
         Workloads::Connected(Arc::new(StreamWorkload {
             message_size: o.message_size as usize,
             recv_size: o.recv_size as usize,
@@ -109,11 +111,8 @@ impl Kind for TcpStreamKind {
             zerocopy: o.zerocopy,
         }))
     }
-}
 
-impl KindReport for TcpStreamKind {
-    fn config(&self, spec: &TestSpec, c: &mut TestConfig) {
-        let o = options(spec);
+    fn config(&self, o: &StreamOptions, c: &mut TestConfig) {
         c.message_size = o.message_size;
         c.recv_size = o.recv_size;
         c.set_pace(o.pace.as_ref());

@@ -6,19 +6,19 @@ mod workload;
 pub use workload::UdpRrWorkload;
 
 use crate::args::{parse_timeout, CommonArgs, TxnArgs};
-use crate::kind::{Kind, Planned, Workloads};
-use clap::{Args, FromArgMatches};
+use crate::kind::{KindDef, Planned, Workloads};
+use clap::Args;
 use netrig_engine::TxnParams;
 use netrig_proto::spec::{KindSpec, UdpRrSpec, UDP_HEADER_LEN};
 use netrig_proto::TestSpec;
-use netrig_report::{table, KindReport, Side, TableLayout, TestConfig, TestResult};
+use netrig_report::{table, Side, TableLayout, TestConfig, TestResult};
 use std::sync::Arc;
 
 pub struct UdpRr;
 
 /// udp-rr's options on the command line.
 #[derive(Debug, Args)]
-struct UdpRrArgs {
+pub struct UdpRrArgs {
     #[command(flatten)]
     common: CommonArgs,
     #[command(flatten)]
@@ -28,52 +28,44 @@ struct UdpRrArgs {
     timeout: Option<f64>,
 }
 
-fn own(spec: &TestSpec) -> &UdpRrSpec {
-    match &spec.test {
-        KindSpec::UdpRr(s) => s,
-        other => unreachable!("a {} spec given to udp-rr", other.name()),
-    }
-}
+impl KindDef for UdpRr {
+    type Args = UdpRrArgs;
+    type Spec = UdpRrSpec;
 
-impl Kind for UdpRr {
     fn name(&self) -> &'static str {
         "udp-rr"
     }
-
     fn about(&self) -> &'static str {
-        "UDP request/response (netperf UDP_RR): lost datagrams are timed out, counted, and the flow goes on."
+        "UDP request/response (netperf UDP_RR): lost datagrams are timed out, counted, and the flow goes on"
+    }
+    fn own<'a>(&self, test: &'a KindSpec) -> Option<&'a UdpRrSpec> {
+        match test {
+            KindSpec::UdpRr(s) => Some(s),
+            _ => None,
+        }
     }
 
-    fn args(&self, cmd: clap::Command) -> clap::Command {
-        UdpRrArgs::augment_args(cmd)
-    }
-
-    fn plan(&self, m: &clap::ArgMatches) -> Result<Planned, String> {
-        let a = UdpRrArgs::from_arg_matches(m).map_err(|e| e.to_string())?;
+    fn plan(&self, a: UdpRrArgs) -> Result<Planned, String> {
         a.common.plan(KindSpec::UdpRr(UdpRrSpec {
             transactions: a.txn.transactions()?,
             timeout_s: a.timeout,
         }))
     }
 
-    fn workload(&self, spec: &TestSpec) -> Workloads {
-        let s = own(spec);
+    fn workload(&self, s: &UdpRrSpec, _: &TestSpec) -> Workloads {
         Workloads::Connected(Arc::new(UdpRrWorkload {
             txn: TxnParams::from_spec(&s.transactions),
             timeout: s.timeout(),
         }))
     }
-}
 
-impl KindReport for UdpRr {
-    fn config(&self, spec: &TestSpec, c: &mut TestConfig) {
-        let s = own(spec);
+    fn config(&self, s: &UdpRrSpec, c: &mut TestConfig) {
         c.set_transactions(&s.transactions, Some(s.timeout().as_secs_f64()));
         c.reverse = Some(false);
     }
 
-    fn warnings(&self, spec: &TestSpec, local: Side<'_>, _: Side<'_>, result: &TestResult) -> Vec<String> {
-        let t = &own(spec).transactions;
+    fn warnings(&self, s: &UdpRrSpec, spec: &TestSpec, local: Side<'_>, result: &TestResult) -> Vec<String> {
+        let t = &s.transactions;
         let mut out = Vec::new();
         let hdr = UDP_HEADER_LEN;
         if t.request_size < hdr || t.response_size < hdr {

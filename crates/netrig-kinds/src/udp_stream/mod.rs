@@ -7,19 +7,19 @@ mod workload;
 pub use workload::UdpStreamWorkload;
 
 use crate::args::{CommonArgs, PaceArgs};
-use crate::kind::{Kind, Planned, Workloads};
+use crate::kind::{KindDef, Planned, Workloads};
 use crate::units::parse_size_u32;
-use clap::{Args, FromArgMatches};
+use clap::Args;
 use netrig_proto::spec::{KindSpec, UdpStreamSpec};
 use netrig_proto::TestSpec;
-use netrig_report::{table, KindReport, Side, TableLayout, TestConfig, TestResult};
+use netrig_report::{table, Side, TableLayout, TestConfig, TestResult};
 use std::sync::Arc;
 
 pub struct UdpStream;
 
 /// udp-stream's options on the command line.
 #[derive(Debug, Args)]
-struct UdpArgs {
+pub struct UdpArgs {
     #[command(flatten)]
     common: CommonArgs,
     /// Datagram size in bytes (UDP payload, at least 28: each carries a header). Default: the
@@ -38,28 +38,24 @@ struct UdpArgs {
     no_gso: bool,
 }
 
-fn own(spec: &TestSpec) -> &UdpStreamSpec {
-    match &spec.test {
-        KindSpec::UdpStream(s) => s,
-        other => unreachable!("a {} spec given to udp-stream", other.name()),
-    }
-}
+impl KindDef for UdpStream {
+    type Args = UdpArgs;
+    type Spec = UdpStreamSpec;
 
-impl Kind for UdpStream {
     fn name(&self) -> &'static str {
         "udp-stream"
     }
-
     fn about(&self) -> &'static str {
-        "UDP datagrams at a set rate: loss, jitter, reordering, duplicates (iperf3 -u)."
+        "UDP datagrams at a set rate: loss, jitter, reordering, duplicates (iperf3 -u)"
+    }
+    fn own<'a>(&self, test: &'a KindSpec) -> Option<&'a UdpStreamSpec> {
+        match test {
+            KindSpec::UdpStream(s) => Some(s),
+            _ => None,
+        }
     }
 
-    fn args(&self, cmd: clap::Command) -> clap::Command {
-        UdpArgs::augment_args(cmd)
-    }
-
-    fn plan(&self, m: &clap::ArgMatches) -> Result<Planned, String> {
-        let a = UdpArgs::from_arg_matches(m).map_err(|e| e.to_string())?;
+    fn plan(&self, a: UdpArgs) -> Result<Planned, String> {
         let mut plan = a.common.plan(KindSpec::UdpStream(UdpStreamSpec {
             // Without -m the client sizes datagrams for the path once
             // connected; an Ethernet-sized one stands in for the checks.
@@ -72,8 +68,7 @@ impl Kind for UdpStream {
         Ok(plan)
     }
 
-    fn workload(&self, spec: &TestSpec) -> Workloads {
-        let s = own(spec);
+    fn workload(&self, s: &UdpStreamSpec, _: &TestSpec) -> Workloads {
         Workloads::Connected(Arc::new(UdpStreamWorkload {
             size: s.datagram_size as usize,
             rate_bps: s.pace.as_ref().map(|p| p.rate_bps),
@@ -84,20 +79,17 @@ impl Kind for UdpStream {
 
     /// The largest unfragmented datagram of the path (the agent's datagrams
     /// of `-R` take the same path back).
-    fn fit_to_path(&self, spec: &TestSpec, payload: u32) -> Option<TestSpec> {
+    fn fit_to_path(&self, s: &UdpStreamSpec, spec: &TestSpec, payload: u32) -> Option<TestSpec> {
         Some(TestSpec {
             test: KindSpec::UdpStream(UdpStreamSpec {
                 datagram_size: payload,
-                ..own(spec).clone()
+                ..s.clone()
             }),
             ..spec.clone()
         })
     }
-}
 
-impl KindReport for UdpStream {
-    fn config(&self, spec: &TestSpec, c: &mut TestConfig) {
-        let s = own(spec);
+    fn config(&self, s: &UdpStreamSpec, c: &mut TestConfig) {
         c.message_size = s.datagram_size;
         c.recv_size = s.datagram_size;
         // The client says so when it chose the size for the path.
@@ -107,11 +99,11 @@ impl KindReport for UdpStream {
         c.reverse = Some(s.reverse);
     }
 
-    fn batches_datagrams(&self, spec: &TestSpec) -> bool {
-        !own(spec).no_gso
+    fn batches_datagrams(&self, s: &UdpStreamSpec) -> bool {
+        !s.no_gso
     }
 
-    fn warnings(&self, spec: &TestSpec, _: Side<'_>, _: Side<'_>, result: &TestResult) -> Vec<String> {
+    fn warnings(&self, _: &UdpStreamSpec, spec: &TestSpec, _: Side<'_>, result: &TestResult) -> Vec<String> {
         pacing_rate_warning(spec, result).into_iter().collect()
     }
 
