@@ -1,6 +1,8 @@
 //! What each end measured, as it travels from the agent to the client. The
 //! client merges the two sides into the one result model (netrig-report).
 
+pub mod measure;
+
 use crate::Direction;
 use netrig_metrics::{Conntrack, CpuUsage, Environment, LatencySummary, SeqInterval, TcpInfo};
 use serde::{Deserialize, Serialize};
