@@ -2,6 +2,8 @@
 //! contract with scripts: `docs/result.schema.json` describes them and a
 //! test validates real output against it.
 
+pub mod measure;
+
 use netrig_metrics::{CpuUsage, Environment, TcpInfo};
 use netrig_proto::report::{
     AppliedOptions, ConnectErrors, CounterReport, Role, ScheduleReport, SockBufReport, WorkerCpu,
