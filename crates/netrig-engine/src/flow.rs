@@ -405,6 +405,11 @@ pub struct TransientEnd {
     pub first: Option<FirstConnection>,
 }
 
+/// A UDP flow's datagram accounting while the engine holds it: the wire
+/// report's shape around netrig-metrics' own summary, converted when the
+/// flow's report is built ([`crate::runner::FlowOutcome::report`]).
+pub type UdpAccount = netrig_proto::report::UdpFlowReport<netrig_metrics::SeqSummary>;
+
 /// What a worker knows about a flow when it is done with it.
 #[derive(Debug, Clone)]
 pub struct FlowEnd {
@@ -415,8 +420,8 @@ pub struct FlowEnd {
     pub done_at: Option<Instant>,
     /// Socket buffers when this end stopped measuring the flow.
     pub final_buffers: BufPair,
-    /// UDP flows: datagram accounting.
-    pub udp: Option<netrig_proto::report::UdpFlowReport>,
+    /// UDP flows: datagram accounting, as netrig-metrics measured it.
+    pub udp: Option<UdpAccount>,
 }
 
 /// What a worker hands back besides its flows.

@@ -319,6 +319,21 @@ mod tests {
         let interval_json = json!({"received": 1, "lost": 2, "out_of_order": 3, "duplicates": 4, "jitter_us": 5.5,
             "jitter_pairs": 6, "jitter_mean_us": 7.5, "untimed": 8});
         assert_eq!(wire::<_, SeqInterval>(&m), interval_json);
+        // The engine's flow accounting, around metrics' summary.
+        let flow = crate::report::UdpFlowReport {
+            sent_datagrams: 9,
+            window_sent_datagrams: 10,
+            received: Some(summary),
+            stray: 11,
+            late: 12,
+            units: 13,
+            window: Some(SeqInterval::from(&m)),
+        };
+        assert_eq!(
+            wire::<_, crate::report::UdpFlowReport>(&flow),
+            json!({"sent_datagrams": 9, "window_sent_datagrams": 10, "received": summary_json, "stray": 11,
+                "late": 12, "units": 13, "window": interval_json})
+        );
     }
 
     #[test]

@@ -129,4 +129,18 @@ mod tests {
             "steal_pct_since_boot": 0.5, "virtualization": "kvm"});
         assert_eq!(result_of::<wire::Environment, Environment>(&v), v);
     }
+
+    /// The result's latency keys are its own (`p99`, not the wire's `p99_us`).
+    #[test]
+    fn latency_reaches_the_result_under_its_own_keys() {
+        let sent = json!({"count": 1, "mean_us": 2.5, "p50_us": 3.5, "p90_us": 4.5, "p99_us": 5.5,
+            "p999_us": 6.5, "p75_us": 7.5, "p95_us": 8.5, "p9999_us": 9.5, "p99999_us": 10.5,
+            "max_us": 11.5, "min_us": 12.5, "stddev_us": 13.5, "clamped": 14});
+        assert_eq!(
+            result_of::<wire::LatencySummary, crate::model::LatencyUs>(&sent),
+            json!({"count": 1, "mean": 2.5, "stddev": 13.5, "min": 12.5, "p50": 3.5, "p90": 4.5,
+                "p99": 5.5, "p999": 6.5, "max": 11.5, "p75": 7.5, "p95": 8.5, "p9999": 9.5,
+                "p99999": 10.5, "histogram": null})
+        );
+    }
 }
