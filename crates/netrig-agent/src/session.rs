@@ -344,7 +344,7 @@ fn run_test(
         cookie,
         warnings: vec![],
     })?;
-    let environment = netrig_metrics::collect();
+    let environment = netrig_proto::report::measure::Environment::from(&netrig_metrics::collect());
     let counters_before = netrig_metrics::read_kernel_counters().ok();
 
     // Collect the data connections, configure each as it arrives.

@@ -311,7 +311,7 @@ impl Client {
             }
         };
 
-        let environment = netrig_metrics::collect();
+        let environment = netrig_proto::report::measure::Environment::from(&netrig_metrics::collect());
         let counters_before = netrig_metrics::read_kernel_counters().ok();
         let plan = spec.flow_plan();
         let requested = BufPair {

@@ -405,6 +405,23 @@ pub struct TransientEnd {
     pub first: Option<FirstConnection>,
 }
 
+/// A UDP flow's datagram accounting as a worker ends it (the engine's own
+/// type; [`crate::runner::FlowOutcome::report`] makes the wire's
+/// `UdpFlowReport` of it, adding the window's counts).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct UdpAccount {
+    /// Datagrams this end sent, as they went on the wire.
+    pub sent_datagrams: u64,
+    /// What this end received, by sequence number (receivers only).
+    pub received: Option<netrig_metrics::SeqSummary>,
+    /// Datagrams of no flow of this test that reached the flow's socket.
+    pub stray: u64,
+    /// udp-rr requester: responses that came after their request had timed out.
+    pub late: u64,
+    /// udp-stream: messages sent or buffers received (a GSO send or GRO batch counts once).
+    pub units: u64,
+}
+
 /// What a worker knows about a flow when it is done with it.
 #[derive(Debug, Clone)]
 pub struct FlowEnd {
@@ -415,8 +432,8 @@ pub struct FlowEnd {
     pub done_at: Option<Instant>,
     /// Socket buffers when this end stopped measuring the flow.
     pub final_buffers: BufPair,
-    /// UDP flows: datagram accounting.
-    pub udp: Option<netrig_proto::report::UdpFlowReport>,
+    /// UDP flows: datagram accounting, as netrig-metrics measured it.
+    pub udp: Option<UdpAccount>,
 }
 
 /// What a worker hands back besides its flows.

@@ -23,9 +23,9 @@ use crate::{
     EngineError, FirstConnection, Flow, FlowCounters, FlowEnd, FlowSlot, ScheduleStats, TransientEnd,
     WorkerEnd,
 };
-use netrig_metrics::{CpuSnapshot, CpuUsage, SeqInterval, SeqLive, TcpInfo};
+use netrig_metrics::{CpuSnapshot, SeqInterval, SeqLive, TcpInfo};
 use netrig_metrics::{LatencyRecorder, LatencySummary};
-use netrig_proto::report::ScheduleReport;
+use netrig_proto::report::{measure, ScheduleReport};
 use netrig_proto::report::{BufPair, ConnectErrors, IntervalSample, Role, WorkerCpu};
 use netrig_proto::spec::{Exchange, Limit, Transport};
 use netrig_proto::Direction;
@@ -174,7 +174,7 @@ pub struct FlowOutcome {
     /// UDP stream receivers: the datagram accounting over exactly the window.
     pub window_udp: Option<SeqInterval>,
     /// UDP flows: datagram accounting over the whole test.
-    pub udp: Option<netrig_proto::report::UdpFlowReport>,
+    pub udp: Option<crate::flow::UdpAccount>,
     /// Connection-per-transaction requesters: transactions that failed inside the window.
     pub connect_errors: Option<ConnectErrors>,
     /// Connection-per-transaction flows: buffers and options of the first connection.
@@ -212,17 +212,26 @@ impl FlowOutcome {
                 final_: self.final_buffers,
             },
             applied,
-            tcp_info: self.tcp_info.clone(),
+            tcp_info: self.tcp_info.as_ref().map(measure::TcpInfo::from),
             window_transactions: self.window_transactions,
             udp: self
                 .udp
-                .clone()
+                .as_ref()
                 .filter(|_| rules.transport() == Transport::Udp)
-                .map(|mut u| {
+                .map(|u| {
+                    let mut u = netrig_proto::report::UdpFlowReport {
+                        sent_datagrams: u.sent_datagrams,
+                        window_sent_datagrams: 0,
+                        received: u.received.as_ref().map(measure::SeqSummary::from),
+                        stray: u.stray,
+                        late: u.late,
+                        units: u.units,
+                        window: None,
+                    };
                     if let (Exchange::Stream, Some(size)) = (rules.exchange(), rules.datagram_size()) {
                         // Every datagram of a UDP stream's flow has the same size.
                         u.window_sent_datagrams = self.window_bytes / u64::from(size.max(1));
-                        u.window = self.window_udp;
+                        u.window = self.window_udp.as_ref().map(measure::SeqInterval::from);
                     }
                     u
                 }),
@@ -231,19 +240,19 @@ impl FlowOutcome {
     }
 }
 
-/// This end's measurements.
+/// This end's measurements, those the report carries as the wire has them.
 #[derive(Debug, Clone)]
 pub struct SideOutcome {
     pub flows: Vec<FlowOutcome>,
     pub window_s: f64,
     pub intervals: Vec<IntervalSample>,
     /// Whole-machine CPU over exactly the window (same sample instants as the bytes).
-    pub cpu: Option<CpuUsage>,
+    pub cpu: Option<measure::CpuUsage>,
     /// Wall time between the two /proc/stat readings.
     pub cpu_window_s: Option<f64>,
     pub workers: Vec<WorkerCpu>,
     /// Latency of the transactions completed inside the window (requesters only).
-    pub latency: Option<LatencySummary>,
+    pub latency: Option<measure::LatencySummary>,
     /// Their whole histogram ([`LatencyRecorder::to_base64`]).
     pub latency_histogram: Option<String>,
     /// Open loop: schedule keeping inside the window.
@@ -577,7 +586,7 @@ pub fn run_side(
         .collect::<Vec<_>>();
     let window_s = flows.iter().map(|f| f.window_s).fold(0.0, f64::max);
     let cpu = match (&first.cpu, &last.cpu) {
-        (Some(a), Some(b)) => Some(b.usage_since(a)),
+        (Some(a), Some(b)) => Some(measure::CpuUsage::from(&b.usage_since(a))),
         _ => None,
     };
     let wall = last
@@ -613,7 +622,7 @@ pub fn run_side(
             .latency
             .as_ref()
             .filter(|l| !l.is_empty())
-            .map(LatencyRecorder::summary),
+            .map(|l| measure::LatencySummary::from(&l.summary())),
         latency_histogram: waiter
             .latency
             .as_ref()
@@ -854,11 +863,11 @@ fn sample(
                 )
             })
             .collect();
-        let udp: Vec<Option<SeqInterval>> = from
+        let udp: Vec<Option<measure::SeqInterval>> = from
             .udp
             .iter()
             .zip(&to.udp)
-            .map(|(a, b)| Some(b.as_ref()?.since(a.as_ref()?)))
+            .map(|(a, b)| Some(measure::SeqInterval::from(&b.as_ref()?.since(a.as_ref()?))))
             .collect();
         let s = IntervalSample {
             index,
@@ -866,7 +875,11 @@ fn sample(
             end_s: secs(to.at),
             ids: ids.to_vec(),
             bytes: delta(&to.bytes, &from.bytes),
-            tcp_info: to.tcp.clone(),
+            tcp_info: to
+                .tcp
+                .iter()
+                .map(|t| t.as_ref().map(measure::TcpInfo::from))
+                .collect(),
             transactions: delta(&to.transactions, &from.transactions),
             retransmits: if retransmits.iter().any(Option::is_some) {
                 retransmits
@@ -883,7 +896,7 @@ fn sample(
             } else {
                 Vec::new()
             },
-            latency,
+            latency: latency.as_ref().map(measure::LatencySummary::from),
         };
         on_interval(&s);
         intervals.push(s);

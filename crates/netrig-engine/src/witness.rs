@@ -8,7 +8,7 @@
 
 use crate::{FlowCounters, FlowSocket};
 use netrig_metrics::{InterfaceCounters, KernelCounters};
-use netrig_proto::report::{Role, TcpWitness, WitnessReport};
+use netrig_proto::report::{measure, Role, TcpWitness, WitnessReport};
 use std::collections::BTreeMap;
 use std::os::fd::AsFd;
 use std::sync::Arc;
@@ -232,7 +232,7 @@ impl Witness {
 }
 
 /// The witness's host counters between two readings.
-fn host_delta(a: &Host, b: &Host) -> (BTreeMap<String, i64>, Vec<InterfaceCounters>) {
+fn host_delta(a: &Host, b: &Host) -> (BTreeMap<String, i64>, Vec<measure::InterfaceCounters>) {
     let kernel = match (&a.kernel, &b.kernel) {
         (Some(a), Some(b)) => {
             let d = b.delta_since(a);
@@ -248,7 +248,7 @@ fn host_delta(a: &Host, b: &Host) -> (BTreeMap<String, i64>, Vec<InterfaceCounte
         .iter()
         .filter_map(|y| {
             let x = a.interfaces.iter().find(|x| x.name == y.name)?;
-            Some(y.since(x))
+            Some(measure::InterfaceCounters::from(&y.since(x)))
         })
         .collect();
     (kernel, interfaces)

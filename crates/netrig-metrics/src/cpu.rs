@@ -481,26 +481,23 @@ cpu3 100 0 100 1000 0 0 0 0 0 0
 
     #[test]
     fn malformed_input_is_an_error_not_a_panic() {
-        for bad in [
-            "",
-            "intr 1 2 3\n",
-            "cpu  1 2 3\n",
-            "cpu  1 2 x 4\n",
-            "cpu  1 2 3 4\ncpuX 1 2 3 4\n",
-            "cpu  1 2 3 4\ncpu0 1 2 3 4\ncpu0 1 2 3 4\n",
-            "cpu  1 2 3 4\ncpu  1 2 3 4\n",
-            "cpu  -1 2 3 4\n",
-            "cpu  99999999999999999999999 2 3 4\n",
-            "cpu0 1 2 3 4\n",
-        ] {
-            let e = parse_proc_stat(bad);
-            assert!(e.is_err(), "accepted {bad:?}");
-            assert!(e.unwrap_err().to_string().contains("/proc/stat"));
-        }
-        match parse_proc_stat("cpu  1 2 3 4\ncpu0 1 2 z 4\n") {
-            Err(MetricsError::Parse { line, .. }) => assert_eq!(line, 2),
-            other => panic!("unexpected {other:?}"),
-        }
+        crate::tests::assert_refuses(
+            parse_proc_stat,
+            "/proc/stat",
+            &[
+                "",
+                "intr 1 2 3\n",
+                "cpu  1 2 3\n",
+                "cpu  1 2 x 4\n",
+                "cpu  1 2 3 4\ncpuX 1 2 3 4\n",
+                "cpu  1 2 3 4\ncpu0 1 2 3 4\ncpu0 1 2 3 4\n",
+                "cpu  1 2 3 4\ncpu  1 2 3 4\n",
+                "cpu  -1 2 3 4\n",
+                "cpu  99999999999999999999999 2 3 4\n",
+                "cpu0 1 2 3 4\n",
+            ],
+            ("cpu  1 2 3 4\ncpu0 1 2 z 4\n", 2),
+        );
     }
 
     fn snap(total: CpuTicks, per_cpu: Vec<(u32, CpuTicks)>) -> CpuSnapshot {

@@ -94,6 +94,25 @@ pub(crate) fn read_file(path: &str) -> Result<String, MetricsError> {
 mod tests {
     use super::*;
 
+    /// Asserts that `parse` refuses each of `bad` with an error naming
+    /// `path`, not a panic, and that the error for `at.0` names line `at.1`.
+    pub(crate) fn assert_refuses<T: std::fmt::Debug>(
+        parse: impl Fn(&str) -> Result<T, MetricsError>,
+        path: &str,
+        bad: &[&str],
+        at: (&str, usize),
+    ) {
+        for text in bad {
+            let e = parse(text);
+            assert!(e.is_err(), "accepted {text:?}");
+            assert!(e.unwrap_err().to_string().contains(path));
+        }
+        match parse(at.0) {
+            Err(MetricsError::Parse { line, .. }) => assert_eq!(line, at.1),
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+
     #[test]
     fn error_messages_name_the_file() {
         let e = MetricsError::io(

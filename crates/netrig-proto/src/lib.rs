@@ -8,6 +8,7 @@
 //! The wire format is described in `docs/PROTOCOL.md`.
 
 pub mod conn;
+mod convert;
 pub mod datagram;
 pub mod error;
 pub mod frame;

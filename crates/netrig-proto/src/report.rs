@@ -1,8 +1,14 @@
 //! What each end measured, as it travels from the agent to the client. The
 //! client merges the two sides into the one result model (netrig-report).
+//! The measurements inside are this crate's own types ([`measure`]), not
+//! netrig-metrics': the engine converts them as it builds a report.
+
+pub mod measure;
 
 use crate::Direction;
-use netrig_metrics::{Conntrack, CpuUsage, Environment, LatencySummary, SeqInterval, TcpInfo};
+use measure::{
+    Conntrack, CpuUsage, Environment, InterfaceCounters, LatencySummary, SeqInterval, SeqSummary, TcpInfo,
+};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -134,7 +140,7 @@ pub struct UdpFlowReport {
     /// Datagrams sent inside the window.
     pub window_sent_datagrams: u64,
     /// What this end received, by sequence number (receivers only).
-    pub received: Option<netrig_metrics::SeqSummary>,
+    pub received: Option<SeqSummary>,
     /// Datagrams that arrived on the flow's socket but belong to no flow of this test.
     pub stray: u64,
     /// udp-rr requester: responses that came after their request had timed out.
@@ -249,7 +255,7 @@ impl CounterReport {
     pub fn between(
         before: &netrig_metrics::KernelCounters,
         after: &netrig_metrics::KernelCounters,
-        conntrack: Option<Conntrack>,
+        conntrack: Option<netrig_metrics::Conntrack>,
     ) -> CounterReport {
         let delta = after.delta_since(before);
         let headline = delta.headline();
@@ -258,7 +264,10 @@ impl CounterReport {
             .into_iter()
             .filter(|(k, v)| *v != 0 || headline.contains_key(k))
             .collect();
-        CounterReport { deltas, conntrack }
+        CounterReport {
+            deltas,
+            conntrack: conntrack.as_ref().map(Conntrack::from),
+        }
     }
 }
 
@@ -285,7 +294,7 @@ pub struct SideReport {
     /// Latency of every transaction completed in the window, merged across
     /// this end's workers (the requester's end).
     #[serde(default)]
-    pub latency: Option<netrig_metrics::LatencySummary>,
+    pub latency: Option<LatencySummary>,
     /// The same transactions' whole histogram, base64 of HdrHistogram's V2
     /// encoding in ns ([`netrig_metrics::LatencyRecorder::to_base64`]); set
     /// on the client's own report, never read from the wire.
@@ -332,13 +341,13 @@ pub struct WitnessReport {
     /// that holds all of netrig's counts.
     pub kernel: BTreeMap<String, i64>,
     /// The statistics of the interfaces this end's flows used, over the same span.
-    pub interfaces: Vec<netrig_metrics::InterfaceCounters>,
+    pub interfaces: Vec<InterfaceCounters>,
     /// The same from just after the first mark's flows to just before the
     /// last's: a span within netrig's, for what the host counted beyond it.
     #[serde(default)]
     pub kernel_inner: BTreeMap<String, i64>,
     #[serde(default)]
-    pub interfaces_inner: Vec<netrig_metrics::InterfaceCounters>,
+    pub interfaces_inner: Vec<InterfaceCounters>,
 }
 
 /// TCP payload over the window by netrig's count and by the kernel's

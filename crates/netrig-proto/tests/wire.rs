@@ -1,17 +1,18 @@
 //! The wire format, kept on purpose: every message, with every nested
 //! measurement type filled in, serialized as it goes on the control
-//! connection and compared with a checked-in snapshot. The protocol shares
-//! measurement types with netrig-metrics (TCP_INFO, CPU, the environment, …)
-//! and the result document shares them too: a field renamed there changes
-//! the wire, and this test makes that change visible, to be made on
-//! purpose (with the protocol version and docs/PROTOCOL.md), never by
-//! accident. (The result document is held by docs/result.schema.json, which
-//! the integration tests check real output against.)
+//! connection and compared with a checked-in snapshot. The measurements
+//! travel as the protocol's own types (`report::measure`: TCP_INFO, CPU, the
+//! environment, …), converted from netrig-metrics' (whose conversions
+//! `report::measure`'s tests hold with every field set): a field changed
+//! here changes the wire, and this test makes that change visible, to be
+//! made on purpose (with the protocol version and docs/PROTOCOL.md), never
+//! by accident. (The result document is held by docs/result.schema.json,
+//! which the integration tests check real output against.)
 //!
 //! Accept an intended change with `INSTA_UPDATE=always cargo test -p
 //! netrig-proto --test wire` (or `cargo insta review`).
 
-use netrig_metrics::{
+use netrig_proto::report::measure::{
     Conntrack, CpuUsage, Environment, InterfaceCounters, LatencySummary, SeqInterval, SeqSummary, TcpInfo,
 };
 use netrig_proto::report::*;

@@ -1,8 +1,9 @@
 //! Merging the two ends' reports into one result.
 
 use crate::kind::KindReport;
+use crate::model::measure::{CpuUsage, Environment, TcpInfo};
 use crate::model::*;
-use netrig_metrics::SeqInterval;
+use netrig_proto::report::measure::SeqInterval;
 use netrig_proto::report::{BufPair, FlowReport, IntervalSample, SideReport, SockBufReport};
 use netrig_proto::spec::Exchange;
 use netrig_proto::{Direction, TestSpec};
@@ -66,7 +67,7 @@ pub fn assemble(
             total_bytes: f.total_bytes,
             socket_buffers: f.socket_buffers,
             applied: f.applied.clone(),
-            tcp_info: f.tcp_info.clone(),
+            tcp_info: f.tcp_info.as_ref().map(TcpInfo::from),
         };
         flows.push(FlowResult {
             id,
@@ -78,10 +79,12 @@ pub fn assemble(
             sender_elapsed_s: tx_end.window_s,
             sender_throughput_bps: bps(tx_end.window_bytes, tx_end.window_s),
             tcp_info: if transactional {
-                l.tcp_info.clone()
+                &l.tcp_info
             } else {
-                tx_end.tcp_info.clone()
-            },
+                &tx_end.tcp_info
+            }
+            .as_ref()
+            .map(TcpInfo::from),
             transactions: transactional.then_some(l.window_transactions),
             transactions_per_s: transactional.then(|| rate(l.window_transactions, l.window_s)),
             // The requester keeps a request/response flow's books; strays reach either end.
@@ -135,8 +138,8 @@ pub fn assemble(
     let cpu = CpuSummary {
         local_pct: local.report.cpu.as_ref().map(|c| c.busy_pct),
         remote_pct: remote.report.cpu.as_ref().map(|c| c.busy_pct),
-        local: local.report.cpu.clone(),
-        remote: remote.report.cpu.clone(),
+        local: local.report.cpu.as_ref().map(CpuUsage::from),
+        remote: remote.report.cpu.as_ref().map(CpuUsage::from),
         local_accounted_pct: crate::checks::accounted_pct(local.report),
         remote_accounted_pct: crate::checks::accounted_pct(remote.report),
     };
@@ -312,8 +315,8 @@ pub fn assemble(
             remote: remote.report.counters.clone(),
         },
         environment: PerEnd {
-            local: local.report.environment.clone(),
-            remote: remote.report.environment.clone(),
+            local: local.report.environment.as_ref().map(Environment::from),
+            remote: remote.report.environment.as_ref().map(Environment::from),
         },
         workers: PerEnd {
             local: local.report.workers.clone(),
@@ -580,7 +583,8 @@ pub fn merge_interval(
         };
         let Some(s) = sample else { continue };
         let sender_pos = sender.and_then(|snd| Some((snd, snd.ids.iter().position(|x| *x == id as u32)?)));
-        let tcp_info = sender_pos.and_then(|(snd, pos)| snd.tcp_info.get(pos).cloned().flatten());
+        let tcp_info =
+            sender_pos.and_then(|(snd, pos)| Some(TcpInfo::from(snd.tcp_info.get(pos)?.as_ref()?)));
         let retransmits = sender_pos
             .and_then(|(snd, pos)| snd.retransmits.get(pos).copied().flatten())
             .map(u64::from);
@@ -933,7 +937,7 @@ mod tests {
         };
         let with_latency = |index, transactions, count| IntervalSample {
             transactions: vec![transactions],
-            latency: Some(netrig_metrics::LatencySummary {
+            latency: Some(netrig_proto::report::measure::LatencySummary {
                 count,
                 p50_us: 10.0,
                 p99_us: 10.0,
@@ -1043,7 +1047,7 @@ mod tests {
     /// transactions/s) keeps its flag and the table does not print it as a rate.
     #[test]
     fn app_limited_delivery_rate_is_not_shown_as_a_link_rate() {
-        let info = |app_limited| netrig_metrics::TcpInfo {
+        let info = |app_limited| netrig_proto::report::measure::TcpInfo {
             state: 1,
             snd_mss: 65483,
             delivery_rate_bps: Some(87_654_000_000),

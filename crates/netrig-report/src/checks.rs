@@ -152,7 +152,7 @@ pub fn fairness_warnings(summary: &Summary) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use netrig_metrics::{Conntrack, CpuUsage};
+    use netrig_proto::report::measure::{Conntrack, CpuUsage};
     use netrig_proto::report::{CounterReport, WorkerCpu};
 
     #[test]

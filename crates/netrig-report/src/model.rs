@@ -1,8 +1,11 @@
 //! The result of one test, as `--json` prints it. Field names here are a
 //! contract with scripts: `docs/result.schema.json` describes them and a
-//! test validates real output against it.
+//! test validates real output against it. The measurements it embeds are
+//! its own types ([`measure`]), converted from the wire's.
 
-use netrig_metrics::{CpuUsage, Environment, TcpInfo};
+pub mod measure;
+
+use measure::{CpuUsage, Environment, TcpInfo};
 use netrig_proto::report::{
     AppliedOptions, ConnectErrors, CounterReport, Role, ScheduleReport, SockBufReport, WorkerCpu,
 };
@@ -368,8 +371,8 @@ pub struct LatencyUs {
     pub histogram: Option<String>,
 }
 
-impl From<&netrig_metrics::LatencySummary> for LatencyUs {
-    fn from(s: &netrig_metrics::LatencySummary) -> Self {
+impl From<&netrig_proto::report::measure::LatencySummary> for LatencyUs {
+    fn from(s: &netrig_proto::report::measure::LatencySummary) -> Self {
         LatencyUs {
             count: s.count,
             mean: s.mean_us,

@@ -602,7 +602,7 @@ fn details(r: &TestResult) -> String {
         }
     }
     out.push_str(&witness_lines(r));
-    let env_line = |e: &netrig_metrics::Environment| {
+    let env_line = |e: &crate::model::measure::Environment| {
         let s = |k: &str| e.sysctls.get(k).cloned().unwrap_or_else(|| "?".into());
         format!(
             "{} Linux {} {}, {} x {}; rmem_max {} wmem_max {} tcp_rmem [{}] tcp_wmem [{}] cc {} somaxconn {}",
@@ -644,7 +644,7 @@ fn fairness_cell(j: Option<f64>, flows: u32) -> String {
 /// TCP_INFO's delivery rate in 10^6 bits/s, or why it is withheld: a rate
 /// the kernel flagged app-limited measured what the application offered,
 /// and would read as a plausible (and wrong) link rate.
-fn delivery_cell(t: &netrig_metrics::TcpInfo) -> String {
+fn delivery_cell(t: &crate::model::measure::TcpInfo) -> String {
     match (t.delivery_rate_bps, t.delivery_rate_app_limited) {
         (None, _) => "-".into(),
         (Some(_), Some(true)) => "app-limited".into(),

@@ -163,33 +163,29 @@ fn judge_sockets(spec: &TestSpec, w: &WitnessReport, end: &str) -> (Vec<WitnessC
     let (send, recv) = spec.rules().call_sizes();
     if let Some(t) = &w.tcp {
         let f = u64::from(t.flows);
-        if t.netrig_sent > 0 || t.kernel_sent > 0 {
-            j.check(
+        // Two calls in progress per flow at each edge, of the size each makes.
+        for (figure, netrig, kernel, source, call) in [
+            (
                 "TCP payload sent",
                 t.netrig_sent,
-                "bytes",
                 t.kernel_sent,
                 "tcpi_bytes_acked + SIOCOUTQ per socket",
-                "bytes",
-                false,
-                (2 * f * u64::from(send)).saturating_add(t.read_spread_bytes),
-                t.kernel_sent,
-                0,
-            );
-        }
-        if t.netrig_received > 0 || t.kernel_received > 0 {
-            j.check(
+                send,
+            ),
+            (
                 "TCP payload received",
                 t.netrig_received,
-                "bytes",
                 t.kernel_received,
                 "tcpi_bytes_received - SIOCINQ per socket",
-                "bytes",
-                false,
-                (2 * f * u64::from(recv)).saturating_add(t.read_spread_bytes),
-                t.kernel_received,
-                0,
-            );
+                recv,
+            ),
+        ] {
+            if netrig > 0 || kernel > 0 {
+                let tolerance = (2 * f * u64::from(call)).saturating_add(t.read_spread_bytes);
+                j.check(
+                    figure, netrig, "bytes", kernel, source, "bytes", false, tolerance, kernel, 0,
+                );
+            }
         }
     }
     (j.checks, j.warnings)
@@ -222,37 +218,44 @@ fn judge_host(
     let header = 8 + if v6 { 40 } else { 20 } + 14;
     if host && udp_stream {
         let slack = 2 * flows * CALL_MESSAGES;
-        if w.udp_messages_sent > 0 {
-            if let Some(k) = both(w, "OutDatagrams") {
+        // netrig's count, what it is and its unit; the kernel's counter and its unit.
+        type UdpCheck = (
+            fn(&WitnessReport) -> u64,
+            &'static str,
+            &'static str,
+            &'static str,
+            &'static str,
+        );
+        let udp: [UdpCheck; 2] = [
+            (
+                |w| w.udp_messages_sent,
+                "UDP messages sent",
+                "messages (a GSO send of many datagrams is one)",
+                "OutDatagrams",
+                "sends (a GSO send is one)",
+            ),
+            (
+                |w| w.udp_buffers_received,
+                "UDP buffers received",
+                "buffers (a GRO batch of many datagrams is one)",
+                "InDatagrams",
+                "buffers delivered (a GRO batch is one)",
+            ),
+        ];
+        for (count, figure, unit, counter, kernel_unit) in udp {
+            let n = count(w);
+            if let Some(k) = both(w, counter).filter(|_| n > 0) {
                 j.check(
-                    "UDP messages sent",
-                    w.udp_messages_sent,
-                    "messages (a GSO send of many datagrams is one)",
+                    figure,
+                    n,
+                    unit,
                     k,
-                    "Udp.OutDatagrams + Udp6.OutDatagrams",
-                    "sends (a GSO send is one)",
+                    &format!("Udp.{counter} + Udp6.{counter}"),
+                    kernel_unit,
                     true,
                     slack,
-                    both_inner(w, "OutDatagrams").unwrap_or(k),
-                    w.udp_messages_sent
-                        .saturating_add(peer_of(|p| p.udp_messages_sent)),
-                );
-            }
-        }
-        if w.udp_buffers_received > 0 {
-            if let Some(k) = both(w, "InDatagrams") {
-                j.check(
-                    "UDP buffers received",
-                    w.udp_buffers_received,
-                    "buffers (a GRO batch of many datagrams is one)",
-                    k,
-                    "Udp.InDatagrams + Udp6.InDatagrams",
-                    "buffers delivered (a GRO batch is one)",
-                    true,
-                    slack,
-                    both_inner(w, "InDatagrams").unwrap_or(k),
-                    w.udp_buffers_received
-                        .saturating_add(peer_of(|p| p.udp_buffers_received)),
+                    both_inner(w, counter).unwrap_or(k),
+                    n.saturating_add(peer_of(count)),
                 );
             }
         }

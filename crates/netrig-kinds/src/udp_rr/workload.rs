@@ -9,6 +9,7 @@
 
 use mio::{Interest, Token};
 use netrig_engine::flow::SocketHandle;
+use netrig_engine::flow::UdpAccount;
 use netrig_engine::latencies::Latencies;
 use netrig_engine::reactor::{Handler, Io, Now, Reactor, Ready, IDLE};
 use netrig_engine::sockopt;
@@ -17,7 +18,7 @@ use netrig_engine::workload::{WorkerControl, Workload};
 use netrig_engine::TxnParams;
 use netrig_engine::{EngineError, Flow, FlowEnd, WorkerEnd};
 use netrig_metrics::SeqSummary;
-use netrig_proto::report::{Role, UdpFlowReport};
+use netrig_proto::report::Role;
 use netrig_proto::spec::{MAX_IN_FLIGHT, UDP_HEADER_LEN};
 use netrig_proto::DATA_MAGIC;
 use std::collections::VecDeque;
@@ -423,9 +424,8 @@ impl Handler for Worker<'_> {
                     total_bytes: f.bytes,
                     done_at: None,
                     final_buffers: sockopt::buffers(&f.flow.socket),
-                    udp: Some(UdpFlowReport {
+                    udp: Some(UdpAccount {
                         sent_datagrams: if requester { f.next_seq } else { f.transactions },
-                        window_sent_datagrams: 0,
                         received: requester.then(|| SeqSummary {
                             received: f.transactions,
                             lost: f.lost,
@@ -442,7 +442,7 @@ impl Handler for Worker<'_> {
                         }),
                         stray: f.stray,
                         late: f.late,
-                        ..UdpFlowReport::default()
+                        units: 0,
                     }),
                 }
             })

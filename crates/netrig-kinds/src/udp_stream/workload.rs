@@ -17,6 +17,7 @@
 
 use mio::{Interest, Token};
 use netrig_engine::flow::SocketHandle;
+use netrig_engine::flow::UdpAccount;
 use netrig_engine::pace::Schedule;
 use netrig_engine::reactor::{Handler, Io, Now, Reactor, Ready, IDLE};
 use netrig_engine::sockopt;
@@ -24,7 +25,7 @@ use netrig_engine::workload::{WorkerControl, Workload};
 use netrig_engine::{EngineError, Flow, FlowEnd, WorkerEnd};
 use netrig_metrics::{Arrival, SeqTracker};
 use netrig_proto::datagram::DatagramHeader;
-use netrig_proto::report::{Role, UdpFlowReport};
+use netrig_proto::report::Role;
 use netrig_proto::DATA_MAGIC;
 use std::io;
 use std::os::fd::RawFd;
@@ -578,14 +579,12 @@ impl Handler for Worker<'_> {
                     total_bytes: f.bytes,
                     done_at: None,
                     final_buffers: sockopt::buffers(&f.flow.socket),
-                    udp: Some(UdpFlowReport {
+                    udp: Some(UdpAccount {
                         sent_datagrams: if sender { f.seq } else { 0 },
-                        window_sent_datagrams: 0,
                         received: (!sender).then(|| f.tracker.summary()),
                         stray: f.stray,
                         late: 0,
                         units: f.units,
-                        window: None,
                     }),
                 }
             })
