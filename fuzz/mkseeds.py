@@ -9,27 +9,38 @@ def put(target, name, data):
     with open(os.path.join(d, name), "wb") as f:
         f.write(data if isinstance(data, bytes) else data.encode())
 
-remote = {"sndbuf": None, "rcvbuf": None, "tos": None, "priority": None, "nodelay": False,
-          "congestion": None, "mss": None, "max_pacing_rate_bps": None}
-rr = {"request_size": 1, "response_size": 1, "burst": 1, "rate": None, "poisson": False,
-      "spin_us": None, "timeout_s": None}
-def spec(kind, **kw):
-    s = {"kind": kind, "limit": {"duration": {"seconds": 10.0}}, "omit_s": 0.0, "interval_s": None,
-         "flows": 2, "message_size": 1024, "recv_size": 1024, "remote": dict(remote),
-         "measure_cpu": True, "rr": dict(rr), "workers": None, "udp": {"reverse": False, "no_gso": False}}
+# Version 3's spec: the common part, and the kind's own options under
+# "test", tagged with its kind. Options at their defaults stay off the wire.
+def spec(test, **kw):
+    s = {"test": test, "limit": {"duration": {"seconds": 10.0}}, "flows": 2, "measure_cpu": True}
     s.update(kw)
     return s
+def stream(kind, **kw):
+    return dict({"kind": kind, "message_size": 1024, "recv_size": 1024}, **kw)
+def txns(request_size=1, response_size=1, burst=1, **open_loop):
+    load = {"open": open_loop} if open_loop else {"closed": {"burst": burst}}
+    return {"request_size": request_size, "response_size": response_size, "load": load}
 
 specs = {
-    "tcp-stream": spec("tcp-stream", interval_s=1.0, omit_s=2.0, pace={"rate_bps": 1000000, "pacing_us": 100}),
-    "tcp-maerts-bytes": spec("tcp-maerts", limit={"bytes": {"bytes": 1000000}}, zerocopy=True),
-    "tcp-bidir": spec("tcp-bidir", workers=2, remote_cpus=[0, 1],
-                      remote=dict(remote, sndbuf=65536, congestion="cubic", priority=3, max_pacing_rate_bps=10**9)),
-    "tcp-rr": spec("tcp-rr", rr=dict(rr, request_size=64, response_size=1024, burst=8)),
-    "tcp-rr-open": spec("tcp-rr", rr=dict(rr, rate=1000.0, poisson=True, spin_us=50)),
-    "tcp-crr": spec("tcp-crr", rr=dict(rr, timeout_s=0.5)),
-    "udp-stream": spec("udp-stream", message_size=1472, udp={"reverse": True, "no_gso": True}),
-    "udp-rr": spec("udp-rr", rr=dict(rr, timeout_s=2.0, request_size=100, response_size=200)),
+    "tcp-stream": spec(stream("tcp-stream", pace={"rate_bps": 1000000, "pacing_us": 100},
+                              tcp={"nodelay": True}),
+                       interval_s=1.0, omit_s=2.0),
+    "tcp-maerts-bytes": spec(stream("tcp-maerts", zerocopy=True), limit={"bytes": {"bytes": 1000000}},
+                             measure_cpu=False),
+    "tcp-bidir": spec(stream("tcp-bidir", tcp={"congestion": "cubic"}), workers=2, remote_cpus=[0, 1],
+                      remote={"sndbuf": 65536, "rcvbuf": 131072, "tos": 184, "priority": 3,
+                              "max_pacing_rate_bps": 10**9}),
+    "tcp-rr": spec({"kind": "tcp-rr", "transactions": txns(64, 1024, burst=8),
+                    "tcp": {"nodelay": True, "congestion": "bbr"}}),
+    "tcp-rr-open": spec({"kind": "tcp-rr", "transactions": txns(rate=1000.0, poisson=True, spin_us=50)}),
+    "tcp-crr": spec({"kind": "tcp-crr", "transactions": txns(burst=4), "timeout_s": 0.5}),
+    "tcp-crr-open": spec({"kind": "tcp-crr", "transactions": txns(100, 200, rate=500.0),
+                          "tcp": {"nodelay": True}}),
+    "udp-stream": spec({"kind": "udp-stream", "datagram_size": 1472, "reverse": True, "no_gso": True,
+                        "pace": {"rate_bps": 100000000}}),
+    "udp-stream-bytes": spec({"kind": "udp-stream", "datagram_size": 28}, limit={"bytes": {"bytes": 99999}}),
+    "udp-rr": spec({"kind": "udp-rr", "transactions": txns(100, 200), "timeout_s": 2.0}),
+    "udp-rr-open": spec({"kind": "udp-rr", "transactions": txns(rate=10000.0, spin_us=0)}),
 }
 for name, s in specs.items():
     put("spec", name, json.dumps(s))
@@ -38,9 +49,9 @@ for name, s in specs.items():
 client_msgs = [{"type": "hello", "software": "0.1.0"}, {"type": "go"}, {"type": "abort", "reason": "x"},
                {"type": "bye"}]
 limits = {"max_sessions": 64, "max_flows": 10000, "max_duration_s": 3600, "max_message_size": 16777216,
-          "setup_timeout_s": 30}
+          "setup_timeout_s": 30, "max_workers": 64, "max_buffer_bytes": 1073741824}
 agent_msgs = [
-    {"type": "welcome", "version": 2, "software": "0.1.0", "limits": limits},
+    {"type": "welcome", "version": 3, "software": "0.1.0", "limits": limits},
     {"type": "version_mismatch", "agent_min": 1, "agent_max": 1, "software": "0.0.1"},
     {"type": "busy", "reason": "64 sessions"},
     {"type": "test_accepted", "cookie": "00112233445566778899aabbccddeeff", "warnings": ["w"]},
@@ -64,12 +75,13 @@ put("frame", "byte-by-byte", struct.pack(">HB", 0xffff, 1) + frame({"type": "go"
 put("frame", "over-limit", struct.pack(">HB", 15, 7) + frame({"type": "go"}) + frame(agent_msgs[0]))
 put("frame", "test_request", struct.pack(">HB", 0xffff, 100) + frame({"type": "test_request", "spec": specs["tcp-rr"]}))
 
-put("preamble", "v2", b"NRGC\x00\x02\x00\x02")
+put("preamble", "v3", b"NRGC\x00\x03\x00\x03")
+put("preamble", "v2-4", b"NRGC\x00\x02\x00\x04")
 put("preamble", "v1-9", b"NRGC\x00\x01\x00\x09")
 put("preamble", "cookie", b"00112233445566778899aabbccddeeff")
 put("preamble", "cookie-json", b'"00112233445566778899AABBCCDDEEFF"')
-put("data_hello", "hello", b"NRGD\x00\x02\x00\x00" + bytes(range(16)) + b"\x00\x00\x00\x07\x00\x00\x00\x00")
-put("data_hello", "ack", b"NRGA\x00\x02\x00\x00" + bytes(range(16)) + b"\x00\x00\x00\x07\x00\x00\x00\x00")
+put("data_hello", "hello", b"NRGD\x00\x03\x00\x00" + bytes(range(16)) + b"\x00\x00\x00\x07\x00\x00\x00\x00")
+put("data_hello", "ack", b"NRGA\x00\x03\x00\x00" + bytes(range(16)) + b"\x00\x00\x00\x07\x00\x00\x00\x00")
 
 # latency_histogram: HdrHistogram V2 (1 ns ..= 100 s, 3 digits), see netrig-metrics' latency.rs.
 def zz(n):

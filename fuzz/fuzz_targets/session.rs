@@ -21,8 +21,11 @@ use libfuzzer_sys::fuzz_target;
 use netrig_proto::message::{MAX_AGENT_DURATION_S, MAX_SETUP_TIMEOUT_S};
 use netrig_proto::report::{IntervalSample, SideReport};
 use netrig_proto::session::{AgentEvent, AgentSession, ClientEvent, ClientSession};
-use netrig_proto::spec::{Limit, PaceOptions, RrOptions, SocketOptions, UdpOptions};
-use netrig_proto::{AgentLimits, AgentMsg, ClientMsg, ProtoError, SessionCookie, TestKind, TestSpec};
+use netrig_proto::spec::{
+    KindSpec, Limit, Load, Pace, StreamOptions, TcpBidirSpec, TcpCrrSpec, TcpMaertsSpec, TcpOptions,
+    TcpRrSpec, TcpStreamSpec, Transactions, UdpRrSpec, UdpStreamSpec,
+};
+use netrig_proto::{AgentLimits, AgentMsg, ClientMsg, ProtoError, SessionCookie, TestSpec};
 use std::collections::HashSet;
 use std::time::{Duration, Instant};
 
@@ -61,7 +64,10 @@ enum AgentOp {
     Reject,
 }
 
-/// A spec that is valid until its overrides say otherwise.
+/// A spec that is valid until its overrides say otherwise: a kind at
+/// options that validate, then changes to the common part and to whatever
+/// the kind has (an override of an option the kind does not have changes
+/// nothing), or a kind part made whole from arbitrary values.
 #[derive(Arbitrary, Debug)]
 struct ArbSpec {
     kind: u8,
@@ -71,79 +77,289 @@ struct ArbSpec {
 
 #[derive(Arbitrary, Debug)]
 enum Override {
+    // The common part.
     Seconds(f64),
     Bytes(u64),
     Omit(f64),
     Interval(Option<f64>),
     Flows(u32),
+    Workers(Option<u32>),
+    MeasureCpu(bool),
+    Cpus(Option<Vec<u32>>),
+    Buffers(Option<u32>, Option<u32>),
+    Tos(Option<u8>),
+    Priority(Option<u32>),
+    MaxPacingRate(Option<u64>),
+    // The streams': -m (udp-stream's datagram size), -M, -b, -Z, -R, --no-gso.
     MessageSize(u32),
     RecvSize(u32),
-    Rr(u32, u32, u32),
-    Rate(Option<f64>, bool, Option<u32>),
-    Timeout(Option<f64>),
-    Workers(Option<u32>),
-    Reverse(bool),
-    Pace(Option<u64>, Option<u32>),
-    Cpus(Option<Vec<u32>>),
+    Pace(Option<ArbPace>),
     Zerocopy(bool),
-    Buffers(Option<u32>, Option<u32>),
+    Reverse(bool),
+    NoGso(bool),
+    // The TCP kinds'.
+    Nodelay(bool),
     Congestion(Option<String>),
-    Mss(Option<u32>),
+    // The request/response kinds'.
+    Sizes(u32, u32),
+    Load(ArbLoad),
+    Timeout(Option<f64>),
+    /// Another kind, its options made from arbitrary values.
+    Test(ArbKind),
+}
+
+#[derive(Arbitrary, Debug)]
+struct ArbPace {
+    rate_bps: u64,
+    pacing_us: Option<u32>,
+}
+
+impl ArbPace {
+    fn build(&self) -> Pace {
+        Pace {
+            rate_bps: self.rate_bps,
+            pacing_us: self.pacing_us,
+        }
+    }
+}
+
+#[derive(Arbitrary, Debug)]
+enum ArbLoad {
+    Closed(u32),
+    Open(f64, bool, Option<u32>),
+}
+
+impl ArbLoad {
+    fn build(&self) -> Load {
+        match *self {
+            ArbLoad::Closed(burst) => Load::Closed { burst },
+            ArbLoad::Open(rate, poisson, spin_us) => Load::Open {
+                rate,
+                poisson,
+                spin_us,
+            },
+        }
+    }
+}
+
+#[derive(Arbitrary, Debug)]
+struct ArbTcp {
+    nodelay: bool,
+    congestion: Option<String>,
+}
+
+impl ArbTcp {
+    fn build(&self) -> TcpOptions {
+        TcpOptions {
+            nodelay: self.nodelay,
+            congestion: self.congestion.clone(),
+        }
+    }
+}
+
+#[derive(Arbitrary, Debug)]
+struct ArbStream {
+    message_size: u32,
+    recv_size: u32,
+    pace: Option<ArbPace>,
+    zerocopy: bool,
+    tcp: ArbTcp,
+}
+
+#[derive(Arbitrary, Debug)]
+struct ArbTransactions {
+    request_size: u32,
+    response_size: u32,
+    load: ArbLoad,
+}
+
+impl ArbTransactions {
+    fn build(&self) -> Transactions {
+        Transactions {
+            request_size: self.request_size,
+            response_size: self.response_size,
+            load: self.load.build(),
+        }
+    }
+}
+
+/// Every kind with every one of its options.
+#[derive(Arbitrary, Debug)]
+enum ArbKind {
+    TcpStream(ArbStream),
+    TcpMaerts(ArbStream),
+    TcpBidir(ArbStream),
+    TcpRr(ArbTransactions, ArbTcp),
+    TcpCrr(ArbTransactions, Option<f64>, ArbTcp),
+    UdpStream(u32, Option<ArbPace>, bool, bool),
+    UdpRr(ArbTransactions, Option<f64>),
+}
+
+impl ArbStream {
+    fn build(&self) -> StreamOptions {
+        StreamOptions {
+            message_size: self.message_size,
+            recv_size: self.recv_size,
+            pace: self.pace.as_ref().map(ArbPace::build),
+            zerocopy: self.zerocopy,
+            tcp: self.tcp.build(),
+        }
+    }
+}
+
+impl ArbKind {
+    fn build(&self) -> KindSpec {
+        match self {
+            ArbKind::TcpStream(o) => KindSpec::TcpStream(TcpStreamSpec(o.build())),
+            ArbKind::TcpMaerts(o) => KindSpec::TcpMaerts(TcpMaertsSpec(o.build())),
+            ArbKind::TcpBidir(o) => KindSpec::TcpBidir(TcpBidirSpec(o.build())),
+            ArbKind::TcpRr(t, tcp) => KindSpec::TcpRr(TcpRrSpec {
+                transactions: t.build(),
+                tcp: tcp.build(),
+            }),
+            ArbKind::TcpCrr(t, timeout_s, tcp) => KindSpec::TcpCrr(TcpCrrSpec {
+                transactions: t.build(),
+                timeout_s: *timeout_s,
+                tcp: tcp.build(),
+            }),
+            ArbKind::UdpStream(datagram_size, pace, reverse, no_gso) => KindSpec::UdpStream(UdpStreamSpec {
+                datagram_size: *datagram_size,
+                pace: pace.as_ref().map(ArbPace::build),
+                reverse: *reverse,
+                no_gso: *no_gso,
+            }),
+            ArbKind::UdpRr(t, timeout_s) => KindSpec::UdpRr(UdpRrSpec {
+                transactions: t.build(),
+                timeout_s: *timeout_s,
+            }),
+        }
+    }
+}
+
+/// Kind `i` (of `KindSpec::NAMES`) at options that validate under
+/// limits that allow 1 KiB messages.
+fn kind_at_defaults(i: u8) -> KindSpec {
+    let stream = StreamOptions {
+        message_size: 1024,
+        recv_size: 1024,
+        ..StreamOptions::default()
+    };
+    let kinds = [
+        KindSpec::TcpStream(TcpStreamSpec(stream.clone())),
+        KindSpec::TcpMaerts(TcpMaertsSpec(stream.clone())),
+        KindSpec::TcpBidir(TcpBidirSpec(stream)),
+        KindSpec::TcpRr(TcpRrSpec::default()),
+        KindSpec::TcpCrr(TcpCrrSpec::default()),
+        KindSpec::UdpStream(UdpStreamSpec {
+            datagram_size: 1024,
+            ..UdpStreamSpec::default()
+        }),
+        KindSpec::UdpRr(UdpRrSpec::default()),
+    ];
+    assert_eq!(
+        kinds.len(),
+        KindSpec::NAMES.len(),
+        "a kind without a default here"
+    );
+    kinds[usize::from(i) % kinds.len()].clone()
+}
+
+/// The TCP options of a TCP kind.
+fn tcp_of(k: &mut KindSpec) -> Option<&mut TcpOptions> {
+    match k {
+        KindSpec::TcpStream(TcpStreamSpec(o))
+        | KindSpec::TcpMaerts(TcpMaertsSpec(o))
+        | KindSpec::TcpBidir(TcpBidirSpec(o)) => Some(&mut o.tcp),
+        KindSpec::TcpRr(r) => Some(&mut r.tcp),
+        KindSpec::TcpCrr(c) => Some(&mut c.tcp),
+        KindSpec::UdpStream(_) | KindSpec::UdpRr(_) => None,
+    }
+}
+
+/// The options of a TCP stream kind.
+fn stream_of(k: &mut KindSpec) -> Option<&mut StreamOptions> {
+    match k {
+        KindSpec::TcpStream(TcpStreamSpec(o))
+        | KindSpec::TcpMaerts(TcpMaertsSpec(o))
+        | KindSpec::TcpBidir(TcpBidirSpec(o)) => Some(o),
+        _ => None,
+    }
+}
+
+/// The transactions of a request/response kind.
+fn transactions_of(k: &mut KindSpec) -> Option<&mut Transactions> {
+    match k {
+        KindSpec::TcpRr(r) => Some(&mut r.transactions),
+        KindSpec::TcpCrr(c) => Some(&mut c.transactions),
+        KindSpec::UdpRr(u) => Some(&mut u.transactions),
+        _ => None,
+    }
 }
 
 impl ArbSpec {
     fn build(&self) -> TestSpec {
         let mut s = TestSpec {
-            kind: TestKind::ALL[usize::from(self.kind) % TestKind::ALL.len()],
-            limit: Limit::Duration { seconds: 1.0 },
-            omit_s: 0.0,
-            interval_s: None,
             flows: u32::from(self.flows % 4) + 1,
-            message_size: 1024,
-            recv_size: 1024,
-            remote: SocketOptions::default(),
-            measure_cpu: true,
-            rr: RrOptions::default(),
-            workers: None,
-            udp: UdpOptions::default(),
-            pace: PaceOptions::default(),
-            remote_cpus: None,
-            zerocopy: false,
+            ..TestSpec::new(kind_at_defaults(self.kind), Limit::Duration { seconds: 1.0 })
         };
         for o in &self.overrides {
+            let t = &mut s.test;
             match o {
                 Override::Seconds(x) => s.limit = Limit::Duration { seconds: *x },
                 Override::Bytes(b) => s.limit = Limit::Bytes { bytes: *b },
                 Override::Omit(x) => s.omit_s = *x,
                 Override::Interval(x) => s.interval_s = *x,
                 Override::Flows(n) => s.flows = *n,
-                Override::MessageSize(n) => s.message_size = *n,
-                Override::RecvSize(n) => s.recv_size = *n,
-                Override::Rr(q, r, b) => {
-                    s.rr.request_size = *q;
-                    s.rr.response_size = *r;
-                    s.rr.burst = *b;
-                }
-                Override::Rate(r, p, spin) => {
-                    s.rr.rate = *r;
-                    s.rr.poisson = *p;
-                    s.rr.spin_us = *spin;
-                }
-                Override::Timeout(t) => s.rr.timeout_s = *t,
                 Override::Workers(w) => s.workers = *w,
-                Override::Reverse(r) => s.udp.reverse = *r,
-                Override::Pace(r, q) => {
-                    s.pace.rate_bps = *r;
-                    s.pace.pacing_us = *q;
-                }
+                Override::MeasureCpu(m) => s.measure_cpu = *m,
                 Override::Cpus(c) => s.remote_cpus = c.clone(),
-                Override::Zerocopy(z) => s.zerocopy = *z,
                 Override::Buffers(a, b) => {
                     s.remote.sndbuf = *a;
                     s.remote.rcvbuf = *b;
                 }
-                Override::Congestion(c) => s.remote.congestion = c.clone(),
-                Override::Mss(m) => s.remote.mss = *m,
+                Override::Tos(x) => s.remote.tos = *x,
+                Override::Priority(p) => s.remote.priority = *p,
+                Override::MaxPacingRate(r) => s.remote.max_pacing_rate_bps = *r,
+                Override::MessageSize(n) => match t {
+                    KindSpec::UdpStream(u) => u.datagram_size = *n,
+                    _ => stream_of(t).into_iter().for_each(|o| o.message_size = *n),
+                },
+                Override::RecvSize(n) => stream_of(t).into_iter().for_each(|o| o.recv_size = *n),
+                Override::Pace(p) => {
+                    let pace = p.as_ref().map(ArbPace::build);
+                    match t {
+                        KindSpec::UdpStream(u) => u.pace = pace,
+                        _ => {
+                            if let Some(o) = stream_of(t) {
+                                o.pace = pace
+                            }
+                        }
+                    }
+                }
+                Override::Zerocopy(z) => stream_of(t).into_iter().for_each(|o| o.zerocopy = *z),
+                Override::Reverse(r) => {
+                    if let KindSpec::UdpStream(u) = t {
+                        u.reverse = *r
+                    }
+                }
+                Override::NoGso(g) => {
+                    if let KindSpec::UdpStream(u) = t {
+                        u.no_gso = *g
+                    }
+                }
+                Override::Nodelay(n) => tcp_of(t).into_iter().for_each(|o| o.nodelay = *n),
+                Override::Congestion(c) => tcp_of(t).into_iter().for_each(|o| o.congestion = c.clone()),
+                Override::Sizes(q, r) => transactions_of(t).into_iter().for_each(|x| {
+                    x.request_size = *q;
+                    x.response_size = *r;
+                }),
+                Override::Load(l) => transactions_of(t).into_iter().for_each(|x| x.load = l.build()),
+                Override::Timeout(x) => match t {
+                    KindSpec::TcpCrr(c) => c.timeout_s = *x,
+                    KindSpec::UdpRr(u) => u.timeout_s = *x,
+                    _ => {}
+                },
+                Override::Test(k) => s.test = k.build(),
             }
         }
         s
@@ -221,13 +437,13 @@ fn agent(input: &Input) {
                 Ok(AgentEvent::Hello { .. }) => assert_eq!(before, "awaiting hello"),
                 Ok(AgentEvent::TestRequested(s)) => {
                     assert_eq!(before, "idle");
-                    // Debug, not ==: options a kind does not use are not
-                    // validated, and a structured one may hold a NaN.
-                    let sent = match &m {
-                        ClientMsg::TestRequest { spec } => format!("{spec:?}"),
-                        _ => panic!("a test requested by {m:?}"),
+                    // ==, not Debug as before version 3: a kind's spec has
+                    // no option it does not use, and validate bounds every
+                    // float it has, so a valid spec holds no NaN.
+                    let ClientMsg::TestRequest { spec: sent } = &m else {
+                        panic!("a test requested by {m:?}")
                     };
-                    assert_eq!(sent, format!("{s:?}"), "the spec changed on the way");
+                    assert_eq!(sent, &s, "the spec changed on the way");
                     assert!(s.validate(&limits).is_ok(), "requested an invalid spec");
                     common::assert_bounded(&s, &limits);
                     assert_eq!(a.deadline(), Some(now + setup));

@@ -282,8 +282,9 @@ impl Pacer {
         let first = start + self.gap().mul_f64(phase);
         self.queue.push(Reverse((first, first, flow)));
         self.flows += 1;
-        self.lead
-            .set_mean_gap(Duration::from_secs_f64(1.0 / (self.rate * self.flows as f64)));
+        // At most an hour, as gap() bounds one flow's: a rate near 0 is valid.
+        let mean = 1.0 / (self.rate * self.flows as f64);
+        self.lead.set_mean_gap(Duration::from_secs_f64(mean.min(3600.0)));
     }
 
     /// The next request that is due now (spinning through its last few µs),
@@ -580,6 +581,19 @@ mod tests {
             l.set_mean_gap(us(20));
             l.observe(Duration::from_millis(20));
             assert_eq!((l.get(), l.samples), (fixed, 0));
+        }
+    }
+
+    /// `--rate` has no lower bound but more than 0: a schedule whose mean
+    /// gap is beyond what a Duration holds starts as one an hour apart.
+    #[test]
+    fn a_rate_near_zero_starts_its_schedule() {
+        let poll = mio::Poll::new().unwrap();
+        for rate in [1e-20, f64::MIN_POSITIVE, 5e-324] {
+            let mut p = Pacer::new(rate, false, None, poll.registry()).unwrap();
+            p.start(0, Instant::now());
+            p.start(1, Instant::now());
+            assert_eq!(p.lead.cap, Duration::from_secs(3600) / GAP_SHARE, "--rate {rate}");
         }
     }
 

@@ -1,39 +1,76 @@
 //! Shared by the targets: the bounds every spec the agent accepts must hold.
 #![allow(dead_code)]
 
+use netrig_proto::report::Role;
 use netrig_proto::spec::{
-    Limit, MAX_CPU, MAX_CPU_LIST, MAX_CRR_IN_FLIGHT, MAX_IN_FLIGHT, MAX_MESSAGE_SIZE, MAX_PACING_RATE_BPS,
-    MAX_PACING_US, MAX_RATE, MAX_RATE_BPS, MAX_SOCKET_BUFFER, MAX_SPIN_US, MAX_UDP_PAYLOAD, MAX_WORKERS,
-    MIN_INTERVAL_S, TXN_TIMEOUT_RANGE_S, UDP_HEADER_LEN,
+    Direction, Exchange, KindSpec, Limit, Load, Pace, StreamOptions, TcpBidirSpec, TcpMaertsSpec, TcpOptions,
+    TcpStreamSpec, Transactions, Transport, DEFAULT_PACING_US, DEFAULT_TXN_TIMEOUT_S, MAX_CPU, MAX_CPU_LIST,
+    MAX_CRR_IN_FLIGHT, MAX_IN_FLIGHT, MAX_MESSAGE_SIZE, MAX_PACING_RATE_BPS, MAX_PACING_US, MAX_RATE,
+    MAX_RATE_BPS, MAX_SOCKET_BUFFER, MAX_SPIN_US, MAX_UDP_PAYLOAD, MAX_WORKERS, MIN_INTERVAL_S,
+    TXN_TIMEOUT_RANGE_S, UDP_BATCH, UDP_BUFFER_MAX, UDP_HEADER_LEN,
 };
-use netrig_proto::{AgentLimits, TestKind, TestSpec};
+use netrig_proto::{AgentLimits, TestSpec};
 use std::time::Duration;
 
 /// Asserts that a spec `TestSpec::validate(limits)` accepted is bounded:
-/// flows, sizes, durations, rates and lists, by netrig's own bounds and by
-/// the agent's `limits`; and that what the agent derives from it (flow plan,
+/// flows, every size of its kind, durations, rates and lists, by netrig's
+/// own bounds and by the agent's `limits`; that its kind's rules describe
+/// it as its kind is (directions, transport, exchange, in flight, call
+/// sizes, buffers); and that what the agent derives from it (flow plan,
 /// byte quotas, timeouts, quanta) can be computed without panicking.
 pub fn assert_bounded(s: &TestSpec, limits: &AgentLimits) {
     assert!(
         s.validate_bounds().is_ok(),
         "accepted by the agent but not by netrig's own bounds: {s:?}"
     );
+    let rules = s.rules();
+    assert_eq!(s.kind(), s.test.name());
+    assert!(KindSpec::NAMES.contains(&s.kind()), "{}", s.kind());
     assert!(s.flows >= 1 && s.flows <= limits.max_flows, "flows {}", s.flows);
     if let Some(w) = s.workers {
-        assert!(w >= 1 && w <= limits.max_workers, "-T {w}");
+        assert!(w >= 1 && w <= limits.max_workers && w <= MAX_WORKERS, "-T {w}");
     }
-    // What one worker allocates is bounded whatever the spec says.
-    assert!(s.worker_buffer_bytes() <= 2 * u64::from(limits.max_message_size) + (8 << 20) + (64 << 20));
+    for cpus in [1, 2, 64, u32::MAX] {
+        let w = s.workers_on(cpus);
+        let flows = u64::from(s.flows) * s.directions().len() as u64;
+        assert!(w >= 1 && u64::from(w) <= flows, "{w} workers for {flows} flows");
+        assert!(w <= s.workers.unwrap_or(cpus).max(1));
+    }
+
+    // The flows and their connections.
+    let dirs = s.directions();
+    assert_eq!(dirs, rules.directions());
+    assert!(!dirs.is_empty() && dirs.len() <= 2, "{dirs:?}");
     let conns = s.connections();
     assert!(conns <= 2 * u64::from(limits.max_flows), "connections {conns}");
     let plan = s.flow_plan();
-    assert_eq!(
-        plan.len() as u64,
-        u64::from(s.flows) * s.directions().len() as u64
-    );
-    if !s.kind.connection_per_transaction() {
+    assert_eq!(plan.len() as u64, u64::from(s.flows) * dirs.len() as u64);
+    if rules.exchange() == Exchange::ConnectionPerTransaction {
+        assert_eq!(conns, 0, "{} opens connections at set-up", s.kind());
+    } else {
         assert_eq!(plan.len() as u64, conns);
     }
+    // tx flows first, then rx: flow i's direction is dirs[i / flows].
+    for (i, d) in plan.iter().enumerate() {
+        assert_eq!(*d, dirs[i / s.flows as usize], "flow {i}");
+    }
+    for d in dirs {
+        let (agent, client) = (s.role(*d, true), s.role(*d, false));
+        if rules.exchange().is_transactional() {
+            assert_eq!((agent, client), (Role::Responder, Role::Requester));
+        } else {
+            assert!(
+                matches!(
+                    (agent, client),
+                    (Role::Sender, Role::Receiver) | (Role::Receiver, Role::Sender)
+                ),
+                "{d:?}: agent {agent:?}, client {client:?}"
+            );
+            assert_eq!(client == Role::Sender, *d == Direction::Tx);
+        }
+    }
+
+    // When it ends.
     let max_d = limits.max_duration_s as f64;
     match s.limit {
         Limit::Duration { seconds } => {
@@ -48,11 +85,13 @@ pub fn assert_bounded(s: &TestSpec, limits: &AgentLimits) {
             );
             let _ = Duration::from_secs_f64(seconds) + Duration::from_secs(60);
             let _ = Duration::from_secs_f64(s.omit_s);
+            assert_eq!(s.byte_quota(0), None);
         }
         Limit::Bytes { bytes } => {
             assert!(bytes >= 1);
             assert!(s.omit_s == 0.0, "--omit {} with -n", s.omit_s);
-            assert!(!s.kind.is_transactional(), "-n for {:?}", s.kind);
+            assert!(rules.counts_bytes(), "-n for {}", s.kind());
+            assert_eq!(rules.exchange(), Exchange::Stream, "-n for {}", s.kind());
             let first = s.byte_quota(0).expect("a quota");
             let last = s.byte_quota(s.flows - 1).expect("a quota");
             assert!(first >= last && first - last <= 1, "quotas {first} and {last}");
@@ -66,87 +105,138 @@ pub fn assert_bounded(s: &TestSpec, limits: &AgentLimits) {
         assert!(i.is_finite() && i >= MIN_INTERVAL_S && i <= max_d, "-i {i}");
         let _ = Duration::from_secs_f64(i);
     }
+
+    // The kind's own options, and its rules.
     let max_size = MAX_MESSAGE_SIZE.min(limits.max_message_size);
-    for v in [s.message_size, s.recv_size] {
-        assert!(v >= 1 && v <= max_size, "size {v}");
+    let size = |what: &str, v: u32| assert!(v >= 1 && v <= max_size, "{what} {v} (at most {max_size})");
+    let (send, recv) = rules.call_sizes();
+    assert!(send >= 1 && recv >= 1, "call sizes {send}, {recv}");
+    let buffers = rules.worker_buffer_bytes();
+    assert_eq!(buffers, s.worker_buffer_bytes());
+    let udp_batches = 2 * UDP_BATCH * UDP_BUFFER_MAX;
+    match &s.test {
+        KindSpec::TcpStream(TcpStreamSpec(o))
+        | KindSpec::TcpMaerts(TcpMaertsSpec(o))
+        | KindSpec::TcpBidir(TcpBidirSpec(o)) => {
+            let want: &[Direction] = match &s.test {
+                KindSpec::TcpStream(_) => &[Direction::Tx],
+                KindSpec::TcpMaerts(_) => &[Direction::Rx],
+                _ => &[Direction::Tx, Direction::Rx],
+            };
+            assert_eq!(dirs, want, "{}", s.kind());
+            assert_eq!(rules.transport(), Transport::Tcp);
+            assert_eq!(rules.exchange(), Exchange::Stream);
+            assert!(rules.counts_bytes());
+            assert_eq!(rules.tcp(), Some(&o.tcp));
+            assert_eq!(rules.in_flight(), 1);
+            assert_eq!(rules.datagram_size(), None);
+            assert_stream(o, &size);
+            assert_eq!((send, recv), (o.message_size, o.recv_size));
+            let copies = if o.zerocopy { 2 } else { 1 };
+            assert!(buffers <= (copies + 1) * u64::from(max_size), "buffers {buffers}");
+        }
+        KindSpec::TcpRr(r) => {
+            assert_eq!(dirs, [Direction::Tx]);
+            assert_eq!(rules.transport(), Transport::Tcp);
+            assert_eq!(rules.exchange(), Exchange::Transactions);
+            assert!(!rules.counts_bytes());
+            assert_eq!(rules.tcp(), Some(&r.tcp));
+            assert_eq!(rules.datagram_size(), None);
+            assert_transactions(&r.transactions, MAX_IN_FLIGHT, &size);
+            assert_eq!(rules.in_flight(), r.transactions.in_flight());
+            assert_tcp(&r.tcp);
+            assert!(
+                buffers <= 2 * u64::from(max_size) + (4 << 20),
+                "buffers {buffers}"
+            );
+        }
+        KindSpec::TcpCrr(c) => {
+            assert_eq!(dirs, [Direction::Tx]);
+            assert_eq!(rules.transport(), Transport::Tcp);
+            assert_eq!(rules.exchange(), Exchange::ConnectionPerTransaction);
+            assert!(!rules.counts_bytes());
+            assert_eq!(rules.tcp(), Some(&c.tcp));
+            assert_eq!(rules.datagram_size(), None);
+            assert_transactions(&c.transactions, MAX_CRR_IN_FLIGHT, &size);
+            let n = rules.in_flight();
+            assert!(
+                n >= 1 && n <= MAX_CRR_IN_FLIGHT,
+                "{n} connections in flight per flow"
+            );
+            assert_timeout(c.timeout_s, c.timeout());
+            assert_tcp(&c.tcp);
+            assert!(
+                buffers <= 2 * u64::from(max_size) + (4 << 20),
+                "buffers {buffers}"
+            );
+        }
+        KindSpec::UdpStream(u) => {
+            let want = if u.reverse { Direction::Rx } else { Direction::Tx };
+            assert_eq!(dirs, [want]);
+            assert_eq!(rules.transport(), Transport::Udp);
+            assert_eq!(rules.exchange(), Exchange::Stream);
+            assert!(rules.counts_bytes());
+            assert_eq!(rules.tcp(), None);
+            assert_eq!(rules.in_flight(), 1);
+            size("-m", u.datagram_size);
+            assert!(
+                u.datagram_size >= UDP_HEADER_LEN && u.datagram_size <= MAX_UDP_PAYLOAD,
+                "datagram size {}",
+                u.datagram_size
+            );
+            assert_eq!(rules.datagram_size(), Some(u.datagram_size));
+            assert_eq!((send, recv), (u.datagram_size, u.datagram_size));
+            assert_pace(u.pace.as_ref());
+            assert!(buffers <= udp_batches, "buffers {buffers}");
+        }
+        KindSpec::UdpRr(u) => {
+            let t = &u.transactions;
+            assert_eq!(dirs, [Direction::Tx]);
+            assert_eq!(rules.transport(), Transport::Udp);
+            assert_eq!(rules.exchange(), Exchange::Transactions);
+            assert!(!rules.counts_bytes());
+            assert_eq!(rules.tcp(), None);
+            assert_transactions(t, MAX_IN_FLIGHT, &size);
+            assert_eq!(rules.in_flight(), t.in_flight());
+            for v in [t.request_size, t.response_size] {
+                assert!(v >= 1 && v <= MAX_UDP_PAYLOAD, "udp-rr size {v}");
+            }
+            let d = rules.datagram_size().expect("a UDP kind's datagram size");
+            assert!(d >= UDP_HEADER_LEN && d <= MAX_UDP_PAYLOAD, "datagram size {d}");
+            assert!(d >= t.request_size && d >= t.response_size);
+            assert_timeout(u.timeout_s, u.timeout());
+            assert!(
+                buffers <= udp_batches + 2 * u64::from(MAX_UDP_PAYLOAD),
+                "buffers {buffers}"
+            );
+        }
     }
-    if s.kind.is_transactional() {
-        let rr = &s.rr;
-        for v in [rr.request_size, rr.response_size] {
-            assert!(v >= 1 && v <= max_size, "rr size {v}");
-        }
-        assert!(rr.burst >= 1 && rr.burst <= MAX_IN_FLIGHT, "--burst {}", rr.burst);
-        if s.kind.connection_per_transaction() {
-            assert!(rr.burst <= MAX_CRR_IN_FLIGHT, "--burst {}", rr.burst);
-        }
-        if let Some(r) = rr.rate {
-            assert!(r.is_finite() && r > 0.0 && r <= MAX_RATE, "--rate {r}");
-            assert_eq!(rr.burst, 1);
-        } else {
-            assert!(!rr.poisson && rr.spin_us.is_none());
-        }
-        if let Some(us) = rr.spin_us {
-            assert!(us <= MAX_SPIN_US);
-        }
-    }
-    if let Some(t) = s.rr.timeout_s {
+    // Whatever the kind, a bound that holds for all: what the agent's
+    // --max-buffer multiplies by the workers.
+    assert!(buffers <= 3 * u64::from(max_size) + udp_batches + (4 << 20));
+    if rules.exchange().is_transactional() {
+        // A call may carry at least one whole request or response.
+        let t = match &s.test {
+            KindSpec::TcpRr(r) => &r.transactions,
+            KindSpec::TcpCrr(c) => &c.transactions,
+            KindSpec::UdpRr(u) => &u.transactions,
+            _ => unreachable!("{} is transactional", s.kind()),
+        };
+        let most = t.request_size.max(t.response_size);
         assert!(
-            matches!(s.kind, TestKind::TcpCrr | TestKind::UdpRr),
-            "--timeout for {:?}",
-            s.kind
-        );
-        assert!(
-            t >= TXN_TIMEOUT_RANGE_S.0 && t <= TXN_TIMEOUT_RANGE_S.1,
-            "--timeout {t}"
+            send >= most && recv >= most,
+            "call sizes {send}, {recv} under {most}"
         );
     }
-    assert!(s.rr.timeout() <= Duration::from_secs_f64(TXN_TIMEOUT_RANGE_S.1));
-    if let Some(w) = s.workers {
-        assert!(w >= 1 && w <= MAX_WORKERS, "-T {w}");
-    }
-    if s.kind == TestKind::UdpStream {
-        assert!(s.message_size >= UDP_HEADER_LEN && s.message_size <= MAX_UDP_PAYLOAD);
-    }
-    if s.kind == TestKind::UdpRr {
-        assert!(s.rr.request_size <= MAX_UDP_PAYLOAD && s.rr.response_size <= MAX_UDP_PAYLOAD);
-    }
-    if s.kind.is_udp() {
-        assert!(s.remote.congestion.is_none() && !s.remote.nodelay);
-    }
-    if s.udp.reverse {
-        assert_eq!(s.kind, TestKind::UdpStream);
-    }
-    if let Some(r) = s.pace.rate_bps {
-        assert!(r >= 1 && r <= MAX_RATE_BPS, "-b {r}");
-        assert!(!s.kind.is_transactional());
-    }
-    if let Some(p) = s.pace.pacing_us {
-        assert!(
-            p >= 1 && p <= MAX_PACING_US && s.pace.rate_bps.is_some(),
-            "--pacing-us {p}"
-        );
-    }
-    assert!(s.pace.pacing() <= Duration::from_micros(u64::from(MAX_PACING_US)));
-    if s.zerocopy {
-        assert!(matches!(
-            s.kind,
-            TestKind::TcpStream | TestKind::TcpMaerts | TestKind::TcpBidir
-        ));
-    }
+    let n = rules.in_flight();
+    assert!(n >= 1 && n <= MAX_IN_FLIGHT, "{n} in flight");
+
+    // The agent's sockets and CPUs.
     let o = &s.remote;
     for v in [o.sndbuf, o.rcvbuf].into_iter().flatten() {
         assert!(v >= 1 && v <= MAX_SOCKET_BUFFER, "buffer {v}");
     }
     assert!(o.priority.is_none_or(|p| p <= 7));
-    if let Some(cc) = &o.congestion {
-        assert!(!cc.is_empty() && cc.len() <= 15, "--cc {cc:?}");
-        assert!(
-            cc.bytes()
-                .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-'),
-            "--cc {cc:?}"
-        );
-    }
-    assert!(o.mss.is_none(), "the agent took --mss");
     assert!(o
         .max_pacing_rate_bps
         .is_none_or(|r| (8..=MAX_PACING_RATE_BPS).contains(&r)));
@@ -154,4 +244,83 @@ pub fn assert_bounded(s: &TestSpec, limits: &AgentLimits) {
         assert!(!c.is_empty() && c.len() <= MAX_CPU_LIST, "{} CPUs", c.len());
         assert!(c.iter().all(|c| *c <= MAX_CPU));
     }
+}
+
+/// A TCP stream's sizes, rate and TCP options.
+fn assert_stream(o: &StreamOptions, size: &dyn Fn(&str, u32)) {
+    size("-m", o.message_size);
+    size("-M", o.recv_size);
+    assert_pace(o.pace.as_ref());
+    assert_tcp(&o.tcp);
+}
+
+/// A rate: 1..=MAX_RATE_BPS bits/s, a quantum of 1..=MAX_PACING_US µs.
+fn assert_pace(p: Option<&Pace>) {
+    let Some(p) = p else { return };
+    assert!(p.rate_bps >= 1 && p.rate_bps <= MAX_RATE_BPS, "-b {}", p.rate_bps);
+    if let Some(q) = p.pacing_us {
+        assert!(q >= 1 && q <= MAX_PACING_US, "--pacing-us {q}");
+    }
+    let q = p.pacing();
+    assert!(q >= Duration::from_micros(1) && q <= Duration::from_micros(u64::from(MAX_PACING_US)));
+    if p.pacing_us.is_none() {
+        assert_eq!(q, Duration::from_micros(u64::from(DEFAULT_PACING_US)));
+    }
+}
+
+/// The agent's TCP options: a congestion-control name the kernel takes.
+fn assert_tcp(t: &TcpOptions) {
+    if let Some(cc) = &t.congestion {
+        assert!(!cc.is_empty() && cc.len() <= 15, "--cc {cc:?}");
+        assert!(
+            cc.bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-'),
+            "--cc {cc:?}"
+        );
+    }
+}
+
+/// Request/response sizes and load; `max_burst` is the kind's bound on
+/// transactions (or connections) in flight.
+fn assert_transactions(t: &Transactions, max_burst: u32, size: &dyn Fn(&str, u32)) {
+    size("request size", t.request_size);
+    size("response size", t.response_size);
+    match t.load {
+        Load::Closed { burst } => {
+            assert!(burst >= 1 && burst <= MAX_IN_FLIGHT, "--burst {burst}");
+            assert!(burst <= max_burst, "--burst {burst} over {max_burst}");
+            assert_eq!(t.burst(), burst);
+            assert_eq!(t.in_flight(), burst);
+            assert_eq!(t.rate(), None);
+            assert_eq!(t.spin(), None);
+            assert!(!t.poisson());
+        }
+        Load::Open { rate, spin_us, .. } => {
+            assert!(
+                rate.is_finite() && rate > 0.0 && rate <= MAX_RATE,
+                "--rate {rate}"
+            );
+            assert_eq!(t.burst(), 1);
+            assert_eq!(t.rate(), Some(rate));
+            if let Some(us) = spin_us {
+                assert!(us <= MAX_SPIN_US, "--spin-us {us}");
+            }
+            assert!(t
+                .spin()
+                .is_none_or(|d| d <= Duration::from_micros(u64::from(MAX_SPIN_US))));
+        }
+    }
+}
+
+/// A transaction timeout (`--timeout`) and the duration it makes.
+fn assert_timeout(timeout_s: Option<f64>, d: Duration) {
+    let (lo, hi) = TXN_TIMEOUT_RANGE_S;
+    if let Some(t) = timeout_s {
+        assert!(t.is_finite() && t >= lo && t <= hi, "--timeout {t}");
+    }
+    assert_eq!(
+        d,
+        Duration::from_secs_f64(timeout_s.unwrap_or(DEFAULT_TXN_TIMEOUT_S))
+    );
+    assert!(d <= Duration::from_secs_f64(hi) && d >= Duration::from_secs_f64(lo));
 }
