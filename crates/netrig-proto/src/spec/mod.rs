@@ -110,7 +110,7 @@ impl Direction {
 
 /// When a test ends.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
 pub enum Limit {
     /// After this many seconds (`-l`).
     Duration { seconds: f64 },

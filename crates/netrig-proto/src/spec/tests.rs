@@ -79,6 +79,10 @@ fn unknown_fields_are_refused_and_defaults_left_out() {
     udp["test"]["tcp"] = serde_json::json!({"nodelay": true});
     let e = serde_json::from_value::<TestSpec>(udp).unwrap_err().to_string();
     assert!(e.contains("unknown field `tcp`"), "{e}");
+    let mut limit = v.clone();
+    limit["limit"] = serde_json::json!({"bytes": {"bytes": 5, "seconds": 3}});
+    let e = serde_json::from_value::<TestSpec>(limit).unwrap_err().to_string();
+    assert!(e.contains("unknown field `seconds`"), "{e}");
     let mut unknown = v;
     unknown["test"]["kind"] = serde_json::json!("sctp-stream");
     let e = serde_json::from_value::<TestSpec>(unknown)
