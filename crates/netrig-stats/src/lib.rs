@@ -32,6 +32,31 @@
 //! reaches a result, and every result type serializes to JSON and reads back.
 //!
 //! The formulas, the reasons for them and the references are in `docs/STATISTICS.md`.
+//!
+//! ```
+//! use netrig_stats::{compare, ConfidenceLevel, Direction, IterationRule, Verdict};
+//!
+//! // Run a point until netperf's -i 10,3 -I 99,5 is met (the figures stand for whole runs).
+//! let rule = IterationRule::NETPERF_DEFAULT;
+//! let mut runs = Vec::new();
+//! for figure in [9.41, 9.38, 9.45, 9.40, 9.43] {
+//!     runs.push(figure);
+//!     let status = rule.check(&runs)?;
+//!     if status.stop() {
+//!         assert!(!status.not_confident()); // else: warn, naming the point
+//!         break;
+//!     }
+//! }
+//! assert_eq!(runs.len(), 3);
+//!
+//! // An arm against the baseline, higher is better.
+//! let arm = [8.71, 8.80, 8.65, 8.77, 8.69, 8.74];
+//! let c = compare(&runs, &arm, Direction::HigherIsBetter, ConfidenceLevel::P95)?;
+//! assert_eq!(c.verdict, Verdict::Worse);
+//! let change = c.percent_change.unwrap(); // -7.29%, [-8.04%, -6.55%]
+//! assert!(change.ci.contains(change.estimate) && change.ci.high < 0.0);
+//! # Ok::<(), netrig_stats::StatsError>(())
+//! ```
 
 mod compare;
 mod iteration;
