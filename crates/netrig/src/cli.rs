@@ -3,6 +3,7 @@
 use clap::{Args, CommandFactory, Parser, Subcommand};
 use netrig_kinds::units::{parse_seconds, parse_size};
 use std::net::IpAddr;
+use std::path::PathBuf;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -23,6 +24,12 @@ pub enum Command {
     Quick(QuickArgs),
     /// Run the agent (like netserver or iperf3 -s), in the foreground.
     Serve(ServeArgs),
+    /// Run an experiment's plan (TOML): tests, sweeps, arms with set-up commands, iterations.
+    Run(PlanArgs),
+    /// List the saved experiments (--save) in a directory.
+    Results(ResultsArgs),
+    /// Compare two saved experiments: exits 3 when a metric got significantly worse than the threshold.
+    Compare(CompareArgs),
 }
 
 /// The whole command line: netrig's subcommands, then a subcommand per test
@@ -98,6 +105,46 @@ pub struct TargetArgs {
     pub connect_timeout: f64,
 }
 
+/// `args` (a kind's subcommand's, after its name) without the options
+/// [`RunArgs`] takes (where the test goes, how it is shown): what is left is
+/// the kind's own, as a plan's test holds them.
+pub fn kind_args(args: &[String]) -> Vec<String> {
+    let cmd = RunArgs::augment_args(clap::Command::new("run"));
+    let takes_value = |a: &clap::Arg| a.get_action().takes_values();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < args.len() {
+        let t = &args[i];
+        let (name, inline) = match t.split_once('=') {
+            Some((n, v)) if t.starts_with("--") => (n, Some(v)),
+            _ => (t.as_str(), None),
+        };
+        let found = cmd.get_arguments().find(|a| {
+            name.strip_prefix("--").is_some_and(|l| {
+                a.get_long() == Some(l) || a.get_all_aliases().is_some_and(|al| al.contains(&l))
+            }) || (name.len() == 2
+                && name.starts_with('-')
+                && name.chars().nth(1).is_some_and(|c| {
+                    a.get_short() == Some(c) || a.get_all_short_aliases().is_some_and(|al| al.contains(&c))
+                }))
+        });
+        match found {
+            Some(a) if takes_value(a) && inline.is_none() => {
+                // Optional values (--save [DIR]) take the next word only if it is not an option.
+                let optional = a.get_num_args().is_some_and(|n| n.min_values() == 0);
+                let next_is_value = args.get(i + 1).is_some_and(|v| !v.starts_with('-'));
+                i += if !optional || next_is_value { 2 } else { 1 };
+            }
+            Some(_) => i += 1,
+            None => {
+                out.push(t.clone());
+                i += 1;
+            }
+        }
+    }
+    out
+}
+
 /// Where a test goes and how it is shown: what every kind's subcommand takes
 /// besides its own options.
 #[derive(Debug, Args)]
@@ -112,6 +159,117 @@ pub struct RunArgs {
     /// <the --json document>}, or {"event": "error", "data": "..."} if the test fails.
     #[arg(long = "json-stream", conflicts_with = "json")]
     pub json_stream: bool,
+    #[command(flatten)]
+    pub experiment: ExperimentArgs,
+}
+
+/// Options of a test that make it an experiment (with a numeric option
+/// given as a list or range, e.g. `-m 32,64,128`, `-P 1..4`, `--rate
+/// 100..2000:100`, `-s 64K..1M*2`: a sweep, one point per value).
+#[derive(Debug, Args)]
+pub struct ExperimentArgs {
+    /// Repeat each point up to MAX times, at least MIN (netperf's -i max,min; default min 3).
+    #[arg(long, value_name = "MAX[,MIN]", value_parser = parse_iterations)]
+    pub iterations: Option<(u32, Option<u32>)>,
+    /// Stop repeating a point when the LEVEL% (95 or 99) confidence interval of its mean is WIDTH% of
+    /// the mean wide or less (netperf's -I level,width, e.g. 99,5).
+    #[arg(long, value_name = "LEVEL,WIDTH", value_parser = parse_confidence)]
+    pub confidence: Option<(f64, f64)>,
+    /// An experiment's result as CSV, one row per point and arm.
+    #[arg(long)]
+    pub csv: bool,
+    /// Save the experiment's whole result (every run, the plan, the environment) in DIR
+    /// (default ./netrig-results).
+    #[arg(long, value_name = "DIR", num_args = 0..=1)]
+    pub save: Option<Option<PathBuf>>,
+}
+
+/// The regression gate's options.
+#[derive(Debug, Args)]
+pub struct GateArgs {
+    /// The metric checked: throughput, transactions_per_s, latency_p50, latency_p99, loss,
+    /// cpu_local, cpu_remote, sd_local, sd_remote (default: each test's headline figure).
+    #[arg(long)]
+    pub metric: Option<String>,
+    /// How much worse, in percent, counts as a regression (the whole confidence interval beyond it).
+    #[arg(long, default_value_t = 5.0)]
+    pub threshold: f64,
+    /// Confidence level of the check, in percent.
+    #[arg(long, default_value_t = 95.0)]
+    pub level: f64,
+}
+
+#[derive(Debug, Args)]
+pub struct PlanArgs {
+    /// The plan file (TOML; see plans/ and docs/EXPERIMENTS.md).
+    pub plan: PathBuf,
+    /// Run the plan's tests against the agent on HOST instead of the plan's target.
+    #[arg(short = 'H', long = "host")]
+    pub host: Option<String>,
+    /// Print the experiment document (JSON) on stdout instead of the table.
+    #[arg(long, short_alias = 'J')]
+    pub json: bool,
+    #[command(flatten)]
+    pub output: ExperimentOutput,
+    /// Compare with this saved experiment afterwards and exit 3 if it regressed.
+    #[command(flatten)]
+    pub gate: BaselineArgs,
+}
+
+/// How a plan's experiment is shown and kept (a test's command line has these in ExperimentArgs).
+pub type ExperimentOutput = ExperimentArgs;
+
+/// A plan's regression gate against a saved baseline.
+#[derive(Debug, Args)]
+pub struct BaselineArgs {
+    /// A saved experiment to check this one against (exit 3 on a regression).
+    #[arg(long, value_name = "FILE")]
+    pub baseline: Option<PathBuf>,
+    #[command(flatten)]
+    pub gate: GateArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct ResultsArgs {
+    /// The directory (default ./netrig-results).
+    pub dir: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct CompareArgs {
+    /// The saved baseline.
+    pub baseline: PathBuf,
+    /// The saved experiment checked against it.
+    pub new: PathBuf,
+    #[command(flatten)]
+    pub gate: GateArgs,
+}
+
+/// netperf's -i: "MAX" or "MAX,MIN".
+pub fn parse_iterations(s: &str) -> Result<(u32, Option<u32>), String> {
+    let bad = || format!("{s:?}: use MAX or MAX,MIN, e.g. 10,3");
+    let mut parts = s.split(',');
+    let max: u32 = parts.next().and_then(|x| x.trim().parse().ok()).ok_or_else(bad)?;
+    let min = match parts.next() {
+        Some(x) => Some(x.trim().parse::<u32>().map_err(|_| bad())?),
+        None => None,
+    };
+    if parts.next().is_some() || max == 0 || min.is_some_and(|m| m == 0 || m > max) {
+        return Err(bad());
+    }
+    Ok((max, min))
+}
+
+/// netperf's -I: "LEVEL,WIDTH".
+pub fn parse_confidence(s: &str) -> Result<(f64, f64), String> {
+    let bad = || format!("{s:?}: use LEVEL,WIDTH in percent, e.g. 99,5");
+    let (l, w) = s.split_once(',').ok_or_else(bad)?;
+    let l: f64 = l.trim().parse().map_err(|_| bad())?;
+    let w: f64 = w.trim().parse().map_err(|_| bad())?;
+    if !(l > 50.0 && l < 100.0 && w > 0.0 && w <= 100.0) {
+        return Err(bad());
+    }
+    Ok((l, w))
 }
 
 #[cfg(test)]
@@ -140,6 +298,32 @@ mod tests {
         );
         assert_eq!(plan.spec.omit_s, 1.0);
         assert!(RunArgs::from_arg_matches(sm).unwrap().json);
+    }
+
+    #[test]
+    fn a_kinds_own_options_are_told_from_the_runs() {
+        let args: Vec<String> = [
+            "-l",
+            "1",
+            "-H",
+            "h",
+            "--json",
+            "-m",
+            "64",
+            "--save",
+            "-p",
+            "7",
+            "--iterations=5",
+            "-P",
+            "2",
+        ]
+        .map(String::from)
+        .to_vec();
+        assert_eq!(kind_args(&args), ["-l", "1", "-m", "64", "-P", "2"]);
+        let args: Vec<String> = ["--save", "dir", "-J", "-6", "-l", "2"]
+            .map(String::from)
+            .to_vec();
+        assert_eq!(kind_args(&args), ["-l", "2"]);
     }
 
     /// Every kind of the registry is a subcommand, described as the kind

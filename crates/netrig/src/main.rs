@@ -2,12 +2,14 @@
 //! only wires them (see docs/ARCHITECTURE.md).
 
 mod cli;
+mod experiment;
 
-use anyhow::{Context, Result};
+use anyhow::{bail, Context, Result};
 use clap::FromArgMatches;
 use cli::{Cli, Command, QuickArgs, RunArgs, ServeArgs, TargetArgs};
 use netrig_agent::{Agent, AgentConfig, AgentError};
 use netrig_client::{ClientError, Family};
+use netrig_experiment::sweep::{self, Sweep};
 use netrig_kinds::Kind;
 use netrig_proto::AgentLimits;
 use netrig_report::export::{exporter, Format};
@@ -20,7 +22,7 @@ use std::time::Duration;
 
 /// An error in what the user asked for (exit status 2).
 #[derive(Debug)]
-struct Usage(String);
+pub struct Usage(pub String);
 
 impl std::fmt::Display for Usage {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -32,6 +34,9 @@ impl std::error::Error for Usage {}
 
 /// Cancels the run in progress on Ctrl-C.
 static CANCEL: OnceLock<Cancel> = OnceLock::new();
+
+/// An experiment is running: Ctrl-C stops it between runs too.
+static EXPERIMENT: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
 fn cancel() -> &'static Cancel {
     CANCEL.get_or_init(Cancel::new)
@@ -56,18 +61,38 @@ fn raise_fd_limit() {
 }
 
 /// What the command line asks for: one of netrig's own commands, or a test
-/// of a kind with its subcommand's matches.
+/// of a kind with its subcommand's matches, its own options as given and
+/// the options it sweeps.
 enum Job {
     Own(Command),
-    Test(&'static dyn Kind, clap::ArgMatches),
+    Test(&'static dyn Kind, clap::ArgMatches, Vec<String>, Vec<Sweep>),
+}
+
+/// A test's arguments with their sweeps taken out (`-m 32,64` is a sweep,
+/// not a value the option's parser could read).
+fn split_sweeps(argv: Vec<String>) -> (Vec<String>, Vec<Sweep>) {
+    if argv.len() < 2 || netrig_kinds::by_name(&argv[1]).is_none() {
+        return (argv, Vec::new());
+    }
+    match sweep::split_args(&argv[2..], sweep::SWEEPABLE) {
+        Ok((rest, sweeps)) => (argv[..2].iter().cloned().chain(rest).collect(), sweeps),
+        Err(e) => {
+            eprintln!("netrig: error: {e}");
+            std::process::exit(2);
+        }
+    }
 }
 
 fn main() -> ExitCode {
-    let matches = cli::command().get_matches();
+    let (argv, sweeps) = split_sweeps(std::env::args().collect());
+    let matches = cli::command().get_matches_from(&argv);
     let job = match matches.subcommand() {
-        Some((name, sub)) if netrig_kinds::by_name(name).is_some() => {
-            Job::Test(netrig_kinds::by_name(name).expect("checked"), sub.clone())
-        }
+        Some((name, sub)) if netrig_kinds::by_name(name).is_some() => Job::Test(
+            netrig_kinds::by_name(name).expect("checked"),
+            sub.clone(),
+            cli::kind_args(&argv[2..]),
+            sweeps,
+        ),
         _ => match Cli::from_arg_matches(&matches) {
             Ok(cli) => Job::Own(cli.command.unwrap_or(Command::Quick(QuickArgs {
                 length: 2.0,
@@ -87,7 +112,8 @@ fn main() -> ExitCode {
         .format_target(false)
         .init();
     let _ = ctrlc::set_handler(|| {
-        if cancel().is_running() {
+        // An experiment stops after the arm in hand is torn down.
+        if cancel().is_running() || EXPERIMENT.load(std::sync::atomic::Ordering::Relaxed) {
             cancel().cancel("interrupted (Ctrl-C)");
         } else {
             std::process::exit(130);
@@ -96,7 +122,13 @@ fn main() -> ExitCode {
     let done = match job {
         Job::Own(Command::Quick(a)) => quick(a),
         Job::Own(Command::Serve(a)) => serve(a),
-        Job::Test(kind, m) => test(kind, &m),
+        Job::Own(Command::Run(a)) => {
+            EXPERIMENT.store(true, std::sync::atomic::Ordering::Relaxed);
+            experiment::run_file(&a, cancel())
+        }
+        Job::Own(Command::Results(a)) => experiment::results(&a),
+        Job::Own(Command::Compare(a)) => experiment::compare(&a),
+        Job::Test(kind, m, args, sweeps) => test(kind, &m, args, sweeps),
     };
     match done {
         Ok(()) => ExitCode::SUCCESS,
@@ -108,6 +140,9 @@ fn main() -> ExitCode {
 }
 
 fn exit_status(e: &anyhow::Error) -> u8 {
+    if e.downcast_ref::<experiment::Regressed>().is_some() {
+        return experiment::REGRESSED;
+    }
     if e.downcast_ref::<Usage>().is_some() || e.downcast_ref::<AgentError>().is_some() {
         return 2;
     }
@@ -172,10 +207,28 @@ fn format(a: &RunArgs) -> Format {
     }
 }
 
-/// Runs one test of `kind` as its subcommand's matches `m` ask, and prints
-/// it as the user asked.
-fn test(kind: &'static dyn Kind, m: &clap::ArgMatches) -> Result<()> {
+/// Runs one test of `kind` as its subcommand's matches `m` ask (an
+/// experiment when it sweeps `sweeps` or iterates), and prints it as the
+/// user asked.
+fn test(kind: &'static dyn Kind, m: &clap::ArgMatches, args: Vec<String>, sweeps: Vec<Sweep>) -> Result<()> {
     let run = RunArgs::from_arg_matches(m)?;
+    if experiment::wanted(&sweeps, &run) {
+        if run.json_stream {
+            bail!(Usage(
+                "--json-stream shows one run as it goes; an experiment's document is --json".into()
+            ));
+        }
+        let plan = experiment::plan_of(kind.name(), args, sweeps, &run)?;
+        EXPERIMENT.store(true, std::sync::atomic::Ordering::Relaxed);
+        experiment::run_plan(&plan, &run.experiment, run.json, cancel())?;
+        return Ok(());
+    }
+    if run.experiment.csv || run.experiment.save.is_some() {
+        bail!(Usage(
+            "--csv and --save are for experiments: sweep an option (-m 32,64) or repeat (--iterations 5)"
+                .into()
+        ));
+    }
     let plan = kind.plan(m).map_err(Usage)?;
     // This end's CPUs, checked here as the agent checks its own.
     if let Some(c) = &plan.local.cpus {

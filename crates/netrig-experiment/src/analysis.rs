@@ -1,0 +1,310 @@
+//! From runs to estimates and comparisons, with netrig-stats (pure
+//! functions; the statistics are explained in docs/STATISTICS.md). Each
+//! whole run is one sample; an arm's latency percentile is also read from
+//! the histogram of all its runs merged, bucket by bucket.
+
+use crate::metric::{self, Metric};
+use crate::plan::Iterations;
+use crate::sweep::Point;
+use netrig_report::TestResult;
+use netrig_stats::{ConfidenceLevel, Direction, IterationRule, Summary};
+use serde::{Deserialize, Serialize};
+
+/// One metric over an arm's runs at one point.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Estimate {
+    pub metric: String,
+    pub unit: String,
+    /// Runs (samples).
+    pub n: usize,
+    pub mean: f64,
+    pub std_dev: Option<f64>,
+    pub min: f64,
+    pub max: f64,
+    pub median: f64,
+    /// The confidence level of the interval, in percent.
+    pub level: f64,
+    /// The interval of the mean (Student's t); `null` with one run.
+    pub ci_low: Option<f64>,
+    pub ci_high: Option<f64>,
+    /// Its half-width in percent of the mean (netperf's "+/- 2.5%").
+    pub half_width_pct: Option<f64>,
+    /// Latency percentiles: the percentile of all the runs' histograms
+    /// merged (the runs' own percentiles are the samples above).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub merged: Option<f64>,
+}
+
+/// The verdict of an arm against the baseline for one metric.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Verdict {
+    Better,
+    Worse,
+    /// Not significant at the level: the runs do not show a difference.
+    Tie,
+    /// Fewer than 2 runs of either arm: no test is possible.
+    Undetermined,
+}
+
+/// An arm against the baseline for one metric.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Comparison {
+    pub metric: String,
+    pub arm: String,
+    pub baseline: String,
+    pub higher_is_better: bool,
+    /// (arm − baseline) / baseline × 100, and its interval (Fieller's, or
+    /// the delta method's when Fieller's is unbounded: see `method`).
+    pub diff_pct: Option<f64>,
+    pub ci_low_pct: Option<f64>,
+    pub ci_high_pct: Option<f64>,
+    /// Welch's two-sided p-value for a difference of the means.
+    pub p_value: Option<f64>,
+    pub verdict: Verdict,
+    /// "welch+fieller", "welch+delta", or why there is no test.
+    pub method: String,
+}
+
+fn level(percent: f64) -> ConfidenceLevel {
+    ConfidenceLevel::from_percent(percent)
+        .unwrap_or_else(|_| ConfidenceLevel::from_percent(95.0).expect("95 % is a level"))
+}
+
+fn direction(m: &Metric) -> Direction {
+    if m.higher_is_better {
+        Direction::HigherIsBetter
+    } else {
+        Direction::LowerIsBetter
+    }
+}
+
+fn samples(m: &Metric, runs: &[TestResult]) -> Vec<f64> {
+    runs.iter()
+        .filter_map(|r| (m.get)(r))
+        .filter(|v| v.is_finite())
+        .collect()
+}
+
+/// The percentile of every run's latency histogram merged, in µs.
+fn merged_percentile(m: &Metric, runs: &[TestResult]) -> Option<f64> {
+    let p = match m.name {
+        "latency_p50" => 50.0,
+        "latency_p99" => 99.0,
+        _ => return None,
+    };
+    let mut all: Option<netrig_metrics::LatencyRecorder> = None;
+    for r in runs {
+        let h = r.summary.latency_us.as_ref()?.histogram.as_ref()?;
+        let rec = netrig_metrics::LatencyRecorder::from_base64(h, 1 << 20).ok()?;
+        match &mut all {
+            Some(a) => a.merge(&rec),
+            None => all = Some(rec),
+        }
+    }
+    let s = all?.summary();
+    Some(if p == 50.0 { s.p50_us } else { s.p99_us })
+}
+
+/// `m` over `runs`, each one sample.
+pub fn estimate(m: &Metric, runs: &[TestResult], level_pct: f64) -> Estimate {
+    let x = samples(m, runs);
+    let s = Summary::of(&x).ok();
+    let ci = s.as_ref().and_then(|s| s.confidence_interval(level(level_pct)));
+    Estimate {
+        metric: m.name.into(),
+        unit: if m.name.starts_with("sd_") {
+            runs.first()
+                .map_or(m.unit.to_string(), |r| r.summary.service_demand.unit.clone())
+        } else {
+            m.unit.into()
+        },
+        n: x.len(),
+        mean: s.as_ref().map_or(f64::NAN, |s| s.mean),
+        std_dev: s.as_ref().and_then(|s| s.std_dev),
+        min: s.as_ref().map_or(f64::NAN, |s| s.min),
+        max: s.as_ref().map_or(f64::NAN, |s| s.max),
+        median: s.as_ref().map_or(f64::NAN, |s| s.median),
+        level: level_pct,
+        ci_low: ci.as_ref().map(|c| c.low),
+        ci_high: ci.as_ref().map(|c| c.high),
+        half_width_pct: ci.as_ref().and_then(|c| c.half_width_pct),
+        merged: merged_percentile(m, runs),
+    }
+}
+
+/// The metric the iteration rule watches for `runs`.
+fn watched(runs: &[TestResult], it: &Iterations) -> Option<&'static Metric> {
+    match &it.metric {
+        Some(name) => metric::by_name(name),
+        None => runs.first().map(metric::headline),
+    }
+}
+
+/// netperf's `-I`: whether the watched metric's interval is as narrow as
+/// asked (with at least `min` runs).
+pub fn confident(runs: &[TestResult], it: &Iterations) -> bool {
+    let Some(m) = watched(runs, it) else { return false };
+    let Ok(rule) = IterationRule::new(it.max as usize, it.min as usize, level(it.level), it.width) else {
+        return false;
+    };
+    rule.check(&samples(m, runs))
+        .is_ok_and(|s| s.decision == netrig_stats::Decision::Confident)
+}
+
+/// The warning for a point whose interval stayed wider than asked.
+pub fn not_confident_warning(
+    kind: &str,
+    point: &Point,
+    arm: &str,
+    runs: &[TestResult],
+    it: &Iterations,
+) -> String {
+    let m = watched(runs, it).map_or("?", |m| m.name);
+    let width = watched(runs, it)
+        .and_then(|m| Summary::of(&samples(m, runs)).ok())
+        .and_then(|s| s.confidence_interval(level(it.level)))
+        .and_then(|c| c.width_pct());
+    format!(
+        "{kind} {point} arm {arm}: after {} runs the {}% interval of {m} is {} wide, not within the {}% asked \
+         (more runs, or a quieter machine)",
+        runs.len(),
+        it.level,
+        width.map_or("unbounded".to_string(), |w| format!("{w:.1}%")),
+        it.width
+    )
+}
+
+/// `arm` against `base` for every metric both have.
+pub fn compare(
+    base: &crate::document::ArmOutcome,
+    arm: &crate::document::ArmOutcome,
+    level_pct: f64,
+) -> Vec<Comparison> {
+    let runs: Vec<&TestResult> = base.runs.iter().chain(&arm.runs).collect();
+    metric::present(&runs)
+        .into_iter()
+        .map(|m| {
+            let (b, a) = (samples(m, &base.runs), samples(m, &arm.runs));
+            let mut c = Comparison {
+                metric: m.name.into(),
+                arm: arm.arm.clone(),
+                baseline: base.arm.clone(),
+                higher_is_better: m.higher_is_better,
+                diff_pct: None,
+                ci_low_pct: None,
+                ci_high_pct: None,
+                p_value: None,
+                verdict: Verdict::Undetermined,
+                method: String::new(),
+            };
+            match netrig_stats::compare(&b, &a, direction(m), level(level_pct)) {
+                Ok(s) => {
+                    c.p_value = Some(s.welch.p_value);
+                    c.verdict = match s.verdict {
+                        netrig_stats::Verdict::Better => Verdict::Better,
+                        netrig_stats::Verdict::Worse => Verdict::Worse,
+                        netrig_stats::Verdict::Tie => Verdict::Tie,
+                    };
+                    if let Some(p) = &s.percent_change {
+                        c.diff_pct = Some(p.estimate);
+                        c.ci_low_pct = Some(p.ci.low);
+                        c.ci_high_pct = Some(p.ci.high);
+                        c.method = match p.method {
+                            netrig_stats::RatioMethod::Fieller => "welch+fieller".into(),
+                            netrig_stats::RatioMethod::Delta => "welch+delta".into(),
+                        };
+                    } else {
+                        c.method = "welch (the baseline's mean is 0: no percent)".into();
+                    }
+                }
+                Err(e) => {
+                    let (bm, am) = (mean(&b), mean(&a));
+                    c.diff_pct =
+                        (bm != 0.0 && bm.is_finite() && am.is_finite()).then(|| (am - bm) / bm.abs() * 100.0);
+                    c.method = format!("no test: {e}");
+                }
+            }
+            c
+        })
+        .collect()
+}
+
+fn mean(x: &[f64]) -> f64 {
+    if x.is_empty() {
+        f64::NAN
+    } else {
+        x.iter().sum::<f64>() / x.len() as f64
+    }
+}
+
+/// One regression check of a saved comparison.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Regression {
+    /// The test, point and arm.
+    pub what: String,
+    pub metric: String,
+    pub regressed: bool,
+    /// The line to print.
+    pub line: String,
+}
+
+/// Whether `new` runs are worse than `base` runs by more than `threshold_pct`.
+pub fn regression(
+    what: &str,
+    m: &Metric,
+    base: &[TestResult],
+    new: &[TestResult],
+    threshold_pct: f64,
+    level_pct: f64,
+) -> Option<Regression> {
+    let (b, n) = (samples(m, base), samples(m, new));
+    if b.is_empty() || n.is_empty() {
+        return None;
+    }
+    let line_of = |verdict: &str, detail: String| format!("{what}: {} {verdict} ({detail})", m.name);
+    Some(
+        match netrig_stats::regression_check(&b, &n, direction(m), threshold_pct, level(level_pct)) {
+            Ok(r) => {
+                let change =
+                    r.comparison
+                        .percent_change
+                        .as_ref()
+                        .map_or("no percent change".to_string(), |p| {
+                            format!(
+                                "{:+.1}% [{:+.1}, {:+.1}] at {}%",
+                                p.estimate, p.ci.low, p.ci.high, level_pct
+                            )
+                        });
+                let detail = format!(
+                    "{:.4} → {:.4} {}, {change}; threshold {threshold_pct}%",
+                    r.comparison.base.mean, r.comparison.arm.mean, m.unit
+                );
+                Regression {
+                    what: what.into(),
+                    metric: m.name.into(),
+                    regressed: r.regressed(),
+                    line: line_of(
+                        match r.outcome {
+                            netrig_stats::RegressionOutcome::Regressed => "REGRESSED",
+                            netrig_stats::RegressionOutcome::NotRegressed => "ok",
+                            netrig_stats::RegressionOutcome::Undetermined => "undetermined",
+                        },
+                        detail,
+                    ),
+                }
+            }
+            Err(e) => Regression {
+                what: what.into(),
+                metric: m.name.into(),
+                regressed: false,
+                line: line_of(
+                    "not checked",
+                    format!("{e}: run each side at least twice (--iterations)"),
+                ),
+            },
+        },
+    )
+}

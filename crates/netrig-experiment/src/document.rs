@@ -1,0 +1,89 @@
+//! The experiment document: the plan, every run's whole result, the
+//! set-up and tear-down commands as they ran, and each point's estimates
+//! and comparisons. It is what `--json` prints and what `--save` keeps.
+
+use crate::analysis::{Comparison, Estimate};
+use crate::command::CommandRun;
+use crate::plan::Plan;
+use crate::sweep::Point;
+use netrig_report::TestResult;
+use serde::{Deserialize, Serialize};
+
+/// The experiment document's format; a reader refuses others by name.
+pub const FORMAT: &str = "netrig-experiment/1";
+
+/// One experiment, run or being run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Experiment {
+    pub format: String,
+    pub netrig_version: String,
+    pub plan: Plan,
+    /// When it started and ended, seconds since the Unix epoch.
+    pub started_unix_s: f64,
+    pub finished_unix_s: f64,
+    /// False when it stopped early (Ctrl-C, a failed command or run);
+    /// `stopped` says why. What completed is all here.
+    pub complete: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stopped: Option<String>,
+    /// The randomised order's seed (saved, so the order can be replayed).
+    pub seed: u64,
+    /// Points whose confidence interval did not narrow to the width asked, and the like.
+    pub warnings: Vec<String>,
+    /// Every set-up and tear-down, in the order they ran.
+    pub commands: Vec<CommandRun>,
+    pub tests: Vec<TestOutcome>,
+}
+
+/// One test of the plan, over its points.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TestOutcome {
+    pub kind: String,
+    pub args: Vec<String>,
+    pub points: Vec<PointOutcome>,
+}
+
+/// One point of a sweep (or the one point of an unswept test).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PointOutcome {
+    pub point: Point,
+    pub arms: Vec<ArmOutcome>,
+    /// Each arm against the baseline, for every metric both have.
+    pub comparisons: Vec<Comparison>,
+}
+
+/// One arm at one point.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ArmOutcome {
+    pub arm: String,
+    /// Every run's whole result, in the order run.
+    pub runs: Vec<TestResult>,
+    /// Each metric's estimate over the runs (each run one sample).
+    pub estimates: Vec<Estimate>,
+    /// With iterations: whether the watched metric's interval narrowed to
+    /// the width asked (`null` with one run per point).
+    pub confident: Option<bool>,
+}
+
+impl ArmOutcome {
+    /// The estimate of `metric`, if the runs have it.
+    pub fn estimate(&self, metric: &str) -> Option<&Estimate> {
+        self.estimates.iter().find(|e| e.metric == metric)
+    }
+}
+
+impl Experiment {
+    /// Reads a saved experiment, refusing another format by name.
+    pub fn from_json(text: &str) -> Result<Experiment, String> {
+        let v: serde_json::Value = serde_json::from_str(text).map_err(|e| e.to_string())?;
+        match v.get("format").and_then(|f| f.as_str()) {
+            Some(FORMAT) => serde_json::from_value(v).map_err(|e| e.to_string()),
+            Some(other) => Err(format!("format {other:?}, not {FORMAT:?} (a newer netrig's?)")),
+            None => Err("not a netrig experiment (no \"format\")".into()),
+        }
+    }
+}

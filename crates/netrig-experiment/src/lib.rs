@@ -1,0 +1,13 @@
+//! Experiments, not runs: sweeps of any numeric option, iterations until
+//! confident, interleaved comparisons of arms with set-up and tear-down
+//! commands, saved results and regression checks, all on the run API.
+
+pub mod analysis;
+pub mod command;
+pub mod document;
+pub mod metric;
+pub mod output;
+pub mod plan;
+pub mod runner;
+pub mod store;
+pub mod sweep;

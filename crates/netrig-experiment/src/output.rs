@@ -1,0 +1,286 @@
+//! The experiment as a person reads it (a table per test, a row per point
+//! and arm) and as a spreadsheet reads it (CSV, a row per point and arm).
+
+use crate::analysis::{Comparison, Estimate, Verdict};
+use crate::document::{ArmOutcome, Experiment, PointOutcome, TestOutcome};
+use crate::metric;
+use std::fmt::Write;
+
+fn cell(e: Option<&Estimate>, prec: usize) -> String {
+    match e {
+        Some(e) => match e.half_width_pct {
+            Some(h) => format!("{:.prec$} ±{h:.1}%", e.mean),
+            None => format!("{:.prec$}", e.mean),
+        },
+        None => "-".into(),
+    }
+}
+
+fn delta(c: Option<&Comparison>) -> String {
+    let Some(c) = c else { return String::new() };
+    let verdict = match c.verdict {
+        Verdict::Better => "better",
+        Verdict::Worse => "worse",
+        Verdict::Tie => "tie",
+        Verdict::Undetermined => "n/a",
+    };
+    match (c.diff_pct, c.ci_low_pct, c.ci_high_pct) {
+        (Some(d), Some(lo), Some(hi)) => format!("{d:+.1}% [{lo:+.1}, {hi:+.1}] {verdict}"),
+        (Some(d), _, _) => format!("{d:+.1}% {verdict}"),
+        _ => verdict.to_string(),
+    }
+}
+
+/// The first run of an arm, for the figures every run shares (sizes).
+fn first(a: &ArmOutcome) -> Option<&netrig_report::TestResult> {
+    a.runs.first()
+}
+
+/// The experiment's tables, a title line each.
+pub fn render(e: &Experiment) -> String {
+    let mut out = String::new();
+    let it = &e.plan.iterations;
+    let arms = e.plan.arms();
+    let base = &arms[e.plan.baseline()].name;
+    let _ = writeln!(
+        out,
+        "netrig experiment {:?}{}",
+        e.plan.name,
+        if e.complete { "" } else { " (INCOMPLETE)" }
+    );
+    if it.max > 1 {
+        let _ = writeln!(
+            out,
+            "each point {}..{} runs, until the {}% interval of the mean is within {}% of it; ± is its half-width",
+            it.min, it.max, it.level, it.width
+        );
+    }
+    if arms.len() > 1 {
+        let names: Vec<&str> = arms.iter().map(|a| a.name.as_str()).collect();
+        let _ = writeln!(
+            out,
+            "arms {} interleaved ({:?}); Δ: difference from {base} with its {}% interval, or a tie",
+            names.join(", "),
+            e.plan.order,
+            it.level
+        );
+    }
+    for t in &e.tests {
+        let _ = writeln!(out);
+        let streams = t
+            .points
+            .iter()
+            .flat_map(|p| &p.arms)
+            .filter_map(first)
+            .next()
+            .is_some_and(|r| r.summary.transactions_per_s.is_none());
+        if streams {
+            render_streams(&mut out, t, arms.len() > 1);
+        } else {
+            render_transactions(&mut out, t, arms.len() > 1);
+        }
+    }
+    if !e.warnings.is_empty() {
+        let _ = writeln!(out);
+        for w in &e.warnings {
+            let _ = writeln!(out, "warning: {w}");
+        }
+    }
+    if let Some(s) = &e.stopped {
+        let _ = writeln!(out, "\nstopped early: {s}");
+    }
+    out
+}
+
+fn point_cells(p: &PointOutcome) -> String {
+    p.point.values.iter().map(|(_, v)| format!("{v:>8} ")).collect()
+}
+
+fn point_header(t: &TestOutcome) -> String {
+    t.points
+        .first()
+        .map(|p| p.point.values.iter().map(|(o, _)| format!("{o:>8} ")).collect())
+        .unwrap_or_default()
+}
+
+/// Stream tests: netperf's TCP_STREAM columns, a row per point and arm.
+fn render_streams(out: &mut String, t: &TestOutcome, compare: bool) {
+    let _ = writeln!(
+        out,
+        "{} {}",
+        t.kind.to_uppercase().replace('-', " "),
+        t.args.join(" ")
+    );
+    let sd_unit = t
+        .points
+        .iter()
+        .flat_map(|p| &p.arms)
+        .filter_map(first)
+        .next()
+        .map_or("us/KB".to_string(), |r| r.summary.service_demand.unit.clone());
+    let lead = point_header(t);
+    let pad = " ".repeat(lead.len());
+    let _ = writeln!(out, "{pad}Recv     Send     Send                                        Utilization          Service Demand");
+    let _ = writeln!(out, "{pad}Socket   Socket   Message  Elapsed                            local      remote    local      remote");
+    let _ = writeln!(
+        out,
+        "{lead}Size     Size     Size     Time     Throughput          Runs  %          %         {sd_unit:<10} {sd_unit:<10} Arm{}",
+        if compare { "          Δ throughput" } else { "" }
+    );
+    let _ = writeln!(out, "{pad}bytes    bytes    bytes    secs.    10^6bits/s");
+    for p in &t.points {
+        for a in &p.arms {
+            let Some(r) = first(a) else { continue };
+            let f = r.flows.first();
+            let (rcv, snd) = f.map_or((None, None), |f| {
+                let (rx, tx) = match f.direction {
+                    netrig_proto::Direction::Tx => (&f.remote, &f.local),
+                    netrig_proto::Direction::Rx => (&f.local, &f.remote),
+                };
+                (rx.socket_buffers.initial.rcv, tx.socket_buffers.initial.snd)
+            });
+            let n = |v: Option<u32>| v.map_or("-".to_string(), |v| v.to_string());
+            let elapsed = a.runs.iter().map(|r| r.summary.elapsed_s).sum::<f64>() / a.runs.len() as f64;
+            let c = p
+                .comparisons
+                .iter()
+                .find(|c| c.arm == a.arm && c.metric == "throughput");
+            let _ = writeln!(
+                out,
+                "{}{:<8} {:<8} {:<8} {:<8.2} {:<19} {:>4}  {:<10} {:<9} {:<10} {:<10} {:<12} {}",
+                point_cells(p),
+                n(rcv),
+                n(snd),
+                r.config.message_size,
+                elapsed,
+                cell(a.estimate("throughput"), 2),
+                a.runs.len(),
+                cell(a.estimate("cpu_local"), 2),
+                cell(a.estimate("cpu_remote"), 2),
+                cell(a.estimate("sd_local"), 3),
+                cell(a.estimate("sd_remote"), 3),
+                a.arm,
+                delta(c)
+            );
+        }
+    }
+}
+
+/// Request/response tests: transactions/s and latency, a row per point and arm.
+fn render_transactions(out: &mut String, t: &TestOutcome, compare: bool) {
+    let _ = writeln!(
+        out,
+        "{} {}",
+        t.kind.to_uppercase().replace('-', " "),
+        t.args.join(" ")
+    );
+    let lead = point_header(t);
+    let _ = writeln!(
+        out,
+        "{lead}{:<20} {:>4}  {:<16} {:<16} {:<12} {:<12} {:<12} Arm{}",
+        "Trans/s",
+        "Runs",
+        "p50 us",
+        "p99 us",
+        "CPU local %",
+        "CPU remote %",
+        "SD us/tran",
+        if compare { "          Δ trans/s" } else { "" }
+    );
+    for p in &t.points {
+        for a in &p.arms {
+            if a.runs.is_empty() {
+                continue;
+            }
+            let c = p
+                .comparisons
+                .iter()
+                .find(|c| c.arm == a.arm && c.metric == "transactions_per_s");
+            let _ = writeln!(
+                out,
+                "{}{:<20} {:>4}  {:<16} {:<16} {:<12} {:<12} {:<12} {:<12} {}",
+                point_cells(p),
+                cell(a.estimate("transactions_per_s"), 0),
+                a.runs.len(),
+                cell(a.estimate("latency_p50"), 1),
+                cell(a.estimate("latency_p99"), 1),
+                cell(a.estimate("cpu_local"), 1),
+                cell(a.estimate("cpu_remote"), 1),
+                cell(a.estimate("sd_local"), 2),
+                a.arm,
+                delta(c)
+            );
+        }
+    }
+}
+
+/// One CSV row per test, point and arm: the swept values, the arm, its runs
+/// and confidence, each metric's mean and interval, and each comparison
+/// with the baseline.
+pub fn csv(e: &Experiment) -> Result<String, String> {
+    let mut w = csv::Writer::from_writer(Vec::new());
+    let swept: Vec<String> = {
+        let mut s: Vec<String> = Vec::new();
+        for t in &e.tests {
+            for (o, _) in t
+                .points
+                .first()
+                .map(|p| p.point.values.clone())
+                .unwrap_or_default()
+            {
+                if !s.contains(&o) {
+                    s.push(o);
+                }
+            }
+        }
+        s
+    };
+    let mut header = vec!["test".to_string()];
+    header.extend(swept.iter().cloned());
+    header.extend(["arm", "runs", "confident"].map(String::from));
+    for m in metric::METRICS {
+        for f in ["mean", "ci_low", "ci_high"] {
+            header.push(format!("{}_{f}", m.name));
+        }
+        for f in ["diff_pct", "diff_ci_low_pct", "diff_ci_high_pct", "verdict"] {
+            header.push(format!("{}_{f}", m.name));
+        }
+    }
+    w.write_record(&header).map_err(|e| e.to_string())?;
+    let num = |v: Option<f64>| v.map_or(String::new(), |v| format!("{v}"));
+    for t in &e.tests {
+        for p in &t.points {
+            for a in &p.arms {
+                let mut row = vec![t.kind.clone()];
+                for o in &swept {
+                    row.push(
+                        p.point
+                            .values
+                            .iter()
+                            .find(|(k, _)| k == o)
+                            .map_or(String::new(), |(_, v)| v.clone()),
+                    );
+                }
+                row.push(a.arm.clone());
+                row.push(a.runs.len().to_string());
+                row.push(a.confident.map_or(String::new(), |c| c.to_string()));
+                for m in metric::METRICS {
+                    let est = a.estimate(m.name);
+                    row.push(num(est.map(|e| e.mean)));
+                    row.push(num(est.and_then(|e| e.ci_low)));
+                    row.push(num(est.and_then(|e| e.ci_high)));
+                    let c = p
+                        .comparisons
+                        .iter()
+                        .find(|c| c.arm == a.arm && c.metric == m.name);
+                    row.push(num(c.and_then(|c| c.diff_pct)));
+                    row.push(num(c.and_then(|c| c.ci_low_pct)));
+                    row.push(num(c.and_then(|c| c.ci_high_pct)));
+                    row.push(c.map_or(String::new(), |c| format!("{:?}", c.verdict).to_lowercase()));
+                }
+                w.write_record(&row).map_err(|e| e.to_string())?;
+            }
+        }
+    }
+    String::from_utf8(w.into_inner().map_err(|e| e.to_string())?).map_err(|e| e.to_string())
+}

@@ -1,0 +1,375 @@
+//! An experiment's plan: its tests (a kind and its options, as on the
+//! command line), their sweeps, the arms compared, the iterations and where
+//! the tests go. Written in TOML (`netrig run PLAN.toml`) or made from a
+//! command line (`netrig tcp-stream -m 32,64,128 --iterations 10,3`); the
+//! saved result holds it.
+
+use crate::sweep::{self, Sweep, SweepError};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// A whole experiment.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Plan {
+    /// A short name: the saved result's file name starts with it.
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// Where the tests go; absent: the in-process agent on loopback.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target: Option<TargetPlan>,
+    /// The tests, each run over its sweep's points for every arm.
+    #[serde(rename = "test")]
+    pub tests: Vec<TestPlan>,
+    /// The configurations compared; absent: one arm, "default".
+    #[serde(default, rename = "arm", skip_serializing_if = "Vec::is_empty")]
+    pub arms: Vec<Arm>,
+    /// The arm the others are compared with; absent: the first.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub baseline: Option<String>,
+    #[serde(default)]
+    pub iterations: Iterations,
+    /// How the arms' runs are ordered within each round.
+    #[serde(default)]
+    pub order: Order,
+    /// Seed of the randomised order (saved, so the order can be replayed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seed: Option<u64>,
+    /// Longest a set-up or tear-down command may take, in seconds.
+    #[serde(default = "default_command_timeout")]
+    pub command_timeout_s: f64,
+}
+
+fn default_command_timeout() -> f64 {
+    120.0
+}
+
+/// Where the tests go.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TargetPlan {
+    /// An agent's host (`-H`); absent: the in-process agent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub port: Option<u16>,
+    /// "ipv4" or "ipv6" (`-4`, `-6`); absent: either.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub family: Option<String>,
+    /// The local address of every connection (`--bind`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bind: Option<std::net::IpAddr>,
+}
+
+/// One test: a kind and its options as the command line takes them, and
+/// the options it sweeps.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TestPlan {
+    /// The kind, e.g. "tcp-stream".
+    pub kind: String,
+    /// Its options, e.g. ["-l", "60", "-s", "32K", "-S", "32K"].
+    #[serde(default)]
+    pub args: Vec<String>,
+    /// Swept options and their values: a list (`[32, 64]` or `["64K", "1M"]`)
+    /// or a string in the command line's syntax (`"32,64"`, `"1..8"`,
+    /// `"100..2000:100"`, `"64K..1M*2"`). Several: every combination, in the
+    /// order written here.
+    #[serde(default, skip_serializing_if = "Vec::is_empty", with = "sweep_table")]
+    pub sweep: Vec<Sweep>,
+}
+
+/// A configuration under test: a name, options added to every test's, and
+/// commands run on this host before and after each of its runs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Arm {
+    pub name: String,
+    /// Options added to each test's (e.g. `["--remote-setup", "nft-rule"]`
+    /// to have the agent run one of its hooks).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub args: Vec<String>,
+    /// Run with `sh -c` on this host before each of the arm's runs; a
+    /// failure stops the experiment (after the tear-down).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub setup: Option<String>,
+    /// Run with `sh -c` after each of the arm's runs, and after a failed one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub teardown: Option<String>,
+}
+
+/// netperf's `-i max,min` and `-I level,width`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Iterations {
+    /// Most runs of each arm at each point.
+    pub max: u32,
+    /// Fewest runs before the confidence rule may stop.
+    pub min: u32,
+    /// Confidence level in percent (95 or 99).
+    #[serde(default = "default_level")]
+    pub level: f64,
+    /// The interval's whole width, in percent of the mean, below which the
+    /// point is done.
+    #[serde(default = "default_width")]
+    pub width: f64,
+    /// The metric the rule watches; absent: the kind's headline figure
+    /// (throughput for streams, transactions/s for request/response).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metric: Option<String>,
+}
+
+fn default_level() -> f64 {
+    99.0
+}
+
+fn default_width() -> f64 {
+    5.0
+}
+
+impl Default for Iterations {
+    /// One run per arm and point.
+    fn default() -> Self {
+        Iterations {
+            max: 1,
+            min: 1,
+            level: default_level(),
+            width: default_width(),
+            metric: None,
+        }
+    }
+}
+
+/// The order of the arms' runs in each round.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Order {
+    /// A B C A B C …: drift of the machine falls on every arm alike.
+    #[default]
+    Interleaved,
+    /// Each round a random permutation of the arms (randomised blocks).
+    Randomised,
+}
+
+/// A plan that cannot run, naming what is wrong.
+#[derive(Debug, thiserror::Error)]
+pub enum PlanError {
+    #[error("the plan does not parse: {0}")]
+    Toml(String),
+    #[error(transparent)]
+    Sweep(#[from] SweepError),
+    #[error("{0}")]
+    Invalid(String),
+}
+
+/// Most tests, arms and runs one plan may ask for.
+pub const MAX_TESTS: usize = 100;
+pub const MAX_ARMS: usize = 26;
+pub const MAX_ITERATIONS: u32 = 1000;
+
+impl Plan {
+    /// Reads a plan from TOML text.
+    pub fn from_toml(text: &str) -> Result<Plan, PlanError> {
+        let plan: Plan = toml::from_str(text).map_err(|e| PlanError::Toml(e.to_string()))?;
+        plan.check()?;
+        Ok(plan)
+    }
+
+    /// The arms, or the one default arm.
+    pub fn arms(&self) -> Vec<Arm> {
+        if self.arms.is_empty() {
+            vec![Arm {
+                name: "default".into(),
+                args: vec![],
+                setup: None,
+                teardown: None,
+            }]
+        } else {
+            self.arms.clone()
+        }
+    }
+
+    /// The baseline arm's index.
+    pub fn baseline(&self) -> usize {
+        self.baseline
+            .as_ref()
+            .and_then(|b| self.arms.iter().position(|a| &a.name == b))
+            .unwrap_or(0)
+    }
+
+    /// Checks what can be checked before anything runs (each point's test
+    /// is checked by its kind later, also before anything runs).
+    pub fn check(&self) -> Result<(), PlanError> {
+        let bad = |m: String| Err(PlanError::Invalid(m));
+        if self.tests.is_empty() {
+            return bad("the plan has no [[test]]".into());
+        }
+        if self.tests.len() > MAX_TESTS || self.arms.len() > MAX_ARMS {
+            return bad(format!("at most {MAX_TESTS} tests and {MAX_ARMS} arms"));
+        }
+        let mut names: Vec<&str> = self.arms.iter().map(|a| a.name.as_str()).collect();
+        names.sort_unstable();
+        if names.windows(2).any(|w| w[0] == w[1]) {
+            return bad("two arms have the same name".into());
+        }
+        if let Some(b) = &self.baseline {
+            if !self.arms.iter().any(|a| &a.name == b) {
+                return bad(format!("baseline {b:?} is not an arm's name"));
+            }
+        }
+        let it = &self.iterations;
+        if it.min == 0 || it.min > it.max || it.max > MAX_ITERATIONS {
+            return bad(format!(
+                "iterations: max {} and min {} must satisfy 1 <= min <= max <= {MAX_ITERATIONS}",
+                it.max, it.min
+            ));
+        }
+        if !(it.level > 50.0 && it.level < 100.0) {
+            return bad(format!(
+                "iterations: level {} must be a percentage between 50 and 100 (95, 99)",
+                it.level
+            ));
+        }
+        if !(it.width > 0.0 && it.width <= 100.0) {
+            return bad(format!(
+                "iterations: width {} must be a percentage of the mean, above 0",
+                it.width
+            ));
+        }
+        if let Some(f) = self.target.as_ref().and_then(|t| t.family.as_deref()) {
+            if f != "ipv4" && f != "ipv6" {
+                return bad(format!("target family {f:?} is neither \"ipv4\" nor \"ipv6\""));
+            }
+        }
+        if !(self.command_timeout_s.is_finite()
+            && self.command_timeout_s > 0.0
+            && self.command_timeout_s <= 3600.0)
+        {
+            return bad("command_timeout_s must be in (0, 3600] seconds".into());
+        }
+        for t in &self.tests {
+            sweep::points(&t.sweep)?;
+        }
+        Ok(())
+    }
+}
+
+/// A sweep table in TOML: option → list or string.
+mod sweep_table {
+    use super::*;
+    use serde::{Deserializer, Serializer};
+
+    #[derive(Serialize, Deserialize)]
+    #[serde(untagged)]
+    enum Values {
+        Text(String),
+        List(Vec<toml::Value>),
+    }
+
+    pub fn serialize<S: Serializer>(sweeps: &[Sweep], s: S) -> Result<S::Ok, S::Error> {
+        let m: BTreeMap<&str, &Vec<String>> = sweeps.iter().map(|w| (w.option.as_str(), &w.values)).collect();
+        if m.len() == sweeps.len() && sweeps.windows(2).all(|w| w[0].option < w[1].option) {
+            return m.serialize(s);
+        }
+        // Order matters and a map would sort it: keep the order in a list.
+        sweeps.serialize(s)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<Sweep>, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Form {
+            Table(toml::Table),
+            List(Vec<Sweep>),
+        }
+        match Form::deserialize(d)? {
+            Form::List(l) => Ok(l),
+            Form::Table(t) => t
+                .into_iter()
+                .map(|(option, v)| {
+                    let values = match v {
+                        toml::Value::String(s) => Values::Text(s),
+                        toml::Value::Array(a) => Values::List(a),
+                        other => Values::Text(other.to_string()),
+                    };
+                    match values {
+                        Values::Text(s) => sweep::parse(&option, &s).map_err(serde::de::Error::custom),
+                        Values::List(a) => Ok(Sweep {
+                            option,
+                            values: a
+                                .into_iter()
+                                .map(|v| match v {
+                                    toml::Value::String(s) => s,
+                                    other => other.to_string(),
+                                })
+                                .collect(),
+                        }),
+                    }
+                })
+                .collect(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_plan_reads_with_its_sweeps_arms_and_iterations() {
+        let p = Plan::from_toml(
+            r#"
+            name = "ipqos"
+            [[test]]
+            kind = "tcp-stream"
+            args = ["-l", "1", "-s", "32K"]
+            sweep = { "-m" = [32, 64, 2920], "-P" = "1..2" }
+            [iterations]
+            max = 5
+            min = 2
+            [[arm]]
+            name = "none"
+            [[arm]]
+            name = "rule"
+            setup = "nft -f rule.nft"
+            teardown = "nft delete table inet t"
+            "#,
+        )
+        .unwrap();
+        assert_eq!(p.tests[0].sweep.len(), 2);
+        assert_eq!(p.tests[0].sweep[0].values, ["32", "64", "2920"]);
+        assert_eq!(p.arms().len(), 2);
+        assert_eq!(p.baseline(), 0);
+        assert_eq!(p.iterations.level, 99.0);
+        // It saves and reads back as JSON (the saved result holds it).
+        let json = serde_json::to_string(&p).unwrap();
+        assert_eq!(serde_json::from_str::<Plan>(&json).unwrap(), p);
+    }
+
+    #[test]
+    fn a_bad_plan_says_what_is_wrong() {
+        for (text, needle) in [
+            ("name = \"x\"\ntest = []", "no [[test]]"),
+            (
+                "name = \"x\"\n[[test]]\nkind = \"tcp-rr\"\n[iterations]\nmax = 2\nmin = 3",
+                "min <= max",
+            ),
+            (
+                "name = \"x\"\n[[test]]\nkind = \"tcp-rr\"\nsweep = { \"-m\" = \"9..1\" }",
+                "downwards",
+            ),
+            (
+                "name = \"x\"\nfrob = 1\n[[test]]\nkind = \"tcp-rr\"",
+                "unknown field",
+            ),
+            (
+                "name = \"x\"\nbaseline = \"z\"\n[[test]]\nkind = \"tcp-rr\"",
+                "not an arm",
+            ),
+        ] {
+            let e = Plan::from_toml(text).unwrap_err().to_string();
+            assert!(e.contains(needle), "{text}: {e}");
+        }
+    }
+}

@@ -1,0 +1,351 @@
+//! Runs a plan: every test over its points, each point's arms interleaved
+//! round by round (A B C A B C …, or a random permutation per round),
+//! each run between its arm's set-up and tear-down, until every arm of the
+//! point is confident or the iterations run out.
+
+use crate::analysis;
+use crate::command::{self, CommandRun};
+use crate::document::{ArmOutcome, Experiment, PointOutcome, TestOutcome, FORMAT};
+use crate::metric;
+use crate::plan::{Order, Plan, PlanError};
+use crate::sweep::{self, Point};
+use netrig_kinds::{Kind, Planned};
+use netrig_run::{AddressFamily, Cancel, LocalOptions, Target};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+/// Where the runner is, for a progress display.
+#[derive(Debug, Clone)]
+pub struct Progress<'a> {
+    pub kind: &'a str,
+    pub point: &'a Point,
+    pub arm: &'a str,
+    /// This arm's run at this point, from 1.
+    pub iteration: u32,
+    /// Runs done so far, and the most the plan may make.
+    pub done: usize,
+    pub most: usize,
+}
+
+/// One test's point with every arm's plan, checked before anything runs.
+struct Prepared {
+    point: Point,
+    arms: Vec<Planned>,
+}
+
+/// A test's kind and its prepared points.
+type PreparedTest = (&'static dyn Kind, Vec<Prepared>);
+
+fn now_s() -> f64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64())
+}
+
+/// The test `args` ask of `kind`, as its command line would make it.
+pub fn plan_args(kind: &dyn Kind, args: &[String]) -> Result<Planned, String> {
+    let cmd = kind.args(clap::Command::new(kind.name()).no_binary_name(true));
+    let m = cmd
+        .try_get_matches_from(args)
+        .map_err(|e| e.render().to_string().trim_end().to_string())?;
+    kind.plan(&m)
+}
+
+/// Where the plan's tests go.
+pub fn target(plan: &Plan) -> Target {
+    let t = plan.target.clone().unwrap_or(crate::plan::TargetPlan {
+        host: None,
+        port: None,
+        family: None,
+        bind: None,
+    });
+    let family = match t.family.as_deref() {
+        Some("ipv4") => AddressFamily::V4,
+        Some("ipv6") => AddressFamily::V6,
+        _ => AddressFamily::Any,
+    };
+    match t.host {
+        Some(host) => Target::Agent {
+            host,
+            port: t.port.unwrap_or(netrig_proto::DEFAULT_PORT),
+            family,
+            bind: t.bind,
+        },
+        None => Target::embedded(family == AddressFamily::V6),
+    }
+}
+
+/// Checks every test of every point of every arm, as its kind would on its
+/// command line, before anything runs; each with its point.
+fn prepare(plan: &Plan) -> Result<Vec<PreparedTest>, PlanError> {
+    let arms = plan.arms();
+    let mut out = Vec::new();
+    for t in &plan.tests {
+        let kind = netrig_kinds::by_name(&t.kind).ok_or_else(|| {
+            let names: Vec<&str> = netrig_kinds::all().iter().map(|k| k.name()).collect();
+            PlanError::Invalid(format!("test kind {:?} is none of {}", t.kind, names.join(", ")))
+        })?;
+        let mut points = Vec::new();
+        for point in sweep::points(&t.sweep)? {
+            let mut planned = Vec::new();
+            for arm in &arms {
+                let mut args = point.apply(&t.args);
+                args.extend(arm.args.iter().cloned());
+                let p = plan_args(kind, &args).map_err(|e| {
+                    PlanError::Invalid(format!("{} {} (arm {:?}): {e}", t.kind, args.join(" "), arm.name))
+                })?;
+                planned.push(p);
+            }
+            points.push(Prepared { point, arms: planned });
+        }
+        out.push((kind, points));
+    }
+    Ok(out)
+}
+
+/// Runs `plan`: set-up, test, tear-down for each arm's run, in rounds.
+/// Stops early, keeping what completed, when `cancel` is cancelled or a
+/// command or a run fails (the tear-down of the arm in hand runs first).
+/// An error only for a plan that cannot start.
+pub fn run(
+    plan: &Plan,
+    cancel: &Cancel,
+    progress: &mut dyn FnMut(&Progress),
+) -> Result<Experiment, PlanError> {
+    plan.check()?;
+    let prepared = prepare(plan)?;
+    let arms = plan.arms();
+    let seed = plan.seed.unwrap_or_else(|| fastrand::u64(..));
+    let mut rng = fastrand::Rng::with_seed(seed);
+    let target = target(plan);
+    let limit = Duration::from_secs_f64(plan.command_timeout_s);
+    let it = &plan.iterations;
+    let most: usize = prepared.iter().map(|(_, p)| p.len()).sum::<usize>() * arms.len() * it.max as usize;
+    let mut doc = Experiment {
+        format: FORMAT.into(),
+        netrig_version: netrig_proto::SOFTWARE_VERSION.into(),
+        plan: Plan {
+            seed: Some(seed),
+            ..plan.clone()
+        },
+        started_unix_s: now_s(),
+        finished_unix_s: 0.0,
+        complete: true,
+        stopped: None,
+        seed,
+        warnings: Vec::new(),
+        commands: Vec::new(),
+        tests: Vec::new(),
+    };
+    let mut done = 0usize;
+    'tests: for ((kind, points), t) in prepared.iter().zip(&plan.tests) {
+        doc.tests.push(TestOutcome {
+            kind: t.kind.clone(),
+            args: t.args.clone(),
+            points: Vec::new(),
+        });
+        for prep in points {
+            let mut outcome = PointOutcome {
+                point: prep.point.clone(),
+                arms: arms
+                    .iter()
+                    .map(|a| ArmOutcome {
+                        arm: a.name.clone(),
+                        runs: Vec::new(),
+                        estimates: Vec::new(),
+                        confident: None,
+                    })
+                    .collect(),
+                comparisons: Vec::new(),
+            };
+            let mut stop: Option<String> = None;
+            for round in 0..it.max {
+                let mut order: Vec<usize> = (0..arms.len()).collect();
+                if plan.order == Order::Randomised {
+                    rng.shuffle(&mut order);
+                }
+                for &a in &order {
+                    let arm = &arms[a];
+                    progress(&Progress {
+                        kind: kind.name(),
+                        point: &prep.point,
+                        arm: &arm.name,
+                        iteration: round + 1,
+                        done,
+                        most,
+                    });
+                    if cancel.is_cancelled() {
+                        stop = Some("interrupted".into());
+                        break;
+                    }
+                    let planned = &prep.arms[a];
+                    if let Some(c) = &arm.setup {
+                        let r = command::run("setup", &arm.name, c, limit);
+                        let ok = r.ok();
+                        let failure = r.failure();
+                        doc.commands.push(r);
+                        if !ok {
+                            teardown(&mut doc.commands, arm, limit);
+                            stop = Some(failure);
+                            break;
+                        }
+                    }
+                    let local = LocalOptions {
+                        sockets: planned.local.sockets.clone(),
+                        cpus: planned.local.cpus.clone(),
+                        udp_size_default: planned.fit_to_path,
+                        ..LocalOptions::default()
+                    };
+                    let result = netrig_run::run(&target, local, &planned.spec, cancel, &mut |_| {});
+                    let failed_teardown = teardown(&mut doc.commands, arm, limit);
+                    done += 1;
+                    match result {
+                        Ok(r) => outcome.arms[a].runs.push(r),
+                        Err(e) => {
+                            stop = Some(if cancel.is_cancelled() {
+                                "interrupted".into()
+                            } else {
+                                format!("{} {} (arm {:?}) failed: {e}", kind.name(), prep.point, arm.name)
+                            });
+                            break;
+                        }
+                    }
+                    if let Some(f) = failed_teardown {
+                        stop = Some(f);
+                        break;
+                    }
+                }
+                if stop.is_some() {
+                    break;
+                }
+                if round + 1 >= it.min && round + 1 < it.max && it.max > 1 {
+                    let all = outcome.arms.iter().all(|a| analysis::confident(&a.runs, it));
+                    if all {
+                        break;
+                    }
+                }
+            }
+            finish_point(&mut outcome, plan, &mut doc.warnings, kind.name());
+            doc.tests.last_mut().expect("pushed above").points.push(outcome);
+            if let Some(s) = stop {
+                doc.complete = false;
+                doc.stopped = Some(s);
+                break 'tests;
+            }
+        }
+    }
+    doc.finished_unix_s = now_s();
+    Ok(doc)
+}
+
+/// Runs `arm`'s tear-down, if it has one; its failure, if it failed.
+fn teardown(commands: &mut Vec<CommandRun>, arm: &crate::plan::Arm, limit: Duration) -> Option<String> {
+    let c = arm.teardown.as_ref()?;
+    let r = command::run("teardown", &arm.name, c, limit);
+    let failure = (!r.ok()).then(|| r.failure());
+    commands.push(r);
+    failure
+}
+
+/// A point's estimates, confidence and comparisons, from its runs.
+fn finish_point(outcome: &mut PointOutcome, plan: &Plan, warnings: &mut Vec<String>, kind: &str) {
+    let it = &plan.iterations;
+    for a in &mut outcome.arms {
+        let runs: Vec<_> = a.runs.iter().collect();
+        a.estimates = metric::present(&runs)
+            .into_iter()
+            .map(|m| analysis::estimate(m, &a.runs, it.level))
+            .collect();
+        if it.max > 1 && !a.runs.is_empty() {
+            let ok = analysis::confident(&a.runs, it);
+            a.confident = Some(ok);
+            if !ok && a.runs.len() >= it.max as usize {
+                warnings.push(analysis::not_confident_warning(
+                    kind,
+                    &outcome.point,
+                    &a.arm,
+                    &a.runs,
+                    it,
+                ));
+            }
+        }
+    }
+    let base = plan.baseline();
+    if outcome.arms.len() > 1 {
+        for (i, a) in outcome.arms.iter().enumerate() {
+            if i != base {
+                outcome
+                    .comparisons
+                    .extend(analysis::compare(&outcome.arms[base], a, it.level));
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Ctrl-C (a cancelled handle) stops after the arm in hand is torn
+    /// down, keeping what completed, marked incomplete.
+    #[test]
+    fn a_cancel_stops_after_the_teardown_and_keeps_what_completed() {
+        let dir = std::env::temp_dir().join(format!("netrig-cancel-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let log = dir.join("log");
+        let _ = std::fs::remove_file(&log);
+        let plan = Plan::from_toml(&format!(
+            r#"
+            name = "cancel"
+            [[test]]
+            kind = "tcp-rr"
+            args = ["-l", "0.2"]
+            [iterations]
+            max = 5
+            min = 5
+            [[arm]]
+            name = "a"
+            setup = "echo setup >> {log}"
+            teardown = "echo teardown >> {log}"
+            "#,
+            log = log.display()
+        ))
+        .unwrap();
+        let cancel = Cancel::new();
+        let e = run(&plan, &cancel, &mut |p| {
+            if p.done == 2 {
+                cancel.cancel("interrupted (test)");
+            }
+        })
+        .unwrap();
+        assert!(!e.complete);
+        assert_eq!(e.stopped.as_deref(), Some("interrupted"));
+        assert_eq!(e.tests[0].points[0].arms[0].runs.len(), 2);
+        assert_eq!(
+            std::fs::read_to_string(&log).unwrap(),
+            "setup\nteardown\n".repeat(2)
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// Every point of every arm is checked before anything runs.
+    #[test]
+    fn a_bad_point_fails_before_anything_runs() {
+        let plan = Plan::from_toml(
+            r#"
+            name = "bad"
+            [[test]]
+            kind = "tcp-stream"
+            sweep = { "-m" = ["1K", "0"] }
+            [[arm]]
+            name = "a"
+            setup = "exit 9"
+            "#,
+        )
+        .unwrap();
+        let e = run(&plan, &Cancel::new(), &mut |_| panic!("nothing runs")).unwrap_err();
+        assert!(
+            e.to_string().contains("-m 0") && e.to_string().contains("-m/--message-size"),
+            "{e}"
+        );
+    }
+}

@@ -1,0 +1,224 @@
+//! The experiment commands' glue: a test's command line with sweeps or
+//! iterations, `netrig run PLAN.toml`, `netrig results`, `netrig compare`.
+//! The work is netrig-experiment's; this file parses, shows progress,
+//! prints and saves.
+
+use crate::cli::{CompareArgs, ExperimentArgs, PlanArgs, ResultsArgs, RunArgs};
+use crate::Usage;
+use anyhow::{bail, Context, Result};
+use netrig_experiment::document::Experiment;
+use netrig_experiment::plan::{Iterations, Plan, TargetPlan, TestPlan};
+use netrig_experiment::sweep::Sweep;
+use netrig_experiment::{output, runner, store};
+use netrig_run::Cancel;
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+
+/// Exit status when a regression check finds a regression.
+pub const REGRESSED: u8 = 3;
+
+/// A regression was found (the exit status says so; the lines were printed).
+#[derive(Debug)]
+pub struct Regressed;
+
+impl std::fmt::Display for Regressed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a metric got significantly worse than the baseline, beyond the threshold")
+    }
+}
+
+impl std::error::Error for Regressed {}
+
+/// The plan a test's command line asks for: its kind and options, the
+/// swept options, iterations, and where it goes.
+pub fn plan_of(kind: &str, args: Vec<String>, sweeps: Vec<Sweep>, run: &RunArgs) -> Result<Plan> {
+    let e = &run.experiment;
+    let iterations = iterations(e)?;
+    let t = &run.target;
+    let plan = Plan {
+        name: kind.to_string(),
+        description: None,
+        target: Some(TargetPlan {
+            host: t.host.clone(),
+            port: Some(t.port),
+            family: match (t.ipv4, t.ipv6) {
+                (true, _) => Some("ipv4".into()),
+                (_, true) => Some("ipv6".into()),
+                _ => None,
+            },
+            bind: t.bind,
+        }),
+        tests: vec![TestPlan {
+            kind: kind.to_string(),
+            args,
+            sweep: sweeps,
+        }],
+        arms: vec![],
+        baseline: None,
+        iterations,
+        order: Default::default(),
+        seed: None,
+        command_timeout_s: 120.0,
+    };
+    plan.check().map_err(|e| Usage(e.to_string()))?;
+    Ok(plan)
+}
+
+fn iterations(e: &ExperimentArgs) -> Result<Iterations> {
+    let mut it = Iterations::default();
+    if let Some((max, min)) = e.iterations {
+        it.max = max;
+        it.min = min.unwrap_or(max.min(3));
+    }
+    if let Some((level, width)) = e.confidence {
+        it.level = level;
+        it.width = width;
+        if e.iterations.is_none() {
+            // netperf's -I without -i: up to 10 runs, at least 3.
+            it.max = 10;
+            it.min = 3;
+        }
+    }
+    Ok(it)
+}
+
+/// Whether a test's command line asks for an experiment rather than a run.
+pub fn wanted(sweeps: &[Sweep], run: &RunArgs) -> bool {
+    !sweeps.is_empty() || run.experiment.iterations.is_some() || run.experiment.confidence.is_some()
+}
+
+/// Runs `plan` with a progress bar on a terminal, then prints and saves.
+pub fn run_plan(plan: &Plan, out: &ExperimentArgs, json: bool, cancel: &Cancel) -> Result<Experiment> {
+    if out.csv && json {
+        bail!(Usage("--csv and --json: choose one".into()));
+    }
+    let bar = std::io::stderr().is_terminal().then(|| {
+        let b = indicatif::ProgressBar::new(1);
+        b.set_style(
+            indicatif::ProgressStyle::with_template(
+                "{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} runs (at most; ETA {eta}) {msg}",
+            )
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+        );
+        b
+    });
+    let experiment = runner::run(plan, cancel, &mut |p| {
+        if let Some(b) = &bar {
+            b.set_length(p.most as u64);
+            b.set_position(p.done as u64);
+            b.set_message(format!(
+                "{} {} arm {} run {}",
+                p.kind, p.point, p.arm, p.iteration
+            ));
+        }
+    })
+    .map_err(|e| Usage(e.to_string()))?;
+    if let Some(b) = bar {
+        b.finish_and_clear();
+    }
+    if json {
+        println!("{}", serde_json::to_string_pretty(&experiment)?);
+    } else if out.csv {
+        print!("{}", output::csv(&experiment).map_err(anyhow::Error::msg)?);
+    } else {
+        print!("{}", output::render(&experiment));
+    }
+    if let Some(dir) = &out.save {
+        let dir = dir.clone().unwrap_or_else(|| PathBuf::from(store::DEFAULT_DIR));
+        let path = store::save(&experiment, &dir).map_err(anyhow::Error::msg)?;
+        eprintln!("netrig: saved {}", path.display());
+    }
+    // The table says them; JSON and CSV readers see them on stderr.
+    if json || out.csv {
+        for w in &experiment.warnings {
+            eprintln!("netrig: warning: {w}");
+        }
+    }
+    if let Some(s) = &experiment.stopped {
+        if s != "interrupted" {
+            bail!("the experiment stopped early (what completed is shown): {s}");
+        }
+    }
+    Ok(experiment)
+}
+
+/// `netrig run PLAN.toml`.
+pub fn run_file(a: &PlanArgs, cancel: &Cancel) -> Result<()> {
+    let text = std::fs::read_to_string(&a.plan).with_context(|| format!("reading {}", a.plan.display()))?;
+    let mut plan = Plan::from_toml(&text).map_err(|e| Usage(format!("{}: {e}", a.plan.display())))?;
+    if let Some(h) = &a.host {
+        plan.target
+            .get_or_insert(TargetPlan {
+                host: None,
+                port: None,
+                family: None,
+                bind: None,
+            })
+            .host = Some(h.clone());
+    }
+    // A plan's relative paths (nft -f rules.nft) are the plan's directory's.
+    if let Some(dir) = a.plan.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::env::set_current_dir(dir).with_context(|| format!("entering {}", dir.display()))?;
+    }
+    if a.output.iterations.is_some() || a.output.confidence.is_some() {
+        plan.iterations = iterations(&a.output)?;
+    }
+    let baseline = a
+        .gate
+        .baseline
+        .as_ref()
+        .map(|b| store::load(b).map_err(Usage))
+        .transpose()?;
+    let e = run_plan(&plan, &a.output, a.json, cancel)?;
+    match baseline {
+        Some(b) => gate(&b, &e, &a.gate.gate),
+        None => Ok(()),
+    }
+}
+
+/// `netrig results [DIR]`.
+pub fn results(a: &ResultsArgs) -> Result<()> {
+    let dir = a.dir.clone().unwrap_or_else(|| PathBuf::from(store::DEFAULT_DIR));
+    let lines = store::list(&dir).map_err(Usage)?;
+    if lines.is_empty() {
+        eprintln!("netrig: no saved experiment in {}", dir.display());
+    }
+    for l in lines {
+        println!("{l}");
+    }
+    Ok(())
+}
+
+/// `netrig compare BASELINE NEW`.
+pub fn compare(a: &CompareArgs) -> Result<()> {
+    let load = |p: &Path| store::load(p).map_err(Usage);
+    let (b, n) = (load(&a.baseline)?, load(&a.new)?);
+    gate(&b, &n, &a.gate)
+}
+
+/// The regression gate: prints every check and the environments'
+/// differences; fails with [`Regressed`] when a metric regressed.
+fn gate(base: &Experiment, new: &Experiment, g: &crate::cli::GateArgs) -> Result<()> {
+    let checks = store::compare(base, new, g.metric.as_deref(), g.threshold, g.level).map_err(Usage)?;
+    println!(
+        "\nregression check against {:?} ({} check(s)): regressed means worse by more than {}%, the whole {}% interval beyond it",
+        base.plan.name,
+        checks.len(),
+        g.threshold,
+        g.level
+    );
+    for c in &checks {
+        println!("  {}", c.line);
+    }
+    let diffs = store::environment_differences(base, new);
+    if !diffs.is_empty() {
+        println!("the environments differ (the comparison may measure that too):");
+        for d in diffs {
+            println!("  {d}");
+        }
+    }
+    if checks.iter().any(|c| c.regressed) {
+        return Err(Regressed.into());
+    }
+    Ok(())
+}

@@ -1,0 +1,390 @@
+//! Experiments (issue #9): sweeps, iterations, arms with set-up and
+//! tear-down commands, saved results and the regression gate, run as a user
+//! runs them.
+
+use crate::helpers::*;
+use crate::lab::Lab;
+use crate::lab_or_skip;
+use serde_json::Value;
+
+/// Validates an experiment document against docs/experiment.schema.json
+/// (whose runs are docs/result.schema.json's).
+pub fn validate_experiment(v: &Value) {
+    let result: Value = serde_json::from_str(include_str!("../../../../docs/result.schema.json")).unwrap();
+    let schema: Value =
+        serde_json::from_str(include_str!("../../../../docs/experiment.schema.json")).unwrap();
+    let validator = jsonschema::options()
+        .with_resource(
+            "https://netrig.invalid/result.schema.json",
+            jsonschema::Resource::from_contents(result).expect("a schema"),
+        )
+        .build(&schema)
+        .expect("schema compiles");
+    let errors: Vec<String> = validator
+        .iter_errors(v)
+        .map(|e| format!("{} at {}", e, e.instance_path))
+        .take(20)
+        .collect();
+    assert!(
+        errors.is_empty(),
+        "experiment does not match docs/experiment.schema.json: {errors:#?}"
+    );
+}
+
+fn json_of(o: &std::process::Output) -> Value {
+    assert!(o.status.success(), "netrig failed: {}\n{}", stderr(o), stdout(o));
+    let v: Value =
+        serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("not JSON ({e}): {}", stdout(o)));
+    validate_experiment(&v);
+    v
+}
+
+fn points(v: &Value) -> &Vec<Value> {
+    v["tests"][0]["points"].as_array().expect("points")
+}
+
+/// A swept point is the test a single run with that value is: the same
+/// configuration, and its figure within the run-to-run noise of the single
+/// runs themselves.
+#[test]
+fn a_swept_point_is_a_single_run_with_that_value() {
+    let v = json_of(&run(&[
+        "tcp-rr",
+        "-l",
+        "0.5",
+        "--burst",
+        "1,8",
+        "--nodelay",
+        "--json",
+    ]));
+    let p = points(&v);
+    assert_eq!(p.len(), 2);
+    assert_eq!(p[1]["point"]["values"], serde_json::json!([["--burst", "8"]]));
+    let swept = &p[1]["arms"][0]["runs"][0];
+    assert_eq!(swept["config"]["burst"], 8);
+    let singles: Vec<Value> = (0..2)
+        .map(|_| run_json(&["tcp-rr", "-l", "0.5", "--burst", "8", "--nodelay"]))
+        .collect();
+    // The same test: every option the same, but where it went (a new embedded agent each run).
+    let config = |r: &Value| {
+        let mut c = r["config"].clone();
+        c["port"] = Value::Null;
+        c
+    };
+    assert_eq!(config(swept), config(&singles[0]));
+    let tps = |r: &Value| r["summary"]["transactions_per_s"].as_f64().unwrap();
+    let noise = (tps(&singles[0]) / tps(&singles[1])).max(tps(&singles[1]) / tps(&singles[0]));
+    let r = tps(swept) / tps(&singles[0]);
+    let bound = (noise * noise).max(1.5);
+    assert!(
+        r > 1.0 / bound && r < bound,
+        "swept {} vs single {}: ratio {r}, noise {noise}",
+        tps(swept),
+        tps(&singles[0])
+    );
+    // Burst 8 moves more transactions than burst 1: the points differ as they should.
+    assert!(
+        tps(swept) > tps(&p[0]["arms"][0]["runs"][0]) * 1.2,
+        "{}",
+        v["tests"][0]
+    );
+}
+
+/// Iterations: at least MIN runs, at most MAX, an interval with each
+/// estimate, and a warning naming the point when it stayed wide.
+#[test]
+fn iterations_repeat_each_point_and_say_when_not_confident() {
+    let v = json_of(&run(&[
+        "tcp-stream",
+        "-l",
+        "0.3",
+        "--iterations",
+        "3,2",
+        "--confidence",
+        "99,0.001",
+        "--json",
+    ]));
+    let arm = &points(&v)[0]["arms"][0];
+    assert_eq!(
+        arm["runs"].as_array().unwrap().len(),
+        3,
+        "a width of 0.001% is never reached: max runs"
+    );
+    assert_eq!(arm["confident"], false);
+    let e = arm["estimates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["metric"] == "throughput")
+        .unwrap();
+    assert_eq!(e["n"], 3);
+    assert!(e["ci_low"].as_f64().unwrap() <= e["mean"].as_f64().unwrap());
+    assert!(e["ci_high"].as_f64().unwrap() >= e["mean"].as_f64().unwrap());
+    let w = v["warnings"][0].as_str().unwrap();
+    assert!(
+        w.contains("tcp-stream") && w.contains("after 3 runs") && w.contains("0.001%"),
+        "{w}"
+    );
+    // A width any two runs meet stops at MIN.
+    let v = json_of(&run(&[
+        "tcp-stream",
+        "-l",
+        "0.3",
+        "--iterations",
+        "4,2",
+        "--confidence",
+        "95,100",
+        "--json",
+    ]));
+    assert_eq!(points(&v)[0]["arms"][0]["runs"].as_array().unwrap().len(), 2);
+    assert_eq!(points(&v)[0]["arms"][0]["confident"], true);
+}
+
+/// Arms: set-up and tear-down around each of its runs, in the stated
+/// order, interleaved round by round; the table and CSV show every point
+/// and arm.
+#[test]
+fn arms_run_their_commands_around_each_run_interleaved() {
+    let dir = tempdir("arms");
+    let log = dir.join("log");
+    let plan = format!(
+        r#"
+name = "order"
+[[test]]
+kind = "tcp-rr"
+args = ["-l", "0.2"]
+sweep = {{ "-r" = ["1,1", "64,64"] }}
+[iterations]
+max = 2
+min = 2
+[[arm]]
+name = "a"
+setup = "echo setup $NETRIG_ARM >> {log}"
+teardown = "echo teardown $NETRIG_ARM >> {log}"
+[[arm]]
+name = "b"
+setup = "echo setup $NETRIG_ARM >> {log}"
+teardown = "echo teardown $NETRIG_ARM >> {log}"
+"#,
+        log = log.display()
+    );
+    let file = dir.join("order.toml");
+    std::fs::write(&file, plan).unwrap();
+    let v = json_of(&run(&["run", file.to_str().unwrap(), "--json"]));
+    let got = std::fs::read_to_string(&log).unwrap();
+    let one_round = "setup a\nteardown a\nsetup b\nteardown b\n";
+    assert_eq!(
+        got,
+        one_round.repeat(4),
+        "2 points x 2 rounds, a then b each round"
+    );
+    assert_eq!(v["commands"].as_array().unwrap().len(), 16);
+    for p in points(&v) {
+        for a in p["arms"].as_array().unwrap() {
+            assert_eq!(a["runs"].as_array().unwrap().len(), 2);
+        }
+        let c = p["comparisons"].as_array().unwrap();
+        assert!(c
+            .iter()
+            .any(|c| c["metric"] == "transactions_per_s" && c["arm"] == "b" && c["baseline"] == "a"));
+    }
+    assert_eq!(points(&v)[1]["arms"][0]["runs"][0]["config"]["request_size"], 64);
+    let o = run(&["run", file.to_str().unwrap(), "--csv"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let csv = stdout(&o);
+    let lines: Vec<&str> = csv.lines().collect();
+    assert_eq!(lines.len(), 1 + 4, "{csv}");
+    assert!(
+        lines[0].starts_with("test,-r,arm,runs,confident,throughput_mean"),
+        "{}",
+        lines[0]
+    );
+    assert!(lines[1].starts_with("tcp-rr,\"1,1\",a,2,"), "{}", lines[1]);
+    let o = run(&["run", file.to_str().unwrap()]);
+    let table = stdout(&o);
+    assert!(
+        table.contains("Trans/s") && table.contains("Δ trans/s"),
+        "{table}"
+    );
+}
+
+/// A failing set-up stops the experiment with the command's output, after
+/// its arm's tear-down; what completed is kept.
+#[test]
+fn a_failing_setup_stops_after_its_teardown() {
+    let dir = tempdir("fail");
+    let log = dir.join("log");
+    let plan = format!(
+        r#"
+name = "fail"
+[[test]]
+kind = "tcp-rr"
+args = ["-l", "0.2"]
+[[arm]]
+name = "ok"
+[[arm]]
+name = "broken"
+setup = "echo no such ruleset >&2; exit 7"
+teardown = "echo teardown >> {log}"
+"#,
+        log = log.display()
+    );
+    let file = dir.join("fail.toml");
+    std::fs::write(&file, plan).unwrap();
+    let o = run(&["run", file.to_str().unwrap(), "--json"]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(
+        err.contains("arm \"broken\": setup command")
+            && err.contains("exit status 7")
+            && err.contains("no such ruleset"),
+        "{err}"
+    );
+    assert_eq!(std::fs::read_to_string(&log).unwrap(), "teardown\n");
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    validate_experiment(&v);
+    assert_eq!(v["complete"], false);
+    assert_eq!(
+        points(&v)[0]["arms"][0]["runs"].as_array().unwrap().len(),
+        1,
+        "the ok arm's run is kept"
+    );
+}
+
+/// Saved results: listed, compared with themselves (no regression, exit
+/// 0), and with a copy whose figures halved (a regression, exit 3).
+#[test]
+fn saved_results_are_listed_and_gate_a_regression() {
+    let dir = tempdir("gate");
+    let o = run(&[
+        "tcp-rr",
+        "-l",
+        "0.3",
+        "--iterations",
+        "3,3",
+        "--save",
+        dir.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let saved: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|d| d.unwrap().path())
+        .collect();
+    assert_eq!(saved.len(), 1);
+    let base = saved[0].clone();
+    assert!(
+        stderr(&o).contains(&format!("saved {}", base.display())),
+        "{}",
+        stderr(&o)
+    );
+    let list = run(&["results", dir.to_str().unwrap()]);
+    let l = stdout(&list);
+    assert!(
+        l.contains("tcp-rr") && l.contains("complete") && l.contains("3 run(s)"),
+        "{l}"
+    );
+    let same = run(&["compare", base.to_str().unwrap(), base.to_str().unwrap()]);
+    assert_eq!(same.status.code(), Some(0), "{}{}", stdout(&same), stderr(&same));
+    assert!(
+        stdout(&same).contains("transactions_per_s ok"),
+        "{}",
+        stdout(&same)
+    );
+    // The same runs at half the rate: a regression beyond 5 %.
+    let mut v: Value = serde_json::from_str(&std::fs::read_to_string(&base).unwrap()).unwrap();
+    for r in v["tests"][0]["points"][0]["arms"][0]["runs"]
+        .as_array_mut()
+        .unwrap()
+    {
+        let t = r["summary"]["transactions_per_s"].as_f64().unwrap();
+        r["summary"]["transactions_per_s"] = (t / 2.0).into();
+    }
+    let worse = dir.join("worse.json");
+    std::fs::write(&worse, serde_json::to_string(&v).unwrap()).unwrap();
+    let o = run(&[
+        "compare",
+        base.to_str().unwrap(),
+        worse.to_str().unwrap(),
+        "--threshold",
+        "5",
+    ]);
+    assert_eq!(o.status.code(), Some(3), "{}{}", stdout(&o), stderr(&o));
+    assert!(
+        stdout(&o).contains("REGRESSED") && stdout(&o).contains("-50.0%"),
+        "{}",
+        stdout(&o)
+    );
+    // Not a saved experiment: said so.
+    let bad = dir.join("bad.json");
+    std::fs::write(&bad, "{}").unwrap();
+    let o = run(&["compare", base.to_str().unwrap(), bad.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("not a netrig experiment"), "{}", stderr(&o));
+}
+
+/// An arm with a real cost is found, with its interval; an arm against a
+/// copy of itself is a tie. The cost: a 100 Mbit/s token bucket on the
+/// client's interface, set up and torn down around that arm's runs.
+#[test]
+fn a_comparison_finds_a_real_cost_and_calls_no_difference_a_tie() {
+    let lab = lab_or_skip!(Lab::pair("cmp"));
+    let _agent = lab.serve(&[]).unwrap();
+    let dir = tempdir("cmp");
+    let plan = format!(
+        r#"
+name = "tbf"
+target = {{ host = "{host}" }}
+[[test]]
+kind = "tcp-stream"
+args = ["-l", "0.5"]
+[iterations]
+max = 4
+min = 4
+[[arm]]
+name = "open"
+[[arm]]
+name = "open-again"
+[[arm]]
+name = "limited"
+setup = "tc qdisc add dev eth0 root tbf rate 100mbit burst 64kb latency 50ms"
+teardown = "tc qdisc del dev eth0 root"
+"#,
+        host = lab.b4
+    );
+    let file = dir.join("tbf.toml");
+    std::fs::write(&file, plan).unwrap();
+    let o = run_in(&lab.a, &["run", file.to_str().unwrap(), "--json"]);
+    let v = json_of(&o);
+    let c: Vec<&Value> = points(&v)[0]["comparisons"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["metric"] == "throughput")
+        .collect();
+    let of = |arm: &str| *c.iter().find(|c| c["arm"] == arm).unwrap();
+    let limited = of("limited");
+    assert_eq!(limited["verdict"], "worse", "{limited}");
+    let (lo, hi) = (
+        limited["ci_low_pct"].as_f64().unwrap(),
+        limited["ci_high_pct"].as_f64().unwrap(),
+    );
+    assert!(
+        hi < -50.0 && lo < hi,
+        "a 100 Mbit/s limit on a multi-Gbit/s path: {limited}"
+    );
+    assert_eq!(of("open-again")["verdict"], "tie", "{}", of("open-again"));
+    // The qdisc is gone: the tear-down ran.
+    let q = std::process::Command::new("ip")
+        .args(["netns", "exec", &lab.a.0, "tc", "qdisc", "show", "dev", "eth0"])
+        .output()
+        .unwrap();
+    let q = String::from_utf8_lossy(&q.stdout);
+    assert!(!q.contains("tbf"), "{q}");
+}
+
+fn tempdir(tag: &str) -> std::path::PathBuf {
+    let d = std::env::temp_dir().join(format!("netrig-it-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
