@@ -59,9 +59,12 @@ pub fn render(e: &Experiment) -> String {
         let names: Vec<&str> = arms.iter().map(|a| a.name.as_str()).collect();
         let _ = writeln!(
             out,
-            "arms {} interleaved ({:?}); Δ: difference from {base} with its {}% interval, or a tie",
+            "arms {} ({}); Δ: difference from {base} with its {}% interval, or a tie",
             names.join(", "),
-            e.plan.order,
+            match e.plan.order {
+                crate::plan::Order::Interleaved => "interleaved round by round",
+                crate::plan::Order::Randomised => "in a random order each round",
+            },
             it.level
         );
     }

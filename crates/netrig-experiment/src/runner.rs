@@ -102,6 +102,13 @@ fn prepare(plan: &Plan) -> Result<Vec<PreparedTest>, PlanError> {
     Ok(out)
 }
 
+/// Checks `plan` whole, every point of every arm as its kind would, without
+/// running anything.
+pub fn check(plan: &Plan) -> Result<(), PlanError> {
+    plan.check()?;
+    prepare(plan).map(|_| ())
+}
+
 /// Runs `plan`: set-up, test, tear-down for each arm's run, in rounds.
 /// Stops early, keeping what completed, when `cancel` is cancelled or a
 /// command or a run fails (the tear-down of the arm in hand runs first).
@@ -325,6 +332,23 @@ mod tests {
             "setup\nteardown\n".repeat(2)
         );
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// The plans shipped in plans/ read and check whole.
+    #[test]
+    fn the_shipped_plans_check() {
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../plans");
+        let mut n = 0;
+        for f in std::fs::read_dir(dir).unwrap() {
+            let p = f.unwrap().path();
+            if p.extension().is_some_and(|x| x == "toml") {
+                let plan = Plan::from_toml(&std::fs::read_to_string(&p).unwrap())
+                    .unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+                check(&plan).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+                n += 1;
+            }
+        }
+        assert_eq!(n, 4, "ipqos, ipfilter, gigabit, ia64");
     }
 
     /// Every point of every arm is checked before anything runs.

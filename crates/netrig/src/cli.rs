@@ -206,6 +206,9 @@ pub struct PlanArgs {
     /// Run the plan's tests against the agent on HOST instead of the plan's target.
     #[arg(short = 'H', long = "host")]
     pub host: Option<String>,
+    /// Every test's length, in seconds, instead of the plan's (-l): a quick look at a long plan.
+    #[arg(short = 'l', long = "length", value_parser = parse_seconds, value_name = "SECONDS")]
+    pub length: Option<f64>,
     /// Print the experiment document (JSON) on stdout instead of the table.
     #[arg(long, short_alias = 'J')]
     pub json: bool,

@@ -160,6 +160,11 @@ pub fn run_file(a: &PlanArgs, cancel: &Cancel) -> Result<()> {
     if let Some(dir) = a.plan.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::env::set_current_dir(dir).with_context(|| format!("entering {}", dir.display()))?;
     }
+    if let Some(l) = a.length {
+        for t in &mut plan.tests {
+            t.args = set_option(&t.args, &["-l", "--length", "-t", "--time"], &l.to_string());
+        }
+    }
     if a.output.iterations.is_some() || a.output.confidence.is_some() {
         plan.iterations = iterations(&a.output)?;
     }
@@ -174,6 +179,32 @@ pub fn run_file(a: &PlanArgs, cancel: &Cancel) -> Result<()> {
         Some(b) => gate(&b, &e, &a.gate.gate),
         None => Ok(()),
     }
+}
+
+/// `args` with the option named by any of `names` set to `value`
+/// (replaced where given, else added as the first name).
+fn set_option(args: &[String], names: &[&str], value: &str) -> Vec<String> {
+    let mut out = Vec::with_capacity(args.len() + 2);
+    let mut i = 0;
+    while i < args.len() {
+        let a = &args[i];
+        if names.contains(&a.as_str()) {
+            i += 2;
+            continue;
+        }
+        if names
+            .iter()
+            .any(|n| n.starts_with("--") && a.starts_with(&format!("{n}=")))
+        {
+            i += 1;
+            continue;
+        }
+        out.push(a.clone());
+        i += 1;
+    }
+    out.push(names[0].to_string());
+    out.push(value.to_string());
+    out
 }
 
 /// `netrig results [DIR]`.
