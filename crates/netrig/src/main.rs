@@ -6,7 +6,7 @@ mod cli;
 use anyhow::{Context, Result};
 use clap::FromArgMatches;
 use cli::{Cli, Command, QuickArgs, RunArgs, ServeArgs, TargetArgs};
-use netrig_agent::{Agent, AgentConfig, AgentError};
+use netrig_agent::{Agent, AgentConfig, AgentError, Hooks};
 use netrig_client::{ClientError, Family};
 use netrig_kinds::Kind;
 use netrig_proto::AgentLimits;
@@ -132,6 +132,17 @@ fn serve(a: ServeArgs) -> Result<()> {
         max_buffer_bytes: a.max_buffer,
         ..AgentLimits::default()
     };
+    if let Some(dir) = &a.hooks {
+        let hooks =
+            Hooks::discover(dir, Duration::from_secs(a.hook_timeout)).map_err(|e| Usage(e.to_string()))?;
+        eprintln!(
+            "netrig: hooks offered from {}: {} (each killed after {} s)",
+            hooks.dir().display(),
+            hooks.names().join(", "),
+            a.hook_timeout
+        );
+        config.hooks = Some(hooks);
+    }
     let agent = Agent::bind(config)?;
     eprintln!(
         "netrig {} agent listening on {} (control and data; protocol v{})",

@@ -7,6 +7,7 @@ mod lab;
 mod agent;
 mod bad_input;
 mod crr;
+mod hooks;
 mod measure;
 mod rr;
 mod stream;
