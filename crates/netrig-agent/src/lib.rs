@@ -6,9 +6,14 @@
 //! the cookie of a session that is waiting for it, or it is closed: the
 //! agent only ever sends test traffic on connections the client opened to
 //! it, so it cannot be used to reflect traffic at a third party.
+//!
+//! It runs no command a client names: a test may name hooks, scripts its
+//! operator put in a directory ([`hooks`]), to run before and after it.
 
+pub mod hooks;
 mod listener;
 mod session;
 mod udp;
 
+pub use hooks::{HookError, Hooks};
 pub use listener::{Agent, AgentConfig, AgentError, AgentHandle};

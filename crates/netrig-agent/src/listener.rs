@@ -35,6 +35,9 @@ pub struct AgentConfig {
     pub greeting_timeout: Duration,
     /// How long a control session may sit idle between tests.
     pub idle_timeout: Duration,
+    /// The hooks tests may ask for (`--hooks DIR`); `None`: none. The
+    /// welcome's limits offer their names ([`Agent::bind`] writes them there).
+    pub hooks: Option<crate::Hooks>,
 }
 
 impl AgentConfig {
@@ -45,6 +48,7 @@ impl AgentConfig {
             max_pending: 256,
             greeting_timeout: Duration::from_secs(5),
             idle_timeout: Duration::from_secs(300),
+            hooks: None,
         }
     }
 
@@ -83,8 +87,17 @@ pub(crate) struct Shared {
 
 impl Agent {
     /// Binds the listening socket. An unspecified IPv6 address is made
-    /// dual-stack; where IPv6 is missing it falls back to IPv4.
-    pub fn bind(config: AgentConfig) -> Result<Agent, AgentError> {
+    /// dual-stack; where IPv6 is missing it falls back to IPv4. The limits'
+    /// hooks are the configuration's, whatever the limits said.
+    pub fn bind(mut config: AgentConfig) -> Result<Agent, AgentError> {
+        config.limits.hooks = config
+            .hooks
+            .as_ref()
+            .map_or_else(Vec::new, |h| h.names().to_vec());
+        config.limits.hook_timeout_s = config
+            .hooks
+            .as_ref()
+            .map(|h| h.timeout().as_secs_f64().ceil() as u64);
         // TCP and UDP on the same port number; with port 0 the UDP twin of
         // the TCP port chosen may be taken, so try a few.
         let mut attempt = 0;

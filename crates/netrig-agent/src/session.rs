@@ -1,5 +1,6 @@
 //! One control session: handshake, then tests one after another.
 
+use crate::hooks::{HookEnv, Phase, TestOutcome};
 use crate::listener::Shared;
 use netrig_engine::runner::{run_side, RunControl, RunPlan, SideFlows, SideOutcome};
 use netrig_engine::sockopt::SocketSettings;
@@ -246,8 +247,31 @@ pub(crate) fn serve_control(stream: TcpStream, peer: &str, preamble: ControlPrea
                         conn.send(&AgentMsg::TestRejected { reason })?;
                         continue;
                     }
+                    let env = HookEnv {
+                        kind: spec.kind(),
+                        peer: conn.stream().peer_addr().ok().map(|a| canonical_ip(a.ip())),
+                        agent_port: shared.udp_local.port(),
+                        outcome: None,
+                    };
+                    if let Err(reason) = set_up(&spec, shared, &env, peer) {
+                        log::info!("{peer}: test refused: {reason}");
+                        sm.reject();
+                        conn.send(&AgentMsg::TestRejected { reason })?;
+                        continue;
+                    }
+                    // The client's set-up steps get their whole time after the hook's.
+                    sm.set_up_done(Instant::now());
                     log::info!("{peer}: {} {} flow(s) {:?}", spec.kind(), spec.flows, spec.limit);
-                    let report = run_test(&mut conn, &mut sm, &spec, shared, peer)?;
+                    let report = run_test(&mut conn, &mut sm, &spec, shared, peer);
+                    // Before the results go (a failure is among their warnings),
+                    // and before an error ends the session.
+                    let outcome = match report {
+                        Ok(_) => TestOutcome::Completed,
+                        Err(_) => TestOutcome::Failed,
+                    };
+                    let warning = tear_down(&spec, shared, &env, outcome, peer);
+                    let mut report = report?;
+                    report.warnings.extend(warning);
                     conn.send(&AgentMsg::Results {
                         report: Box::new(report),
                     })?;
@@ -271,7 +295,57 @@ pub(crate) fn serve_control(stream: TcpStream, peer: &str, preamble: ControlPrea
     }
 }
 
-/// Sets up, runs and reports one test.
+/// Runs the spec's set-up hook, if it asks for one. When the hook fails the
+/// test is refused, with the hook's status and the end of its output; the
+/// tear-down hook, if asked for, runs all the same (its failure is added).
+fn set_up(spec: &TestSpec, shared: &Shared, env: &HookEnv, peer: &str) -> Result<(), String> {
+    let hooks = &spec.remote_hooks;
+    let Some(name) = &hooks.setup else {
+        return Ok(());
+    };
+    // The session's validation refused hooks this agent does not offer.
+    let Some(offered) = &shared.config.hooks else {
+        return Err(format!(
+            "--remote-setup {name}: the agent offers no hooks (start it with --hooks DIR)"
+        ));
+    };
+    let run = offered.run(name, Phase::Setup, env);
+    run.log(peer);
+    if run.ok() {
+        return Ok(());
+    }
+    let mut reason = run.refusal();
+    if let Some(w) = tear_down(spec, shared, env, TestOutcome::NotRun, peer) {
+        reason.push_str(&format!("\n(then {})", w.trim_start_matches("remote: ")));
+    } else if let Some(t) = &hooks.teardown {
+        reason.push_str(&format!("\n(the tear-down hook {t} ran after it)"));
+    }
+    Err(reason)
+}
+
+/// Runs the spec's tear-down hook, if it asks for one: a warning when it fails.
+fn tear_down(
+    spec: &TestSpec,
+    shared: &Shared,
+    env: &HookEnv,
+    outcome: TestOutcome,
+    peer: &str,
+) -> Option<String> {
+    let name = spec.remote_hooks.teardown.as_ref()?;
+    let Some(offered) = &shared.config.hooks else {
+        return Some(format!(
+            "remote: --remote-teardown {name}: the agent offers no hooks (start it with --hooks DIR)"
+        ));
+    };
+    let env = HookEnv {
+        outcome: Some(outcome),
+        ..env.clone()
+    };
+    let run = offered.run(name, Phase::Teardown, &env);
+    run.log(peer);
+    (!run.ok()).then(|| run.warning())
+}
+
 /// What the spec's validation cannot know: whether this host has what it asks for.
 fn host_can_run(spec: &TestSpec, limits: &netrig_proto::AgentLimits) -> Result<(), String> {
     if let Ends::ClientOnly(_) = netrig_kinds::of(spec).ends() {
@@ -300,6 +374,7 @@ fn host_can_run(spec: &TestSpec, limits: &netrig_proto::AgentLimits) -> Result<(
     Ok(())
 }
 
+/// Sets up, runs and reports one test.
 fn run_test(
     conn: &mut FramedConn,
     sm: &mut AgentSession,

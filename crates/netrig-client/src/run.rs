@@ -287,15 +287,21 @@ impl Client {
         let spec = sized.as_ref().unwrap_or(spec);
         let rules = spec.rules();
         let udp = rules.transport() == Transport::Udp;
+        // The agent's limits, and the hooks it offers (a hook it does not is
+        // refused here, naming what it offers, before anything runs there).
         spec.validate(&self.limits)
             .map_err(|e| ClientError::Option(e.at_agent(&self.agent_name())))?;
+        // The agent runs the hooks asked for beside the test: before it
+        // answers the request (the set-up, and the tear-down when that
+        // fails), and before its results (the tear-down).
+        let hook_time = self.limits.hook_time(&spec.remote_hooks);
         self.conn
             .send(&ClientMsg::TestRequest { spec: spec.clone() })
             .map_err(proto_err)?;
         self.sm.request_sent().map_err(proto_err)?;
         log::debug!("test request sent: {} {} flow(s)", spec.kind(), spec.flows);
         let setup = Duration::from_secs(self.limits.setup_timeout_s + 5);
-        let msg: AgentMsg = self.conn.recv(setup).map_err(proto_err)?;
+        let msg: AgentMsg = self.conn.recv(setup + hook_time).map_err(proto_err)?;
         let (cookie, mut warnings) = match self.sm.on_agent(msg).map_err(proto_err)? {
             ClientEvent::Accepted(AgentMsg::TestAccepted { cookie, warnings }) => (cookie, warnings),
             ClientEvent::Rejected(reason) => {
@@ -443,7 +449,7 @@ impl Client {
         let bound = match spec.limit {
             Limit::Duration { seconds } => Duration::from_secs_f64(seconds) + Duration::from_secs(60),
             Limit::Bytes { .. } => Duration::from_secs(self.limits.max_duration_s + 60),
-        };
+        } + hook_time;
         let reader_thread = std::thread::Builder::new()
             .name("netrig-control".into())
             .spawn(move || read_agent(&mut reader, tx, start + bound))
@@ -523,7 +529,7 @@ impl Client {
             (Some(b), Ok(a)) => Some(CounterReport::between(&b, &a, netrig_metrics::read_conntrack())),
             _ => None,
         };
-        let deadline = Instant::now() + Duration::from_secs(60);
+        let deadline = Instant::now() + Duration::from_secs(60) + hook_time;
         while remote_report.is_none() && failure.is_none() && Instant::now() < deadline {
             pump(
                 &mut merger,

@@ -7,7 +7,7 @@ use crate::units::{parse_seconds, parse_size, parse_size_u32};
 use clap::Args;
 use netrig_engine::sockopt::SocketSettings;
 use netrig_proto::spec::{
-    KindSpec, Limit, Load, Pace, SocketOptions, TcpOptions, Transactions, MAX_CPU, MAX_CPU_LIST,
+    KindSpec, Limit, Load, Pace, RemoteHooks, SocketOptions, TcpOptions, Transactions, MAX_CPU, MAX_CPU_LIST,
 };
 use netrig_proto::TestSpec;
 
@@ -77,6 +77,13 @@ pub struct CommonArgs {
     /// Do not read /proc/stat on either end (to measure what measuring costs).
     #[arg(long = "no-cpu", conflicts_with_all = ["local_cpu", "remote_cpu"])]
     pub no_cpu: bool,
+    /// Have the agent run its hook NAME on its host before the test (a script its operator put in
+    /// its --hooks directory; the welcome lists them). If it fails, the agent refuses the test.
+    #[arg(long = "remote-setup", value_name = "NAME")]
+    pub remote_setup: Option<String>,
+    /// Have the agent run its hook NAME on its host after the test, however it ended.
+    #[arg(long = "remote-teardown", value_name = "NAME")]
+    pub remote_teardown: Option<String>,
 }
 
 impl CommonArgs {
@@ -143,6 +150,10 @@ impl CommonArgs {
                 .clone()
                 .map(|c| c.0)
                 .or(self.affinity.and_then(|(_, m)| m).map(|m| vec![m])),
+            remote_hooks: RemoteHooks {
+                setup: self.remote_setup.clone(),
+                teardown: self.remote_teardown.clone(),
+            },
             ..TestSpec::new(
                 test,
                 Limit::Duration {

@@ -26,6 +26,16 @@ pub struct AgentLimits {
     /// bytes: its workers × [`TestSpec::worker_buffer_bytes`].
     #[serde(default = "default_max_buffer_bytes")]
     pub max_buffer_bytes: u64,
+    /// The hooks the agent offers (`netrig serve --hooks DIR`), by name: the
+    /// only names a spec's [`crate::spec::RemoteHooks`] may ask for. Empty
+    /// (and absent from the welcome): the agent runs no hooks.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub hooks: Vec<String>,
+    /// How long the agent lets a hook run before it kills it, in seconds
+    /// (`--hook-timeout`); absent when it offers no hooks. The client waits
+    /// this much longer for an answer when it asks for hooks.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hook_timeout_s: Option<u64>,
 }
 
 fn default_max_workers() -> u32 {
@@ -41,6 +51,13 @@ pub const MAX_SETUP_TIMEOUT_S: u64 = 3600;
 /// The longest `max_duration_s` a client takes from an agent's welcome: the
 /// most the agent's `--max-duration` takes (365 days).
 pub const MAX_AGENT_DURATION_S: u64 = 31_536_000;
+/// The most hooks an agent offers (and a client takes from a welcome).
+pub const MAX_HOOKS: usize = 256;
+/// The longest `hook_timeout_s` (the agent's `--hook-timeout`, and what a
+/// client takes from a welcome).
+pub const MAX_HOOK_TIMEOUT_S: u64 = 3600;
+/// A hook's time limit without `--hook-timeout`.
+pub const DEFAULT_HOOK_TIMEOUT_S: u64 = 30;
 
 impl AgentLimits {
     /// Checks limits that came from a peer (the agent's welcome): the client
@@ -58,7 +75,31 @@ impl AgentLimits {
         if self.max_duration_s > MAX_AGENT_DURATION_S {
             return bad("max_duration_s", self.max_duration_s, MAX_AGENT_DURATION_S);
         }
+        if let Some(t) = self.hook_timeout_s.filter(|t| *t > MAX_HOOK_TIMEOUT_S) {
+            return bad("hook_timeout_s", t, MAX_HOOK_TIMEOUT_S);
+        }
+        if self.hooks.len() > MAX_HOOKS {
+            return Err(crate::ProtoError::Violation(format!(
+                "the agent's welcome offers {} hooks, over the {MAX_HOOKS} a client takes",
+                self.hooks.len()
+            )));
+        }
+        if let Some(h) = self.hooks.iter().find(|h| !crate::spec::is_hook_name(h)) {
+            return Err(crate::ProtoError::Violation(format!(
+                "the agent's welcome offers a hook named {:?}, which is not a hook's name",
+                h.chars().take(80).collect::<String>()
+            )));
+        }
         Ok(())
+    }
+
+    /// How long the agent may take to run the hooks `hooks` asks for, beside
+    /// the test: the time a client adds to its waits.
+    pub fn hook_time(&self, hooks: &crate::spec::RemoteHooks) -> std::time::Duration {
+        let each = self.hook_timeout_s.unwrap_or(DEFAULT_HOOK_TIMEOUT_S);
+        // Each hook is killed at its timeout; a second more for the kill and its output.
+        let n = hooks.requested().count() as u64;
+        std::time::Duration::from_secs(n * (each + 1))
     }
 }
 
@@ -72,6 +113,8 @@ impl Default for AgentLimits {
             setup_timeout_s: 30,
             max_workers: default_max_workers(),
             max_buffer_bytes: default_max_buffer_bytes(),
+            hooks: Vec::new(),
+            hook_timeout_s: None,
         }
     }
 }
@@ -201,6 +244,52 @@ mod tests {
             let y: f64 = serde_json::from_str(&serde_json::to_string(&x).unwrap()).unwrap();
             assert_eq!(y.to_bits(), x.to_bits(), "{x:e}");
         }
+    }
+
+    /// A welcome names only hooks a spec could name, a bounded number of
+    /// them, with a bounded timeout: the client prints the names and waits
+    /// on the timeout. An older agent's welcome has neither field.
+    #[test]
+    fn welcome_hooks_are_bounded() {
+        let ok = AgentLimits {
+            hooks: vec!["a".into(), "nft-stateless".into()],
+            hook_timeout_s: Some(MAX_HOOK_TIMEOUT_S),
+            ..AgentLimits::default()
+        };
+        assert!(ok.check().is_ok());
+        let v = serde_json::to_value(AgentLimits::default()).unwrap();
+        assert!(
+            v.get("hooks").is_none() && v.get("hook_timeout_s").is_none(),
+            "{v}"
+        );
+        let back: AgentLimits = serde_json::from_value(v).unwrap();
+        assert!(back.hooks.is_empty());
+        for bad in [
+            AgentLimits {
+                hooks: vec!["../../bin/sh".into()],
+                ..ok.clone()
+            },
+            AgentLimits {
+                hooks: vec!["h".into(); MAX_HOOKS + 1],
+                ..ok.clone()
+            },
+            AgentLimits {
+                hook_timeout_s: Some(MAX_HOOK_TIMEOUT_S + 1),
+                ..ok.clone()
+            },
+        ] {
+            let e = bad.check().unwrap_err().to_string();
+            assert!(e.contains("the agent's welcome"), "{e}");
+        }
+        let both = crate::spec::RemoteHooks {
+            setup: Some("a".into()),
+            teardown: Some("a".into()),
+        };
+        assert_eq!(ok.hook_time(&both), std::time::Duration::from_secs(2 * 3601));
+        assert_eq!(
+            AgentLimits::default().hook_time(&crate::spec::RemoteHooks::default()),
+            std::time::Duration::ZERO
+        );
     }
 
     #[test]

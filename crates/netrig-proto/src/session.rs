@@ -178,6 +178,15 @@ impl AgentSession {
         }
     }
 
+    /// The agent's own set-up of the accepted test (its set-up hook) is done
+    /// at `now`: the client's set-up steps (data connections, go) get their
+    /// whole time from here, not from the request.
+    pub fn set_up_done(&mut self, now: Instant) {
+        if matches!(self.state, AgentState::AwaitData { .. } | AgentState::AwaitGo) {
+            self.deadline = Some(now + self.setup_timeout());
+        }
+    }
+
     /// The running test finished (or failed); the session is idle again.
     pub fn finish(&mut self) {
         self.idle();
@@ -563,6 +572,36 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("1 of 2 arrived"), "{err}");
+    }
+
+    /// The agent's set-up hook runs between the request and test_accepted:
+    /// the client's set-up steps still get their whole time after it.
+    #[test]
+    fn set_up_done_restarts_the_set_up_deadline() {
+        let t0 = Instant::now();
+        let mut agent = AgentSession::new(AgentLimits::default(), t0);
+        agent.set_up_done(t0 + Duration::from_secs(100));
+        assert!(
+            agent.check_deadline(t0 + Duration::from_secs(31)).is_err(),
+            "not while awaiting hello"
+        );
+        agent
+            .on_client(ClientMsg::Hello { software: "c".into() }, t0)
+            .unwrap();
+        agent.set_up_done(t0);
+        assert_eq!(agent.deadline(), None, "idle has none");
+        agent
+            .on_client(
+                ClientMsg::TestRequest {
+                    spec: spec(stream(), 1),
+                },
+                t0,
+            )
+            .unwrap();
+        let hook_done = t0 + Duration::from_secs(25);
+        agent.set_up_done(hook_done);
+        assert!(agent.check_deadline(t0 + Duration::from_secs(31)).is_ok());
+        assert!(agent.check_deadline(hook_done + Duration::from_secs(30)).is_err());
     }
 
     #[test]

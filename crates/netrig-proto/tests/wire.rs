@@ -33,6 +33,10 @@ fn spec() -> TestSpec {
             max_pacing_rate_bps: Some(1_000_000_000),
         },
         remote_cpus: Some(vec![0, 1]),
+        remote_hooks: RemoteHooks {
+            setup: Some("nft-stateless".into()),
+            teardown: Some("nft-flush".into()),
+        },
         ..TestSpec::new(
             KindSpec::UdpStream(UdpStreamSpec {
                 datagram_size: 1472,
@@ -123,6 +127,16 @@ fn agent_messages() {
             version: netrig_proto::PROTOCOL_VERSION,
             software: "netrig 0.1.0".into(),
             limits: AgentLimits::default(),
+        },
+        // An agent started with --hooks.
+        AgentMsg::Welcome {
+            version: netrig_proto::PROTOCOL_VERSION,
+            software: "netrig 0.1.0".into(),
+            limits: AgentLimits {
+                hooks: vec!["nft-flush".into(), "nft-stateless".into()],
+                hook_timeout_s: Some(30),
+                ..AgentLimits::default()
+            },
         },
         AgentMsg::VersionMismatch {
             agent_min: 1,

@@ -78,6 +78,17 @@ pub struct ServeArgs {
     /// Buffer memory one test may make the agent allocate (workers x buffers of -m, -M, -r); K/M/G = 2^10/2^20/2^30.
     #[arg(long = "max-buffer", default_value = "1G", value_parser = parse_size, value_name = "SIZE")]
     pub max_buffer: u64,
+    /// Offer the hooks in DIR: tests may ask the agent to run one of them before and one after
+    /// (--remote-setup, --remote-teardown), by name. Hooks are the executable regular files
+    /// directly in DIR named with letters, digits, '.', '_' and '-' (no symbolic links); each runs
+    /// without arguments or shell, in DIR, with a fixed environment (NETRIG_HOOK_PHASE, ...). See
+    /// docs/SECURITY.md.
+    #[arg(long = "hooks", value_name = "DIR")]
+    pub hooks: Option<PathBuf>,
+    /// Seconds a hook may run before it is killed, with its process group.
+    #[arg(long = "hook-timeout", value_name = "SECONDS", default_value_t = netrig_proto::message::DEFAULT_HOOK_TIMEOUT_S,
+          value_parser = clap::value_parser!(u64).range(1..=netrig_proto::message::MAX_HOOK_TIMEOUT_S), requires = "hooks")]
+    pub hook_timeout: u64,
     /// Log only warnings.
     #[arg(short = 'q', long)]
     pub quiet: bool,

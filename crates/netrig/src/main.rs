@@ -7,7 +7,7 @@ mod experiment;
 use anyhow::{bail, Context, Result};
 use clap::FromArgMatches;
 use cli::{Cli, Command, QuickArgs, RunArgs, ServeArgs, TargetArgs};
-use netrig_agent::{Agent, AgentConfig, AgentError};
+use netrig_agent::{Agent, AgentConfig, AgentError, Hooks};
 use netrig_client::{ClientError, Family};
 use netrig_experiment::sweep::{self, Sweep};
 use netrig_kinds::Kind;
@@ -167,6 +167,17 @@ fn serve(a: ServeArgs) -> Result<()> {
         max_buffer_bytes: a.max_buffer,
         ..AgentLimits::default()
     };
+    if let Some(dir) = &a.hooks {
+        let hooks =
+            Hooks::discover(dir, Duration::from_secs(a.hook_timeout)).map_err(|e| Usage(e.to_string()))?;
+        eprintln!(
+            "netrig: hooks offered from {}: {} (each killed after {} s)",
+            hooks.dir().display(),
+            hooks.names().join(", "),
+            a.hook_timeout
+        );
+        config.hooks = Some(hooks);
+    }
     let agent = Agent::bind(config)?;
     eprintln!(
         "netrig {} agent listening on {} (control and data; protocol v{})",

@@ -8,6 +8,10 @@
 //!
 //! The agent validates every spec against its own [`AgentLimits`] before
 //! accepting it; the client checks netrig's own bounds before it connects.
+//!
+//! A spec may name hooks for the agent to run around the test
+//! ([`RemoteHooks`]): names only, of scripts the agent's operator put in its
+//! `--hooks` directory; a client never says what runs (docs/SECURITY.md).
 
 pub mod kind;
 
@@ -145,6 +149,97 @@ pub struct SocketOptions {
 /// The highest `--max-pacing-rate`, in bits/s.
 pub const MAX_PACING_RATE_BPS: u64 = 400_000_000_000;
 
+/// Hooks the client asks the agent to run around a test, by name
+/// (`--remote-setup`, `--remote-teardown`): the agent's operator decides
+/// what each name runs (`netrig serve --hooks DIR`), the client only picks
+/// among the names the agent's welcome offers ([`AgentLimits::hooks`]).
+/// The set-up hook runs before the agent accepts the test, the tear-down
+/// hook after the test, however it ended.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RemoteHooks {
+    /// Run before the test (`--remote-setup`); if it fails, the test is refused.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub setup: Option<String>,
+    /// Run after the test (`--remote-teardown`), also after a failed set-up
+    /// or a failed or aborted test.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub teardown: Option<String>,
+}
+
+impl RemoteHooks {
+    /// The hooks asked for, each with the option that names it.
+    pub fn requested(&self) -> impl Iterator<Item = (&'static str, &str)> {
+        [
+            ("--remote-setup", self.setup.as_deref()),
+            ("--remote-teardown", self.teardown.as_deref()),
+        ]
+        .into_iter()
+        .filter_map(|(option, name)| name.map(|n| (option, n)))
+    }
+
+    /// Whether any hook is asked for.
+    pub fn any(&self) -> bool {
+        self.setup.is_some() || self.teardown.is_some()
+    }
+}
+
+/// The longest hook name.
+pub const MAX_HOOK_NAME: usize = 64;
+
+/// Whether `name` can name a hook: 1 to [`MAX_HOOK_NAME`] ASCII letters,
+/// digits, `.`, `_` and `-`, starting with a letter or a digit
+/// (`[A-Za-z0-9][A-Za-z0-9._-]{0,63}`). No such name is a path (no `/`) or
+/// a hidden file, `.` or `..`; the agent's hooks are the files of its
+/// directory with such names, and a spec names nothing else.
+pub fn is_hook_name(name: &str) -> bool {
+    let b = name.as_bytes();
+    !b.is_empty()
+        && b.len() <= MAX_HOOK_NAME
+        && b[0].is_ascii_alphanumeric()
+        && b.iter()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'.' | b'_' | b'-'))
+}
+
+/// A hook's name as messages show it: quoted and escaped, and cut short
+/// when it is long (it may come from a hostile peer).
+fn shown_name(name: &str) -> String {
+    let cut: String = name.chars().take(MAX_HOOK_NAME + 8).collect();
+    if cut.len() < name.len() {
+        format!("{cut:?}...")
+    } else {
+        format!("{cut:?}")
+    }
+}
+
+/// netrig's own bound on a hook's name, for `option`.
+pub fn check_hook_name(option: &'static str, name: &str) -> Result<(), SpecError> {
+    if is_hook_name(name) {
+        return Ok(());
+    }
+    Err(invalid(
+        option,
+        shown_name(name),
+        format!(
+            "a hook is named by 1 to {MAX_HOOK_NAME} letters, digits, '.', '_' and '-', starting with a letter or \
+             a digit (the name of a script in the agent's --hooks directory, never a path or a command)"
+        ),
+    ))
+}
+
+/// What an agent offers, as a message says it: "the agent offers no hooks
+/// (...)" or "... offers no hook of that name; it offers a, b".
+fn hooks_offered(agent: &str, offered: &[String]) -> String {
+    if offered.is_empty() {
+        format!("{agent} offers no hooks (start it with --hooks DIR)")
+    } else {
+        format!(
+            "{agent} offers no hook of that name; it offers {}",
+            offered.join(", ")
+        )
+    }
+}
+
 /// One test, as the client asks the agent to run it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -174,6 +269,10 @@ pub struct TestSpec {
     /// or `-A`'s second CPU); `None`: not pinned.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub remote_cpus: Option<Vec<u32>>,
+    /// Hooks the agent runs before and after the test, by name
+    /// (`--remote-setup`, `--remote-teardown`).
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub remote_hooks: RemoteHooks,
 }
 
 /// The highest CPU number `--cpus` and `--remote-cpus` take (glibc's
@@ -242,6 +341,17 @@ pub enum SpecError {
         /// The agent's setting that holds it, e.g. "--max-duration".
         setting: &'static str,
     },
+    /// Names a hook the agent does not offer (none are in its welcome's
+    /// [`AgentLimits::hooks`]). Said from the agent's side; a client names
+    /// the agent with [`SpecError::at_agent`].
+    #[error("{option} {name}: {}", hooks_offered("the agent", offered))]
+    HookNotOffered {
+        option: &'static str,
+        /// A valid hook name ([`is_hook_name`]): netrig's own bound is checked first.
+        name: String,
+        /// What the agent offers.
+        offered: Vec<String>,
+    },
 }
 
 /// Limits that hold whatever an agent's configuration says.
@@ -261,6 +371,13 @@ impl SpecError {
                 limit,
                 setting,
             } => format!("{option} {value}: {agent} allows at most {limit} (its {setting})"),
+            SpecError::HookNotOffered {
+                option,
+                name,
+                offered,
+            } => {
+                format!("{option} {name}: {}", hooks_offered(agent, offered))
+            }
             other => other.to_string(),
         }
     }
@@ -375,6 +492,7 @@ impl TestSpec {
             measure_cpu: true,
             remote: SocketOptions::default(),
             remote_cpus: None,
+            remote_hooks: RemoteHooks::default(),
         }
     }
 
@@ -555,6 +673,16 @@ impl TestSpec {
         validate_socket_options(&self.remote, "-S/--remote-sockbuf")?;
         if let Some(c) = &self.remote_cpus {
             validate_cpus(c, "--remote-cpus")?;
+        }
+        for (option, name) in self.remote_hooks.requested() {
+            check_hook_name(option, name)?;
+            if let Some(l) = limits.filter(|l| !l.hooks.iter().any(|h| h == name)) {
+                return Err(SpecError::HookNotOffered {
+                    option,
+                    name: name.to_string(),
+                    offered: l.hooks.clone(),
+                });
+            }
         }
         Ok(())
     }

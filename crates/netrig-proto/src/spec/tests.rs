@@ -471,3 +471,110 @@ fn validation_names_the_option() {
     assert!(spec().validate(&AgentLimits::default()).is_ok());
     assert!(validate_mss(87).is_err() && validate_mss(1460).is_ok());
 }
+
+#[test]
+fn hook_names_are_names_never_paths() {
+    for good in ["nft-stateless", "a", "A.b_c-9", "0", &"x".repeat(MAX_HOOK_NAME)] {
+        assert!(is_hook_name(good), "{good}");
+    }
+    for bad in [
+        "",
+        "../x",
+        "/bin/sh",
+        "x/y",
+        ".",
+        "..",
+        ".hidden",
+        "-rf",
+        "_x",
+        "a b",
+        "a;b",
+        "$(reboot)",
+        "a\nb",
+        "é",
+        "x\0",
+        &"x".repeat(MAX_HOOK_NAME + 1),
+    ] {
+        assert!(!is_hook_name(bad), "{bad:?}");
+    }
+}
+
+fn hooked(setup: Option<&str>, teardown: Option<&str>) -> TestSpec {
+    TestSpec {
+        remote_hooks: RemoteHooks {
+            setup: setup.map(str::to_string),
+            teardown: teardown.map(str::to_string),
+        },
+        ..spec()
+    }
+}
+
+/// A path or a command line is refused by netrig's own bounds, before any
+/// agent is asked, naming the option and showing the name escaped.
+#[test]
+fn a_path_like_hook_name_is_refused_by_validate() {
+    let offered = AgentLimits {
+        hooks: vec!["x".into(), "sh".into()],
+        ..AgentLimits::default()
+    };
+    for (s, option) in [
+        (hooked(Some("../x"), None), "--remote-setup"),
+        (hooked(None, Some("/bin/sh")), "--remote-teardown"),
+        (hooked(Some("x"), Some("sh -c reboot")), "--remote-teardown"),
+    ] {
+        let e = s.validate_bounds().unwrap_err().to_string();
+        assert!(e.starts_with(option), "{e}");
+        assert!(e.contains("never a path or a command"), "{e}");
+        assert_eq!(s.validate(&offered).unwrap_err().to_string(), e);
+    }
+    let long = hooked(Some(&format!("{}\u{1b}[2J", "y".repeat(5000))), None);
+    let e = long.validate_bounds().unwrap_err().to_string();
+    assert!(e.len() < 400 && !e.contains('\u{1b}'), "{e}");
+}
+
+#[test]
+fn a_hook_the_agent_does_not_offer_is_refused_naming_what_it_offers() {
+    let s = hooked(Some("nft-stateless"), Some("nft-flush"));
+    assert_eq!(
+        s.validate_bounds(),
+        Ok(()),
+        "a valid name, whatever the agent offers"
+    );
+    assert_eq!(
+        err(&s),
+        "--remote-setup nft-stateless: the agent offers no hooks (start it with --hooks DIR)"
+    );
+    let mut l = AgentLimits {
+        hooks: vec!["nft-flush".into(), "other".into()],
+        ..AgentLimits::default()
+    };
+    let e = s.validate(&l).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "--remote-setup nft-stateless: the agent offers no hook of that name; it offers nft-flush, other"
+    );
+    assert_eq!(
+        e.at_agent("the agent at 192.0.2.1:6387"),
+        "--remote-setup nft-stateless: the agent at 192.0.2.1:6387 offers no hook of that name; it offers \
+         nft-flush, other"
+    );
+    l.hooks.push("nft-stateless".into());
+    assert_eq!(s.validate(&l), Ok(()));
+    assert!(hooked(None, Some("other")).validate(&l).is_ok());
+}
+
+/// No hooks: nothing on the wire (an older agent runs the test); hooks:
+/// named in `remote_hooks`, whose unknown fields are refused like the spec's.
+#[test]
+fn hooks_on_the_wire() {
+    let v = serde_json::to_value(spec()).unwrap();
+    assert!(v.get("remote_hooks").is_none(), "{v}");
+    let s = hooked(Some("a"), None);
+    let v = serde_json::to_value(&s).unwrap();
+    assert_eq!(v["remote_hooks"], serde_json::json!({"setup": "a"}));
+    assert_eq!(serde_json::from_value::<TestSpec>(v.clone()).unwrap(), s);
+    let mut bad = v.clone();
+    bad["remote_hooks"]["args"] = serde_json::json!(["-x"]);
+    let e = serde_json::from_value::<TestSpec>(bad).unwrap_err().to_string();
+    assert!(e.contains("unknown field `args`"), "{e}");
+}

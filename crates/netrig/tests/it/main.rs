@@ -8,6 +8,7 @@ mod agent;
 mod bad_input;
 mod crr;
 mod experiment;
+mod hooks;
 mod measure;
 mod rr;
 mod stream;
