@@ -166,10 +166,7 @@ pub fn run(
             };
             let mut stop: Option<String> = None;
             for round in 0..it.max {
-                let mut order: Vec<usize> = (0..arms.len()).collect();
-                if plan.order == Order::Randomised {
-                    rng.shuffle(&mut order);
-                }
+                let order = round_order(arms.len(), plan.order, &mut rng);
                 for &a in &order {
                     let arm = &arms[a];
                     progress(&Progress {
@@ -242,6 +239,15 @@ pub fn run(
     }
     doc.finished_unix_s = now_s();
     Ok(doc)
+}
+
+/// The arms' order in one round: as listed, or a random permutation.
+fn round_order(arms: usize, order: Order, rng: &mut fastrand::Rng) -> Vec<usize> {
+    let mut o: Vec<usize> = (0..arms).collect();
+    if order == Order::Randomised {
+        rng.shuffle(&mut o);
+    }
+    o
 }
 
 /// Runs `arm`'s tear-down, if it has one; its failure, if it failed.
@@ -332,6 +338,28 @@ mod tests {
             "setup\nteardown\n".repeat(2)
         );
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// Randomised blocks: each round a permutation of every arm, varying
+    /// between rounds, the same again from the same seed.
+    #[test]
+    fn randomised_rounds_permute_every_arm_reproducibly() {
+        let rounds = |seed| {
+            let mut rng = fastrand::Rng::with_seed(seed);
+            (0..20)
+                .map(|_| round_order(4, Order::Randomised, &mut rng))
+                .collect::<Vec<_>>()
+        };
+        let r = rounds(7);
+        for o in &r {
+            let mut s = o.clone();
+            s.sort_unstable();
+            assert_eq!(s, [0, 1, 2, 3], "every arm once a round");
+        }
+        assert!(r.iter().any(|o| o != &r[0]), "the order varies between rounds");
+        assert_eq!(r, rounds(7), "a seed replays its order");
+        let mut rng = fastrand::Rng::with_seed(7);
+        assert_eq!(round_order(4, Order::Interleaved, &mut rng), [0, 1, 2, 3]);
     }
 
     /// The plans shipped in plans/ read and check whole.
