@@ -49,6 +49,8 @@ for key in runs["new"][0]:
     if not o or not n:
         continue
     mo, mn = statistics.median(o), statistics.median(n)
+    if key == "transactions/s" or key.startswith("throughput"):
+        print(f"  {key} old rounds: {[round(x, 1) for x in o]}\n  {key} new rounds: {[round(x, 1) for x in n]}")
     ratio = f"{mn / mo:.2f}" if mo else "-"
     print(f"  {key:<20} old {mo:12.2f}  new {mn:12.2f}  new/old {ratio}")
 PY
