@@ -21,71 +21,50 @@ fn streamlike(r: &TestResult) -> bool {
     r.summary.transactions_per_s.is_none()
 }
 
+/// A metric of the table below.
+const fn m(
+    name: &'static str,
+    label: &'static str,
+    unit: &'static str,
+    higher_is_better: bool,
+    get: fn(&TestResult) -> Option<f64>,
+) -> Metric {
+    Metric {
+        name,
+        label,
+        unit,
+        higher_is_better,
+        get,
+    }
+}
+
 /// Every metric, headline figures first.
 pub static METRICS: &[Metric] = &[
-    Metric {
-        name: "throughput",
-        label: "Throughput",
-        unit: "10^6bits/s",
-        higher_is_better: true,
-        get: |r| streamlike(r).then_some(r.summary.throughput_bps / 1e6),
-    },
-    Metric {
-        name: "transactions_per_s",
-        label: "Trans/s",
-        unit: "per s",
-        higher_is_better: true,
-        get: |r| r.summary.transactions_per_s,
-    },
-    Metric {
-        name: "latency_p50",
-        label: "p50",
-        unit: "us",
-        higher_is_better: false,
-        get: |r| r.summary.latency_us.as_ref().map(|l| l.p50),
-    },
-    Metric {
-        name: "latency_p99",
-        label: "p99",
-        unit: "us",
-        higher_is_better: false,
-        get: |r| r.summary.latency_us.as_ref().map(|l| l.p99),
-    },
-    Metric {
-        name: "loss",
-        label: "Loss",
-        unit: "%",
-        higher_is_better: false,
-        get: |r| r.summary.udp.as_ref().map(|u| u.loss_pct),
-    },
-    Metric {
-        name: "cpu_local",
-        label: "CPU local",
-        unit: "%",
-        higher_is_better: false,
-        get: |r| r.summary.cpu.local_pct,
-    },
-    Metric {
-        name: "cpu_remote",
-        label: "CPU remote",
-        unit: "%",
-        higher_is_better: false,
-        get: |r| r.summary.cpu.remote_pct,
-    },
-    Metric {
-        name: "sd_local",
-        label: "SD local",
-        unit: "us/unit",
-        higher_is_better: false,
-        get: |r| r.summary.service_demand.local,
-    },
-    Metric {
-        name: "sd_remote",
-        label: "SD remote",
-        unit: "us/unit",
-        higher_is_better: false,
-        get: |r| r.summary.service_demand.remote,
-    },
+    m("throughput", "Throughput", "10^6bits/s", true, |r| {
+        streamlike(r).then_some(r.summary.throughput_bps / 1e6)
+    }),
+    m("transactions_per_s", "Trans/s", "per s", true, |r| {
+        r.summary.transactions_per_s
+    }),
+    m("latency_p50", "p50", "us", false, |r| {
+        r.summary.latency_us.as_ref().map(|l| l.p50)
+    }),
+    m("latency_p99", "p99", "us", false, |r| {
+        r.summary.latency_us.as_ref().map(|l| l.p99)
+    }),
+    m("loss", "Loss", "%", false, |r| {
+        r.summary.udp.as_ref().map(|u| u.loss_pct)
+    }),
+    m("cpu_local", "CPU local", "%", false, |r| r.summary.cpu.local_pct),
+    m("cpu_remote", "CPU remote", "%", false, |r| {
+        r.summary.cpu.remote_pct
+    }),
+    m("sd_local", "SD local", "us/unit", false, |r| {
+        r.summary.service_demand.local
+    }),
+    m("sd_remote", "SD remote", "us/unit", false, |r| {
+        r.summary.service_demand.remote
+    }),
 ];
 
 /// The metric named `name`.
