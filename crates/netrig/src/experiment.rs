@@ -29,6 +29,22 @@ impl std::fmt::Display for Regressed {
 
 impl std::error::Error for Regressed {}
 
+/// Exit status of an experiment stopped by Ctrl-C (what completed was
+/// printed, and saved if asked), as a shell's for SIGINT.
+pub const INTERRUPTED: u8 = 130;
+
+/// Ctrl-C stopped the experiment.
+#[derive(Debug)]
+pub struct Interrupted;
+
+impl std::fmt::Display for Interrupted {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("interrupted: the experiment stopped after tearing down the arm in hand (what completed is shown, marked incomplete)")
+    }
+}
+
+impl std::error::Error for Interrupted {}
+
 /// The plan a test's command line asks for: its kind and options, the
 /// swept options, iterations, and where it goes.
 pub fn plan_of(kind: &str, args: Vec<String>, sweeps: Vec<Sweep>, run: &RunArgs) -> Result<Plan> {
@@ -134,10 +150,10 @@ pub fn run_plan(plan: &Plan, out: &ExperimentArgs, json: bool, cancel: &Cancel) 
             eprintln!("netrig: warning: {w}");
         }
     }
-    if let Some(s) = &experiment.stopped {
-        if s != "interrupted" {
-            bail!("the experiment stopped early (what completed is shown): {s}");
-        }
+    match experiment.stopped.as_deref() {
+        Some("interrupted") => return Err(Interrupted.into()),
+        Some(s) => bail!("the experiment stopped early (what completed is shown): {s}"),
+        None => {}
     }
     Ok(experiment)
 }

@@ -143,6 +143,9 @@ fn exit_status(e: &anyhow::Error) -> u8 {
     if e.downcast_ref::<experiment::Regressed>().is_some() {
         return experiment::REGRESSED;
     }
+    if e.downcast_ref::<experiment::Interrupted>().is_some() {
+        return experiment::INTERRUPTED;
+    }
     if e.downcast_ref::<Usage>().is_some() || e.downcast_ref::<AgentError>().is_some() {
         return 2;
     }

@@ -433,3 +433,62 @@ fn the_shipped_plans_run_to_the_end() {
         );
     }
 }
+
+/// Ctrl-C stops an experiment after tearing down the arm in hand, and
+/// still prints (and saves) what completed, marked incomplete; exit 130.
+#[test]
+fn ctrl_c_stops_after_the_teardown_and_keeps_what_completed() {
+    let dir = tempdir("sigint");
+    let log = dir.join("log");
+    let plan = format!(
+        r#"
+name = "sigint"
+[[test]]
+kind = "tcp-rr"
+args = ["-l", "0.3"]
+[iterations]
+max = 100
+min = 100
+[[arm]]
+name = "a"
+setup = "echo setup >> {log}"
+teardown = "echo teardown >> {log}"
+"#,
+        log = log.display()
+    );
+    let file = dir.join("sigint.toml");
+    std::fs::write(&file, plan).unwrap();
+    let save = dir.join("saved");
+    let child = netrig()
+        .args([
+            "run",
+            file.to_str().unwrap(),
+            "--json",
+            "--save",
+            save.to_str().unwrap(),
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while std::fs::read_to_string(&log).map_or(0, |l| l.matches("setup").count()) < 3 {
+        assert!(std::time::Instant::now() < deadline, "no third run within 30 s");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(130), "{}", stderr(&o));
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    validate_experiment(&v);
+    assert_eq!(v["complete"], false);
+    assert_eq!(v["stopped"], "interrupted");
+    let runs = points(&v)[0]["arms"][0]["runs"].as_array().unwrap().len();
+    assert!((2..=4).contains(&runs), "{runs} runs kept");
+    let l = std::fs::read_to_string(&log).unwrap();
+    assert!(l.ends_with("teardown\n"), "the arm in hand was torn down: {l}");
+    assert_eq!(l.matches("setup").count(), l.matches("teardown").count(), "{l}");
+    let saved: Vec<_> = std::fs::read_dir(&save).unwrap().collect();
+    assert_eq!(saved.len(), 1, "what completed was saved");
+}
