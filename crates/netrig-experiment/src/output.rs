@@ -92,7 +92,7 @@ pub fn render(e: &Experiment) -> String {
     if let Some(s) = &e.stopped {
         let _ = writeln!(out, "\nstopped early: {s}");
     }
-    out
+    out.lines().map(|l| format!("{}\n", l.trim_end())).collect()
 }
 
 fn point_cells(p: &PointOutcome) -> String {
@@ -123,14 +123,37 @@ fn render_streams(out: &mut String, t: &TestOutcome, compare: bool) {
         .map_or("us/KB".to_string(), |r| r.summary.service_demand.unit.clone());
     let lead = point_header(t);
     let pad = " ".repeat(lead.len());
-    let _ = writeln!(out, "{pad}Recv     Send     Send                                        Utilization          Service Demand");
-    let _ = writeln!(out, "{pad}Socket   Socket   Message  Elapsed                            local      remote    local      remote");
+    // Widths: sizes 8, elapsed 8, throughput 22, runs 4, CPU 14 each, SD 16 each.
     let _ = writeln!(
         out,
-        "{lead}Size     Size     Size     Time     Throughput          Runs  %          %         {sd_unit:<10} {sd_unit:<10} Arm{}",
+        "{pad}{:<8} {:<8} {:<8} {:<8} {:<22} {:>4}  {:<29} {:<33}",
+        "Recv", "Send", "Send", "", "", "", "Utilization", "Service Demand"
+    );
+    let _ = writeln!(
+        out,
+        "{pad}{:<8} {:<8} {:<8} {:<8} {:<22} {:>4}  {:<14} {:<14} {:<16} {:<16}",
+        "Socket", "Socket", "Message", "Elapsed", "", "", "local", "remote", "local", "remote"
+    );
+    let _ = writeln!(
+        out,
+        "{lead}{:<8} {:<8} {:<8} {:<8} {:<22} {:>4}  {:<14} {:<14} {:<16} {:<16} Arm{}",
+        "Size",
+        "Size",
+        "Size",
+        "Time",
+        "Throughput",
+        "Runs",
+        "%",
+        "%",
+        sd_unit,
+        sd_unit,
         if compare { "          Δ throughput" } else { "" }
     );
-    let _ = writeln!(out, "{pad}bytes    bytes    bytes    secs.    10^6bits/s");
+    let _ = writeln!(
+        out,
+        "{pad}{:<8} {:<8} {:<8} {:<8} {:<22}",
+        "bytes", "bytes", "bytes", "secs.", "10^6bits/s"
+    );
     for p in &t.points {
         for a in &p.arms {
             let Some(r) = first(a) else { continue };
@@ -150,7 +173,7 @@ fn render_streams(out: &mut String, t: &TestOutcome, compare: bool) {
                 .find(|c| c.arm == a.arm && c.metric == "throughput");
             let _ = writeln!(
                 out,
-                "{}{:<8} {:<8} {:<8} {:<8.2} {:<19} {:>4}  {:<10} {:<9} {:<10} {:<10} {:<12} {}",
+                "{}{:<8} {:<8} {:<8} {:<8.2} {:<22} {:>4}  {:<14} {:<14} {:<16} {:<16} {:<12} {}",
                 point_cells(p),
                 n(rcv),
                 n(snd),

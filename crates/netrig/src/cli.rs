@@ -177,7 +177,7 @@ pub struct RunArgs {
 /// Options of a test that make it an experiment (with a numeric option
 /// given as a list or range, e.g. `-m 32,64,128`, `-P 1..4`, `--rate
 /// 100..2000:100`, `-s 64K..1M*2`: a sweep, one point per value).
-#[derive(Debug, Args)]
+#[derive(Debug, Clone, Args)]
 pub struct ExperimentArgs {
     /// Repeat each point up to MAX times, at least MIN (netperf's -i max,min; default min 3).
     #[arg(long, value_name = "MAX[,MIN]", value_parser = parse_iterations)]

@@ -140,7 +140,10 @@ pub fn run_plan(plan: &Plan, out: &ExperimentArgs, json: bool, cancel: &Cancel) 
         print!("{}", output::render(&experiment));
     }
     if let Some(dir) = &out.save {
-        let dir = dir.clone().unwrap_or_else(|| PathBuf::from(store::DEFAULT_DIR));
+        let dir = match dir {
+            Some(d) => d.clone(),
+            None => cwd_at_start().join(store::DEFAULT_DIR),
+        };
         let path = store::save(&experiment, &dir).map_err(anyhow::Error::msg)?;
         eprintln!("netrig: saved {}", path.display());
     }
@@ -158,6 +161,14 @@ pub fn run_plan(plan: &Plan, out: &ExperimentArgs, json: bool, cancel: &Cancel) 
     Ok(experiment)
 }
 
+/// The directory netrig started in (before a plan moved it to its own).
+fn cwd_at_start() -> PathBuf {
+    static START: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    START
+        .get_or_init(|| std::env::current_dir().unwrap_or_else(|_| PathBuf::from(".")))
+        .clone()
+}
+
 /// `netrig run PLAN.toml`.
 pub fn run_file(a: &PlanArgs, cancel: &Cancel) -> Result<()> {
     let text = std::fs::read_to_string(&a.plan).with_context(|| format!("reading {}", a.plan.display()))?;
@@ -172,7 +183,14 @@ pub fn run_file(a: &PlanArgs, cancel: &Cancel) -> Result<()> {
             })
             .host = Some(h.clone());
     }
-    // A plan's relative paths (nft -f rules.nft) are the plan's directory's.
+    // Paths given here are this directory's; the plan's own (nft -f
+    // rules.nft) are the plan's directory's, where its commands run.
+    let here = cwd_at_start();
+    let mut output = a.output.clone();
+    if let Some(Some(dir)) = &mut output.save {
+        *dir = here.join(&*dir);
+    }
+    let baseline_path = a.gate.baseline.as_ref().map(|b| here.join(b));
     if let Some(dir) = a.plan.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::env::set_current_dir(dir).with_context(|| format!("entering {}", dir.display()))?;
     }
@@ -184,13 +202,11 @@ pub fn run_file(a: &PlanArgs, cancel: &Cancel) -> Result<()> {
     if a.output.iterations.is_some() || a.output.confidence.is_some() {
         plan.iterations = iterations(&a.output)?;
     }
-    let baseline = a
-        .gate
-        .baseline
+    let baseline = baseline_path
         .as_ref()
         .map(|b| store::load(b).map_err(Usage))
         .transpose()?;
-    let e = run_plan(&plan, &a.output, a.json, cancel)?;
+    let e = run_plan(&plan, &output, a.json, cancel)?;
     match baseline {
         Some(b) => gate(&b, &e, &a.gate.gate),
         None => Ok(()),

@@ -492,3 +492,27 @@ teardown = "echo teardown >> {log}"
     let saved: Vec<_> = std::fs::read_dir(&save).unwrap().collect();
     assert_eq!(saved.len(), 1, "what completed was saved");
 }
+
+/// A plan's commands run in its directory, but `--save` without a
+/// directory saves where netrig was started.
+#[test]
+fn a_plan_runs_in_its_directory_and_saves_where_it_was_started() {
+    let dir = tempdir("cwd");
+    let plans = dir.join("plans");
+    std::fs::create_dir_all(&plans).unwrap();
+    std::fs::write(plans.join("marker"), "here").unwrap();
+    std::fs::write(
+        plans.join("cwd.toml"),
+        "name = \"cwd\"\n[[test]]\nkind = \"tcp-rr\"\nargs = [\"-l\", \"0.2\"]\n[[arm]]\nname = \"a\"\nsetup = \"test -f marker\"\n",
+    )
+    .unwrap();
+    let o = netrig()
+        .current_dir(&dir)
+        .args(["run", "plans/cwd.toml", "--save"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let saved: Vec<_> = std::fs::read_dir(dir.join("netrig-results")).unwrap().collect();
+    assert_eq!(saved.len(), 1);
+    assert!(!plans.join("netrig-results").exists());
+}
