@@ -432,7 +432,8 @@ impl Acceptor {
     }
 
     fn run(mut self) {
-        log::info!(
+        // Said once, at debug level: `netrig serve` prints its own line.
+        log::debug!(
             "listening on {}",
             self.listener
                 .local_addr()

@@ -261,7 +261,7 @@ pub(crate) fn serve_control(stream: TcpStream, peer: &str, preamble: ControlPrea
                     }
                     // The client's set-up steps get their whole time after the hook's.
                     sm.set_up_done(Instant::now());
-                    log::info!("{peer}: {} {} flow(s) {:?}", spec.kind(), spec.flows, spec.limit);
+                    log::info!("{peer}: {} {} flow(s), {}", spec.kind(), spec.flows, spec.limit);
                     let report = run_test(&mut conn, &mut sm, &spec, shared, peer);
                     // Before the results go (a failure is among their warnings),
                     // and before an error ends the session.

@@ -122,6 +122,16 @@ pub enum Limit {
     Bytes { bytes: u64 },
 }
 
+impl std::fmt::Display for Limit {
+    /// As a person says it: "10 s", "1073741824 bytes".
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Limit::Duration { seconds } => write!(f, "{seconds} s"),
+            Limit::Bytes { bytes } => write!(f, "{bytes} bytes"),
+        }
+    }
+}
+
 /// Options for the agent's end of every data socket, whatever the kind
 /// (the TCP kinds carry [`TcpOptions`] besides).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

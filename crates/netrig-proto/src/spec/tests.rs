@@ -578,3 +578,9 @@ fn hooks_on_the_wire() {
     let e = serde_json::from_value::<TestSpec>(bad).unwrap_err().to_string();
     assert!(e.contains("unknown field `args`"), "{e}");
 }
+
+#[test]
+fn limits_read_as_a_person_says_them() {
+    assert_eq!(Limit::Duration { seconds: 2.0 }.to_string(), "2 s");
+    assert_eq!(Limit::Bytes { bytes: 1 << 30 }.to_string(), "1073741824 bytes");
+}
