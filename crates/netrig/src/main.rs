@@ -83,9 +83,57 @@ fn split_sweeps(argv: Vec<String>) -> (Vec<String>, Vec<Sweep>) {
     }
 }
 
+/// A hint for habits from other tools that clap would only call unexpected:
+/// iperf3's `-c HOST` and `-s`, netperf's `-H` without a test, a bare host
+/// after a test's name.
+fn habit_hint(argv: &[String], e: &clap::Error) -> Option<String> {
+    use clap::error::{ContextKind, ContextValue, ErrorKind};
+    let first = argv.get(1).map(String::as_str);
+    match first {
+        Some("-c") | Some("--client") => {
+            let host = argv.get(2).map_or("HOST", String::as_str);
+            return Some(format!(
+                "netrig has no -c: name the test, then the agent's host with -H (iperf3's -c): `netrig tcp-stream -H {host}`"
+            ));
+        }
+        Some("-s") | Some("--server") | Some("-D") => {
+            return Some(
+                "netrig has no -s: run the agent with `netrig serve` (iperf3's -s, netperf's netserver)"
+                    .into(),
+            );
+        }
+        Some("-H") => {
+            let host = argv.get(2).map_or("HOST", String::as_str);
+            return Some(format!(
+                "name the test first: `netrig tcp-stream -H {host}` (see `netrig --help` for the tests)"
+            ));
+        }
+        _ => {}
+    }
+    if e.kind() != ErrorKind::UnknownArgument {
+        return None;
+    }
+    let Some(ContextValue::String(arg)) = e.get(ContextKind::InvalidArg) else {
+        return None;
+    };
+    let test = first.filter(|t| netrig_kinds::by_name(t).is_some())?;
+    (!arg.starts_with('-')).then(|| {
+        format!("unexpected argument {arg:?}: the agent's host goes after -H: `netrig {test} -H {arg}`")
+    })
+}
+
 fn main() -> ExitCode {
     let (argv, sweeps) = split_sweeps(std::env::args().collect());
-    let matches = cli::command().get_matches_from(&argv);
+    let matches = match cli::command().try_get_matches_from(&argv) {
+        Ok(m) => m,
+        Err(e) => {
+            if let Some(hint) = habit_hint(&argv, &e) {
+                eprintln!("netrig: error: {hint}");
+                std::process::exit(2);
+            }
+            e.exit()
+        }
+    };
     let job = match matches.subcommand() {
         Some((name, sub)) if netrig_kinds::by_name(name).is_some() => Job::Test(
             netrig_kinds::by_name(name).expect("checked"),

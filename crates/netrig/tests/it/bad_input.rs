@@ -153,3 +153,18 @@ fn version_mismatch_is_told_in_words() {
     );
     t.join().unwrap();
 }
+
+/// Habits from iperf3 and netperf get a hint, not only "unexpected argument".
+#[test]
+fn other_tools_habits_get_a_hint() {
+    fails_with(&["-c", "server1"], "`netrig tcp-stream -H server1`");
+    fails_with(&["-s"], "`netrig serve`");
+    fails_with(
+        &["-H", "server1"],
+        "name the test first: `netrig tcp-stream -H server1`",
+    );
+    fails_with(
+        &["tcp-rr", "server1"],
+        "the agent's host goes after -H: `netrig tcp-rr -H server1`",
+    );
+}
