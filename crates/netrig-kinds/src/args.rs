@@ -15,74 +15,74 @@ use netrig_proto::TestSpec;
 #[derive(Debug, Clone, Args)]
 pub struct CommonArgs {
     /// Test length in seconds (default 10; -t as iperf3).
-    #[arg(short = 'l', long = "length", short_alias = 't', alias = "time", value_parser = parse_seconds, value_name = "SECONDS")]
+    #[arg(short = 'l', long = "length", short_alias = 't', alias = "time", value_parser = parse_seconds, value_name = "SECONDS", help_heading = "How long")]
     pub length: Option<f64>,
-    /// Local SO_SNDBUF and SO_RCVBUF (the kernel doubles it and caps it at wmem_max/rmem_max).
-    #[arg(short = 's', long = "local-sockbuf", value_parser = parse_size_u32)]
+    /// Local SO_SNDBUF and SO_RCVBUF, K/M/G = 1024-based (the kernel doubles it and caps it at wmem_max/rmem_max).
+    #[arg(short = 's', long = "local-sockbuf", value_parser = parse_size_u32, value_name = "SIZE", help_heading = "Sizes and buffers")]
     pub local_sockbuf: Option<u32>,
     /// Remote (agent) SO_SNDBUF and SO_RCVBUF.
-    #[arg(short = 'S', long = "remote-sockbuf", value_parser = parse_size_u32)]
+    #[arg(short = 'S', long = "remote-sockbuf", value_parser = parse_size_u32, value_name = "SIZE", help_heading = "Sizes and buffers")]
     pub remote_sockbuf: Option<u32>,
     /// Parallel flows (per direction).
-    #[arg(short = 'P', long = "parallel", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    #[arg(short = 'P', long = "parallel", value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1_000_000), help_heading = "Flows, workers and CPUs")]
     pub parallel: u32,
     /// Worker threads on each end, each with its own event loop (default: the number of CPUs).
-    #[arg(short = 'T', long = "workers", value_parser = clap::value_parser!(u32).range(1..=1024))]
+    #[arg(short = 'T', long = "workers", value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1024), help_heading = "Flows, workers and CPUs")]
     pub workers: Option<u32>,
     /// Pin this end's worker threads to these CPUs, round robin: "1", "0-3", "0,2,4" (netperf's
     /// -T; only the workers, which carry the data, are pinned).
-    #[arg(long = "cpus", value_name = "LIST", value_parser = parse_cpu_list, conflicts_with = "affinity")]
+    #[arg(long = "cpus", value_name = "LIST", value_parser = parse_cpu_list, conflicts_with = "affinity", help_heading = "Flows, workers and CPUs")]
     pub cpus: Option<CpuList>,
     /// Pin the agent's worker threads to these CPUs of its host, round robin.
-    #[arg(long = "remote-cpus", value_name = "LIST", value_parser = parse_cpu_list, conflicts_with = "affinity")]
+    #[arg(long = "remote-cpus", value_name = "LIST", value_parser = parse_cpu_list, conflicts_with = "affinity", help_heading = "Flows, workers and CPUs")]
     pub remote_cpus: Option<CpuList>,
     /// As iperf3's -A: this end's workers on CPU N and, with ",M", the agent's on CPU M.
-    #[arg(short = 'A', long = "affinity", value_name = "N[,M]", value_parser = parse_affinity)]
+    #[arg(short = 'A', long = "affinity", value_name = "N[,M]", value_parser = parse_affinity, help_heading = "Flows, workers and CPUs")]
     pub affinity: Option<(u32, Option<u32>)>,
     /// DSCP (0-63) on the data packets of both directions.
-    #[arg(long, value_parser = clap::value_parser!(u8).range(0..=63), conflicts_with = "tos")]
+    #[arg(long, value_name = "0-63", value_parser = clap::value_parser!(u8).range(0..=63), conflicts_with = "tos", help_heading = "Marking")]
     pub dscp: Option<u8>,
     /// Whole IP TOS / IPv6 traffic-class byte (0-255) on the data packets of both directions.
-    #[arg(long, value_parser = clap::value_parser!(u8))]
+    #[arg(long, value_name = "BYTE", value_parser = clap::value_parser!(u8), help_heading = "Marking")]
     pub tos: Option<u8>,
     /// SO_PRIORITY (0-7) on both ends' data sockets.
-    #[arg(long, value_parser = clap::value_parser!(u32).range(0..=7))]
+    #[arg(long, value_name = "0-7", value_parser = clap::value_parser!(u32).range(0..=7), help_heading = "Marking")]
     pub priority: Option<u32>,
     /// TCP_NODELAY on both ends (TCP tests).
-    #[arg(long)]
+    #[arg(long, help_heading = "TCP")]
     pub nodelay: bool,
     /// Congestion control algorithm on both ends (TCP tests; e.g. cubic, bbr, reno).
-    #[arg(long = "cc", value_name = "ALGO")]
+    #[arg(long = "cc", value_name = "ALGO", help_heading = "TCP")]
     pub cc: Option<String>,
     /// TCP_MAXSEG on the client's sockets, before connect (TCP tests; it caps both directions).
-    #[arg(long, value_name = "BYTES")]
+    #[arg(long, value_name = "BYTES", help_heading = "TCP")]
     pub mss: Option<u32>,
     /// SO_MAX_PACING_RATE per data socket on both ends, bits/s with K/M/G as -b (iperf3's
     /// --fq-rate): the kernel paces each flow; TCP paces by itself, UDP needs the fq qdisc.
-    #[arg(long = "max-pacing-rate", alias = "fq-rate", value_name = "RATE", value_parser = parse_rate)]
+    #[arg(long = "max-pacing-rate", alias = "fq-rate", value_name = "RATE", value_parser = parse_rate, help_heading = "Rate")]
     pub max_pacing_rate: Option<u64>,
     /// Interim reports every SECONDS (at least 0.1): bytes, rate, retransmits and cwnd for TCP
     /// streams; jitter and lost/total for UDP streams; transactions/s for request/response.
-    #[arg(short = 'i', long = "interval", value_parser = parse_seconds, value_name = "SECONDS")]
+    #[arg(short = 'i', long = "interval", value_parser = parse_seconds, value_name = "SECONDS", help_heading = "How long")]
     pub interval: Option<f64>,
     /// Leave the first SECONDS out of the results (warm-up; -O as iperf3).
-    #[arg(long, short_alias = 'O', default_value = "0", value_parser = parse_seconds, value_name = "SECONDS")]
+    #[arg(long, short_alias = 'O', default_value = "0", value_parser = parse_seconds, value_name = "SECONDS", help_heading = "How long")]
     pub omit: f64,
     /// Report local CPU utilisation (measured by default; accepted as in netperf).
-    #[arg(short = 'c', long = "local-cpu")]
+    #[arg(short = 'c', long = "local-cpu", help_heading = "CPU")]
     pub local_cpu: bool,
     /// Report remote CPU utilisation (measured by default; accepted as in netperf).
-    #[arg(short = 'C', long = "remote-cpu")]
+    #[arg(short = 'C', long = "remote-cpu", help_heading = "CPU")]
     pub remote_cpu: bool,
     /// Do not read /proc/stat on either end (to measure what measuring costs).
-    #[arg(long = "no-cpu", conflicts_with_all = ["local_cpu", "remote_cpu"])]
+    #[arg(long = "no-cpu", conflicts_with_all = ["local_cpu", "remote_cpu"], help_heading = "CPU")]
     pub no_cpu: bool,
     /// Have the agent run its hook NAME on its host before the test (a script its operator put in
     /// its --hooks directory; the welcome lists them). If it fails, the agent refuses the test.
-    #[arg(long = "remote-setup", value_name = "NAME")]
+    #[arg(long = "remote-setup", value_name = "NAME", help_heading = "Agent hooks")]
     pub remote_setup: Option<String>,
     /// Have the agent run its hook NAME on its host after the test, however it ended.
-    #[arg(long = "remote-teardown", value_name = "NAME")]
+    #[arg(long = "remote-teardown", value_name = "NAME", help_heading = "Agent hooks")]
     pub remote_teardown: Option<String>,
 }
 
@@ -200,12 +200,12 @@ impl CommonArgs {
 pub struct PaceArgs {
     /// Rate per flow in bits/s of payload, K/M/G = 10^3/10^6/10^9 as iperf: 20M, 1G; 0 or absent:
     /// as fast as possible. Whichever end sends keeps it, message by message.
-    #[arg(short = 'b', long = "bitrate", value_parser = parse_rate)]
+    #[arg(short = 'b', long = "bitrate", value_name = "RATE", value_parser = parse_rate, help_heading = "Rate")]
     pub bitrate: Option<u64>,
     /// With -b: the pacing quantum in µs. The sender wakes at most this often and sends what falls
     /// due within it, never ahead by more; smaller is smoother and costs more CPU (default 100;
     /// iperf3's --pacing-timer defaults to 1000).
-    #[arg(long = "pacing-us", value_name = "US")]
+    #[arg(long = "pacing-us", value_name = "US", help_heading = "Rate")]
     pub pacing_us: Option<u32>,
 }
 
@@ -223,25 +223,25 @@ impl PaceArgs {
 /// The options of every request/response kind.
 #[derive(Debug, Clone, Args)]
 pub struct TxnArgs {
-    /// Request and response sizes in bytes, as netperf's -r: "1,1", "64,1K", "128" (both).
-    #[arg(short = 'r', long = "request-response", default_value = "1,1", value_parser = parse_req_resp)]
+    /// Request and response sizes in bytes, as netperf's -r: "1,1", "64,1K", "128" (both); K = 1024.
+    #[arg(short = 'r', long = "request-response", value_name = "REQ[,RESP]", default_value = "1,1", value_parser = parse_req_resp, help_heading = "Sizes and buffers")]
     pub request_response: (u32, u32),
     /// Transactions in flight per flow, closed loop (netperf's -b).
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=65_536))]
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=65_536), help_heading = "Rate")]
     pub burst: u32,
     /// Open loop: transactions per second per flow, sent on schedule whatever the responses do;
     /// latency is timed from when each request was due.
-    #[arg(long, value_name = "TPS")]
+    #[arg(long, value_name = "TPS", help_heading = "Rate")]
     pub rate: Option<f64>,
     /// With --rate: exponential inter-arrival times (a Poisson process).
-    #[arg(long, requires = "rate")]
+    #[arg(long, requires = "rate", help_heading = "Rate")]
     pub poisson: bool,
     /// With --rate: wake this many µs before each request is due and spin (polling the sockets)
     /// until it is, so the generator's own wake-up delay does not count as latency. 0: sleep until
     /// due. Default: learned from how late the timer wakes (10 to 500 µs, at most a quarter of the
     /// mean gap between a worker's requests). Spinning costs client CPU: it shows in the local CPU
     /// utilisation, service demand and the workers' busy %.
-    #[arg(long = "spin-us", value_name = "US", requires = "rate")]
+    #[arg(long = "spin-us", value_name = "US", requires = "rate", help_heading = "Rate")]
     pub spin_us: Option<u32>,
 }
 

@@ -36,7 +36,8 @@ pub enum Command {
 /// kind (its options, and where the test goes and how it is shown).
 pub fn command() -> clap::Command {
     netrig_kinds::all().iter().fold(Cli::command(), |cmd, kind| {
-        let sub = RunArgs::augment_args(kind.args(clap::Command::new(kind.name())));
+        // The run's options first: "Where" heads the help.
+        let sub = kind.args(RunArgs::augment_args(clap::Command::new(kind.name())));
         // Last: the option groups' doc comments would stand in for it.
         cmd.subcommand(sub.about(kind.about()).long_about(None))
     })
@@ -45,23 +46,23 @@ pub fn command() -> clap::Command {
 #[derive(Debug, Args)]
 pub struct QuickArgs {
     /// Seconds per test.
-    #[arg(short = 'l', long = "length", short_alias = 't', alias = "time", default_value = "2", value_parser = parse_seconds, value_name = "SECONDS")]
+    #[arg(short = 'l', long = "length", short_alias = 't', alias = "time", default_value = "2", value_parser = parse_seconds, value_name = "SECONDS", help_heading = "How long")]
     pub length: f64,
     /// Use IPv6 loopback (::1) instead of 127.0.0.1.
-    #[arg(short = '6', long = "ipv6")]
+    #[arg(short = '6', long = "ipv6", help_heading = "Where")]
     pub ipv6: bool,
     /// Print one JSON document on stdout instead of the table.
-    #[arg(long, short_alias = 'J')]
+    #[arg(long, short_alias = 'J', help_heading = "Output")]
     pub json: bool,
 }
 
 #[derive(Debug, Args)]
 pub struct ServeArgs {
     /// Address to listen on (default: every IPv6 and IPv4 address).
-    #[arg(long = "bind", value_name = "ADDR")]
+    #[arg(long = "bind", value_name = "ADDR", help_heading = "Where")]
     pub bind: Option<IpAddr>,
     /// Port for control and data connections.
-    #[arg(short = 'p', long = "port", default_value_t = netrig_proto::DEFAULT_PORT)]
+    #[arg(short = 'p', long = "port", default_value_t = netrig_proto::DEFAULT_PORT, help_heading = "Where")]
     pub port: u16,
     /// Control sessions served at once.
     #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u32).range(1..=100_000))]
@@ -97,22 +98,22 @@ pub struct ServeArgs {
 #[derive(Debug, Args)]
 pub struct TargetArgs {
     /// Agent host: a name, an IPv4 or an IPv6 literal. Without it, an in-process agent on loopback.
-    #[arg(short = 'H', long = "host")]
+    #[arg(short = 'H', long = "host", help_heading = "Where")]
     pub host: Option<String>,
     /// Agent port.
-    #[arg(short = 'p', long = "port", default_value_t = netrig_proto::DEFAULT_PORT)]
+    #[arg(short = 'p', long = "port", default_value_t = netrig_proto::DEFAULT_PORT, help_heading = "Where")]
     pub port: u16,
     /// IPv4 only.
-    #[arg(short = '4', long = "ipv4", conflicts_with = "ipv6")]
+    #[arg(short = '4', long = "ipv4", conflicts_with = "ipv6", help_heading = "Where")]
     pub ipv4: bool,
     /// IPv6 only.
-    #[arg(short = '6', long = "ipv6")]
+    #[arg(short = '6', long = "ipv6", help_heading = "Where")]
     pub ipv6: bool,
     /// Local address for every connection of this client.
-    #[arg(long = "bind", value_name = "ADDR")]
+    #[arg(long = "bind", value_name = "ADDR", help_heading = "Where")]
     pub bind: Option<IpAddr>,
     /// Seconds to wait for each connection to the agent.
-    #[arg(long, default_value = "10", value_parser = parse_seconds)]
+    #[arg(long, value_name = "SECONDS", default_value = "10", value_parser = parse_seconds, help_heading = "Where")]
     pub connect_timeout: f64,
 }
 
@@ -163,12 +164,12 @@ pub struct RunArgs {
     #[command(flatten)]
     pub target: TargetArgs,
     /// Print one JSON document on stdout instead of the table (-J as iperf3).
-    #[arg(long, short_alias = 'J')]
+    #[arg(long, short_alias = 'J', help_heading = "Output")]
     pub json: bool,
     /// As iperf3's --json-stream: one JSON object per line on stdout as the test goes,
     /// {"event": "interval", "data": ...} for each -i interval, then {"event": "end", "data":
     /// <the --json document>}, or {"event": "error", "data": "..."} if the test fails.
-    #[arg(long = "json-stream", conflicts_with = "json")]
+    #[arg(long = "json-stream", conflicts_with = "json", help_heading = "Output")]
     pub json_stream: bool,
     #[command(flatten)]
     pub experiment: ExperimentArgs,
@@ -180,18 +181,18 @@ pub struct RunArgs {
 #[derive(Debug, Clone, Args)]
 pub struct ExperimentArgs {
     /// Repeat each point up to MAX times, at least MIN (netperf's -i max,min; default min 3).
-    #[arg(long, value_name = "MAX[,MIN]", value_parser = parse_iterations)]
+    #[arg(long, value_name = "MAX[,MIN]", value_parser = parse_iterations, help_heading = "Experiment")]
     pub iterations: Option<(u32, Option<u32>)>,
     /// Stop repeating a point when the LEVEL% (95 or 99) confidence interval of its mean is WIDTH% of
     /// the mean wide or less (netperf's -I level,width, e.g. 99,5).
-    #[arg(long, value_name = "LEVEL,WIDTH", value_parser = parse_confidence)]
+    #[arg(long, value_name = "LEVEL,WIDTH", value_parser = parse_confidence, help_heading = "Experiment")]
     pub confidence: Option<(f64, f64)>,
     /// An experiment's result as CSV, one row per point and arm.
-    #[arg(long)]
+    #[arg(long, help_heading = "Output")]
     pub csv: bool,
     /// Save the experiment's whole result (every run, the plan, the environment) in DIR
     /// (default ./netrig-results).
-    #[arg(long, value_name = "DIR", num_args = 0..=1)]
+    #[arg(long, value_name = "DIR", num_args = 0..=1, help_heading = "Output")]
     pub save: Option<Option<PathBuf>>,
 }
 
@@ -215,13 +216,13 @@ pub struct PlanArgs {
     /// The plan file (TOML; see plans/ and docs/EXPERIMENTS.md).
     pub plan: PathBuf,
     /// Run the plan's tests against the agent on HOST instead of the plan's target.
-    #[arg(short = 'H', long = "host")]
+    #[arg(short = 'H', long = "host", help_heading = "Where")]
     pub host: Option<String>,
     /// Every test's length, in seconds, instead of the plan's (-l): a quick look at a long plan.
-    #[arg(short = 'l', long = "length", value_parser = parse_seconds, value_name = "SECONDS")]
+    #[arg(short = 'l', long = "length", value_parser = parse_seconds, value_name = "SECONDS", help_heading = "How long")]
     pub length: Option<f64>,
     /// Print the experiment document (JSON) on stdout instead of the table.
-    #[arg(long, short_alias = 'J')]
+    #[arg(long, short_alias = 'J', help_heading = "Output")]
     pub json: bool,
     #[command(flatten)]
     pub output: ExperimentOutput,

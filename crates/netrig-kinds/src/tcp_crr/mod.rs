@@ -27,7 +27,7 @@ pub struct CrrArgs {
     txn: TxnArgs,
     /// Longest a transaction may take, from connect to its last response byte; later counts as
     /// timed out (default 1; --connect-timeout is for the control connection).
-    #[arg(long = "timeout", alias = "crr-timeout", value_name = "SECONDS", value_parser = parse_timeout)]
+    #[arg(long = "timeout", alias = "crr-timeout", value_name = "SECONDS", value_parser = parse_timeout, help_heading = "Rate")]
     timeout: Option<f64>,
 }
 

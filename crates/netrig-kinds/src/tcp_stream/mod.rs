@@ -58,20 +58,20 @@ pub struct StreamArgs {
     #[command(flatten)]
     common: CommonArgs,
     /// Send this many bytes per direction (spread over the flows) instead of a timed test.
-    #[arg(short = 'n', long = "bytes", value_parser = parse_bytes)]
+    #[arg(short = 'n', long = "bytes", value_name = "SIZE", value_parser = parse_bytes, help_heading = "How long")]
     bytes: Option<u64>,
-    /// Bytes per send() call: 32, 16K, 1M.
-    #[arg(short = 'm', long = "message-size", default_value = "128K", value_parser = parse_size_u32)]
+    /// Bytes per send() call: 32, 16K, 1M (K/M/G = 1024-based).
+    #[arg(short = 'm', long = "message-size", value_name = "SIZE", default_value = "128K", value_parser = parse_size_u32, help_heading = "Sizes and buffers")]
     message_size: u32,
     /// Bytes per recv() call.
-    #[arg(short = 'M', long = "recv-size", default_value = "128K", value_parser = parse_size_u32)]
+    #[arg(short = 'M', long = "recv-size", value_name = "SIZE", default_value = "128K", value_parser = parse_size_u32, help_heading = "Sizes and buffers")]
     recv_size: u32,
     #[command(flatten)]
     pace: PaceArgs,
     /// Send each message with sendfile(2) from an in-memory file instead of send(2) from a buffer,
     /// as iperf3's -Z: the sending end (the client for tcp-stream, the agent for tcp-maerts, both
     /// for tcp-bidir) skips the copy from user memory. Receivers read as usual.
-    #[arg(short = 'Z', long = "zerocopy")]
+    #[arg(short = 'Z', long = "zerocopy", help_heading = "TCP")]
     zerocopy: bool,
 }
 

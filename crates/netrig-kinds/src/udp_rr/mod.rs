@@ -24,7 +24,7 @@ pub struct UdpRrArgs {
     #[command(flatten)]
     txn: TxnArgs,
     /// A request with no response after this many seconds counts as lost (default 1).
-    #[arg(long, value_name = "SECONDS", value_parser = parse_timeout)]
+    #[arg(long, value_name = "SECONDS", value_parser = parse_timeout, help_heading = "Rate")]
     timeout: Option<f64>,
 }
 

@@ -25,16 +25,16 @@ pub struct UdpArgs {
     /// Datagram size in bytes (UDP payload, at least 28: each carries a header). Default: the
     /// largest payload of one unfragmented datagram on the path to the agent, at most an Ethernet
     /// frame's (1472 bytes over IPv4, 1452 over IPv6; e.g. 1232 over IPv6 on a 1280-byte MTU path).
-    #[arg(short = 'm', long = "message-size", value_parser = parse_size_u32)]
+    #[arg(short = 'm', long = "message-size", value_name = "SIZE", value_parser = parse_size_u32, help_heading = "Sizes and buffers")]
     message_size: Option<u32>,
     #[command(flatten)]
     pace: PaceArgs,
     /// Reverse: the agent sends, the client receives.
-    #[arg(short = 'R', long = "reverse")]
+    #[arg(short = 'R', long = "reverse", help_heading = "Rate")]
     reverse: bool,
     /// One datagram per send and receive, without UDP GSO/GRO (as iperf3 does; for paths where
     /// offload would not happen or to measure per-datagram cost).
-    #[arg(long = "no-gso")]
+    #[arg(long = "no-gso", help_heading = "Rate")]
     no_gso: bool,
 }
 
