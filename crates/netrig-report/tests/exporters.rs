@@ -4,6 +4,7 @@
 //! `INSTA_UPDATE=always cargo test -p netrig-report --test exporters` (or
 //! `cargo insta review`) to accept it.
 
+use netrig_report::export::csv::CsvExporter;
 use netrig_report::export::json::JsonExporter;
 use netrig_report::export::json_stream::JsonStreamExporter;
 use netrig_report::export::table::TableExporter;
@@ -83,4 +84,41 @@ fn json_stream_has_a_line_per_interval_then_the_end() {
         String::from_utf8(out).unwrap(),
         "{\"event\":\"error\",\"data\":\"the agent sent no results\"}\n"
     );
+}
+
+/// CSV: a header, a row per flow and a sum per interval, then per flow and
+/// the sum over the window; the numbers are the JSON's.
+#[test]
+fn csv_rows_are_the_jsons_numbers() {
+    for name in FIXTURES {
+        let r = fixture(name);
+        let text = export(&mut CsvExporter::default(), &r);
+        let mut rd = csv::Reader::from_reader(text.as_bytes());
+        let header: Vec<String> = rd.headers().unwrap().iter().map(String::from).collect();
+        assert_eq!(header, netrig_report::export::csv::COLUMNS);
+        let rows: Vec<csv::StringRecord> = rd.records().map(|r| r.unwrap()).collect();
+        let per_interval: usize = r.intervals.iter().map(|i| i.flows.len() + 1).sum();
+        assert_eq!(rows.len(), per_interval + r.flows.len() + 1, "{name}");
+        let col = |n: &str| header.iter().position(|h| h == n).unwrap();
+        let sum = rows.last().unwrap();
+        assert_eq!(&sum[col("record")], "sum");
+        assert_eq!(
+            sum[col("bytes")].parse::<u64>().unwrap(),
+            r.summary.bytes,
+            "{name}"
+        );
+        assert_eq!(
+            sum[col("throughput_bps")].parse::<f64>().unwrap(),
+            r.summary.throughput_bps,
+            "{name}"
+        );
+        if let Some(t) = r.summary.transactions_per_s {
+            assert_eq!(
+                sum[col("transactions_per_s")].parse::<f64>().unwrap(),
+                t,
+                "{name}"
+            );
+        }
+        insta::assert_snapshot!(format!("csv-{name}"), text);
+    }
 }

@@ -187,7 +187,8 @@ pub struct ExperimentArgs {
     /// the mean wide or less (netperf's -I level,width, e.g. 99,5).
     #[arg(long, value_name = "LEVEL,WIDTH", value_parser = parse_confidence, help_heading = "Experiment")]
     pub confidence: Option<(f64, f64)>,
-    /// An experiment's result as CSV, one row per point and arm.
+    /// CSV: a run's rows per flow and sum, of each interval (-i) and of the window; an
+    /// experiment's, one row per point and arm (docs/RESULTS.md, docs/EXPERIMENTS.md).
     #[arg(long, help_heading = "Output")]
     pub csv: bool,
     /// Save the experiment's whole result (every run, the plan, the environment) in DIR

@@ -261,12 +261,14 @@ fn target(t: &TargetArgs) -> Target {
     }
 }
 
-fn format(a: &RunArgs) -> Format {
-    match (a.json, a.json_stream) {
-        (_, true) => Format::JsonStream,
-        (true, _) => Format::Json,
+fn format(a: &RunArgs) -> Result<Format> {
+    Ok(match (a.json, a.json_stream, a.experiment.csv) {
+        (true, _, true) | (_, true, true) => bail!(Usage("--csv and --json: choose one".into())),
+        (_, true, _) => Format::JsonStream,
+        (true, _, _) => Format::Json,
+        (_, _, true) => Format::Csv,
         _ => Format::Table,
-    }
+    })
 }
 
 /// Runs one test of `kind` as its subcommand's matches `m` ask (an
@@ -285,9 +287,9 @@ fn test(kind: &'static dyn Kind, m: &clap::ArgMatches, args: Vec<String>, sweeps
         experiment::run_plan(&plan, &run.experiment, run.json, cancel())?;
         return Ok(());
     }
-    if run.experiment.csv || run.experiment.save.is_some() {
+    if run.experiment.save.is_some() {
         bail!(Usage(
-            "--csv and --save are for experiments: sweep an option (-m 32,64) or repeat (--iterations 5)"
+            "--save is for experiments: sweep an option (-m 32,64) or repeat (--iterations 5); a run's result is --json"
                 .into()
         ));
     }
@@ -304,7 +306,7 @@ fn test(kind: &'static dyn Kind, m: &clap::ArgMatches, args: Vec<String>, sweeps
         udp_size_default: plan.fit_to_path,
     };
     let flows = spec.flows as usize * spec.directions().len();
-    let mut export = exporter(format(&run), kind.table(), flows);
+    let mut export = exporter(format(&run)?, kind.table(), flows);
     let mut stdout = std::io::stdout();
     let result = netrig_run::run(&target(&run.target), local, &spec, cancel(), &mut |iv| {
         // stdout closed (a pipe whose reader left): the run goes on.

@@ -1,8 +1,9 @@
 //! Exporters: how a run reaches a person or a program. Every output format
 //! implements [`Exporter`]: it sees each interval as it closes, then the
 //! result (or the error that ended the run), and writes to the stream it is
-//! given. Each format lives in its own file; `--csv` and HTML will join them.
+//! given. Each format lives in its own file; HTML will join them.
 
+pub mod csv;
 pub mod json;
 pub mod json_stream;
 pub mod table;
@@ -36,6 +37,8 @@ pub enum Format {
     Json,
     /// A JSON line per interval as it comes, then the result (`--json-stream`).
     JsonStream,
+    /// A CSV row per flow and sum, of each interval and of the window (`--csv`).
+    Csv,
 }
 
 /// The exporter of `format` for a run laid out as `layout` with `flows`
@@ -45,5 +48,6 @@ pub fn exporter(format: Format, layout: &'static dyn TableLayout, flows: usize) 
         Format::Table => Box::new(table::TableExporter::new(layout, flows)),
         Format::Json => Box::new(json::JsonExporter),
         Format::JsonStream => Box::new(json_stream::JsonStreamExporter),
+        Format::Csv => Box::new(csv::CsvExporter::default()),
     }
 }

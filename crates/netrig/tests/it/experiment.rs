@@ -516,3 +516,30 @@ fn a_plan_runs_in_its_directory_and_saves_where_it_was_started() {
     assert_eq!(saved.len(), 1);
     assert!(!plans.join("netrig-results").exists());
 }
+
+/// `--csv` for one run: its interval rows as they come, then the flows and
+/// the sum; `--save` is for experiments and says so.
+#[test]
+fn a_single_run_prints_csv() {
+    let o = run(&["tcp-stream", "-l", "0.6", "-i", "0.2", "-P", "2", "--csv"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = stdout(&o);
+    let lines: Vec<&str> = text.lines().collect();
+    assert!(
+        lines[0].starts_with("record,interval,start_s,end_s,flow,direction,bytes,throughput_bps"),
+        "{text}"
+    );
+    assert!(
+        lines.iter().filter(|l| l.starts_with("interval_flow,")).count() >= 4,
+        "{text}"
+    );
+    assert_eq!(
+        lines.iter().filter(|l| l.starts_with("flow,")).count(),
+        2,
+        "{text}"
+    );
+    assert!(lines.last().unwrap().starts_with("sum,"), "{text}");
+    let o = run(&["tcp-stream", "-l", "0.2", "--save"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("--save is for experiments"), "{}", stderr(&o));
+}
