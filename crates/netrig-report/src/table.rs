@@ -31,7 +31,7 @@ pub fn title(r: &TestResult) -> String {
         _ => String::new(),
     };
     let flows = r.config.flows;
-    format!(
+    let mut t = format!(
         "{} TEST to {target}: {flows} flow{} per direction, {limit}{}",
         r.test.to_uppercase().replace('-', " "),
         if flows == 1 { "" } else { "s" },
@@ -40,7 +40,74 @@ pub fn title(r: &TestResult) -> String {
         } else {
             String::new()
         }
-    )
+    );
+    let shaped = shaping(r);
+    if !shaped.is_empty() {
+        t.push_str(&format!("\noptions: {}", shaped.join(", ")));
+    }
+    t
+}
+
+/// The options that shaped the run beyond sizes and length: marking, TCP
+/// options, the kernel's pacing, the workers and their CPUs (a rate and
+/// -Z have lines of their own).
+fn shaping(r: &TestResult) -> Vec<String> {
+    let (l, re) = (&r.config.local, &r.config.remote);
+    let mut o = Vec::new();
+    let both = |a: Option<String>, b: Option<String>, name: &str, o: &mut Vec<String>| match (a, b) {
+        (Some(a), Some(b)) if a == b => o.push(format!("{name} {a}")),
+        (a, b) => {
+            if let Some(a) = a {
+                o.push(format!("{name} {a} (local)"));
+            }
+            if let Some(b) = b {
+                o.push(format!("{name} {b} (remote)"));
+            }
+        }
+    };
+    both(
+        l.tos.map(|t| format!("{t:#04x} (DSCP {})", t >> 2)),
+        re.tos.map(|t| format!("{t:#04x} (DSCP {})", t >> 2)),
+        "TOS",
+        &mut o,
+    );
+    both(
+        l.priority.map(|p| p.to_string()),
+        re.priority.map(|p| p.to_string()),
+        "priority",
+        &mut o,
+    );
+    both(
+        l.congestion.clone(),
+        re.congestion.clone(),
+        "congestion control",
+        &mut o,
+    );
+    both(
+        l.max_pacing_rate_bps
+            .map(|b| format!("{} 10^6bits/s", b as f64 / 1e6)),
+        re.max_pacing_rate_bps
+            .map(|b| format!("{} 10^6bits/s", b as f64 / 1e6)),
+        "max pacing rate",
+        &mut o,
+    );
+    if l.nodelay || re.nodelay {
+        o.push("TCP_NODELAY".into());
+    }
+    if let Some(m) = l.mss {
+        o.push(format!("MSS {m} (local)"));
+    }
+    if let Some(w) = r.config.workers {
+        o.push(format!("{w} worker(s) per end"));
+    }
+    let list = |c: &[u32]| c.iter().map(u32::to_string).collect::<Vec<_>>().join(",");
+    if let Some(c) = &r.config.cpus {
+        o.push(format!("local CPUs {}", list(c)));
+    }
+    if let Some(c) = &r.config.remote_cpus {
+        o.push(format!("remote CPUs {}", list(c)));
+    }
+    o
 }
 
 /// (receiving end, sending end) of a flow.

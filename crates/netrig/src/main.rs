@@ -366,6 +366,19 @@ fn quick(a: QuickArgs) -> Result<()> {
     } else {
         print!("{}", table::render_suite(&results));
         println!(
+            "\nKey: tx = this client to the agent, rx = the agent to this client (here both on this host, over\n\
+             loopback). 10^6bits/s: payload megabits per second over the measured window. Trans/s: request/\n\
+             response transactions per second; p99 us: their 99th-percentile latency in microseconds. loss %:\n\
+             datagrams lost. CPU %: this host's CPUs busy over the window (100 = all). The second tcp-stream is\n\
+             four flows; tcp-crr opens a connection per transaction; udp-stream offers 1 Gbit/s (-b 1G) of\n\
+             path-sized datagrams; udp-rr sends 28-byte requests and responses; the others go as fast as they can."
+        );
+        for r in &results {
+            for w in &r.warnings {
+                eprintln!("netrig: warning: {}: {w}", r.test);
+            }
+        }
+        println!(
             "\nNext: `netrig serve` on another host, then `netrig tcp-stream -H HOST` here (see --help)."
         );
     }

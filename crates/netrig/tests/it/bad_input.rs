@@ -168,3 +168,28 @@ fn other_tools_habits_get_a_hint() {
         "the agent's host goes after -H: `netrig tcp-rr -H server1`",
     );
 }
+
+/// The table says which options shaped the run.
+#[test]
+fn the_table_names_the_options_that_shaped_the_run() {
+    let o = run(&[
+        "tcp-rr",
+        "-l",
+        "0.3",
+        "--dscp",
+        "46",
+        "--priority",
+        "3",
+        "--nodelay",
+        "-T",
+        "1",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let t = stdout(&o);
+    assert!(
+        t.contains("options: TOS 0xb8 (DSCP 46), priority 3, TCP_NODELAY, 1 worker(s) per end"),
+        "{t}"
+    );
+    let plain = stdout(&run(&["tcp-rr", "-l", "0.2"]));
+    assert!(!plain.contains("options:"), "{plain}");
+}

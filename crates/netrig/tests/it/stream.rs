@@ -678,6 +678,11 @@ fn quick_suite_is_the_default() {
         assert!(t.contains(k), "{t}");
     }
     assert!(t.contains("Trans/s") && t.contains("loss %"), "{t}");
+    // A first run explains itself: what tx, rx and each column mean.
+    assert!(
+        t.contains("Key: tx = this client to the agent") && t.contains("CPU %: this host's CPUs"),
+        "{t}"
+    );
     let o = run(&["quick", "-l", "0.3", "--json"]);
     let v: Value = serde_json::from_slice(&o.stdout).unwrap();
     let results = v["results"].as_array().unwrap();
