@@ -1,0 +1,176 @@
+//! Plots from the real runs in netrig-report's fixtures and from small
+//! experiment documents built of them.
+
+use super::*;
+use netrig_experiment::analysis;
+use netrig_experiment::document::{ArmOutcome, PointOutcome, TestOutcome, FORMAT};
+use netrig_experiment::metric::METRICS;
+use netrig_experiment::sweep::Point;
+
+pub fn fixture(name: &str) -> TestResult {
+    let path = format!(
+        "{}/../netrig-report/tests/fixtures/{name}.json",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+/// An experiment of `kind`'s fixture over `option`'s `values` (none: one
+/// unswept point) and `arms`, three runs each, `tweak` making each run's figures.
+pub fn experiment(
+    kind: &str,
+    option: &str,
+    values: &[&str],
+    arms: &[&str],
+    tweak: impl Fn(usize, usize, usize, &mut TestResult),
+) -> Experiment {
+    let base = fixture(kind);
+    let points: Vec<Point> = if values.is_empty() {
+        vec![Point { values: vec![] }]
+    } else {
+        values
+            .iter()
+            .map(|v| Point {
+                values: vec![(option.to_string(), v.to_string())],
+            })
+            .collect()
+    };
+    let points = points
+        .into_iter()
+        .enumerate()
+        .map(|(p, point)| {
+            let arms: Vec<ArmOutcome> = arms
+                .iter()
+                .enumerate()
+                .map(|(a, name)| {
+                    let runs: Vec<TestResult> = (0..3)
+                        .map(|r| {
+                            let mut run = base.clone();
+                            tweak(p, a, r, &mut run);
+                            run
+                        })
+                        .collect();
+                    let present = netrig_experiment::metric::present(&runs.iter().collect::<Vec<_>>());
+                    let estimates = METRICS
+                        .iter()
+                        .filter(|m| present.iter().any(|q| q.name == m.name))
+                        .map(|m| analysis::estimate(m, &runs, 95.0))
+                        .collect();
+                    ArmOutcome {
+                        arm: name.to_string(),
+                        runs,
+                        estimates,
+                        confident: None,
+                    }
+                })
+                .collect();
+            let comparisons = arms[1..]
+                .iter()
+                .flat_map(|a| analysis::compare(&arms[0], a, 95.0))
+                .collect();
+            PointOutcome {
+                point,
+                arms,
+                comparisons,
+            }
+        })
+        .collect();
+    let plan = serde_json::from_value(serde_json::json!({
+        "name": "t", "test": [{"kind": kind, "args": []}]
+    }))
+    .expect("plan");
+    Experiment {
+        format: FORMAT.into(),
+        netrig_version: "test".into(),
+        plan,
+        started_unix_s: 0.0,
+        finished_unix_s: 1.0,
+        complete: true,
+        stopped: None,
+        seed: 1,
+        warnings: vec![],
+        commands: vec![],
+        tests: vec![TestOutcome {
+            kind: kind.into(),
+            args: vec![],
+            points,
+        }],
+    }
+}
+
+/// The SVG is an SVG document: opens with <svg, closes, tags balanced
+/// enough (as many `<text` as `</text>`), no font files referenced.
+pub fn check_svg(svg: &str) {
+    assert!(svg.starts_with("<svg"), "{}", &svg[..svg.len().min(80)]);
+    assert!(svg.trim_end().ends_with("</svg>"));
+    assert_eq!(svg.matches("<text").count(), svg.matches("</text>").count());
+    assert!(!svg.contains("url("), "no external fonts or images");
+    assert!(!svg.contains("fill=\"#FFFFFF\""), "transparent background");
+}
+
+pub fn texts(svg: &str) -> Vec<String> {
+    svg.split("<text")
+        .skip(1)
+        .filter_map(|t| Some(t.split_once('>')?.1.split_once("</text>")?.0.trim().to_string()))
+        .collect()
+}
+
+pub fn has_text(svg: &str, s: &str) -> bool {
+    let s = s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;");
+    texts(svg).iter().any(|t| t.contains(&s))
+}
+
+#[test]
+fn sweep_of_two_arms_with_intervals_and_cpu() {
+    let e = experiment(
+        "tcp-stream",
+        "-m",
+        &["1K", "8K", "64K"],
+        &["base", "tuned"],
+        |p, a, r, run| {
+            run.summary.throughput_bps = 1e9 * (1 + p) as f64 * (1.0 + 0.2 * a as f64) + 1e7 * r as f64;
+            run.summary.cpu.local_pct = Some(10.0 + 5.0 * p as f64 + r as f64);
+        },
+    );
+    let plots = plots_for_experiment(&e);
+    let sweep = plots.iter().find(|p| p.name == "sweep").expect("a sweep plot");
+    let svg = &sweep.svg;
+    check_svg(svg);
+    std::fs::create_dir_all("/tmp/plots").ok();
+    std::fs::write("/tmp/plots/unit-sweep.svg", svg).ok();
+    assert!(has_text(svg, "Throughput (Mbit/s)"), "{:?}", texts(svg));
+    assert!(has_text(svg, "-m (message size, bytes)"));
+    assert!(has_text(svg, "CPU local (% of the machine)"));
+    for l in ["base", "tuned", "base: CPU local", "tuned: CPU local"] {
+        assert!(texts(svg).iter().any(|t| t == l), "legend {l}: {:?}", texts(svg));
+    }
+    // 1K..64K spans 64x: a log axis, ticked at the swept values as written.
+    for t in ["1K", "8K", "64K"] {
+        assert!(texts(svg).iter().any(|x| x == t), "tick {t}");
+    }
+    // Two arms' lines (plus legend samples), two bands, error bars.
+    assert!(svg.matches("<polyline").count() >= 2);
+    assert_eq!(svg.matches("<polygon").count(), 2);
+    // Palette colours, mid grey ink, nothing black.
+    assert!(svg.contains("#4285F4") && svg.contains("#F28E2B"));
+    assert!(svg.contains("#888888"));
+    assert!(!svg.contains("#000000"));
+}
+
+#[test]
+fn unswept_experiment_has_no_sweep() {
+    let e = experiment("tcp-stream", "", &[], &["default"], |_, _, _, _| {});
+    assert!(plots_for_experiment(&e).iter().all(|p| p.name != "sweep"));
+}
+
+#[test]
+fn sweep_of_transactions_per_s() {
+    let e = experiment("tcp-rr", "-P", &["1", "2", "4"], &["default"], |p, _, r, run| {
+        run.summary.transactions_per_s = Some(20000.0 * (1 + p) as f64 + r as f64 * 100.0);
+    });
+    let svg = &plots_for_experiment(&e)[0].svg;
+    check_svg(svg);
+    assert!(has_text(svg, "Transactions/s"));
+    assert!(has_text(svg, "-P (flows)"));
+}
