@@ -6,6 +6,8 @@
 //! background, so a plot reads on light and dark pages. SVG only.
 
 mod chart;
+pub mod latency;
+pub mod series;
 pub mod sweep;
 
 pub use chart::{Axis, Chart, Mark, Series};
@@ -35,14 +37,26 @@ pub fn plot(name: impl Into<String>, charts: &[Chart]) -> Option<Plot> {
     })
 }
 
-/// The plots one test's result supports.
+/// The plots one test's result supports: the time series (with `-i`),
+/// the latency spectrum (request/response).
 pub fn plots_for_result(r: &TestResult) -> Vec<Plot> {
-    let _ = r;
-    Vec::new()
+    let mut out = Vec::new();
+    if let Some(c) = series::time_series(r) {
+        out.extend(plot("timeseries", &c));
+    }
+    if let Some(c) = latency::for_result(r) {
+        out.extend(plot("latency", &[c]));
+    }
+    out
 }
 
+/// Points of a test beyond which no per-point plot is drawn (the sweep
+/// shows them).
+pub const MAX_POINT_PLOTS: usize = 8;
+
 /// The plots an experiment's tests support: per test, the sweep (two or
-/// more points).
+/// more points) and, per point (up to [`MAX_POINT_PLOTS`]), the latency
+/// spectrum of each arm's runs merged (request/response).
 pub fn plots_for_experiment(e: &Experiment) -> Vec<Plot> {
     let mut out = Vec::new();
     for (i, t) in e.tests.iter().enumerate() {
@@ -54,8 +68,38 @@ pub fn plots_for_experiment(e: &Experiment) -> Vec<Plot> {
         if let Some(c) = sweep::sweep(t) {
             out.extend(plot(format!("sweep{suffix}"), &[c]));
         }
+        if t.points.len() <= MAX_POINT_PLOTS {
+            for (j, p) in t.points.iter().enumerate() {
+                let at = if t.points.len() > 1 {
+                    format!("-{j}")
+                } else {
+                    String::new()
+                };
+                let curves: Vec<_> = p
+                    .arms
+                    .iter()
+                    .filter_map(|a| {
+                        let h = latency::merged(&a.runs.iter().collect::<Vec<_>>())?;
+                        Some((format!("{} ({} runs merged)", a.arm, a.runs.len()), h))
+                    })
+                    .collect();
+                let title = format!("{}{}: latency spectrum", t.kind, point_title(&p.point));
+                if let Some(c) = latency::spectrum(title, curves) {
+                    out.extend(plot(format!("latency{suffix}{at}"), &[c]));
+                }
+            }
+        }
     }
     out
+}
+
+/// " at -m 64K" of a swept point, "" of an unswept one.
+fn point_title(p: &netrig_experiment::sweep::Point) -> String {
+    if p.values.is_empty() {
+        String::new()
+    } else {
+        format!(" at {p}")
+    }
 }
 
 #[cfg(test)]

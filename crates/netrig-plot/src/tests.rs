@@ -174,3 +174,63 @@ fn sweep_of_transactions_per_s() {
     assert!(has_text(svg, "Transactions/s"));
     assert!(has_text(svg, "-P (flows)"));
 }
+
+#[test]
+fn time_series_of_two_flows_with_tcp_info() {
+    let r = fixture("tcp-stream");
+    let plots = plots_for_result(&r);
+    assert_eq!(plots.len(), 1, "a stream has no latency spectrum");
+    let svg = &plots[0].svg;
+    check_svg(svg);
+    std::fs::write("/tmp/plots/unit-timeseries.svg", svg).ok();
+    assert_eq!(plots[0].name, "timeseries");
+    assert!(has_text(svg, "Throughput (Mbit/s)"));
+    assert!(has_text(svg, "time (s)"));
+    let t = texts(svg);
+    for f in &r.flows {
+        let name = format!("flow {} {}", f.id, format!("{:?}", f.direction).to_lowercase());
+        assert!(t.contains(&name), "{name} in {t:?}");
+        if r.intervals
+            .iter()
+            .any(|i| i.flows.iter().any(|g| g.id == f.id && g.tcp_info.is_some()))
+        {
+            assert!(t.iter().any(|x| *x == format!("{name}: cwnd")));
+            assert!(t.iter().any(|x| *x == format!("{name}: RTT")));
+        }
+    }
+    assert!(has_text(svg, "RTT (µs), dashed"));
+    assert!(has_text(svg, "cwnd (bytes: snd_cwnd × snd_mss)"));
+}
+
+#[test]
+fn latency_spectrum_of_a_result() {
+    for kind in ["tcp-rr", "tcp-crr"] {
+        let r = fixture(kind);
+        let plots = plots_for_result(&r);
+        let l = plots.iter().find(|p| p.name == "latency").expect("spectrum");
+        check_svg(&l.svg);
+        std::fs::write(format!("/tmp/plots/unit-latency-{kind}.svg"), &l.svg).ok();
+        assert!(has_text(&l.svg, "latency (µs)"));
+        for tick in ["p50", "p90", "p99"] {
+            assert!(texts(&l.svg).iter().any(|t| t == tick), "{tick}");
+        }
+        assert!(has_text(&l.svg, "transactions)"));
+    }
+    assert!(plots_for_result(&fixture("udp-stream"))
+        .iter()
+        .all(|p| p.name != "latency"));
+}
+
+#[test]
+fn latency_spectrum_of_arms_merges_their_runs() {
+    let e = experiment("tcp-rr", "", &[], &["a", "b"], |_, _, _, _| {});
+    let plots = plots_for_experiment(&e);
+    let l = plots.iter().find(|p| p.name == "latency").expect("spectrum");
+    check_svg(&l.svg);
+    assert!(has_text(&l.svg, "a (3 runs merged)"));
+    assert!(has_text(&l.svg, "b (3 runs merged)"));
+    // The merged curve's last point is the count of all three runs.
+    let h = latency::merged(&e.tests[0].points[0].arms[0].runs.iter().collect::<Vec<_>>()).unwrap();
+    let one = fixture("tcp-rr").summary.latency_us.unwrap().count;
+    assert_eq!(h.len(), 3 * one);
+}
