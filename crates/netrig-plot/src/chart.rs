@@ -40,6 +40,8 @@ pub struct Series {
     /// band and error bars.
     pub band: Vec<(f64, f64, f64)>,
     pub dashed: bool,
+    /// Bars from 0 (with the interval as error bars), not a line.
+    pub bars: bool,
     /// On the secondary (right) y axis.
     pub secondary: bool,
 }
@@ -59,6 +61,8 @@ pub struct Axis {
 pub struct Mark {
     pub at: (f64, f64),
     pub label: String,
+    /// Ring the point (else the label alone, above it).
+    pub ring: bool,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -201,6 +205,25 @@ fn range(values: impl Iterator<Item = f64>, from_zero: bool) -> (f64, f64) {
     (lo, hi + (hi - lo) * 0.08)
 }
 
+/// Intervals' error bars: a vertical line from low to high with caps
+/// `$cap` pixels either side.
+macro_rules! whiskers {
+    ($ctx:ident . $draw:ident, $band:expr, $style:expr, $cap:expr) => {{
+        let (style, cap) = ($style, $cap);
+        $ctx.$draw(
+            $band
+                .iter()
+                .map(|b| PathElement::new([(b.0, b.1), (b.0, b.2)], style)),
+        )?;
+        for end in [1, 2] {
+            $ctx.$draw($band.iter().map(|b| {
+                let y = if end == 1 { b.1 } else { b.2 };
+                EmptyElement::at((b.0, y)) + PathElement::new([(-cap, 0), (cap, 0)], style)
+            }))?;
+        }
+    }};
+}
+
 fn draw(chart: &Chart, area: &DrawingArea<SVGBackend, Shift>) -> Result<(), Box<dyn std::error::Error>> {
     let text = |size: u32| (FONT, size).into_font().color(&INK);
     let xs: Vec<f64> = chart
@@ -210,8 +233,13 @@ fn draw(chart: &Chart, area: &DrawingArea<SVGBackend, Shift>) -> Result<(), Box<
         .chain(chart.x.ticks.iter().map(|t| tx(&chart.x, t.0)))
         .collect();
     let (mut x0, mut x1) = range(xs.iter().copied(), false);
-    // No margin on x past the data but a little each side, for markers.
-    let pad = (x1 - x0) * 0.03;
+    // No margin on x past the data but a little each side, for markers
+    // (half a category for bars).
+    let bars = chart.series.iter().any(|s| s.bars);
+    let pad = if bars { 0.5 } else { (x1 - x0) * 0.03 };
+    if bars {
+        x1 = xs.iter().copied().fold(x0, f64::max);
+    }
     x0 -= pad;
     x1 += pad;
     let y_of = |secondary: bool| {
@@ -295,7 +323,7 @@ fn draw(chart: &Chart, area: &DrawingArea<SVGBackend, Shift>) -> Result<(), Box<
     }
 
     if chart.diagonal {
-        let hi = x1.max(y1);
+        let hi = x1.min(y1);
         ctx.draw_series(DashedLineSeries::new(
             [(0.0, 0.0), (hi, hi)],
             6,
@@ -323,6 +351,16 @@ fn draw(chart: &Chart, area: &DrawingArea<SVGBackend, Shift>) -> Result<(), Box<
                     + PathElement::new([(0, 0), (0, 0)], style)
             }
         };
+        if s.bars {
+            ctx.draw_series(
+                pts.iter()
+                    .map(|p| Rectangle::new([(p.0 - 0.3, 0.0), (p.0 + 0.3, p.1)], c.mix(0.75).filled())),
+            )?
+            .label(s.label.as_str())
+            .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 14, y + 5)], c.mix(0.75).filled()));
+            whiskers!(ctx.draw_series, band, INK.stroke_width(2), 7);
+            continue;
+        }
         macro_rules! series {
             ($draw:ident) => {{
                 if band.len() > 1 {
@@ -330,9 +368,7 @@ fn draw(chart: &Chart, area: &DrawingArea<SVGBackend, Shift>) -> Result<(), Box<
                     poly.extend(band.iter().rev().map(|b| (b.0, b.1)));
                     ctx.$draw(std::iter::once(Polygon::new(poly, c.mix(0.18).filled())))?;
                 }
-                ctx.$draw(band.iter().map(|b| {
-                    ErrorBar::new_vertical(b.0, b.1, (b.1 + b.2) / 2.0, b.2, c.stroke_width(1), 8)
-                }))?;
+                whiskers!(ctx.$draw, band, c.stroke_width(1), 4);
                 let anno = if s.dashed {
                     ctx.$draw(DashedLineSeries::new(pts.clone(), 7, 5, c.stroke_width(2)))?
                 } else {
@@ -353,9 +389,19 @@ fn draw(chart: &Chart, area: &DrawingArea<SVGBackend, Shift>) -> Result<(), Box<
 
     for m in &chart.marks {
         let p = (tx(&chart.x, m.at.0), m.at.1);
-        ctx.draw_series([EmptyElement::at(p)
-            + Circle::new((0, 0), 7, INK.stroke_width(2))
-            + Text::new(m.label.clone(), (-10, -24), text(12))])?;
+        let ring = Circle::new(
+            (0, 0),
+            7,
+            if m.ring {
+                INK.stroke_width(2)
+            } else {
+                TRANSPARENT.into()
+            },
+        );
+        // Left of a ring (it is often at the right edge), centred over a bar.
+        let w = m.label.chars().count() as i32 * 6;
+        let at = if m.ring { (-w - 4, -24) } else { (-w / 2, -18) };
+        ctx.draw_series([EmptyElement::at(p) + ring + Text::new(m.label.clone(), at, text(12))])?;
     }
 
     ctx.configure_series_labels()

@@ -6,6 +6,7 @@
 //! background, so a plot reads on light and dark pages. SVG only.
 
 mod chart;
+pub mod compare;
 pub mod latency;
 pub mod series;
 pub mod sweep;
@@ -55,8 +56,9 @@ pub fn plots_for_result(r: &TestResult) -> Vec<Plot> {
 pub const MAX_POINT_PLOTS: usize = 8;
 
 /// The plots an experiment's tests support: per test, the sweep (two or
-/// more points) and, per point (up to [`MAX_POINT_PLOTS`]), the latency
-/// spectrum of each arm's runs merged (request/response).
+/// more points; the rate sweep when `--rate` is swept) and, per point (up
+/// to [`MAX_POINT_PLOTS`]), the comparison of its arms (two or more) and
+/// the latency spectrum of each arm's runs merged (request/response).
 pub fn plots_for_experiment(e: &Experiment) -> Vec<Plot> {
     let mut out = Vec::new();
     for (i, t) in e.tests.iter().enumerate() {
@@ -65,7 +67,9 @@ pub fn plots_for_experiment(e: &Experiment) -> Vec<Plot> {
         } else {
             String::new()
         };
-        if let Some(c) = sweep::sweep(t) {
+        if let Some(c) = compare::rate_sweep(t) {
+            out.extend(plot(format!("rate{suffix}"), &[c]));
+        } else if let Some(c) = sweep::sweep(t) {
             out.extend(plot(format!("sweep{suffix}"), &[c]));
         }
         if t.points.len() <= MAX_POINT_PLOTS {
@@ -83,6 +87,9 @@ pub fn plots_for_experiment(e: &Experiment) -> Vec<Plot> {
                         Some((format!("{} ({} runs merged)", a.arm, a.runs.len()), h))
                     })
                     .collect();
+                if let Some(c) = compare::comparison(t, p) {
+                    out.extend(plot(format!("compare{suffix}{at}"), &[c]));
+                }
                 let title = format!("{}{}: latency spectrum", t.kind, point_title(&p.point));
                 if let Some(c) = latency::spectrum(title, curves) {
                     out.extend(plot(format!("latency{suffix}{at}"), &[c]));

@@ -234,3 +234,65 @@ fn latency_spectrum_of_arms_merges_their_runs() {
     let one = fixture("tcp-rr").summary.latency_us.unwrap().count;
     assert_eq!(h.len(), 3 * one);
 }
+
+#[test]
+fn comparison_of_three_arms() {
+    let e = experiment(
+        "tcp-stream",
+        "",
+        &[],
+        &["base", "fast", "slow"],
+        |_, a, r, run| {
+            let f = [1.0, 1.3, 0.8][a];
+            run.summary.throughput_bps = 1e9 * f + 2e7 * r as f64;
+        },
+    );
+    let plots = plots_for_experiment(&e);
+    let c = plots.iter().find(|p| p.name == "compare").expect("a comparison");
+    check_svg(&c.svg);
+    std::fs::write("/tmp/plots/unit-compare.svg", &c.svg).ok();
+    let t = texts(&c.svg);
+    assert!(t.iter().any(|x| x == "base (baseline)"), "{t:?}");
+    assert!(t.iter().any(|x| x == "baseline"));
+    assert!(t.iter().any(|x| x.starts_with("+") && x.contains("% [")), "{t:?}");
+    assert!(
+        t.iter().any(|x| x.starts_with("\u{2212}") && x.contains("% [")),
+        "{t:?}"
+    );
+    for a in ["base", "fast", "slow"] {
+        assert!(t.iter().any(|x| x == a), "legend {a}");
+    }
+    assert!(has_text(&c.svg, "Throughput (Mbit/s)"));
+    assert!(c.svg.matches("<rect").count() >= 3);
+}
+
+#[test]
+fn rate_sweep_marks_saturation() {
+    // Offered 1K, 10K, 100K per flow; achieved saturates at 30K.
+    let e = experiment(
+        "tcp-rr",
+        "--rate",
+        &["1000", "10000", "100000"],
+        &["default"],
+        |p, _, r, run| {
+            let offered = [1000.0, 10000.0, 100000.0][p] * run.config.flows as f64;
+            run.summary.transactions_per_s = Some(offered.min(30000.0) - r as f64);
+        },
+    );
+    let plots = plots_for_experiment(&e);
+    assert!(
+        plots.iter().all(|p| p.name != "sweep"),
+        "the rate sweep stands for it"
+    );
+    let r = plots.iter().find(|p| p.name == "rate").expect("a rate sweep");
+    check_svg(&r.svg);
+    std::fs::write("/tmp/plots/unit-rate.svg", &r.svg).ok();
+    assert!(has_text(&r.svg, "offered (transactions/s: --rate × flows)"));
+    assert!(has_text(&r.svg, "achieved (transactions/s)"));
+    assert!(has_text(&r.svg, "y = x"));
+    assert!(
+        has_text(&r.svg, "saturated at 100K offered"),
+        "{:?}",
+        texts(&r.svg)
+    );
+}
