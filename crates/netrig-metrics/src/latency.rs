@@ -211,6 +211,19 @@ impl LatencyRecorder {
         self.clamped = 0;
     }
 
+    /// The latency at `quantile` (0 ..= 1) in microseconds: the highest
+    /// value of the bucket that holds it, as the summary's percentiles; 0
+    /// when empty.
+    pub fn quantile_us(&self, quantile: f64) -> f64 {
+        if self.hist.is_empty() {
+            return 0.0;
+        }
+        self.hist
+            .value_at_quantile(quantile.clamp(0.0, 1.0))
+            .min(MAX_LATENCY_NS) as f64
+            / 1000.0
+    }
+
     /// Count, mean, percentiles, extremes and standard deviation in
     /// microseconds (see [`LatencySummary`]); all zeros when empty.
     pub fn summary(&self) -> LatencySummary {
@@ -723,6 +736,16 @@ pub(crate) mod tests {
         assert_eq!(a.len(), 0);
         assert_eq!(a.clamped(), 0);
         assert_eq!(a, LatencyRecorder::new());
+    }
+
+    #[test]
+    fn quantile_us_agrees_with_the_summary() {
+        let r = uniform_us(1..=1000);
+        let s = r.summary();
+        assert_eq!(r.quantile_us(0.5), s.p50_us);
+        assert_eq!(r.quantile_us(0.99), s.p99_us);
+        assert_eq!(r.quantile_us(1.0), s.max_us);
+        assert_eq!(LatencyRecorder::new().quantile_us(0.5), 0.0);
     }
 
     #[test]

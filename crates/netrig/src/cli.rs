@@ -30,6 +30,8 @@ pub enum Command {
     Results(ResultsArgs),
     /// Compare two saved experiments: exits 3 when a metric got significantly worse than the threshold.
     Compare(CompareArgs),
+    /// Plot a saved experiment or one test's --json result as SVG files.
+    Plot(PlotArgs),
 }
 
 /// The whole command line: netrig's subcommands, then a subcommand per test
@@ -249,6 +251,15 @@ pub struct BaselineArgs {
 pub struct ResultsArgs {
     /// The directory (default ./netrig-results).
     pub dir: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct PlotArgs {
+    /// A saved experiment (--save, or run's --json) or one test's --json result.
+    pub file: PathBuf,
+    /// The directory the .svg files go in (created if need be).
+    #[arg(short = 'o', long = "output", value_name = "DIR", default_value = ".")]
+    pub output: PathBuf,
 }
 
 #[derive(Debug, Args)]

@@ -3,6 +3,7 @@
 
 mod cli;
 mod experiment;
+mod plot;
 
 use anyhow::{bail, Context, Result};
 use clap::FromArgMatches;
@@ -176,6 +177,7 @@ fn main() -> ExitCode {
         }
         Job::Own(Command::Results(a)) => experiment::results(&a),
         Job::Own(Command::Compare(a)) => experiment::compare(&a),
+        Job::Own(Command::Plot(a)) => plot::plot(&a),
         Job::Test(kind, m, args, sweeps) => test(kind, &m, args, sweeps),
     };
     match done {

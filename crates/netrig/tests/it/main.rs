@@ -10,6 +10,7 @@ mod crr;
 mod experiment;
 mod hooks;
 mod measure;
+mod plot;
 mod rr;
 mod stream;
 mod truth;

@@ -1,0 +1,429 @@
+//! The one chart this crate draws, in its variants: x against y for some
+//! series, each a line with markers, optionally with an interval (a band),
+//! dashed, or on a secondary y axis; plus marks (a dashed y = x line, a
+//! labelled point). Every plot module fills a [`Chart`] and [`draw`]s it.
+
+use plotters::coord::ranged1d::{DefaultFormatting, KeyPointHint};
+use plotters::coord::types::RangedCoordf64;
+use plotters::coord::Shift;
+use plotters::prelude::*;
+
+/// Text, axes and the legend's frame: a mid grey, readable on light and dark pages.
+pub const INK: RGBColor = RGBColor(0x88, 0x88, 0x88);
+
+/// Series colours: mid tones that stand out on white and on near-black.
+pub const PALETTE: [RGBColor; 8] = [
+    RGBColor(0x42, 0x85, 0xf4), // blue
+    RGBColor(0xf2, 0x8e, 0x2b), // orange
+    RGBColor(0x59, 0xa1, 0x4f), // green
+    RGBColor(0xe1, 0x57, 0x59), // red
+    RGBColor(0xb0, 0x7a, 0xa1), // purple
+    RGBColor(0x76, 0xb7, 0xb2), // teal
+    RGBColor(0xed, 0xc9, 0x48), // yellow
+    RGBColor(0xff, 0x9d, 0xa7), // pink
+];
+
+pub fn colour(i: usize) -> RGBColor {
+    PALETTE[i % PALETTE.len()]
+}
+
+pub const FONT: &str = "sans-serif";
+
+/// One line of a chart.
+#[derive(Debug, Clone, Default)]
+pub struct Series {
+    /// Its legend entry.
+    pub label: String,
+    pub colour: usize,
+    pub points: Vec<(f64, f64)>,
+    /// The interval at each point: (x, low, high), drawn as a translucent
+    /// band and error bars.
+    pub band: Vec<(f64, f64, f64)>,
+    pub dashed: bool,
+    /// Bars from 0 (with the interval as error bars), not a line.
+    pub bars: bool,
+    /// On the secondary (right) y axis.
+    pub secondary: bool,
+}
+
+/// An axis: its label (with the unit) and, when wanted, its own ticks.
+#[derive(Debug, Clone, Default)]
+pub struct Axis {
+    pub label: String,
+    /// Logarithmic (x only: values are drawn at log10).
+    pub log: bool,
+    /// Ticks at these values with these labels; empty: chosen here.
+    pub ticks: Vec<(f64, String)>,
+}
+
+/// A labelled point drawn over the series (the saturation point).
+#[derive(Debug, Clone)]
+pub struct Mark {
+    pub at: (f64, f64),
+    pub label: String,
+    /// Ring the point (else the label alone, above it).
+    pub ring: bool,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct Chart {
+    pub title: String,
+    pub x: Axis,
+    pub y: Axis,
+    /// The secondary y axis, when a series uses it.
+    pub y2: Option<Axis>,
+    pub series: Vec<Series>,
+    /// Draw y = x, dashed (offered against achieved).
+    pub diagonal: bool,
+    pub marks: Vec<Mark>,
+}
+
+/// Draws `charts` one above the other into an SVG of `width` × `height`
+/// per chart, transparent background, text as SVG text.
+pub fn render(charts: &[Chart], width: u32, height: u32) -> Result<String, String> {
+    let mut svg = String::new();
+    {
+        let total = height * charts.len().max(1) as u32;
+        let root = SVGBackend::with_string(&mut svg, (width, total)).into_drawing_area();
+        let areas = root.split_evenly((charts.len().max(1), 1));
+        for (chart, area) in charts.iter().zip(areas.iter()) {
+            draw(chart, area).map_err(|e| e.to_string())?;
+        }
+        root.present().map_err(|e| e.to_string())?;
+    }
+    Ok(svg)
+}
+
+/// A linear f64 axis whose ticks are exactly the ones given.
+struct Ticked {
+    lo: f64,
+    hi: f64,
+    ticks: Vec<f64>,
+}
+
+impl Ranged for Ticked {
+    type FormatOption = DefaultFormatting;
+    type ValueType = f64;
+    fn map(&self, v: &f64, limit: (i32, i32)) -> i32 {
+        RangedCoordf64::from(self.lo..self.hi).map(v, limit)
+    }
+    fn key_points<Hint: KeyPointHint>(&self, _hint: Hint) -> Vec<f64> {
+        self.ticks.clone()
+    }
+    fn range(&self) -> std::ops::Range<f64> {
+        self.lo..self.hi
+    }
+}
+
+fn tx(axis: &Axis, v: f64) -> f64 {
+    if axis.log {
+        v.max(f64::MIN_POSITIVE).log10()
+    } else {
+        v
+    }
+}
+
+/// Round numbers with SI prefixes: 1500 → "1.5K", 65536 → "65.5K".
+pub fn si(v: f64) -> String {
+    let a = v.abs();
+    let (d, p) = if a >= 1e9 {
+        (1e9, "G")
+    } else if a >= 1e6 {
+        (1e6, "M")
+    } else if a >= 1e3 {
+        (1e3, "K")
+    } else {
+        (1.0, "")
+    };
+    let x = v / d;
+    let s = if x.fract().abs() < 1e-9 || x.abs() >= 100.0 {
+        format!("{x:.0}")
+    } else if x.abs() >= 10.0 {
+        format!("{x:.1}")
+    } else {
+        format!("{x:.2}")
+    };
+    let s = if s.contains('.') {
+        s.trim_end_matches('0').trim_end_matches('.').to_string()
+    } else {
+        s
+    };
+    format!("{s}{p}")
+}
+
+/// About `n` round ticks over `lo..hi` (already transformed for a log axis:
+/// then at powers of 10, and 2 and 5 between them when there are few).
+fn auto_ticks(axis: &Axis, lo: f64, hi: f64) -> Vec<(f64, String)> {
+    if axis.log {
+        let mut out = Vec::new();
+        let decades = (hi - lo).max(0.0);
+        let mults: &[f64] = if decades < 2.5 { &[1.0, 2.0, 5.0] } else { &[1.0] };
+        for e in (lo.floor() as i32)..=(hi.ceil() as i32) {
+            for m in mults {
+                let v = m * 10f64.powi(e);
+                let t = v.log10();
+                if t >= lo - 1e-9 && t <= hi + 1e-9 {
+                    out.push((t, si(v)));
+                }
+            }
+        }
+        return out;
+    }
+    let span = (hi - lo).max(f64::EPSILON);
+    let raw = span / 6.0;
+    let mag = 10f64.powf(raw.log10().floor());
+    let step = [1.0, 2.0, 5.0, 10.0]
+        .iter()
+        .map(|m| m * mag)
+        .find(|s| *s >= raw)
+        .unwrap_or(10.0 * mag);
+    let mut out = Vec::new();
+    let mut v = (lo / step).ceil() * step;
+    while v <= hi + step * 1e-9 {
+        out.push((v, si(v)));
+        v += step;
+    }
+    out
+}
+
+fn range(values: impl Iterator<Item = f64>, from_zero: bool) -> (f64, f64) {
+    let mut lo = f64::INFINITY;
+    let mut hi = f64::NEG_INFINITY;
+    for v in values.filter(|v| v.is_finite()) {
+        lo = lo.min(v);
+        hi = hi.max(v);
+    }
+    if !lo.is_finite() {
+        return (0.0, 1.0);
+    }
+    if from_zero {
+        lo = lo.min(0.0);
+    }
+    if hi - lo < 1e-12 {
+        hi = lo + if lo.abs() > 0.0 { lo.abs() * 0.1 } else { 1.0 };
+    }
+    (lo, hi + (hi - lo) * 0.08)
+}
+
+/// Intervals' error bars: a vertical line from low to high with caps
+/// `$cap` pixels either side.
+macro_rules! whiskers {
+    ($ctx:ident . $draw:ident, $band:expr, $style:expr, $cap:expr) => {{
+        let (style, cap) = ($style, $cap);
+        $ctx.$draw(
+            $band
+                .iter()
+                .map(|b| PathElement::new([(b.0, b.1), (b.0, b.2)], style)),
+        )?;
+        for end in [1, 2] {
+            $ctx.$draw($band.iter().map(|b| {
+                let y = if end == 1 { b.1 } else { b.2 };
+                EmptyElement::at((b.0, y)) + PathElement::new([(-cap, 0), (cap, 0)], style)
+            }))?;
+        }
+    }};
+}
+
+fn draw(chart: &Chart, area: &DrawingArea<SVGBackend, Shift>) -> Result<(), Box<dyn std::error::Error>> {
+    let text = |size: u32| (FONT, size).into_font().color(&INK);
+    let xs: Vec<f64> = chart
+        .series
+        .iter()
+        .flat_map(|s| s.points.iter().map(|p| tx(&chart.x, p.0)))
+        .chain(chart.x.ticks.iter().map(|t| tx(&chart.x, t.0)))
+        .collect();
+    let (mut x0, mut x1) = range(xs.iter().copied(), false);
+    // No margin on x past the data but a little each side, for markers
+    // (half a category for bars).
+    let bars = chart.series.iter().any(|s| s.bars);
+    let pad = if bars { 0.5 } else { (x1 - x0) * 0.03 };
+    if bars {
+        x1 = xs.iter().copied().fold(x0, f64::max);
+    }
+    x0 -= pad;
+    x1 += pad;
+    let y_of = |secondary: bool| {
+        let mut v: Vec<f64> = Vec::new();
+        for s in chart.series.iter().filter(|s| s.secondary == secondary) {
+            v.extend(s.points.iter().map(|p| p.1));
+            v.extend(s.band.iter().flat_map(|b| [b.1, b.2]));
+        }
+        if chart.diagonal && !secondary {
+            v.extend(chart.series.iter().flat_map(|s| s.points.iter().map(|p| p.0)));
+        }
+        range(v.into_iter(), true)
+    };
+    let (y0, y1) = y_of(false);
+    let ticks: Vec<(f64, String)> = if chart.x.ticks.is_empty() {
+        auto_ticks(&chart.x, x0, x1)
+    } else {
+        chart
+            .x
+            .ticks
+            .iter()
+            .map(|(v, l)| (tx(&chart.x, *v), l.clone()))
+            .collect()
+    };
+    let key: Vec<f64> = ticks.iter().map(|t| t.0).collect();
+    let label_of = |v: &f64| {
+        ticks
+            .iter()
+            .find(|t| (t.0 - v).abs() < 1e-9 * (1.0 + v.abs()))
+            .map(|t| t.1.clone())
+            .unwrap_or_default()
+    };
+    let mut builder = ChartBuilder::on(area);
+    builder
+        .caption(&chart.title, text(18))
+        .margin(12)
+        .x_label_area_size(44)
+        .y_label_area_size(64);
+    if chart.y2.is_some() {
+        builder.right_y_label_area_size(64);
+    }
+    let (z0, z1) = y_of(true);
+    // The secondary coordinate first: it takes the right label area, so
+    // the primary's labels are not drawn there too.
+    let mut ctx = builder
+        .build_cartesian_2d(
+            Ticked {
+                lo: x0,
+                hi: x1,
+                ticks: key.clone(),
+            },
+            y0..y1,
+        )?
+        .set_secondary_coord(
+            Ticked {
+                lo: x0,
+                hi: x1,
+                ticks: key,
+            },
+            z0..z1,
+        );
+    ctx.configure_mesh()
+        .x_desc(chart.x.label.as_str())
+        .y_desc(chart.y.label.as_str())
+        .x_label_formatter(&label_of)
+        .y_label_formatter(&|v| si(*v))
+        .axis_style(INK)
+        .bold_line_style(INK.mix(0.2))
+        .light_line_style(INK.mix(0.08))
+        .label_style(text(12))
+        .axis_desc_style(text(14))
+        .draw()?;
+    if let Some(y2) = &chart.y2 {
+        ctx.configure_secondary_axes()
+            .y_desc(y2.label.as_str())
+            .y_label_formatter(&|v| si(*v))
+            .axis_style(INK)
+            .label_style(text(12))
+            .axis_desc_style(text(14))
+            .draw()?;
+    }
+
+    if chart.diagonal {
+        let hi = x1.min(y1);
+        ctx.draw_series(DashedLineSeries::new(
+            [(0.0, 0.0), (hi, hi)],
+            6,
+            4,
+            INK.stroke_width(1),
+        ))?
+        .label("y = x")
+        .legend(|(x, y)| PathElement::new([(x, y), (x + 18, y)], INK));
+    }
+
+    for s in &chart.series {
+        let c = colour(s.colour);
+        let pts: Vec<(f64, f64)> = s.points.iter().map(|p| (tx(&chart.x, p.0), p.1)).collect();
+        let band: Vec<(f64, f64, f64)> = s.band.iter().map(|b| (tx(&chart.x, b.0), b.1, b.2)).collect();
+        let dashed = s.dashed;
+        let legend = move |(x, y): (i32, i32)| {
+            let style = c.stroke_width(2);
+            if dashed {
+                EmptyElement::at((x, y))
+                    + PathElement::new([(0, 0), (6, 0)], style)
+                    + PathElement::new([(10, 0), (16, 0)], style)
+            } else {
+                EmptyElement::at((x, y))
+                    + PathElement::new([(0, 0), (16, 0)], style)
+                    + PathElement::new([(0, 0), (0, 0)], style)
+            }
+        };
+        if s.bars {
+            ctx.draw_series(
+                pts.iter()
+                    .map(|p| Rectangle::new([(p.0 - 0.3, 0.0), (p.0 + 0.3, p.1)], c.mix(0.75).filled())),
+            )?
+            .label(s.label.as_str())
+            .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 14, y + 5)], c.mix(0.75).filled()));
+            whiskers!(ctx.draw_series, band, INK.stroke_width(2), 7);
+            continue;
+        }
+        macro_rules! series {
+            ($draw:ident) => {{
+                if band.len() > 1 {
+                    let mut poly: Vec<(f64, f64)> = band.iter().map(|b| (b.0, b.2)).collect();
+                    poly.extend(band.iter().rev().map(|b| (b.0, b.1)));
+                    ctx.$draw(std::iter::once(Polygon::new(poly, c.mix(0.18).filled())))?;
+                }
+                whiskers!(ctx.$draw, band, c.stroke_width(1), 4);
+                let anno = if s.dashed {
+                    ctx.$draw(DashedLineSeries::new(pts.clone(), 7, 5, c.stroke_width(2)))?
+                } else {
+                    ctx.$draw(LineSeries::new(pts.clone(), c.stroke_width(2)))?
+                };
+                anno.label(s.label.as_str()).legend(legend);
+                if pts.len() <= 60 {
+                    ctx.$draw(pts.iter().map(|p| Circle::new(*p, 3, c.filled())))?;
+                }
+            }};
+        }
+        if s.secondary {
+            series!(draw_secondary_series)
+        } else {
+            series!(draw_series)
+        }
+    }
+
+    for m in &chart.marks {
+        let p = (tx(&chart.x, m.at.0), m.at.1);
+        let ring = Circle::new(
+            (0, 0),
+            7,
+            if m.ring {
+                INK.stroke_width(2)
+            } else {
+                TRANSPARENT.into()
+            },
+        );
+        // Left of a ring (it is often at the right edge), centred over a bar.
+        let w = m.label.chars().count() as i32 * 6;
+        let at = if m.ring { (-w - 4, -24) } else { (-w / 2, -18) };
+        ctx.draw_series([EmptyElement::at(p) + ring + Text::new(m.label.clone(), at, text(12))])?;
+    }
+
+    ctx.configure_series_labels()
+        .position(SeriesLabelPosition::UpperLeft)
+        .background_style(INK.mix(0.08))
+        .border_style(INK.mix(0.5))
+        .label_font(text(12))
+        .draw()?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn si_prefixes() {
+        assert_eq!(si(65536.0), "65.5K");
+        assert_eq!(si(1024.0), "1.02K");
+        assert_eq!(si(1000.0), "1K");
+        assert_eq!(si(2.5e9), "2.5G");
+        assert_eq!(si(12.0), "12");
+        assert_eq!(si(0.5), "0.5");
+    }
+}

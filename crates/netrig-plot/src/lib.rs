@@ -1,0 +1,113 @@
+//! netrig's plots as SVG (docs/PLOTS.md), from the result model and the
+//! experiment document, chosen to fit what was measured: a sweep's
+//! headline metric against the swept value, one test's per-flow time
+//! series, a latency spectrum, a comparison of arms, a rate sweep. Text is
+//! SVG text (no font files); colours are mid tones on a transparent
+//! background, so a plot reads on light and dark pages. SVG only.
+
+mod chart;
+pub mod compare;
+pub mod latency;
+pub mod series;
+pub mod sweep;
+
+pub use chart::{Axis, Chart, Mark, Series};
+
+use netrig_experiment::document::Experiment;
+use netrig_report::TestResult;
+
+/// One plot: `name` is a file name's stem (`sweep-0`, `timeseries`, …).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Plot {
+    pub name: String,
+    pub title: String,
+    pub svg: String,
+}
+
+/// Width of a plot in SVG pixels, and height of each of its panels.
+pub const WIDTH: u32 = 900;
+pub const HEIGHT: u32 = 500;
+
+/// Renders `charts` (one panel each, top to bottom) as a plot named `name`.
+pub fn plot(name: impl Into<String>, charts: &[Chart]) -> Option<Plot> {
+    let svg = chart::render(charts, WIDTH, HEIGHT).ok()?;
+    Some(Plot {
+        name: name.into(),
+        title: charts.first()?.title.clone(),
+        svg,
+    })
+}
+
+/// The plots one test's result supports: the time series (with `-i`),
+/// the latency spectrum (request/response).
+pub fn plots_for_result(r: &TestResult) -> Vec<Plot> {
+    let mut out = Vec::new();
+    if let Some(c) = series::time_series(r) {
+        out.extend(plot("timeseries", &c));
+    }
+    if let Some(c) = latency::for_result(r) {
+        out.extend(plot("latency", &[c]));
+    }
+    out
+}
+
+/// Points of a test beyond which no per-point plot is drawn (the sweep
+/// shows them).
+pub const MAX_POINT_PLOTS: usize = 8;
+
+/// The plots an experiment's tests support: per test, the sweep (two or
+/// more points; the rate sweep when `--rate` is swept) and, per point (up
+/// to [`MAX_POINT_PLOTS`]), the comparison of its arms (two or more) and
+/// the latency spectrum of each arm's runs merged (request/response).
+pub fn plots_for_experiment(e: &Experiment) -> Vec<Plot> {
+    let mut out = Vec::new();
+    for (i, t) in e.tests.iter().enumerate() {
+        let suffix = if e.tests.len() > 1 {
+            format!("-{i}-{}", t.kind)
+        } else {
+            String::new()
+        };
+        if let Some(c) = compare::rate_sweep(t) {
+            out.extend(plot(format!("rate{suffix}"), &[c]));
+        } else if let Some(c) = sweep::sweep(t) {
+            out.extend(plot(format!("sweep{suffix}"), &[c]));
+        }
+        if t.points.len() <= MAX_POINT_PLOTS {
+            for (j, p) in t.points.iter().enumerate() {
+                let at = if t.points.len() > 1 {
+                    format!("-{j}")
+                } else {
+                    String::new()
+                };
+                let curves: Vec<_> = p
+                    .arms
+                    .iter()
+                    .filter_map(|a| {
+                        let h = latency::merged(&a.runs.iter().collect::<Vec<_>>())?;
+                        Some((format!("{} ({} runs merged)", a.arm, a.runs.len()), h))
+                    })
+                    .collect();
+                if let Some(c) = compare::comparison(t, p) {
+                    out.extend(plot(format!("compare{suffix}{at}"), &[c]));
+                }
+                let title = format!("{}{}: latency spectrum", t.kind, point_title(&p.point));
+                if let Some(c) = latency::spectrum(title, curves) {
+                    out.extend(plot(format!("latency{suffix}{at}"), &[c]));
+                }
+            }
+        }
+    }
+    out
+}
+
+/// " at -m 64K" of a swept point, "" of an unswept one.
+fn point_title(p: &netrig_experiment::sweep::Point) -> String {
+    if p.values.is_empty() {
+        String::new()
+    } else {
+        format!(" at {p}")
+    }
+}
+
+#[cfg(test)]
+mod tests;

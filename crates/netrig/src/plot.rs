@@ -1,0 +1,40 @@
+//! `netrig plot FILE [-o DIR]`: the plots a saved experiment or one test's
+//! --json result supports (docs/PLOTS.md), one SVG file each.
+
+use crate::cli::PlotArgs;
+use crate::Usage;
+use anyhow::{Context, Result};
+use netrig_experiment::document::Experiment;
+use netrig_report::TestResult;
+
+pub fn plot(a: &PlotArgs) -> Result<()> {
+    let text = std::fs::read_to_string(&a.file).with_context(|| format!("reading {}", a.file.display()))?;
+    let v: serde_json::Value =
+        serde_json::from_str(&text).map_err(|e| Usage(format!("{}: not JSON: {e}", a.file.display())))?;
+    let plots = if v.get("format").is_some() {
+        let e = Experiment::from_json(&text).map_err(|e| Usage(format!("{}: {e}", a.file.display())))?;
+        netrig_plot::plots_for_experiment(&e)
+    } else {
+        let r: TestResult = serde_json::from_value(v).map_err(|e| {
+            Usage(format!(
+                "{}: neither a netrig experiment nor a test's --json result: {e}",
+                a.file.display()
+            ))
+        })?;
+        netrig_plot::plots_for_result(&r)
+    };
+    if plots.is_empty() {
+        eprintln!(
+            "netrig: nothing to plot in {} (no sweep, arms, intervals or latency histogram)",
+            a.file.display()
+        );
+        return Ok(());
+    }
+    std::fs::create_dir_all(&a.output).with_context(|| format!("creating {}", a.output.display()))?;
+    for p in plots {
+        let path = a.output.join(format!("{}.svg", p.name));
+        std::fs::write(&path, &p.svg).with_context(|| format!("writing {}", path.display()))?;
+        println!("{}", path.display());
+    }
+    Ok(())
+}
