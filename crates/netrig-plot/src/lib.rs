@@ -111,3 +111,66 @@ fn point_title(p: &netrig_experiment::sweep::Point) -> String {
 
 #[cfg(test)]
 mod tests;
+
+/// A plot's SVG rendered to PNG at `scale` (2 for a sharp picture on a
+/// high-density screen), its text in the system's sans-serif font; on a
+/// white background, so the picture reads anywhere a PNG is pasted.
+pub fn to_png(svg: &str, scale: f32) -> Result<Vec<u8>, String> {
+    use resvg::{tiny_skia, usvg};
+    let mut opt = usvg::Options::default();
+    let db = opt.fontdb_mut();
+    db.load_system_fonts();
+    // The SVG asks for "sans-serif": the system's first sans face stands
+    // for it (fontdb's default, Arial, is rarely installed on Linux).
+    let sans = db
+        .faces()
+        .flat_map(|f| f.families.iter().map(|(name, _)| name.clone()))
+        .filter(|n| n.contains("Sans") && !n.contains("Mono"))
+        .min_by_key(|n| (n != "DejaVu Sans", n.len()));
+    match sans {
+        Some(family) => db.set_sans_serif_family(family),
+        None => return Err("no sans-serif font on this system for the PNG's text (Debian: apt-get install fonts-dejavu-core)".into()),
+    }
+    let tree = usvg::Tree::from_str(svg, &opt).map_err(|e| format!("the plot's SVG: {e}"))?;
+    let size = tree.size().to_int_size().scale_by(scale).ok_or("an empty plot")?;
+    let mut pixmap = tiny_skia::Pixmap::new(size.width(), size.height()).ok_or("a plot too large")?;
+    pixmap.fill(tiny_skia::Color::WHITE);
+    resvg::render(
+        &tree,
+        tiny_skia::Transform::from_scale(scale, scale),
+        &mut pixmap.as_mut(),
+    );
+    pixmap.encode_png().map_err(|e| format!("encoding PNG: {e}"))
+}
+
+#[cfg(test)]
+mod png_tests {
+    /// A plot's PNG is a PNG of its size at the scale asked, with its text
+    /// drawn (a font found); without a sans font it says what to install.
+    #[test]
+    fn a_plot_renders_to_png() {
+        let r: netrig_report::TestResult = serde_json::from_str(
+            &std::fs::read_to_string(concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/../netrig-report/tests/fixtures/tcp-rr.json"
+            ))
+            .unwrap(),
+        )
+        .unwrap();
+        let plot = crate::plots_for_result(&r)
+            .into_iter()
+            .next()
+            .expect("a latency spectrum");
+        match crate::to_png(&plot.svg, 2.0) {
+            Ok(png) => {
+                assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n");
+                assert!(png.len() > 10_000, "{} bytes", png.len());
+            }
+            Err(e) => {
+                assert!(std::env::var_os("CI").is_none(), "CI installs fonts: {e}");
+                assert!(e.contains("fonts-dejavu-core"), "{e}");
+                eprintln!("skipped: {e}");
+            }
+        }
+    }
+}

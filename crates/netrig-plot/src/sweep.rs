@@ -163,7 +163,9 @@ pub fn sweep(test: &TestOutcome) -> Option<Chart> {
             if let Some(e) = arm.estimate(metric) {
                 series[at].points.push((*x, e.mean));
                 if let (Some(lo), Some(hi)) = (e.ci_low, e.ci_high) {
-                    series[at].band.push((*x, lo, hi));
+                    // A rate is never below 0: an interval wide enough to
+                    // reach past it is drawn to 0 (the JSON keeps its bound).
+                    series[at].band.push((*x, lo.max(0.0), hi));
                 }
             }
             if let Some(e) = arm.estimate("cpu_local") {

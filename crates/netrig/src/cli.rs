@@ -30,6 +30,8 @@ pub enum Command {
     Results(ResultsArgs),
     /// Compare two saved experiments: exits 3 when a metric got significantly worse than the threshold.
     Compare(CompareArgs),
+    /// Write the HTML report of a saved experiment or a test's --json result.
+    Report(ReportArgs),
     /// Plot a saved experiment or one test's --json result as SVG files.
     Plot(PlotArgs),
 }
@@ -56,6 +58,9 @@ pub struct QuickArgs {
     /// Print one JSON document on stdout instead of the table.
     #[arg(long, short_alias = 'J', help_heading = "Output")]
     pub json: bool,
+    /// Write the suite's HTML report (tables, warnings, plots, environment, JSON) to FILE.
+    #[arg(long, value_name = "FILE", help_heading = "Output")]
+    pub html: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -193,6 +198,13 @@ pub struct ExperimentArgs {
     /// experiment's, one row per point and arm (docs/RESULTS.md, docs/EXPERIMENTS.md).
     #[arg(long, help_heading = "Output")]
     pub csv: bool,
+    /// Write the plots that fit what was measured (docs/PLOTS.md) into DIR, as SVG and PNG.
+    #[arg(long, value_name = "DIR", help_heading = "Output")]
+    pub plot: Option<PathBuf>,
+    /// Write a self-contained HTML report (the command, environment, warnings, tables, plots
+    /// and the JSON) to FILE.
+    #[arg(long, value_name = "FILE", help_heading = "Output")]
+    pub html: Option<PathBuf>,
     /// Save the experiment's whole result (every run, the plan, the environment) in DIR
     /// (default ./netrig-results).
     #[arg(long, value_name = "DIR", num_args = 0..=1, help_heading = "Output")]
@@ -248,6 +260,15 @@ pub struct BaselineArgs {
 }
 
 #[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// A saved experiment (--save) or one test's --json output.
+    pub file: PathBuf,
+    /// The HTML file to write (default: FILE with .html).
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    pub output: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
 pub struct ResultsArgs {
     /// The directory (default ./netrig-results).
     pub dir: Option<PathBuf>,
@@ -260,6 +281,9 @@ pub struct PlotArgs {
     /// The directory the .svg files go in (created if need be).
     #[arg(short = 'o', long = "output", value_name = "DIR", default_value = ".")]
     pub output: PathBuf,
+    /// A PNG beside each SVG.
+    #[arg(long)]
+    pub png: bool,
 }
 
 #[derive(Debug, Args)]

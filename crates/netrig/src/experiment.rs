@@ -139,6 +139,15 @@ pub fn run_plan(plan: &Plan, out: &ExperimentArgs, json: bool, cancel: &Cancel) 
     } else {
         print!("{}", output::render(&experiment));
     }
+    if let Some(dir) = &out.plot {
+        crate::plot::write(&netrig_plot::plots_for_experiment(&experiment), dir, true)?;
+    }
+    if let Some(path) = &out.html {
+        crate::write_report(
+            path,
+            &netrig_html::experiment_report(&experiment, &crate::command_line()),
+        )?;
+    }
     if let Some(dir) = &out.save {
         let dir = match dir {
             Some(d) => d.clone(),
@@ -188,6 +197,12 @@ pub fn run_file(a: &PlanArgs, cancel: &Cancel) -> Result<()> {
     let here = cwd_at_start();
     let mut output = a.output.clone();
     if let Some(Some(dir)) = &mut output.save {
+        *dir = here.join(&*dir);
+    }
+    if let Some(html) = &mut output.html {
+        *html = here.join(&*html);
+    }
+    if let Some(dir) = &mut output.plot {
         *dir = here.join(&*dir);
     }
     let baseline_path = a.gate.baseline.as_ref().map(|b| here.join(b));

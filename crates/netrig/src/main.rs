@@ -147,6 +147,7 @@ fn main() -> ExitCode {
                 length: 2.0,
                 ipv6: false,
                 json: false,
+                html: None,
             }))),
             Err(e) => e.exit(),
         },
@@ -158,6 +159,9 @@ fn main() -> ExitCode {
         _ => "warn",
     };
     env_logger::Builder::from_env(env_logger::Env::default().default_filter_or(default_level))
+        // The PNG renderer's notes on SVG details are not the user's concern.
+        .filter_module("usvg", log::LevelFilter::Error)
+        .filter_module("resvg", log::LevelFilter::Error)
         .format_target(false)
         .init();
     let _ = ctrlc::set_handler(|| {
@@ -177,6 +181,7 @@ fn main() -> ExitCode {
         }
         Job::Own(Command::Results(a)) => experiment::results(&a),
         Job::Own(Command::Compare(a)) => experiment::compare(&a),
+        Job::Own(Command::Report(a)) => report(&a),
         Job::Own(Command::Plot(a)) => plot::plot(&a),
         Job::Test(kind, m, args, sweeps) => test(kind, &m, args, sweeps),
     };
@@ -325,7 +330,72 @@ fn test(kind: &'static dyn Kind, m: &clap::ArgMatches, args: Vec<String>, sweeps
     for w in &result.warnings {
         eprintln!("netrig: warning: {w}");
     }
+    if let Some(dir) = &run.experiment.plot {
+        plot::write(&netrig_plot::plots_for_result(&result), dir, true)?;
+    }
+    if let Some(path) = &run.experiment.html {
+        // The interim rows as they were printed, then the table.
+        let layout = kind.table();
+        let mut table = String::new();
+        if !result.intervals.is_empty() {
+            table.push_str(&layout.interval_header());
+            table.push('\n');
+            let per_flow = (2..=16).contains(&result.flows.len());
+            for i in &result.intervals {
+                table.push_str(&layout.interval_rows(i, per_flow));
+            }
+            table.push('\n');
+        }
+        table.push_str(&layout.render(&result));
+        let html = netrig_html::run_report(&result, &command_line(), &table);
+        write_report(path, &html)?;
+    }
     Ok(())
+}
+
+/// The command line as typed, for reports.
+pub fn command_line() -> String {
+    std::env::args()
+        .map(|a| {
+            if a.is_empty() || a.contains(|c: char| c.is_whitespace() || "'\"$`\\*?;&|<>(){}".contains(c)) {
+                format!("'{}'", a.replace('\'', "'\\''"))
+            } else {
+                a
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Writes a report and says where.
+pub fn write_report(path: &std::path::Path, html: &str) -> Result<()> {
+    std::fs::write(path, html).with_context(|| format!("writing {}", path.display()))?;
+    eprintln!("netrig: report {}", path.display());
+    Ok(())
+}
+
+/// `netrig report FILE`: the HTML report of a saved experiment or a run's JSON.
+fn report(a: &cli::ReportArgs) -> Result<()> {
+    let text = std::fs::read_to_string(&a.file).with_context(|| format!("reading {}", a.file.display()))?;
+    let out = a.output.clone().unwrap_or_else(|| a.file.with_extension("html"));
+    let command = format!("netrig report {}  (from {})", a.file.display(), command_line());
+    let html = match netrig_experiment::document::Experiment::from_json(&text) {
+        Ok(e) => netrig_html::experiment_report(&e, &command),
+        Err(_) => {
+            let r: TestResult = serde_json::from_str(&text).map_err(|e| {
+                Usage(format!(
+                    "{}: neither a saved experiment nor a test's --json result ({e})",
+                    a.file.display()
+                ))
+            })?;
+            let table = netrig_kinds::by_name(&r.test).map_or_else(
+                || netrig_report::TableLayout::render(&netrig_report::table::TCP_STREAM, &r),
+                |k| k.table().render(&r),
+            );
+            netrig_html::run_report(&r, &command, &table)
+        }
+    };
+    write_report(&out, &html)
 }
 
 #[derive(serde::Serialize)]
@@ -357,6 +427,16 @@ fn quick(a: QuickArgs) -> Result<()> {
         );
     }
     session.close();
+    if let Some(path) = &a.html {
+        let rows: Vec<(TestResult, String)> = results
+            .iter()
+            .map(|r| {
+                let t = netrig_kinds::by_name(&r.test).map_or_else(String::new, |k| k.table().render(r));
+                (r.clone(), t)
+            })
+            .collect();
+        write_report(path, &netrig_html::suite_report("quick", &rows, &command_line()))?;
+    }
     if a.json {
         println!(
             "{}",

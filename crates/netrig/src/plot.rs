@@ -30,11 +30,23 @@ pub fn plot(a: &PlotArgs) -> Result<()> {
         );
         return Ok(());
     }
-    std::fs::create_dir_all(&a.output).with_context(|| format!("creating {}", a.output.display()))?;
+    write(&plots, &a.output, a.png)
+}
+
+/// Writes each plot as `DIR/<name>.svg`, and `.png` beside it when `png`;
+/// prints their paths.
+pub fn write(plots: &[netrig_plot::Plot], dir: &std::path::Path, png: bool) -> Result<()> {
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     for p in plots {
-        let path = a.output.join(format!("{}.svg", p.name));
+        let path = dir.join(format!("{}.svg", p.name));
         std::fs::write(&path, &p.svg).with_context(|| format!("writing {}", path.display()))?;
         println!("{}", path.display());
+        if png {
+            let bytes = netrig_plot::to_png(&p.svg, 2.0).map_err(anyhow::Error::msg)?;
+            let path = dir.join(format!("{}.png", p.name));
+            std::fs::write(&path, bytes).with_context(|| format!("writing {}", path.display()))?;
+            println!("{}", path.display());
+        }
     }
     Ok(())
 }

@@ -11,6 +11,7 @@ mod experiment;
 mod hooks;
 mod measure;
 mod plot;
+mod report;
 mod rr;
 mod stream;
 mod truth;

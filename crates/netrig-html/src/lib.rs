@@ -1,0 +1,312 @@
+//! One self-contained HTML file per run or experiment: the command or plan
+//! that produced it, both ends' environment, every warning, the tables, the
+//! plots as inline SVG and the whole JSON document embedded, with CSS for a
+//! light and a dark page and nothing fetched from the network. A person
+//! who was not there can judge the run from it alone.
+
+use netrig_experiment::document::Experiment;
+use netrig_plot::Plot;
+use netrig_report::model::measure::Environment;
+use netrig_report::TestResult;
+use std::fmt::Write;
+
+/// HTML-escapes text.
+pub fn esc(s: &str) -> String {
+    let mut o = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => o.push_str("&amp;"),
+            '<' => o.push_str("&lt;"),
+            '>' => o.push_str("&gt;"),
+            '"' => o.push_str("&quot;"),
+            '\'' => o.push_str("&#39;"),
+            c => o.push(c),
+        }
+    }
+    o
+}
+
+const STYLE: &str = r#"
+:root { color-scheme: light dark; --fg: #1b1f24; --bg: #ffffff; --muted: #57606a; --warn: #9a6700; --line: #d0d7de; }
+@media (prefers-color-scheme: dark) { :root { --fg: #e6edf3; --bg: #0d1117; --muted: #8b949e; --warn: #d29922; --line: #30363d; } }
+body { font: 15px/1.45 system-ui, sans-serif; color: var(--fg); background: var(--bg); margin: 2em auto; max-width: 72em; padding: 0 1em; }
+h1 { font-size: 1.5em; } h2 { font-size: 1.2em; border-bottom: 1px solid var(--line); padding-bottom: .2em; margin-top: 2em; }
+pre, code { font: 13px/1.35 ui-monospace, monospace; } pre { overflow-x: auto; padding: .8em; border: 1px solid var(--line); border-radius: 6px; }
+.muted { color: var(--muted); } .warn { color: var(--warn); }
+table.env { border-collapse: collapse; } table.env td, table.env th { border: 1px solid var(--line); padding: .2em .6em; text-align: left; vertical-align: top; white-space: pre-line; }
+figure { margin: 1.5em 0; } figure svg { max-width: 100%; height: auto; color: var(--fg); }
+figcaption { color: var(--muted); font-size: .9em; }
+details summary { cursor: pointer; }
+"#;
+
+/// Marks the page once every plot has drawn (a browser test reads it).
+const SCRIPT: &str = r#"
+window.addEventListener('load', function () {
+  var figs = document.querySelectorAll('figure.plot svg');
+  var drawn = 0;
+  figs.forEach(function (s) { var b = s.getBoundingClientRect(); if (b.width > 0 && b.height > 0) drawn++; });
+  document.body.setAttribute('data-plots', String(figs.length));
+  document.body.setAttribute('data-plots-drawn', String(drawn));
+});
+"#;
+
+fn page(title: &str, body: &str) -> String {
+    format!(
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>{}</title>\n<style>{STYLE}</style>\n<script>{SCRIPT}</script>\n</head>\n<body>\n{body}\n</body></html>\n",
+        esc(title)
+    )
+}
+
+fn environment(out: &mut String, local: Option<&Environment>, remote: Option<&Environment>) {
+    let _ = writeln!(out, "<h2>Environment</h2>\n<table class=\"env\"><tr><th></th><th>local (client)</th><th>remote (agent)</th></tr>");
+    let row = |out: &mut String, name: &str, f: &dyn Fn(&Environment) -> String| {
+        let cell = |e: Option<&Environment>| e.map_or("-".to_string(), |e| esc(&f(e)));
+        let _ = writeln!(
+            out,
+            "<tr><th>{name}</th><td>{}</td><td>{}</td></tr>",
+            cell(local),
+            cell(remote)
+        );
+    };
+    row(out, "host", &|e| e.hostname.clone());
+    row(out, "kernel", &|e| format!("{} {}", e.kernel, e.kernel_version));
+    row(out, "CPU", &|e| {
+        format!(
+            "{} ({} online, {})",
+            e.cpu_model.clone().unwrap_or_default(),
+            e.cpus_online,
+            e.arch
+        )
+    });
+    row(out, "virtualisation", &|e| {
+        e.virtualization.clone().unwrap_or_else(|| "none seen".into())
+    });
+    row(out, "sysctls", &|e| {
+        e.sysctls
+            .iter()
+            .map(|(k, v)| format!("{k} = {v}"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    });
+    let _ = writeln!(out, "</table>");
+}
+
+fn warnings(out: &mut String, w: &[String]) {
+    let _ = writeln!(out, "<h2>Warnings</h2>");
+    if w.is_empty() {
+        let _ = writeln!(out, "<p class=\"muted\">None.</p>");
+        return;
+    }
+    let _ = writeln!(out, "<ul>");
+    for x in w {
+        let _ = writeln!(out, "<li class=\"warn\">{}</li>", esc(x));
+    }
+    let _ = writeln!(out, "</ul>");
+}
+
+fn plots(out: &mut String, plots: &[Plot]) {
+    if plots.is_empty() {
+        return;
+    }
+    let _ = writeln!(out, "<h2>Plots</h2>");
+    for p in plots {
+        let _ = writeln!(
+            out,
+            "<figure class=\"plot\" id=\"plot-{}\">{}<figcaption>{}</figcaption></figure>",
+            esc(&p.name),
+            p.svg,
+            esc(&p.title)
+        );
+    }
+}
+
+fn json(out: &mut String, v: &impl serde::Serialize) {
+    let text = serde_json::to_string_pretty(v).unwrap_or_default();
+    let _ = writeln!(
+        out,
+        "<h2>The whole result</h2>\n<details><summary>JSON ({} bytes; the same document `--json` prints)</summary>\n<pre id=\"json\">{}</pre></details>",
+        text.len(),
+        esc(&text)
+    );
+}
+
+/// The report of one run: `command` is the command line that ran it,
+/// `table` the table netrig printed.
+pub fn run_report(r: &TestResult, command: &str, table: &str) -> String {
+    let mut b = String::new();
+    let _ = writeln!(b, "<h1>netrig {}: {}</h1>", esc(&r.test), esc(&r.agent.address));
+    let _ = writeln!(
+        b,
+        "<p class=\"muted\">netrig {} · protocol v{} · agent {}</p>\n<pre id=\"command\">{}</pre>",
+        esc(&r.netrig_version),
+        r.agent.protocol_version,
+        esc(&r.agent.software),
+        esc(command)
+    );
+    let _ = writeln!(b, "<h2>Result</h2>\n<pre id=\"table\">{}</pre>", esc(table));
+    warnings(&mut b, &r.warnings);
+    plots(&mut b, &netrig_plot::plots_for_result(r));
+    environment(
+        &mut b,
+        r.environment.local.as_ref(),
+        r.environment.remote.as_ref(),
+    );
+    json(&mut b, r);
+    page(&format!("netrig {}", r.test), &b)
+}
+
+/// The report of a suite (`netrig quick --html`): each result's table,
+/// warnings and plots, the environment once, every result's JSON.
+pub fn suite_report(name: &str, results: &[(TestResult, String)], command: &str) -> String {
+    let mut b = String::new();
+    let _ = writeln!(
+        b,
+        "<h1>netrig {}</h1>\n<pre id=\"command\">{}</pre>",
+        esc(name),
+        esc(command)
+    );
+    for (i, (r, table)) in results.iter().enumerate() {
+        let _ = writeln!(
+            b,
+            "<h2 id=\"test-{i}\">{}</h2>\n<pre>{}</pre>",
+            esc(&r.test),
+            esc(table)
+        );
+        if !r.warnings.is_empty() {
+            let _ = writeln!(b, "<ul>");
+            for w in &r.warnings {
+                let _ = writeln!(b, "<li class=\"warn\">{}</li>", esc(w));
+            }
+            let _ = writeln!(b, "</ul>");
+        }
+        for p in netrig_plot::plots_for_result(r) {
+            let _ = writeln!(
+                b,
+                "<figure class=\"plot\" id=\"plot-{i}-{}\">{}<figcaption>{}</figcaption></figure>",
+                esc(&p.name),
+                p.svg,
+                esc(&p.title)
+            );
+        }
+    }
+    let first = results.first().map(|(r, _)| r);
+    environment(
+        &mut b,
+        first.and_then(|r| r.environment.local.as_ref()),
+        first.and_then(|r| r.environment.remote.as_ref()),
+    );
+    let all: Vec<&TestResult> = results.iter().map(|(r, _)| r).collect();
+    json(&mut b, &all);
+    page(&format!("netrig {name}"), &b)
+}
+
+/// The report of an experiment: `command` is the command line or plan that
+/// ran it.
+pub fn experiment_report(e: &Experiment, command: &str) -> String {
+    let mut b = String::new();
+    let _ = writeln!(
+        b,
+        "<h1>netrig experiment {}{}</h1>",
+        esc(&e.plan.name),
+        if e.complete { "" } else { " (incomplete)" }
+    );
+    if let Some(d) = &e.plan.description {
+        let _ = writeln!(b, "<p>{}</p>", esc(d));
+    }
+    let _ = writeln!(
+        b,
+        "<p class=\"muted\">netrig {}</p>\n<pre id=\"command\">{}</pre>",
+        esc(&e.netrig_version),
+        esc(command)
+    );
+    if let Ok(plan) = toml::to_string_pretty(&e.plan) {
+        let _ = writeln!(
+            b,
+            "<details><summary>The plan as run</summary><pre>{}</pre></details>",
+            esc(&plan)
+        );
+    }
+    let _ = writeln!(
+        b,
+        "<h2>Result</h2>\n<pre id=\"table\">{}</pre>",
+        esc(&netrig_experiment::output::render(e))
+    );
+    let mut w = e.warnings.clone();
+    if let Some(s) = &e.stopped {
+        w.insert(0, format!("stopped early: {s}"));
+    }
+    warnings(&mut b, &w);
+    plots(&mut b, &netrig_plot::plots_for_experiment(e));
+    let first = e
+        .tests
+        .iter()
+        .flat_map(|t| &t.points)
+        .flat_map(|p| &p.arms)
+        .flat_map(|a| &a.runs)
+        .next();
+    environment(
+        &mut b,
+        first.and_then(|r| r.environment.local.as_ref()),
+        first.and_then(|r| r.environment.remote.as_ref()),
+    );
+    if !e.commands.is_empty() {
+        let _ = writeln!(b, "<h2>Set-up and tear-down</h2>\n<pre>");
+        for c in &e.commands {
+            let _ = writeln!(
+                b,
+                "{} {:<8} {} → {} ({:.2} s)",
+                esc(&c.arm),
+                esc(&c.phase),
+                esc(&c.command),
+                c.status.map_or("killed".into(), |s| s.to_string()),
+                c.seconds
+            );
+        }
+        let _ = writeln!(b, "</pre>");
+    }
+    json(&mut b, e);
+    page(&format!("netrig experiment {}", e.plan.name), &b)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fixture(name: &str) -> TestResult {
+        let path = format!(
+            "{}/../netrig-report/tests/fixtures/{name}.json",
+            env!("CARGO_MANIFEST_DIR")
+        );
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+    }
+
+    #[test]
+    fn a_run_report_holds_everything_and_fetches_nothing() {
+        let r = fixture("tcp-stream");
+        let html = run_report(&r, "netrig tcp-stream -l 2 <x>", "TABLE & more");
+        assert!(html.starts_with("<!DOCTYPE html>"));
+        assert!(
+            html.contains("netrig tcp-stream -l 2 &lt;x&gt;"),
+            "the command, escaped"
+        );
+        assert!(html.contains("TABLE &amp; more"));
+        assert!(
+            html.contains("<h2>Environment</h2>")
+                && html.contains(&esc(&r.environment.local.as_ref().unwrap().kernel_version))
+        );
+        // The numbers of the JSON are in it, as the JSON.
+        let n = serde_json::to_string(&r.summary.throughput_bps).unwrap();
+        assert!(html.contains(&esc(&format!("\"throughput_bps\": {n}"))));
+        for w in &r.warnings {
+            assert!(html.contains(&esc(w)));
+        }
+        for banned in ["href=\"http", "src=", "<link", "url(http", "@import"] {
+            assert!(!html.contains(banned), "fetches {banned}");
+        }
+    }
+
+    #[test]
+    fn text_is_escaped() {
+        assert_eq!(esc("<a href=\"x\">&'"), "&lt;a href=&quot;x&quot;&gt;&amp;&#39;");
+    }
+}

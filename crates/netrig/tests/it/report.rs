@@ -1,0 +1,173 @@
+//! The HTML report (issue #10): made from real runs, its numbers the JSON's
+//! of the same run, opened in a headless browser with no network.
+
+use crate::helpers::*;
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+
+fn tempdir(tag: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("netrig-it-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// The JSON embedded in a report, unescaped.
+fn embedded_json(html: &str) -> Value {
+    let start = html.find("<pre id=\"json\">").expect("the JSON is embedded") + "<pre id=\"json\">".len();
+    let end = start + html[start..].find("</pre>").unwrap();
+    let text = html[start..end]
+        .replace("&lt;", "<")
+        .replace("&gt;", ">")
+        .replace("&quot;", "\"")
+        .replace("&#39;", "'")
+        .replace("&amp;", "&");
+    serde_json::from_str(&text).unwrap()
+}
+
+/// Opens `page` in headless Chromium inside a network namespace with no
+/// interface but loopback down: it must render from the file alone. Returns
+/// the DOM after load and the browser's log, or `None` when no browser is
+/// installed (outside CI, where .ci/run installs Debian's chromium).
+fn browse(page: &Path) -> Option<(String, String)> {
+    let chromium = ["/usr/bin/chromium", "/usr/bin/chromium-browser"]
+        .into_iter()
+        .find(|p| Path::new(p).exists());
+    let Some(chromium) = chromium else {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI installs chromium; it is missing"
+        );
+        eprintln!("skipped: no chromium (apt-get install chromium)");
+        return None;
+    };
+    let ns = match Netns::create("browser") {
+        Ok(ns) => ns,
+        Err(e) => {
+            eprintln!("skipped: needs a network namespace for an offline browser ({e})");
+            return None;
+        }
+    };
+    let profile = page.with_extension("profile");
+    let o = std::process::Command::new("ip")
+        .args(["netns", "exec", &ns.0, chromium])
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--enable-logging=stderr",
+            "--v=0",
+            "--virtual-time-budget=2000",
+            &format!("--user-data-dir={}", profile.display()),
+            "--dump-dom",
+            &format!("file://{}", page.display()),
+        ])
+        .output()
+        .unwrap();
+    let _ = std::fs::remove_dir_all(&profile);
+    Some((
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    ))
+}
+
+/// The page rendered every plot, with no console error.
+fn check_in_browser(page: &Path, plots: usize) {
+    let Some((dom, log)) = browse(page) else { return };
+    assert!(
+        dom.contains(&format!("data-plots=\"{plots}\"")),
+        "{} plots expected: {}",
+        plots,
+        &dom[..dom.len().min(400)]
+    );
+    assert!(
+        dom.contains(&format!("data-plots-drawn=\"{plots}\"")),
+        "not every plot drew: {}",
+        &dom[..dom.len().min(400)]
+    );
+    let errors: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains("CONSOLE") || l.contains("Uncaught"))
+        .collect();
+    assert!(errors.is_empty(), "console: {errors:#?}");
+}
+
+#[test]
+fn a_runs_report_is_its_json_with_its_plots_offline() {
+    let dir = tempdir("report-run");
+    let page = dir.join("run.html");
+    let o = run(&[
+        "tcp-stream",
+        "-l",
+        "0.6",
+        "-i",
+        "0.2",
+        "-P",
+        "2",
+        "--json",
+        "--html",
+        page.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let json: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert_eq!(embedded_json(&html), json, "the report's JSON is the run's");
+    let mbps = format!("{:.2}", json["summary"]["throughput_bps"].as_f64().unwrap() / 1e6);
+    assert!(
+        html.contains(&mbps),
+        "the table's throughput {mbps} is the JSON's"
+    );
+    assert!(html.contains("id=\"plot-timeseries\""), "the two flows over time");
+    assert!(html.contains("flow 0 tx") && html.contains("flow 1 tx"));
+    check_in_browser(&page, 1);
+}
+
+#[test]
+fn sweep_and_comparison_reports_render_offline() {
+    let dir = tempdir("report-exp");
+    let sweep = dir.join("sweep.html");
+    let o = run(&[
+        "tcp-stream",
+        "-l",
+        "0.2",
+        "-m",
+        "1K,64K",
+        "--iterations",
+        "2",
+        "--json",
+        "--html",
+        sweep.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let json: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let html = std::fs::read_to_string(&sweep).unwrap();
+    assert_eq!(embedded_json(&html), json);
+    assert!(html.contains("id=\"plot-sweep\""), "{}", &html[..400]);
+    check_in_browser(&sweep, 1);
+    let plan = dir.join("cmp.toml");
+    std::fs::write(
+        &plan,
+        "name = \"cmp\"\n[[test]]\nkind = \"tcp-rr\"\nargs = [\"-l\", \"0.2\"]\n[iterations]\nmax = 2\nmin = 2\n[[arm]]\nname = \"a\"\n[[arm]]\nname = \"b\"\n",
+    )
+    .unwrap();
+    let cmp = dir.join("cmp.html");
+    let o = run(&["run", plan.to_str().unwrap(), "--html", cmp.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let html = std::fs::read_to_string(&cmp).unwrap();
+    assert!(html.contains("id=\"plot-compare\""), "{}", &html[..400]);
+    let figures = html.matches("<figure class=\"plot\"").count();
+    check_in_browser(&cmp, figures);
+    // A saved result's report, later.
+    let saved = dir.join("saved.json");
+    std::fs::write(&saved, serde_json::to_string(&json).unwrap()).unwrap();
+    let o = run(&["report", saved.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(std::fs::read_to_string(dir.join("saved.html"))
+        .unwrap()
+        .contains("id=\"plot-sweep\""));
+}
