@@ -154,12 +154,12 @@ pub fn run_plan(plan: &Plan, out: &ExperimentArgs, json: bool, cancel: &Cancel) 
             None => cwd_at_start().join(store::DEFAULT_DIR),
         };
         let path = store::save(&experiment, &dir).map_err(anyhow::Error::msg)?;
-        eprintln!("netrig: saved {}", path.display());
+        eprintln!("saved {}", path.display());
     }
     // The table says them; JSON and CSV readers see them on stderr.
     if json || out.csv {
         for w in &experiment.warnings {
-            eprintln!("netrig: warning: {w}");
+            eprintln!("warning: {w}");
         }
     }
     match experiment.stopped.as_deref() {
@@ -259,7 +259,7 @@ pub fn results(a: &ResultsArgs) -> Result<()> {
     let dir = a.dir.clone().unwrap_or_else(|| PathBuf::from(store::DEFAULT_DIR));
     let lines = store::list(&dir).map_err(Usage)?;
     if lines.is_empty() {
-        eprintln!("netrig: no saved experiment in {}", dir.display());
+        eprintln!("no saved experiment in {}", dir.display());
     }
     for l in lines {
         println!("{l}");

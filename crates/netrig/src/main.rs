@@ -78,7 +78,7 @@ fn split_sweeps(argv: Vec<String>) -> (Vec<String>, Vec<Sweep>) {
     match sweep::split_args(&argv[2..], sweep::SWEEPABLE) {
         Ok((rest, sweeps)) => (argv[..2].iter().cloned().chain(rest).collect(), sweeps),
         Err(e) => {
-            eprintln!("netrig: error: {e}");
+            eprintln!("error: {e}");
             std::process::exit(2);
         }
     }
@@ -129,7 +129,7 @@ fn main() -> ExitCode {
         Ok(m) => m,
         Err(e) => {
             if let Some(hint) = habit_hint(&argv, &e) {
-                eprintln!("netrig: error: {hint}");
+                eprintln!("error: {hint}");
                 std::process::exit(2);
             }
             e.exit()
@@ -188,7 +188,7 @@ fn main() -> ExitCode {
     match done {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("netrig: error: {e:#}");
+            eprintln!("error: {e:#}");
             ExitCode::from(exit_status(&e))
         }
     }
@@ -328,7 +328,7 @@ fn test(kind: &'static dyn Kind, m: &clap::ArgMatches, args: Vec<String>, sweeps
     };
     export.result(&mut stdout, &result)?;
     for w in &result.warnings {
-        eprintln!("netrig: warning: {w}");
+        eprintln!("warning: {w}");
     }
     if let Some(dir) = &run.experiment.plot {
         plot::write(&netrig_plot::plots_for_result(&result), dir, true)?;
@@ -370,7 +370,7 @@ pub fn command_line() -> String {
 /// Writes a report and says where.
 pub fn write_report(path: &std::path::Path, html: &str) -> Result<()> {
     std::fs::write(path, html).with_context(|| format!("writing {}", path.display()))?;
-    eprintln!("netrig: report {}", path.display());
+    eprintln!("report {}", path.display());
     Ok(())
 }
 
@@ -457,7 +457,7 @@ fn quick(a: QuickArgs) -> Result<()> {
         );
         for r in &results {
             for w in &r.warnings {
-                eprintln!("netrig: warning: {}: {w}", r.test);
+                eprintln!("warning: {}: {w}", r.test);
             }
         }
         println!(

@@ -25,7 +25,7 @@ pub fn plot(a: &PlotArgs) -> Result<()> {
     };
     if plots.is_empty() {
         eprintln!(
-            "netrig: nothing to plot in {} (no sweep, arms, intervals or latency histogram)",
+            "nothing to plot in {} (no sweep, arms, intervals or latency histogram)",
             a.file.display()
         );
         return Ok(());
