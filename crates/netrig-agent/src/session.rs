@@ -515,7 +515,7 @@ fn run_test(
     match sm.on_client(msg, Instant::now())? {
         AgentEvent::Go => {}
         AgentEvent::Abort(r) => return Err(SessionError::Test(format!("client aborted: {r}"))),
-        other => return Err(SessionError::Test(format!("expected go, got {other:?}"))),
+        other => return Err(SessionError::Test(format!("expected go, got {other}"))),
     }
     let start = Instant::now();
     let side = match workload {
@@ -644,7 +644,7 @@ fn run_flows(
                 Ok(AgentEvent::Abort(reason)) => ctl.abort(format!("client aborted: {reason}")),
                 Ok(AgentEvent::Bye) => ctl.abort("client said bye during the test"),
                 // The state machine answers nothing else while a test runs.
-                Ok(other) => ctl.abort(format!("client: {other:?} during the test")),
+                Ok(other) => ctl.abort(format!("client: {other} during the test")),
                 Err(e) => ctl.abort(format!("client: {e}")),
             },
             Err(e) => {

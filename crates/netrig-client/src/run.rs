@@ -143,7 +143,7 @@ impl Client {
             Ok(other) => {
                 return Err(ClientError::NotAgent {
                     addr,
-                    detail: format!("{other:?}"),
+                    detail: format!("it answered {other}"),
                 })
             }
             Err(e) => return Err(ClientError::Handshake(format!("agent at {addr}: {e}"))),
@@ -312,7 +312,7 @@ impl Client {
             }
             other => {
                 return Err(proto_err(format!(
-                    "unexpected answer to the test request: {other:?}"
+                    "unexpected answer to the test request: {other}"
                 )))
             }
         };
@@ -431,7 +431,7 @@ impl Client {
         };
         match self.sm.on_agent(msg).map_err(proto_err)? {
             ClientEvent::DataReady => {}
-            other => return Err(proto_err(format!("expected data-ready, got {other:?}"))),
+            other => return Err(proto_err(format!("expected data_ready, got {other}"))),
         }
         drop(udp_hellos); // their duplicate descriptors are not needed past set-up
                           // Time zero before `go` leaves: the agent starts when it reads `go`, so
@@ -481,9 +481,8 @@ impl Client {
                         return;
                     }
                     Ok(other) => {
-                        failure.get_or_insert(proto_err(format!(
-                            "unexpected message during the test: {other:?}"
-                        )));
+                        failure
+                            .get_or_insert(proto_err(format!("unexpected message during the test: {other}")));
                         return;
                     }
                     Err(e) => {

@@ -6,8 +6,9 @@
 
 use netrig_experiment::document::Experiment;
 use netrig_plot::Plot;
+use netrig_report::export::Exporter;
 use netrig_report::model::measure::Environment;
-use netrig_report::TestResult;
+use netrig_report::{IntervalResult, TableLayout, TestResult};
 use std::fmt::Write;
 
 /// HTML-escapes text.
@@ -153,6 +154,47 @@ pub fn run_report(r: &TestResult, command: &str, table: &str) -> String {
     );
     json(&mut b, r);
     page(&format!("netrig {}", r.test), &b)
+}
+
+/// The report as an exporter: it keeps each interval's rows as they come
+/// and writes the whole page when the result is in.
+pub struct HtmlExporter {
+    command: String,
+    layout: &'static dyn TableLayout,
+    rows: String,
+    per_flow: bool,
+}
+
+impl HtmlExporter {
+    /// For a run laid out as `layout` with `flows` flows, made by `command`.
+    pub fn new(command: impl Into<String>, layout: &'static dyn TableLayout, flows: usize) -> HtmlExporter {
+        HtmlExporter {
+            command: command.into(),
+            layout,
+            rows: String::new(),
+            per_flow: (2..=16).contains(&flows),
+        }
+    }
+}
+
+impl Exporter for HtmlExporter {
+    fn interval(&mut self, _out: &mut dyn std::io::Write, i: &IntervalResult) -> std::io::Result<()> {
+        if self.rows.is_empty() {
+            self.rows.push_str(&self.layout.interval_header());
+            self.rows.push('\n');
+        }
+        self.rows.push_str(&self.layout.interval_rows(i, self.per_flow));
+        Ok(())
+    }
+
+    fn result(&mut self, out: &mut dyn std::io::Write, r: &TestResult) -> std::io::Result<()> {
+        let mut table = self.rows.clone();
+        if !table.is_empty() {
+            table.push('\n');
+        }
+        table.push_str(&self.layout.render(r));
+        out.write_all(run_report(r, &self.command, &table).as_bytes())
+    }
 }
 
 /// The report of a suite (`netrig quick --html`): each result's table,

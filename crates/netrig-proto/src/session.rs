@@ -238,6 +238,38 @@ pub enum ClientEvent {
     Results(AgentMsg),
 }
 
+impl std::fmt::Display for ClientEvent {
+    /// What the agent said, as a message names it (never a Rust dump).
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ClientEvent::Welcome {
+                version, software, ..
+            } => {
+                write!(f, "a welcome (protocol v{version}, netrig {software})")
+            }
+            ClientEvent::Accepted(_) => f.write_str("test_accepted"),
+            ClientEvent::Rejected(r) => write!(f, "test_rejected ({r})"),
+            ClientEvent::DataReady => f.write_str("data_ready"),
+            ClientEvent::Interval(_) => f.write_str("an interval"),
+            ClientEvent::Results(_) => f.write_str("results"),
+        }
+    }
+}
+
+impl std::fmt::Display for AgentEvent {
+    /// What the client said, as a message names it.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            AgentEvent::Hello { software } => write!(f, "hello (netrig {software})"),
+            AgentEvent::TestRequested(s) => write!(f, "test_request ({})", s.kind()),
+            AgentEvent::TestInvalid(r) => write!(f, "an invalid test_request ({r})"),
+            AgentEvent::Go => f.write_str("go"),
+            AgentEvent::Abort(r) => write!(f, "abort ({r})"),
+            AgentEvent::Bye => f.write_str("bye"),
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum ClientState {
     AwaitWelcome,

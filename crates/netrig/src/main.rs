@@ -13,7 +13,7 @@ use netrig_client::{ClientError, Family};
 use netrig_experiment::sweep::{self, Sweep};
 use netrig_kinds::Kind;
 use netrig_proto::AgentLimits;
-use netrig_report::export::{exporter, Format};
+use netrig_report::export::{exporter, Exporter, Format};
 use netrig_report::{table, to_json, TestResult};
 use netrig_run::{Cancel, LocalOptions, RunError, Session, Target};
 use std::net::SocketAddr;
@@ -334,21 +334,13 @@ fn test(kind: &'static dyn Kind, m: &clap::ArgMatches, args: Vec<String>, sweeps
         plot::write(&netrig_plot::plots_for_result(&result), dir, true)?;
     }
     if let Some(path) = &run.experiment.html {
-        // The interim rows as they were printed, then the table.
-        let layout = kind.table();
-        let mut table = String::new();
-        if !result.intervals.is_empty() {
-            table.push_str(&layout.interval_header());
-            table.push('\n');
-            let per_flow = (2..=16).contains(&result.flows.len());
-            for i in &result.intervals {
-                table.push_str(&layout.interval_rows(i, per_flow));
-            }
-            table.push('\n');
+        let mut page = netrig_html::HtmlExporter::new(command_line(), kind.table(), flows);
+        let mut html = Vec::new();
+        for i in &result.intervals {
+            page.interval(&mut html, i)?;
         }
-        table.push_str(&layout.render(&result));
-        let html = netrig_html::run_report(&result, &command_line(), &table);
-        write_report(path, &html)?;
+        page.result(&mut html, &result)?;
+        write_report(path, &String::from_utf8_lossy(&html))?;
     }
     Ok(())
 }
