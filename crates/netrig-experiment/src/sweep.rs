@@ -82,6 +82,12 @@ fn write_back(v: f64, suffix: &str, size: bool) -> String {
     }
 }
 
+/// A swept value as a number, read as its option reads it: "64K" of `-m`
+/// is 65536, "10M" of `-b` is 10^7.
+pub fn value(option: &str, text: &str) -> Option<f64> {
+    number(text, is_size_option(option)).map(|(v, _)| v)
+}
+
 /// Options whose K/M/G are powers of 1024 (sizes); others' are powers of
 /// 1000 (rates: `-b`, `--max-pacing-rate`) or have none.
 fn is_size_option(option: &str) -> bool {

@@ -5,45 +5,9 @@ use crate::chart::{Axis, Chart, Series};
 use netrig_experiment::document::{ArmOutcome, TestOutcome};
 use netrig_experiment::metric;
 
-/// Options whose K/M/G are powers of 1024 (as netrig reads them); others'
-/// are powers of 1000.
-fn is_size_option(option: &str) -> bool {
-    matches!(
-        option,
-        "-m" | "--message-size"
-            | "-M"
-            | "--recv-size"
-            | "-s"
-            | "--local-sockbuf"
-            | "-S"
-            | "--remote-sockbuf"
-            | "-n"
-            | "--bytes"
-            | "--mss"
-    )
-}
-
-/// A swept value as a number: "64K" of `-m` is 65536, "10M" of `-b` 10^7.
+/// A swept value as a number, as its option reads it (netrig-experiment's rule).
 pub fn value(option: &str, text: &str) -> Option<f64> {
-    let t = text.trim();
-    let (num, mult) = match t.char_indices().last()? {
-        (i, c) if c.is_ascii_alphabetic() => {
-            let base: f64 = if is_size_option(option) { 1024.0 } else { 1000.0 };
-            let p = match c.to_ascii_uppercase() {
-                'K' => 1,
-                'M' => 2,
-                'G' => 3,
-                'T' => 4,
-                _ => return None,
-            };
-            (&t[..i], base.powi(p))
-        }
-        _ => (t, 1.0),
-    };
-    num.parse::<f64>()
-        .ok()
-        .filter(|v| v.is_finite())
-        .map(|v| v * mult)
+    netrig_experiment::sweep::value(option, text)
 }
 
 /// The axis label of a swept option, with its unit.

@@ -72,7 +72,50 @@ struct Row {
     rtt: Option<u32>,
 }
 
+/// The datagram figures a row shows, of an interval's or the window's accounting.
+trait Datagrams {
+    fn figures(&self) -> (u64, u64, f64, Option<f64>);
+}
+
+impl Datagrams for crate::IntervalUdp {
+    fn figures(&self) -> (u64, u64, f64, Option<f64>) {
+        (
+            self.received_datagrams,
+            self.lost_datagrams,
+            self.loss_pct,
+            self.jitter_us,
+        )
+    }
+}
+
+impl Datagrams for crate::UdpSummary {
+    fn figures(&self) -> (u64, u64, f64, Option<f64>) {
+        (
+            self.received_datagrams,
+            self.lost_datagrams,
+            self.loss_pct,
+            self.jitter_us,
+        )
+    }
+}
+
 impl Row {
+    /// With the datagram figures of `u`, if any.
+    fn udp(mut self, u: Option<&impl Datagrams>) -> Row {
+        if let Some((received, lost, pct, jitter)) = u.map(Datagrams::figures) {
+            (self.received, self.lost, self.loss_pct, self.jitter_us) =
+                (Some(received), Some(lost), Some(pct), jitter);
+        }
+        self
+    }
+
+    /// With a flow's cwnd (bytes) and RTT from its TCP_INFO, if any.
+    fn tcp(mut self, t: Option<&crate::model::measure::TcpInfo>) -> Row {
+        self.cwnd = t.map(|t| u64::from(t.snd_cwnd) * u64::from(t.snd_mss));
+        self.rtt = t.map(|t| t.rtt_us);
+        self
+    }
+
     fn cells(&self) -> Vec<String> {
         vec![
             self.record.to_string(),
@@ -119,44 +162,38 @@ impl Exporter for CsvExporter {
             ..r
         };
         for f in &i.flows {
-            let row = span(Row {
-                record: "interval_flow",
-                flow: f.id.to_string(),
-                direction: f.direction.name().into(),
-                bytes: Some(f.bytes),
-                throughput_bps: Some(f.throughput_bps),
-                retransmits: f.retransmits,
-                transactions: f.transactions,
-                failed: f.failed_transactions,
-                received: f.udp.as_ref().map(|u| u.received_datagrams),
-                lost: f.udp.as_ref().map(|u| u.lost_datagrams),
-                loss_pct: f.udp.as_ref().map(|u| u.loss_pct),
-                jitter_us: f.udp.as_ref().and_then(|u| u.jitter_us),
-                cwnd: f
-                    .tcp_info
-                    .as_ref()
-                    .map(|t| u64::from(t.snd_cwnd) * u64::from(t.snd_mss)),
-                rtt: f.tcp_info.as_ref().map(|t| t.rtt_us),
-                ..Row::default()
-            });
+            let row = span(
+                Row {
+                    record: "interval_flow",
+                    flow: f.id.to_string(),
+                    direction: f.direction.name().into(),
+                    bytes: Some(f.bytes),
+                    throughput_bps: Some(f.throughput_bps),
+                    retransmits: f.retransmits,
+                    transactions: f.transactions,
+                    failed: f.failed_transactions,
+                    ..Row::default()
+                }
+                .udp(f.udp.as_ref())
+                .tcp(f.tcp_info.as_ref()),
+            );
             write_row(out, &row.cells())?;
         }
-        let sum = span(Row {
-            record: "interval_sum",
-            bytes: Some(i.bytes),
-            throughput_bps: Some(i.throughput_bps),
-            retransmits: i.retransmits,
-            transactions: i.flows.iter().map(|f| f.transactions).sum(),
-            transactions_per_s: i.transactions_per_s,
-            failed: i.failed_transactions,
-            received: i.udp.as_ref().map(|u| u.received_datagrams),
-            lost: i.udp.as_ref().map(|u| u.lost_datagrams),
-            loss_pct: i.udp.as_ref().map(|u| u.loss_pct),
-            jitter_us: i.udp.as_ref().and_then(|u| u.jitter_us),
-            p50: i.latency_us.as_ref().map(|l| l.p50),
-            p99: i.latency_us.as_ref().map(|l| l.p99),
-            ..Row::default()
-        });
+        let sum = span(
+            Row {
+                record: "interval_sum",
+                bytes: Some(i.bytes),
+                throughput_bps: Some(i.throughput_bps),
+                retransmits: i.retransmits,
+                transactions: i.flows.iter().map(|f| f.transactions).sum(),
+                transactions_per_s: i.transactions_per_s,
+                failed: i.failed_transactions,
+                p50: i.latency_us.as_ref().map(|l| l.p50),
+                p99: i.latency_us.as_ref().map(|l| l.p99),
+                ..Row::default()
+            }
+            .udp(i.udp.as_ref()),
+        );
         write_row(out, &sum.cells())
     }
 
@@ -173,17 +210,10 @@ impl Exporter for CsvExporter {
                 transactions: f.transactions,
                 transactions_per_s: f.transactions_per_s,
                 failed: f.connect_errors.as_ref().map(|e| e.total()),
-                received: f.udp.as_ref().map(|u| u.received_datagrams),
-                lost: f.udp.as_ref().map(|u| u.lost_datagrams),
-                loss_pct: f.udp.as_ref().map(|u| u.loss_pct),
-                jitter_us: f.udp.as_ref().and_then(|u| u.jitter_us),
-                cwnd: f
-                    .tcp_info
-                    .as_ref()
-                    .map(|t| u64::from(t.snd_cwnd) * u64::from(t.snd_mss)),
-                rtt: f.tcp_info.as_ref().map(|t| t.rtt_us),
                 ..Row::default()
-            };
+            }
+            .udp(f.udp.as_ref())
+            .tcp(f.tcp_info.as_ref());
             write_row(out, &row.cells())?;
         }
         let s = &r.summary;
@@ -195,14 +225,11 @@ impl Exporter for CsvExporter {
             transactions: s.transactions,
             transactions_per_s: s.transactions_per_s,
             failed: s.connect_errors.as_ref().map(|e| e.total()),
-            received: s.udp.as_ref().map(|u| u.received_datagrams),
-            lost: s.udp.as_ref().map(|u| u.lost_datagrams),
-            loss_pct: s.udp.as_ref().map(|u| u.loss_pct),
-            jitter_us: s.udp.as_ref().and_then(|u| u.jitter_us),
             p50: s.latency_us.as_ref().map(|l| l.p50),
             p99: s.latency_us.as_ref().map(|l| l.p99),
             ..Row::default()
-        };
+        }
+        .udp(s.udp.as_ref());
         write_row(out, &sum.cells())
     }
 }
