@@ -91,6 +91,7 @@ fuzz_target!(|input: Input| {
     let mut seen: HashSet<u64> = HashSet::new();
     let mut highest: Option<u64> = None;
     let (mut accounted, mut news, mut dups, mut stray, mut untimed) = (0u64, 0u64, 0u64, 0u64, 0u64);
+    let mut implausible = 0u64;
     let mut prev_live = t.live();
     for b in &input.buffers {
         // The bytes of the buffer as the socket would hand them over.
@@ -163,6 +164,17 @@ fuzz_target!(|input: Input| {
             let r = t.on_arrival(h.seq, h.stamp_ns & !SHARED_STAMP, b.rx_ns, timed);
             let live = t.live();
             assert_eq!(ALLOCS.load(Ordering::Relaxed), before, "on_arrival allocated");
+            if r == Arrival::Implausible {
+                // Further ahead than a sender can have sent: not accounted.
+                assert!(
+                    h.seq > highest.unwrap_or(0).saturating_add(netrig_metrics::udp_seq::PLAUSIBLE_SLACK),
+                    "{} refused as implausible",
+                    h.seq
+                );
+                implausible += 1;
+                assert_eq!(t.implausible(), implausible);
+                continue;
+            }
             accounted += 1;
             let in_window = highest.is_none_or(|top| h.seq > top || top - h.seq < SEQ_WINDOW);
             match r {
@@ -177,6 +189,7 @@ fuzz_target!(|input: Input| {
                         h.seq
                     );
                 }
+                Arrival::Implausible => unreachable!("handled above"),
                 Arrival::Duplicate => {
                     dups += 1;
                     assert!(

@@ -68,6 +68,10 @@ pub struct SeqTracker {
     /// `highest − (SEQ_WINDOW − 1) ..= highest`.
     seen: Box<[u64; WORDS]>,
     highest: Option<u64>,
+    /// When the first datagram arrived (the receiver's clock).
+    first_recv_ns: Option<u64>,
+    /// Arrivals too far ahead to be real ([`Arrival::Implausible`]).
+    implausible: u64,
     received: u64,
     duplicates: u64,
     out_of_order: u64,
@@ -110,7 +114,21 @@ pub enum Arrival {
     New,
     /// A sequence number already seen: counted as a duplicate only.
     Duplicate,
+    /// A sequence number further ahead than the sender can have sent by
+    /// now ([`MAX_DATAGRAMS_PER_S`]): not counted at all (the caller counts
+    /// it as stray), so one forged datagram cannot make the loss 10^19.
+    Implausible,
 }
+
+/// The most datagrams one flow's sender can send per second: `-b`'s
+/// highest rate (400 Gbit/s) in the smallest datagrams (netrig's 28-byte
+/// header). A sequence number further ahead of the highest seen than this
+/// rate allows in the time since the first arrival (plus
+/// [`PLAUSIBLE_SLACK`]) is implausible.
+pub const MAX_DATAGRAMS_PER_S: u64 = 400_000_000_000 / 8 / 28;
+/// Sequence numbers any arrival may be ahead of the highest seen (and the
+/// first arrival's at most): a burst lost at once.
+pub const PLAUSIBLE_SLACK: u64 = 1 << 24;
 
 /// A [`SeqTracker`]'s running counts at one instant ([`SeqTracker::live`]).
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
@@ -204,6 +222,8 @@ impl SeqTracker {
         SeqTracker {
             seen: Box::new([0; WORDS]),
             highest: None,
+            first_recv_ns: None,
+            implausible: 0,
             received: 0,
             duplicates: 0,
             out_of_order: 0,
@@ -230,6 +250,14 @@ impl SeqTracker {
     /// (see the module documentation); such a datagram counts everywhere
     /// but in jitter.
     pub fn on_arrival(&mut self, seq: u64, send_ts_ns: u64, recv_ts_ns: u64, timed: bool) -> Arrival {
+        let first = *self.first_recv_ns.get_or_insert(recv_ts_ns);
+        // At most a day: no test lasts longer (the agent's --max-duration).
+        let elapsed_s = (recv_ts_ns.saturating_sub(first) / 1_000_000_000 + 1).min(86_400);
+        let plausible = PLAUSIBLE_SLACK.saturating_add(MAX_DATAGRAMS_PER_S.saturating_mul(elapsed_s));
+        if seq > self.highest.unwrap_or(0).saturating_add(plausible) {
+            self.implausible = self.implausible.saturating_add(1);
+            return Arrival::Implausible;
+        }
         match self.highest {
             None => {
                 self.set(seq);
@@ -282,6 +310,12 @@ impl SeqTracker {
     /// earlier one.
     pub fn sent_total_hint(&mut self, sent: u64) {
         self.sent_hint = Some(sent);
+    }
+
+    /// How many arrivals were further ahead than the sender could have sent
+    /// ([`Arrival::Implausible`]).
+    pub fn implausible(&self) -> u64 {
+        self.implausible
     }
 
     /// How many arrivals were too far below the highest sequence number to be
@@ -360,6 +394,28 @@ impl SeqTracker {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Issue #11: one datagram with sequence number 2^64 − 1 made the loss
+    /// 1.8e19 and the jitter 2.2e15 µs. Sequence numbers beyond what the
+    /// sender can have sent are refused, and the figures stay true.
+    #[test]
+    fn a_sequence_number_beyond_what_was_sendable_is_refused() {
+        let mut t = SeqTracker::new();
+        for s in 0..100u64 {
+            assert_eq!(t.on_datagram(s, s * 1000, s * 1000 + 50), Arrival::New);
+        }
+        assert_eq!(t.on_datagram(u64::MAX, 0, 100_000), Arrival::Implausible);
+        assert_eq!(t.on_datagram(1 << 40, 0, 100_000), Arrival::Implausible);
+        let s = t.summary();
+        assert_eq!((s.received, s.lost, s.expected), (100, 0, 100));
+        assert_eq!(t.implausible(), 2);
+        assert!(s.jitter_us < 1.0, "{}", s.jitter_us);
+        // A real burst lost at once is not refused.
+        assert_eq!(t.on_datagram(100 + (1 << 20), 0, 200_000), Arrival::New);
+        // Nor a first datagram that is not the sender's first.
+        let mut u = SeqTracker::new();
+        assert_eq!(u.on_datagram(5_000_000, 0, 1), Arrival::New);
+    }
     use crate::latency::tests::alloc_counter::allocations_in;
 
     const MS: u64 = 1_000_000;
@@ -580,16 +636,19 @@ mod tests {
         });
         assert_eq!(n, 0);
         let s = t.summary();
-        assert_eq!(s.highest_seq, Some(u64::MAX));
-        assert_eq!(s.expected, u64::MAX);
-        assert_eq!((s.received, s.duplicates, s.out_of_order), (3, 1, 2));
+        // Sequence numbers near 2^64 are beyond what any sender can have
+        // sent: refused, so only the datagram numbered 0 counts.
+        assert_eq!(t.implausible(), 3);
+        assert_eq!(s.highest_seq, Some(0));
+        assert_eq!(s.expected, 1);
+        assert_eq!((s.received, s.duplicates, s.out_of_order), (1, 0, 0));
         assert!(s.jitter_us.is_finite() && s.loss_pct.is_finite());
 
-        // Going backwards by 2^40 (e.g. a restarted sender), then forwards.
+        // Going backwards by 2^30 (e.g. a restarted sender), then forwards.
         let mut t = feed(0..1000);
-        let base = (1u64 << 40) + 5000;
+        let base = (1u64 << 30) + 5000;
         t.on_datagram(base, 0, 0);
-        t.on_datagram(base - (1 << 40), 0, 0);
+        t.on_datagram(base - (1 << 30), 0, 0);
         t.on_datagram(base + 1, 0, 0);
         let s = t.summary();
         assert_eq!(s.highest_seq, Some(base + 1));
@@ -619,7 +678,9 @@ mod tests {
         });
         assert_eq!(n, 0);
         let s = t.summary();
-        assert_eq!(s.received + s.duplicates, 1_000_000);
+        // Every datagram is received, a duplicate, or refused as implausible.
+        assert_eq!(s.received + s.duplicates + t.implausible(), 1_000_000);
+        assert!(t.implausible() > 0, "random 64-bit sequence numbers are refused");
         assert!(s.out_of_order <= s.received);
         assert!(s.jitter_us.is_finite() && s.jitter_us >= 0.0);
         assert!(s.loss_pct.is_finite() && (0.0..=100.0).contains(&s.loss_pct));

@@ -353,8 +353,11 @@ impl UdpStreamWorkload {
                     let (seq, stamp) = (h.seq, h.stamp_ns);
                     let timed = alone && stamp & SHARED_STAMP == 0;
                     // Each payload counts once: a duplicate is accounted, not delivered again.
-                    if f.tracker.on_arrival(seq, stamp & !SHARED_STAMP, rx_ns, timed) == Arrival::New {
-                        f.bytes += d.len() as u64;
+                    match f.tracker.on_arrival(seq, stamp & !SHARED_STAMP, rx_ns, timed) {
+                        Arrival::New => f.bytes += d.len() as u64,
+                        Arrival::Duplicate => {}
+                        // Further ahead than the sender can have sent: not this flow's.
+                        Arrival::Implausible => f.stray += 1,
                     }
                 }
             }
