@@ -452,7 +452,10 @@ impl Client {
         } + hook_time;
         let reader_thread = std::thread::Builder::new()
             .name("netrig-control".into())
-            .spawn(move || read_agent(&mut reader, tx, start + bound))
+            .spawn({
+                let ctl = ctl.clone();
+                move || read_agent(&mut reader, tx, start + bound, &ctl)
+            })
             .map_err(|e| ClientError::Test(format!("cannot start the control reader: {e}")))?;
 
         let mut merger = Merger::new(plan.clone(), rules.exchange().is_transactional());
@@ -633,13 +636,29 @@ fn shown(s: &SocketSettings) -> SocketOptions {
 
 /// Reads the agent's messages during a test until its results (or an error,
 /// or the deadline), and forwards them.
-fn read_agent(stream: &mut TcpStream, tx: mpsc::Sender<Result<AgentMsg, String>>, deadline: Instant) {
+///
+/// An agent that dies or gives up during the test stops this end at once:
+/// a receiving client would otherwise wait out the test's length for data
+/// that will not come (with `-l 3600`, an hour).
+fn read_agent(
+    stream: &mut TcpStream,
+    tx: mpsc::Sender<Result<AgentMsg, String>>,
+    deadline: Instant,
+    ctl: &RunControl,
+) {
+    let fail = |tx: &mpsc::Sender<Result<AgentMsg, String>>, why: String| {
+        ctl.abort(why.clone());
+        let _ = tx.send(Err(why));
+    };
     let mut decoder = netrig_proto::FrameDecoder::with_limit(AGENT_FRAME_LIMIT);
     let mut buf = vec![0u8; 64 * 1024];
     loop {
         loop {
             match decoder.next_msg::<AgentMsg>() {
                 Ok(Some(m)) => {
+                    if let AgentMsg::Error { message } = &m {
+                        ctl.abort(format!("the agent gave up: {message}"));
+                    }
                     let last = matches!(m, AgentMsg::Results { .. } | AgentMsg::Error { .. });
                     if tx.send(Ok(m)).is_err() || last {
                         return;
@@ -647,27 +666,28 @@ fn read_agent(stream: &mut TcpStream, tx: mpsc::Sender<Result<AgentMsg, String>>
                 }
                 Ok(None) => break,
                 Err(e) => {
-                    let _ = tx.send(Err(e.to_string()));
+                    fail(&tx, format!("the agent's messages: {e}"));
                     return;
                 }
             }
         }
         let now = Instant::now();
         if now >= deadline {
-            let _ = tx.send(Err("the agent sent no results in time".into()));
+            fail(&tx, "the agent sent no results in time".into());
             return;
         }
         let _ = stream.set_read_timeout(Some((deadline - now).min(Duration::from_secs(1))));
         match stream.read(&mut buf) {
             Ok(0) => {
-                let _ = tx.send(Err(
-                    "the agent closed the control connection during the test".into()
-                ));
+                fail(
+                    &tx,
+                    "the agent closed the control connection during the test".into(),
+                );
                 return;
             }
             Ok(n) => {
                 if let Err(e) = decoder.push(&buf[..n]) {
-                    let _ = tx.send(Err(e.to_string()));
+                    fail(&tx, format!("the agent's messages: {e}"));
                     return;
                 }
             }
@@ -677,7 +697,7 @@ fn read_agent(stream: &mut TcpStream, tx: mpsc::Sender<Result<AgentMsg, String>>
                     io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut | io::ErrorKind::Interrupted
                 ) => {}
             Err(e) => {
-                let _ = tx.send(Err(e.to_string()));
+                fail(&tx, format!("the control connection: {e}"));
                 return;
             }
         }

@@ -283,6 +283,20 @@ pub fn assemble(
         directions_fairness,
     };
     warnings.extend(crate::checks::fairness_warnings(&summary));
+    if let netrig_proto::spec::Limit::Duration { seconds } = spec.limit {
+        let asked = seconds - spec.omit_s;
+        for (end, w) in [
+            ("local", local.report.window_s),
+            ("remote", remote.report.window_s),
+        ] {
+            if w > asked * 1.25 + 1.0 {
+                warnings.push(format!(
+                    "{end}: the measured window lasted {w:.2} s for a {asked} s test: that end was stopped or \
+                     starved (a stalled process, a paused VM) and its figures cover the stall"
+                ));
+            }
+        }
+    }
     let intervals = merge_intervals(&plan, transactional, local.intervals, remote.intervals);
     // An interval's latencies are handed over by the workers within a
     // bound; one that came too late is left out, and said so here.
@@ -1085,5 +1099,36 @@ mod tests {
     fn spread_median() {
         let s = Spread::of(&[3.0, 1.0, 2.0, 10.0]);
         assert_eq!((s.min, s.median, s.max), (1.0, 2.5, 10.0));
+    }
+
+    /// Issue #11: an agent stopped for 20 s during a 5 s test gave a 22 s
+    /// window and no word about it.
+    #[test]
+    fn a_window_that_stretched_far_beyond_the_test_is_named() {
+        let mut s = spec("tcp-stream");
+        s.limit = Limit::Duration { seconds: 5.0 };
+        let side = |window_s| SideReport {
+            flows: vec![flow(0, Direction::Tx, Role::Sender, 1000, window_s)],
+            window_s,
+            ..Default::default()
+        };
+        let (local, remote) = (side(5.0), side(22.0));
+        let r = merged(&s, &local, &[], &remote, &[]).unwrap();
+        let w: Vec<&String> = r
+            .warnings
+            .iter()
+            .filter(|w| w.contains("stopped or starved"))
+            .collect();
+        assert_eq!(w.len(), 1, "{:?}", r.warnings);
+        assert!(
+            w[0].starts_with("remote: the measured window lasted 22.00 s for a 5 s test"),
+            "{w:?}"
+        );
+        let r = merged(&s, &local, &[], &side(5.3), &[]).unwrap();
+        assert!(
+            !r.warnings.iter().any(|w| w.contains("stopped or starved")),
+            "{:?}",
+            r.warnings
+        );
     }
 }

@@ -454,3 +454,33 @@ fn the_agents_workers_and_buffer_memory_are_bounded_by_its_limits() {
     ]);
     assert!(u(&v, "/summary/bytes") > 0);
 }
+
+/// Issue #11: a client whose agent dies mid-test stops at once, whichever
+/// end sends (it waited out the test's length when it was the receiver).
+#[test]
+fn a_dead_agent_stops_the_client_at_once_whichever_end_sends() {
+    for test in ["tcp-maerts", "tcp-stream", "udp-rr"] {
+        let mut agent = Served::start(&[]);
+        let p = agent.port_arg();
+        let client = netrig()
+            .args([test, "-H", "127.0.0.1", "-p", &p, "-l", "30"])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(1500));
+        let _ = agent.child.kill();
+        let t0 = std::time::Instant::now();
+        let o = client.wait_with_output().unwrap();
+        assert!(
+            t0.elapsed() < Duration::from_secs(8),
+            "{test}: the client went on for {:?} after its agent died",
+            t0.elapsed()
+        );
+        assert!(!o.status.success(), "{test}: a dead agent is a failed test");
+        // The reason: the control connection closed, or (a sender) its data
+        // connection reset, whichever the client saw first.
+        let e = String::from_utf8_lossy(&o.stderr);
+        assert!(e.contains("error: "), "{test}: {e}");
+    }
+}
