@@ -126,7 +126,7 @@ mod tests {
         let _c = TcpStream::connect(l.local_addr().unwrap()).unwrap();
         let (s, _) = l.accept().unwrap();
         let hello = DataHello {
-            version: 1,
+            version: netrig_proto::PROTOCOL_VERSION,
             cookie: SessionCookie([0; 16]),
             flow,
         };

@@ -10,6 +10,9 @@ pub enum ProtoError {
     Malformed(String),
     #[error("not a netrig peer (first bytes {0:02x?})")]
     BadMagic([u8; 4]),
+    /// A known other tool's greeting (an iperf3 client, an HTTP client).
+    #[error("{0}, not a netrig peer")]
+    Foreign(&'static str),
     #[error("unexpected message {got} while {state}")]
     Unexpected { got: &'static str, state: &'static str },
     #[error("{0}")]

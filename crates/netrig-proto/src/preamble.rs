@@ -28,7 +28,7 @@ impl ConnKind {
         match magic {
             CONTROL_MAGIC => Ok(ConnKind::Control),
             DATA_MAGIC => Ok(ConnKind::Data),
-            other => Err(ProtoError::BadMagic(other)),
+            other => Err(foreign(other).map_or(ProtoError::BadMagic(other), ProtoError::Foreign)),
         }
     }
 }
@@ -178,19 +178,83 @@ impl DataHello {
         if magic != want {
             return Err(ProtoError::BadMagic(magic));
         }
+        let version = u16::from_be_bytes([b[4], b[5]]);
+        if !(crate::MIN_PROTOCOL_VERSION..=crate::PROTOCOL_VERSION).contains(&version) {
+            return Err(ProtoError::Malformed(format!(
+                "a data hello of protocol version {version} (this build speaks {}..={})",
+                crate::MIN_PROTOCOL_VERSION,
+                crate::PROTOCOL_VERSION
+            )));
+        }
+        if b[6..8].iter().chain(&b[28..32]).any(|x| *x != 0) {
+            return Err(ProtoError::Malformed(
+                "a data hello with bytes in its reserved fields".into(),
+            ));
+        }
         let mut cookie = [0u8; 16];
         cookie.copy_from_slice(&b[8..24]);
         Ok(DataHello {
-            version: u16::from_be_bytes([b[4], b[5]]),
+            version,
             cookie: SessionCookie(cookie),
             flow: u32::from_be_bytes([b[24], b[25], b[26], b[27]]),
         })
     }
 }
 
+/// Names a known other tool from the first bytes it sends: an iperf3
+/// client opens with a 37-byte cookie of base32 letters (a-z, 2-7); an
+/// HTTP client with a method.
+pub fn foreign(first: [u8; 4]) -> Option<&'static str> {
+    if first
+        .iter()
+        .all(|b| b.is_ascii_lowercase() || (b'2'..=b'7').contains(b))
+    {
+        return Some("an iperf3 client (its cookie; netrig's agent speaks netrig's protocol: use `netrig tcp-stream -H`)");
+    }
+    if [*b"GET ", *b"POST", *b"HEAD", *b"PUT ", *b"OPTI"].contains(&first) {
+        return Some("an HTTP request");
+    }
+    None
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Issue #11: an iperf3 client and an HTTP request are named, not only
+    /// "not a netrig peer"; a data hello of another version or with bytes
+    /// in its reserved fields is refused.
+    #[test]
+    fn neighbours_are_named_and_data_hellos_checked() {
+        let e = ConnKind::from_magic(*b"k3qz").unwrap_err().to_string();
+        assert!(e.starts_with("an iperf3 client"), "{e}");
+        assert!(ConnKind::from_magic(*b"GET ")
+            .unwrap_err()
+            .to_string()
+            .starts_with("an HTTP request"));
+        assert!(matches!(
+            ConnKind::from_magic([0, 1, 2, 3]),
+            Err(ProtoError::BadMagic(_))
+        ));
+        let h = DataHello {
+            version: crate::PROTOCOL_VERSION,
+            cookie: SessionCookie([7; 16]),
+            flow: 3,
+        };
+        assert_eq!(DataHello::decode(&h.encode()).unwrap(), h);
+        let mut b = h.encode();
+        b[4..6].copy_from_slice(&99u16.to_be_bytes());
+        assert!(DataHello::decode(&b)
+            .unwrap_err()
+            .to_string()
+            .contains("version 99"));
+        let mut b = h.encode();
+        b[30] = 1;
+        assert!(DataHello::decode(&b)
+            .unwrap_err()
+            .to_string()
+            .contains("reserved"));
+    }
 
     #[test]
     fn control_preamble_roundtrip() {
@@ -219,7 +283,7 @@ mod tests {
     #[test]
     fn data_hello_roundtrip() {
         let h = DataHello {
-            version: 1,
+            version: crate::PROTOCOL_VERSION,
             cookie: SessionCookie([7; 16]),
             flow: 9999,
         };

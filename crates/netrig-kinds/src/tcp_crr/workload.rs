@@ -740,7 +740,7 @@ mod tests {
             addr: closed_port(),
             bind: None,
             options: SocketSettings::default(),
-            version: 1,
+            version: netrig_proto::PROTOCOL_VERSION,
             cookie: SessionCookie([7; 16]),
         });
         let slot = FlowSlot::new(0, Direction::Tx, Role::Requester, Some(connector));
@@ -780,7 +780,7 @@ mod tests {
             addr: l.local_addr().unwrap(),
             bind: None,
             options: SocketSettings::default(),
-            version: 1,
+            version: netrig_proto::PROTOCOL_VERSION,
             cookie,
         });
         let mk_ctl = || WorkerControl {
