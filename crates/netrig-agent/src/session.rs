@@ -510,6 +510,23 @@ fn run_test(
         buffers.push((hello.flow, initial, applied));
         flows.push(Flow::new(hello.flow, direction, role, socket, quota));
     }
+    if !per_transaction && !udp {
+        // Every flow is here: a data connection that comes now is one too
+        // many, closed at once rather than held until the test ends. (UDP
+        // keeps its registration: the client repeats its hellos until it
+        // reads data_ready, and those are expected.)
+        shared.registry.unregister(&cookie);
+        if let Some(rx) = &data_rx {
+            while let Ok((hello, extra)) = rx.try_recv() {
+                if matches!(extra, DataConn::Tcp(_)) {
+                    log::info!(
+                        "{peer}: data connection for flow {} beyond the test's flows; closed",
+                        hello.flow
+                    );
+                }
+            }
+        }
+    }
     conn.send(&AgentMsg::DataReady)?;
     let msg: ClientMsg = conn.recv(Duration::from_secs(shared.config.limits.setup_timeout_s))?;
     match sm.on_client(msg, Instant::now())? {

@@ -484,3 +484,75 @@ fn a_dead_agent_stops_the_client_at_once_whichever_end_sends() {
         assert!(e.contains("error: "), "{test}: {e}");
     }
 }
+
+/// Issue #11: a data connection with the right cookie beyond the test's
+/// flows was held open until the test ended; it is closed at once.
+#[test]
+fn a_data_connection_beyond_the_flows_is_closed_at_once() {
+    let agent = Served::start(&[]);
+    let mut c = TcpStream::connect(("127.0.0.1", agent.port)).unwrap();
+    c.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    c.write_all(
+        &ControlPreamble {
+            min_version: netrig_proto::MIN_PROTOCOL_VERSION,
+            max_version: netrig_proto::PROTOCOL_VERSION,
+        }
+        .encode(),
+    )
+    .unwrap();
+    let mut d = FrameDecoder::new();
+    let mut buf = vec![0u8; 65536];
+    let mut next = |c: &mut TcpStream| -> AgentMsg {
+        loop {
+            if let Some(m) = d.next_msg::<AgentMsg>().unwrap() {
+                return m;
+            }
+            let n = c.read(&mut buf).expect("agent answered");
+            assert!(n > 0, "agent closed");
+            d.push(&buf[..n]).unwrap();
+        }
+    };
+    next(&mut c);
+    let send =
+        |c: &mut TcpStream, m: &netrig_proto::ClientMsg| c.write_all(&netrig_proto::encode_frame(m)).unwrap();
+    send(
+        &mut c,
+        &netrig_proto::ClientMsg::Hello {
+            software: "test".into(),
+        },
+    );
+    let spec: netrig_proto::TestSpec = serde_json::from_value(serde_json::json!({
+        "test": {"kind": "tcp-stream", "message_size": 1024, "recv_size": 1024},
+        "limit": {"duration": {"seconds": 5.0}}, "flows": 1}))
+    .unwrap();
+    send(&mut c, &netrig_proto::ClientMsg::TestRequest { spec });
+    let AgentMsg::TestAccepted { cookie, .. } = next(&mut c) else {
+        panic!("not accepted")
+    };
+    let hello = |flow| {
+        let mut s = TcpStream::connect(("127.0.0.1", agent.port)).unwrap();
+        let h = netrig_proto::DataHello {
+            version: netrig_proto::PROTOCOL_VERSION,
+            cookie,
+            flow,
+        };
+        s.write_all(&h.encode()).unwrap();
+        s
+    };
+    let _flow = hello(0);
+    assert!(matches!(next(&mut c), AgentMsg::DataReady));
+    let mut extra = hello(0);
+    extra.set_read_timeout(Some(Duration::from_secs(3))).unwrap();
+    let t0 = std::time::Instant::now();
+    let mut b = [0u8; 16];
+    let r = extra.read(&mut b);
+    assert!(
+        matches!(r, Ok(0)) || matches!(&r, Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset),
+        "the extra connection was not closed: {r:?}"
+    );
+    assert!(
+        t0.elapsed() < Duration::from_secs(2),
+        "closed only after {:?}",
+        t0.elapsed()
+    );
+}
