@@ -411,6 +411,10 @@ fn run_test(
     };
     let control_ip = conn.stream().peer_addr().map(|a| canonical_ip(a.ip())).ok();
     let mut udp_seen: std::collections::HashSet<u32> = std::collections::HashSet::new();
+    let mut foreign_hellos = 0u64;
+    let mut foreign_log = Instant::now()
+        .checked_sub(Duration::from_secs(1))
+        .unwrap_or_else(Instant::now);
     let _registration = Registration {
         registry: &shared.registry,
         cookie,
@@ -468,7 +472,19 @@ fn run_test(
                 // Only the client's own address may open UDP flows: the agent
                 // must never be made to send to a third party.
                 if control_ip != Some(canonical_ip(from.ip())) {
-                    log::warn!("{peer}: UDP hello for flow {} from {from}, not the control connection's address; ignored", hello.flow);
+                    // Said once a second at most, with how many: a peer must
+                    // not be able to fill the log (40,000 hellos made 29,082
+                    // lines).
+                    foreign_hellos += 1;
+                    if foreign_log.elapsed() >= Duration::from_secs(1) {
+                        log::warn!(
+                            "{peer}: {foreign_hellos} UDP hello(s) (the last for flow {} from {from}) not from the \
+                             control connection's address; ignored",
+                            hello.flow
+                        );
+                        foreign_hellos = 0;
+                        foreign_log = Instant::now();
+                    }
                     continue;
                 }
                 if !udp_seen.insert(hello.flow) {
