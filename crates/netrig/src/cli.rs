@@ -34,6 +34,26 @@ pub enum Command {
     Report(ReportArgs),
     /// Plot a saved experiment or one test's --json result as SVG files.
     Plot(PlotArgs),
+    /// Print a shell's completion script on stdout (for packagers; see docs/DEPLOY.md).
+    #[command(hide = true)]
+    Completions(CompletionsArgs),
+    /// Write the man pages: netrig.1 and one per subcommand (for packagers; see docs/DEPLOY.md).
+    #[command(hide = true)]
+    Man(ManArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct CompletionsArgs {
+    /// The shell to complete for.
+    #[arg(value_enum)]
+    pub shell: clap_complete::Shell,
+}
+
+#[derive(Debug, Args)]
+pub struct ManArgs {
+    /// Directory to write the pages to (made if missing).
+    #[arg(short = 'o', long = "out-dir", value_name = "DIR", default_value = ".")]
+    pub out_dir: PathBuf,
 }
 
 /// The whole command line: netrig's subcommands, then a subcommand per test

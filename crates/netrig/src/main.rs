@@ -2,6 +2,7 @@
 //! only wires them (see docs/ARCHITECTURE.md).
 
 mod cli;
+mod deploy;
 mod experiment;
 mod plot;
 
@@ -183,6 +184,8 @@ fn main() -> ExitCode {
         Job::Own(Command::Compare(a)) => experiment::compare(&a),
         Job::Own(Command::Report(a)) => report(&a),
         Job::Own(Command::Plot(a)) => plot::plot(&a),
+        Job::Own(Command::Completions(a)) => deploy::completions(&a),
+        Job::Own(Command::Man(a)) => deploy::man(&a),
         Job::Test(kind, m, args, sweeps) => test(kind, &m, args, sweeps),
     };
     match done {
