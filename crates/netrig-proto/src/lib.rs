@@ -7,6 +7,7 @@
 //!
 //! The wire format is described in `docs/PROTOCOL.md`.
 
+pub mod auth;
 pub mod conn;
 mod convert;
 pub mod datagram;
