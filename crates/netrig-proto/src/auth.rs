@@ -197,6 +197,13 @@ impl fmt::Debug for SecretKey {
     }
 }
 
+/// Two keys are the same when their public halves are.
+impl PartialEq for SecretKey {
+    fn eq(&self, other: &Self) -> bool {
+        self.public() == other.public()
+    }
+}
+
 impl SecretKey {
     /// A new key from the operating system's random numbers.
     pub fn generate() -> SecretKey {
@@ -420,7 +427,7 @@ impl AgentAuthSession {
 }
 
 /// The client's keys (`--key`, `--agent-key`).
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct ClientAuth {
     pub key: Option<SecretKey>,
     /// The agent's key to expect; `None`: any agent (or none).
