@@ -19,7 +19,7 @@ fuzz_target!(|data: &[u8]| {
         assert_eq!(v["type"], m.name());
         let back: ClientMsg = serde_json::from_slice(&text).expect("and reads back");
         assert_eq!(back, m, "{}", String::from_utf8_lossy(&text));
-        if let ClientMsg::TestRequest { spec } = &m {
+        if let ClientMsg::TestRequest { spec, .. } = &m {
             let limits = AgentLimits::default();
             if spec.validate(&limits).is_ok() {
                 common::assert_bounded(spec, &limits);

@@ -420,8 +420,18 @@ fn agent(input: &Input) {
     for op in &input.agent {
         let before = a.state_name();
         let msg = match op {
-            AgentOp::Hello(s) => Some(ClientMsg::Hello { software: s.clone() }),
-            AgentOp::Request(s) => Some(ClientMsg::TestRequest { spec: s.build() }),
+            AgentOp::Hello(s) => Some(ClientMsg::Hello {
+                software: s.clone(),
+                auth: netrig_proto::auth::HelloAuth {
+                    nonce: netrig_proto::auth::Bytes([0; 32]),
+                    client_key: None,
+                    signature: None,
+                },
+            }),
+            AgentOp::Request(s) => Some(ClientMsg::TestRequest {
+                spec: s.build(),
+                auth: None,
+            }),
             AgentOp::Go => Some(ClientMsg::Go),
             AgentOp::Abort(r) => Some(ClientMsg::Abort { reason: r.clone() }),
             AgentOp::Bye => Some(ClientMsg::Bye),
@@ -440,7 +450,7 @@ fn agent(input: &Input) {
                     // ==, not Debug as before version 3: a kind's spec has
                     // no option it does not use, and validate bounds every
                     // float it has, so a valid spec holds no NaN.
-                    let ClientMsg::TestRequest { spec: sent } = &m else {
+                    let ClientMsg::TestRequest { spec: sent, .. } = &m else {
                         panic!("a test requested by {m:?}")
                     };
                     assert_eq!(sent, &s, "the spec changed on the way");
@@ -457,7 +467,7 @@ fn agent(input: &Input) {
                 }
                 Ok(AgentEvent::TestInvalid(_)) => {
                     assert_eq!(before, "idle");
-                    let ClientMsg::TestRequest { spec } = &m else {
+                    let ClientMsg::TestRequest { spec, .. } = &m else {
                         panic!("invalid without a spec")
                     };
                     assert!(spec.validate(&limits).is_err());
@@ -572,6 +582,11 @@ fn client(ops: &[ClientOp]) {
                     max_message_size: l.max_message_size,
                     setup_timeout_s: l.setup_timeout_s,
                     ..AgentLimits::default()
+                },
+                auth: netrig_proto::auth::WelcomeAuth {
+                    required: false,
+                    nonce: netrig_proto::auth::Bytes([0; 32]),
+                    agent_key: None,
                 },
             }),
             ClientOp::Mismatch(a, b) => Some(AgentMsg::VersionMismatch {

@@ -38,6 +38,9 @@ pub struct AgentConfig {
     /// The hooks tests may ask for (`--hooks DIR`); `None`: none. The
     /// welcome's limits offer their names ([`Agent::bind`] writes them there).
     pub hooks: Option<crate::Hooks>,
+    /// The agent's key (`--key`) and the clients it serves
+    /// (`--authorized-keys`); the default: no key, any client.
+    pub auth: netrig_proto::auth::AgentAuth,
 }
 
 impl AgentConfig {
@@ -49,6 +52,7 @@ impl AgentConfig {
             greeting_timeout: Duration::from_secs(5),
             idle_timeout: Duration::from_secs(300),
             hooks: None,
+            auth: Default::default(),
         }
     }
 

@@ -209,11 +209,14 @@ pub(crate) fn serve_control(stream: TcpStream, peer: &str, preamble: ControlPrea
     }
     let _slot = SessionSlot(shared);
     let result = (|| -> Result<(), SessionError> {
+        let welcome_auth = shared.config.auth.welcome();
         conn.send(&AgentMsg::Welcome {
             version,
             software: SOFTWARE_VERSION.into(),
             limits: limits.clone(),
+            auth: welcome_auth.clone(),
         })?;
+        let mut auth_session = None;
         let mut sm = AgentSession::new(limits.clone(), Instant::now());
         loop {
             let wait = sm
@@ -232,9 +235,30 @@ pub(crate) fn serve_control(stream: TcpStream, peer: &str, preamble: ControlPrea
                 Err(ConnError::Closed) => return Ok(()),
                 Err(e) => return Err(e.into()),
             };
+            // An authenticated session's requests are checked before anything else.
+            if let (ClientMsg::TestRequest { spec, auth }, Some(a)) = (&msg, auth_session.as_mut()) {
+                let a: &mut netrig_proto::auth::AgentAuthSession = a;
+                if let Err(e) = a.check_request(spec, auth.as_ref()) {
+                    return Err(SessionError::Test(format!("authentication failed: {e}")));
+                }
+            }
             match sm.on_client(msg, Instant::now())? {
-                AgentEvent::Hello { software } => {
-                    log::info!("{peer}: client netrig {software}, protocol {version}")
+                AgentEvent::Hello { software, auth } => {
+                    match shared.config.auth.on_hello(version, &welcome_auth, Some(&auth)) {
+                        Ok((signature, a)) => {
+                            match &a.client_key {
+                                Some(k) => log::info!(
+                                    "{peer}: client netrig {software}, protocol {version}, authenticated as {k}"
+                                ),
+                                None => log::info!("{peer}: client netrig {software}, protocol {version}"),
+                            }
+                            auth_session = Some(a);
+                            conn.send(&AgentMsg::HelloAccepted { signature })?;
+                        }
+                        Err(e) => {
+                            return Err(SessionError::Test(format!("authentication failed: {e}")));
+                        }
+                    }
                 }
                 AgentEvent::TestInvalid(reason) => {
                     log::info!("{peer}: test refused: {reason}");

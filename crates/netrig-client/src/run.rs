@@ -45,6 +45,8 @@ pub struct ClientOptions {
     /// udp-stream without `-m`): to [`Client::default_udp_size`] instead of
     /// the spec's size, and the result says so (`config.message_size_default`).
     pub udp_size_default: bool,
+    /// This client's key (`--key`) and the agent's to expect (`--agent-key`).
+    pub auth: netrig_proto::auth::ClientAuth,
 }
 
 /// A handshaken control connection to an agent.
@@ -56,6 +58,7 @@ pub struct Client {
     software: String,
     version: u16,
     limits: AgentLimits,
+    auth: netrig_proto::auth::ClientAuthSession,
 }
 
 fn connect_socket(
@@ -134,12 +137,13 @@ impl Client {
                     other => other.to_string(),
                 },
             })?;
-        let (software, version, limits) = match sm.on_agent(msg) {
+        let (software, version, limits, welcome_auth) = match sm.on_agent(msg) {
             Ok(ClientEvent::Welcome {
                 version,
                 software,
                 limits,
-            }) => (software, version, limits),
+                auth,
+            }) => (software, version, limits, auth),
             Ok(other) => {
                 return Err(ClientError::NotAgent {
                     addr,
@@ -148,10 +152,45 @@ impl Client {
             }
             Err(e) => return Err(ClientError::Handshake(format!("agent at {addr}: {e}"))),
         };
+        let refuse = |e: netrig_proto::auth::AuthError| {
+            ClientError::Handshake(format!("refusing the agent at {addr}: {e}"))
+        };
+        let (hello_auth, auth) = match opts.auth.hello(version, &welcome_auth) {
+            Ok(h) => h,
+            Err(netrig_proto::auth::AuthError::Required) => {
+                return Err(ClientError::Handshake(format!(
+                    "the agent at {addr} requires authentication: give this client's key with --key FILE \
+                     (one whose public key is in the agent's --authorized-keys; see `netrig keygen`)"
+                )))
+            }
+            Err(e) => return Err(refuse(e)),
+        };
         conn.send(&ClientMsg::Hello {
             software: SOFTWARE_VERSION.into(),
+            auth: hello_auth,
         })
         .map_err(proto_err)?;
+        match conn.recv(Duration::from_secs(10)) {
+            Ok(AgentMsg::HelloAccepted { signature }) => auth
+                .check_accepted(signature.as_ref(), opts.auth.agent_key.is_some())
+                .map_err(refuse)?,
+            Ok(AgentMsg::Error { message }) => {
+                return Err(ClientError::Handshake(format!(
+                    "the agent at {addr} refused this client: {message}"
+                )))
+            }
+            Ok(other) => {
+                return Err(ClientError::Handshake(format!(
+                    "the agent at {addr} answered the hello with {}, not hello_accepted",
+                    other.name()
+                )))
+            }
+            Err(e) => {
+                return Err(ClientError::Handshake(format!(
+                    "the agent at {addr} did not answer the hello: {e}"
+                )))
+            }
+        }
         Ok(Client {
             conn,
             sm,
@@ -160,6 +199,7 @@ impl Client {
             software,
             version,
             limits,
+            auth,
         })
     }
 
@@ -296,7 +336,10 @@ impl Client {
         // fails), and before its results (the tear-down).
         let hook_time = self.limits.hook_time(&spec.remote_hooks);
         self.conn
-            .send(&ClientMsg::TestRequest { spec: spec.clone() })
+            .send(&ClientMsg::TestRequest {
+                spec: spec.clone(),
+                auth: self.auth.sign_request(spec),
+            })
             .map_err(proto_err)?;
         self.sm.request_sent().map_err(proto_err)?;
         log::debug!("test request sent: {} {} flow(s)", spec.kind(), spec.flows);

@@ -69,6 +69,8 @@ pub fn target(plan: &Plan) -> Target {
             port: t.port.unwrap_or(netrig_proto::DEFAULT_PORT),
             family,
             bind: t.bind,
+            // A plan's target has no keys yet: plans run unauthenticated.
+            auth: Default::default(),
         },
         None => Target::embedded(family == AddressFamily::V6),
     }

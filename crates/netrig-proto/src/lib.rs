@@ -7,6 +7,7 @@
 //!
 //! The wire format is described in `docs/PROTOCOL.md`.
 
+pub mod auth;
 pub mod conn;
 mod convert;
 pub mod datagram;
@@ -26,7 +27,7 @@ pub use preamble::{ControlPreamble, DataHello, SessionCookie, CONTROL_MAGIC, DAT
 pub use spec::{Direction, KindSpec, SpecError, TestSpec};
 
 /// The protocol version this build speaks best.
-pub const PROTOCOL_VERSION: u16 = 3;
+pub const PROTOCOL_VERSION: u16 = 4;
 /// The oldest protocol version this build still speaks.
 ///
 /// Version 3 split the spec into the part every test has and a part tagged
@@ -34,7 +35,13 @@ pub const PROTOCOL_VERSION: u16 = 3;
 /// version-2 spec does not parse as a version-3 one, so version 2 is no
 /// longer spoken (peers of different versions are told so by name at the
 /// handshake).
-pub const MIN_PROTOCOL_VERSION: u16 = 3;
+///
+/// Version 4 brought authentication (see [`auth`]): the welcome carries a
+/// nonce and the agent's key, the hello the client's, and the agent answers
+/// it (`hello_accepted`). A version-3 hello has no nonce to sign, so
+/// version 3 is no longer spoken either: a client and an agent of different
+/// versions are told so at the preamble, never silently unauthenticated.
+pub const MIN_PROTOCOL_VERSION: u16 = 4;
 /// The agent's default TCP port, for control and data connections alike.
 ///
 /// Chosen to clash with neither netperf (12865), neper (12866), iperf3 (5201),

@@ -125,10 +125,19 @@ impl Default for AgentLimits {
 // One per test on the control connection: a boxed spec would save nothing that matters.
 #[allow(clippy::large_enum_variant)]
 pub enum ClientMsg {
-    /// First frame after the agent's welcome.
-    Hello { software: String },
-    /// Asks the agent to set up a test.
-    TestRequest { spec: TestSpec },
+    /// First frame after the agent's welcome: the client's nonce, and its
+    /// key and signature when it has one (see [`crate::auth`]).
+    Hello {
+        software: String,
+        auth: crate::auth::HelloAuth,
+    },
+    /// Asks the agent to set up a test. `auth`: the client's signature of
+    /// this request, when the session is authenticated.
+    TestRequest {
+        spec: TestSpec,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        auth: Option<crate::auth::RequestAuth>,
+    },
     /// Every data connection is open: start measuring now.
     Go,
     /// Stop the running test (the user pressed Ctrl-C, or the client failed).
@@ -158,6 +167,14 @@ pub enum AgentMsg {
         version: u16,
         software: String,
         limits: AgentLimits,
+        /// A fresh nonce, whether authentication is required, the agent's key.
+        auth: crate::auth::WelcomeAuth,
+    },
+    /// Answer to a hello the agent accepts: the agent's signature of the
+    /// handshake when it has a key. A hello it refuses gets `error`.
+    HelloAccepted {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        signature: Option<crate::auth::Signature>,
     },
     /// Answer to a preamble whose range does not overlap ours. This variant's
     /// shape never changes, so every version can read it; the agent closes
@@ -190,6 +207,7 @@ impl AgentMsg {
     pub fn name(&self) -> &'static str {
         match self {
             AgentMsg::Welcome { .. } => "welcome",
+            AgentMsg::HelloAccepted { .. } => "hello_accepted",
             AgentMsg::VersionMismatch { .. } => "version_mismatch",
             AgentMsg::Busy { .. } => "busy",
             AgentMsg::TestAccepted { .. } => "test_accepted",

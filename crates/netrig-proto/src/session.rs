@@ -11,8 +11,11 @@ use std::time::{Duration, Instant};
 // One per test on the control connection: a boxed spec would save nothing that matters.
 #[allow(clippy::large_enum_variant)]
 pub enum AgentEvent {
-    /// Handshake finished.
-    Hello { software: String },
+    /// Handshake finished; the agent checks `auth` (see [`crate::auth::AgentAuth::on_hello`]).
+    Hello {
+        software: String,
+        auth: crate::auth::HelloAuth,
+    },
     /// A valid spec: set the test up (generate a cookie, await data connections).
     TestRequested(TestSpec),
     /// A spec that breaks a limit: tell the client, stay idle.
@@ -102,12 +105,12 @@ impl AgentSession {
                 self.deadline = None;
                 Ok(AgentEvent::Bye)
             }
-            (AgentState::AwaitHello, ClientMsg::Hello { software }) => {
+            (AgentState::AwaitHello, ClientMsg::Hello { software, auth }) => {
                 self.state = AgentState::Idle;
                 self.deadline = None;
-                Ok(AgentEvent::Hello { software })
+                Ok(AgentEvent::Hello { software, auth })
             }
-            (AgentState::Idle, ClientMsg::TestRequest { spec }) => match spec.validate(&self.limits) {
+            (AgentState::Idle, ClientMsg::TestRequest { spec, .. }) => match spec.validate(&self.limits) {
                 Ok(()) => {
                     let expected = spec.connections();
                     // A connection-per-transaction test has none to wait for.
@@ -230,6 +233,7 @@ pub enum ClientEvent {
         version: u16,
         software: String,
         limits: AgentLimits,
+        auth: crate::auth::WelcomeAuth,
     },
     Accepted(AgentMsg),
     Rejected(String),
@@ -260,7 +264,7 @@ impl std::fmt::Display for AgentEvent {
     /// What the client said, as a message names it.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            AgentEvent::Hello { software } => write!(f, "hello (netrig {software})"),
+            AgentEvent::Hello { software, .. } => write!(f, "hello (netrig {software})"),
             AgentEvent::TestRequested(s) => write!(f, "test_request ({})", s.kind()),
             AgentEvent::TestInvalid(r) => write!(f, "an invalid test_request ({r})"),
             AgentEvent::Go => f.write_str("go"),
@@ -354,6 +358,7 @@ impl ClientSession {
                     version,
                     software,
                     limits,
+                    auth,
                 },
             ) => {
                 // The client derives timeouts from these: bounded, or refused.
@@ -366,6 +371,7 @@ impl ClientSession {
                     version,
                     software,
                     limits,
+                    auth,
                 })
             }
             (
@@ -418,6 +424,17 @@ mod tests {
     use crate::spec::{KindSpec, Limit, TcpBidirSpec, TcpCrrSpec, TcpStreamSpec};
     use crate::SessionCookie;
 
+    fn hello() -> ClientMsg {
+        ClientMsg::Hello {
+            software: "c".into(),
+            auth: crate::auth::HelloAuth {
+                nonce: crate::auth::Nonce::random(),
+                client_key: None,
+                signature: None,
+            },
+        }
+    }
+
     fn spec(test: KindSpec, flows: u32) -> TestSpec {
         TestSpec {
             interval_s: Some(0.5),
@@ -441,13 +458,12 @@ mod tests {
                 version: 1,
                 software: "x".into(),
                 limits: AgentLimits::default(),
+                auth: crate::auth::AgentAuth::default().welcome(),
             })
             .unwrap();
         assert!(matches!(w, ClientEvent::Welcome { version: 1, .. }));
         assert!(matches!(
-            agent
-                .on_client(ClientMsg::Hello { software: "c".into() }, t0)
-                .unwrap(),
+            agent.on_client(hello(), t0).unwrap(),
             AgentEvent::Hello { .. }
         ));
         client.request_sent().unwrap();
@@ -455,6 +471,7 @@ mod tests {
             .on_client(
                 ClientMsg::TestRequest {
                     spec: spec(KindSpec::TcpBidir(TcpBidirSpec::default()), 2),
+                    auth: None,
                 },
                 t0,
             )
@@ -504,7 +521,8 @@ mod tests {
             agent
                 .on_client(
                     ClientMsg::TestRequest {
-                        spec: spec(stream(), 1)
+                        spec: spec(stream(), 1),
+                        auth: None,
                     },
                     t1
                 )
@@ -519,13 +537,12 @@ mod tests {
     fn crr_goes_straight_to_go_and_takes_no_set_up_connection() {
         let t0 = Instant::now();
         let mut agent = AgentSession::new(AgentLimits::default(), t0);
-        agent
-            .on_client(ClientMsg::Hello { software: "c".into() }, t0)
-            .unwrap();
+        agent.on_client(hello(), t0).unwrap();
         let ev = agent
             .on_client(
                 ClientMsg::TestRequest {
                     spec: spec(KindSpec::TcpCrr(TcpCrrSpec::default()), 4),
+                    auth: None,
                 },
                 t0,
             )
@@ -547,9 +564,7 @@ mod tests {
         let mut agent = AgentSession::new(AgentLimits::default(), t0);
         assert!(agent.on_client(ClientMsg::Go, t0).is_err());
         let mut agent = AgentSession::new(AgentLimits::default(), t0);
-        agent
-            .on_client(ClientMsg::Hello { software: "c".into() }, t0)
-            .unwrap();
+        agent.on_client(hello(), t0).unwrap();
         assert!(agent.on_client(ClientMsg::Go, t0).is_err(), "go before any test");
         assert!(agent.on_data_connection(0, t0).is_err(), "data before any test");
     }
@@ -558,12 +573,13 @@ mod tests {
     fn invalid_spec_keeps_session_idle() {
         let t0 = Instant::now();
         let mut agent = AgentSession::new(AgentLimits::default(), t0);
-        agent
-            .on_client(ClientMsg::Hello { software: "c".into() }, t0)
-            .unwrap();
+        agent.on_client(hello(), t0).unwrap();
         let mut s = spec(stream(), 1);
         s.limit = Limit::Duration { seconds: 1e9 };
-        match agent.on_client(ClientMsg::TestRequest { spec: s }, t0).unwrap() {
+        match agent
+            .on_client(ClientMsg::TestRequest { spec: s, auth: None }, t0)
+            .unwrap()
+        {
             AgentEvent::TestInvalid(why) => assert!(why.contains("-l/--length"), "{why}"),
             e => panic!("{e:?}"),
         }
@@ -583,9 +599,7 @@ mod tests {
             agent.check_deadline(t0 + Duration::from_secs(5)).is_err(),
             "hello never came"
         );
-        agent
-            .on_client(ClientMsg::Hello { software: "c".into() }, t0)
-            .unwrap();
+        agent.on_client(hello(), t0).unwrap();
         assert!(
             agent.check_deadline(t0 + Duration::from_secs(100)).is_ok(),
             "idle has no deadline"
@@ -594,6 +608,7 @@ mod tests {
             .on_client(
                 ClientMsg::TestRequest {
                     spec: spec(stream(), 2),
+                    auth: None,
                 },
                 t0,
             )
@@ -617,15 +632,14 @@ mod tests {
             agent.check_deadline(t0 + Duration::from_secs(31)).is_err(),
             "not while awaiting hello"
         );
-        agent
-            .on_client(ClientMsg::Hello { software: "c".into() }, t0)
-            .unwrap();
+        agent.on_client(hello(), t0).unwrap();
         agent.set_up_done(t0);
         assert_eq!(agent.deadline(), None, "idle has none");
         agent
             .on_client(
                 ClientMsg::TestRequest {
                     spec: spec(stream(), 1),
+                    auth: None,
                 },
                 t0,
             )
@@ -660,6 +674,7 @@ mod tests {
         let welcome = |setup_timeout_s, max_duration_s| AgentMsg::Welcome {
             version: 2,
             software: "x".into(),
+            auth: crate::auth::AgentAuth::default().welcome(),
             limits: AgentLimits {
                 setup_timeout_s,
                 max_duration_s,

@@ -12,6 +12,7 @@
 //! Accept an intended change with `INSTA_UPDATE=always cargo test -p
 //! netrig-proto --test wire` (or `cargo insta review`).
 
+use netrig_proto::auth::{Bytes, HelloAuth, PublicKey, RequestAuth, WelcomeAuth};
 use netrig_proto::report::measure::{
     Conntrack, CpuUsage, Environment, InterfaceCounters, LatencySummary, SeqInterval, SeqSummary, TcpInfo,
 };
@@ -109,8 +110,32 @@ fn client_messages() {
     let msgs = vec![
         ClientMsg::Hello {
             software: "netrig 0.1.0".into(),
+            auth: HelloAuth {
+                nonce: Bytes([2; 32]),
+                client_key: None,
+                signature: None,
+            },
         },
-        ClientMsg::TestRequest { spec: spec() },
+        // An authenticated client's.
+        ClientMsg::Hello {
+            software: "netrig 0.1.0".into(),
+            auth: HelloAuth {
+                nonce: Bytes([2; 32]),
+                client_key: Some(PublicKey(Bytes([3; 32]))),
+                signature: Some(Bytes([4; 64])),
+            },
+        },
+        ClientMsg::TestRequest {
+            spec: spec(),
+            auth: None,
+        },
+        ClientMsg::TestRequest {
+            spec: spec(),
+            auth: Some(RequestAuth {
+                counter: 0,
+                signature: Bytes([5; 64]),
+            }),
+        },
         ClientMsg::Go,
         ClientMsg::Abort {
             reason: "interrupted".into(),
@@ -127,6 +152,11 @@ fn agent_messages() {
             version: netrig_proto::PROTOCOL_VERSION,
             software: "netrig 0.1.0".into(),
             limits: AgentLimits::default(),
+            auth: WelcomeAuth {
+                required: false,
+                nonce: Bytes([1; 32]),
+                agent_key: None,
+            },
         },
         // An agent started with --hooks.
         AgentMsg::Welcome {
@@ -137,6 +167,16 @@ fn agent_messages() {
                 hook_timeout_s: Some(30),
                 ..AgentLimits::default()
             },
+            // An agent with --key and --authorized-keys.
+            auth: WelcomeAuth {
+                required: true,
+                nonce: Bytes([1; 32]),
+                agent_key: Some(PublicKey(Bytes([6; 32]))),
+            },
+        },
+        AgentMsg::HelloAccepted { signature: None },
+        AgentMsg::HelloAccepted {
+            signature: Some(Bytes([7; 64])),
         },
         AgentMsg::VersionMismatch {
             agent_min: 1,
@@ -178,7 +218,10 @@ fn messages_read_back_equal() {
     };
     let back: AgentMsg = serde_json::from_str(&serde_json::to_string(&r).unwrap()).unwrap();
     assert_eq!(back, r);
-    let t = ClientMsg::TestRequest { spec: spec() };
+    let t = ClientMsg::TestRequest {
+        spec: spec(),
+        auth: None,
+    };
     let back: ClientMsg = serde_json::from_str(&serde_json::to_string(&t).unwrap()).unwrap();
     assert_eq!(back, t);
 }

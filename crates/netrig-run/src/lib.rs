@@ -36,6 +36,8 @@ pub use netrig_client::Family as AddressFamily;
 
 /// Where a test goes.
 #[derive(Debug, Clone, PartialEq)]
+// Made once per run: a boxed key would save nothing that matters.
+#[allow(clippy::large_enum_variant)]
 pub enum Target {
     /// A running agent (`netrig serve`): a host name or address, its port,
     /// the address family to resolve it to, and the local address to bind.
@@ -44,6 +46,8 @@ pub enum Target {
         port: u16,
         family: Family,
         bind: Option<IpAddr>,
+        /// This client's key and the agent's to expect (`--key`, `--agent-key`).
+        auth: netrig_proto::auth::ClientAuth,
     },
     /// An agent started in this process on loopback (IPv6 when `v6`), kept
     /// for the session's life.
@@ -63,6 +67,7 @@ impl Target {
             port,
             family: Family::Any,
             bind: None,
+            auth: Default::default(),
         }
     }
 }
@@ -205,6 +210,7 @@ impl Session {
             connect_timeout: local.connect_timeout,
             cpus: local.cpus,
             udp_size_default: local.udp_size_default,
+            auth: Default::default(),
         };
         let (addrs, embedded) = match target {
             Target::Agent {
@@ -212,7 +218,9 @@ impl Session {
                 port,
                 family,
                 bind,
+                auth,
             } => {
+                options.auth = auth.clone();
                 options.host = Some(host.clone());
                 options.port = *port;
                 options.family = *family;

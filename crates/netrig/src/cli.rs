@@ -40,6 +40,8 @@ pub enum Command {
     /// Write the man pages: netrig.1 and one per subcommand (for packagers; see docs/DEPLOY.md).
     #[command(hide = true)]
     Man(ManArgs),
+    /// Make a key pair for authentication: FILE (private, mode 0600) and FILE.pub.
+    Keygen(KeygenArgs),
 }
 
 #[derive(Debug, Args)]
@@ -54,6 +56,16 @@ pub struct ManArgs {
     /// Directory to write the pages to (made if missing).
     #[arg(short = 'o', long = "out-dir", value_name = "DIR", default_value = ".")]
     pub out_dir: PathBuf,
+}
+
+#[derive(Debug, Args)]
+pub struct KeygenArgs {
+    /// The private key file to write; the public key goes to FILE.pub.
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    pub output: PathBuf,
+    /// The comment after the public key (default: user@host).
+    #[arg(short = 'C', long = "comment")]
+    pub comment: Option<String>,
 }
 
 /// The whole command line: netrig's subcommands, then a subcommand per test
@@ -117,6 +129,14 @@ pub struct ServeArgs {
     #[arg(long = "hook-timeout", value_name = "SECONDS", default_value_t = netrig_proto::message::DEFAULT_HOOK_TIMEOUT_S,
           value_parser = clap::value_parser!(u64).range(1..=netrig_proto::message::MAX_HOOK_TIMEOUT_S), requires = "hooks")]
     pub hook_timeout: u64,
+    /// Serve only clients whose public key is in FILE (one `netrig-ed25519 BASE64 comment` line
+    /// each, as `netrig keygen` writes them; '#' comments). See docs/SECURITY.md.
+    #[arg(long = "authorized-keys", value_name = "FILE")]
+    pub authorized_keys: Option<PathBuf>,
+    /// The agent's private key (`netrig keygen`): it proves to clients that it is this agent
+    /// (their --agent-key).
+    #[arg(long = "key", value_name = "FILE")]
+    pub key: Option<PathBuf>,
     /// Log only warnings.
     #[arg(short = 'q', long)]
     pub quiet: bool,
@@ -142,6 +162,13 @@ pub struct TargetArgs {
     /// Seconds to wait for each connection to the agent.
     #[arg(long, value_name = "SECONDS", default_value = "10", value_parser = parse_seconds, help_heading = "Where")]
     pub connect_timeout: f64,
+    /// This client's private key (`netrig keygen`), for an agent that requires authentication.
+    #[arg(long = "key", value_name = "FILE", help_heading = "Where")]
+    pub key: Option<PathBuf>,
+    /// The agent's public key to expect (its FILE.pub, or the base64 key): the client refuses an
+    /// agent that does not prove it holds it.
+    #[arg(long = "agent-key", value_name = "FILE|BASE64", help_heading = "Where")]
+    pub agent_key: Option<String>,
 }
 
 /// `args` (a kind's subcommand's, after its name) without the options

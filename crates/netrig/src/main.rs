@@ -8,11 +8,12 @@ mod plot;
 
 use anyhow::{bail, Context, Result};
 use clap::FromArgMatches;
-use cli::{Cli, Command, QuickArgs, RunArgs, ServeArgs, TargetArgs};
+use cli::{Cli, Command, KeygenArgs, QuickArgs, RunArgs, ServeArgs, TargetArgs};
 use netrig_agent::{Agent, AgentConfig, AgentError, Hooks};
 use netrig_client::{ClientError, Family};
 use netrig_experiment::sweep::{self, Sweep};
 use netrig_kinds::Kind;
+use netrig_proto::auth::{AgentAuth, ClientAuth, PublicKey, SecretKey};
 use netrig_proto::AgentLimits;
 use netrig_report::export::{exporter, Exporter, Format};
 use netrig_report::{table, to_json, TestResult};
@@ -186,6 +187,7 @@ fn main() -> ExitCode {
         Job::Own(Command::Plot(a)) => plot::plot(&a),
         Job::Own(Command::Completions(a)) => deploy::completions(&a),
         Job::Own(Command::Man(a)) => deploy::man(&a),
+        Job::Own(Command::Keygen(a)) => keygen(&a),
         Job::Test(kind, m, args, sweeps) => test(kind, &m, args, sweeps),
     };
     match done {
@@ -239,9 +241,44 @@ fn serve(a: ServeArgs) -> Result<()> {
         );
         config.hooks = Some(hooks);
     }
+    config.auth = AgentAuth {
+        key: a
+            .key
+            .as_deref()
+            .map(|p| read_secret_key(p, "--key"))
+            .transpose()?,
+        authorized: a
+            .authorized_keys
+            .as_deref()
+            .map(|p| {
+                let text = std::fs::read_to_string(p)
+                    .map_err(|e| Usage(format!("--authorized-keys {}: {e}", p.display())))?;
+                let keys = netrig_proto::auth::parse_authorized_keys(&text)
+                    .map_err(|e| Usage(format!("--authorized-keys {}: {e}", p.display())))?;
+                if keys.is_empty() {
+                    return Err(Usage(format!("--authorized-keys {}: holds no key", p.display())));
+                }
+                Ok(keys)
+            })
+            .transpose()?,
+    };
+    let auth_note = match (&config.auth.authorized, &config.auth.key) {
+        (Some(k), _) => format!(
+            "; only clients with one of the {} authorized keys may run tests",
+            k.len()
+        ),
+        (None, _) if !bind.ip().is_loopback() => {
+            "; no --authorized-keys: any client that reaches it may run tests".to_string()
+        }
+        (None, _) => String::new(),
+    };
+    let key_note = match &config.auth.key {
+        Some(k) => format!("; its key: {}", k.public()),
+        None => String::new(),
+    };
     let agent = Agent::bind(config)?;
     eprintln!(
-        "netrig {} agent listening on {} (control and data; protocol v{})",
+        "netrig {} agent listening on {} (control and data; protocol v{}){auth_note}{key_note}",
         netrig_proto::SOFTWARE_VERSION,
         agent.local_addr(),
         netrig_proto::PROTOCOL_VERSION
@@ -259,16 +296,81 @@ fn family(t: &TargetArgs) -> Family {
 }
 
 /// Where the test goes: `-H` (and -p, -4/-6, --bind), or the in-process agent.
-fn target(t: &TargetArgs) -> Target {
-    match &t.host {
+fn target(t: &TargetArgs) -> Result<Target> {
+    let auth = ClientAuth {
+        key: t
+            .key
+            .as_deref()
+            .map(|p| read_secret_key(p, "--key"))
+            .transpose()?,
+        agent_key: t
+            .agent_key
+            .as_deref()
+            .map(|k| {
+                // A key itself, or a file holding one.
+                PublicKey::parse(k).or_else(|_| {
+                    let text = std::fs::read_to_string(k).map_err(|e| {
+                        Usage(format!(
+                            "--agent-key {k}: neither a base64 key nor a readable file ({e})"
+                        ))
+                    })?;
+                    PublicKey::parse(&text).map_err(|e| Usage(format!("--agent-key {k}: {e}")))
+                })
+            })
+            .transpose()?,
+    };
+    Ok(match &t.host {
         Some(h) => Target::Agent {
             host: h.clone(),
             port: t.port,
             family: family(t),
             bind: t.bind,
+            auth,
         },
+        None if auth != ClientAuth::default() => bail!(Usage(
+            "--key and --agent-key are for an agent given with -H; the embedded agent needs none".into()
+        )),
         None => Target::embedded(family(t) == Family::V6),
-    }
+    })
+}
+
+fn read_secret_key(path: &std::path::Path, option: &str) -> Result<SecretKey, Usage> {
+    let text =
+        std::fs::read_to_string(path).map_err(|e| Usage(format!("{option} {}: {e}", path.display())))?;
+    SecretKey::parse(&text).map_err(|e| Usage(format!("{option} {}: {e}", path.display())))
+}
+
+/// `netrig keygen -o FILE`: FILE (the private key, mode 0600, never
+/// overwritten) and FILE.pub.
+fn keygen(a: &KeygenArgs) -> Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let key = SecretKey::generate();
+    let mut pub_path = a.output.clone().into_os_string();
+    pub_path.push(".pub");
+    let pub_path = std::path::PathBuf::from(pub_path);
+    let comment = a.comment.clone().unwrap_or_else(|| {
+        let user = std::env::var("USER").unwrap_or_else(|_| "netrig".into());
+        let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
+        format!("{user}@{}", host.trim())
+    });
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(&a.output)
+        .map_err(|e| Usage(format!("-o {}: {e}", a.output.display())))?;
+    f.write_all(key.to_file_text().as_bytes())
+        .with_context(|| format!("writing {}", a.output.display()))?;
+    std::fs::write(&pub_path, format!("{} {comment}\n", key.public()))
+        .with_context(|| format!("writing {}", pub_path.display()))?;
+    eprintln!(
+        "netrig: wrote the private key to {} and the public key to {}:\n{}",
+        a.output.display(),
+        pub_path.display(),
+        key.public()
+    );
+    Ok(())
 }
 
 fn format(a: &RunArgs) -> Result<Format> {
@@ -318,7 +420,7 @@ fn test(kind: &'static dyn Kind, m: &clap::ArgMatches, args: Vec<String>, sweeps
     let flows = spec.flows as usize * spec.directions().len();
     let mut export = exporter(format(&run)?, kind.table(), flows);
     let mut stdout = std::io::stdout();
-    let result = netrig_run::run(&target(&run.target), local, &spec, cancel(), &mut |iv| {
+    let result = netrig_run::run(&target(&run.target)?, local, &spec, cancel(), &mut |iv| {
         // stdout closed (a pipe whose reader left): the run goes on.
         let _ = export.interval(&mut stdout, iv);
     });

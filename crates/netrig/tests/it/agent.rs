@@ -351,9 +351,15 @@ fn a_message_out_of_place_during_a_test_stops_it_with_the_reason() {
         &mut c,
         &netrig_proto::ClientMsg::Hello {
             software: "test".into(),
+            auth: netrig_proto::auth::HelloAuth {
+                nonce: netrig_proto::auth::Nonce::random(),
+                client_key: None,
+                signature: None,
+            },
         },
     );
-    // tcp-crr opens no data connections at set-up: accepted, then ready at once.
+    next(&mut c); // hello_accepted
+                  // tcp-crr opens no data connections at set-up: accepted, then ready at once.
     let spec: netrig_proto::TestSpec = serde_json::from_value(serde_json::json!({
         "test": {"kind": "tcp-crr", "transactions": {
             "request_size": 1, "response_size": 1, "load": {"closed": {"burst": 1}}}},
@@ -361,14 +367,17 @@ fn a_message_out_of_place_during_a_test_stops_it_with_the_reason() {
     .unwrap();
     send(
         &mut c,
-        &netrig_proto::ClientMsg::TestRequest { spec: spec.clone() },
+        &netrig_proto::ClientMsg::TestRequest {
+            spec: spec.clone(),
+            auth: None,
+        },
     );
     assert!(matches!(next(&mut c), AgentMsg::TestAccepted { .. }));
     assert!(matches!(next(&mut c), AgentMsg::DataReady));
     send(&mut c, &netrig_proto::ClientMsg::Go);
     std::thread::sleep(Duration::from_millis(300));
     let t0 = std::time::Instant::now();
-    send(&mut c, &netrig_proto::ClientMsg::TestRequest { spec });
+    send(&mut c, &netrig_proto::ClientMsg::TestRequest { spec, auth: None });
     loop {
         match next(&mut c) {
             AgentMsg::Interval { .. } => continue,
@@ -519,13 +528,19 @@ fn a_data_connection_beyond_the_flows_is_closed_at_once() {
         &mut c,
         &netrig_proto::ClientMsg::Hello {
             software: "test".into(),
+            auth: netrig_proto::auth::HelloAuth {
+                nonce: netrig_proto::auth::Nonce::random(),
+                client_key: None,
+                signature: None,
+            },
         },
     );
+    next(&mut c); // hello_accepted
     let spec: netrig_proto::TestSpec = serde_json::from_value(serde_json::json!({
         "test": {"kind": "tcp-stream", "message_size": 1024, "recv_size": 1024},
         "limit": {"duration": {"seconds": 5.0}}, "flows": 1}))
     .unwrap();
-    send(&mut c, &netrig_proto::ClientMsg::TestRequest { spec });
+    send(&mut c, &netrig_proto::ClientMsg::TestRequest { spec, auth: None });
     let AgentMsg::TestAccepted { cookie, .. } = next(&mut c) else {
         panic!("not accepted")
     };

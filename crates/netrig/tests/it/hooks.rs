@@ -125,7 +125,13 @@ impl Raw {
         assert!(matches!(r.next(), AgentMsg::Welcome { .. }));
         r.send(&ClientMsg::Hello {
             software: "test".into(),
+            auth: netrig_proto::auth::HelloAuth {
+                nonce: netrig_proto::auth::Nonce::random(),
+                client_key: None,
+                signature: None,
+            },
         });
+        assert!(matches!(r.next(), AgentMsg::HelloAccepted { .. }));
         r
     }
 
@@ -220,6 +226,7 @@ fn a_hook_not_offered_is_refused_and_nothing_runs() {
     let mut raw = Raw::open(agent.port);
     raw.send(&ClientMsg::TestRequest {
         spec: spec_with(serde_json::json!({"setup": "arm", "teardown": "nft-flush"})),
+        auth: None,
     });
     match raw.next() {
         AgentMsg::TestRejected { reason } => assert_eq!(
@@ -231,6 +238,7 @@ fn a_hook_not_offered_is_refused_and_nothing_runs() {
     // The session is still usable; a hook offered runs.
     raw.send(&ClientMsg::TestRequest {
         spec: spec_with(serde_json::json!({"setup": "arm"})),
+        auth: None,
     });
     assert!(matches!(raw.next(), AgentMsg::TestAccepted { .. }));
     // The set-up ran before the test was accepted.
@@ -268,6 +276,7 @@ fn a_path_like_hook_name_is_refused_by_validate() {
     ] {
         raw.send(&ClientMsg::TestRequest {
             spec: spec_with(hooks.clone()),
+            auth: None,
         });
         match raw.next() {
             AgentMsg::TestRejected { reason } => {
@@ -356,6 +365,7 @@ fn a_failing_teardown_is_a_warning_and_an_aborted_test_is_torn_down() {
     let mut raw = Raw::open(agent.port);
     raw.send(&ClientMsg::TestRequest {
         spec: spec_with(serde_json::json!({"teardown": "ok"})),
+        auth: None,
     });
     assert!(matches!(raw.next(), AgentMsg::TestAccepted { .. }));
     raw.send(&ClientMsg::Abort {
@@ -421,6 +431,7 @@ fn an_agent_without_hooks_refuses_them() {
     let mut raw = Raw::open(agent.port);
     raw.send(&ClientMsg::TestRequest {
         spec: spec_with(serde_json::json!({"setup": "x"})),
+        auth: None,
     });
     match raw.next() {
         AgentMsg::TestRejected { reason } => assert_eq!(

@@ -5,6 +5,7 @@ mod helpers;
 mod lab;
 
 mod agent;
+mod auth;
 mod bad_input;
 mod crr;
 mod experiment;
