@@ -60,6 +60,13 @@ pub struct TargetPlan {
     /// The local address of every connection (`--bind`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bind: Option<std::net::IpAddr>,
+    /// This client's private key file (`--key`), for an agent that requires
+    /// authentication (the file's path is saved, never the key).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key: Option<std::path::PathBuf>,
+    /// The agent's public key to expect (`--agent-key`): the key itself or a file.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_key: Option<String>,
 }
 
 /// One test: a kind and its options as the command line takes them, and

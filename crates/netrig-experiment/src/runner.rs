@@ -50,30 +50,62 @@ pub fn plan_args(kind: &dyn Kind, args: &[String]) -> Result<Planned, String> {
     kind.plan(&m)
 }
 
-/// Where the plan's tests go.
-pub fn target(plan: &Plan) -> Target {
+/// Where the plan's tests go, with the keys it names read.
+pub fn target(plan: &Plan) -> Result<Target, PlanError> {
+    use netrig_proto::auth::{ClientAuth, PublicKey, SecretKey};
     let t = plan.target.clone().unwrap_or(crate::plan::TargetPlan {
         host: None,
         port: None,
         family: None,
         bind: None,
+        key: None,
+        agent_key: None,
     });
     let family = match t.family.as_deref() {
         Some("ipv4") => AddressFamily::V4,
         Some("ipv6") => AddressFamily::V6,
         _ => AddressFamily::Any,
     };
-    match t.host {
+    let bad = |what: String| PlanError::Invalid(what);
+    let key = t
+        .key
+        .as_ref()
+        .map(|p| {
+            let text =
+                std::fs::read_to_string(p).map_err(|e| bad(format!("target key {}: {e}", p.display())))?;
+            SecretKey::parse(&text).map_err(|e| bad(format!("target key {}: {e}", p.display())))
+        })
+        .transpose()?;
+    let agent_key = t
+        .agent_key
+        .as_deref()
+        .map(|k| {
+            PublicKey::parse(k).or_else(|_| {
+                let text = std::fs::read_to_string(k).map_err(|e| {
+                    bad(format!(
+                        "target agent_key {k}: neither a base64 key nor a readable file ({e})"
+                    ))
+                })?;
+                PublicKey::parse(&text).map_err(|e| bad(format!("target agent_key {k}: {e}")))
+            })
+        })
+        .transpose()?;
+    let auth = ClientAuth { key, agent_key };
+    Ok(match t.host {
         Some(host) => Target::Agent {
             host,
             port: t.port.unwrap_or(netrig_proto::DEFAULT_PORT),
             family,
             bind: t.bind,
-            // A plan's target has no keys yet: plans run unauthenticated.
-            auth: Default::default(),
+            auth,
         },
+        None if auth != ClientAuth::default() => {
+            return Err(bad(
+                "target: keys are for an agent at a host; the in-process agent takes none".into(),
+            ))
+        }
         None => Target::embedded(family == AddressFamily::V6),
-    }
+    })
 }
 
 /// Checks every test of every point of every arm, as its kind would on its
@@ -125,7 +157,7 @@ pub fn run(
     let arms = plan.arms();
     let seed = plan.seed.unwrap_or_else(|| fastrand::u64(..));
     let mut rng = fastrand::Rng::with_seed(seed);
-    let target = target(plan);
+    let target = target(plan)?;
     let limit = Duration::from_secs_f64(plan.command_timeout_s);
     let it = &plan.iterations;
     let most: usize = prepared.iter().map(|(_, p)| p.len()).sum::<usize>() * arms.len() * it.max as usize;

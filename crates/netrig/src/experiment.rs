@@ -63,6 +63,9 @@ pub fn plan_of(kind: &str, args: Vec<String>, sweeps: Vec<Sweep>, run: &RunArgs)
                 _ => None,
             },
             bind: t.bind,
+            // Paths as given, made absolute: a plan runs in its own directory.
+            key: t.key.as_ref().map(|k| cwd_at_start().join(k)),
+            agent_key: t.agent_key.clone(),
         }),
         tests: vec![TestPlan {
             kind: kind.to_string(),
@@ -189,6 +192,8 @@ pub fn run_file(a: &PlanArgs, cancel: &Cancel) -> Result<()> {
                 port: None,
                 family: None,
                 bind: None,
+                key: None,
+                agent_key: None,
             })
             .host = Some(h.clone());
     }

@@ -120,3 +120,64 @@ fn the_client_refuses_an_agent_whose_key_does_not_match() {
     let o = test(&served, &[]);
     assert!(o.status.success(), "{}", stderr(&o));
 }
+
+/// Experiments carry the keys too: a sweep from the command line, and a
+/// plan whose target names them, against an agent that requires them.
+#[test]
+fn sweeps_and_plans_authenticate() {
+    let dir = Dir::new("expauth");
+    let agent = keygen(dir.path(), "agent");
+    let alice = keygen(dir.path(), "alice");
+    let auth = dir.path().join("authorized");
+    std::fs::write(&auth, public(&alice)).unwrap();
+    let served = Served::start(&[
+        "--authorized-keys",
+        auth.to_str().unwrap(),
+        "--key",
+        agent.to_str().unwrap(),
+    ]);
+    let agent_pub = format!("{}.pub", agent.display());
+    let o = test(
+        &served,
+        &[
+            "-m",
+            "1K,4K",
+            "--key",
+            alice.to_str().unwrap(),
+            "--agent-key",
+            &agent_pub,
+            "--json",
+        ],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["tests"][0]["points"].as_array().unwrap().len(), 2);
+    assert!(
+        v["plan"]["target"]["key"].as_str().unwrap().ends_with("alice"),
+        "the path, never the key"
+    );
+    let plan = dir.path().join("p.toml");
+    std::fs::write(
+        &plan,
+        format!(
+            "name = \"p\"\ntarget = {{ host = \"127.0.0.1\", port = {}, key = \"{}\", agent_key = \"{agent_pub}\" }}\n[[test]]\nkind = \"tcp-rr\"\nargs = [\"-l\", \"0.2\"]\n",
+            served.port,
+            alice.display()
+        ),
+    )
+    .unwrap();
+    let o = run(&["run", plan.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    // Without a key the plan is refused by the agent, named.
+    std::fs::write(
+        &plan,
+        format!(
+            "name = \"p\"\ntarget = {{ host = \"127.0.0.1\", port = {} }}\n[[test]]\nkind = \"tcp-rr\"\nargs = [\"-l\", \"0.2\"]\n",
+            served.port
+        ),
+    )
+    .unwrap();
+    let o = run(&["run", plan.to_str().unwrap()]);
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("requires authentication"), "{}", stderr(&o));
+}
