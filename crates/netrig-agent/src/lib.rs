@@ -10,10 +10,28 @@
 //! It runs no command a client names: a test may name hooks, scripts its
 //! operator put in a directory ([`hooks`]), to run before and after it.
 
+pub mod budget;
 pub mod hooks;
 mod listener;
 mod session;
 mod udp;
+mod writer;
 
+pub use budget::Totals;
 pub use hooks::{HookError, Hooks};
 pub use listener::{Agent, AgentConfig, AgentError, AgentHandle};
+
+/// What an agent's results tell a client that did not authenticate about
+/// the agent's host (`netrig serve --disclose`). Authenticated clients are
+/// always told everything.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Disclose {
+    /// The host's name, kernel, CPU model and sysctls, and its host-wide
+    /// kernel counters and interface counts over the window (the witness).
+    #[default]
+    Full,
+    /// Only what measures the test itself: its flows, the CPU time of the
+    /// host and of netrig's workers. The environment, the host-wide counters
+    /// and the witness are withheld, and the result says so.
+    Minimal,
+}

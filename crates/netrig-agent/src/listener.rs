@@ -33,8 +33,18 @@ pub struct AgentConfig {
     pub max_pending: usize,
     /// How long a new connection may take to send its greeting.
     pub greeting_timeout: Duration,
-    /// How long a control session may sit idle between tests.
+    /// How long a control session may go without asking for a test, from
+    /// its welcome or the end of its last test: a deadline that nothing the
+    /// client sends renews (a byte every few seconds, refused requests).
     pub idle_timeout: Duration,
+    /// Sessions from one client at once (one IPv4 address, or one IPv6 /64).
+    pub max_sessions_per_client: u32,
+    /// What all running tests may take together.
+    pub totals: crate::budget::Totals,
+    /// The client networks served (`--allow`); empty: any.
+    pub allow: Vec<ipnet::IpNet>,
+    /// What the environment report tells a client that did not authenticate.
+    pub disclose: crate::Disclose,
     /// The hooks tests may ask for (`--hooks DIR`); `None`: none. The
     /// welcome's limits offer their names ([`Agent::bind`] writes them there).
     pub hooks: Option<crate::Hooks>,
@@ -50,7 +60,11 @@ impl AgentConfig {
             limits: AgentLimits::default(),
             max_pending: 256,
             greeting_timeout: Duration::from_secs(5),
-            idle_timeout: Duration::from_secs(300),
+            idle_timeout: Duration::from_secs(60),
+            max_sessions_per_client: 16,
+            totals: crate::budget::Totals::for_host(),
+            allow: Vec::new(),
+            disclose: crate::Disclose::Full,
             hooks: None,
             auth: Default::default(),
         }
@@ -84,6 +98,9 @@ pub(crate) struct Shared {
     pub config: AgentConfig,
     pub registry: Registry,
     pub sessions: AtomicUsize,
+    /// Sessions by client (see [`client_key`]).
+    pub per_client: std::sync::Mutex<std::collections::HashMap<IpAddr, u32>>,
+    pub budget: crate::budget::Budget,
     pub shutdown: AtomicBool,
     /// The agent's UDP address (same port as TCP).
     pub udp_local: SocketAddr,
@@ -98,6 +115,8 @@ impl Agent {
             .hooks
             .as_ref()
             .map_or_else(Vec::new, |h| h.names().to_vec());
+        // A test cannot have more workers than all tests together.
+        config.limits.max_workers = config.limits.max_workers.min(config.totals.max_workers());
         config.limits.hook_timeout_s = config
             .hooks
             .as_ref()
@@ -135,9 +154,11 @@ impl Agent {
             listener,
             udp,
             shared: Arc::new(Shared {
+                budget: crate::budget::Budget::new(config.totals),
                 config,
                 registry: Registry::default(),
                 sessions: AtomicUsize::new(0),
+                per_client: Default::default(),
                 shutdown: AtomicBool::new(false),
                 udp_local,
             }),
@@ -415,6 +436,7 @@ struct Acceptor {
     full_log: RateLimit,
     accept_log: RateLimit,
     drop_log: RateLimit,
+    deny_log: RateLimit,
 }
 
 impl Acceptor {
@@ -432,6 +454,7 @@ impl Acceptor {
             full_log: RateLimit::new("connections still greeting", 1),
             accept_log: RateLimit::new("failed accepts", 1),
             drop_log: RateLimit::new("dropped connections", WARNINGS_PER_SECOND),
+            deny_log: RateLimit::new("connections from outside --allow", WARNINGS_PER_SECOND),
         }
     }
 
@@ -455,7 +478,12 @@ impl Acceptor {
             }
             let now = Instant::now();
             self.expire(now);
-            for l in [&mut self.full_log, &mut self.accept_log, &mut self.drop_log] {
+            for l in [
+                &mut self.full_log,
+                &mut self.accept_log,
+                &mut self.drop_log,
+                &mut self.deny_log,
+            ] {
                 l.tick(now);
             }
             let mut wait = MAX_WAIT;
@@ -516,6 +544,12 @@ impl Acceptor {
     /// in a slot, the oldest waiting one making room if all are taken.
     fn admit(&mut self, stream: MioStream, peer: SocketAddr) {
         let now = Instant::now();
+        if !allowed(&self.shared.config.allow, peer.ip()) {
+            if self.deny_log.allow(now) {
+                log::warn!("{peer}: closed: not in the networks the agent serves (its --allow)");
+            }
+            return;
+        }
         let id = self.next_id;
         self.next_id = self.next_id.wrapping_add(1);
         let mut p = Pending {
@@ -661,5 +695,54 @@ impl Acceptor {
                 }
             }
         }
+    }
+}
+
+/// Whether `--allow` lets `ip` in (an IPv4-mapped address counts as IPv4).
+pub(crate) fn allowed(allow: &[ipnet::IpNet], ip: IpAddr) -> bool {
+    let ip = crate::session::canonical_ip(ip);
+    allow.is_empty() || allow.iter().any(|n| n.contains(&ip))
+}
+
+/// Whose share of `--max-sessions-per-client` a session takes: its IPv4
+/// address, or its IPv6 address's /64 (one host can have a whole /64).
+pub(crate) fn client_key(ip: IpAddr) -> IpAddr {
+    match crate::session::canonical_ip(ip) {
+        IpAddr::V6(v6) => {
+            let s = v6.segments();
+            IpAddr::V6(Ipv6Addr::new(s[0], s[1], s[2], s[3], 0, 0, 0, 0))
+        }
+        v4 => v4,
+    }
+}
+
+#[cfg(test)]
+mod access_tests {
+    use super::*;
+
+    #[test]
+    fn the_allow_list_takes_mapped_addresses_as_ipv4_and_empty_means_any() {
+        let allow: Vec<ipnet::IpNet> = vec!["10.0.0.0/8".parse().unwrap(), "fd00::/8".parse().unwrap()];
+        let ip = |s: &str| s.parse::<IpAddr>().unwrap();
+        assert!(allowed(&allow, ip("10.1.2.3")));
+        assert!(allowed(&allow, ip("::ffff:10.1.2.3")));
+        assert!(allowed(&allow, ip("fd12::1")));
+        assert!(!allowed(&allow, ip("127.0.0.1")));
+        assert!(!allowed(&allow, ip("::1")));
+        assert!(allowed(&[], ip("192.0.2.1")));
+    }
+
+    #[test]
+    fn an_ipv6_client_is_its_slash_64() {
+        let ip = |s: &str| s.parse::<IpAddr>().unwrap();
+        assert_eq!(
+            client_key(ip("2001:db8:1:2:aaaa::1")),
+            client_key(ip("2001:db8:1:2:bbbb::9"))
+        );
+        assert_ne!(
+            client_key(ip("2001:db8:1:2::1")),
+            client_key(ip("2001:db8:1:3::1"))
+        );
+        assert_eq!(client_key(ip("::ffff:192.0.2.7")), ip("192.0.2.7"));
     }
 }

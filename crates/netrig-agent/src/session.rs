@@ -12,11 +12,10 @@ use netrig_proto::session::{AgentEvent, AgentSession};
 use netrig_proto::spec::Limit;
 use netrig_proto::spec::Transport;
 use netrig_proto::{
-    encode_frame, negotiate, AgentMsg, ClientMsg, ControlPreamble, DataHello, Direction, SessionCookie,
-    TestSpec, MIN_PROTOCOL_VERSION, PROTOCOL_VERSION, SOFTWARE_VERSION,
+    negotiate, AgentMsg, ClientMsg, ControlPreamble, DataHello, Direction, SessionCookie, TestSpec,
+    MIN_PROTOCOL_VERSION, PROTOCOL_VERSION, SOFTWARE_VERSION,
 };
 use std::collections::HashMap;
-use std::io::Write;
 use std::net::{IpAddr, SocketAddr, TcpStream};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc;
@@ -133,7 +132,7 @@ impl Registry {
 }
 
 /// An IPv4-mapped IPv6 address as the IPv4 address it maps.
-fn canonical_ip(ip: IpAddr) -> IpAddr {
+pub(crate) fn canonical_ip(ip: IpAddr) -> IpAddr {
     match ip {
         IpAddr::V6(v6) => v6.to_ipv4_mapped().map(IpAddr::V4).unwrap_or(IpAddr::V6(v6)),
         v4 => v4,
@@ -158,6 +157,45 @@ struct SessionSlot<'a>(&'a Shared);
 impl Drop for SessionSlot<'_> {
     fn drop(&mut self) {
         self.0.sessions.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// Counts a session against its client's `--max-sessions-per-client`.
+struct ClientSlot<'a> {
+    shared: &'a Shared,
+    key: IpAddr,
+}
+
+impl<'a> ClientSlot<'a> {
+    fn take(shared: &'a Shared, ip: IpAddr) -> Result<ClientSlot<'a>, String> {
+        let key = crate::listener::client_key(ip);
+        let max = shared.config.max_sessions_per_client;
+        let mut map = shared.per_client.lock().expect("per-client lock");
+        let n = map.entry(key).or_default();
+        if *n >= max {
+            let whose = match key {
+                IpAddr::V6(_) => format!("{key}/64"),
+                IpAddr::V4(_) => key.to_string(),
+            };
+            return Err(format!(
+                "{whose} has {max} sessions with the agent already (its --max-sessions-per-client); \
+                 end one or try again later"
+            ));
+        }
+        *n += 1;
+        Ok(ClientSlot { shared, key })
+    }
+}
+
+impl Drop for ClientSlot<'_> {
+    fn drop(&mut self) {
+        let mut map = self.shared.per_client.lock().expect("per-client lock");
+        if let Some(n) = map.get_mut(&self.key) {
+            *n -= 1;
+            if *n == 0 {
+                map.remove(&self.key);
+            }
+        }
     }
 }
 
@@ -208,6 +246,18 @@ pub(crate) fn serve_control(stream: TcpStream, peer: &str, preamble: ControlPrea
         return;
     }
     let _slot = SessionSlot(shared);
+    let _client_slot = match conn.stream().peer_addr() {
+        Ok(addr) => match ClientSlot::take(shared, addr.ip()) {
+            Ok(s) => Some(s),
+            Err(reason) => {
+                log::warn!("{peer}: refused: {reason}");
+                let _ = conn.send(&AgentMsg::Busy { reason });
+                return;
+            }
+        },
+        Err(_) => None,
+    };
+    let idle_timeout = shared.config.idle_timeout;
     let result = (|| -> Result<(), SessionError> {
         let welcome_auth = shared.config.auth.welcome();
         conn.send(&AgentMsg::Welcome {
@@ -218,23 +268,32 @@ pub(crate) fn serve_control(stream: TcpStream, peer: &str, preamble: ControlPrea
         })?;
         let mut auth_session = None;
         let mut sm = AgentSession::new(limits.clone(), Instant::now());
+        // Nothing the client sends moves this: only the end of a test does.
+        let mut idle_until = Instant::now() + idle_timeout;
         loop {
-            let wait = sm
-                .deadline()
-                .map(|d| d.saturating_duration_since(Instant::now()))
-                .unwrap_or(shared.config.idle_timeout);
-            let msg: ClientMsg = match conn.recv(wait) {
+            let deadline = sm.deadline().unwrap_or(idle_until);
+            let msg: ClientMsg = match conn.recv(deadline.saturating_duration_since(Instant::now())) {
                 Ok(m) => m,
                 Err(ConnError::Timeout(_)) => {
-                    sm.check_deadline(Instant::now())?;
+                    let now = Instant::now();
+                    sm.check_deadline(now)?;
+                    if now < idle_until {
+                        continue;
+                    }
                     return Err(SessionError::Test(format!(
-                        "idle for {} s; closing",
-                        shared.config.idle_timeout.as_secs()
+                        "no test asked for within {} s of the welcome or of the last test (the agent's \
+                         --idle-timeout); closing",
+                        idle_timeout.as_secs()
                     )));
                 }
                 Err(ConnError::Closed) => return Ok(()),
                 Err(e) => return Err(e.into()),
             };
+            // Heartbeats sent while the test ended may follow it; they say
+            // nothing else (and renew no deadline).
+            if matches!(msg, ClientMsg::Heartbeat) && version >= netrig_proto::message::HEARTBEAT_VERSION {
+                continue;
+            }
             // An authenticated session's requests are checked before anything else.
             if let (ClientMsg::TestRequest { spec, auth }, Some(a)) = (&msg, auth_session.as_mut()) {
                 let a: &mut netrig_proto::auth::AgentAuthSession = a;
@@ -265,12 +324,18 @@ pub(crate) fn serve_control(stream: TcpStream, peer: &str, preamble: ControlPrea
                     conn.send(&AgentMsg::TestRejected { reason })?;
                 }
                 AgentEvent::TestRequested(spec) => {
-                    if let Err(reason) = host_can_run(&spec, &shared.config.limits) {
-                        log::info!("{peer}: test refused: {reason}");
-                        sm.reject();
-                        conn.send(&AgentMsg::TestRejected { reason })?;
-                        continue;
-                    }
+                    // Checked and taken before anything is allocated.
+                    let reservation = host_can_run(&spec, &shared.config.limits)
+                        .and_then(|()| shared.budget.reserve(share_of(&spec)));
+                    let _reservation = match reservation {
+                        Ok(r) => r,
+                        Err(reason) => {
+                            log::info!("{peer}: test refused: {reason}");
+                            sm.reject();
+                            conn.send(&AgentMsg::TestRejected { reason })?;
+                            continue;
+                        }
+                    };
                     let env = HookEnv {
                         kind: spec.kind(),
                         peer: conn.stream().peer_addr().ok().map(|a| canonical_ip(a.ip())),
@@ -286,7 +351,19 @@ pub(crate) fn serve_control(stream: TcpStream, peer: &str, preamble: ControlPrea
                     // The client's set-up steps get their whole time after the hook's.
                     sm.set_up_done(Instant::now());
                     log::info!("{peer}: {} {} flow(s), {}", spec.kind(), spec.flows, spec.limit);
-                    let report = run_test(&mut conn, &mut sm, &spec, shared, peer);
+                    let authenticated = auth_session.as_ref().is_some_and(|a| a.client_key.is_some());
+                    let test = TestContext {
+                        shared,
+                        peer,
+                        heartbeats: version >= netrig_proto::message::HEARTBEAT_VERSION,
+                        disclose: if authenticated {
+                            crate::Disclose::Full
+                        } else {
+                            shared.config.disclose
+                        },
+                    };
+                    let mut writer = None;
+                    let report = run_test(&mut conn, &mut sm, &spec, &test, &mut writer);
                     // Before the results go (a failure is among their warnings),
                     // and before an error ends the session.
                     let outcome = match report {
@@ -294,12 +371,21 @@ pub(crate) fn serve_control(stream: TcpStream, peer: &str, preamble: ControlPrea
                         Err(_) => TestOutcome::Failed,
                     };
                     let warning = tear_down(&spec, shared, &env, outcome, peer);
+                    // Heartbeats until here: the tear-down hook may take a while.
+                    let dropped = writer.take().map_or(0, crate::writer::ControlWriter::finish);
                     let mut report = report?;
                     report.warnings.extend(warning);
+                    if dropped > 0 {
+                        report.warnings.push(format!(
+                            "remote: the agent dropped {dropped} interval sample(s) and heartbeat(s): the client \
+                             did not read its control connection fast enough"
+                        ));
+                    }
                     conn.send(&AgentMsg::Results {
                         report: Box::new(report),
                     })?;
                     sm.finish();
+                    idle_until = Instant::now() + idle_timeout;
                 }
                 AgentEvent::Bye => return Ok(()),
                 AgentEvent::Go | AgentEvent::Abort(_) => {}
@@ -308,7 +394,7 @@ pub(crate) fn serve_control(stream: TcpStream, peer: &str, preamble: ControlPrea
     })();
     if let Err(e) = result {
         let msg = e.to_string();
-        if msg.contains("aborted") {
+        if msg.contains("client aborted") {
             log::info!("{peer}: session ended: {msg}");
         } else {
             log::warn!("{peer}: session ended: {msg}");
@@ -398,14 +484,43 @@ fn host_can_run(spec: &TestSpec, limits: &netrig_proto::AgentLimits) -> Result<(
     Ok(())
 }
 
-/// Sets up, runs and reports one test.
+/// What a test needs of its session.
+struct TestContext<'a> {
+    shared: &'a Shared,
+    peer: &'a str,
+    /// Both ends speak heartbeats (protocol 5).
+    heartbeats: bool,
+    /// What the results may tell of this host.
+    disclose: crate::Disclose,
+}
+
+/// The share of the agent's totals a test takes: its workers and the run's
+/// own thread, their buffers, its sockets.
+fn share_of(spec: &TestSpec) -> crate::budget::Share {
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get() as u32);
+    let workers = spec.workers_on(cpus);
+    let flows = u64::from(spec.flows) * spec.directions().len() as u64;
+    crate::budget::Share {
+        threads: workers + 1,
+        buffer_bytes: u64::from(workers).saturating_mul(spec.worker_buffer_bytes()),
+        flows: match spec.connections() {
+            // A connection per transaction: up to its in-flight count open per flow.
+            0 => flows.saturating_mul(u64::from(spec.rules().in_flight())),
+            n => n,
+        },
+    }
+}
+
+/// Sets up, runs and reports one test. The control connection's writer
+/// during the run is left in `writer`, to stop once the results are ready.
 fn run_test(
     conn: &mut FramedConn,
     sm: &mut AgentSession,
     spec: &TestSpec,
-    shared: &Shared,
-    peer: &str,
+    test: &TestContext<'_>,
+    writer: &mut Option<crate::writer::ControlWriter>,
 ) -> Result<SideReport, SessionError> {
+    let (shared, peer) = (test.shared, test.peer);
     let mut cookie = [0u8; 16];
     getrandom::fill(&mut cookie)
         .map_err(|e| SessionError::Test(format!("no randomness for a cookie: {e}")))?;
@@ -575,6 +690,14 @@ fn run_test(
         other => return Err(SessionError::Test(format!("expected go, got {other}"))),
     }
     let start = Instant::now();
+    let w = crate::writer::ControlWriter::start(
+        conn.try_clone_stream()
+            .map_err(|e| SessionError::Test(format!("control socket: {e}")))?,
+        test.heartbeats.then_some(netrig_proto::message::HEARTBEAT),
+    )
+    .map_err(|e| SessionError::Test(format!("cannot start the control writer: {e}")))?;
+    let sink = w.sink();
+    *writer = Some(w);
     let side = match workload {
         Workloads::Transient(workload) => SideFlows::Transient {
             workload,
@@ -587,15 +710,7 @@ fn run_test(
         },
         Workloads::Connected(workload) => SideFlows::Connected { workload, flows },
     };
-    let outcome = run_flows(
-        conn,
-        sm,
-        spec,
-        side,
-        start,
-        shared.config.limits.max_duration_s,
-        cookie.test_id(),
-    )?;
+    let outcome = run_flows(conn, sm, spec, side, start, test, sink, cookie.test_id())?;
     if per_transaction {
         if let Some(c) = outcome.flows.iter().find_map(|f| f.first_connection.as_ref()) {
             warnings.extend(sockopt::buffer_warnings(requested, c.initial, "remote", "-S"));
@@ -623,7 +738,7 @@ fn run_test(
         .iter()
         .map(|f| f.report(spec, requested, by_id.get(&f.id).cloned()))
         .collect();
-    Ok(SideReport {
+    let mut report = SideReport {
         flows,
         window_s: outcome.window_s,
         warnings,
@@ -636,7 +751,26 @@ fn run_test(
         latency_histogram: None,
         schedule: outcome.schedule,
         witness: outcome.witness,
-    })
+    };
+    if test.disclose == crate::Disclose::Minimal {
+        withhold_host(&mut report);
+    }
+    Ok(report)
+}
+
+/// What `--disclose minimal` keeps from a client that did not authenticate:
+/// the host's identity and configuration, and its host-wide counts (which
+/// show other traffic than the test's). The result says what is missing.
+fn withhold_host(report: &mut SideReport) {
+    report.environment = None;
+    report.counters = None;
+    report.witness = None;
+    report.warnings.push(
+        "remote: the agent withholds its host's environment (name, kernel, CPU model, sysctls), its \
+         host-wide kernel counters and the witness of its figures from clients that did not authenticate \
+         (its --disclose minimal): the remote figures cannot be checked against its kernel's own counts"
+            .into(),
+    );
 }
 
 /// Room for new connections of a connection-per-transaction test: every
@@ -653,19 +787,19 @@ fn run_intake_capacity(spec: &TestSpec) -> usize {
 /// stops the test.
 /// A byte-count test has no length of its own: the agent's longest allowed
 /// test bounds it (and the engine stops it when nothing moves for 30 s).
+#[allow(clippy::too_many_arguments)]
 fn run_flows(
     conn: &mut FramedConn,
     sm: &mut AgentSession,
     spec: &TestSpec,
     flows: SideFlows,
     start: Instant,
-    max_duration_s: u64,
+    test: &TestContext<'_>,
+    sink: crate::writer::Sink,
     test_id: u64,
 ) -> Result<SideOutcome, SessionError> {
+    let max_duration_s = test.shared.config.limits.max_duration_s;
     let ctl = RunControl::new();
-    let mut writer = conn
-        .try_clone_stream()
-        .map_err(|e| SessionError::Test(format!("control socket: {e}")))?;
     let mut plan = RunPlan::for_spec(spec, start, test_id);
     plan.cpus = spec.remote_cpus.clone();
     plan.cpus_option = "--remote-cpus (or -A's second CPU)";
@@ -673,11 +807,12 @@ fn run_flows(
     let engine = std::thread::Builder::new()
         .name("netrig-run".into())
         .spawn(move || {
+            // Never blocks: a client that stops reading loses samples, the
+            // test keeps its length.
             run_side(flows, &plan, &ctl2, &mut |sample| {
-                let frame = encode_frame(&AgentMsg::Interval {
+                sink.send(&AgentMsg::Interval {
                     sample: Box::new(sample.clone()),
-                });
-                let _ = writer.write_all(&frame);
+                })
             })
         })
         .map_err(|e| SessionError::Test(format!("cannot start the test thread: {e}")))?;
@@ -687,6 +822,8 @@ fn run_flows(
         Limit::Bytes { .. } => Duration::from_secs(max_duration_s + 30),
     };
     let mut control_alive = true;
+    let mut last_heard = Instant::now();
+    let silence = netrig_proto::message::SILENCE_LIMIT;
     while !engine.is_finished() {
         if start.elapsed() > bound {
             ctl.abort("the test overran its time bound");
@@ -695,8 +832,17 @@ fn run_flows(
             std::thread::sleep(Duration::from_millis(50));
             continue;
         }
+        if test.heartbeats && last_heard.elapsed() > silence {
+            control_alive = false;
+            ctl.abort(format!(
+                "the client sent nothing for {} s (no heartbeat): it is stopped or gone",
+                silence.as_secs()
+            ));
+            continue;
+        }
         match conn.try_recv::<ClientMsg>(Duration::from_millis(50)) {
             Ok(None) => {}
+            Ok(Some(ClientMsg::Heartbeat)) if test.heartbeats => last_heard = Instant::now(),
             Ok(Some(msg)) => match sm.on_client(msg, Instant::now()) {
                 Ok(AgentEvent::Abort(reason)) => ctl.abort(format!("client aborted: {reason}")),
                 Ok(AgentEvent::Bye) => ctl.abort("client said bye during the test"),

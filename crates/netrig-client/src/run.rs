@@ -497,7 +497,8 @@ impl Client {
             .name("netrig-control".into())
             .spawn({
                 let ctl = ctl.clone();
-                move || read_agent(&mut reader, tx, start + bound, &ctl)
+                let heartbeats = self.version >= netrig_proto::message::HEARTBEAT_VERSION;
+                move || read_agent(&mut reader, tx, start + bound, heartbeats, &ctl)
             })
             .map_err(|e| ClientError::Test(format!("cannot start the control reader: {e}")))?;
 
@@ -683,21 +684,31 @@ fn shown(s: &SocketSettings) -> SocketOptions {
 /// An agent that dies or gives up during the test stops this end at once:
 /// a receiving client would otherwise wait out the test's length for data
 /// that will not come (with `-l 3600`, an hour).
+/// Protocol 5 (`heartbeats`): sends a heartbeat every second, and gives
+/// the test up when the agent has sent nothing for
+/// [`netrig_proto::message::SILENCE_LIMIT`] (stopped, or its host gone).
 fn read_agent(
     stream: &mut TcpStream,
     tx: mpsc::Sender<Result<AgentMsg, String>>,
     deadline: Instant,
+    heartbeats: bool,
     ctl: &RunControl,
 ) {
+    use netrig_proto::message::{HEARTBEAT, SILENCE_LIMIT};
     let fail = |tx: &mpsc::Sender<Result<AgentMsg, String>>, why: String| {
         ctl.abort(why.clone());
         let _ = tx.send(Err(why));
     };
     let mut decoder = netrig_proto::FrameDecoder::with_limit(AGENT_FRAME_LIMIT);
     let mut buf = vec![0u8; 64 * 1024];
+    let beat = netrig_proto::encode_frame(&ClientMsg::Heartbeat);
+    let mut last_heard = Instant::now();
+    let mut last_beat = Instant::now();
     loop {
         loop {
             match decoder.next_msg::<AgentMsg>() {
+                // Heartbeats only say the agent is alive.
+                Ok(Some(AgentMsg::Heartbeat)) if heartbeats => {}
                 Ok(Some(m)) => {
                     if let AgentMsg::Error { message } = &m {
                         ctl.abort(format!("the agent gave up: {message}"));
@@ -719,7 +730,34 @@ fn read_agent(
             fail(&tx, "the agent sent no results in time".into());
             return;
         }
-        let _ = stream.set_read_timeout(Some((deadline - now).min(Duration::from_secs(1))));
+        if heartbeats {
+            if now.duration_since(last_heard) > SILENCE_LIMIT {
+                fail(
+                    &tx,
+                    format!(
+                        "the agent sent nothing for {} s during the test (no interval, no heartbeat): it is \
+                         stopped, or its host is gone or starved; the test is given up",
+                        SILENCE_LIMIT.as_secs()
+                    ),
+                );
+                return;
+            }
+            if now.duration_since(last_beat) >= HEARTBEAT {
+                last_beat = now;
+                // A write that blocks for long means the agent stopped
+                // reading: the silence check above ends the test then.
+                let _ = stream.set_write_timeout(Some(HEARTBEAT));
+                let _ = stream.write_all(&beat);
+            }
+        }
+        let wait = (deadline - now).min(if heartbeats {
+            HEARTBEAT
+                .saturating_sub(now.duration_since(last_beat))
+                .max(Duration::from_millis(10))
+        } else {
+            Duration::from_secs(1)
+        });
+        let _ = stream.set_read_timeout(Some(wait));
         match stream.read(&mut buf) {
             Ok(0) => {
                 fail(
@@ -729,6 +767,7 @@ fn read_agent(
                 return;
             }
             Ok(n) => {
+                last_heard = Instant::now();
                 if let Err(e) = decoder.push(&buf[..n]) {
                     fail(&tx, format!("the agent's messages: {e}"));
                     return;

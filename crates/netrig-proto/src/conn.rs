@@ -22,6 +22,9 @@ pub enum ConnError {
     Timeout(Duration),
 }
 
+/// How long a write to a peer that does not read may block before it fails.
+pub const WRITE_TIMEOUT: Duration = Duration::from_secs(30);
+
 /// A control connection carrying JSON frames.
 pub struct FramedConn {
     stream: TcpStream,
@@ -43,7 +46,7 @@ impl FramedConn {
 
     /// Sends one message (with a write timeout so a stuck peer cannot block us forever).
     pub fn send<T: Serialize>(&mut self, msg: &T) -> Result<(), ConnError> {
-        self.stream.set_write_timeout(Some(Duration::from_secs(30)))?;
+        self.stream.set_write_timeout(Some(WRITE_TIMEOUT))?;
         self.stream.write_all(&encode_frame(msg))?;
         Ok(())
     }

@@ -27,7 +27,7 @@ pub use preamble::{ControlPreamble, DataHello, SessionCookie, CONTROL_MAGIC, DAT
 pub use spec::{Direction, KindSpec, SpecError, TestSpec};
 
 /// The protocol version this build speaks best.
-pub const PROTOCOL_VERSION: u16 = 4;
+pub const PROTOCOL_VERSION: u16 = 5;
 /// The oldest protocol version this build still speaks.
 ///
 /// Version 3 split the spec into the part every test has and a part tagged
@@ -41,6 +41,10 @@ pub const PROTOCOL_VERSION: u16 = 4;
 /// it (`hello_accepted`). A version-3 hello has no nonce to sign, so
 /// version 3 is no longer spoken either: a client and an agent of different
 /// versions are told so at the preamble, never silently unauthenticated.
+///
+/// Version 5 added heartbeats during a test ([`message::HEARTBEAT`]) and the
+/// welcome's `max_rate_bps`; it still speaks 4 with a peer that knows no
+/// better (then neither end sends heartbeats, and neither expects them).
 pub const MIN_PROTOCOL_VERSION: u16 = 4;
 /// The agent's default TCP port, for control and data connections alike.
 ///

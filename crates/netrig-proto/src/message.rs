@@ -36,6 +36,12 @@ pub struct AgentLimits {
     /// this much longer for an answer when it asks for hooks.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hook_timeout_s: Option<u64>,
+    /// The most payload bits/s a test may offer in each direction, all its
+    /// flows together (`--max-rate`); absent: no cap. A test must state its
+    /// rate (`-b`, `--rate`) to run under a cap, closed-loop
+    /// request/response excepted ([`crate::spec::kind::Offered`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_rate_bps: Option<u64>,
 }
 
 fn default_max_workers() -> u32 {
@@ -115,6 +121,7 @@ impl Default for AgentLimits {
             max_buffer_bytes: default_max_buffer_bytes(),
             hooks: Vec::new(),
             hook_timeout_s: None,
+            max_rate_bps: None,
         }
     }
 }
@@ -144,7 +151,19 @@ pub enum ClientMsg {
     Abort { reason: String },
     /// The client is done with this control connection.
     Bye,
+    /// Protocol 5: sent every [`HEARTBEAT`] from `go` until the results, so
+    /// that an agent notices a client that fell silent (stopped, or its host
+    /// gone without a FIN) within [`SILENCE_LIMIT`] and stops sending.
+    Heartbeat,
 }
+
+/// How often each end says it is alive during a test (protocol 5).
+pub const HEARTBEAT: std::time::Duration = std::time::Duration::from_secs(1);
+/// How long an end waits, during a test, for any frame from the other before
+/// it gives the test up: ten heartbeats.
+pub const SILENCE_LIMIT: std::time::Duration = std::time::Duration::from_secs(10);
+/// The first protocol version with heartbeats.
+pub const HEARTBEAT_VERSION: u16 = 5;
 
 impl ClientMsg {
     pub fn name(&self) -> &'static str {
@@ -154,6 +173,7 @@ impl ClientMsg {
             ClientMsg::Go => "go",
             ClientMsg::Abort { .. } => "abort",
             ClientMsg::Bye => "bye",
+            ClientMsg::Heartbeat => "heartbeat",
         }
     }
 }
@@ -201,6 +221,10 @@ pub enum AgentMsg {
     Results { report: Box<SideReport> },
     /// The agent gave up on the session; it closes after this.
     Error { message: String },
+    /// Protocol 5: sent every [`HEARTBEAT`] from `go` until the results
+    /// whenever nothing else went, so that a client notices an agent that
+    /// fell silent within [`SILENCE_LIMIT`] whichever end sends.
+    Heartbeat,
 }
 
 impl AgentMsg {
@@ -216,6 +240,7 @@ impl AgentMsg {
             AgentMsg::Interval { .. } => "interval",
             AgentMsg::Results { .. } => "results",
             AgentMsg::Error { .. } => "error",
+            AgentMsg::Heartbeat => "heartbeat",
         }
     }
 }

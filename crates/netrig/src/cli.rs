@@ -118,6 +118,38 @@ pub struct ServeArgs {
     /// Buffer memory one test may make the agent allocate (workers x buffers of -m, -M, -r); K/M/G = 2^10/2^20/2^30.
     #[arg(long = "max-buffer", default_value = "1G", value_parser = parse_size, value_name = "SIZE")]
     pub max_buffer: u64,
+    /// Worker threads of all running tests together (each test also has one thread of its own,
+    /// counted here). Default: 4 per CPU, at least 16.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(2..=100_000))]
+    pub max_threads: Option<u32>,
+    /// Buffer memory of all running tests together. Default: a quarter of the host's memory,
+    /// between 256M and 4G.
+    #[arg(long = "max-memory", value_parser = parse_size, value_name = "SIZE")]
+    pub max_memory: Option<u64>,
+    /// Flows (sockets) of all running tests together.
+    #[arg(long, value_name = "N", default_value_t = 40_000, value_parser = clap::value_parser!(u64).range(1..=10_000_000))]
+    pub max_total_flows: u64,
+    /// Sessions one client may hold at once (one IPv4 address, or one IPv6 /64).
+    #[arg(long, value_name = "N", default_value_t = 16, value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    pub max_sessions_per_client: u32,
+    /// Seconds a session may go without asking for a test, from its welcome or from the end of its
+    /// last test; nothing the client sends in between extends it.
+    #[arg(long, value_name = "SECONDS", default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..=86_400))]
+    pub idle_timeout: u64,
+    /// The most payload a test may offer in each direction, all its flows together, in bits/s
+    /// (K/M/G = 10^3/10^6/10^9). Tests must then state their rate (-b, or --rate for open loop);
+    /// closed-loop request/response, clocked by its answers, always runs. Default: no cap.
+    #[arg(long = "max-rate", value_name = "RATE", value_parser = parse_max_rate)]
+    pub max_rate: Option<u64>,
+    /// Serve only clients in this network (CIDR, or one address); repeat for more. Others are
+    /// closed before their greeting is read. Default: any.
+    #[arg(long = "allow", value_name = "CIDR", value_parser = parse_network)]
+    pub allow: Vec<ipnet::IpNet>,
+    /// What results tell clients that did not authenticate about this host: `full` (its name,
+    /// kernel, CPU model, sysctls, host-wide counters and the witness) or `minimal` (only the
+    /// test's own figures; the result says what is withheld). Authenticated clients get `full`.
+    #[arg(long, value_name = "WHAT", value_enum, default_value_t = Disclose::Full)]
+    pub disclose: Disclose,
     /// Offer the hooks in DIR: tests may ask the agent to run one of them before and one after
     /// (--remote-setup, --remote-teardown), by name. Hooks are the executable regular files
     /// directly in DIR named with letters, digits, '.', '_' and '-' (no symbolic links); each runs
@@ -140,6 +172,28 @@ pub struct ServeArgs {
     /// Log only warnings.
     #[arg(short = 'q', long)]
     pub quiet: bool,
+}
+
+/// `--disclose`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Disclose {
+    Full,
+    Minimal,
+}
+
+fn parse_max_rate(s: &str) -> Result<u64, String> {
+    match netrig_kinds::args::parse_rate(s)? {
+        0 => Err("must be more than 0 bits/s (leave --max-rate out for no cap)".into()),
+        r => Ok(r),
+    }
+}
+
+/// A network in CIDR notation, or one address (a /32 or /128).
+fn parse_network(s: &str) -> Result<ipnet::IpNet, String> {
+    s.parse::<ipnet::IpNet>()
+        .or_else(|_| s.parse::<IpAddr>().map(ipnet::IpNet::from))
+        .map(|n| n.trunc())
+        .map_err(|_| format!("{s:?} is neither a network (10.0.0.0/8, fd00::/8) nor an address"))
 }
 
 #[derive(Debug, Args)]

@@ -228,8 +228,30 @@ fn serve(a: ServeArgs) -> Result<()> {
         max_duration_s: a.max_duration,
         max_workers: a.max_workers,
         max_buffer_bytes: a.max_buffer,
+        max_rate_bps: a.max_rate,
         ..AgentLimits::default()
     };
+    let host = netrig_agent::Totals::for_host();
+    config.totals = netrig_agent::Totals {
+        threads: a.max_threads.unwrap_or(host.threads),
+        buffer_bytes: a.max_memory.unwrap_or(host.buffer_bytes),
+        flows: a.max_total_flows,
+    };
+    config.max_sessions_per_client = a.max_sessions_per_client;
+    config.idle_timeout = Duration::from_secs(a.idle_timeout);
+    config.allow = a.allow.clone();
+    config.disclose = match a.disclose {
+        cli::Disclose::Full => netrig_agent::Disclose::Full,
+        cli::Disclose::Minimal => netrig_agent::Disclose::Minimal,
+    };
+    if a.max_buffer > config.totals.buffer_bytes {
+        eprintln!(
+            "netrig: note: --max-buffer {} MiB per test is more than --max-memory {} MiB for all tests: a test \
+             gets at most the latter",
+            a.max_buffer >> 20,
+            config.totals.buffer_bytes >> 20
+        );
+    }
     if let Some(dir) = &a.hooks {
         let hooks =
             Hooks::discover(dir, Duration::from_secs(a.hook_timeout)).map_err(|e| Usage(e.to_string()))?;
@@ -276,6 +298,7 @@ fn serve(a: ServeArgs) -> Result<()> {
         Some(k) => format!("; its key: {}", k.public()),
         None => String::new(),
     };
+    let caps = caps_line(&a, &config);
     let agent = Agent::bind(config)?;
     eprintln!(
         "netrig {} agent listening on {} (control and data; protocol v{}){auth_note}{key_note}",
@@ -283,8 +306,51 @@ fn serve(a: ServeArgs) -> Result<()> {
         agent.local_addr(),
         netrig_proto::PROTOCOL_VERSION
     );
+    eprintln!("netrig: {caps}");
     agent.run();
     Ok(())
+}
+
+/// The agent's caps, as its startup says them.
+fn caps_line(a: &ServeArgs, c: &AgentConfig) -> String {
+    let t = &c.totals;
+    let rate = match a.max_rate {
+        Some(r) => format!(
+            "at most {} per direction per test",
+            netrig_proto::spec::kind::format_bps(r as f64)
+        ),
+        None => "no rate cap (--max-rate)".into(),
+    };
+    let allow = if c.allow.is_empty() {
+        "clients from any address".to_string()
+    } else {
+        format!(
+            "clients from {} only",
+            c.allow
+                .iter()
+                .map(|n| n.to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        )
+    };
+    format!(
+        "serving {allow}; {} sessions ({} per client); per test {} flows, {} workers, {} MiB of buffers, {} s; \
+         all tests together {} flows, {} threads, {} MiB; {rate}; sessions idle {} s are closed{}",
+        a.max_sessions,
+        c.max_sessions_per_client,
+        a.max_flows,
+        c.limits.max_workers.min(t.max_workers()),
+        a.max_buffer >> 20,
+        a.max_duration,
+        t.flows,
+        t.threads,
+        t.buffer_bytes >> 20,
+        a.idle_timeout,
+        match c.disclose {
+            netrig_agent::Disclose::Full => "",
+            netrig_agent::Disclose::Minimal => "; unauthenticated clients are told nothing of this host (--disclose minimal)",
+        }
+    )
 }
 
 fn family(t: &TargetArgs) -> Family {

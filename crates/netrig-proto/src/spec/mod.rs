@@ -680,6 +680,9 @@ impl TestSpec {
             }
         }
         self.rules().check(&b)?;
+        if let Some(cap) = limits.and_then(|l| l.max_rate_bps) {
+            self.check_rate(cap)?;
+        }
         validate_socket_options(&self.remote, "-S/--remote-sockbuf")?;
         if let Some(c) = &self.remote_cpus {
             validate_cpus(c, "--remote-cpus")?;
@@ -695,6 +698,52 @@ impl TestSpec {
             }
         }
         Ok(())
+    }
+}
+
+impl TestSpec {
+    /// Against an agent's `--max-rate`: the payload all flows offer in each
+    /// direction, as the options state it. A stream without `-b` is refused
+    /// (it would send as fast as the path takes); closed-loop
+    /// request/response is clocked by its answers and always runs.
+    fn check_rate(&self, cap_bps: u64) -> Result<(), SpecError> {
+        let limit = || {
+            format!(
+                "{} per direction (all flows of a test)",
+                kind::format_bps(cap_bps as f64)
+            )
+        };
+        let flows = f64::from(self.flows);
+        match self.rules().offered() {
+            kind::Offered::SelfClocked => Ok(()),
+            kind::Offered::Unpaced { option } => Err(agent_limit(
+                option,
+                "not given (as fast as the path takes)",
+                limit(),
+                "--max-rate",
+            )),
+            kind::Offered::Paced {
+                to_agent,
+                from_agent,
+                option,
+            } => {
+                let most = to_agent.max(from_agent) * flows;
+                if most > cap_bps as f64 {
+                    let per_flow = if self.flows > 1 {
+                        format!(" ({} flows)", self.flows)
+                    } else {
+                        String::new()
+                    };
+                    return Err(agent_limit(
+                        option,
+                        format!("offers {}{per_flow}", kind::format_bps(most)),
+                        limit(),
+                        "--max-rate",
+                    ));
+                }
+                Ok(())
+            }
+        }
     }
 }
 

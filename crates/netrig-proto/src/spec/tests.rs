@@ -584,3 +584,78 @@ fn limits_read_as_a_person_says_them() {
     assert_eq!(Limit::Duration { seconds: 2.0 }.to_string(), "2 s");
     assert_eq!(Limit::Bytes { bytes: 1 << 30 }.to_string(), "1073741824 bytes");
 }
+
+/// Under an agent's `--max-rate` a test must state its rate, all flows
+/// together within the cap in each direction; closed-loop request/response
+/// is clocked by its answers and runs.
+#[test]
+fn a_rate_cap_refuses_unpaced_streams_and_rates_above_it() {
+    let capped = AgentLimits {
+        max_rate_bps: Some(1_000_000_000),
+        ..AgentLimits::default()
+    };
+    let paced = |bps: u64, flows: u32, reverse: bool| TestSpec {
+        flows,
+        ..with(KindSpec::UdpStream(UdpStreamSpec {
+            pace: Some(Pace {
+                rate_bps: bps,
+                pacing_us: None,
+            }),
+            reverse,
+            ..UdpStreamSpec::default()
+        }))
+    };
+    // -R without -b: 42 Gbit/s on loopback before this cap existed.
+    let unpaced = TestSpec {
+        flows: 1,
+        ..with(KindSpec::UdpStream(UdpStreamSpec {
+            reverse: true,
+            ..UdpStreamSpec::default()
+        }))
+    };
+    let e = unpaced.validate(&capped).unwrap_err().to_string();
+    assert!(
+        e.contains("-b/--bitrate not given")
+            && e.contains("1 Gbit/s per direction")
+            && e.contains("--max-rate"),
+        "{e}"
+    );
+    unpaced.validate(&AgentLimits::default()).unwrap();
+    paced(500_000_000, 2, true).validate(&capped).unwrap();
+    let e = paced(600_000_000, 2, false)
+        .validate(&capped)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("offers 1.2 Gbit/s (2 flows)"), "{e}");
+    // tcp-bidir paced: each direction carries the flows' rate.
+    let bidir = TestSpec {
+        flows: 2,
+        ..with(KindSpec::TcpBidir(TcpBidirSpec(StreamOptions {
+            pace: Some(Pace {
+                rate_bps: 400_000_000,
+                pacing_us: None,
+            }),
+            ..stream(1000)
+        })))
+    };
+    bidir.validate(&capped).unwrap();
+    // Open loop: responses of 1 MB at 200/s are 1.6 Gbit/s from the agent.
+    let open = TestSpec {
+        flows: 1,
+        ..with(KindSpec::TcpRr(TcpRrSpec {
+            transactions: Transactions {
+                request_size: 64,
+                response_size: 1_000_000,
+                load: Load::Open {
+                    rate: 200.0,
+                    poisson: false,
+                    spin_us: None,
+                },
+            },
+            ..TcpRrSpec::default()
+        }))
+    };
+    let e = open.validate(&capped).unwrap_err().to_string();
+    assert!(e.contains("--rate offers 1.6 Gbit/s"), "{e}");
+    with(rr(Load::Closed { burst: 4 })).validate(&capped).unwrap();
+}

@@ -329,58 +329,26 @@ fn agent_survives_a_flood_of_data_hellos_with_unknown_cookies() {
 fn a_message_out_of_place_during_a_test_stops_it_with_the_reason() {
     let agent = Served::start(&[]);
     let port = agent.port;
-    let mut c = control(port, V, V);
-    // One decoder for the session: the agent may send two messages in one segment.
-    let mut d = FrameDecoder::new();
-    let mut next = |c: &mut TcpStream| -> AgentMsg {
-        c.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
-        let mut buf = [0u8; 65536];
-        loop {
-            if let Some(m) = d.next_msg().unwrap() {
-                return m;
-            }
-            let n = c.read(&mut buf).expect("agent answered");
-            assert!(n > 0, "agent closed without a message");
-            d.push(&buf[..n]).unwrap();
-        }
-    };
-    next(&mut c); // welcome
-    let send =
-        |c: &mut TcpStream, m: &netrig_proto::ClientMsg| c.write_all(&netrig_proto::encode_frame(m)).unwrap();
-    send(
-        &mut c,
-        &netrig_proto::ClientMsg::Hello {
-            software: "test".into(),
-            auth: netrig_proto::auth::HelloAuth {
-                nonce: netrig_proto::auth::Nonce::random(),
-                client_key: None,
-                signature: None,
-            },
-        },
-    );
-    next(&mut c); // hello_accepted
-                  // tcp-crr opens no data connections at set-up: accepted, then ready at once.
+    let mut r = Raw::open(port);
+    // tcp-crr opens no data connections at set-up: accepted, then ready at once.
     let spec: netrig_proto::TestSpec = serde_json::from_value(serde_json::json!({
         "test": {"kind": "tcp-crr", "transactions": {
             "request_size": 1, "response_size": 1, "load": {"closed": {"burst": 1}}}},
         "limit": {"duration": {"seconds": 30.0}}, "flows": 1}))
     .unwrap();
-    send(
-        &mut c,
-        &netrig_proto::ClientMsg::TestRequest {
-            spec: spec.clone(),
-            auth: None,
-        },
-    );
-    assert!(matches!(next(&mut c), AgentMsg::TestAccepted { .. }));
-    assert!(matches!(next(&mut c), AgentMsg::DataReady));
-    send(&mut c, &netrig_proto::ClientMsg::Go);
+    r.send(&netrig_proto::ClientMsg::TestRequest {
+        spec: spec.clone(),
+        auth: None,
+    });
+    assert!(matches!(r.next(), AgentMsg::TestAccepted { .. }));
+    assert!(matches!(r.next(), AgentMsg::DataReady));
+    r.send(&netrig_proto::ClientMsg::Go);
     std::thread::sleep(Duration::from_millis(300));
     let t0 = std::time::Instant::now();
-    send(&mut c, &netrig_proto::ClientMsg::TestRequest { spec, auth: None });
+    r.send(&netrig_proto::ClientMsg::TestRequest { spec, auth: None });
     loop {
-        match next(&mut c) {
-            AgentMsg::Interval { .. } => continue,
+        match r.next() {
+            AgentMsg::Interval { .. } | AgentMsg::Heartbeat => continue,
             AgentMsg::Error { message } => {
                 assert!(
                     message.contains("unexpected message test_request while running a test"),
@@ -499,49 +467,13 @@ fn a_dead_agent_stops_the_client_at_once_whichever_end_sends() {
 #[test]
 fn a_data_connection_beyond_the_flows_is_closed_at_once() {
     let agent = Served::start(&[]);
-    let mut c = TcpStream::connect(("127.0.0.1", agent.port)).unwrap();
-    c.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    c.write_all(
-        &ControlPreamble {
-            min_version: netrig_proto::MIN_PROTOCOL_VERSION,
-            max_version: netrig_proto::PROTOCOL_VERSION,
-        }
-        .encode(),
-    )
-    .unwrap();
-    let mut d = FrameDecoder::new();
-    let mut buf = vec![0u8; 65536];
-    let mut next = |c: &mut TcpStream| -> AgentMsg {
-        loop {
-            if let Some(m) = d.next_msg::<AgentMsg>().unwrap() {
-                return m;
-            }
-            let n = c.read(&mut buf).expect("agent answered");
-            assert!(n > 0, "agent closed");
-            d.push(&buf[..n]).unwrap();
-        }
-    };
-    next(&mut c);
-    let send =
-        |c: &mut TcpStream, m: &netrig_proto::ClientMsg| c.write_all(&netrig_proto::encode_frame(m)).unwrap();
-    send(
-        &mut c,
-        &netrig_proto::ClientMsg::Hello {
-            software: "test".into(),
-            auth: netrig_proto::auth::HelloAuth {
-                nonce: netrig_proto::auth::Nonce::random(),
-                client_key: None,
-                signature: None,
-            },
-        },
-    );
-    next(&mut c); // hello_accepted
+    let mut r = Raw::open(agent.port);
     let spec: netrig_proto::TestSpec = serde_json::from_value(serde_json::json!({
         "test": {"kind": "tcp-stream", "message_size": 1024, "recv_size": 1024},
         "limit": {"duration": {"seconds": 5.0}}, "flows": 1}))
     .unwrap();
-    send(&mut c, &netrig_proto::ClientMsg::TestRequest { spec, auth: None });
-    let AgentMsg::TestAccepted { cookie, .. } = next(&mut c) else {
+    r.send(&netrig_proto::ClientMsg::TestRequest { spec, auth: None });
+    let AgentMsg::TestAccepted { cookie, .. } = r.next() else {
         panic!("not accepted")
     };
     let hello = |flow| {
@@ -555,7 +487,7 @@ fn a_data_connection_beyond_the_flows_is_closed_at_once() {
         s
     };
     let _flow = hello(0);
-    assert!(matches!(next(&mut c), AgentMsg::DataReady));
+    assert!(matches!(r.next(), AgentMsg::DataReady));
     let mut extra = hello(0);
     extra.set_read_timeout(Some(Duration::from_secs(3))).unwrap();
     let t0 = std::time::Instant::now();

@@ -226,3 +226,91 @@ pub fn sh(args: &[&str]) -> Result<(), String> {
         Err(format!("{args:?}: {}", String::from_utf8_lossy(&o.stderr).trim()))
     }
 }
+
+/// A control session spoken by hand, to say what netrig's own client
+/// would refuse to send: preamble, welcome, hello and its answer done.
+pub struct Raw {
+    pub s: std::net::TcpStream,
+    d: netrig_proto::FrameDecoder,
+}
+
+impl Raw {
+    pub fn open(port: u16) -> Raw {
+        Raw::open_from("127.0.0.1", port)
+    }
+
+    /// From a local address of loopback's (`127.0.0.2` is another client).
+    pub fn open_from(local: &str, port: u16) -> Raw {
+        let mut r = Raw::greet(local, port);
+        assert!(matches!(r.next(), netrig_proto::AgentMsg::Welcome { .. }));
+        r.hello();
+        r
+    }
+
+    /// Connected and the preamble sent; nothing read yet.
+    pub fn greet(local: &str, port: u16) -> Raw {
+        use std::io::Write;
+        let sock = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
+        let local: std::net::SocketAddr = format!("{local}:0").parse().unwrap();
+        sock.bind(&local.into()).unwrap();
+        let to: std::net::SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
+        sock.connect(&to.into()).unwrap();
+        let mut s: std::net::TcpStream = sock.into();
+        let v = netrig_proto::PROTOCOL_VERSION;
+        s.write_all(
+            &netrig_proto::ControlPreamble {
+                min_version: v,
+                max_version: v,
+            }
+            .encode(),
+        )
+        .unwrap();
+        Raw {
+            s,
+            d: netrig_proto::FrameDecoder::with_limit(64 << 20),
+        }
+    }
+
+    pub fn hello(&mut self) {
+        self.send(&netrig_proto::ClientMsg::Hello {
+            software: "test".into(),
+            auth: netrig_proto::auth::HelloAuth {
+                nonce: netrig_proto::auth::Nonce::random(),
+                client_key: None,
+                signature: None,
+            },
+        });
+        assert!(matches!(
+            self.next(),
+            netrig_proto::AgentMsg::HelloAccepted { .. }
+        ));
+    }
+
+    pub fn send(&mut self, m: &netrig_proto::ClientMsg) {
+        use std::io::Write;
+        self.s.write_all(&netrig_proto::encode_frame(m)).unwrap();
+    }
+
+    /// The next message; panics if none comes within 10 s.
+    pub fn next(&mut self) -> netrig_proto::AgentMsg {
+        self.try_next(Duration::from_secs(10)).expect("agent answered")
+    }
+
+    /// The next message, or `None` once the agent closed the connection;
+    /// panics if nothing happens within `wait`.
+    pub fn try_next(&mut self, wait: Duration) -> Option<netrig_proto::AgentMsg> {
+        self.s.set_read_timeout(Some(wait)).unwrap();
+        let mut buf = [0u8; 65536];
+        loop {
+            if let Some(m) = self.d.next_msg().unwrap() {
+                return Some(m);
+            }
+            match self.s.read(&mut buf) {
+                Ok(0) => return None,
+                Ok(n) => self.d.push(&buf[..n]).unwrap(),
+                Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => return None,
+                Err(e) => panic!("the agent neither answered nor closed within {wait:?}: {e}"),
+            }
+        }
+    }
+}

@@ -4,9 +4,8 @@
 //! what it said; a hanging one is killed; an agent without hooks runs none.
 
 use crate::helpers::*;
-use netrig_proto::{AgentMsg, ClientMsg, ControlPreamble, FrameDecoder, TestSpec};
-use std::io::{Read, Write};
-use std::net::TcpStream;
+use netrig_proto::{AgentMsg, ClientMsg, TestSpec};
+use std::io::Write;
 use std::os::unix::fs::PermissionsExt;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -97,60 +96,6 @@ fn maerts(port: &str, extra: &[&str]) -> Vec<String> {
 
 fn args(a: &[String]) -> Vec<&str> {
     a.iter().map(String::as_str).collect()
-}
-
-/// A control session spoken by hand, to say what netrig's own client
-/// would refuse to send.
-struct Raw {
-    s: TcpStream,
-    d: FrameDecoder,
-}
-
-impl Raw {
-    fn open(port: u16) -> Raw {
-        let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
-        let v = netrig_proto::PROTOCOL_VERSION;
-        s.write_all(
-            &ControlPreamble {
-                min_version: v,
-                max_version: v,
-            }
-            .encode(),
-        )
-        .unwrap();
-        let mut r = Raw {
-            s,
-            d: FrameDecoder::new(),
-        };
-        assert!(matches!(r.next(), AgentMsg::Welcome { .. }));
-        r.send(&ClientMsg::Hello {
-            software: "test".into(),
-            auth: netrig_proto::auth::HelloAuth {
-                nonce: netrig_proto::auth::Nonce::random(),
-                client_key: None,
-                signature: None,
-            },
-        });
-        assert!(matches!(r.next(), AgentMsg::HelloAccepted { .. }));
-        r
-    }
-
-    fn send(&mut self, m: &ClientMsg) {
-        self.s.write_all(&netrig_proto::encode_frame(m)).unwrap();
-    }
-
-    fn next(&mut self) -> AgentMsg {
-        self.s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-        let mut buf = [0u8; 65536];
-        loop {
-            if let Some(m) = self.d.next_msg().unwrap() {
-                return m;
-            }
-            let n = self.s.read(&mut buf).expect("agent answered");
-            assert!(n > 0, "agent closed without a message");
-            self.d.push(&buf[..n]).unwrap();
-        }
-    }
 }
 
 /// A one-flow tcp-stream spec with these hooks, as it goes on the wire.

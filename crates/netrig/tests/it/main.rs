@@ -7,6 +7,7 @@ mod lab;
 mod agent;
 mod auth;
 mod bad_input;
+mod bounds;
 mod crr;
 mod experiment;
 mod hooks;

@@ -101,6 +101,56 @@ pub trait KindRules {
     fn check(&self, b: &Bounds<'_>) -> Result<(), SpecError>;
     /// At most how many bytes of buffers one worker allocates for it.
     fn worker_buffer_bytes(&self) -> u64;
+    /// The payload rate one flow offers, as far as its options state it:
+    /// what an agent's `--max-rate` is checked against.
+    fn offered(&self) -> Offered;
+}
+
+/// The payload rate one flow of a test offers.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Offered {
+    /// Paced at these bits/s toward the agent and from it, set by `option`.
+    Paced {
+        to_agent: f64,
+        from_agent: f64,
+        option: &'static str,
+    },
+    /// As fast as the path takes (`option` not given).
+    Unpaced { option: &'static str },
+    /// Every message answers one from the other end (closed-loop
+    /// request/response): a fixed number in flight, clocked by the path like
+    /// a TCP window, so no rate to state.
+    SelfClocked,
+}
+
+impl Offered {
+    /// A stream flow's rate in the directions `directions` it moves data.
+    pub fn stream(pace: Option<&crate::spec::Pace>, directions: &[Direction]) -> Offered {
+        let Some(p) = pace else {
+            return Offered::Unpaced {
+                option: "-b/--bitrate",
+            };
+        };
+        let rate = p.rate_bps as f64;
+        let has = |d: Direction| if directions.contains(&d) { rate } else { 0.0 };
+        Offered::Paced {
+            to_agent: has(Direction::Tx),
+            from_agent: has(Direction::Rx),
+            option: "-b/--bitrate",
+        }
+    }
+
+    /// A request/response flow's: requests toward the agent, responses from it.
+    pub fn transactions(t: &Transactions) -> Offered {
+        match t.rate() {
+            None => Offered::SelfClocked,
+            Some(rate) => Offered::Paced {
+                to_agent: rate * f64::from(t.request_size) * 8.0,
+                from_agent: rate * f64::from(t.response_size) * 8.0,
+                option: "--rate",
+            },
+        }
+    }
 }
 
 /// Writes the kind list: the wire enum and its dispatch. A new kind is one
@@ -178,4 +228,20 @@ pub fn valid_congestion(cc: &str) -> bool {
         && cc
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+}
+
+/// A rate as people write it: "950 Mbit/s", "1.5 Gbit/s".
+pub fn format_bps(bps: f64) -> String {
+    let (v, unit) = if bps >= 1e9 {
+        (bps / 1e9, "Gbit/s")
+    } else if bps >= 1e6 {
+        (bps / 1e6, "Mbit/s")
+    } else if bps >= 1e3 {
+        (bps / 1e3, "kbit/s")
+    } else {
+        (bps, "bit/s")
+    };
+    let s = format!("{v:.3}");
+    let s = s.trim_end_matches('0').trim_end_matches('.');
+    format!("{s} {unit}")
 }

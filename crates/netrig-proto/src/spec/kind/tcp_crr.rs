@@ -78,4 +78,7 @@ impl KindRules for TcpCrrSpec {
     fn worker_buffer_bytes(&self) -> u64 {
         self.transactions.buffer_bytes()
     }
+    fn offered(&self) -> super::Offered {
+        super::Offered::transactions(&self.transactions)
+    }
 }

@@ -177,4 +177,7 @@ impl KindRules for TcpRrSpec {
     fn worker_buffer_bytes(&self) -> u64 {
         self.transactions.buffer_bytes()
     }
+    fn offered(&self) -> super::Offered {
+        super::Offered::transactions(&self.transactions)
+    }
 }

@@ -86,6 +86,9 @@ macro_rules! stream_kind {
             fn worker_buffer_bytes(&self) -> u64 {
                 self.0.worker_buffer_bytes()
             }
+            fn offered(&self) -> super::Offered {
+                super::Offered::stream(self.0.pace.as_ref(), $dirs)
+            }
         }
     };
 }

@@ -58,4 +58,7 @@ impl KindRules for UdpRrSpec {
         let t = &self.transactions;
         2 * UDP_BATCH * UDP_BUFFER_MAX + u64::from(t.request_size) + u64::from(t.response_size)
     }
+    fn offered(&self) -> super::Offered {
+        super::Offered::transactions(&self.transactions)
+    }
 }

@@ -67,4 +67,7 @@ impl KindRules for UdpStreamSpec {
     fn worker_buffer_bytes(&self) -> u64 {
         2 * UDP_BATCH * UDP_BUFFER_MAX
     }
+    fn offered(&self) -> super::Offered {
+        super::Offered::stream(self.pace.as_ref(), self.directions())
+    }
 }
