@@ -16,7 +16,7 @@ use netrig_proto::preamble::ConnKind;
 use netrig_proto::{AgentLimits, ControlPreamble, DataHello};
 use socket2::{Domain, Protocol, Socket, Type};
 use std::collections::VecDeque;
-use std::io::{self, Read};
+use std::io::{self, Read, Write};
 use std::net::{IpAddr, Ipv6Addr, SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -437,6 +437,7 @@ struct Acceptor {
     accept_log: RateLimit,
     drop_log: RateLimit,
     deny_log: RateLimit,
+    refuse_log: RateLimit,
 }
 
 impl Acceptor {
@@ -455,6 +456,7 @@ impl Acceptor {
             accept_log: RateLimit::new("failed accepts", 1),
             drop_log: RateLimit::new("dropped connections", WARNINGS_PER_SECOND),
             deny_log: RateLimit::new("connections from outside --allow", WARNINGS_PER_SECOND),
+            refuse_log: RateLimit::new("refused sessions", WARNINGS_PER_SECOND),
         }
     }
 
@@ -483,6 +485,7 @@ impl Acceptor {
                 &mut self.accept_log,
                 &mut self.drop_log,
                 &mut self.deny_log,
+                &mut self.refuse_log,
             ] {
                 l.tick(now);
             }
@@ -673,16 +676,32 @@ impl Acceptor {
     /// a control connection to a session thread of its own, a data
     /// connection to the session that waits for it (which never blocks).
     fn dispatch(&mut self, stream: MioStream, peer: SocketAddr, greeting: Greeting) {
-        let stream = TcpStream::from(stream);
+        let mut stream = TcpStream::from(stream);
+        // A session's place is taken here, before its thread exists; a
+        // refusal is written while the socket is still non-blocking (it is
+        // small: into an empty buffer, or not at all).
+        let admitted = match &greeting {
+            Greeting::Control(p) => match crate::session::admit(&self.shared, peer, p) {
+                Ok(a) => Some(a),
+                Err((answer, why)) => {
+                    if self.refuse_log.allow(Instant::now()) {
+                        log::warn!("{peer}: refused: {why}");
+                    }
+                    let _ = stream.write(&answer);
+                    return;
+                }
+            },
+            Greeting::Data(_) => None,
+        };
         if let Err(e) = stream.set_nonblocking(false) {
             return self.dropped(peer, &format!("cannot make the socket blocking: {e}"));
         }
         match greeting {
-            Greeting::Control(p) => {
-                let shared = self.shared.clone();
+            Greeting::Control(_) => {
+                let (version, admission) = admitted.expect("a control greeting was admitted");
                 let spawned = std::thread::Builder::new()
                     .name("netrig-session".into())
-                    .spawn(move || serve_control(stream, &peer.to_string(), p, &shared));
+                    .spawn(move || serve_control(stream, &peer.to_string(), version, admission));
                 if let Err(e) = spawned {
                     log::warn!("{peer}: cannot start a session thread: {e}");
                 }

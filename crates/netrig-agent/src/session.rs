@@ -12,8 +12,8 @@ use netrig_proto::session::{AgentEvent, AgentSession};
 use netrig_proto::spec::Limit;
 use netrig_proto::spec::Transport;
 use netrig_proto::{
-    negotiate, AgentMsg, ClientMsg, ControlPreamble, DataHello, Direction, SessionCookie, TestSpec,
-    MIN_PROTOCOL_VERSION, PROTOCOL_VERSION, SOFTWARE_VERSION,
+    encode_frame, negotiate, AgentMsg, ClientMsg, ControlPreamble, DataHello, Direction, SessionCookie,
+    TestSpec, MIN_PROTOCOL_VERSION, PROTOCOL_VERSION, SOFTWARE_VERSION,
 };
 use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr, TcpStream};
@@ -151,44 +151,18 @@ impl Drop for Registration<'_> {
     }
 }
 
-/// Counts a session as active for its lifetime.
-struct SessionSlot<'a>(&'a Shared);
-
-impl Drop for SessionSlot<'_> {
-    fn drop(&mut self) {
-        self.0.sessions.fetch_sub(1, Ordering::AcqRel);
-    }
-}
-
-/// Counts a session against its client's `--max-sessions-per-client`.
-struct ClientSlot<'a> {
-    shared: &'a Shared,
+/// A session's place among the agent's `--max-sessions` and its client's
+/// `--max-sessions-per-client`, taken by the accept loop before the
+/// session's thread starts (a flood of preambles costs no threads);
+/// dropping it gives both back.
+pub(crate) struct Admission {
+    shared: Arc<Shared>,
     key: IpAddr,
 }
 
-impl<'a> ClientSlot<'a> {
-    fn take(shared: &'a Shared, ip: IpAddr) -> Result<ClientSlot<'a>, String> {
-        let key = crate::listener::client_key(ip);
-        let max = shared.config.max_sessions_per_client;
-        let mut map = shared.per_client.lock().expect("per-client lock");
-        let n = map.entry(key).or_default();
-        if *n >= max {
-            let whose = match key {
-                IpAddr::V6(_) => format!("{key}/64"),
-                IpAddr::V4(_) => key.to_string(),
-            };
-            return Err(format!(
-                "{whose} has {max} sessions with the agent already (its --max-sessions-per-client); \
-                 end one or try again later"
-            ));
-        }
-        *n += 1;
-        Ok(ClientSlot { shared, key })
-    }
-}
-
-impl Drop for ClientSlot<'_> {
+impl Drop for Admission {
     fn drop(&mut self) {
+        self.shared.sessions.fetch_sub(1, Ordering::AcqRel);
         let mut map = self.shared.per_client.lock().expect("per-client lock");
         if let Some(n) = map.get_mut(&self.key) {
             *n -= 1;
@@ -197,6 +171,74 @@ impl Drop for ClientSlot<'_> {
             }
         }
     }
+}
+
+/// A control connection's preamble read: the protocol version its session
+/// speaks and its place, or the answer that refuses it (a frame) and why, for the log.
+pub(crate) fn admit(
+    shared: &Arc<Shared>,
+    peer: SocketAddr,
+    preamble: &ControlPreamble,
+) -> Result<(u16, Admission), (Vec<u8>, String)> {
+    let Some(version) = negotiate(
+        (MIN_PROTOCOL_VERSION, PROTOCOL_VERSION),
+        (preamble.min_version, preamble.max_version),
+    ) else {
+        return Err((
+            encode_frame(&AgentMsg::VersionMismatch {
+                agent_min: MIN_PROTOCOL_VERSION,
+                agent_max: PROTOCOL_VERSION,
+                software: SOFTWARE_VERSION.into(),
+            }),
+            format!(
+                "client speaks protocol {}..={}, this agent {}..={}",
+                preamble.min_version, preamble.max_version, MIN_PROTOCOL_VERSION, PROTOCOL_VERSION
+            ),
+        ));
+    };
+    let busy = |reason: String| {
+        Err((
+            encode_frame(&AgentMsg::Busy {
+                reason: reason.clone(),
+            }),
+            reason,
+        ))
+    };
+    let max = shared.config.limits.max_sessions;
+    let key = crate::listener::client_key(peer.ip());
+    let per_client = shared.config.max_sessions_per_client;
+    let mut map = shared.per_client.lock().expect("per-client lock");
+    let n = map.entry(key).or_default();
+    if *n >= per_client {
+        let whose = match key {
+            IpAddr::V6(_) => format!("{key}/64"),
+            IpAddr::V4(_) => key.to_string(),
+        };
+        if *n == 0 {
+            map.remove(&key);
+        }
+        return busy(format!(
+            "{whose} has {per_client} sessions with the agent already (its --max-sessions-per-client); end one \
+             or try again later"
+        ));
+    }
+    if shared.sessions.fetch_add(1, Ordering::AcqRel) >= max as usize {
+        shared.sessions.fetch_sub(1, Ordering::AcqRel);
+        if *n == 0 {
+            map.remove(&key);
+        }
+        return busy(format!(
+            "the agent serves {max} sessions at once already (its --max-sessions); try again later"
+        ));
+    }
+    *n += 1;
+    Ok((
+        version,
+        Admission {
+            shared: shared.clone(),
+            key,
+        },
+    ))
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -209,54 +251,11 @@ enum SessionError {
     Test(String),
 }
 
-pub(crate) fn serve_control(stream: TcpStream, peer: &str, preamble: ControlPreamble, shared: &Shared) {
+pub(crate) fn serve_control(stream: TcpStream, peer: &str, version: u16, admission: Admission) {
+    let shared: &Shared = &admission.shared;
     let _ = stream.set_nodelay(true);
     let mut conn = FramedConn::new(stream, CLIENT_FRAME_LIMIT);
-    let Some(version) = negotiate(
-        (MIN_PROTOCOL_VERSION, PROTOCOL_VERSION),
-        (preamble.min_version, preamble.max_version),
-    ) else {
-        log::warn!(
-            "{peer}: client speaks protocol {}..={}, this agent {}..={}: refused",
-            preamble.min_version,
-            preamble.max_version,
-            MIN_PROTOCOL_VERSION,
-            PROTOCOL_VERSION
-        );
-        let _ = conn.send(&AgentMsg::VersionMismatch {
-            agent_min: MIN_PROTOCOL_VERSION,
-            agent_max: PROTOCOL_VERSION,
-            software: SOFTWARE_VERSION.into(),
-        });
-        return;
-    };
     let limits = &shared.config.limits;
-    if shared.sessions.fetch_add(1, Ordering::AcqRel) >= limits.max_sessions as usize {
-        shared.sessions.fetch_sub(1, Ordering::AcqRel);
-        log::warn!(
-            "{peer}: refused: {} sessions already (--max-sessions)",
-            limits.max_sessions
-        );
-        let _ = conn.send(&AgentMsg::Busy {
-            reason: format!(
-                "the agent serves {} sessions at once already (its --max-sessions); try again later",
-                limits.max_sessions
-            ),
-        });
-        return;
-    }
-    let _slot = SessionSlot(shared);
-    let _client_slot = match conn.stream().peer_addr() {
-        Ok(addr) => match ClientSlot::take(shared, addr.ip()) {
-            Ok(s) => Some(s),
-            Err(reason) => {
-                log::warn!("{peer}: refused: {reason}");
-                let _ = conn.send(&AgentMsg::Busy { reason });
-                return;
-            }
-        },
-        Err(_) => None,
-    };
     let idle_timeout = shared.config.idle_timeout;
     let result = (|| -> Result<(), SessionError> {
         let welcome_auth = shared.config.auth.welcome();
