@@ -271,7 +271,7 @@ const MAX_WAIT: Duration = Duration::from_millis(100);
 /// How long to stop accepting after accept fails (out of descriptors, memory).
 const ACCEPT_BACKOFF: Duration = Duration::from_millis(50);
 /// Warnings about peers per second, per kind; the rest are counted.
-const WARNINGS_PER_SECOND: u32 = 20;
+pub(crate) const WARNINGS_PER_SECOND: u32 = 20;
 
 enum Greeting {
     Control(ControlPreamble),
@@ -345,7 +345,7 @@ impl Pending {
 
 /// At most `WARNINGS_PER_SECOND` warnings of one kind a second; the rest are
 /// counted and summed up once the second is over.
-struct RateLimit {
+pub(crate) struct RateLimit {
     what: &'static str,
     per_second: u32,
     since: Option<Instant>,
@@ -354,7 +354,7 @@ struct RateLimit {
 }
 
 impl RateLimit {
-    fn new(what: &'static str, per_second: u32) -> Self {
+    pub(crate) const fn new(what: &'static str, per_second: u32) -> Self {
         RateLimit {
             what,
             per_second,
@@ -383,7 +383,7 @@ impl RateLimit {
         }
     }
 
-    fn allow(&mut self, now: Instant) -> bool {
+    pub(crate) fn allow(&mut self, now: Instant) -> bool {
         self.tick(now);
         self.since.get_or_insert(now);
         if self.shown < self.per_second {

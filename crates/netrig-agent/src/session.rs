@@ -26,6 +26,12 @@ use std::time::{Duration, Instant};
 /// The largest frame a client may send: its messages are small.
 const CLIENT_FRAME_LIMIT: usize = 64 * 1024;
 
+/// Sessions that end in an error, as warnings: a few a second at most.
+static SESSION_END_LOG: Mutex<crate::listener::RateLimit> = Mutex::new(crate::listener::RateLimit::new(
+    "sessions ended in an error",
+    crate::listener::WARNINGS_PER_SECOND,
+));
+
 /// A data connection as it reaches a session: a TCP connection, or the
 /// address a UDP flow's hello came from.
 pub(crate) enum DataConn {
@@ -310,7 +316,13 @@ pub(crate) fn serve_control(stream: TcpStream, peer: &str, preamble: ControlPrea
         let msg = e.to_string();
         if msg.contains("aborted") {
             log::info!("{peer}: session ended: {msg}");
-        } else {
+        } else if SESSION_END_LOG
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .allow(Instant::now())
+        {
+            // A peer may open sessions only to end them (a truncated frame
+            // and a FIN, say): their warnings are rate-limited.
             log::warn!("{peer}: session ended: {msg}");
         }
         let _ = conn.send(&AgentMsg::Error {

@@ -321,6 +321,47 @@ fn agent_survives_a_flood_of_data_hellos_with_unknown_cookies() {
     );
 }
 
+/// Issue #11: a client that closes in the middle of a frame was closed with
+/// no error and no log line. It gets an `error` naming how much of the frame
+/// came, the agent logs it, and a peer doing it over and over cannot flood
+/// the log (at most 20 such warnings a second).
+#[test]
+fn a_client_that_closes_mid_frame_is_told_and_logged_within_a_rate() {
+    let mut agent = Served::start(&[]);
+    let log = drain_log(&mut agent);
+    let frame = netrig_proto::encode_frame(&netrig_proto::ClientMsg::Abort { reason: "x".into() });
+    let sessions = 300;
+    let start = std::time::Instant::now();
+    for _ in 0..sessions {
+        let mut c = control(agent.port, V, V);
+        assert!(matches!(read_msg(&mut c), AgentMsg::Welcome { .. }));
+        c.write_all(&frame[..10]).unwrap();
+        c.shutdown(std::net::Shutdown::Write).unwrap();
+        match read_msg(&mut c) {
+            AgentMsg::Error { message } => assert!(
+                message.contains(&format!("in the middle of a frame (10 of its {} bytes)", frame.len())),
+                "{message}"
+            ),
+            m => panic!("{m:?}"),
+        }
+    }
+    let elapsed = start.elapsed().as_secs();
+    let p = agent.port_arg();
+    let v = run_json(&["tcp-stream", "-H", "127.0.0.1", "-p", &p, "-l", "0.3"]);
+    assert!(u(&v, "/summary/bytes") > 0);
+    let _ = agent.child.kill();
+    let _ = agent.child.wait();
+    let log = log.join().unwrap();
+    let lines = log.lines().filter(|l| l.contains("in the middle of a frame")).count();
+    assert!(lines > 0, "no warning about the truncated frames:\n{log}");
+    // 20 a second, in each second the loop ran (and the one it began in).
+    let bound = 20 * (elapsed as usize + 2);
+    assert!(
+        lines <= bound.min(sessions - 1),
+        "{lines} warnings for {sessions} sessions in {elapsed} s: not rate-limited"
+    );
+}
+
 /// While a test runs, what the client sends goes through the session's state
 /// machine too: a message out of place (a second test request) stops the
 /// 30-second test at once, and the agent says why, in the state machine's
