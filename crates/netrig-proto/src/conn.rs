@@ -128,8 +128,11 @@ mod tests {
             "{e:?}"
         );
         assert!(
-            e.to_string()
-                .contains(&format!("in the middle of a frame ({} of its {} bytes)", frame.len() - 1, frame.len())),
+            e.to_string().contains(&format!(
+                "in the middle of a frame ({} of its {} bytes)",
+                frame.len() - 1,
+                frame.len()
+            )),
             "{e}"
         );
         let e = received_after(&frame[..3]).unwrap_err().to_string();

@@ -357,13 +357,21 @@ mod tests {
             assert_eq!(serde_json::from_value::<ClientMsg>(v.clone()).unwrap(), m);
             let mut extra = v.clone();
             extra["format_disk"] = true.into();
-            let e = serde_json::from_value::<ClientMsg>(extra).unwrap_err().to_string();
+            let e = serde_json::from_value::<ClientMsg>(extra)
+                .unwrap_err()
+                .to_string();
             assert!(e.contains("unknown field `format_disk`"), "{}: {e}", m.name());
             if let Some(auth) = v.get("auth") {
                 let mut extra = v.clone();
                 extra["auth"]["format_disk"] = true.into();
-                let e = serde_json::from_value::<ClientMsg>(extra).unwrap_err().to_string();
-                assert!(e.contains("unknown field `format_disk`"), "{}.auth {auth}: {e}", m.name());
+                let e = serde_json::from_value::<ClientMsg>(extra)
+                    .unwrap_err()
+                    .to_string();
+                assert!(
+                    e.contains("unknown field `format_disk`"),
+                    "{}.auth {auth}: {e}",
+                    m.name()
+                );
             }
         }
     }
@@ -374,4 +382,3 @@ mod tests {
         assert!(r.is_err());
     }
 }
-

@@ -339,7 +339,10 @@ fn a_client_that_closes_mid_frame_is_told_and_logged_within_a_rate() {
         c.shutdown(std::net::Shutdown::Write).unwrap();
         match read_msg(&mut c) {
             AgentMsg::Error { message } => assert!(
-                message.contains(&format!("in the middle of a frame (10 of its {} bytes)", frame.len())),
+                message.contains(&format!(
+                    "in the middle of a frame (10 of its {} bytes)",
+                    frame.len()
+                )),
                 "{message}"
             ),
             m => panic!("{m:?}"),
@@ -352,7 +355,10 @@ fn a_client_that_closes_mid_frame_is_told_and_logged_within_a_rate() {
     let _ = agent.child.kill();
     let _ = agent.child.wait();
     let log = log.join().unwrap();
-    let lines = log.lines().filter(|l| l.contains("in the middle of a frame")).count();
+    let lines = log
+        .lines()
+        .filter(|l| l.contains("in the middle of a frame"))
+        .count();
     assert!(lines > 0, "no warning about the truncated frames:\n{log}");
     // 20 a second, in each second the loop ran (and the one it began in).
     let bound = 20 * (elapsed as usize + 2);

@@ -11,6 +11,7 @@ mod crr;
 mod experiment;
 mod hooks;
 mod measure;
+mod neighbours;
 mod plot;
 mod report;
 mod rr;
