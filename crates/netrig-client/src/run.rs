@@ -89,8 +89,8 @@ fn connect_socket(
                 "--bind {ip} is not of the same address family as the agent's address {addr} (use -4 or -6)"
             )));
         }
-        sock.bind(&SocketAddr::new(ip, 0).into())
-            .map_err(|e| ClientError::Option(format!("--bind {ip}: {e}")))?;
+        sock.bind(&netrig_engine::addr::local_for(ip, addr).into())
+            .map_err(|e| ClientError::Option(format!("--bind {ip}: {e}{}", link_local_hint(ip, addr))))?;
     }
     let secs = opts.connect_timeout.as_secs();
     match sock.connect_timeout(&addr.into(), opts.connect_timeout) {
@@ -217,6 +217,17 @@ fn shown_bytes(b: &[u8]) -> String {
             let hex: Vec<String> = b.iter().map(|x| format!("{x:02x}")).collect();
             format!("the bytes {}", hex.join(" "))
         }
+    }
+}
+
+/// Why a link-local `--bind` may fail: it takes the scope of the agent's
+/// address, which must be on the same link.
+fn link_local_hint(ip: IpAddr, agent: SocketAddr) -> &'static str {
+    match (ip, agent) {
+        (IpAddr::V6(v6), SocketAddr::V6(a)) if netrig_engine::addr::needs_scope(&v6) && a.scope_id() == 0 => {
+            " (a link-local --bind takes the interface of the agent's address: give -H as fe80::...%eth0)"
+        }
+        _ => "",
     }
 }
 
@@ -415,13 +426,13 @@ impl Client {
             "-s/--local-sockbuf",
         )
         .map_err(|e| ClientError::Option(format!("local {e}")))?;
-        let local = SocketAddr::new(
+        let local = netrig_engine::addr::local_for(
             self.opts.bind.unwrap_or(if addr.is_ipv4() {
                 IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED)
             } else {
                 IpAddr::V6(std::net::Ipv6Addr::UNSPECIFIED)
             }),
-            0,
+            addr,
         );
         sock.bind(&local.into())
             .map_err(|e| ClientError::Option(format!("--bind {}: {e}", local.ip())))?;

@@ -10,6 +10,7 @@ mod bad_input;
 mod crr;
 mod experiment;
 mod hooks;
+mod link_local;
 mod measure;
 mod neighbours;
 mod plot;
