@@ -10,6 +10,7 @@
 //! It runs no command a client names: a test may name hooks, scripts its
 //! operator put in a directory ([`hooks`]), to run before and after it.
 
+mod accept_failures;
 pub mod hooks;
 mod listener;
 mod session;

@@ -18,6 +18,7 @@ use socket2::{Domain, Protocol, Socket, Type};
 use std::collections::VecDeque;
 use std::io::{self, Read};
 use std::net::{IpAddr, Ipv6Addr, SocketAddr, TcpListener, TcpStream};
+use std::os::fd::AsFd;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -87,6 +88,8 @@ pub(crate) struct Shared {
     pub shutdown: AtomicBool,
     /// The agent's UDP address (same port as TCP).
     pub udp_local: SocketAddr,
+    /// Accepts that failed (out of descriptors?), for sessions to tell why.
+    pub accept_failures: crate::accept_failures::AcceptFailures,
 }
 
 impl Agent {
@@ -140,6 +143,7 @@ impl Agent {
                 sessions: AtomicUsize::new(0),
                 shutdown: AtomicBool::new(false),
                 udp_local,
+                accept_failures: Default::default(),
             }),
         })
     }
@@ -501,6 +505,8 @@ impl Acceptor {
                     ) => {}
                 Err(e) => {
                     // EMFILE, ENFILE, ENOBUFS and friends: back off instead of spinning.
+                    let queued = netrig_metrics::tcp_info::accept_queue(self.listener.as_fd()).ok();
+                    self.shared.accept_failures.record(&e, queued);
                     let now = Instant::now();
                     if self.accept_log.allow(now) {
                         log::warn!("accept failed: {e}; not accepting for {ACCEPT_BACKOFF:?}");

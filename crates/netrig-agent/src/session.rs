@@ -478,8 +478,15 @@ fn run_test(
         *index_in_dir.entry(*d).or_default() += 1;
     }
     let mut last_control_check = Instant::now();
+    let failed_accepts = shared.accept_failures.count();
     while flows.len() < expected {
-        sm.check_deadline(Instant::now())?;
+        // Data connections the agent could not accept are the likeliest cause.
+        sm.check_deadline(Instant::now()).map_err(|e| {
+            match shared.accept_failures.since(failed_accepts) {
+                Some(cause) => SessionError::Test(format!("{e}; {cause}")),
+                None => e.into(),
+            }
+        })?;
         // A client may abort during set-up (checked now and then: thousands of
         // data connections must not each wait on the control socket).
         if last_control_check.elapsed() >= Duration::from_millis(100) {

@@ -368,6 +368,51 @@ fn a_client_that_closes_mid_frame_is_told_and_logged_within_a_rate() {
     );
 }
 
+/// Issue #11: a client whose agent ran out of file descriptors was told "55
+/// of 100 arrived" without the cause. An agent under `ulimit -n 64` asked for
+/// 100 flows names it, with what to do; then it serves a test it can hold.
+/// (It waits out the agent's 30 s set-up timeout.)
+#[test]
+fn an_agent_out_of_file_descriptors_tells_the_client_why() {
+    let port = free_port();
+    let child = std::process::Command::new("sh")
+        .args([
+            "-c",
+            &format!("ulimit -n 64 && exec \"$0\" serve -p {port} -q"),
+            env!("CARGO_BIN_EXE_netrig"),
+        ])
+        .env("RUST_LOG", NETRIG_LOG)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // Killed on drop, whatever happens.
+    let agent = Served { child, port };
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "agent did not start on port {port}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let p = agent.port_arg();
+    let o = run(&["tcp-stream", "-H", "127.0.0.1", "-p", &p, "-P", "100", "-l", "1"]);
+    let e = stderr(&o);
+    assert!(!o.status.success(), "{e}");
+    assert!(
+        e.contains(" of 100 arrived within 30 s; the agent could not accept "),
+        "{e}"
+    );
+    assert!(e.contains("Too many open files (os error 24)"), "{e}");
+    assert!(
+        e.contains("raise its open-file limit (`ulimit -n`, 64 now"),
+        "{e}"
+    );
+    let v = run_json(&["tcp-stream", "-H", "127.0.0.1", "-p", &p, "-P", "4", "-l", "0.3"]);
+    assert!(u(&v, "/summary/bytes") > 0);
+}
+
 /// While a test runs, what the client sends goes through the session's state
 /// machine too: a message out of place (a second test request) stops the
 /// 30-second test at once, and the agent says why, in the state machine's
