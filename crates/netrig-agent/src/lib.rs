@@ -13,6 +13,7 @@
 mod accept_failures;
 pub mod hooks;
 mod listener;
+mod memory;
 mod session;
 mod udp;
 

@@ -97,6 +97,7 @@ impl Agent {
     /// dual-stack; where IPv6 is missing it falls back to IPv4. The limits'
     /// hooks are the configuration's, whatever the limits said.
     pub fn bind(mut config: AgentConfig) -> Result<Agent, AgentError> {
+        crate::memory::keep_large_blocks_mapped();
         config.limits.hooks = config
             .hooks
             .as_ref()

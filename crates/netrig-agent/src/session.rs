@@ -293,6 +293,8 @@ pub(crate) fn serve_control(stream: TcpStream, peer: &str, preamble: ControlPrea
                     sm.set_up_done(Instant::now());
                     log::info!("{peer}: {} {} flow(s), {}", spec.kind(), spec.flows, spec.limit);
                     let report = run_test(&mut conn, &mut sm, &spec, shared, peer);
+                    // Its buffers are freed: back to the system, not kept by the allocator.
+                    crate::memory::release_freed();
                     // Before the results go (a failure is among their warnings),
                     // and before an error ends the session.
                     let outcome = match report {

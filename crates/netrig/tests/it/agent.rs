@@ -413,6 +413,49 @@ fn an_agent_out_of_file_descriptors_tells_the_client_why() {
     assert!(u(&v, "/summary/bytes") > 0);
 }
 
+/// The agent's resident memory (VmRSS), in MiB.
+fn resident_mib(agent: &Served) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{}/status", agent.child.id())).unwrap();
+    let kb: u64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().strip_suffix("kB"))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no VmRSS in {status}"));
+    kb >> 10
+}
+
+/// Issue #11: after large tests the idle agent kept their buffers (189 MB
+/// after two `-T 16 -P 512 -m 16M` tests; glibc's raised thresholds kept
+/// them in its arenas, see crates/netrig-agent/src/memory.rs). Here four
+/// workers' 16 MiB buffers, twice (the first test raised the thresholds):
+/// the agent kept 66 MiB of them; now it is back within 24 MiB of its size
+/// after a small test.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+#[test]
+fn the_agent_gives_a_large_tests_memory_back() {
+    let agent = Served::start(&[]);
+    let p = agent.port_arg();
+    run_json(&["tcp-maerts", "-H", "127.0.0.1", "-p", &p, "-l", "0.3"]);
+    let baseline = resident_mib(&agent);
+    let large = "tcp-maerts -H 127.0.0.1 -T 4 -P 8 -m 16M -l 1 -p";
+    for _ in 0..2 {
+        let args: Vec<&str> = large.split(' ').chain([p.as_str()]).collect();
+        assert!(u(&run_json(&args), "/summary/bytes") > 0);
+    }
+    // The agent has sent its results; it trims just before.
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    let mut now = resident_mib(&agent);
+    while now > baseline + 24 && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+        now = resident_mib(&agent);
+    }
+    assert!(
+        now <= baseline + 24,
+        "the idle agent kept {now} MiB after two tests of 4 x 16 MiB buffers, {baseline} MiB before"
+    );
+}
+
 /// While a test runs, what the client sends goes through the session's state
 /// machine too: a message out of place (a second test request) stops the
 /// 30-second test at once, and the agent says why, in the state machine's
