@@ -209,14 +209,14 @@ fn read_some(mut stream: &TcpStream, max: usize, wait: Duration) -> Vec<u8> {
     got
 }
 
-/// Bytes as a message shows them: text quoted, anything else in hex.
+/// A peer's bytes as a message shows them: printable ASCII quoted (line ends
+/// escaped), anything else in hex.
 fn shown_bytes(b: &[u8]) -> String {
-    match std::str::from_utf8(b) {
-        Ok(t) if t.chars().all(|c| !c.is_control() || c.is_ascii_whitespace()) => format!("{t:?}"),
-        _ => {
-            let hex: Vec<String> = b.iter().map(|x| format!("{x:02x}")).collect();
-            format!("the bytes {}", hex.join(" "))
-        }
+    if b.iter().all(|c| c.is_ascii_graphic() || b" \t\r\n".contains(c)) {
+        format!("{:?}", String::from_utf8_lossy(b))
+    } else {
+        let hex: Vec<String> = b.iter().map(|x| format!("{x:02x}")).collect();
+        format!("the bytes {}", hex.join(" "))
     }
 }
 

@@ -68,26 +68,32 @@ pub fn recognise(reply: &[u8]) -> Option<Neighbour> {
         }
         _ if reply.starts_with(b"SSH-") => Some(Neighbour {
             what: "an SSH server",
-            how: format!("it greeted with {:?}", first_line(reply)),
+            how: format!("it greeted with \"{}\"", first_line(reply)),
             advice: OTHER_PORT,
         }),
         _ if reply.starts_with(b"HTTP/") => Some(Neighbour {
             what: "an HTTP server",
-            how: format!("it answered {:?}", first_line(reply)),
+            how: format!("it answered \"{}\"", first_line(reply)),
             advice: OTHER_PORT,
         }),
         _ => None,
     }
 }
 
-/// The first line of a text answer, printable and short.
+/// The first line of a text answer, short, in printable ASCII (anything else
+/// is a `?`: a peer's bytes must not reach a terminal as they are).
 fn first_line(reply: &[u8]) -> String {
     let line = reply.split(|b| *b == b'\n').next().unwrap_or_default();
-    String::from_utf8_lossy(line)
-        .trim_end()
-        .chars()
-        .filter(|c| !c.is_control())
+    let line = line.strip_suffix(b"\r").unwrap_or(line);
+    line.iter()
         .take(60)
+        .map(|&b| {
+            if b.is_ascii_graphic() || b == b' ' {
+                b as char
+            } else {
+                '?'
+            }
+        })
         .collect()
 }
 
@@ -176,8 +182,9 @@ mod tests {
         assert!(ssh.advice.contains("-p"));
         let http = recognise(b"HTTP/1.1 400 Bad Request\r\nServer: x\r\n\r\n").unwrap();
         assert!(http.how.contains("\"HTTP/1.1 400 Bad Request\""), "{}", http.how);
-        let long = [b"SSH-".as_slice(), &[b'a'; 500], b"\x1b[2J"].concat();
+        let long = [b"SSH-".as_slice(), &[b'a'; 500]].concat();
         assert_eq!(first_line(&long).chars().count(), 60);
+        assert_eq!(first_line(b"SSH-\x1b[2J\xe2\x80\xae\"\r\n"), "SSH-?[2J???\"");
     }
 
     #[test]
