@@ -281,6 +281,16 @@ fn idle_connections_beyond_the_greeting_bound_do_not_keep_real_tests_out() {
     drop(idle);
 }
 
+/// The agent still serves a real test; then it is stopped, and its log is what it wrote.
+fn serves_then_log(mut agent: Served, log: std::thread::JoinHandle<String>) -> String {
+    let p = agent.port_arg();
+    let v = run_json(&["tcp-stream", "-H", "127.0.0.1", "-p", &p, "-l", "0.3"]);
+    assert!(u(&v, "/summary/bytes") > 0);
+    let _ = agent.child.kill();
+    let _ = agent.child.wait();
+    log.join().unwrap()
+}
+
 #[test]
 fn agent_survives_a_flood_of_data_hellos_with_unknown_cookies() {
     let mut agent = Served::start(&[]);
@@ -306,13 +316,8 @@ fn agent_survives_a_flood_of_data_hellos_with_unknown_cookies() {
         t.join().unwrap();
     }
     assert!(agent.child.try_wait().unwrap().is_none(), "the agent exited");
-    let p = agent.port_arg();
-    let v = run_json(&["tcp-stream", "-H", "127.0.0.1", "-p", &p, "-l", "0.3"]);
-    assert!(u(&v, "/summary/bytes") > 0);
     // Its log stays readable: warnings about dropped connections are rate-limited.
-    let _ = agent.child.kill();
-    let _ = agent.child.wait();
-    let log = log.join().unwrap();
+    let log = serves_then_log(agent, log);
     let cookie_warnings = log.lines().filter(|l| l.contains("unknown or expired")).count();
     assert!(cookie_warnings > 0, "no warning about unknown cookies:\n{log}");
     assert!(
@@ -349,12 +354,7 @@ fn a_client_that_closes_mid_frame_is_told_and_logged_within_a_rate() {
         }
     }
     let elapsed = start.elapsed().as_secs();
-    let p = agent.port_arg();
-    let v = run_json(&["tcp-stream", "-H", "127.0.0.1", "-p", &p, "-l", "0.3"]);
-    assert!(u(&v, "/summary/bytes") > 0);
-    let _ = agent.child.kill();
-    let _ = agent.child.wait();
-    let log = log.join().unwrap();
+    let log = serves_then_log(agent, log);
     let lines = log
         .lines()
         .filter(|l| l.contains("in the middle of a frame"))
