@@ -6,7 +6,9 @@
 //! and a non-empty version range from 1, and then encodes back to exactly the
 //! bytes read; negotiation picks a version inside both ranges or says there
 //! is none only when they are disjoint; a cookie is accepted only as 32 hex
-//! digits, and prints back as the same digits.
+//! digits, and prints back as the same digits. The client's side: an answer
+//! to its preamble (`neighbour::recognise`) names a server only when it does
+//! not start as a netrig frame, and its words stay short and printable.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
@@ -51,6 +53,13 @@ fuzz_target!(|data: &[u8]| {
             Ok(ConnKind::Data) => assert_eq!(magic, DATA_MAGIC),
             Err(_) => assert!(magic != CONTROL_MAGIC && magic != DATA_MAGIC),
         }
+    }
+
+    // An answer to the client's preamble.
+    if let Some(n) = netrig_proto::neighbour::recognise(data) {
+        assert!(!netrig_proto::neighbour::may_be_netrig(data[0]), "{n:?}");
+        assert!(n.how.len() < 200, "{n:?}");
+        assert!(n.how.bytes().all(|b| b.is_ascii_graphic() || b == b' '), "{n:?}");
     }
 
     // The cookie, as text and as the JSON string a message carries.

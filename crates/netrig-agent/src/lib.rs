@@ -10,9 +10,11 @@
 //! It runs no command a client names: a test may name hooks, scripts its
 //! operator put in a directory ([`hooks`]), to run before and after it.
 
+mod accept_failures;
 pub mod budget;
 pub mod hooks;
 mod listener;
+mod memory;
 mod session;
 mod udp;
 mod writer;

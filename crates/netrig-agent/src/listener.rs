@@ -18,6 +18,7 @@ use socket2::{Domain, Protocol, Socket, Type};
 use std::collections::VecDeque;
 use std::io::{self, Read, Write};
 use std::net::{IpAddr, Ipv6Addr, SocketAddr, TcpListener, TcpStream};
+use std::os::fd::AsFd;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -104,6 +105,8 @@ pub(crate) struct Shared {
     pub shutdown: AtomicBool,
     /// The agent's UDP address (same port as TCP).
     pub udp_local: SocketAddr,
+    /// Accepts that failed (out of descriptors?), for sessions to tell why.
+    pub accept_failures: crate::accept_failures::AcceptFailures,
 }
 
 impl Agent {
@@ -111,6 +114,7 @@ impl Agent {
     /// dual-stack; where IPv6 is missing it falls back to IPv4. The limits'
     /// hooks are the configuration's, whatever the limits said.
     pub fn bind(mut config: AgentConfig) -> Result<Agent, AgentError> {
+        crate::memory::keep_large_blocks_mapped();
         config.limits.hooks = config
             .hooks
             .as_ref()
@@ -161,6 +165,7 @@ impl Agent {
                 per_client: Default::default(),
                 shutdown: AtomicBool::new(false),
                 udp_local,
+                accept_failures: Default::default(),
             }),
         })
     }
@@ -292,7 +297,7 @@ const MAX_WAIT: Duration = Duration::from_millis(100);
 /// How long to stop accepting after accept fails (out of descriptors, memory).
 const ACCEPT_BACKOFF: Duration = Duration::from_millis(50);
 /// Warnings about peers per second, per kind; the rest are counted.
-const WARNINGS_PER_SECOND: u32 = 20;
+pub(crate) const WARNINGS_PER_SECOND: u32 = 20;
 
 enum Greeting {
     Control(ControlPreamble),
@@ -366,7 +371,7 @@ impl Pending {
 
 /// At most `WARNINGS_PER_SECOND` warnings of one kind a second; the rest are
 /// counted and summed up once the second is over.
-struct RateLimit {
+pub(crate) struct RateLimit {
     what: &'static str,
     per_second: u32,
     since: Option<Instant>,
@@ -375,7 +380,7 @@ struct RateLimit {
 }
 
 impl RateLimit {
-    fn new(what: &'static str, per_second: u32) -> Self {
+    pub(crate) const fn new(what: &'static str, per_second: u32) -> Self {
         RateLimit {
             what,
             per_second,
@@ -404,7 +409,7 @@ impl RateLimit {
         }
     }
 
-    fn allow(&mut self, now: Instant) -> bool {
+    pub(crate) fn allow(&mut self, now: Instant) -> bool {
         self.tick(now);
         self.since.get_or_insert(now);
         if self.shown < self.per_second {
@@ -532,6 +537,8 @@ impl Acceptor {
                     ) => {}
                 Err(e) => {
                     // EMFILE, ENFILE, ENOBUFS and friends: back off instead of spinning.
+                    let queued = netrig_metrics::tcp_info::accept_queue(self.listener.as_fd()).ok();
+                    self.shared.accept_failures.record(&e, queued);
                     let now = Instant::now();
                     if self.accept_log.allow(now) {
                         log::warn!("accept failed: {e}; not accepting for {ACCEPT_BACKOFF:?}");

@@ -25,6 +25,12 @@ use std::time::{Duration, Instant};
 /// The largest frame a client may send: its messages are small.
 const CLIENT_FRAME_LIMIT: usize = 64 * 1024;
 
+/// Sessions that end in an error, as warnings: a few a second at most.
+static SESSION_END_LOG: Mutex<crate::listener::RateLimit> = Mutex::new(crate::listener::RateLimit::new(
+    "sessions ended in an error",
+    crate::listener::WARNINGS_PER_SECOND,
+));
+
 /// A data connection as it reaches a session: a TCP connection, or the
 /// address a UDP flow's hello came from.
 pub(crate) enum DataConn {
@@ -363,6 +369,8 @@ pub(crate) fn serve_control(stream: TcpStream, peer: &str, version: u16, admissi
                     };
                     let mut writer = None;
                     let report = run_test(&mut conn, &mut sm, &spec, &test, &mut writer);
+                    // Its buffers are freed: back to the system, not kept by the allocator.
+                    crate::memory::release_freed();
                     // Before the results go (a failure is among their warnings),
                     // and before an error ends the session.
                     let outcome = match report {
@@ -395,7 +403,13 @@ pub(crate) fn serve_control(stream: TcpStream, peer: &str, version: u16, admissi
         let msg = e.to_string();
         if msg.contains("client aborted") {
             log::info!("{peer}: session ended: {msg}");
-        } else {
+        } else if SESSION_END_LOG
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .allow(Instant::now())
+        {
+            // A peer may open sessions only to end them (a truncated frame
+            // and a FIN, say): their warnings are rate-limited.
             log::warn!("{peer}: session ended: {msg}");
         }
         let _ = conn.send(&AgentMsg::Error {
@@ -580,8 +594,15 @@ fn run_test(
         *index_in_dir.entry(*d).or_default() += 1;
     }
     let mut last_control_check = Instant::now();
+    let failed_accepts = shared.accept_failures.count();
     while flows.len() < expected {
-        sm.check_deadline(Instant::now())?;
+        // Data connections the agent could not accept are the likeliest cause.
+        sm.check_deadline(Instant::now()).map_err(|e| {
+            match shared.accept_failures.since(failed_accepts) {
+                Some(cause) => SessionError::Test(format!("{e}; {cause}")),
+                None => e.into(),
+            }
+        })?;
         // A client may abort during set-up (checked now and then: thousands of
         // data connections must not each wait on the control socket).
         if last_control_check.elapsed() >= Duration::from_millis(100) {

@@ -18,6 +18,15 @@ pub enum ClientError {
     Connect { addr: SocketAddr, error: io::Error },
     #[error("{addr} did not answer like a netrig agent: {detail}")]
     NotAgent { addr: SocketAddr, detail: String },
+    /// A server of another tool, recognised from its answer
+    /// ([`netrig_proto::neighbour::recognise`]).
+    #[error("{addr} is {what}, not a netrig agent: {how} ({advice})")]
+    Neighbour {
+        addr: SocketAddr,
+        what: &'static str,
+        how: String,
+        advice: &'static str,
+    },
     #[error("{0}")]
     Handshake(String),
     /// `agent` as [`crate::Client::agent_name`] says it.

@@ -20,15 +20,24 @@ impl Family {
     }
 }
 
-/// Resolves a host name or literal (IPv6 with or without brackets).
+/// Resolves a host name or literal (IPv6 with or without brackets, with a
+/// scope: `fe80::1%eth0`, which a link-local address needs).
 pub fn resolve(host: &str, port: u16, family: Family) -> Result<Vec<SocketAddr>, ClientError> {
     let bare = host.trim_start_matches('[').trim_end_matches(']');
-    let addrs: Vec<SocketAddr> = (bare, port)
-        .to_socket_addrs()
-        .map_err(|error| ClientError::Resolve {
-            host: host.to_string(),
-            error,
-        })?
+    let literal =
+        netrig_engine::addr::parse_ip(host).map_err(|e| ClientError::Option(format!("-H {host}: {e}")))?;
+    let found: Vec<SocketAddr> = match literal {
+        Some(ip) => vec![ip.with_port(port)],
+        None => (bare, port)
+            .to_socket_addrs()
+            .map_err(|error| ClientError::Resolve {
+                host: host.to_string(),
+                error,
+            })?
+            .collect(),
+    };
+    let addrs: Vec<SocketAddr> = found
+        .into_iter()
         .filter(|a| match family {
             Family::Any => true,
             Family::V4 => a.is_ipv4(),
@@ -62,6 +71,23 @@ mod tests {
         assert!(matches!(
             resolve("no-such-host.invalid", 1, Family::Any),
             Err(ClientError::Resolve { .. })
+        ));
+    }
+
+    /// Issue #11: a link-local agent needs its scope, and without one the
+    /// error says how to give it (it was the kernel's "Invalid argument").
+    #[test]
+    fn link_local_hosts_take_a_scope() {
+        match resolve("fe80::1%lo", 6387, Family::V6).unwrap()[..] {
+            [SocketAddr::V6(a)] => assert!(a.scope_id() > 0 && a.port() == 6387),
+            ref other => panic!("{other:?}"),
+        }
+        let e = resolve("fe80::1", 6387, Family::Any).unwrap_err().to_string();
+        assert!(e.contains("-H fe80::1: fe80::1 is a link-local address"), "{e}");
+        assert!(e.contains("%eth0"), "{e}");
+        assert!(matches!(
+            resolve("fe80::1%lo", 1, Family::V4),
+            Err(ClientError::NoAddress { .. })
         ));
     }
 }

@@ -6,6 +6,7 @@ use netrig_engine::sockopt::SocketSettings;
 use netrig_engine::{sockopt, Connector, Flow, FlowSlot, FlowSocket};
 use netrig_kinds::Workloads;
 use netrig_proto::conn::{ConnError, FramedConn};
+use netrig_proto::neighbour;
 use netrig_proto::report::{BufPair, CounterReport, IntervalSample, Role, SideReport};
 use netrig_proto::session::{ClientEvent, ClientSession};
 use netrig_proto::spec::{Exchange, Limit, Transport};
@@ -26,6 +27,19 @@ use std::time::{Duration, Instant};
 
 /// The agent's answers may carry per-flow reports of big tests.
 const AGENT_FRAME_LIMIT: usize = 64 << 20;
+
+/// How long the client waits for an agent's welcome after its preamble.
+const WELCOME_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long a peer may say nothing at all after the preamble before the
+/// client gives up on it (iperf3's server and netserver say nothing):
+/// this, plus [`FIRST_REPLY_RTTS`] times the time the connection took to
+/// open, at most [`WELCOME_TIMEOUT`]. A netrig agent answers at once:
+/// measured on loopback, 0.2 ms idle, at most 0.3 s on a host of two CPUs
+/// at a load of 74 (docs/PROTOCOL.md, "Not an agent").
+const FIRST_REPLY_MIN: Duration = Duration::from_secs(3);
+/// Round trips (the connection's opening) added to [`FIRST_REPLY_MIN`]: a
+/// slow path's agent is not silent.
+const FIRST_REPLY_RTTS: u32 = 4;
 
 /// The client's side of the options.
 #[derive(Debug, Clone)]
@@ -75,8 +89,8 @@ fn connect_socket(
                 "--bind {ip} is not of the same address family as the agent's address {addr} (use -4 or -6)"
             )));
         }
-        sock.bind(&SocketAddr::new(ip, 0).into())
-            .map_err(|e| ClientError::Option(format!("--bind {ip}: {e}")))?;
+        sock.bind(&netrig_engine::addr::local_for(ip, addr).into())
+            .map_err(|e| ClientError::Option(format!("--bind {ip}: {e}{}", link_local_hint(ip, addr))))?;
     }
     let secs = opts.connect_timeout.as_secs();
     match sock.connect_timeout(&addr.into(), opts.connect_timeout) {
@@ -89,6 +103,131 @@ fn connect_socket(
             Err(ClientError::ConnectTimeout { addr, secs })
         }
         Err(error) => Err(ClientError::Connect { addr, error }),
+    }
+}
+
+/// Waits at most `wait` for the first byte of the peer's answer to the
+/// preamble. Ok when it may start a netrig frame; otherwise what the peer
+/// is, from what it says, or why it is not taken for an agent.
+fn first_reply(stream: &TcpStream, addr: SocketAddr, wait: Duration) -> Result<(), ClientError> {
+    let not_agent = |detail: String| ClientError::NotAgent { addr, detail };
+    stream
+        .set_read_timeout(Some(wait))
+        .map_err(|error| ClientError::Connect { addr, error })?;
+    let mut first = [0u8; 1];
+    let n = loop {
+        match stream.peek(&mut first) {
+            Ok(n) => break n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut) => {
+                return Err(not_agent(silence(addr.port(), wait)))
+            }
+            Err(e) => {
+                return Err(not_agent(format!(
+                    "after netrig's greeting: {e}{}",
+                    port_note(addr.port())
+                )))
+            }
+        }
+    };
+    if n == 0 {
+        return Err(not_agent(format!(
+            "it closed the connection without a word after netrig's greeting{}",
+            port_note(addr.port())
+        )));
+    }
+    if neighbour::may_be_netrig(first[0]) {
+        return Ok(());
+    }
+    // Not netrig's: what it says until it closes, pauses or has said enough names it.
+    let reply = read_some(stream, 64, Duration::from_millis(500));
+    match neighbour::recognise(&reply) {
+        Some(n) => Err(ClientError::Neighbour {
+            addr,
+            what: n.what,
+            how: n.how,
+            advice: n.advice,
+        }),
+        None => Err(not_agent(format!(
+            "it answered netrig's greeting with {}, which no netrig agent sends{}",
+            shown_bytes(&reply),
+            port_note(addr.port())
+        ))),
+    }
+}
+
+/// Why a peer that said nothing is not taken for an agent, with what its
+/// port suggests.
+fn silence(port: u16, wait: Duration) -> String {
+    let tenths = (wait.as_secs_f64() * 10.0).round() / 10.0;
+    let secs = if tenths.fract() == 0.0 {
+        format!("{tenths:.0}")
+    } else {
+        format!("{tenths:.1}")
+    };
+    format!(
+        "no answer to netrig's greeting in the {secs} s this client waits for one (a netrig agent answers \
+         at once): a server that waits for its client to speak first, or an agent too stalled to answer \
+         (stopped, or out of file descriptors){}",
+        port_note(port)
+    )
+}
+
+/// What listens on `port` by default, when netrig knows: "; port 5201 is
+/// iperf3's default port, and ...: if that is what runs there, ...".
+fn port_note(port: u16) -> String {
+    match neighbour::port_hint(port) {
+        Some(h) if h.silence.is_empty() => format!(
+            "; port {port} is {} default port: if that is what runs there, {}",
+            h.whose, h.advice
+        ),
+        Some(h) => format!(
+            "; port {port} is {} default port, and {}: if that is what runs there, {}",
+            h.whose, h.silence, h.advice
+        ),
+        None => String::new(),
+    }
+}
+
+/// Reads up to `max` bytes, until the peer closes, pauses for `wait` or ends a line.
+fn read_some(mut stream: &TcpStream, max: usize, wait: Duration) -> Vec<u8> {
+    let deadline = Instant::now() + wait;
+    let mut got = Vec::new();
+    let mut buf = [0u8; 64];
+    while got.len() < max && !got.contains(&b'\n') {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() || stream.set_read_timeout(Some(left)).is_err() {
+            break;
+        }
+        match stream.read(&mut buf[..max - got.len()]) {
+            Ok(0) => break,
+            Ok(n) => got.extend_from_slice(&buf[..n]),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(_) => break,
+        }
+    }
+    got
+}
+
+/// A peer's bytes as a message shows them: printable ASCII quoted (line ends
+/// escaped), anything else in hex.
+fn shown_bytes(b: &[u8]) -> String {
+    if b.iter().all(|c| c.is_ascii_graphic() || b" \t\r\n".contains(c)) {
+        format!("{:?}", String::from_utf8_lossy(b))
+    } else {
+        let hex: Vec<String> = b.iter().map(|x| format!("{x:02x}")).collect();
+        format!("the bytes {}", hex.join(" "))
+    }
+}
+
+/// Why a link-local `--bind` may fail: it takes the scope of the agent's
+/// address, which must be on the same link.
+fn link_local_hint(ip: IpAddr, agent: SocketAddr) -> &'static str {
+    match (ip, agent) {
+        (IpAddr::V6(v6), SocketAddr::V6(a)) if netrig_engine::addr::needs_scope(&v6) && a.scope_id() == 0 => {
+            " (a link-local --bind takes the interface of the agent's address: give -H as fe80::...%eth0)"
+        }
+        _ => "",
     }
 }
 
@@ -107,7 +246,10 @@ impl Client {
             match Self::connect_one(addr, opts.clone()) {
                 Ok(c) => return Ok(c),
                 Err(
-                    e @ (ClientError::Handshake(_) | ClientError::NotAgent { .. } | ClientError::Option(_)),
+                    e @ (ClientError::Handshake(_)
+                    | ClientError::NotAgent { .. }
+                    | ClientError::Neighbour { .. }
+                    | ClientError::Option(_)),
                 ) => return Err(e),
                 Err(e) => last = Some(e),
             }
@@ -116,7 +258,9 @@ impl Client {
     }
 
     fn connect_one(addr: SocketAddr, opts: ClientOptions) -> Result<Client, ClientError> {
+        let opening = Instant::now();
         let mut stream = connect_socket(addr, &opts, |_| Ok(()))?;
+        let round_trip = opening.elapsed();
         let _ = stream.set_nodelay(true);
         let preamble = ControlPreamble {
             min_version: MIN_PROTOCOL_VERSION,
@@ -125,15 +269,21 @@ impl Client {
         stream
             .write_all(&preamble.encode())
             .map_err(|error| ClientError::Connect { addr, error })?;
+        let greeted = Instant::now();
+        let first_wait = (FIRST_REPLY_MIN + round_trip * FIRST_REPLY_RTTS).min(WELCOME_TIMEOUT);
+        first_reply(&stream, addr, first_wait)?;
         let mut conn = FramedConn::new(stream, AGENT_FRAME_LIMIT);
         let mut sm = ClientSession::new();
         let msg: AgentMsg = conn
-            .recv(Duration::from_secs(10))
+            .recv(WELCOME_TIMEOUT.saturating_sub(greeted.elapsed()))
             .map_err(|e| ClientError::NotAgent {
                 addr,
                 detail: match e {
                     ConnError::Closed => "it closed the connection without a welcome".into(),
-                    ConnError::Timeout(_) => "no welcome within 10 s".into(),
+                    ConnError::Timeout(_) => format!(
+                        "no whole welcome in the {} s this client waits for one",
+                        WELCOME_TIMEOUT.as_secs()
+                    ),
                     other => other.to_string(),
                 },
             })?;
@@ -276,13 +426,13 @@ impl Client {
             "-s/--local-sockbuf",
         )
         .map_err(|e| ClientError::Option(format!("local {e}")))?;
-        let local = SocketAddr::new(
+        let local = netrig_engine::addr::local_for(
             self.opts.bind.unwrap_or(if addr.is_ipv4() {
                 IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED)
             } else {
                 IpAddr::V6(std::net::Ipv6Addr::UNSPECIFIED)
             }),
-            0,
+            addr,
         );
         sock.bind(&local.into())
             .map_err(|e| ClientError::Option(format!("--bind {}: {e}", local.ip())))?;

@@ -11,6 +11,7 @@
 //! request/response machinery of [`txn`], [`latencies`] and [`sockopt`]. A
 //! new test kind is a new workload, not a new branch in the runner.
 
+pub mod addr;
 pub mod affinity;
 pub mod flow;
 pub mod intake;

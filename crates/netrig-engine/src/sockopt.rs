@@ -438,7 +438,7 @@ pub fn path_mtu_to(peer: SocketAddr, bind: Option<IpAddr>) -> Option<u32> {
     } else {
         IpAddr::V6(Ipv6Addr::UNSPECIFIED)
     });
-    let sock = UdpSocket::bind(SocketAddr::new(local, 0)).ok()?;
+    let sock = UdpSocket::bind(crate::addr::local_for(local, peer)).ok()?;
     sock.connect(peer).ok()?;
     path_mtu(&sock, peer.is_ipv6())
 }

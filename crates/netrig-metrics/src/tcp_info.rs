@@ -18,6 +18,8 @@ pub const TCP_INFINITE_SSTHRESH: u32 = 0x7fff_ffff;
 
 /// `TCP_ESTABLISHED` in the kernel's TCP state numbering.
 pub const TCP_ESTABLISHED: u8 = 1;
+/// `tcpi_state` of a listening socket.
+pub const TCP_LISTEN: u8 = 10;
 
 /// Selected fields of the kernel's `struct tcp_info` for one socket.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -193,20 +195,15 @@ fn app_limited(flags: u8) -> bool {
     flags & DELIVERY_RATE_APP_LIMITED != 0
 }
 
-/// Reads `TCP_INFO` and `TCP_CONGESTION` for the TCP socket `fd`.
-///
-/// Fields the running kernel does not provide (it returned fewer bytes than
-/// the field's end offset) are `None`. Errors if `fd` is not a TCP socket or
-/// the kernel returned too little for even the basic fields.
-pub fn tcp_info(fd: BorrowedFd<'_>) -> io::Result<TcpInfo> {
-    let raw_fd = fd.as_raw_fd();
+/// `TCP_INFO` as the kernel gave it, and how many bytes of it.
+fn raw_tcp_info(fd: BorrowedFd<'_>) -> io::Result<(RawTcpInfo, usize)> {
     let mut raw = RawTcpInfo::default();
     let mut len = size_of::<RawTcpInfo>() as libc::socklen_t;
     // SAFETY: `raw` is a writable buffer of `len` bytes and `len` is a valid
     // pointer; the kernel writes at most `len` bytes and updates `len`.
     let rc = unsafe {
         libc::getsockopt(
-            raw_fd,
+            fd.as_raw_fd(),
             libc::IPPROTO_TCP,
             libc::TCP_INFO,
             (&mut raw as *mut RawTcpInfo).cast::<libc::c_void>(),
@@ -223,6 +220,30 @@ pub fn tcp_info(fd: BorrowedFd<'_>) -> io::Result<TcpInfo> {
             format!("TCP_INFO returned {got} bytes, need at least {REQUIRED_LEN}"),
         ));
     }
+    Ok((raw, got))
+}
+
+/// Connections waiting in the accept queue of the listening TCP socket `fd`
+/// (Linux gives its length as a listener's `tcpi_unacked`).
+pub fn accept_queue(fd: BorrowedFd<'_>) -> io::Result<u32> {
+    let (raw, _) = raw_tcp_info(fd)?;
+    if raw.tcpi_state != TCP_LISTEN {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "not a listening socket",
+        ));
+    }
+    Ok(raw.tcpi_unacked)
+}
+
+/// Reads `TCP_INFO` and `TCP_CONGESTION` for the TCP socket `fd`.
+///
+/// Fields the running kernel does not provide (it returned fewer bytes than
+/// the field's end offset) are `None`. Errors if `fd` is not a TCP socket or
+/// the kernel returned too little for even the basic fields.
+pub fn tcp_info(fd: BorrowedFd<'_>) -> io::Result<TcpInfo> {
+    let raw_fd = fd.as_raw_fd();
+    let (raw, got) = raw_tcp_info(fd)?;
     let has = |end: usize| got >= end;
     Ok(TcpInfo {
         state: raw.tcpi_state,
@@ -275,6 +296,18 @@ mod tests {
     use std::io::{Read, Write};
     use std::net::{TcpListener, TcpStream, UdpSocket};
     use std::os::fd::AsFd;
+
+    #[test]
+    fn a_listeners_accept_queue_counts_connections_not_yet_accepted() {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        assert_eq!(accept_queue(listener.as_fd()).unwrap(), 0);
+        let waiting: Vec<_> = (0..3).map(|_| TcpStream::connect(addr).unwrap()).collect();
+        assert_eq!(accept_queue(listener.as_fd()).unwrap(), 3);
+        drop(listener.accept().unwrap());
+        assert_eq!(accept_queue(listener.as_fd()).unwrap(), 2);
+        assert!(accept_queue(waiting[0].as_fd()).is_err(), "not a listener");
+    }
 
     #[test]
     fn loopback_connection() {

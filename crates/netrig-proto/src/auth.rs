@@ -254,8 +254,9 @@ pub struct WelcomeAuth {
     pub agent_key: Option<PublicKey>,
 }
 
-/// The hello's `auth`.
+/// The hello's `auth`. Fields an agent does not know are refused.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct HelloAuth {
     /// Fresh for each session.
     pub nonce: Nonce,
@@ -267,8 +268,10 @@ pub struct HelloAuth {
     pub signature: Option<Signature>,
 }
 
-/// A test request's `auth`: its place in the session and the client's signature.
+/// A test request's `auth`: its place in the session and the client's
+/// signature. Fields an agent does not know are refused.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct RequestAuth {
     pub counter: u64,
     pub signature: Signature,

@@ -18,6 +18,13 @@ pub enum ConnError {
     Io(#[from] io::Error),
     #[error("peer closed the control connection")]
     Closed,
+    /// The peer closed after part of a frame: `received` bytes of it, of
+    /// `whole` (with its 4-byte length) when the length had come.
+    #[error("peer closed the control connection in the middle of a frame ({})", match whole {
+        Some(w) => format!("{received} of its {w} bytes"),
+        None => format!("{received} of its 4-byte length"),
+    })]
+    ClosedMidFrame { received: usize, whole: Option<usize> },
     #[error("no message from the peer within {0:?}")]
     Timeout(Duration),
 }
@@ -74,7 +81,12 @@ impl FramedConn {
             self.stream
                 .set_read_timeout(Some((deadline - now).max(Duration::from_millis(1))))?;
             match self.stream.read(&mut buf) {
-                Ok(0) => return Err(ConnError::Closed),
+                Ok(0) => {
+                    return Err(match self.decoder.partial() {
+                        Some((received, whole)) => ConnError::ClosedMidFrame { received, whole },
+                        None => ConnError::Closed,
+                    })
+                }
                 Ok(n) => self.decoder.push(&buf[..n])?,
                 Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut) => {
                     return Ok(None)
@@ -88,5 +100,45 @@ impl FramedConn {
     /// A second handle on the same socket, for sending from another thread.
     pub fn try_clone_stream(&self) -> io::Result<TcpStream> {
         self.stream.try_clone()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ClientMsg;
+    use std::net::{Shutdown, TcpListener};
+
+    /// A connected pair on loopback: what `write` does, then a FIN.
+    fn received_after(write: &[u8]) -> Result<ClientMsg, ConnError> {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let mut c = TcpStream::connect(l.local_addr().unwrap()).unwrap();
+        let (s, _) = l.accept().unwrap();
+        c.write_all(write).unwrap();
+        c.shutdown(Shutdown::Write).unwrap();
+        FramedConn::new(s, 1024).recv(Duration::from_secs(10))
+    }
+
+    /// Issue #11: a truncated frame followed by FIN was a plain close.
+    #[test]
+    fn a_close_in_the_middle_of_a_frame_is_not_a_clean_close() {
+        let frame = encode_frame(&ClientMsg::Abort { reason: "r".into() });
+        assert!(matches!(received_after(&frame), Ok(ClientMsg::Abort { .. })));
+        assert!(matches!(received_after(&[]), Err(ConnError::Closed)));
+        let e = received_after(&frame[..frame.len() - 1]).unwrap_err();
+        assert!(
+            matches!(e, ConnError::ClosedMidFrame { received, whole: Some(w) } if received == frame.len() - 1 && w == frame.len()),
+            "{e:?}"
+        );
+        assert!(
+            e.to_string().contains(&format!(
+                "in the middle of a frame ({} of its {} bytes)",
+                frame.len() - 1,
+                frame.len()
+            )),
+            "{e}"
+        );
+        let e = received_after(&frame[..3]).unwrap_err().to_string();
+        assert!(e.contains("(3 of its 4-byte length)"), "{e}");
     }
 }

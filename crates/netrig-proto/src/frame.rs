@@ -57,6 +57,19 @@ impl FrameDecoder {
         self.buf.len()
     }
 
+    /// The frame begun but not complete: bytes of it buffered, and its whole
+    /// length with its 4-byte header once the header is in. `None` between frames.
+    pub fn partial(&self) -> Option<(usize, Option<usize>)> {
+        if self.buf.is_empty() {
+            return None;
+        }
+        let whole = self
+            .buf
+            .first_chunk::<4>()
+            .map(|h| 4 + u32::from_be_bytes(*h) as usize);
+        Some((self.buf.len(), whole))
+    }
+
     /// Returns the next complete frame's body, if one is buffered.
     pub fn next_body(&mut self) -> Result<Option<Vec<u8>>, ProtoError> {
         self.check_header()?;
@@ -110,6 +123,20 @@ mod tests {
         assert!(matches!(d.next_msg::<ClientMsg>().unwrap(), Some(ClientMsg::Go)));
         assert!(matches!(d.next_msg::<ClientMsg>().unwrap(), Some(ClientMsg::Bye)));
         assert!(d.next_msg::<ClientMsg>().unwrap().is_none());
+    }
+
+    #[test]
+    fn a_partial_frame_says_how_much_of_it_came() {
+        let bytes = encode_frame(&ClientMsg::Go);
+        let mut d = FrameDecoder::new();
+        assert_eq!(d.partial(), None);
+        d.push(&bytes[..2]).unwrap();
+        assert_eq!(d.partial(), Some((2, None)));
+        d.push(&bytes[2..6]).unwrap();
+        assert_eq!(d.partial(), Some((6, Some(bytes.len()))));
+        d.push(&bytes[6..]).unwrap();
+        assert!(d.next_msg::<ClientMsg>().unwrap().is_some());
+        assert_eq!(d.partial(), None);
     }
 
     #[test]

@@ -14,6 +14,7 @@ pub mod datagram;
 pub mod error;
 pub mod frame;
 pub mod message;
+pub mod neighbour;
 pub mod preamble;
 pub mod report;
 pub mod session;

@@ -126,9 +126,10 @@ impl Default for AgentLimits {
     }
 }
 
-/// Client to agent.
+/// Client to agent. A field the agent does not know is refused, as in the
+/// spec: a client that means something the agent would ignore is told so.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "type", rename_all = "snake_case")]
+#[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
 // One per test on the control connection: a boxed spec would save nothing that matters.
 #[allow(clippy::large_enum_variant)]
 pub enum ClientMsg {
@@ -146,14 +147,17 @@ pub enum ClientMsg {
         auth: Option<crate::auth::RequestAuth>,
     },
     /// Every data connection is open: start measuring now.
+    #[serde(deserialize_with = "no_fields")]
     Go,
     /// Stop the running test (the user pressed Ctrl-C, or the client failed).
     Abort { reason: String },
     /// The client is done with this control connection.
+    #[serde(deserialize_with = "no_fields")]
     Bye,
     /// Protocol 5: sent every [`HEARTBEAT`] from `go` until the results, so
     /// that an agent notices a client that fell silent (stopped, or its host
     /// gone without a FIN) within [`SILENCE_LIMIT`] and stops sending.
+    #[serde(deserialize_with = "no_fields")]
     Heartbeat,
 }
 
@@ -164,6 +168,15 @@ pub const HEARTBEAT: std::time::Duration = std::time::Duration::from_secs(1);
 pub const SILENCE_LIMIT: std::time::Duration = std::time::Duration::from_secs(10);
 /// The first protocol version with heartbeats.
 pub const HEARTBEAT_VERSION: u16 = 5;
+
+/// A message that has no fields but its `type`: any other is refused (serde's
+/// `deny_unknown_fields` does not reach an internally tagged unit variant).
+fn no_fields<'de, D: serde::Deserializer<'de>>(d: D) -> Result<(), D::Error> {
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct NoFields {}
+    NoFields::deserialize(d).map(|NoFields {}| ())
+}
 
 impl ClientMsg {
     pub fn name(&self) -> &'static str {
@@ -333,6 +346,60 @@ mod tests {
             AgentLimits::default().hook_time(&crate::spec::RemoteHooks::default()),
             std::time::Duration::ZERO
         );
+    }
+
+    /// Issue #11: unknown fields of `hello` and `test_request` (and of every
+    /// message a client sends, and of their `auth`) are refused as the
+    /// spec's are, fields-less `go` and `bye` included.
+    #[test]
+    fn a_client_message_with_an_unknown_field_is_refused() {
+        let nonce = crate::auth::Nonce::random();
+        let hello = ClientMsg::Hello {
+            software: "s".into(),
+            auth: crate::auth::HelloAuth {
+                nonce,
+                client_key: None,
+                signature: None,
+            },
+        };
+        let request = ClientMsg::TestRequest {
+            spec: TestSpec::new(
+                crate::spec::KindSpec::TcpStream(Default::default()),
+                crate::spec::Limit::Duration { seconds: 1.0 },
+            ),
+            auth: Some(crate::auth::RequestAuth {
+                counter: 1,
+                signature: crate::auth::Bytes([0; 64]),
+            }),
+        };
+        for m in [
+            hello,
+            request,
+            ClientMsg::Go,
+            ClientMsg::Bye,
+            ClientMsg::Abort { reason: "r".into() },
+        ] {
+            let v = serde_json::to_value(&m).unwrap();
+            assert_eq!(serde_json::from_value::<ClientMsg>(v.clone()).unwrap(), m);
+            let mut extra = v.clone();
+            extra["format_disk"] = true.into();
+            let e = serde_json::from_value::<ClientMsg>(extra)
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains("unknown field `format_disk`"), "{}: {e}", m.name());
+            if let Some(auth) = v.get("auth") {
+                let mut extra = v.clone();
+                extra["auth"]["format_disk"] = true.into();
+                let e = serde_json::from_value::<ClientMsg>(extra)
+                    .unwrap_err()
+                    .to_string();
+                assert!(
+                    e.contains("unknown field `format_disk`"),
+                    "{}.auth {auth}: {e}",
+                    m.name()
+                );
+            }
+        }
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! The command line.
 
 use clap::{Args, CommandFactory, Parser, Subcommand};
+use netrig_engine::addr::ScopedIp;
 use netrig_kinds::units::{parse_seconds, parse_size};
 use std::net::IpAddr;
 use std::path::PathBuf;
@@ -68,6 +69,13 @@ pub struct KeygenArgs {
     pub comment: Option<String>,
 }
 
+/// `serve --bind`: an address of this host, with its scope when link-local.
+fn parse_listen_ip(text: &str) -> Result<ScopedIp, String> {
+    netrig_engine::addr::parse_ip(text)?.ok_or_else(|| {
+        format!("{text:?} is not an IP address (give one of this host's addresses, not a name)")
+    })
+}
+
 /// The whole command line: netrig's subcommands, then a subcommand per test
 /// kind (its options, and where the test goes and how it is shown).
 pub fn command() -> clap::Command {
@@ -97,9 +105,10 @@ pub struct QuickArgs {
 
 #[derive(Debug, Args)]
 pub struct ServeArgs {
-    /// Address to listen on (default: every IPv6 and IPv4 address).
-    #[arg(long = "bind", value_name = "ADDR", help_heading = "Where")]
-    pub bind: Option<IpAddr>,
+    /// Address to listen on (default: every IPv6 and IPv4 address); a link-local IPv6 address with
+    /// its interface, as fe80::1%eth0.
+    #[arg(long = "bind", value_name = "ADDR", value_parser = parse_listen_ip, help_heading = "Where")]
+    pub bind: Option<ScopedIp>,
     /// Port for control and data connections.
     #[arg(short = 'p', long = "port", default_value_t = netrig_proto::DEFAULT_PORT, help_heading = "Where")]
     pub port: u16,

@@ -18,7 +18,6 @@ use netrig_proto::AgentLimits;
 use netrig_report::export::{exporter, Exporter, Format};
 use netrig_report::{table, to_json, TestResult};
 use netrig_run::{Cancel, LocalOptions, RunError, Session, Target};
-use std::net::SocketAddr;
 use std::process::ExitCode;
 use std::sync::OnceLock;
 use std::time::Duration;
@@ -218,7 +217,7 @@ fn exit_status(e: &anyhow::Error) -> u8 {
 
 fn serve(a: ServeArgs) -> Result<()> {
     let bind = match a.bind {
-        Some(ip) => SocketAddr::new(ip, a.port),
+        Some(ip) => ip.with_port(a.port),
         None => AgentConfig::default_bind(a.port),
     };
     let mut config = AgentConfig::new(bind);

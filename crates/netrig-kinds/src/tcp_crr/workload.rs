@@ -414,7 +414,7 @@ impl Worker<'_> {
         sockopt::apply_before_connect(&sock, &connector.options, "-s/--local-sockbuf")
             .map_err(|e| EngineError::Setup(format!("local {e}")))?;
         if let Some(ip) = connector.bind {
-            if let Err(e) = sock.bind(&std::net::SocketAddr::new(ip, 0).into()) {
+            if let Err(e) = sock.bind(&netrig_engine::addr::local_for(ip, addr).into()) {
                 return Ok(self.failed_at_once(i, e));
             }
         }

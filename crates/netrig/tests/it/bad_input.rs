@@ -125,7 +125,7 @@ fn a_peer_that_is_not_an_agent() {
     });
     fails_with(
         &["tcp-stream", "-H", "127.0.0.1", "-p", &p, "-l", "1"],
-        "did not answer like a netrig agent",
+        "is an HTTP server, not a netrig agent: it answered \"HTTP/1.1 400 Bad Request\"",
     );
     t.join().unwrap();
 }
