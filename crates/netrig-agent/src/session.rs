@@ -303,7 +303,9 @@ pub(crate) fn serve_control(stream: TcpStream, peer: &str, preamble: ControlPrea
         // Nothing the client sends moves this: only the end of a test does.
         let mut idle_until = Instant::now() + idle_timeout;
         loop {
-            let deadline = sm.deadline().unwrap_or(idle_until);
+            // Before the hello both hold: the hello's set-up step and the
+            // idle deadline, which runs from the welcome.
+            let deadline = sm.deadline().map_or(idle_until, |d| d.min(idle_until));
             let msg: ClientMsg = match conn.recv(deadline.saturating_duration_since(Instant::now())) {
                 Ok(m) => m,
                 Err(ConnError::Timeout(_)) => {
