@@ -3,6 +3,7 @@
 
 mod helpers;
 mod lab;
+mod probe;
 
 mod agent;
 mod auth;
