@@ -12,6 +12,7 @@ mod bounds;
 mod crr;
 mod experiment;
 mod hooks;
+mod hostile;
 mod measure;
 mod plot;
 mod report;
