@@ -1492,3 +1492,116 @@ fn memory_after_a_large_test_comes_back() {
         probe.baseline.rss_kib, r.usage.rss_kib
     );
 }
+
+/// A data hello of another protocol version, or with bytes in its reserved
+/// fields, with the right cookie: closed at once and not counted (a
+/// version-99 hello was accepted); the proper hello then completes the set-up.
+#[test]
+fn a_data_hello_of_another_version_or_with_reserved_bytes_is_closed() {
+    let mut agent = Served::start(&[]);
+    let probe = AgentProbe::attach(&mut agent);
+    let mut r = Raw::open(agent.port);
+    r.send(&ClientMsg::TestRequest {
+        spec: spec(&stream_spec("tcp-stream", 1.0)),
+        auth: None,
+    });
+    let AgentMsg::TestAccepted { cookie, .. } = r.next() else {
+        panic!("not accepted")
+    };
+    let hello = DataHello {
+        version: V,
+        cookie,
+        flow: 0,
+    }
+    .encode();
+    let mut v99 = hello;
+    v99[4..6].copy_from_slice(&99u16.to_be_bytes());
+    let mut reserved = hello;
+    reserved[30] = 1;
+    for (what, bytes) in [("version 99", v99), ("a reserved byte set", reserved)] {
+        let mut d = TcpStream::connect(("127.0.0.1", agent.port)).unwrap();
+        d.write_all(&bytes).unwrap();
+        let c = closed_after(&mut d, Instant::now(), Duration::from_secs(3));
+        assert!(c < Duration::from_secs(2), "{what}: closed after {c:?}");
+    }
+    assert!(
+        matches!(r.wait(Duration::from_millis(500)), Waited::Nothing),
+        "a bad data hello was taken for the flow"
+    );
+    let mut own = TcpStream::connect(("127.0.0.1", agent.port)).unwrap();
+    own.write_all(&hello).unwrap();
+    assert!(matches!(r.next(), AgentMsg::DataReady));
+    drop((r, own));
+    probe.check("data hellos of another version or with reserved bytes");
+}
+
+/// One datagram with sequence number 2^64-1 among a flow's (it takes the
+/// flow's addresses and its test id, which this test has as the client):
+/// counted stray, and the loss and jitter the agent reports stay those of
+/// the datagrams really sent (it made the loss 1.8e19 and the jitter 2.2e15 µs).
+#[test]
+fn a_datagram_numbered_2_to_the_64_minus_1_is_counted_stray() {
+    let mut agent = Served::start(&[]);
+    let probe = AgentProbe::attach(&mut agent);
+    let mut r = Raw::open(agent.port);
+    r.send(&ClientMsg::TestRequest {
+        spec: spec(&json!({"test": {"kind": "udp-stream", "datagram_size": 1000,
+                                    "pace": {"rate_bps": 10_000_000}},
+                           "limit": {"duration": {"seconds": 1.0}}, "flows": 1})),
+        auth: None,
+    });
+    let AgentMsg::TestAccepted { cookie, .. } = r.next() else {
+        panic!("not accepted")
+    };
+    let sock = UdpSocket::bind("127.0.0.1:0").unwrap();
+    sock.connect(("127.0.0.1", agent.port)).unwrap();
+    sock.send(
+        &DataHello {
+            version: V,
+            cookie,
+            flow: 0,
+        }
+        .encode(),
+    )
+    .unwrap();
+    assert!(matches!(r.next(), AgentMsg::DataReady));
+    r.send(&ClientMsg::Go);
+    let t0 = Instant::now();
+    let mut datagram = [0u8; 1000];
+    let mut send = |seq: u64| {
+        netrig_proto::datagram::DatagramHeader {
+            test_id: cookie.test_id(),
+            flow: 0,
+            seq,
+            stamp_ns: t0.elapsed().as_nanos() as u64 + 1_000_000,
+        }
+        .write(&mut datagram);
+        sock.send(&datagram).unwrap();
+    };
+    for seq in 0..600 {
+        if seq == 300 {
+            send(u64::MAX);
+        }
+        send(seq);
+        std::thread::sleep(Duration::from_micros(500));
+    }
+    let report = loop {
+        match r.next() {
+            AgentMsg::Results { report } => break report,
+            AgentMsg::Interval { .. } | AgentMsg::Heartbeat => {}
+            m => panic!("{m:?}"),
+        }
+    };
+    let udp = report.flows[0].udp.as_ref().expect("a UDP flow's report");
+    let seq = udp.received.as_ref().expect("datagrams received");
+    eprintln!(
+        "2^64-1 among 600: received {}, lost {}, stray {}, jitter {} us",
+        seq.received, seq.lost, udp.stray, seq.jitter_us
+    );
+    assert!(udp.stray >= 1, "{udp:?}");
+    assert!(seq.received <= 600 && seq.received >= 500, "{seq:?}");
+    assert!(seq.lost < 100, "{seq:?}");
+    assert!(seq.jitter_us < 1e6, "{seq:?}");
+    drop(r);
+    probe.check("a datagram numbered 2^64-1");
+}
