@@ -1605,3 +1605,30 @@ fn a_datagram_numbered_2_to_the_64_minus_1_is_counted_stray() {
     drop(r);
     probe.check("a datagram numbered 2^64-1");
 }
+
+/// Another tool's greeting (an iperf3 client's 37-byte cookie, an HTTP
+/// request, a TLS ClientHello, an SSH banner): closed at once without a
+/// byte back, not held until the greeting timeout; iperf3 and HTTP are
+/// named in the agent's log.
+#[test]
+fn a_foreign_greeting_is_closed_at_once_and_named() {
+    let mut agent = Served::start(&[]);
+    let probe = AgentProbe::attach(&mut agent);
+    for (what, bytes) in [
+        ("iperf3", &b"k3qzb7aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"[..]),
+        ("HTTP", b"GET / HTTP/1.1\r\nHost: x\r\n\r\n"),
+        ("TLS", &[0x16, 0x03, 0x01, 0x00, 0x2f, 0x01, 0x00, 0x00]),
+        ("SSH", b"SSH-2.0-OpenSSH_9.6\r\n"),
+    ] {
+        let mut s = TcpStream::connect(("127.0.0.1", agent.port)).unwrap();
+        let _ = s.write_all(bytes);
+        let c = closed_after(&mut s, Instant::now(), Duration::from_secs(4));
+        assert!(c < Duration::from_secs(2), "{what}: closed after {c:?}");
+    }
+    let log = probe.log();
+    assert!(
+        log.contains("an iperf3 client") && log.contains("an HTTP request"),
+        "{log}"
+    );
+    probe.check("foreign greetings");
+}
