@@ -844,24 +844,6 @@ fn out_of_order_messages_end_the_session_with_the_reason() {
     probe.check("out-of-order messages");
 }
 
-/// A directory of this test's own, removed on drop.
-struct TempDir(std::path::PathBuf);
-
-impl TempDir {
-    fn new(tag: &str) -> TempDir {
-        let d = std::env::temp_dir().join(format!("netrig-hostile-{tag}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&d);
-        std::fs::create_dir_all(&d).unwrap();
-        TempDir(d)
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
 /// An authenticated session spoken by hand: its signing state, to sign (or
 /// not) what it sends.
 fn authenticated(
@@ -890,12 +872,12 @@ fn authenticated(
 /// verify; a request without its signature is refused. Each ends the session.
 #[test]
 fn replayed_requests_are_refused() {
-    let dir = TempDir::new("replay");
-    let key = dir.0.join("alice");
+    let dir = TempDir::new("hostile-replay");
+    let key = dir.path().join("alice");
     let o = run(&["keygen", "-o", key.to_str().unwrap()]);
     assert!(o.status.success(), "{}", stderr(&o));
     let secret = netrig_proto::auth::SecretKey::parse(&std::fs::read_to_string(&key).unwrap()).unwrap();
-    let authorized = dir.0.join("authorized");
+    let authorized = dir.path().join("authorized");
     std::fs::copy(format!("{}.pub", key.display()), &authorized).unwrap();
     let mut agent = Served::start(&["--authorized-keys", authorized.to_str().unwrap()]);
     let probe = AgentProbe::attach_with(&mut agent, &["--key", key.to_str().unwrap()]);

@@ -8,7 +8,8 @@
 //! session thread that notices a closed connection), and this machine is
 //! shared with other builds and tests.
 
-use crate::helpers::{run_json, u, Served};
+use crate::helpers::{run_json, u, Raw, Served, Waited};
+use netrig_proto::AgentMsg;
 use std::io::Read;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -201,37 +202,11 @@ impl AgentProbe {
     /// The listener accepts and a session answers: a welcome (or a busy,
     /// which is an answer too) within 5 s.
     pub fn accepts(&self, case: &str) {
-        use std::io::Write;
-        let mut s = std::net::TcpStream::connect(("127.0.0.1", self.port))
-            .unwrap_or_else(|e| self.fail(&format!("{case}: the listener refused a connection: {e}")));
-        let v = netrig_proto::PROTOCOL_VERSION;
-        s.write_all(
-            &netrig_proto::ControlPreamble {
-                min_version: v,
-                max_version: v,
-            }
-            .encode(),
-        )
-        .unwrap();
-        s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
-        let mut d = netrig_proto::FrameDecoder::new();
-        let mut buf = [0u8; 4096];
-        let msg = loop {
-            if let Some(m) = d.next_msg::<netrig_proto::AgentMsg>().unwrap() {
-                break m;
-            }
-            match s.read(&mut buf) {
-                Ok(n) if n > 0 => d.push(&buf[..n]).unwrap(),
-                r => self.fail(&format!("{case}: no welcome from the agent: {r:?}")),
-            }
-        };
-        assert!(
-            matches!(
-                msg,
-                netrig_proto::AgentMsg::Welcome { .. } | netrig_proto::AgentMsg::Busy { .. }
-            ),
-            "{case}: the agent answered a greeting with {msg:?}"
-        );
+        let mut r = Raw::greet("127.0.0.1", self.port);
+        match r.wait(Duration::from_secs(5)) {
+            Waited::Msg(AgentMsg::Welcome { .. } | AgentMsg::Busy { .. }) => {}
+            other => self.fail(&format!("{case}: the agent answered a greeting with {other:?}")),
+        }
     }
 
     /// An honest `tcp-stream -l 0.3` is served.
