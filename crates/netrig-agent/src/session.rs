@@ -47,9 +47,10 @@ enum QueueTx {
     Run(mpsc::SyncSender<(DataHello, TcpStream)>),
 }
 
-/// A session's queue of new data connections, and how many connections it
-/// turned away because it was full.
-type Queue = (QueueTx, Arc<AtomicU64>);
+/// A session's queue of new data connections, how many connections it
+/// turned away because it was full, and its control connection's address:
+/// the only one its TCP data connections may come from.
+type Queue = (QueueTx, Arc<AtomicU64>, Option<IpAddr>);
 
 /// Sessions waiting for their data connections, by cookie.
 #[derive(Default)]
@@ -58,22 +59,34 @@ pub(crate) struct Registry {
 }
 
 impl Registry {
-    fn register(&self, cookie: SessionCookie, capacity: usize) -> mpsc::Receiver<(DataHello, DataConn)> {
+    /// `peer`: the control connection's address (canonical), from which
+    /// alone TCP data connections are taken.
+    fn register(
+        &self,
+        cookie: SessionCookie,
+        capacity: usize,
+        peer: Option<IpAddr>,
+    ) -> mpsc::Receiver<(DataHello, DataConn)> {
         let (tx, rx) = mpsc::sync_channel(capacity);
         self.waiting
             .lock()
             .expect("registry lock")
-            .insert(cookie, (QueueTx::Setup(tx), Arc::default()));
+            .insert(cookie, (QueueTx::Setup(tx), Arc::default(), peer));
         rx
     }
 
     /// For a connection-per-transaction run: TCP connections only, for the engine's intake.
-    fn register_run(&self, cookie: SessionCookie, capacity: usize) -> mpsc::Receiver<(DataHello, TcpStream)> {
+    fn register_run(
+        &self,
+        cookie: SessionCookie,
+        capacity: usize,
+        peer: Option<IpAddr>,
+    ) -> mpsc::Receiver<(DataHello, TcpStream)> {
         let (tx, rx) = mpsc::sync_channel(capacity);
         self.waiting
             .lock()
             .expect("registry lock")
-            .insert(cookie, (QueueTx::Run(tx), Arc::default()));
+            .insert(cookie, (QueueTx::Run(tx), Arc::default(), peer));
         rx
     }
 
@@ -83,7 +96,7 @@ impl Registry {
             .lock()
             .expect("registry lock")
             .get(cookie)
-            .map_or(0, |(_, d)| d.load(Ordering::Relaxed))
+            .map_or(0, |(_, d, _)| d.load(Ordering::Relaxed))
     }
 
     fn unregister(&self, cookie: &SessionCookie) {
@@ -108,7 +121,26 @@ impl Registry {
             .get(&hello.cookie)
             .cloned();
         match tx {
-            Some((tx, dropped)) => {
+            Some((tx, dropped, peer)) => {
+                // The agent sends only to its client: a TCP data connection
+                // with the cookie from another address (one who learnt the
+                // cookie, or a second client) is closed. UDP hellos are
+                // checked by their session, which counts them.
+                if let (DataConn::Tcp(s), Some(want)) = (&conn, peer) {
+                    match s.peer_addr().map(|a| canonical_ip(a.ip())) {
+                        Ok(ip) if ip == want => {}
+                        Ok(ip) => {
+                            return Err(format!(
+                                "data connection for session {} from {ip}, not from its control connection's \
+                                 address {want}; closed",
+                                hello.cookie
+                            ))
+                        }
+                        Err(e) => {
+                            return Err(format!("data connection without a peer address ({e}); closed"))
+                        }
+                    }
+                }
                 let sent = match (tx, conn) {
                     (QueueTx::Setup(tx), c) => tx
                         .try_send((hello, c))
@@ -276,7 +308,9 @@ pub(crate) fn serve_control(stream: TcpStream, peer: &str, version: u16, admissi
         // Nothing the client sends moves this: only the end of a test does.
         let mut idle_until = Instant::now() + idle_timeout;
         loop {
-            let deadline = sm.deadline().unwrap_or(idle_until);
+            // Before the hello both hold: the hello's set-up step and the
+            // idle deadline, which runs from the welcome.
+            let deadline = sm.deadline().map_or(idle_until, |d| d.min(idle_until));
             let msg: ClientMsg = match conn.recv(deadline.saturating_duration_since(Instant::now())) {
                 Ok(m) => m,
                 Err(ConnError::Timeout(_)) => {
@@ -545,10 +579,15 @@ fn run_test(
     let per_transaction = matches!(workload, Workloads::Transient(_));
     let udp = spec.rules().transport() == Transport::Udp;
     let remote = SocketSettings::new(&spec.remote, spec.rules().tcp());
+    let control_ip = conn.stream().peer_addr().map(|a| canonical_ip(a.ip())).ok();
     let (data_rx, crr_rx) = if per_transaction {
         (
             None,
-            Some(shared.registry.register_run(cookie, run_intake_capacity(spec))),
+            Some(
+                shared
+                    .registry
+                    .register_run(cookie, run_intake_capacity(spec), control_ip),
+            ),
         )
     } else {
         // Room for the client's repeated UDP hellos too.
@@ -556,12 +595,11 @@ fn run_test(
             Some(
                 shared
                     .registry
-                    .register(cookie, expected.saturating_mul(4).max(16)),
+                    .register(cookie, expected.saturating_mul(4).max(16), control_ip),
             ),
             None,
         )
     };
-    let control_ip = conn.stream().peer_addr().map(|a| canonical_ip(a.ip())).ok();
     let mut udp_seen: std::collections::HashSet<u32> = std::collections::HashSet::new();
     let mut foreign_hellos = 0u64;
     let mut foreign_log = Instant::now()

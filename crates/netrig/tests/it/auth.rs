@@ -1,30 +1,8 @@
 //! Authentication: `netrig keygen`, `serve --authorized-keys/--key`, the
 //! client's `--key` and `--agent-key`.
 
-use crate::helpers::{run, stderr, Served};
+use crate::helpers::{run, stderr, Served, TempDir as Dir};
 use std::path::{Path, PathBuf};
-
-/// A directory of the test's own, removed on drop.
-struct Dir(PathBuf);
-
-impl Dir {
-    fn new(tag: &str) -> Dir {
-        let d = std::env::temp_dir().join(format!("netrig-it-auth-{tag}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&d);
-        std::fs::create_dir_all(&d).unwrap();
-        Dir(d)
-    }
-
-    fn path(&self) -> &Path {
-        &self.0
-    }
-}
-
-impl Drop for Dir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
 
 fn keygen(dir: &Path, name: &str) -> PathBuf {
     let file = dir.join(name);

@@ -132,11 +132,28 @@ pub struct Served {
 
 impl Served {
     pub fn start(extra: &[&str]) -> Served {
+        Served::launch(netrig(), extra)
+    }
+
+    /// `netrig serve` started by `sh -c 'SETUP; exec netrig serve ...'`:
+    /// the agent under `ulimit -n 64`, say (same process, `exec`ed).
+    pub fn start_after(setup: &str, extra: &[&str]) -> Served {
+        let mut sh = Command::new("sh");
+        sh.args([
+            "-c",
+            &format!("{setup}; exec \"$0\" \"$@\""),
+            env!("CARGO_BIN_EXE_netrig"),
+        ])
+        .env("RUST_LOG", NETRIG_LOG);
+        Served::launch(sh, extra)
+    }
+
+    fn launch(mut cmd: Command, extra: &[&str]) -> Served {
         let port = free_port();
         let p = port.to_string();
         let mut args = vec!["serve", "-p", &p, "-q"];
         args.extend_from_slice(extra);
-        let child = netrig()
+        let child = cmd
             .args(&args)
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
@@ -299,18 +316,70 @@ impl Raw {
     /// The next message, or `None` once the agent closed the connection;
     /// panics if nothing happens within `wait`.
     pub fn try_next(&mut self, wait: Duration) -> Option<netrig_proto::AgentMsg> {
-        self.s.set_read_timeout(Some(wait)).unwrap();
+        match self.wait(wait) {
+            Waited::Msg(m) => Some(m),
+            Waited::Closed => None,
+            Waited::Nothing => panic!("the agent neither answered nor closed within {wait:?}"),
+        }
+    }
+
+    /// What the agent did within `wait`: a message, closing, or nothing.
+    pub fn wait(&mut self, wait: Duration) -> Waited {
+        let deadline = Instant::now() + wait;
         let mut buf = [0u8; 65536];
         loop {
             if let Some(m) = self.d.next_msg().unwrap() {
-                return Some(m);
+                return Waited::Msg(m);
             }
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Waited::Nothing;
+            }
+            self.s.set_read_timeout(Some(left)).unwrap();
             match self.s.read(&mut buf) {
-                Ok(0) => return None,
+                Ok(0) => return Waited::Closed,
                 Ok(n) => self.d.push(&buf[..n]).unwrap(),
-                Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => return None,
-                Err(e) => panic!("the agent neither answered nor closed within {wait:?}: {e}"),
+                Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => return Waited::Closed,
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                    ) =>
+                {
+                    return Waited::Nothing
+                }
+                Err(e) => panic!("reading from the agent: {e}"),
             }
         }
+    }
+}
+
+/// See [`Raw::wait`].
+#[derive(Debug)]
+pub enum Waited {
+    Msg(netrig_proto::AgentMsg),
+    Closed,
+    Nothing,
+}
+
+/// A directory of a test's own under the temporary directory, removed on drop.
+pub struct TempDir(std::path::PathBuf);
+
+impl TempDir {
+    pub fn new(tag: &str) -> TempDir {
+        let d = std::env::temp_dir().join(format!("netrig-it-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        TempDir(d)
+    }
+
+    pub fn path(&self) -> &std::path::Path {
+        &self.0
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
     }
 }

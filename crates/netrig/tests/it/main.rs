@@ -3,6 +3,7 @@
 
 mod helpers;
 mod lab;
+mod probe;
 
 mod agent;
 mod auth;
@@ -11,6 +12,7 @@ mod bounds;
 mod crr;
 mod experiment;
 mod hooks;
+mod hostile;
 mod link_local;
 mod measure;
 mod neighbours;
