@@ -23,9 +23,6 @@ use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-/// The largest frame a client may send: its messages are small.
-const CLIENT_FRAME_LIMIT: usize = 64 * 1024;
-
 /// A data connection as it reaches a session: a TCP connection, or the
 /// address a UDP flow's hello came from.
 pub(crate) enum DataConn {
@@ -173,7 +170,7 @@ enum SessionError {
 
 pub(crate) fn serve_control(stream: TcpStream, peer: &str, preamble: ControlPreamble, shared: &Shared) {
     let _ = stream.set_nodelay(true);
-    let mut conn = FramedConn::new(stream, CLIENT_FRAME_LIMIT);
+    let mut conn = FramedConn::new(stream, netrig_proto::MAX_CLIENT_FRAME_LEN);
     let Some(version) = negotiate(
         (MIN_PROTOCOL_VERSION, PROTOCOL_VERSION),
         (preamble.min_version, preamble.max_version),

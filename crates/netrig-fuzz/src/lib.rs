@@ -15,6 +15,8 @@
 
 use arbitrary::{Arbitrary, Unstructured};
 
+pub mod agent_check;
+pub mod agent_session;
 pub mod alloc_count;
 pub mod bounds;
 pub mod data_hello;
@@ -32,6 +34,7 @@ pub type Target = (&'static str, fn(&[u8]));
 
 /// Every target.
 pub const TARGETS: &[Target] = &[
+    ("agent_session", agent_session::run),
     ("data_hello", data_hello::run),
     ("frame", frame::run),
     ("latency_histogram", latency_histogram::run),

@@ -3,26 +3,25 @@
 //! `AgentSession`, and of agent messages and the client's own sends into
 //! `ClientSession`.
 //!
-//! Invariants: no panic; the agent's deadline exists exactly in the set-up
-//! states, is never further than the set-up timeout from now, and
-//! `check_deadline` fails exactly when it has passed; a test is requested
-//! only with a spec that validates (and then holds every bound), set-up ends
-//! only when every flow's connection arrived once; nothing is accepted after
-//! `bye`. The client accepts each agent message only in the state the
+//! Invariants: no panic; the agent's, those of [`crate::agent_check`] (the
+//! deadline exists exactly in the set-up states, is never further than the
+//! set-up timeout from now, and `check_deadline` fails exactly when it has
+//! passed; a test is requested only with a spec that validates, and then
+//! holds every bound; set-up ends only when every flow's connection arrived
+//! once; nothing is accepted after `bye`). The client accepts each agent message only in the state the
 //! protocol table allows (compared with a model of it), nothing after an
 //! error, and what it takes from a welcome bounds the timeouts it derives.
 
-use crate::bounds;
+use crate::agent_check::AgentCheck;
 use arbitrary::Arbitrary;
 use netrig_proto::message::{MAX_AGENT_DURATION_S, MAX_SETUP_TIMEOUT_S};
 use netrig_proto::report::{IntervalSample, SideReport};
-use netrig_proto::session::{AgentEvent, AgentSession, ClientEvent, ClientSession};
+use netrig_proto::session::{ClientEvent, ClientSession};
 use netrig_proto::spec::{
     KindSpec, Limit, Load, Pace, StreamOptions, TcpBidirSpec, TcpCrrSpec, TcpMaertsSpec, TcpOptions,
     TcpRrSpec, TcpStreamSpec, Transactions, UdpRrSpec, UdpStreamSpec,
 };
-use netrig_proto::{AgentLimits, AgentMsg, ClientMsg, ProtoError, SessionCookie, TestSpec};
-use std::collections::HashSet;
+use netrig_proto::{AgentLimits, AgentMsg, ClientMsg, SessionCookie, TestSpec};
 use std::time::{Duration, Instant};
 
 #[derive(Arbitrary, Debug)]
@@ -234,7 +233,7 @@ impl ArbKind {
 
 /// Kind `i` (of `KindSpec::NAMES`) at options that validate under
 /// limits that allow 1 KiB messages.
-fn kind_at_defaults(i: u8) -> KindSpec {
+pub(crate) fn kind_at_defaults(i: u8) -> KindSpec {
     let stream = StreamOptions {
         message_size: 1024,
         recv_size: 1024,
@@ -398,8 +397,6 @@ pub fn run(data: &[u8]) {
     client(&input.client);
 }
 
-const SETUP_STATES: [&str; 3] = ["awaiting hello", "awaiting data connections", "awaiting go"];
-
 fn agent(input: &Input) {
     let l = &input.limits;
     let limits = AgentLimits {
@@ -410,15 +407,9 @@ fn agent(input: &Input) {
         setup_timeout_s: u64::from(l.setup_timeout_s % 3601),
         ..AgentLimits::default()
     };
-    let setup = Duration::from_secs(limits.setup_timeout_s);
-    let t0 = Instant::now();
-    let mut now = t0;
-    let mut a = AgentSession::new(limits.clone(), now);
-    let mut closed = false;
-    // While awaiting data connections: how many, and which arrived.
-    let mut awaited: Option<(u64, HashSet<u32>)> = None;
+    let mut now = Instant::now();
+    let mut a = AgentCheck::new(limits, now);
     for op in &input.agent {
-        let before = a.state_name();
         let msg = match op {
             AgentOp::Hello(s) => Some(ClientMsg::Hello {
                 software: s.clone(),
@@ -439,121 +430,22 @@ fn agent(input: &Input) {
             _ => None,
         };
         if let Some(m) = msg {
-            let r = a.on_client(m.clone(), now);
-            if closed {
-                assert!(r.is_err(), "accepted {m:?} after bye");
-            }
-            match r {
-                Ok(AgentEvent::Hello { .. }) => assert_eq!(before, "awaiting hello"),
-                Ok(AgentEvent::TestRequested(s)) => {
-                    assert_eq!(before, "idle");
-                    // ==, not Debug as before version 3: a kind's spec has
-                    // no option it does not use, and validate bounds every
-                    // float it has, so a valid spec holds no NaN.
-                    let ClientMsg::TestRequest { spec: sent, .. } = &m else {
-                        panic!("a test requested by {m:?}")
-                    };
-                    assert_eq!(sent, &s, "the spec changed on the way");
-                    assert!(s.validate(&limits).is_ok(), "requested an invalid spec");
-                    bounds::assert_bounded(&s, &limits);
-                    assert_eq!(a.deadline(), Some(now + setup));
-                    awaited = (s.connections() > 0).then(|| (s.connections(), HashSet::new()));
-                    let want = if awaited.is_some() {
-                        "awaiting data connections"
-                    } else {
-                        "awaiting go"
-                    };
-                    assert_eq!(a.state_name(), want);
-                }
-                Ok(AgentEvent::TestInvalid(_)) => {
-                    assert_eq!(before, "idle");
-                    let ClientMsg::TestRequest { spec, .. } = &m else {
-                        panic!("invalid without a spec")
-                    };
-                    assert!(spec.validate(&limits).is_err());
-                    assert_eq!(a.state_name(), "idle");
-                }
-                Ok(AgentEvent::Go) => {
-                    assert_eq!(before, "awaiting go");
-                    assert!(a.is_running());
-                }
-                Ok(AgentEvent::Abort(_)) => {
-                    assert!(
-                        SETUP_STATES[1..].contains(&before) || before == "running a test",
-                        "{before}"
-                    );
-                    assert_eq!(a.state_name(), "idle");
-                }
-                Ok(AgentEvent::Bye) => {
-                    closed = true;
-                    assert_eq!(a.state_name(), "closed");
-                }
-                Err(ProtoError::Unexpected { .. }) => {
-                    assert_eq!(a.state_name(), before, "an error moved the state")
-                }
-                Err(e) => panic!("on_client failed with {e}"),
-            }
-            if a.state_name() != "awaiting data connections" {
-                awaited = None;
-            }
+            let _ = a.on_client(m, now);
         }
         match op {
-            AgentOp::Data(_) | AgentOp::DataNext => {
-                let flow = match (op, &awaited) {
-                    (AgentOp::Data(f), _) => *f,
-                    (_, Some((n, seen))) => (0..*n as u32).find(|f| !seen.contains(f)).unwrap_or(0),
-                    _ => 0,
-                };
-                let r = a.on_data_connection(flow, now);
-                match (&mut awaited, r) {
-                    (Some((n, seen)), Ok(last)) => {
-                        assert!(u64::from(flow) < *n, "flow {flow} of {n} taken");
-                        assert!(seen.insert(flow), "flow {flow} taken twice");
-                        assert_eq!(last, seen.len() as u64 == *n, "last one at {} of {n}", seen.len());
-                        if last {
-                            assert_eq!(a.state_name(), "awaiting go");
-                            assert_eq!(a.deadline(), Some(now + setup));
-                            awaited = None;
-                        }
-                    }
-                    (Some((n, seen)), Err(_)) => {
-                        assert!(
-                            u64::from(flow) >= *n || seen.contains(&flow),
-                            "flow {flow} refused"
-                        );
-                    }
-                    (None, Ok(_)) => panic!("data connection taken while {before}"),
-                    (None, Err(_)) => {}
-                }
+            AgentOp::Data(flow) => {
+                let _ = a.on_data(*flow, now);
+            }
+            AgentOp::DataNext => {
+                let _ = a.on_data(a.next_flow(), now);
             }
             AgentOp::AdvanceMs(ms) => now += Duration::from_millis(u64::from(*ms)),
             AgentOp::AdvanceS(s) => now += Duration::from_secs(u64::from(*s)),
-            AgentOp::Finish | AgentOp::Reject => {
-                if matches!(op, AgentOp::Finish) {
-                    a.finish()
-                } else {
-                    a.reject()
-                }
-                assert_eq!(a.state_name(), if closed { "closed" } else { "idle" });
-                awaited = None;
-            }
+            AgentOp::Finish => a.end_test(true),
+            AgentOp::Reject => a.end_test(false),
             _ => {}
         }
-        // The deadline: only in the set-up steps, never beyond the timeout.
-        let state = a.state_name();
-        assert_eq!(a.deadline().is_some(), SETUP_STATES.contains(&state), "{state}");
-        assert_eq!(a.is_running(), state == "running a test");
-        assert_eq!(closed, state == "closed");
-        if let Some(d) = a.deadline() {
-            assert!(d <= now + setup, "deadline beyond the set-up timeout");
-            assert!(d >= t0 + setup, "deadline before any step could start");
-        }
-        let overdue = a.deadline().is_some_and(|d| now >= d);
-        match a.check_deadline(now) {
-            Ok(()) => assert!(!overdue, "a passed deadline not reported"),
-            Err(ProtoError::Timeout(_)) => assert!(overdue, "a timeout before the deadline"),
-            Err(e) => panic!("check_deadline failed with {e}"),
-        }
+        a.check(now);
     }
 }
 

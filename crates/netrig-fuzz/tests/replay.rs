@@ -90,6 +90,7 @@ macro_rules! replay_tests {
 }
 
 replay_tests! {
+    agent_session
     data_hello
     frame
     latency_histogram
