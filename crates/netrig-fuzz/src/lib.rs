@@ -16,6 +16,7 @@
 use arbitrary::{Arbitrary, Unstructured};
 
 pub mod agent_check;
+pub mod agent_report;
 pub mod agent_session;
 pub mod alloc_count;
 pub mod bounds;
@@ -34,6 +35,7 @@ pub type Target = (&'static str, fn(&[u8]));
 
 /// Every target.
 pub const TARGETS: &[Target] = &[
+    ("agent_report", agent_report::run),
     ("agent_session", agent_session::run),
     ("data_hello", data_hello::run),
     ("frame", frame::run),

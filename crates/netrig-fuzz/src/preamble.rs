@@ -1,14 +1,16 @@
 //! The first bytes of every connection to the agent: the magic that says
-//! which kind it is, the 8-byte control preamble and version negotiation,
-//! and the session cookie's hex form (as `test_accepted` carries it).
+//! which kind it is (or which other program's peer it is, for the log), the
+//! 8-byte control preamble and version negotiation, and the session
+//! cookie's hex form (as `test_accepted` carries it).
 //!
-//! Invariants: no panic; a preamble is accepted only with the control magic
+//! Invariants: no panic; no netrig magic is named another program's; a
+//! preamble is accepted only with the control magic
 //! and a non-empty version range from 1, and then encodes back to exactly the
 //! bytes read; negotiation picks a version inside both ranges or says there
 //! is none only when they are disjoint; a cookie is accepted only as 32 hex
 //! digits, and prints back as the same digits.
 
-use netrig_proto::preamble::ConnKind;
+use netrig_proto::preamble::{foreign, ConnKind, UDP_ACK_MAGIC};
 use netrig_proto::{
     negotiate, ControlPreamble, ProtoError, SessionCookie, CONTROL_MAGIC, DATA_MAGIC, MIN_PROTOCOL_VERSION,
     PROTOCOL_VERSION,
@@ -49,6 +51,13 @@ pub fn run(data: &[u8]) {
             Ok(ConnKind::Control) => assert_eq!(magic, CONTROL_MAGIC),
             Ok(ConnKind::Data) => assert_eq!(magic, DATA_MAGIC),
             Err(_) => assert!(magic != CONTROL_MAGIC && magic != DATA_MAGIC),
+        }
+        // What the agent's log calls a peer that is not netrig's.
+        if foreign(magic).is_some() {
+            assert!(
+                ![CONTROL_MAGIC, DATA_MAGIC, UDP_ACK_MAGIC].contains(&magic),
+                "{magic:?}"
+            );
         }
     }
 

@@ -90,6 +90,7 @@ macro_rules! replay_tests {
 }
 
 replay_tests! {
+    agent_report
     agent_session
     data_hello
     frame
