@@ -15,7 +15,7 @@
 //! that reads back.
 
 use netrig_proto::report::{FlowReport, IntervalSample, SideReport, SockBufReport};
-use netrig_proto::spec::{KindSpec, Limit};
+use netrig_proto::spec::KindSpec;
 use netrig_proto::{AgentMsg, Direction, TestSpec};
 use netrig_report::{
     assemble, merge_interval, AgentInfo, KindReport, RunInfo, Side, SocketOptions, TableLayout, TestConfig,
@@ -54,14 +54,7 @@ pub fn outcome(data: &[u8]) -> Outcome {
     let [kind, flows, rest @ ..] = data else {
         return out;
     };
-    let spec = TestSpec {
-        flows: u32::from(flows % 4) + 1,
-        interval_s: Some(1.0),
-        ..TestSpec::new(
-            crate::session::kind_at_defaults(*kind),
-            Limit::Duration { seconds: 3.0 },
-        )
-    };
+    let spec = test_spec(*kind, *flows);
     let layout: &'static dyn TableLayout = match spec.test {
         KindSpec::TcpStream(_) | KindSpec::TcpMaerts(_) | KindSpec::TcpBidir(_) => {
             &netrig_report::table::TCP_STREAM
@@ -134,6 +127,15 @@ pub fn outcome(data: &[u8]) -> Outcome {
         }
     }
     out
+}
+
+/// The test of an input that starts with `kind` and `flows`: 1 to 4 flows
+/// for 3 s, a sample a second.
+fn test_spec(kind: u8, flows: u8) -> TestSpec {
+    TestSpec {
+        interval_s: Some(1.0),
+        ..crate::session::spec_at_defaults(kind, u32::from(flows % 4) + 1, 3.0)
+    }
 }
 
 /// The JSON the client prints is JSON.
@@ -211,13 +213,7 @@ fn local_sample(index: u32, plan: &[Direction]) -> IntervalSample {
 pub fn seeds() -> Vec<(String, Vec<u8>)> {
     let json = |m: &AgentMsg| serde_json::to_vec(m).expect("a message serializes");
     let test = |kind: u8, flows: u8| {
-        let spec = TestSpec {
-            flows: u32::from(flows % 4) + 1,
-            ..TestSpec::new(
-                crate::session::kind_at_defaults(kind),
-                Limit::Duration { seconds: 3.0 },
-            )
-        };
+        let spec = test_spec(kind, flows);
         let plan = spec.flow_plan();
         (side_report(&spec, &plan, true), plan)
     };

@@ -39,12 +39,13 @@
 //! it; an open agent accepts a hello without a key.
 
 use crate::agent_check::AgentCheck;
+use crate::session::spec_at_defaults;
 use netrig_proto::auth::{AgentAuth, AgentAuthSession, Bytes, HelloAuth, PublicKey, WelcomeAuth};
 use netrig_proto::session::AgentEvent;
-use netrig_proto::spec::{KindSpec, Limit};
+use netrig_proto::spec::KindSpec;
 use netrig_proto::{
-    encode_frame, negotiate, AgentLimits, ClientMsg, ControlPreamble, FrameDecoder, TestSpec,
-    MAX_CLIENT_FRAME_LEN, MIN_PROTOCOL_VERSION, PROTOCOL_VERSION,
+    encode_frame, negotiate, AgentLimits, ClientMsg, ControlPreamble, FrameDecoder, MAX_CLIENT_FRAME_LEN,
+    MIN_PROTOCOL_VERSION, PROTOCOL_VERSION,
 };
 use std::time::{Duration, Instant};
 
@@ -360,13 +361,7 @@ pub fn hello() -> ClientMsg {
 /// A request for kind `i` of `KindSpec::NAMES`, 2 flows for 1 s.
 pub fn request(i: u8) -> ClientMsg {
     ClientMsg::TestRequest {
-        spec: TestSpec {
-            flows: 2,
-            ..TestSpec::new(
-                crate::session::kind_at_defaults(i),
-                Limit::Duration { seconds: 1.0 },
-            )
-        },
+        spec: spec_at_defaults(i, 2, 1.0),
         auth: None,
     }
 }
@@ -444,13 +439,7 @@ pub fn seeds() -> Vec<(String, Vec<u8>)> {
     // A test without data connections aborted while it runs, a second
     // refused by the host, an invalid one, then bye and more.
     let invalid = ClientMsg::TestRequest {
-        spec: TestSpec {
-            flows: 0,
-            ..TestSpec::new(
-                crate::session::kind_at_defaults(tcp_crr),
-                Limit::Duration { seconds: 1.0 },
-            )
-        },
+        spec: spec_at_defaults(tcp_crr, 0, 1.0),
         auth: None,
     };
     v.push((

@@ -259,6 +259,14 @@ pub(crate) fn kind_at_defaults(i: u8) -> KindSpec {
     kinds[usize::from(i) % kinds.len()].clone()
 }
 
+/// Kind `i` at [`kind_at_defaults`], `flows` flows for `seconds`.
+pub(crate) fn spec_at_defaults(kind: u8, flows: u32, seconds: f64) -> TestSpec {
+    TestSpec {
+        flows,
+        ..TestSpec::new(kind_at_defaults(kind), Limit::Duration { seconds })
+    }
+}
+
 /// The TCP options of a TCP kind.
 fn tcp_of(k: &mut KindSpec) -> Option<&mut TcpOptions> {
     match k {
@@ -293,10 +301,7 @@ fn transactions_of(k: &mut KindSpec) -> Option<&mut Transactions> {
 
 impl ArbSpec {
     fn build(&self) -> TestSpec {
-        let mut s = TestSpec {
-            flows: u32::from(self.flows % 4) + 1,
-            ..TestSpec::new(kind_at_defaults(self.kind), Limit::Duration { seconds: 1.0 })
-        };
+        let mut s = spec_at_defaults(self.kind, u32::from(self.flows % 4) + 1, 1.0);
         for o in &self.overrides {
             let t = &mut s.test;
             match o {
