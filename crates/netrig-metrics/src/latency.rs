@@ -312,7 +312,9 @@ impl LatencyRecorder {
     /// over-long payload, trailing bytes other than the clamped-count
     /// trailer, counts beyond the 100 s bucket, or a clamped count larger than
     /// the total count. A count at value 0 is taken as 1 ns, as
-    /// [`record`](Self::record) would.
+    /// [`record`](Self::record) would, and refused if with the count at 1 ns
+    /// it would exceed `i64::MAX` (which [`to_bytes`](Self::to_bytes) could
+    /// not write back).
     pub fn from_bytes(b: &[u8], max_len: usize) -> Result<LatencyRecorder, MetricsError> {
         if b.len() > max_len {
             return Err(bad(format!(
@@ -380,8 +382,17 @@ impl LatencyRecorder {
                 if v > MAX_LATENCY_NS {
                     return Err(bad(format!("count for value {v} ns, above the 100 s range")));
                 }
+                // A count at value 0 joins the one at 1 ns, as `record`
+                // would: together they must still fit the format's i64, or
+                // the recorder would not encode back to what it holds.
+                let at = v.max(LOWEST_NS);
+                if rec.hist.count_at(at).saturating_add(n as u64) > i64::MAX as u64 {
+                    return Err(bad(
+                        "the counts at 0 and 1 ns add up to more than a V2 histogram carries",
+                    ));
+                }
                 rec.hist
-                    .record_n(v.max(LOWEST_NS), n as u64)
+                    .record_n(at, n as u64)
                     .map_err(|e| bad(format!("cannot record value {v}: {e:?}")))?;
             }
             index += 1;
@@ -967,6 +978,20 @@ pub(crate) mod tests {
         assert!(err(&with_payload(&p)).contains("above"));
         // Truncated varint.
         err(&with_payload(&[0x00, 0x80]));
+        // Counts at 0 and 1 ns that add up past i64::MAX (found by the
+        // latency_histogram fuzz target: the recorder did not encode back to
+        // itself), and at the limit exactly, which does.
+        let mut p = Vec::new();
+        put_varint(&mut p, zigzag_encode(1));
+        put_varint(&mut p, zigzag_encode(i64::MAX));
+        assert!(err(&with_payload(&p)).contains("0 and 1 ns"));
+        let mut p = Vec::new();
+        put_varint(&mut p, zigzag_encode(1));
+        put_varint(&mut p, zigzag_encode(i64::MAX - 1));
+        let r = LatencyRecorder::from_bytes(&with_payload(&p), 100).unwrap();
+        assert_eq!(r.len(), i64::MAX as u64);
+        let again = LatencyRecorder::from_bytes(&r.to_bytes(), 100).unwrap();
+        assert_eq!(again, r);
         // Base64 garbage.
         assert!(LatencyRecorder::from_base64("not base64!", MAX_ENCODED_LEN).is_err());
         assert!(LatencyRecorder::from_base64("", MAX_ENCODED_LEN).is_err());
