@@ -1,7 +1,13 @@
 #!/usr/bin/env python3
 """Writes fuzz/seeds/<target>/: a few valid inputs per target, so the fuzzers
-start from accepted messages instead of finding JSON by chance. Run from fuzz/."""
-import json, os, struct
+start from accepted messages instead of finding JSON by chance. Run from fuzz/.
+
+Not here: fuzz/seeds/agent_session/, byte streams made with netrig's own
+encoders by `netrig_fuzz::agent_session::seeds()` and written by
+`NETRIG_WRITE_SEEDS=1 cargo test -p netrig-fuzz --test seeds` (which checks
+they are current); fuzz/regressions/<target>/, minimized inputs of crashes
+found and fixed, kept as found."""
+import base64, json, os, struct
 
 def put(target, name, data):
     d = os.path.join("seeds", target)
@@ -46,12 +52,22 @@ for name, s in specs.items():
     put("spec", name, json.dumps(s))
     put("message", "test_request-" + name, json.dumps({"type": "test_request", "spec": s}))
 
-client_msgs = [{"type": "hello", "software": "0.1.0"}, {"type": "go"}, {"type": "abort", "reason": "x"},
-               {"type": "bye"}]
+# Protocol version 4's authentication: nonces, keys and signatures as base64.
+def b64(n, fill):
+    return base64.b64encode(bytes([fill]) * n).decode()
+nonce, key, sig = b64(32, 1), b64(32, 2), b64(64, 3)
+client_msgs = [{"type": "hello", "software": "0.1.0", "auth": {"nonce": nonce}}, {"type": "go"},
+               {"type": "abort", "reason": "x"}, {"type": "bye"}]
+put("message", "hello-key",
+    json.dumps({"type": "hello", "software": "0.1.0", "auth": {"nonce": nonce, "client_key": key, "signature": sig}}))
+put("message", "test_request-signed",
+    json.dumps({"type": "test_request", "spec": specs["tcp-rr"], "auth": {"counter": 0, "signature": sig}}))
 limits = {"max_sessions": 64, "max_flows": 10000, "max_duration_s": 3600, "max_message_size": 16777216,
           "setup_timeout_s": 30, "max_workers": 64, "max_buffer_bytes": 1073741824}
 agent_msgs = [
-    {"type": "welcome", "version": 3, "software": "0.1.0", "limits": limits},
+    {"type": "welcome", "version": 4, "software": "0.1.0", "limits": limits,
+     "auth": {"required": False, "nonce": nonce}},
+    {"type": "hello_accepted"},
     {"type": "version_mismatch", "agent_min": 1, "agent_max": 1, "software": "0.0.1"},
     {"type": "busy", "reason": "64 sessions"},
     {"type": "test_accepted", "cookie": "00112233445566778899aabbccddeeff", "warnings": ["w"]},
@@ -64,6 +80,10 @@ agent_msgs = [
 ]
 for m in client_msgs + agent_msgs:
     put("message", m["type"], json.dumps(m))
+put("message", "welcome-required",
+    json.dumps({"type": "welcome", "version": 4, "software": "0.1.0", "limits": limits,
+                "auth": {"required": True, "nonce": nonce, "agent_key": key}}))
+put("message", "hello_accepted-signed", json.dumps({"type": "hello_accepted", "signature": sig}))
 
 def frame(m):
     b = json.dumps(m).encode()
@@ -76,12 +96,14 @@ put("frame", "over-limit", struct.pack(">HB", 15, 7) + frame({"type": "go"}) + f
 put("frame", "test_request", struct.pack(">HB", 0xffff, 100) + frame({"type": "test_request", "spec": specs["tcp-rr"]}))
 
 put("preamble", "v3", b"NRGC\x00\x03\x00\x03")
+put("preamble", "v4", b"NRGC\x00\x04\x00\x04")
 put("preamble", "v2-4", b"NRGC\x00\x02\x00\x04")
 put("preamble", "v1-9", b"NRGC\x00\x01\x00\x09")
 put("preamble", "cookie", b"00112233445566778899aabbccddeeff")
 put("preamble", "cookie-json", b'"00112233445566778899AABBCCDDEEFF"')
-put("data_hello", "hello", b"NRGD\x00\x03\x00\x00" + bytes(range(16)) + b"\x00\x00\x00\x07\x00\x00\x00\x00")
-put("data_hello", "ack", b"NRGA\x00\x03\x00\x00" + bytes(range(16)) + b"\x00\x00\x00\x07\x00\x00\x00\x00")
+put("data_hello", "hello", b"NRGD\x00\x04\x00\x00" + bytes(range(16)) + b"\x00\x00\x00\x07\x00\x00\x00\x00")
+put("data_hello", "ack", b"NRGA\x00\x04\x00\x00" + bytes(range(16)) + b"\x00\x00\x00\x07\x00\x00\x00\x00")
+put("data_hello", "hello-v3", b"NRGD\x00\x03\x00\x00" + bytes(range(16)) + b"\x00\x00\x00\x07\x00\x00\x00\x00")
 
 # latency_histogram: HdrHistogram V2 (1 ns ..= 100 s, 3 digits), see netrig-metrics' latency.rs.
 def zz(n):

@@ -5,10 +5,26 @@
 #
 #   fuzz/run.sh [SECONDS] [TARGET...]
 #
+# A target is a one-line wrapper in fuzz/fuzz_targets/<target>.rs; its body
+# and invariants are in crates/netrig-fuzz/src/<target>.rs, so a crash
+# found here can be debugged, fixed and tested on stable.
+#
 # Each target's corpus grows in fuzz/corpus/<target> (not committed), seeded
-# from fuzz/seeds/<target> (committed; regenerate with `python3 mkseeds.py`).
+# from fuzz/seeds/<target> (committed; regenerate with `python3 mkseeds.py`,
+# and agent_session's with `NETRIG_WRITE_SEEDS=1 cargo test -p netrig-fuzz
+# --test seeds`) and fuzz/regressions/<target> (committed: the minimized
+# input of every crash found and fixed). libFuzzer writes only into the
+# first directory, fuzz/corpus/<target>: the committed ones stay as they are.
+#
 # A crash leaves its input in fuzz/artifacts/<target>/; replay it with
-# `cargo +nightly fuzz run -a <target> fuzz/artifacts/<target>/crash-…`.
+# `cargo +nightly fuzz run -a <target> fuzz/artifacts/<target>/crash-…`,
+# minimize it with `cargo +nightly fuzz tmin -a <target> <crash>`, fix the
+# code, and commit the minimized input as fuzz/regressions/<target>/<name>:
+# `cargo test -p netrig-fuzz` (crates/netrig-fuzz/tests/replay.rs) replays
+# every seed and regression in CI, on stable. After a run,
+# `NETRIG_FUZZ_CORPUS=1 cargo test -p netrig-fuzz --test replay` replays the
+# grown corpus too.
+#
 # Logs go to fuzz/artifacts/logs/<target>.log; a summary line per target is
 # printed at the end. Exits non-zero if any target failed.
 set -uo pipefail
@@ -27,7 +43,9 @@ summary=()
 for t in "${targets[@]}"; do
   mkdir -p "corpus/$t"
   seeds=()
-  [ -d "seeds/$t" ] && seeds=("seeds/$t")
+  for d in "seeds/$t" "regressions/$t"; do
+    [ -d "$d" ] && seeds+=("$d")
+  done
   echo "== $t: ${secs} s"
   log="artifacts/logs/$t.log"
   if cargo +nightly fuzz run -a "$t" "corpus/$t" "${seeds[@]}" -- \

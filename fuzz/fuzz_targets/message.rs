@@ -1,36 +1,5 @@
-//! Control messages from the wire, as JSON: `ClientMsg` (what the agent
-//! reads) and `AgentMsg` (what the client reads).
-//!
-//! Invariants: no panic; a message that parses serializes and reads back
-//! equal, with a `type` that is its name; a `test_request`'s spec, if the
-//! agent's validation accepts it with default limits, holds every bound.
+//! Control messages from JSON: `ClientMsg` and `AgentMsg` (results and intervals included).
+//! The body and its invariants: crates/netrig-fuzz/src/message.rs.
 #![no_main]
 
-#[path = "common/mod.rs"]
-mod common;
-
-use libfuzzer_sys::fuzz_target;
-use netrig_proto::{AgentLimits, AgentMsg, ClientMsg};
-
-fuzz_target!(|data: &[u8]| {
-    if let Ok(m) = serde_json::from_slice::<ClientMsg>(data) {
-        let text = serde_json::to_vec(&m).expect("a message serializes");
-        let v: serde_json::Value = serde_json::from_slice(&text).expect("is JSON");
-        assert_eq!(v["type"], m.name());
-        let back: ClientMsg = serde_json::from_slice(&text).expect("and reads back");
-        assert_eq!(back, m, "{}", String::from_utf8_lossy(&text));
-        if let ClientMsg::TestRequest { spec, .. } = &m {
-            let limits = AgentLimits::default();
-            if spec.validate(&limits).is_ok() {
-                common::assert_bounded(spec, &limits);
-            }
-        }
-    }
-    if let Ok(m) = serde_json::from_slice::<AgentMsg>(data) {
-        let text = serde_json::to_vec(&m).expect("a message serializes");
-        let v: serde_json::Value = serde_json::from_slice(&text).expect("is JSON");
-        assert_eq!(v["type"], m.name());
-        let back: AgentMsg = serde_json::from_slice(&text).expect("and reads back");
-        assert_eq!(back, m, "{}", String::from_utf8_lossy(&text));
-    }
-});
+libfuzzer_sys::fuzz_target!(|data: &[u8]| netrig_fuzz::message::run(data));

@@ -22,9 +22,6 @@ use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-/// The largest frame a client may send: its messages are small.
-const CLIENT_FRAME_LIMIT: usize = 64 * 1024;
-
 /// Sessions that end in an error, as warnings: a few a second at most.
 static SESSION_END_LOG: Mutex<crate::listener::RateLimit> = Mutex::new(crate::listener::RateLimit::new(
     "sessions ended in an error",
@@ -292,7 +289,7 @@ enum SessionError {
 pub(crate) fn serve_control(stream: TcpStream, peer: &str, version: u16, admission: Admission) {
     let shared: &Shared = &admission.shared;
     let _ = stream.set_nodelay(true);
-    let mut conn = FramedConn::new(stream, CLIENT_FRAME_LIMIT);
+    let mut conn = FramedConn::new(stream, netrig_proto::MAX_CLIENT_FRAME_LEN);
     let limits = &shared.config.limits;
     let idle_timeout = shared.config.idle_timeout;
     let result = (|| -> Result<(), SessionError> {

@@ -8,6 +8,10 @@ use serde::{de::DeserializeOwned, Serialize};
 /// The largest control frame either side accepts (1 MiB).
 pub const MAX_FRAME_LEN: usize = 1 << 20;
 
+/// The largest frame the agent accepts from a client (64 KiB): a client's
+/// messages are small.
+pub const MAX_CLIENT_FRAME_LEN: usize = 64 * 1024;
+
 /// Encodes one message as a frame.
 pub fn encode_frame<T: Serialize>(msg: &T) -> Vec<u8> {
     // Serializing our own message types cannot fail: they hold no maps with

@@ -22,7 +22,7 @@ pub mod spec;
 
 pub use datagram::DatagramHeader;
 pub use error::ProtoError;
-pub use frame::{encode_frame, FrameDecoder, MAX_FRAME_LEN};
+pub use frame::{encode_frame, FrameDecoder, MAX_CLIENT_FRAME_LEN, MAX_FRAME_LEN};
 pub use message::{AgentLimits, AgentMsg, ClientMsg};
 pub use preamble::{ControlPreamble, DataHello, SessionCookie, CONTROL_MAGIC, DATA_MAGIC};
 pub use spec::{Direction, KindSpec, SpecError, TestSpec};

@@ -1,5 +1,4 @@
 //! Shared by the targets: the bounds every spec the agent accepts must hold.
-#![allow(dead_code)]
 
 use netrig_proto::report::Role;
 use netrig_proto::spec::{
@@ -160,7 +159,7 @@ pub fn assert_bounded(s: &TestSpec, limits: &AgentLimits) {
             assert_transactions(&c.transactions, MAX_CRR_IN_FLIGHT, &size);
             let n = rules.in_flight();
             assert!(
-                n >= 1 && n <= MAX_CRR_IN_FLIGHT,
+                (1..=MAX_CRR_IN_FLIGHT).contains(&n),
                 "{n} connections in flight per flow"
             );
             assert_timeout(c.timeout_s, c.timeout());
@@ -199,10 +198,13 @@ pub fn assert_bounded(s: &TestSpec, limits: &AgentLimits) {
             assert_transactions(t, MAX_IN_FLIGHT, &size);
             assert_eq!(rules.in_flight(), t.in_flight());
             for v in [t.request_size, t.response_size] {
-                assert!(v >= 1 && v <= MAX_UDP_PAYLOAD, "udp-rr size {v}");
+                assert!((1..=MAX_UDP_PAYLOAD).contains(&v), "udp-rr size {v}");
             }
             let d = rules.datagram_size().expect("a UDP kind's datagram size");
-            assert!(d >= UDP_HEADER_LEN && d <= MAX_UDP_PAYLOAD, "datagram size {d}");
+            assert!(
+                (UDP_HEADER_LEN..=MAX_UDP_PAYLOAD).contains(&d),
+                "datagram size {d}"
+            );
             assert!(d >= t.request_size && d >= t.response_size);
             assert_timeout(u.timeout_s, u.timeout());
             assert!(
@@ -229,12 +231,12 @@ pub fn assert_bounded(s: &TestSpec, limits: &AgentLimits) {
         );
     }
     let n = rules.in_flight();
-    assert!(n >= 1 && n <= MAX_IN_FLIGHT, "{n} in flight");
+    assert!((1..=MAX_IN_FLIGHT).contains(&n), "{n} in flight");
 
     // The agent's sockets and CPUs.
     let o = &s.remote;
     for v in [o.sndbuf, o.rcvbuf].into_iter().flatten() {
-        assert!(v >= 1 && v <= MAX_SOCKET_BUFFER, "buffer {v}");
+        assert!((1..=MAX_SOCKET_BUFFER).contains(&v), "buffer {v}");
     }
     assert!(o.priority.is_none_or(|p| p <= 7));
     assert!(o
@@ -259,7 +261,7 @@ fn assert_pace(p: Option<&Pace>) {
     let Some(p) = p else { return };
     assert!(p.rate_bps >= 1 && p.rate_bps <= MAX_RATE_BPS, "-b {}", p.rate_bps);
     if let Some(q) = p.pacing_us {
-        assert!(q >= 1 && q <= MAX_PACING_US, "--pacing-us {q}");
+        assert!((1..=MAX_PACING_US).contains(&q), "--pacing-us {q}");
     }
     let q = p.pacing();
     assert!(q >= Duration::from_micros(1) && q <= Duration::from_micros(u64::from(MAX_PACING_US)));
@@ -287,7 +289,7 @@ fn assert_transactions(t: &Transactions, max_burst: u32, size: &dyn Fn(&str, u32
     size("response size", t.response_size);
     match t.load {
         Load::Closed { burst } => {
-            assert!(burst >= 1 && burst <= MAX_IN_FLIGHT, "--burst {burst}");
+            assert!((1..=MAX_IN_FLIGHT).contains(&burst), "--burst {burst}");
             assert!(burst <= max_burst, "--burst {burst} over {max_burst}");
             assert_eq!(t.burst(), burst);
             assert_eq!(t.in_flight(), burst);

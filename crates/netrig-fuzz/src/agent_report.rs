@@ -1,0 +1,262 @@
+//! What the client does with an agent's `interval` and `results` messages:
+//! each interval sample is merged with the client's own for the same index
+//! (`merge_interval`) and printed as table rows; the results report is
+//! merged with the client's (`assemble`, with the agent's intervals) and
+//! printed as the table and the JSON document. The client's side is a
+//! plausible one for the test; the agent's comes from the input.
+//!
+//! The input: a kind (1 byte: index in `KindSpec::NAMES`), a flow count
+//! (1 byte: 1 to 4), then agent messages as JSON values one after another
+//! (what the frames carry); the first `results` ends the test.
+//!
+//! Invariants: no panic; a merged interval holds only the test's flows,
+//! each once, in order; a merged result has exactly the test's flows, in
+//! order, with their directions; both print as table rows and as JSON
+//! that reads back.
+
+use netrig_proto::report::{FlowReport, IntervalSample, SideReport, SockBufReport};
+use netrig_proto::spec::KindSpec;
+use netrig_proto::{AgentMsg, Direction, TestSpec};
+use netrig_report::{
+    assemble, merge_interval, AgentInfo, KindReport, RunInfo, Side, SocketOptions, TableLayout, TestConfig,
+};
+
+/// A kind that adds nothing of its own to the merge, printed with the
+/// table layout of `layout`.
+struct Plain(&'static dyn TableLayout);
+
+impl KindReport for Plain {
+    fn config(&self, _: &TestSpec, _: &mut TestConfig) {}
+    fn table(&self) -> &'static dyn TableLayout {
+        self.0
+    }
+}
+
+/// Runs one input through the target, panicking when an invariant fails.
+pub fn run(data: &[u8]) {
+    outcome(data);
+}
+
+/// What the client made of the input's messages (to check what the seeds
+/// reach).
+#[derive(Debug, Default, PartialEq)]
+pub struct Outcome {
+    /// Intervals merged into a printed row.
+    pub intervals: usize,
+    /// The merged result's flow count, or why there is none; `None` without
+    /// results.
+    pub result: Option<Result<usize, String>>,
+}
+
+/// [`run`], and what came of it.
+pub fn outcome(data: &[u8]) -> Outcome {
+    let mut out = Outcome::default();
+    let [kind, flows, rest @ ..] = data else {
+        return out;
+    };
+    let spec = test_spec(*kind, *flows);
+    let layout: &'static dyn TableLayout = match spec.test {
+        KindSpec::TcpStream(_) | KindSpec::TcpMaerts(_) | KindSpec::TcpBidir(_) => {
+            &netrig_report::table::TCP_STREAM
+        }
+        KindSpec::UdpStream(_) => &netrig_report::table::UDP_STREAM,
+        KindSpec::TcpRr(_) | KindSpec::UdpRr(_) => &netrig_report::table::TRANSACTIONS,
+        KindSpec::TcpCrr(_) => &netrig_report::table::CONNECT_TRANSACTIONS,
+    };
+    let kind = Plain(layout);
+    let plan = spec.flow_plan();
+    let transactional = spec.rules().exchange().is_transactional();
+    let local = local_report(&spec, &plan);
+    let local_intervals: Vec<IntervalSample> = (0..3).map(|i| local_sample(i, &plan)).collect();
+
+    let mut remote_intervals = Vec::new();
+    for msg in serde_json::Deserializer::from_slice(rest).into_iter::<AgentMsg>() {
+        let Ok(msg) = msg else { return out };
+        match msg {
+            AgentMsg::Interval { sample } => {
+                let mine = local_intervals.iter().find(|s| s.index == sample.index);
+                if let Some(m) = merge_interval(&plan, transactional, sample.index, mine, Some(&sample)) {
+                    let ids: Vec<u32> = m.flows.iter().map(|f| f.id).collect();
+                    assert!(
+                        ids.windows(2).all(|w| w[0] < w[1]),
+                        "flows repeated or out of order: {ids:?}"
+                    );
+                    assert!(ids.iter().all(|id| (*id as usize) < plan.len()), "{ids:?}");
+                    for f in &m.flows {
+                        assert_eq!(f.direction, plan[f.id as usize]);
+                    }
+                    let _ = layout.interval_header();
+                    let _ = layout.interval_rows(&m, true);
+                    reads_back(&netrig_report::to_json(&m));
+                    out.intervals += 1;
+                }
+                remote_intervals.push(*sample);
+            }
+            AgentMsg::Results { report } => {
+                let merged = assemble(
+                    &spec,
+                    &kind,
+                    config(&spec, &kind),
+                    AgentInfo {
+                        address: "192.0.2.1:6387".into(),
+                        software: "x".into(),
+                        protocol_version: netrig_proto::PROTOCOL_VERSION,
+                    },
+                    Side {
+                        report: &local,
+                        intervals: &local_intervals,
+                    },
+                    Side {
+                        report: &report,
+                        intervals: &remote_intervals,
+                    },
+                    Vec::new(),
+                );
+                if let Ok(r) = &merged {
+                    let ids: Vec<(u32, Direction)> = r.flows.iter().map(|f| (f.id, f.direction)).collect();
+                    let want: Vec<(u32, Direction)> =
+                        plan.iter().enumerate().map(|(i, d)| (i as u32, *d)).collect();
+                    assert_eq!(ids, want, "the result's flows are not the test's");
+                    let _ = layout.render(r);
+                    reads_back(&netrig_report::to_json(r));
+                }
+                out.result = Some(merged.map(|r| r.flows.len()));
+                return out;
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+/// The test of an input that starts with `kind` and `flows`: 1 to 4 flows
+/// for 3 s, a sample a second.
+fn test_spec(kind: u8, flows: u8) -> TestSpec {
+    TestSpec {
+        interval_s: Some(1.0),
+        ..crate::session::spec_at_defaults(kind, u32::from(flows % 4) + 1, 3.0)
+    }
+}
+
+/// The JSON the client prints is JSON.
+fn reads_back(text: &str) {
+    if let Err(e) = serde_json::from_str::<serde_json::Value>(text) {
+        panic!("printed JSON does not read back ({e}): {text}");
+    }
+}
+
+fn config(spec: &TestSpec, kind: &dyn KindReport) -> TestConfig {
+    TestConfig::new(
+        spec,
+        kind,
+        RunInfo {
+            host: Some("192.0.2.1".into()),
+            port: 6387,
+            cpus: None,
+            bind: None,
+            family: None,
+            local: SocketOptions::default(),
+            remote: SocketOptions::default(),
+        },
+    )
+}
+
+/// The client's report: a second of 1 MB (or 1000 transactions) per flow.
+fn local_report(spec: &TestSpec, plan: &[Direction]) -> SideReport {
+    side_report(spec, plan, false)
+}
+
+/// One end's report: a second of 1 MB (or 1000 transactions) per flow.
+fn side_report(spec: &TestSpec, plan: &[Direction], agent: bool) -> SideReport {
+    SideReport {
+        flows: plan
+            .iter()
+            .enumerate()
+            .map(|(id, d)| FlowReport {
+                id: id as u32,
+                direction: *d,
+                role: spec.role(*d, agent),
+                window_bytes: 1_000_000,
+                total_bytes: 1_000_000,
+                window_s: 1.0,
+                socket_buffers: SockBufReport::default(),
+                applied: Default::default(),
+                tcp_info: None,
+                window_transactions: 1000,
+                udp: None,
+                connect_errors: None,
+            })
+            .collect(),
+        window_s: 1.0,
+        ..SideReport::default()
+    }
+}
+
+/// The client's sample for interval `index`.
+fn local_sample(index: u32, plan: &[Direction]) -> IntervalSample {
+    let n = plan.len();
+    IntervalSample {
+        index,
+        start_s: f64::from(index),
+        end_s: f64::from(index + 1),
+        ids: (0..n as u32).collect(),
+        bytes: vec![1_000_000; n],
+        transactions: vec![1000; n],
+        ..IntervalSample::default()
+    }
+}
+
+/// The committed seeds (fuzz/seeds/agent_report/), by name: for each kind,
+/// two intervals and the results of an agent that ran the test, then
+/// reports that lack a flow, name flows the test does not have, or hold
+/// extreme numbers.
+pub fn seeds() -> Vec<(String, Vec<u8>)> {
+    let json = |m: &AgentMsg| serde_json::to_vec(m).expect("a message serializes");
+    let test = |kind: u8, flows: u8| {
+        let spec = test_spec(kind, flows);
+        let plan = spec.flow_plan();
+        (side_report(&spec, &plan, true), plan)
+    };
+    let input = |kind: u8, flows: u8, msgs: &[AgentMsg]| {
+        let mut b = vec![kind, flows];
+        for m in msgs {
+            b.extend_from_slice(&json(m));
+        }
+        b
+    };
+    let interval = |s: IntervalSample| AgentMsg::Interval { sample: Box::new(s) };
+    let results = |r: SideReport| AgentMsg::Results { report: Box::new(r) };
+    let mut v = Vec::new();
+    for (i, name) in KindSpec::NAMES.iter().enumerate() {
+        let (report, plan) = test(i as u8, 1);
+        let msgs = [
+            interval(local_sample(0, &plan)),
+            interval(local_sample(1, &plan)),
+            results(report),
+        ];
+        v.push((format!("whole-{name}"), input(i as u8, 1, &msgs)));
+    }
+    let (report, plan) = test(0, 3);
+    let mut lacking = report.clone();
+    lacking.flows.pop();
+    v.push(("results-lacking-a-flow".into(), input(0, 3, &[results(lacking)])));
+    let mut foreign = report.clone();
+    foreign.flows[0].id = 99;
+    let mut odd = local_sample(0, &plan);
+    odd.ids = vec![99, 0, 0, 3];
+    odd.bytes = vec![u64::MAX];
+    odd.end_s = odd.start_s;
+    v.push((
+        "foreign-flows".into(),
+        input(0, 3, &[interval(odd), results(foreign)]),
+    ));
+    let mut extreme = report;
+    for f in &mut extreme.flows {
+        f.window_bytes = u64::MAX;
+        f.total_bytes = u64::MAX;
+        f.window_s = 1e-300;
+    }
+    extreme.window_s = 0.0;
+    v.push(("extreme-numbers".into(), input(0, 3, &[results(extreme)])));
+    v
+}
