@@ -141,6 +141,7 @@ fn client_messages() {
             reason: "interrupted".into(),
         },
         ClientMsg::Bye,
+        ClientMsg::Heartbeat,
     ];
     insta::assert_snapshot!(serde_json::to_string_pretty(&msgs).unwrap());
 }
@@ -206,6 +207,7 @@ fn agent_messages() {
         AgentMsg::Error {
             message: "gave up".into(),
         },
+        AgentMsg::Heartbeat,
     ];
     insta::assert_snapshot!(serde_json::to_string_pretty(&msgs).unwrap());
 }
