@@ -29,8 +29,8 @@ import json, re, statistics, sys
 out, rounds, secs = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 n = [json.load(open(f"{out}/netrig.{r}.json"))["summary"]["transactions_per_s"] for r in range(1, rounds + 1)]
 def netperf(r):
-    # The last line: local and remote socket sizes, request, response, elapsed, rate.
-    line = [l for l in open(f"{out}/netperf.{r}.txt").read().splitlines() if l.strip()][-1]
+    # The result line: socket sizes, request, response, elapsed, rate (then the remote's sizes).
+    line = [l for l in open(f"{out}/netperf.{r}.txt").read().splitlines() if len(l.split()) >= 6][0]
     return float(line.split()[5])
 def neper(r):
     m = re.search(r"^throughput=([0-9.]+)", open(f"{out}/neper.{r}.txt").read(), re.M)

@@ -700,11 +700,11 @@ impl Acceptor {
             },
             Greeting::Data(_) => None,
         };
-        if let Err(e) = stream.set_nonblocking(false) {
-            return self.dropped(peer, &format!("cannot make the socket blocking: {e}"));
-        }
         match greeting {
             Greeting::Control(_) => {
+                if let Err(e) = stream.set_nonblocking(false) {
+                    return self.dropped(peer, &format!("cannot make the socket blocking: {e}"));
+                }
                 let (version, admission) = admitted.expect("a control greeting was admitted");
                 let spawned = std::thread::Builder::new()
                     .name("netrig-session".into())
@@ -714,7 +714,9 @@ impl Acceptor {
                 }
             }
             Greeting::Data(h) => {
-                if let Err(e) = self.shared.registry.deliver(h, stream) {
+                // Non-blocking still: the registry makes a set-up connection
+                // blocking; a run's worker wants it as it is.
+                if let Err(e) = self.shared.registry.deliver(h, stream, peer) {
                     if self.drop_log.allow(Instant::now()) {
                         log::warn!("{peer}: {e}");
                     }

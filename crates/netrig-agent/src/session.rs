@@ -31,7 +31,9 @@ static SESSION_END_LOG: Mutex<crate::listener::RateLimit> = Mutex::new(crate::li
 /// A data connection as it reaches a session: a TCP connection, or the
 /// address a UDP flow's hello came from.
 pub(crate) enum DataConn {
-    Tcp(TcpStream),
+    /// A TCP connection (still non-blocking, as the accept loop had it) and
+    /// its peer's address.
+    Tcp(TcpStream, SocketAddr),
     Udp(SocketAddr),
 }
 
@@ -41,7 +43,9 @@ pub(crate) enum DataConn {
 #[derive(Clone)]
 enum QueueTx {
     Setup(mpsc::SyncSender<(DataHello, DataConn)>),
-    Run(mpsc::SyncSender<(DataHello, TcpStream)>),
+    /// Dealt to the run's workers on the accept loop's thread: no thread
+    /// between the listener and the worker that answers.
+    Run(Arc<netrig_engine::intake::Intake>),
 }
 
 /// A session's queue of new data connections, how many connections it
@@ -78,13 +82,13 @@ impl Registry {
         cookie: SessionCookie,
         capacity: usize,
         peer: Option<IpAddr>,
-    ) -> mpsc::Receiver<(DataHello, TcpStream)> {
-        let (tx, rx) = mpsc::sync_channel(capacity);
+    ) -> Arc<netrig_engine::intake::Intake> {
+        let intake = Arc::new(netrig_engine::intake::Intake::new(capacity));
         self.waiting
             .lock()
             .expect("registry lock")
-            .insert(cookie, (QueueTx::Run(tx), Arc::default(), peer));
-        rx
+            .insert(cookie, (QueueTx::Run(intake.clone()), Arc::default(), peer));
+        intake
     }
 
     /// Connections turned away so far because the session's queue was full.
@@ -100,9 +104,15 @@ impl Registry {
         self.waiting.lock().expect("registry lock").remove(cookie);
     }
 
-    /// Hands a data connection to the session that awaits it.
-    pub(crate) fn deliver(&self, hello: DataHello, stream: TcpStream) -> Result<(), String> {
-        self.deliver_conn(hello, DataConn::Tcp(stream))
+    /// Hands a data connection (non-blocking, from `peer`) to the session
+    /// that awaits it.
+    pub(crate) fn deliver(
+        &self,
+        hello: DataHello,
+        stream: TcpStream,
+        peer: SocketAddr,
+    ) -> Result<(), String> {
+        self.deliver_conn(hello, DataConn::Tcp(stream, peer))
     }
 
     /// Hands a UDP flow's hello (and where it came from) to its session.
@@ -123,28 +133,30 @@ impl Registry {
                 // with the cookie from another address (one who learnt the
                 // cookie, or a second client) is closed. UDP hellos are
                 // checked by their session, which counts them.
-                if let (DataConn::Tcp(s), Some(want)) = (&conn, peer) {
-                    match s.peer_addr().map(|a| canonical_ip(a.ip())) {
-                        Ok(ip) if ip == want => {}
-                        Ok(ip) => {
-                            return Err(format!(
-                                "data connection for session {} from {ip}, not from its control connection's \
-                                 address {want}; closed",
-                                hello.cookie
-                            ))
-                        }
-                        Err(e) => {
-                            return Err(format!("data connection without a peer address ({e}); closed"))
-                        }
+                if let (DataConn::Tcp(_, from), Some(want)) = (&conn, peer) {
+                    let ip = canonical_ip(from.ip());
+                    if ip != want {
+                        return Err(format!(
+                            "data connection for session {} from {ip}, not from its control connection's \
+                             address {want}; closed",
+                            hello.cookie
+                        ));
                     }
                 }
                 let sent = match (tx, conn) {
-                    (QueueTx::Setup(tx), c) => tx
-                        .try_send((hello, c))
-                        .map_err(|e| matches!(e, mpsc::TrySendError::Full(_))),
-                    (QueueTx::Run(tx), DataConn::Tcp(s)) => tx
-                        .try_send((hello, s))
-                        .map_err(|e| matches!(e, mpsc::TrySendError::Full(_))),
+                    (QueueTx::Setup(tx), c) => {
+                        // Set-up configures its connections with blocking calls.
+                        if let DataConn::Tcp(s, _) = &c {
+                            s.set_nonblocking(false)
+                                .map_err(|e| format!("cannot make the socket blocking: {e}"))?;
+                        }
+                        tx.try_send((hello, c))
+                            .map_err(|e| matches!(e, mpsc::TrySendError::Full(_)))
+                    }
+                    // The worker that takes it keeps it non-blocking.
+                    (QueueTx::Run(intake), DataConn::Tcp(s, _)) => intake
+                        .give((hello, s))
+                        .map_err(|r| r == netrig_engine::intake::Refused::Full),
                     (QueueTx::Run(_), DataConn::Udp(_)) => {
                         return Err("a UDP hello for a TCP test; ignored".into())
                     }
@@ -656,7 +668,7 @@ fn run_test(
             }
         };
         let socket: FlowSocket = match data {
-            DataConn::Tcp(stream) if !udp => {
+            DataConn::Tcp(stream, _) if !udp => {
                 sm.on_data_connection(hello.flow, Instant::now())?;
                 sockopt::apply_connected(&stream, &remote, true, "-S/--remote-sockbuf")
                     .map_err(|e| SessionError::Test(format!("agent {e}")))?;
@@ -728,7 +740,7 @@ fn run_test(
         shared.registry.unregister(&cookie);
         if let Some(rx) = &data_rx {
             while let Ok((hello, extra)) = rx.try_recv() {
-                if matches!(extra, DataConn::Tcp(_)) {
+                if matches!(extra, DataConn::Tcp(..)) {
                     log::info!(
                         "{peer}: data connection for flow {} beyond the test's flows; closed",
                         hello.flow

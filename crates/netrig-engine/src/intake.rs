@@ -1,20 +1,21 @@
 //! Connections that reach an end while it runs: the responder's side of a
 //! connection-per-transaction test (tcp-crr).
 //!
-//! The agent's listener reads each new connection's DataHello and its
-//! registry passes the connection on to the session's run as an
-//! [`Arrival`]. The runner deals arrivals out to its workers round-robin:
-//! each worker has a bounded channel and a mio [`Waker`] registered on its
-//! own event loop as [`WAKE`], so it learns of a new connection without
-//! polling. An arrival no worker has room for is closed and counted, never
-//! dropped silently.
+//! The agent's listener reads each new connection's DataHello and hands
+//! the connection to the session's [`Intake`] as an [`Arrival`], on its own
+//! thread: the intake deals it to a worker at once, round-robin (no thread
+//! in between: a hop less per connection). Each worker has a bounded
+//! channel and a mio [`Waker`] registered on its own event loop as
+//! [`WAKE`], so it learns of a new connection without polling. Arrivals
+//! before the run has its workers wait in the intake (bounded); an arrival
+//! no worker has room for is closed and counted, never dropped silently.
 
 use mio::{Poll, Token, Waker};
 use netrig_proto::DataHello;
+use std::collections::VecDeque;
 use std::net::TcpStream;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Receiver, SyncSender, TrySendError};
-use std::time::Duration;
+use std::sync::Mutex;
 
 /// A connection whose greeting has been read, with that greeting.
 pub type Arrival = (DataHello, TcpStream);
@@ -88,31 +89,85 @@ impl Dealer {
             Dealt::Dropped
         }
     }
+}
 
-    /// Deals what arrives on `rx` until `done` is set (bounded: it looks
-    /// every 20 ms). Returns how many arrivals found no room.
-    pub fn run(mut self, rx: Receiver<Arrival>, done: &AtomicBool) -> u64 {
-        let mut dropped = 0u64;
-        while !done.load(Ordering::Relaxed) {
-            match rx.recv_timeout(Duration::from_millis(20)) {
-                Ok(a) => match self.give(a) {
-                    Dealt::Given => {}
-                    Dealt::Dropped => {
-                        dropped += 1;
-                        if dropped.is_power_of_two() {
-                            log::warn!(
-                                "{dropped} connection(s) closed unanswered: every worker's intake ({} each) was full",
-                                WORKER_CAPACITY
-                            );
-                        }
-                    }
-                    Dealt::Late => log::debug!("a connection arrived after the run; closed"),
-                },
-                Err(mpsc::RecvTimeoutError::Timeout) => {}
-                Err(mpsc::RecvTimeoutError::Disconnected) => break,
+/// Why the intake did not take an arrival (it is closed either way).
+#[derive(Debug, PartialEq, Eq)]
+pub enum Refused {
+    /// No room: every worker's channel, or the queue before the run, was full.
+    Full,
+    /// The run is over.
+    Closed,
+}
+
+/// Where a run's arrivals go, shared between whoever accepts connections
+/// (the agent's listener) and the runner: a bounded queue until the run's
+/// workers exist, then straight to them.
+pub struct Intake {
+    state: Mutex<IntakeState>,
+}
+
+enum IntakeState {
+    Waiting {
+        queue: VecDeque<Arrival>,
+        capacity: usize,
+    },
+    Dealing(Dealer),
+    Closed,
+}
+
+impl Intake {
+    /// An intake that holds up to `capacity` arrivals before the run starts.
+    pub fn new(capacity: usize) -> Intake {
+        Intake {
+            state: Mutex::new(IntakeState::Waiting {
+                queue: VecDeque::new(),
+                capacity,
+            }),
+        }
+    }
+
+    /// Takes one arrival: to a worker when the run has started, else into
+    /// the queue; refused (and so closed) when there is no room or the run
+    /// is over.
+    pub fn give(&self, a: Arrival) -> Result<(), Refused> {
+        let mut state = self.state.lock().expect("intake lock");
+        match &mut *state {
+            IntakeState::Waiting { queue, capacity } => {
+                if queue.len() >= *capacity {
+                    return Err(Refused::Full);
+                }
+                queue.push_back(a);
+                Ok(())
+            }
+            IntakeState::Dealing(dealer) => match dealer.give(a) {
+                Dealt::Given => Ok(()),
+                Dealt::Dropped => Err(Refused::Full),
+                Dealt::Late => Err(Refused::Closed),
+            },
+            IntakeState::Closed => Err(Refused::Closed),
+        }
+    }
+
+    /// The run's workers exist: what waited goes to them, and so does
+    /// whatever comes next. Returns how many of those waiting found no room.
+    pub fn start(&self, mut dealer: Dealer) -> u64 {
+        let mut state = self.state.lock().expect("intake lock");
+        let mut dropped = 0;
+        if let IntakeState::Waiting { queue, .. } = &mut *state {
+            for a in queue.drain(..) {
+                if dealer.give(a) != Dealt::Given {
+                    dropped += 1;
+                }
             }
         }
+        *state = IntakeState::Dealing(dealer);
         dropped
+    }
+
+    /// The run is over: what comes now is refused.
+    pub fn close(&self) {
+        *self.state.lock().expect("intake lock") = IntakeState::Closed;
     }
 }
 
@@ -121,6 +176,7 @@ mod tests {
     use super::*;
     use netrig_proto::SessionCookie;
     use std::net::TcpListener;
+    use std::time::Duration;
 
     fn arrival(l: &TcpListener, flow: u32) -> Arrival {
         let _c = TcpStream::connect(l.local_addr().unwrap()).unwrap();
@@ -131,6 +187,28 @@ mod tests {
             flow,
         };
         (hello, s)
+    }
+
+    #[test]
+    fn an_intake_queues_until_the_run_starts_then_deals_and_refuses_once_closed() {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let intake = Intake::new(2);
+        intake.give(arrival(&l, 0)).unwrap();
+        intake.give(arrival(&l, 1)).unwrap();
+        assert_eq!(
+            intake.give(arrival(&l, 2)),
+            Err(Refused::Full),
+            "the queue holds 2"
+        );
+        let (dealer, intakes) = deal(1, 4).unwrap();
+        assert_eq!(intake.start(dealer), 0);
+        intake.give(arrival(&l, 3)).unwrap();
+        let got: Vec<u32> = std::iter::from_fn(|| intakes[0].arrivals.try_recv().ok())
+            .map(|a| a.0.flow)
+            .collect();
+        assert_eq!(got, [0, 1, 3], "in order, the queued ones first");
+        intake.close();
+        assert_eq!(intake.give(arrival(&l, 4)), Err(Refused::Closed));
     }
 
     #[test]

@@ -15,7 +15,7 @@
 //! by this end's workers, or arrive from the peer through an intake that the
 //! runner deals out to the workers ([`SideFlows::Transient`]).
 
-use crate::intake::{Arrival, WorkerIntake};
+use crate::intake::WorkerIntake;
 use crate::witness::{Witness, WitnessFlow, WitnessMark};
 use crate::workload::{TransientWorkload, WorkerControl, Workload};
 use crate::IntervalLatencies;
@@ -129,7 +129,7 @@ pub enum SideFlows {
     Transient {
         workload: Arc<dyn TransientWorkload>,
         flows: Vec<FlowSlot>,
-        intake: Option<mpsc::Receiver<Arrival>>,
+        intake: Option<Arc<crate::intake::Intake>>,
     },
 }
 
@@ -396,14 +396,14 @@ pub fn run_side(
                         .collect(),
                     None,
                 ),
-                Some(rx) => {
+                Some(intake) => {
                     let (dealer, intakes) = crate::intake::deal(n, crate::intake::WORKER_CAPACITY)
                         .map_err(|e| EngineError::Setup(format!("worker intake: {e}")))?;
                     let shares = intakes
                         .into_iter()
                         .map(|i| Share::Transient(workload.clone(), flows.clone(), Some(i)))
                         .collect();
-                    (m, shares, Some((dealer, rx)))
+                    (m, shares, Some((dealer, intake)))
                 }
             }
         }
@@ -481,20 +481,13 @@ pub fn run_side(
         handles.push(h);
     }
     drop(done_tx);
-    // The peer's connections, dealt out to the workers until they are all done.
-    let dealt = Arc::new(AtomicBool::new(false));
-    let dealer = match intake {
-        Some((dealer, rx)) => {
-            let done = dealt.clone();
-            Some(
-                std::thread::Builder::new()
-                    .name("netrig-intake".into())
-                    .spawn(move || dealer.run(rx, &done))
-                    .map_err(|e| EngineError::Setup(format!("cannot start the intake thread: {e}")))?,
-            )
-        }
-        None => None,
-    };
+    // The peer's connections go straight to the workers from now on (those
+    // that came before wait in the intake until here).
+    let mut dropped_early = 0;
+    let intake = intake.map(|(dealer, intake)| {
+        dropped_early = intake.start(dealer);
+        intake
+    });
     let mut waiter = Waiter {
         rx: done_rx,
         pending: handles.len(),
@@ -533,8 +526,10 @@ pub fn run_side(
             let _ = h.join();
         }
     }
-    dealt.store(true, Ordering::Relaxed);
-    let dropped_connections = dealer.and_then(|d| d.join().ok()).unwrap_or(0);
+    if let Some(i) = &intake {
+        i.close();
+    }
+    let dropped_connections = dropped_early;
     let (window, intervals, first, last) = result?;
     joined?;
     if let Some(reason) = ctl.aborted() {
@@ -1052,7 +1047,8 @@ mod tests {
     #[test]
     fn transient_flows_exist_from_the_start_and_get_the_dealt_arrivals() {
         let l = TcpListener::bind("127.0.0.1:0").unwrap();
-        let (tx, rx) = mpsc::sync_channel::<Arrival>(64);
+        let intake = Arc::new(crate::intake::Intake::new(64));
+        let tx = intake.clone();
         let start = Instant::now();
         let plan = RunPlan {
             start,
@@ -1082,7 +1078,7 @@ mod tests {
                     cookie: SessionCookie([0; 16]),
                     flow: 1,
                 };
-                tx.send((hello, s)).unwrap();
+                tx.give((hello, s)).unwrap();
             }
             keep
         });
@@ -1091,7 +1087,7 @@ mod tests {
             SideFlows::Transient {
                 workload: Arc::new(CountArrivals),
                 flows,
-                intake: Some(rx),
+                intake: Some(intake),
             },
             &plan,
             &ctl,

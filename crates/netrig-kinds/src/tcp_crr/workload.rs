@@ -795,10 +795,8 @@ mod tests {
         let (rctl, actl) = (mk_ctl(), mk_ctl());
         let (rstop, astop) = (rctl.stop.clone(), actl.stop.clone());
         let (dealer, mut intakes) = netrig_engine::intake::deal(1, 64).unwrap();
-        let (tx, rx) = std::sync::mpsc::sync_channel(64);
-        let done = Arc::new(AtomicBool::new(false));
-        let d2 = done.clone();
-        let dealer = std::thread::spawn(move || dealer.run(rx, &d2));
+        let tx = Arc::new(netrig_engine::intake::Intake::new(64));
+        tx.start(dealer);
         // The listener's part: read each greeting, pass the connection on.
         let acceptor = std::thread::spawn(move || {
             l.set_nonblocking(true).unwrap();
@@ -811,7 +809,8 @@ mod tests {
                         s.read_exact(&mut b).unwrap();
                         let hello = DataHello::decode(&b).unwrap();
                         assert_eq!(hello.cookie, cookie);
-                        tx.send((hello, s)).unwrap();
+                        s.set_nonblocking(true).unwrap();
+                        tx.give((hello, s)).unwrap();
                     }
                     Err(_) => std::thread::sleep(Duration::from_micros(200)),
                 }
@@ -843,8 +842,6 @@ mod tests {
         astop.store(true, Ordering::Relaxed);
         let aend = agent.join().unwrap().unwrap();
         acceptor.join().unwrap();
-        done.store(true, Ordering::Relaxed);
-        dealer.join().unwrap();
         let n = counters.transactions();
         assert!(n > 10, "{n} transactions");
         assert_eq!(end.transient[0].connect_errors, Some(ConnectErrors::default()));
