@@ -373,8 +373,11 @@ pub(crate) fn serve_control(stream: TcpStream, peer: &str, version: u16, admissi
                 }
                 AgentEvent::TestRequested(spec) => {
                     // Checked and taken before anything is allocated.
-                    let reservation = host_can_run(&spec, &shared.config.limits)
-                        .and_then(|()| shared.budget.reserve(share_of(&spec)));
+                    // The operator's caps first, then what this host can hold.
+                    let reservation = shared
+                        .budget
+                        .reserve(share_of(&spec))
+                        .and_then(|r| host_can_run(&spec, &shared.config.limits).map(|()| r));
                     let _reservation = match reservation {
                         Ok(r) => r,
                         Err(reason) => {
@@ -524,6 +527,8 @@ fn host_can_run(spec: &TestSpec, limits: &netrig_proto::AgentLimits) -> Result<(
         netrig_engine::affinity::check_cpus(cpus, "--remote-cpus (or -A's second CPU)")
             .map_err(|e| format!("on the agent's host, {e}"))?;
     }
+    // Its sockets, against the descriptors this process may still open.
+    netrig_engine::files::check_open_files(netrig_engine::files::sockets_needed(spec), "the agent's host")?;
     // The buffers this host's workers would allocate, against the agent's bound.
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get() as u32);
     let workers = spec.workers_on(cpus);

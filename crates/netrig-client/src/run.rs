@@ -481,6 +481,10 @@ impl Client {
         // refused here, naming what it offers, before anything runs there).
         spec.validate(&self.limits)
             .map_err(|e| ClientError::Option(e.at_agent(&self.agent_name())))?;
+        // This end's sockets (twice over when the agent runs in this process).
+        let sockets = netrig_engine::files::sockets_needed(spec)
+            .saturating_mul(if self.opts.host.is_none() { 2 } else { 1 });
+        netrig_engine::files::check_open_files(sockets, "this client").map_err(ClientError::Option)?;
         // The agent runs the hooks asked for beside the test: before it
         // answers the request (the set-up, and the tear-down when that
         // fails), and before its results (the tear-down).

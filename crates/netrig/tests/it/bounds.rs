@@ -478,3 +478,36 @@ fn a_client_that_stops_reading_does_not_stretch_the_agents_test() {
     );
     assert!(samples > 0 && samples < 50, "{samples} samples of 50 arrived");
 }
+
+/// #12: a test with more sockets than this client's open-file limit allows
+/// is refused before anything connects, naming RLIMIT_NOFILE and how to
+/// raise it (with the in-process agent, both ends' sockets count).
+#[test]
+fn a_client_short_of_file_descriptors_says_so_before_connecting() {
+    let o = std::process::Command::new("sh")
+        .args([
+            "-c",
+            "ulimit -n 256 && exec \"$0\" tcp-rr -P 200 -l 0.3",
+            env!("CARGO_BIN_EXE_netrig"),
+        ])
+        .output()
+        .unwrap();
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{e}");
+    assert!(
+        e.contains("the test needs 400 sockets on this client")
+            && e.contains("open-file limit (RLIMIT_NOFILE) is 256")
+            && e.contains("-P"),
+        "{e}"
+    );
+    // Within the limit, it runs.
+    let o = std::process::Command::new("sh")
+        .args([
+            "-c",
+            "ulimit -n 256 && exec \"$0\" tcp-rr -P 50 -l 0.3",
+            env!("CARGO_BIN_EXE_netrig"),
+        ])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+}

@@ -142,6 +142,19 @@ impl AgentProbe {
         self.log.lock().unwrap().clone()
     }
 
+    /// The agent's log once it holds every one of `needles` (or after 5 s:
+    /// the agent writes a line after it acts, so a test must not race it).
+    pub fn log_with(&self, needles: &[&str]) -> String {
+        let deadline = Instant::now() + Duration::from_secs(5);
+        loop {
+            let log = self.log();
+            if needles.iter().all(|n| log.contains(n)) || Instant::now() >= deadline {
+                return log;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
     /// Waits until two readings 200 ms apart agree (at most 10 s).
     fn steady(&self) -> Usage {
         let deadline = Instant::now() + Duration::from_secs(10);
