@@ -92,17 +92,10 @@ fn one_client_cannot_take_every_session() {
         m => panic!("{m:?}"),
     }
     // Another client is served meanwhile...
-    let v = run_json(&[
-        "tcp-stream",
-        "-H",
-        "127.0.0.1",
-        "-p",
+    let v = run_json(&strs(&at(
         &agent.port_arg(),
-        "--bind",
-        "127.0.0.2",
-        "-l",
-        "0.3",
-    ]);
+        "tcp-stream --bind 127.0.0.2 -l 0.3",
+    )));
     assert!(u(&v, "/summary/bytes") > 0);
     // ...and this one again once it ends a session.
     drop(a);
@@ -130,37 +123,13 @@ fn the_agents_totals_are_shared_by_all_its_tests() {
     let p = agent.port_arg();
     // 2 workers and the run's own thread: 3 of 4.
     let long = netrig()
-        .args([
-            "tcp-stream",
-            "-H",
-            "127.0.0.1",
-            "-p",
-            &p,
-            "-l",
-            "4",
-            "-P",
-            "2",
-            "-T",
-            "2",
-        ])
+        .args(at(&p, "tcp-stream -l 4 -P 2 -T 2"))
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
     std::thread::sleep(Duration::from_millis(1000));
-    let o = run(&[
-        "tcp-stream",
-        "-H",
-        "127.0.0.1",
-        "-p",
-        &p,
-        "-l",
-        "0.3",
-        "-P",
-        "2",
-        "-T",
-        "2",
-    ]);
+    let o = run(&strs(&at(&p, "tcp-stream -l 0.3 -P 2 -T 2")));
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     let e = stderr(&o);
     assert!(
@@ -168,24 +137,12 @@ fn the_agents_totals_are_shared_by_all_its_tests() {
         "{e}"
     );
     // One worker fits beside it.
-    let v = run_json(&["tcp-stream", "-H", "127.0.0.1", "-p", &p, "-l", "0.3", "-T", "1"]);
+    let v = run_json(&strs(&at(&p, "tcp-stream -l 0.3 -T 1")));
     assert!(u(&v, "/summary/bytes") > 0);
     let o = long.wait_with_output().unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     // More workers than the whole budget: the welcome says so, the client refuses.
-    let o = run(&[
-        "tcp-stream",
-        "-H",
-        "127.0.0.1",
-        "-p",
-        &p,
-        "-l",
-        "0.3",
-        "-P",
-        "8",
-        "-T",
-        "8",
-    ]);
+    let o = run(&strs(&at(&p, "tcp-stream -l 0.3 -P 8 -T 8")));
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(
         stderr(&o).contains("at most 4 worker threads (its --max-workers)"),
@@ -193,23 +150,7 @@ fn the_agents_totals_are_shared_by_all_its_tests() {
         stderr(&o)
     );
     // Buffers beyond all the memory tests may have (2 workers x (16 + 16) MiB = 64 MiB > 48 MiB).
-    let o = run(&[
-        "tcp-stream",
-        "-H",
-        "127.0.0.1",
-        "-p",
-        &p,
-        "-l",
-        "0.3",
-        "-P",
-        "2",
-        "-T",
-        "2",
-        "-m",
-        "16M",
-        "-M",
-        "16M",
-    ]);
+    let o = run(&strs(&at(&p, "tcp-stream -l 0.3 -P 2 -T 2 -m 16M -M 16M")));
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(
         stderr(&o).contains("needs 64 MiB")
@@ -225,19 +166,9 @@ fn the_agents_totals_are_shared_by_all_its_tests() {
 fn only_allowed_networks_are_served() {
     let agent = Served::start(&["--allow", "127.0.0.2/32", "--allow", "10.0.0.0/8"]);
     let p = agent.port_arg();
-    let o = run(&["tcp-stream", "-H", "127.0.0.1", "-p", &p, "-l", "0.3"]);
+    let o = run(&strs(&at(&p, "tcp-stream -l 0.3")));
     assert!(!o.status.success(), "a client outside --allow ran a test");
-    let v = run_json(&[
-        "tcp-stream",
-        "-H",
-        "127.0.0.1",
-        "-p",
-        &p,
-        "--bind",
-        "127.0.0.2",
-        "-l",
-        "0.3",
-    ]);
+    let v = run_json(&strs(&at(&p, "tcp-stream --bind 127.0.0.2 -l 0.3")));
     assert!(u(&v, "/summary/bytes") > 0);
 }
 
@@ -247,49 +178,25 @@ fn only_allowed_networks_are_served() {
 fn a_rate_cap_refuses_unstated_and_excessive_rates() {
     let agent = Served::start(&["--max-rate", "100M"]);
     let p = agent.port_arg();
-    let o = run(&["udp-stream", "-H", "127.0.0.1", "-p", &p, "-R", "-l", "0.3"]);
+    let o = run(&strs(&at(&p, "udp-stream -R -l 0.3")));
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     let e = stderr(&o);
     assert!(
         e.contains("-b/--bitrate not given") && e.contains("100 Mbit/s") && e.contains("--max-rate"),
         "{e}"
     );
-    let o = run(&[
-        "udp-stream",
-        "-H",
-        "127.0.0.1",
-        "-p",
-        &p,
-        "-R",
-        "-b",
-        "60M",
-        "-P",
-        "2",
-        "-l",
-        "0.3",
-    ]);
+    let o = run(&strs(&at(&p, "udp-stream -R -b 60M -P 2 -l 0.3")));
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(
         stderr(&o).contains("offers 120 Mbit/s (2 flows)"),
         "{}",
         stderr(&o)
     );
-    let v = run_json(&[
-        "udp-stream",
-        "-H",
-        "127.0.0.1",
-        "-p",
-        &p,
-        "-R",
-        "-b",
-        "50M",
-        "-l",
-        "0.5",
-    ]);
+    let v = run_json(&strs(&at(&p, "udp-stream -R -b 50M -l 0.5")));
     let bps = f(&v, "/summary/throughput_bps");
     assert!(bps > 10e6 && bps < 60e6, "{bps}");
     // Closed-loop request/response is clocked by its answers: it runs.
-    let v = run_json(&["tcp-rr", "-H", "127.0.0.1", "-p", &p, "-l", "0.3"]);
+    let v = run_json(&strs(&at(&p, "tcp-rr -l 0.3")));
     assert!(f(&v, "/summary/transactions_per_s") > 0.0);
 }
 
@@ -298,15 +205,7 @@ fn a_rate_cap_refuses_unstated_and_excessive_rates() {
 #[test]
 fn minimal_disclosure_withholds_the_agents_host_and_says_so() {
     let agent = Served::start(&["--disclose", "minimal"]);
-    let v = run_json(&[
-        "tcp-stream",
-        "-H",
-        "127.0.0.1",
-        "-p",
-        &agent.port_arg(),
-        "-l",
-        "0.3",
-    ]);
+    let v = run_json(&strs(&at(&agent.port_arg(), "tcp-stream -l 0.3")));
     assert!(v["environment"]["remote"].is_null(), "{}", v["environment"]);
     assert!(v["counters"]["remote"].is_null(), "{}", v["counters"]);
     assert!(!v["environment"]["local"].is_null());
@@ -314,15 +213,7 @@ fn minimal_disclosure_withholds_the_agents_host_and_says_so() {
     assert_eq!(w.len(), 1, "{:?}", v["warnings"]);
     assert!(u(&v, "/summary/bytes") > 0);
     let open = Served::start(&[]);
-    let v = run_json(&[
-        "tcp-stream",
-        "-H",
-        "127.0.0.1",
-        "-p",
-        &open.port_arg(),
-        "-l",
-        "0.3",
-    ]);
+    let v = run_json(&strs(&at(&open.port_arg(), "tcp-stream -l 0.3")));
     assert!(!v["environment"]["remote"].is_null());
     assert!(warnings_about(&v, "--disclose").is_empty());
 }
@@ -387,18 +278,7 @@ fn a_stopped_client_stops_the_agent_within_the_silence_limit() {
     };
     let p = agent.port_arg();
     let mut client = netrig()
-        .args([
-            "udp-stream",
-            "-H",
-            "127.0.0.1",
-            "-p",
-            &p,
-            "-R",
-            "-b",
-            "10M",
-            "-l",
-            "60",
-        ])
+        .args(at(&p, "udp-stream -R -b 10M -l 60"))
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()

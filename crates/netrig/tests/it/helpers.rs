@@ -15,6 +15,21 @@ pub fn netrig() -> Command {
 
 /// Runs netrig with `args`, bounded in time; returns its output. Both pipes
 /// are drained while it runs, so a large result cannot block it on a full pipe.
+/// `test` ("tcp-stream -l 0.3 -P 2", split at spaces) aimed at the agent
+/// on loopback port `port`: the arguments for [`run`] and [`run_json`].
+pub fn at(port: &str, test: &str) -> Vec<String> {
+    let mut words = test.split_whitespace().map(str::to_string);
+    let mut a: Vec<String> = words.next().into_iter().collect();
+    a.extend(["-H", "127.0.0.1", "-p", port].map(str::to_string));
+    a.extend(words);
+    a
+}
+
+/// [`at`]'s arguments as `&str`s.
+pub fn strs(a: &[String]) -> Vec<&str> {
+    a.iter().map(String::as_str).collect()
+}
+
 pub fn run(args: &[&str]) -> Output {
     run_cmd(netrig(), args)
 }
