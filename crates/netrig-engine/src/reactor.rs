@@ -177,9 +177,28 @@ impl Reactor {
         self.poll.registry()
     }
 
+    /// [`Reactor::run`] for a worker: its `stop`, and its `aborted`, which
+    /// ends the loop at once, without draining.
+    pub fn run_worker<H: Handler>(
+        &mut self,
+        handler: H,
+        ctl: &crate::workload::WorkerControl,
+    ) -> Result<WorkerEnd, EngineError> {
+        self.run_until(handler, &ctl.stop, Some(&ctl.aborted))
+    }
+
     /// Runs `handler` until it is done, or `stop` is set and it has drained
     /// or its drain's deadline has passed; then its figures.
-    pub fn run<H: Handler>(&mut self, mut handler: H, stop: &AtomicBool) -> Result<WorkerEnd, EngineError> {
+    pub fn run<H: Handler>(&mut self, handler: H, stop: &AtomicBool) -> Result<WorkerEnd, EngineError> {
+        self.run_until(handler, stop, None)
+    }
+
+    fn run_until<H: Handler>(
+        &mut self,
+        mut handler: H,
+        stop: &AtomicBool,
+        aborted: Option<&AtomicBool>,
+    ) -> Result<WorkerEnd, EngineError> {
         let mut stopped_at: Option<Instant> = None;
         let mut deadline: Option<Instant> = None;
         loop {
@@ -193,7 +212,10 @@ impl Reactor {
                 }
                 let io = self.io(stopped_at);
                 let wait = handler.on_tick(&io, &now)?;
-                if handler.is_done(&io, &now) || deadline.is_some_and(|d| now.get() >= d) {
+                if handler.is_done(&io, &now)
+                    || deadline.is_some_and(|d| now.get() >= d)
+                    || aborted.is_some_and(|a| a.load(Ordering::Relaxed))
+                {
                     break;
                 }
                 wait

@@ -92,6 +92,8 @@ impl RunPlan {
 pub struct RunControl {
     stop: Arc<AtomicBool>,
     abort: Mutex<Option<String>>,
+    /// Set with `abort`: workers stop at once, without draining.
+    aborted: Arc<AtomicBool>,
 }
 
 impl RunControl {
@@ -104,6 +106,7 @@ impl RunControl {
         if let Ok(mut a) = self.abort.lock() {
             a.get_or_insert(reason.into());
         }
+        self.aborted.store(true, Ordering::Relaxed);
         self.stop.store(true, Ordering::Relaxed);
     }
 
@@ -428,6 +431,7 @@ pub fn run_side(
         });
     let wctl = WorkerControl {
         stop: ctl.stop.clone(),
+        aborted: ctl.aborted.clone(),
         drain: plan.drain,
         recording: recording.clone(),
         start: plan.start,

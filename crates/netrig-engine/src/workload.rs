@@ -12,6 +12,9 @@ pub struct WorkerControl {
     /// Set when the measured window closes (or the test is aborted): senders
     /// stop, receivers drain what is in flight without counting it in the window.
     pub stop: Arc<AtomicBool>,
+    /// Set when the test is aborted (with `stop`): no draining, the worker
+    /// ends at once (a stopped or vanished peer must not hold it for the drain).
+    pub aborted: Arc<AtomicBool>,
     /// How long receivers keep draining after `stop` before giving up on the
     /// peer's end of file.
     pub drain: Duration,

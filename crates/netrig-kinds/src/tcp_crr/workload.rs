@@ -227,7 +227,7 @@ impl TransientWorkload for CrrWorkload {
                     .extend(std::iter::repeat_n(i, self.txn.burst.max(1) as usize)),
             }
         }
-        reactor.run(w, &ctl.stop)
+        reactor.run_worker(w, ctl)
     }
 }
 
@@ -746,6 +746,7 @@ mod tests {
         let slot = FlowSlot::new(0, Direction::Tx, Role::Requester, Some(connector));
         let counters = slot.counters.clone();
         let ctl = WorkerControl {
+            aborted: Arc::new(AtomicBool::new(false)),
             stop: Arc::new(AtomicBool::new(false)),
             drain: Duration::from_secs(1),
             recording: Arc::new(AtomicBool::new(true)),
@@ -784,6 +785,7 @@ mod tests {
             cookie,
         });
         let mk_ctl = || WorkerControl {
+            aborted: Arc::new(AtomicBool::new(false)),
             stop: Arc::new(AtomicBool::new(false)),
             drain: Duration::from_secs(1),
             recording: Arc::new(AtomicBool::new(true)),

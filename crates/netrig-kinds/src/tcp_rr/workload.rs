@@ -140,7 +140,7 @@ impl Workload for RrWorkload {
                     .clamp(64 * 1024, 4 << 20)
             ],
         };
-        reactor.run(w, &ctl.stop)
+        reactor.run_worker(w, ctl)
     }
 }
 

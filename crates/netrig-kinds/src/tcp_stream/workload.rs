@@ -193,7 +193,7 @@ impl Workload for StreamWorkload {
             // Paced: when the earliest waiting sender's next message is due.
             next_due: pace.map(|_| ctl.start),
         };
-        reactor.run(w, &ctl.stop)
+        reactor.run_worker(w, ctl)
     }
 }
 

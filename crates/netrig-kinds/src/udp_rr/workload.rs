@@ -284,7 +284,7 @@ impl Workload for UdpRrWorkload {
                 }
             }
         }
-        reactor.run(w, &ctl.stop)
+        reactor.run_worker(w, ctl)
     }
 }
 

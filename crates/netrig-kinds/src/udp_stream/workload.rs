@@ -477,7 +477,7 @@ impl Workload for UdpStreamWorkload {
             fl,
             next_due: schedule.map(|_| ctl.start),
         };
-        reactor.run(w, &ctl.stop)
+        reactor.run_worker(w, ctl)
     }
 }
 

@@ -225,7 +225,8 @@ fn signal(pid: u32, sig: i32) {
 
 /// Issue #11: with the agent stopped (SIGSTOP) during a test the client
 /// waited, then reported a 22 s window as normal. It now gives up once the
-/// agent has been silent for 10 s, whichever end sends.
+/// agent has been silent for 10 s, whichever end sends (and an aborted
+/// receiver does not drain for another 10 s: it took 19.8 s before).
 #[test]
 fn a_stopped_agent_stops_the_client_within_the_silence_limit() {
     let runs: Vec<_> = ["tcp-maerts", "tcp-stream"]
@@ -256,7 +257,7 @@ fn a_stopped_agent_stops_the_client_within_the_silence_limit() {
         assert!(!o.status.success(), "{test}: exited 0 with its agent stopped");
         assert!(e.contains("the agent sent nothing for 10 s"), "{test}: {e}");
         assert!(
-            took >= Duration::from_secs(9) && took < Duration::from_secs(25),
+            took >= Duration::from_secs(8) && took < Duration::from_secs(16),
             "{test}: gave up after {took:?}"
         );
     }
