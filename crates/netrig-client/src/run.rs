@@ -657,6 +657,17 @@ impl Client {
             .map_err(|e| ClientError::Test(format!("cannot start the control reader: {e}")))?;
 
         let mut merger = Merger::new(plan.clone(), rules.exchange().is_transactional());
+        // What an agent may send of interval samples: one per -i period of
+        // the longest the test may last, and a few more; each with a value
+        // per flow at most. More is refused, not kept (a hostile agent could
+        // otherwise grow this client's memory for as long as the test runs).
+        let max_samples = {
+            let longest = match spec.limit {
+                Limit::Duration { seconds } => seconds,
+                Limit::Bytes { .. } => self.limits.max_duration_s as f64,
+            };
+            spec.interval_s.map_or(0.0, |i| (longest / i).ceil()).min(1e7) as usize + 16
+        };
         let mut remote_report = None;
         let mut failure = None;
         let mut pump = |merger: &mut Merger,
@@ -675,6 +686,22 @@ impl Client {
                     .and_then(|m| self.sm.on_agent(m).map_err(proto_err))
                 {
                     Ok(ClientEvent::Interval(AgentMsg::Interval { sample })) => {
+                        let flows = merger.plan.len();
+                        if merger.remote_all.len() >= max_samples
+                            || [sample.ids.len(), sample.bytes.len(), sample.tcp_info.len()]
+                                .into_iter()
+                                .chain([sample.transactions.len(), sample.retransmits.len()])
+                                .chain([sample.udp.len(), sample.failures.len()])
+                                .any(|n| n > flows)
+                        {
+                            let why = format!(
+                                "the agent sent an interval sample beyond what the test can have ({max_samples} \
+                                 samples at most, a value per flow of {flows}): refused"
+                            );
+                            ctl.abort(why.clone());
+                            failure.get_or_insert(proto_err(why));
+                            return;
+                        }
                         merger.push_remote(*sample, observer)
                     }
                     Ok(ClientEvent::Results(AgentMsg::Results { report })) => {

@@ -1605,3 +1605,87 @@ fn a_foreign_greeting_is_closed_at_once_and_named() {
     );
     probe.check("foreign greetings");
 }
+
+/// A hostile agent that floods its client with interval samples: the client
+/// kept every one for as long as the test ran. It now takes at most one per
+/// `-i` period of the test (and a few more), each with a value per flow at
+/// most, and refuses the rest, ending the test with an error.
+#[test]
+fn an_agent_flooding_interval_samples_is_refused() {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let p = l.local_addr().unwrap().port().to_string();
+    let fake = std::thread::spawn(move || {
+        let (mut s, _) = l.accept().unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        let mut d = netrig_proto::FrameDecoder::new();
+        let mut next = |s: &mut TcpStream| -> ClientMsg {
+            let mut buf = [0u8; 65536];
+            loop {
+                if let Some(m) = d.next_msg().unwrap() {
+                    return m;
+                }
+                let n = s.read(&mut buf).unwrap();
+                assert!(n > 0, "the client closed");
+                d.push(&buf[..n]).unwrap();
+            }
+        };
+        let mut b = [0u8; 8];
+        s.read_exact(&mut b).unwrap();
+        let send = |s: &mut TcpStream, m: &AgentMsg| s.write_all(&netrig_proto::encode_frame(m));
+        send(
+            &mut s,
+            &AgentMsg::Welcome {
+                version: V,
+                software: "fake".into(),
+                limits: netrig_proto::AgentLimits::default(),
+                auth: netrig_proto::auth::AgentAuth::default().welcome(),
+            },
+        )
+        .unwrap();
+        assert!(matches!(next(&mut s), ClientMsg::Hello { .. }));
+        send(&mut s, &AgentMsg::HelloAccepted { signature: None }).unwrap();
+        assert!(matches!(next(&mut s), ClientMsg::TestRequest { .. }));
+        send(
+            &mut s,
+            &AgentMsg::TestAccepted {
+                cookie: SessionCookie([7; 16]),
+                warnings: vec![],
+            },
+        )
+        .unwrap();
+        send(&mut s, &AgentMsg::DataReady).unwrap();
+        assert!(matches!(next(&mut s), ClientMsg::Go));
+        // A 3 s test at -i 1 has about 3 samples; send until the client
+        // goes (at most 5 s).
+        let until = Instant::now() + Duration::from_secs(5);
+        for index in 0.. {
+            if Instant::now() > until {
+                break;
+            }
+            let sample = netrig_proto::report::IntervalSample {
+                index,
+                ids: vec![0],
+                bytes: vec![0],
+                ..Default::default()
+            };
+            if send(
+                &mut s,
+                &AgentMsg::Interval {
+                    sample: Box::new(sample),
+                },
+            )
+            .is_err()
+            {
+                break;
+            }
+        }
+    });
+    let t0 = Instant::now();
+    let o = run(&["tcp-crr", "-H", "127.0.0.1", "-p", &p, "-l", "3", "-i", "1"]);
+    let e = stderr(&o);
+    assert!(!o.status.success() && o.status.code() != Some(101), "{e}");
+    assert!(e.contains("beyond what the test can have"), "{e}");
+    // Ended at the flood, not at the test's length (3 s) or later.
+    assert!(t0.elapsed() < Duration::from_secs(3), "{:?}", t0.elapsed());
+    fake.join().unwrap();
+}
