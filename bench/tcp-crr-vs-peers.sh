@@ -19,9 +19,9 @@ sleep 1
 for r in $(seq 1 "$ROUNDS"); do
   $NETRIG tcp-crr -H 127.0.0.1 -p "$NPORT" -l "$SECS" --json "$@" 2>/dev/null > "$OUT/netrig.$r.json"
   netperf -H 127.0.0.1 -p "$NSPORT" -l "$SECS" -t TCP_CRR -P 0 -- -r 1,1 > "$OUT/netperf.$r.txt" 2>&1 || true
-  # A neper server serves one run, then exits.
-  tcp_crr -T 1 -F 1 -C "$CPORT" -P "$DPORT" -l "$SECS" >/dev/null 2>&1 & sleep 0.3
-  tcp_crr -c -H 127.0.0.1 -T 1 -F 1 -C "$CPORT" -P "$DPORT" -l "$SECS" > "$OUT/neper.$r.txt" 2>&1 || true
+  # A neper server serves one run, then exits; both write logs where they run: in OUT.
+  (cd "$OUT" && exec tcp_crr -T 1 -F 1 -C "$CPORT" -P "$DPORT" -l "$SECS") >/dev/null 2>&1 & sleep 0.3
+  (cd "$OUT" && exec tcp_crr -c -H 127.0.0.1 -T 1 -F 1 -C "$CPORT" -P "$DPORT" -l "$SECS") > "$OUT/neper.$r.txt" 2>&1 || true
   wait $! 2>/dev/null || true
 done
 python3 - "$OUT" "$ROUNDS" "$SECS" <<'PY'
