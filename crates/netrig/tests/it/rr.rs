@@ -337,12 +337,8 @@ fn rr_bad_input() {
 /// agent in its own process (each end then needs about 10,000 descriptors).
 #[test]
 fn ten_thousand_flows_on_two_workers() {
-    let hard = std::process::Command::new("sh")
-        .args(["-c", "ulimit -Hn"])
-        .output()
-        .unwrap();
-    let hard = String::from_utf8_lossy(&hard.stdout).trim().to_string();
-    if hard != "unlimited" && hard.parse::<u64>().unwrap_or(0) < 10_500 {
+    let (hard, limit) = descriptor_hard_limit();
+    if limit < 10_500 {
         eprintln!("skipped: the descriptor hard limit here is {hard}, under the 10,500 this test needs");
         return;
     }
@@ -423,23 +419,30 @@ fn interval_latency_stays_exact_past_64_intervals() {
     assert_eq!(total, u(&v, "/summary/transactions"));
 }
 
+/// The descriptor hard limit here (netrig raises its soft limit to it), as
+/// `ulimit -Hn` says it and as a number (`u64::MAX` for "unlimited").
+fn descriptor_hard_limit() -> (String, u64) {
+    let hard = std::process::Command::new("sh")
+        .args(["-c", "ulimit -Hn"])
+        .output()
+        .unwrap();
+    let hard = String::from_utf8_lossy(&hard.stdout).trim().to_string();
+    let limit = match hard.as_str() {
+        "unlimited" => u64::MAX,
+        n => n.parse().unwrap_or(0),
+    };
+    (hard, limit)
+}
+
 /// As many tcp-rr flows as the descriptor limit lets each end hold, up to
 /// 19,000 (one flow a socket per end; the agent in its own process), on two
 /// workers: every flow completes transactions and client and agent together
 /// peak under 200 MiB (measured: 101 MiB and 46 MiB at 19,000 flows, with
 /// the client's --json document).
 #[test]
+#[allow(clippy::zombie_processes)] // the client is reaped by wait4, which clippy does not see
 fn flows_to_the_descriptor_limit_fit_in_little_memory() {
-    let hard = std::process::Command::new("sh")
-        .args(["-c", "ulimit -Hn"])
-        .output()
-        .unwrap();
-    let hard = String::from_utf8_lossy(&hard.stdout).trim().to_string();
-    let limit = if hard == "unlimited" {
-        u64::MAX
-    } else {
-        hard.parse::<u64>().unwrap_or(0)
-    };
+    let (hard, limit) = descriptor_hard_limit();
     // Room beside the flows' sockets for each end's own descriptors.
     let flows = limit.saturating_sub(1_000).min(19_000);
     if flows < 10_000 {
