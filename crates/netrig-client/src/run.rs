@@ -887,7 +887,12 @@ fn read_agent(
     let mut last_beat = Instant::now();
     loop {
         loop {
-            match decoder.next_msg::<AgentMsg>() {
+            let next = decoder.next_body().and_then(|b| {
+                b.map(|b| AgentMsg::from_slice(&b))
+                    .transpose()
+                    .map_err(|e| netrig_proto::ProtoError::Malformed(e.to_string()))
+            });
+            match next {
                 // Heartbeats only say the agent is alive.
                 Ok(Some(AgentMsg::Heartbeat)) if heartbeats => {}
                 Ok(Some(m)) => {

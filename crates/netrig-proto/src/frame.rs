@@ -84,6 +84,13 @@ impl FrameDecoder {
         if self.buf.len() < 4 + len {
             return Ok(None);
         }
+        if self.buf.len() == 4 + len {
+            // The frame is all that is buffered (a large one always is):
+            // hand over the buffer rather than copy it, so that it is freed
+            // with the body instead of staying at its largest here.
+            self.buf.drain(..4);
+            return Ok(Some(std::mem::take(&mut self.buf)));
+        }
         let body = self.buf[4..4 + len].to_vec();
         self.buf.drain(..4 + len);
         Ok(Some(body))
