@@ -3,7 +3,8 @@
 //!
 //! Invariants: no panic; a message that parses serializes and reads back
 //! equal, with a `type` that is its name; a `test_request`'s spec, if the
-//! agent's validation accepts it with default limits, holds every bound.
+//! agent's validation accepts it with default limits, holds every bound; the client's `AgentMsg::from_slice` takes exactly what
+//! serde's own reading takes, and reads it the same.
 
 use crate::bounds;
 use netrig_proto::{AgentLimits, AgentMsg, ClientMsg};
@@ -22,6 +23,16 @@ pub fn run(data: &[u8]) {
                 bounds::assert_bounded(spec, &limits);
             }
         }
+    }
+    // The client's reading (the tag first, results and intervals straight
+    // into their variant) takes exactly what serde's own reading takes.
+    match (
+        AgentMsg::from_slice(data),
+        serde_json::from_slice::<AgentMsg>(data),
+    ) {
+        (Ok(a), Ok(b)) => assert_eq!(a, b),
+        (Err(_), Err(_)) => {}
+        (a, b) => panic!("AgentMsg::from_slice {a:?} but serde_json {b:?}"),
     }
     if let Ok(m) = serde_json::from_slice::<AgentMsg>(data) {
         let text = serde_json::to_vec(&m).expect("a message serializes");
