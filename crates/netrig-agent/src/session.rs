@@ -527,17 +527,16 @@ fn host_can_run(spec: &TestSpec, limits: &netrig_proto::AgentLimits) -> Result<(
         netrig_engine::affinity::check_cpus(cpus, "--remote-cpus (or -A's second CPU)")
             .map_err(|e| format!("on the agent's host, {e}"))?;
     }
+    let share = share_of(spec);
     // Its sockets, against the descriptors this process may still open.
-    netrig_engine::files::check_open_files(netrig_engine::files::sockets_needed(spec), "the agent's host")?;
+    netrig_engine::files::check_open_files(share.flows, "the agent's host")?;
     // The buffers this host's workers would allocate, against the agent's bound.
-    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get() as u32);
-    let workers = spec.workers_on(cpus);
-    let bytes = u64::from(workers).saturating_mul(spec.worker_buffer_bytes());
-    if bytes > limits.max_buffer_bytes {
+    if share.buffer_bytes > limits.max_buffer_bytes {
         return Err(format!(
-            "the test needs {} MiB of buffers on the agent ({workers} worker(s) x {} KiB: -m, -M, -r and -T \
+            "the test needs {} MiB of buffers on the agent ({} worker(s) x {} KiB: -m, -M, -r and -T \
              decide it) and the agent allows at most {} MiB per test (its --max-buffer)",
-            bytes.div_ceil(1 << 20),
+            share.buffer_bytes.div_ceil(1 << 20),
+            share.threads - 1,
             spec.worker_buffer_bytes().div_ceil(1024),
             limits.max_buffer_bytes >> 20
         ));
@@ -560,15 +559,10 @@ struct TestContext<'a> {
 fn share_of(spec: &TestSpec) -> crate::budget::Share {
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get() as u32);
     let workers = spec.workers_on(cpus);
-    let flows = u64::from(spec.flows) * spec.directions().len() as u64;
     crate::budget::Share {
         threads: workers + 1,
         buffer_bytes: u64::from(workers).saturating_mul(spec.worker_buffer_bytes()),
-        flows: match spec.connections() {
-            // A connection per transaction: up to its in-flight count open per flow.
-            0 => flows.saturating_mul(u64::from(spec.rules().in_flight())),
-            n => n,
-        },
+        flows: netrig_engine::files::sockets_needed(spec),
     }
 }
 
@@ -904,15 +898,17 @@ fn run_flows(
             std::thread::sleep(Duration::from_millis(50));
             continue;
         }
-        if test.heartbeats && last_heard.elapsed() > silence {
-            control_alive = false;
-            ctl.abort(format!(
-                "the client sent nothing for {} s (no heartbeat): it is stopped or gone",
-                silence.as_secs()
-            ));
-            continue;
-        }
         match conn.try_recv::<ClientMsg>(Duration::from_millis(50)) {
+            // Silence is judged only once nothing is waiting to be read: a
+            // session thread the host starved for a while must not take the
+            // heartbeats queued meanwhile for a silent client.
+            Ok(None) if test.heartbeats && last_heard.elapsed() > silence => {
+                control_alive = false;
+                ctl.abort(format!(
+                    "the client sent nothing for {} s (no heartbeat): it is stopped or gone",
+                    silence.as_secs()
+                ));
+            }
             Ok(None) => {}
             Ok(Some(ClientMsg::Heartbeat)) if test.heartbeats => last_heard = Instant::now(),
             Ok(Some(msg)) => match sm.on_client(msg, Instant::now()) {

@@ -916,25 +916,12 @@ fn read_agent(
             fail(&tx, "the agent sent no results in time".into());
             return;
         }
-        if heartbeats {
-            if now.duration_since(last_heard) > SILENCE_LIMIT {
-                fail(
-                    &tx,
-                    format!(
-                        "the agent sent nothing for {} s during the test (no interval, no heartbeat): it is \
-                         stopped, or its host is gone or starved; the test is given up",
-                        SILENCE_LIMIT.as_secs()
-                    ),
-                );
-                return;
-            }
-            if now.duration_since(last_beat) >= HEARTBEAT {
-                last_beat = now;
-                // A write that blocks for long means the agent stopped
-                // reading: the silence check above ends the test then.
-                let _ = stream.set_write_timeout(Some(HEARTBEAT));
-                let _ = stream.write_all(&beat);
-            }
+        if heartbeats && now.duration_since(last_beat) >= HEARTBEAT {
+            last_beat = now;
+            // A write that blocks for long means the agent stopped reading:
+            // the silence check below ends the test then.
+            let _ = stream.set_write_timeout(Some(HEARTBEAT));
+            let _ = stream.write_all(&beat);
         }
         let wait = (deadline - now).min(if heartbeats {
             HEARTBEAT
@@ -963,7 +950,23 @@ fn read_agent(
                 if matches!(
                     e.kind(),
                     io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut | io::ErrorKind::Interrupted
-                ) => {}
+                ) =>
+            {
+                // Silence is judged only after a read found nothing: a client
+                // the host starved for a while must not take the frames
+                // waiting in its socket for a silent agent.
+                if heartbeats && Instant::now().duration_since(last_heard) > SILENCE_LIMIT {
+                    fail(
+                        &tx,
+                        format!(
+                            "the agent sent nothing for {} s during the test (no interval, no heartbeat): it \
+                             is stopped, or its host is gone or starved; the test is given up",
+                            SILENCE_LIMIT.as_secs()
+                        ),
+                    );
+                    return;
+                }
+            }
             Err(e) => {
                 fail(&tx, format!("the control connection: {e}"));
                 return;

@@ -334,7 +334,8 @@ fn caps_line(a: &ServeArgs, c: &AgentConfig) -> String {
     };
     format!(
         "serving {allow}; {} sessions ({} per client); per test {} flows, {} workers, {} MiB of buffers, {} s; \
-         all tests together {} flows, {} threads, {} MiB; {rate}; sessions idle {} s are closed{}",
+         all tests together {} flows, {} threads, {} MiB; {rate}; a session that asks for no test within \
+         {} s is closed{}",
         a.max_sessions,
         c.max_sessions_per_client,
         a.max_flows,
