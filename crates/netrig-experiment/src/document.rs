@@ -43,6 +43,10 @@ pub struct TestOutcome {
     pub kind: String,
     pub args: Vec<String>,
     pub points: Vec<PointOutcome>,
+    /// A rate sweep's saturation point, per arm that reached one
+    /// ([`crate::saturation`]); empty otherwise.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub saturation: Vec<crate::saturation::Saturation>,
 }
 
 /// One point of a sweep (or the one point of an unswept test).

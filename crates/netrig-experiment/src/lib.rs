@@ -9,5 +9,6 @@ pub mod metric;
 pub mod output;
 pub mod plan;
 pub mod runner;
+pub mod saturation;
 pub mod store;
 pub mod sweep;

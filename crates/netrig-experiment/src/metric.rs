@@ -46,6 +46,15 @@ pub static METRICS: &[Metric] = &[
     m("transactions_per_s", "Trans/s", "per s", true, |r| {
         r.summary.transactions_per_s
     }),
+    m("offered_per_s", "Offered/s", "per s", true, |r| {
+        let s = r.summary.schedule.as_ref()?;
+        (r.summary.elapsed_s > 0.0).then(|| s.due as f64 / r.summary.elapsed_s)
+    }),
+    m("errors_pct", "Errors", "%", false, |r| {
+        let e = r.summary.connect_errors.as_ref()?.total() as f64;
+        let all = e + r.summary.transactions? as f64;
+        (all > 0.0).then(|| 100.0 * e / all)
+    }),
     m("latency_p50", "p50", "us", false, |r| {
         r.summary.latency_us.as_ref().map(|l| l.p50)
     }),

@@ -201,9 +201,19 @@ fn render_transactions(out: &mut String, t: &TestOutcome, compare: bool) {
         t.args.join(" ")
     );
     let lead = point_header(t);
+    // Open loop: what was offered beside what was done, and the failures.
+    let open = t
+        .points
+        .iter()
+        .flat_map(|p| &p.arms)
+        .any(|a| a.estimate("offered_per_s").is_some());
+    let (open_head, errors_head) = match open {
+        true => (format!("{:<20} ", "Offered/s"), format!("{:<10} ", "Errors %")),
+        false => (String::new(), String::new()),
+    };
     let _ = writeln!(
         out,
-        "{lead}{:<20} {:>4}  {:<16} {:<16} {:<12} {:<12} {:<12} Arm{}",
+        "{lead}{open_head}{:<20} {:>4}  {errors_head}{:<16} {:<16} {:<12} {:<12} {:<12} Arm{}",
         "Trans/s",
         "Runs",
         "p50 us",
@@ -222,9 +232,21 @@ fn render_transactions(out: &mut String, t: &TestOutcome, compare: bool) {
                 .comparisons
                 .iter()
                 .find(|c| c.arm == a.arm && c.metric == "transactions_per_s");
+            let (offered, errors) = match open {
+                true => (
+                    format!("{:<20} ", cell(a.estimate("offered_per_s"), 0)),
+                    format!("{:<10} ", cell(a.estimate("errors_pct"), 2)),
+                ),
+                false => (String::new(), String::new()),
+            };
+            let index = t.points.iter().position(|q| std::ptr::eq(q, p));
+            let knee = t
+                .saturation
+                .iter()
+                .any(|s| s.arm == a.arm && Some(s.point) == index);
             let _ = writeln!(
                 out,
-                "{}{:<20} {:>4}  {:<16} {:<16} {:<12} {:<12} {:<12} {:<12} {}",
+                "{}{offered}{:<20} {:>4}  {errors}{:<16} {:<16} {:<12} {:<12} {:<12} {:<12} {}{}",
                 point_cells(p),
                 cell(a.estimate("transactions_per_s"), 0),
                 a.runs.len(),
@@ -234,9 +256,14 @@ fn render_transactions(out: &mut String, t: &TestOutcome, compare: bool) {
                 cell(a.estimate("cpu_remote"), 1),
                 cell(a.estimate("sd_local"), 2),
                 a.arm,
-                delta(c)
+                delta(c),
+                if knee { "  <- saturated" } else { "" }
             );
         }
+    }
+    let arms = t.points.iter().map(|p| p.arms.len()).max().unwrap_or(0);
+    for s in &t.saturation {
+        let _ = writeln!(out, "{}", crate::saturation::describe(s, arms));
     }
 }
 

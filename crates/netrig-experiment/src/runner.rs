@@ -183,6 +183,7 @@ pub fn run(
             kind: t.kind.clone(),
             args: t.args.clone(),
             points: Vec::new(),
+            saturation: Vec::new(),
         });
         for prep in points {
             let mut outcome = PointOutcome {
@@ -263,7 +264,9 @@ pub fn run(
                 }
             }
             finish_point(&mut outcome, plan, &mut doc.warnings, kind.name());
-            doc.tests.last_mut().expect("pushed above").points.push(outcome);
+            let test = doc.tests.last_mut().expect("pushed above");
+            test.points.push(outcome);
+            test.saturation = crate::saturation::of_test(test);
             if let Some(s) = stop {
                 doc.complete = false;
                 doc.stopped = Some(s);

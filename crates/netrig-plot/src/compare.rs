@@ -105,19 +105,34 @@ pub fn rate_sweep(test: &TestOutcome) -> Option<Chart> {
     }
     let arms = test.points.iter().map(|p| p.arms.len()).max().unwrap_or(0);
     let mut series: Vec<Series> = Vec::new();
+    let mut latency: Vec<Series> = Vec::new();
+    // Each drawn point: (its point, arm, series, offered, achieved).
+    let mut knees = Vec::new();
+    let mut offered_measured = false;
     for (p, rate) in test.points.iter().zip(&x) {
         for arm in &p.arms {
             let (Some(e), Some(run)) = (arm.estimate("transactions_per_s"), arm.runs.first()) else {
                 continue;
             };
-            let offered = rate * run.config.flows as f64;
+            // What the runs say was offered (open loop: requests due in the
+            // window); else the option's rate per flow times the flows.
+            let measured = arm.estimate("offered_per_s").map(|o| o.mean);
+            offered_measured |= measured.is_some();
+            let offered = measured.unwrap_or(rate * run.config.flows as f64);
             let name = sweep::series_name(arm, &p.point.values, arms);
             let i = match series.iter().position(|s| s.label == name) {
                 Some(i) => i,
                 None => {
                     series.push(Series {
-                        label: name,
+                        label: name.clone(),
                         colour: series.len(),
+                        ..Series::default()
+                    });
+                    latency.push(Series {
+                        label: format!("{name}: p99 latency"),
+                        colour: series.len() - 1,
+                        dashed: true,
+                        secondary: true,
                         ..Series::default()
                     });
                     series.len() - 1
@@ -127,35 +142,71 @@ pub fn rate_sweep(test: &TestOutcome) -> Option<Chart> {
             if let (Some(lo), Some(hi)) = (e.ci_low, e.ci_high) {
                 series[i].band.push((offered, lo, hi));
             }
+            if let Some(l) = arm.estimate("latency_p99") {
+                latency[i].points.push((offered, l.mean / 1e3));
+            }
+            knees.push((p, arm.arm.as_str(), i, offered, e.mean));
         }
     }
     if series.is_empty() {
         return None;
     }
-    let marks = series
-        .iter()
-        .filter_map(|s| {
-            let p = s.points.iter().find(|p| p.1 < 0.95 * p.0)?;
-            Some(Mark {
-                at: *p,
-                label: format!("{}: saturated at {} offered", s.label, crate::chart::si(p.0)),
-                ring: true,
+    // The experiment's saturation points (netrig_experiment::saturation);
+    // a document saved before they were recorded: where achieved fell
+    // below 95 % of offered.
+    let marks: Vec<Mark> = if test.saturation.is_empty() {
+        series
+            .iter()
+            .filter_map(|s| {
+                let p = s.points.iter().find(|p| p.1 < 0.95 * p.0)?;
+                Some(Mark {
+                    at: *p,
+                    label: format!("{}: saturated at {} offered", s.label, crate::chart::si(p.0)),
+                    ring: true,
+                })
             })
-        })
-        .collect();
+            .collect()
+    } else {
+        test.saturation
+            .iter()
+            .filter_map(|s| {
+                let point = test.points.get(s.point)?;
+                let (_, _, i, x, y) = knees.iter().find(|k| std::ptr::eq(k.0, point) && k.1 == s.arm)?;
+                Some(Mark {
+                    at: (*x, *y),
+                    label: format!(
+                        "{}: saturated at {} offered",
+                        series[*i].label,
+                        crate::chart::si(*x)
+                    ),
+                    ring: true,
+                })
+            })
+            .collect()
+    };
+    let has_latency = latency.iter().any(|s| !s.points.is_empty());
+    if has_latency {
+        series.extend(latency.into_iter().filter(|s| !s.points.is_empty()));
+    }
     Some(Chart {
         title: format!("{}: achieved against offered load", test.kind),
         x: Axis {
-            label: "offered (transactions/s: --rate × flows)".into(),
+            label: match offered_measured {
+                true => "offered (transactions due per second in the window)".into(),
+                false => "offered (transactions/s: --rate × flows)".into(),
+            },
             ..Axis::default()
         },
         y: Axis {
             label: "achieved (transactions/s)".into(),
             ..Axis::default()
         },
+        y2: has_latency.then(|| Axis {
+            label: "p99 latency (ms), dashed".into(),
+            ..Axis::default()
+        }),
         series,
         diagonal: true,
         marks,
-        ..Chart::default()
     })
 }

@@ -95,6 +95,7 @@ pub fn experiment(
             kind: kind.into(),
             args: vec![],
             points,
+            saturation: vec![],
         }],
     }
 }

@@ -544,3 +544,46 @@ fn a_single_run_prints_csv() {
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("--save is for experiments"), "{}", stderr(&o));
 }
+
+/// An open-loop rate sweep marks where the reply rate stopped following
+/// the request rate (issue #13): one flow keeps 200 transactions/s, and no
+/// flow on loopback completes 2,000,000/s, so the second point saturates,
+/// in the JSON, the table and the rate plot.
+#[test]
+fn a_rate_sweep_marks_its_saturation_point() {
+    let v = json_of(&run(&["tcp-rr", "-l", "1", "--rate", "200,2000000", "--json"]));
+    let s = v["tests"][0]["saturation"]
+        .as_array()
+        .expect("a saturation point");
+    assert_eq!(s.len(), 1, "{s:?}");
+    assert_eq!(s[0]["point"], 1);
+    assert_eq!(s[0]["values"], serde_json::json!([["--rate", "2000000"]]));
+    assert!(s[0]["reason"].as_str().unwrap().contains("reply rate"), "{s:?}");
+    let kept = s[0]["highest_kept_per_s"]
+        .as_f64()
+        .expect("the first point kept up");
+    assert!(kept > 150.0 && kept < 250.0, "{kept}");
+    let offered = s[0]["offered_per_s"].as_f64().unwrap();
+    let replies = s[0]["replies_per_s"].as_f64().unwrap();
+    assert!(replies < 0.95 * offered, "{replies} of {offered}");
+    let p0 = &points(&v)[0]["arms"][0]["estimates"];
+    let offered0 = p0
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["metric"] == "offered_per_s")
+        .expect("open loop has an offered rate")["mean"]
+        .as_f64()
+        .unwrap();
+    assert!(
+        (offered0 / 200.0 - 1.0).abs() < 0.1,
+        "offered {offered0}/s at --rate 200"
+    );
+    // The table says it too.
+    let text = stdout(&run(&["tcp-rr", "-l", "0.5", "--rate", "200,2000000"]));
+    assert!(text.contains("<- saturated"), "{text}");
+    assert!(
+        text.contains("saturated at --rate 2000000 (the reply rate"),
+        "{text}"
+    );
+}
