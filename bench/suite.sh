@@ -6,8 +6,8 @@
 #   PATH=../shared/peers:$PATH bench/suite.sh [ROUNDS=3] [SECONDS=3]
 #
 # A comparison whose peer is missing is skipped with its reason. Not scripted yet (the issue's
-# table): tcp-stream against netperf TCP_STREAM, tcp-rr against netperf TCP_RR, udp-rr against
-# sockperf over UDP, and 10,000 flows against neper (rr-many-flows.sh takes FLOWS).
+# table): tcp-stream against netperf TCP_STREAM, and 10,000 flows against neper
+# (rr-many-flows.sh takes FLOWS).
 # Run it on a quiet machine: no builds or other tests beside it (and with
 # kernel.sched_autogroup_enabled=0, `nice` really yields).
 set -uo pipefail
@@ -28,7 +28,7 @@ run() {
   echo
 }
 run tcp-stream bench/tcp-stream-vs-iperf3.sh "$ROUNDS" "$SECS"
-run tcp-rr bench/tcp-rr-vs-sockperf.sh "$ROUNDS" "$SECS"
+run rr bench/rr-vs-peers.sh "$ROUNDS" "$SECS"
 run tcp-crr bench/tcp-crr-vs-peers.sh "$ROUNDS" "$SECS"
 run udp-64 bench/udp-stream-vs-iperf3.sh "$ROUNDS" "$SECS" 64
 run rr-1000-flows bench/rr-many-flows.sh 1000 "$SECS" 2

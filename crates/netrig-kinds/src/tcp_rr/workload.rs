@@ -127,6 +127,13 @@ impl Workload for RrWorkload {
             }
             conns.push(c);
         }
+        let rbuf_len = (self.txn.response_size.max(self.txn.request_size) * self.txn.burst.max(1) as usize)
+            .clamp(64 * 1024, 4 << 20);
+        if conns.len() == 1 && cx.pacer.is_none() && self.txn.burst == 1 {
+            drop(reactor);
+            let c = conns.pop().expect("one connection");
+            return self.run_alone(c, cx, vec![0u8; rbuf_len]);
+        }
         let w = Worker {
             cfg: self,
             live: conns.len(),
@@ -134,11 +141,7 @@ impl Workload for RrWorkload {
             cx,
             request: vec![0x5a_u8; self.txn.request_size.max(1)],
             response: vec![0xa5_u8; self.txn.response_size.clamp(1, 256 * 1024)],
-            rbuf: vec![
-                0u8;
-                (self.txn.response_size.max(self.txn.request_size) * self.txn.burst.max(1) as usize)
-                    .clamp(64 * 1024, 4 << 20)
-            ],
+            rbuf: vec![0u8; rbuf_len],
         };
         reactor.run_worker(w, ctl)
     }
@@ -268,7 +271,183 @@ impl Handler for Worker<'_> {
     }
 }
 
+/// How often a connection alone on its worker looks at the window's and
+/// the test's state while it waits in send(2) or recv(2).
+const ALONE_POLL: Duration = Duration::from_millis(10);
+
+/// A blocking socket read once per call: the second read in a call says
+/// "would block", so [`Answerer::serve`] answers after each read and
+/// returns (its counts reach the flow's counters) instead of reading on.
+struct OneRead<'a> {
+    sock: &'a mut SocketHandle,
+    read: bool,
+}
+
+impl Read for OneRead<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        if std::mem::replace(&mut self.read, true) {
+            return Err(io::ErrorKind::WouldBlock.into());
+        }
+        self.sock.read(buf)
+    }
+}
+
+impl Write for OneRead<'_> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.sock.write(buf)
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
 impl RrWorkload {
+    /// One closed-loop connection with one transaction in flight, alone on
+    /// its worker (netperf's TCP_RR, sockperf's ping-pong): the worker waits
+    /// in recv(2) itself, on a blocking socket with a timeout of
+    /// [`ALONE_POLL`] to see the window close or the test abort, instead of
+    /// in epoll_wait(2). A transaction costs a send and a receive on each
+    /// end (the event loop's path adds a poll and a receive that finds
+    /// nothing). Counts, latencies and the window are the event loop's.
+    fn run_alone(&self, mut c: Conn, mut cx: Ctx<'_>, mut buf: Vec<u8>) -> Result<WorkerEnd, EngineError> {
+        let setup = |e: io::Error| EngineError::Setup(format!("worker socket: {e}"));
+        let tcp = c.flow.socket.tcp().map_err(setup)?;
+        tcp.set_nonblocking(false).map_err(setup)?;
+        tcp.set_write_timeout(Some(ALONE_POLL)).map_err(setup)?;
+        tcp.set_read_timeout(Some(ALONE_POLL)).map_err(setup)?;
+        let ctl = cx.ctl;
+        let mut deadline: Option<Instant> = None;
+        // The window closed: stop asking (the requester), drain until the
+        // peer's end of file or the drain's deadline. False: give up now.
+        let mut go_on = |c: &mut Conn| -> bool {
+            if ctl.aborted.load(Ordering::Relaxed) {
+                return false;
+            }
+            if ctl.stop.load(Ordering::Relaxed) {
+                match deadline {
+                    None => {
+                        c.final_buffers = Some(sockopt::buffers(&c.flow.socket));
+                        if c.flow.role == Role::Requester {
+                            let _ = c.flow.socket.tcp().and_then(|t| t.shutdown(Shutdown::Write));
+                        }
+                        c.draining = true;
+                        deadline = Some(Instant::now() + ctl.drain);
+                    }
+                    Some(d) => return Instant::now() < d,
+                }
+            }
+            true
+        };
+        let request = vec![0x5a_u8; self.txn.request_size.max(1)];
+        let response = vec![0xa5_u8; self.txn.response_size.clamp(1, 256 * 1024)];
+        'conn: while go_on(&mut c) {
+            cx.latency.flush();
+            if c.flow.role != Role::Requester {
+                let mut moved = Moved::default();
+                let mut one = OneRead {
+                    sock: &mut c.sock,
+                    read: false,
+                };
+                let r = c.answer.serve(&mut one, &mut buf, &response, &mut moved);
+                c.bytes += moved.bytes;
+                c.transactions += moved.transactions;
+                c.flow.counters.set_bytes(c.bytes);
+                let _ = c.flow.counters.add_transactions(moved.transactions);
+                match r {
+                    Ok(true) => break,
+                    Ok(false) => continue,
+                    Err(_) if c.draining => break,
+                    Err((what, e)) => return Err(c.io_error(what, e)),
+                }
+            }
+            // The requester: one request, then its whole response.
+            if !c.draining {
+                let mut off = 0;
+                let mut t0 = None;
+                while off < request.len() {
+                    match c.sock.write(&request[off..]) {
+                        Ok(n) => {
+                            t0.get_or_insert_with(Instant::now);
+                            off += n;
+                            c.bytes += n as u64;
+                            c.flow.counters.set_bytes(c.bytes);
+                        }
+                        Err(e)
+                            if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted) =>
+                        {
+                            if !go_on(&mut c) {
+                                break 'conn;
+                            }
+                            if c.draining && t0.is_none() {
+                                continue 'conn; // nothing of it left: no transaction begun
+                            }
+                        }
+                        // Shut down for the drain halfway through a request.
+                        Err(_) if c.draining => break 'conn,
+                        Err(e) => return Err(c.io_error("send request", e)),
+                    }
+                }
+                c.starts.push_back(t0.expect("a whole request was written"));
+            }
+            while c.resp_got < self.txn.response_size || c.starts.is_empty() {
+                match c.sock.read(&mut buf) {
+                    Ok(0) if c.draining => break 'conn,
+                    Ok(0) => {
+                        return Err(c.io_error(
+                            "the responder closed the connection",
+                            io::Error::from(io::ErrorKind::UnexpectedEof),
+                        ))
+                    }
+                    Ok(n) => {
+                        c.bytes += n as u64;
+                        c.resp_got += n;
+                        c.flow.counters.set_bytes(c.bytes);
+                    }
+                    Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted) => {
+                        if !go_on(&mut c) {
+                            break 'conn;
+                        }
+                    }
+                    Err(_) if c.draining => break 'conn,
+                    Err(e) => return Err(c.io_error("receive response", e)),
+                }
+            }
+            let now = Instant::now();
+            while c.resp_got >= self.txn.response_size {
+                c.resp_got -= self.txn.response_size;
+                let Some(t0) = c.starts.pop_front() else {
+                    return Err(c.io_error(
+                        "a response with no request outstanding",
+                        io::Error::from(io::ErrorKind::InvalidData),
+                    ));
+                };
+                c.transactions += 1;
+                if let Some(mark) = c.flow.counters.count_transactions(1) {
+                    cx.latency.record(
+                        mark,
+                        now.saturating_duration_since(t0).as_nanos().min(u64::MAX as u128) as u64,
+                    );
+                }
+            }
+        }
+        c.done_at.get_or_insert_with(Instant::now);
+        let final_buffers = *c
+            .final_buffers
+            .get_or_insert_with(|| sockopt::buffers(&c.flow.socket));
+        Ok(WorkerEnd {
+            flows: vec![FlowEnd {
+                id: c.flow.id,
+                total_bytes: c.bytes,
+                done_at: c.done_at,
+                final_buffers,
+                udp: None,
+            }],
+            latency: Some(cx.latency.into_window()),
+            schedule: None,
+            ..WorkerEnd::default()
+        })
+    }
+
     /// Writes issued requests until the socket is full. Returns true if the flow ended.
     fn write_requests(&self, c: &mut Conn, request: &[u8], cx: &mut Ctx<'_>) -> Result<bool, EngineError> {
         while c.to_send > 0 && !c.draining {

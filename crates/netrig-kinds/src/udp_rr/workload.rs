@@ -160,6 +160,7 @@ impl UdpRrWorkload {
         test_id: u64,
         latency: &mut Latencies,
         closed_loop_refill: &mut u64,
+        once: bool,
     ) -> Result<(), EngineError> {
         loop {
             let n = match f.sock.socket().udp().and_then(|u| u.recv(buf)) {
@@ -223,7 +224,86 @@ impl UdpRrWorkload {
                 }
             }
             f.flow.counters.set_bytes(f.bytes);
+            if once {
+                return Ok(());
+            }
         }
+    }
+
+    /// One closed-loop flow with one request in flight, alone on its worker
+    /// (netperf's UDP_RR, sockperf's ping-pong): the worker waits in
+    /// recv(2) itself, on a blocking socket whose timeout (a tenth of the
+    /// request timeout, 1 to 10 ms) bounds how late it sees a lost request,
+    /// the window's close or an abort, instead of in epoll_wait(2) with a
+    /// timer. A transaction costs a send and a receive on each end. Counts,
+    /// losses, latencies and the drain are the event loop's.
+    fn run_alone(&self, mut w: Worker<'_>, reactor: &Reactor) -> Result<WorkerEnd, EngineError> {
+        let setup = |e: io::Error| EngineError::Setup(format!("worker socket: {e}"));
+        let (ctl, test_id) = (w.ctl, w.ctl.test_id);
+        let f = &mut w.fl[0];
+        let udp = f.flow.socket.udp().map_err(setup)?;
+        udp.set_nonblocking(false).map_err(setup)?;
+        let poll = (self.timeout / 10).clamp(Duration::from_millis(1), Duration::from_millis(10));
+        udp.set_read_timeout(Some(poll)).map_err(setup)?;
+        let requester = f.flow.role == Role::Requester;
+        let mut deadline: Option<Instant> = None;
+        let mut stopped_at = None;
+        loop {
+            if ctl.aborted.load(Ordering::Relaxed) {
+                break;
+            }
+            let now = Instant::now();
+            if deadline.is_none() && ctl.stop.load(Ordering::Relaxed) {
+                // As on_stop: requesters wait out their outstanding requests,
+                // responders until their flow has been quiet a while.
+                let bound = if requester {
+                    self.timeout
+                } else {
+                    self.timeout + RESPONDER_QUIET
+                };
+                stopped_at = Some(now);
+                deadline = Some(now + bound.min(ctl.drain));
+            }
+            if let Some(d) = deadline {
+                let drained = match requester {
+                    true => f.unanswered == 0,
+                    false => now.duration_since(f.last_rx) >= RESPONDER_QUIET,
+                };
+                if drained || now >= d {
+                    break;
+                }
+            }
+            w.latency.flush();
+            if requester {
+                let expired = self.expire(f, now);
+                if deadline.is_none() {
+                    for _ in 0..expired {
+                        self.request(f, &mut w.req, test_id, Instant::now())?;
+                    }
+                }
+            }
+            let mut refill = 0;
+            self.on_readable(
+                f,
+                &mut w.rbuf,
+                &mut w.reply,
+                test_id,
+                &mut w.latency,
+                &mut refill,
+                true,
+            )?;
+            if requester && deadline.is_none() {
+                for _ in 0..refill {
+                    self.request(f, &mut w.req, test_id, Instant::now())?;
+                }
+            }
+        }
+        let io = Io {
+            registry: reactor.registry(),
+            timer: None,
+            stopped_at,
+        };
+        Ok(w.finish(&io))
     }
 }
 
@@ -284,6 +364,9 @@ impl Workload for UdpRrWorkload {
                 }
             }
         }
+        if w.fl.len() == 1 && !w.open_loop && self.txn.burst == 1 {
+            return self.run_alone(w, &reactor);
+        }
         reactor.run_worker(w, ctl)
     }
 }
@@ -315,6 +398,7 @@ impl Handler for Worker<'_> {
             test_id,
             &mut self.latency,
             &mut refill,
+            false,
         )?;
         if !self.open_loop && !io.draining() && f.flow.role == Role::Requester {
             for _ in 0..refill {
