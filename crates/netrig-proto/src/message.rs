@@ -159,7 +159,23 @@ pub enum ClientMsg {
     /// gone without a FIN) within [`SILENCE_LIMIT`] and stops sending.
     #[serde(deserialize_with = "no_fields")]
     Heartbeat,
+    /// Protocol 6: watch this host (the agent's) from now until `watch_end`:
+    /// the agent snapshots its CPU times and kernel counters and samples its
+    /// levels (conntrack, sockets by state) about once a second. Only from
+    /// idle; one watch per session at a time. The client sends `heartbeat`s
+    /// every second while it watches.
+    #[serde(deserialize_with = "no_fields")]
+    WatchStart,
+    /// Protocol 6: end the watch; the agent answers `host_view`.
+    #[serde(deserialize_with = "no_fields")]
+    WatchEnd,
 }
+
+/// The first protocol version with the watch of the agent's host.
+pub const WATCH_VERSION: u16 = 6;
+/// The longest watch a client takes from an agent's `watch_started`: its
+/// longest test ([`MAX_AGENT_DURATION_S`]) and set-up ([`MAX_SETUP_TIMEOUT_S`]).
+pub const MAX_WATCH_S: u64 = MAX_AGENT_DURATION_S + MAX_SETUP_TIMEOUT_S;
 
 /// How often each end says it is alive during a test (protocol 5).
 pub const HEARTBEAT: std::time::Duration = std::time::Duration::from_secs(1);
@@ -187,6 +203,8 @@ impl ClientMsg {
             ClientMsg::Abort { .. } => "abort",
             ClientMsg::Bye => "bye",
             ClientMsg::Heartbeat => "heartbeat",
+            ClientMsg::WatchStart => "watch_start",
+            ClientMsg::WatchEnd => "watch_end",
         }
     }
 }
@@ -238,6 +256,19 @@ pub enum AgentMsg {
     /// whenever nothing else went, so that a client notices an agent that
     /// fell silent within [`SILENCE_LIMIT`] whichever end sends.
     Heartbeat,
+    /// Protocol 6: the watch began (the start snapshot is taken). It stops
+    /// by itself after `limit_s` seconds (the agent's longest test and its
+    /// set-up timeout), and ends with the session if the client says nothing
+    /// for [`SILENCE_LIMIT`].
+    WatchStarted { limit_s: u64 },
+    /// Protocol 6: the agent will not watch (its `--disclose minimal` for a
+    /// client that did not authenticate, a watch running in this session
+    /// already); the session stays as it was.
+    WatchRejected { reason: String },
+    /// Protocol 6: the answer to `watch_end`.
+    HostView {
+        view: Box<crate::report::host::HostView>,
+    },
 }
 
 impl AgentMsg {
@@ -290,6 +321,9 @@ impl AgentMsg {
             AgentMsg::Results { .. } => "results",
             AgentMsg::Error { .. } => "error",
             AgentMsg::Heartbeat => "heartbeat",
+            AgentMsg::WatchStarted { .. } => "watch_started",
+            AgentMsg::WatchRejected { .. } => "watch_rejected",
+            AgentMsg::HostView { .. } => "host_view",
         }
     }
 }
@@ -445,6 +479,8 @@ mod tests {
             ClientMsg::Go,
             ClientMsg::Bye,
             ClientMsg::Abort { reason: "r".into() },
+            ClientMsg::WatchStart,
+            ClientMsg::WatchEnd,
         ] {
             let v = serde_json::to_value(&m).unwrap();
             assert_eq!(serde_json::from_value::<ClientMsg>(v.clone()).unwrap(), m);
