@@ -222,6 +222,14 @@ impl AgentSession {
         }
     }
 
+    /// The agent could not start the watch asked for (or will not): the
+    /// session is idle again.
+    pub fn end_watch(&mut self) {
+        if self.state == AgentState::Watching {
+            self.idle();
+        }
+    }
+
     /// The running test finished (or failed); the session is idle again.
     pub fn finish(&mut self) {
         self.idle();
