@@ -215,9 +215,12 @@ impl ServerHost {
         let mut o = String::new();
         let _ = writeln!(
             o,
-            "\nserver host ({}, {:.1} s watched, levels sampled {} times about once a second; the whole host, \
+            "\nserver host ({}, {:.1} s watched, levels sampled {} time{} about once a second; the whole host, \
              every process)",
-            self.agent, self.window_s, self.samples
+            self.agent,
+            self.window_s,
+            self.samples,
+            if self.samples == 1 { "" } else { "s" }
         );
         match (&self.cpu, &self.cpu_withheld) {
             (Some(c), _) => {
