@@ -109,7 +109,7 @@ impl ServerHost {
                 "the server host dropped {} connection requests at a listener (TcpExt.ListenDrops), {} of them \
                  for other causes than a full accept queue (no memory, a SYN queue full, a bad ACK)",
                 thousands(drops),
-                thousands(drops - overflows)
+                thousands(drops.saturating_sub(overflows))
             ));
         }
         let qfull = n("TcpExt.TCPReqQFullDrop");
