@@ -310,3 +310,66 @@ fn the_server_agent_is_not_needed_for_a_kind_with_two_ends() {
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(stderr(&o).contains("--server-agent 127.0.0.1:x"), "{}", stderr(&o));
 }
+
+/// The agent's side of the watch, spoken by hand: one watch per session
+/// (a second is refused and the first goes on), its view at its end, a
+/// test request in the middle of one ends the session, and a client that
+/// falls silent during a watch is let go within the silence limit.
+#[test]
+fn the_agent_holds_one_watch_per_session_and_bounds_it() {
+    use crate::helpers::{Raw, Served};
+    use netrig_proto::{AgentMsg, ClientMsg};
+    let agent = Served::start(&[]);
+    let mut r = Raw::open(agent.port);
+    r.send(&ClientMsg::WatchStart);
+    assert!(matches!(r.next(), AgentMsg::WatchStarted { limit_s } if limit_s == 3600 + 30));
+    r.send(&ClientMsg::Heartbeat);
+    r.send(&ClientMsg::WatchStart);
+    assert!(matches!(r.next(), AgentMsg::WatchRejected { reason } if reason.contains("one at a time")));
+    std::thread::sleep(Duration::from_millis(1200));
+    r.send(&ClientMsg::WatchEnd);
+    match r.next() {
+        AgentMsg::HostView { view } => {
+            assert!(view.window_s >= 1.1, "{}", view.window_s);
+            assert!(view.samples >= 1, "{}", view.samples);
+            assert!(view.counters.contains_key("TcpExt.ListenOverflows"), "{:?}", view.counters);
+            view.check(3630.0).unwrap();
+        }
+        other => panic!("{other:?}"),
+    }
+    // Idle again: a second watch may start; a test request during it ends the session.
+    r.send(&ClientMsg::WatchStart);
+    assert!(matches!(r.next(), AgentMsg::WatchStarted { .. }));
+    r.send(&ClientMsg::TestRequest {
+        spec: netrig_run::suite::quick(0.3).remove(0),
+        auth: None,
+    });
+    assert!(matches!(r.next(), AgentMsg::Error { message } if message.contains("watching the host")));
+    // Silence: the agent lets the watch and the session go after 10 s.
+    let mut r = Raw::open(agent.port);
+    r.send(&ClientMsg::WatchStart);
+    assert!(matches!(r.next(), AgentMsg::WatchStarted { .. }));
+    let t = Instant::now();
+    match r.try_next(Duration::from_secs(20)) {
+        Some(AgentMsg::Error { message }) => assert!(message.contains("sent nothing for 10 s"), "{message}"),
+        other => panic!("{other:?}"),
+    }
+    assert!(t.elapsed() >= Duration::from_secs(9), "{:?}", t.elapsed());
+}
+
+/// `--disclose minimal`: a client that did not authenticate is told the
+/// host's view is not for it, and the session goes on.
+#[test]
+fn a_minimal_agent_refuses_the_watch_to_an_anonymous_client() {
+    use crate::helpers::{Raw, Served};
+    use netrig_proto::{AgentMsg, ClientMsg};
+    let agent = Served::start(&["--disclose", "minimal"]);
+    let mut r = Raw::open(agent.port);
+    r.send(&ClientMsg::WatchStart);
+    match r.next() {
+        AgentMsg::WatchRejected { reason } => assert!(reason.contains("--disclose minimal"), "{reason}"),
+        other => panic!("{other:?}"),
+    }
+    r.send(&ClientMsg::WatchEnd);
+    assert!(matches!(r.next(), AgentMsg::Error { message } if message.contains("watch_end while idle")));
+}
