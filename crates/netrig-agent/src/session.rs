@@ -479,9 +479,11 @@ pub(crate) fn serve_control(stream: TcpStream, peer: &str, version: u16, admissi
                 AgentEvent::WatchStart => {
                     let authenticated = auth_session.as_ref().is_some_and(|a| a.client_key.is_some());
                     let started = if shared.config.disclose == crate::Disclose::Minimal && !authenticated {
-                        Err("the agent tells clients that did not authenticate nothing of its host's \
+                        Err(
+                            "the agent tells clients that did not authenticate nothing of its host's \
                              counters (its --disclose minimal): give this client's key with --key"
-                            .to_string())
+                                .to_string(),
+                        )
                     } else {
                         // The sampler's thread, among all tests' threads.
                         let share = crate::budget::Share {

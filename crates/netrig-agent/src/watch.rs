@@ -46,7 +46,9 @@ impl Watch {
     /// Ends the watch now (or returns what it saw up to its limit).
     pub(crate) fn end(self) -> Result<HostView, String> {
         let _ = self.stop.send(());
-        self.thread.join().map_err(|_| "the watch's thread panicked".to_string())
+        self.thread
+            .join()
+            .map_err(|_| "the watch's thread panicked".to_string())
     }
 }
 

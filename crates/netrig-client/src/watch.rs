@@ -64,7 +64,9 @@ impl Client {
                 netrig_proto::SOFTWARE_VERSION
             )));
         }
-        self.sm.watch_start_sent().map_err(|e| ClientError::Protocol(e.to_string()))?;
+        self.sm
+            .watch_start_sent()
+            .map_err(|e| ClientError::Protocol(e.to_string()))?;
         self.conn
             .send(&ClientMsg::WatchStart)
             .map_err(|e| ClientError::Protocol(e.to_string()))?;
@@ -88,7 +90,10 @@ impl Client {
             Err(e) => return Err(ClientError::Protocol(format!("{}: {e}", self.agent_name()))),
         };
         let stop = Arc::new(AtomicBool::new(false));
-        let mut stream = self.conn.try_clone_stream().map_err(|e| ClientError::Protocol(e.to_string()))?;
+        let mut stream = self
+            .conn
+            .try_clone_stream()
+            .map_err(|e| ClientError::Protocol(e.to_string()))?;
         let flag = stop.clone();
         let beats = std::thread::Builder::new()
             .name("netrig-watch-beats".into())
@@ -124,7 +129,9 @@ impl Client {
         let agent = self.agent_name();
         let proto = |e: String| ClientError::Protocol(format!("{agent}: {e}"));
         self.sm.watch_end_sent().map_err(|e| proto(e.to_string()))?;
-        self.conn.send(&ClientMsg::WatchEnd).map_err(|e| proto(e.to_string()))?;
+        self.conn
+            .send(&ClientMsg::WatchEnd)
+            .map_err(|e| proto(e.to_string()))?;
         let msg: AgentMsg = self
             .conn
             .recv(WATCH_ANSWER)

@@ -104,7 +104,11 @@ pub fn count_tcp_states(text: &str, counts: &mut TcpStateCounts, cap: usize) {
     count_lines(text.lines().map(Ok::<_, std::io::Error>), counts, cap);
 }
 
-fn count_lines<S: AsRef<str>, E>(lines: impl Iterator<Item = Result<S, E>>, counts: &mut TcpStateCounts, cap: usize) {
+fn count_lines<S: AsRef<str>, E>(
+    lines: impl Iterator<Item = Result<S, E>>,
+    counts: &mut TcpStateCounts,
+    cap: usize,
+) {
     let mut n = 0usize;
     for line in lines.skip(1) {
         let Ok(line) = line else { break };
@@ -219,7 +223,12 @@ pub struct HostSnapshot {
 }
 
 fn read_u64(path: &str) -> Option<u64> {
-    std::fs::read_to_string(path).ok()?.split_whitespace().next()?.parse().ok()
+    std::fs::read_to_string(path)
+        .ok()?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()
 }
 
 impl HostSnapshot {
@@ -530,7 +539,14 @@ impl HostWatch {
     pub fn finish(self, limit_s: Option<f64>) -> HostView {
         let end = HostSnapshot::read();
         let window_s = self.started.elapsed().as_secs_f64();
-        let mut v = HostView::between(&self.start, &end, self.peaks, window_s, self.samples, self.sysctls);
+        let mut v = HostView::between(
+            &self.start,
+            &end,
+            self.peaks,
+            window_s,
+            self.samples,
+            self.sysctls,
+        );
         v.limit_s = limit_s;
         v
     }
@@ -582,7 +598,10 @@ mod tests {
 ";
         let c = parse_conntrack_stat(st).unwrap();
         assert_eq!((c.drop, c.early_drop, c.insert_failed), (0x10f, 1, 3));
-        assert!(parse_conntrack_stat("entries found\n1 2\n").is_none(), "no drop column");
+        assert!(
+            parse_conntrack_stat("entries found\n1 2\n").is_none(),
+            "no drop column"
+        );
         assert!(parse_conntrack_stat("drop\nxyz\n").is_none(), "not hex");
     }
 
@@ -621,13 +640,21 @@ mod tests {
             TCP,
         );
         let mut peaks = Peaks::default();
-        peaks.see(&snapshot("cpu 0 0 0 0\n", "", Some(500), "h\n1: a b 06\n1: a b 06\n1: a b 06\n"));
+        peaks.see(&snapshot(
+            "cpu 0 0 0 0\n",
+            "",
+            Some(500),
+            "h\n1: a b 06\n1: a b 06\n1: a b 06\n",
+        ));
         let sys = BTreeMap::from([("net.netfilter.nf_conntrack_max".to_string(), 512)]);
         let v = HostView::between(&a, &b, peaks, 2.0, 1, sys);
         assert_eq!(v.counters["TcpExt.ListenOverflows"], 3412);
         assert_eq!(v.counters["TcpExt.SyncookiesSent"], 7);
         assert_eq!(v.counters["Tcp.RetransSegs"], 4);
-        assert!(!v.counters.contains_key("TcpExt.TCPReqQFullDrop"), "the kernel lacks it");
+        assert!(
+            !v.counters.contains_key("TcpExt.TCPReqQFullDrop"),
+            "the kernel lacks it"
+        );
         let cpu = v.cpu.as_ref().unwrap();
         assert_eq!(cpu.busiest_cpu, Some(1));
         let b1 = v.busiest_cpu.as_ref().unwrap();
@@ -655,7 +682,10 @@ mod tests {
         assert!(v.cpu.is_none());
         assert!(v.cpu_withheld.unwrap().contains("/proc/stat"));
         assert!(v.conntrack.is_none());
-        assert!(v.conntrack_withheld.unwrap().contains("nf_conntrack is not loaded"));
+        assert!(v
+            .conntrack_withheld
+            .unwrap()
+            .contains("nf_conntrack is not loaded"));
         // The end's sockets were read: the view has them.
         assert!(v.sockets.is_some());
         let mut b2 = b.clone();
@@ -672,7 +702,11 @@ mod tests {
         assert_eq!(v.samples, 1);
         assert!(v.window_s >= 0.0 && v.window_s < 60.0);
         assert!(v.cpu.is_some(), "{:?}", v.cpu_withheld);
-        assert!(v.counters.contains_key("TcpExt.ListenOverflows"), "{:?}", v.counters);
+        assert!(
+            v.counters.contains_key("TcpExt.ListenOverflows"),
+            "{:?}",
+            v.counters
+        );
         assert!(v.sockets.is_some(), "{:?}", v.sockets_withheld);
         assert!(v.sysctls.contains_key("net.core.somaxconn"), "{:?}", v.sysctls);
         assert!(v.conntrack.is_some() != v.conntrack_withheld.is_some());

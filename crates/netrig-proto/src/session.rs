@@ -281,7 +281,9 @@ pub enum ClientEvent {
     Interval(AgentMsg),
     Results(AgentMsg),
     /// Protocol 6: the watch began; it stops by itself after `limit_s`.
-    WatchStarted { limit_s: u64 },
+    WatchStarted {
+        limit_s: u64,
+    },
     /// Protocol 6: the agent will not watch, and why.
     WatchRejected(String),
     /// Protocol 6: the answer to `watch_end`.
@@ -795,12 +797,20 @@ mod tests {
     fn a_watch_runs_from_idle_one_at_a_time() {
         let t0 = Instant::now();
         let mut agent = AgentSession::new(AgentLimits::default(), t0);
-        assert!(agent.on_client(ClientMsg::WatchStart, t0).is_err(), "before the hello");
+        assert!(
+            agent.on_client(ClientMsg::WatchStart, t0).is_err(),
+            "before the hello"
+        );
         let mut agent = AgentSession::new(AgentLimits::default(), t0);
         agent.on_client(hello(), t0).unwrap();
-        assert_eq!(agent.on_client(ClientMsg::WatchEnd, t0).unwrap_err().to_string(),
-            "unexpected message watch_end while idle");
-        assert_eq!(agent.on_client(ClientMsg::WatchStart, t0).unwrap(), AgentEvent::WatchStart);
+        assert_eq!(
+            agent.on_client(ClientMsg::WatchEnd, t0).unwrap_err().to_string(),
+            "unexpected message watch_end while idle"
+        );
+        assert_eq!(
+            agent.on_client(ClientMsg::WatchStart, t0).unwrap(),
+            AgentEvent::WatchStart
+        );
         assert!(agent.is_watching());
         assert_eq!(agent.deadline(), None, "the agent bounds a watch itself");
         assert!(matches!(
@@ -808,9 +818,15 @@ mod tests {
             AgentEvent::WatchRefused(r) if r.contains("one at a time")
         ));
         assert!(agent.is_watching(), "the first watch goes on");
-        let req = ClientMsg::TestRequest { spec: spec(stream(), 1), auth: None };
+        let req = ClientMsg::TestRequest {
+            spec: spec(stream(), 1),
+            auth: None,
+        };
         assert!(agent.on_client(req, t0).is_err(), "no test while watching");
-        assert_eq!(agent.on_client(ClientMsg::WatchEnd, t0).unwrap(), AgentEvent::WatchEnd);
+        assert_eq!(
+            agent.on_client(ClientMsg::WatchEnd, t0).unwrap(),
+            AgentEvent::WatchEnd
+        );
         assert_eq!(agent.state_name(), "idle");
 
         let mut c = ClientSession::new();
@@ -828,7 +844,10 @@ mod tests {
             c.on_agent(AgentMsg::WatchStarted { limit_s: 3630 }).unwrap(),
             ClientEvent::WatchStarted { limit_s: 3630 }
         );
-        assert!(c.on_agent(AgentMsg::HostView { view: Box::default() }).is_err(), "not asked for yet");
+        assert!(
+            c.on_agent(AgentMsg::HostView { view: Box::default() }).is_err(),
+            "not asked for yet"
+        );
         let mut c = ClientSession::new();
         c.on_agent(AgentMsg::Welcome {
             version: 6,
@@ -846,12 +865,15 @@ mod tests {
         ));
         c.watch_start_sent().unwrap();
         assert!(matches!(
-            c.on_agent(AgentMsg::WatchRejected { reason: "no".into() }).unwrap(),
+            c.on_agent(AgentMsg::WatchRejected { reason: "no".into() })
+                .unwrap(),
             ClientEvent::WatchRejected(_)
         ));
         c.watch_start_sent().unwrap();
         let e = c
-            .on_agent(AgentMsg::WatchStarted { limit_s: crate::message::MAX_WATCH_S + 1 })
+            .on_agent(AgentMsg::WatchStarted {
+                limit_s: crate::message::MAX_WATCH_S + 1,
+            })
             .unwrap_err()
             .to_string();
         assert!(e.contains("limit_s"), "{e}");

@@ -247,9 +247,7 @@ fn agent_messages() {
         },
         AgentMsg::Heartbeat,
         AgentMsg::WatchStarted { limit_s: 3630 },
-        AgentMsg::WatchRejected {
-            reason: "no".into(),
-        },
+        AgentMsg::WatchRejected { reason: "no".into() },
         AgentMsg::HostView {
             view: Box::new(host_view()),
         },

@@ -52,7 +52,10 @@ impl ServerHost {
             match (v.cpu.as_ref(), transactions) {
                 (Some(c), Some(t)) if t > 0 => (Some(c.busy_cpu_s * 1e6 / t as f64), None),
                 (None, _) => (None, Some("the host's CPU was not measured".to_string())),
-                (_, Some(_)) => (None, Some("no transaction completed in the run's window".to_string())),
+                (_, Some(_)) => (
+                    None,
+                    Some("no transaction completed in the run's window".to_string()),
+                ),
                 (_, None) => (None, Some("the run counts no transactions".to_string())),
             };
         ServerHost {
@@ -80,7 +83,9 @@ impl ServerHost {
     }
 
     fn sysctl(&self, name: &str) -> String {
-        self.sysctls.get(name).map_or_else(|| "?".into(), |v| thousands(*v as i64))
+        self.sysctls
+            .get(name)
+            .map_or_else(|| "?".into(), |v| thousands(*v as i64))
     }
 
     /// The warnings this view calls for, each naming the cause and the knob.
@@ -181,7 +186,11 @@ impl ServerHost {
         if retrans > 0 {
             let out = n("Tcp.OutSegs");
             let share = if out > 0 {
-                format!(", {:.2} % of the {} segments sent", retrans as f64 * 100.0 / out as f64, thousands(out))
+                format!(
+                    ", {:.2} % of the {} segments sent",
+                    retrans as f64 * 100.0 / out as f64,
+                    thousands(out)
+                )
             } else {
                 String::new()
             };
@@ -229,7 +238,13 @@ impl ServerHost {
                     |b| {
                         format!(
                             "cpu{} {:.1}% (user {:.1} system {:.1} irq {:.1} softirq {:.1} iowait {:.1})",
-                            b.cpu, b.busy_pct, b.user_pct, b.system_pct, b.irq_pct, b.softirq_pct, b.iowait_pct
+                            b.cpu,
+                            b.busy_pct,
+                            b.user_pct,
+                            b.system_pct,
+                            b.irq_pct,
+                            b.softirq_pct,
+                            b.iowait_pct
                         )
                     },
                 );
@@ -251,7 +266,10 @@ impl ServerHost {
             }
             (None, None) => {}
         }
-        match (self.service_demand_us_per_transaction, &self.service_demand_withheld) {
+        match (
+            self.service_demand_us_per_transaction,
+            &self.service_demand_withheld,
+        ) {
             (Some(sd), _) => {
                 let _ = writeln!(
                     o,
@@ -271,7 +289,13 @@ impl ServerHost {
                 .counters
                 .iter()
                 .filter(|(_, v)| **v != 0)
-                .map(|(k, v)| format!("{} {}", k.split_once('.').map_or(k.as_str(), |x| x.1), thousands(*v)))
+                .map(|(k, v)| {
+                    format!(
+                        "{} {}",
+                        k.split_once('.').map_or(k.as_str(), |x| x.1),
+                        thousands(*v)
+                    )
+                })
                 .collect();
             let _ = writeln!(
                 o,
@@ -418,19 +442,27 @@ mod tests {
         let h = ServerHost::new("the agent at 127.0.0.1:6387".into(), &view(), Some(120_000));
         let w = h.warnings();
         assert!(
-            w.iter().any(|w| w.contains("the listen queue overflowed 3,412 times on the server host")
-                && w.contains("ListenOverflows")
-                && w.contains("net.core.somaxconn (4,096)")),
+            w.iter().any(
+                |w| w.contains("the listen queue overflowed 3,412 times on the server host")
+                    && w.contains("ListenOverflows")
+                    && w.contains("net.core.somaxconn (4,096)")
+            ),
             "{w:#?}"
         );
         assert!(
-            w.iter().any(|w| w.contains("conntrack table on the server host was 98 % full")
-                && w.contains("nf_conntrack_max 65,536")
-                && w.contains("notrack")),
+            w.iter()
+                .any(|w| w.contains("conntrack table on the server host was 98 % full")
+                    && w.contains("nf_conntrack_max 65,536")
+                    && w.contains("notrack")),
             "{w:#?}"
         );
-        assert!(w.iter().any(|w| w.contains("retransmitted 10 TCP segments") && w.contains("1.00 %")));
-        assert!(!w.iter().any(|w| w.contains("ListenDrops")), "drops = overflows: one cause, one warning");
+        assert!(w
+            .iter()
+            .any(|w| w.contains("retransmitted 10 TCP segments") && w.contains("1.00 %")));
+        assert!(
+            !w.iter().any(|w| w.contains("ListenDrops")),
+            "drops = overflows: one cause, one warning"
+        );
         assert!(!w.iter().any(|w| w.contains("SYN cookies")), "none sent");
         assert!(!w.iter().any(|w| w.contains("TIME_WAIT")), "far from the limit");
         assert!(w.iter().all(|w| w.starts_with("server host: ")));
@@ -440,7 +472,10 @@ mod tests {
         assert!(t.contains("server host (the agent at 127.0.0.1:6387"), "{t}");
         assert!(t.contains("ListenOverflows 3,412"), "{t}");
         assert!(t.contains("peak 64,225 of nf_conntrack_max 65,536"), "{t}");
-        assert!(t.contains("100.0 us of the host's busy CPU per transaction"), "{t}");
+        assert!(
+            t.contains("100.0 us of the host's busy CPU per transaction"),
+            "{t}"
+        );
     }
 
     #[test]
@@ -452,16 +487,25 @@ mod tests {
         let h = ServerHost::new("a".into(), &v, Some(0));
         assert!(h.warnings().is_empty(), "{:?}", h.warnings());
         assert_eq!(h.service_demand_us_per_transaction, None);
-        assert!(h.service_demand_withheld.as_deref().unwrap().contains("no transaction"));
+        assert!(h
+            .service_demand_withheld
+            .as_deref()
+            .unwrap()
+            .contains("no transaction"));
         let t = h.table();
-        assert!(t.contains("conntrack    withheld: nf_conntrack is not loaded"), "{t}");
+        assert!(
+            t.contains("conntrack    withheld: nf_conntrack is not loaded"),
+            "{t}"
+        );
         assert!(t.contains("counters     none moved"), "{t}");
         let mut v = view();
         v.sockets.as_mut().unwrap().time_wait.peak = 240_000;
         v.counters.insert("TcpExt.SyncookiesSent".into(), 5);
         v.limit_s = Some(3630.0);
         let w = ServerHost::new("a".into(), &v, None).warnings();
-        assert!(w.iter().any(|w| w.contains("TIME_WAIT sockets on the server host reached 240,000")));
+        assert!(w
+            .iter()
+            .any(|w| w.contains("TIME_WAIT sockets on the server host reached 240,000")));
         assert!(w.iter().any(|w| w.contains("sent 5 SYN cookies")));
         assert!(w.iter().any(|w| w.contains("limit of 3630 s")));
     }

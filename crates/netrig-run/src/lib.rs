@@ -350,9 +350,7 @@ pub fn run_kind(
         if let Some(w) = watch {
             match (&mut result, w.end()) {
                 (Ok(r), Ok((agent, view))) => netrig_report::server_host::attach(r, agent, &view),
-                (Ok(r), Err(e)) => r
-                    .warnings
-                    .push(format!("server host: its view is withheld: {e}")),
+                (Ok(r), Err(e)) => r.warnings.push(format!("server host: its view is withheld: {e}")),
                 (Err(_), _) => {}
             }
         }
@@ -617,10 +615,22 @@ mod tests {
         assert!(h.window_s > 0.0 && h.window_s < 30.0, "{}", h.window_s);
         assert!(h.cpu.is_some(), "{:?}", h.cpu_withheld);
         // The knock's own connection was accepted on this host meanwhile.
-        assert!(h.counters.get("Tcp.PassiveOpens").is_some_and(|n| *n >= 1), "{:?}", h.counters);
-        assert!(h.service_demand_withheld.as_deref().unwrap().contains("no transactions"));
+        assert!(
+            h.counters.get("Tcp.PassiveOpens").is_some_and(|n| *n >= 1),
+            "{:?}",
+            h.counters
+        );
+        assert!(h
+            .service_demand_withheld
+            .as_deref()
+            .unwrap()
+            .contains("no transactions"));
         let json = serde_json::to_value(&r).unwrap();
-        assert!(json["server_host"]["counters"]["TcpExt.ListenOverflows"].is_i64(), "{}", json["server_host"]);
+        assert!(
+            json["server_host"]["counters"]["TcpExt.ListenOverflows"].is_i64(),
+            "{}",
+            json["server_host"]
+        );
     }
 
     /// A kind with both ends says `--server-agent` is not needed rather than
@@ -658,7 +668,10 @@ mod tests {
             c.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
             let mut preamble = [0u8; 8];
             c.read_exact(&mut preamble).unwrap();
-            assert!(u16::from_be_bytes([preamble[6], preamble[7]]) >= 6, "the client offers v6");
+            assert!(
+                u16::from_be_bytes([preamble[6], preamble[7]]) >= 6,
+                "the client offers v6"
+            );
             c.write_all(&encode_frame(&AgentMsg::Welcome {
                 version: 5,
                 software: "0.0.5".into(),
@@ -693,7 +706,9 @@ mod tests {
         .unwrap_err()
         .to_string();
         assert!(
-            e.contains(&format!("the agent at 127.0.0.1:{port} speaks protocol v5; the server host's view needs v6")),
+            e.contains(&format!(
+                "the agent at 127.0.0.1:{port} speaks protocol v5; the server host's view needs v6"
+            )),
             "{e}"
         );
         let rest = agent.join().unwrap();

@@ -244,7 +244,10 @@ pub struct TargetArgs {
 /// `:PORT`, an IPv6 literal alone, or `[IPv6]:PORT`.
 pub fn parse_host_port(s: &str) -> Result<(String, u16), String> {
     let bad = |why: &str| Err(format!("--server-agent {s}: {why}"));
-    let port = |p: &str| p.parse::<u16>().map_err(|_| format!("--server-agent {s}: {p:?} is not a port (1 to 65535)"));
+    let port = |p: &str| {
+        p.parse::<u16>()
+            .map_err(|_| format!("--server-agent {s}: {p:?} is not a port (1 to 65535)"))
+    };
     if let Some(rest) = s.strip_prefix('[') {
         let Some((host, after)) = rest.split_once(']') else {
             return bad("a '[' without its ']'");
@@ -479,10 +482,16 @@ mod tests {
     fn server_agent_takes_host_and_port() {
         let d = netrig_proto::DEFAULT_PORT;
         assert_eq!(parse_host_port("web1").unwrap(), ("web1".into(), d));
-        assert_eq!(parse_host_port("10.0.0.2:7000").unwrap(), ("10.0.0.2".into(), 7000));
+        assert_eq!(
+            parse_host_port("10.0.0.2:7000").unwrap(),
+            ("10.0.0.2".into(), 7000)
+        );
         assert_eq!(parse_host_port("::1").unwrap(), ("::1".into(), d));
         assert_eq!(parse_host_port("[::1]:7000").unwrap(), ("::1".into(), 7000));
-        assert_eq!(parse_host_port("[fe80::1%eth0]").unwrap(), ("fe80::1%eth0".into(), d));
+        assert_eq!(
+            parse_host_port("[fe80::1%eth0]").unwrap(),
+            ("fe80::1%eth0".into(), d)
+        );
         for bad in ["", "h:x", "h:70000", ":80", "[::1", "[::1]x", "a:b:c"] {
             let e = parse_host_port(bad).unwrap_err();
             assert!(e.starts_with("--server-agent"), "{bad}: {e}");

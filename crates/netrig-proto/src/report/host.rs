@@ -157,7 +157,11 @@ impl HostView {
                 self.sysctls.len()
             ));
         }
-        let long_name = self.counters.keys().chain(self.sysctls.keys()).find(|k| k.len() > MAX_VIEW_NAME);
+        let long_name = self
+            .counters
+            .keys()
+            .chain(self.sysctls.keys())
+            .find(|k| k.len() > MAX_VIEW_NAME);
         if let Some(k) = long_name {
             return bad(format!(
                 "a name of {} bytes, over the {MAX_VIEW_NAME} a client takes",
@@ -171,7 +175,11 @@ impl HostView {
             &self.sockets_withheld,
             &self.conntrack.as_ref().and_then(|c| c.stat_withheld.clone()),
         ];
-        if let Some(r) = reasons.iter().filter_map(|r| r.as_ref()).find(|r| r.len() > MAX_VIEW_REASON) {
+        if let Some(r) = reasons
+            .iter()
+            .filter_map(|r| r.as_ref())
+            .find(|r| r.len() > MAX_VIEW_REASON)
+        {
             return bad(format!(
                 "a reason of {} bytes, over the {MAX_VIEW_REASON} a client takes",
                 r.len()
@@ -276,7 +284,8 @@ mod tests {
             v.sockets.map(|s| s.time_wait.peak),
             m.sockets.as_ref().map(|s| s.time_wait.peak)
         );
-        let back: HostView = serde_json::from_str(&serde_json::to_string(&HostView::from(&m)).unwrap()).unwrap();
+        let back: HostView =
+            serde_json::from_str(&serde_json::to_string(&HostView::from(&m)).unwrap()).unwrap();
         assert_eq!(back, HostView::from(&m));
     }
 }

@@ -90,7 +90,14 @@ struct AgentIn(Child);
 impl AgentIn {
     fn start(ns: &Netns) -> Result<AgentIn, String> {
         let child = Command::new("ip")
-            .args(["netns", "exec", &ns.0, env!("CARGO_BIN_EXE_netrig"), "serve", "-q"])
+            .args([
+                "netns",
+                "exec",
+                &ns.0,
+                env!("CARGO_BIN_EXE_netrig"),
+                "serve",
+                "-q",
+            ])
             .env("RUST_LOG", NETRIG_LOG)
             .stdout(Stdio::null())
             .stderr(Stdio::null())
@@ -153,7 +160,8 @@ fn a_listen_queue_overflow_is_reported_from_the_server_host() {
     let _agent = AgentIn::start(&ns).expect("the agent starts in the namespace");
     let result = in_netns(&ns, || {
         let s = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
-        s.bind(&"127.0.0.1:0".parse::<SocketAddr>().unwrap().into()).unwrap();
+        s.bind(&"127.0.0.1:0".parse::<SocketAddr>().unwrap().into())
+            .unwrap();
         s.listen(1).unwrap();
         let server: TcpListener = s.into();
         let port = server.local_addr().unwrap().port();
@@ -208,7 +216,10 @@ fn a_listen_queue_overflow_is_reported_from_the_server_host() {
     // The table's block says it too.
     let table = h.table();
     eprintln!("{table}\n{:#?}", result.warnings);
-    assert!(table.contains("server host (the agent at 127.0.0.1:6387"), "{table}");
+    assert!(
+        table.contains("server host (the agent at 127.0.0.1:6387"),
+        "{table}"
+    );
     assert!(table.contains("ListenOverflows"), "{table}");
 }
 
@@ -243,9 +254,19 @@ fn conntrack_is_counted_and_a_full_table_named_where_the_kernel_allows() {
     }
     let small = 64u64;
     // sysctl(8) exits 0 even when the kernel refuses: read the value back.
-    let _ = ns.exec(&["sysctl", "-qw", &format!("net.netfilter.nf_conntrack_max={small}")]);
+    let _ = ns.exec(&[
+        "sysctl",
+        "-qw",
+        &format!("net.netfilter.nf_conntrack_max={small}"),
+    ]);
     let max_in_ns = Command::new("ip")
-        .args(["netns", "exec", &ns.0, "cat", "/proc/sys/net/netfilter/nf_conntrack_max"])
+        .args([
+            "netns",
+            "exec",
+            &ns.0,
+            "cat",
+            "/proc/sys/net/netfilter/nf_conntrack_max",
+        ])
         .output()
         .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
         .unwrap_or_default();
@@ -273,7 +294,10 @@ fn conntrack_is_counted_and_a_full_table_named_where_the_kernel_allows() {
     .expect("the namespace's thread")
     .expect("the flood and the watch");
     let h = result.server_host.as_ref().expect("the server host's view");
-    let ct = h.conntrack.as_ref().unwrap_or_else(|| panic!("conntrack withheld: {:?}", h.conntrack_withheld));
+    let ct = h
+        .conntrack
+        .as_ref()
+        .unwrap_or_else(|| panic!("conntrack withheld: {:?}", h.conntrack_withheld));
     assert!(ct.max.is_some_and(|m| m > 0), "{ct:?}");
     // The agent's control connection at least, and the flood's connections.
     assert!(ct.peak >= 1 && ct.peak >= ct.start && ct.peak >= ct.end, "{ct:?}");
@@ -287,7 +311,10 @@ fn conntrack_is_counted_and_a_full_table_named_where_the_kernel_allows() {
         return;
     }
     assert_eq!(ct.max, Some(small), "{ct:?}");
-    assert!(ct.peak as f64 >= 0.9 * small as f64, "{CONNECTS} connects into a table of {small}: {ct:?}");
+    assert!(
+        ct.peak as f64 >= 0.9 * small as f64,
+        "{CONNECTS} connects into a table of {small}: {ct:?}"
+    );
     assert!(
         result
             .warnings
@@ -308,7 +335,11 @@ fn the_server_agent_is_not_needed_for_a_kind_with_two_ends() {
     assert!(e.contains("--server-agent is not needed for tcp-rr"), "{e}");
     let o = run(&["tcp-rr", "-l", "0.2", "--server-agent", "127.0.0.1:x"]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
-    assert!(stderr(&o).contains("--server-agent 127.0.0.1:x"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("--server-agent 127.0.0.1:x"),
+        "{}",
+        stderr(&o)
+    );
 }
 
 /// The agent's side of the watch, spoken by hand: one watch per session
@@ -332,7 +363,11 @@ fn the_agent_holds_one_watch_per_session_and_bounds_it() {
         AgentMsg::HostView { view } => {
             assert!(view.window_s >= 1.1, "{}", view.window_s);
             assert!(view.samples >= 1, "{}", view.samples);
-            assert!(view.counters.contains_key("TcpExt.ListenOverflows"), "{:?}", view.counters);
+            assert!(
+                view.counters.contains_key("TcpExt.ListenOverflows"),
+                "{:?}",
+                view.counters
+            );
             view.check(3630.0).unwrap();
         }
         other => panic!("{other:?}"),
