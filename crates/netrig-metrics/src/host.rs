@@ -109,14 +109,12 @@ fn count_lines<S: AsRef<str>, E>(
     counts: &mut TcpStateCounts,
     cap: usize,
 ) {
-    let mut n = 0usize;
-    for line in lines.skip(1) {
-        let Ok(line) = line else { break };
+    for (n, line) in lines.skip(1).enumerate() {
         if n >= cap {
             counts.uncounted = true;
             break;
         }
-        n += 1;
+        let Ok(line) = line else { break };
         let Some(st) = line.as_ref().split_whitespace().nth(3) else {
             continue;
         };
