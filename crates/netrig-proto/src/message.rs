@@ -293,6 +293,14 @@ impl AgentMsg {
         struct Interval {
             sample: Box<IntervalSample>,
         }
+        // Bytes that are not UTF-8 sit in a string the variant's own
+        // reading may skip unchecked (an unknown key's value), where the
+        // derived reading checks every string: such a message takes the
+        // derived reading, and fails as it does. (Found by the `message`
+        // fuzz target.)
+        if std::str::from_utf8(json).is_err() {
+            return serde_json::from_slice(json);
+        }
         match serde_json::from_slice::<Tag>(json)
             .ok()
             .as_ref()
@@ -350,6 +358,12 @@ mod tests {
             let derived: AgentMsg = serde_json::from_str(t).unwrap();
             assert_eq!(AgentMsg::from_slice(t.as_bytes()).unwrap(), derived, "{t}");
         }
+        // An unknown key whose value is not UTF-8: both readings refuse it.
+        let mut skipped = br#"{"type":"interval","sa":"in"#.to_vec();
+        skipped.extend([0xff; 8]);
+        skipped.extend(br#"","sample":{"index":0,"start_s":0.0,"end_s":0.5,"ids":[],"bytes":[],"tcp_info":[]}}"#);
+        assert!(serde_json::from_slice::<AgentMsg>(&skipped).is_err());
+        assert!(AgentMsg::from_slice(&skipped).is_err());
         for bad in [
             r#"{"type":"results"}"#,
             r#"{"type":"interval","sample":7}"#,
