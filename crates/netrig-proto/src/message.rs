@@ -361,7 +361,9 @@ mod tests {
         // An unknown key whose value is not UTF-8: both readings refuse it.
         let mut skipped = br#"{"type":"interval","sa":"in"#.to_vec();
         skipped.extend([0xff; 8]);
-        skipped.extend(br#"","sample":{"index":0,"start_s":0.0,"end_s":0.5,"ids":[],"bytes":[],"tcp_info":[]}}"#);
+        skipped.extend(
+            br#"","sample":{"index":0,"start_s":0.0,"end_s":0.5,"ids":[],"bytes":[],"tcp_info":[]}}"#,
+        );
         assert!(serde_json::from_slice::<AgentMsg>(&skipped).is_err());
         assert!(AgentMsg::from_slice(&skipped).is_err());
         for bad in [

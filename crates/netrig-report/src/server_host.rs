@@ -510,6 +510,30 @@ mod tests {
         assert!(w.iter().any(|w| w.contains("limit of 3630 s")));
     }
 
+    /// `attach` puts the view and its warnings in the result; the table
+    /// exporter prints the block after the run's own, the JSON carries it.
+    #[test]
+    fn attached_views_reach_the_table_and_the_json() {
+        use crate::export::{table::TableExporter, Exporter};
+        let mut r: TestResult =
+            serde_json::from_str(include_str!("../tests/fixtures/tcp-stream.json")).unwrap();
+        assert!(r.server_host.is_none());
+        let before = r.warnings.len();
+        attach(&mut r, "the agent at 192.0.2.1:6387".into(), &view());
+        assert!(r.warnings.len() > before);
+        let mut out = Vec::new();
+        TableExporter::new(&crate::table::TCP_STREAM, 1)
+            .result(&mut out, &r)
+            .unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert!(
+            text.contains("\nserver host (the agent at 192.0.2.1:6387"),
+            "{text}"
+        );
+        let back: TestResult = serde_json::from_str(&serde_json::to_string(&r).unwrap()).unwrap();
+        assert_eq!(back.server_host, r.server_host);
+    }
+
     #[test]
     fn thousands_separates() {
         assert_eq!(thousands(3412), "3,412");

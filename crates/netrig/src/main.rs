@@ -575,10 +575,13 @@ fn report(a: &cli::ReportArgs) -> Result<()> {
                     a.file.display()
                 ))
             })?;
-            let table = netrig_kinds::by_name(&r.test).map_or_else(
+            let mut table = netrig_kinds::by_name(&r.test).map_or_else(
                 || netrig_report::TableLayout::render(&netrig_report::table::TCP_STREAM, &r),
                 |k| k.table().render(&r),
             );
+            if let Some(h) = &r.server_host {
+                table.push_str(&h.table());
+            }
             netrig_html::run_report(&r, &command, &table)
         }
     };
