@@ -374,6 +374,41 @@ pub fn run_kind(
     result
 }
 
+/// `--server-agent`'s HOST[:PORT]: a name or an IPv4 address with an optional
+/// `:PORT`, an IPv6 literal alone, or `[IPv6]:PORT`.
+pub fn parse_host_port(s: &str) -> Result<(String, u16), String> {
+    let bad = |why: &str| Err(format!("--server-agent {s}: {why}"));
+    let port = |p: &str| {
+        p.parse::<u16>()
+            .map_err(|_| format!("--server-agent {s}: {p:?} is not a port (1 to 65535)"))
+    };
+    if let Some(rest) = s.strip_prefix('[') {
+        let Some((host, after)) = rest.split_once(']') else {
+            return bad("a '[' without its ']'");
+        };
+        return match after.strip_prefix(':') {
+            Some(p) => Ok((host.to_string(), port(p)?)),
+            None if after.is_empty() => Ok((host.to_string(), netrig_proto::DEFAULT_PORT)),
+            None => bad("expected :PORT after ']'"),
+        };
+    }
+    match s.matches(':').count() {
+        0 if !s.is_empty() => Ok((s.to_string(), netrig_proto::DEFAULT_PORT)),
+        1 => {
+            let (h, p) = s.split_once(':').expect("one colon");
+            if h.is_empty() {
+                return bad("no host before ':'");
+            }
+            Ok((h.to_string(), port(p)?))
+        }
+        // An IPv6 literal without a port.
+        _ if s.parse::<std::net::Ipv6Addr>().is_ok() || s.contains('%') => {
+            Ok((s.to_string(), netrig_proto::DEFAULT_PORT))
+        }
+        _ => bad("give HOST, HOST:PORT or [IPv6]:PORT"),
+    }
+}
+
 /// What `--server-agent` with a kind of two ends is told.
 fn server_agent_not_needed(what: &str) -> String {
     format!(

@@ -240,41 +240,6 @@ pub struct TargetArgs {
     pub server_agent: Option<String>,
 }
 
-/// `--server-agent`'s HOST[:PORT]: a name or an IPv4 address with an optional
-/// `:PORT`, an IPv6 literal alone, or `[IPv6]:PORT`.
-pub fn parse_host_port(s: &str) -> Result<(String, u16), String> {
-    let bad = |why: &str| Err(format!("--server-agent {s}: {why}"));
-    let port = |p: &str| {
-        p.parse::<u16>()
-            .map_err(|_| format!("--server-agent {s}: {p:?} is not a port (1 to 65535)"))
-    };
-    if let Some(rest) = s.strip_prefix('[') {
-        let Some((host, after)) = rest.split_once(']') else {
-            return bad("a '[' without its ']'");
-        };
-        return match after.strip_prefix(':') {
-            Some(p) => Ok((host.to_string(), port(p)?)),
-            None if after.is_empty() => Ok((host.to_string(), netrig_proto::DEFAULT_PORT)),
-            None => bad("expected :PORT after ']'"),
-        };
-    }
-    match s.matches(':').count() {
-        0 if !s.is_empty() => Ok((s.to_string(), netrig_proto::DEFAULT_PORT)),
-        1 => {
-            let (h, p) = s.split_once(':').expect("one colon");
-            if h.is_empty() {
-                return bad("no host before ':'");
-            }
-            Ok((h.to_string(), port(p)?))
-        }
-        // An IPv6 literal without a port.
-        _ if s.parse::<std::net::Ipv6Addr>().is_ok() || s.contains('%') => {
-            Ok((s.to_string(), netrig_proto::DEFAULT_PORT))
-        }
-        _ => bad("give HOST, HOST:PORT or [IPv6]:PORT"),
-    }
-}
-
 /// `args` (a kind's subcommand's, after its name) without the options
 /// [`RunArgs`] takes (where the test goes, how it is shown): what is left is
 /// the kind's own, as a plan's test holds them.
@@ -476,7 +441,7 @@ pub fn parse_confidence(s: &str) -> Result<(f64, f64), String> {
 
 #[cfg(test)]
 mod tests {
-    use super::parse_host_port;
+    use netrig_run::parse_host_port;
 
     #[test]
     fn server_agent_takes_host_and_port() {

@@ -405,7 +405,7 @@ fn server_agent(t: &TargetArgs) -> Result<Option<Target>> {
     let Some(s) = &t.server_agent else {
         return Ok(None);
     };
-    let (host, port) = cli::parse_host_port(s).map_err(Usage)?;
+    let (host, port) = netrig_run::parse_host_port(s).map_err(Usage)?;
     let auth = match target(&TargetArgs {
         host: Some(host.clone()),
         server_agent: None,

@@ -333,6 +333,22 @@ fn the_server_agent_is_not_needed_for_a_kind_with_two_ends() {
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     let e = stderr(&o);
     assert!(e.contains("--server-agent is not needed for tcp-rr"), "{e}");
+    // A sweep passes it to every run (a plan's target.server_agent), and is told the same.
+    let o = run(&[
+        "tcp-rr",
+        "-l",
+        "0.2",
+        "-r",
+        "1,2",
+        "--server-agent",
+        "127.0.0.1:1",
+    ]);
+    assert_ne!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("--server-agent is not needed for tcp-rr"),
+        "{}",
+        stderr(&o)
+    );
     let o = run(&["tcp-rr", "-l", "0.2", "--server-agent", "127.0.0.1:x"]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(
