@@ -80,6 +80,32 @@ agent_msgs = [
 ]
 for m in client_msgs + agent_msgs:
     put("message", m["type"], json.dumps(m))
+# Protocol 6: the watch of the agent's host, and its answer.
+pe = {"peak": 2, "end": 1}
+cpu = {"busy_pct": 50.0, "user_pct": 20.0, "nice_pct": 0.0, "system_pct": 20.0, "irq_pct": 0.0,
+       "softirq_pct": 10.0, "steal_pct": 0.0, "iowait_pct": 0.0, "cpus": 2, "busiest_cpu": 1,
+       "busiest_cpu_pct": 90.0, "elapsed_cpu_s": 20.0, "busy_cpu_s": 10.0}
+host_view = {"window_s": 10.0, "samples": 9, "limit_s": None, "cpu": cpu,
+             "busiest_cpu": {"cpu": 1, "busy_pct": 90.0, "user_pct": 30.0, "system_pct": 30.0, "irq_pct": 0.0,
+                             "softirq_pct": 30.0, "iowait_pct": 0.0, "steal_pct": 0.0},
+             "cpu_withheld": None,
+             "counters": {"TcpExt.ListenOverflows": 3412, "TcpExt.ListenDrops": 3500, "Tcp.RetransSegs": 9,
+                          "Tcp.OutSegs": 1000, "TcpExt.SyncookiesSent": 4},
+             "counters_withheld": None,
+             "conntrack": {"start": 1, "end": 60000, "peak": 65000, "max": 65536, "drop": 12, "early_drop": 0,
+                           "insert_failed": 1, "stat_withheld": None},
+             "conntrack_withheld": None,
+             "sockets": {"established": pe, "syn_recv": pe, "time_wait": {"peak": 130000, "end": 1},
+                         "close_wait": pe, "fin_wait2": pe, "sockstat_time_wait": pe, "orphan": None,
+                         "partial": True},
+             "sockets_withheld": None,
+             "sysctls": {"net.core.somaxconn": 4096, "net.ipv4.tcp_max_tw_buckets": 131072}}
+for m in [{"type": "watch_start"}, {"type": "watch_end"}, {"type": "watch_started", "limit_s": 3630},
+          {"type": "watch_rejected", "reason": "one at a time"}, {"type": "host_view", "view": host_view}]:
+    put("message", m["type"], json.dumps(m))
+put("message", "host_view-withheld", json.dumps({"type": "host_view", "view": dict(
+    host_view, cpu=None, busiest_cpu=None, cpu_withheld="cannot read /proc/stat", conntrack=None,
+    conntrack_withheld="nf_conntrack is not loaded", limit_s=3630.0)}))
 put("message", "welcome-required",
     json.dumps({"type": "welcome", "version": 4, "software": "0.1.0", "limits": limits,
                 "auth": {"required": True, "nonce": nonce, "agent_key": key}}))

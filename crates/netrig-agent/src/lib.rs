@@ -17,6 +17,7 @@ mod listener;
 mod memory;
 mod session;
 mod udp;
+mod watch;
 mod writer;
 
 pub use budget::Totals;

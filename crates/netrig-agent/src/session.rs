@@ -316,14 +316,40 @@ pub(crate) fn serve_control(stream: TcpStream, peer: &str, version: u16, admissi
         let mut sm = AgentSession::new(limits.clone(), Instant::now());
         // Nothing the client sends moves this: only the end of a test does.
         let mut idle_until = Instant::now() + idle_timeout;
+        // A watch of this host (protocol 6) and the thread it holds.
+        let mut watch: Option<(crate::watch::Watch, crate::budget::Reservation)> = None;
+        let mut last_heard = Instant::now();
+        let silence = netrig_proto::message::SILENCE_LIMIT;
+        let grace = Duration::from_secs(limits.setup_timeout_s);
         loop {
             // Before the hello both hold: the hello's set-up step and the
-            // idle deadline, which runs from the welcome.
-            let deadline = sm.deadline().map_or(idle_until, |d| d.min(idle_until));
+            // idle deadline, which runs from the welcome. A watch has its
+            // own: the client's heartbeats, and its limit.
+            let deadline = match &watch {
+                Some((w, _)) => (last_heard + silence).min(w.hard_deadline(grace)),
+                None => sm.deadline().map_or(idle_until, |d| d.min(idle_until)),
+            };
             let msg: ClientMsg = match conn.recv(deadline.saturating_duration_since(Instant::now())) {
                 Ok(m) => m,
                 Err(ConnError::Timeout(_)) => {
                     let now = Instant::now();
+                    if let Some((w, _)) = &watch {
+                        if now >= w.hard_deadline(grace) {
+                            return Err(SessionError::Test(format!(
+                                "the watch reached its limit of {} s and no watch_end came within {} s; closing",
+                                watch_limit(limits).as_secs(),
+                                grace.as_secs()
+                            )));
+                        }
+                        if now >= last_heard + silence {
+                            return Err(SessionError::Test(format!(
+                                "the client sent nothing for {} s during a watch (no heartbeat): it is stopped \
+                                 or gone; the watch ends",
+                                silence.as_secs()
+                            )));
+                        }
+                        continue;
+                    }
                     sm.check_deadline(now)?;
                     if now < idle_until {
                         continue;
@@ -337,10 +363,20 @@ pub(crate) fn serve_control(stream: TcpStream, peer: &str, version: u16, admissi
                 Err(ConnError::Closed) => return Ok(()),
                 Err(e) => return Err(e.into()),
             };
+            last_heard = Instant::now();
             // Heartbeats sent while the test ended may follow it; they say
-            // nothing else (and renew no deadline).
+            // nothing else (and renew no deadline but a watch's silence).
             if matches!(msg, ClientMsg::Heartbeat) && version >= netrig_proto::message::HEARTBEAT_VERSION {
                 continue;
+            }
+            if matches!(msg, ClientMsg::WatchStart | ClientMsg::WatchEnd)
+                && version < netrig_proto::message::WATCH_VERSION
+            {
+                return Err(SessionError::Test(format!(
+                    "{} needs protocol v{}; this session speaks v{version}",
+                    msg.name(),
+                    netrig_proto::message::WATCH_VERSION
+                )));
             }
             // An authenticated session's requests are checked before anything else.
             if let (ClientMsg::TestRequest { spec, auth }, Some(a)) = (&msg, auth_session.as_mut()) {
@@ -440,6 +476,59 @@ pub(crate) fn serve_control(stream: TcpStream, peer: &str, version: u16, admissi
                     sm.finish();
                     idle_until = Instant::now() + idle_timeout;
                 }
+                AgentEvent::WatchStart => {
+                    let authenticated = auth_session.as_ref().is_some_and(|a| a.client_key.is_some());
+                    let started = if shared.config.disclose == crate::Disclose::Minimal && !authenticated {
+                        Err(
+                            "the agent tells clients that did not authenticate nothing of its host's \
+                             counters (its --disclose minimal): give this client's key with --key"
+                                .to_string(),
+                        )
+                    } else {
+                        // The sampler's thread, among all tests' threads.
+                        let share = crate::budget::Share {
+                            threads: 1,
+                            ..Default::default()
+                        };
+                        shared.budget.reserve(share).and_then(|r| {
+                            crate::watch::Watch::start(watch_limit(limits))
+                                .map(|w| (w, r))
+                                .map_err(|e| format!("cannot start the watch's thread: {e}"))
+                        })
+                    };
+                    match started {
+                        Ok(w) => {
+                            log::info!("{peer}: watching this host for the client");
+                            watch = Some(w);
+                            conn.send(&AgentMsg::WatchStarted {
+                                limit_s: watch_limit(limits).as_secs(),
+                            })?;
+                        }
+                        Err(reason) => {
+                            log::info!("{peer}: watch refused: {reason}");
+                            sm.end_watch();
+                            conn.send(&AgentMsg::WatchRejected { reason })?;
+                        }
+                    }
+                }
+                AgentEvent::WatchRefused(reason) => conn.send(&AgentMsg::WatchRejected { reason })?,
+                AgentEvent::WatchEnd => {
+                    let (w, reservation) = watch.take().ok_or_else(|| {
+                        SessionError::Test("watch_end without a watch (the agent lost it)".into())
+                    })?;
+                    let view = w.end().map_err(SessionError::Test)?;
+                    drop(reservation);
+                    log::info!("{peer}: watch ended after {:.1} s", view.window_s);
+                    conn.send(&AgentMsg::HostView {
+                        view: Box::new((&view).into()),
+                    })?;
+                    idle_until = Instant::now() + idle_timeout;
+                }
+                // An abort ends a watch without an answer.
+                AgentEvent::Abort(_) if watch.is_some() => {
+                    watch = None;
+                    idle_until = Instant::now() + idle_timeout;
+                }
                 AgentEvent::Bye => return Ok(()),
                 AgentEvent::Go | AgentEvent::Abort(_) => {}
             }
@@ -462,6 +551,12 @@ pub(crate) fn serve_control(stream: TcpStream, peer: &str, version: u16, admissi
             message: e.to_string(),
         });
     }
+}
+
+/// How long a watch may run: the agent's longest test and its set-up
+/// timeout (`--max-duration`, the set-up steps' 30 s).
+fn watch_limit(limits: &netrig_proto::AgentLimits) -> Duration {
+    Duration::from_secs(limits.max_duration_s.saturating_add(limits.setup_timeout_s))
 }
 
 /// Runs the spec's set-up hook, if it asks for one. When the hook fails the

@@ -5,7 +5,9 @@
 mod error;
 mod resolve;
 mod run;
+mod watch;
 
 pub use error::ClientError;
 pub use resolve::{resolve, Family};
 pub use run::{Client, ClientOptions};
+pub use watch::Watching;

@@ -65,12 +65,12 @@ pub struct ClientOptions {
 
 /// A handshaken control connection to an agent.
 pub struct Client {
-    conn: FramedConn,
-    sm: ClientSession,
+    pub(crate) conn: FramedConn,
+    pub(crate) sm: ClientSession,
     addr: SocketAddr,
     opts: ClientOptions,
     software: String,
-    version: u16,
+    pub(crate) version: u16,
     limits: AgentLimits,
     auth: netrig_proto::auth::ClientAuthSession,
 }

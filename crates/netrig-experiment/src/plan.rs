@@ -67,6 +67,11 @@ pub struct TargetPlan {
     /// The agent's public key to expect (`--agent-key`): the key itself or a file.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agent_key: Option<String>,
+    /// Kinds with one end: the agent on the server's host that watches it
+    /// over each run (`--server-agent HOST[:PORT]`; `key` and `agent_key`
+    /// apply to it); each run's result then has its `server_host`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_agent: Option<String>,
 }
 
 /// One test: a kind and its options as the command line takes them, and

@@ -50,6 +50,24 @@ pub fn plan_args(kind: &dyn Kind, args: &[String]) -> Result<Planned, String> {
     kind.plan(&m)
 }
 
+/// The agent on the server's host a plan names (`target.server_agent`),
+/// with the plan's keys, for kinds with one end.
+pub fn server_agent(plan: &Plan) -> Result<Option<Target>, PlanError> {
+    let Some(t) = &plan.target else { return Ok(None) };
+    let Some(s) = &t.server_agent else { return Ok(None) };
+    let (host, port) = netrig_run::parse_host_port(s).map_err(PlanError::Invalid)?;
+    let with_host = Plan {
+        target: Some(crate::plan::TargetPlan {
+            host: Some(host),
+            port: Some(port),
+            server_agent: None,
+            ..t.clone()
+        }),
+        ..plan.clone()
+    };
+    target(&with_host).map(Some)
+}
+
 /// Where the plan's tests go, with the keys it names read.
 pub fn target(plan: &Plan) -> Result<Target, PlanError> {
     use netrig_proto::auth::{ClientAuth, PublicKey, SecretKey};
@@ -60,6 +78,7 @@ pub fn target(plan: &Plan) -> Result<Target, PlanError> {
         bind: None,
         key: None,
         agent_key: None,
+        server_agent: None,
     });
     let family = match t.family.as_deref() {
         Some("ipv4") => AddressFamily::V4,
@@ -158,6 +177,7 @@ pub fn run(
     let seed = plan.seed.unwrap_or_else(|| fastrand::u64(..));
     let mut rng = fastrand::Rng::with_seed(seed);
     let target = target(plan)?;
+    let server_agent = server_agent(plan)?;
     let limit = Duration::from_secs_f64(plan.command_timeout_s);
     let it = &plan.iterations;
     let most: usize = prepared.iter().map(|(_, p)| p.len()).sum::<usize>() * arms.len() * it.max as usize;
@@ -232,6 +252,7 @@ pub fn run(
                         sockets: planned.local.sockets.clone(),
                         cpus: planned.local.cpus.clone(),
                         udp_size_default: planned.fit_to_path,
+                        server_agent: server_agent.clone(),
                         ..LocalOptions::default()
                     };
                     let result = netrig_run::run(&target, local, &planned.spec, cancel, &mut |_| {});

@@ -10,7 +10,8 @@
 //! awaiting go; abort only during set-up or a test; an error never moves
 //! the state; set-up ends only when every flow's connection arrived, each
 //! once, and no connection is taken outside set-up; nothing is accepted
-//! after `bye`. After every step: the deadline exists exactly in the set-up
+//! after `bye`; a watch starts only from idle, one at a time, and ends
+//! into idle. After every step: the deadline exists exactly in the set-up
 //! states, is never further than the set-up timeout from now nor earlier
 //! than one after the start, and `check_deadline` fails exactly when it has
 //! passed.
@@ -100,10 +101,24 @@ impl AgentCheck {
             }
             Ok(AgentEvent::Abort(_)) => {
                 assert!(
-                    SETUP_STATES[1..].contains(&before) || before == "running a test",
+                    SETUP_STATES[1..].contains(&before)
+                        || before == "running a test"
+                        || before == "watching the host",
                     "{before}"
                 );
                 assert_eq!(a.state_name(), "idle");
+            }
+            Ok(AgentEvent::WatchStart) => {
+                assert_eq!(before, "idle");
+                assert!(a.is_watching());
+            }
+            Ok(AgentEvent::WatchEnd) => {
+                assert_eq!(before, "watching the host");
+                assert_eq!(a.state_name(), "idle");
+            }
+            Ok(AgentEvent::WatchRefused(_)) => {
+                assert_eq!(before, "watching the host", "one watch at a time");
+                assert!(a.is_watching(), "the running watch goes on");
             }
             Ok(AgentEvent::Bye) => {
                 self.closed = true;

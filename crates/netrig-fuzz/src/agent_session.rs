@@ -222,6 +222,12 @@ impl Agent<'_> {
         if matches!(msg, ClientMsg::Heartbeat) && self.version >= netrig_proto::message::HEARTBEAT_VERSION {
             return Ok(());
         }
+        // The agent ends a session of an older protocol that asks for a watch.
+        if matches!(msg, ClientMsg::WatchStart | ClientMsg::WatchEnd)
+            && self.version < netrig_proto::message::WATCH_VERSION
+        {
+            return Err(End);
+        }
         let before = self.a.state();
         self.just_requested = false;
         if let (ClientMsg::TestRequest { spec, auth }, Some(s)) = (&msg, self.auth_session.as_mut()) {
@@ -252,7 +258,9 @@ impl Agent<'_> {
             AgentEvent::TestRequested(_) => self.just_requested = true,
             // After bye the machine is only checked (see `read`).
             AgentEvent::Go | AgentEvent::TestInvalid(_) | AgentEvent::Bye => {}
-            AgentEvent::Abort(_) if before == "running a test" => {}
+            // Protocol 6: the agent watches its host (or refuses a second watch).
+            AgentEvent::WatchStart | AgentEvent::WatchEnd | AgentEvent::WatchRefused(_) => {}
+            AgentEvent::Abort(_) if before == "running a test" || before == "watching the host" => {}
             AgentEvent::Abort(_) => return Err(End),
         }
         Ok(())
@@ -463,6 +471,32 @@ pub fn seeds() -> Vec<(String, Vec<u8>)> {
             .send(&hello())
             .send(&request(tcp_crr))
             .step(5, 0)
+            .bytes(),
+    ));
+    // Protocol 6: a watch with heartbeats, a second refused, its end, a
+    // test after it; then a watch aborted, and one a test request cuts.
+    v.push((
+        "watch".into(),
+        Script::new()
+            .send(&hello())
+            .send(&ClientMsg::WatchStart)
+            .send(&ClientMsg::Heartbeat)
+            .step(2, 1)
+            .send(&ClientMsg::WatchStart)
+            .send(&ClientMsg::WatchEnd)
+            .send(&request(0))
+            .step(7, 0)
+            .send(&ClientMsg::WatchEnd)
+            .bytes(),
+    ));
+    v.push((
+        "watch-abort-request".into(),
+        Script::new()
+            .send(&hello())
+            .send(&ClientMsg::WatchStart)
+            .send(&ClientMsg::Abort { reason: "^C".into() })
+            .send(&ClientMsg::WatchStart)
+            .send(&request(tcp_rr))
             .bytes(),
     ));
     // Out of order: go before any request, a duplicate data connection.

@@ -3,7 +3,9 @@
 //!
 //! Invariants: no panic; a message that parses serializes and reads back
 //! equal, with a `type` that is its name; a `test_request`'s spec, if the
-//! agent's validation accepts it with default limits, holds every bound; the client's `AgentMsg::from_slice` takes exactly what
+//! agent's validation accepts it with default limits, holds every bound; a
+//! `host_view` the client's check takes is bounded, and its service demand,
+//! warnings and table are computed without a panic; the client's `AgentMsg::from_slice` takes exactly what
 //! serde's own reading takes, and reads it the same.
 
 use crate::bounds;
@@ -40,5 +42,17 @@ pub fn run(data: &[u8]) {
         assert_eq!(v["type"], m.name());
         let back: AgentMsg = serde_json::from_slice(&text).expect("and reads back");
         assert_eq!(back, m, "{}", String::from_utf8_lossy(&text));
+        // Protocol 6: a host view the client's check takes is bounded
+        // everywhere the result's service demand and table read it.
+        if let AgentMsg::HostView { view } = &m {
+            if view.check(netrig_proto::message::MAX_WATCH_S as f64).is_ok() {
+                use netrig_proto::report::host::*;
+                assert!(view.counters.len() <= MAX_VIEW_COUNTERS && view.sysctls.len() <= MAX_VIEW_SYSCTLS);
+                assert!(view.window_s.is_finite() && view.window_s >= 0.0);
+                let h = netrig_report::server_host::ServerHost::new("a".into(), view, Some(1));
+                assert!(h.service_demand_us_per_transaction.is_none_or(f64::is_finite));
+                let _ = (h.warnings(), h.table());
+            }
+        }
     }
 }

@@ -193,6 +193,9 @@ impl Exporter for HtmlExporter {
             table.push('\n');
         }
         table.push_str(&self.layout.render(r));
+        if let Some(h) = &r.server_host {
+            table.push_str(&h.table());
+        }
         out.write_all(run_report(r, &self.command, &table).as_bytes())
     }
 }

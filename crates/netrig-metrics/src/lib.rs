@@ -21,6 +21,7 @@
 pub mod counters;
 pub mod cpu;
 pub mod environment;
+pub mod host;
 pub mod latency;
 pub mod tcp_info;
 pub mod udp_seq;

@@ -28,7 +28,7 @@ pub use preamble::{ControlPreamble, DataHello, SessionCookie, CONTROL_MAGIC, DAT
 pub use spec::{Direction, KindSpec, SpecError, TestSpec};
 
 /// The protocol version this build speaks best.
-pub const PROTOCOL_VERSION: u16 = 5;
+pub const PROTOCOL_VERSION: u16 = 6;
 /// The oldest protocol version this build still speaks.
 ///
 /// Version 3 split the spec into the part every test has and a part tagged
@@ -46,6 +46,12 @@ pub const PROTOCOL_VERSION: u16 = 5;
 /// Version 5 added heartbeats during a test ([`message::HEARTBEAT`]) and the
 /// welcome's `max_rate_bps`; it still speaks 4 with a peer that knows no
 /// better (then neither end sends heartbeats, and neither expects them).
+///
+/// Version 6 added the watch of the agent's host (`watch_start`,
+/// `watch_end`, [`report::host::HostView`]), for kinds with one end whose
+/// server runs beside an agent. Versions 4 and 5 are still spoken: a client
+/// asks an agent of either for no watch, and says why
+/// ([`message::WATCH_VERSION`]).
 pub const MIN_PROTOCOL_VERSION: u16 = 4;
 /// The agent's default TCP port, for control and data connections alike.
 ///

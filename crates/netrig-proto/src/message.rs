@@ -159,7 +159,23 @@ pub enum ClientMsg {
     /// gone without a FIN) within [`SILENCE_LIMIT`] and stops sending.
     #[serde(deserialize_with = "no_fields")]
     Heartbeat,
+    /// Protocol 6: watch this host (the agent's) from now until `watch_end`:
+    /// the agent snapshots its CPU times and kernel counters and samples its
+    /// levels (conntrack, sockets by state) about once a second. Only from
+    /// idle; one watch per session at a time. The client sends `heartbeat`s
+    /// every second while it watches.
+    #[serde(deserialize_with = "no_fields")]
+    WatchStart,
+    /// Protocol 6: end the watch; the agent answers `host_view`.
+    #[serde(deserialize_with = "no_fields")]
+    WatchEnd,
 }
+
+/// The first protocol version with the watch of the agent's host.
+pub const WATCH_VERSION: u16 = 6;
+/// The longest watch a client takes from an agent's `watch_started`: its
+/// longest test ([`MAX_AGENT_DURATION_S`]) and set-up ([`MAX_SETUP_TIMEOUT_S`]).
+pub const MAX_WATCH_S: u64 = MAX_AGENT_DURATION_S + MAX_SETUP_TIMEOUT_S;
 
 /// How often each end says it is alive during a test (protocol 5).
 pub const HEARTBEAT: std::time::Duration = std::time::Duration::from_secs(1);
@@ -187,6 +203,8 @@ impl ClientMsg {
             ClientMsg::Abort { .. } => "abort",
             ClientMsg::Bye => "bye",
             ClientMsg::Heartbeat => "heartbeat",
+            ClientMsg::WatchStart => "watch_start",
+            ClientMsg::WatchEnd => "watch_end",
         }
     }
 }
@@ -238,6 +256,19 @@ pub enum AgentMsg {
     /// whenever nothing else went, so that a client notices an agent that
     /// fell silent within [`SILENCE_LIMIT`] whichever end sends.
     Heartbeat,
+    /// Protocol 6: the watch began (the start snapshot is taken). It stops
+    /// by itself after `limit_s` seconds (the agent's longest test and its
+    /// set-up timeout), and ends with the session if the client says nothing
+    /// for [`SILENCE_LIMIT`].
+    WatchStarted { limit_s: u64 },
+    /// Protocol 6: the agent will not watch (its `--disclose minimal` for a
+    /// client that did not authenticate, a watch running in this session
+    /// already); the session stays as it was.
+    WatchRejected { reason: String },
+    /// Protocol 6: the answer to `watch_end`.
+    HostView {
+        view: Box<crate::report::host::HostView>,
+    },
 }
 
 impl AgentMsg {
@@ -261,6 +292,14 @@ impl AgentMsg {
         #[derive(Deserialize)]
         struct Interval {
             sample: Box<IntervalSample>,
+        }
+        // Bytes that are not UTF-8 sit in a string the variant's own
+        // reading may skip unchecked (an unknown key's value), where the
+        // derived reading checks every string: such a message takes the
+        // derived reading, and fails as it does. (Found by the `message`
+        // fuzz target.)
+        if std::str::from_utf8(json).is_err() {
+            return serde_json::from_slice(json);
         }
         match serde_json::from_slice::<Tag>(json)
             .ok()
@@ -290,6 +329,9 @@ impl AgentMsg {
             AgentMsg::Results { .. } => "results",
             AgentMsg::Error { .. } => "error",
             AgentMsg::Heartbeat => "heartbeat",
+            AgentMsg::WatchStarted { .. } => "watch_started",
+            AgentMsg::WatchRejected { .. } => "watch_rejected",
+            AgentMsg::HostView { .. } => "host_view",
         }
     }
 }
@@ -316,6 +358,14 @@ mod tests {
             let derived: AgentMsg = serde_json::from_str(t).unwrap();
             assert_eq!(AgentMsg::from_slice(t.as_bytes()).unwrap(), derived, "{t}");
         }
+        // An unknown key whose value is not UTF-8: both readings refuse it.
+        let mut skipped = br#"{"type":"interval","sa":"in"#.to_vec();
+        skipped.extend([0xff; 8]);
+        skipped.extend(
+            br#"","sample":{"index":0,"start_s":0.0,"end_s":0.5,"ids":[],"bytes":[],"tcp_info":[]}}"#,
+        );
+        assert!(serde_json::from_slice::<AgentMsg>(&skipped).is_err());
+        assert!(AgentMsg::from_slice(&skipped).is_err());
         for bad in [
             r#"{"type":"results"}"#,
             r#"{"type":"interval","sample":7}"#,
@@ -445,6 +495,8 @@ mod tests {
             ClientMsg::Go,
             ClientMsg::Bye,
             ClientMsg::Abort { reason: "r".into() },
+            ClientMsg::WatchStart,
+            ClientMsg::WatchEnd,
         ] {
             let v = serde_json::to_value(&m).unwrap();
             assert_eq!(serde_json::from_value::<ClientMsg>(v.clone()).unwrap(), m);

@@ -3,6 +3,7 @@
 //! The measurements inside are this crate's own types ([`measure`]), not
 //! netrig-metrics': the engine converts them as it builds a report.
 
+pub mod host;
 pub mod measure;
 
 use crate::Direction;

@@ -26,6 +26,13 @@ pub enum AgentEvent {
     Abort(String),
     /// Close the session.
     Bye,
+    /// Protocol 6: start watching the host (the session was idle).
+    WatchStart,
+    /// Protocol 6: end the watch and answer with the host's view.
+    WatchEnd,
+    /// Protocol 6: a watch the agent will not start (one runs in this
+    /// session already): answer `watch_rejected`, the running one goes on.
+    WatchRefused(String),
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -39,6 +46,9 @@ enum AgentState {
     },
     AwaitGo,
     Running,
+    /// Protocol 6: a watch of the host runs (no deadline of the machine's:
+    /// the agent bounds it by its limit and the client's silence).
+    Watching,
     Closed,
 }
 
@@ -50,6 +60,7 @@ impl AgentState {
             AgentState::AwaitData { .. } => "awaiting data connections",
             AgentState::AwaitGo => "awaiting go",
             AgentState::Running => "running a test",
+            AgentState::Watching => "watching the host",
             AgentState::Closed => "closed",
         }
     }
@@ -85,6 +96,11 @@ impl AgentSession {
 
     pub fn is_running(&self) -> bool {
         self.state == AgentState::Running
+    }
+
+    /// A watch of the host runs (protocol 6).
+    pub fn is_watching(&self) -> bool {
+        self.state == AgentState::Watching
     }
 
     /// When the current step must be done by, if it has a deadline.
@@ -134,6 +150,22 @@ impl AgentSession {
             ) => {
                 self.state = AgentState::Idle;
                 self.deadline = None;
+                Ok(AgentEvent::Abort(reason))
+            }
+            (AgentState::Idle, ClientMsg::WatchStart) => {
+                self.state = AgentState::Watching;
+                self.deadline = None;
+                Ok(AgentEvent::WatchStart)
+            }
+            (AgentState::Watching, ClientMsg::WatchStart) => Ok(AgentEvent::WatchRefused(
+                "a watch runs in this session already: one at a time (end it with watch_end)".into(),
+            )),
+            (AgentState::Watching, ClientMsg::WatchEnd) => {
+                self.state = AgentState::Idle;
+                Ok(AgentEvent::WatchEnd)
+            }
+            (AgentState::Watching, ClientMsg::Abort { reason }) => {
+                self.state = AgentState::Idle;
                 Ok(AgentEvent::Abort(reason))
             }
             (AgentState::AwaitGo, ClientMsg::Go) => {
@@ -190,6 +222,14 @@ impl AgentSession {
         }
     }
 
+    /// The agent could not start the watch asked for (or will not): the
+    /// session is idle again.
+    pub fn end_watch(&mut self) {
+        if self.state == AgentState::Watching {
+            self.idle();
+        }
+    }
+
     /// The running test finished (or failed); the session is idle again.
     pub fn finish(&mut self) {
         self.idle();
@@ -240,6 +280,14 @@ pub enum ClientEvent {
     DataReady,
     Interval(AgentMsg),
     Results(AgentMsg),
+    /// Protocol 6: the watch began; it stops by itself after `limit_s`.
+    WatchStarted {
+        limit_s: u64,
+    },
+    /// Protocol 6: the agent will not watch, and why.
+    WatchRejected(String),
+    /// Protocol 6: the answer to `watch_end`.
+    HostView(Box<crate::report::host::HostView>),
 }
 
 impl std::fmt::Display for ClientEvent {
@@ -256,6 +304,9 @@ impl std::fmt::Display for ClientEvent {
             ClientEvent::DataReady => f.write_str("data_ready"),
             ClientEvent::Interval(_) => f.write_str("an interval"),
             ClientEvent::Results(_) => f.write_str("results"),
+            ClientEvent::WatchStarted { .. } => f.write_str("watch_started"),
+            ClientEvent::WatchRejected(r) => write!(f, "watch_rejected ({r})"),
+            ClientEvent::HostView(_) => f.write_str("host_view"),
         }
     }
 }
@@ -270,6 +321,9 @@ impl std::fmt::Display for AgentEvent {
             AgentEvent::Go => f.write_str("go"),
             AgentEvent::Abort(r) => write!(f, "abort ({r})"),
             AgentEvent::Bye => f.write_str("bye"),
+            AgentEvent::WatchStart => f.write_str("watch_start"),
+            AgentEvent::WatchEnd => f.write_str("watch_end"),
+            AgentEvent::WatchRefused(r) => write!(f, "a refused watch_start ({r})"),
         }
     }
 }
@@ -281,6 +335,9 @@ enum ClientState {
     AwaitAccept,
     AwaitDataReady,
     Running,
+    AwaitWatchStarted,
+    Watching,
+    AwaitHostView,
     Closed,
 }
 
@@ -292,6 +349,9 @@ impl ClientState {
             ClientState::AwaitAccept => "awaiting test acceptance",
             ClientState::AwaitDataReady => "awaiting data-ready",
             ClientState::Running => "running a test",
+            ClientState::AwaitWatchStarted => "awaiting watch_started",
+            ClientState::Watching => "watching the agent's host",
+            ClientState::AwaitHostView => "awaiting the host's view",
             ClientState::Closed => "closed",
         }
     }
@@ -327,6 +387,20 @@ impl ClientSession {
     pub fn go_sent(&mut self) -> Result<(), ProtoError> {
         self.expect(ClientState::AwaitDataReady, "go")?;
         self.state = ClientState::Running;
+        Ok(())
+    }
+
+    /// Call when sending `watch_start` (protocol 6; only when ready).
+    pub fn watch_start_sent(&mut self) -> Result<(), ProtoError> {
+        self.expect(ClientState::Ready, "watch_start")?;
+        self.state = ClientState::AwaitWatchStarted;
+        Ok(())
+    }
+
+    /// Call when sending `watch_end`.
+    pub fn watch_end_sent(&mut self) -> Result<(), ProtoError> {
+        self.expect(ClientState::Watching, "watch_end")?;
+        self.state = ClientState::AwaitHostView;
         Ok(())
     }
 
@@ -408,6 +482,25 @@ impl ClientSession {
             (S::Running, m @ AgentMsg::Results { .. }) => {
                 self.state = S::Ready;
                 Ok(ClientEvent::Results(m))
+            }
+            (S::AwaitWatchStarted, AgentMsg::WatchStarted { limit_s }) => {
+                if limit_s > crate::message::MAX_WATCH_S {
+                    self.state = S::Closed;
+                    return Err(ProtoError::Violation(format!(
+                        "the agent's watch_started has limit_s {limit_s}, over the {} s a client takes",
+                        crate::message::MAX_WATCH_S
+                    )));
+                }
+                self.state = S::Watching;
+                Ok(ClientEvent::WatchStarted { limit_s })
+            }
+            (S::AwaitWatchStarted, AgentMsg::WatchRejected { reason }) => {
+                self.state = S::Ready;
+                Ok(ClientEvent::WatchRejected(reason))
+            }
+            (S::AwaitHostView, AgentMsg::HostView { view }) => {
+                self.state = S::Ready;
+                Ok(ClientEvent::HostView(view))
             }
             (s, m) => Err(ProtoError::Unexpected {
                 got: m.name(),
@@ -696,6 +789,94 @@ mod tests {
         c.on_agent(welcome(MAX_SETUP_TIMEOUT_S, MAX_AGENT_DURATION_S))
             .unwrap();
         c.request_sent().unwrap();
+    }
+
+    /// Protocol 6: a watch from idle, at most one at a time, a host view at
+    /// its end; the agent's figures and limit are bounded by the client.
+    #[test]
+    fn a_watch_runs_from_idle_one_at_a_time() {
+        let t0 = Instant::now();
+        let mut agent = AgentSession::new(AgentLimits::default(), t0);
+        assert!(
+            agent.on_client(ClientMsg::WatchStart, t0).is_err(),
+            "before the hello"
+        );
+        let mut agent = AgentSession::new(AgentLimits::default(), t0);
+        agent.on_client(hello(), t0).unwrap();
+        assert_eq!(
+            agent.on_client(ClientMsg::WatchEnd, t0).unwrap_err().to_string(),
+            "unexpected message watch_end while idle"
+        );
+        assert_eq!(
+            agent.on_client(ClientMsg::WatchStart, t0).unwrap(),
+            AgentEvent::WatchStart
+        );
+        assert!(agent.is_watching());
+        assert_eq!(agent.deadline(), None, "the agent bounds a watch itself");
+        assert!(matches!(
+            agent.on_client(ClientMsg::WatchStart, t0).unwrap(),
+            AgentEvent::WatchRefused(r) if r.contains("one at a time")
+        ));
+        assert!(agent.is_watching(), "the first watch goes on");
+        let req = ClientMsg::TestRequest {
+            spec: spec(stream(), 1),
+            auth: None,
+        };
+        assert!(agent.on_client(req, t0).is_err(), "no test while watching");
+        assert_eq!(
+            agent.on_client(ClientMsg::WatchEnd, t0).unwrap(),
+            AgentEvent::WatchEnd
+        );
+        assert_eq!(agent.state_name(), "idle");
+
+        let mut c = ClientSession::new();
+        assert!(c.watch_start_sent().is_err(), "before the welcome");
+        c.on_agent(AgentMsg::Welcome {
+            version: 6,
+            software: "x".into(),
+            limits: AgentLimits::default(),
+            auth: crate::auth::AgentAuth::default().welcome(),
+        })
+        .unwrap();
+        c.watch_start_sent().unwrap();
+        assert!(c.request_sent().is_err());
+        assert_eq!(
+            c.on_agent(AgentMsg::WatchStarted { limit_s: 3630 }).unwrap(),
+            ClientEvent::WatchStarted { limit_s: 3630 }
+        );
+        assert!(
+            c.on_agent(AgentMsg::HostView { view: Box::default() }).is_err(),
+            "not asked for yet"
+        );
+        let mut c = ClientSession::new();
+        c.on_agent(AgentMsg::Welcome {
+            version: 6,
+            software: "x".into(),
+            limits: AgentLimits::default(),
+            auth: crate::auth::AgentAuth::default().welcome(),
+        })
+        .unwrap();
+        c.watch_start_sent().unwrap();
+        c.on_agent(AgentMsg::WatchStarted { limit_s: 10 }).unwrap();
+        c.watch_end_sent().unwrap();
+        assert!(matches!(
+            c.on_agent(AgentMsg::HostView { view: Box::default() }).unwrap(),
+            ClientEvent::HostView(_)
+        ));
+        c.watch_start_sent().unwrap();
+        assert!(matches!(
+            c.on_agent(AgentMsg::WatchRejected { reason: "no".into() })
+                .unwrap(),
+            ClientEvent::WatchRejected(_)
+        ));
+        c.watch_start_sent().unwrap();
+        let e = c
+            .on_agent(AgentMsg::WatchStarted {
+                limit_s: crate::message::MAX_WATCH_S + 1,
+            })
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("limit_s"), "{e}");
     }
 
     #[test]

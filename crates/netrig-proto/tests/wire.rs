@@ -105,6 +105,42 @@ fn side_report() -> SideReport {
     }
 }
 
+/// Protocol 6's answer to `watch_end`, every part present.
+fn host_view() -> netrig_proto::report::host::HostView {
+    use netrig_proto::report::host::*;
+    let pe = PeakEnd { peak: 2, end: 1 };
+    HostView {
+        window_s: 10.0,
+        samples: 9,
+        limit_s: None,
+        cpu: Some(CpuUsage::default()),
+        busiest_cpu: Some(CpuSplit::default()),
+        cpu_withheld: None,
+        counters: [("TcpExt.ListenOverflows".to_string(), 3412)].into(),
+        counters_withheld: None,
+        conntrack: Some(ConntrackView {
+            max: Some(65536),
+            drop: Some(0),
+            early_drop: Some(0),
+            insert_failed: Some(0),
+            ..ConntrackView::default()
+        }),
+        conntrack_withheld: None,
+        sockets: Some(SocketStates {
+            established: pe,
+            syn_recv: pe,
+            time_wait: pe,
+            close_wait: pe,
+            fin_wait2: pe,
+            sockstat_time_wait: Some(pe),
+            orphan: Some(pe),
+            partial: false,
+        }),
+        sockets_withheld: None,
+        sysctls: [("net.core.somaxconn".to_string(), 4096)].into(),
+    }
+}
+
 #[test]
 fn client_messages() {
     let msgs = vec![
@@ -142,6 +178,8 @@ fn client_messages() {
         },
         ClientMsg::Bye,
         ClientMsg::Heartbeat,
+        ClientMsg::WatchStart,
+        ClientMsg::WatchEnd,
     ];
     insta::assert_snapshot!(serde_json::to_string_pretty(&msgs).unwrap());
 }
@@ -208,6 +246,11 @@ fn agent_messages() {
             message: "gave up".into(),
         },
         AgentMsg::Heartbeat,
+        AgentMsg::WatchStarted { limit_s: 3630 },
+        AgentMsg::WatchRejected { reason: "no".into() },
+        AgentMsg::HostView {
+            view: Box::new(host_view()),
+        },
     ];
     insta::assert_snapshot!(serde_json::to_string_pretty(&msgs).unwrap());
 }

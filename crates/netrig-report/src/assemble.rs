@@ -337,6 +337,7 @@ pub fn assemble(
             remote: remote.report.workers.clone(),
         },
         witness,
+        server_host: None,
     };
     let more = kind.warnings(spec, local, remote, &result);
     result.warnings.extend(more);

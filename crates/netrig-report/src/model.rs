@@ -34,6 +34,11 @@ pub struct TestResult {
     /// window, judged (docs/RESULTS.md, "The witness").
     #[serde(default)]
     pub witness: crate::witness::WitnessResult,
+    /// Kinds with one end, given `--server-agent`: what the agent on the
+    /// server's host saw over the run (docs/RESULTS.md, "The server
+    /// host"); absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_host: Option<crate::server_host::ServerHost>,
 }
 
 /// One value per end of the test.

@@ -19,6 +19,7 @@
 //! at any server) runs through [`run`] too, against the target's address,
 //! without a session.
 
+mod server_host;
 pub mod suite;
 
 use netrig_agent::{Agent, AgentConfig, AgentHandle};
@@ -84,6 +85,11 @@ pub struct LocalOptions {
     /// udp-stream: choose the datagram size for the path to the agent
     /// (the spec's size stands in until then).
     pub udp_size_default: bool,
+    /// A kind with one end: an agent on the server's host (`--server-agent`),
+    /// asked to watch that host over the run; its view is the result's
+    /// `server_host`. A kind with both ends refuses it: its agent reports
+    /// its host's side already.
+    pub server_agent: Option<Target>,
 }
 
 impl Default for LocalOptions {
@@ -93,6 +99,7 @@ impl Default for LocalOptions {
             cpus: None,
             connect_timeout: Duration::from_secs(5),
             udp_size_default: false,
+            server_agent: None,
         }
     }
 }
@@ -113,6 +120,9 @@ pub enum RunError {
     /// run where it cannot.
     #[error("{0}")]
     OneEnded(String),
+    /// An option that does not apply to the run, naming it.
+    #[error("{0}")]
+    Option(String),
 }
 
 impl RunError {
@@ -120,7 +130,7 @@ impl RunError {
     /// that could not start): as opposed to a test that failed while running.
     pub fn is_setup(&self) -> bool {
         match self {
-            RunError::Embedded(_) => true,
+            RunError::Embedded(_) | RunError::Option(_) => true,
             RunError::Client(c) => c.is_setup(),
             RunError::Cancelled(_) | RunError::OneEnded(_) => false,
         }
@@ -201,6 +211,9 @@ impl Session {
     /// Resolves and connects to the target (starting the in-process agent
     /// for [`Target::Embedded`]) and shakes hands.
     pub fn open(target: &Target, local: LocalOptions) -> Result<Session, RunError> {
+        if local.server_agent.is_some() {
+            return Err(RunError::Option(server_agent_not_needed("a test with an agent")));
+        }
         let mut options = ClientOptions {
             host: None,
             port: 0,
@@ -312,15 +325,39 @@ pub fn run_kind(
             .first()
             .copied()
             .ok_or_else(|| RunError::OneEnded(format!("{host} has no address to test")))?;
+        // Watching starts before the run and ends after it: the view brackets it.
+        let watch = match &local.server_agent {
+            Some(agent) => Some(server_host::Watch::start(agent, local.connect_timeout)?),
+            None => None,
+        };
         let end = LocalEnd {
             sockets: local.sockets,
             cpus: local.cpus,
             cpus_option: "--cpus",
         };
-        let ctl = cancel.begin()?;
+        let ctl = match cancel.begin() {
+            Ok(c) => c,
+            Err(e) => {
+                if let Some(w) = watch {
+                    w.abandon();
+                }
+                return Err(e);
+            }
+        };
         let result = one.run(spec, server, &end, ctl, on_interval);
         cancel.end();
-        return result.map_err(RunError::OneEnded);
+        let mut result = result.map_err(RunError::OneEnded);
+        if let Some(w) = watch {
+            match (&mut result, w.end()) {
+                (Ok(r), Ok((agent, view))) => netrig_report::server_host::attach(r, agent, &view),
+                (Ok(r), Err(e)) => r.warnings.push(format!("server host: its view is withheld: {e}")),
+                (Err(_), _) => {}
+            }
+        }
+        return result;
+    }
+    if local.server_agent.is_some() {
+        return Err(RunError::Option(server_agent_not_needed(kind.name())));
     }
     if let Some(r) = cancel
         .state
@@ -335,6 +372,49 @@ pub fn run_kind(
     let result = session.run(spec, cancel, on_interval);
     session.close();
     result
+}
+
+/// `--server-agent`'s HOST[:PORT]: a name or an IPv4 address with an optional
+/// `:PORT`, an IPv6 literal alone, or `[IPv6]:PORT`.
+pub fn parse_host_port(s: &str) -> Result<(String, u16), String> {
+    let bad = |why: &str| Err(format!("--server-agent {s}: {why}"));
+    let port = |p: &str| {
+        p.parse::<u16>()
+            .map_err(|_| format!("--server-agent {s}: {p:?} is not a port (1 to 65535)"))
+    };
+    if let Some(rest) = s.strip_prefix('[') {
+        let Some((host, after)) = rest.split_once(']') else {
+            return bad("a '[' without its ']'");
+        };
+        return match after.strip_prefix(':') {
+            Some(p) => Ok((host.to_string(), port(p)?)),
+            None if after.is_empty() => Ok((host.to_string(), netrig_proto::DEFAULT_PORT)),
+            None => bad("expected :PORT after ']'"),
+        };
+    }
+    match s.matches(':').count() {
+        0 if !s.is_empty() => Ok((s.to_string(), netrig_proto::DEFAULT_PORT)),
+        1 => {
+            let (h, p) = s.split_once(':').expect("one colon");
+            if h.is_empty() {
+                return bad("no host before ':'");
+            }
+            Ok((h.to_string(), port(p)?))
+        }
+        // An IPv6 literal without a port.
+        _ if s.parse::<std::net::Ipv6Addr>().is_ok() || s.contains('%') => {
+            Ok((s.to_string(), netrig_proto::DEFAULT_PORT))
+        }
+        _ => bad("give HOST, HOST:PORT or [IPv6]:PORT"),
+    }
+}
+
+/// What `--server-agent` with a kind of two ends is told.
+fn server_agent_not_needed(what: &str) -> String {
+    format!(
+        "--server-agent is not needed for {what}: its agent runs on the server's host and reports that host's \
+         side already (CPU, kernel counters); it is for kinds with one end, aimed at any server"
+    )
 }
 
 /// An agent in this process on loopback, on a free port.
@@ -536,5 +616,140 @@ mod tests {
         )
         .unwrap_err();
         assert!(e.to_string().contains("give its address (-H)"), "{e}");
+    }
+
+    /// `--server-agent`: the agent (here the embedded one, on this host)
+    /// watches around a one-ended run, and the result carries its view.
+    #[test]
+    fn a_one_ended_kind_gets_the_server_hosts_view() {
+        use std::io::Read;
+        let server = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = server.local_addr().unwrap().port();
+        let heard = std::thread::spawn(move || {
+            let (mut c, _) = server.accept().unwrap();
+            let mut got = Vec::new();
+            c.read_to_end(&mut got).unwrap();
+            got
+        });
+        let local = LocalOptions {
+            server_agent: Some(Target::embedded(false)),
+            ..LocalOptions::default()
+        };
+        let r = run_kind(
+            &Knock,
+            &Target::agent("127.0.0.1", port),
+            local,
+            &short("tcp-stream"),
+            &Cancel::new(),
+            &mut |_| {},
+        )
+        .unwrap();
+        assert_eq!(heard.join().unwrap(), b"knock");
+        let h = r.server_host.as_ref().expect("the server host's view");
+        assert!(h.agent.contains("embedded agent"), "{}", h.agent);
+        assert!(h.window_s > 0.0 && h.window_s < 30.0, "{}", h.window_s);
+        assert!(h.cpu.is_some(), "{:?}", h.cpu_withheld);
+        // The knock's own connection was accepted on this host meanwhile.
+        assert!(
+            h.counters.get("Tcp.PassiveOpens").is_some_and(|n| *n >= 1),
+            "{:?}",
+            h.counters
+        );
+        assert!(h
+            .service_demand_withheld
+            .as_deref()
+            .unwrap()
+            .contains("no transactions"));
+        let json = serde_json::to_value(&r).unwrap();
+        assert!(
+            json["server_host"]["counters"]["TcpExt.ListenOverflows"].is_i64(),
+            "{}",
+            json["server_host"]
+        );
+    }
+
+    /// A kind with both ends says `--server-agent` is not needed rather than
+    /// ignoring it.
+    #[test]
+    fn a_kind_with_both_ends_says_the_server_agent_is_not_needed() {
+        let local = LocalOptions {
+            server_agent: Some(Target::embedded(false)),
+            ..LocalOptions::default()
+        };
+        let e = run(
+            &Target::embedded(false),
+            local,
+            &short("tcp-rr"),
+            &Cancel::new(),
+            &mut |_| {},
+        )
+        .unwrap_err();
+        assert!(e.is_setup());
+        let e = e.to_string();
+        assert!(e.contains("--server-agent is not needed for tcp-rr"), "{e}");
+        assert!(e.contains("reports that host's side already"), "{e}");
+    }
+
+    /// An agent of protocol 5 (before the watch) is asked nothing: the
+    /// client says which version it speaks and which the view needs.
+    #[test]
+    fn an_older_agent_is_told_apart_in_words() {
+        use netrig_proto::{encode_frame, AgentMsg};
+        use std::io::{Read, Write};
+        let old = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = old.local_addr().unwrap().port();
+        let agent = std::thread::spawn(move || {
+            let (mut c, _) = old.accept().unwrap();
+            c.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+            let mut preamble = [0u8; 8];
+            c.read_exact(&mut preamble).unwrap();
+            assert!(
+                u16::from_be_bytes([preamble[6], preamble[7]]) >= 6,
+                "the client offers v6"
+            );
+            c.write_all(&encode_frame(&AgentMsg::Welcome {
+                version: 5,
+                software: "0.0.5".into(),
+                limits: AgentLimits::default(),
+                auth: netrig_proto::auth::AgentAuth::default().welcome(),
+            }))
+            .unwrap();
+            let mut len = [0u8; 4];
+            c.read_exact(&mut len).unwrap();
+            let mut hello = vec![0u8; u32::from_be_bytes(len) as usize];
+            c.read_exact(&mut hello).unwrap();
+            c.write_all(&encode_frame(&AgentMsg::HelloAccepted { signature: None }))
+                .unwrap();
+            // Whatever else comes (a bye), then the close: never a watch_start.
+            let mut rest = Vec::new();
+            let _ = c.read_to_end(&mut rest);
+            rest
+        });
+        let server = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let local = LocalOptions {
+            server_agent: Some(Target::agent("127.0.0.1", port)),
+            ..LocalOptions::default()
+        };
+        let e = run_kind(
+            &Knock,
+            &Target::agent("127.0.0.1", server.local_addr().unwrap().port()),
+            local,
+            &short("tcp-stream"),
+            &Cancel::new(),
+            &mut |_| {},
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains(&format!(
+                "the agent at 127.0.0.1:{port} speaks protocol v5; the server host's view needs v6"
+            )),
+            "{e}"
+        );
+        let rest = agent.join().unwrap();
+        assert!(
+            !String::from_utf8_lossy(&rest).contains("watch_start"),
+            "nothing the agent does not know was sent"
+        );
     }
 }

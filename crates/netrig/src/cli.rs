@@ -205,7 +205,7 @@ fn parse_network(s: &str) -> Result<ipnet::IpNet, String> {
         .map_err(|_| format!("{s:?} is neither a network (10.0.0.0/8, fd00::/8) nor an address"))
 }
 
-#[derive(Debug, Args)]
+#[derive(Debug, Clone, Args)]
 pub struct TargetArgs {
     /// Agent host: a name, an IPv4 or an IPv6 literal. Without it, an in-process agent on loopback.
     #[arg(short = 'H', long = "host", help_heading = "Where")]
@@ -232,6 +232,12 @@ pub struct TargetArgs {
     /// agent that does not prove it holds it.
     #[arg(long = "agent-key", value_name = "FILE|BASE64", help_heading = "Where")]
     pub agent_key: Option<String>,
+    /// Kinds with one end (a load aimed at any server): the netrig agent on the server's host
+    /// (`netrig serve` there, port 6387 unless given), asked to watch that host over the run: its
+    /// CPU, listen-queue overflows, SYN cookies, conntrack, sockets by state (`server_host` in
+    /// --json). --key and --agent-key apply to it. Kinds with both ends do not need it.
+    #[arg(long = "server-agent", value_name = "HOST[:PORT]", help_heading = "Where")]
+    pub server_agent: Option<String>,
 }
 
 /// `args` (a kind's subcommand's, after its name) without the options
@@ -435,6 +441,28 @@ pub fn parse_confidence(s: &str) -> Result<(f64, f64), String> {
 
 #[cfg(test)]
 mod tests {
+    use netrig_run::parse_host_port;
+
+    #[test]
+    fn server_agent_takes_host_and_port() {
+        let d = netrig_proto::DEFAULT_PORT;
+        assert_eq!(parse_host_port("web1").unwrap(), ("web1".into(), d));
+        assert_eq!(
+            parse_host_port("10.0.0.2:7000").unwrap(),
+            ("10.0.0.2".into(), 7000)
+        );
+        assert_eq!(parse_host_port("::1").unwrap(), ("::1".into(), d));
+        assert_eq!(parse_host_port("[::1]:7000").unwrap(), ("::1".into(), 7000));
+        assert_eq!(
+            parse_host_port("[fe80::1%eth0]").unwrap(),
+            ("fe80::1%eth0".into(), d)
+        );
+        for bad in ["", "h:x", "h:70000", ":80", "[::1", "[::1]x", "a:b:c"] {
+            let e = parse_host_port(bad).unwrap_err();
+            assert!(e.starts_with("--server-agent"), "{bad}: {e}");
+        }
+    }
+
     use super::*;
     use clap::FromArgMatches;
 

@@ -66,6 +66,7 @@ pub fn plan_of(kind: &str, args: Vec<String>, sweeps: Vec<Sweep>, run: &RunArgs)
             // Paths as given, made absolute: a plan runs in its own directory.
             key: t.key.as_ref().map(|k| cwd_at_start().join(k)),
             agent_key: t.agent_key.clone(),
+            server_agent: t.server_agent.clone(),
         }),
         tests: vec![TestPlan {
             kind: kind.to_string(),
@@ -194,6 +195,7 @@ pub fn run_file(a: &PlanArgs, cancel: &Cancel) -> Result<()> {
                 bind: None,
                 key: None,
                 agent_key: None,
+                server_agent: None,
             })
             .host = Some(h.clone());
     }

@@ -400,6 +400,29 @@ fn target(t: &TargetArgs) -> Result<Target> {
     })
 }
 
+/// `--server-agent HOST[:PORT]`, with this client's keys (`--key`, `--agent-key`).
+fn server_agent(t: &TargetArgs) -> Result<Option<Target>> {
+    let Some(s) = &t.server_agent else {
+        return Ok(None);
+    };
+    let (host, port) = netrig_run::parse_host_port(s).map_err(Usage)?;
+    let auth = match target(&TargetArgs {
+        host: Some(host.clone()),
+        server_agent: None,
+        ..t.clone()
+    })? {
+        Target::Agent { auth, .. } => auth,
+        Target::Embedded { .. } => Default::default(),
+    };
+    Ok(Some(Target::Agent {
+        host,
+        port,
+        family: family(t),
+        bind: t.bind,
+        auth,
+    }))
+}
+
 fn read_secret_key(path: &std::path::Path, option: &str) -> Result<SecretKey, Usage> {
     let text =
         std::fs::read_to_string(path).map_err(|e| Usage(format!("{option} {}: {e}", path.display())))?;
@@ -482,6 +505,7 @@ fn test(kind: &'static dyn Kind, m: &clap::ArgMatches, args: Vec<String>, sweeps
         cpus: plan.local.cpus,
         connect_timeout: Duration::from_secs_f64(run.target.connect_timeout.max(0.001)),
         udp_size_default: plan.fit_to_path,
+        server_agent: server_agent(&run.target)?,
     };
     let flows = spec.flows as usize * spec.directions().len();
     let mut export = exporter(format(&run)?, kind.table(), flows);
@@ -551,10 +575,13 @@ fn report(a: &cli::ReportArgs) -> Result<()> {
                     a.file.display()
                 ))
             })?;
-            let table = netrig_kinds::by_name(&r.test).map_or_else(
+            let mut table = netrig_kinds::by_name(&r.test).map_or_else(
                 || netrig_report::TableLayout::render(&netrig_report::table::TCP_STREAM, &r),
                 |k| k.table().render(&r),
             );
+            if let Some(h) = &r.server_host {
+                table.push_str(&h.table());
+            }
             netrig_html::run_report(&r, &command, &table)
         }
     };

@@ -38,7 +38,11 @@ impl Exporter for TableExporter {
         if self.header {
             writeln!(out)?;
         }
-        write!(out, "{}", self.layout.render(result))
+        write!(out, "{}", self.layout.render(result))?;
+        if let Some(h) = &result.server_host {
+            write!(out, "{}", h.table())?;
+        }
+        Ok(())
     }
 
     fn error(&mut self, out: &mut dyn Write, _message: &str) -> io::Result<()> {

@@ -19,6 +19,7 @@ mod neighbours;
 mod plot;
 mod report;
 mod rr;
+mod server_host;
 mod stream;
 mod truth;
 mod udp;
