@@ -731,9 +731,13 @@ impl Conn {
             return self.linger(ctx);
         }
         loop {
-            self.produce(ctx);
+            let answered = self.produce(ctx);
             if !self.flush(ctx)? {
                 return Ok(());
+            }
+            if answered && self.closing.is_none() {
+                // Everything written: more buffered requests may be answered now.
+                continue;
             }
             if let Some(cause) = self.closing {
                 if self.delayed.is_none() {
@@ -790,11 +794,13 @@ impl Conn {
     }
 
     /// Parses and answers the requests buffered, in order, while earlier answers are not
-    /// piling up.
-    fn produce(&mut self, ctx: &mut Ctx) {
+    /// piling up. Whether it answered (or refused) anything.
+    fn produce(&mut self, ctx: &mut Ctx) -> bool {
+        let mut answered = false;
         if self.delayed.as_ref().is_some_and(|d| d.ready) {
             let d = self.delayed.take().expect("checked");
             self.respond(&d.req, ctx);
+            answered = true;
         }
         while self.closing.is_none()
             && self.delayed.is_none()
@@ -803,7 +809,7 @@ impl Conn {
             && self.rpos < self.rend
         {
             match parse::parse(&self.rbuf[self.rpos..self.rend], &ctx.limits) {
-                Parsed::Partial => return,
+                Parsed::Partial => return answered,
                 Parsed::Error(e) => {
                     ctx.counts.refusal(match e {
                         parse::HeadError::HeaderTooLarge { .. } => Refusal::HeaderTooLarge,
@@ -822,7 +828,7 @@ impl Conn {
                     self.rpos = self.rend;
                     self.closing = Some(Close::BadRequest);
                     self.deadline = None;
-                    return;
+                    return true;
                 }
                 Parsed::Complete(mut req) => {
                     let len = req.len;
@@ -844,19 +850,23 @@ impl Conn {
                                 queued: false,
                                 ready: false,
                             });
-                            return;
+                            return answered;
                         }
-                        _ => self.respond(&req, ctx),
+                        _ => {
+                            self.respond(&req, ctx);
+                            answered = true;
+                        }
                     }
                 }
             }
         }
+        answered
     }
 
     /// Queues the answer to a request.
     fn respond(&mut self, req: &parse::Request, ctx: &mut Ctx) {
         let keep = req.keep_alive;
-        let get = req.method == Method::Get;
+        let get = req.method != Method::Head; // whether the body is sent
         let status = match &req.route {
             Route::Bytes { len, .. } => {
                 head(&mut self.out, 200, *len, OCTETS, keep, req.minor, &ctx.date);
