@@ -38,8 +38,17 @@ fn feed(stream: &[u8], limits: &ParseLimits, mut next: impl FnMut() -> usize) ->
             }
             match parse(rest, limits) {
                 Parsed::Complete(r) => {
-                    assert!(r.len > 0 && r.len <= rest.len(), "a head of {} bytes in {}", r.len, rest.len());
-                    assert!(r.len <= limits.max_header_bytes, "a head of {} bytes past the bound", r.len);
+                    assert!(
+                        r.len > 0 && r.len <= rest.len(),
+                        "a head of {} bytes in {}",
+                        r.len,
+                        rest.len()
+                    );
+                    assert!(
+                        r.len <= limits.max_header_bytes,
+                        "a head of {} bytes past the bound",
+                        r.len
+                    );
                     match &r.route {
                         Route::Bytes { len, delay_ms } => {
                             assert!(*len <= limits.max_body);
@@ -52,7 +61,11 @@ fn feed(stream: &[u8], limits: &ParseLimits, mut next: impl FnMut() -> usize) ->
                     out.push(Outcome::Head(r));
                 }
                 Parsed::Partial => {
-                    assert!(rest.len() < limits.max_header_bytes, "waiting with {} bytes buffered", rest.len());
+                    assert!(
+                        rest.len() < limits.max_header_bytes,
+                        "waiting with {} bytes buffered",
+                        rest.len()
+                    );
                     break;
                 }
                 Parsed::Error(e) => {

@@ -207,7 +207,10 @@ pub fn route(target: &str, limits: &ParseLimits) -> Route {
         return Route::NotFound;
     };
     let Some(len) = digits(n.as_bytes()) else {
-        return refused(400, format!("/bytes/N: N must be a whole number of bytes, not {n:?}"));
+        return refused(
+            400,
+            format!("/bytes/N: N must be a whole number of bytes, not {n:?}"),
+        );
     };
     if len > limits.max_body {
         return refused(
@@ -219,10 +222,17 @@ pub fn route(target: &str, limits: &ParseLimits) -> Route {
         );
     }
     let mut delay_ms = 0;
-    for pair in query.into_iter().flat_map(|q| q.split('&')).filter(|p| !p.is_empty()) {
+    for pair in query
+        .into_iter()
+        .flat_map(|q| q.split('&'))
+        .filter(|p| !p.is_empty())
+    {
         let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
         if k != "delay_ms" {
-            return refused(400, format!("unknown query parameter {k:?} (only delay_ms=M is taken)"));
+            return refused(
+                400,
+                format!("unknown query parameter {k:?} (only delay_ms=M is taken)"),
+            );
         }
         match digits(v.as_bytes()) {
             Some(m) if m <= limits.max_delay_ms => delay_ms = m,
@@ -282,7 +292,13 @@ mod tests {
                 assert_eq!(r.len, b.len() - 5);
                 assert_eq!(r.method, Method::Get);
                 assert!(r.keep_alive);
-                assert_eq!(r.route, Route::Bytes { len: 1024, delay_ms: 0 });
+                assert_eq!(
+                    r.route,
+                    Route::Bytes {
+                        len: 1024,
+                        delay_ms: 0
+                    }
+                );
             }
             other => panic!("{other:?}"),
         }
@@ -308,7 +324,10 @@ mod tests {
         };
         assert_eq!(parse(b"GET /", &l), Parsed::Partial);
         let line = [b'a'; 64];
-        assert_eq!(parse(&line, &l), Parsed::Error(HeadError::RequestLineTooLong { limit: 64 }));
+        assert_eq!(
+            parse(&line, &l),
+            Parsed::Error(HeadError::RequestLineTooLong { limit: 64 })
+        );
         let mut h = b"GET / HTTP/1.1\r\nX: ".to_vec();
         h.resize(80, b'y');
         let e = match parse(&h, &l) {
@@ -322,13 +341,19 @@ mod tests {
         let mut long = b"GET / HTTP/1.1\r\nX: ".to_vec();
         long.resize(70, b'y');
         long.extend_from_slice(b"\r\n\r\n");
-        assert!(matches!(parse(&long, &l), Parsed::Error(HeadError::HeaderTooLarge { .. })));
+        assert!(matches!(
+            parse(&long, &l),
+            Parsed::Error(HeadError::HeaderTooLarge { .. })
+        ));
         assert_eq!(
             parse(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", &lim()),
             Parsed::Error(HeadError::Version)
         );
         assert_eq!(
-            parse(b"POST /bytes/1 HTTP/1.1\r\nContent-Length: 5\r\n\r\nhello", &lim()),
+            parse(
+                b"POST /bytes/1 HTTP/1.1\r\nContent-Length: 5\r\n\r\nhello",
+                &lim()
+            ),
             Parsed::Error(HeadError::Body(5))
         );
     }
@@ -340,8 +365,17 @@ mod tests {
             max_delay_ms: 500,
             ..lim()
         };
-        assert_eq!(route("/bytes/1000?delay_ms=500", &l), Route::Bytes { len: 1000, delay_ms: 500 });
-        assert_eq!(route("http://h:1/bytes/0", &l), Route::Bytes { len: 0, delay_ms: 0 });
+        assert_eq!(
+            route("/bytes/1000?delay_ms=500", &l),
+            Route::Bytes {
+                len: 1000,
+                delay_ms: 500
+            }
+        );
+        assert_eq!(
+            route("http://h:1/bytes/0", &l),
+            Route::Bytes { len: 0, delay_ms: 0 }
+        );
         assert_eq!(route("/.netrig/stats", &l), Route::Stats);
         assert_eq!(route("/", &l), Route::NotFound);
         let status = |t: &str| match route(t, &l) {

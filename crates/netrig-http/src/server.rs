@@ -192,12 +192,10 @@ impl Server {
             return Err(ServerError::Threads(config.threads));
         }
         let listeners = listen(&config)?;
-        let addr = listeners[0]
-            .local_addr()
-            .map_err(|source| ServerError::Listen {
-                addr: config.bind,
-                source,
-            })?;
+        let addr = listeners[0].local_addr().map_err(|source| ServerError::Listen {
+            addr: config.bind,
+            source,
+        })?;
         let mut polls = Vec::new();
         let mut wakers = Vec::new();
         for worker in 0..config.threads {
@@ -358,9 +356,7 @@ fn listen(config: &ServerConfig) -> Result<Vec<std::net::TcpListener>, ServerErr
     match config.listener {
         Listener::Shared => {
             let l = one(config.bind, false).map_err(err)?;
-            (0..config.threads)
-                .map(|_| l.try_clone().map_err(err))
-                .collect()
+            (0..config.threads).map(|_| l.try_clone().map_err(err)).collect()
         }
         Listener::ReusePort => {
             let first = one(config.bind, true).map_err(err)?;
@@ -423,7 +419,11 @@ impl Worker {
                 continue;
             }
             let now = Instant::now();
-            let mut wake = if self.conns.is_empty() { None } else { Some(next_sweep) };
+            let mut wake = if self.conns.is_empty() {
+                None
+            } else {
+                Some(next_sweep)
+            };
             if let Some(Reverse((due, _, _))) = self.ctx.timers.peek() {
                 wake = Some(wake.map_or(*due, |w| w.min(*due)));
             }
@@ -822,7 +822,15 @@ impl Conn {
                         | parse::HeadError::ContentLength => Refusal::Body,
                     });
                     let body = format!("{e}\n");
-                    head(&mut self.out, e.status(), body.len() as u64, TEXT, false, 1, &ctx.date);
+                    head(
+                        &mut self.out,
+                        e.status(),
+                        body.len() as u64,
+                        TEXT,
+                        false,
+                        1,
+                        &ctx.date,
+                    );
                     self.out.extend_from_slice(body.as_bytes());
                     ctx.counts.response(e.status());
                     self.rpos = self.rend;
@@ -882,7 +890,15 @@ impl Conn {
             }
             Route::Stats => {
                 let body = serde_json::to_vec(&ctx.shared.snapshot()).unwrap_or_default();
-                head(&mut self.out, 200, body.len() as u64 + 1, JSON, keep, req.minor, &ctx.date);
+                head(
+                    &mut self.out,
+                    200,
+                    body.len() as u64 + 1,
+                    JSON,
+                    keep,
+                    req.minor,
+                    &ctx.date,
+                );
                 if get {
                     self.out.extend_from_slice(&body);
                     self.out.push(b'\n');
@@ -891,7 +907,15 @@ impl Conn {
             }
             Route::NotFound => {
                 let body: &[u8] = b"not found: this server serves /bytes/N and /.netrig/stats\n";
-                head(&mut self.out, 404, body.len() as u64, TEXT, keep, req.minor, &ctx.date);
+                head(
+                    &mut self.out,
+                    404,
+                    body.len() as u64,
+                    TEXT,
+                    keep,
+                    req.minor,
+                    &ctx.date,
+                );
                 if get {
                     self.out.extend_from_slice(body);
                 }
@@ -903,7 +927,15 @@ impl Conn {
                 } else {
                     Refusal::BadTarget
                 });
-                head(&mut self.out, *status, reason.len() as u64 + 1, TEXT, keep, req.minor, &ctx.date);
+                head(
+                    &mut self.out,
+                    *status,
+                    reason.len() as u64 + 1,
+                    TEXT,
+                    keep,
+                    req.minor,
+                    &ctx.date,
+                );
                 if get {
                     self.out.extend_from_slice(reason.as_bytes());
                     self.out.push(b'\n');

@@ -119,8 +119,16 @@ impl<S: Read + Write> Client<S> {
 
 fn assert_pattern(body: &[u8], len: usize) {
     assert_eq!(body.len(), len);
-    if let Some(i) = body.iter().enumerate().position(|(i, &b)| b != body_byte(i as u64)) {
-        panic!("byte {i} of {len} is {} (expected {})", body[i], body_byte(i as u64));
+    if let Some(i) = body
+        .iter()
+        .enumerate()
+        .position(|(i, &b)| b != body_byte(i as u64))
+    {
+        panic!(
+            "byte {i} of {len} is {} (expected {})",
+            body[i],
+            body_byte(i as u64)
+        );
     }
 }
 
@@ -128,25 +136,55 @@ fn assert_pattern(body: &[u8], len: usize) {
 fn bodies_of_several_sizes_are_byte_exact_and_head_has_none() {
     let s = server(2, Bounds::default());
     let mut c = Client::new(connect(&s));
-    for len in [0usize, 1, 25, 26, 1024, 16_383, 16_384, 16_385, 65_536, 65_563, 1_000_003, 8 << 20] {
+    for len in [
+        0usize,
+        1,
+        25,
+        26,
+        1024,
+        16_383,
+        16_384,
+        16_385,
+        65_536,
+        65_563,
+        1_000_003,
+        8 << 20,
+    ] {
         let r = c.get(&format!("/bytes/{len}"));
         assert_eq!(r.status, 200, "/bytes/{len}");
         assert_eq!(r.header("content-type"), Some("application/octet-stream"));
         assert!(r.header("date").is_some_and(|d| d.ends_with(" GMT")));
-        assert_eq!(r.header("connection"), None, "HTTP/1.1 keeps alive without saying so");
+        assert_eq!(
+            r.header("connection"),
+            None,
+            "HTTP/1.1 keeps alive without saying so"
+        );
         assert_pattern(&r.body, len);
         c.send(format!("HEAD /bytes/{len} HTTP/1.1\r\n\r\n").as_bytes());
         let h = c.response(true);
-        assert_eq!((h.status, h.header("content-length")), (200, Some(&*len.to_string())));
+        assert_eq!(
+            (h.status, h.header("content-length")),
+            (200, Some(&*len.to_string()))
+        );
     }
     // The HEAD answers had no body: the next answer on the connection is whole.
     assert_pattern(&c.get("/bytes/10").body, 10);
-    assert_eq!(s.stats().connections_accepted, 1, "one keep-alive connection for all of it");
+    assert_eq!(
+        s.stats().connections_accepted,
+        1,
+        "one keep-alive connection for all of it"
+    );
 }
 
 #[test]
 fn other_paths_methods_and_sizes_are_refused_with_a_reason() {
-    let s = server(1, Bounds { max_body: 1000, ..Bounds::default() });
+    let s = server(
+        1,
+        Bounds {
+            max_body: 1000,
+            ..Bounds::default()
+        },
+    );
     let mut c = Client::new(connect(&s));
     assert_eq!(c.get("/").status, 404);
     assert_eq!(c.get("/bytes").status, 404);
@@ -160,7 +198,16 @@ fn other_paths_methods_and_sizes_are_refused_with_a_reason() {
     // Each refusal left the connection usable.
     assert_pattern(&c.get("/bytes/1000").body, 1000);
     let st = s.stats();
-    assert_eq!((st.status(404), st.status(413), st.status(400), st.status(405), st.status(200)), (2, 1, 2, 1, 1));
+    assert_eq!(
+        (
+            st.status(404),
+            st.status(413),
+            st.status(400),
+            st.status(405),
+            st.status(200)
+        ),
+        (2, 1, 2, 1, 1)
+    );
     assert_eq!(st.refused(Refusal::BodyTooLarge), 1);
     assert_eq!(st.refused(Refusal::BadTarget), 3);
 }
@@ -224,7 +271,10 @@ fn pipelined_requests_are_answered_in_order_even_behind_a_delay() {
     for n in &sizes {
         assert_pattern(&c.get_response_body(), *n);
     }
-    assert!(t0.elapsed() >= Duration::from_millis(190), "the delayed answer held those behind it");
+    assert!(
+        t0.elapsed() >= Duration::from_millis(190),
+        "the delayed answer held those behind it"
+    );
     // Many small ones in one write, more than a read buffer holds, the client reading only
     // after it sent them all (a writer thread, so neither side can block the other).
     let mut w = c.s.try_clone().unwrap();
@@ -313,7 +363,10 @@ fn a_delay_is_a_timer_not_a_sleeping_worker() {
     let slow = slow.join().unwrap();
     assert!(slow >= Duration::from_millis(590), "delayed {slow:?}");
     assert!(slow < Duration::from_secs(5), "delayed {slow:?}");
-    assert!(others < Duration::from_millis(450), "20 answers beside the delay took {others:?}");
+    assert!(
+        others < Duration::from_millis(450),
+        "20 answers beside the delay took {others:?}"
+    );
 }
 
 #[test]
@@ -329,7 +382,10 @@ fn a_stall_pauses_every_worker_for_its_length() {
         c.get("/bytes/1");
     }
     let took = t0.elapsed();
-    assert!(took >= Duration::from_millis(280), "answered {took:?} after a 300 ms stall began");
+    assert!(
+        took >= Duration::from_millis(280),
+        "answered {took:?} after a 300 ms stall began"
+    );
     assert!(took < Duration::from_secs(3), "{took:?}");
     // After it, prompt again.
     let t1 = Instant::now();
@@ -353,11 +409,12 @@ fn https_round_trip_with_a_self_signed_certificate() {
 
     let mut roots = rustls::RootCertStore::empty();
     roots.add(ck.cert.der().clone()).unwrap();
-    let client_cfg = rustls::ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
-        .with_safe_default_protocol_versions()
-        .unwrap()
-        .with_root_certificates(roots)
-        .with_no_client_auth();
+    let client_cfg =
+        rustls::ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_root_certificates(roots)
+            .with_no_client_auth();
     let conn = rustls::ClientConnection::new(Arc::new(client_cfg), "localhost".try_into().unwrap()).unwrap();
     let mut c = Client::new(rustls::StreamOwned::new(conn, connect(&s)));
     for len in [0, 1024, 100_000, 3 << 20] {
@@ -427,9 +484,16 @@ fn slow_headers_are_answered_408_and_closed_at_the_header_timeout() {
     let got = read_to_close(&mut t);
     let took = t0.elapsed();
     trickle.join().unwrap();
-    assert!(got.starts_with(b"HTTP/1.1 408 "), "{}", String::from_utf8_lossy(&got));
+    assert!(
+        got.starts_with(b"HTTP/1.1 408 "),
+        "{}",
+        String::from_utf8_lossy(&got)
+    );
     assert!(String::from_utf8_lossy(&got).contains("--header-timeout"));
-    assert!(took >= Duration::from_millis(950) && took < Duration::from_secs(3), "closed after {took:?}");
+    assert!(
+        took >= Duration::from_millis(950) && took < Duration::from_secs(3),
+        "closed after {took:?}"
+    );
     let st = s.stats();
     assert_eq!(st.refused(Refusal::HeaderTimeout), 1);
     assert_eq!(st.closed_by(Close::HeaderTimeout), 1);
@@ -452,7 +516,10 @@ fn a_silent_connection_is_closed_at_the_keepalive_timeout() {
     let t0 = Instant::now();
     assert!(c.closed());
     let took = t0.elapsed();
-    assert!(took >= Duration::from_millis(750) && took < Duration::from_secs(3), "{took:?}");
+    assert!(
+        took >= Duration::from_millis(750) && took < Duration::from_secs(3),
+        "{took:?}"
+    );
     // A connection that never sends a byte: the same bound from its accept.
     let t0 = Instant::now();
     assert!(read_to_close(&mut connect(&s)).is_empty());
@@ -474,12 +541,18 @@ fn a_huge_header_is_refused_at_the_bound_with_431() {
     let _ = writer.join();
     let text = String::from_utf8_lossy(&got);
     assert!(text.starts_with("HTTP/1.1 431 "), "{text}");
-    assert!(text.contains("longer than 8192 bytes (--max-header-bytes)"), "{text}");
+    assert!(
+        text.contains("longer than 8192 bytes (--max-header-bytes)"),
+        "{text}"
+    );
     drop(t);
     assert_eq!(s.stats().refused(Refusal::HeaderTooLarge), 1);
     // Closed once the client closed too (it drained what the client still sent meanwhile,
     // 2 s at most, so that the 431 was not lost to a reset).
-    wait_for(|| s.stats().closed_by(Close::BadRequest) == 1, "the refused connection closed");
+    wait_for(
+        || s.stats().closed_by(Close::BadRequest) == 1,
+        "the refused connection closed",
+    );
     // Too many header lines: 431 too.
     let mut t = connect(&s);
     let mut raw = b"GET / HTTP/1.1\r\n".to_vec();
@@ -508,7 +581,11 @@ fn a_request_line_without_an_end_is_refused_414_or_408() {
     raw.resize(20_000, b'a');
     t.write_all(&raw).unwrap();
     let got = read_to_close(&mut t);
-    assert!(got.starts_with(b"HTTP/1.1 414 "), "{}", String::from_utf8_lossy(&got));
+    assert!(
+        got.starts_with(b"HTTP/1.1 414 "),
+        "{}",
+        String::from_utf8_lossy(&got)
+    );
     // Short and never ending: refused at the header timeout.
     let mut t = connect(&s);
     t.write_all(b"GET /bytes/1 HTTP/1.1").unwrap();
@@ -520,11 +597,17 @@ fn a_request_line_without_an_end_is_refused_414_or_408() {
     t.write_all(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n").unwrap();
     assert!(read_to_close(&mut t).starts_with(b"HTTP/1.1 505 "));
     let mut t = connect(&s);
-    t.write_all(b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03garbage\r\n\r\n").unwrap();
+    t.write_all(b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03garbage\r\n\r\n")
+        .unwrap();
     assert!(read_to_close(&mut t).starts_with(b"HTTP/1.1 400 "));
     let st = s.stats();
     assert_eq!(
-        (st.refused(Refusal::RequestLineTooLong), st.refused(Refusal::HeaderTimeout), st.refused(Refusal::Version), st.refused(Refusal::Malformed)),
+        (
+            st.refused(Refusal::RequestLineTooLong),
+            st.refused(Refusal::HeaderTimeout),
+            st.refused(Refusal::Version),
+            st.refused(Refusal::Malformed)
+        ),
         (1, 1, 1, 1)
     );
     assert_pattern(&Client::new(connect(&s)).get("/bytes/64").body, 64);
@@ -547,13 +630,20 @@ fn connections_beyond_the_limit_get_503_and_are_closed_at_once() {
     let mut extra = connect(&s);
     let got = read_to_close(&mut extra);
     assert!(t0.elapsed() < Duration::from_secs(2));
-    assert!(got.starts_with(b"HTTP/1.1 503 "), "{}", String::from_utf8_lossy(&got));
+    assert!(
+        got.starts_with(b"HTTP/1.1 503 "),
+        "{}",
+        String::from_utf8_lossy(&got)
+    );
     assert!(String::from_utf8_lossy(&got).contains("--max-connections"));
     assert_eq!(s.stats().refused(Refusal::OverConnectionLimit), 1);
     // Those held are still served; once one closes, a new one is taken.
     held[0].get("/bytes/1");
     drop(held.pop());
-    wait_for(|| s.stats().connections_open == 4, "the closed connection counted");
+    wait_for(
+        || s.stats().connections_open == 4,
+        "the closed connection counted",
+    );
     assert_pattern(&Client::new(connect(&s)).get("/bytes/9").body, 9);
 }
 
@@ -568,6 +658,12 @@ fn a_client_that_does_not_read_is_closed_at_the_send_timeout() {
     );
     let mut t = connect(&s);
     t.write_all(b"GET /bytes/67108864 HTTP/1.1\r\n\r\n").unwrap();
-    wait_for(|| s.stats().closed_by(Close::SendTimeout) == 1, "closed at the send timeout");
-    assert!(s.stats().bytes_sent < 64 << 20, "the socket buffers cannot hold 64 MiB");
+    wait_for(
+        || s.stats().closed_by(Close::SendTimeout) == 1,
+        "closed at the send timeout",
+    );
+    assert!(
+        s.stats().bytes_sent < 64 << 20,
+        "the socket buffers cannot hold 64 MiB"
+    );
 }

@@ -185,7 +185,7 @@ pub struct ServeArgs {
     #[arg(long = "http-port", value_name = "PORT", help_heading = "HTTP server")]
     pub http_port: Option<u16>,
     #[command(flatten)]
-    pub http: crate::http::HttpOptions,
+    pub http: Box<crate::http::HttpOptions>,
     /// Log only warnings.
     #[arg(short = 'q', long)]
     pub quiet: bool,

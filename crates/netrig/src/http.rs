@@ -37,10 +37,20 @@ pub struct HttpOptions {
     #[arg(long = "backlog", value_name = "N", default_value_t = 4096, value_parser = clap::value_parser!(i32).range(1..=1_000_000), help_heading = "HTTP server")]
     pub backlog: i32,
     /// Serve HTTPS with this PEM certificate chain (with --tls-key).
-    #[arg(long = "tls-cert", value_name = "FILE", requires = "tls_key", help_heading = "HTTP server")]
+    #[arg(
+        long = "tls-cert",
+        value_name = "FILE",
+        requires = "tls_key",
+        help_heading = "HTTP server"
+    )]
     pub tls_cert: Option<PathBuf>,
     /// The PEM private key of --tls-cert.
-    #[arg(long = "tls-key", value_name = "FILE", requires = "tls_cert", help_heading = "HTTP server")]
+    #[arg(
+        long = "tls-key",
+        value_name = "FILE",
+        requires = "tls_cert",
+        help_heading = "HTTP server"
+    )]
     pub tls_key: Option<PathBuf>,
     /// The largest body /bytes/N may ask for (beyond: 413); K/M/G = 2^10/2^20/2^30.
     #[arg(long = "max-body", value_name = "SIZE", default_value = "64M", value_parser = parse_size, help_heading = "HTTP bounds")]
@@ -113,7 +123,9 @@ impl HttpOptions {
             None => std::thread::available_parallelism().map_or(1, |n| n.get()),
         };
         let tls = match (&self.tls_cert, &self.tls_key) {
-            (Some(c), Some(k)) => Some(netrig_http::tls::server_config(c, k).map_err(|e| crate::Usage(e.to_string()))?),
+            (Some(c), Some(k)) => {
+                Some(netrig_http::tls::server_config(c, k).map_err(|e| crate::Usage(e.to_string()))?)
+            }
             _ => None,
         };
         Ok(ServerConfig {

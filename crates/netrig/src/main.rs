@@ -299,8 +299,13 @@ fn serve(a: ServeArgs) -> Result<()> {
         Some(k) => format!("; its key: {}", k.public()),
         None => String::new(),
     };
-    if a.http_port.is_none() && (a.http.threads.is_some() || a.http.tls_cert.is_some() || a.http.stall_for.is_some()) {
-        return Err(Usage("--threads, --tls-cert and --stall-for are the HTTP server's: add --http-port PORT".into()).into());
+    if a.http_port.is_none()
+        && (a.http.threads.is_some() || a.http.tls_cert.is_some() || a.http.stall_for.is_some())
+    {
+        return Err(Usage(
+            "--threads, --tls-cert and --stall-for are the HTTP server's: add --http-port PORT".into(),
+        )
+        .into());
     }
     let caps = caps_line(&a, &config);
     let agent = Agent::bind(config)?;

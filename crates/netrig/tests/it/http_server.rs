@@ -117,8 +117,24 @@ fn stats(addr: SocketAddr) -> serde_json::Value {
 
 #[test]
 fn http_serve_alone_says_what_it_serves_and_serves_it() {
-    let p = start(&["http-serve", "--bind", "127.0.0.1", "-p", "0", "--threads", "2", "--max-body", "1M"]);
-    for words in ["2 worker threads", "/bytes/N", "1048576 bytes, --max-body", "--header-timeout", "--max-connections"] {
+    let p = start(&[
+        "http-serve",
+        "--bind",
+        "127.0.0.1",
+        "-p",
+        "0",
+        "--threads",
+        "2",
+        "--max-body",
+        "1M",
+    ]);
+    for words in [
+        "2 worker threads",
+        "/bytes/N",
+        "1048576 bytes, --max-body",
+        "--header-timeout",
+        "--max-connections",
+    ] {
         assert!(p.startup.contains(words), "{words:?} not in {:?}", p.startup);
     }
     let mut t = connect(p.addr);
@@ -134,10 +150,24 @@ fn http_serve_alone_says_what_it_serves_and_serves_it() {
 #[test]
 fn serve_with_an_http_port_runs_the_agent_and_the_http_server_together() {
     let agent_port = super::helpers::free_port();
-    let p = start(&["serve", "--bind", "127.0.0.1", "-p", &agent_port.to_string(), "--http-port", "0", "--threads", "1", "-q"]);
+    let p = start(&[
+        "serve",
+        "--bind",
+        "127.0.0.1",
+        "-p",
+        &agent_port.to_string(),
+        "--http-port",
+        "0",
+        "--threads",
+        "1",
+        "-q",
+    ]);
     assert_eq!(get(&mut connect(p.addr), "/bytes/3"), (200, b"abc".to_vec()));
     // The agent beside it runs a test.
-    let out = super::helpers::run(&super::helpers::strs(&super::helpers::at(&agent_port.to_string(), "tcp-rr -l 0.3")));
+    let out = super::helpers::run(&super::helpers::strs(&super::helpers::at(
+        &agent_port.to_string(),
+        "tcp-rr -l 0.3",
+    )));
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
 }
 
@@ -152,7 +182,11 @@ fn ten_thousand_idle_keepalive_connections_are_held_in_bounded_memory_and_an_hon
     // SAFETY: a valid out-pointer; then a valid pointer to an initialised struct.
     unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) };
     if lim.rlim_max < (N + 200) as u64 {
-        eprintln!("skipped: RLIMIT_NOFILE's hard limit is {} here, under {} (raise it to run this case)", lim.rlim_max, N + 200);
+        eprintln!(
+            "skipped: RLIMIT_NOFILE's hard limit is {} here, under {} (raise it to run this case)",
+            lim.rlim_max,
+            N + 200
+        );
         return;
     }
     let raised = libc::rlimit {
@@ -162,7 +196,15 @@ fn ten_thousand_idle_keepalive_connections_are_held_in_bounded_memory_and_an_hon
     unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &raised) };
 
     let p = start(&[
-        "http-serve", "--bind", "127.0.0.1", "-p", "0", "--threads", "2", "--max-connections", "10100",
+        "http-serve",
+        "--bind",
+        "127.0.0.1",
+        "-p",
+        "0",
+        "--threads",
+        "2",
+        "--max-connections",
+        "10100",
     ]);
     let pid = p.child.id();
     // The baseline: after an honest client, once two readings 200 ms apart agree.
@@ -203,8 +245,14 @@ fn ten_thousand_idle_keepalive_connections_are_held_in_bounded_memory_and_an_hon
          opened and answered in {opened:?}; an honest client served in {served_in:?}"
     );
     assert!(s["connections_open"].as_u64().unwrap() >= N as u64, "{s}");
-    assert!(per_conn < 4096.0, "{per_conn:.0} bytes of resident memory per idle connection");
-    assert!(served_in < Duration::from_secs(1), "the honest client waited {served_in:?}");
+    assert!(
+        per_conn < 4096.0,
+        "{per_conn:.0} bytes of resident memory per idle connection"
+    );
+    assert!(
+        served_in < Duration::from_secs(1),
+        "the honest client waited {served_in:?}"
+    );
     drop(held);
     drop(honest);
     let t2 = Instant::now();
@@ -214,7 +262,10 @@ fn ten_thousand_idle_keepalive_connections_are_held_in_bounded_memory_and_an_hon
         if s["connections_open"] == 1 {
             break;
         }
-        assert!(t2.elapsed() < Duration::from_secs(15), "connections still counted open: {s}");
+        assert!(
+            t2.elapsed() < Duration::from_secs(15),
+            "connections still counted open: {s}"
+        );
         std::thread::sleep(Duration::from_millis(100));
     }
     assert!(!p.log.lock().unwrap().contains("panicked"));
