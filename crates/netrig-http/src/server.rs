@@ -952,7 +952,11 @@ impl Conn {
 
     /// An answer written at once, best effort, before the connection is closed (408).
     fn refuse_now(&mut self, status: u16, reason: &str, ctx: &mut Ctx) {
-        if self.pending_out() > 0 || self.body_left > 0 {
+        if self.pending_out() > 0
+            || self.body_left > 0
+            || self.tls.as_ref().is_some_and(|t| t.is_handshaking())
+        {
+            // Mid-answer there is no place for it; mid-handshake no channel.
             return;
         }
         let mut out = Vec::new();
@@ -1104,6 +1108,9 @@ impl Conn {
         } else if self.delayed.is_some() {
             self.deadline = None;
             return;
+        } else if self.tls.as_ref().is_some_and(|t| t.is_handshaking()) {
+            // A TLS handshake is part of the first head: within --header-timeout of the accept.
+            Deadline::Header
         } else if self.rpos == self.rend {
             Deadline::Idle
         } else {

@@ -435,6 +435,29 @@ fn https_round_trip_with_a_self_signed_certificate() {
     wait_for(|| s.stats().closed_by(Close::Tls) == 1, "a TLS failure counted");
 }
 
+#[test]
+fn a_tls_handshake_that_does_not_end_is_closed_at_the_header_timeout() {
+    let ck = rcgen::generate_simple_self_signed(vec!["localhost".into()]).unwrap();
+    let key = rustls::pki_types::PrivateKeyDer::Pkcs8(ck.key_pair.serialize_der().into());
+    let mut cfg = ServerConfig::new("127.0.0.1:0".parse().unwrap());
+    cfg.tls = Some(netrig_http::tls::from_der(vec![ck.cert.der().clone()], key).unwrap());
+    cfg.bounds.header_timeout = Duration::from_secs(1);
+    let s = Server::start(cfg).unwrap();
+    let mut t = connect(&s);
+    // The first bytes of a ClientHello record, and no more.
+    t.write_all(&[0x16, 0x03, 0x01, 0x02, 0x00]).unwrap();
+    let t0 = Instant::now();
+    read_to_close(&mut t);
+    let took = t0.elapsed();
+    assert!(
+        took >= Duration::from_millis(900) && took < Duration::from_secs(4),
+        "closed after {took:?}"
+    );
+    let st = s.stats();
+    assert_eq!(st.closed_by(Close::HeaderTimeout), 1);
+    assert_eq!(st.status(408), 0, "no 408 without a channel to send it on");
+}
+
 fn wait_for(mut f: impl FnMut() -> bool, what: &str) {
     let t0 = Instant::now();
     while !f() {

@@ -174,6 +174,9 @@ fn serve_with_an_http_port_runs_the_agent_and_the_http_server_together() {
 #[test]
 fn ten_thousand_idle_keepalive_connections_are_held_in_bounded_memory_and_an_honest_client_is_served() {
     const N: usize = 10_000;
+    let _many = super::helpers::MANY_SOCKETS
+        .lock()
+        .unwrap_or_else(|e| e.into_inner());
     // This process holds the client ends: it needs N descriptors and some.
     let mut lim = libc::rlimit {
         rlim_cur: 0,
