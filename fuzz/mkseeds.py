@@ -154,3 +154,10 @@ put("latency_histogram", "empty", hist([0]))
 put("latency_histogram", "some", hist([0, 3, -5, 7, 1]))
 put("latency_histogram", "clamped", hist([0, 2, -100, 4], clamped=1))
 put("latency_histogram", "base64", base64.b64encode(hist([0, 1, 2, -3, 9])))
+
+# The HTTP server's request heads: byte 0 the head bound, bytes 1-2 the splits' seed, then the stream.
+put("http_request", "get", b"\x20\x01\x02GET /bytes/1024 HTTP/1.1\r\nHost: x\r\n\r\n")
+put("http_request", "pipelined", b"\x40\x13\x37" + b"GET /bytes/3 HTTP/1.1\r\n\r\nHEAD /bytes/70000?delay_ms=5 HTTP/1.0\r\nConnection: keep-alive\r\n\r\nGET /.netrig/stats HTTP/1.1\r\nConnection: close\r\n\r\n")
+put("http_request", "refusals", b"\x00\x00\x01GET /bytes/99999999 HTTP/1.1\r\n\r\nPOST / HTTP/1.1\r\nContent-Length: 3\r\n\r\nabc")
+put("http_request", "http2", b"\x10\x22\x33PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n")
+put("http_request", "long-line", b"\x00\x09\x09GET /" + b"a" * 400)

@@ -22,6 +22,7 @@ pub mod alloc_count;
 pub mod bounds;
 pub mod data_hello;
 pub mod frame;
+pub mod http_request;
 pub mod latency_histogram;
 pub mod message;
 pub mod preamble;
@@ -39,6 +40,7 @@ pub const TARGETS: &[Target] = &[
     ("agent_session", agent_session::run),
     ("data_hello", data_hello::run),
     ("frame", frame::run),
+    ("http_request", http_request::run),
     ("latency_histogram", latency_histogram::run),
     ("message", message::run),
     ("preamble", preamble::run),

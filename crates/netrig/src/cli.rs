@@ -25,6 +25,8 @@ pub enum Command {
     Quick(QuickArgs),
     /// Run the agent (like netserver or iperf3 -s), in the foreground.
     Serve(ServeArgs),
+    /// Serve HTTP/1.1 (and HTTPS) for load tests: /bytes/N, delays, stalls, bounds (docs/HTTP.md).
+    HttpServe(crate::http::HttpServeArgs),
     /// Run an experiment's plan (TOML): tests, sweeps, arms with set-up commands, iterations.
     Run(PlanArgs),
     /// List the saved experiments (--save) in a directory.
@@ -70,7 +72,7 @@ pub struct KeygenArgs {
 }
 
 /// `serve --bind`: an address of this host, with its scope when link-local.
-fn parse_listen_ip(text: &str) -> Result<ScopedIp, String> {
+pub(crate) fn parse_listen_ip(text: &str) -> Result<ScopedIp, String> {
     netrig_engine::addr::parse_ip(text)?.ok_or_else(|| {
         format!("{text:?} is not an IP address (give one of this host's addresses, not a name)")
     })
@@ -178,6 +180,12 @@ pub struct ServeArgs {
     /// (their --agent-key).
     #[arg(long = "key", value_name = "FILE")]
     pub key: Option<PathBuf>,
+    /// Also serve HTTP on this port, in the agent's process, on its --bind address (the options
+    /// under "HTTP server" and "HTTP bounds" apply; docs/HTTP.md).
+    #[arg(long = "http-port", value_name = "PORT", help_heading = "HTTP server")]
+    pub http_port: Option<u16>,
+    #[command(flatten)]
+    pub http: Box<crate::http::HttpOptions>,
     /// Log only warnings.
     #[arg(short = 'q', long)]
     pub quiet: bool,

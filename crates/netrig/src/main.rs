@@ -4,6 +4,7 @@
 mod cli;
 mod deploy;
 mod experiment;
+mod http;
 mod plot;
 
 use anyhow::{bail, Context, Result};
@@ -156,7 +157,7 @@ fn main() -> ExitCode {
     raise_fd_limit();
     let default_level = match &job {
         Job::Own(Command::Serve(a)) if a.quiet => "warn",
-        Job::Own(Command::Serve(_)) => "info",
+        Job::Own(Command::Serve(_)) | Job::Own(Command::HttpServe(_)) => "info",
         _ => "warn",
     };
     env_logger::Builder::from_env(env_logger::Env::default().default_filter_or(default_level))
@@ -176,6 +177,7 @@ fn main() -> ExitCode {
     let done = match job {
         Job::Own(Command::Quick(a)) => quick(a),
         Job::Own(Command::Serve(a)) => serve(a),
+        Job::Own(Command::HttpServe(a)) => http::serve(a),
         Job::Own(Command::Run(a)) => {
             EXPERIMENT.store(true, std::sync::atomic::Ordering::Relaxed);
             experiment::run_file(&a, cancel())
@@ -297,8 +299,26 @@ fn serve(a: ServeArgs) -> Result<()> {
         Some(k) => format!("; its key: {}", k.public()),
         None => String::new(),
     };
+    if a.http_port.is_none()
+        && (a.http.threads.is_some() || a.http.tls_cert.is_some() || a.http.stall_for.is_some())
+    {
+        return Err(Usage(
+            "--threads, --tls-cert and --stall-for are the HTTP server's: add --http-port PORT".into(),
+        )
+        .into());
+    }
     let caps = caps_line(&a, &config);
     let agent = Agent::bind(config)?;
+    let _http = match a.http_port {
+        Some(port) => Some(http::beside_agent(
+            match a.bind {
+                Some(ip) => ip.with_port(port),
+                None => AgentConfig::default_bind(port),
+            },
+            &a.http,
+        )?),
+        None => None,
+    };
     eprintln!(
         "netrig {} agent listening on {} (control and data; protocol v{}){auth_note}{key_note}",
         netrig_proto::SOFTWARE_VERSION,

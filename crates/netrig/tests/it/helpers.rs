@@ -398,3 +398,8 @@ impl Drop for TempDir {
         let _ = std::fs::remove_dir_all(&self.0);
     }
 }
+
+/// Taken by the tests that hold thousands of sockets in this process (10,000 idle connections
+/// to the agent, and to the HTTP server), so that two of them together never pass
+/// RLIMIT_NOFILE's hard limit (20,000 on the CI machines).
+pub static MANY_SOCKETS: std::sync::Mutex<()> = std::sync::Mutex::new(());

@@ -1224,6 +1224,9 @@ fn an_agent_killed_mid_test_stops_the_client_in_each_direction() {
 #[test]
 fn ten_thousand_idle_connections_are_bounded_and_closed() {
     const N: usize = 10_000;
+    let _many = super::helpers::MANY_SOCKETS
+        .lock()
+        .unwrap_or_else(|e| e.into_inner());
     let mut lim = libc::rlimit {
         rlim_cur: 0,
         rlim_max: 0,
