@@ -70,6 +70,8 @@ pub struct Config {
     pub nodelay: bool,
     /// Pin thread i to `cpus[i % len]`.
     pub cpus: Option<Vec<u32>>,
+    /// Read /proc/stat at the window's edges.
+    pub measure_cpu: bool,
 }
 
 /// Most requests an open-loop thread keeps waiting for a connection; a
@@ -278,6 +280,9 @@ pub struct Report {
     pub ended: Ended,
     /// Requests still in flight when the drain ended (not answered).
     pub abandoned: u64,
+    /// This host's CPU over the window (/proc/stat), when measured; the
+    /// reason otherwise.
+    pub cpu: Result<netrig_metrics::CpuUsage, String>,
 }
 
 #[derive(Debug, Error)]
@@ -393,6 +398,14 @@ pub fn run(
     let _ = shared.start.set(start);
     go.wait();
     let end = start + c.duration;
+    let window_start = start + c.omit;
+    let read_cpu = || -> Result<netrig_metrics::CpuSnapshot, String> {
+        if !c.measure_cpu {
+            return Err("not measured (--no-cpu)".into());
+        }
+        netrig_metrics::read_proc_stat().map_err(|e| format!("/proc/stat: {e}"))
+    };
+    let mut cpu_first = if c.omit.is_zero() { Some(read_cpu()) } else { None };
     let mut stopped = None;
     let mut intervals = Vec::new();
     let mut last = (0u64, 0u64, 0u64, 0u64);
@@ -405,6 +418,9 @@ pub fn run(
         if let Some(r) = stop() {
             stopped = Some(r);
             break;
+        }
+        if cpu_first.is_none() && now >= window_start {
+            cpu_first = Some(read_cpu());
         }
         if let Some((at, every)) = tick {
             if now >= at {
@@ -431,9 +447,13 @@ pub fn run(
                 tick = Some((at + every, every));
             }
         }
-        let next = tick.map_or(end, |(at, _)| at.min(end));
+        let mut next = tick.map_or(end, |(at, _)| at.min(end));
+        if cpu_first.is_none() {
+            next = next.min(window_start);
+        }
         std::thread::sleep(next.saturating_duration_since(Instant::now()).min(Duration::from_millis(5)));
     }
+    let cpu_last = read_cpu();
     shared.stop.store(true, Ordering::Relaxed);
     let mut ends = Vec::with_capacity(threads);
     for h in handles {
@@ -445,7 +465,14 @@ pub fn run(
     if let Some(r) = stopped {
         return Err(Error::Stopped(r));
     }
-    Ok(worker::merge(c, start, ends, intervals))
+    let cpu = match (cpu_first, cpu_last) {
+        (Some(Ok(a)), Ok(b)) => Ok(b.usage_since(&a)),
+        (Some(Err(e)), _) | (_, Err(e)) => Err(e),
+        (None, _) => Err("the run ended before the window began".into()),
+    };
+    let mut r = worker::merge(c, start, ends, intervals);
+    r.cpu = cpu;
+    Ok(r)
 }
 
 /// Connections of thread `i` of `threads`.

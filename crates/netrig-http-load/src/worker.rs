@@ -777,5 +777,6 @@ pub(crate) fn merge(c: &Config, start: Instant, ends: Vec<End>, intervals: Vec<I
         threads,
         ended,
         abandoned,
+        cpu: Err("not measured".into()),
     }
 }

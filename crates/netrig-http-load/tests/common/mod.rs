@@ -191,6 +191,7 @@ pub fn config(server: SocketAddr) -> netrig_http_load::Config {
         interval: None,
         nodelay: true,
         cpus: None,
+        measure_cpu: true,
     }
 }
 

@@ -17,7 +17,7 @@ pub mod kind;
 
 use crate::AgentLimits;
 pub use kind::{
-    Exchange, KindRules, KindSpec, Load, StreamOptions, TcpBidirSpec, TcpCrrSpec, TcpMaertsSpec, TcpOptions,
+    Exchange, HttpSpec, KindRules, KindSpec, Load, StreamOptions, TcpBidirSpec, TcpCrrSpec, TcpMaertsSpec, TcpOptions,
     TcpRrSpec, TcpStreamSpec, Transactions, Transport, UdpRrSpec, UdpStreamSpec,
 };
 use serde::{Deserialize, Serialize};
