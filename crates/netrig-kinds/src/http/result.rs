@@ -86,6 +86,12 @@ pub(crate) fn assemble(
         })
     };
     let (cpu_local, cpu_reason) = match &r.cpu {
+        Ok(_) if secs < 0.5 => (
+            None,
+            Some(format!(
+                "a window of {secs:.3} s is too short for /proc/stat, which counts in 10 ms ticks (0.5 s at least)"
+            )),
+        ),
         Ok(u) => {
             let wire = netrig_proto::report::measure::CpuUsage::from(u);
             (Some(CpuUsage::from(&wire)), None)
@@ -175,7 +181,7 @@ pub(crate) fn assemble(
         service_demand: ServiceDemandSummary {
             local: demand,
             remote: None,
-            unit: "us/transaction".into(),
+            unit: "us/tran".into(),
             mss: None,
             local_per_packet_us: None,
             remote_per_packet_us: None,

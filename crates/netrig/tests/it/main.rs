@@ -13,6 +13,7 @@ mod crr;
 mod experiment;
 mod hooks;
 mod hostile;
+mod http;
 mod link_local;
 mod measure;
 mod neighbours;
