@@ -94,6 +94,7 @@ replay_tests! {
     agent_session
     data_hello
     frame
+    http_response
     latency_histogram
     message
     preamble
