@@ -171,8 +171,8 @@ pub fn assert_bounded(s: &TestSpec, limits: &AgentLimits) {
         }
         KindSpec::Http(h) => {
             use netrig_proto::spec::kind::{
-                HttpLoad, HTTP_HEADER_RANGE, HTTP_TIMEOUT_RANGE_S, MAX_HTTP_BODY, MAX_HTTP_HEADERS, MAX_HTTP_LINE,
-                MAX_HTTP_REQUESTS,
+                HttpLoad, HTTP_HEADER_RANGE, HTTP_TIMEOUT_RANGE_S, MAX_HTTP_BODY, MAX_HTTP_HEADERS,
+                MAX_HTTP_LINE, MAX_HTTP_REQUESTS,
             };
             assert_eq!(dirs, [Direction::Tx]);
             assert_eq!(rules.transport(), Transport::Tcp);
@@ -180,10 +180,14 @@ pub fn assert_bounded(s: &TestSpec, limits: &AgentLimits) {
             assert_eq!(rules.tcp(), Some(&h.tcp));
             assert_tcp(&h.tcp);
             // What goes on a request line or header line: bounded, no line breaks.
-            let line = |v: &str| !v.is_empty() && v.len() <= MAX_HTTP_LINE && !v.bytes().any(|b| b == b'\r' || b == b'\n');
+            let line = |v: &str| {
+                !v.is_empty() && v.len() <= MAX_HTTP_LINE && !v.bytes().any(|b| b == b'\r' || b == b'\n')
+            };
             assert!(line(&h.path) && (h.path.starts_with('/') || h.path == "*") && !h.path.contains(' '));
             assert!(h.host_header.as_deref().is_none_or(line));
-            assert!(h.headers.len() <= MAX_HTTP_HEADERS && h.headers.iter().all(|x| line(x) && x.contains(':')));
+            assert!(
+                h.headers.len() <= MAX_HTTP_HEADERS && h.headers.iter().all(|x| line(x) && x.contains(':'))
+            );
             assert!(h.requests.is_none_or(|n| (1..=MAX_HTTP_REQUESTS).contains(&n)));
             if let HttpLoad::Open { rate, .. } = h.load {
                 assert!(rate.is_finite() && rate > 0.0 && rate <= MAX_RATE);

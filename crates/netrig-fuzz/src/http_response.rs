@@ -66,10 +66,16 @@ pub fn run(data: &[u8]) {
     for r in whole.iter().chain(&split) {
         assert!(r.body_bytes <= bounds.max_body_bytes, "{r:?} over {bounds:?}");
         assert!((200..1000).contains(&r.status), "{r:?}");
-        assert!(r.body_bytes == 0 || !head_request, "a HEAD response with a body: {r:?}");
+        assert!(
+            r.body_bytes == 0 || !head_request,
+            "a HEAD response with a body: {r:?}"
+        );
     }
     let counted: u64 = split.iter().map(|r| r.head_bytes + r.body_bytes).sum();
-    assert!(counted <= taken as u64, "{counted} bytes in responses of {taken} taken");
+    assert!(
+        counted <= taken as u64,
+        "{counted} bytes in responses of {taken} taken"
+    );
     let common = whole.len().min(split.len());
     assert_eq!(whole[..common], split[..common], "the splits changed a response");
     if whole_err.is_none() && split_err.is_none() {

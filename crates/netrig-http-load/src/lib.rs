@@ -451,7 +451,10 @@ pub fn run(
         if cpu_first.is_none() {
             next = next.min(window_start);
         }
-        std::thread::sleep(next.saturating_duration_since(Instant::now()).min(Duration::from_millis(5)));
+        std::thread::sleep(
+            next.saturating_duration_since(Instant::now())
+                .min(Duration::from_millis(5)),
+        );
     }
     let cpu_last = read_cpu();
     shared.stop.store(true, Ordering::Relaxed);

@@ -68,14 +68,26 @@ pub struct Response {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Chunk {
     /// In the size line: the size so far, digits seen, in an extension.
-    Size { size: u64, digits: u8, ext: bool, len: usize },
+    Size {
+        size: u64,
+        digits: u8,
+        ext: bool,
+        len: usize,
+    },
     /// Past CR of the size line.
-    SizeLf { size: u64 },
-    Data { left: u64 },
+    SizeLf {
+        size: u64,
+    },
+    Data {
+        left: u64,
+    },
     DataCr,
     DataLf,
     /// Trailer lines after the last chunk: bytes of this line so far.
-    Trailer { line: usize, cr: bool },
+    Trailer {
+        line: usize,
+        cr: bool,
+    },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -348,7 +360,11 @@ impl ResponseParser {
                     let n = ((data.len() - i) as u64).min(left);
                     self.body_bytes += n;
                     i += n as usize;
-                    c = if left == n { Chunk::DataCr } else { Chunk::Data { left: left - n } };
+                    c = if left == n {
+                        Chunk::DataCr
+                    } else {
+                        Chunk::Data { left: left - n }
+                    };
                     continue;
                 }
                 _ => {}
@@ -357,7 +373,12 @@ impl ResponseParser {
             i += 1;
             self.head_bytes += 1;
             c = match c {
-                Chunk::Size { size, digits, ext, len } => {
+                Chunk::Size {
+                    size,
+                    digits,
+                    ext,
+                    len,
+                } => {
                     if len + 1 > MAX_CHUNK_LINE {
                         return Err(ParseError::BadChunk);
                     }
@@ -365,8 +386,18 @@ impl ResponseParser {
                     match b {
                         b'\r' if digits > 0 => Chunk::SizeLf { size },
                         b'\n' if digits > 0 => self.chunk_start(size)?,
-                        _ if ext => Chunk::Size { size, digits, ext, len },
-                        b';' | b' ' | b'\t' if digits > 0 => Chunk::Size { size, digits, ext: true, len },
+                        _ if ext => Chunk::Size {
+                            size,
+                            digits,
+                            ext,
+                            len,
+                        },
+                        b';' | b' ' | b'\t' if digits > 0 => Chunk::Size {
+                            size,
+                            digits,
+                            ext: true,
+                            len,
+                        },
                         _ => {
                             let d = (b as char).to_digit(16).ok_or(ParseError::BadChunk)?;
                             if digits >= 16 {
@@ -389,14 +420,24 @@ impl ResponseParser {
                 }
                 Chunk::DataCr => match b {
                     b'\r' => Chunk::DataLf,
-                    b'\n' => Chunk::Size { size: 0, digits: 0, ext: false, len: 0 },
+                    b'\n' => Chunk::Size {
+                        size: 0,
+                        digits: 0,
+                        ext: false,
+                        len: 0,
+                    },
                     _ => return Err(ParseError::BadChunk),
                 },
                 Chunk::DataLf => {
                     if b != b'\n' {
                         return Err(ParseError::BadChunk);
                     }
-                    Chunk::Size { size: 0, digits: 0, ext: false, len: 0 }
+                    Chunk::Size {
+                        size: 0,
+                        digits: 0,
+                        ext: false,
+                        len: 0,
+                    }
                 }
                 Chunk::Trailer { line, cr } => {
                     self.trailer_bytes += 1;
@@ -408,7 +449,10 @@ impl ResponseParser {
                         b'\n' => Chunk::Trailer { line: 0, cr: false },
                         b'\r' if line == 0 && !cr => Chunk::Trailer { line: 0, cr: true },
                         _ if cr => return Err(ParseError::BadChunk),
-                        _ => Chunk::Trailer { line: line + 1, cr: false },
+                        _ => Chunk::Trailer {
+                            line: line + 1,
+                            cr: false,
+                        },
                     }
                 }
                 Chunk::Data { .. } => unreachable!("handled above"),
@@ -471,21 +515,39 @@ mod tests {
         let mut p = ResponseParser::new(Bounds::default(), false);
         let d = b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.0 200 OK\r\n\r\nabcdef";
         let r = all(&mut p, d, 7).unwrap();
-        assert_eq!(r, vec![Response { status: 200, head_bytes: 44, body_bytes: 6, close: true }]);
+        assert_eq!(
+            r,
+            vec![Response {
+                status: 200,
+                head_bytes: 44,
+                body_bytes: 6,
+                close: true
+            }]
+        );
         let mut p = ResponseParser::new(Bounds::default(), true);
         let r = all(&mut p, b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n", 3).unwrap();
         assert_eq!(r[0].body_bytes, 0, "HEAD: no body whatever the length says");
         let mut p = ResponseParser::new(Bounds::default(), false);
-        assert_eq!(all(&mut p, b"HTTP/1.1 200 OK\r\nContent-Length: 9\r\n\r\nabc", 4), Err(ParseError::Truncated));
+        assert_eq!(
+            all(&mut p, b"HTTP/1.1 200 OK\r\nContent-Length: 9\r\n\r\nabc", 4),
+            Err(ParseError::Truncated)
+        );
     }
 
     #[test]
     fn bounds_hold() {
-        let b = Bounds { max_header_bytes: 64, max_body_bytes: 10 };
+        let b = Bounds {
+            max_header_bytes: 64,
+            max_body_bytes: 10,
+        };
         let long = [b"HTTP/1.1 200 OK\r\nX: ".as_slice(), &[b'a'; 100], b"\r\n\r\n"].concat();
         for split in [1, 5, 200] {
             let mut p = ResponseParser::new(b, false);
-            assert_eq!(all(&mut p, &long, split), Err(ParseError::HeadTooLarge { limit: 64 }), "{split}");
+            assert_eq!(
+                all(&mut p, &long, split),
+                Err(ParseError::HeadTooLarge { limit: 64 }),
+                "{split}"
+            );
         }
         let mut p = ResponseParser::new(b, false);
         assert_eq!(
@@ -494,18 +556,30 @@ mod tests {
         );
         let mut p = ResponseParser::new(b, false);
         assert_eq!(
-            all(&mut p, b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n8\r\n12345678\r\n8\r\n", 3),
+            all(
+                &mut p,
+                b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n8\r\n12345678\r\n8\r\n",
+                3
+            ),
             Err(ParseError::BodyTooLarge { limit: 10 })
         );
         let mut p = ResponseParser::new(b, false);
         assert_eq!(
-            all(&mut p, b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n11111111111111111\r\n", 3),
+            all(
+                &mut p,
+                b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n11111111111111111\r\n",
+                3
+            ),
             Err(ParseError::BadChunk),
             "a size of more than 16 hex digits"
         );
         let mut p = ResponseParser::new(b, false);
         assert_eq!(
-            all(&mut p, b"HTTP/1.1 200 OK\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n", 3),
+            all(
+                &mut p,
+                b"HTTP/1.1 200 OK\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n",
+                3
+            ),
             Err(ParseError::BadLength)
         );
     }

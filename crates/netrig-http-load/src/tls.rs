@@ -34,7 +34,11 @@ impl Tls {
                 .with_no_client_auth()
         } else {
             let path = ca_file.unwrap_or(SYSTEM_CAS);
-            let option = if ca_file.is_some() { "--ca-file" } else { "the system's CA bundle" };
+            let option = if ca_file.is_some() {
+                "--ca-file"
+            } else {
+                "the system's CA bundle"
+            };
             let mut roots = RootCertStore::empty();
             let certs = read_pem_certs(path).map_err(|e| format!("{option} {path}: {e}"))?;
             let (added, _) = roots.add_parsable_certificates(certs);
@@ -50,8 +54,7 @@ impl Tls {
     }
 
     pub(crate) fn connect(&self) -> io::Result<rustls::ClientConnection> {
-        rustls::ClientConnection::new(self.config.clone(), self.server_name.clone())
-            .map_err(io::Error::other)
+        rustls::ClientConnection::new(self.config.clone(), self.server_name.clone()).map_err(io::Error::other)
     }
 }
 

@@ -132,7 +132,10 @@ pub(crate) struct Worker {
 }
 
 fn cpu_now() -> f64 {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
     // SAFETY: ts is a valid timespec to write.
     unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
     ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9
@@ -241,7 +244,11 @@ impl Worker {
                         self.start_request(i, shared, now);
                     }
                 }
-                if self.p.counted && self.in_flight == 0 && self.backlog.is_empty() && self.budget_gone(shared) {
+                if self.p.counted
+                    && self.in_flight == 0
+                    && self.backlog.is_empty()
+                    && self.budget_gone(shared)
+                {
                     break;
                 }
             }
@@ -289,7 +296,10 @@ impl Worker {
                 0.0
             };
         }
-        self.end.budget_left = shared.budget.as_ref().is_some_and(|b| b.load(Ordering::Relaxed) > 0);
+        self.end.budget_left = shared
+            .budget
+            .as_ref()
+            .is_some_and(|b| b.load(Ordering::Relaxed) > 0);
         let cpu_s = cpu_now() - cpu0;
         let ran = (now - start).as_secs_f64();
         self.end.cpu.cpu_s = cpu_s;
@@ -299,7 +309,10 @@ impl Worker {
     }
 
     fn budget_gone(&self, shared: &Shared) -> bool {
-        shared.budget.as_ref().is_some_and(|b| b.load(Ordering::Relaxed) == 0)
+        shared
+            .budget
+            .as_ref()
+            .is_some_and(|b| b.load(Ordering::Relaxed) == 0)
     }
 
     fn publish(&self, shared: &Shared) {
@@ -314,7 +327,9 @@ impl Worker {
     /// Open loop: requests due by `now` join the backlog, and waiting ones
     /// go out on free connections.
     fn schedule(&mut self, shared: &Shared, now: Instant) {
-        let Some((rate, poisson)) = self.p.rate else { return };
+        let Some((rate, poisson)) = self.p.rate else {
+            return;
+        };
         while let Some(due) = self.next_due {
             if due > now {
                 break;
@@ -544,13 +559,11 @@ impl Worker {
             let c = &mut self.conns[i];
             let r = match (&mut c.tls, &mut c.sock) {
                 (Some(t), _) => match t.reader().read(buf) {
-                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                        match pumped {
-                            Some(crate::tls::Pumped::Eof) => Ok(0),
-                            Some(crate::tls::Pumped::More) => continue,
-                            _ => return Ok(()),
-                        }
-                    }
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => match pumped {
+                        Some(crate::tls::Pumped::Eof) => Ok(0),
+                        Some(crate::tls::Pumped::More) => continue,
+                        _ => return Ok(()),
+                    },
                     Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => Ok(0),
                     other => other,
                 },
@@ -642,7 +655,9 @@ impl Worker {
             *counts.statuses.entry(r.status).or_default() += 1;
         }
         if self.in_window(now) {
-            self.end.latency.record(latency.as_nanos().min(u128::from(u64::MAX)) as u64);
+            self.end
+                .latency
+                .record(latency.as_nanos().min(u128::from(u64::MAX)) as u64);
         }
         self.end.last_done = Some(now);
         if r.close || self.p.new_conn {
@@ -756,13 +771,19 @@ pub(crate) fn merge(c: &Config, start: Instant, ends: Vec<End>, intervals: Vec<I
         budget_left |= e.budget_left;
     }
     if let Some(s) = &mut schedule {
-        s.mean_behind_us = if behind.1 > 0 { behind.0 / behind.1 as f64 } else { 0.0 };
+        s.mean_behind_us = if behind.1 > 0 {
+            behind.0 / behind.1 as f64
+        } else {
+            0.0
+        };
     }
     let (window_s, ended) = match c.requests {
         None => ((c.duration - c.omit).as_secs_f64(), Ended::Duration),
         Some(_) => {
             let w = last.map_or(0.0, |l| (l - start).as_secs_f64());
-            let cut = budget_left || abandoned > 0 || window.responses + window.errors.total() < c.requests.unwrap_or(0);
+            let cut = budget_left
+                || abandoned > 0
+                || window.responses + window.errors.total() < c.requests.unwrap_or(0);
             (w, if cut { Ended::CountCutShort } else { Ended::Count })
         }
     };

@@ -29,7 +29,11 @@ fn closed_loop_keep_alive_counts_agree_with_the_server() {
     assert_eq!(r.window.responses, 2000);
     assert_eq!(s.requests(), 2000);
     assert_eq!(s.responses(), 2000);
-    assert_eq!(r.window.bytes_in, s.bytes_sent(), "heads and bodies, as the server wrote them");
+    assert_eq!(
+        r.window.bytes_in,
+        s.bytes_sent(),
+        "heads and bodies, as the server wrote them"
+    );
     assert_eq!(r.window.body_bytes, 2000 * 1024);
     assert_eq!(r.window.statuses.get(&200), Some(&2000));
     assert_eq!(s.connections(), 4, "keep-alive: one connection each");
@@ -51,7 +55,11 @@ fn closed_loop_new_connection_per_request_and_chunked_bodies() {
     assert_eq!((r.window.responses, s.requests(), s.responses()), (300, 300, 300));
     assert_eq!(s.connections(), 300, "a connection per request");
     assert_eq!(r.window.connections, 300);
-    assert_eq!(r.window.body_bytes, 300 * 1000, "chunked payload, framing not counted");
+    assert_eq!(
+        r.window.body_bytes,
+        300 * 1000,
+        "chunked payload, framing not counted"
+    );
     assert_eq!(r.window.bytes_in, s.bytes_sent());
 }
 
@@ -69,10 +77,22 @@ fn timed_closed_loop_totals_match_the_server_and_intervals_come() {
     assert!((r.window_s - 1.0).abs() < 1e-9, "{}", r.window_s);
     assert!(r.window.responses > 100, "{}", r.window.responses);
     assert!(r.window.responses < r.total.responses, "the warm-up is left out");
-    assert_eq!(r.total.sent, s.requests(), "every request sent reached the server");
-    assert_eq!(r.total.responses, s.responses(), "drained: every response the server wrote was read");
+    assert_eq!(
+        r.total.sent,
+        s.requests(),
+        "every request sent reached the server"
+    );
+    assert_eq!(
+        r.total.responses,
+        s.responses(),
+        "drained: every response the server wrote was read"
+    );
     assert_eq!(r.abandoned, 0);
-    assert!((3..=4).contains(&seen.len()), "{} samples at 0.3 s in 1.2 s", seen.len());
+    assert!(
+        (3..=4).contains(&seen.len()),
+        "{} samples at 0.3 s in 1.2 s",
+        seen.len()
+    );
     assert!(seen.iter().map(|i| i.responses).sum::<u64>() <= r.total.responses);
 }
 
@@ -89,7 +109,10 @@ fn open_loop_keeps_its_rate() {
     let r = run(&c);
     let achieved = r.window.sent as f64 / r.window_s;
     let replies = r.window.responses as f64 / r.window_s;
-    assert!((achieved - 500.0).abs() < 500.0 * 0.05, "asked 500/s, sent {achieved:.1}/s");
+    assert!(
+        (achieved - 500.0).abs() < 500.0 * 0.05,
+        "asked 500/s, sent {achieved:.1}/s"
+    );
     assert!((replies - 500.0).abs() < 500.0 * 0.05, "replies {replies:.1}/s");
     let sch = r.schedule.unwrap();
     assert!((sch.due as i64 - 1000).abs() <= 2, "due {}", sch.due);
@@ -138,7 +161,10 @@ fn a_stall_shows_in_the_open_loop_p99_not_in_the_closed_loop() {
     };
     let (open, n_open) = p99(true);
     let (closed, n_closed) = p99(false);
-    assert!(open >= 150_000.0, "open loop p99 {open} µs over {n_open} responses");
+    assert!(
+        open >= 150_000.0,
+        "open loop p99 {open} µs over {n_open} responses"
+    );
     assert!(
         closed < open / 3.0,
         "closed loop p99 {closed} µs ({n_closed} responses) against open loop {open} µs"
@@ -147,7 +173,11 @@ fn a_stall_shows_in_the_open_loop_p99_not_in_the_closed_loop() {
 
 #[test]
 fn a_closed_port_is_connect_refused() {
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
     let mut c = config(format!("127.0.0.1:{port}").parse().unwrap());
     c.requests = Some(20);
     let r = run(&c);

@@ -301,7 +301,12 @@ pub fn run_kind(
     if let Ends::ClientOnly(one) = kind.ends() {
         let own = one.own_server(spec);
         let (host, port, family) = match (target, &own) {
-            (Target::Agent { host, port, family, .. }, _) => (host, *port, *family),
+            (
+                Target::Agent {
+                    host, port, family, ..
+                },
+                _,
+            ) => (host, *port, *family),
             (Target::Embedded { .. }, Some((host, port))) => (host, *port, Family::Any),
             (Target::Embedded { .. }, None) => {
                 return Err(RunError::OneEnded(format!(

@@ -109,7 +109,12 @@ fn serve(
             match conn.read(&mut chunk) {
                 Ok(0) => return,
                 Ok(n) => buf.extend_from_slice(&chunk[..n]),
-                Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => {
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                    ) =>
+                {
                     if stop.load(Ordering::Relaxed) || Instant::now() > deadline {
                         return;
                     }
@@ -123,7 +128,9 @@ fn serve(
         let Some(end) = end else { return };
         let head: Vec<u8> = buf.drain(..end).collect();
         c.requests.fetch_add(1, Ordering::Relaxed);
-        let close = String::from_utf8_lossy(&head).to_ascii_lowercase().contains("connection: close");
+        let close = String::from_utf8_lossy(&head)
+            .to_ascii_lowercase()
+            .contains("connection: close");
         let resp = match mode {
             Mode::Reset => {
                 let s = socket2::SockRef::from(&conn);

@@ -13,7 +13,7 @@ use crate::kind::{Ends, KindDef, LocalEnd, OneEnded, Planned, Workloads};
 use crate::units::{parse_seconds, parse_size};
 use clap::{Args, ValueEnum};
 use netrig_engine::sockopt::SocketSettings;
-use netrig_engine::{EngineError, Flow, RunControl, Workload, WorkerControl, WorkerEnd};
+use netrig_engine::{EngineError, Flow, RunControl, WorkerControl, WorkerEnd, Workload};
 use netrig_proto::spec::kind::{HttpLoad, HttpMethod, HttpSpec, HttpTls};
 use netrig_proto::spec::{KindSpec, Limit};
 use netrig_proto::TestSpec;
@@ -70,7 +70,12 @@ pub struct HttpArgs {
     #[arg(short = 'R', long = "rate", value_name = "PER_S", help_heading = "Load")]
     rate: Option<f64>,
     /// With --rate: how requests arrive.
-    #[arg(long = "arrivals", value_enum, default_value = "constant", help_heading = "Load")]
+    #[arg(
+        long = "arrivals",
+        value_enum,
+        default_value = "constant",
+        help_heading = "Load"
+    )]
     arrivals: Arrivals,
     /// A new connection for each request, closed after its response (httperf's mode; with
     /// --rate, connection arrivals as in the IA64 study); sends Connection: close.
@@ -134,7 +139,9 @@ fn parse_url(url: &str) -> Result<(bool, String, u16, String), String> {
     }
     let default_port = if tls { 443 } else { 80 };
     let (host, port) = if let Some(v6) = authority.strip_prefix('[') {
-        let (h, after) = v6.split_once(']').ok_or_else(|| bad("an IPv6 address needs its ]"))?;
+        let (h, after) = v6
+            .split_once(']')
+            .ok_or_else(|| bad("an IPv6 address needs its ]"))?;
         let port = match after.strip_prefix(':') {
             Some(p) => p.parse().map_err(|_| bad("the port is not a number 1-65535"))?,
             None if after.is_empty() => default_port,
@@ -184,7 +191,11 @@ impl KindDef for Http {
         let https = a.https || a.insecure || a.ca_file.is_some() || url.as_ref().is_some_and(|u| u.0);
         let host_header = a.host_header.clone().or_else(|| {
             url.as_ref().map(|(tls, h, p, _)| {
-                let bracketed = if h.contains(':') { format!("[{h}]") } else { h.clone() };
+                let bracketed = if h.contains(':') {
+                    format!("[{h}]")
+                } else {
+                    h.clone()
+                };
                 if *p == if *tls { 443 } else { 80 } {
                     bracketed
                 } else {
@@ -205,7 +216,9 @@ impl KindDef for Http {
         if a.requests.is_some() && a.omit != 0.0 {
             return Err("--omit applies to timed runs (-d/-l), not to -n".into());
         }
-        let seconds = a.duration.unwrap_or(if a.requests.is_some() { 600.0 } else { 10.0 });
+        let seconds = a
+            .duration
+            .unwrap_or(if a.requests.is_some() { 600.0 } else { 10.0 });
         let spec = TestSpec {
             omit_s: a.omit,
             interval_s: a.interval,
@@ -224,9 +237,7 @@ impl KindDef for Http {
                     load,
                     new_conn: a.new_conn,
                     timeout_s: a.timeout,
-                    max_header: a
-                        .max_header
-                        .map(|h| u32::try_from(h).unwrap_or(u32::MAX)),
+                    max_header: a.max_header.map(|h| u32::try_from(h).unwrap_or(u32::MAX)),
                     max_body: a.max_body,
                     tls: https.then(|| HttpTls {
                         insecure: a.insecure,
@@ -310,7 +321,11 @@ impl OneEnded for Http {
                     .as_deref()
                     .map(|h| strip_port(h).to_string())
                     .unwrap_or_else(|| server.ip().to_string());
-                Some(netrig_http_load::tls::Tls::new(&name, t.ca_file.as_deref(), t.insecure)?)
+                Some(netrig_http_load::tls::Tls::new(
+                    &name,
+                    t.ca_file.as_deref(),
+                    t.insecure,
+                )?)
             }
         };
         let threads = spec
@@ -344,7 +359,8 @@ impl OneEnded for Http {
             bounds: netrig_http_load::Bounds {
                 max_header_bytes: s
                     .max_header
-                    .unwrap_or(netrig_proto::spec::kind::DEFAULT_MAX_HEADER) as usize,
+                    .unwrap_or(netrig_proto::spec::kind::DEFAULT_MAX_HEADER)
+                    as usize,
                 max_body_bytes: s.max_body.unwrap_or(netrig_proto::spec::kind::DEFAULT_MAX_BODY),
             },
             tls,
@@ -358,9 +374,9 @@ impl OneEnded for Http {
         let mut on_interval = |i: &netrig_http_load::IntervalSample| observer(&result::interval(i));
         let report = netrig_http_load::run(&config, &stop, &mut on_interval).map_err(|e| e.to_string())?;
         let counters = counters_before.and_then(|b| {
-            netrig_metrics::read_kernel_counters()
-                .ok()
-                .map(|a| netrig_proto::report::CounterReport::between(&b, &a, netrig_metrics::read_conntrack()))
+            netrig_metrics::read_kernel_counters().ok().map(|a| {
+                netrig_proto::report::CounterReport::between(&b, &a, netrig_metrics::read_conntrack())
+            })
         });
         let mut r = result::assemble(spec, s, &config, server, &report, counters);
         r.warnings.extend(result::warnings(s, &r));
@@ -412,9 +428,22 @@ mod tests {
             parse_url("http://127.0.0.1:8080/bytes/1024").unwrap(),
             (false, "127.0.0.1".into(), 8080, "/bytes/1024".into())
         );
-        assert_eq!(parse_url("https://example.org").unwrap(), (true, "example.org".into(), 443, "/".into()));
-        assert_eq!(parse_url("http://[::1]:81/x").unwrap(), (false, "::1".into(), 81, "/x".into()));
-        for bad in ["ftp://x/", "http://:80/", "http://h:0/", "http://h:99999/", "http://u@h/", "http://[::1/"] {
+        assert_eq!(
+            parse_url("https://example.org").unwrap(),
+            (true, "example.org".into(), 443, "/".into())
+        );
+        assert_eq!(
+            parse_url("http://[::1]:81/x").unwrap(),
+            (false, "::1".into(), 81, "/x".into())
+        );
+        for bad in [
+            "ftp://x/",
+            "http://:80/",
+            "http://h:0/",
+            "http://h:99999/",
+            "http://u@h/",
+            "http://[::1/",
+        ] {
             assert!(parse_url(bad).is_err(), "{bad}");
         }
         assert_eq!(strip_port("a.b:80"), "a.b");
@@ -439,14 +468,34 @@ mod tests {
         assert_eq!(p.spec.limit, Limit::Duration { seconds: 3.0 });
         let KindSpec::Http(s) = &p.spec.test else { panic!() };
         assert_eq!((s.path.as_str(), s.host_header.as_deref()), ("/a", Some("h:81")));
-        let p = plan(&["-P", "5", "-T", "1", "-l", "2", "-R", "100", "--arrivals", "poisson"]).unwrap();
+        let p = plan(&[
+            "-P",
+            "5",
+            "-T",
+            "1",
+            "-l",
+            "2",
+            "-R",
+            "100",
+            "--arrivals",
+            "poisson",
+        ])
+        .unwrap();
         assert_eq!((p.spec.flows, p.spec.workers), (5, Some(1)));
         let KindSpec::Http(s) = &p.spec.test else { panic!() };
-        assert_eq!(s.load, HttpLoad::Open { rate: 100.0, poisson: true });
+        assert_eq!(
+            s.load,
+            HttpLoad::Open {
+                rate: 100.0,
+                poisson: true
+            }
+        );
         assert!(plan(&["--arrivals", "poisson"]).unwrap_err().contains("--rate"));
         assert!(plan(&["-n", "10", "--omit", "1"]).unwrap_err().contains("--omit"));
         assert!(plan(&["--path", "nope"]).unwrap_err().contains("--path"));
-        assert!(plan(&["--header", "X-A: b\r\nEvil: 1"]).unwrap_err().contains("--header"));
+        assert!(plan(&["--header", "X-A: b\r\nEvil: 1"])
+            .unwrap_err()
+            .contains("--header"));
         assert!(plan(&["--timeout", "0"]).unwrap_err().contains("--timeout"));
         assert!(plan(&["-R", "0"]).unwrap_err().contains("--rate"));
     }

@@ -101,9 +101,9 @@ pub(crate) fn assemble(
     if let Some(why) = cpu_reason {
         withheld.push(format!("this host's CPU: {why}"));
     }
-    let demand = cpu_local.as_ref().and_then(|u| {
-        netrig_metrics::service_demand(u.busy_pct, secs, u.cpus, w.responses as f64)
-    });
+    let demand = cpu_local
+        .as_ref()
+        .and_then(|u| netrig_metrics::service_demand(u.busy_pct, secs, u.cpus, w.responses as f64));
     if cpu_local.is_some() && demand.is_none() {
         withheld.push("service demand: no response in the window".into());
     }
@@ -273,8 +273,14 @@ pub(crate) fn warnings(s: &HttpSpec, r: &TestResult) -> Vec<String> {
         w.push(format!(
             "{} request(s) failed in the window: client timeout {}, connect refused {}, connect reset {}, \
              no local port {}, no descriptor {}, bad response {}, other {}",
-            e.total, e.client_timeout, e.connect_refused, e.connect_reset, e.no_local_port, e.no_descriptor,
-            e.bad_response, e.other
+            e.total,
+            e.client_timeout,
+            e.connect_refused,
+            e.connect_reset,
+            e.no_local_port,
+            e.no_descriptor,
+            e.bad_response,
+            e.other
         ));
     }
     if h.server_error_responses > 0 {

@@ -28,7 +28,11 @@ impl TableLayout for HttpLayout {
             r.agent.address,
             h.connections,
             h.threads,
-            if h.new_conn { "a new connection per request" } else { "keep-alive" },
+            if h.new_conn {
+                "a new connection per request"
+            } else {
+                "keep-alive"
+            },
             if h.window_start_s > 0.0 {
                 format!(", first {} s omitted", h.window_start_s)
             } else {
@@ -58,7 +62,8 @@ impl TableLayout for HttpLayout {
                     ms(l.min),
                     ms(l.max)
                 );
-                let _ = writeln!(
+                let _ =
+                    writeln!(
                     o,
                     "  Latency percentiles ms  p50 {}  p90 {}  p99 {}  p99.9 {}  max {}  ({} responses{})",
                     ms(l.p50),
@@ -78,7 +83,11 @@ impl TableLayout for HttpLayout {
         let _ = writeln!(
             o,
             "  Responses by status     {}",
-            if statuses.is_empty() { "none".into() } else { statuses.join(", ") }
+            if statuses.is_empty() {
+                "none".into()
+            } else {
+                statuses.join(", ")
+            }
         );
         let e = &h.errors;
         let _ = writeln!(
@@ -122,7 +131,10 @@ impl TableLayout for HttpLayout {
     }
 
     fn interval_header(&self) -> String {
-        format!("{:<16} {:>14} {:>12} {:>14} {:>8}", "Interval (s)", "Responses", "Replies/s", "10^6bits/sec", "Errors")
+        format!(
+            "{:<16} {:>14} {:>12} {:>14} {:>8}",
+            "Interval (s)", "Responses", "Replies/s", "10^6bits/sec", "Errors"
+        )
     }
 
     fn interval_rows(&self, i: &IntervalResult, _per_flow: bool) -> String {

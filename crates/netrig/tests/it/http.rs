@@ -53,13 +53,29 @@ fn http_counts_agree_with_the_servers_and_the_result_holds_its_schema() {
     let (port, requests, sent) = counting_server(1024);
     let p = port.to_string();
     let v = run_json(&[
-        "http", "-H", "127.0.0.1", "-p", &p, "--path", "/bytes/1024", "-c", "4", "-t", "2", "-n", "500",
+        "http",
+        "-H",
+        "127.0.0.1",
+        "-p",
+        &p,
+        "--path",
+        "/bytes/1024",
+        "-c",
+        "4",
+        "-t",
+        "2",
+        "-n",
+        "500",
     ]);
     assert_eq!(v["test"], "http");
     let h = &v["summary"]["http"];
     assert_eq!(u(&v, "/summary/http/responses"), 500, "{h}");
     assert_eq!(u(&v, "/summary/http/requests_sent"), 500);
-    assert_eq!(u(&v, "/summary/transactions"), 500, "transactions are completed responses");
+    assert_eq!(
+        u(&v, "/summary/transactions"),
+        500,
+        "transactions are completed responses"
+    );
     assert_eq!(h["ended"], "count");
     assert_eq!(h["statuses"]["200"], 500);
     assert_eq!(u(&v, "/summary/http/errors/total"), 0);
@@ -70,10 +86,26 @@ fn http_counts_agree_with_the_servers_and_the_result_holds_its_schema() {
     assert!(v["summary"]["latency_us"]["histogram"].is_string());
 
     // --url stands in for -H and -p; the table reads as wrk's.
-    let o = run(&["http", "--url", &format!("http://127.0.0.1:{port}/x"), "-c", "2", "-d", "0.5", "-i", "0.2"]);
+    let o = run(&[
+        "http",
+        "--url",
+        &format!("http://127.0.0.1:{port}/x"),
+        "-c",
+        "2",
+        "-d",
+        "0.5",
+        "-i",
+        "0.2",
+    ]);
     assert!(o.status.success(), "{}", stderr(&o));
     let out = stdout(&o);
-    for want in ["HTTP TEST to 127.0.0.1:", "Requests/sec (sent)", "Replies/sec", "Latency percentiles ms", "connrefused"] {
+    for want in [
+        "HTTP TEST to 127.0.0.1:",
+        "Requests/sec (sent)",
+        "Replies/sec",
+        "Latency percentiles ms",
+        "connrefused",
+    ] {
         assert!(out.contains(want), "{want:?} missing from:\n{out}");
     }
 }
@@ -83,9 +115,15 @@ fn http_errors_name_their_cause_and_options_their_bounds() {
     let port = free_port().to_string();
     let v = run_json(&["http", "-H", "127.0.0.1", "-p", &port, "-n", "10", "-c", "1"]);
     assert_eq!(u(&v, "/summary/http/errors/connect_refused"), 10);
-    assert!(!warnings_about(&v, "connect refused 10").is_empty(), "{}", v["warnings"]);
+    assert!(
+        !warnings_about(&v, "connect refused 10").is_empty(),
+        "{}",
+        v["warnings"]
+    );
     assert!(v["summary"]["latency_us"].is_null(), "no response: withheld");
-    assert!(v["summary"]["http"]["withheld"].to_string().contains("no response completed"));
+    assert!(v["summary"]["http"]["withheld"]
+        .to_string()
+        .contains("no response completed"));
     let o = run(&["http", "-H", "127.0.0.1", "-p", &port, "--timeout", "999"]);
     assert!(!o.status.success());
     assert!(stderr(&o).contains("--timeout"), "{}", stderr(&o));

@@ -159,7 +159,11 @@ impl KindRules for HttpSpec {
     fn check(&self, _: &Bounds<'_>) -> Result<(), SpecError> {
         check_line("--path", &self.path, "a path")?;
         if !(self.path.starts_with('/') || self.path == "*") || self.path.contains(' ') {
-            return Err(out_of_range("--path", &self.path, "a path starting with / and without spaces"));
+            return Err(out_of_range(
+                "--path",
+                &self.path,
+                "a path starting with / and without spaces",
+            ));
         }
         if let Some(h) = &self.host_header {
             check_line("--host-header", h, "a host")?;
@@ -183,16 +187,27 @@ impl KindRules for HttpSpec {
         }
         if let Some(n) = self.requests {
             if n == 0 || n > MAX_HTTP_REQUESTS {
-                return Err(out_of_range("-n/--requests", n, format!("1..={MAX_HTTP_REQUESTS}")));
+                return Err(out_of_range(
+                    "-n/--requests",
+                    n,
+                    format!("1..={MAX_HTTP_REQUESTS}"),
+                ));
             }
         }
         if let HttpLoad::Open { rate, .. } = self.load {
             if !(rate.is_finite() && rate > 0.0 && rate <= MAX_RATE) {
-                return Err(out_of_range("--rate", rate, format!("(0, {MAX_RATE}] requests/s")));
+                return Err(out_of_range(
+                    "--rate",
+                    rate,
+                    format!("(0, {MAX_RATE}] requests/s"),
+                ));
             }
         }
         let (lo, hi) = HTTP_TIMEOUT_RANGE_S;
-        if let Some(t) = self.timeout_s.filter(|t| !(t.is_finite() && (lo..=hi).contains(t))) {
+        if let Some(t) = self
+            .timeout_s
+            .filter(|t| !(t.is_finite() && (lo..=hi).contains(t)))
+        {
             return Err(out_of_range("--timeout", t, format!("[{lo}, {hi}] seconds")));
         }
         let (lo, hi) = HTTP_HEADER_RANGE;
@@ -200,7 +215,11 @@ impl KindRules for HttpSpec {
             return Err(out_of_range("--max-header", h, format!("{lo}..={hi} bytes")));
         }
         if let Some(b) = self.max_body.filter(|b| *b > MAX_HTTP_BODY) {
-            return Err(out_of_range("--max-body", b, format!("0..={MAX_HTTP_BODY} bytes")));
+            return Err(out_of_range(
+                "--max-body",
+                b,
+                format!("0..={MAX_HTTP_BODY} bytes"),
+            ));
         }
         if let Some(f) = self.tls.as_ref().and_then(|t| t.ca_file.as_ref()) {
             check_line("--ca-file", f, "a file name")?;

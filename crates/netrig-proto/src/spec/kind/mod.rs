@@ -16,7 +16,8 @@ mod udp_stream;
 
 pub use http::{
     HttpLoad, HttpMethod, HttpSpec, HttpTls, DEFAULT_HTTP_TIMEOUT_S, DEFAULT_MAX_BODY, DEFAULT_MAX_HEADER,
-    HTTP_HEADER_RANGE, HTTP_TIMEOUT_RANGE_S, MAX_HTTP_BODY, MAX_HTTP_HEADERS, MAX_HTTP_LINE, MAX_HTTP_REQUESTS,
+    HTTP_HEADER_RANGE, HTTP_TIMEOUT_RANGE_S, MAX_HTTP_BODY, MAX_HTTP_HEADERS, MAX_HTTP_LINE,
+    MAX_HTTP_REQUESTS,
 };
 pub use tcp_crr::TcpCrrSpec;
 pub use tcp_rr::{Load, TcpRrSpec, Transactions};
