@@ -355,19 +355,16 @@ impl ResponseParser {
             if i >= data.len() {
                 break false;
             }
-            match c {
-                Chunk::Data { left } => {
-                    let n = ((data.len() - i) as u64).min(left);
-                    self.body_bytes += n;
-                    i += n as usize;
-                    c = if left == n {
-                        Chunk::DataCr
-                    } else {
-                        Chunk::Data { left: left - n }
-                    };
-                    continue;
-                }
-                _ => {}
+            if let Chunk::Data { left } = c {
+                let n = ((data.len() - i) as u64).min(left);
+                self.body_bytes += n;
+                i += n as usize;
+                c = if left == n {
+                    Chunk::DataCr
+                } else {
+                    Chunk::Data { left: left - n }
+                };
+                continue;
             }
             let b = data[i];
             i += 1;

@@ -645,8 +645,9 @@ impl Worker {
         self.in_flight -= 1;
         let latency = now.saturating_duration_since(c.origin);
         let bytes = r.head_bytes + r.body_bytes;
-        for (counts, yes) in [(&mut self.end.total, true), (&mut self.end.window, false)] {
-            if !yes && !(now >= self.window_start && self.window_end.is_none_or(|e| now < e)) {
+        let in_window = now >= self.window_start && self.window_end.is_none_or(|e| now < e);
+        for (counts, counted) in [(&mut self.end.total, true), (&mut self.end.window, in_window)] {
+            if !counted {
                 continue;
             }
             counts.responses += 1;
