@@ -277,6 +277,10 @@ impl ResponseParser {
         };
         let status = r.code.unwrap_or(0);
         let version = r.version.unwrap_or(1);
+        if status < 100 {
+            // httparse takes any three digits; HTTP's codes start at 100.
+            return Err(ParseError::BadHead(format!("status code {status:03}")));
+        }
         if status == 101 {
             return Err(ParseError::Upgrade);
         }
