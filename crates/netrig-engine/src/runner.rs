@@ -113,6 +113,16 @@ impl RunControl {
     fn aborted(&self) -> Option<String> {
         self.abort.lock().ok().and_then(|a| a.clone())
     }
+
+    /// Why the run was aborted, once it was: what a kind that runs without
+    /// the engine's runner (http) polls.
+    pub fn abort_reason(&self) -> Option<String> {
+        if self.aborted.load(Ordering::Relaxed) {
+            self.aborted()
+        } else {
+            None
+        }
+    }
 }
 
 /// The flows one end drives, and where their connections come from.

@@ -169,6 +169,36 @@ pub fn assert_bounded(s: &TestSpec, limits: &AgentLimits) {
                 "buffers {buffers}"
             );
         }
+        KindSpec::Http(h) => {
+            use netrig_proto::spec::kind::{
+                HttpLoad, HTTP_HEADER_RANGE, HTTP_TIMEOUT_RANGE_S, MAX_HTTP_BODY, MAX_HTTP_HEADERS,
+                MAX_HTTP_LINE, MAX_HTTP_REQUESTS,
+            };
+            assert_eq!(dirs, [Direction::Tx]);
+            assert_eq!(rules.transport(), Transport::Tcp);
+            assert_eq!(rules.exchange(), Exchange::Transactions);
+            assert_eq!(rules.tcp(), Some(&h.tcp));
+            assert_tcp(&h.tcp);
+            // What goes on a request line or header line: bounded, no line breaks.
+            let line = |v: &str| {
+                !v.is_empty() && v.len() <= MAX_HTTP_LINE && !v.bytes().any(|b| b == b'\r' || b == b'\n')
+            };
+            assert!(line(&h.path) && (h.path.starts_with('/') || h.path == "*") && !h.path.contains(' '));
+            assert!(h.host_header.as_deref().is_none_or(line));
+            assert!(
+                h.headers.len() <= MAX_HTTP_HEADERS && h.headers.iter().all(|x| line(x) && x.contains(':'))
+            );
+            assert!(h.requests.is_none_or(|n| (1..=MAX_HTTP_REQUESTS).contains(&n)));
+            if let HttpLoad::Open { rate, .. } = h.load {
+                assert!(rate.is_finite() && rate > 0.0 && rate <= MAX_RATE);
+            }
+            let (lo, hi) = HTTP_TIMEOUT_RANGE_S;
+            assert!(h.timeout_s.is_none_or(|t| (lo..=hi).contains(&t)));
+            let (lo, hi) = HTTP_HEADER_RANGE;
+            assert!(h.max_header.is_none_or(|m| (lo..=hi).contains(&m)));
+            assert!(h.max_body.is_none_or(|m| m <= MAX_HTTP_BODY));
+            assert!(buffers <= 64 * 1024);
+        }
         KindSpec::UdpStream(u) => {
             let want = if u.reverse { Direction::Rx } else { Direction::Tx };
             assert_eq!(dirs, [want]);

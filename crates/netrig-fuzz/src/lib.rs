@@ -23,6 +23,7 @@ pub mod bounds;
 pub mod data_hello;
 pub mod frame;
 pub mod http_request;
+pub mod http_response;
 pub mod latency_histogram;
 pub mod message;
 pub mod preamble;
@@ -39,6 +40,7 @@ pub const TARGETS: &[Target] = &[
     ("agent_report", agent_report::run),
     ("agent_session", agent_session::run),
     ("data_hello", data_hello::run),
+    ("http_response", http_response::run),
     ("frame", frame::run),
     ("http_request", http_request::run),
     ("latency_histogram", latency_histogram::run),

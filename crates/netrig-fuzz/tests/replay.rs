@@ -95,6 +95,7 @@ replay_tests! {
     data_hello
     frame
     http_request
+    http_response
     latency_histogram
     message
     preamble

@@ -186,6 +186,12 @@ pub trait OneEnded: Sync {
         ctl: Arc<RunControl>,
         observer: &mut dyn FnMut(&IntervalResult),
     ) -> Result<TestResult, String>;
+
+    /// The server `spec` itself names (host, port), for a run whose target
+    /// gives none (no `-H`): an http `--url`'s.
+    fn own_server(&self, _spec: &TestSpec) -> Option<(String, u16)> {
+        None
+    }
 }
 
 /// What a command line asks for: the test, and this end's part of it.

@@ -15,6 +15,7 @@ pub mod registry;
 mod txn;
 pub mod units;
 
+mod http;
 mod tcp_crr;
 mod tcp_rr;
 mod tcp_stream;

@@ -13,6 +13,7 @@ static KINDS: &[&dyn Kind] = &[
     &Def(crate::tcp_crr::TcpCrr),
     &Def(crate::udp_stream::UdpStream),
     &Def(crate::udp_rr::UdpRr),
+    &Def(crate::http::Http),
 ];
 
 /// Every kind.

@@ -281,6 +281,7 @@ pub fn assemble(
         },
         directions,
         directions_fairness,
+        http: None,
     };
     warnings.extend(crate::checks::fairness_warnings(&summary));
     if let netrig_proto::spec::Limit::Duration { seconds } = spec.limit {

@@ -3,6 +3,7 @@
 //! test validates real output against it. The measurements it embeds are
 //! its own types ([`measure`]), converted from the wire's.
 
+pub mod http;
 pub mod measure;
 
 use measure::{CpuUsage, Environment, TcpInfo};
@@ -307,6 +308,9 @@ pub struct Summary {
     pub recv_throughput_bps: Option<f64>,
     /// UDP tests: datagram accounting, all flows, over the whole test.
     pub udp: Option<UdpSummary>,
+    /// http: the load generator's figures; absent for other tests.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub http: Option<http::HttpSummary>,
 }
 
 /// Datagram accounting of UDP flows over the whole test (the window and the

@@ -312,16 +312,23 @@ pub fn run_kind(
     on_interval: &mut dyn FnMut(&IntervalResult),
 ) -> Result<TestResult, RunError> {
     if let Ends::ClientOnly(one) = kind.ends() {
-        let Target::Agent {
-            host, port, family, ..
-        } = target
-        else {
-            return Err(RunError::OneEnded(format!(
-                "{} runs against a server: give its address (-H), not the embedded agent",
-                kind.name()
-            )));
+        let own = one.own_server(spec);
+        let (host, port, family) = match (target, &own) {
+            (
+                Target::Agent {
+                    host, port, family, ..
+                },
+                _,
+            ) => (host, *port, *family),
+            (Target::Embedded { .. }, Some((host, port))) => (host, *port, Family::Any),
+            (Target::Embedded { .. }, None) => {
+                return Err(RunError::OneEnded(format!(
+                    "{} runs against a server: give its address (-H), not the embedded agent",
+                    kind.name()
+                )))
+            }
         };
-        let server = resolve(host, *port, *family)?
+        let server = resolve(host, port, family)?
             .first()
             .copied()
             .ok_or_else(|| RunError::OneEnded(format!("{host} has no address to test")))?;

@@ -141,6 +141,31 @@ fn every_kind_round_trips() {
             transactions: open,
             timeout_s: Some(2.0),
         }),
+        KindSpec::Http(crate::spec::kind::HttpSpec {
+            url_host: Some("example.org".into()),
+            url_port: Some(8443),
+            host_header: Some("example.org:8443".into()),
+            path: "/bytes/1024?x=1".into(),
+            method: crate::spec::kind::HttpMethod::Head,
+            headers: vec!["Accept: */*".into()],
+            requests: Some(1000),
+            load: crate::spec::kind::HttpLoad::Open {
+                rate: 500.5,
+                poisson: true,
+            },
+            new_conn: true,
+            timeout_s: Some(0.25),
+            max_header: Some(4096),
+            max_body: Some(1 << 20),
+            tls: Some(crate::spec::kind::HttpTls {
+                insecure: true,
+                ca_file: Some("/tmp/ca.pem".into()),
+            }),
+            tcp: TcpOptions {
+                nodelay: true,
+                congestion: None,
+            },
+        }),
     ];
     assert_eq!(kinds.len(), KindSpec::NAMES.len());
     for (k, name) in kinds.into_iter().zip(KindSpec::NAMES) {

@@ -14,6 +14,7 @@ mod experiment;
 mod hooks;
 mod hostile;
 mod http_server;
+mod http;
 mod link_local;
 mod measure;
 mod neighbours;

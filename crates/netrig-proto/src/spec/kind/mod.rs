@@ -7,12 +7,18 @@
 //! command line, its summary and table) lives in the kind's folder of the
 //! netrig-kinds crate.
 
+mod http;
 mod tcp_crr;
 mod tcp_rr;
 mod tcp_stream;
 mod udp_rr;
 mod udp_stream;
 
+pub use http::{
+    HttpLoad, HttpMethod, HttpSpec, HttpTls, DEFAULT_HTTP_TIMEOUT_S, DEFAULT_MAX_BODY, DEFAULT_MAX_HEADER,
+    HTTP_HEADER_RANGE, HTTP_TIMEOUT_RANGE_S, MAX_HTTP_BODY, MAX_HTTP_HEADERS, MAX_HTTP_LINE,
+    MAX_HTTP_REQUESTS,
+};
 pub use tcp_crr::TcpCrrSpec;
 pub use tcp_rr::{Load, TcpRrSpec, Transactions};
 pub use tcp_stream::{StreamOptions, TcpBidirSpec, TcpMaertsSpec, TcpStreamSpec};
@@ -193,6 +199,7 @@ kinds! {
     TcpCrr(TcpCrrSpec) = "tcp-crr",
     UdpStream(UdpStreamSpec) = "udp-stream",
     UdpRr(UdpRrSpec) = "udp-rr",
+    Http(HttpSpec) = "http",
 }
 
 /// TCP options for the agent's end of a TCP kind's connections (the client

@@ -1,0 +1,329 @@
+//! The load generator's report as netrig's result model.
+
+use super::Http;
+use netrig_http_load::{Config, Ended, IntervalSample, Report};
+use netrig_proto::report::{ConnectErrors, CounterReport, ScheduleReport, WorkerCpu};
+use netrig_proto::spec::kind::HttpSpec;
+use netrig_proto::TestSpec;
+use netrig_report::http::{HttpErrors, HttpSummary, HttpTotals, HttpUnsent};
+use netrig_report::measure::CpuUsage;
+use netrig_report::{
+    AgentInfo, CpuSummary, EndBuffers, IntervalResult, LatencyUs, PerEnd, RunInfo, ServiceDemandSummary,
+    Summary, TestConfig, TestResult,
+};
+use std::net::SocketAddr;
+
+fn per_s(n: u64, s: f64) -> f64 {
+    if s > 0.0 {
+        n as f64 / s
+    } else {
+        0.0
+    }
+}
+
+/// One interval sample as the result's interval.
+pub(crate) fn interval(i: &IntervalSample) -> IntervalResult {
+    let s = i.end_s - i.start_s;
+    IntervalResult {
+        index: i.index,
+        start_s: i.start_s,
+        end_s: i.end_s,
+        bytes: i.bytes_in,
+        throughput_bps: netrig_report::bps(i.bytes_in, s),
+        tx_throughput_bps: None,
+        rx_throughput_bps: Some(netrig_report::bps(i.bytes_in, s)),
+        tx_fairness: None,
+        rx_fairness: None,
+        directions_fairness: None,
+        transactions_per_s: Some(per_s(i.responses, s)),
+        retransmits: None,
+        udp: None,
+        failed_transactions: Some(i.errors),
+        latency_us: None,
+        flows: Vec::new(),
+    }
+}
+
+/// Requests sent per second in an interval (the table shows it beside replies/s).
+pub(crate) fn errors_of(e: &netrig_http_load::Errors) -> HttpErrors {
+    HttpErrors {
+        client_timeout: e.client_timeout,
+        connect_refused: e.connect_refused,
+        connect_reset: e.connect_reset,
+        no_local_port: e.no_local_port,
+        no_descriptor: e.no_descriptor,
+        bad_response: e.bad_response,
+        other: e.other,
+        total: e.total(),
+    }
+}
+
+/// The run's result.
+pub(crate) fn assemble(
+    spec: &TestSpec,
+    s: &HttpSpec,
+    c: &Config,
+    server: SocketAddr,
+    r: &Report,
+    counters: Option<CounterReport>,
+) -> TestResult {
+    let w = &r.window;
+    let secs = r.window_s;
+    let mut withheld = vec![
+        "interval latency percentiles: not kept per interval (the window's histogram is in summary.latency_us)"
+            .to_string(),
+        "the server's CPU and kernel counters: no agent on its host was asked (counters.local is this host's)"
+            .to_string(),
+    ];
+    let latency_us = if r.latency.is_empty() {
+        withheld.push("latency: no response completed in the window".into());
+        None
+    } else {
+        let wire = netrig_proto::report::measure::LatencySummary::from(&r.latency.summary());
+        Some(LatencyUs {
+            histogram: Some(r.latency.to_base64()),
+            ..LatencyUs::from(&wire)
+        })
+    };
+    let (cpu_local, cpu_reason) = match &r.cpu {
+        Ok(_) if secs < 0.5 => (
+            None,
+            Some(format!(
+                "a window of {secs:.3} s is too short for /proc/stat, which counts in 10 ms ticks (0.5 s at least)"
+            )),
+        ),
+        Ok(u) => {
+            let wire = netrig_proto::report::measure::CpuUsage::from(u);
+            (Some(CpuUsage::from(&wire)), None)
+        }
+        Err(e) => (None, Some(e.clone())),
+    };
+    if let Some(why) = cpu_reason {
+        withheld.push(format!("this host's CPU: {why}"));
+    }
+    let demand = cpu_local
+        .as_ref()
+        .and_then(|u| netrig_metrics::service_demand(u.busy_pct, secs, u.cpus, w.responses as f64));
+    if cpu_local.is_some() && demand.is_none() {
+        withheld.push("service demand: no response in the window".into());
+    }
+    let statuses = w.statuses.iter().map(|(k, v)| (k.to_string(), *v)).collect();
+    let class = |lo: u16| w.statuses.range(lo..lo + 100).map(|(_, n)| n).sum::<u64>();
+    let open = c.load != netrig_http_load::Load::Closed;
+    let http = HttpSummary {
+        load: if open { "open" } else { "closed" }.into(),
+        new_conn: c.new_conn,
+        connections: c.connections,
+        threads: r.threads.len() as u32,
+        window_start_s: r.window_start_s,
+        window_s: secs,
+        ended: match r.ended {
+            Ended::Duration => "duration",
+            Ended::Count => "count",
+            Ended::CountCutShort => "count_cut_short",
+        }
+        .into(),
+        rate_asked: s.rate(),
+        requests_sent: w.sent,
+        requests_per_s: per_s(w.sent, secs),
+        responses: w.responses,
+        replies_per_s: per_s(w.responses, secs),
+        response_bytes: w.bytes_in,
+        transfer_bps: netrig_report::bps(w.bytes_in, secs),
+        body_bytes: w.body_bytes,
+        body_bps: netrig_report::bps(w.body_bytes, secs),
+        request_bytes: w.bytes_out,
+        connections_opened: w.connections,
+        statuses,
+        client_error_responses: class(400),
+        server_error_responses: class(500),
+        errors: errors_of(&w.errors),
+        unsent: r.schedule.as_ref().map(|sc| HttpUnsent {
+            unsent: sc.unsent,
+            skipped: sc.skipped,
+            rule: format!(
+                "late: sent more than 1 ms after due; unsent: due in the window, not sent when it closed; \
+                 skipped: due while {} requests already waited on its thread",
+                netrig_http_load::MAX_BACKLOG
+            ),
+        }),
+        total: HttpTotals {
+            requests_sent: r.total.sent,
+            responses: r.total.responses,
+            response_bytes: r.total.bytes_in,
+            connections_opened: r.total.connections,
+            errors: r.total.errors.total(),
+            abandoned: r.abandoned,
+        },
+        withheld,
+    };
+    let e = &w.errors;
+    let summary = Summary {
+        throughput_bps: netrig_report::bps(w.bytes_in, secs),
+        bytes: w.bytes_in,
+        elapsed_s: secs,
+        tx_throughput_bps: Some(netrig_report::bps(w.bytes_out, secs)),
+        rx_throughput_bps: Some(netrig_report::bps(w.bytes_in, secs)),
+        directions: Vec::new(),
+        directions_fairness: None,
+        socket_buffers: EndBuffers {
+            local: Default::default(),
+            remote: Default::default(),
+        },
+        cpu: CpuSummary {
+            local_pct: cpu_local.as_ref().map(|u| u.busy_pct),
+            remote_pct: None,
+            local: cpu_local.clone(),
+            remote: None,
+            local_accounted_pct: None,
+            remote_accounted_pct: None,
+        },
+        service_demand: ServiceDemandSummary {
+            local: demand,
+            remote: None,
+            unit: "us/tran".into(),
+            mss: None,
+            local_per_packet_us: None,
+            remote_per_packet_us: None,
+        },
+        transactions: Some(w.responses),
+        transactions_per_s: Some(per_s(w.responses, secs)),
+        latency_us,
+        schedule: r.schedule.as_ref().map(|sc| ScheduleReport {
+            due: sc.due,
+            late: sc.late,
+            max_behind_us: sc.max_behind_us,
+            mean_behind_us: sc.mean_behind_us,
+        }),
+        connect_errors: Some(ConnectErrors {
+            refused: e.connect_refused,
+            timed_out: e.client_timeout,
+            addr_not_available: e.no_local_port,
+            reset: e.connect_reset,
+            other: e.no_descriptor + e.bad_response + e.other,
+        }),
+        send_throughput_bps: None,
+        recv_throughput_bps: None,
+        udp: None,
+        http: Some(http),
+    };
+    let config = TestConfig::new(
+        spec,
+        &crate::kind::Def(Http),
+        RunInfo {
+            host: Some(server.ip().to_string()),
+            port: server.port(),
+            cpus: c.cpus.clone(),
+            bind: None,
+            family: Some(if server.is_ipv4() { "ipv4" } else { "ipv6" }.into()),
+            local: Default::default(),
+            remote: Default::default(),
+        },
+    );
+    let mut config = config;
+    config.message_size = c.request.len() as u32;
+    config.request_size = Some(c.request.len() as u32);
+    config.workers = Some(r.threads.len() as u32);
+    TestResult {
+        netrig_version: netrig_proto::SOFTWARE_VERSION.to_string(),
+        test: "http".into(),
+        config,
+        agent: AgentInfo {
+            address: server.to_string(),
+            software: "any HTTP server (no agent)".into(),
+            protocol_version: 0,
+        },
+        warnings: Vec::new(),
+        summary,
+        flows: Vec::new(),
+        intervals: r.intervals.iter().map(interval).collect(),
+        counters: PerEnd {
+            local: counters,
+            remote: None,
+        },
+        environment: PerEnd {
+            local: None,
+            remote: None,
+        },
+        workers: PerEnd {
+            local: r
+                .threads
+                .iter()
+                .map(|t| WorkerCpu {
+                    worker: t.thread,
+                    flows: t.connections,
+                    cpu_s: t.cpu_s,
+                    busy_pct: t.busy_pct,
+                    cpu: c.cpus.as_ref().map(|l| l[t.thread as usize % l.len()]),
+                    last_cpu: None,
+                })
+                .collect(),
+            remote: Vec::new(),
+        },
+        witness: Default::default(),
+        server_host: None,
+    }
+}
+
+/// What the figures say that a reader should not miss.
+pub(crate) fn warnings(s: &HttpSpec, r: &TestResult) -> Vec<String> {
+    let mut w = Vec::new();
+    let Some(h) = &r.summary.http else { return w };
+    if h.errors.total > 0 {
+        let e = &h.errors;
+        w.push(format!(
+            "{} request(s) failed in the window: client timeout {}, connect refused {}, connect reset {}, \
+             no local port {}, no descriptor {}, bad response {}, other {}",
+            e.total,
+            e.client_timeout,
+            e.connect_refused,
+            e.connect_reset,
+            e.no_local_port,
+            e.no_descriptor,
+            e.bad_response,
+            e.other
+        ));
+    }
+    if h.server_error_responses > 0 {
+        w.push(format!(
+            "{} response(s) with a 5xx status (by status: summary.http.statuses)",
+            h.server_error_responses
+        ));
+    }
+    if h.ended == "count_cut_short" {
+        w.push(format!(
+            "-n {} was not reached within -d/-l {} s",
+            s.requests.unwrap_or(0),
+            r.config.length_s.unwrap_or(0.0)
+        ));
+    }
+    if let (Some(rate), Some(sc)) = (h.rate_asked, &r.summary.schedule) {
+        let achieved = h.requests_per_s;
+        if achieved < rate * 0.99 {
+            w.push(format!(
+                "open loop: {achieved:.1} requests/s sent of {rate} asked ({:.1} %): {} due, {} late, {} unsent \
+                 at the window's end, {} skipped; more connections (-c) or threads (-t) may keep up",
+                achieved / rate * 100.0,
+                sc.due,
+                sc.late,
+                h.unsent.as_ref().map_or(0, |u| u.unsent),
+                h.unsent.as_ref().map_or(0, |u| u.skipped),
+            ));
+        }
+    }
+    for t in &r.workers.local {
+        if t.busy_pct >= 90.0 {
+            w.push(format!(
+                "load thread {} was {:.0} % busy: the generator may be the bottleneck (add -t, or clients)",
+                t.worker, t.busy_pct
+            ));
+        }
+    }
+    if h.total.abandoned > 0 {
+        w.push(format!(
+            "{} request(s) were still unanswered when the drain after the window ended (--timeout)",
+            h.total.abandoned
+        ));
+    }
+    w
+}

@@ -1,0 +1,253 @@
+//! The http kind (issue #13) as a user runs it: against a server written
+//! here, against nginx and its access log, and never through an agent.
+
+use crate::helpers::*;
+use netrig_proto::{AgentMsg, ClientMsg, TestSpec};
+use std::io::{Read, Write};
+use std::net::TcpListener;
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// A keep-alive HTTP server on a thread per connection that counts the
+/// requests it got and the bytes it sent; bodies of `body` bytes.
+fn counting_server(body: usize) -> (u16, Arc<AtomicU64>, Arc<AtomicU64>) {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    let (req, sent) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
+    let (r, s) = (req.clone(), sent.clone());
+    std::thread::spawn(move || {
+        for c in l.incoming().take(256) {
+            let Ok(mut c) = c else { continue };
+            let (r, s) = (r.clone(), s.clone());
+            std::thread::spawn(move || {
+                c.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+                let mut buf = Vec::new();
+                let mut chunk = [0u8; 4096];
+                loop {
+                    while !buf.windows(4).any(|w| w == b"\r\n\r\n") {
+                        match c.read(&mut chunk) {
+                            Ok(0) | Err(_) => return,
+                            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+                        }
+                    }
+                    let end = buf.windows(4).position(|w| w == b"\r\n\r\n").unwrap() + 4;
+                    buf.drain(..end);
+                    r.fetch_add(1, Ordering::SeqCst);
+                    let mut resp = format!("HTTP/1.1 200 OK\r\nContent-Length: {body}\r\n\r\n").into_bytes();
+                    resp.resize(resp.len() + body, b'z');
+                    if c.write_all(&resp).is_err() {
+                        return;
+                    }
+                    s.fetch_add(resp.len() as u64, Ordering::SeqCst);
+                }
+            });
+        }
+    });
+    (port, req, sent)
+}
+
+#[test]
+fn http_counts_agree_with_the_servers_and_the_result_holds_its_schema() {
+    let (port, requests, sent) = counting_server(1024);
+    let p = port.to_string();
+    let v = run_json(&[
+        "http",
+        "-H",
+        "127.0.0.1",
+        "-p",
+        &p,
+        "--path",
+        "/bytes/1024",
+        "-c",
+        "4",
+        "-t",
+        "2",
+        "-n",
+        "500",
+    ]);
+    assert_eq!(v["test"], "http");
+    let h = &v["summary"]["http"];
+    assert_eq!(u(&v, "/summary/http/responses"), 500, "{h}");
+    assert_eq!(u(&v, "/summary/http/requests_sent"), 500);
+    assert_eq!(
+        u(&v, "/summary/transactions"),
+        500,
+        "transactions are completed responses"
+    );
+    assert_eq!(h["ended"], "count");
+    assert_eq!(h["statuses"]["200"], 500);
+    assert_eq!(u(&v, "/summary/http/errors/total"), 0);
+    assert_eq!(requests.load(Ordering::SeqCst), 500, "the server's count");
+    assert_eq!(u(&v, "/summary/http/response_bytes"), sent.load(Ordering::SeqCst));
+    assert_eq!(u(&v, "/summary/http/body_bytes"), 500 * 1024);
+    assert!(f(&v, "/summary/latency_us/p99") > 0.0);
+    assert!(v["summary"]["latency_us"]["histogram"].is_string());
+
+    // --url stands in for -H and -p; the table reads as wrk's.
+    let o = run(&[
+        "http",
+        "--url",
+        &format!("http://127.0.0.1:{port}/x"),
+        "-c",
+        "2",
+        "-d",
+        "0.5",
+        "-i",
+        "0.2",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    for want in [
+        "HTTP TEST to 127.0.0.1:",
+        "Requests/sec (sent)",
+        "Replies/sec",
+        "Latency percentiles ms",
+        "connrefused",
+    ] {
+        assert!(out.contains(want), "{want:?} missing from:\n{out}");
+    }
+}
+
+#[test]
+fn http_errors_name_their_cause_and_options_their_bounds() {
+    let port = free_port().to_string();
+    let v = run_json(&["http", "-H", "127.0.0.1", "-p", &port, "-n", "10", "-c", "1"]);
+    assert_eq!(u(&v, "/summary/http/errors/connect_refused"), 10);
+    assert!(
+        !warnings_about(&v, "connect refused 10").is_empty(),
+        "{}",
+        v["warnings"]
+    );
+    assert!(v["summary"]["latency_us"].is_null(), "no response: withheld");
+    assert!(v["summary"]["http"]["withheld"]
+        .to_string()
+        .contains("no response completed"));
+    let o = run(&["http", "-H", "127.0.0.1", "-p", &port, "--timeout", "999"]);
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("--timeout"), "{}", stderr(&o));
+    let o = run(&["http", "-c", "1", "-d", "0.2"]);
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("-H"), "without a server: {}", stderr(&o));
+}
+
+/// The agent refuses an http spec by name: the kind runs from the client alone.
+#[test]
+fn an_agent_refuses_the_one_ended_http_kind() {
+    let agent = Served::start(&[]);
+    let mut raw = Raw::open(agent.port);
+    let spec: TestSpec = serde_json::from_value(serde_json::json!({
+        "test": {"kind": "http", "path": "/"},
+        "limit": {"duration": {"seconds": 1.0}}, "flows": 1}))
+    .unwrap();
+    raw.send(&ClientMsg::TestRequest { spec, auth: None });
+    match raw.next() {
+        AgentMsg::TestRejected { reason } => {
+            assert!(reason.contains("http runs from the client alone"), "{reason}")
+        }
+        m => panic!("{m:?}"),
+    }
+}
+
+struct Nginx {
+    child: Child,
+    dir: TempDir,
+    port: u16,
+}
+
+impl Nginx {
+    /// nginx (Debian's nginx-light) on a loopback port with `workers`
+    /// workers, serving a 1 KiB file, logging status and bytes sent; `None`
+    /// when it is not installed.
+    fn start(workers: u32) -> Option<Nginx> {
+        if !std::path::Path::new("/usr/sbin/nginx").exists() {
+            eprintln!("skipped: /usr/sbin/nginx is absent (apt-get install nginx-light)");
+            return None;
+        }
+        let dir = TempDir::new("nginx");
+        let d = dir.path().display().to_string();
+        std::fs::create_dir_all(dir.path().join("www/bytes")).unwrap();
+        std::fs::write(dir.path().join("www/bytes/1024"), vec![b'n'; 1024]).unwrap();
+        let port = free_port();
+        let conf = format!(
+            "daemon off; worker_processes {workers}; pid {d}/nginx.pid; error_log {d}/error.log;\n\
+             events {{ worker_connections 4096; }}\n\
+             http {{ log_format counts '$status $bytes_sent'; access_log {d}/access.log counts;\n\
+               client_body_temp_path {d}/tmp; proxy_temp_path {d}/tmp; fastcgi_temp_path {d}/tmp;\n\
+               uwsgi_temp_path {d}/tmp; scgi_temp_path {d}/tmp; keepalive_requests 1000000;\n\
+               default_type application/octet-stream;\n\
+               server {{ listen 127.0.0.1:{port}; root {d}/www; location / {{ }} }} }}\n"
+        );
+        std::fs::write(dir.path().join("nginx.conf"), conf).unwrap();
+        let child = Command::new("/usr/sbin/nginx")
+            .args(["-c", &format!("{d}/nginx.conf"), "-p", &d])
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .ok()?;
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(Instant::now() < deadline, "nginx did not listen on {port}");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Some(Nginx { child, dir, port })
+    }
+
+    /// (lines, their status counts, bytes sent) of the access log.
+    fn log(&self) -> (u64, std::collections::BTreeMap<String, u64>, u64) {
+        let text = std::fs::read_to_string(self.dir.path().join("access.log")).unwrap_or_default();
+        let mut statuses = std::collections::BTreeMap::new();
+        let (mut n, mut bytes) = (0, 0);
+        for line in text.lines() {
+            let mut w = line.split_whitespace();
+            *statuses.entry(w.next().unwrap_or("").to_string()).or_insert(0) += 1;
+            bytes += w.next().and_then(|b| b.parse::<u64>().ok()).unwrap_or(0);
+            n += 1;
+        }
+        (n, statuses, bytes)
+    }
+}
+
+impl Drop for Nginx {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Against nginx, its access log agrees exactly: requests, statuses and
+/// bytes, keep-alive and a connection per request, closed and open loop.
+#[test]
+fn http_against_nginx_agrees_with_its_access_log() {
+    let Some(nginx) = Nginx::start(1) else { return };
+    let p = nginx.port.to_string();
+    let mut want = (0u64, 0u64, 0u64); // responses, 404s, bytes
+    for args in [
+        vec!["--path", "/bytes/1024", "-c", "8", "-t", "2", "-n", "3000"],
+        vec!["--path", "/bytes/1024", "-c", "4", "-n", "300", "--new-conn"],
+        vec!["--path", "/missing", "-c", "2", "-n", "50"],
+        vec!["--path", "/bytes/1024", "-c", "4", "-R", "400", "-d", "1"],
+    ] {
+        let mut a = vec!["http", "-H", "127.0.0.1", "-p", &p];
+        a.extend(args.iter().copied());
+        let v = run_json(&a);
+        let h = &v["summary"]["http"];
+        assert_eq!(u(&v, "/summary/http/errors/total"), 0, "{args:?}: {h}");
+        // The whole run (warm-up and drain included) is what nginx saw.
+        let t = &h["total"];
+        want.0 += t["responses"].as_u64().unwrap();
+        want.1 += h["statuses"]["404"].as_u64().unwrap_or(0);
+        want.2 += t["response_bytes"].as_u64().unwrap();
+        assert_eq!(t["requests_sent"], t["responses"], "{args:?}");
+        if args.contains(&"--new-conn") {
+            assert_eq!(u(&v, "/summary/http/connections_opened"), 300);
+        }
+    }
+    std::thread::sleep(Duration::from_millis(200));
+    let (lines, statuses, bytes) = nginx.log();
+    assert_eq!(lines, want.0, "access log lines against responses: {statuses:?}");
+    assert_eq!(statuses.get("404").copied().unwrap_or(0), want.1);
+    assert_eq!(statuses.get("200").copied().unwrap_or(0), want.0 - want.1);
+    assert_eq!(bytes, want.2, "$bytes_sent against the response bytes read");
+}
