@@ -72,6 +72,13 @@ pub struct TargetPlan {
     /// apply to it); each run's result then has its `server_host`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub server_agent: Option<String>,
+    /// Kinds with one end: run each test from this many client processes,
+    /// summed (`--clients`), from these source addresses (`--client-addrs`;
+    /// empty: 127.0.0.1, .2, ... against a loopback server).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clients: Option<u32>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub client_addrs: Vec<std::net::IpAddr>,
 }
 
 /// One test: a kind and its options as the command line takes them, and

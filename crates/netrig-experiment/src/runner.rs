@@ -79,6 +79,8 @@ pub fn target(plan: &Plan) -> Result<Target, PlanError> {
         key: None,
         agent_key: None,
         server_agent: None,
+        clients: None,
+        client_addrs: Vec::new(),
     });
     let family = match t.family.as_deref() {
         Some("ipv4") => AddressFamily::V4,
@@ -178,6 +180,13 @@ pub fn run(
     let mut rng = fastrand::Rng::with_seed(seed);
     let target = target(plan)?;
     let server_agent = server_agent(plan)?;
+    let clients = match &plan.target {
+        Some(t) => {
+            netrig_run::clients::Clients::of_this_binary(t.clients.unwrap_or(1), t.client_addrs.clone())
+                .map_err(PlanError::Invalid)?
+        }
+        None => None,
+    };
     let limit = Duration::from_secs_f64(plan.command_timeout_s);
     let it = &plan.iterations;
     let most: usize = prepared.iter().map(|(_, p)| p.len()).sum::<usize>() * arms.len() * it.max as usize;
@@ -253,6 +262,7 @@ pub fn run(
                         cpus: planned.local.cpus.clone(),
                         udp_size_default: planned.fit_to_path,
                         server_agent: server_agent.clone(),
+                        clients: clients.clone(),
                         ..LocalOptions::default()
                     };
                     let result = netrig_run::run(&target, local, &planned.spec, cancel, &mut |_| {});

@@ -41,6 +41,9 @@ pub enum Load {
 #[derive(Debug, Clone)]
 pub struct Config {
     pub server: SocketAddr,
+    /// The source address of every connection (`--clients`' 127.0.0.k,
+    /// or the run's `--bind`); `None`: the kernel's choice.
+    pub bind: Option<std::net::IpAddr>,
     /// The request's bytes, as sent (see [`request`]).
     pub request: Vec<u8>,
     /// It is a HEAD request: responses have no body.

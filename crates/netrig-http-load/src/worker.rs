@@ -27,6 +27,7 @@ const READ_BUF: usize = 64 * 1024;
 /// What one thread does.
 pub(crate) struct Plan {
     server: SocketAddr,
+    bind: Option<std::net::IpAddr>,
     request: Arc<[u8]>,
     head_request: bool,
     conns: u32,
@@ -47,6 +48,7 @@ impl Plan {
     pub(crate) fn new(c: &Config, i: usize, threads: usize, conns: u32) -> Plan {
         Plan {
             server: c.server,
+            bind: c.bind,
             request: Arc::from(c.request.as_slice()),
             head_request: c.head_request,
             conns,
@@ -407,7 +409,11 @@ impl Worker {
     }
 
     fn connect(&mut self, i: usize, now: Instant) -> Result<(), Cause> {
-        let mut s = TcpStream::connect(self.p.server).map_err(|e| Cause::of(&e))?;
+        let mut s = match self.p.bind {
+            None => TcpStream::connect(self.p.server),
+            Some(ip) => connect_from(ip, self.p.server),
+        }
+        .map_err(|e| Cause::of(&e))?;
         if self.p.nodelay {
             let _ = s.set_nodelay(true);
         }
@@ -801,4 +807,39 @@ pub(crate) fn merge(c: &Config, start: Instant, ends: Vec<End>, intervals: Vec<I
         abandoned,
         cpu: Err("not measured".into()),
     }
+}
+
+/// A non-blocking connect from `ip` (any port: the kernel picks one at
+/// connect time, IP_BIND_ADDRESS_NO_PORT, so one address's ports serve every
+/// server address). EADDRNOTAVAIL when its ports are used up.
+fn connect_from(ip: std::net::IpAddr, server: SocketAddr) -> std::io::Result<TcpStream> {
+    use socket2::{Domain, Protocol, SockAddr, Socket, Type};
+    let s = Socket::new(
+        Domain::for_address(server),
+        Type::STREAM.nonblocking().cloexec(),
+        Some(Protocol::TCP),
+    )?;
+    {
+        use std::os::fd::AsRawFd;
+        let on: libc::c_int = 1;
+        // SAFETY: a live socket, and a c_int option whose size is given. A
+        // kernel without the option binds a port at once: fewer connections
+        // per address, nothing wrong.
+        unsafe {
+            libc::setsockopt(
+                s.as_raw_fd(),
+                libc::IPPROTO_IP,
+                libc::IP_BIND_ADDRESS_NO_PORT,
+                (&on as *const libc::c_int).cast(),
+                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+            );
+        }
+    }
+    s.bind(&SockAddr::from(SocketAddr::new(ip, 0)))?;
+    match s.connect(&SockAddr::from(server)) {
+        Ok(()) => {}
+        Err(e) if e.raw_os_error() == Some(libc::EINPROGRESS) => {}
+        Err(e) => return Err(e),
+    }
+    Ok(TcpStream::from_std(std::net::TcpStream::from(s)))
 }

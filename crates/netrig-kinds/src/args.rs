@@ -169,6 +169,7 @@ impl CommonArgs {
             spec,
             local: LocalEnd {
                 sockets: local,
+                bind: None,
                 cpus: self
                     .cpus
                     .clone()

@@ -192,6 +192,29 @@ pub trait OneEnded: Sync {
     fn own_server(&self, _spec: &TestSpec) -> Option<(String, u16)> {
         None
     }
+
+    /// Client `k`'s share of `spec` when `n` client processes run it
+    /// together (`--clients`), so that together they offer what one would;
+    /// the error says why it cannot be shared.
+    fn share(&self, spec: &TestSpec, _k: u32, _n: u32) -> Result<TestSpec, String> {
+        Err(format!(
+            "{} cannot be split among client processes (--clients)",
+            spec.kind()
+        ))
+    }
+
+    /// The clients' results (each with the source address it ran from) as
+    /// one: counts added, latency histograms merged.
+    fn sum(
+        &self,
+        spec: &TestSpec,
+        _parts: Vec<(std::net::IpAddr, TestResult)>,
+    ) -> Result<TestResult, String> {
+        Err(format!(
+            "{} cannot sum client processes' results (--clients)",
+            spec.kind()
+        ))
+    }
 }
 
 /// What a command line asks for: the test, and this end's part of it.
@@ -209,6 +232,9 @@ pub struct Planned {
 pub struct LocalEnd {
     /// Options on this end's data sockets.
     pub sockets: SocketSettings,
+    /// The source address of this end's connections (a kind with one end:
+    /// `--bind`, or a `--clients` process's own address).
+    pub bind: Option<std::net::IpAddr>,
     /// Pin this end's worker i to `cpus[i % len]` (`--cpus`, `-A`).
     pub cpus: Option<Vec<u32>>,
     /// The option that set `cpus`, for errors.

@@ -370,7 +370,15 @@ pub fn attach(result: &mut TestResult, agent: String, view: &HostView) {
     let host = ServerHost::new(agent, view, result.summary.transactions);
     result.warnings.extend(host.warnings());
     result.server_host = Some(host);
+    // A kind that said the server's host was not watched: it now is.
+    if let Some(h) = &mut result.summary.http {
+        h.withheld.retain(|w| !w.starts_with(SERVER_NOT_WATCHED));
+    }
 }
+
+/// How a one-ended kind's withheld figures begin when no agent watched the
+/// server's host ([`attach`] removes the entry once one has).
+pub const SERVER_NOT_WATCHED: &str = "the server's CPU and kernel counters";
 
 /// 3412 as "3,412".
 fn thousands(v: i64) -> String {

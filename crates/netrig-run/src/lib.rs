@@ -19,6 +19,7 @@
 //! at any server) runs through [`run`] too, against the target's address,
 //! without a session.
 
+pub mod clients;
 mod server_host;
 pub mod suite;
 
@@ -90,6 +91,9 @@ pub struct LocalOptions {
     /// `server_host`. A kind with both ends refuses it: its agent reports
     /// its host's side already.
     pub server_agent: Option<Target>,
+    /// A kind with one end run from several client processes, summed
+    /// (`--clients N`; [`clients`]).
+    pub clients: Option<clients::Clients>,
 }
 
 impl Default for LocalOptions {
@@ -100,6 +104,7 @@ impl Default for LocalOptions {
             connect_timeout: Duration::from_secs(5),
             udp_size_default: false,
             server_agent: None,
+            clients: None,
         }
     }
 }
@@ -313,14 +318,18 @@ pub fn run_kind(
 ) -> Result<TestResult, RunError> {
     if let Ends::ClientOnly(one) = kind.ends() {
         let own = one.own_server(spec);
-        let (host, port, family) = match (target, &own) {
+        let (host, port, family, bind) = match (target, &own) {
             (
                 Target::Agent {
-                    host, port, family, ..
+                    host,
+                    port,
+                    family,
+                    bind,
+                    ..
                 },
                 _,
-            ) => (host, *port, *family),
-            (Target::Embedded { .. }, Some((host, port))) => (host, *port, Family::Any),
+            ) => (host, *port, *family, *bind),
+            (Target::Embedded { .. }, Some((host, port))) => (host, *port, Family::Any, None),
             (Target::Embedded { .. }, None) => {
                 return Err(RunError::OneEnded(format!(
                     "{} runs against a server: give its address (-H), not the embedded agent",
@@ -339,6 +348,7 @@ pub fn run_kind(
         };
         let end = LocalEnd {
             sockets: local.sockets,
+            bind,
             cpus: local.cpus,
             cpus_option: "--cpus",
         };
@@ -351,7 +361,10 @@ pub fn run_kind(
                 return Err(e);
             }
         };
-        let result = one.run(spec, server, &end, ctl, on_interval);
+        let result = match &local.clients {
+            Some(c) => clients::run(one, spec, server, c, &ctl),
+            None => one.run(spec, server, &end, ctl, on_interval),
+        };
         cancel.end();
         let mut result = result.map_err(RunError::OneEnded);
         if let Some(w) = watch {

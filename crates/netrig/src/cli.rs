@@ -45,6 +45,10 @@ pub enum Command {
     Man(ManArgs),
     /// Make a key pair for authentication: FILE (private, mode 0600) and FILE.pub.
     Keygen(KeygenArgs),
+    /// One client process of a --clients run (started by netrig itself: reads its job as JSON on
+    /// standard input, prints its result as JSON).
+    #[command(hide = true)]
+    ClientShare,
 }
 
 #[derive(Debug, Args)]
@@ -246,6 +250,21 @@ pub struct TargetArgs {
     /// --json). --key and --agent-key apply to it. Kinds with both ends do not need it.
     #[arg(long = "server-agent", value_name = "HOST[:PORT]", help_heading = "Where")]
     pub server_agent: Option<String>,
+    /// Kinds with one end: run the load from N client processes at once, each with its share of
+    /// the connections, threads, requests and rate, each from its own source address
+    /// (127.0.0.1, .2, ... against a loopback server, or --client-addrs), started together and
+    /// summed (`summary.http.clients` has each one's part).
+    #[arg(long = "clients", value_name = "N", value_parser = clap::value_parser!(u32).range(1..=64), help_heading = "Where")]
+    pub clients: Option<u32>,
+    /// With --clients: each client process's source address, one per client.
+    #[arg(
+        long = "client-addrs",
+        value_name = "ADDR,...",
+        value_delimiter = ',',
+        requires = "clients",
+        help_heading = "Where"
+    )]
+    pub client_addrs: Vec<IpAddr>,
 }
 
 /// `args` (a kind's subcommand's, after its name) without the options

@@ -67,6 +67,8 @@ pub fn plan_of(kind: &str, args: Vec<String>, sweeps: Vec<Sweep>, run: &RunArgs)
             key: t.key.as_ref().map(|k| cwd_at_start().join(k)),
             agent_key: t.agent_key.clone(),
             server_agent: t.server_agent.clone(),
+            clients: t.clients,
+            client_addrs: t.client_addrs.clone(),
         }),
         tests: vec![TestPlan {
             kind: kind.to_string(),
@@ -196,6 +198,8 @@ pub fn run_file(a: &PlanArgs, cancel: &Cancel) -> Result<()> {
                 key: None,
                 agent_key: None,
                 server_agent: None,
+                clients: None,
+                client_addrs: Vec::new(),
             })
             .host = Some(h.clone());
     }

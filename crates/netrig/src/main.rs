@@ -189,6 +189,7 @@ fn main() -> ExitCode {
         Job::Own(Command::Completions(a)) => deploy::completions(&a),
         Job::Own(Command::Man(a)) => deploy::man(&a),
         Job::Own(Command::Keygen(a)) => keygen(&a),
+        Job::Own(Command::ClientShare) => client_share(),
         Job::Test(kind, m, args, sweeps) => test(kind, &m, args, sweeps),
     };
     match done {
@@ -198,6 +199,28 @@ fn main() -> ExitCode {
             ExitCode::from(exit_status(&e))
         }
     }
+}
+
+/// One process of a `--clients` run: its job from standard input (bounded),
+/// its result on standard output (netrig_run::clients).
+fn client_share() -> Result<()> {
+    use std::io::Read;
+    let mut job = Vec::new();
+    std::io::stdin().take(16 << 20).read_to_end(&mut job)?;
+    let job: netrig_run::clients::Job =
+        serde_json::from_slice(&job).map_err(|e| anyhow::anyhow!("client-share: not a job: {e}"))?;
+    let kind = netrig_kinds::of(&job.spec);
+    let netrig_kinds::Ends::ClientOnly(one) = kind.ends() else {
+        bail!(
+            "client-share: {} has an agent; only kinds with one end split among clients",
+            kind.name()
+        );
+    };
+    let ctl = netrig_engine::RunControl::new();
+    let result =
+        netrig_run::clients::run_job(one, &job, Default::default(), ctl).map_err(|e| anyhow::anyhow!(e))?;
+    serde_json::to_writer(std::io::stdout().lock(), &result)?;
+    Ok(())
 }
 
 fn exit_status(e: &anyhow::Error) -> u8 {
@@ -526,6 +549,11 @@ fn test(kind: &'static dyn Kind, m: &clap::ArgMatches, args: Vec<String>, sweeps
         connect_timeout: Duration::from_secs_f64(run.target.connect_timeout.max(0.001)),
         udp_size_default: plan.fit_to_path,
         server_agent: server_agent(&run.target)?,
+        clients: netrig_run::clients::Clients::of_this_binary(
+            run.target.clients.unwrap_or(1),
+            run.target.client_addrs.clone(),
+        )
+        .map_err(Usage)?,
     };
     let flows = spec.flows as usize * spec.directions().len();
     let mut export = exporter(format(&run)?, kind.table(), flows);

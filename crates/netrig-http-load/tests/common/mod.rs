@@ -183,6 +183,7 @@ fn serve(
 pub fn config(server: SocketAddr) -> netrig_http_load::Config {
     netrig_http_load::Config {
         server,
+        bind: None,
         request: netrig_http_load::request("GET", "127.0.0.1", "/", &[], false),
         head_request: false,
         connections: 4,

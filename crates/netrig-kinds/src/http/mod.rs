@@ -6,6 +6,7 @@
 //! netrig-http-load crate; this module is its command line, its spec and
 //! its result.
 
+mod clients;
 mod result;
 mod table;
 
@@ -256,6 +257,7 @@ impl KindDef for Http {
             spec,
             local: LocalEnd {
                 sockets: SocketSettings::default(),
+                bind: None,
                 cpus: a.cpus.map(|c| c.0),
                 cpus_option: "--cpus",
             },
@@ -343,6 +345,7 @@ impl OneEnded for Http {
         };
         let config = netrig_http_load::Config {
             server,
+            bind: local.bind,
             request: request_of(s, &host),
             head_request: s.method == HttpMethod::Head,
             connections: spec.flows,
@@ -381,6 +384,15 @@ impl OneEnded for Http {
         let mut r = result::assemble(spec, s, &config, server, &report, counters);
         r.warnings.extend(result::warnings(s, &r));
         Ok(r)
+    }
+
+    fn share(&self, spec: &TestSpec, k: u32, n: u32) -> Result<TestSpec, String> {
+        clients::share(spec, k, n)
+    }
+
+    fn sum(&self, spec: &TestSpec, parts: Vec<(std::net::IpAddr, TestResult)>) -> Result<TestResult, String> {
+        let (addrs, parts): (Vec<_>, Vec<_>) = parts.into_iter().map(|(a, r)| (a.to_string(), r)).unzip();
+        clients::sum(spec, parts, &addrs)
     }
 
     fn own_server(&self, spec: &TestSpec) -> Option<(String, u16)> {

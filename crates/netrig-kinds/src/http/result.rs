@@ -72,8 +72,10 @@ pub(crate) fn assemble(
     let mut withheld = vec![
         "interval latency percentiles: not kept per interval (the window's histogram is in summary.latency_us)"
             .to_string(),
-        "the server's CPU and kernel counters: no agent on its host was asked (counters.local is this host's)"
-            .to_string(),
+        format!(
+            "{}: not watched (--server-agent HOST asks the netrig agent on the server's host; counters.local is this host's)",
+            netrig_report::server_host::SERVER_NOT_WATCHED
+        ),
     ];
     let latency_us = if r.latency.is_empty() {
         withheld.push("latency: no response completed in the window".into());
@@ -156,6 +158,7 @@ pub(crate) fn assemble(
             abandoned: r.abandoned,
         },
         withheld,
+        clients: None,
     };
     let e = &w.errors;
     let summary = Summary {

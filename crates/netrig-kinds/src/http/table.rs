@@ -127,6 +127,13 @@ impl TableLayout for HttpLayout {
             h.total.errors,
             h.total.abandoned
         );
+        for c in h.clients.iter().flatten() {
+            let _ = writeln!(
+                o,
+                "  Client {:<3} {:<15} {} connection(s), {} sent, {} responses ({:.2}/s), {} errors",
+                c.client, c.address, c.connections, c.requests_sent, c.responses, c.replies_per_s, c.errors
+            );
+        }
         o
     }
 

@@ -56,6 +56,24 @@ pub struct HttpSummary {
     pub total: HttpTotals,
     /// Figures not measured, each with the reason.
     pub withheld: Vec<String>,
+    /// `--clients N`: each client process's part (the figures above are
+    /// their sum); absent for one client.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clients: Option<Vec<HttpClientPart>>,
+}
+
+/// One client process's part of a `--clients` run, over its own window.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct HttpClientPart {
+    /// Which client (0-based) and its source address.
+    pub client: u32,
+    pub address: String,
+    pub connections: u32,
+    pub requests_sent: u64,
+    pub responses: u64,
+    pub replies_per_s: f64,
+    /// Requests that failed, all causes.
+    pub errors: u64,
 }
 
 /// Failed requests by cause, as httperf names them.

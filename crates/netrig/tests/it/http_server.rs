@@ -273,3 +273,68 @@ fn ten_thousand_idle_keepalive_connections_are_held_in_bounded_memory_and_an_hon
     }
     assert!(!p.log.lock().unwrap().contains("panicked"));
 }
+
+/// `--clients 2` (issue #13, item 5): the load from two client processes,
+/// each from its own loopback address with half the connections, started
+/// together and summed; the sum agrees with each client's part and with
+/// the server's own count of the requests it answered.
+#[test]
+fn two_client_processes_from_their_own_addresses_are_summed_and_agree_with_the_server() {
+    let p = start(&["http-serve", "--bind", "127.0.0.1", "-p", "0", "--threads", "1"]);
+    let port = p.addr.port().to_string();
+    let out = super::helpers::run(&[
+        "http",
+        "-H",
+        "127.0.0.1",
+        "-p",
+        &port,
+        "--path",
+        "/bytes/100",
+        "-c",
+        "4",
+        "-t",
+        "2",
+        "-d",
+        "1",
+        "--clients",
+        "2",
+        "--json",
+    ]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("a JSON result");
+    let h = &v["summary"]["http"];
+    let clients = h["clients"].as_array().expect("each client's part");
+    assert_eq!(clients.len(), 2);
+    let addrs: Vec<&str> = clients.iter().map(|c| c["address"].as_str().unwrap()).collect();
+    assert_eq!(addrs, ["127.0.0.1", "127.0.0.2"]);
+    for c in clients {
+        assert_eq!(c["connections"], 2, "{c}");
+        assert!(c["responses"].as_u64().unwrap() > 0, "{c}");
+    }
+    let parts: u64 = clients.iter().map(|c| c["responses"].as_u64().unwrap()).sum();
+    assert_eq!(h["responses"].as_u64().unwrap(), parts);
+    assert_eq!(v["summary"]["transactions"].as_u64().unwrap(), parts);
+    assert_eq!(h["connections"], 4);
+    // The server answered every request of the whole run (the window's, the
+    // warm-up's and the drain's) as the clients counted them, byte for byte
+    // (its stats request is counted once answered, after this reading).
+    let s = stats(p.addr);
+    let t = &h["total"];
+    assert_eq!(
+        s["requests"], t["requests_sent"],
+        "server {s} against the clients' {t}"
+    );
+    assert_eq!(
+        s["responses"]["200"], t["responses"],
+        "server {s} against the clients' {t}"
+    );
+    assert_eq!(
+        s["bytes_sent"], t["response_bytes"],
+        "server {s} against the clients' {t}"
+    );
+    assert_eq!(
+        s["connections_accepted"].as_u64().unwrap(),
+        t["connections_opened"].as_u64().unwrap() + 1
+    );
+    super::helpers::validate(&v);
+}
