@@ -68,6 +68,12 @@ pub static METRICS: &[Metric] = &[
     m("cpu_remote", "CPU remote", "%", false, |r| {
         r.summary.cpu.remote_pct
     }),
+    m("cpu_server", "CPU server", "%", false, |r| {
+        r.server_host.as_ref()?.cpu.as_ref().map(|c| c.busy_pct)
+    }),
+    m("sd_server", "SD server", "us/tran", false, |r| {
+        r.server_host.as_ref()?.service_demand_us_per_transaction
+    }),
     m("sd_local", "SD local", "us/unit", false, |r| {
         r.summary.service_demand.local
     }),

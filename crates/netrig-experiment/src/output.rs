@@ -253,7 +253,8 @@ fn render_transactions(out: &mut String, t: &TestOutcome, compare: bool) {
                 cell(a.estimate("latency_p50"), 1),
                 cell(a.estimate("latency_p99"), 1),
                 cell(a.estimate("cpu_local"), 1),
-                cell(a.estimate("cpu_remote"), 1),
+                // A kind with one end: the server's host, when an agent watched it.
+                cell(a.estimate("cpu_remote").or(a.estimate("cpu_server")), 1),
                 cell(a.estimate("sd_local"), 2),
                 a.arm,
                 delta(c),
