@@ -147,39 +147,61 @@ pub struct Served {
 
 impl Served {
     pub fn start(extra: &[&str]) -> Served {
-        Served::launch(netrig(), extra)
+        Served::launch(netrig, extra)
     }
 
     /// `netrig serve` started by `sh -c 'SETUP; exec netrig serve ...'`:
     /// the agent under `ulimit -n 64`, say (same process, `exec`ed).
     pub fn start_after(setup: &str, extra: &[&str]) -> Served {
-        let mut sh = Command::new("sh");
-        sh.args([
-            "-c",
-            &format!("{setup}; exec \"$0\" \"$@\""),
-            env!("CARGO_BIN_EXE_netrig"),
-        ])
-        .env("RUST_LOG", NETRIG_LOG);
+        let sh = || {
+            let mut sh = Command::new("sh");
+            sh.args([
+                "-c",
+                &format!("{setup}; exec \"$0\" \"$@\""),
+                env!("CARGO_BIN_EXE_netrig"),
+            ])
+            .env("RUST_LOG", NETRIG_LOG);
+            sh
+        };
         Served::launch(sh, extra)
     }
 
-    fn launch(mut cmd: Command, extra: &[&str]) -> Served {
-        let port = free_port();
-        let p = port.to_string();
-        let mut args = vec!["serve", "-p", &p, "-q"];
-        args.extend_from_slice(extra);
-        let child = cmd
-            .args(&args)
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(Instant::now() < deadline, "agent did not start on port {port}");
-            std::thread::sleep(Duration::from_millis(20));
+    fn launch(make: impl Fn() -> Command, extra: &[&str]) -> Served {
+        // The free port may be taken by another test before the agent binds
+        // it: an agent that exits at once is started again on another.
+        let mut last = String::new();
+        for _ in 0..3 {
+            let port = free_port();
+            let p = port.to_string();
+            let mut args = vec!["serve", "-p", &p, "-q"];
+            args.extend_from_slice(extra);
+            let mut child = make()
+                .args(&args)
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap();
+            let deadline = Instant::now() + Duration::from_secs(20);
+            loop {
+                if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+                    return Served { child, port };
+                }
+                if let Ok(Some(status)) = child.try_wait() {
+                    let mut err = String::new();
+                    if let Some(mut e) = child.stderr.take() {
+                        let _ = std::io::Read::read_to_string(&mut e, &mut err);
+                    }
+                    last = format!("the agent on port {port} exited ({status}): {err}");
+                    break;
+                }
+                assert!(
+                    Instant::now() < deadline,
+                    "agent did not start on port {port} in 20 s"
+                );
+                std::thread::sleep(Duration::from_millis(20));
+            }
         }
-        Served { child, port }
+        panic!("{last}")
     }
 
     pub fn port_arg(&self) -> String {
