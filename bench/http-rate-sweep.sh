@@ -54,7 +54,7 @@ for server in ("netrig", "nginx"):
             cpu = (sh.get("cpu") or {}).get("busy_pct")
             sd = sh.get("service_demand_us_per_transaction")
             ovf = (sh.get("counters") or {}).get("TcpExt.ListenOverflows", 0)
-            tw = ((sh.get("sockets") or {}).get("peak") or {}).get("TIME_WAIT")
+            tw = ((sh.get("sockets") or {}).get("time_wait") or {}).get("peak")
             fmt = lambda v, p=1: "-" if v is None else f"{v:.{p}f}"
             print(f"{p['point']['values'][0][1]:>8} {offered:>9.0f} {h.get('replies_per_s', 0):>9.0f} {h.get('errors', {}).get('total', 0):>7} "
                   f"{fmt(lat.get('p99') and lat['p99'] / 1e3, 2):>8} {fmt(cpu):>12} {fmt(sd):>8} {ovf:>9} {tw if tw is not None else '-':>9}")

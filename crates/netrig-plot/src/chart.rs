@@ -323,9 +323,11 @@ fn draw(chart: &Chart, area: &DrawingArea<SVGBackend, Shift>) -> Result<(), Box<
     }
 
     if chart.diagonal {
-        let hi = x1.min(y1);
+        // Inside both axes' ranges: plotters clamps a point outside them
+        // (it does not clip the line), which would bend y = x.
+        let (lo, hi) = (x0.max(y0), x1.min(y1));
         ctx.draw_series(DashedLineSeries::new(
-            [(0.0, 0.0), (hi, hi)],
+            [(lo, lo), (hi, hi)],
             6,
             4,
             INK.stroke_width(1),

@@ -146,7 +146,7 @@ pub fn run_plan(plan: &Plan, out: &ExperimentArgs, json: bool, cancel: &Cancel) 
         print!("{}", output::render(&experiment));
     }
     if let Some(dir) = &out.plot {
-        crate::plot::write(&netrig_plot::plots_for_experiment(&experiment), dir, true)?;
+        crate::plot::write_beside(&netrig_plot::plots_for_experiment(&experiment), dir, true)?;
     }
     if let Some(path) = &out.html {
         crate::write_report(

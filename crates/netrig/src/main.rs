@@ -574,7 +574,7 @@ fn test(kind: &'static dyn Kind, m: &clap::ArgMatches, args: Vec<String>, sweeps
         eprintln!("warning: {w}");
     }
     if let Some(dir) = &run.experiment.plot {
-        plot::write(&netrig_plot::plots_for_result(&result), dir, true)?;
+        plot::write_beside(&netrig_plot::plots_for_result(&result), dir, true)?;
     }
     if let Some(path) = &run.experiment.html {
         let mut page = netrig_html::HtmlExporter::new(command_line(), kind.table(), flows);

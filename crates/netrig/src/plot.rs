@@ -34,18 +34,33 @@ pub fn plot(a: &PlotArgs) -> Result<()> {
 }
 
 /// Writes each plot as `DIR/<name>.svg`, and `.png` beside it when `png`;
-/// prints their paths.
+/// prints their paths: on standard output for `netrig plot`, whose output
+/// they are, and on standard error beside a run's (its table, JSON or CSV
+/// stays whole on standard output).
 pub fn write(plots: &[netrig_plot::Plot], dir: &std::path::Path, png: bool) -> Result<()> {
+    write_to(plots, dir, png, false)
+}
+
+/// [`write`] beside a run's own output: the paths go to standard error.
+pub fn write_beside(plots: &[netrig_plot::Plot], dir: &std::path::Path, png: bool) -> Result<()> {
+    write_to(plots, dir, png, true)
+}
+
+fn write_to(plots: &[netrig_plot::Plot], dir: &std::path::Path, png: bool, beside: bool) -> Result<()> {
+    let say = |p: &std::path::Path| match beside {
+        true => eprintln!("plot: {}", p.display()),
+        false => println!("{}", p.display()),
+    };
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     for p in plots {
         let path = dir.join(format!("{}.svg", p.name));
         std::fs::write(&path, &p.svg).with_context(|| format!("writing {}", path.display()))?;
-        println!("{}", path.display());
+        say(&path);
         if png {
             let bytes = netrig_plot::to_png(&p.svg, 2.0).map_err(anyhow::Error::msg)?;
             let path = dir.join(format!("{}.png", p.name));
             std::fs::write(&path, bytes).with_context(|| format!("writing {}", path.display()))?;
-            println!("{}", path.display());
+            say(&path);
         }
     }
     Ok(())
