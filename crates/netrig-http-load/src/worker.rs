@@ -25,6 +25,9 @@ const RETRY_AFTER: Duration = Duration::from_millis(10);
 const READ_BUF: usize = 64 * 1024;
 
 /// What one thread does.
+/// The open loop's timer's token: above every connection's index.
+const TIMER: mio::Token = mio::Token(usize::MAX - 1);
+
 pub(crate) struct Plan {
     server: SocketAddr,
     bind: Option<std::net::IpAddr>,
@@ -125,6 +128,10 @@ pub(crate) struct Worker {
     /// Open loop: due times of requests waiting for a connection.
     backlog: VecDeque<Instant>,
     next_due: Option<Instant>,
+    /// Open loop: wakes the poll when the next request is due, to the
+    /// microsecond (epoll's own timeout rounds up to the millisecond, which
+    /// would add up to 1 ms of the generator's lateness to each latency).
+    timer: Option<netrig_engine::txn::Timer>,
     rng: fastrand::Rng,
     in_flight: usize,
     window_start: Instant,
@@ -158,8 +165,16 @@ impl Worker {
             })
             .collect();
         let now = Instant::now();
+        let timer = match p.rate {
+            Some(_) => Some(
+                netrig_engine::txn::Timer::registered(poll.registry(), TIMER)
+                    .map_err(|e| Error::Thread(format!("timerfd: {e}")))?,
+            ),
+            None => None,
+        };
         Ok(Worker {
             index,
+            timer,
             poll,
             events: Events::with_capacity(1024),
             conns,
@@ -261,7 +276,15 @@ impl Worker {
             let mut wait = next_scan.saturating_duration_since(now);
             if !self.stopping {
                 if let Some(d) = self.next_due {
-                    wait = wait.min(d.saturating_duration_since(now));
+                    match &self.timer {
+                        // The timer wakes the poll at `d`; the poll's own
+                        // timeout stays a millisecond behind, as a backstop.
+                        Some(t) => {
+                            t.arm_at(d);
+                            wait = wait.min(d.saturating_duration_since(now) + Duration::from_millis(1));
+                        }
+                        None => wait = wait.min(d.saturating_duration_since(now)),
+                    }
                 }
                 if let Some(&(at, _)) = self.retry.front() {
                     wait = wait.min(at.saturating_duration_since(now));
