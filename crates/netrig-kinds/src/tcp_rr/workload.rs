@@ -413,22 +413,7 @@ impl RrWorkload {
                 }
             }
             let now = Instant::now();
-            while c.resp_got >= self.txn.response_size {
-                c.resp_got -= self.txn.response_size;
-                let Some(t0) = c.starts.pop_front() else {
-                    return Err(c.io_error(
-                        "a response with no request outstanding",
-                        io::Error::from(io::ErrorKind::InvalidData),
-                    ));
-                };
-                c.transactions += 1;
-                if let Some(mark) = c.flow.counters.count_transactions(1) {
-                    cx.latency.record(
-                        mark,
-                        now.saturating_duration_since(t0).as_nanos().min(u64::MAX as u128) as u64,
-                    );
-                }
-            }
+            while self.complete_one(&mut c, now, &mut cx)? {}
         }
         c.done_at.get_or_insert_with(Instant::now);
         let final_buffers = *c
@@ -446,6 +431,29 @@ impl RrWorkload {
             schedule: None,
             ..WorkerEnd::default()
         })
+    }
+
+    /// Completes the oldest transaction if its whole response has come
+    /// (counted, its latency recorded); false if none has.
+    fn complete_one(&self, c: &mut Conn, now: Instant, cx: &mut Ctx<'_>) -> Result<bool, EngineError> {
+        if c.resp_got < self.txn.response_size {
+            return Ok(false);
+        }
+        c.resp_got -= self.txn.response_size;
+        let Some(t0) = c.starts.pop_front() else {
+            return Err(c.io_error(
+                "a response with no request outstanding",
+                io::Error::from(io::ErrorKind::InvalidData),
+            ));
+        };
+        c.transactions += 1;
+        if let Some(mark) = c.flow.counters.count_transactions(1) {
+            cx.latency.record(
+                mark,
+                now.saturating_duration_since(t0).as_nanos().min(u64::MAX as u128) as u64,
+            );
+        }
+        Ok(true)
     }
 
     /// Writes issued requests until the socket is full. Returns true if the flow ended.
@@ -497,21 +505,7 @@ impl RrWorkload {
                     let now = Instant::now();
                     c.bytes += n as u64;
                     c.resp_got += n;
-                    while c.resp_got >= self.txn.response_size {
-                        c.resp_got -= self.txn.response_size;
-                        let Some(t0) = c.starts.pop_front() else {
-                            return Err(c.io_error(
-                                "a response with no request outstanding",
-                                io::Error::from(io::ErrorKind::InvalidData),
-                            ));
-                        };
-                        c.transactions += 1;
-                        if let Some(mark) = c.flow.counters.count_transactions(1) {
-                            cx.latency.record(
-                                mark,
-                                now.saturating_duration_since(t0).as_nanos().min(u64::MAX as u128) as u64,
-                            );
-                        }
+                    while self.complete_one(c, now, cx)? {
                         if cx.pacer.is_none() && !c.draining {
                             c.to_send += 1;
                         }
