@@ -75,7 +75,11 @@ fn a_swept_point_is_a_single_run_with_that_value() {
     let tps = |r: &Value| r["summary"]["transactions_per_s"].as_f64().unwrap();
     let noise = (tps(&singles[0]) / tps(&singles[1])).max(tps(&singles[1]) / tps(&singles[0]));
     let r = tps(swept) / tps(&singles[0]);
-    let bound = (noise * noise).max(1.5);
+    // The configs above are what make it the same test; the rates only
+    // have to be of a kind: a request/response rate on a busy 2-CPU
+    // machine moves by half between runs seconds apart (CPUs that never
+    // idle answer faster), so the bound is generous.
+    let bound = (noise * noise).max(2.0);
     assert!(
         r > 1.0 / bound && r < bound,
         "swept {} vs single {}: ratio {r}, noise {noise}",
