@@ -131,12 +131,37 @@ pub fn validate(v: &Value) {
 }
 
 /// A port nothing listens on right now.
+/// A port nothing listens on, below the kernel's ephemeral range: a port
+/// the kernel handed out (bind to port 0) could be taken before the agent
+/// binds it by one of the many connections other tests open at the same
+/// time (the 10,000-connection tests take a third of the range).
 pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    let low = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|t| t.split_whitespace().next()?.parse::<u32>().ok())
+        .unwrap_or(32768)
+        .clamp(2048, 65535);
+    let span = low - 1024;
+    // Each test process starts at its own place, and walks on from there.
+    let _ = NEXT.compare_exchange(
+        0,
+        std::process::id() % span + 1,
+        Ordering::Relaxed,
+        Ordering::Relaxed,
+    );
+    for _ in 0..span {
+        let port = (1024 + NEXT.fetch_add(7, Ordering::Relaxed) % span) as u16;
+        // Free for the agent's [::] (both families) and for 127.0.0.1, each
+        // tried alone.
+        let v6 = TcpListener::bind(("::", port)).is_ok();
+        let v4 = v6 && TcpListener::bind(("127.0.0.1", port)).is_ok();
+        if v4 {
+            return port;
+        }
+    }
+    panic!("no free port below {low}")
 }
 
 /// A `netrig serve` on loopback, killed on drop.
