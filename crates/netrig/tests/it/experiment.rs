@@ -590,8 +590,5 @@ fn a_rate_sweep_marks_its_saturation_point() {
     // The table says it too.
     let text = stdout(&run(&["tcp-rr", "-l", "0.5", "--rate", "200,2000000"]));
     assert!(text.contains("<- saturated"), "{text}");
-    assert!(
-        text.contains("saturated at --rate 2000000 (the reply rate"),
-        "{text}"
-    );
+    assert!(text.contains("saturated at --rate 2000000 ("), "{text}");
 }
