@@ -597,8 +597,8 @@ mod tests {
         }
     }
 
-    #[test]
-    fn a_one_ended_kind_runs_without_an_agent() {
+    /// A server for one connection: its port, and what it heard.
+    fn knock_server() -> (u16, std::thread::JoinHandle<Vec<u8>>) {
         use std::io::Read;
         let server = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let port = server.local_addr().unwrap().port();
@@ -608,6 +608,12 @@ mod tests {
             c.read_to_end(&mut got).unwrap();
             got
         });
+        (port, heard)
+    }
+
+    #[test]
+    fn a_one_ended_kind_runs_without_an_agent() {
+        let (port, heard) = knock_server();
         let mut seen = 0;
         let r = run_kind(
             &Knock,
@@ -642,15 +648,7 @@ mod tests {
     /// watches around a one-ended run, and the result carries its view.
     #[test]
     fn a_one_ended_kind_gets_the_server_hosts_view() {
-        use std::io::Read;
-        let server = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        let port = server.local_addr().unwrap().port();
-        let heard = std::thread::spawn(move || {
-            let (mut c, _) = server.accept().unwrap();
-            let mut got = Vec::new();
-            c.read_to_end(&mut got).unwrap();
-            got
-        });
+        let (port, heard) = knock_server();
         let local = LocalOptions {
             server_agent: Some(Target::embedded(false)),
             ..LocalOptions::default()

@@ -129,26 +129,12 @@ pub(crate) fn sum(
             }
             x.client_error_responses += y.client_error_responses;
             x.server_error_responses += y.server_error_responses;
-            let (e, f) = (&mut x.errors, &y.errors);
-            e.client_timeout += f.client_timeout;
-            e.connect_refused += f.connect_refused;
-            e.connect_reset += f.connect_reset;
-            e.no_local_port += f.no_local_port;
-            e.no_descriptor += f.no_descriptor;
-            e.bad_response += f.bad_response;
-            e.other += f.other;
-            e.total += f.total;
+            x.errors.add(&y.errors);
             if let (Some(u), Some(v)) = (&mut x.unsent, &y.unsent) {
                 u.unsent += v.unsent;
                 u.skipped += v.skipped;
             }
-            let (t, u) = (&mut x.total, &y.total);
-            t.requests_sent += u.requests_sent;
-            t.responses += u.responses;
-            t.response_bytes += u.response_bytes;
-            t.connections_opened += u.connections_opened;
-            t.errors += u.errors;
-            t.abandoned += u.abandoned;
+            x.total.add(&y.total);
         }
         // Intervals by index: counts and rates add.
         for iv in &p.intervals {

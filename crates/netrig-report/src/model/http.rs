@@ -118,3 +118,29 @@ pub struct HttpTotals {
     /// Requests still unanswered when the drain after the window ended.
     pub abandoned: u64,
 }
+
+impl HttpErrors {
+    /// Another run's (a `--clients` process's) failures added to these.
+    pub fn add(&mut self, o: &HttpErrors) {
+        self.client_timeout += o.client_timeout;
+        self.connect_refused += o.connect_refused;
+        self.connect_reset += o.connect_reset;
+        self.no_local_port += o.no_local_port;
+        self.no_descriptor += o.no_descriptor;
+        self.bad_response += o.bad_response;
+        self.other += o.other;
+        self.total += o.total;
+    }
+}
+
+impl HttpTotals {
+    /// Another run's whole-run counts added to these.
+    pub fn add(&mut self, o: &HttpTotals) {
+        self.requests_sent += o.requests_sent;
+        self.responses += o.responses;
+        self.response_bytes += o.response_bytes;
+        self.connections_opened += o.connections_opened;
+        self.errors += o.errors;
+        self.abandoned += o.abandoned;
+    }
+}
