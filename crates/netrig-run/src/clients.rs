@@ -136,7 +136,6 @@ pub(crate) fn run(
     let addrs = addresses(clients, server)?;
     let n = clients.n;
     let shares: Vec<TestSpec> = (0..n).map(|k| one.share(spec, k, n)).collect::<Result<_, _>>()?;
-    let start = SystemTime::now() + START_LEAD;
     let mut running: Vec<Running> = Vec::new();
     let kill_all = |running: &mut Vec<Running>| {
         for r in running.iter_mut() {
@@ -144,15 +143,10 @@ pub(crate) fn run(
             let _ = r.child.wait();
         }
     };
-    for (k, (share, bind)) in shares.into_iter().zip(&addrs).enumerate() {
-        let job = Job {
-            spec: share,
-            server,
-            bind: Some(*bind),
-            start_unix_ns: unix_ns(start),
-            client: k as u32,
-            clients: n,
-        };
+    // Every child first, then the common start: a slow exec of one must not
+    // hand a later one a start already past.
+    let mut stdins = Vec::with_capacity(n as usize);
+    for k in 0..n {
         let spawned = Command::new(&clients.exe)
             .arg("client-share")
             .stdin(Stdio::piped())
@@ -169,23 +163,46 @@ pub(crate) fn run(
                 ));
             }
         };
-        let job = serde_json::to_vec(&job).map_err(|e| e.to_string())?;
-        if let Some(mut stdin) = child.stdin.take() {
-            let _ = stdin.write_all(&job);
-        }
+        stdins.push(child.stdin.take());
         let mut stdout = child.stdout.take().expect("piped");
         let mut stderr = child.stderr.take().expect("piped");
+        // Both readers keep what they may and drain the rest, so a child
+        // that writes more never dies of a closed pipe.
         let out = std::thread::spawn(move || {
             let mut buf = Vec::new();
             (&mut stdout).take(MAX_RESULT_BYTES + 1).read_to_end(&mut buf)?;
+            std::io::copy(&mut stdout, &mut std::io::sink())?;
             Ok(buf)
         });
         let err = std::thread::spawn(move || {
             let mut buf = Vec::new();
             let _ = (&mut stderr).take(64 << 10).read_to_end(&mut buf);
+            let _ = std::io::copy(&mut stderr, &mut std::io::sink());
             String::from_utf8_lossy(&buf).into_owned()
         });
         running.push(Running { child, out, err });
+    }
+    let start = SystemTime::now() + START_LEAD;
+    for (k, ((share, bind), stdin)) in shares.into_iter().zip(&addrs).zip(stdins).enumerate() {
+        let job = Job {
+            spec: share,
+            server,
+            bind: Some(*bind),
+            start_unix_ns: unix_ns(start),
+            client: k as u32,
+            clients: n,
+        };
+        let job = match serde_json::to_vec(&job) {
+            Ok(j) => j,
+            Err(e) => {
+                kill_all(&mut running);
+                return Err(format!("--clients: client {k}'s job: {e}"));
+            }
+        };
+        // Dropping stdin after the write is the job's end of file.
+        if let Some(mut stdin) = stdin {
+            let _ = stdin.write_all(&job);
+        }
     }
     // Wait for every client, as long as the test may last; an abort (Ctrl-C)
     // or one client failing stops them all.
