@@ -618,10 +618,13 @@ impl Worker {
                 let (took, done) = self.conns[i].parser.feed(&buf[at..n]).map_err(bad)?;
                 at += took;
                 if let Some(resp) = done {
-                    self.complete(i, resp, shared);
+                    // Bytes after the response nobody asked for (HTTP/1.1, one request at a
+                    // time): this request's exchange was bad. Said before complete(), which may
+                    // write the next request, so that the error is charged to this one.
                     if at < n {
                         return Err(Cause::BadResponse);
                     }
+                    self.complete(i, resp, shared);
                     if self.conns[i].sock.is_none() || self.conns[i].phase == Phase::Closed {
                         return Ok(());
                     }

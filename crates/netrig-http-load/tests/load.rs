@@ -196,6 +196,19 @@ fn a_resetting_server_is_connect_reset() {
 }
 
 #[test]
+fn bytes_after_a_response_are_a_bad_response_of_that_request() {
+    // Each response arrives with bytes after it: that request's exchange is bad. Charged to the
+    // next request instead (written as soon as the response completed), half would count as
+    // responses and half as errors.
+    let s = Server::start(Mode::Trailing(10));
+    let mut c = config(s.addr);
+    c.requests = Some(20);
+    let r = run(&c);
+    assert_eq!(r.window.errors.bad_response, 20, "{:?}", r.window.errors);
+    assert_eq!(r.window.responses, 0);
+}
+
+#[test]
 fn a_silent_server_is_client_timeout() {
     let s = Server::start(Mode::Silent);
     let mut c = config(s.addr);

@@ -19,6 +19,9 @@ pub enum Mode {
     Reset,
     /// Read requests, never answer.
     Silent,
+    /// Content-Length bodies of this size, each followed (in the same write) by bytes nobody
+    /// asked for.
+    Trailing(usize),
 }
 
 #[derive(Default)]
@@ -138,13 +141,16 @@ fn serve(
                 return;
             }
             Mode::Silent => continue,
-            Mode::Length(n) => {
+            Mode::Length(n) | Mode::Trailing(n) => {
                 let mut r = format!(
                     "HTTP/1.1 200 OK\r\nContent-Length: {n}\r\n{}\r\n",
                     if close { "Connection: close\r\n" } else { "" }
                 )
                 .into_bytes();
                 r.resize(r.len() + n, b'x');
+                if matches!(mode, Mode::Trailing(_)) {
+                    r.extend_from_slice(b"junk");
+                }
                 r
             }
             Mode::Chunked(n) => {
