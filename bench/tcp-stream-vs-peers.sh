@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# Side-by-side: netrig tcp-stream vs iperf3 and netperf TCP_STREAM, one flow
+# over loopback, the same message size for send and receive, the same
+# congestion control on both sides, alternating runs (netrig, iperf3,
+# netperf, netrig, ...), medians and ratios.
+# CPU per byte is measured the same way for every tool: busy CPU-seconds of
+# the whole machine from /proc/stat around each run (both ends are on this
+# host), divided by the bytes the receiver got. Not a test: a measurement.
+#
+#   bench/tcp-stream-vs-peers.sh [ROUNDS=5] [SECONDS=5] [MSG=128K] [CC=host default]
+#
+# Needs: iperf3 (../shared/peers or apt-get install iperf3), python3, a release
+# build; netperf/netserver when on PATH (skipped with a note otherwise).
+. "$(dirname "$0")/lib.sh"
+ROUNDS=${1:-5}
+SECS=${2:-5}
+MSG=${3:-128K}
+CC=${4:-$(cat /proc/sys/net/ipv4/tcp_congestion_control)}
+iperf3_and_netrig
+TOOLS="netrig iperf3"
+if command -v netperf >/dev/null && command -v netserver >/dev/null; then
+  NSPORT=$(free_port)
+  background netserver -D -p "$NSPORT"
+  sleep 0.5
+  TOOLS="$TOOLS netperf"
+else
+  echo "netperf/netserver not on PATH: netperf skipped" >&2
+fi
+
+for r in $(seq 1 "$ROUNDS"); do
+  for tool in $TOOLS; do
+    read -r b0 t0 < <(cpu_ticks)
+    case $tool in
+      netrig) $NETRIG tcp-stream -H 127.0.0.1 -p "$NPORT" -l "$SECS" -m "$MSG" -M "$MSG" --cc "$CC" --json ;;
+      iperf3) iperf3 -c 127.0.0.1 -p "$IPORT" -t "$SECS" -l "$MSG" -C "$CC" -J ;;
+      netperf) netperf -H 127.0.0.1 -p "$NSPORT" -l "$SECS" -t TCP_STREAM -P 0 -- -m "$MSG" -M "$MSG" -K "$CC" ;;
+    esac > "$OUT/$tool.$r.out" 2>/dev/null || true
+    read -r b1 t1 < <(cpu_ticks)
+    echo "$b0 $t0 $b1 $t1" > "$OUT/$tool.$r.cpu"
+  done
+done
+
+python3 - "$OUT" "$ROUNDS" "$MSG" "$SECS" "$CC" $TOOLS <<'PY'
+import json, os, statistics, sys
+out, rounds, msg, secs, cc, tools = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4], sys.argv[5], sys.argv[6:]
+hz = os.sysconf("SC_CLK_TCK")
+rows = {t: [] for t in tools}
+for tool in tools:
+    for r in range(1, rounds + 1):
+        text = open(f"{out}/{tool}.{r}.out").read()
+        try:
+            if tool == "netrig":
+                d = json.loads(text)
+                bps, nbytes = d["summary"]["throughput_bps"], d["summary"]["bytes"]
+            elif tool == "iperf3":
+                e = json.loads(text)["end"]["sum_received"]
+                bps, nbytes = e["bits_per_second"], e["bytes"]
+            else:
+                # "recv-socket send-socket message elapsed-s 10^6bits/s"
+                f = text.split()
+                el, bps = float(f[3]), float(f[4]) * 1e6
+                nbytes = bps * el / 8
+        except (ValueError, KeyError, IndexError):
+            print(f"{tool} round {r}: no result", file=sys.stderr)
+            continue
+        b0, t0, b1, t1 = map(float, open(f"{out}/{tool}.{r}.cpu").read().split())
+        rows[tool].append((bps, (b1 - b0) / hz / (nbytes / 2**30)))
+print(f"tcp-stream, 1 flow, loopback, send and receive {msg}, congestion control {cc}, {secs} s, "
+      f"{rounds} alternating rounds")
+print(f"{'tool':<8} {'median Gbit/s':>14} {'runs Gbit/s':<40} {'median CPU-s/GiB':>17}")
+med = {}
+for tool, v in rows.items():
+    if not v:
+        continue
+    g = [x[0] / 1e9 for x in v]
+    c = [x[1] for x in v]
+    med[tool] = (statistics.median(g), statistics.median(c))
+    print(f"{tool:<8} {med[tool][0]:>14.2f} {' '.join(f'{x:.2f}' for x in g):<40} {med[tool][1]:>17.3f}")
+for peer in ("iperf3", "netperf"):
+    if "netrig" in med and peer in med:
+        print(f"throughput ratio netrig/{peer}: {med['netrig'][0] / med[peer][0]:.3f}   "
+              f"CPU per byte ratio netrig/{peer}: {med['netrig'][1] / med[peer][1]:.3f} (lower is better)")
+PY
