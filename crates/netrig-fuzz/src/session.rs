@@ -158,6 +158,7 @@ struct ArbStream {
     recv_size: u32,
     pace: Option<ArbPace>,
     zerocopy: bool,
+    skip_rx_copy: bool,
     tcp: ArbTcp,
 }
 
@@ -197,6 +198,7 @@ impl ArbStream {
             recv_size: self.recv_size,
             pace: self.pace.as_ref().map(ArbPace::build),
             zerocopy: self.zerocopy,
+            skip_rx_copy: self.skip_rx_copy,
             tcp: self.tcp.build(),
         }
     }

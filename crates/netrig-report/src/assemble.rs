@@ -787,6 +787,7 @@ mod tests {
             remote_cpus: None,
             workers: None,
             zerocopy: false,
+            skip_rx_copy: false,
             udp_rate_bps: None,
             reverse: None,
             local: SocketOptions::default(),

@@ -130,6 +130,10 @@ pub struct TestConfig {
     /// in-memory file instead of send(2); false otherwise.
     #[serde(default)]
     pub zerocopy: bool,
+    /// TCP streams: `--skip-rx-copy`, the receivers discarded what they read
+    /// (MSG_TRUNC) instead of copying it to user memory; false otherwise.
+    #[serde(default)]
+    pub skip_rx_copy: bool,
     /// The CPUs this end's / the agent's workers were pinned to, round
     /// robin (`--cpus`, `--remote-cpus`, `-A`); null: not pinned.
     #[serde(default)]
@@ -202,6 +206,7 @@ impl TestConfig {
             rate_bps: None,
             workers: spec.workers,
             zerocopy: false,
+            skip_rx_copy: false,
             cpus: run.cpus,
             remote_cpus: spec.remote_cpus.clone(),
             udp_rate_bps: None,

@@ -175,6 +175,13 @@ fn render_stream(r: &TestResult) -> String {
     if r.config.zerocopy {
         let _ = writeln!(out, "sender: sendfile(2) from memory (-Z)");
     }
+    if r.config.skip_rx_copy {
+        let _ = writeln!(
+            out,
+            "receiver: discarded what it read without copying it to user memory (MSG_TRUNC, --skip-rx-copy); \
+             its CPU and throughput leave out the receive copy"
+        );
+    }
     let multi = r.flows.len() > 1;
     let lead = |a: &str, b: &str| {
         if multi {

@@ -73,6 +73,11 @@ pub struct StreamArgs {
     /// for tcp-bidir) skips the copy from user memory. Receivers read as usual.
     #[arg(short = 'Z', long = "zerocopy", help_heading = "TCP")]
     zerocopy: bool,
+    /// Receivers discard what they read without copying it to user memory (recv(2) with
+    /// MSG_TRUNC), as iperf3's --skip-rx-copy: the receiving end (the agent for tcp-stream, the
+    /// client for tcp-maerts, both for tcp-bidir) is spared the copy, which the result says.
+    #[arg(long = "skip-rx-copy", help_heading = "TCP")]
+    skip_rx_copy: bool,
 }
 
 impl KindDef for TcpStreamKind {
@@ -95,6 +100,7 @@ impl KindDef for TcpStreamKind {
             recv_size: a.recv_size,
             pace: a.pace.pace()?,
             zerocopy: a.zerocopy,
+            skip_rx_copy: a.skip_rx_copy,
             tcp: a.common.tcp(),
         };
         let mut plan = a.common.plan((self.wrap)(options))?;
@@ -109,6 +115,7 @@ impl KindDef for TcpStreamKind {
             rate_bps: o.pace.as_ref().map(|p| p.rate_bps),
             pacing: o.pace.as_ref().map_or_else(Default::default, |p| p.pacing()),
             zerocopy: o.zerocopy,
+            skip_rx_copy: o.skip_rx_copy,
         }))
     }
 
@@ -117,6 +124,7 @@ impl KindDef for TcpStreamKind {
         c.recv_size = o.recv_size;
         c.set_pace(o.pace.as_ref());
         c.zerocopy = o.zerocopy;
+        c.skip_rx_copy = o.skip_rx_copy;
     }
 
     fn table(&self) -> &'static dyn TableLayout {

@@ -36,6 +36,9 @@ pub struct StreamWorkload {
     /// file (memfd) holding the message's bytes, instead of send(2) from a
     /// buffer, so the kernel takes the pages without a copy from user memory.
     pub zerocopy: bool,
+    /// `--skip-rx-copy`: receivers read with MSG_TRUNC, which for TCP
+    /// discards the bytes without copying them to user memory.
+    pub skip_rx_copy: bool,
 }
 
 /// What a sender sends: `buf` (one message of the pattern), and with `-Z`
@@ -71,6 +74,27 @@ fn send_file(sock: RawFd, file: RawFd, offset: usize, len: usize) -> io::Result<
     // socket, the worker the file), and `off` is a live local the kernel
     // may update.
     let rc = unsafe { libc::sendfile(sock, file, &mut off, len) };
+    if rc < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(rc as usize)
+    }
+}
+
+/// recv(2) with MSG_TRUNC: up to `len` bytes taken from a TCP socket and
+/// discarded by the kernel, not copied to user memory (Linux 4.x and later).
+/// Returns how many, as read(2) would.
+fn discard(sock: RawFd, len: usize) -> io::Result<usize> {
+    // SAFETY: with MSG_TRUNC the kernel writes nothing to the buffer, and
+    // none is given.
+    let rc = unsafe {
+        libc::recv(
+            sock,
+            std::ptr::null_mut(),
+            len,
+            libc::MSG_TRUNC | libc::MSG_DONTWAIT,
+        )
+    };
     if rc < 0 {
         Err(io::Error::last_os_error())
     } else {
@@ -394,7 +418,12 @@ impl StreamWorkload {
     /// Reads until the socket is empty. Returns true at end of file.
     fn on_readable(&self, s: &mut Slot, buf: &mut [u8], stopping: bool) -> Result<bool, EngineError> {
         loop {
-            match s.sock.read(buf) {
+            let got = if self.skip_rx_copy {
+                discard(s.sock.raw_fd(), buf.len())
+            } else {
+                s.sock.read(buf)
+            };
+            match got {
                 Ok(0) => {
                     s.done_at = Some(Instant::now());
                     s.record_final_buffers();

@@ -47,7 +47,7 @@ fn unknown_fields_are_refused_and_defaults_left_out() {
     for absent in ["remote", "remote_cpus", "omit_s", "interval_s", "workers"] {
         assert!(v.get(absent).is_none(), "{absent} at its default was sent: {v}");
     }
-    for absent in ["pace", "zerocopy", "tcp"] {
+    for absent in ["pace", "zerocopy", "skip_rx_copy", "tcp"] {
         assert!(
             v["test"].get(absent).is_none(),
             "{absent} at its default was sent: {v}"
@@ -116,6 +116,7 @@ fn every_kind_round_trips() {
         recv_size: 2000,
         pace: pace.clone(),
         zerocopy: true,
+        skip_rx_copy: true,
         tcp: tcp.clone(),
     };
     let kinds = [

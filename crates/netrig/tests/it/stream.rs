@@ -746,3 +746,79 @@ fn json_stream_has_each_interval_as_it_comes_then_the_result() {
     let o = run(&["tcp-stream", "--json", "--json-stream"]);
     assert!(stderr(&o).contains("cannot be used with"), "{}", stderr(&o));
 }
+
+/// `--skip-rx-copy`: the receiving end reads with MSG_TRUNC, and a byte
+/// quota still arrives exactly, at either end; under strace, the client's
+/// MSG_TRUNC receives of tcp-maerts return every byte it counted, and
+/// without the option there are none. The strace part is skipped where
+/// strace is missing or may not trace.
+#[test]
+fn skip_rx_copy_discards_in_the_kernel_and_counts_exactly() {
+    for (kind, flows) in [("tcp-stream", "1"), ("tcp-maerts", "2"), ("tcp-bidir", "1")] {
+        let v = run_json(&[kind, "--skip-rx-copy", "-n", "3M", "-m", "100K", "-P", flows]);
+        check_arithmetic(&v);
+        assert_eq!(v["config"]["skip_rx_copy"], true, "{kind}");
+        for dir in ["tx", "rx"] {
+            let got: Vec<u64> = v["flows"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|f| f["direction"] == dir)
+                .map(|f| f["bytes"].as_u64().unwrap())
+                .collect();
+            if !got.is_empty() {
+                assert_eq!(got.iter().sum::<u64>(), 3 << 20, "{kind} {dir}: {got:?}");
+            }
+        }
+    }
+    let t = stdout(&run(&["tcp-stream", "--skip-rx-copy", "-l", "0.3"]));
+    assert!(t.contains("MSG_TRUNC, --skip-rx-copy"), "{t}");
+    let v = run_json(&["tcp-stream", "-l", "0.3"]);
+    assert_eq!(v["config"]["skip_rx_copy"], false);
+
+    if !std::process::Command::new("strace")
+        .args(["-f", "-o", "/dev/null", "true"])
+        .output()
+        .is_ok_and(|o| o.status.success())
+    {
+        eprintln!("skipped the strace part: strace is missing or cannot trace here");
+        return;
+    }
+    let traced = |extra: &[&str]| -> (u64, Value) {
+        let log = std::env::temp_dir().join(format!(
+            "netrig-strace-trunc-{}-{}.txt",
+            std::process::id(),
+            extra.len()
+        ));
+        let log_s = log.to_str().unwrap().to_string();
+        let mut cmd = std::process::Command::new("strace");
+        cmd.args(["-f", "-e", "trace=recvfrom", "-o", &log_s]);
+        cmd.arg(env!("CARGO_BIN_EXE_netrig"));
+        let mut args = vec!["tcp-maerts", "-n", "2M", "--json"];
+        args.extend_from_slice(extra);
+        let o = run_cmd(cmd, &args);
+        let text = std::fs::read_to_string(&log).unwrap_or_default();
+        let _ = std::fs::remove_file(&log);
+        assert!(o.status.success(), "strace netrig {args:?}: {}", stderr(&o));
+        let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+        let truncated: u64 = text
+            .lines()
+            .filter(|l| l.contains("MSG_TRUNC") && !l.contains("<unfinished"))
+            .filter_map(|l| {
+                l.rsplit_once(" = ")
+                    .and_then(|(_, r)| r.split_whitespace().next()?.parse::<i64>().ok())
+            })
+            .filter(|n| *n > 0)
+            .sum::<i64>() as u64;
+        (truncated, v)
+    };
+    let (truncated, v) = traced(&["--skip-rx-copy"]);
+    let got = u(&v, "/flows/0/local/total_bytes");
+    assert_eq!(
+        truncated, got,
+        "MSG_TRUNC receives returned other than the receiver counted"
+    );
+    assert_eq!(got, 2 << 20);
+    let (truncated, _) = traced(&[]);
+    assert_eq!(truncated, 0, "MSG_TRUNC receives without --skip-rx-copy");
+}

@@ -19,6 +19,12 @@ pub struct StreamOptions {
     /// in-memory file instead of send(2).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub zerocopy: bool,
+    /// `--skip-rx-copy`: whichever end receives discards what it reads,
+    /// recv(2) with MSG_TRUNC, without copying it to user memory (iperf3's
+    /// `--skip-rx-copy`). An agent that does not know it refuses the spec (the
+    /// options deny unknown fields), so a result never claims it falsely.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub skip_rx_copy: bool,
     /// The agent's TCP options.
     #[serde(default, skip_serializing_if = "is_default")]
     pub tcp: TcpOptions,
@@ -32,6 +38,7 @@ impl Default for StreamOptions {
             recv_size: 128 * 1024,
             pace: None,
             zerocopy: false,
+            skip_rx_copy: false,
             tcp: TcpOptions::default(),
         }
     }
