@@ -147,12 +147,13 @@ pub(crate) fn run(
     // hand a later one a start already past.
     let mut stdins = Vec::with_capacity(n as usize);
     for k in 0..n {
-        let spawned = Command::new(&clients.exe)
-            .arg("client-share")
+        let mut cmd = Command::new(&clients.exe);
+        cmd.arg("client-share")
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn();
+            .stderr(Stdio::piped());
+        die_with_parent(&mut cmd);
+        let spawned = cmd.spawn();
         let mut child = match spawned {
             Ok(c) => c,
             Err(e) => {
@@ -276,6 +277,29 @@ pub(crate) fn run(
         return Err(format!("--clients {n}: {}", errors.join("; ")));
     }
     one.sum(spec, addrs.into_iter().zip(parts).collect())
+}
+
+/// A child killed when its parent dies (PR_SET_PDEATHSIG), so that a
+/// parent killed mid-run (`kill -9`, the OOM killer) leaves no load behind.
+/// The signal follows the thread that spawned the child, which is the one
+/// that waits for it here. A parent already gone before the prctl is seen
+/// through getppid, and the child exits at once.
+fn die_with_parent(cmd: &mut Command) {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: getpid, prctl, getppid and _exit are async-signal-safe, as a
+    // pre_exec hook requires, and allocate nothing.
+    let parent = unsafe { libc::getpid() };
+    unsafe {
+        cmd.pre_exec(move || {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            if libc::getppid() != parent {
+                libc::_exit(1);
+            }
+            Ok(())
+        });
+    }
 }
 
 /// A client process's side: waits for the common start, runs its share and

@@ -338,3 +338,70 @@ fn two_client_processes_from_their_own_addresses_are_summed_and_agree_with_the_s
     );
     super::helpers::validate(&v);
 }
+
+/// `--clients`: a parent killed mid-run (SIGKILL: no clean-up of its own)
+/// takes its client processes with it, instead of leaving their load running.
+#[test]
+fn client_processes_die_with_their_parent() {
+    let p = start(&["http-serve", "--bind", "127.0.0.1", "-p", "0", "--threads", "1"]);
+    let port = p.addr.port().to_string();
+    let mut parent = std::process::Command::new(env!("CARGO_BIN_EXE_netrig"))
+        .args([
+            "http",
+            "-H",
+            "127.0.0.1",
+            "-p",
+            &port,
+            "-c",
+            "2",
+            "-t",
+            "1",
+            "-d",
+            "30",
+            "--clients",
+            "2",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let children = |pid: u32| -> Vec<u32> {
+        let path = format!("/proc/{pid}/task/{pid}/children");
+        std::fs::read_to_string(path)
+            .unwrap_or_default()
+            .split_whitespace()
+            .filter_map(|c| c.parse().ok())
+            .collect()
+    };
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut kids = Vec::new();
+    while Instant::now() < deadline {
+        kids = children(parent.id());
+        if kids.len() == 2 {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(kids.len(), 2, "the two client processes never started");
+    parent.kill().unwrap();
+    parent.wait().unwrap();
+    let alive = |pid: &u32| {
+        std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
+            !s.rsplit_once(')')
+                .is_some_and(|(_, r)| r.trim_start().starts_with('Z'))
+        })
+    };
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while kids.iter().any(alive) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let left: Vec<&u32> = kids.iter().filter(|k| alive(k)).collect();
+    for k in &left {
+        // SAFETY: kill(2) on a pid this test saw as the parent's child.
+        unsafe { libc::kill(**k as i32, libc::SIGKILL) };
+    }
+    assert!(
+        left.is_empty(),
+        "client processes {left:?} outlived their killed parent"
+    );
+}
