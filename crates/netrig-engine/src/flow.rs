@@ -434,6 +434,8 @@ pub struct FlowEnd {
     pub final_buffers: BufPair,
     /// UDP flows: datagram accounting, as netrig-metrics measured it.
     pub udp: Option<UdpAccount>,
+    /// TCP stream senders with `--msg-zerocopy`: the kernel's completion notices.
+    pub zerocopy: Option<netrig_proto::report::ZeroCopyReport>,
 }
 
 /// What a worker hands back besides its flows.

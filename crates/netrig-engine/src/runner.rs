@@ -192,6 +192,8 @@ pub struct FlowOutcome {
     pub connect_errors: Option<ConnectErrors>,
     /// Connection-per-transaction flows: buffers and options of the first connection.
     pub first_connection: Option<FirstConnection>,
+    /// TCP stream senders with `--msg-zerocopy`: the kernel's completion notices.
+    pub zerocopy: Option<netrig_proto::report::ZeroCopyReport>,
 }
 
 impl FlowOutcome {
@@ -249,6 +251,7 @@ impl FlowOutcome {
                     u
                 }),
             connect_errors: self.connect_errors,
+            zerocopy: self.zerocopy,
         }
     }
 }
@@ -590,6 +593,7 @@ pub fn run_side(
                 udp: end.and_then(|e| e.udp.clone()),
                 connect_errors: seen.and_then(|t| t.connect_errors),
                 first_connection: seen.and_then(|t| t.first.clone()),
+                zerocopy: end.and_then(|e| e.zerocopy),
             }
         })
         .collect::<Vec<_>>();

@@ -185,6 +185,7 @@ fn side_report(spec: &TestSpec, plan: &[Direction], agent: bool) -> SideReport {
                 window_transactions: 1000,
                 udp: None,
                 connect_errors: None,
+                zerocopy: None,
             })
             .collect(),
         window_s: 1.0,

@@ -159,6 +159,7 @@ struct ArbStream {
     pace: Option<ArbPace>,
     zerocopy: bool,
     skip_rx_copy: bool,
+    msg_zerocopy: bool,
     tcp: ArbTcp,
 }
 
@@ -199,6 +200,7 @@ impl ArbStream {
             pace: self.pace.as_ref().map(ArbPace::build),
             zerocopy: self.zerocopy,
             skip_rx_copy: self.skip_rx_copy,
+            msg_zerocopy: self.msg_zerocopy,
             tcp: self.tcp.build(),
         }
     }

@@ -96,6 +96,25 @@ pub struct FlowReport {
     /// Connection-per-transaction requesters: transactions that failed inside the window.
     #[serde(default)]
     pub connect_errors: Option<ConnectErrors>,
+    /// TCP stream senders with `--msg-zerocopy`: the kernel's completion notices.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub zerocopy: Option<ZeroCopyReport>,
+}
+
+/// A sender's MSG_ZEROCOPY sends (`--msg-zerocopy`) and what the kernel said
+/// of them: each send's pages are the kernel's until it notifies their
+/// completion on the socket's error queue, saying whether it copied them
+/// after all.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ZeroCopyReport {
+    /// send(2) calls with MSG_ZEROCOPY that sent bytes.
+    pub sends: u64,
+    /// Of those, the sends whose completion the kernel notified by the end.
+    pub completed: u64,
+    /// Of those completed, the sends whose pages the kernel copied
+    /// (SO_EE_CODE_ZEROCOPY_COPIED): always on loopback and other local
+    /// delivery, and on devices without scatter-gather or checksum offload.
+    pub copied: u64,
 }
 
 /// Transactions of a connection-per-transaction test (tcp-crr) that failed,

@@ -76,6 +76,7 @@ fn side_report() -> SideReport {
                 ..UdpFlowReport::default()
             }),
             connect_errors: Some(ConnectErrors::default()),
+            zerocopy: None,
         }],
         window_s: 3.0,
         warnings: vec!["a warning".into()],

@@ -68,6 +68,7 @@ pub fn assemble(
             socket_buffers: f.socket_buffers,
             applied: f.applied.clone(),
             tcp_info: f.tcp_info.as_ref().map(TcpInfo::from),
+            zerocopy: f.zerocopy,
         };
         flows.push(FlowResult {
             id,
@@ -758,6 +759,7 @@ mod tests {
             window_transactions: 0,
             udp: None,
             connect_errors: None,
+            zerocopy: None,
         }
     }
 
@@ -788,6 +790,7 @@ mod tests {
             workers: None,
             zerocopy: false,
             skip_rx_copy: false,
+            msg_zerocopy: false,
             udp_rate_bps: None,
             reverse: None,
             local: SocketOptions::default(),

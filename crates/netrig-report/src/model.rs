@@ -134,6 +134,11 @@ pub struct TestConfig {
     /// (MSG_TRUNC) instead of copying it to user memory; false otherwise.
     #[serde(default)]
     pub skip_rx_copy: bool,
+    /// TCP streams: `--msg-zerocopy`, the senders sent with MSG_ZEROCOPY
+    /// (what the kernel did with the pages is each flow end's `zerocopy`);
+    /// false otherwise.
+    #[serde(default)]
+    pub msg_zerocopy: bool,
     /// The CPUs this end's / the agent's workers were pinned to, round
     /// robin (`--cpus`, `--remote-cpus`, `-A`); null: not pinned.
     #[serde(default)]
@@ -207,6 +212,7 @@ impl TestConfig {
             workers: spec.workers,
             zerocopy: false,
             skip_rx_copy: false,
+            msg_zerocopy: false,
             cpus: run.cpus,
             remote_cpus: spec.remote_cpus.clone(),
             udp_rate_bps: None,
@@ -511,6 +517,10 @@ pub struct FlowEnd {
     pub socket_buffers: SockBufReport,
     pub applied: AppliedOptions,
     pub tcp_info: Option<TcpInfo>,
+    /// A `--msg-zerocopy` sender: its MSG_ZEROCOPY sends, the completions
+    /// the kernel notified, and how many of those it copied after all.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub zerocopy: Option<netrig_proto::report::ZeroCopyReport>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

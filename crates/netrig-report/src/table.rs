@@ -175,6 +175,26 @@ fn render_stream(r: &TestResult) -> String {
     if r.config.zerocopy {
         let _ = writeln!(out, "sender: sendfile(2) from memory (-Z)");
     }
+    if r.config.msg_zerocopy {
+        let (mut sends, mut completed, mut copied) = (0, 0, 0);
+        for e in r.flows.iter().flat_map(|f| [&f.local, &f.remote]) {
+            if let Some(z) = &e.zerocopy {
+                sends += z.sends;
+                completed += z.completed;
+                copied += z.copied;
+            }
+        }
+        let _ = writeln!(
+            out,
+            "sender: MSG_ZEROCOPY (--msg-zerocopy): {sends} sends, {completed} completions notified, of which the \
+             kernel copied {copied}{}",
+            if completed > 0 && copied == completed {
+                " (all: no send went without a copy; loopback and local delivery always copy)"
+            } else {
+                ""
+            }
+        );
+    }
     if r.config.skip_rx_copy {
         let _ = writeln!(
             out,

@@ -254,6 +254,7 @@ impl Handler for Worker<'_> {
                 c.final_buffers
                     .get_or_insert_with(|| sockopt::buffers(&c.flow.socket));
                 FlowEnd {
+                    zerocopy: None,
                     id: c.flow.id,
                     total_bytes: c.bytes,
                     done_at: c.done_at,
@@ -421,6 +422,7 @@ impl RrWorkload {
             .get_or_insert_with(|| sockopt::buffers(&c.flow.socket));
         Ok(WorkerEnd {
             flows: vec![FlowEnd {
+                zerocopy: None,
                 id: c.flow.id,
                 total_bytes: c.bytes,
                 done_at: c.done_at,

@@ -78,6 +78,12 @@ pub struct StreamArgs {
     /// client for tcp-maerts, both for tcp-bidir) is spared the copy, which the result says.
     #[arg(long = "skip-rx-copy", help_heading = "TCP")]
     skip_rx_copy: bool,
+    /// Senders send with MSG_ZEROCOPY (SO_ZEROCOPY): the kernel takes the buffer's pages instead of
+    /// copying them, and notifies each send's completion, saying whether it copied after all
+    /// (it always does on loopback and other local delivery); the result counts the sends, the
+    /// notices and the copies. Not with -Z.
+    #[arg(long = "msg-zerocopy", help_heading = "TCP", conflicts_with = "zerocopy")]
+    msg_zerocopy: bool,
 }
 
 impl KindDef for TcpStreamKind {
@@ -101,6 +107,7 @@ impl KindDef for TcpStreamKind {
             pace: a.pace.pace()?,
             zerocopy: a.zerocopy,
             skip_rx_copy: a.skip_rx_copy,
+            msg_zerocopy: a.msg_zerocopy,
             tcp: a.common.tcp(),
         };
         let mut plan = a.common.plan((self.wrap)(options))?;
@@ -116,6 +123,7 @@ impl KindDef for TcpStreamKind {
             pacing: o.pace.as_ref().map_or_else(Default::default, |p| p.pacing()),
             zerocopy: o.zerocopy,
             skip_rx_copy: o.skip_rx_copy,
+            msg_zerocopy: o.msg_zerocopy,
         }))
     }
 
@@ -125,6 +133,7 @@ impl KindDef for TcpStreamKind {
         c.set_pace(o.pace.as_ref());
         c.zerocopy = o.zerocopy;
         c.skip_rx_copy = o.skip_rx_copy;
+        c.msg_zerocopy = o.msg_zerocopy;
     }
 
     fn table(&self) -> &'static dyn TableLayout {

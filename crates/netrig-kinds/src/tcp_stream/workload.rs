@@ -11,7 +11,7 @@ use netrig_engine::reactor::{Handler, Io, Now, Reactor, Ready, IDLE};
 use netrig_engine::sockopt;
 use netrig_engine::workload::{WorkerControl, Workload};
 use netrig_engine::{EngineError, Flow, FlowEnd, WorkerEnd};
-use netrig_proto::report::{BufPair, Role};
+use netrig_proto::report::{BufPair, Role, ZeroCopyReport};
 use std::fs::File;
 use std::io::{self, Read, Write};
 use std::net::Shutdown;
@@ -39,6 +39,9 @@ pub struct StreamWorkload {
     /// `--skip-rx-copy`: receivers read with MSG_TRUNC, which for TCP
     /// discards the bytes without copying them to user memory.
     pub skip_rx_copy: bool,
+    /// `--msg-zerocopy`: senders send with MSG_ZEROCOPY and read the
+    /// kernel's completion notices from the socket's error queue.
+    pub msg_zerocopy: bool,
 }
 
 /// What a sender sends: `buf` (one message of the pattern), and with `-Z`
@@ -102,6 +105,92 @@ fn discard(sock: RawFd, len: usize) -> io::Result<usize> {
     }
 }
 
+/// How long a `--msg-zerocopy` sender waits, once done, for the notices of
+/// its last sends.
+const ZC_LAST_NOTICES: Duration = Duration::from_millis(200);
+/// From linux/socket.h and linux/errqueue.h (not in the libc crate).
+const SO_ZEROCOPY: libc::c_int = 60;
+const SO_EE_ORIGIN_ZEROCOPY: u8 = 5;
+const SO_EE_CODE_ZEROCOPY_COPIED: u8 = 1;
+
+/// SO_ZEROCOPY on a socket, which MSG_ZEROCOPY sends need.
+fn enable_zerocopy(sock: RawFd) -> io::Result<()> {
+    let one: libc::c_int = 1;
+    // SAFETY: an int option on a valid descriptor.
+    let rc = unsafe {
+        libc::setsockopt(
+            sock,
+            libc::SOL_SOCKET,
+            SO_ZEROCOPY,
+            (&one as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// send(2) with MSG_ZEROCOPY. The kernel holds `buf`'s pages until it
+/// notifies the send's completion; the worker's send buffer is never
+/// written after set-up and outlives the sends' notices (see
+/// [`ZC_LAST_NOTICES`]), so what leaves is the pattern either way.
+fn send_zerocopy(sock: RawFd, buf: &[u8]) -> io::Result<usize> {
+    // SAFETY: `buf` is valid for its length during the call.
+    let rc = unsafe { libc::send(sock, buf.as_ptr().cast(), buf.len(), libc::MSG_ZEROCOPY) };
+    if rc < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(rc as usize)
+    }
+}
+
+/// Reads the completion notices queued on a MSG_ZEROCOPY socket's error
+/// queue into `zc`. Returns how many sends they covered.
+fn drain_notices(sock: RawFd, zc: &mut ZeroCopyReport) -> io::Result<u64> {
+    let mut covered = 0;
+    loop {
+        let mut control = [0u64; 16]; // 128 bytes, aligned for cmsghdr
+                                      // SAFETY: all-zero is a valid msghdr.
+        let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+        msg.msg_control = control.as_mut_ptr().cast();
+        msg.msg_controllen = std::mem::size_of_val(&control) as _;
+        // SAFETY: `msg` points at `control`, which outlives the call; no data buffer.
+        let rc = unsafe { libc::recvmsg(sock, &mut msg, libc::MSG_ERRQUEUE | libc::MSG_DONTWAIT) };
+        if rc < 0 {
+            let e = io::Error::last_os_error();
+            return match e.kind() {
+                io::ErrorKind::WouldBlock => Ok(covered),
+                io::ErrorKind::Interrupted => continue,
+                _ => Err(e),
+            };
+        }
+        // SAFETY: walking the control buffer the kernel filled, with the libc macros.
+        unsafe {
+            let mut c = libc::CMSG_FIRSTHDR(&msg);
+            while !c.is_null() {
+                let ip = ((*c).cmsg_level == libc::SOL_IP && (*c).cmsg_type == libc::IP_RECVERR)
+                    || ((*c).cmsg_level == libc::SOL_IPV6 && (*c).cmsg_type == libc::IPV6_RECVERR);
+                if ip {
+                    let ee: libc::sock_extended_err = std::ptr::read_unaligned(libc::CMSG_DATA(c).cast());
+                    if ee.ee_errno == 0 && ee.ee_origin == SO_EE_ORIGIN_ZEROCOPY {
+                        // Sends ee_info ..= ee_data (their counter wraps at 2^32).
+                        let n = u64::from(ee.ee_data.wrapping_sub(ee.ee_info)) + 1;
+                        covered += n;
+                        zc.completed += n;
+                        if ee.ee_code & SO_EE_CODE_ZEROCOPY_COPIED != 0 {
+                            zc.copied += n;
+                        }
+                    }
+                }
+                c = libc::CMSG_NXTHDR(&msg, c);
+            }
+        }
+    }
+}
+
 /// Where a sender's write loop stopped.
 enum Sent {
     /// The socket is full: wait for a writable edge.
@@ -137,6 +226,8 @@ struct Slot {
     full: bool,
     done_at: Option<Instant>,
     final_buffers: Option<BufPair>,
+    /// `--msg-zerocopy` senders: sends made and the kernel's notices.
+    zc: Option<ZeroCopyReport>,
 }
 
 impl Slot {
@@ -166,8 +257,9 @@ impl Workload for StreamWorkload {
             .rate_bps
             .filter(|_| sends)
             .map(|r| Schedule::new(ctl.start, self.message_size, r, self.pacing));
-        // Paced senders sleep on the reactor's timer until their next message is due.
-        let mut reactor = Reactor::new(pace.is_some())?;
+        // Paced senders sleep on the reactor's timer until their next message is due; so do
+        // MSG_ZEROCOPY senders whose notices are in arrears (ENOBUFS) until they come.
+        let mut reactor = Reactor::new(pace.is_some() || (self.msg_zerocopy && sends))?;
         let mut slots = Vec::with_capacity(flows.len());
         for (i, flow) in flows.into_iter().enumerate() {
             flow.socket.tcp().map_err(setup)?;
@@ -176,11 +268,24 @@ impl Workload for StreamWorkload {
                 Role::Sender | Role::Requester => Interest::WRITABLE,
                 Role::Receiver | Role::Responder => Interest::READABLE,
             };
+            let sender = matches!(flow.role, Role::Sender | Role::Requester);
+            let zc = if self.msg_zerocopy && sender {
+                enable_zerocopy(sock.raw_fd()).map_err(|e| {
+                    EngineError::Setup(format!(
+                        "--msg-zerocopy: this kernel refused SO_ZEROCOPY on flow {}'s socket: {e}",
+                        flow.id
+                    ))
+                })?;
+                Some(ZeroCopyReport::default())
+            } else {
+                None
+            };
             reactor
                 .registry()
                 .register(&mut sock, Token(i), interest)
                 .map_err(setup)?;
             slots.push(Slot {
+                zc,
                 flow,
                 sock,
                 state: State::Active,
@@ -314,7 +419,17 @@ impl Handler for Worker<'_> {
             .into_iter()
             .map(|mut s| {
                 s.record_final_buffers();
+                if let Some(zc) = &mut s.zc {
+                    // The last sends' notices come as the peer acknowledges them: wait a little.
+                    let until = Instant::now() + ZC_LAST_NOTICES;
+                    while zc.completed < zc.sends && Instant::now() < until {
+                        if matches!(drain_notices(s.sock.raw_fd(), zc), Ok(0) | Err(_)) {
+                            std::thread::sleep(Duration::from_millis(1));
+                        }
+                    }
+                }
                 FlowEnd {
+                    zerocopy: s.zc,
                     id: s.flow.id,
                     total_bytes: s.bytes,
                     done_at: s.done_at,
@@ -386,10 +501,14 @@ impl StreamWorkload {
                     )),
                     r => r,
                 },
+                None if s.zc.is_some() => send_zerocopy(s.sock.raw_fd(), &buf[s.msg_off..s.msg_off + len]),
                 None => s.sock.write(&buf[s.msg_off..s.msg_off + len]),
             };
             match sent {
                 Ok(n) => {
+                    if let Some(zc) = &mut s.zc {
+                        zc.sends += 1;
+                    }
                     if s.msg_off == 0 {
                         s.messages += 1;
                     }
@@ -397,7 +516,20 @@ impl StreamWorkload {
                     s.flow.counters.set_bytes(s.bytes);
                     s.msg_off = (s.msg_off + n) % buf.len();
                 }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(Sent::Full),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    if let Some(zc) = &mut s.zc {
+                        let _ = drain_notices(s.sock.raw_fd(), zc);
+                    }
+                    return Ok(Sent::Full);
+                }
+                // Notices in arrears take the socket's option memory (optmem_max): read them,
+                // and if none has come yet, try again shortly.
+                Err(e) if s.zc.is_some() && e.raw_os_error() == Some(libc::ENOBUFS) => {
+                    let zc = s.zc.as_mut().expect("checked");
+                    if drain_notices(s.sock.raw_fd(), zc).unwrap_or(0) == 0 {
+                        return Ok(Sent::NotDue(Instant::now() + Duration::from_micros(50)));
+                    }
+                }
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) if payload.file.is_some() => {
                     // Refused on the flow's first call: this kernel (or this

@@ -504,6 +504,7 @@ impl Handler for Worker<'_> {
                 let requester = f.flow.role == Role::Requester;
                 let resolved = f.transactions + f.lost;
                 FlowEnd {
+                    zerocopy: None,
                     id: f.flow.id,
                     total_bytes: f.bytes,
                     done_at: None,

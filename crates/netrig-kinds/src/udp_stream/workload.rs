@@ -623,6 +623,7 @@ impl Handler for Worker<'_> {
             .map(|f| {
                 let sender = f.flow.role == Role::Sender;
                 FlowEnd {
+                    zerocopy: None,
                     id: f.flow.id,
                     total_bytes: f.bytes,
                     done_at: None,

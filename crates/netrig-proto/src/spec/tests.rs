@@ -47,7 +47,7 @@ fn unknown_fields_are_refused_and_defaults_left_out() {
     for absent in ["remote", "remote_cpus", "omit_s", "interval_s", "workers"] {
         assert!(v.get(absent).is_none(), "{absent} at its default was sent: {v}");
     }
-    for absent in ["pace", "zerocopy", "skip_rx_copy", "tcp"] {
+    for absent in ["pace", "zerocopy", "skip_rx_copy", "msg_zerocopy", "tcp"] {
         assert!(
             v["test"].get(absent).is_none(),
             "{absent} at its default was sent: {v}"
@@ -117,6 +117,7 @@ fn every_kind_round_trips() {
         pace: pace.clone(),
         zerocopy: true,
         skip_rx_copy: true,
+        msg_zerocopy: false,
         tcp: tcp.clone(),
     };
     let kinds = [
@@ -684,4 +685,20 @@ fn a_rate_cap_refuses_unpaced_streams_and_rates_above_it() {
     let e = open.validate(&capped).unwrap_err().to_string();
     assert!(e.contains("--rate offers 1.6 Gbit/s"), "{e}");
     with(rr(Load::Closed { burst: 4 })).validate(&capped).unwrap();
+}
+
+#[test]
+fn a_sender_uses_sendfile_or_msg_zerocopy_not_both() {
+    let mut o = StreamOptions {
+        msg_zerocopy: true,
+        ..StreamOptions::default()
+    };
+    let s = with(KindSpec::TcpStream(TcpStreamSpec(o.clone())));
+    assert_eq!(s.validate(&AgentLimits::default()), Ok(()));
+    o.zerocopy = true;
+    let e = with(KindSpec::TcpStream(TcpStreamSpec(o)))
+        .validate(&AgentLimits::default())
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("--msg-zerocopy") && e.contains("not both"), "{e}");
 }

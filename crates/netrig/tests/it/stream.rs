@@ -822,3 +822,55 @@ fn skip_rx_copy_discards_in_the_kernel_and_counts_exactly() {
     let (truncated, _) = traced(&[]);
     assert_eq!(truncated, 0, "MSG_TRUNC receives without --skip-rx-copy");
 }
+
+/// `--msg-zerocopy`: whichever end sends sends with MSG_ZEROCOPY, a byte
+/// quota arrives exactly, and each sender's end counts its sends and the
+/// kernel's notices: on loopback every send is notified, and every one was
+/// copied after all (local delivery copies), which the table says.
+#[test]
+fn msg_zerocopy_counts_the_kernels_notices_at_either_end() {
+    for (kind, flows) in [("tcp-stream", "1"), ("tcp-maerts", "2"), ("tcp-bidir", "1")] {
+        let v = run_json(&[kind, "--msg-zerocopy", "-n", "3M", "-m", "100K", "-P", flows]);
+        check_arithmetic(&v);
+        assert_eq!(v["config"]["msg_zerocopy"], true, "{kind}");
+        let mut senders = 0;
+        for fl in v["flows"].as_array().unwrap() {
+            for side in ["local", "remote"] {
+                let end = &fl[side];
+                let z = &end["zerocopy"];
+                if end["role"] == "sender" {
+                    senders += 1;
+                    let sends = z["sends"].as_u64().unwrap_or_else(|| panic!("{kind}: {end}"));
+                    // 100K messages of a 3 MiB quota split over the flows: a few dozen sends.
+                    assert!(sends >= 10, "{kind}: {z}");
+                    assert_eq!(z["completed"], z["sends"], "{kind}: notices missing: {z}");
+                    assert_eq!(
+                        z["copied"], z["completed"],
+                        "{kind}: loopback sent without a copy? {z}"
+                    );
+                } else {
+                    assert!(z.is_null(), "{kind}: a receiver with zerocopy figures: {end}");
+                }
+            }
+        }
+        assert!(senders > 0, "{kind}: no sender end");
+        for dir in ["tx", "rx"] {
+            let got: u64 = v["flows"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|f| f["direction"] == dir)
+                .map(|f| f["bytes"].as_u64().unwrap())
+                .sum();
+            if kind == "tcp-bidir" || (dir == "tx") == (kind == "tcp-stream") {
+                assert_eq!(got, 3 << 20, "{kind} {dir}");
+            }
+        }
+    }
+    let t = stdout(&run(&["tcp-stream", "--msg-zerocopy", "-l", "0.3"]));
+    assert!(t.contains("sender: MSG_ZEROCOPY (--msg-zerocopy):"), "{t}");
+    assert!(t.contains("loopback and local delivery always copy"), "{t}");
+    let v = run_json(&["tcp-stream", "-l", "0.3"]);
+    assert_eq!(v["config"]["msg_zerocopy"], false);
+    assert!(v["flows"][0]["local"]["zerocopy"].is_null());
+}

@@ -25,6 +25,11 @@ pub struct StreamOptions {
     /// options deny unknown fields), so a result never claims it falsely.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub skip_rx_copy: bool,
+    /// `--msg-zerocopy`: whichever end sends sends with MSG_ZEROCOPY
+    /// (SO_ZEROCOPY), the kernel taking the buffer's pages instead of a copy
+    /// until it notifies their completion. Not with `zerocopy`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub msg_zerocopy: bool,
     /// The agent's TCP options.
     #[serde(default, skip_serializing_if = "is_default")]
     pub tcp: TcpOptions,
@@ -39,6 +44,7 @@ impl Default for StreamOptions {
             pace: None,
             zerocopy: false,
             skip_rx_copy: false,
+            msg_zerocopy: false,
             tcp: TcpOptions::default(),
         }
     }
@@ -49,6 +55,13 @@ impl StreamOptions {
         b.size("-m/--message-size", self.message_size, self.message_size)?;
         b.size("-M/--recv-size", self.recv_size, self.recv_size)?;
         b.pace(self.pace.as_ref())?;
+        if self.zerocopy && self.msg_zerocopy {
+            return Err(SpecError::Invalid {
+                option: "--msg-zerocopy",
+                value: "with -Z/--zerocopy".into(),
+                rule: "a sender sends with sendfile(2) or with MSG_ZEROCOPY, not both".into(),
+            });
+        }
         self.tcp.check()
     }
 
