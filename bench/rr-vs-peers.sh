@@ -2,7 +2,9 @@
 # Side-by-side: request/response, 1 flow, 1-byte request and response, closed loop, loopback.
 # netrig tcp-rr / udp-rr against netperf TCP_RR / UDP_RR (with -c -C: service demand, µs of CPU
 # per transaction on each end, as netperf computes it from /proc/stat) and sockperf ping-pong
-# (round trips/s = 1e6 / (2 x its avg half-round-trip latency)), alternating runs, medians.
+# (round trips/s = 1e6 / (2 x its avg half-round-trip latency)), alternating runs, medians; and
+# netrig --busy-wait, both ends polling their sockets instead of sleeping (the peers sleep: its
+# ratio compares modes, as sockperf's users do, not like with like).
 #
 #   PATH=../shared/peers:$PATH bench/rr-vs-peers.sh [ROUNDS=5] [SECONDS=3] [PROTO=tcp|udp|both]
 #
@@ -24,6 +26,7 @@ for p in "${protos[@]}"; do
   P=${p^^}
   for r in $(seq 1 "$ROUNDS"); do
     $NETRIG "$p-rr" -H 127.0.0.1 -p "$NPORT" -l "$SECS" --json 2>/dev/null > "$OUT/$p.netrig.$r.json"
+    $NETRIG "$p-rr" -H 127.0.0.1 -p "$NPORT" -l "$SECS" --busy-wait --json 2>/dev/null > "$OUT/$p.busy.$r.json"
     netperf -H 127.0.0.1 -p "$PPORT" -t "${P}_RR" -l "$SECS" -c -C -P 0 -- -r 1,1 \
       -o THROUGHPUT,LOCAL_SD,REMOTE_SD > "$OUT/$p.netperf.$r.txt" 2>&1 || true
     if [ "$p" = tcp ]; then sp=(--tcp -p "$STPORT"); else sp=(-p "$SUPORT"); fi
@@ -41,6 +44,12 @@ for p in protos:
         n.append(d["summary"]["transactions_per_s"])
         sd = d["summary"]["service_demand"]
         nsd.append((sd["local"] or 0) + (sd["remote"] or 0))
+    b, bsd = [], []
+    for r in range(1, rounds + 1):
+        d = json.load(open(f"{out}/{p}.busy.{r}.json"))
+        b.append(d["summary"]["transactions_per_s"])
+        sd = d["summary"]["service_demand"]
+        bsd.append((sd["local"] or 0) + (sd["remote"] or 0))
     q, qsd = [], []
     for r in range(1, rounds + 1):
         t = open(f"{out}/{p}.netperf.{r}.txt").read().strip().splitlines()
@@ -53,8 +62,10 @@ for p in protos:
         if m: s.append(1e6 / (2 * float(m.group(1))))
     print(f"{p} request/response, 1 flow, 1 byte each way (sockperf: its 14-byte minimum), loopback, {secs} s, {rounds} alternating rounds")
     print(f"  netrig {p}-rr        median {med(n):9.0f} trans/s   SD both ends {med(nsd):7.2f} us/tran   runs {' '.join(f'{x:.0f}' for x in n)}")
+    print(f"  netrig --busy-wait   median {med(b):9.0f} trans/s   SD both ends {med(bsd):7.2f} us/tran   runs {' '.join(f'{x:.0f}' for x in b)}")
     print(f"  netperf {p.upper()}_RR      median {med(q):9.0f} trans/s   SD both ends {med(qsd):7.2f} us/tran   runs {' '.join(f'{x:.0f}' for x in q)}")
     print(f"  sockperf pp {p:<4}     median {med(s):9.0f} round trips/s           runs {' '.join(f'{x:.0f}' for x in s)}")
     print(f"  {p}-rr ratio netrig/netperf: {med(n) / med(q):.3f}   service demand ratio netrig/netperf: {med(nsd) / med(qsd):.3f} (lower is better)")
     print(f"  {p}-rr ratio netrig/sockperf: {med(n) / med(s):.3f}")
+    print(f"  {p}-rr ratio netrig --busy-wait/sockperf (modes, not like with like): {med(b) / med(s):.3f}")
 PY

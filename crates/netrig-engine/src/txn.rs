@@ -206,6 +206,8 @@ pub struct TxnParams {
     /// Open loop: how long before a request is due to wake and spin for it
     /// (`None`: learned; zero: no early wake-up).
     pub spin: Option<Duration>,
+    /// `--busy-wait`: wait for the peer polling the socket, not sleeping.
+    pub busy_wait: bool,
 }
 
 impl TxnParams {
@@ -217,6 +219,7 @@ impl TxnParams {
             rate: t.rate(),
             poisson: t.poisson(),
             spin: t.spin(),
+            busy_wait: t.busy_wait,
         }
     }
 

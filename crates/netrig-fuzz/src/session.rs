@@ -168,6 +168,7 @@ struct ArbTransactions {
     request_size: u32,
     response_size: u32,
     load: ArbLoad,
+    busy_wait: bool,
 }
 
 impl ArbTransactions {
@@ -176,6 +177,7 @@ impl ArbTransactions {
             request_size: self.request_size,
             response_size: self.response_size,
             load: self.load.build(),
+            busy_wait: self.busy_wait,
         }
     }
 }

@@ -244,6 +244,12 @@ pub struct TxnArgs {
     /// utilisation, service demand and the workers' busy %.
     #[arg(long = "spin-us", value_name = "US", requires = "rate", help_heading = "Rate")]
     pub spin_us: Option<u32>,
+    /// Each end waits for the other by polling its socket (non-blocking receives in a loop)
+    /// instead of sleeping in the kernel until woken, as sockperf's users compare modes: lower
+    /// latency, a CPU kept busy per flow on each end (it shows in the CPU figures and service
+    /// demand). Closed loop, --burst 1, one flow per worker thread (-T at least -P).
+    #[arg(long = "busy-wait", conflicts_with = "rate", help_heading = "Rate")]
+    pub busy_wait: bool,
 }
 
 impl TxnArgs {
@@ -266,6 +272,7 @@ impl TxnArgs {
             request_size: self.request_response.0,
             response_size: self.request_response.1,
             load,
+            busy_wait: self.busy_wait,
         })
     }
 }
@@ -391,6 +398,7 @@ mod tests {
                 rate,
                 poisson: false,
                 spin_us: None,
+                busy_wait: false,
             }
             .transactions()
         };

@@ -15,3 +15,12 @@ pub(crate) fn open_loop_warnings(t: &Transactions, local: Side<'_>) -> Vec<Strin
     }
     Vec::new()
 }
+
+/// `--busy-wait` where a worker has more than one flow: refused, not run
+/// in the event loop under a label it does not deserve.
+pub(crate) fn busy_wait_refused(flows: usize) -> netrig_engine::EngineError {
+    netrig_engine::EngineError::Setup(format!(
+        "--busy-wait: a worker thread here has {flows} flows; busy-waiting needs one flow per worker \
+         thread (-T at least -P, on both ends: the agent's --max-workers may hold it lower)"
+    ))
+}

@@ -791,6 +791,7 @@ mod tests {
             zerocopy: false,
             skip_rx_copy: false,
             msg_zerocopy: false,
+            busy_wait: false,
             udp_rate_bps: None,
             reverse: None,
             local: SocketOptions::default(),

@@ -139,6 +139,10 @@ pub struct TestConfig {
     /// false otherwise.
     #[serde(default)]
     pub msg_zerocopy: bool,
+    /// Request/response with `--busy-wait`: both ends waited for the peer
+    /// polling their sockets instead of sleeping; false otherwise.
+    #[serde(default)]
+    pub busy_wait: bool,
     /// The CPUs this end's / the agent's workers were pinned to, round
     /// robin (`--cpus`, `--remote-cpus`, `-A`); null: not pinned.
     #[serde(default)]
@@ -213,6 +217,7 @@ impl TestConfig {
             zerocopy: false,
             skip_rx_copy: false,
             msg_zerocopy: false,
+            busy_wait: false,
             cpus: run.cpus,
             remote_cpus: spec.remote_cpus.clone(),
             udp_rate_bps: None,
@@ -243,6 +248,7 @@ impl TestConfig {
         self.rate = t.rate();
         self.poisson = Some(t.poisson());
         self.spin_us = t.spin_us();
+        self.busy_wait = t.busy_wait;
         self.timeout_s = timeout_s;
     }
 }

@@ -443,6 +443,13 @@ fn render_udp(r: &TestResult) -> String {
 fn render_rr(r: &TestResult) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "{}", title(r));
+    if r.config.busy_wait {
+        let _ = writeln!(
+            out,
+            "both ends busy-waited (--busy-wait): each polled its socket instead of sleeping until woken, a CPU \
+             kept busy per flow on each end (in the CPU figures and service demand)"
+        );
+    }
     let cpu = &r.summary.cpu;
     let sd = &r.summary.service_demand;
     let pct = |v: Option<f64>| v.map_or_else(|| "-".to_string(), |v| format!("{v:.2}"));

@@ -134,6 +134,9 @@ impl Workload for RrWorkload {
             let c = conns.pop().expect("one connection");
             return self.run_alone(c, cx, vec![0u8; rbuf_len]);
         }
+        if self.txn.busy_wait {
+            return Err(crate::txn::busy_wait_refused(conns.len()));
+        }
         let w = Worker {
             cfg: self,
             live: conns.len(),
@@ -313,9 +316,13 @@ impl RrWorkload {
     fn run_alone(&self, mut c: Conn, mut cx: Ctx<'_>, mut buf: Vec<u8>) -> Result<WorkerEnd, EngineError> {
         let setup = |e: io::Error| EngineError::Setup(format!("worker socket: {e}"));
         let tcp = c.flow.socket.tcp().map_err(setup)?;
-        tcp.set_nonblocking(false).map_err(setup)?;
-        tcp.set_write_timeout(Some(ALONE_POLL)).map_err(setup)?;
-        tcp.set_read_timeout(Some(ALONE_POLL)).map_err(setup)?;
+        // --busy-wait: the socket stays non-blocking, and the loops below
+        // spin on WouldBlock, checking the window and the abort each time.
+        if !self.txn.busy_wait {
+            tcp.set_nonblocking(false).map_err(setup)?;
+            tcp.set_write_timeout(Some(ALONE_POLL)).map_err(setup)?;
+            tcp.set_read_timeout(Some(ALONE_POLL)).map_err(setup)?;
+        }
         let ctl = cx.ctl;
         let mut deadline: Option<Instant> = None;
         // The window closed: stop asking (the requester), drain until the

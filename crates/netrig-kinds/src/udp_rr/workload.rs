@@ -242,9 +242,13 @@ impl UdpRrWorkload {
         let (ctl, test_id) = (w.ctl, w.ctl.test_id);
         let f = &mut w.fl[0];
         let udp = f.flow.socket.udp().map_err(setup)?;
-        udp.set_nonblocking(false).map_err(setup)?;
-        let poll = (self.timeout / 10).clamp(Duration::from_millis(1), Duration::from_millis(10));
-        udp.set_read_timeout(Some(poll)).map_err(setup)?;
+        // --busy-wait: the socket stays non-blocking, and the loop below
+        // spins, receiving until something comes.
+        if !self.txn.busy_wait {
+            udp.set_nonblocking(false).map_err(setup)?;
+            let poll = (self.timeout / 10).clamp(Duration::from_millis(1), Duration::from_millis(10));
+            udp.set_read_timeout(Some(poll)).map_err(setup)?;
+        }
         let requester = f.flow.role == Role::Requester;
         let mut deadline: Option<Instant> = None;
         let mut stopped_at = None;
@@ -366,6 +370,9 @@ impl Workload for UdpRrWorkload {
         }
         if w.fl.len() == 1 && !w.open_loop && self.txn.burst == 1 {
             return self.run_alone(w, &reactor);
+        }
+        if self.txn.busy_wait {
+            return Err(crate::txn::busy_wait_refused(w.fl.len()));
         }
         reactor.run_worker(w, ctl)
     }

@@ -25,6 +25,7 @@ fn with(test: KindSpec) -> TestSpec {
 fn rr(load: Load) -> KindSpec {
     KindSpec::TcpRr(TcpRrSpec {
         transactions: Transactions {
+            busy_wait: false,
             load,
             ..Transactions::default()
         },
@@ -103,6 +104,7 @@ fn every_kind_round_trips() {
         pacing_us: Some(500),
     });
     let open = Transactions {
+        busy_wait: false,
         request_size: 64,
         response_size: 1024,
         load: Load::Open {
@@ -252,6 +254,7 @@ fn udp_options() {
     assert!(err(&s).contains("--pacing-us"));
     let r = UdpRrSpec {
         transactions: Transactions {
+            busy_wait: false,
             request_size: 70_000,
             ..Transactions::default()
         },
@@ -285,6 +288,7 @@ fn rr_options_are_bounded() {
     assert!(err(&with(rr(open(1000.0, Some(MAX_SPIN_US + 1))))).contains("--spin-us"));
     let mut s = with(KindSpec::TcpRr(TcpRrSpec {
         transactions: Transactions {
+            busy_wait: false,
             response_size: 0,
             ..Transactions::default()
         },
@@ -452,6 +456,7 @@ fn bound_errors_say_whose_limit_it_is() {
         .starts_with("-M/--recv-size 1001: the agent allows"));
     s.test = KindSpec::TcpRr(TcpRrSpec {
         transactions: Transactions {
+            busy_wait: false,
             request_size: 2000,
             ..Transactions::default()
         },
@@ -671,6 +676,7 @@ fn a_rate_cap_refuses_unpaced_streams_and_rates_above_it() {
         flows: 1,
         ..with(KindSpec::TcpRr(TcpRrSpec {
             transactions: Transactions {
+                busy_wait: false,
                 request_size: 64,
                 response_size: 1_000_000,
                 load: Load::Open {

@@ -78,8 +78,9 @@ fn a_swept_point_is_a_single_run_with_that_value() {
     // The configs above are what make it the same test; the rates only
     // have to be of a kind: a request/response rate on a busy 2-CPU
     // machine moves by half between runs seconds apart (CPUs that never
-    // idle answer faster), so the bound is generous.
-    let bound = (noise * noise).max(2.0);
+    // idle answer faster; with other load beside it, 2.05x was seen), so the
+    // bound is generous.
+    let bound = (noise * noise).max(3.0);
     assert!(
         r > 1.0 / bound && r < bound,
         "swept {} vs single {}: ratio {r}, noise {noise}",

@@ -523,3 +523,87 @@ fn flows_to_the_descriptor_limit_fit_in_little_memory() {
         "{flows} flows: client {c:.1} MiB + agent {a:.1} MiB, over 200 MiB"
     );
 }
+
+/// `--busy-wait`: both ends poll their sockets instead of sleeping, and the
+/// result says so; counts are those of the sleeping path (every transaction
+/// in the window, latencies for each). Under strace the client's receives
+/// find nothing thousands of times (it never sleeps in them), where without
+/// the option a blocking receive finds nothing only when its 10 ms timeout
+/// passes (at most 50 times in 0.5 s). What it is not for is refused by name.
+#[test]
+fn busy_wait_polls_instead_of_sleeping_and_says_so() {
+    for kind in ["tcp-rr", "udp-rr"] {
+        let v = run_json(&[kind, "-l", "0.5", "--busy-wait"]);
+        check_rr(&v);
+        assert_eq!(v["config"]["busy_wait"], true, "{kind}");
+        let n = v["summary"]["transactions"].as_u64().unwrap();
+        assert!(n > 100, "{kind}: {n} transactions");
+        assert_eq!(v["summary"]["latency_us"]["count"].as_u64(), Some(n), "{kind}");
+        let t = stdout(&run(&[kind, "-l", "0.3", "--busy-wait"]));
+        assert!(t.contains("both ends busy-waited (--busy-wait)"), "{t}");
+    }
+    let v = run_json(&["tcp-rr", "-l", "0.3"]);
+    assert_eq!(v["config"]["busy_wait"], false);
+    for (args, says) in [
+        (
+            &["tcp-rr", "--busy-wait", "--burst", "2"][..],
+            "--busy-wait with --burst 2",
+        ),
+        (&["tcp-crr", "--busy-wait"][..], "--busy-wait with tcp-crr"),
+        (
+            &["tcp-rr", "--busy-wait", "-P", "4", "-T", "2"][..],
+            "needs one flow per worker",
+        ),
+    ] {
+        let o = run(&[args, &["-l", "0.3"]].concat());
+        assert!(!o.status.success(), "{args:?} ran");
+        assert!(stderr(&o).contains(says), "{args:?}: {}", stderr(&o));
+    }
+    let o = run(&["tcp-rr", "--busy-wait", "--rate", "100", "-l", "0.3"]);
+    assert!(
+        !o.status.success() && stderr(&o).contains("--busy-wait"),
+        "{}",
+        stderr(&o)
+    );
+
+    if !Command::new("strace")
+        .args(["-f", "-o", "/dev/null", "true"])
+        .output()
+        .is_ok_and(|o| o.status.success())
+    {
+        eprintln!("skipped the strace part: strace is missing or cannot trace here");
+        return;
+    }
+    let empty_receives = |extra: &[&str]| -> (u64, u64) {
+        let log = std::env::temp_dir().join(format!(
+            "netrig-strace-busy-{}-{}.txt",
+            std::process::id(),
+            extra.len()
+        ));
+        let log_s = log.to_str().unwrap().to_string();
+        let mut cmd = Command::new("strace");
+        cmd.args(["-f", "-e", "trace=recvfrom,read", "-o", &log_s]);
+        cmd.arg(env!("CARGO_BIN_EXE_netrig"));
+        let mut args = vec!["tcp-rr", "-l", "0.5", "--json"];
+        args.extend_from_slice(extra);
+        let o = run_cmd(cmd, &args);
+        let text = std::fs::read_to_string(&log).unwrap_or_default();
+        let _ = std::fs::remove_file(&log);
+        assert!(o.status.success(), "strace netrig {args:?}: {}", stderr(&o));
+        let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+        let empty = text.lines().filter(|l| l.contains("EAGAIN")).count() as u64;
+        (empty, v["summary"]["transactions"].as_u64().unwrap())
+    };
+    let (empty, n) = empty_receives(&["--busy-wait"]);
+    eprintln!("--busy-wait: {empty} empty receives for {n} transactions");
+    assert!(
+        empty > n,
+        "--busy-wait: {empty} empty receives for {n} transactions"
+    );
+    let (empty, n) = empty_receives(&[]);
+    eprintln!("sleeping: {empty} empty receives for {n} transactions");
+    assert!(
+        empty < 200,
+        "sleeping: {empty} empty receives for {n} transactions"
+    );
+}

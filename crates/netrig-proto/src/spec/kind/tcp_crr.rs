@@ -72,6 +72,14 @@ impl KindRules for TcpCrrSpec {
     fn check(&self, b: &Bounds<'_>) -> Result<(), SpecError> {
         self.transactions
             .check(b, (MAX_CRR_IN_FLIGHT, " connections per flow"))?;
+        if self.transactions.busy_wait {
+            return Err(SpecError::Invalid {
+                option: "--busy-wait",
+                value: "with tcp-crr".into(),
+                rule: "a connection per transaction waits in connect and accept; busy-waiting is for tcp-rr and udp-rr"
+                    .into(),
+            });
+        }
         check_timeout(self.timeout_s)?;
         self.tcp.check()
     }

@@ -39,6 +39,13 @@ pub struct Transactions {
     /// Response size in bytes.
     pub response_size: u32,
     pub load: Load,
+    /// `--busy-wait`: each end waits for the peer by polling its socket
+    /// (non-blocking receives in a loop) instead of sleeping in the kernel:
+    /// a CPU kept busy per flow on each end, as sockperf's users compare
+    /// polling against sleeping. Closed loop, one transaction in flight,
+    /// one flow per worker; not tcp-crr.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub busy_wait: bool,
 }
 
 impl Default for Transactions {
@@ -48,6 +55,7 @@ impl Default for Transactions {
             request_size: 1,
             response_size: 1,
             load: Load::Closed { burst: 1 },
+            busy_wait: false,
         }
     }
 }
@@ -101,6 +109,16 @@ impl Transactions {
     pub fn check(&self, b: &Bounds<'_>, max_in_flight: (u32, &str)) -> Result<(), SpecError> {
         for (v, what) in [(self.request_size, "request"), (self.response_size, "response")] {
             b.size("-r/--request-response", v, format!("{what} size {v}"))?;
+        }
+        if self.busy_wait && self.load != (Load::Closed { burst: 1 }) {
+            return Err(SpecError::Invalid {
+                option: "--busy-wait",
+                value: match self.load {
+                    Load::Open { .. } => "with --rate".into(),
+                    Load::Closed { burst } => format!("with --burst {burst}"),
+                },
+                rule: "busy-waiting is for the closed loop with one transaction in flight".into(),
+            });
         }
         match self.load {
             Load::Closed { burst } => {
