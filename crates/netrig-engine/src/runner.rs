@@ -448,6 +448,13 @@ pub fn run_side(
         drain: plan.drain,
         recording: recording.clone(),
         start: plan.start,
+        window: match plan.limit {
+            Limit::Duration { seconds } => Some((
+                plan.start + plan.omit,
+                plan.start + Duration::from_secs_f64(seconds),
+            )),
+            Limit::Bytes { .. } => None,
+        },
         test_id: plan.test_id,
         intervals: period_latencies.clone(),
         worker: 0,

@@ -224,10 +224,19 @@ impl TxnParams {
     }
 
     /// The open-loop schedule, its timer registered with `registry`; `None`
-    /// in closed loop.
-    pub fn pacer(&self, registry: &Registry) -> io::Result<Option<Pacer>> {
+    /// in closed loop. `window`: the measured window whose due requests it
+    /// counts ([`WorkerControl::window`](crate::workload::WorkerControl)).
+    pub fn pacer(
+        &self,
+        registry: &Registry,
+        window: Option<(Instant, Instant)>,
+    ) -> io::Result<Option<Pacer>> {
         self.rate
-            .map(|rate| Pacer::new(rate, self.poisson, self.spin, registry))
+            .map(|rate| {
+                let mut p = Pacer::new(rate, self.poisson, self.spin, registry)?;
+                p.window = window;
+                Ok(p)
+            })
             .transpose()
     }
 }
@@ -245,6 +254,9 @@ pub struct Pacer {
     lead: Lead,
     /// Flows on the schedule.
     flows: u32,
+    /// The measured window, [from, to): `stats.due` counts the requests due
+    /// inside it, issued or not. `None`: those issued while recording.
+    window: Option<(Instant, Instant)>,
     /// Schedule keeping while recording.
     pub stats: ScheduleStats,
 }
@@ -264,6 +276,7 @@ impl Pacer {
             lead: Lead::new(spin),
             flows: 0,
             stats: ScheduleStats::default(),
+            window: None,
         })
     }
 
@@ -308,7 +321,11 @@ impl Pacer {
 
     /// `flow`'s request due at `due` was issued: its next one follows a gap later.
     pub fn issued(&mut self, flow: usize, due: Instant, recording: bool) {
-        if recording {
+        let counted = match self.window {
+            Some((from, to)) => due >= from && due < to,
+            None => recording,
+        };
+        if counted {
             self.stats.due += 1;
         }
         let next = due + self.gap();
@@ -335,9 +352,48 @@ impl Pacer {
         }
     }
 
-    /// No more requests (the window closed).
+    /// No more requests (the window closed). The requests due inside the
+    /// window that were never issued (a generator that fell behind its
+    /// schedule) count in `stats.due` too: what was offered, not what the
+    /// generator managed to send.
     pub fn stop(&mut self) {
+        if let Some((from, to)) = self.window {
+            let entries: Vec<Instant> = self.queue.drain().map(|Reverse((_, due, _))| due).collect();
+            for due in entries {
+                self.stats.due += self.slots_between(due, from, to);
+            }
+        }
         self.queue.clear();
+    }
+
+    /// How many of a flow's schedule slots, the first at `first`, fall in
+    /// [from, to): exactly for an even schedule; drawn gap by gap for a
+    /// Poisson one, the way the schedule would have gone on, and beyond
+    /// [`MAX_DRAWN`] draws the rest at the mean rate.
+    fn slots_between(&mut self, first: Instant, from: Instant, to: Instant) -> u64 {
+        const MAX_DRAWN: u64 = 10_000_000;
+        if first >= to {
+            return 0;
+        }
+        if !self.poisson {
+            // Slot k is at first + k x gap, as issued() steps it (in whole ns).
+            let gap = self.gap().as_nanos().max(1);
+            let after = |t: Instant| t.saturating_duration_since(first).as_nanos().div_ceil(gap);
+            return (after(to) - after(from)).min(u64::MAX as u128) as u64;
+        }
+        let (mut t, mut n, mut drawn) = (first, 0u64, 0u64);
+        while t < to {
+            if drawn == MAX_DRAWN {
+                let rest = to.duration_since(t.max(from)).as_secs_f64() * self.rate;
+                return n + rest.round() as u64;
+            }
+            if t >= from {
+                n += 1;
+            }
+            t += self.gap();
+            drawn += 1;
+        }
+        n
     }
 
     /// Call before polling with timeout `wait`; returns the timeout to use
@@ -598,6 +654,43 @@ mod tests {
             p.start(1, Instant::now());
             assert_eq!(p.lead.cap, Duration::from_secs(3600) / GAP_SHARE, "--rate {rate}");
         }
+    }
+
+    /// `due` is what was offered: the requests due inside the window,
+    /// whether the generator issued them or fell behind and never did.
+    #[test]
+    fn the_window_counts_every_request_due_in_it_issued_or_not() {
+        let poll = mio::Poll::new().unwrap();
+        let t0 = Instant::now();
+        let (from, to) = (t0 + Duration::from_millis(100), t0 + Duration::from_millis(1100));
+        // 10,000/s over a 1 s window, of which the generator issues only the first few.
+        let mut p = Pacer::new(10_000.0, false, Some(Duration::ZERO), poll.registry()).unwrap();
+        p.window = Some((from, to));
+        p.queue.push(Reverse((t0, t0, 0)));
+        let mut due = t0;
+        for _ in 0..1500 {
+            // Issued at once, as a generator keeping up would: those due before `from` do not count.
+            let Reverse((_, d, f)) = p.queue.pop().unwrap();
+            p.issued(f, d, true);
+            due = d;
+        }
+        assert!(due > from, "1,500 slots of 100 µs pass the window's start");
+        assert_eq!(p.stats.due, 500, "slots 1,000 to 1,499 are in the window");
+        p.stop();
+        assert_eq!(p.stats.due, 10_000, "the 9,500 never issued count too");
+        // A Poisson schedule draws the rest: about rate x window.
+        let mut p = Pacer::new(10_000.0, true, Some(Duration::ZERO), poll.registry()).unwrap();
+        p.window = Some((from, to));
+        p.queue.push(Reverse((t0, t0, 0)));
+        p.stop();
+        assert!((9_500..=10_500).contains(&p.stats.due), "{}", p.stats.due);
+        // Without a window (a test counted in bytes), as before: issued while recording.
+        let mut p = Pacer::new(10_000.0, false, Some(Duration::ZERO), poll.registry()).unwrap();
+        p.issued(0, t0, true);
+        p.issued(0, t0, false);
+        p.queue.clear();
+        p.stop();
+        assert_eq!(p.stats.due, 1);
     }
 
     #[test]

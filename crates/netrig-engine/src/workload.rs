@@ -22,6 +22,10 @@ pub struct WorkerControl {
     pub recording: Arc<AtomicBool>,
     /// This end's time zero (open-loop schedules start here).
     pub start: std::time::Instant,
+    /// A timed test's measured window on this end's clock, [from, to):
+    /// open-loop schedules count the requests due inside it. `None` for a
+    /// test counted in bytes.
+    pub window: Option<(std::time::Instant, std::time::Instant)>,
     /// The test's id, carried in every UDP datagram.
     pub test_id: u64,
     /// With interim reports, where requesters hand over each period's

@@ -173,7 +173,7 @@ impl TransientWorkload for CrrWorkload {
             Some(i) => (Reactor::with_poll(i.poll, false)?, Some(i.arrivals)),
             None => (Reactor::new(false)?, None),
         };
-        let pacer = self.txn.pacer(reactor.registry()).map_err(setup)?;
+        let pacer = self.txn.pacer(reactor.registry(), ctl.window).map_err(setup)?;
         let mut w = Worker {
             cfg: self,
             ctl,
@@ -751,6 +751,7 @@ mod tests {
             drain: Duration::from_secs(1),
             recording: Arc::new(AtomicBool::new(true)),
             start: Instant::now(),
+            window: None,
             test_id: 0,
             intervals: None,
             worker: 0,
@@ -790,6 +791,7 @@ mod tests {
             drain: Duration::from_secs(1),
             recording: Arc::new(AtomicBool::new(true)),
             start: Instant::now(),
+            window: None,
             test_id: 0,
             intervals: None,
             worker: 0,

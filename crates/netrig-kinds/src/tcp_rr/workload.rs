@@ -89,7 +89,7 @@ impl Workload for RrWorkload {
         let setup = |e: io::Error| EngineError::Setup(format!("worker event loop: {e}"));
         let mut reactor = Reactor::new(false)?;
         let open_loop = self.txn.rate.is_some();
-        let pacer = self.txn.pacer(reactor.registry()).map_err(setup)?;
+        let pacer = self.txn.pacer(reactor.registry(), ctl.window).map_err(setup)?;
         let mut cx = Ctx {
             ctl,
             latency: ctl.latencies(),

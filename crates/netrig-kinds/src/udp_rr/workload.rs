@@ -317,7 +317,7 @@ impl Workload for UdpRrWorkload {
         // The reactor's timer wakes the loop for the earliest request timeout.
         let mut reactor = Reactor::new(true)?;
         // Open loop: the schedule shared with tcp-rr and tcp-crr.
-        let mut pacer = self.txn.pacer(reactor.registry()).map_err(setup)?;
+        let mut pacer = self.txn.pacer(reactor.registry(), ctl.window).map_err(setup)?;
         let mut fl = Vec::with_capacity(flows.len());
         for (i, flow) in flows.into_iter().enumerate() {
             flow.socket.udp().map_err(setup)?;
