@@ -210,7 +210,19 @@ impl Nginx {
 }
 
 impl Drop for Nginx {
+    /// SIGTERM first: nginx's master stops its workers then, where SIGKILL
+    /// would leave them running (orphaned, one per test run); SIGKILL only
+    /// if it has not exited within 5 s.
     fn drop(&mut self) {
+        // SAFETY: kill(2) on the child this test started and has not reaped.
+        unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
