@@ -12,6 +12,7 @@
 
 mod accept_failures;
 pub mod budget;
+mod door;
 pub mod hooks;
 mod listener;
 mod memory;

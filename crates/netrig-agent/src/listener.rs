@@ -90,12 +90,15 @@ pub enum AgentError {
 /// A bound agent, not yet accepting.
 pub struct Agent {
     poll: Poll,
-    listener: MioListener,
     udp: std::net::UdpSocket,
     shared: Arc<Shared>,
 }
 
 pub(crate) struct Shared {
+    /// The listening socket: the accept loop's, or lent to a run (see [`crate::door`]).
+    pub listener: MioListener,
+    /// Lending the listener to a run, and the connections given back.
+    pub doorway: crate::door::Doorway,
     pub config: AgentConfig,
     pub registry: Registry,
     pub sessions: AtomicUsize,
@@ -153,11 +156,13 @@ impl Agent {
         };
         let udp_local = udp.local_addr().map_err(|e| listen_error(config.bind, e))?;
         let (poll, listener) = event_loop(listener).map_err(|e| listen_error(udp_local, e))?;
+        let doorway = crate::door::Doorway::new(&poll, HANDBACK).map_err(|e| listen_error(udp_local, e))?;
         Ok(Agent {
             poll,
-            listener,
             udp,
             shared: Arc::new(Shared {
+                listener,
+                doorway,
                 budget: crate::budget::Budget::new(config.totals),
                 config,
                 registry: Registry::default(),
@@ -184,7 +189,10 @@ impl Agent {
     }
 
     pub fn local_addr(&self) -> SocketAddr {
-        self.listener.local_addr().expect("bound listener has an address")
+        self.shared
+            .listener
+            .local_addr()
+            .expect("bound listener has an address")
     }
 
     /// Accepts connections until the process ends.
@@ -192,7 +200,7 @@ impl Agent {
         if let Err(e) = self.start_udp() {
             log::warn!("{e}: UDP tests will not work");
         }
-        Acceptor::new(self.poll, self.listener, self.shared).run()
+        Acceptor::new(self.poll, self.shared).run()
     }
 
     /// Runs the agent on a background thread (the embedded default, tests).
@@ -267,10 +275,9 @@ fn listen(addr: SocketAddr) -> io::Result<TcpListener> {
 /// The accept loop's poller, with the listener registered in it.
 fn event_loop(listener: TcpListener) -> io::Result<(Poll, MioListener)> {
     listener.set_nonblocking(true)?;
-    let mut listener = MioListener::from_std(listener);
+    let listener = MioListener::from_std(listener);
     let poll = Poll::new()?;
-    poll.registry()
-        .register(&mut listener, LISTENER, Interest::READABLE)?;
+    crate::door::watch(poll.registry(), &listener)?;
     Ok((poll, listener))
 }
 
@@ -291,7 +298,10 @@ fn listen_error(addr: SocketAddr, source: io::Error) -> AgentError {
 }
 
 /// The listener's token; connections still greeting use their slot index.
-const LISTENER: Token = Token(usize::MAX);
+pub(crate) const LISTENER: Token = Token(usize::MAX);
+/// The waker's: connections a run that holds the listener gave back, or
+/// the listener given back.
+const HANDBACK: Token = Token(usize::MAX - 1);
 /// The longest the loop sleeps: bounds how late it sees `shutdown`.
 const MAX_WAIT: Duration = Duration::from_millis(100);
 /// How long to stop accepting after accept fails (out of descriptors, memory).
@@ -425,7 +435,6 @@ impl RateLimit {
 /// The accept loop: the listener and the connections still greeting.
 struct Acceptor {
     poll: Poll,
-    listener: MioListener,
     shared: Arc<Shared>,
     /// Connections still greeting, by token; never more than `max_pending`.
     slots: Vec<Option<Pending>>,
@@ -446,10 +455,9 @@ struct Acceptor {
 }
 
 impl Acceptor {
-    fn new(poll: Poll, listener: MioListener, shared: Arc<Shared>) -> Self {
+    fn new(poll: Poll, shared: Arc<Shared>) -> Self {
         Acceptor {
             poll,
-            listener,
             shared,
             slots: Vec::new(),
             free: Vec::new(),
@@ -469,7 +477,8 @@ impl Acceptor {
         // Said once, at debug level: `netrig serve` prints its own line.
         log::debug!(
             "listening on {}",
-            self.listener
+            self.shared
+                .listener
                 .local_addr()
                 .map(|a| a.to_string())
                 .unwrap_or_default()
@@ -514,6 +523,13 @@ impl Acceptor {
             for event in events.iter() {
                 match event.token() {
                     LISTENER => accept_due = true,
+                    HANDBACK => {
+                        // The listener may be back, with connections queued.
+                        accept_due = true;
+                        for r in self.shared.doorway.returned() {
+                            self.admit(MioStream::from_std(r.stream), r.peer, &r.greeting[..r.len]);
+                        }
+                    }
                     Token(slot) => self.on_readable(slot),
                 }
             }
@@ -524,8 +540,8 @@ impl Acceptor {
     /// and must try again after the back-off.
     fn accept_all(&mut self) -> bool {
         loop {
-            match self.listener.accept() {
-                Ok((stream, peer)) => self.admit(stream, peer),
+            match self.shared.listener.accept() {
+                Ok((stream, peer)) => self.admit(stream, peer, &[]),
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return false,
                 // The peer gave up while queued, or a signal: the next one.
                 Err(e)
@@ -537,7 +553,7 @@ impl Acceptor {
                     ) => {}
                 Err(e) => {
                     // EMFILE, ENFILE, ENOBUFS and friends: back off instead of spinning.
-                    let queued = netrig_metrics::tcp_info::accept_queue(self.listener.as_fd()).ok();
+                    let queued = netrig_metrics::tcp_info::accept_queue(self.shared.listener.as_fd()).ok();
                     self.shared.accept_failures.record(&e, queued);
                     let now = Instant::now();
                     if self.accept_log.allow(now) {
@@ -552,7 +568,8 @@ impl Acceptor {
 
     /// A new connection: its greeting often came with it; if not, it waits
     /// in a slot, the oldest waiting one making room if all are taken.
-    fn admit(&mut self, stream: MioStream, peer: SocketAddr) {
+    /// `read`: what of its greeting a run that holds the listener read.
+    fn admit(&mut self, stream: MioStream, peer: SocketAddr, read: &[u8]) {
         let now = Instant::now();
         if !allowed(&self.shared.config.allow, peer.ip()) {
             if self.deny_log.allow(now) {
@@ -568,8 +585,9 @@ impl Acceptor {
             id,
             deadline: now + self.shared.config.greeting_timeout,
             buf: [0; DataHello::LEN],
-            len: 0,
+            len: read.len().min(DataHello::LEN),
         };
+        p.buf[..p.len].copy_from_slice(&read[..p.len]);
         match p.advance() {
             Progress::Waiting => {}
             Progress::Done(g) => return self.dispatch(p.stream, peer, g),

@@ -440,7 +440,7 @@ pub(crate) fn serve_control(stream: TcpStream, peer: &str, version: u16, admissi
                     log::info!("{peer}: {} {} flow(s), {}", spec.kind(), spec.flows, spec.limit);
                     let authenticated = auth_session.as_ref().is_some_and(|a| a.client_key.is_some());
                     let test = TestContext {
-                        shared,
+                        shared: &admission.shared,
                         peer,
                         heartbeats: version >= netrig_proto::message::HEARTBEAT_VERSION,
                         disclose: if authenticated {
@@ -641,7 +641,7 @@ fn host_can_run(spec: &TestSpec, limits: &netrig_proto::AgentLimits) -> Result<(
 
 /// What a test needs of its session.
 struct TestContext<'a> {
-    shared: &'a Shared,
+    shared: &'a Arc<Shared>,
     peer: &'a str,
     /// Both ends speak heartbeats (protocol 5).
     heartbeats: bool,
@@ -686,11 +686,14 @@ fn run_test(
     let (data_rx, crr_rx) = if per_transaction {
         (
             None,
-            Some(
-                shared
+            Some({
+                let intake = shared
                     .registry
-                    .register_run(cookie, run_intake_capacity(spec), control_ip),
-            ),
+                    .register_run(cookie, run_intake_capacity(spec), control_ip);
+                let arc = shared.clone();
+                intake.offer_door(Box::new(move || crate::door::lend(&arc, cookie, control_ip)));
+                intake
+            }),
         )
     } else {
         // Room for the client's repeated UDP hellos too.

@@ -9,6 +9,16 @@
 //! [`WAKE`], so it learns of a new connection without polling. Arrivals
 //! before the run has its workers wait in the intake (bounded); an arrival
 //! no worker has room for is closed and counted, never dropped silently.
+//!
+//! A run with one worker may also be lent the listener itself, as a
+//! [`Door`]: the worker accepts on it and answers the connections that
+//! greet it with its session's cookie at once, a thread hand-over less per
+//! connection (the wake-up of the listener's thread is most of what a new
+//! connection costs the agent beyond the kernel's work). Everything else it
+//! accepts (control connections, other sessions' connections, greetings not
+//! arrived whole) goes back to the listener's thread, which treats it as if
+//! it had accepted it itself. One run holds the door at a time; the others
+//! get their connections through the intake as before.
 
 use mio::{Poll, Token, Waker};
 use netrig_proto::DataHello;
@@ -23,6 +33,40 @@ pub type Arrival = (DataHello, TcpStream);
 /// Token of the intake's Waker in a worker's event loop.
 pub const WAKE: Token = Token(usize::MAX - 1);
 
+/// Token of a lent [`Door`]'s listener in a worker's event loop.
+pub const DOOR: Token = Token(usize::MAX - 3);
+
+/// Connections a worker accepts from a [`Door`] per wake-up, so that a
+/// flood of them cannot keep it from its own connections.
+pub const DOOR_BATCH: usize = 64;
+
+/// The agent's listener, lent to a run's only worker (see the module
+/// notes); dropping it gives the listener back.
+pub trait Door: Send {
+    /// The listening socket (non-blocking; the agent's own, not a copy).
+    fn listener(&self) -> std::os::fd::BorrowedFd<'_>;
+    /// The greeting a connection brought (what one read took, at most a
+    /// [`DataHello`]'s length), if it is whole and opens one of the run's
+    /// own connections from the run's client: then the worker keeps it.
+    fn claim(&self, greeting: &[u8], peer: std::net::SocketAddr) -> Option<DataHello>;
+    /// A connection the worker will not keep, with what it read of its
+    /// greeting: to the listener's thread, which finishes its greeting and
+    /// dispatches it (or closes it, and says why).
+    fn hand_back(&self, stream: TcpStream, peer: std::net::SocketAddr, greeting: &[u8]);
+    /// accept() failed for want of a resource (descriptors, memory): the
+    /// agent keeps the reason for the sessions that ask why.
+    fn accept_failed(&self, error: &std::io::Error) {
+        let _ = error;
+    }
+}
+
+/// How long a worker holding the listener stops accepting after accept()
+/// failed for want of a resource (the accept loop's own back-off).
+pub const DOOR_BACKOFF: std::time::Duration = std::time::Duration::from_millis(50);
+
+/// Lends a run the listener when called, if no other run holds it.
+pub type Lender = Box<dyn FnOnce() -> Option<Box<dyn Door>> + Send>;
+
 /// Arrivals each worker's channel holds before the dealer tries the next worker.
 pub const WORKER_CAPACITY: usize = 4096;
 
@@ -31,6 +75,8 @@ pub const WORKER_CAPACITY: usize = 4096;
 pub struct WorkerIntake {
     pub poll: Poll,
     pub arrivals: Receiver<Arrival>,
+    /// The listener, when the run has it (one worker only).
+    pub door: Option<Box<dyn Door>>,
 }
 
 /// Deals arrivals out to the workers, round-robin.
@@ -48,7 +94,11 @@ pub fn deal(workers: usize, capacity: usize) -> std::io::Result<(Dealer, Vec<Wor
         let waker = Waker::new(poll.registry(), WAKE)?;
         let (tx, rx) = mpsc::sync_channel(capacity);
         outs.push((tx, waker));
-        intakes.push(WorkerIntake { poll, arrivals: rx });
+        intakes.push(WorkerIntake {
+            poll,
+            arrivals: rx,
+            door: None,
+        });
     }
     Ok((Dealer { outs, next: 0 }, intakes))
 }
@@ -105,6 +155,8 @@ pub enum Refused {
 /// workers exist, then straight to them.
 pub struct Intake {
     state: Mutex<IntakeState>,
+    /// Lends this run the listener, if its owner offers (see [`Door`]).
+    lender: Mutex<Option<Lender>>,
 }
 
 enum IntakeState {
@@ -124,7 +176,21 @@ impl Intake {
                 queue: VecDeque::new(),
                 capacity,
             }),
+            lender: Mutex::new(None),
         }
+    }
+
+    /// Offers the run the listener (the agent, when it registers the run);
+    /// lent only when the run's worker takes it.
+    pub fn offer_door(&self, lender: Lender) {
+        *self.lender.lock().expect("intake lock") = Some(lender);
+    }
+
+    /// The listener, if offered and free (the runner, for a run with one
+    /// worker: with more, the listener's thread deals). Asked once.
+    pub fn take_door(&self) -> Option<Box<dyn Door>> {
+        let lender = self.lender.lock().expect("intake lock").take()?;
+        lender()
     }
 
     /// Takes one arrival: to a worker when the run has started, else into
@@ -168,6 +234,7 @@ impl Intake {
     /// The run is over: what comes now is refused.
     pub fn close(&self) {
         *self.state.lock().expect("intake lock") = IntakeState::Closed;
+        self.lender.lock().expect("intake lock").take();
     }
 }
 

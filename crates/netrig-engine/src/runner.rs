@@ -413,8 +413,13 @@ pub fn run_side(
                     None,
                 ),
                 Some(intake) => {
-                    let (dealer, intakes) = crate::intake::deal(n, crate::intake::WORKER_CAPACITY)
+                    let (dealer, mut intakes) = crate::intake::deal(n, crate::intake::WORKER_CAPACITY)
                         .map_err(|e| EngineError::Setup(format!("worker intake: {e}")))?;
+                    // The listener, if offered, goes to a lone worker; with
+                    // more, the agent's thread deals.
+                    if let [only] = &mut intakes[..] {
+                        only.door = intake.take_door();
+                    }
                     let shares = intakes
                         .into_iter()
                         .map(|i| Share::Transient(workload.clone(), flows.clone(), Some(i)))

@@ -488,6 +488,11 @@ impl Answerer {
         }
     }
 
+    /// Every request it may carry answered, the last response written whole.
+    pub fn finished(&self) -> bool {
+        self.answered >= self.limit && self.owed == 0 && self.resp_off == 0
+    }
+
     /// Reads the requests that have arrived and writes the responses the
     /// socket takes. True at end of file. `moved` counts what moved, also
     /// when an error (named by its step) ends the call.

@@ -238,7 +238,8 @@ pub fn assemble(
         warnings.push(format!(
             "{} transaction(s) failed and are not counted as transactions: refused {}, timed out {}, \
              address not available {} (ephemeral ports exhausted: TIME_WAIT holds them; see \
-             net.ipv4.ip_local_port_range and tcp_tw_reuse), reset {}, other {}",
+             net.ipv4.ip_local_port_range and tcp_tw_reuse, or let the agent close first: --close-first \
+             responder), reset {}, other {}",
             e.total(),
             e.refused,
             e.timed_out,
@@ -792,6 +793,7 @@ mod tests {
             skip_rx_copy: false,
             msg_zerocopy: false,
             busy_wait: false,
+            close_first: None,
             udp_rate_bps: None,
             reverse: None,
             local: SocketOptions::default(),

@@ -143,6 +143,10 @@ pub struct TestConfig {
     /// polling their sockets instead of sleeping; false otherwise.
     #[serde(default)]
     pub busy_wait: bool,
+    /// tcp-crr: which end closed each connection first, and so held its
+    /// TIME_WAIT (`--close-first`): "requester" or "responder"; null otherwise.
+    #[serde(default)]
+    pub close_first: Option<String>,
     /// The CPUs this end's / the agent's workers were pinned to, round
     /// robin (`--cpus`, `--remote-cpus`, `-A`); null: not pinned.
     #[serde(default)]
@@ -218,6 +222,7 @@ impl TestConfig {
             skip_rx_copy: false,
             msg_zerocopy: false,
             busy_wait: false,
+            close_first: None,
             cpus: run.cpus,
             remote_cpus: spec.remote_cpus.clone(),
             udp_rate_bps: None,

@@ -11,7 +11,7 @@ use crate::kind::{KindDef, Planned, Workloads};
 use clap::Args;
 use netrig_engine::sockopt::SocketSettings;
 use netrig_engine::TxnParams;
-use netrig_proto::spec::{KindSpec, TcpCrrSpec};
+use netrig_proto::spec::{CloseFirst, KindSpec, TcpCrrSpec};
 use netrig_proto::TestSpec;
 use netrig_report::{table, Side, TableLayout, TestConfig, TestResult};
 use std::sync::Arc;
@@ -29,6 +29,20 @@ pub struct CrrArgs {
     /// timed out (default 1; --connect-timeout is for the control connection).
     #[arg(long = "timeout", alias = "crr-timeout", value_name = "SECONDS", value_parser = parse_timeout, help_heading = "Rate")]
     timeout: Option<f64>,
+    /// Which end closes each connection first, once the response is out, and so holds its
+    /// TIME_WAIT: requester (the client, as neper tcp_crr; the agent keeps no TIME_WAIT) or
+    /// responder (the agent, as netperf TCP_CRR and an HTTP/1.0 server; the client, waiting for
+    /// that close, keeps none and so never runs out of ephemeral ports to it).
+    #[arg(long = "close-first", value_name = "END", default_value = "requester", value_parser = parse_close_first, help_heading = "Rate")]
+    close_first: CloseFirst,
+}
+
+fn parse_close_first(s: &str) -> Result<CloseFirst, String> {
+    match s {
+        "responder" | "server" | "agent" => Ok(CloseFirst::Responder),
+        "requester" | "client" => Ok(CloseFirst::Requester),
+        _ => Err(format!("{s:?}: responder (the agent) or requester (the client)")),
+    }
 }
 
 impl KindDef for TcpCrr {
@@ -54,6 +68,7 @@ impl KindDef for TcpCrr {
             transactions: a.txn.transactions()?,
             timeout_s: a.timeout,
             tcp: a.common.tcp(),
+            close_first: a.close_first,
         }))
     }
 
@@ -63,11 +78,13 @@ impl KindDef for TcpCrr {
             txn: TxnParams::from_spec(&s.transactions),
             timeout: s.timeout(),
             accepted_options: SocketSettings::new(&spec.remote, Some(&s.tcp)),
+            close_first: s.close_first,
         }))
     }
 
     fn config(&self, s: &TcpCrrSpec, c: &mut TestConfig) {
         c.set_transactions(&s.transactions, Some(s.timeout().as_secs_f64()));
+        c.close_first = Some(s.close_first.as_str().to_string());
     }
 
     fn warnings(&self, s: &TcpCrrSpec, _: &TestSpec, local: Side<'_>, _: &TestResult) -> Vec<String> {

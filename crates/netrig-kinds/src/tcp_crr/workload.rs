@@ -3,8 +3,11 @@
 //!
 //! The requester opens each transaction's connection itself, nonblocking,
 //! in its worker's event loop: connecting → greeting and request written →
-//! response read → closed. It closes first, so TIME_WAIT stays on its side,
-//! as with netperf. Latency runs from the start of connect() (closed loop)
+//! response read → closed. Which end closes first is `--close-first`: the
+//! requester by default (as neper's tcp_crr: TIME_WAIT on the client), or
+//! the responder (as netperf's netserver and an HTTP/1.0 server: TIME_WAIT
+//! on the agent; the requester waits for that close before it closes and
+//! opens the next). Latency runs from the start of connect() (closed loop)
 //! or from when the transaction was due (open loop, paced as tcp-rr) to the
 //! last response byte. A transaction that fails (refused, timed out, no local
 //! port, reset, anything else) is counted by reason, not as a transaction,
@@ -12,13 +15,15 @@
 //! failed before it could start is retried after [`FAILED_RETRY`].
 //!
 //! The responder gets the peer's connections through the run's intake, the
-//! greeting already read: it answers the one request, then waits for the
+//! greeting already read, or, when the agent lent it the listener (a run
+//! with one worker), accepts them itself (see `engine::intake::Door`): it
+//! answers the one request, then closes (responder first) or waits for the
 //! requester's close. Every connection on either end is bounded by the
 //! transaction timeout.
 
 use mio::{Interest, Registry, Token};
 use netrig_engine::flow::{FirstConnection, FlowSlot, TransientEnd, WorkerEnd};
-use netrig_engine::intake::WorkerIntake;
+use netrig_engine::intake::{Door, WorkerIntake, DOOR, DOOR_BACKOFF, DOOR_BATCH};
 use netrig_engine::latencies::Latencies;
 use netrig_engine::reactor::{Handler, Io, Now, Reactor, Ready, IDLE};
 use netrig_engine::sockopt;
@@ -27,14 +32,16 @@ use netrig_engine::txn::{Answerer, Moved, Pacer, TIMER};
 use netrig_engine::workload::{TransientWorkload, WorkerControl};
 use netrig_engine::EngineError;
 use netrig_engine::TxnParams;
+use netrig_proto::preamble::DATA_MAGIC;
 use netrig_proto::report::{ConnectErrors, Role};
-use netrig_proto::spec::MAX_CRR_IN_FLIGHT;
-use netrig_proto::DataHello;
+use netrig_proto::spec::{CloseFirst, MAX_CRR_IN_FLIGHT};
+use netrig_proto::{ControlPreamble, DataHello};
 use socket2::{Domain, Protocol, Socket, Type};
 use std::collections::{HashMap, VecDeque};
 use std::io::{self, IoSlice, Read, Write};
-use std::net::TcpStream;
+use std::net::{SocketAddr, TcpStream};
 use std::os::fd::AsRawFd;
+use std::os::fd::OwnedFd;
 use std::sync::atomic::Ordering;
 use std::sync::mpsc::Receiver;
 use std::time::{Duration, Instant};
@@ -54,6 +61,8 @@ pub struct CrrWorkload {
     pub timeout: Duration,
     /// Options on the connections this end accepts (the agent's `-S` and shared options).
     pub accepted_options: SocketSettings,
+    /// Which end closes each connection first (and so holds its TIME_WAIT).
+    pub close_first: CloseFirst,
 }
 
 /// Why a transaction failed.
@@ -95,6 +104,142 @@ impl Failure {
     }
 }
 
+/// Tokens of connections from the lent listener whose greeting is still
+/// coming: from here up (below the reactor's reserved tokens).
+const GREETING_BASE: usize = 1 << 40;
+/// At most this many wait for their greeting in a worker; more go back to
+/// the agent's accept loop, which bounds its own.
+const MAX_GREETING: usize = 256;
+/// How long a worker waits for a greeting before the agent's accept loop
+/// takes the connection over (with its own --greeting-timeout).
+const GREETING_WAIT: Duration = Duration::from_millis(200);
+
+fn far_future() -> Instant {
+    Instant::now() + Duration::from_secs(86_400 * 365)
+}
+
+/// How reading a greeting ended.
+#[derive(Debug, PartialEq, Eq)]
+enum Heard {
+    /// Nothing more yet.
+    Waiting,
+    /// Whole (as long as its kind's greeting is), at its end, or an error.
+    Over,
+}
+
+/// A connection from the lent listener and what it sent of its greeting.
+struct Greeting {
+    sock: TcpStream,
+    peer: SocketAddr,
+    buf: [u8; DataHello::LEN],
+    len: usize,
+    since: Instant,
+}
+
+impl Greeting {
+    /// Reads on, never a byte past the greeting: a control connection's is
+    /// shorter, and what follows it belongs to its session.
+    fn read(&mut self) -> Heard {
+        loop {
+            let first = ControlPreamble::LEN.min(DataHello::LEN);
+            let want = if self.len < first {
+                first
+            } else if self.buf[..4] == DATA_MAGIC {
+                DataHello::LEN
+            } else {
+                return Heard::Over;
+            };
+            if self.len >= want {
+                return Heard::Over;
+            }
+            match (&self.sock).read(&mut self.buf[self.len..want]) {
+                Ok(0) => return Heard::Over,
+                Ok(n) => self.len += n,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Heard::Waiting,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(_) => return Heard::Over,
+            }
+        }
+    }
+
+    fn bytes(&self) -> &[u8] {
+        &self.buf[..self.len]
+    }
+
+    /// To the agent's accept loop, with what was read.
+    fn hand_back(self, door: &dyn Door) {
+        let Greeting {
+            sock, peer, buf, len, ..
+        } = self;
+        door.hand_back(sock, peer, &buf[..len]);
+    }
+
+    /// What came so far begins a data connection's greeting.
+    fn may_be_data(&self) -> bool {
+        let n = self.len.min(4);
+        self.buf[..n] == DATA_MAGIC[..n]
+    }
+}
+
+/// Connections parked until their greeting comes, by token - GREETING_BASE.
+#[derive(Default)]
+struct Greetings {
+    slots: Vec<Option<Greeting>>,
+    free: Vec<usize>,
+    live: usize,
+}
+
+impl Greetings {
+    /// Waits for the rest of `g`'s greeting; gives it back if there is no room.
+    fn park(&mut self, mut g: Greeting, registry: &Registry) -> Option<Greeting> {
+        if self.live >= MAX_GREETING {
+            return Some(g);
+        }
+        let slot = self.free.pop().unwrap_or_else(|| {
+            self.slots.push(None);
+            self.slots.len() - 1
+        });
+        let token = Token(GREETING_BASE + slot);
+        if registry
+            .register(
+                &mut mio::unix::SourceFd(&g.sock.as_raw_fd()),
+                token,
+                Interest::READABLE,
+            )
+            .is_err()
+        {
+            self.free.push(slot);
+            return Some(g);
+        }
+        g.since = g.since.min(Instant::now());
+        self.slots[slot] = Some(g);
+        self.live += 1;
+        None
+    }
+
+    /// Takes a parked connection out of the event loop.
+    fn take(&mut self, slot: usize, registry: &Registry) -> Option<Greeting> {
+        let g = self.slots.get_mut(slot)?.take()?;
+        let _ = registry.deregister(&mut mio::unix::SourceFd(&g.sock.as_raw_fd()));
+        self.free.push(slot);
+        self.live -= 1;
+        Some(g)
+    }
+
+    /// Gives back to the agent (or closes, without a door) those parked
+    /// since before `now` - GREETING_WAIT.
+    fn expire(&mut self, now: Instant, registry: &Registry, door: Option<&dyn Door>) {
+        for slot in 0..self.slots.len() {
+            let due = matches!(&self.slots[slot], Some(g) if now.saturating_duration_since(g.since) >= GREETING_WAIT);
+            if due {
+                if let (Some(g), Some(d)) = (self.take(slot, registry), door) {
+                    g.hand_back(d);
+                }
+            }
+        }
+    }
+}
+
 /// Where a connection is in its transaction.
 enum Step {
     /// Requester: connect() in progress.
@@ -103,6 +248,9 @@ enum Step {
     Sending(usize),
     /// Requester: response bytes read so far.
     Receiving(usize),
+    /// Requester, the responder closing first: the transaction is done
+    /// (counted); the responder's close awaited before closing.
+    Draining,
     /// Responder: the request being answered, then the requester's close awaited.
     Answering(Answerer),
 }
@@ -133,6 +281,10 @@ struct Worker<'a> {
     ctl: &'a WorkerControl,
     /// The responder's intake: the peer's connections, greeting read.
     arrivals: Option<Receiver<(DataHello, TcpStream)>>,
+    /// The responder's listener, when the agent lent it (one worker only),
+    /// and this worker's copy of its descriptor, in its event loop (mio's
+    /// accept takes each connection non-blocking: no fcntl per connection).
+    door: Option<(Box<dyn Door>, mio::net::TcpListener)>,
     flows: Vec<FlowState>,
     /// Flow id → index in `flows` (the responder looks up each arrival's flow).
     by_id: HashMap<u32, usize>,
@@ -158,6 +310,12 @@ struct Worker<'a> {
     stopping: bool,
     /// The first error of each reason was logged.
     logged: [bool; 5],
+    /// The lent listener may have connections queued.
+    door_due: bool,
+    /// accept() failed for want of a resource: not before then.
+    door_backoff: Option<Instant>,
+    /// Connections from the lent listener whose greeting is still coming.
+    greeting: Greetings,
 }
 
 impl TransientWorkload for CrrWorkload {
@@ -169,15 +327,28 @@ impl TransientWorkload for CrrWorkload {
     ) -> Result<WorkerEnd, EngineError> {
         let setup = |e: io::Error| EngineError::Setup(format!("worker event loop: {e}"));
         // The intake's poll holds its waker (as WAKE).
-        let (mut reactor, arrivals) = match intake {
-            Some(i) => (Reactor::with_poll(i.poll, false)?, Some(i.arrivals)),
-            None => (Reactor::new(false)?, None),
+        let (mut reactor, arrivals, door) = match intake {
+            Some(i) => (Reactor::with_poll(i.poll, false)?, Some(i.arrivals), i.door),
+            None => (Reactor::new(false)?, None, None),
+        };
+        let door = match door {
+            Some(d) => {
+                let copy = d.listener().try_clone_to_owned().map_err(setup)?;
+                let mut l = mio::net::TcpListener::from_std(std::net::TcpListener::from(copy));
+                reactor
+                    .registry()
+                    .register(&mut l, DOOR, Interest::READABLE)
+                    .map_err(setup)?;
+                Some((d, l))
+            }
+            None => None,
         };
         let pacer = self.txn.pacer(reactor.registry(), ctl.window).map_err(setup)?;
         let mut w = Worker {
             cfg: self,
             ctl,
             arrivals,
+            door,
             by_id: flows.iter().enumerate().map(|(i, f)| (f.id, i)).collect(),
             flows: flows
                 .into_iter()
@@ -209,6 +380,9 @@ impl TransientWorkload for CrrWorkload {
             retry_at: None,
             stopping: false,
             logged: [false; 5],
+            door_due: true,
+            door_backoff: None,
+            greeting: Greetings::default(),
         };
         for i in 0..w.flows.len() {
             if w.flows[i].slot.role != Role::Requester {
@@ -232,12 +406,19 @@ impl TransientWorkload for CrrWorkload {
 }
 
 impl Handler for Worker<'_> {
-    fn on_ready(&mut self, _io: &Io<'_>, slot: usize, _ready: Ready) -> Result<(), EngineError> {
-        self.advance(slot)
+    fn on_ready(&mut self, io: &Io<'_>, slot: usize, _ready: Ready) -> Result<(), EngineError> {
+        match slot.checked_sub(GREETING_BASE) {
+            Some(g) => self.greet(io.registry, g),
+            None => self.advance(slot),
+        }
     }
 
-    fn on_token(&mut self, _io: &Io<'_>, token: Token) -> Result<(), EngineError> {
+    fn on_token(&mut self, io: &Io<'_>, token: Token) -> Result<(), EngineError> {
         // (The intake's WAKE only wakes the poll: on_tick takes the arrivals.)
+        if token == DOOR {
+            self.door_due = true;
+            return self.accept(io.registry);
+        }
         if token == TIMER {
             if let Some(p) = &mut self.pacer {
                 p.on_timer();
@@ -255,6 +436,11 @@ impl Handler for Worker<'_> {
                 self.arrive(io.registry, hello, sock)?;
             }
             self.arrivals = Some(rx);
+        }
+        self.accept(io.registry)?;
+        if self.greeting.live > 0 {
+            self.greeting
+                .expire(now, io.registry, self.door.as_ref().map(|(d, _)| &**d));
         }
         self.expire(now);
         // Open loop: start every transaction that is due.
@@ -324,7 +510,12 @@ impl Handler for Worker<'_> {
         self.stopping && self.live == 0
     }
 
-    fn finish(self, _io: &Io<'_>) -> WorkerEnd {
+    fn finish(mut self, io: &Io<'_>) -> WorkerEnd {
+        // The listener goes back to the agent, out of this event loop first.
+        if let Some((door, mut l)) = self.door.take() {
+            let _ = io.registry.deregister(&mut l);
+            self.greeting.expire(far_future(), io.registry, Some(&*door));
+        }
         let requester = |f: &FlowState| f.slot.role == Role::Requester;
         WorkerEnd {
             latency: Some(self.latency.into_window()),
@@ -462,7 +653,14 @@ impl Worker<'_> {
     /// A requester's transaction failed: count it and replace it.
     fn fail(&mut self, slot: usize, e: io::Error) {
         if let Some(c) = self.close(slot) {
-            if self.flows[c.flow].slot.role == Role::Requester {
+            if matches!(c.step, Step::Draining) {
+                // Counted already: only the responder's close was missing.
+                log::debug!(
+                    "flow {}: closed without the responder's close: {e}",
+                    self.flows[c.flow].slot.id
+                );
+                self.ended(c.flow);
+            } else if self.flows[c.flow].slot.role == Role::Requester {
                 self.count_failure(c.flow, &e);
                 self.ended(c.flow);
             } else {
@@ -499,6 +697,105 @@ impl Worker<'_> {
                 );
             }
         }
+    }
+
+    /// Accepts from the lent listener while it is due (at most
+    /// [`DOOR_BATCH`] a call): a connection of this run's whose greeting came
+    /// whole with it is answered here; any other goes back to the agent.
+    fn accept(&mut self, registry: &Registry) -> Result<(), EngineError> {
+        if !self.door_due {
+            return Ok(());
+        }
+        if let Some(t) = self.door_backoff {
+            if Instant::now() < t {
+                return Ok(());
+            }
+            self.door_backoff = None;
+        }
+        let Some((door, listener)) = self.door.take() else {
+            self.door_due = false;
+            return Ok(());
+        };
+        let mut taken = 0;
+        let r = loop {
+            if taken == DOOR_BATCH {
+                break Ok(()); // more on the next turn (door_due stays)
+            }
+            let (sock, peer) = match listener.accept() {
+                Ok(a) => a,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    self.door_due = false;
+                    break Ok(());
+                }
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        io::ErrorKind::Interrupted | io::ErrorKind::ConnectionAborted
+                    ) =>
+                {
+                    continue
+                }
+                Err(e) => {
+                    // Out of descriptors and the like: told to the agent,
+                    // tried again after a back-off, not in a spin.
+                    door.accept_failed(&e);
+                    self.door_backoff = Some(Instant::now() + DOOR_BACKOFF);
+                    break Ok(());
+                }
+            };
+            taken += 1;
+            let sock = TcpStream::from(OwnedFd::from(sock));
+            // Never a byte past the greeting: a control connection's is
+            // shorter, and what follows it belongs to its session.
+            let mut g = Greeting {
+                sock,
+                peer,
+                buf: [0; DataHello::LEN],
+                len: 0,
+                since: Instant::now(),
+            };
+            if let Err(e) = self.greeted(registry, &*door, g.read(), g) {
+                break Err(e);
+            }
+        };
+        self.door = Some((door, listener));
+        r
+    }
+
+    /// A parked connection's greeting may have come on.
+    fn greet(&mut self, registry: &Registry, g: usize) -> Result<(), EngineError> {
+        let Some((door, listener)) = self.door.take() else {
+            return Ok(());
+        };
+        let r = match self.greeting.take(g, registry) {
+            Some(mut c) => self.greeted(registry, &*door, c.read(), c),
+            None => Ok(()),
+        };
+        self.door = Some((door, listener));
+        r
+    }
+
+    /// Where a connection from the lent listener goes once a read of its
+    /// greeting is over: answered here when it is one of the run's; parked
+    /// when it may still become one; otherwise back to the agent.
+    fn greeted(
+        &mut self,
+        registry: &Registry,
+        door: &dyn Door,
+        read: Heard,
+        g: Greeting,
+    ) -> Result<(), EngineError> {
+        if let Some(hello) = door.claim(g.bytes(), g.peer) {
+            return self.arrive(registry, hello, g.sock);
+        }
+        if read == Heard::Waiting && g.may_be_data() {
+            if let Some(g) = self.greeting.park(g, registry) {
+                g.hand_back(door);
+            }
+            return Ok(());
+        }
+        g.hand_back(door);
+        Ok(())
     }
 
     /// A connection of the peer's, its greeting read: answer it.
@@ -632,7 +929,8 @@ impl Worker<'_> {
                             }
                         }
                     }
-                    // The whole response: the transaction is done; the requester closes first.
+                    // The whole response: the transaction is done; the requester closes first
+                    // (or, the responder closing first, once it has).
                     let now = Instant::now();
                     let f = &mut self.flows[i];
                     if let Some(mark) = f.slot.counters.count_transactions(1) {
@@ -643,6 +941,34 @@ impl Worker<'_> {
                         f.first_done = true;
                         if let Some(first) = &mut f.first {
                             first.done = sockopt::buffers(&c.sock);
+                        }
+                    }
+                    if self.cfg.close_first == CloseFirst::Responder {
+                        c.step = Step::Draining;
+                        continue;
+                    }
+                    self.close(slot);
+                    self.ended(i);
+                    return Ok(());
+                }
+                Step::Draining => {
+                    // Nothing may follow the response but the responder's close.
+                    loop {
+                        match (&c.sock).read(&mut self.rbuf) {
+                            Ok(0) => break,
+                            Ok(n) => {
+                                log::debug!(
+                                    "flow {}: {n} bytes after the response; closed",
+                                    self.flows[i].slot.id
+                                );
+                                break;
+                            }
+                            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(()),
+                            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                            Err(e) => {
+                                log::debug!("flow {}: after the response: {e}", self.flows[i].slot.id);
+                                break;
+                            }
                         }
                     }
                     self.close(slot);
@@ -664,6 +990,10 @@ impl Worker<'_> {
                         }
                     }
                     match r {
+                        // Closing first: as soon as the response is out.
+                        Ok(false) if self.cfg.close_first == CloseFirst::Responder && answer.finished() => {
+                            self.close(slot);
+                        }
                         Ok(false) => return Ok(()),
                         // The requester closed: done.
                         Ok(true) => {
@@ -695,6 +1025,7 @@ mod tests {
             txn: TxnParams::from_spec(&Default::default()),
             timeout: Duration::from_millis(300),
             accepted_options: SocketSettings::default(),
+            close_first: CloseFirst::Requester,
         }
     }
 
@@ -853,5 +1184,140 @@ mod tests {
         assert_eq!(end.latency.as_ref().unwrap().len(), n);
         assert_eq!(served.transactions(), n, "the responder answered each once");
         assert!(end.transient[0].first.is_some() && aend.transient[0].first.is_some());
+    }
+}
+
+#[cfg(test)]
+mod door_tests {
+    use super::*;
+    use netrig_proto::{Direction, SessionCookie};
+    use std::net::TcpListener;
+    use std::os::fd::{AsFd, BorrowedFd};
+    use std::sync::atomic::AtomicBool;
+    use std::sync::{Arc, Mutex};
+
+    type Back = Arc<Mutex<Vec<(TcpStream, Vec<u8>)>>>;
+
+    /// The agent's part: a listener, its cookie, and what comes back.
+    struct TestDoor {
+        l: TcpListener,
+        cookie: SessionCookie,
+        back: Back,
+    }
+
+    impl Door for TestDoor {
+        fn listener(&self) -> BorrowedFd<'_> {
+            self.l.as_fd()
+        }
+        fn claim(&self, g: &[u8], _: SocketAddr) -> Option<DataHello> {
+            let h = DataHello::decode(g.try_into().ok()?).ok()?;
+            (h.cookie == self.cookie).then_some(h)
+        }
+        fn hand_back(&self, s: TcpStream, _: SocketAddr, g: &[u8]) {
+            self.back.lock().unwrap().push((s, g.to_vec()));
+        }
+    }
+
+    fn hello(cookie: SessionCookie) -> [u8; DataHello::LEN] {
+        DataHello {
+            version: netrig_proto::PROTOCOL_VERSION,
+            cookie,
+            flow: 0,
+        }
+        .encode()
+    }
+
+    /// The response to a request written in `parts`, with `gap` between them.
+    fn transact(addr: SocketAddr, parts: &[&[u8]], gap: Duration) -> io::Result<Vec<u8>> {
+        let mut c = TcpStream::connect(addr)?;
+        c.set_read_timeout(Some(Duration::from_secs(2)))?;
+        for p in parts {
+            c.write_all(p)?;
+            std::thread::sleep(gap);
+        }
+        let mut r = [0u8; 1];
+        c.read_exact(&mut r)?;
+        Ok(r.to_vec())
+    }
+
+    /// A worker lent the listener answers its own connections, a greeting
+    /// in pieces too, and gives everything else back with exactly what it
+    /// read: a control greeting and not a byte past it, a foreign cookie,
+    /// a connection that says nothing (after GREETING_WAIT).
+    #[test]
+    fn a_worker_with_the_listener_keeps_its_own_and_gives_back_the_rest() {
+        for close_first in [CloseFirst::Requester, CloseFirst::Responder] {
+            let l = TcpListener::bind("127.0.0.1:0").unwrap();
+            l.set_nonblocking(true).unwrap();
+            let addr = l.local_addr().unwrap();
+            let cookie = SessionCookie([3; 16]);
+            let back: Back = Arc::default();
+            let (dealer, mut intakes) = netrig_engine::intake::deal(1, 8).unwrap();
+            drop(dealer);
+            let mut intake = intakes.pop().unwrap();
+            intake.door = Some(Box::new(TestDoor {
+                l,
+                cookie,
+                back: back.clone(),
+            }));
+            let ctl = WorkerControl {
+                aborted: Arc::new(AtomicBool::new(false)),
+                stop: Arc::new(AtomicBool::new(false)),
+                drain: Duration::from_millis(300),
+                recording: Arc::new(AtomicBool::new(true)),
+                start: Instant::now(),
+                window: None,
+                test_id: 0,
+                intervals: None,
+                worker: 0,
+            };
+            let stop = ctl.stop.clone();
+            let slot = FlowSlot::new(0, Direction::Tx, Role::Responder, None);
+            let served = slot.counters.clone();
+            let worker = std::thread::spawn(move || {
+                let mut wl = CrrWorkload {
+                    txn: TxnParams::from_spec(&Default::default()),
+                    timeout: Duration::from_secs(1),
+                    accepted_options: SocketSettings::default(),
+                    close_first,
+                };
+                wl.txn.request_size = 1;
+                wl.txn.response_size = 1;
+                wl.run_transient(vec![slot], Some(intake), &ctl)
+            });
+            let h = hello(cookie);
+            let whole = [&h[..], b"q"].concat();
+            assert_eq!(transact(addr, &[&whole], Duration::ZERO).unwrap(), [0xa5]);
+            // In pieces: parked, then answered.
+            assert_eq!(
+                transact(addr, &[&h[..10], &h[10..], b"q"], Duration::from_millis(30)).unwrap(),
+                [0xa5]
+            );
+            // A control greeting with the session's first bytes after it.
+            let mut control = TcpStream::connect(addr).unwrap();
+            let mut pre = netrig_proto::CONTROL_MAGIC.to_vec();
+            pre.extend_from_slice(&[0, 6, 0, 0]);
+            control.write_all(&[&pre[..], b"after"].concat()).unwrap();
+            let foreign = [&hello(SessionCookie([4; 16]))[..], b"q"].concat();
+            let mut other = TcpStream::connect(addr).unwrap();
+            other.write_all(&foreign).unwrap();
+            let _silent = TcpStream::connect(addr).unwrap();
+            std::thread::sleep(GREETING_WAIT + Duration::from_millis(300));
+            assert_eq!(back.lock().unwrap().len(), 3, "given back while the worker runs");
+            stop.store(true, Ordering::Relaxed);
+            worker.join().unwrap().unwrap();
+            assert_eq!(served.transactions(), 2, "{close_first:?}");
+            let mut back = std::mem::take(&mut *back.lock().unwrap());
+            back.sort_by_key(|(_, g)| g.len());
+            let lens: Vec<usize> = back.iter().map(|(_, g)| g.len()).collect();
+            assert_eq!(lens, [0, 8, 32], "{close_first:?}: silent, control, foreign");
+            assert_eq!(back[1].1, pre);
+            let mut rest = [0u8; 5];
+            back[1].0.set_nonblocking(false).unwrap();
+            back[1].0.read_exact(&mut rest).unwrap();
+            assert_eq!(&rest, b"after", "the session's bytes stay in the socket");
+            assert_eq!(back[2].1, &foreign[..32]);
+            drop((control, other));
+        }
     }
 }

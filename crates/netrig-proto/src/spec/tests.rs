@@ -134,6 +134,7 @@ fn every_kind_round_trips() {
             transactions: open.clone(),
             timeout_s: Some(0.5),
             tcp,
+            close_first: crate::spec::CloseFirst::Responder,
         }),
         KindSpec::UdpStream(UdpStreamSpec {
             datagram_size: 64,

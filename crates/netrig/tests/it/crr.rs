@@ -231,3 +231,88 @@ fn crr_bad_input() {
         assert!(stderr(&o).contains(needle), "{args:?}: {}", stderr(&o));
     }
 }
+
+/// TIME_WAIT sockets on loopback: (whose local port is `port`, whose remote
+/// port is `port`), from /proc/net/tcp and tcp6 (state 06).
+fn time_wait_by_port(port: u16) -> (u64, u64) {
+    let (mut local, mut remote) = (0, 0);
+    for f in ["/proc/net/tcp", "/proc/net/tcp6"] {
+        let text = std::fs::read_to_string(f).unwrap_or_default();
+        for line in text.lines().skip(1) {
+            let w: Vec<&str> = line.split_whitespace().collect();
+            if w.len() < 4 || w[3] != "06" {
+                continue;
+            }
+            let port_of = |a: &str| u16::from_str_radix(a.rsplit(':').next().unwrap_or(""), 16).ok();
+            if port_of(w[1]) == Some(port) {
+                local += 1;
+            }
+            if port_of(w[2]) == Some(port) {
+                remote += 1;
+            }
+        }
+    }
+    (local, remote)
+}
+
+/// `--close-first` decides which host keeps each connection's TIME_WAIT:
+/// the client's by default (neper's order), the agent's with `responder`
+/// (netperf's); every transaction is counted either way, and the result
+/// says which it was.
+#[test]
+fn crr_close_first_decides_where_time_wait_stays() {
+    for end in ["requester", "responder"] {
+        let agent = Served::start(&[]);
+        let port = agent.port_arg();
+        let mut args = at(&port, "tcp-crr -l 1");
+        if end == "responder" {
+            args.extend(["--close-first".into(), end.into()]);
+        }
+        let v = run_json(&strs(&args));
+        check_crr(&v);
+        assert_eq!(v["config"]["close_first"], end);
+        let n = u(&v, "/summary/transactions");
+        assert!(n > 100, "{end}: {n} transactions");
+        assert!(errors(&v) * 200 <= n, "{end}: {}", v["summary"]["connect_errors"]);
+        let (agent_side, client_side) = time_wait_by_port(agent.port);
+        // (TIME_WAIT lasts 60 s; the host's table, shared with the tests
+        // running beside this one, may overflow and drop some: half is plenty.)
+        let (holder, other) = match end {
+            "requester" => (client_side, agent_side),
+            _ => (agent_side, client_side),
+        };
+        assert!(
+            holder * 2 >= n && other * 20 <= n,
+            "{end} first: {agent_side} TIME_WAIT on the agent's side, {client_side} on the client's, \
+             {n} transactions"
+        );
+    }
+}
+
+/// While a one-worker tcp-crr run holds the agent's listener, the agent
+/// still serves everyone else (control connections and other sessions'
+/// data connections go back to its accept loop), and takes the listener
+/// back when the run ends.
+#[test]
+fn crr_run_holding_the_listener_leaves_the_agent_open_to_others() {
+    let agent = Served::start(&[]);
+    let port = agent.port_arg();
+    let crr_args = at(&port, "tcp-crr -l 3");
+    let crr = std::thread::spawn(move || run_json(&strs(&crr_args)));
+    std::thread::sleep(std::time::Duration::from_millis(800));
+    let rr = run_json(&strs(&at(&port, "tcp-rr -l 0.5")));
+    assert!(u(&rr, "/summary/transactions") > 100, "tcp-rr beside tcp-crr");
+    let other = run_json(&strs(&at(&port, "tcp-crr -l 0.5")));
+    check_crr(&other);
+    assert!(
+        u(&other, "/summary/transactions") > 50,
+        "a second tcp-crr beside the first"
+    );
+    let v = crr.join().unwrap();
+    check_crr(&v);
+    assert!(errors(&v) * 200 <= u(&v, "/summary/transactions"));
+    // Given back: the accept loop serves a connection-per-transaction test again.
+    let after = run_json(&strs(&at(&port, "tcp-crr -l 0.5")));
+    check_crr(&after);
+    assert!(u(&after, "/summary/transactions") > 50);
+}

@@ -22,6 +22,34 @@ pub struct TcpCrrSpec {
     /// The agent's TCP options.
     #[serde(default, skip_serializing_if = "is_default")]
     pub tcp: TcpOptions,
+    /// `--close-first`: which end closes each connection first. Absent
+    /// (a client from before the option): the requester.
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub close_first: CloseFirst,
+}
+
+/// Which end of a tcp-crr connection closes it first, once the response
+/// is out, and so holds its TIME_WAIT (the other end waits for that close).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CloseFirst {
+    /// The requester (client) closes once it has the response, as neper's
+    /// tcp_crr: TIME_WAIT on the client, whose ephemeral ports it holds.
+    #[default]
+    Requester,
+    /// The responder (agent) closes right after its response, as netperf's
+    /// TCP_CRR and an HTTP/1.0 server: TIME_WAIT on the server, none on
+    /// the client, which waits for that close before its next connection.
+    Responder,
+}
+
+impl CloseFirst {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CloseFirst::Requester => "requester",
+            CloseFirst::Responder => "responder",
+        }
+    }
 }
 
 /// A transaction timeout (`--timeout`), or the default.

@@ -1,0 +1,154 @@
+//! The listener lent to a connection-per-transaction run's only worker
+//! ([`netrig_engine::intake::Door`]): it accepts and answers its session's
+//! connections itself, without the accept loop's thread between. The
+//! accept loop stops watching the listener while it is lent and takes back
+//! what the worker will not keep (control connections, other sessions',
+//! greetings not arrived whole), finishing their greeting as if it had
+//! accepted them. One run holds the listener at a time.
+
+use crate::listener::{allowed, Shared, LISTENER};
+use crate::session::canonical_ip;
+use mio::unix::SourceFd;
+use mio::{Interest, Poll, Registry, Token, Waker};
+use netrig_engine::intake::Door;
+use netrig_proto::{DataHello, SessionCookie};
+use std::collections::VecDeque;
+use std::io;
+use std::net::{IpAddr, SocketAddr, TcpStream};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+/// Starts the accept loop's watch on the listener (again).
+pub(crate) fn watch(registry: &Registry, listener: &mio::net::TcpListener) -> io::Result<()> {
+    registry.register(&mut SourceFd(&listener.as_raw_fd()), LISTENER, Interest::READABLE)
+}
+
+/// A connection a run gave back, with what it read of the greeting.
+pub(crate) struct Returned {
+    pub stream: TcpStream,
+    pub peer: SocketAddr,
+    pub greeting: [u8; DataHello::LEN],
+    pub len: usize,
+}
+
+/// The accept loop's side: whether the listener is lent, and what comes back.
+pub(crate) struct Doorway {
+    lent: AtomicBool,
+    /// The accept loop's registry (to stop and start watching the listener).
+    registry: Registry,
+    /// Wakes the accept loop for what comes back.
+    waker: Waker,
+    returned: Mutex<VecDeque<Returned>>,
+}
+
+impl Doorway {
+    pub(crate) fn new(poll: &Poll, token: Token) -> io::Result<Doorway> {
+        Ok(Doorway {
+            lent: AtomicBool::new(false),
+            registry: poll.registry().try_clone()?,
+            waker: Waker::new(poll.registry(), token)?,
+            returned: Mutex::new(VecDeque::new()),
+        })
+    }
+
+    /// What came back since last asked.
+    pub(crate) fn returned(&self) -> VecDeque<Returned> {
+        std::mem::take(&mut *self.returned.lock().expect("doorway lock"))
+    }
+}
+
+/// Lends the listener to the run of session `cookie`, whose connections
+/// come from `client` only; `None` if another run holds it.
+pub(crate) fn lend(
+    shared: &Arc<Shared>,
+    cookie: SessionCookie,
+    client: Option<IpAddr>,
+) -> Option<Box<dyn Door>> {
+    let d = &shared.doorway;
+    if d.lent
+        .compare_exchange(false, true, Ordering::AcqRel, Ordering::Acquire)
+        .is_err()
+    {
+        return None;
+    }
+    if let Err(e) = d.registry.deregister(&mut SourceFd(&shared.listener.as_raw_fd())) {
+        log::debug!("cannot lend the listener to a run: {e}");
+        d.lent.store(false, Ordering::Release);
+        return None;
+    }
+    Some(Box::new(Lent {
+        shared: shared.clone(),
+        cookie,
+        client,
+    }))
+}
+
+struct Lent {
+    shared: Arc<Shared>,
+    cookie: SessionCookie,
+    client: Option<IpAddr>,
+}
+
+impl Door for Lent {
+    fn listener(&self) -> BorrowedFd<'_> {
+        self.shared.listener.as_fd()
+    }
+
+    /// The checks the accept loop makes of a data connection: a whole
+    /// greeting, from a network the agent serves, with this session's
+    /// cookie, from its control connection's address.
+    fn claim(&self, greeting: &[u8], peer: SocketAddr) -> Option<DataHello> {
+        let hello = DataHello::decode(greeting.try_into().ok()?).ok()?;
+        let ip = canonical_ip(peer.ip());
+        (hello.cookie == self.cookie
+            && allowed(&self.shared.config.allow, ip)
+            && self.client.is_none_or(|c| c == ip))
+        .then_some(hello)
+    }
+
+    fn hand_back(&self, stream: TcpStream, peer: SocketAddr, read: &[u8]) {
+        let d = &self.shared.doorway;
+        let mut q = d.returned.lock().expect("doorway lock");
+        // As many as may wait for their greeting in the accept loop; past
+        // that, as it would, the connection is closed.
+        if q.len() >= self.shared.config.max_pending {
+            log::debug!("{peer}: closed: too many connections given back to the accept loop");
+            return;
+        }
+        let mut greeting = [0; DataHello::LEN];
+        let len = read.len().min(DataHello::LEN);
+        greeting[..len].copy_from_slice(&read[..len]);
+        q.push_back(Returned {
+            stream,
+            peer,
+            greeting,
+            len,
+        });
+        drop(q);
+        let _ = d.waker.wake();
+    }
+
+    fn accept_failed(&self, error: &io::Error) {
+        self.shared.accept_failures.record(error, self.queued());
+        log::warn!("accept failed: {error}; the run holding the listener stops accepting for a moment");
+    }
+}
+
+impl Lent {
+    fn queued(&self) -> Option<u32> {
+        netrig_metrics::tcp_info::accept_queue(self.shared.listener.as_fd()).ok()
+    }
+}
+
+impl Drop for Lent {
+    /// The listener goes back to the accept loop, which accepts what queued.
+    fn drop(&mut self) {
+        let d = &self.shared.doorway;
+        if let Err(e) = watch(&d.registry, &self.shared.listener) {
+            log::error!("cannot take the listener back from a run: {e}; no longer accepting");
+        }
+        d.lent.store(false, Ordering::Release);
+        let _ = d.waker.wake();
+    }
+}
