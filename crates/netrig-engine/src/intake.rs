@@ -27,7 +27,8 @@ use std::net::TcpStream;
 use std::sync::mpsc::{self, Receiver, SyncSender, TrySendError};
 use std::sync::Mutex;
 
-/// A connection whose greeting has been read, with that greeting.
+/// A connection whose greeting has been read, with that greeting; the
+/// connection is non-blocking, as the worker that answers it wants it.
 pub type Arrival = (DataHello, TcpStream);
 
 /// Token of the intake's Waker in a worker's event loop.

@@ -240,6 +240,15 @@ impl Greetings {
     }
 }
 
+/// Watches a connection in the worker's event loop, as `slot`.
+fn watch(registry: &Registry, sock: &TcpStream, slot: usize) -> io::Result<()> {
+    registry.register(
+        &mut mio::unix::SourceFd(&sock.as_raw_fd()),
+        Token(slot),
+        Interest::READABLE | Interest::WRITABLE,
+    )
+}
+
 /// Where a connection is in its transaction.
 enum Step {
     /// Requester: connect() in progress.
@@ -540,10 +549,10 @@ impl Worker<'_> {
         self.ctl.recording.load(Ordering::Relaxed)
     }
 
-    /// Puts a connection in a free slot and watches it.
+    /// Puts a connection in a free slot, and watches it if given the registry.
     fn open(
         &mut self,
-        registry: &Registry,
+        registry: Option<&Registry>,
         sock: TcpStream,
         flow: usize,
         step: Step,
@@ -553,13 +562,11 @@ impl Worker<'_> {
             self.conns.push(None);
             self.conns.len() - 1
         });
-        if let Err(e) = registry.register(
-            &mut mio::unix::SourceFd(&sock.as_raw_fd()),
-            Token(slot),
-            Interest::READABLE | Interest::WRITABLE,
-        ) {
-            self.free.push(slot);
-            return Err(e);
+        if let Some(registry) = registry {
+            if let Err(e) = watch(registry, &sock, slot) {
+                self.free.push(slot);
+                return Err(e);
+            }
         }
         self.serial += 1;
         self.deadlines
@@ -615,7 +622,7 @@ impl Worker<'_> {
             Err(e) if e.raw_os_error() == Some(libc::EINPROGRESS) => Step::Connecting,
             Err(e) => return Ok(self.failed_at_once(i, e)),
         };
-        let slot = match self.open(registry, sock.into(), i, step, due.unwrap_or(t0)) {
+        let slot = match self.open(Some(registry), sock.into(), i, step, due.unwrap_or(t0)) {
             Ok(s) => s,
             Err(e) => return Ok(self.failed_at_once(i, e)),
         };
@@ -807,10 +814,7 @@ impl Worker<'_> {
             );
             return Ok(());
         };
-        if let Err(e) = sock.set_nonblocking(true) {
-            log::debug!("flow {}: {e}; closed", hello.flow);
-            return Ok(());
-        }
+        // (Non-blocking already: the intake's and the door's connections are.)
         sockopt::apply_connected(&sock, &self.cfg.accepted_options, true, "-S/--remote-sockbuf")
             .map_err(|e| EngineError::Setup(format!("agent {e}")))?;
         if self.flows[i].first.is_none() {
@@ -821,13 +825,26 @@ impl Worker<'_> {
             });
         }
         let answer = Answerer::new(self.cfg.txn.request_size, self.cfg.txn.response_size, 1);
-        match self.open(registry, sock, i, Step::Answering(answer), Instant::now()) {
-            Ok(slot) => self.advance(slot),
-            Err(e) => {
+        // Answered first, watched after: the request has mostly come with
+        // the greeting, and the event loop's bookkeeping (and, the responder
+        // closing first, all of it) stays off the requester's wait.
+        let slot = self
+            .open(None, sock, i, Step::Answering(answer), Instant::now())
+            .expect("not watched: cannot fail");
+        let serial = self.serial;
+        self.advance(slot)?;
+        if let Some(c) = self
+            .conns
+            .get(slot)
+            .and_then(Option::as_ref)
+            .filter(|c| c.serial == serial)
+        {
+            if let Err(e) = watch(registry, &c.sock, slot) {
                 log::debug!("flow {}: {e}; closed", hello.flow);
-                Ok(())
+                self.close(slot);
             }
         }
+        Ok(())
     }
 
     /// Moves a connection's transaction on as far as its socket allows.
