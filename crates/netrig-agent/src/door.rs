@@ -95,16 +95,18 @@ impl Door for Lent {
         self.shared.listener.as_fd()
     }
 
-    /// The checks the accept loop makes of a data connection: a whole
-    /// greeting, from a network the agent serves, with this session's
-    /// cookie, from its control connection's address.
+    /// The accept loop's checks of who: a network the agent serves (its
+    /// --allow, checked before a byte is read), the session's control
+    /// connection's address.
+    fn admits(&self, peer: SocketAddr) -> bool {
+        let ip = canonical_ip(peer.ip());
+        allowed(&self.shared.config.allow, ip) && self.client.is_none_or(|c| c == ip)
+    }
+
+    /// And of what: a whole data greeting with this session's cookie.
     fn claim(&self, greeting: &[u8], peer: SocketAddr) -> Option<DataHello> {
         let hello = DataHello::decode(greeting.try_into().ok()?).ok()?;
-        let ip = canonical_ip(peer.ip());
-        (hello.cookie == self.cookie
-            && allowed(&self.shared.config.allow, ip)
-            && self.client.is_none_or(|c| c == ip))
-        .then_some(hello)
+        (hello.cookie == self.cookie && self.admits(peer)).then_some(hello)
     }
 
     fn hand_back(&self, stream: TcpStream, peer: SocketAddr, read: &[u8]) {

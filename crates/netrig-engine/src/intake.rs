@@ -46,9 +46,13 @@ pub const DOOR_BATCH: usize = 64;
 pub trait Door: Send {
     /// The listening socket (non-blocking; the agent's own, not a copy).
     fn listener(&self) -> std::os::fd::BorrowedFd<'_>;
-    /// The greeting a connection brought (what one read took, at most a
-    /// [`DataHello`]'s length), if it is whole and opens one of the run's
-    /// own connections from the run's client: then the worker keeps it.
+    /// Whether a connection from `peer` may be one of the run's own (from
+    /// the run's client, in the networks served): if not, it goes back
+    /// before a byte of it is read.
+    fn admits(&self, peer: std::net::SocketAddr) -> bool;
+    /// The greeting a connection brought (at most a [`DataHello`]'s
+    /// length), if it is whole and opens one of the run's own connections:
+    /// then the worker keeps it.
     fn claim(&self, greeting: &[u8], peer: std::net::SocketAddr) -> Option<DataHello>;
     /// A connection the worker will not keep, with what it read of its
     /// greeting: to the listener's thread, which finishes its greeting and

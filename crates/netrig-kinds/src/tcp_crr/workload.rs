@@ -752,6 +752,11 @@ impl Worker<'_> {
             };
             taken += 1;
             let sock = TcpStream::from(OwnedFd::from(sock));
+            if !door.admits(peer) {
+                // Another client's, or from outside --allow: not a byte read.
+                door.hand_back(sock, peer, &[]);
+                continue;
+            }
             // Never a byte past the greeting: a control connection's is
             // shorter, and what follows it belongs to its session.
             let mut g = Greeting {
@@ -1213,7 +1218,7 @@ mod door_tests {
     use std::sync::atomic::AtomicBool;
     use std::sync::{Arc, Mutex};
 
-    type Back = Arc<Mutex<Vec<(TcpStream, Vec<u8>)>>>;
+    type Back = Arc<Mutex<Vec<(TcpStream, Vec<u8>, SocketAddr)>>>;
 
     /// The agent's part: a listener, its cookie, and what comes back.
     struct TestDoor {
@@ -1226,12 +1231,15 @@ mod door_tests {
         fn listener(&self) -> BorrowedFd<'_> {
             self.l.as_fd()
         }
+        fn admits(&self, peer: SocketAddr) -> bool {
+            peer.ip() == std::net::Ipv4Addr::LOCALHOST
+        }
         fn claim(&self, g: &[u8], _: SocketAddr) -> Option<DataHello> {
             let h = DataHello::decode(g.try_into().ok()?).ok()?;
             (h.cookie == self.cookie).then_some(h)
         }
-        fn hand_back(&self, s: TcpStream, _: SocketAddr, g: &[u8]) {
-            self.back.lock().unwrap().push((s, g.to_vec()));
+        fn hand_back(&self, s: TcpStream, peer: SocketAddr, g: &[u8]) {
+            self.back.lock().unwrap().push((s, g.to_vec(), peer));
         }
     }
 
@@ -1319,22 +1327,53 @@ mod door_tests {
             let mut other = TcpStream::connect(addr).unwrap();
             other.write_all(&foreign).unwrap();
             let _silent = TcpStream::connect(addr).unwrap();
+            // Another client's, whole: given back before a byte is read.
+            let theirs = socket2::Socket::new(Domain::IPV4, Type::STREAM, None).unwrap();
+            theirs
+                .bind(&SocketAddr::from(([127, 0, 0, 2], 0)).into())
+                .unwrap();
+            theirs.connect(&addr.into()).unwrap();
+            let mut theirs = TcpStream::from(theirs);
+            theirs.write_all(&whole).unwrap();
             std::thread::sleep(GREETING_WAIT + Duration::from_millis(300));
-            assert_eq!(back.lock().unwrap().len(), 3, "given back while the worker runs");
+            assert_eq!(back.lock().unwrap().len(), 4, "given back while the worker runs");
             stop.store(true, Ordering::Relaxed);
             worker.join().unwrap().unwrap();
             assert_eq!(served.transactions(), 2, "{close_first:?}");
             let mut back = std::mem::take(&mut *back.lock().unwrap());
-            back.sort_by_key(|(_, g)| g.len());
-            let lens: Vec<usize> = back.iter().map(|(_, g)| g.len()).collect();
-            assert_eq!(lens, [0, 8, 32], "{close_first:?}: silent, control, foreign");
-            assert_eq!(back[1].1, pre);
-            let mut rest = [0u8; 5];
-            back[1].0.set_nonblocking(false).unwrap();
-            back[1].0.read_exact(&mut rest).unwrap();
-            assert_eq!(&rest, b"after", "the session's bytes stay in the socket");
-            assert_eq!(back[2].1, &foreign[..32]);
-            drop((control, other));
+            back.sort_by_key(|(_, g, p)| (g.len(), p.ip()));
+            let got: Vec<(usize, [u8; 4])> = back
+                .iter()
+                .map(|(_, g, p)| match p.ip() {
+                    std::net::IpAddr::V4(v4) => (g.len(), v4.octets()),
+                    _ => unreachable!("IPv4 only"),
+                })
+                .collect();
+            assert_eq!(
+                got,
+                [
+                    (0, [127, 0, 0, 1]),
+                    (0, [127, 0, 0, 2]),
+                    (8, [127, 0, 0, 1]),
+                    (32, [127, 0, 0, 1])
+                ],
+                "{close_first:?}: silent, another client's, control, foreign cookie"
+            );
+            let unread = |s: &mut TcpStream, n: usize| {
+                s.set_nonblocking(false).unwrap();
+                let mut b = vec![0u8; n];
+                s.read_exact(&mut b).unwrap();
+                b
+            };
+            assert_eq!(unread(&mut back[1].0, whole.len()), whole, "not a byte read");
+            assert_eq!(back[2].1, pre);
+            assert_eq!(
+                unread(&mut back[2].0, 5),
+                b"after",
+                "the session's bytes stay in the socket"
+            );
+            assert_eq!(back[3].1, &foreign[..32]);
+            drop((control, other, theirs));
         }
     }
 }
