@@ -316,3 +316,16 @@ fn crr_run_holding_the_listener_leaves_the_agent_open_to_others() {
     check_crr(&after);
     assert!(u(&after, "/summary/transactions") > 50);
 }
+
+/// The table says which end closed first.
+#[test]
+fn crr_table_names_the_end_that_closed_first() {
+    for (end, line) in [
+        ("requester", "the client closed each connection first"),
+        ("responder", "the agent closed each connection first"),
+    ] {
+        let o = run(&["tcp-crr", "-l", "0.3", "--close-first", end]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        assert!(stdout(&o).contains(line), "{end}: {}", stdout(&o));
+    }
+}
