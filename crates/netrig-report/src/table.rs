@@ -210,23 +210,6 @@ fn render_stream(r: &TestResult) -> String {
             String::new()
         }
     };
-    match r.config.close_first.as_deref() {
-        Some("responder") => {
-            let _ = writeln!(
-                out,
-                "the agent closed each connection first (--close-first responder, as netperf TCP_CRR): \
-                 TIME_WAIT on the agent's host; the client waited for that close"
-            );
-        }
-        Some(_) => {
-            let _ = writeln!(
-                out,
-                "the client closed each connection first (--close-first requester, as neper tcp_crr): \
-                 TIME_WAIT on the client's host"
-            );
-        }
-        None => {}
-    }
     let cpu = &r.summary.cpu;
     let sd = &r.summary.service_demand;
     let pct = |v: Option<f64>| v.map_or_else(|| "-".to_string(), |v| format!("{v:.2}"));
