@@ -91,7 +91,7 @@ pub enum AgentError {
 pub struct Agent {
     poll: Poll,
     udp: std::net::UdpSocket,
-    pub(crate) shared: Arc<Shared>,
+    shared: Arc<Shared>,
 }
 
 pub(crate) struct Shared {
