@@ -154,3 +154,57 @@ impl Drop for Lent {
         let _ = d.waker.wake();
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Agent, AgentConfig};
+    use std::io::Read;
+    use std::time::{Duration, Instant};
+
+    /// Whether the agent closes `c` (unanswered) within 3 s.
+    fn closed_by_agent(c: &mut TcpStream) -> bool {
+        c.set_read_timeout(Some(Duration::from_secs(3))).unwrap();
+        matches!(c.read(&mut [0u8; 16]), Ok(0))
+    }
+
+    /// The listener is lent to one run at a time; while lent the accept
+    /// loop leaves new connections to the run, finishes those given back,
+    /// and takes the listener back when the run drops it.
+    #[test]
+    fn the_listener_is_lent_once_and_what_comes_back_is_served() {
+        let agent = Agent::bind(AgentConfig::new("127.0.0.1:0".parse().unwrap())).unwrap();
+        let shared = agent.shared.clone();
+        let handle = agent.spawn();
+        let cookie = SessionCookie([5; 16]);
+        let door = lend(&shared, cookie, None).expect("free");
+        assert!(lend(&shared, cookie, None).is_none(), "one run at a time");
+        // Lent: a new connection waits in the queue for the run.
+        let mut c = TcpStream::connect(handle.addr()).unwrap();
+        let t = Instant::now();
+        while netrig_metrics::tcp_info::accept_queue(shared.listener.as_fd()).unwrap() == 0 {
+            assert!(t.elapsed() < Duration::from_secs(2), "never queued");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        std::thread::sleep(Duration::from_millis(200));
+        assert_eq!(
+            netrig_metrics::tcp_info::accept_queue(shared.listener.as_fd()).unwrap(),
+            1,
+            "the accept loop left it to the run"
+        );
+        // The run's part: it gives it back with a greeting that is no one's.
+        let (s, peer) = shared.listener.accept().unwrap();
+        door.hand_back(
+            std::net::TcpStream::from(std::os::fd::OwnedFd::from(s)),
+            peer,
+            b"XXXX",
+        );
+        assert!(closed_by_agent(&mut c), "the accept loop judged what came back");
+        drop(door);
+        // Given back: the accept loop accepts again, and it can be lent again.
+        let mut c = TcpStream::connect(handle.addr()).unwrap();
+        std::io::Write::write_all(&mut c, b"XXXX").unwrap();
+        assert!(closed_by_agent(&mut c), "the accept loop accepts again");
+        assert!(lend(&shared, cookie, None).is_some(), "free again");
+    }
+}

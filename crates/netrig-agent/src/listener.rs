@@ -91,7 +91,7 @@ pub enum AgentError {
 pub struct Agent {
     poll: Poll,
     udp: std::net::UdpSocket,
-    shared: Arc<Shared>,
+    pub(crate) shared: Arc<Shared>,
 }
 
 pub(crate) struct Shared {

@@ -1037,6 +1037,21 @@ impl Worker<'_> {
 mod tests {
     use super::*;
     use netrig_engine::flow::Connector;
+
+    /// A worker's control, recording from the start, stopped by its `stop`.
+    pub(super) fn control(drain: Duration) -> WorkerControl {
+        WorkerControl {
+            aborted: Arc::new(AtomicBool::new(false)),
+            stop: Arc::new(AtomicBool::new(false)),
+            drain,
+            recording: Arc::new(AtomicBool::new(true)),
+            start: Instant::now(),
+            window: None,
+            test_id: 0,
+            intervals: None,
+            worker: 0,
+        }
+    }
     use netrig_proto::{Direction, SessionCookie};
     use std::net::{SocketAddr, TcpListener};
     use std::sync::atomic::AtomicBool;
@@ -1098,17 +1113,7 @@ mod tests {
         });
         let slot = FlowSlot::new(0, Direction::Tx, Role::Requester, Some(connector));
         let counters = slot.counters.clone();
-        let ctl = WorkerControl {
-            aborted: Arc::new(AtomicBool::new(false)),
-            stop: Arc::new(AtomicBool::new(false)),
-            drain: Duration::from_secs(1),
-            recording: Arc::new(AtomicBool::new(true)),
-            start: Instant::now(),
-            window: None,
-            test_id: 0,
-            intervals: None,
-            worker: 0,
-        };
+        let ctl = control(Duration::from_secs(1));
         let stop = ctl.stop.clone();
         let t = std::thread::spawn(move || {
             std::thread::sleep(Duration::from_millis(200));
@@ -1138,17 +1143,7 @@ mod tests {
             version: netrig_proto::PROTOCOL_VERSION,
             cookie,
         });
-        let mk_ctl = || WorkerControl {
-            aborted: Arc::new(AtomicBool::new(false)),
-            stop: Arc::new(AtomicBool::new(false)),
-            drain: Duration::from_secs(1),
-            recording: Arc::new(AtomicBool::new(true)),
-            start: Instant::now(),
-            window: None,
-            test_id: 0,
-            intervals: None,
-            worker: 0,
-        };
+        let mk_ctl = || control(Duration::from_secs(1));
         let (rctl, actl) = (mk_ctl(), mk_ctl());
         let (rstop, astop) = (rctl.stop.clone(), actl.stop.clone());
         let (dealer, mut intakes) = netrig_engine::intake::deal(1, 64).unwrap();
@@ -1215,7 +1210,6 @@ mod door_tests {
     use netrig_proto::{Direction, SessionCookie};
     use std::net::TcpListener;
     use std::os::fd::{AsFd, BorrowedFd};
-    use std::sync::atomic::AtomicBool;
     use std::sync::{Arc, Mutex};
 
     type Back = Arc<Mutex<Vec<(TcpStream, Vec<u8>, SocketAddr)>>>;
@@ -1285,17 +1279,7 @@ mod door_tests {
                 cookie,
                 back: back.clone(),
             }));
-            let ctl = WorkerControl {
-                aborted: Arc::new(AtomicBool::new(false)),
-                stop: Arc::new(AtomicBool::new(false)),
-                drain: Duration::from_millis(300),
-                recording: Arc::new(AtomicBool::new(true)),
-                start: Instant::now(),
-                window: None,
-                test_id: 0,
-                intervals: None,
-                worker: 0,
-            };
+            let ctl = super::tests::control(Duration::from_millis(300));
             let stop = ctl.stop.clone();
             let slot = FlowSlot::new(0, Direction::Tx, Role::Responder, None);
             let served = slot.counters.clone();
