@@ -52,6 +52,11 @@ impl Doorway {
         })
     }
 
+    /// Whether a run holds the listener (the accept loop must not accept).
+    pub(crate) fn is_lent(&self) -> bool {
+        self.lent.load(Ordering::Acquire)
+    }
+
     /// What came back since last asked.
     pub(crate) fn returned(&self) -> VecDeque<Returned> {
         std::mem::take(&mut *self.returned.lock().expect("doorway lock"))

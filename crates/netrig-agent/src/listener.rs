@@ -488,6 +488,11 @@ impl Acceptor {
         let mut accept_due = true;
         loop {
             let now = Instant::now();
+            if accept_due && self.shared.doorway.is_lent() {
+                // A run holds the listener and accepts; what it does not
+                // keep comes back through HANDBACK, and so does the listener.
+                accept_due = false;
+            }
             if accept_due && !matches!(self.backoff_until, Some(t) if now < t) {
                 self.backoff_until = None;
                 accept_due = self.accept_all();
