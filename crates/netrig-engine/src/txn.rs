@@ -493,9 +493,32 @@ impl Answerer {
         self.answered >= self.limit && self.owed == 0 && self.resp_off == 0
     }
 
+    /// `n` request bytes read by the caller (with the connection's
+    /// greeting, say): counted as if `serve` had read them.
+    pub fn took(&mut self, n: usize) -> Result<(), (&'static str, io::Error)> {
+        self.req_got += n;
+        self.owed += (self.req_got / self.request_size) as u64;
+        self.req_got %= self.request_size;
+        if self.answered + self.owed > self.limit
+            || (self.req_got > 0 && self.answered + self.owed >= self.limit)
+        {
+            return Err((
+                "receive request",
+                io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    format!("more than the {} request(s) a connection may carry", self.limit),
+                ),
+            ));
+        }
+        Ok(())
+    }
+
     /// Reads the requests that have arrived and writes the responses the
     /// socket takes. True at end of file. `moved` counts what moved, also
-    /// when an error (named by its step) ends the call.
+    /// when an error (named by its step) ends the call. With the last
+    /// request it may carry whole and its response owed, it answers without
+    /// reading on: what follows (the end of file, or too much) is read by
+    /// the next call, once the response is out.
     pub fn serve(
         &mut self,
         sock: &mut (impl Read + Write),
@@ -505,6 +528,9 @@ impl Answerer {
     ) -> Result<bool, (&'static str, io::Error)> {
         let mut eof = false;
         loop {
+            if self.owed > 0 && self.answered + self.owed >= self.limit {
+                break;
+            }
             match sock.read(buf) {
                 Ok(0) => {
                     eof = true;
@@ -512,20 +538,7 @@ impl Answerer {
                 }
                 Ok(n) => {
                     moved.bytes += n as u64;
-                    self.req_got += n;
-                    self.owed += (self.req_got / self.request_size) as u64;
-                    self.req_got %= self.request_size;
-                    if self.answered + self.owed > self.limit
-                        || (self.req_got > 0 && self.answered + self.owed >= self.limit)
-                    {
-                        return Err((
-                            "receive request",
-                            io::Error::new(
-                                io::ErrorKind::InvalidData,
-                                format!("more than the {} request(s) a connection may carry", self.limit),
-                            ),
-                        ));
-                    }
+                    self.took(n)?;
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
@@ -756,10 +769,26 @@ mod tests {
             eof: true,
         };
         let mut m = Moved::default();
+        // Its one request whole: answered before a read more (the end of
+        // file is the next call's).
+        assert!(!one.serve(&mut s, &mut [0; 16], &resp, &mut m).unwrap());
+        assert_eq!((m.transactions, one.answered, s.out.len()), (1, 1, 1));
+        assert!(one.finished());
         assert!(
             one.serve(&mut s, &mut [0; 16], &resp, &mut m).unwrap(),
             "end of file"
         );
-        assert_eq!((m.transactions, one.answered), (1, 1));
+        // A request read by the caller counts as one read here.
+        let mut one = Answerer::new(2, 3, 1);
+        one.took(2).unwrap();
+        let mut s = Mem {
+            input: std::io::Cursor::new(vec![]),
+            out: vec![],
+            eof: false,
+        };
+        let mut m = Moved::default();
+        assert!(!one.serve(&mut s, &mut [0; 16], &resp, &mut m).unwrap());
+        assert_eq!((m.transactions, s.out.len()), (1, 3));
+        assert!(Answerer::new(1, 1, 1).took(2).is_err(), "more than its limit");
     }
 }

@@ -329,3 +329,47 @@ fn crr_table_names_the_end_that_closed_first() {
         assert!(stdout(&o).contains(line), "{end}: {}", stdout(&o));
     }
 }
+
+/// One closed-loop flow alone on its worker waits in connect(2) and read(2)
+/// on blocking sockets (netperf's TCP_CRR client), not in epoll_wait(2):
+/// under strace the client waits in epoll a handful of times for hundreds
+/// of transactions, in either close order, where two flows sharing a worker
+/// (its event loop) wait there about once a transaction. The counts are
+/// checked as every crr run's.
+#[test]
+fn crr_alone_waits_in_the_socket_calls_not_in_epoll() {
+    if !strace_works() {
+        eprintln!("skipped: strace is missing or cannot trace here");
+        return;
+    }
+    let agent = Served::start(&[]);
+    let port = agent.port_arg();
+    let epoll_waits = |extra: &[&str]| -> (u64, u64) {
+        let mut args = vec!["tcp-crr", "-H", "127.0.0.1", "-p", &port, "-l", "0.5", "--json"];
+        args.extend_from_slice(extra);
+        let (o, text) = straced("epoll_wait,epoll_pwait,epoll_pwait2", &args);
+        let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+        check_crr(&v);
+        // An interrupted call is two lines; "<... epoll_wait resumed>" is the second.
+        let waits = text
+            .lines()
+            .filter(|l| l.contains("epoll_wait(") || l.contains("epoll_pwait("))
+            .count();
+        (waits as u64, u(&v, "/summary/transactions"))
+    };
+    for end in ["requester", "responder"] {
+        let (w, n) = epoll_waits(&["--close-first", end]);
+        eprintln!("alone, {end} closing first: {w} epoll waits for {n} transactions");
+        assert!(n >= 50, "{end}: {n} transactions");
+        assert!(
+            w * 10 < n,
+            "alone, {end} closing first: {w} epoll waits for {n} transactions"
+        );
+    }
+    let (w, n) = epoll_waits(&["-P", "2", "-T", "1"]);
+    eprintln!("two flows on one worker: {w} epoll waits for {n} transactions");
+    assert!(
+        n >= 50 && w * 8 > n,
+        "event loop: {w} epoll waits for {n} transactions"
+    );
+}

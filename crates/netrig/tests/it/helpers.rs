@@ -450,3 +450,29 @@ impl Drop for TempDir {
 /// to the agent, and to the HTTP server), so that two of them together never pass
 /// RLIMIT_NOFILE's hard limit (20,000 on the CI machines).
 pub static MANY_SOCKETS: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// Whether strace is installed and may trace here (tests that look at
+/// system calls skip, saying so, when it is not).
+pub fn strace_works() -> bool {
+    Command::new("strace")
+        .args(["-f", "-o", "/dev/null", "true"])
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+/// `netrig ARGS` under `strace -f -e trace=TRACE`: its output (asserted
+/// successful) and strace's log.
+pub fn straced(trace: &str, args: &[&str]) -> (Output, String) {
+    static SEQ: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let n = SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let log = std::env::temp_dir().join(format!("netrig-strace-{}-{n}.txt", std::process::id()));
+    let log_s = log.to_str().unwrap().to_string();
+    let mut cmd = Command::new("strace");
+    cmd.args(["-f", "-e", &format!("trace={trace}"), "-o", &log_s]);
+    cmd.arg(env!("CARGO_BIN_EXE_netrig"));
+    let o = run_cmd(cmd, args);
+    let text = std::fs::read_to_string(&log).unwrap_or_default();
+    let _ = std::fs::remove_file(&log);
+    assert!(o.status.success(), "strace netrig {args:?}: {}", stderr(&o));
+    (o, text)
+}

@@ -570,30 +570,14 @@ fn busy_wait_polls_instead_of_sleeping_and_says_so() {
         stderr(&o)
     );
 
-    if !Command::new("strace")
-        .args(["-f", "-o", "/dev/null", "true"])
-        .output()
-        .is_ok_and(|o| o.status.success())
-    {
+    if !strace_works() {
         eprintln!("skipped the strace part: strace is missing or cannot trace here");
         return;
     }
     let empty_receives = |extra: &[&str]| -> (u64, u64) {
-        let log = std::env::temp_dir().join(format!(
-            "netrig-strace-busy-{}-{}.txt",
-            std::process::id(),
-            extra.len()
-        ));
-        let log_s = log.to_str().unwrap().to_string();
-        let mut cmd = Command::new("strace");
-        cmd.args(["-f", "-e", "trace=recvfrom,read", "-o", &log_s]);
-        cmd.arg(env!("CARGO_BIN_EXE_netrig"));
         let mut args = vec!["tcp-rr", "-l", "0.5", "--json"];
         args.extend_from_slice(extra);
-        let o = run_cmd(cmd, &args);
-        let text = std::fs::read_to_string(&log).unwrap_or_default();
-        let _ = std::fs::remove_file(&log);
-        assert!(o.status.success(), "strace netrig {args:?}: {}", stderr(&o));
+        let (o, text) = straced("recvfrom,read", &args);
         let v: Value = serde_json::from_slice(&o.stdout).unwrap();
         let empty = text.lines().filter(|l| l.contains("EAGAIN")).count() as u64;
         (empty, v["summary"]["transactions"].as_u64().unwrap())

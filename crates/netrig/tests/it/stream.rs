@@ -467,19 +467,9 @@ fn zerocopy_keeps_the_bitrate() {
 /// The system calls of one tcp-stream client under strace: sendfile calls,
 /// bytes sendfile returned, bytes send/sendto/write returned, and the JSON.
 fn traced_stream(extra: &[&str]) -> (u64, u64, u64, Value) {
-    static SEQ: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
-    let n = SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let log = std::env::temp_dir().join(format!("netrig-strace-{}-{n}.txt", std::process::id()));
-    let log_s = log.to_str().unwrap().to_string();
-    let mut cmd = std::process::Command::new("strace");
-    cmd.args(["-f", "-e", "trace=sendfile,sendto,sendmsg,write", "-o", &log_s]);
-    cmd.arg(env!("CARGO_BIN_EXE_netrig"));
     let mut args = vec!["tcp-stream", "-l", "0.5", "--json"];
     args.extend_from_slice(extra);
-    let o = run_cmd(cmd, &args);
-    let text = std::fs::read_to_string(&log).unwrap_or_default();
-    let _ = std::fs::remove_file(&log);
-    assert!(o.status.success(), "strace netrig {args:?}: {}", stderr(&o));
+    let (o, text) = straced("sendfile,sendto,sendmsg,write", &args);
     let v: Value =
         serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("not JSON ({e}): {}", stdout(&o)));
     validate(&v);
@@ -776,30 +766,14 @@ fn skip_rx_copy_discards_in_the_kernel_and_counts_exactly() {
     let v = run_json(&["tcp-stream", "-l", "0.3"]);
     assert_eq!(v["config"]["skip_rx_copy"], false);
 
-    if !std::process::Command::new("strace")
-        .args(["-f", "-o", "/dev/null", "true"])
-        .output()
-        .is_ok_and(|o| o.status.success())
-    {
+    if !strace_works() {
         eprintln!("skipped the strace part: strace is missing or cannot trace here");
         return;
     }
     let traced = |extra: &[&str]| -> (u64, Value) {
-        let log = std::env::temp_dir().join(format!(
-            "netrig-strace-trunc-{}-{}.txt",
-            std::process::id(),
-            extra.len()
-        ));
-        let log_s = log.to_str().unwrap().to_string();
-        let mut cmd = std::process::Command::new("strace");
-        cmd.args(["-f", "-e", "trace=recvfrom", "-o", &log_s]);
-        cmd.arg(env!("CARGO_BIN_EXE_netrig"));
         let mut args = vec!["tcp-maerts", "-n", "2M", "--json"];
         args.extend_from_slice(extra);
-        let o = run_cmd(cmd, &args);
-        let text = std::fs::read_to_string(&log).unwrap_or_default();
-        let _ = std::fs::remove_file(&log);
-        assert!(o.status.success(), "strace netrig {args:?}: {}", stderr(&o));
+        let (o, text) = straced("recvfrom", &args);
         let v: Value = serde_json::from_slice(&o.stdout).unwrap();
         let truncated: u64 = text
             .lines()
