@@ -8,7 +8,7 @@
 #   e.g. (git worktree add /tmp/old 5c482aa && cd /tmp/old && cargo build --release)
 #        bench/builds-ab.sh /tmp/old/target/release/netrig 5 -- udp-stream -l 3 -m 64 --no-gso
 #
-# Needs: python3, a release build of this tree (built here).
+# Needs: root, iproute2, python3, a release build of this tree (built here).
 . "$(dirname "$0")/lib.sh"
 OLD=${1:?usage: bench/builds-ab.sh OLD_NETRIG [ROUNDS] -- TEST [ARGS...]}
 shift
@@ -17,14 +17,16 @@ if [ "${1:-}" != "--" ]; then ROUNDS=$1; shift; fi
 [ "${1:-}" = "--" ] && shift
 [ $# -gt 0 ] || { echo "usage: bench/builds-ab.sh OLD_NETRIG [ROUNDS] -- TEST [ARGS...]" >&2; exit 2; }
 build
-OPORT=$(free_port); NPORT=$(free_port)
-background "$OLD" serve -p "$OPORT" -q
-background $NETRIG serve -p "$NPORT" -q
-sleep 1
+# Each run in a fresh namespace with its own agent (bench/lib.sh: a run's
+# TIME_WAIT sockets, tens of thousands after tcp-crr, would slow the next).
 for r in $(seq 1 "$ROUNDS"); do
-  "$OLD" "$@" -H 127.0.0.1 -p "$OPORT" --json 2>/dev/null > "$OUT/old.$r.json"
-  $NETRIG "$@" -H 127.0.0.1 -p "$NPORT" --json 2>/dev/null > "$OUT/new.$r.json"
+  for b in old new; do
+    bin=$NETRIG; [ $b = old ] && bin=$OLD
+    fresh_ns; in_ns_background "$bin" serve -p 6387 -q; sleep 0.5
+    in_ns "$bin" "$@" -H 127.0.0.1 -p 6387 --json 2>/dev/null > "$OUT/$b.$r.json"
+  done
 done
+drop_ns
 python3 - "$OUT" "$ROUNDS" "$*" <<'PY'
 import json, statistics, sys
 out, rounds, args = sys.argv[1], int(sys.argv[2]), sys.argv[3]

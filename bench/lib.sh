@@ -36,3 +36,30 @@ iperf3_and_netrig() {
   background $NETRIG serve -p "$NPORT" -q
   sleep 1
 }
+
+# Connection-per-transaction runs leave tens of thousands of TIME_WAIT sockets
+# for 60 s, and the next run's connect() pays for them (a longer search for a
+# free local port), so a run's rate would depend on the run before it. Each
+# such run goes in a network namespace of its own, made fresh (deleting one
+# purges its TIME_WAIT): `fresh_ns` makes it (name in NS), `in_ns CMD` runs
+# in it, `in_ns_background CMD` starts a server there (killed with the
+# namespace), `drop_ns` deletes it. Needs root and iproute2.
+NS=netrig-bench-$$
+fresh_ns() {
+  drop_ns
+  ip netns add "$NS" && ip -n "$NS" link set lo up
+  # An address beside loopback: getaddrinfo(AI_ADDRCONFIG), as netperf calls it, finds no
+  # IPv4 at all with loopback alone. A veth pair with both ends inside: no traffic leaves.
+  ip -n "$NS" link add nb0 type veth peer name nb1
+  ip -n "$NS" addr add 10.253.0.1/24 dev nb0
+  ip -n "$NS" link set nb0 up && ip -n "$NS" link set nb1 up
+}
+in_ns() { ip netns exec "$NS" "$@"; }
+in_ns_background() { ip netns exec "$NS" "$@" >/dev/null 2>&1 & NS_PIDS+=($!); }
+NS_PIDS=()
+drop_ns() {
+  if [ ${#NS_PIDS[@]} -gt 0 ]; then kill "${NS_PIDS[@]}" 2>/dev/null || true; wait "${NS_PIDS[@]}" 2>/dev/null || true; fi
+  NS_PIDS=()
+  ip netns del "$NS" 2>/dev/null || true
+}
+trap 'drop_ns; kill "${BG_PIDS[@]}" 2>/dev/null || true; rm -rf "$OUT"' EXIT

@@ -1,45 +1,57 @@
 #!/usr/bin/env bash
 # Side-by-side connection rate: netrig tcp-crr (1 flow, 1-byte request and
 # response, a new connection per transaction) vs netperf TCP_CRR and neper
-# tcp_crr (1 flow, 1 thread), alternating runs, medians.
+# tcp_crr (1 flow, 1 thread), alternating runs, medians; service demand (µs of CPU per
+# transaction, both ends: on loopback each end's CPU is the whole machine's) of netrig
+# and netperf (-c -C).
 #
 #   bench/tcp-crr-vs-peers.sh [ROUNDS=3] [SECONDS=3] [NETRIG_ARGS...]
 #
-# Needs: netperf/netserver and neper's tcp_crr on PATH (../shared/peers), a release build.
+# Each run goes in a fresh network namespace (bench/lib.sh, fresh_ns): a run's TIME_WAIT
+# sockets would otherwise slow the next run's connects, whichever tool it is.
+#
+# Needs: root, iproute2, netperf/netserver and neper's tcp_crr on PATH (../shared/peers), a
+# release build.
 . "$(dirname "$0")/lib.sh"
 ROUNDS=${1:-3}
 SECS=${2:-3}
 shift 2 || true
 need netperf; need netserver; need tcp_crr
 build
-NSPORT=$(free_port); NPORT=$(free_port); CPORT=$(free_port); DPORT=$(free_port)
-background netserver -D -p "$NSPORT"
-background $NETRIG serve -p "$NPORT" -q
-sleep 1
+# Every run in a fresh namespace of its own (bench/lib.sh: no TIME_WAIT left by the last).
+NSPORT=12865; NPORT=6387; CPORT=12866; DPORT=12867
 for r in $(seq 1 "$ROUNDS"); do
-  $NETRIG tcp-crr -H 127.0.0.1 -p "$NPORT" -l "$SECS" --json "$@" 2>/dev/null > "$OUT/netrig.$r.json"
-  netperf -H 127.0.0.1 -p "$NSPORT" -l "$SECS" -t TCP_CRR -P 0 -- -r 1,1 > "$OUT/netperf.$r.txt" 2>&1 || true
+  fresh_ns; in_ns_background $NETRIG serve -p "$NPORT" -q; sleep 0.5
+  in_ns $NETRIG tcp-crr -H 127.0.0.1 -p "$NPORT" -l "$SECS" --json "$@" 2>/dev/null > "$OUT/netrig.$r.json"
+  fresh_ns; in_ns_background netserver -D -p "$NSPORT"; sleep 0.5
+  in_ns netperf -H 127.0.0.1 -p "$NSPORT" -l "$SECS" -t TCP_CRR -c -C -P 0 -- -r 1,1 \
+    -o THROUGHPUT,LOCAL_SD,REMOTE_SD > "$OUT/netperf.$r.txt" 2>&1 || true
   # A neper server serves one run, then exits; both write logs where they run: in OUT.
-  (cd "$OUT" && exec tcp_crr -T 1 -F 1 -C "$CPORT" -P "$DPORT" -l "$SECS") >/dev/null 2>&1 & sleep 0.3
-  (cd "$OUT" && exec tcp_crr -c -H 127.0.0.1 -T 1 -F 1 -C "$CPORT" -P "$DPORT" -l "$SECS") > "$OUT/neper.$r.txt" 2>&1 || true
-  wait $! 2>/dev/null || true
+  fresh_ns; in_ns_background sh -c "cd '$OUT' && exec tcp_crr -T 1 -F 1 -C $CPORT -P $DPORT -l $SECS"; sleep 0.5
+  (cd "$OUT" && in_ns tcp_crr -c -H 127.0.0.1 -T 1 -F 1 -C "$CPORT" -P "$DPORT" -l "$SECS") > "$OUT/neper.$r.txt" 2>&1 || true
 done
+drop_ns
 python3 - "$OUT" "$ROUNDS" "$SECS" <<'PY'
 import json, re, statistics, sys
 out, rounds, secs = sys.argv[1], int(sys.argv[2]), sys.argv[3]
-n = [json.load(open(f"{out}/netrig.{r}.json"))["summary"]["transactions_per_s"] for r in range(1, rounds + 1)]
+docs = [json.load(open(f"{out}/netrig.{r}.json"))["summary"] for r in range(1, rounds + 1)]
+n = [d["transactions_per_s"] for d in docs]
+nsd = [(d["service_demand"]["local"] or 0) + (d["service_demand"]["remote"] or 0) for d in docs]
 def netperf(r):
-    # The result line: socket sizes, request, response, elapsed, rate (then the remote's sizes).
-    line = [l for l in open(f"{out}/netperf.{r}.txt").read().splitlines() if len(l.split()) >= 6][0]
-    return float(line.split()[5])
+    # -o THROUGHPUT,LOCAL_SD,REMOTE_SD: the last line, comma-separated.
+    return [float(x) for x in open(f"{out}/netperf.{r}.txt").read().strip().splitlines()[-1].split(",")]
 def neper(r):
     m = re.search(r"^throughput=([0-9.]+)", open(f"{out}/neper.{r}.txt").read(), re.M)
     return float(m.group(1))
-p = [netperf(r) for r in range(1, rounds + 1)]
+np_ = [netperf(r) for r in range(1, rounds + 1)]
+p = [x[0] for x in np_]
+psd = [x[1] + x[2] for x in np_]
 q = [neper(r) for r in range(1, rounds + 1)]
 print(f"tcp connection per transaction, 1 flow, 1 byte each way, loopback, {secs} s, {rounds} alternating rounds")
 for name, v in [("netrig tcp-crr", n), ("netperf TCP_CRR", p), ("neper tcp_crr", q)]:
     print(f"{name:16} median {statistics.median(v):9.0f} tps   spread {min(v):.0f}..{max(v):.0f}")
 print(f"ratio netrig/netperf: {statistics.median(n) / statistics.median(p):.3f}")
 print(f"ratio netrig/neper:   {statistics.median(n) / statistics.median(q):.3f}")
+print(f"service demand, both ends, us/tran: netrig {statistics.median(nsd):.1f}  netperf {statistics.median(psd):.1f}"
+      f"  ratio {statistics.median(nsd) / statistics.median(psd):.3f} (lower is better)")
 PY

@@ -3,7 +3,8 @@
 //!
 //! The requester opens each transaction's connection itself, nonblocking,
 //! in its worker's event loop: connecting → greeting and request written →
-//! response read → closed. Which end closes first is `--close-first`: the
+//! response read → closed; a closed-loop flow alone on its worker does the
+//! same on blocking sockets, without the event loop (`run_alone`). Which end closes first is `--close-first`: the
 //! requester by default (as neper's tcp_crr: TIME_WAIT on the client), or
 //! the responder (as netperf's netserver and an HTTP/1.0 server: TIME_WAIT
 //! on the agent; the requester waits for that close before it closes and
@@ -16,7 +17,8 @@
 //!
 //! The responder gets the peer's connections through the run's intake, the
 //! greeting already read, or, when the agent lent it the listener (a run
-//! with one worker), accepts them itself (see `engine::intake::Door`): it
+//! with one worker), accepts them itself (see `engine::intake::Door`),
+//! peeking at each greeting and reading it with the request in one call: it
 //! answers the one request, then closes (responder first) or waits for the
 //! requester's close. Every connection on either end is bounded by the
 //! transaction timeout.
