@@ -1069,6 +1069,13 @@ impl Worker<'_> {
                         );
                         return Ok(self.failed_alone(&e, Alone::Next));
                     }
+                    // A response that trickles in never makes a read wait
+                    // ALONE_POLL: its deadline is looked at here too.
+                    if got < want {
+                        if let Some(end) = self.waited(deadline, drain_by, false) {
+                            return Ok(end);
+                        }
+                    }
                 }
                 Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted) => {
                     if let Some(end) = self.waited(deadline, drain_by, false) {
@@ -1335,6 +1342,18 @@ mod tests {
         }
     }
 
+    /// A requester flow to `addr`, with a test cookie.
+    fn requester_to(addr: SocketAddr) -> FlowSlot {
+        let connector = Arc::new(Connector {
+            addr,
+            bind: None,
+            options: SocketSettings::default(),
+            version: netrig_proto::PROTOCOL_VERSION,
+            cookie: SessionCookie([7; 16]),
+        });
+        FlowSlot::new(0, Direction::Tx, Role::Requester, Some(connector))
+    }
+
     fn closed_port() -> SocketAddr {
         TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap()
     }
@@ -1373,14 +1392,7 @@ mod tests {
     /// and none is counted as a transaction.
     #[test]
     fn refused_transactions_are_counted_not_hidden() {
-        let connector = Arc::new(Connector {
-            addr: closed_port(),
-            bind: None,
-            options: SocketSettings::default(),
-            version: netrig_proto::PROTOCOL_VERSION,
-            cookie: SessionCookie([7; 16]),
-        });
-        let slot = FlowSlot::new(0, Direction::Tx, Role::Requester, Some(connector));
+        let slot = requester_to(closed_port());
         let counters = slot.counters.clone();
         let ctl = control(Duration::from_secs(1));
         let stop = ctl.stop.clone();
@@ -1397,6 +1409,46 @@ mod tests {
         assert_eq!(errors.total(), errors.refused, "{errors:?}");
         assert_eq!(counters.transactions(), 0);
         assert!(end.latency.unwrap().is_empty());
+    }
+
+    /// A requester alone on its worker gives up on a response that
+    /// trickles in past `--timeout` (no read ever waits long enough to look
+    /// at the clock): counted timed out, not a transaction.
+    #[test]
+    fn a_trickling_response_times_out_alone() {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = l.local_addr().unwrap();
+        let server = std::thread::spawn(move || {
+            let (mut c, _) = l.accept().unwrap();
+            let mut greeting = [0u8; DataHello::LEN + 1];
+            c.read_exact(&mut greeting).unwrap();
+            // 100 bytes owed, one every 5 ms: 0.5 s in all.
+            for _ in 0..100 {
+                if c.write_all(&[0xa5]).is_err() {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(5));
+            }
+        });
+        let slot = requester_to(addr);
+        let counters = slot.counters.clone();
+        let ctl = control(Duration::from_secs(1));
+        let stop = ctl.stop.clone();
+        let mut wl = workload();
+        wl.timeout = Duration::from_millis(100);
+        wl.txn.response_size = 100;
+        let t = Instant::now();
+        let worker = std::thread::spawn(move || wl.run_transient(vec![slot], None, &ctl));
+        // The first transaction times out at 0.1 s (the next ones are reset
+        // or refused once the server is gone), long before its 0.5 s.
+        std::thread::sleep(Duration::from_millis(300));
+        stop.store(true, Ordering::Relaxed);
+        let end = worker.join().unwrap().unwrap();
+        server.join().unwrap();
+        let errors = end.transient[0].connect_errors.unwrap();
+        assert!(errors.timed_out >= 1, "{errors:?}");
+        assert_eq!(counters.transactions(), 0);
+        assert!(t.elapsed() < Duration::from_secs(2));
     }
 
     /// Requester and responder workers back to back over loopback: every
