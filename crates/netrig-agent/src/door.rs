@@ -3,7 +3,7 @@
 //! connections itself, without the accept loop's thread between. The
 //! accept loop stops watching the listener while it is lent and takes back
 //! what the worker will not keep (control connections, other sessions',
-//! greetings not arrived whole), finishing their greeting as if it had
+//! greetings not arrived whole), unread, reading their greeting as if it had
 //! accepted them. One run holds the listener at a time.
 
 use crate::listener::{allowed, Shared, LISTENER};
@@ -24,12 +24,10 @@ pub(crate) fn watch(registry: &Registry, listener: &mio::net::TcpListener) -> io
     registry.register(&mut SourceFd(&listener.as_raw_fd()), LISTENER, Interest::READABLE)
 }
 
-/// A connection a run gave back, with what it read of the greeting.
+/// A connection a run gave back, its greeting unread.
 pub(crate) struct Returned {
     pub stream: TcpStream,
     pub peer: SocketAddr,
-    pub greeting: [u8; DataHello::LEN],
-    pub len: usize,
 }
 
 /// The accept loop's side: whether the listener is lent, and what comes back.
@@ -114,7 +112,7 @@ impl Door for Lent {
         (hello.cookie == self.cookie && self.admits(peer)).then_some(hello)
     }
 
-    fn hand_back(&self, stream: TcpStream, peer: SocketAddr, read: &[u8]) {
+    fn hand_back(&self, stream: TcpStream, peer: SocketAddr) {
         let d = &self.shared.doorway;
         let mut q = d.returned.lock().expect("doorway lock");
         // As many as may wait for their greeting in the accept loop; past
@@ -123,15 +121,7 @@ impl Door for Lent {
             log::debug!("{peer}: closed: too many connections given back to the accept loop");
             return;
         }
-        let mut greeting = [0; DataHello::LEN];
-        let len = read.len().min(DataHello::LEN);
-        greeting[..len].copy_from_slice(&read[..len]);
-        q.push_back(Returned {
-            stream,
-            peer,
-            greeting,
-            len,
-        });
+        q.push_back(Returned { stream, peer });
         drop(q);
         let _ = d.waker.wake();
     }
@@ -197,13 +187,10 @@ mod tests {
             1,
             "the accept loop left it to the run"
         );
-        // The run's part: it gives it back with a greeting that is no one's.
+        // The run's part: it gives it back unread; the greeting is no one's.
+        std::io::Write::write_all(&mut c, b"XXXX").unwrap();
         let (s, peer) = shared.listener.accept().unwrap();
-        door.hand_back(
-            std::net::TcpStream::from(std::os::fd::OwnedFd::from(s)),
-            peer,
-            b"XXXX",
-        );
+        door.hand_back(std::net::TcpStream::from(std::os::fd::OwnedFd::from(s)), peer);
         assert!(closed_by_agent(&mut c), "the accept loop judged what came back");
         drop(door);
         // Given back: the accept loop accepts again, and it can be lent again.

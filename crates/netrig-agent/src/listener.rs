@@ -532,7 +532,7 @@ impl Acceptor {
                         // The listener may be back, with connections queued.
                         accept_due = true;
                         for r in self.shared.doorway.returned() {
-                            self.admit(MioStream::from_std(r.stream), r.peer, &r.greeting[..r.len]);
+                            self.admit(MioStream::from_std(r.stream), r.peer);
                         }
                     }
                     Token(slot) => self.on_readable(slot),
@@ -546,7 +546,7 @@ impl Acceptor {
     fn accept_all(&mut self) -> bool {
         loop {
             match self.shared.listener.accept() {
-                Ok((stream, peer)) => self.admit(stream, peer, &[]),
+                Ok((stream, peer)) => self.admit(stream, peer),
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return false,
                 // The peer gave up while queued, or a signal: the next one.
                 Err(e)
@@ -573,8 +573,8 @@ impl Acceptor {
 
     /// A new connection: its greeting often came with it; if not, it waits
     /// in a slot, the oldest waiting one making room if all are taken.
-    /// `read`: what of its greeting a run that holds the listener read.
-    fn admit(&mut self, stream: MioStream, peer: SocketAddr, read: &[u8]) {
+    /// (A connection a run gives back comes here too, its greeting unread.)
+    fn admit(&mut self, stream: MioStream, peer: SocketAddr) {
         let now = Instant::now();
         if !allowed(&self.shared.config.allow, peer.ip()) {
             if self.deny_log.allow(now) {
@@ -590,9 +590,8 @@ impl Acceptor {
             id,
             deadline: now + self.shared.config.greeting_timeout,
             buf: [0; DataHello::LEN],
-            len: read.len().min(DataHello::LEN),
+            len: 0,
         };
-        p.buf[..p.len].copy_from_slice(&read[..p.len]);
         match p.advance() {
             Progress::Waiting => {}
             Progress::Done(g) => return self.dispatch(p.stream, peer, g),

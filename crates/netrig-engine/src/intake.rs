@@ -51,13 +51,13 @@ pub trait Door: Send {
     /// before a byte of it is read.
     fn admits(&self, peer: std::net::SocketAddr) -> bool;
     /// The greeting a connection brought (at most a [`DataHello`]'s
-    /// length), if it is whole and opens one of the run's own connections:
-    /// then the worker keeps it.
+    /// length, peeked at), if it is whole and opens one of the run's own
+    /// connections: then the worker keeps it.
     fn claim(&self, greeting: &[u8], peer: std::net::SocketAddr) -> Option<DataHello>;
-    /// A connection the worker will not keep, with what it read of its
-    /// greeting: to the listener's thread, which finishes its greeting and
-    /// dispatches it (or closes it, and says why).
-    fn hand_back(&self, stream: TcpStream, peer: std::net::SocketAddr, greeting: &[u8]);
+    /// A connection the worker will not keep, not a byte of it read (the
+    /// worker only peeks): to the listener's thread, which reads its
+    /// greeting and dispatches it (or closes it, and says why).
+    fn hand_back(&self, stream: TcpStream, peer: std::net::SocketAddr);
     /// accept() failed for want of a resource (descriptors, memory): the
     /// agent keeps the reason for the sessions that ask why.
     fn accept_failed(&self, error: &std::io::Error) {

@@ -168,7 +168,7 @@ impl Greeting {
 
     /// To the agent's accept loop, unread (what was seen was only peeked).
     fn hand_back(self, door: &dyn Door) {
-        door.hand_back(self.sock, self.peer, &[]);
+        door.hand_back(self.sock, self.peer);
     }
 
     /// What came so far begins a data connection's greeting.
@@ -775,7 +775,7 @@ impl Worker<'_> {
             let sock = TcpStream::from(OwnedFd::from(sock));
             if !door.admits(peer) {
                 // Another client's, or from outside --allow: not a byte read.
-                door.hand_back(sock, peer, &[]);
+                door.hand_back(sock, peer);
                 continue;
             }
             // Never a byte past the greeting: a control connection's is
@@ -1533,7 +1533,7 @@ mod door_tests {
     use std::os::fd::{AsFd, BorrowedFd};
     use std::sync::{Arc, Mutex};
 
-    type Back = Arc<Mutex<Vec<(TcpStream, Vec<u8>, SocketAddr)>>>;
+    type Back = Arc<Mutex<Vec<(TcpStream, SocketAddr)>>>;
 
     /// The agent's part: a listener, its cookie, and what comes back.
     struct TestDoor {
@@ -1553,8 +1553,8 @@ mod door_tests {
             let h = DataHello::decode(g.try_into().ok()?).ok()?;
             (h.cookie == self.cookie).then_some(h)
         }
-        fn hand_back(&self, s: TcpStream, peer: SocketAddr, g: &[u8]) {
-            self.back.lock().unwrap().push((s, g.to_vec(), peer));
+        fn hand_back(&self, s: TcpStream, peer: SocketAddr) {
+            self.back.lock().unwrap().push((s, peer));
         }
     }
 
@@ -1649,12 +1649,7 @@ mod door_tests {
             // Each given back unread (its greeting only peeked at): the
             // agent's accept loop reads it from its first byte.
             let back = std::mem::take(&mut *back.lock().unwrap());
-            assert!(
-                back.iter().all(|(_, g, _)| g.is_empty()),
-                "{close_first:?}: a byte read"
-            );
-            let mut by_port: HashMap<u16, TcpStream> =
-                back.into_iter().map(|(s, _, p)| (p.port(), s)).collect();
+            let mut by_port: HashMap<u16, TcpStream> = back.into_iter().map(|(s, p)| (p.port(), s)).collect();
             let mut unread = |c: &TcpStream, n: usize| {
                 let mut s = by_port
                     .remove(&c.local_addr().unwrap().port())
