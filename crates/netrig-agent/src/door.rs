@@ -12,12 +12,14 @@ use mio::unix::SourceFd;
 use mio::{Interest, Poll, Registry, Token, Waker};
 use netrig_engine::intake::Door;
 use netrig_proto::{DataHello, SessionCookie};
+use socket2::SockRef;
 use std::collections::VecDeque;
 use std::io;
 use std::net::{IpAddr, SocketAddr, TcpStream};
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 /// Starts the accept loop's watch on the listener (again).
 pub(crate) fn watch(registry: &Registry, listener: &mio::net::TcpListener) -> io::Result<()> {
@@ -84,6 +86,7 @@ pub(crate) fn lend(
         shared: shared.clone(),
         cookie,
         client,
+        blocked: AtomicBool::new(false),
     }))
 }
 
@@ -91,6 +94,8 @@ struct Lent {
     shared: Arc<Shared>,
     cookie: SessionCookie,
     client: Option<IpAddr>,
+    /// The run made the listener blocking (`block`): undone when dropped.
+    blocked: AtomicBool,
 }
 
 impl Door for Lent {
@@ -113,6 +118,13 @@ impl Door for Lent {
     }
 
     fn hand_back(&self, stream: TcpStream, peer: SocketAddr) {
+        if self.blocked.load(Ordering::Relaxed) {
+            // Accepted blocking, with the listener's timeouts: as the accept loop's own.
+            if let Err(e) = unblock(SockRef::from(&stream)) {
+                log::debug!("{peer}: closed: cannot make it non-blocking again: {e}");
+                return;
+            }
+        }
         let d = &self.shared.doorway;
         let mut q = d.returned.lock().expect("doorway lock");
         // As many as may wait for their greeting in the accept loop; past
@@ -126,10 +138,25 @@ impl Door for Lent {
         let _ = d.waker.wake();
     }
 
+    fn block(&self, wait: Duration) -> io::Result<()> {
+        let l = SockRef::from(&self.shared.listener);
+        self.blocked.store(true, Ordering::Relaxed);
+        l.set_read_timeout(Some(wait))?;
+        l.set_write_timeout(Some(wait))?;
+        l.set_nonblocking(false)
+    }
+
     fn accept_failed(&self, error: &io::Error) {
         self.shared.accept_failures.record(error, self.queued());
         log::warn!("accept failed: {error}; the run holding the listener stops accepting for a moment");
     }
+}
+
+/// Non-blocking again, without timeouts (what `Door::block` set).
+fn unblock(s: SockRef<'_>) -> io::Result<()> {
+    s.set_nonblocking(true)?;
+    s.set_read_timeout(None)?;
+    s.set_write_timeout(None)
 }
 
 impl Lent {
@@ -142,6 +169,13 @@ impl Drop for Lent {
     /// The listener goes back to the accept loop, which accepts what queued.
     fn drop(&mut self) {
         let d = &self.shared.doorway;
+        if self.blocked.load(Ordering::Relaxed) {
+            // Before the accept loop may accept on it again.
+            if let Err(e) = unblock(SockRef::from(&self.shared.listener)) {
+                log::error!("cannot make the listener non-blocking again: {e}; no longer accepting");
+                return;
+            }
+        }
         if let Err(e) = watch(&d.registry, &self.shared.listener) {
             log::error!("cannot take the listener back from a run: {e}; no longer accepting");
         }
@@ -198,5 +232,39 @@ mod tests {
         std::io::Write::write_all(&mut c, b"XXXX").unwrap();
         assert!(closed_by_agent(&mut c), "the accept loop accepts again");
         assert!(lend(&shared, cookie, None).is_some(), "free again");
+    }
+
+    /// A run that made the listener blocking (`Door::block`) accepts
+    /// blocking sockets with its timeouts; what it gives back, and the
+    /// listener when it is dropped, are non-blocking again without them,
+    /// and the accept loop serves both.
+    #[test]
+    fn a_blocking_door_undoes_it_on_what_it_gives_back() {
+        let agent = Agent::bind(AgentConfig::new("127.0.0.1:0".parse().unwrap())).unwrap();
+        let shared = agent.shared.clone();
+        let handle = agent.spawn();
+        let door = lend(&shared, SessionCookie([6; 16]), None).expect("free");
+        let wait = Duration::from_millis(30);
+        door.block(wait).unwrap();
+        let l = SockRef::from(&shared.listener);
+        assert!(!l.nonblocking().unwrap(), "blocking while lent");
+        // The run's accept waits (its timeout at most) and takes the listener's timeouts along.
+        let copy = std::net::TcpListener::from(door.listener().try_clone_to_owned().unwrap());
+        let t = Instant::now();
+        assert_eq!(copy.accept().unwrap_err().kind(), io::ErrorKind::WouldBlock);
+        assert!(t.elapsed() >= wait, "accept(2) waited {:?}", t.elapsed());
+        let mut c = TcpStream::connect(handle.addr()).unwrap();
+        let (s, peer) = copy.accept().unwrap();
+        assert!(s.read_timeout().unwrap().is_some(), "inherited");
+        std::io::Write::write_all(&mut c, b"XXXX").unwrap();
+        door.hand_back(s, peer);
+        assert!(closed_by_agent(&mut c), "the accept loop judged what came back");
+        drop(door);
+        assert!(l.nonblocking().unwrap(), "non-blocking again");
+        assert_eq!(l.read_timeout().unwrap(), None);
+        assert_eq!(l.write_timeout().unwrap(), None);
+        let mut c = TcpStream::connect(handle.addr()).unwrap();
+        std::io::Write::write_all(&mut c, b"XXXX").unwrap();
+        assert!(closed_by_agent(&mut c), "the accept loop accepts again");
     }
 }

@@ -20,8 +20,9 @@
 //! with one worker), accepts them itself (see `engine::intake::Door`),
 //! peeking at each greeting and reading it with the request in one call: it
 //! answers the one request, then closes (responder first) or waits for the
-//! requester's close. Every connection on either end is bounded by the
-//! transaction timeout.
+//! requester's close. A closed-loop run of one flow does so on blocking
+//! sockets (`run_lone`: the worker waits in accept(2), as netserver does).
+//! Every connection on either end is bounded by the transaction timeout.
 
 use mio::{Interest, Registry, Token};
 use netrig_engine::flow::{FirstConnection, FlowSlot, TransientEnd, WorkerEnd};
@@ -139,6 +140,16 @@ struct Greeting {
 }
 
 impl Greeting {
+    fn new(sock: TcpStream, peer: SocketAddr) -> Greeting {
+        Greeting {
+            sock,
+            peer,
+            buf: [0; DataHello::LEN],
+            len: 0,
+            since: Instant::now(),
+        }
+    }
+
     /// Looks at what has come of the greeting, taking none of it
     /// (MSG_PEEK): a connection that is not the run's goes back to the
     /// agent with every byte unread (a control connection's greeting is
@@ -159,6 +170,23 @@ impl Greeting {
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(_) => return Heard::Over,
             }
+        }
+    }
+
+    /// A blocking connection's greeting that came in part: waits (its
+    /// SO_RCVTIMEO at most) for the rest, still only peeking.
+    fn read_whole(&mut self) {
+        // SAFETY: recv(2) into `buf`, at most its length; the descriptor is `sock`'s.
+        let n = unsafe {
+            libc::recv(
+                self.sock.as_raw_fd(),
+                self.buf.as_mut_ptr().cast(),
+                self.buf.len(),
+                libc::MSG_PEEK | libc::MSG_WAITALL,
+            )
+        };
+        if let Ok(n) = usize::try_from(n) {
+            self.len = n;
         }
     }
 
@@ -295,6 +323,22 @@ struct FlowState {
     first_done: bool,
 }
 
+impl FlowState {
+    /// Counts what a responder's `Answerer::serve` moved.
+    fn answered(&mut self, moved: &Moved, sock: &TcpStream) {
+        self.slot.counters.add_bytes(moved.bytes);
+        if moved.transactions > 0 {
+            let _ = self.slot.counters.add_transactions(moved.transactions);
+            if !self.first_done {
+                self.first_done = true;
+                if let Some(first) = &mut self.first {
+                    first.done = sockopt::buffers(sock);
+                }
+            }
+        }
+    }
+}
+
 /// One worker's connections and flows.
 struct Worker<'a> {
     cfg: &'a CrrWorkload,
@@ -351,7 +395,21 @@ impl TransientWorkload for CrrWorkload {
             Some(i) => (Reactor::with_poll(i.poll, false)?, Some(i.arrivals), i.door),
             None => (Reactor::new(false)?, None, None),
         };
+        // One responder flow, closed loop, holding the listener: it waits in
+        // accept(2) itself, no event loop (run_lone), if the door lets it.
+        let lone = door.as_ref().is_some_and(|d| {
+            self.txn.rate.is_none()
+                && self.txn.burst <= 1
+                && matches!(&flows[..], [f] if f.role == Role::Responder)
+                && d.block(ALONE_POLL).is_ok()
+        });
+        let mut lone_door = None;
         let door = match door {
+            Some(d) if lone => {
+                let copy = d.listener().try_clone_to_owned().map_err(setup)?;
+                lone_door = Some((d, std::net::TcpListener::from(copy)));
+                None
+            }
             Some(d) => {
                 let copy = d.listener().try_clone_to_owned().map_err(setup)?;
                 let mut l = mio::net::TcpListener::from_std(std::net::TcpListener::from(copy));
@@ -423,6 +481,9 @@ impl TransientWorkload for CrrWorkload {
         }
         if w.alone() {
             return w.run_alone();
+        }
+        if let Some((door, listener)) = lone_door {
+            return w.run_lone(door, listener);
         }
         reactor.run_worker(w, ctl)
     }
@@ -780,13 +841,7 @@ impl Worker<'_> {
             }
             // Never a byte past the greeting: a control connection's is
             // shorter, and what follows it belongs to its session.
-            let mut g = Greeting {
-                sock,
-                peer,
-                buf: [0; DataHello::LEN],
-                len: 0,
-                since: Instant::now(),
-            };
+            let mut g = Greeting::new(sock, peer);
             if let Err(e) = self.greeted(registry, &*door, g.read(), g) {
                 break Err(e);
             }
@@ -841,47 +896,9 @@ impl Worker<'_> {
         sock: TcpStream,
         unread: bool,
     ) -> Result<(), EngineError> {
-        let Some(&i) = self.by_id.get(&hello.flow) else {
-            log::debug!(
-                "a connection for flow {}, which this test does not have; closed",
-                hello.flow
-            );
+        let Some((i, answer)) = self.accepted(&hello, &sock, unread)? else {
             return Ok(());
         };
-        // (Non-blocking already: the intake's and the door's connections are.)
-        sockopt::apply_connected(&sock, &self.cfg.accepted_options, true, "-S/--remote-sockbuf")
-            .map_err(|e| EngineError::Setup(format!("agent {e}")))?;
-        if self.flows[i].first.is_none() {
-            self.flows[i].first = Some(FirstConnection {
-                initial: sockopt::buffers(&sock),
-                applied: sockopt::applied(&sock),
-                done: Default::default(),
-            });
-        }
-        let mut answer = Answerer::new(self.cfg.txn.request_size, self.cfg.txn.response_size, 1);
-        if unread {
-            let room = self.cfg.txn.request_size.min(self.rbuf.len() - DataHello::LEN);
-            let request = match (&sock).read(&mut self.rbuf[..DataHello::LEN + room]) {
-                // (At least the greeting: it was seen whole.)
-                Ok(n) if n >= DataHello::LEN => n - DataHello::LEN,
-                Ok(n) => {
-                    log::debug!(
-                        "flow {}: {n} bytes where its greeting was seen whole; closed",
-                        hello.flow
-                    );
-                    return Ok(());
-                }
-                Err(e) => {
-                    log::debug!("flow {}: reading its greeting: {e}; closed", hello.flow);
-                    return Ok(());
-                }
-            };
-            self.flows[i].slot.counters.add_bytes(request as u64);
-            if let Err((what, e)) = answer.took(request) {
-                log::debug!("flow {}: {what}: {e}; closed", hello.flow);
-                return Ok(());
-            }
-        }
         // Answered first, watched after: the request has mostly come with
         // the greeting, and the event loop's bookkeeping (and, the responder
         // closing first, all of it) stays off the requester's wait.
@@ -899,6 +916,174 @@ impl Worker<'_> {
             if let Err(e) = watch(registry, &c.sock, slot) {
                 log::debug!("flow {}: {e}; closed", hello.flow);
                 self.close(slot);
+            }
+        }
+        Ok(())
+    }
+
+    /// A connection of the peer's, its greeting read (`unread`: only peeked
+    /// at; read here with as much of the request as came, one read for
+    /// both): its flow and what answers it, or `None` when it is to be
+    /// closed (said at debug level).
+    fn accepted(
+        &mut self,
+        hello: &DataHello,
+        sock: &TcpStream,
+        unread: bool,
+    ) -> Result<Option<(usize, Answerer)>, EngineError> {
+        let Some(&i) = self.by_id.get(&hello.flow) else {
+            log::debug!(
+                "a connection for flow {}, which this test does not have; closed",
+                hello.flow
+            );
+            return Ok(None);
+        };
+        sockopt::apply_connected(sock, &self.cfg.accepted_options, true, "-S/--remote-sockbuf")
+            .map_err(|e| EngineError::Setup(format!("agent {e}")))?;
+        if self.flows[i].first.is_none() {
+            self.flows[i].first = Some(FirstConnection {
+                initial: sockopt::buffers(sock),
+                applied: sockopt::applied(sock),
+                done: Default::default(),
+            });
+        }
+        let mut answer = Answerer::new(self.cfg.txn.request_size, self.cfg.txn.response_size, 1);
+        if unread {
+            let room = self.cfg.txn.request_size.min(self.rbuf.len() - DataHello::LEN);
+            let request = match (&*sock).read(&mut self.rbuf[..DataHello::LEN + room]) {
+                // (At least the greeting: it was seen whole.)
+                Ok(n) if n >= DataHello::LEN => n - DataHello::LEN,
+                Ok(n) => {
+                    log::debug!(
+                        "flow {}: {n} bytes where its greeting was seen whole; closed",
+                        hello.flow
+                    );
+                    return Ok(None);
+                }
+                Err(e) => {
+                    log::debug!("flow {}: reading its greeting: {e}; closed", hello.flow);
+                    return Ok(None);
+                }
+            };
+            self.flows[i].slot.counters.add_bytes(request as u64);
+            if let Err((what, e)) = answer.took(request) {
+                log::debug!("flow {}: {what}: {e}; closed", hello.flow);
+                return Ok(None);
+            }
+        }
+        Ok(Some((i, answer)))
+    }
+
+    /// One responder flow, closed loop, on the worker holding the agent's
+    /// listener (netserver's side of TCP_CRR): the door made the listener
+    /// blocking (`Door::block`), and the worker waits in accept(2), then in
+    /// the connection's own calls: a peek at the greeting, one read of it
+    /// and the request, the response's write[, the read of the requester's
+    /// close], then close(2); each wait bounded by [`ALONE_POLL`] (the
+    /// timeouts the connection inherits from the listener) to look at the
+    /// run's end and the connection's `--timeout`. The event loop's path
+    /// adds an epoll_wait(2) and an accept(2) that finds the queue empty per
+    /// connection, and epoll_ctl(2) for each greeting that is late. What is
+    /// not the run's goes back to the agent as from the event loop (a
+    /// greeting not come whole within [`ALONE_POLL`] too: the agent waits
+    /// for it, and gives it to this worker through the intake).
+    fn run_lone(
+        mut self,
+        door: Box<dyn Door>,
+        listener: std::net::TcpListener,
+    ) -> Result<WorkerEnd, EngineError> {
+        while !self.ctl.aborted.load(Ordering::Relaxed) && !self.ctl.stop.load(Ordering::Relaxed) {
+            if let Some(rx) = self.arrivals.take() {
+                while let Ok((hello, sock)) = rx.try_recv() {
+                    let blocking = sock.set_nonblocking(false).and_then(|()| {
+                        sock.set_read_timeout(Some(ALONE_POLL))?;
+                        sock.set_write_timeout(Some(ALONE_POLL))
+                    });
+                    match blocking {
+                        Ok(()) => self.answer_lone(hello, sock, false)?,
+                        Err(e) => log::debug!("flow {}: {e}; closed", hello.flow),
+                    }
+                }
+                self.arrivals = Some(rx);
+            }
+            let (sock, peer) = match listener.accept() {
+                Ok(a) => a,
+                // ALONE_POLL without a connection; the peer gave up while queued; a signal.
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        io::ErrorKind::WouldBlock
+                            | io::ErrorKind::Interrupted
+                            | io::ErrorKind::ConnectionAborted
+                    ) =>
+                {
+                    continue
+                }
+                Err(e) => {
+                    // Out of descriptors and the like: as the event loop's.
+                    door.accept_failed(&e);
+                    std::thread::sleep(DOOR_BACKOFF);
+                    continue;
+                }
+            };
+            if !door.admits(peer) {
+                door.hand_back(sock, peer);
+                continue;
+            }
+            let mut g = Greeting::new(sock, peer);
+            if g.read() == Heard::Waiting && g.len > 0 {
+                g.read_whole();
+            }
+            match door.claim(g.bytes(), peer) {
+                Some(hello) => self.answer_lone(hello, g.sock, true)?,
+                None => g.hand_back(&*door),
+            }
+        }
+        // The listener goes back to the agent, non-blocking again, with the door.
+        drop(listener);
+        drop(door);
+        Ok(self.end())
+    }
+
+    /// A connection of the run's on a lone responder (blocking, with
+    /// [`ALONE_POLL`] timeouts): answered, then closed, by the close order;
+    /// cut at its `--timeout`, the test's abort, or the drain's end.
+    fn answer_lone(
+        &mut self,
+        hello: DataHello,
+        mut sock: TcpStream,
+        unread: bool,
+    ) -> Result<(), EngineError> {
+        let Some((i, mut answer)) = self.accepted(&hello, &sock, unread)? else {
+            return Ok(());
+        };
+        let deadline = Instant::now() + self.cfg.timeout;
+        let mut drain_by = None;
+        loop {
+            let mut moved = Moved::default();
+            let r = answer.serve(&mut sock, &mut self.rbuf, &self.response, &mut moved);
+            self.flows[i].answered(&moved, &sock);
+            match r {
+                Ok(false) if self.cfg.close_first == CloseFirst::Responder && answer.finished() => break,
+                // A call waited ALONE_POLL: look at the clock and the run.
+                Ok(false) => {
+                    let now = Instant::now();
+                    if self.ctl.stop.load(Ordering::Relaxed) {
+                        drain_by.get_or_insert(now + self.ctl.drain.min(self.cfg.timeout));
+                    }
+                    if self.ctl.aborted.load(Ordering::Relaxed)
+                        || now >= deadline
+                        || drain_by.is_some_and(|t| now >= t)
+                    {
+                        log::debug!("flow {}: connection not done in time; closed", hello.flow);
+                        break;
+                    }
+                }
+                Ok(true) => break,
+                Err((what, e)) => {
+                    log::debug!("flow {}: {what}: {e}", hello.flow);
+                    break;
+                }
             }
         }
         Ok(())
@@ -1276,17 +1461,7 @@ impl Worker<'_> {
                 Step::Answering(answer) => {
                     let mut moved = Moved::default();
                     let r = answer.serve(&mut c.sock, &mut self.rbuf, &self.response, &mut moved);
-                    let f = &mut self.flows[i];
-                    f.slot.counters.add_bytes(moved.bytes);
-                    if moved.transactions > 0 {
-                        let _ = f.slot.counters.add_transactions(moved.transactions);
-                        if !f.first_done {
-                            f.first_done = true;
-                            if let Some(first) = &mut f.first {
-                                first.done = sockopt::buffers(&c.sock);
-                            }
-                        }
-                    }
+                    self.flows[i].answered(&moved, &c.sock);
                     match r {
                         // Closing first: as soon as the response is out.
                         Ok(false) if self.cfg.close_first == CloseFirst::Responder && answer.finished() => {
@@ -1531,6 +1706,7 @@ mod door_tests {
     use netrig_proto::{Direction, SessionCookie};
     use std::net::TcpListener;
     use std::os::fd::{AsFd, BorrowedFd};
+    use std::sync::atomic::AtomicBool;
     use std::sync::{Arc, Mutex};
 
     type Back = Arc<Mutex<Vec<(TcpStream, SocketAddr)>>>;
@@ -1540,6 +1716,8 @@ mod door_tests {
         l: TcpListener,
         cookie: SessionCookie,
         back: Back,
+        /// Lets the worker make the listener blocking (as the agent's door).
+        blocks: bool,
     }
 
     impl Door for TestDoor {
@@ -1555,6 +1733,72 @@ mod door_tests {
         }
         fn hand_back(&self, s: TcpStream, peer: SocketAddr) {
             self.back.lock().unwrap().push((s, peer));
+        }
+        fn block(&self, wait: Duration) -> io::Result<()> {
+            if !self.blocks {
+                return Err(io::ErrorKind::Unsupported.into());
+            }
+            self.l.set_nonblocking(false)?;
+            let l = socket2::SockRef::from(&self.l);
+            l.set_read_timeout(Some(wait))?;
+            l.set_write_timeout(Some(wait))
+        }
+    }
+
+    /// A responder flow's worker (1-byte requests and responses) lent a
+    /// TestDoor on a fresh listener, running; `pass_on` feeds its intake.
+    struct Rig {
+        addr: SocketAddr,
+        cookie: SessionCookie,
+        back: Back,
+        stop: Arc<AtomicBool>,
+        served: Arc<netrig_engine::flow::FlowCounters>,
+        worker: std::thread::JoinHandle<Result<WorkerEnd, EngineError>>,
+        pass_on: std::sync::mpsc::SyncSender<netrig_engine::intake::Arrival>,
+    }
+
+    impl Rig {
+        fn start(close_first: CloseFirst, blocks: bool) -> Rig {
+            let l = TcpListener::bind("127.0.0.1:0").unwrap();
+            l.set_nonblocking(true).unwrap();
+            let addr = l.local_addr().unwrap();
+            let cookie = SessionCookie([3; 16]);
+            let back: Back = Arc::default();
+            let (dealer, mut intakes) = netrig_engine::intake::deal(1, 8).unwrap();
+            drop(dealer);
+            let mut intake = intakes.pop().unwrap();
+            let (pass_on, arrivals) = std::sync::mpsc::sync_channel(8);
+            intake.arrivals = arrivals;
+            intake.door = Some(Box::new(TestDoor {
+                l,
+                cookie,
+                back: back.clone(),
+                blocks,
+            }));
+            let ctl = super::tests::control(Duration::from_millis(300));
+            let stop = ctl.stop.clone();
+            let slot = FlowSlot::new(0, Direction::Tx, Role::Responder, None);
+            let served = slot.counters.clone();
+            let worker = std::thread::spawn(move || {
+                let mut wl = CrrWorkload {
+                    txn: TxnParams::from_spec(&Default::default()),
+                    timeout: Duration::from_secs(1),
+                    accepted_options: SocketSettings::default(),
+                    close_first,
+                };
+                wl.txn.request_size = 1;
+                wl.txn.response_size = 1;
+                wl.run_transient(vec![slot], Some(intake), &ctl)
+            });
+            Rig {
+                addr,
+                cookie,
+                back,
+                stop,
+                served,
+                worker,
+                pass_on,
+            }
         }
     }
 
@@ -1588,34 +1832,15 @@ mod door_tests {
     #[test]
     fn a_worker_with_the_listener_keeps_its_own_and_gives_back_the_rest() {
         for close_first in [CloseFirst::Requester, CloseFirst::Responder] {
-            let l = TcpListener::bind("127.0.0.1:0").unwrap();
-            l.set_nonblocking(true).unwrap();
-            let addr = l.local_addr().unwrap();
-            let cookie = SessionCookie([3; 16]);
-            let back: Back = Arc::default();
-            let (dealer, mut intakes) = netrig_engine::intake::deal(1, 8).unwrap();
-            drop(dealer);
-            let mut intake = intakes.pop().unwrap();
-            intake.door = Some(Box::new(TestDoor {
-                l,
+            let Rig {
+                addr,
                 cookie,
-                back: back.clone(),
-            }));
-            let ctl = super::tests::control(Duration::from_millis(300));
-            let stop = ctl.stop.clone();
-            let slot = FlowSlot::new(0, Direction::Tx, Role::Responder, None);
-            let served = slot.counters.clone();
-            let worker = std::thread::spawn(move || {
-                let mut wl = CrrWorkload {
-                    txn: TxnParams::from_spec(&Default::default()),
-                    timeout: Duration::from_secs(1),
-                    accepted_options: SocketSettings::default(),
-                    close_first,
-                };
-                wl.txn.request_size = 1;
-                wl.txn.response_size = 1;
-                wl.run_transient(vec![slot], Some(intake), &ctl)
-            });
+                back,
+                stop,
+                served,
+                worker,
+                ..
+            } = Rig::start(close_first, false);
             let h = hello(cookie);
             let whole = [&h[..], b"q"].concat();
             assert_eq!(transact(addr, &[&whole], Duration::ZERO).unwrap(), [0xa5]);
@@ -1669,6 +1894,73 @@ mod door_tests {
             assert_eq!(unread(&other, foreign.len()), foreign, "a foreign cookie");
             assert_eq!(by_port.len(), 1, "and the silent one");
             drop((control, other, theirs));
+        }
+    }
+
+    /// A lone responder flow whose door blocks waits in accept(2) (no event
+    /// loop): it answers its own connections in either close order, gives
+    /// back unread a control greeting and a greeting that comes in pieces
+    /// slower than ALONE_POLL, answers the latter when the agent (here, the
+    /// test) has read its greeting and passed it on through the intake, and
+    /// ends when stopped.
+    #[test]
+    fn a_lone_responder_waits_in_accept_and_answers_what_the_agent_passes_on() {
+        for close_first in [CloseFirst::Requester, CloseFirst::Responder] {
+            let Rig {
+                addr,
+                cookie,
+                back,
+                stop,
+                served,
+                worker,
+                pass_on,
+            } = Rig::start(close_first, true);
+            let h = hello(cookie);
+            let whole = [&h[..], b"q"].concat();
+            for _ in 0..3 {
+                assert_eq!(transact(addr, &[&whole], Duration::ZERO).unwrap(), [0xa5]);
+            }
+            // In pieces, slower than the worker waits: given back; the agent
+            // reads the greeting and passes the connection on.
+            let slow = std::thread::spawn(move || {
+                transact(addr, &[&h[..10], &h[10..], b"q"], Duration::from_millis(60))
+            });
+            let t = Instant::now();
+            let (mut s, _) = loop {
+                if let Some(b) = back.lock().unwrap().pop() {
+                    break b;
+                }
+                assert!(t.elapsed() < Duration::from_secs(2), "never given back");
+                std::thread::sleep(Duration::from_millis(5));
+            };
+            s.set_nonblocking(false).unwrap();
+            s.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+            let mut g = [0u8; DataHello::LEN];
+            s.read_exact(&mut g).unwrap();
+            s.set_nonblocking(true).unwrap();
+            pass_on.send((DataHello::decode(&g).unwrap(), s)).unwrap();
+            assert_eq!(slow.join().unwrap().unwrap(), [0xa5], "answered when passed on");
+            // A control greeting with the session's first bytes after it: back, unread.
+            let mut control = TcpStream::connect(addr).unwrap();
+            let mut pre = netrig_proto::CONTROL_MAGIC.to_vec();
+            pre.extend_from_slice(&[0, 6, 0, 0]);
+            control.write_all(&[&pre[..], b"after"].concat()).unwrap();
+            let t = Instant::now();
+            while back.lock().unwrap().is_empty() {
+                assert!(t.elapsed() < Duration::from_secs(2), "control never given back");
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            let (mut s, _) = back.lock().unwrap().pop().unwrap();
+            s.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+            let mut b = vec![0u8; pre.len() + 5];
+            s.read_exact(&mut b).unwrap();
+            assert_eq!(b, [&pre[..], b"after"].concat(), "control, unread");
+            let t = Instant::now();
+            stop.store(true, Ordering::Relaxed);
+            worker.join().unwrap().unwrap();
+            assert!(t.elapsed() < Duration::from_secs(1), "ended in {:?}", t.elapsed());
+            assert_eq!(served.transactions(), 4, "{close_first:?}");
+            drop(control);
         }
     }
 }

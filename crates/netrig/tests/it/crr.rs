@@ -336,6 +336,68 @@ fn crr_table_names_the_end_that_closed_first() {
 /// of transactions, in either close order, where two flows sharing a worker
 /// (its event loop) wait there about once a transaction. The counts are
 /// checked as every crr run's.
+/// The agent's side of a one-flow closed-loop run, which holds the listener
+/// (netserver's TCP_CRR side): it waits in accept(2) and in the connection's
+/// own calls, about one accept(2) a transaction and a handful of epoll calls
+/// for hundreds of transactions (the accept loop's and the session's), in
+/// either close order. With two flows on its one worker it answers from its
+/// event loop: an epoll_ctl(2) for each connection it waits on (the
+/// requester's close).
+#[test]
+fn crr_alone_the_agent_waits_in_accept_not_in_epoll() {
+    if !strace_works() {
+        eprintln!("skipped: strace is missing or cannot trace here");
+        return;
+    }
+    let calls = |extra: &[&str]| -> (u64, u64, u64) {
+        let log = std::env::temp_dir().join(format!(
+            "netrig-agent-strace-{}-{}.txt",
+            std::process::id(),
+            extra.join("")
+        ));
+        let agent = Served::start_straced(
+            "epoll_wait,epoll_pwait,epoll_pwait2,epoll_ctl,accept,accept4",
+            &log,
+        );
+        let port = agent.port_arg();
+        let mut args = vec!["tcp-crr", "-H", "127.0.0.1", "-p", &port, "-l", "0.5", "--json"];
+        args.extend_from_slice(extra);
+        let o = run(&args);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+        check_crr(&v);
+        let text = agent.traced(&log);
+        // An interrupted call is two lines; "<... accept4 resumed>" is the second.
+        let count = |names: &[&str]| {
+            text.lines()
+                .filter(|l| names.iter().any(|n| l.contains(&format!(" {n}("))))
+                .count() as u64
+        };
+        let epoll = count(&["epoll_wait", "epoll_pwait", "epoll_pwait2", "epoll_ctl"]);
+        let accepts = count(&["accept", "accept4"]);
+        (epoll, accepts, u(&v, "/summary/transactions"))
+    };
+    for end in ["requester", "responder"] {
+        let (e, a, n) = calls(&["--close-first", end]);
+        eprintln!("agent, one flow, {end} closing first: {e} epoll calls, {a} accepts for {n} transactions");
+        assert!(n >= 50, "{end}: {n} transactions");
+        assert!(
+            e * 10 < n,
+            "agent, {end} closing first: {e} epoll calls for {n} transactions"
+        );
+        assert!(
+            a * 10 < n * 13,
+            "agent, {end} closing first: {a} accepts for {n} transactions"
+        );
+    }
+    let (e, a, n) = calls(&["-P", "2", "-T", "1"]);
+    eprintln!("agent, two flows on one worker: {e} epoll calls, {a} accepts for {n} transactions");
+    assert!(
+        n >= 50 && e * 2 > n,
+        "agent event loop: {e} epoll calls for {n} transactions"
+    );
+}
+
 #[test]
 fn crr_alone_waits_in_the_socket_calls_not_in_epoll() {
     if !strace_works() {

@@ -191,6 +191,38 @@ impl Served {
         Served::launch(sh, extra)
     }
 
+    /// `netrig serve` under `strace -f -e trace=TRACE -o LOG`; [`Served::traced`]
+    /// stops it and gives the log.
+    pub fn start_straced(trace: &str, log: &std::path::Path) -> Served {
+        let strace = || {
+            let mut c = Command::new("strace");
+            c.args(["-f", "-e", &format!("trace={trace}"), "-o"])
+                .arg(log)
+                .arg(env!("CARGO_BIN_EXE_netrig"))
+                .env("RUST_LOG", NETRIG_LOG);
+            c
+        };
+        Served::launch(strace, &[])
+    }
+
+    /// Ends an agent started by [`Served::start_straced`] (the agent first,
+    /// then strace, which writes out the rest of its log) and gives the log.
+    pub fn traced(mut self, log: &std::path::Path) -> String {
+        let pid = self.child.id();
+        let children =
+            std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children")).unwrap_or_default();
+        for c in children.split_whitespace() {
+            let _ = Command::new("kill").arg(c).status();
+        }
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while self.child.try_wait().ok().flatten().is_none() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let text = std::fs::read_to_string(log).unwrap_or_default();
+        let _ = std::fs::remove_file(log);
+        text
+    }
+
     fn launch(make: impl Fn() -> Command, extra: &[&str]) -> Served {
         // The free port may be taken by another test before the agent binds
         // it: an agent that exits at once is started again on another.
