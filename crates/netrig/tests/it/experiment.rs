@@ -151,7 +151,8 @@ fn iterations_repeat_each_point_and_say_when_not_confident() {
 /// and arm.
 #[test]
 fn arms_run_their_commands_around_each_run_interleaved() {
-    let dir = tempdir("arms");
+    let tmp = TempDir::new("arms");
+    let dir = tmp.path().to_path_buf();
     let log = dir.join("log");
     let plan = format!(
         r#"
@@ -218,7 +219,8 @@ teardown = "echo teardown $NETRIG_ARM >> {log}"
 /// its arm's tear-down; what completed is kept.
 #[test]
 fn a_failing_setup_stops_after_its_teardown() {
-    let dir = tempdir("fail");
+    let tmp = TempDir::new("fail");
+    let dir = tmp.path().to_path_buf();
     let log = dir.join("log");
     let plan = format!(
         r#"
@@ -261,7 +263,8 @@ teardown = "echo teardown >> {log}"
 /// 0), and with a copy whose figures halved (a regression, exit 3).
 #[test]
 fn saved_results_are_listed_and_gate_a_regression() {
-    let dir = tempdir("gate");
+    let tmp = TempDir::new("gate");
+    let dir = tmp.path().to_path_buf();
     let o = run(&[
         "tcp-rr",
         "-l",
@@ -349,7 +352,8 @@ fn saved_results_are_listed_and_gate_a_regression() {
 fn a_comparison_finds_a_real_cost_and_calls_no_difference_a_tie() {
     let lab = lab_or_skip!(Lab::pair("cmp"));
     let _agent = lab.serve(&[]).unwrap();
-    let dir = tempdir("cmp");
+    let tmp = TempDir::new("cmp");
+    let dir = tmp.path().to_path_buf();
     let plan = format!(
         r#"
 name = "tbf"
@@ -402,13 +406,6 @@ teardown = "tc qdisc del dev eth0 root"
     assert!(!q.contains("tbf"), "{q}");
 }
 
-fn tempdir(tag: &str) -> std::path::PathBuf {
-    let d = std::env::temp_dir().join(format!("netrig-it-{tag}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
-
 /// The shipped plans run to the end (short: 0.2 s a test, one run a
 /// point), each in a namespace of its own, where their nftables rules live
 /// and die. (plans/gigabit.toml changes host-wide sysctls, which a
@@ -458,7 +455,8 @@ fn the_shipped_plans_run_to_the_end() {
 /// still prints (and saves) what completed, marked incomplete; exit 130.
 #[test]
 fn ctrl_c_stops_after_the_teardown_and_keeps_what_completed() {
-    let dir = tempdir("sigint");
+    let tmp = TempDir::new("sigint");
+    let dir = tmp.path().to_path_buf();
     let log = dir.join("log");
     let plan = format!(
         r#"
@@ -517,7 +515,8 @@ teardown = "echo teardown >> {log}"
 /// directory saves where netrig was started.
 #[test]
 fn a_plan_runs_in_its_directory_and_saves_where_it_was_started() {
-    let dir = tempdir("cwd");
+    let tmp = TempDir::new("cwd");
+    let dir = tmp.path().to_path_buf();
     let plans = dir.join("plans");
     std::fs::create_dir_all(&plans).unwrap();
     std::fs::write(plans.join("marker"), "here").unwrap();

@@ -3,14 +3,7 @@
 
 use crate::helpers::*;
 use serde_json::Value;
-use std::path::{Path, PathBuf};
-
-fn tempdir(tag: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("netrig-it-{tag}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
+use std::path::Path;
 
 /// The JSON embedded in a report, unescaped.
 fn embedded_json(html: &str) -> Value {
@@ -99,7 +92,8 @@ fn check_in_browser(page: &Path, plots: usize) {
 
 #[test]
 fn a_runs_report_is_its_json_with_its_plots_offline() {
-    let dir = tempdir("report-run");
+    let tmp = TempDir::new("report-run");
+    let dir = tmp.path().to_path_buf();
     let page = dir.join("run.html");
     let o = run(&[
         "tcp-stream",
@@ -129,7 +123,8 @@ fn a_runs_report_is_its_json_with_its_plots_offline() {
 
 #[test]
 fn sweep_and_comparison_reports_render_offline() {
-    let dir = tempdir("report-exp");
+    let tmp = TempDir::new("report-exp");
+    let dir = tmp.path().to_path_buf();
     let sweep = dir.join("sweep.html");
     let o = run(&[
         "tcp-stream",
