@@ -3,9 +3,11 @@
 # response, a new connection per transaction) vs netperf TCP_CRR and neper
 # tcp_crr (1 flow, 1 thread), alternating runs, medians; service demand (µs of CPU per
 # transaction, both ends: on loopback each end's CPU is the whole machine's) of netrig
-# and netperf (-c -C).
+# and netperf (-c -C). Each peer is compared with netrig in the peer's own close order
+# (which end closes first and keeps the TIME_WAIT): netperf's netserver closes first
+# (netrig --close-first responder), neper's client does (netrig's default, requester).
 #
-#   bench/tcp-crr-vs-peers.sh [ROUNDS=3] [SECONDS=3] [NETRIG_ARGS...]
+#   bench/tcp-crr-vs-peers.sh [ROUNDS=3] [SECONDS=3] [NETRIG_ARGS (both netrig runs; not --close-first)...]
 #
 # Each run goes in a fresh network namespace (bench/lib.sh, fresh_ns): a run's TIME_WAIT
 # sockets would otherwise slow the next run's connects, whichever tool it is.
@@ -23,6 +25,8 @@ NSPORT=12865; NPORT=6387; CPORT=12866; DPORT=12867
 for r in $(seq 1 "$ROUNDS"); do
   fresh_ns; in_ns_background $NETRIG serve -p "$NPORT" -q; sleep 0.5
   in_ns $NETRIG tcp-crr -H 127.0.0.1 -p "$NPORT" -l "$SECS" --json "$@" 2>/dev/null > "$OUT/netrig.$r.json"
+  fresh_ns; in_ns_background $NETRIG serve -p "$NPORT" -q; sleep 0.5
+  in_ns $NETRIG tcp-crr -H 127.0.0.1 -p "$NPORT" -l "$SECS" --close-first responder --json "$@" 2>/dev/null > "$OUT/netrig-rf.$r.json"
   fresh_ns; in_ns_background netserver -D -p "$NSPORT"; sleep 0.5
   in_ns netperf -H 127.0.0.1 -p "$NSPORT" -l "$SECS" -t TCP_CRR -c -C -P 0 -- -r 1,1 \
     -o THROUGHPUT,LOCAL_SD,REMOTE_SD > "$OUT/netperf.$r.txt" 2>&1 || true
@@ -34,9 +38,12 @@ drop_ns
 python3 - "$OUT" "$ROUNDS" "$SECS" <<'PY'
 import json, re, statistics, sys
 out, rounds, secs = sys.argv[1], int(sys.argv[2]), sys.argv[3]
-docs = [json.load(open(f"{out}/netrig.{r}.json"))["summary"] for r in range(1, rounds + 1)]
-n = [d["transactions_per_s"] for d in docs]
-nsd = [(d["service_demand"]["local"] or 0) + (d["service_demand"]["remote"] or 0) for d in docs]
+def netrig(name):
+    docs = [json.load(open(f"{out}/{name}.{r}.json"))["summary"] for r in range(1, rounds + 1)]
+    return ([d["transactions_per_s"] for d in docs],
+            [(d["service_demand"]["local"] or 0) + (d["service_demand"]["remote"] or 0) for d in docs])
+n, _ = netrig("netrig")
+nr, nrsd = netrig("netrig-rf")
 def netperf(r):
     # -o THROUGHPUT,LOCAL_SD,REMOTE_SD: the last line, comma-separated.
     return [float(x) for x in open(f"{out}/netperf.{r}.txt").read().strip().splitlines()[-1].split(",")]
@@ -47,11 +54,12 @@ np_ = [netperf(r) for r in range(1, rounds + 1)]
 p = [x[0] for x in np_]
 psd = [x[1] + x[2] for x in np_]
 q = [neper(r) for r in range(1, rounds + 1)]
-print(f"tcp connection per transaction, 1 flow, 1 byte each way, loopback, {secs} s, {rounds} alternating rounds")
-for name, v in [("netrig tcp-crr", n), ("netperf TCP_CRR", p), ("neper tcp_crr", q)]:
-    print(f"{name:16} median {statistics.median(v):9.0f} tps   spread {min(v):.0f}..{max(v):.0f}")
-print(f"ratio netrig/netperf: {statistics.median(n) / statistics.median(p):.3f}")
-print(f"ratio netrig/neper:   {statistics.median(n) / statistics.median(q):.3f}")
-print(f"service demand, both ends, us/tran: netrig {statistics.median(nsd):.1f}  netperf {statistics.median(psd):.1f}"
-      f"  ratio {statistics.median(nsd) / statistics.median(psd):.3f} (lower is better)")
+print(f"tcp connection per transaction, 1 flow, 1 thread, 1 byte each way, loopback, {secs} s, {rounds} alternating rounds")
+for name, v in [("netrig tcp-crr --close-first responder", nr), ("netperf TCP_CRR (responder first)", p),
+                ("netrig tcp-crr (requester first)", n), ("neper tcp_crr (requester first)", q)]:
+    print(f"{name:40} median {statistics.median(v):9.0f} tps   spread {min(v):.0f}..{max(v):.0f}")
+print(f"ratio netrig/netperf, responder first: {statistics.median(nr) / statistics.median(p):.3f}")
+print(f"ratio netrig/neper, requester first:   {statistics.median(n) / statistics.median(q):.3f}")
+print(f"service demand, both ends, us/tran, responder first: netrig {statistics.median(nrsd):.1f}"
+      f"  netperf {statistics.median(psd):.1f}  ratio {statistics.median(nrsd) / statistics.median(psd):.3f} (lower is better)")
 PY
