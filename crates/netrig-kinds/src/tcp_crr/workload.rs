@@ -43,6 +43,7 @@ use socket2::{Domain, Protocol, Socket, Type};
 use std::collections::{HashMap, VecDeque};
 use std::io::{self, IoSlice, Read, Write};
 use std::net::{SocketAddr, TcpStream};
+use std::os::fd::AsFd;
 use std::os::fd::AsRawFd;
 use std::os::fd::OwnedFd;
 use std::sync::atomic::Ordering;
@@ -156,8 +157,24 @@ impl Greeting {
     /// shorter, and what follows it belongs to its session), and one of the
     /// run's has its greeting and request read in one call.
     fn read(&mut self) -> Heard {
+        self.peek(0)
+    }
+
+    /// [`Greeting::read`] with recv(2) `flags` besides MSG_PEEK
+    /// (MSG_DONTWAIT: not waiting on a blocking socket).
+    fn peek(&mut self, flags: libc::c_int) -> Heard {
         loop {
-            match self.sock.peek(&mut self.buf) {
+            // SAFETY: recv(2) into `buf`, at most its length; the descriptor is `sock`'s.
+            let n = unsafe {
+                libc::recv(
+                    self.sock.as_raw_fd(),
+                    self.buf.as_mut_ptr().cast(),
+                    self.buf.len(),
+                    libc::MSG_PEEK | flags,
+                )
+            };
+            let r = usize::try_from(n).map_err(|_| io::Error::last_os_error());
+            match r {
                 Ok(n) => {
                     self.len = n;
                     let more = n > 0 && n < DataHello::LEN && self.may_be_data();
@@ -170,23 +187,6 @@ impl Greeting {
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(_) => return Heard::Over,
             }
-        }
-    }
-
-    /// A blocking connection's greeting that came in part: waits (its
-    /// SO_RCVTIMEO at most) for the rest, still only peeking.
-    fn read_whole(&mut self) {
-        // SAFETY: recv(2) into `buf`, at most its length; the descriptor is `sock`'s.
-        let n = unsafe {
-            libc::recv(
-                self.sock.as_raw_fd(),
-                self.buf.as_mut_ptr().cast(),
-                self.buf.len(),
-                libc::MSG_PEEK | libc::MSG_WAITALL,
-            )
-        };
-        if let Ok(n) = usize::try_from(n) {
-            self.len = n;
         }
     }
 
@@ -268,6 +268,24 @@ impl Greetings {
 /// How long a requester alone on its worker waits in one blocking call
 /// before it looks at the window, the abort and its transaction's deadline.
 const ALONE_POLL: Duration = Duration::from_millis(10);
+
+/// A lone responder that waited [`ALONE_POLL`] for a greeting that did not
+/// come waits for none for this long: greetings not there at accept go
+/// back to the agent (which passes the run's own on through the intake).
+/// (A flood of silent connections then costs the run at most 4 % of its
+/// time; a client that stalled ALONE_POLL sends its connections the longer
+/// way, through the intake, for as long.)
+const IMPATIENCE: Duration = Duration::from_millis(250);
+
+/// Connections a lone responder sets the timeouts of itself, beyond those
+/// queued on the listener when it became blocking (see `run_lone`).
+const LONE_SETTLE: u64 = 64;
+
+/// A lone responder's connection: each blocking call waits [`ALONE_POLL`] at most.
+fn lone_timeouts(sock: &TcpStream) -> io::Result<()> {
+    sock.set_read_timeout(Some(ALONE_POLL))?;
+    sock.set_write_timeout(Some(ALONE_POLL))
+}
 
 /// How a requester's transaction alone on its worker ended.
 enum Alone {
@@ -992,14 +1010,17 @@ impl Worker<'_> {
         door: Box<dyn Door>,
         listener: std::net::TcpListener,
     ) -> Result<WorkerEnd, EngineError> {
+        let mut impatient_until: Option<Instant> = None;
+        // Connections whose handshake ended before the listener had its
+        // timeouts (queued when `Door::block` ran, or completing as it ran)
+        // did not inherit them, and a wait without one would be unbounded:
+        // that many connections, and LONE_SETTLE more, get theirs here.
+        let mut unsure = netrig_metrics::tcp_info::accept_queue(listener.as_fd())
+            .map_or(u64::MAX, |q| u64::from(q) + LONE_SETTLE);
         while !self.ctl.aborted.load(Ordering::Relaxed) && !self.ctl.stop.load(Ordering::Relaxed) {
             if let Some(rx) = self.arrivals.take() {
                 while let Ok((hello, sock)) = rx.try_recv() {
-                    let blocking = sock.set_nonblocking(false).and_then(|()| {
-                        sock.set_read_timeout(Some(ALONE_POLL))?;
-                        sock.set_write_timeout(Some(ALONE_POLL))
-                    });
-                    match blocking {
+                    match sock.set_nonblocking(false).and_then(|()| lone_timeouts(&sock)) {
                         Ok(()) => self.answer_lone(hello, sock, false)?,
                         Err(e) => log::debug!("flow {}: {e}; closed", hello.flow),
                     }
@@ -1030,9 +1051,28 @@ impl Worker<'_> {
                 door.hand_back(sock, peer);
                 continue;
             }
+            if unsure > 0 {
+                unsure -= 1;
+                if let Err(e) = lone_timeouts(&sock) {
+                    log::debug!("{peer}: {e}; closed");
+                    continue;
+                }
+            }
             let mut g = Greeting::new(sock, peer);
-            if g.read() == Heard::Waiting && g.len > 0 {
-                g.read_whole();
+            let impatient = impatient_until.is_some_and(|t| Instant::now() < t);
+            match g.peek(if impatient { libc::MSG_DONTWAIT } else { 0 }) {
+                // In part: the rest, as long as ALONE_POLL.
+                Heard::Waiting if g.len > 0 && !impatient => {
+                    g.peek(libc::MSG_WAITALL);
+                }
+                // ALONE_POLL without a byte: until IMPATIENCE has passed, no
+                // greeting is waited for (a silent one goes back at once), so
+                // that silent connections cannot hold up the run's own for
+                // ALONE_POLL each.
+                Heard::Waiting if g.len == 0 && !impatient => {
+                    impatient_until = Some(Instant::now() + IMPATIENCE);
+                }
+                _ => {}
             }
             match door.claim(g.bytes(), peer) {
                 Some(hello) => self.answer_lone(hello, g.sock, true)?,
@@ -1755,13 +1795,16 @@ mod door_tests {
         served: Arc<netrig_engine::flow::FlowCounters>,
         worker: std::thread::JoinHandle<Result<WorkerEnd, EngineError>>,
         pass_on: std::sync::mpsc::SyncSender<netrig_engine::intake::Arrival>,
+        /// Connections made before the worker started, silent.
+        queued: Vec<TcpStream>,
     }
 
     impl Rig {
-        fn start(close_first: CloseFirst, blocks: bool) -> Rig {
+        fn start(close_first: CloseFirst, blocks: bool, queued: usize) -> Rig {
             let l = TcpListener::bind("127.0.0.1:0").unwrap();
             l.set_nonblocking(true).unwrap();
             let addr = l.local_addr().unwrap();
+            let queued = (0..queued).map(|_| TcpStream::connect(addr).unwrap()).collect();
             let cookie = SessionCookie([3; 16]);
             let back: Back = Arc::default();
             let (dealer, mut intakes) = netrig_engine::intake::deal(1, 8).unwrap();
@@ -1798,6 +1841,7 @@ mod door_tests {
                 served,
                 worker,
                 pass_on,
+                queued,
             }
         }
     }
@@ -1840,7 +1884,7 @@ mod door_tests {
                 served,
                 worker,
                 ..
-            } = Rig::start(close_first, false);
+            } = Rig::start(close_first, false, 0);
             let h = hello(cookie);
             let whole = [&h[..], b"q"].concat();
             assert_eq!(transact(addr, &[&whole], Duration::ZERO).unwrap(), [0xa5]);
@@ -1914,7 +1958,8 @@ mod door_tests {
                 served,
                 worker,
                 pass_on,
-            } = Rig::start(close_first, true);
+                ..
+            } = Rig::start(close_first, true, 0);
             let h = hello(cookie);
             let whole = [&h[..], b"q"].concat();
             for _ in 0..3 {
@@ -1961,6 +2006,45 @@ mod door_tests {
             assert!(t.elapsed() < Duration::from_secs(1), "ended in {:?}", t.elapsed());
             assert_eq!(served.transactions(), 4, "{close_first:?}");
             drop(control);
+        }
+    }
+
+    /// Silent connections cost a lone responder one ALONE_POLL, not one
+    /// each: after the first it waits for no greeting (IMPATIENCE), gives
+    /// the silent ones back at once and answers its own behind them; those
+    /// queued before the listener became blocking, which did not inherit
+    /// its timeouts, too (without theirs set, the first wait never ends).
+    #[test]
+    fn a_lone_responder_waits_for_one_silent_greeting_not_for_each() {
+        for before in [true, false] {
+            let mut rig = Rig::start(CloseFirst::Responder, true, if before { 30 } else { 0 });
+            let (addr, back) = (rig.addr, rig.back.clone());
+            let silent: Vec<TcpStream> = if before {
+                std::mem::take(&mut rig.queued)
+            } else {
+                (0..30).map(|_| TcpStream::connect(addr).unwrap()).collect()
+            };
+            let whole = [&hello(rig.cookie)[..], b"q"].concat();
+            let t = Instant::now();
+            let answer = transact(addr, &[&whole], Duration::ZERO);
+            assert_eq!(answer.unwrap(), [0xa5], "queued before: {before}");
+            let took = t.elapsed();
+            // Waiting ALONE_POLL for each would take 300 ms at least.
+            assert!(
+                took < Duration::from_millis(150),
+                "answered after {took:?}, behind 30 silent connections (queued before: {before})"
+            );
+            let t = Instant::now();
+            while back.lock().unwrap().len() < silent.len() {
+                assert!(
+                    t.elapsed() < Duration::from_secs(2),
+                    "the silent ones never all went back"
+                );
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            rig.stop.store(true, Ordering::Relaxed);
+            rig.worker.join().unwrap().unwrap();
+            assert_eq!(rig.served.transactions(), 1);
         }
     }
 }
