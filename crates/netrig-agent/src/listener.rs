@@ -549,13 +549,7 @@ impl Acceptor {
                 Ok((stream, peer)) => self.admit(stream, peer),
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return false,
                 // The peer gave up while queued, or a signal: the next one.
-                Err(e)
-                    if matches!(
-                        e.kind(),
-                        io::ErrorKind::Interrupted
-                            | io::ErrorKind::ConnectionAborted
-                            | io::ErrorKind::ConnectionReset
-                    ) => {}
+                Err(e) if netrig_engine::intake::accept_again(&e) => {}
                 Err(e) => {
                     // EMFILE, ENFILE, ENOBUFS and friends: back off instead of spinning.
                     let queued = netrig_metrics::tcp_info::accept_queue(self.shared.listener.as_fd()).ok();

@@ -82,6 +82,19 @@ pub trait Door: Send {
 /// failed for want of a resource (the accept loop's own back-off).
 pub const DOOR_BACKOFF: std::time::Duration = std::time::Duration::from_millis(50);
 
+/// Whether accept(2) failed for this one connection only (its peer gave up
+/// while it was queued) or for a signal: the caller takes the next one at
+/// once. Anything else but an empty queue (EMFILE, ENFILE, ENOBUFS and the
+/// like) calls for a back-off instead of a spin.
+pub fn accept_again(e: &std::io::Error) -> bool {
+    matches!(
+        e.kind(),
+        std::io::ErrorKind::Interrupted
+            | std::io::ErrorKind::ConnectionAborted
+            | std::io::ErrorKind::ConnectionReset
+    )
+}
+
 /// Lends a run the listener when called, if no other run holds it.
 pub type Lender = Box<dyn FnOnce() -> Option<Box<dyn Door>> + Send>;
 

@@ -26,7 +26,7 @@
 
 use mio::{Interest, Registry, Token};
 use netrig_engine::flow::{FirstConnection, FlowSlot, TransientEnd, WorkerEnd};
-use netrig_engine::intake::{Door, WorkerIntake, DOOR, DOOR_BACKOFF, DOOR_BATCH};
+use netrig_engine::intake::{accept_again, Door, WorkerIntake, DOOR, DOOR_BACKOFF, DOOR_BATCH};
 use netrig_engine::latencies::Latencies;
 use netrig_engine::reactor::{Handler, Io, Now, Reactor, Ready, IDLE};
 use netrig_engine::sockopt;
@@ -285,6 +285,44 @@ const LONE_SETTLE: u64 = 64;
 fn lone_timeouts(sock: &TcpStream) -> io::Result<()> {
     sock.set_read_timeout(Some(ALONE_POLL))?;
     sock.set_write_timeout(Some(ALONE_POLL))
+}
+
+/// A lone responder's connection as `Answerer::serve` sees it: once `by`
+/// has passed, or the test was aborted, a call fails WouldBlock without
+/// touching the socket. serve reads (and writes) on while each blocking
+/// call makes progress within ALONE_POLL, so without this a peer that
+/// trickles its request (or reads the response slowly) would hold the
+/// worker past `--timeout`, the run's end included.
+struct Bounded<'a> {
+    sock: &'a TcpStream,
+    by: Instant,
+    aborted: &'a std::sync::atomic::AtomicBool,
+}
+
+impl Bounded<'_> {
+    fn over(&self) -> io::Result<()> {
+        if self.aborted.load(Ordering::Relaxed) || Instant::now() >= self.by {
+            return Err(io::ErrorKind::WouldBlock.into());
+        }
+        Ok(())
+    }
+}
+
+impl Read for Bounded<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        self.over()?;
+        self.sock.read(buf)
+    }
+}
+
+impl Write for Bounded<'_> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.over()?;
+        self.sock.write(buf)
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
 }
 
 /// How a requester's transaction alone on its worker ended.
@@ -834,14 +872,7 @@ impl Worker<'_> {
                     self.door_due = false;
                     break Ok(());
                 }
-                Err(e)
-                    if matches!(
-                        e.kind(),
-                        io::ErrorKind::Interrupted | io::ErrorKind::ConnectionAborted
-                    ) =>
-                {
-                    continue
-                }
+                Err(e) if accept_again(&e) => continue,
                 Err(e) => {
                     // Out of descriptors and the like: told to the agent,
                     // tried again after a back-off, not in a spin.
@@ -1030,16 +1061,7 @@ impl Worker<'_> {
             let (sock, peer) = match listener.accept() {
                 Ok(a) => a,
                 // ALONE_POLL without a connection; the peer gave up while queued; a signal.
-                Err(e)
-                    if matches!(
-                        e.kind(),
-                        io::ErrorKind::WouldBlock
-                            | io::ErrorKind::Interrupted
-                            | io::ErrorKind::ConnectionAborted
-                    ) =>
-                {
-                    continue
-                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock || accept_again(&e) => continue,
                 Err(e) => {
                     // Out of descriptors and the like: as the event loop's.
                     door.accept_failed(&e);
@@ -1088,20 +1110,21 @@ impl Worker<'_> {
     /// A connection of the run's on a lone responder (blocking, with
     /// [`ALONE_POLL`] timeouts): answered, then closed, by the close order;
     /// cut at its `--timeout`, the test's abort, or the drain's end.
-    fn answer_lone(
-        &mut self,
-        hello: DataHello,
-        mut sock: TcpStream,
-        unread: bool,
-    ) -> Result<(), EngineError> {
+    fn answer_lone(&mut self, hello: DataHello, sock: TcpStream, unread: bool) -> Result<(), EngineError> {
         let Some((i, mut answer)) = self.accepted(&hello, &sock, unread)? else {
             return Ok(());
         };
         let deadline = Instant::now() + self.cfg.timeout;
         let mut drain_by = None;
+        let ctl = self.ctl;
         loop {
             let mut moved = Moved::default();
-            let r = answer.serve(&mut sock, &mut self.rbuf, &self.response, &mut moved);
+            let mut bounded = Bounded {
+                sock: &sock,
+                by: deadline,
+                aborted: &ctl.aborted,
+            };
+            let r = answer.serve(&mut bounded, &mut self.rbuf, &self.response, &mut moved);
             self.flows[i].answered(&moved, &sock);
             match r {
                 Ok(false) if self.cfg.close_first == CloseFirst::Responder && answer.finished() => break,
@@ -1801,6 +1824,17 @@ mod door_tests {
 
     impl Rig {
         fn start(close_first: CloseFirst, blocks: bool, queued: usize) -> Rig {
+            Rig::start_with(close_first, blocks, queued, 1, Duration::from_secs(1))
+        }
+
+        /// [`Rig::start`] with `request` bytes a request and a `timeout`.
+        fn start_with(
+            close_first: CloseFirst,
+            blocks: bool,
+            queued: usize,
+            request: usize,
+            timeout: Duration,
+        ) -> Rig {
             let l = TcpListener::bind("127.0.0.1:0").unwrap();
             l.set_nonblocking(true).unwrap();
             let addr = l.local_addr().unwrap();
@@ -1825,11 +1859,11 @@ mod door_tests {
             let worker = std::thread::spawn(move || {
                 let mut wl = CrrWorkload {
                     txn: TxnParams::from_spec(&Default::default()),
-                    timeout: Duration::from_secs(1),
+                    timeout,
                     accepted_options: SocketSettings::default(),
                     close_first,
                 };
-                wl.txn.request_size = 1;
+                wl.txn.request_size = request;
                 wl.txn.response_size = 1;
                 wl.run_transient(vec![slot], Some(intake), &ctl)
             });
@@ -1843,6 +1877,15 @@ mod door_tests {
                 pass_on,
                 queued,
             }
+        }
+    }
+
+    impl Rig {
+        /// Stops the worker and waits for it: the transactions it answered.
+        fn end(self) -> u64 {
+            self.stop.store(true, Ordering::Relaxed);
+            self.worker.join().unwrap().unwrap();
+            self.served.transactions()
         }
     }
 
@@ -1876,15 +1919,8 @@ mod door_tests {
     #[test]
     fn a_worker_with_the_listener_keeps_its_own_and_gives_back_the_rest() {
         for close_first in [CloseFirst::Requester, CloseFirst::Responder] {
-            let Rig {
-                addr,
-                cookie,
-                back,
-                stop,
-                served,
-                worker,
-                ..
-            } = Rig::start(close_first, false, 0);
+            let rig = Rig::start(close_first, false, 0);
+            let (addr, cookie, back) = (rig.addr, rig.cookie, rig.back.clone());
             let h = hello(cookie);
             let whole = [&h[..], b"q"].concat();
             assert_eq!(transact(addr, &[&whole], Duration::ZERO).unwrap(), [0xa5]);
@@ -1912,9 +1948,7 @@ mod door_tests {
             theirs.write_all(&whole).unwrap();
             std::thread::sleep(GREETING_WAIT + Duration::from_millis(300));
             assert_eq!(back.lock().unwrap().len(), 4, "given back while the worker runs");
-            stop.store(true, Ordering::Relaxed);
-            worker.join().unwrap().unwrap();
-            assert_eq!(served.transactions(), 2, "{close_first:?}");
+            assert_eq!(rig.end(), 2, "{close_first:?}");
             // Each given back unread (its greeting only peeked at): the
             // agent's accept loop reads it from its first byte.
             let back = std::mem::take(&mut *back.lock().unwrap());
@@ -1950,16 +1984,8 @@ mod door_tests {
     #[test]
     fn a_lone_responder_waits_in_accept_and_answers_what_the_agent_passes_on() {
         for close_first in [CloseFirst::Requester, CloseFirst::Responder] {
-            let Rig {
-                addr,
-                cookie,
-                back,
-                stop,
-                served,
-                worker,
-                pass_on,
-                ..
-            } = Rig::start(close_first, true, 0);
+            let rig = Rig::start(close_first, true, 0);
+            let (addr, cookie, back) = (rig.addr, rig.cookie, rig.back.clone());
             let h = hello(cookie);
             let whole = [&h[..], b"q"].concat();
             for _ in 0..3 {
@@ -1983,7 +2009,7 @@ mod door_tests {
             let mut g = [0u8; DataHello::LEN];
             s.read_exact(&mut g).unwrap();
             s.set_nonblocking(true).unwrap();
-            pass_on.send((DataHello::decode(&g).unwrap(), s)).unwrap();
+            rig.pass_on.send((DataHello::decode(&g).unwrap(), s)).unwrap();
             assert_eq!(slow.join().unwrap().unwrap(), [0xa5], "answered when passed on");
             // A control greeting with the session's first bytes after it: back, unread.
             let mut control = TcpStream::connect(addr).unwrap();
@@ -2001,10 +2027,8 @@ mod door_tests {
             s.read_exact(&mut b).unwrap();
             assert_eq!(b, [&pre[..], b"after"].concat(), "control, unread");
             let t = Instant::now();
-            stop.store(true, Ordering::Relaxed);
-            worker.join().unwrap().unwrap();
+            assert_eq!(rig.end(), 4, "{close_first:?}");
             assert!(t.elapsed() < Duration::from_secs(1), "ended in {:?}", t.elapsed());
-            assert_eq!(served.transactions(), 4, "{close_first:?}");
             drop(control);
         }
     }
@@ -2042,9 +2066,37 @@ mod door_tests {
                 );
                 std::thread::sleep(Duration::from_millis(5));
             }
-            rig.stop.store(true, Ordering::Relaxed);
-            rig.worker.join().unwrap().unwrap();
-            assert_eq!(rig.served.transactions(), 1);
+            assert_eq!(rig.end(), 1);
         }
+    }
+
+    /// A lone responder holds a request that trickles in (a byte every
+    /// 5 ms, each well within ALONE_POLL, so no read waits long enough to
+    /// look at the clock) to `--timeout`, and ends when stopped, not when
+    /// the trickle would have finished (4 s).
+    #[test]
+    fn a_lone_responder_holds_a_trickling_request_to_its_timeout() {
+        let rig = Rig::start_with(CloseFirst::Responder, true, 0, 800, Duration::from_millis(200));
+        let mut c = TcpStream::connect(rig.addr).unwrap();
+        c.write_all(&hello(rig.cookie)).unwrap();
+        let t = Instant::now();
+        let closed = loop {
+            if c.write_all(b"q").is_err() {
+                break true;
+            }
+            if t.elapsed() > Duration::from_secs(3) {
+                break false;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        };
+        assert!(closed, "still open after {:?}", t.elapsed());
+        assert!(
+            t.elapsed() < Duration::from_secs(2),
+            "closed after {:?}",
+            t.elapsed()
+        );
+        let t = Instant::now();
+        assert_eq!(rig.end(), 0);
+        assert!(t.elapsed() < Duration::from_secs(1), "ended in {:?}", t.elapsed());
     }
 }
