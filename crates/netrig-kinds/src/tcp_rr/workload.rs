@@ -373,9 +373,14 @@ impl RrWorkload {
                 let mut off = 0;
                 let mut t0 = None;
                 while off < request.len() {
+                    // The transaction starts as its first bytes go: before
+                    // the call, as the event loop's path times it (on
+                    // loopback the call itself carries the request to the
+                    // responder, who may answer before it returns).
+                    let now = Instant::now();
                     match c.sock.write(&request[off..]) {
                         Ok(n) => {
-                            t0.get_or_insert_with(Instant::now);
+                            t0.get_or_insert(now);
                             off += n;
                             c.bytes += n as u64;
                             c.flow.counters.set_bytes(c.bytes);

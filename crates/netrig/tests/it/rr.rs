@@ -96,6 +96,29 @@ fn request_and_response_sizes_are_what_moves() {
 }
 
 #[test]
+fn latency_runs_from_the_request_going_not_from_its_send_returning() {
+    // 4 MiB one way and a byte back takes about as long as the reverse: both
+    // move 4 MiB over loopback. A transaction timed from when the send
+    // returned (the lone flow's path did, with the whole request by then in
+    // the responder's hands) was 25 times shorter one way than the other.
+    for workers in [&["-P", "1"][..], &["-P", "2", "-T", "1"][..]] {
+        let p50 = |r: &str| {
+            let mut args = vec!["tcp-rr", "-l", "0.5", "-r", r];
+            args.extend_from_slice(workers);
+            let v = run_json(&args);
+            check_rr(&v);
+            f(&v, "/summary/latency_us/p50")
+        };
+        let (out, back) = (p50("4M,1"), p50("1,4M"));
+        eprintln!("{workers:?}: p50 {out} us with 4 MiB out, {back} us with 4 MiB back");
+        assert!(
+            out > back / 4.0 && back > out / 4.0,
+            "{workers:?}: p50 {out} us with 4 MiB out, {back} us with 4 MiB back"
+        );
+    }
+}
+
+#[test]
 fn burst_keeps_transactions_in_flight() {
     let v = run_json(&["tcp-rr", "-l", "1", "--burst", "8", "--nodelay"]);
     check_rr(&v);
