@@ -208,11 +208,14 @@ fn range(values: impl Iterator<Item = f64>, from_zero: bool) -> (f64, f64) {
 /// Intervals' error bars: a vertical line from low to high with caps
 /// `$cap` pixels either side.
 macro_rules! whiskers {
-    ($ctx:ident . $draw:ident, $band:expr, $style:expr, $cap:expr) => {{
+    ($ctx:ident . $draw:ident, $band:expr, $style:expr, $cap:expr, $px:expr) => {{
         let (style, cap) = ($style, $cap);
+        // An interval narrower than a pixel has its caps alone (a line of
+        // no length draws nothing, and the PNG renderer warns of it).
+        let px = $px;
+        let long: Vec<_> = $band.iter().filter(|b| px(b.0, b.1) != px(b.0, b.2)).collect();
         $ctx.$draw(
-            $band
-                .iter()
+            long.iter()
                 .map(|b| PathElement::new([(b.0, b.1), (b.0, b.2)], style)),
         )?;
         for end in [1, 2] {
@@ -348,9 +351,11 @@ fn draw(chart: &Chart, area: &DrawingArea<SVGBackend, Shift>) -> Result<(), Box<
                     + PathElement::new([(0, 0), (6, 0)], style)
                     + PathElement::new([(10, 0), (16, 0)], style)
             } else {
+                // Two halves, the dashed branch's type: a zero-length path
+                // here drew nothing and made the PNG renderer warn.
                 EmptyElement::at((x, y))
-                    + PathElement::new([(0, 0), (16, 0)], style)
-                    + PathElement::new([(0, 0), (0, 0)], style)
+                    + PathElement::new([(0, 0), (8, 0)], style)
+                    + PathElement::new([(8, 0), (16, 0)], style)
             }
         };
         if s.bars {
@@ -360,17 +365,19 @@ fn draw(chart: &Chart, area: &DrawingArea<SVGBackend, Shift>) -> Result<(), Box<
             )?
             .label(s.label.as_str())
             .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 14, y + 5)], c.mix(0.75).filled()));
-            whiskers!(ctx.draw_series, band, INK.stroke_width(2), 7);
+            whiskers!(ctx.draw_series, band, INK.stroke_width(2), 7, |x: f64, y: f64| {
+                ctx.backend_coord(&(x, y))
+            });
             continue;
         }
         macro_rules! series {
-            ($draw:ident) => {{
+            ($draw:ident, $px:expr) => {{
                 if band.len() > 1 {
                     let mut poly: Vec<(f64, f64)> = band.iter().map(|b| (b.0, b.2)).collect();
                     poly.extend(band.iter().rev().map(|b| (b.0, b.1)));
                     ctx.$draw(std::iter::once(Polygon::new(poly, c.mix(0.18).filled())))?;
                 }
-                whiskers!(ctx.$draw, band, c.stroke_width(1), 4);
+                whiskers!(ctx.$draw, band, c.stroke_width(1), 4, $px);
                 let anno = if s.dashed {
                     ctx.$draw(DashedLineSeries::new(pts.clone(), 7, 5, c.stroke_width(2)))?
                 } else {
@@ -383,9 +390,11 @@ fn draw(chart: &Chart, area: &DrawingArea<SVGBackend, Shift>) -> Result<(), Box<
             }};
         }
         if s.secondary {
-            series!(draw_secondary_series)
+            series!(draw_secondary_series, |x: f64, y: f64| ctx
+                .borrow_secondary()
+                .backend_coord(&(x, y)))
         } else {
-            series!(draw_series)
+            series!(draw_series, |x: f64, y: f64| ctx.backend_coord(&(x, y)))
         }
     }
 

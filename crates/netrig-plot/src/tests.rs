@@ -108,6 +108,21 @@ pub fn check_svg(svg: &str) {
     assert_eq!(svg.matches("<text").count(), svg.matches("</text>").count());
     assert!(!svg.contains("url("), "no external fonts or images");
     assert!(!svg.contains("fill=\"#FFFFFF\""), "transparent background");
+    // A line whose points are all one point draws nothing, in the SVG or
+    // the PNG (whose renderer warns "path stroking failed" on stderr).
+    for line in svg.split("<polyline").skip(1) {
+        let points = line
+            .split_once("points=\"")
+            .and_then(|(_, r)| r.split_once('"'))
+            .map(|p| p.0);
+        let mut points = points.expect("a polyline has points").split_whitespace();
+        let first = points.next();
+        assert!(
+            points.any(|p| Some(p) != first),
+            "a zero-length line: <polyline{}",
+            &line[..line.len().min(160)]
+        );
+    }
 }
 
 pub fn texts(svg: &str) -> Vec<String> {
@@ -138,8 +153,6 @@ fn sweep_of_two_arms_with_intervals_and_cpu() {
     let sweep = plots.iter().find(|p| p.name == "sweep").expect("a sweep plot");
     let svg = &sweep.svg;
     check_svg(svg);
-    std::fs::create_dir_all("/tmp/plots").ok();
-    std::fs::write("/tmp/plots/unit-sweep.svg", svg).ok();
     assert!(has_text(svg, "Throughput (Mbit/s)"), "{:?}", texts(svg));
     assert!(has_text(svg, "-m (message size, bytes)"));
     assert!(has_text(svg, "CPU local (% of the machine)"));
@@ -183,7 +196,6 @@ fn time_series_of_two_flows_with_tcp_info() {
     assert_eq!(plots.len(), 1, "a stream has no latency spectrum");
     let svg = &plots[0].svg;
     check_svg(svg);
-    std::fs::write("/tmp/plots/unit-timeseries.svg", svg).ok();
     assert_eq!(plots[0].name, "timeseries");
     assert!(has_text(svg, "Throughput (Mbit/s)"));
     assert!(has_text(svg, "time (s)"));
@@ -210,7 +222,6 @@ fn latency_spectrum_of_a_result() {
         let plots = plots_for_result(&r);
         let l = plots.iter().find(|p| p.name == "latency").expect("spectrum");
         check_svg(&l.svg);
-        std::fs::write(format!("/tmp/plots/unit-latency-{kind}.svg"), &l.svg).ok();
         assert!(has_text(&l.svg, "latency (µs)"));
         for tick in ["p50", "p90", "p99"] {
             assert!(texts(&l.svg).iter().any(|t| t == tick), "{tick}");
@@ -251,7 +262,6 @@ fn comparison_of_three_arms() {
     let plots = plots_for_experiment(&e);
     let c = plots.iter().find(|p| p.name == "compare").expect("a comparison");
     check_svg(&c.svg);
-    std::fs::write("/tmp/plots/unit-compare.svg", &c.svg).ok();
     let t = texts(&c.svg);
     assert!(t.iter().any(|x| x == "base (baseline)"), "{t:?}");
     assert!(t.iter().any(|x| x == "baseline"));
@@ -287,7 +297,6 @@ fn rate_sweep_marks_saturation() {
     );
     let r = plots.iter().find(|p| p.name == "rate").expect("a rate sweep");
     check_svg(&r.svg);
-    std::fs::write("/tmp/plots/unit-rate.svg", &r.svg).ok();
     assert!(has_text(&r.svg, "offered (transactions/s: --rate × flows)"));
     assert!(has_text(&r.svg, "achieved (transactions/s)"));
     assert!(has_text(&r.svg, "y = x"));
