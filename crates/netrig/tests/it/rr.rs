@@ -119,6 +119,33 @@ fn latency_runs_from_the_request_going_not_from_its_send_returning() {
 }
 
 #[test]
+fn closed_loop_latencies_fill_the_window() {
+    // One transaction in flight per flow: each flow is always inside one,
+    // so the latencies sum to about the window times the flows (what lies
+    // outside is the loop's own bookkeeping). Timing from after the send
+    // left a quarter of the window out on loopback.
+    for args in [
+        &["tcp-rr", "-P", "1"][..],
+        &["tcp-rr", "-P", "2", "-T", "1"][..],
+        &["udp-rr", "-P", "1"][..],
+        &["udp-rr", "-P", "2", "-T", "1"][..],
+    ] {
+        let mut a = args.to_vec();
+        a.extend_from_slice(&["-l", "0.5"]);
+        let v = run_json(&a);
+        check_rr(&v);
+        let flows = v["flows"].as_array().unwrap().len() as f64;
+        let busy = f(&v, "/summary/latency_us/mean") * u(&v, "/summary/transactions") as f64 / 1e6;
+        let share = busy / (f(&v, "/summary/elapsed_s") * flows);
+        eprintln!("{args:?}: transactions fill {share:.3} of the window");
+        assert!(
+            (0.9..1.1).contains(&share),
+            "{args:?}: transactions fill {share:.3} of the window"
+        );
+    }
+}
+
+#[test]
 fn burst_keeps_transactions_in_flight() {
     let v = run_json(&["tcp-rr", "-l", "1", "--burst", "8", "--nodelay"]);
     check_rr(&v);
