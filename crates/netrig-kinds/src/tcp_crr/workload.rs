@@ -1227,8 +1227,6 @@ impl Worker<'_> {
         drain_by: &mut Option<Instant>,
     ) -> Result<Alone, EngineError> {
         let setup = |e: io::Error| EngineError::Setup(format!("local socket: {e}"));
-        let t0 = Instant::now();
-        let deadline = t0 + self.cfg.timeout;
         let sock = match Socket::new(Domain::for_address(to.addr), Type::STREAM, Some(Protocol::TCP)) {
             Ok(s) => s,
             Err(e) => return Ok(self.failed_alone(&e, Alone::Retry)),
@@ -1242,6 +1240,9 @@ impl Worker<'_> {
         }
         sock.set_write_timeout(Some(ALONE_POLL)).map_err(setup)?;
         sock.set_read_timeout(Some(ALONE_POLL)).map_err(setup)?;
+        // From the start of connect(2), as the event loop's path times it.
+        let t0 = Instant::now();
+        let deadline = t0 + self.cfg.timeout;
         // A connect(2) that times out leaves the handshake going on; the
         // next call waits for it again, and says how it ended.
         loop {
