@@ -8,6 +8,9 @@
 # (netrig --close-first responder), neper's client does (netrig's default, requester).
 #
 #   bench/tcp-crr-vs-peers.sh [ROUNDS=3] [SECONDS=3] [NETRIG_ARGS (both netrig runs; not --close-first)...]
+#   PIN=0 bench/tcp-crr-vs-peers.sh ...   # every tool's both ends on CPU 0 (netrig --cpus/--remote-cpus,
+#                                          # netperf -T, neper under taskset): bound by CPU per connection,
+#                                          # not by the wake-up chain (docs/RESULTS.md)
 #
 # Each run goes in a fresh network namespace (bench/lib.sh, fresh_ns): a run's TIME_WAIT
 # sockets would otherwise slow the next run's connects, whichever tool it is.
@@ -20,23 +23,28 @@ SECS=${2:-3}
 shift 2 || true
 need netperf; need netserver; need tcp_crr
 build
+export PIN=${PIN:-}
+NR_PIN=(); NP_PIN=(); TS=()
+if [ -n "$PIN" ]; then
+  NR_PIN=(--cpus "$PIN" --remote-cpus "$PIN"); NP_PIN=(-T "$PIN,$PIN"); TS=(taskset -c "$PIN")
+fi
 # Every run in a fresh namespace of its own (bench/lib.sh: no TIME_WAIT left by the last).
 NSPORT=12865; NPORT=6387; CPORT=12866; DPORT=12867
 for r in $(seq 1 "$ROUNDS"); do
   fresh_ns; in_ns_background $NETRIG serve -p "$NPORT" -q; sleep 0.5
-  in_ns $NETRIG tcp-crr -H 127.0.0.1 -p "$NPORT" -l "$SECS" --json "$@" 2>/dev/null > "$OUT/netrig.$r.json"
+  in_ns $NETRIG tcp-crr -H 127.0.0.1 -p "$NPORT" -l "$SECS" --json "${NR_PIN[@]}" "$@" 2>/dev/null > "$OUT/netrig.$r.json"
   fresh_ns; in_ns_background $NETRIG serve -p "$NPORT" -q; sleep 0.5
-  in_ns $NETRIG tcp-crr -H 127.0.0.1 -p "$NPORT" -l "$SECS" --close-first responder --json "$@" 2>/dev/null > "$OUT/netrig-rf.$r.json"
+  in_ns $NETRIG tcp-crr -H 127.0.0.1 -p "$NPORT" -l "$SECS" --close-first responder --json "${NR_PIN[@]}" "$@" 2>/dev/null > "$OUT/netrig-rf.$r.json"
   fresh_ns; in_ns_background netserver -D -p "$NSPORT"; sleep 0.5
-  in_ns netperf -H 127.0.0.1 -p "$NSPORT" -l "$SECS" -t TCP_CRR -c -C -P 0 -- -r 1,1 \
+  in_ns netperf -H 127.0.0.1 -p "$NSPORT" -l "$SECS" -t TCP_CRR "${NP_PIN[@]}" -c -C -P 0 -- -r 1,1 \
     -o THROUGHPUT,LOCAL_SD,REMOTE_SD > "$OUT/netperf.$r.txt" 2>&1 || true
   # A neper server serves one run, then exits; both write logs where they run: in OUT.
-  fresh_ns; in_ns_background sh -c "cd '$OUT' && exec tcp_crr -T 1 -F 1 -C $CPORT -P $DPORT -l $SECS"; sleep 0.5
-  (cd "$OUT" && in_ns tcp_crr -c -H 127.0.0.1 -T 1 -F 1 -C "$CPORT" -P "$DPORT" -l "$SECS") > "$OUT/neper.$r.txt" 2>&1 || true
+  fresh_ns; in_ns_background sh -c "cd '$OUT' && exec ${TS[*]} tcp_crr -T 1 -F 1 -C $CPORT -P $DPORT -l $SECS"; sleep 0.5
+  (cd "$OUT" && in_ns "${TS[@]}" tcp_crr -c -H 127.0.0.1 -T 1 -F 1 -C "$CPORT" -P "$DPORT" -l "$SECS") > "$OUT/neper.$r.txt" 2>&1 || true
 done
 drop_ns
 python3 - "$OUT" "$ROUNDS" "$SECS" <<'PY'
-import json, re, statistics, sys
+import json, os, re, statistics, sys
 out, rounds, secs = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 def netrig(name):
     docs = [json.load(open(f"{out}/{name}.{r}.json"))["summary"] for r in range(1, rounds + 1)]
@@ -54,7 +62,9 @@ np_ = [netperf(r) for r in range(1, rounds + 1)]
 p = [x[0] for x in np_]
 psd = [x[1] + x[2] for x in np_]
 q = [neper(r) for r in range(1, rounds + 1)]
-print(f"tcp connection per transaction, 1 flow, 1 thread, 1 byte each way, loopback, {secs} s, {rounds} alternating rounds")
+pin = os.environ.get("PIN")
+where = f"every end pinned to CPU {pin}" if pin else "not pinned"
+print(f"tcp connection per transaction, 1 flow, 1 thread, 1 byte each way, loopback, {secs} s, {rounds} alternating rounds, {where}")
 for name, v in [("netrig tcp-crr --close-first responder", nr), ("netperf TCP_CRR (responder first)", p),
                 ("netrig tcp-crr (requester first)", n), ("neper tcp_crr (requester first)", q)]:
     print(f"{name:40} median {statistics.median(v):9.0f} tps   spread {min(v):.0f}..{max(v):.0f}")
