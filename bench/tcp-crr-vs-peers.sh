@@ -6,6 +6,10 @@
 # and netperf (-c -C). Each peer is compared with netrig in the peer's own close order
 # (which end closes first and keeps the TIME_WAIT): netperf's netserver closes first
 # (netrig --close-first responder), neper's client does (netrig's default, requester).
+# neper's client closes with SO_LINGER 0 unless given --time-wait: a reset, not a FIN,
+# and no TIME_WAIT anywhere, a different workload on the wire. The ratio is against
+# `tcp_crr --time-wait` (a graceful close, TIME_WAIT on the client, as netrig's); the
+# reset variant, neper's default, is shown beside it for reference.
 #
 #   bench/tcp-crr-vs-peers.sh [ROUNDS=3] [SECONDS=3] [NETRIG_ARGS (both netrig runs; not --close-first)...]
 #   PIN=0 bench/tcp-crr-vs-peers.sh ...   # every tool's both ends on CPU 0 (netrig --cpus/--remote-cpus,
@@ -40,7 +44,9 @@ for r in $(seq 1 "$ROUNDS"); do
     -o THROUGHPUT,LOCAL_SD,REMOTE_SD > "$OUT/netperf.$r.txt" 2>&1 || true
   # A neper server serves one run, then exits; both write logs where they run: in OUT.
   fresh_ns; in_ns_background sh -c "cd '$OUT' && exec ${TS[*]} tcp_crr -T 1 -F 1 -C $CPORT -P $DPORT -l $SECS"; sleep 0.5
-  (cd "$OUT" && in_ns "${TS[@]}" tcp_crr -c -H 127.0.0.1 -T 1 -F 1 -C "$CPORT" -P "$DPORT" -l "$SECS") > "$OUT/neper.$r.txt" 2>&1 || true
+  (cd "$OUT" && in_ns "${TS[@]}" tcp_crr -c -H 127.0.0.1 -T 1 -F 1 -C "$CPORT" -P "$DPORT" -l "$SECS") > "$OUT/neper-rst.$r.txt" 2>&1 || true
+  fresh_ns; in_ns_background sh -c "cd '$OUT' && exec ${TS[*]} tcp_crr -T 1 -F 1 -C $CPORT -P $DPORT -l $SECS --time-wait"; sleep 0.5
+  (cd "$OUT" && in_ns "${TS[@]}" tcp_crr -c -H 127.0.0.1 -T 1 -F 1 -C "$CPORT" -P "$DPORT" -l "$SECS" --time-wait) > "$OUT/neper.$r.txt" 2>&1 || true
 done
 drop_ns
 python3 - "$OUT" "$ROUNDS" "$SECS" <<'PY'
@@ -55,21 +61,24 @@ nr, nrsd = netrig("netrig-rf")
 def netperf(r):
     # -o THROUGHPUT,LOCAL_SD,REMOTE_SD: the last line, comma-separated.
     return [float(x) for x in open(f"{out}/netperf.{r}.txt").read().strip().splitlines()[-1].split(",")]
-def neper(r):
-    m = re.search(r"^throughput=([0-9.]+)", open(f"{out}/neper.{r}.txt").read(), re.M)
+def neper(r, name="neper"):
+    m = re.search(r"^throughput=([0-9.]+)", open(f"{out}/{name}.{r}.txt").read(), re.M)
     return float(m.group(1))
 np_ = [netperf(r) for r in range(1, rounds + 1)]
 p = [x[0] for x in np_]
 psd = [x[1] + x[2] for x in np_]
 q = [neper(r) for r in range(1, rounds + 1)]
+qr = [neper(r, "neper-rst") for r in range(1, rounds + 1)]
 pin = os.environ.get("PIN")
 where = f"every end pinned to CPU {pin}" if pin else "not pinned"
 print(f"tcp connection per transaction, 1 flow, 1 thread, 1 byte each way, loopback, {secs} s, {rounds} alternating rounds, {where}")
 for name, v in [("netrig tcp-crr --close-first responder", nr), ("netperf TCP_CRR (responder first)", p),
-                ("netrig tcp-crr (requester first)", n), ("neper tcp_crr (requester first)", q)]:
-    print(f"{name:40} median {statistics.median(v):9.0f} tps   spread {min(v):.0f}..{max(v):.0f}")
+                ("netrig tcp-crr (requester first)", n), ("neper tcp_crr --time-wait (requester first)", q),
+                ("neper tcp_crr, default (requester resets)", qr)]:
+    print(f"{name:44} median {statistics.median(v):9.0f} tps   spread {min(v):.0f}..{max(v):.0f}")
 print(f"ratio netrig/netperf, responder first: {statistics.median(nr) / statistics.median(p):.3f}")
-print(f"ratio netrig/neper, requester first:   {statistics.median(n) / statistics.median(q):.3f}")
+print(f"ratio netrig/neper, requester first:   {statistics.median(n) / statistics.median(q):.3f}"
+      f"   (against neper's reset close, a different workload: {statistics.median(n) / statistics.median(qr):.3f})")
 print(f"service demand, both ends, us/tran, responder first: netrig {statistics.median(nrsd):.1f}"
       f"  netperf {statistics.median(psd):.1f}  ratio {statistics.median(nrsd) / statistics.median(psd):.3f} (lower is better)")
 PY
