@@ -461,7 +461,7 @@ fn render_rr(r: &TestResult) -> String {
         Some(_) => {
             let _ = writeln!(
                 out,
-                "the client closed each connection first (--close-first requester, as neper tcp_crr): \
+                "the client closed each connection first (--close-first requester, as neper tcp_crr --time-wait): \
                  TIME_WAIT on the client's host"
             );
         }

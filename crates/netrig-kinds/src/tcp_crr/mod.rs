@@ -30,7 +30,7 @@ pub struct CrrArgs {
     #[arg(long = "timeout", alias = "crr-timeout", value_name = "SECONDS", value_parser = parse_timeout, help_heading = "Rate")]
     timeout: Option<f64>,
     /// Which end closes each connection first, once the response is out, and so holds its
-    /// TIME_WAIT: requester (the client, as neper tcp_crr; the agent keeps no TIME_WAIT) or
+    /// TIME_WAIT: requester (the client, as neper tcp_crr --time-wait; neper's default resets instead; the agent keeps no TIME_WAIT) or
     /// responder (the agent, as netperf TCP_CRR and an HTTP/1.0 server; the client, waiting for
     /// that close, keeps none and so never runs out of ephemeral ports to it).
     #[arg(long = "close-first", value_name = "END", default_value = "requester", value_parser = parse_close_first, help_heading = "Rate")]

@@ -5,7 +5,7 @@
 //! in its worker's event loop: connecting → greeting and request written →
 //! response read → closed; a closed-loop flow alone on its worker does the
 //! same on blocking sockets, without the event loop (`run_alone`). Which end closes first is `--close-first`: the
-//! requester by default (as neper's tcp_crr: TIME_WAIT on the client), or
+//! requester by default (as neper's tcp_crr --time-wait: TIME_WAIT on the client), or
 //! the responder (as netperf's netserver and an HTTP/1.0 server: TIME_WAIT
 //! on the agent; the requester waits for that close before it closes and
 //! opens the next). Latency runs from the start of connect() (closed loop)

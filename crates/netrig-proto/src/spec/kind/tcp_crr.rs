@@ -34,7 +34,7 @@ pub struct TcpCrrSpec {
 #[serde(rename_all = "lowercase")]
 pub enum CloseFirst {
     /// The requester (client) closes once it has the response, as neper's
-    /// tcp_crr: TIME_WAIT on the client, whose ephemeral ports it holds.
+    /// tcp_crr --time-wait (its default resets): TIME_WAIT on the client, whose ephemeral ports it holds.
     #[default]
     Requester,
     /// The responder (agent) closes right after its response, as netperf's
