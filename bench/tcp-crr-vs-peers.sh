@@ -6,6 +6,9 @@
 # and netperf (-c -C). Each peer is compared with netrig in the peer's own close order
 # (which end closes first and keeps the TIME_WAIT): netperf's netserver closes first
 # (netrig --close-first responder), neper's client does (netrig's default, requester).
+# netperf's client also binds each connection to the next port of 5000-65535 (its -p)
+# instead of letting connect() pick one: the like-for-like netrig run does the same
+# (--local-ports 5000-65535); the run with the kernel's pick is shown beside it.
 # neper's client closes with SO_LINGER 0 unless given --time-wait: a reset, not a FIN,
 # and no TIME_WAIT anywhere, a different workload on the wire. The ratio is against
 # `tcp_crr --time-wait` (a graceful close, TIME_WAIT on the client, as netrig's); the
@@ -39,6 +42,8 @@ for r in $(seq 1 "$ROUNDS"); do
   in_ns $NETRIG tcp-crr -H 127.0.0.1 -p "$NPORT" -l "$SECS" --json "${NR_PIN[@]}" "$@" 2>/dev/null > "$OUT/netrig.$r.json"
   fresh_ns; in_ns_background $NETRIG serve -p "$NPORT" -q; sleep 0.5
   in_ns $NETRIG tcp-crr -H 127.0.0.1 -p "$NPORT" -l "$SECS" --close-first responder --json "${NR_PIN[@]}" "$@" 2>/dev/null > "$OUT/netrig-rf.$r.json"
+  fresh_ns; in_ns_background $NETRIG serve -p "$NPORT" -q; sleep 0.5
+  in_ns $NETRIG tcp-crr -H 127.0.0.1 -p "$NPORT" -l "$SECS" --close-first responder --local-ports 5000-65535 --json "${NR_PIN[@]}" "$@" 2>/dev/null > "$OUT/netrig-np.$r.json"
   fresh_ns; in_ns_background netserver -D -p "$NSPORT"; sleep 0.5
   in_ns netperf -H 127.0.0.1 -p "$NSPORT" -l "$SECS" -t TCP_CRR "${NP_PIN[@]}" -c -C -P 0 -- -r 1,1 \
     -o THROUGHPUT,LOCAL_SD,REMOTE_SD > "$OUT/netperf.$r.txt" 2>&1 || true
@@ -58,6 +63,7 @@ def netrig(name):
             [(d["service_demand"]["local"] or 0) + (d["service_demand"]["remote"] or 0) for d in docs])
 n, _ = netrig("netrig")
 nr, nrsd = netrig("netrig-rf")
+nb, nbsd = netrig("netrig-np")
 def netperf(r):
     # -o THROUGHPUT,LOCAL_SD,REMOTE_SD: the last line, comma-separated.
     return [float(x) for x in open(f"{out}/netperf.{r}.txt").read().strip().splitlines()[-1].split(",")]
@@ -72,13 +78,17 @@ qr = [neper(r, "neper-rst") for r in range(1, rounds + 1)]
 pin = os.environ.get("PIN")
 where = f"every end pinned to CPU {pin}" if pin else "not pinned"
 print(f"tcp connection per transaction, 1 flow, 1 thread, 1 byte each way, loopback, {secs} s, {rounds} alternating rounds, {where}")
-for name, v in [("netrig tcp-crr --close-first responder", nr), ("netperf TCP_CRR (responder first)", p),
-                ("netrig tcp-crr (requester first)", n), ("neper tcp_crr --time-wait (requester first)", q),
+for name, v in [("netrig --close-first responder --local-ports 5000-65535", nb),
+                ("netperf TCP_CRR (responder first, ports 5000-65535)", p),
+                ("netrig --close-first responder (kernel's ports)", nr),
+                ("netrig (requester first)", n), ("neper tcp_crr --time-wait (requester first)", q),
                 ("neper tcp_crr, default (requester resets)", qr)]:
-    print(f"{name:44} median {statistics.median(v):9.0f} tps   spread {min(v):.0f}..{max(v):.0f}")
-print(f"ratio netrig/netperf, responder first: {statistics.median(nr) / statistics.median(p):.3f}")
-print(f"ratio netrig/neper, requester first:   {statistics.median(n) / statistics.median(q):.3f}"
-      f"   (against neper's reset close, a different workload: {statistics.median(n) / statistics.median(qr):.3f})")
-print(f"service demand, both ends, us/tran, responder first: netrig {statistics.median(nrsd):.1f}"
-      f"  netperf {statistics.median(psd):.1f}  ratio {statistics.median(nrsd) / statistics.median(psd):.3f} (lower is better)")
+    print(f"{name:55} median {statistics.median(v):9.0f} tps   spread {min(v):.0f}..{max(v):.0f}")
+med = statistics.median
+print(f"ratio netrig/netperf, netperf's workload (responder first, bound ports): {med(nb) / med(p):.3f}"
+      f"   (kernel's ports: {med(nr) / med(p):.3f})")
+print(f"ratio netrig/neper, requester first: {med(n) / med(q):.3f}"
+      f"   (against neper's reset close, a different workload: {med(n) / med(qr):.3f})")
+print(f"service demand, both ends, us/tran, netperf's workload: netrig {med(nbsd):.1f}  netperf {med(psd):.1f}"
+      f"  ratio {med(nbsd) / med(psd):.3f} (lower is better; kernel's ports: {med(nrsd) / med(psd):.3f})")
 PY

@@ -18,8 +18,8 @@ use netrig_proto::message::{MAX_AGENT_DURATION_S, MAX_SETUP_TIMEOUT_S};
 use netrig_proto::report::{IntervalSample, SideReport};
 use netrig_proto::session::{ClientEvent, ClientSession};
 use netrig_proto::spec::{
-    CloseFirst, KindSpec, Limit, Load, Pace, StreamOptions, TcpBidirSpec, TcpCrrSpec, TcpMaertsSpec,
-    TcpOptions, TcpRrSpec, TcpStreamSpec, Transactions, UdpRrSpec, UdpStreamSpec,
+    CloseFirst, KindSpec, Limit, Load, Pace, PortRange, StreamOptions, TcpBidirSpec, TcpCrrSpec,
+    TcpMaertsSpec, TcpOptions, TcpRrSpec, TcpStreamSpec, Transactions, UdpRrSpec, UdpStreamSpec,
 };
 use netrig_proto::{AgentLimits, AgentMsg, ClientMsg, SessionCookie, TestSpec};
 use std::time::{Duration, Instant};
@@ -189,7 +189,7 @@ enum ArbKind {
     TcpMaerts(ArbStream),
     TcpBidir(ArbStream),
     TcpRr(ArbTransactions, ArbTcp),
-    TcpCrr(ArbTransactions, Option<f64>, ArbTcp, bool),
+    TcpCrr(ArbTransactions, Option<f64>, ArbTcp, bool, Option<(u16, u16)>),
     UdpStream(u32, Option<ArbPace>, bool, bool),
     UdpRr(ArbTransactions, Option<f64>),
 }
@@ -218,7 +218,7 @@ impl ArbKind {
                 transactions: t.build(),
                 tcp: tcp.build(),
             }),
-            ArbKind::TcpCrr(t, timeout_s, tcp, responder) => KindSpec::TcpCrr(TcpCrrSpec {
+            ArbKind::TcpCrr(t, timeout_s, tcp, responder, ports) => KindSpec::TcpCrr(TcpCrrSpec {
                 transactions: t.build(),
                 timeout_s: *timeout_s,
                 tcp: tcp.build(),
@@ -227,6 +227,7 @@ impl ArbKind {
                 } else {
                     CloseFirst::Requester
                 },
+                local_ports: ports.map(|(low, high)| PortRange { low, high }),
             }),
             ArbKind::UdpStream(datagram_size, pace, reverse, no_gso) => KindSpec::UdpStream(UdpStreamSpec {
                 datagram_size: *datagram_size,

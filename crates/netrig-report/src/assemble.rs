@@ -237,9 +237,10 @@ pub fn assemble(
     if let Some(e) = connect_errors.filter(|e| e.total() > 0) {
         warnings.push(format!(
             "{} transaction(s) failed and are not counted as transactions: refused {}, timed out {}, \
-             address not available {} (ephemeral ports exhausted: TIME_WAIT holds them; see \
-             net.ipv4.ip_local_port_range and tcp_tw_reuse, or let the agent close first: --close-first \
-             responder), reset {}, other {}",
+             address not available {} (local ports exhausted: TIME_WAIT holds them; see \
+             net.ipv4.ip_local_port_range, or --local-ports if given, and tcp_tw_reuse, which lets a \
+             port go again a second after its TIME_WAIT began, or let the agent close first: \
+             --close-first responder), reset {}, other {}",
             e.total(),
             e.refused,
             e.timed_out,
@@ -794,6 +795,7 @@ mod tests {
             msg_zerocopy: false,
             busy_wait: false,
             close_first: None,
+            local_ports: None,
             udp_rate_bps: None,
             reverse: None,
             local: SocketOptions::default(),

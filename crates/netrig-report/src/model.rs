@@ -147,6 +147,11 @@ pub struct TestConfig {
     /// TIME_WAIT (`--close-first`): "requester" or "responder"; null otherwise.
     #[serde(default)]
     pub close_first: Option<String>,
+    /// tcp-crr: `--local-ports`, the range the client bound each
+    /// connection's port from in turn ("5000-65535"); null: the kernel
+    /// picked each at connect(), or not tcp-crr.
+    #[serde(default)]
+    pub local_ports: Option<String>,
     /// The CPUs this end's / the agent's workers were pinned to, round
     /// robin (`--cpus`, `--remote-cpus`, `-A`); null: not pinned.
     #[serde(default)]
@@ -223,6 +228,7 @@ impl TestConfig {
             msg_zerocopy: false,
             busy_wait: false,
             close_first: None,
+            local_ports: None,
             cpus: run.cpus,
             remote_cpus: spec.remote_cpus.clone(),
             udp_rate_bps: None,

@@ -467,6 +467,13 @@ fn render_rr(r: &TestResult) -> String {
         }
         None => {}
     }
+    if let Some(range) = &r.config.local_ports {
+        let _ = writeln!(
+            out,
+            "the client bound each connection to the next local port of {range} in turn (--local-ports, as \
+             netperf TCP_CRR), instead of the kernel picking one inside connect()"
+        );
+    }
     let cpu = &r.summary.cpu;
     let sd = &r.summary.service_demand;
     let pct = |v: Option<f64>| v.map_or_else(|| "-".to_string(), |v| format!("{v:.2}"));

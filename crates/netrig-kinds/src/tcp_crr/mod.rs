@@ -2,7 +2,10 @@
 //! transaction (netperf TCP_CRR): transactions per second, their latency,
 //! and failed connections by reason.
 
+mod ports;
 mod workload;
+
+pub use ports::PortCycle;
 
 pub use workload::CrrWorkload;
 
@@ -11,7 +14,7 @@ use crate::kind::{KindDef, Planned, Workloads};
 use clap::Args;
 use netrig_engine::sockopt::SocketSettings;
 use netrig_engine::TxnParams;
-use netrig_proto::spec::{CloseFirst, KindSpec, TcpCrrSpec};
+use netrig_proto::spec::{CloseFirst, KindSpec, PortRange, TcpCrrSpec};
 use netrig_proto::TestSpec;
 use netrig_report::{table, Side, TableLayout, TestConfig, TestResult};
 use std::sync::Arc;
@@ -35,6 +38,11 @@ pub struct CrrArgs {
     /// that close, keeps none and so never runs out of ephemeral ports to it).
     #[arg(long = "close-first", value_name = "END", default_value = "requester", value_parser = parse_close_first, help_heading = "Rate")]
     close_first: CloseFirst,
+    /// Bind each connection to the next local port of LOW-HIGH in turn (SO_REUSEADDR) before
+    /// connecting, as netperf TCP_CRR does (its -p, 5000-65535); default: the kernel picks one at
+    /// connect(), searching net.ipv4.ip_local_port_range, as most clients do.
+    #[arg(long = "local-ports", value_name = "LOW-HIGH", value_parser = PortRange::parse, help_heading = "Rate")]
+    local_ports: Option<PortRange>,
 }
 
 fn parse_close_first(s: &str) -> Result<CloseFirst, String> {
@@ -69,6 +77,7 @@ impl KindDef for TcpCrr {
             timeout_s: a.timeout,
             tcp: a.common.tcp(),
             close_first: a.close_first,
+            local_ports: a.local_ports,
         }))
     }
 
@@ -79,12 +88,14 @@ impl KindDef for TcpCrr {
             timeout: s.timeout(),
             accepted_options: SocketSettings::new(&spec.remote, Some(&s.tcp)),
             close_first: s.close_first,
+            local_ports: s.local_ports.map(|r| Arc::new(PortCycle::new(r))),
         }))
     }
 
     fn config(&self, s: &TcpCrrSpec, c: &mut TestConfig) {
         c.set_transactions(&s.transactions, Some(s.timeout().as_secs_f64()));
         c.close_first = Some(s.close_first.as_str().to_string());
+        c.local_ports = s.local_ports.map(|r| r.to_string());
     }
 
     fn warnings(&self, s: &TcpCrrSpec, _: &TestSpec, local: Side<'_>, _: &TestResult) -> Vec<String> {

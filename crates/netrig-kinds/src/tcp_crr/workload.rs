@@ -24,6 +24,7 @@
 //! sockets (`run_lone`: the worker waits in accept(2), as netserver does).
 //! Every connection on either end is bounded by the transaction timeout.
 
+use super::ports::PortCycle;
 use mio::{Interest, Registry, Token};
 use netrig_engine::flow::{FirstConnection, FlowSlot, TransientEnd, WorkerEnd};
 use netrig_engine::intake::{accept_again, Door, WorkerIntake, DOOR, DOOR_BACKOFF, DOOR_BATCH};
@@ -48,6 +49,7 @@ use std::os::fd::AsRawFd;
 use std::os::fd::OwnedFd;
 use std::sync::atomic::Ordering;
 use std::sync::mpsc::Receiver;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// Closed loop: how long a flow whose transaction failed at once (refused,
@@ -67,6 +69,21 @@ pub struct CrrWorkload {
     pub accepted_options: SocketSettings,
     /// Which end closes each connection first (and so holds its TIME_WAIT).
     pub close_first: CloseFirst,
+    /// `--local-ports`: the requester's local ports, one after another;
+    /// `None`: the kernel picks each at connect().
+    pub local_ports: Option<Arc<PortCycle>>,
+}
+
+impl CrrWorkload {
+    /// Binds a requester's new socket as `--bind` and `--local-ports` ask,
+    /// if they do.
+    fn bind_local(&self, sock: &Socket, to: &netrig_engine::flow::Connector) -> io::Result<()> {
+        match (&self.local_ports, to.bind) {
+            (Some(ports), ip) => ports.bind(sock, ip, to.addr),
+            (None, Some(ip)) => sock.bind(&netrig_engine::addr::local_for(ip, to.addr).into()),
+            (None, None) => Ok(()),
+        }
+    }
 }
 
 /// Why a transaction failed.
@@ -749,10 +766,8 @@ impl Worker<'_> {
         };
         sockopt::apply_before_connect(&sock, &connector.options, "-s/--local-sockbuf")
             .map_err(|e| EngineError::Setup(format!("local {e}")))?;
-        if let Some(ip) = connector.bind {
-            if let Err(e) = sock.bind(&netrig_engine::addr::local_for(ip, addr).into()) {
-                return Ok(self.failed_at_once(i, e));
-            }
+        if let Err(e) = self.cfg.bind_local(&sock, &connector) {
+            return Ok(self.failed_at_once(i, e));
         }
         let t0 = Instant::now();
         let step = match sock.connect(&addr.into()) {
@@ -1233,10 +1248,8 @@ impl Worker<'_> {
         };
         sockopt::apply_before_connect(&sock, &to.options, "-s/--local-sockbuf")
             .map_err(|e| EngineError::Setup(format!("local {e}")))?;
-        if let Some(ip) = to.bind {
-            if let Err(e) = sock.bind(&netrig_engine::addr::local_for(ip, to.addr).into()) {
-                return Ok(self.failed_alone(&e, Alone::Retry));
-            }
+        if let Err(e) = self.cfg.bind_local(&sock, to) {
+            return Ok(self.failed_alone(&e, Alone::Retry));
         }
         sock.set_write_timeout(Some(ALONE_POLL)).map_err(setup)?;
         sock.set_read_timeout(Some(ALONE_POLL)).map_err(setup)?;
@@ -1567,6 +1580,7 @@ mod tests {
             worker: 0,
         }
     }
+    use netrig_proto::spec::PortRange;
     use netrig_proto::{Direction, SessionCookie};
     use std::net::{SocketAddr, TcpListener};
     use std::sync::atomic::AtomicBool;
@@ -1578,6 +1592,7 @@ mod tests {
             timeout: Duration::from_millis(300),
             accepted_options: SocketSettings::default(),
             close_first: CloseFirst::Requester,
+            local_ports: None,
         }
     }
 
@@ -1648,6 +1663,94 @@ mod tests {
         assert_eq!(errors.total(), errors.refused, "{errors:?}");
         assert_eq!(counters.transactions(), 0);
         assert!(end.latency.unwrap().is_empty());
+    }
+
+    /// `--local-ports`: each connection comes from the next port of the
+    /// range, alone on the worker (blocking sockets) and in the event loop
+    /// (two flows), as the listener sees them.
+    #[test]
+    fn requesters_bind_the_local_ports_in_turn() {
+        let range = PortRange {
+            low: 24_000,
+            high: 24_999,
+        };
+        for flows in [1u32, 2] {
+            let l = TcpListener::bind("127.0.0.1:0").unwrap();
+            let addr = l.local_addr().unwrap();
+            l.set_nonblocking(true).unwrap();
+            // Answers each connection (greeting and 1-byte request in, 1 byte
+            // out) and closes first, as the agent with --close-first responder.
+            let server = std::thread::spawn(move || {
+                let mut ports = Vec::new();
+                let end = Instant::now() + Duration::from_millis(600);
+                while Instant::now() < end {
+                    let Ok((mut c, peer)) = l.accept() else {
+                        std::thread::sleep(Duration::from_millis(1));
+                        continue;
+                    };
+                    c.set_nonblocking(false).unwrap();
+                    c.set_read_timeout(Some(Duration::from_secs(1))).unwrap();
+                    let mut greeting = [0u8; DataHello::LEN + 1];
+                    if c.read_exact(&mut greeting).is_ok() && c.write_all(&[0x5a]).is_ok() {
+                        ports.push(peer.port());
+                    }
+                }
+                ports
+            });
+            let slots: Vec<_> = (0..flows)
+                .map(|i| {
+                    let mut s = requester_to(addr);
+                    s.id = i;
+                    s
+                })
+                .collect();
+            let counters: Vec<_> = slots.iter().map(|s| s.counters.clone()).collect();
+            let ctl = control(Duration::from_secs(1));
+            let stop = ctl.stop.clone();
+            let mut wl = workload();
+            wl.close_first = CloseFirst::Responder;
+            wl.local_ports = Some(Arc::new(PortCycle::new(range)));
+            let worker = std::thread::spawn(move || wl.run_transient(slots, None, &ctl));
+            std::thread::sleep(Duration::from_millis(300));
+            stop.store(true, Ordering::Relaxed);
+            let end = worker.join().unwrap().unwrap();
+            let ports = server.join().unwrap();
+            let done: u64 = counters.iter().map(|c| c.transactions()).sum();
+            let failed: u64 = end
+                .transient
+                .iter()
+                .map(|t| t.connect_errors.unwrap().total())
+                .sum();
+            assert!(
+                done > 50 && failed == 0,
+                "{flows} flows: {done} transactions, {failed} failed"
+            );
+            assert!(
+                ports.len() as u64 >= done,
+                "{} connections seen, {done} counted",
+                ports.len()
+            );
+            let outside: Vec<_> = ports
+                .iter()
+                .filter(|p| !(range.low..=range.high).contains(p))
+                .collect();
+            assert!(
+                outside.is_empty(),
+                "{flows} flows: ports outside {range}: {outside:?}"
+            );
+            // One after another (wrapping; a port in use elsewhere is skipped,
+            // and two flows' connections may arrive out of turn).
+            let next = |a: u16, b: u16| (u32::from(b) + 1000 - u32::from(a)) % 1000;
+            let in_turn = ports
+                .windows(2)
+                .filter(|w| (1..=2).contains(&next(w[0], w[1])))
+                .count();
+            assert!(
+                in_turn * 10 >= (ports.len() - 1) * 9,
+                "{flows} flows: {in_turn} of {} steps to the next port: {ports:?}",
+                ports.len() - 1
+            );
+        }
     }
 
     /// A requester alone on its worker gives up on a response that
@@ -1863,6 +1966,7 @@ mod door_tests {
                     timeout,
                     accepted_options: SocketSettings::default(),
                     close_first,
+                    local_ports: None,
                 };
                 wl.txn.request_size = request;
                 wl.txn.response_size = 1;

@@ -17,8 +17,9 @@ pub mod kind;
 
 use crate::AgentLimits;
 pub use kind::{
-    CloseFirst, Exchange, HttpSpec, KindRules, KindSpec, Load, StreamOptions, TcpBidirSpec, TcpCrrSpec,
-    TcpMaertsSpec, TcpOptions, TcpRrSpec, TcpStreamSpec, Transactions, Transport, UdpRrSpec, UdpStreamSpec,
+    CloseFirst, Exchange, HttpSpec, KindRules, KindSpec, Load, PortRange, StreamOptions, TcpBidirSpec,
+    TcpCrrSpec, TcpMaertsSpec, TcpOptions, TcpRrSpec, TcpStreamSpec, Transactions, Transport, UdpRrSpec,
+    UdpStreamSpec,
 };
 use serde::{Deserialize, Serialize};
 use thiserror::Error;

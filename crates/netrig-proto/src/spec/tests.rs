@@ -135,6 +135,10 @@ fn every_kind_round_trips() {
             timeout_s: Some(0.5),
             tcp,
             close_first: crate::spec::CloseFirst::Responder,
+            local_ports: Some(crate::spec::PortRange {
+                low: 5000,
+                high: 65535,
+            }),
         }),
         KindSpec::UdpStream(UdpStreamSpec {
             datagram_size: 64,
@@ -331,8 +335,33 @@ fn crr_opens_no_connection_at_set_up_and_bounds_its_options() {
         assert!(err(&s).contains("--timeout"), "{bad}");
     }
     c.timeout_s = Some(0.25);
+    for (low, high) in [(0, 10), (2000, 1999)] {
+        c.local_ports = Some(PortRange { low, high });
+        s.test = KindSpec::TcpCrr(c.clone());
+        assert!(err(&s).contains("--local-ports"), "{low}-{high}: {}", err(&s));
+    }
+    c.local_ports = Some(PortRange { low: 7, high: 7 });
     s.test = KindSpec::TcpCrr(c);
     assert!(s.validate(&l).is_ok());
+}
+
+#[test]
+fn local_ports_parse_as_low_dash_high() {
+    assert_eq!(
+        PortRange::parse("5000-65535"),
+        Ok(PortRange {
+            low: 5000,
+            high: 65535
+        })
+    );
+    assert_eq!(PortRange::parse("80-80").map(|r| r.len()), Ok(1));
+    assert_eq!(PortRange::parse("1-65535").map(|r| r.len()), Ok(65535));
+    for bad in [
+        "", "5000", "5000-", "-5000", "0-10", "10-9", "1-65536", "a-b", "1-2-3",
+    ] {
+        let e = PortRange::parse(bad).unwrap_err();
+        assert!(e.contains("LOW") && e.contains("HIGH"), "{bad:?}: {e}");
+    }
 }
 
 #[test]

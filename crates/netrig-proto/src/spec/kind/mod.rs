@@ -19,7 +19,7 @@ pub use http::{
     HTTP_HEADER_RANGE, HTTP_TIMEOUT_RANGE_S, MAX_HTTP_BODY, MAX_HTTP_HEADERS, MAX_HTTP_LINE,
     MAX_HTTP_REQUESTS,
 };
-pub use tcp_crr::{CloseFirst, TcpCrrSpec};
+pub use tcp_crr::{CloseFirst, PortRange, TcpCrrSpec};
 pub use tcp_rr::{Load, TcpRrSpec, Transactions};
 pub use tcp_stream::{StreamOptions, TcpBidirSpec, TcpMaertsSpec, TcpStreamSpec};
 pub use udp_rr::UdpRrSpec;

@@ -26,6 +26,61 @@ pub struct TcpCrrSpec {
     /// (a client from before the option): the requester.
     #[serde(default, skip_serializing_if = "is_default")]
     pub close_first: CloseFirst,
+    /// `--local-ports`: the requester binds each connection to the next
+    /// local port of this range in turn (SO_REUSEADDR), as netperf TCP_CRR
+    /// does with its `-p`; absent: the kernel picks one at connect().
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub local_ports: Option<PortRange>,
+}
+
+/// A range of local ports, both ends included.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PortRange {
+    pub low: u16,
+    pub high: u16,
+}
+
+impl PortRange {
+    /// How many ports it holds.
+    pub fn len(&self) -> u32 {
+        u32::from(self.high).saturating_sub(u32::from(self.low)) + 1
+    }
+
+    /// Never empty once checked; for clippy's sake.
+    pub fn is_empty(&self) -> bool {
+        self.high < self.low
+    }
+
+    /// `LOW-HIGH`, as `--local-ports` takes it.
+    pub fn parse(s: &str) -> Result<PortRange, String> {
+        let bad = || format!("{s:?}: LOW-HIGH, two port numbers from 1 to 65535 (as 5000-65535)");
+        let (lo, hi) = s.split_once('-').ok_or_else(bad)?;
+        let port = |p: &str| p.trim().parse::<u16>().map_err(|_| bad());
+        let r = PortRange {
+            low: port(lo)?,
+            high: port(hi)?,
+        };
+        r.check().map_err(|e| e.to_string())?;
+        Ok(r)
+    }
+
+    fn check(&self) -> Result<(), SpecError> {
+        if self.low == 0 || self.high < self.low {
+            return Err(SpecError::Invalid {
+                option: "--local-ports",
+                value: self.to_string(),
+                rule: "LOW-HIGH with 1 <= LOW <= HIGH <= 65535".into(),
+            });
+        }
+        Ok(())
+    }
+}
+
+impl std::fmt::Display for PortRange {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}-{}", self.low, self.high)
+    }
 }
 
 /// Which end of a tcp-crr connection closes it first, once the response
@@ -109,6 +164,9 @@ impl KindRules for TcpCrrSpec {
             });
         }
         check_timeout(self.timeout_s)?;
+        if let Some(r) = &self.local_ports {
+            r.check()?;
+        }
         self.tcp.check()
     }
     fn worker_buffer_bytes(&self) -> u64 {
