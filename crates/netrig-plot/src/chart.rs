@@ -378,10 +378,16 @@ fn draw(chart: &Chart, area: &DrawingArea<SVGBackend, Shift>) -> Result<(), Box<
                     ctx.$draw(std::iter::once(Polygon::new(poly, c.mix(0.18).filled())))?;
                 }
                 whiskers!(ctx.$draw, band, c.stroke_width(1), 4, $px);
-                let anno = if s.dashed {
-                    ctx.$draw(DashedLineSeries::new(pts.clone(), 7, 5, c.stroke_width(2)))?
+                // One point draws no line (its marker shows it), still with its legend.
+                let line = if pts.len() > 1 {
+                    pts.clone()
                 } else {
-                    ctx.$draw(LineSeries::new(pts.clone(), c.stroke_width(2)))?
+                    Vec::new()
+                };
+                let anno = if s.dashed {
+                    ctx.$draw(DashedLineSeries::new(line, 7, 5, c.stroke_width(2)))?
+                } else {
+                    ctx.$draw(LineSeries::new(line, c.stroke_width(2)))?
                 };
                 anno.label(s.label.as_str()).legend(legend);
                 if pts.len() <= 60 {

@@ -215,6 +215,23 @@ fn time_series_of_two_flows_with_tcp_info() {
     assert!(has_text(svg, "cwnd (bytes: snd_cwnd × snd_mss)"));
 }
 
+/// A run of one interval: each series one point, drawn as its marker
+/// with its legend, and no line of zero length.
+#[test]
+fn time_series_of_one_interval_draws_points_not_lines() {
+    let mut r = fixture("tcp-stream");
+    r.intervals.truncate(1);
+    let plots = plots_for_result(&r);
+    let svg = &plots[0].svg;
+    check_svg(svg);
+    let t = texts(svg);
+    for f in &r.flows {
+        let name = format!("flow {} {}", f.id, format!("{:?}", f.direction).to_lowercase());
+        assert!(t.contains(&name), "{name} in {t:?}");
+    }
+    assert!(svg.contains("<circle"), "the points' markers");
+}
+
 #[test]
 fn latency_spectrum_of_a_result() {
     for kind in ["tcp-rr", "tcp-crr"] {
