@@ -17,6 +17,7 @@ pub mod files;
 pub mod flow;
 pub mod intake;
 pub mod latencies;
+pub mod nudge;
 pub mod pace;
 pub mod reactor;
 pub mod runner;

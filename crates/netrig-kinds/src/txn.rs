@@ -24,3 +24,12 @@ pub(crate) fn busy_wait_refused(flows: usize) -> netrig_engine::EngineError {
          thread (-T at least -P, on both ends: the agent's --max-workers may hold it lower)"
     ))
 }
+
+/// The watch that bounds a lone worker's waits on its blocking socket
+/// (without a kernel timer each: [`netrig_engine::nudge`]); `None`: socket
+/// timeouts must bound them.
+pub(crate) fn watch_alone() -> Option<netrig_engine::nudge::Watch> {
+    netrig_engine::nudge::Watch::new()
+        .map_err(|e| log::debug!("waits bounded by socket timeouts: {e}"))
+        .ok()
+}

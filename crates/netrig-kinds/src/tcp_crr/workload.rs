@@ -1179,8 +1179,9 @@ impl Worker<'_> {
 
     /// One closed-loop requester flow alone on its worker (netperf's TCP_CRR
     /// client): each transaction's socket is blocking and the worker waits in
-    /// connect(2) and read(2) itself, each wait bounded by [`ALONE_POLL`]
-    /// (SO_SNDTIMEO bounds connect) to look at the window, the abort and the
+    /// connect(2) and read(2) itself, each wait bounded by the engine's
+    /// watchdog (`nudge`; without it, SO_SNDTIMEO and SO_RCVTIMEO of
+    /// [`ALONE_POLL`]) to look at the window, the abort and the
     /// transaction's `--timeout`, instead of in epoll_wait(2). A transaction
     /// is socket, connect, writev (greeting and request), read (response),
     /// [read (the responder's close),] close; the event loop's path adds
@@ -1194,9 +1195,10 @@ impl Worker<'_> {
             .clone()
             .expect("checked: requesters have one");
         let mut drain_by = None;
+        let watch = crate::txn::watch_alone();
         while !self.ctl.aborted.load(Ordering::Relaxed) && !self.ctl.stop.load(Ordering::Relaxed) {
             self.latency.flush();
-            match self.transact_alone(&to, &mut drain_by)? {
+            match self.transact_alone(&to, &mut drain_by, watch.as_ref())? {
                 Alone::Next => {}
                 Alone::Retry => std::thread::sleep(FAILED_RETRY),
                 Alone::Over => break,
@@ -1240,7 +1242,14 @@ impl Worker<'_> {
         &mut self,
         to: &netrig_engine::flow::Connector,
         drain_by: &mut Option<Instant>,
+        watch: Option<&netrig_engine::nudge::Watch>,
     ) -> Result<Alone, EngineError> {
+        // Each blocking call is marked: the watch interrupts it past ALONE_POLL.
+        let waiting = || {
+            if let Some(w) = watch {
+                w.waiting();
+            }
+        };
         let setup = |e: io::Error| EngineError::Setup(format!("local socket: {e}"));
         let sock = match Socket::new(Domain::for_address(to.addr), Type::STREAM, Some(Protocol::TCP)) {
             Ok(s) => s,
@@ -1251,14 +1260,17 @@ impl Worker<'_> {
         if let Err(e) = self.cfg.bind_local(&sock, to) {
             return Ok(self.failed_alone(&e, Alone::Retry));
         }
-        sock.set_write_timeout(Some(ALONE_POLL)).map_err(setup)?;
-        sock.set_read_timeout(Some(ALONE_POLL)).map_err(setup)?;
+        if watch.is_none() {
+            sock.set_write_timeout(Some(ALONE_POLL)).map_err(setup)?;
+            sock.set_read_timeout(Some(ALONE_POLL)).map_err(setup)?;
+        }
         // From the start of connect(2), as the event loop's path times it.
         let t0 = Instant::now();
         let deadline = t0 + self.cfg.timeout;
         // A connect(2) that times out leaves the handshake going on; the
         // next call waits for it again, and says how it ended.
         loop {
+            waiting();
             match sock.connect(&to.addr.into()) {
                 Ok(()) => break,
                 Err(e) if e.raw_os_error() == Some(libc::EISCONN) => break,
@@ -1291,6 +1303,7 @@ impl Worker<'_> {
         let (hello, total) = (f.hello, f.hello.len() + self.request.len());
         let mut off = 0;
         while off < total {
+            waiting();
             let r = if off < hello.len() {
                 (&sock).write_vectored(&[IoSlice::new(&hello[off..]), IoSlice::new(&self.request)])
             } else {
@@ -1313,6 +1326,7 @@ impl Worker<'_> {
         let want = self.cfg.txn.response_size;
         let mut got = 0;
         while got < want {
+            waiting();
             match (&sock).read(&mut self.rbuf) {
                 Ok(0) => {
                     let e = io::Error::new(
@@ -1363,6 +1377,7 @@ impl Worker<'_> {
             // Counted; nothing may follow the response but the responder's close.
             let id = f.slot.id;
             loop {
+                waiting();
                 match (&sock).read(&mut self.rbuf) {
                     Ok(0) => break,
                     Ok(n) => {
@@ -1751,6 +1766,40 @@ mod tests {
                 ports.len() - 1
             );
         }
+    }
+
+    /// A requester alone on its worker whose peer never answers (the
+    /// kernel completes each handshake into the listener's backlog, and
+    /// nothing reads) sees each `--timeout` pass and the run end: its
+    /// blocking reads, without a socket timeout, are bounded by the watch.
+    #[test]
+    fn a_silent_responder_times_out_alone() {
+        assert!(
+            crate::txn::watch_alone().is_some(),
+            "the watch is what this tests"
+        );
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let slot = requester_to(l.local_addr().unwrap());
+        let counters = slot.counters.clone();
+        let ctl = control(Duration::from_millis(200));
+        let stop = ctl.stop.clone();
+        let mut wl = workload();
+        wl.timeout = Duration::from_millis(100);
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = tx.send(wl.run_transient(vec![slot], None, &ctl));
+        });
+        std::thread::sleep(Duration::from_millis(350));
+        stop.store(true, Ordering::Relaxed);
+        let end = rx
+            .recv_timeout(Duration::from_secs(10))
+            .expect("the worker ended")
+            .unwrap();
+        let errors = end.transient[0].connect_errors.unwrap();
+        assert!(errors.timed_out >= 1, "{errors:?}");
+        assert_eq!(errors.total(), errors.timed_out, "{errors:?}");
+        assert_eq!(counters.transactions(), 0);
+        drop(l);
     }
 
     /// A requester alone on its worker gives up on a response that

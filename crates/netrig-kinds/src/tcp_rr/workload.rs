@@ -318,11 +318,19 @@ impl RrWorkload {
         let tcp = c.flow.socket.tcp().map_err(setup)?;
         // --busy-wait: the socket stays non-blocking, and the loops below
         // spin on WouldBlock, checking the window and the abort each time.
+        let watch = (!self.txn.busy_wait).then(crate::txn::watch_alone).flatten();
         if !self.txn.busy_wait {
             tcp.set_nonblocking(false).map_err(setup)?;
-            tcp.set_write_timeout(Some(ALONE_POLL)).map_err(setup)?;
-            tcp.set_read_timeout(Some(ALONE_POLL)).map_err(setup)?;
+            if watch.is_none() {
+                tcp.set_write_timeout(Some(ALONE_POLL)).map_err(setup)?;
+                tcp.set_read_timeout(Some(ALONE_POLL)).map_err(setup)?;
+            }
         }
+        let waiting = || {
+            if let Some(w) = &watch {
+                w.waiting();
+            }
+        };
         let ctl = cx.ctl;
         let mut deadline: Option<Instant> = None;
         // The window closed: stop asking (the requester), drain until the
@@ -356,6 +364,7 @@ impl RrWorkload {
                     sock: &mut c.sock,
                     read: false,
                 };
+                waiting();
                 let r = c.answer.serve(&mut one, &mut buf, &response, &mut moved);
                 c.bytes += moved.bytes;
                 c.transactions += moved.transactions;
@@ -378,6 +387,7 @@ impl RrWorkload {
                     // loopback the call itself carries the request to the
                     // responder, who may answer before it returns).
                     let now = Instant::now();
+                    waiting();
                     match c.sock.write(&request[off..]) {
                         Ok(n) => {
                             t0.get_or_insert(now);
@@ -403,6 +413,7 @@ impl RrWorkload {
                 c.starts.push_back(t0.expect("a whole request was written"));
             }
             while c.resp_got < self.txn.response_size || c.starts.is_empty() {
+                waiting();
                 match c.sock.read(&mut buf) {
                     Ok(0) if c.draining => break 'conn,
                     Ok(0) => {

@@ -165,8 +165,10 @@ impl UdpRrWorkload {
         loop {
             let n = match f.sock.socket().udp().and_then(|u| u.recv(buf)) {
                 Ok(n) => n,
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(()),
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                // (Interrupted: a lone worker's wait, bounded by its watch.)
+                Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted) => {
+                    return Ok(())
+                }
                 Err(e) if e.raw_os_error() == Some(libc::ECONNREFUSED) => continue,
                 Err(e) => return Err(sock_err(f, "receive", e)),
             };
@@ -244,10 +246,16 @@ impl UdpRrWorkload {
         let udp = f.flow.socket.udp().map_err(setup)?;
         // --busy-wait: the socket stays non-blocking, and the loop below
         // spins, receiving until something comes.
+        let poll = (self.timeout / 10).clamp(Duration::from_millis(1), Duration::from_millis(10));
+        // The watchdog's tick is as fine as waits need be but for a short --timeout.
+        let watch = (!self.txn.busy_wait && poll >= netrig_engine::nudge::TICK)
+            .then(crate::txn::watch_alone)
+            .flatten();
         if !self.txn.busy_wait {
             udp.set_nonblocking(false).map_err(setup)?;
-            let poll = (self.timeout / 10).clamp(Duration::from_millis(1), Duration::from_millis(10));
-            udp.set_read_timeout(Some(poll)).map_err(setup)?;
+            if watch.is_none() {
+                udp.set_read_timeout(Some(poll)).map_err(setup)?;
+            }
         }
         let requester = f.flow.role == Role::Requester;
         let mut deadline: Option<Instant> = None;
@@ -287,6 +295,9 @@ impl UdpRrWorkload {
                 }
             }
             let mut refill = 0;
+            if let Some(w) = &watch {
+                w.waiting();
+            }
             self.on_readable(
                 f,
                 &mut w.rbuf,
