@@ -138,11 +138,13 @@ impl Door for Lent {
         let _ = d.waker.wake();
     }
 
-    fn block(&self, wait: Duration) -> io::Result<()> {
+    fn block(&self, wait: Option<Duration>) -> io::Result<()> {
         let l = SockRef::from(&self.shared.listener);
         self.blocked.store(true, Ordering::Relaxed);
-        l.set_read_timeout(Some(wait))?;
-        l.set_write_timeout(Some(wait))?;
+        if let Some(wait) = wait {
+            l.set_read_timeout(Some(wait))?;
+            l.set_write_timeout(Some(wait))?;
+        }
         l.set_nonblocking(false)
     }
 
@@ -245,7 +247,7 @@ mod tests {
         let handle = agent.spawn();
         let door = lend(&shared, SessionCookie([6; 16]), None).expect("free");
         let wait = Duration::from_millis(30);
-        door.block(wait).unwrap();
+        door.block(Some(wait)).unwrap();
         let l = SockRef::from(&shared.listener);
         assert!(!l.nonblocking().unwrap(), "blocking while lent");
         // The run's accept waits (its timeout at most) and takes the listener's timeouts along.

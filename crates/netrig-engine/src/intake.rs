@@ -60,14 +60,16 @@ pub trait Door: Send {
     fn hand_back(&self, stream: TcpStream, peer: std::net::SocketAddr);
     /// For a worker with nothing else to watch: makes the listener blocking,
     /// each accept(2) waiting at most `wait` (SO_RCVTIMEO, which the
-    /// connections it accepts inherit, with SO_SNDTIMEO), so that the worker
+    /// connections it accepts inherit, with SO_SNDTIMEO; `None`: no
+    /// timeouts, the worker bounds its waits itself with a
+    /// [`nudge::Watch`](crate::nudge::Watch)), so that the worker
     /// waits in accept(2) and in each connection's own calls, as netserver
     /// does, instead of in epoll_wait(2) and then an accept(2) more to find
     /// the queue empty. Until the door is dropped, which makes the listener
     /// non-blocking again, timeouts cleared; `hand_back` undoes both on a
     /// connection it takes back. An error (or a door that cannot) leaves the
     /// listener as it was, and the worker in its event loop.
-    fn block(&self, wait: std::time::Duration) -> std::io::Result<()> {
+    fn block(&self, wait: Option<std::time::Duration>) -> std::io::Result<()> {
         let _ = wait;
         Err(std::io::ErrorKind::Unsupported.into())
     }

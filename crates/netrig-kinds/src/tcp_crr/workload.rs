@@ -180,30 +180,32 @@ impl Greeting {
     /// [`Greeting::read`] with recv(2) `flags` besides MSG_PEEK
     /// (MSG_DONTWAIT: not waiting on a blocking socket).
     fn peek(&mut self, flags: libc::c_int) -> Heard {
-        loop {
-            // SAFETY: recv(2) into `buf`, at most its length; the descriptor is `sock`'s.
-            let n = unsafe {
-                libc::recv(
-                    self.sock.as_raw_fd(),
-                    self.buf.as_mut_ptr().cast(),
-                    self.buf.len(),
-                    libc::MSG_PEEK | flags,
-                )
-            };
-            let r = usize::try_from(n).map_err(|_| io::Error::last_os_error());
-            match r {
-                Ok(n) => {
-                    self.len = n;
-                    let more = n > 0 && n < DataHello::LEN && self.may_be_data();
-                    return if more { Heard::Waiting } else { Heard::Over };
+        // SAFETY: recv(2) into `buf`, at most its length; the descriptor is `sock`'s.
+        let n = unsafe {
+            libc::recv(
+                self.sock.as_raw_fd(),
+                self.buf.as_mut_ptr().cast(),
+                self.buf.len(),
+                libc::MSG_PEEK | flags,
+            )
+        };
+        match usize::try_from(n).map_err(|_| io::Error::last_os_error()) {
+            Ok(n) => {
+                self.len = n;
+                let more = n > 0 && n < DataHello::LEN && self.may_be_data();
+                if more {
+                    Heard::Waiting
+                } else {
+                    Heard::Over
                 }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                    self.len = 0;
-                    return Heard::Waiting;
-                }
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(_) => return Heard::Over,
             }
+            // Nothing yet, or a signal (a lone responder's watch ended the
+            // wait, as a socket timeout would have): looked at again later.
+            Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted) => {
+                self.len = 0;
+                Heard::Waiting
+            }
+            Err(_) => Heard::Over,
         }
     }
 
@@ -314,6 +316,9 @@ struct Bounded<'a> {
     sock: &'a TcpStream,
     by: Instant,
     aborted: &'a std::sync::atomic::AtomicBool,
+    /// Marks each call a wait; its interruption (EINTR) reads as the
+    /// socket timeout's WouldBlock, so that serve returns to look at the run.
+    watch: Option<&'a netrig_engine::nudge::Watch>,
 }
 
 impl Bounded<'_> {
@@ -321,21 +326,32 @@ impl Bounded<'_> {
         if self.aborted.load(Ordering::Relaxed) || Instant::now() >= self.by {
             return Err(io::ErrorKind::WouldBlock.into());
         }
+        if let Some(w) = self.watch {
+            w.waiting();
+        }
         Ok(())
+    }
+}
+
+/// A watched call's interruption, as a socket timeout's expiry.
+fn interrupted_as_timeout(r: io::Result<usize>) -> io::Result<usize> {
+    match r {
+        Err(e) if e.kind() == io::ErrorKind::Interrupted => Err(io::ErrorKind::WouldBlock.into()),
+        r => r,
     }
 }
 
 impl Read for Bounded<'_> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         self.over()?;
-        self.sock.read(buf)
+        interrupted_as_timeout(self.sock.read(buf))
     }
 }
 
 impl Write for Bounded<'_> {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         self.over()?;
-        self.sock.write(buf)
+        interrupted_as_timeout(self.sock.write(buf))
     }
     fn flush(&mut self) -> io::Result<()> {
         Ok(())
@@ -469,13 +485,15 @@ impl TransientWorkload for CrrWorkload {
             None => (Reactor::new(false)?, None, None),
         };
         // One responder flow, closed loop, holding the listener: it waits in
-        // accept(2) itself, no event loop (run_lone), if the door lets it.
-        let lone = door.as_ref().is_some_and(|d| {
-            self.txn.rate.is_none()
-                && self.txn.burst <= 1
-                && matches!(&flows[..], [f] if f.role == Role::Responder)
-                && d.block(ALONE_POLL).is_ok()
-        });
+        // accept(2) itself, no event loop (run_lone), if the door lets it;
+        // its waits bounded by a watch, or else by socket timeouts.
+        let lone_flow = door.is_some()
+            && self.txn.rate.is_none()
+            && self.txn.burst <= 1
+            && matches!(&flows[..], [f] if f.role == Role::Responder);
+        let watch = lone_flow.then(crate::txn::watch_alone).flatten();
+        let wait = if watch.is_some() { None } else { Some(ALONE_POLL) };
+        let lone = lone_flow && door.as_ref().is_some_and(|d| d.block(wait).is_ok());
         let mut lone_door = None;
         let door = match door {
             Some(d) if lone => {
@@ -556,7 +574,7 @@ impl TransientWorkload for CrrWorkload {
             return w.run_alone();
         }
         if let Some((door, listener)) = lone_door {
-            return w.run_lone(door, listener);
+            return w.run_lone(door, listener, watch);
         }
         reactor.run_worker(w, ctl)
     }
@@ -1055,25 +1073,43 @@ impl Worker<'_> {
         mut self,
         door: Box<dyn Door>,
         listener: std::net::TcpListener,
+        watch: Option<netrig_engine::nudge::Watch>,
     ) -> Result<WorkerEnd, EngineError> {
+        let waiting = || {
+            if let Some(w) = &watch {
+                w.waiting();
+            }
+        };
         let mut impatient_until: Option<Instant> = None;
         // Connections whose handshake ended before the listener had its
         // timeouts (queued when `Door::block` ran, or completing as it ran)
         // did not inherit them, and a wait without one would be unbounded:
         // that many connections, and LONE_SETTLE more, get theirs here.
-        let mut unsure = netrig_metrics::tcp_info::accept_queue(listener.as_fd())
-            .map_or(u64::MAX, |q| u64::from(q) + LONE_SETTLE);
+        // (Watched, no wait needs a timeout.)
+        let mut unsure = match &watch {
+            Some(_) => 0,
+            None => netrig_metrics::tcp_info::accept_queue(listener.as_fd())
+                .map_or(u64::MAX, |q| u64::from(q) + LONE_SETTLE),
+        };
         while !self.ctl.aborted.load(Ordering::Relaxed) && !self.ctl.stop.load(Ordering::Relaxed) {
             if let Some(rx) = self.arrivals.take() {
                 while let Ok((hello, sock)) = rx.try_recv() {
-                    match sock.set_nonblocking(false).and_then(|()| lone_timeouts(&sock)) {
-                        Ok(()) => self.answer_lone(hello, sock, false)?,
+                    let timeouts = |s: &TcpStream| if watch.is_some() { Ok(()) } else { lone_timeouts(s) };
+                    match sock.set_nonblocking(false).and_then(|()| timeouts(&sock)) {
+                        Ok(()) => self.answer_lone(hello, sock, false, watch.as_ref())?,
                         Err(e) => log::debug!("flow {}: {e}; closed", hello.flow),
                     }
                 }
                 self.arrivals = Some(rx);
             }
-            let (sock, peer) = match listener.accept() {
+            waiting();
+            // (socket2's accept: std's takes EINTR for "again" itself, so
+            // that a watched wait would never end.)
+            let accepted = socket2::SockRef::from(&listener).accept().and_then(|(s, a)| {
+                let peer = a.as_socket().ok_or_else(|| io::Error::other("not an IP peer"))?;
+                Ok((TcpStream::from(OwnedFd::from(s)), peer))
+            });
+            let (sock, peer) = match accepted {
                 Ok(a) => a,
                 // ALONE_POLL without a connection; the peer gave up while queued; a signal.
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock || accept_again(&e) => continue,
@@ -1097,9 +1133,11 @@ impl Worker<'_> {
             }
             let mut g = Greeting::new(sock, peer);
             let impatient = impatient_until.is_some_and(|t| Instant::now() < t);
+            waiting();
             match g.peek(if impatient { libc::MSG_DONTWAIT } else { 0 }) {
                 // In part: the rest, as long as ALONE_POLL.
                 Heard::Waiting if g.len > 0 && !impatient => {
+                    waiting();
                     g.peek(libc::MSG_WAITALL);
                 }
                 // ALONE_POLL without a byte: until IMPATIENCE has passed, no
@@ -1112,7 +1150,7 @@ impl Worker<'_> {
                 _ => {}
             }
             match door.claim(g.bytes(), peer) {
-                Some(hello) => self.answer_lone(hello, g.sock, true)?,
+                Some(hello) => self.answer_lone(hello, g.sock, true, watch.as_ref())?,
                 None => g.hand_back(&*door),
             }
         }
@@ -1125,7 +1163,16 @@ impl Worker<'_> {
     /// A connection of the run's on a lone responder (blocking, with
     /// [`ALONE_POLL`] timeouts): answered, then closed, by the close order;
     /// cut at its `--timeout`, the test's abort, or the drain's end.
-    fn answer_lone(&mut self, hello: DataHello, sock: TcpStream, unread: bool) -> Result<(), EngineError> {
+    fn answer_lone(
+        &mut self,
+        hello: DataHello,
+        sock: TcpStream,
+        unread: bool,
+        watch: Option<&netrig_engine::nudge::Watch>,
+    ) -> Result<(), EngineError> {
+        if let Some(w) = watch {
+            w.waiting();
+        }
         let Some((i, mut answer)) = self.accepted(&hello, &sock, unread)? else {
             return Ok(());
         };
@@ -1138,6 +1185,7 @@ impl Worker<'_> {
                 sock: &sock,
                 by: deadline,
                 aborted: &ctl.aborted,
+                watch,
             };
             let r = answer.serve(&mut bounded, &mut self.rbuf, &self.response, &mut moved);
             self.flows[i].answered(&moved, &sock);
@@ -1950,14 +1998,14 @@ mod door_tests {
         fn hand_back(&self, s: TcpStream, peer: SocketAddr) {
             self.back.lock().unwrap().push((s, peer));
         }
-        fn block(&self, wait: Duration) -> io::Result<()> {
+        fn block(&self, wait: Option<Duration>) -> io::Result<()> {
             if !self.blocks {
                 return Err(io::ErrorKind::Unsupported.into());
             }
             self.l.set_nonblocking(false)?;
             let l = socket2::SockRef::from(&self.l);
-            l.set_read_timeout(Some(wait))?;
-            l.set_write_timeout(Some(wait))
+            l.set_read_timeout(wait)?;
+            l.set_write_timeout(wait)
         }
     }
 
