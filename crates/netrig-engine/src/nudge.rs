@@ -10,7 +10,8 @@
 //!
 //! Instead, a worker registers a [`Watch`] and marks each wait with
 //! [`Watch::waiting`] (an atomic store of a coarse tick, no clock read); a
-//! watchdog thread, awake only while watches exist, ticks every [`TICK`]
+//! watchdog thread, running only while watches exist (and [`LINGER`]
+//! after the last), ticks every [`TICK`]
 //! and sends the thread of a wait that has lasted two ticks or more a
 //! signal (SIGURG, whose handler does nothing and is installed without
 //! SA_RESTART), so that the call returns EINTR and the worker looks at the
@@ -41,23 +42,35 @@ struct Entry {
     since: AtomicU64,
 }
 
+/// How long the watchdog outlives the last watch before its thread ends
+/// (the next watch starts another): no thread is left behind between runs.
+const LINGER: Duration = Duration::from_secs(1);
+
+#[derive(Default)]
+struct Watched {
+    entries: Vec<Arc<Entry>>,
+    /// A watchdog thread is running (or about to).
+    running: bool,
+}
+
 #[derive(Default)]
 struct Dog {
-    entries: Mutex<Vec<Arc<Entry>>>,
+    watched: Mutex<Watched>,
     some: Condvar,
 }
 
-/// The watchdog, started with the first watch; or why it cannot be.
+impl Dog {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Watched> {
+        self.watched.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// The watchdog's state, its signal handler installed; or why it cannot be.
 fn dog() -> Result<&'static Dog, String> {
     static DOG: OnceLock<Result<&'static Dog, String>> = OnceLock::new();
     DOG.get_or_init(|| {
         install_handler().map_err(|e| format!("SIGURG handler: {e}"))?;
-        let dog: &'static Dog = Box::leak(Box::default());
-        std::thread::Builder::new()
-            .name("netrig-nudge".into())
-            .spawn(move || watch_over(dog))
-            .map_err(|e| format!("watchdog thread: {e}"))?;
-        Ok(dog)
+        Ok(Box::leak(Box::default()))
     })
     .clone()
 }
@@ -93,16 +106,24 @@ fn install_handler() -> io::Result<()> {
 fn watch_over(dog: &'static Dog) {
     loop {
         {
-            let mut entries = dog.entries.lock().unwrap_or_else(|e| e.into_inner());
-            while entries.is_empty() {
-                entries = dog.some.wait(entries).unwrap_or_else(|e| e.into_inner());
+            let mut w = dog.lock();
+            if w.entries.is_empty() {
+                w = dog
+                    .some
+                    .wait_timeout(w, LINGER)
+                    .unwrap_or_else(|e| e.into_inner())
+                    .0;
+                if w.entries.is_empty() {
+                    w.running = false;
+                    return;
+                }
             }
         }
         std::thread::sleep(TICK);
         let now = TICKS.fetch_add(1, Ordering::Relaxed) + 1;
         // Under the lock: a watch leaves the list before its thread can end.
-        let entries = dog.entries.lock().unwrap_or_else(|e| e.into_inner());
-        for e in entries.iter() {
+        let w = dog.lock();
+        for e in w.entries.iter() {
             let since = e.since.load(Ordering::Relaxed);
             if since != IDLE && now >= since.saturating_add(2) {
                 // SAFETY: the thread is alive: its watch is still listed.
@@ -128,8 +149,15 @@ impl Watch {
             thread: unsafe { libc::pthread_self() },
             since: AtomicU64::new(IDLE),
         });
-        let mut entries = dog.entries.lock().unwrap_or_else(|e| e.into_inner());
-        entries.push(entry.clone());
+        let mut w = dog.lock();
+        if !w.running {
+            std::thread::Builder::new()
+                .name("netrig-nudge".into())
+                .spawn(move || watch_over(dog))
+                .map_err(|e| format!("watchdog thread: {e}"))?;
+            w.running = true;
+        }
+        w.entries.push(entry.clone());
         dog.some.notify_one();
         Ok(Watch { entry, dog })
     }
@@ -151,8 +179,7 @@ impl Watch {
 
 impl Drop for Watch {
     fn drop(&mut self) {
-        let mut entries = self.dog.entries.lock().unwrap_or_else(|e| e.into_inner());
-        entries.retain(|e| !Arc::ptr_eq(e, &self.entry));
+        self.dog.lock().entries.retain(|e| !Arc::ptr_eq(e, &self.entry));
     }
 }
 
@@ -183,7 +210,16 @@ mod tests {
         let e = s.recv(&mut [0; 8]).unwrap_err();
         assert_eq!(e.kind(), io::ErrorKind::WouldBlock, "{e}");
         assert!(t.elapsed() >= TICK * 5, "{:?}", t.elapsed());
-        // Dropped: no longer listed, so never signalled again.
+        // Dropped: no longer listed, so never signalled again; and with no
+        // watch left, the watchdog's thread ends (no thread left behind).
+        drop(w);
+        let t = Instant::now();
+        while dog().unwrap().lock().running {
+            assert!(t.elapsed() < LINGER * 5, "the watchdog outlived its watches");
+            std::thread::sleep(TICK);
+        }
+        let w = Watch::new().unwrap();
+        assert!(dog().unwrap().lock().running, "started again");
         drop(w);
         let t = Instant::now();
         let e = s.recv(&mut [0; 8]).unwrap_err();
