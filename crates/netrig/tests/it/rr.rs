@@ -313,13 +313,18 @@ fn signal(pid: u32, sig: &str) {
 
 /// Runs a test against an agent that is stopped for 400 ms in the middle.
 pub(crate) fn against_a_stall(args: &[&str]) -> Value {
+    against_a_stall_of(args, Duration::from_millis(1200), Duration::from_millis(400))
+}
+
+/// Runs a 3-s test against an agent stopped (SIGSTOP) `at` into it, `stall` long.
+fn against_a_stall_of(args: &[&str], at: Duration, stall: Duration) -> Value {
     let agent = Served::start(&[]);
     let pid = agent.child.id();
     let p = agent.port_arg();
     let t = std::thread::spawn(move || {
-        std::thread::sleep(Duration::from_millis(1200));
+        std::thread::sleep(at);
         signal(pid, "-STOP");
-        std::thread::sleep(Duration::from_millis(400));
+        std::thread::sleep(stall);
         signal(pid, "-CONT");
     });
     let mut a = args.to_vec();
@@ -643,5 +648,26 @@ fn busy_wait_polls_instead_of_sleeping_and_says_so() {
     assert!(
         empty < 200,
         "sleeping: {empty} empty receives for {n} transactions"
+    );
+}
+
+/// A one-flow udp-rr whose agent stops (SIGSTOP) for 1.2 s of a 3-s run:
+/// the requester waits in recv(2) on a blocking socket with no socket
+/// timeout (the engine's nudge bounds each wait), gives each request up at
+/// its `--timeout` and sends the next, so the stall counts many lost
+/// requests; a wait nothing interrupted would sit out the whole stall on one.
+#[test]
+fn a_lone_udp_requester_gives_up_each_request_at_its_timeout() {
+    let v = against_a_stall_of(
+        &["udp-rr", "--timeout", "0.1"],
+        Duration::from_millis(800),
+        Duration::from_millis(1200),
+    );
+    let lost = u(&v, "/summary/udp/lost_datagrams");
+    // 1.2 s / (0.1 s + at most 20 ms to notice) is 10; 4 leaves room for a busy host.
+    assert!(
+        lost >= 4,
+        "{lost} requests given up in a 1.2 s stall: {}",
+        v["summary"]["udp"]
     );
 }
