@@ -177,6 +177,10 @@ pub fn not_confident_warning(
     )
 }
 
+/// The method of a comparison whose percent change has no bounded interval.
+pub const UNBOUNDED: &str = "welch (no interval for the percent change: the baseline's mean is not \
+     distinguishable from 0 at this level, so Fieller's set is unbounded; more runs, or a steadier baseline)";
+
 /// `arm` against `base` for every metric both have.
 pub fn compare(
     base: &crate::document::ArmOutcome,
@@ -188,48 +192,67 @@ pub fn compare(
         .into_iter()
         .map(|m| {
             let (b, a) = (samples(m, &base.runs), samples(m, &arm.runs));
-            let mut c = Comparison {
-                metric: m.name.into(),
-                arm: arm.arm.clone(),
-                baseline: base.arm.clone(),
-                higher_is_better: m.higher_is_better,
-                diff_pct: None,
-                ci_low_pct: None,
-                ci_high_pct: None,
-                p_value: None,
-                verdict: Verdict::Undetermined,
-                method: String::new(),
-            };
-            match netrig_stats::compare(&b, &a, direction(m), level(level_pct)) {
-                Ok(s) => {
-                    c.p_value = Some(s.welch.p_value);
-                    c.verdict = match s.verdict {
-                        netrig_stats::Verdict::Better => Verdict::Better,
-                        netrig_stats::Verdict::Worse => Verdict::Worse,
-                        netrig_stats::Verdict::Tie => Verdict::Tie,
-                    };
-                    if let Some(p) = &s.percent_change {
-                        c.diff_pct = Some(p.estimate);
-                        c.ci_low_pct = Some(p.ci.low);
-                        c.ci_high_pct = Some(p.ci.high);
-                        c.method = match p.method {
-                            netrig_stats::RatioMethod::Fieller => "welch+fieller".into(),
-                            netrig_stats::RatioMethod::Delta => "welch+delta".into(),
-                        };
-                    } else {
-                        c.method = "welch (the baseline's mean is 0: no percent)".into();
-                    }
-                }
-                Err(e) => {
-                    let (bm, am) = (mean(&b), mean(&a));
-                    c.diff_pct =
-                        (bm != 0.0 && bm.is_finite() && am.is_finite()).then(|| (am - bm) / bm.abs() * 100.0);
-                    c.method = format!("no test: {e}");
-                }
-            }
+            let mut c = compare_samples(&b, &a, m.higher_is_better, level_pct);
+            c.metric = m.name.into();
+            c.arm = arm.arm.clone();
+            c.baseline = base.arm.clone();
             c
         })
         .collect()
+}
+
+/// One metric's samples, arm `a` against baseline `b` (names left empty).
+fn compare_samples(b: &[f64], a: &[f64], higher_is_better: bool, level_pct: f64) -> Comparison {
+    let mut c = Comparison {
+        metric: String::new(),
+        arm: String::new(),
+        baseline: String::new(),
+        higher_is_better,
+        diff_pct: None,
+        ci_low_pct: None,
+        ci_high_pct: None,
+        p_value: None,
+        verdict: Verdict::Undetermined,
+        method: String::new(),
+    };
+    let direction = if higher_is_better {
+        Direction::HigherIsBetter
+    } else {
+        Direction::LowerIsBetter
+    };
+    match netrig_stats::compare(b, a, direction, level(level_pct)) {
+        Ok(s) => {
+            c.p_value = Some(s.welch.p_value);
+            c.verdict = match s.verdict {
+                netrig_stats::Verdict::Better => Verdict::Better,
+                netrig_stats::Verdict::Worse => Verdict::Worse,
+                netrig_stats::Verdict::Tie => Verdict::Tie,
+            };
+            if let Some(p) = &s.percent_change {
+                c.diff_pct = Some(p.estimate);
+                match p.method {
+                    netrig_stats::RatioMethod::Fieller => {
+                        c.ci_low_pct = Some(p.ci.low);
+                        c.ci_high_pct = Some(p.ci.high);
+                        c.method = "welch+fieller".into();
+                    }
+                    // The delta method's interval ignores how uncertain the baseline is where
+                    // it matters most (near a ratio of 0 it looks tight), so it can read as
+                    // decided beside a tie: withheld, with the reason.
+                    netrig_stats::RatioMethod::Delta => c.method = UNBOUNDED.into(),
+                }
+            } else {
+                c.method = "welch (the baseline's mean is 0: no percent)".into();
+            }
+        }
+        Err(e) => {
+            let (bm, am) = (mean(b), mean(a));
+            c.diff_pct =
+                (bm != 0.0 && bm.is_finite() && am.is_finite()).then(|| (am - bm) / bm.abs() * 100.0);
+            c.method = format!("no test: {e}");
+        }
+    }
+    c
 }
 
 fn mean(x: &[f64]) -> f64 {
@@ -307,4 +330,28 @@ pub fn regression(
             },
         },
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A baseline too noisy to tell from 0 at 99 % (one run of four starved) against a steady
+    /// arm near 0: the test calls it a tie, and no interval of the percent change is shown
+    /// beside it (the delta method's would be tight and far from 0).
+    #[test]
+    fn an_unbounded_percent_change_is_withheld_beside_its_tie() {
+        let base = [9_000.0, 9_400.0, 8_800.0, 900.0];
+        let arm = [95.0, 96.0, 95.5, 95.2];
+        let c = compare_samples(&base, &arm, true, 99.0);
+        assert_eq!(c.verdict, Verdict::Tie, "{c:?}");
+        assert_eq!((c.ci_low_pct, c.ci_high_pct), (None, None), "{c:?}");
+        assert_eq!(c.method, UNBOUNDED);
+        assert!((c.diff_pct.unwrap() + 98.6).abs() < 0.1, "{c:?}");
+        // The same runs at 95 %: significant, and Fieller's interval is bounded and shown.
+        let c = compare_samples(&base, &arm, true, 95.0);
+        assert_eq!(c.verdict, Verdict::Worse, "{c:?}");
+        assert_eq!(c.method, "welch+fieller");
+        assert!(c.ci_high_pct.unwrap() < -50.0, "{c:?}");
+    }
 }

@@ -312,6 +312,16 @@ impl Netns {
         Ok(ns)
     }
 
+    /// A namespace of the test's own, or `None` when none can be made here
+    /// (not root, no iproute2), said on stderr: the caller skips.
+    pub fn or_skip(tag: &str) -> Option<Netns> {
+        Netns::create(tag)
+            .map_err(|e| {
+                eprintln!("skipped: needs root and iproute2 for a network namespace of its own ({e})")
+            })
+            .ok()
+    }
+
     /// Runs a command inside the namespace.
     pub fn exec(&self, args: &[&str]) -> Result<(), String> {
         let mut a = vec!["ip", "netns", "exec", &self.0];

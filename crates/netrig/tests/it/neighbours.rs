@@ -289,12 +289,8 @@ fn iperf3_and_netserver_on_their_default_ports_are_named() {
         eprintln!("skipped: needs iperf3 and netserver on PATH (e.g. PATH=/work/shared/peers:$PATH)");
         return;
     };
-    let ns = match Netns::create("nb") {
-        Ok(ns) => ns,
-        Err(e) => {
-            eprintln!("skipped: needs root and iproute2 for a network namespace ({e})");
-            return;
-        }
+    let Some(ns) = Netns::or_skip("nb") else {
+        return;
     };
     let in_ns = |bin: &std::path::Path, args: &[&str]| {
         let mut c = Command::new("ip");

@@ -150,12 +150,8 @@ fn in_netns<T: Send + 'static>(ns: &Netns, f: impl FnOnce() -> T + Send + 'stati
 /// the overflows, and the warning names the counter and the knob.
 #[test]
 fn a_listen_queue_overflow_is_reported_from_the_server_host() {
-    let ns = match Netns::create("hv") {
-        Ok(n) => n,
-        Err(e) => {
-            eprintln!("skipped: needs root and iproute2 for a network namespace of its own ({e})");
-            return;
-        }
+    let Some(ns) = Netns::or_skip("hv") else {
+        return;
     };
     let _agent = AgentIn::start(&ns).expect("the agent starts in the namespace");
     let result = in_netns(&ns, || {
@@ -230,12 +226,8 @@ fn a_listen_queue_overflow_is_reported_from_the_server_host() {
 /// it there would change every test's host, so that part is skipped, saying so.
 #[test]
 fn conntrack_is_counted_and_a_full_table_named_where_the_kernel_allows() {
-    let ns = match Netns::create("hvct") {
-        Ok(n) => n,
-        Err(e) => {
-            eprintln!("skipped: needs root and iproute2 for a network namespace of its own ({e})");
-            return;
-        }
+    let Some(ns) = Netns::or_skip("hvct") else {
+        return;
     };
     let count_file = "/proc/sys/net/netfilter/nf_conntrack_count";
     let loaded = |ns: &Netns| ns.exec(&["test", "-e", count_file]).is_ok();
