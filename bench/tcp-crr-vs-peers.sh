@@ -10,11 +10,11 @@
 # instead of letting connect() pick one: the like-for-like netrig run does the same
 # (--local-ports 5000-65535); the run with the kernel's pick is shown beside it.
 # neper's client closes with SO_LINGER 0 unless given --time-wait: a reset, not a FIN,
-# and no TIME_WAIT anywhere, a different workload on the wire. The ratio is against
-# `tcp_crr --time-wait` (a graceful close, TIME_WAIT on the client, as netrig's); the
-# reset variant, neper's default, is shown beside it for reference.
+# and no TIME_WAIT anywhere. netrig's default is compared with `tcp_crr --time-wait`
+# (a graceful close, TIME_WAIT on the client), and `netrig --close-first requester-reset`
+# with neper's default.
 #
-#   bench/tcp-crr-vs-peers.sh [ROUNDS=3] [SECONDS=3] [NETRIG_ARGS (both netrig runs; not --close-first)...]
+#   bench/tcp-crr-vs-peers.sh [ROUNDS=3] [SECONDS=3] [NETRIG_ARGS (every netrig run; not --close-first)...]
 #   PIN=0 bench/tcp-crr-vs-peers.sh ...   # every tool's both ends on CPU 0 (netrig --cpus/--remote-cpus,
 #                                          # netperf -T, neper under taskset): bound by CPU per connection,
 #                                          # not by the wake-up chain (docs/RESULTS.md)
@@ -44,6 +44,8 @@ for r in $(seq 1 "$ROUNDS"); do
   in_ns $NETRIG tcp-crr -H 127.0.0.1 -p "$NPORT" -l "$SECS" --close-first responder --json "${NR_PIN[@]}" "$@" 2>/dev/null > "$OUT/netrig-rf.$r.json"
   fresh_ns; in_ns_background $NETRIG serve -p "$NPORT" -q; sleep 0.5
   in_ns $NETRIG tcp-crr -H 127.0.0.1 -p "$NPORT" -l "$SECS" --close-first responder --local-ports 5000-65535 --json "${NR_PIN[@]}" "$@" 2>/dev/null > "$OUT/netrig-np.$r.json"
+  fresh_ns; in_ns_background $NETRIG serve -p "$NPORT" -q; sleep 0.5
+  in_ns $NETRIG tcp-crr -H 127.0.0.1 -p "$NPORT" -l "$SECS" --close-first requester-reset --json "${NR_PIN[@]}" "$@" 2>/dev/null > "$OUT/netrig-rst.$r.json"
   fresh_ns; in_ns_background netserver -D -p "$NSPORT"; sleep 0.5
   in_ns netperf -H 127.0.0.1 -p "$NSPORT" -l "$SECS" -t TCP_CRR "${NP_PIN[@]}" -c -C -P 0 -- -r 1,1 \
     -o THROUGHPUT,LOCAL_SD,REMOTE_SD > "$OUT/netperf.$r.txt" 2>&1 || true
@@ -64,6 +66,7 @@ def netrig(name):
 n, _ = netrig("netrig")
 nr, nrsd = netrig("netrig-rf")
 nb, nbsd = netrig("netrig-np")
+nx, _ = netrig("netrig-rst")
 def netperf(r):
     # -o THROUGHPUT,LOCAL_SD,REMOTE_SD: the last line, comma-separated.
     return [float(x) for x in open(f"{out}/netperf.{r}.txt").read().strip().splitlines()[-1].split(",")]
@@ -82,13 +85,14 @@ for name, v in [("netrig --close-first responder --local-ports 5000-65535", nb),
                 ("netperf TCP_CRR (responder first, ports 5000-65535)", p),
                 ("netrig --close-first responder (kernel's ports)", nr),
                 ("netrig (requester first)", n), ("neper tcp_crr --time-wait (requester first)", q),
+                ("netrig --close-first requester-reset", nx),
                 ("neper tcp_crr, default (requester resets)", qr)]:
     print(f"{name:55} median {statistics.median(v):9.0f} tps   spread {min(v):.0f}..{max(v):.0f}")
 med = statistics.median
 print(f"ratio netrig/netperf, netperf's workload (responder first, bound ports): {med(nb) / med(p):.3f}"
       f"   (kernel's ports: {med(nr) / med(p):.3f})")
 print(f"ratio netrig/neper, requester first: {med(n) / med(q):.3f}"
-      f"   (against neper's reset close, a different workload: {med(n) / med(qr):.3f})")
+      f"   requester resets (neper's default): {med(nx) / med(qr):.3f}")
 print(f"service demand, both ends, us/tran, netperf's workload: netrig {med(nbsd):.1f}  netperf {med(psd):.1f}"
       f"  ratio {med(nbsd) / med(psd):.3f} (lower is better; kernel's ports: {med(nrsd) / med(psd):.3f})")
 PY

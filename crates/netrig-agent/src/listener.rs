@@ -732,9 +732,13 @@ impl Acceptor {
             Greeting::Data(h) => {
                 // Non-blocking still: the registry makes a set-up connection
                 // blocking; a run's worker wants it as it is.
-                if let Err(e) = self.shared.registry.deliver(h, stream, peer) {
-                    if self.drop_log.allow(Instant::now()) {
-                        log::warn!("{peer}: {e}");
+                match self.shared.registry.deliver(h, stream, peer) {
+                    Ok(()) => {}
+                    Err(e) if e.late => log::debug!("{peer}: {e}"),
+                    Err(e) => {
+                        if self.drop_log.allow(Instant::now()) {
+                            log::warn!("{peer}: {e}");
+                        }
                     }
                 }
             }

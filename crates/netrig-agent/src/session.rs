@@ -111,16 +111,16 @@ impl Registry {
         hello: DataHello,
         stream: TcpStream,
         peer: SocketAddr,
-    ) -> Result<(), String> {
+    ) -> Result<(), Undelivered> {
         self.deliver_conn(hello, DataConn::Tcp(stream, peer))
     }
 
     /// Hands a UDP flow's hello (and where it came from) to its session.
-    pub(crate) fn deliver_udp(&self, hello: DataHello, from: SocketAddr) -> Result<(), String> {
+    pub(crate) fn deliver_udp(&self, hello: DataHello, from: SocketAddr) -> Result<(), Undelivered> {
         self.deliver_conn(hello, DataConn::Udp(from))
     }
 
-    fn deliver_conn(&self, hello: DataHello, conn: DataConn) -> Result<(), String> {
+    fn deliver_conn(&self, hello: DataHello, conn: DataConn) -> Result<(), Undelivered> {
         let tx = self
             .waiting
             .lock()
@@ -136,19 +136,20 @@ impl Registry {
                 if let (DataConn::Tcp(_, from), Some(want)) = (&conn, peer) {
                     let ip = canonical_ip(from.ip());
                     if ip != want {
-                        return Err(format!(
+                        return Err(Undelivered::refused(format!(
                             "data connection for session {} from {ip}, not from its control connection's \
                              address {want}; closed",
                             hello.cookie
-                        ));
+                        )));
                     }
                 }
                 let sent = match (tx, conn) {
                     (QueueTx::Setup(tx), c) => {
                         // Set-up configures its connections with blocking calls.
                         if let DataConn::Tcp(s, _) = &c {
-                            s.set_nonblocking(false)
-                                .map_err(|e| format!("cannot make the socket blocking: {e}"))?;
+                            s.set_nonblocking(false).map_err(|e| {
+                                Undelivered::refused(format!("cannot make the socket blocking: {e}"))
+                            })?;
                         }
                         tx.try_send((hello, c))
                             .map_err(|e| matches!(e, mpsc::TrySendError::Full(_)))
@@ -158,23 +159,53 @@ impl Registry {
                         .give((hello, s))
                         .map_err(|r| r == netrig_engine::intake::Refused::Full),
                     (QueueTx::Run(_), DataConn::Udp(_)) => {
-                        return Err("a UDP hello for a TCP test; ignored".into())
+                        return Err(Undelivered::refused("a UDP hello for a TCP test; ignored".into()))
                     }
                 };
                 sent.map_err(|full| {
                     if full {
-                        format!(
+                        Undelivered::refused(format!(
                             "session {}: its queue of new data connections is full; closed one ({} so far)",
                             hello.cookie,
                             dropped.fetch_add(1, Ordering::Relaxed) + 1
-                        )
+                        ))
                     } else {
-                        format!("session {} is not accepting more data connections", hello.cookie)
+                        Undelivered {
+                            why: format!(
+                                "session {} is not accepting more data connections: its run is over; closed",
+                                hello.cookie
+                            ),
+                            late: true,
+                        }
                     }
                 })
             }
-            None => Err("data connection with an unknown or expired session cookie; closed".into()),
+            None => Err(Undelivered::refused(
+                "data connection with an unknown or expired session cookie; closed".into(),
+            )),
         }
+    }
+}
+
+/// Why a data connection or hello went to no session.
+#[derive(Debug)]
+pub(crate) struct Undelivered {
+    pub(crate) why: String,
+    /// Its session's run was over: a connection-per-transaction client's
+    /// last connections arrive so, as its run ends (outside the window,
+    /// counted by neither end); not worth a warning.
+    pub(crate) late: bool,
+}
+
+impl Undelivered {
+    fn refused(why: String) -> Undelivered {
+        Undelivered { why, late: false }
+    }
+}
+
+impl std::fmt::Display for Undelivered {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.why)
     }
 }
 
@@ -1026,5 +1057,55 @@ fn run_flows(
         Ok(Ok(outcome)) => Ok(outcome),
         Ok(Err(e)) => Err(SessionError::Test(e.to_string())),
         Err(_) => Err(SessionError::Test("the test thread panicked".into())),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::net::TcpListener;
+
+    /// A connection to a loopback listener and the address it came from.
+    fn conn(l: &TcpListener) -> (TcpStream, SocketAddr) {
+        let c = TcpStream::connect(l.local_addr().unwrap()).unwrap();
+        let from = c.local_addr().unwrap();
+        (c, from)
+    }
+
+    fn hello(cookie: SessionCookie) -> DataHello {
+        DataHello {
+            version: netrig_proto::PROTOCOL_VERSION,
+            cookie,
+            flow: 0,
+        }
+    }
+
+    /// A connection for a run that is over is late (said at debug level: a
+    /// connection-per-transaction client's last ones arrive so); one for a
+    /// full queue, a stranger's address or an unknown cookie is refused (a
+    /// warning).
+    #[test]
+    fn a_connection_after_its_run_is_late_and_the_others_are_refused() {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let r = Registry::default();
+        let cookie = SessionCookie([7; 16]);
+        let intake = r.register_run(cookie, 1, Some(IpAddr::from([127, 0, 0, 1])));
+        let (c, from) = conn(&l);
+        r.deliver(hello(cookie), c, from).expect("queued");
+        let (c, from) = conn(&l);
+        let full = r.deliver(hello(cookie), c, from).unwrap_err();
+        assert!(!full.late && full.why.contains("full"), "{full}");
+        let (c, _) = conn(&l);
+        let stranger = r
+            .deliver(hello(cookie), c, SocketAddr::from(([127, 0, 0, 2], 9)))
+            .unwrap_err();
+        assert!(!stranger.late && stranger.why.contains("not from"), "{stranger}");
+        intake.close();
+        let (c, from) = conn(&l);
+        let late = r.deliver(hello(cookie), c, from).unwrap_err();
+        assert!(late.late && late.why.contains("run is over"), "{late}");
+        let (c, from) = conn(&l);
+        let unknown = r.deliver(hello(SessionCookie([8; 16])), c, from).unwrap_err();
+        assert!(!unknown.late && unknown.why.contains("unknown"), "{unknown}");
     }
 }

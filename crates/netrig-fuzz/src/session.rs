@@ -189,7 +189,7 @@ enum ArbKind {
     TcpMaerts(ArbStream),
     TcpBidir(ArbStream),
     TcpRr(ArbTransactions, ArbTcp),
-    TcpCrr(ArbTransactions, Option<f64>, ArbTcp, bool, Option<(u16, u16)>),
+    TcpCrr(ArbTransactions, Option<f64>, ArbTcp, u8, Option<(u16, u16)>),
     UdpStream(u32, Option<ArbPace>, bool, bool),
     UdpRr(ArbTransactions, Option<f64>),
 }
@@ -218,14 +218,14 @@ impl ArbKind {
                 transactions: t.build(),
                 tcp: tcp.build(),
             }),
-            ArbKind::TcpCrr(t, timeout_s, tcp, responder, ports) => KindSpec::TcpCrr(TcpCrrSpec {
+            ArbKind::TcpCrr(t, timeout_s, tcp, close, ports) => KindSpec::TcpCrr(TcpCrrSpec {
                 transactions: t.build(),
                 timeout_s: *timeout_s,
                 tcp: tcp.build(),
-                close_first: if *responder {
-                    CloseFirst::Responder
-                } else {
-                    CloseFirst::Requester
+                close_first: match close % 3 {
+                    0 => CloseFirst::Requester,
+                    1 => CloseFirst::Responder,
+                    _ => CloseFirst::RequesterReset,
                 },
                 local_ports: ports.map(|(low, high)| PortRange { low, high }),
             }),

@@ -458,6 +458,13 @@ fn render_rr(r: &TestResult) -> String {
                  TIME_WAIT on the agent's host; the client waited for that close"
             );
         }
+        Some("requester-reset") => {
+            let _ = writeln!(
+                out,
+                "the client ended each connection with a reset once it had the response (--close-first \
+                 requester-reset, SO_LINGER 0, as neper tcp_crr's default): no TIME_WAIT on either host"
+            );
+        }
         Some(_) => {
             let _ = writeln!(
                 out,

@@ -33,9 +33,11 @@ pub struct CrrArgs {
     #[arg(long = "timeout", alias = "crr-timeout", value_name = "SECONDS", value_parser = parse_timeout, help_heading = "Rate")]
     timeout: Option<f64>,
     /// Which end closes each connection first, once the response is out, and so holds its
-    /// TIME_WAIT: requester (the client, as neper tcp_crr --time-wait; neper's default resets instead; the agent keeps no TIME_WAIT) or
-    /// responder (the agent, as netperf TCP_CRR and an HTTP/1.0 server; the client, waiting for
-    /// that close, keeps none and so never runs out of ephemeral ports to it).
+    /// TIME_WAIT: requester (the client, as neper tcp_crr --time-wait; the agent keeps no
+    /// TIME_WAIT), responder (the agent, as netperf TCP_CRR and an HTTP/1.0 server; the client,
+    /// waiting for that close, keeps none and so never runs out of ephemeral ports to it), or
+    /// requester-reset (the client aborts with a reset, SO_LINGER 0, as neper tcp_crr's default:
+    /// no TIME_WAIT on either end).
     #[arg(long = "close-first", value_name = "END", default_value = "requester", value_parser = parse_close_first, help_heading = "Rate")]
     close_first: CloseFirst,
     /// Bind each connection to the next local port of LOW-HIGH in turn (SO_REUSEADDR) before
@@ -49,7 +51,10 @@ fn parse_close_first(s: &str) -> Result<CloseFirst, String> {
     match s {
         "responder" | "server" | "agent" => Ok(CloseFirst::Responder),
         "requester" | "client" => Ok(CloseFirst::Requester),
-        _ => Err(format!("{s:?}: responder (the agent) or requester (the client)")),
+        "requester-reset" | "client-reset" | "reset" => Ok(CloseFirst::RequesterReset),
+        _ => Err(format!(
+            "{s:?}: responder (the agent), requester (the client) or requester-reset (the client, with a reset)"
+        )),
     }
 }
 

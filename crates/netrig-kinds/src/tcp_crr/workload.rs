@@ -5,10 +5,12 @@
 //! in its worker's event loop: connecting → greeting and request written →
 //! response read → closed; a closed-loop flow alone on its worker does the
 //! same on blocking sockets, without the event loop (`run_alone`). Which end closes first is `--close-first`: the
-//! requester by default (as neper's tcp_crr --time-wait: TIME_WAIT on the client), or
+//! requester by default (as neper's tcp_crr --time-wait: TIME_WAIT on the client),
 //! the responder (as netperf's netserver and an HTTP/1.0 server: TIME_WAIT
 //! on the agent; the requester waits for that close before it closes and
-//! opens the next). Latency runs from the start of connect() (closed loop)
+//! opens the next), or the requester with a reset (SO_LINGER 0, as neper's
+//! tcp_crr by default: no TIME_WAIT anywhere; the responder takes the reset
+//! after its whole response as the end). Latency runs from the start of connect() (closed loop)
 //! or from when the transaction was due (open loop, paced as tcp-rr) to the
 //! last response byte. A transaction that fails (refused, timed out, no local
 //! port, reset, anything else) is counted by reason, not as a transaction,
@@ -75,6 +77,26 @@ pub struct CrrWorkload {
 }
 
 impl CrrWorkload {
+    /// Readies a requester's new socket to end with a reset, if asked
+    /// (`--close-first requester-reset`): SO_LINGER 0 now, so that its
+    /// close(2) aborts the connection.
+    fn reset_on_close(&self, sock: &Socket) -> Result<(), EngineError> {
+        if self.close_first == CloseFirst::RequesterReset {
+            sock.set_linger(Some(Duration::ZERO)).map_err(|e| {
+                EngineError::Setup(format!("local socket: SO_LINGER 0 for requester-reset: {e}"))
+            })?;
+        }
+        Ok(())
+    }
+
+    /// Whether a responder's error is only the requester's reset after the
+    /// whole response, the end `--close-first requester-reset` asks for.
+    fn reset_is_the_end(&self, answer: &Answerer, e: &io::Error) -> bool {
+        self.close_first == CloseFirst::RequesterReset
+            && answer.finished()
+            && e.raw_os_error() == Some(libc::ECONNRESET)
+    }
+
     /// Binds a requester's new socket as `--bind` and `--local-ports` ask,
     /// if they do.
     fn bind_local(&self, sock: &Socket, to: &netrig_engine::flow::Connector) -> io::Result<()> {
@@ -784,6 +806,7 @@ impl Worker<'_> {
         };
         sockopt::apply_before_connect(&sock, &connector.options, "-s/--local-sockbuf")
             .map_err(|e| EngineError::Setup(format!("local {e}")))?;
+        self.cfg.reset_on_close(&sock)?;
         if let Err(e) = self.cfg.bind_local(&sock, &connector) {
             return Ok(self.failed_at_once(i, e));
         }
@@ -1206,6 +1229,7 @@ impl Worker<'_> {
                     }
                 }
                 Ok(true) => break,
+                Err((_, e)) if self.cfg.reset_is_the_end(&answer, &e) => break,
                 Err((what, e)) => {
                     log::debug!("flow {}: {what}: {e}", hello.flow);
                     break;
@@ -1305,6 +1329,7 @@ impl Worker<'_> {
         };
         sockopt::apply_before_connect(&sock, &to.options, "-s/--local-sockbuf")
             .map_err(|e| EngineError::Setup(format!("local {e}")))?;
+        self.cfg.reset_on_close(&sock)?;
         if let Err(e) = self.cfg.bind_local(&sock, to) {
             return Ok(self.failed_alone(&e, Alone::Retry));
         }
@@ -1608,8 +1633,11 @@ impl Worker<'_> {
                             self.close(slot);
                         }
                         Ok(false) => return Ok(()),
-                        // The requester closed: done.
+                        // The requester closed (or reset, as asked): done.
                         Ok(true) => {
+                            self.close(slot);
+                        }
+                        Err((_, e)) if self.cfg.reset_is_the_end(answer, &e) => {
                             self.close(slot);
                         }
                         Err((what, e)) => {
@@ -1890,10 +1918,21 @@ mod tests {
         assert!(t.elapsed() < Duration::from_secs(2));
     }
 
-    /// Requester and responder workers back to back over loopback: every
-    /// connection carries the greeting, one request and one response.
+    /// Requester and responder workers back to back over loopback, in each
+    /// close order: every connection carries the greeting, one request and
+    /// one response.
     #[test]
     fn requester_and_responder_complete_transactions() {
+        for close_first in [
+            CloseFirst::Requester,
+            CloseFirst::RequesterReset,
+            CloseFirst::Responder,
+        ] {
+            back_to_back(close_first);
+        }
+    }
+
+    fn back_to_back(close_first: CloseFirst) {
         let l = TcpListener::bind("127.0.0.1:0").unwrap();
         let cookie = SessionCookie([9; 16]);
         let connector = Arc::new(Connector {
@@ -1935,6 +1974,7 @@ mod tests {
             let mut wl = workload();
             wl.txn.request_size = 3;
             wl.txn.response_size = 5;
+            wl.close_first = close_first;
             wl.run_transient(vec![responder_slot], intake, &actl)
         });
         let slot = FlowSlot::new(0, Direction::Tx, Role::Requester, Some(connector));
@@ -1949,17 +1989,30 @@ mod tests {
         wl.txn.request_size = 3;
         wl.txn.response_size = 5;
         wl.txn.burst = 2;
+        wl.close_first = close_first;
         let end = wl.run_transient(vec![slot], None, &rctl).unwrap();
         stopper.join().unwrap();
         astop.store(true, Ordering::Relaxed);
         let aend = agent.join().unwrap().unwrap();
         acceptor.join().unwrap();
         let n = counters.transactions();
-        assert!(n > 10, "{n} transactions");
-        assert_eq!(end.transient[0].connect_errors, Some(ConnectErrors::default()));
-        assert_eq!(counters.bytes(), n * 8, "3 request + 5 response bytes each");
+        assert!(n > 10, "{close_first:?}: {n} transactions");
+        assert_eq!(
+            end.transient[0].connect_errors,
+            Some(ConnectErrors::default()),
+            "{close_first:?}"
+        );
+        assert_eq!(
+            counters.bytes(),
+            n * 8,
+            "{close_first:?}: 3 request + 5 response bytes each"
+        );
         assert_eq!(end.latency.as_ref().unwrap().len(), n);
-        assert_eq!(served.transactions(), n, "the responder answered each once");
+        assert_eq!(
+            served.transactions(),
+            n,
+            "{close_first:?}: the responder answered each once"
+        );
         assert!(end.transient[0].first.is_some() && aend.transient[0].first.is_some());
     }
 }

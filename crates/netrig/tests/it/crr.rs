@@ -241,12 +241,8 @@ fn crr_bad_input() {
 /// overflow, holds sockets of other runs to the same port numbers.
 #[test]
 fn crr_local_ports_bind_each_connection_inside_the_range() {
-    let ns = match Netns::create("lports") {
-        Ok(ns) => ns,
-        Err(e) => {
-            eprintln!("skipped: needs root and iproute2 for a namespace of its own ({e})");
-            return;
-        }
+    let Some(ns) = Netns::or_skip("lports") else {
+        return;
     };
     // 20,000 ports: none used again within the run (TIME_WAIT lets a port go
     // again only after a second), and below the kernel's ephemeral range.
@@ -270,6 +266,70 @@ fn crr_local_ports_bind_each_connection_inside_the_range() {
     // Without the option the kernel picks them, from its ephemeral range.
     let v = run_json_in(&ns, &["tcp-crr", "-l", "0.3"]);
     assert!(v["config"]["local_ports"].is_null());
+}
+
+/// `--close-first requester-reset` ends each connection with a reset from
+/// the client once it has the response (neper tcp_crr's default): every
+/// transaction counted, no failure, no TIME_WAIT on either end, and the
+/// kernel's own counters show a reset per connection. Both requester paths:
+/// one connection at a time on blocking sockets, and two in flight in the
+/// event loop. In a namespace of its own, whose counters and TIME_WAIT table
+/// are this test's alone.
+#[test]
+fn crr_requester_reset_leaves_no_time_wait_and_the_kernel_counts_the_resets() {
+    let Some(ns) = Netns::or_skip("crrrst") else {
+        return;
+    };
+    for burst in ["1", "2"] {
+        let before = time_wait_local_ports_in(&ns).len() as u64;
+        let v = run_json_in(
+            &ns,
+            &[
+                "tcp-crr",
+                "-l",
+                "1",
+                "--burst",
+                burst,
+                "--close-first",
+                "requester-reset",
+            ],
+        );
+        check_crr(&v);
+        assert_eq!(v["config"]["close_first"], "requester-reset");
+        let n = u(&v, "/summary/transactions");
+        assert!(n > 100, "--burst {burst}: {n} transactions");
+        assert!(
+            errors(&v) * 200 <= n,
+            "--burst {burst}: {}",
+            v["summary"]["connect_errors"]
+        );
+        // The control connection may leave one.
+        let tw = (time_wait_local_ports_in(&ns).len() as u64).saturating_sub(before);
+        assert!(tw <= 2, "--burst {burst}: {tw} TIME_WAIT after {n} transactions");
+        // The witness: a reset sent, and a close aborted by SO_LINGER 0, per
+        // connection (those outside the window too: at least n).
+        let deltas = &v["counters"]["local"]["deltas"];
+        let (rsts, aborts) = (
+            deltas["Tcp.OutRsts"].as_u64().unwrap_or(0),
+            deltas["TcpExt.TCPAbortOnData"].as_u64().unwrap_or(0),
+        );
+        assert!(
+            rsts >= n && aborts >= n,
+            "--burst {burst}: {n} transactions, {rsts} Tcp.OutRsts, {aborts} TcpExt.TCPAbortOnData"
+        );
+        assert!(
+            rsts <= n + n / 2,
+            "--burst {burst}: {rsts} resets for {n} transactions: more than one a connection"
+        );
+    }
+    // Without it, the same run leaves its TIME_WAIT on the client and no reset.
+    let v = run_json_in(&ns, &["tcp-crr", "-l", "0.5"]);
+    let n = u(&v, "/summary/transactions");
+    let rsts = v["counters"]["local"]["deltas"]["Tcp.OutRsts"]
+        .as_u64()
+        .unwrap_or(0);
+    assert!(rsts * 20 <= n, "{rsts} resets in {n} FIN-closed transactions");
+    assert!(time_wait_local_ports_in(&ns).len() as u64 * 2 >= n);
 }
 
 /// The local ports of the TIME_WAIT sockets in `ns`, from its

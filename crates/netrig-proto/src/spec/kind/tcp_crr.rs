@@ -84,18 +84,26 @@ impl std::fmt::Display for PortRange {
 }
 
 /// Which end of a tcp-crr connection closes it first, once the response
-/// is out, and so holds its TIME_WAIT (the other end waits for that close).
+/// is out, and how: and so which holds its TIME_WAIT (the other end waits
+/// for that close).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum CloseFirst {
     /// The requester (client) closes once it has the response, as neper's
-    /// tcp_crr --time-wait (its default resets): TIME_WAIT on the client, whose ephemeral ports it holds.
+    /// tcp_crr --time-wait: TIME_WAIT on the client, whose ephemeral ports it holds.
     #[default]
     Requester,
     /// The responder (agent) closes right after its response, as netperf's
     /// TCP_CRR and an HTTP/1.0 server: TIME_WAIT on the server, none on
     /// the client, which waits for that close before its next connection.
     Responder,
+    /// The requester aborts the connection once it has the response
+    /// (SO_LINGER 0: a reset, not a FIN), as neper's tcp_crr by default: no
+    /// TIME_WAIT on either end, one segment fewer each way. Only the requester
+    /// may: a responder resetting after its response would drop any of it
+    /// not yet acknowledged.
+    #[serde(rename = "requester-reset")]
+    RequesterReset,
 }
 
 impl CloseFirst {
@@ -103,6 +111,7 @@ impl CloseFirst {
         match self {
             CloseFirst::Requester => "requester",
             CloseFirst::Responder => "responder",
+            CloseFirst::RequesterReset => "requester-reset",
         }
     }
 }
