@@ -19,8 +19,10 @@ if [ "${1:-}" != "--" ]; then ROUNDS=$1; shift; fi
 build
 # Each run in a fresh namespace with its own agent (bench/lib.sh: a run's
 # TIME_WAIT sockets, tens of thousands after tcp-crr, would slow the next).
+# The order alternates from round to round (bench/lib.sh, rotated): a machine that warms up
+# or slows down over the rounds favours neither build.
 for r in $(seq 1 "$ROUNDS"); do
-  for b in old new; do
+  for b in $(rotated "$r" old new); do
     bin=$NETRIG; [ $b = old ] && bin=$OLD
     fresh_ns; in_ns_background "$bin" serve -p 6387 -q; sleep 0.5
     in_ns "$bin" "$@" -H 127.0.0.1 -p 6387 --json 2>/dev/null > "$OUT/$b.$r.json"
@@ -54,5 +56,9 @@ for key in runs["new"][0]:
     if key == "transactions/s" or key.startswith("throughput"):
         print(f"  {key} old rounds: {[round(x, 1) for x in o]}\n  {key} new rounds: {[round(x, 1) for x in n]}")
     ratio = f"{mn / mo:.2f}" if mo else "-"
-    print(f"  {key:<20} old {mo:12.2f}  new {mn:12.2f}  new/old {ratio}")
+    # Each round's new/old, then their median: the pairing removes the drift between rounds.
+    pairs = [x[key] / y[key] for x, y in zip(runs["new"], runs["old"])
+             if x.get(key) is not None and y.get(key)]
+    paired = f"{statistics.median(pairs):.3f} (new ahead in {sum(p > 1 for p in pairs)} of {len(pairs)})" if pairs else "-"
+    print(f"  {key:<20} old {mo:12.2f}  new {mn:12.2f}  new/old {ratio}  paired {paired}")
 PY

@@ -2,7 +2,8 @@
 #   . "$(dirname "$0")/lib.sh"
 # It moves to the repository root and gives: NETRIG (the release binary, under
 # $CARGO_TARGET_DIR when set, as cargo builds it),
-# OUT (a scratch directory), need TOOL, free_port, build, background CMD
+# OUT (a scratch directory), need TOOL, free_port, build, rotated ROUND WORDS (the
+# order of a round's runs), background CMD
 # (a server killed, with OUT removed, when the script exits) and
 # iperf3_and_netrig (both servers, on IPORT and NPORT).
 set -euo pipefail
@@ -22,6 +23,16 @@ build() { cargo build --release -q; }
 
 # Starts a server in the background, quiet; it is killed when the script exits.
 background() { "$@" >/dev/null 2>&1 & BG_PIDS+=($!); }
+
+# The words after ROUND, rotated by ROUND-1 places: the order in which round ROUND runs a
+# comparison's tools, so that each goes first in turn and a drift over the rounds (a machine
+# warming up, a load starting beside it) favours none.
+#   for tool in $(rotated "$r" netrig iperf3 netperf); do ... done
+rotated() {
+  local r=$1; shift
+  local n=$# i k
+  for ((i = 0; i < n; i++)); do k=$(((i + r - 1) % n + 1)); printf '%s ' "${!k}"; done
+}
 
 # The machine's busy and total CPU time since boot, in ticks, from /proc/stat:
 # busy = user + nice + system + irq + softirq + steal (as netrig counts it).

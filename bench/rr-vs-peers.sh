@@ -25,12 +25,17 @@ protos=(tcp udp); [ "$PROTO" != both ] && protos=("$PROTO")
 for p in "${protos[@]}"; do
   P=${p^^}
   for r in $(seq 1 "$ROUNDS"); do
-    $NETRIG "$p-rr" -H 127.0.0.1 -p "$NPORT" -l "$SECS" --json 2>/dev/null > "$OUT/$p.netrig.$r.json"
-    $NETRIG "$p-rr" -H 127.0.0.1 -p "$NPORT" -l "$SECS" --busy-wait --json 2>/dev/null > "$OUT/$p.busy.$r.json"
-    netperf -H 127.0.0.1 -p "$PPORT" -t "${P}_RR" -l "$SECS" -c -C -P 0 -- -r 1,1 \
-      -o THROUGHPUT,LOCAL_SD,REMOTE_SD > "$OUT/$p.netperf.$r.txt" 2>&1 || true
-    if [ "$p" = tcp ]; then sp=(--tcp -p "$STPORT"); else sp=(-p "$SUPORT"); fi
-    sockperf pp "${sp[@]}" -i 127.0.0.1 -t "$SECS" -m 14 > "$OUT/$p.sockperf.$r.txt" 2>&1 || true
+    for tool in $(rotated "$r" netrig busy netperf sockperf); do
+      case $tool in
+        netrig) $NETRIG "$p-rr" -H 127.0.0.1 -p "$NPORT" -l "$SECS" --json 2>/dev/null > "$OUT/$p.netrig.$r.json" ;;
+        busy) $NETRIG "$p-rr" -H 127.0.0.1 -p "$NPORT" -l "$SECS" --busy-wait --json 2>/dev/null > "$OUT/$p.busy.$r.json" ;;
+        netperf) netperf -H 127.0.0.1 -p "$PPORT" -t "${P}_RR" -l "$SECS" -c -C -P 0 -- -r 1,1 \
+          -o THROUGHPUT,LOCAL_SD,REMOTE_SD > "$OUT/$p.netperf.$r.txt" 2>&1 || true ;;
+        sockperf)
+          if [ "$p" = tcp ]; then sp=(--tcp -p "$STPORT"); else sp=(-p "$SUPORT"); fi
+          sockperf pp "${sp[@]}" -i 127.0.0.1 -t "$SECS" -m 14 > "$OUT/$p.sockperf.$r.txt" 2>&1 || true ;;
+      esac
+    done
   done
 done
 python3 - "$OUT" "$ROUNDS" "$SECS" "${protos[@]}" <<'PY'

@@ -37,23 +37,37 @@ if [ -n "$PIN" ]; then
 fi
 # Every run in a fresh namespace of its own (bench/lib.sh: no TIME_WAIT left by the last).
 NSPORT=12865; NPORT=6387; CPORT=12866; DPORT=12867
+# One run of round R: STEP names the tool and its workload.
+crr_run() {
+  local step=$1 r=$2
+  case $step in
+    netrig|netrig-rf|netrig-np|netrig-rst)
+      local extra=()
+      case $step in
+        netrig-rf) extra=(--close-first responder) ;;
+        netrig-np) extra=(--close-first responder --local-ports 5000-65535) ;;
+        netrig-rst) extra=(--close-first requester-reset) ;;
+      esac
+      fresh_ns; in_ns_background $NETRIG serve -p "$NPORT" -q; sleep 0.5
+      in_ns $NETRIG tcp-crr -H 127.0.0.1 -p "$NPORT" -l "$SECS" "${extra[@]}" --json "${NR_PIN[@]}" "${NR_ARGS[@]}" \
+        2>/dev/null > "$OUT/$step.$r.json" ;;
+    netperf)
+      fresh_ns; in_ns_background netserver -D -p "$NSPORT"; sleep 0.5
+      in_ns netperf -H 127.0.0.1 -p "$NSPORT" -l "$SECS" -t TCP_CRR "${NP_PIN[@]}" -c -C -P 0 -- -r 1,1 \
+        -o THROUGHPUT,LOCAL_SD,REMOTE_SD > "$OUT/netperf.$r.txt" 2>&1 || true ;;
+    neper|neper-rst)
+      # A neper server serves one run, then exits; both write logs where they run: in OUT.
+      local tw=(); [ "$step" = neper ] && tw=(--time-wait)
+      fresh_ns; in_ns_background sh -c "cd '$OUT' && exec ${TS[*]} tcp_crr -T 1 -F 1 -C $CPORT -P $DPORT -l $SECS ${tw[*]}"; sleep 0.5
+      (cd "$OUT" && in_ns "${TS[@]}" tcp_crr -c -H 127.0.0.1 -T 1 -F 1 -C "$CPORT" -P "$DPORT" -l "$SECS" "${tw[@]}") \
+        > "$OUT/$step.$r.txt" 2>&1 || true ;;
+  esac
+}
+NR_ARGS=("$@")
 for r in $(seq 1 "$ROUNDS"); do
-  fresh_ns; in_ns_background $NETRIG serve -p "$NPORT" -q; sleep 0.5
-  in_ns $NETRIG tcp-crr -H 127.0.0.1 -p "$NPORT" -l "$SECS" --json "${NR_PIN[@]}" "$@" 2>/dev/null > "$OUT/netrig.$r.json"
-  fresh_ns; in_ns_background $NETRIG serve -p "$NPORT" -q; sleep 0.5
-  in_ns $NETRIG tcp-crr -H 127.0.0.1 -p "$NPORT" -l "$SECS" --close-first responder --json "${NR_PIN[@]}" "$@" 2>/dev/null > "$OUT/netrig-rf.$r.json"
-  fresh_ns; in_ns_background $NETRIG serve -p "$NPORT" -q; sleep 0.5
-  in_ns $NETRIG tcp-crr -H 127.0.0.1 -p "$NPORT" -l "$SECS" --close-first responder --local-ports 5000-65535 --json "${NR_PIN[@]}" "$@" 2>/dev/null > "$OUT/netrig-np.$r.json"
-  fresh_ns; in_ns_background $NETRIG serve -p "$NPORT" -q; sleep 0.5
-  in_ns $NETRIG tcp-crr -H 127.0.0.1 -p "$NPORT" -l "$SECS" --close-first requester-reset --json "${NR_PIN[@]}" "$@" 2>/dev/null > "$OUT/netrig-rst.$r.json"
-  fresh_ns; in_ns_background netserver -D -p "$NSPORT"; sleep 0.5
-  in_ns netperf -H 127.0.0.1 -p "$NSPORT" -l "$SECS" -t TCP_CRR "${NP_PIN[@]}" -c -C -P 0 -- -r 1,1 \
-    -o THROUGHPUT,LOCAL_SD,REMOTE_SD > "$OUT/netperf.$r.txt" 2>&1 || true
-  # A neper server serves one run, then exits; both write logs where they run: in OUT.
-  fresh_ns; in_ns_background sh -c "cd '$OUT' && exec ${TS[*]} tcp_crr -T 1 -F 1 -C $CPORT -P $DPORT -l $SECS"; sleep 0.5
-  (cd "$OUT" && in_ns "${TS[@]}" tcp_crr -c -H 127.0.0.1 -T 1 -F 1 -C "$CPORT" -P "$DPORT" -l "$SECS") > "$OUT/neper-rst.$r.txt" 2>&1 || true
-  fresh_ns; in_ns_background sh -c "cd '$OUT' && exec ${TS[*]} tcp_crr -T 1 -F 1 -C $CPORT -P $DPORT -l $SECS --time-wait"; sleep 0.5
-  (cd "$OUT" && in_ns "${TS[@]}" tcp_crr -c -H 127.0.0.1 -T 1 -F 1 -C "$CPORT" -P "$DPORT" -l "$SECS" --time-wait) > "$OUT/neper.$r.txt" 2>&1 || true
+  for step in $(rotated "$r" netrig netrig-rf netrig-np netrig-rst netperf neper-rst neper); do
+    crr_run "$step" "$r"
+  done
 done
 drop_ns
 python3 - "$OUT" "$ROUNDS" "$SECS" <<'PY'

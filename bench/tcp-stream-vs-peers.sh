@@ -28,7 +28,7 @@ else
 fi
 
 for r in $(seq 1 "$ROUNDS"); do
-  for tool in $TOOLS; do
+  for tool in $(rotated "$r" $TOOLS); do
     read -r b0 t0 < <(cpu_ticks)
     case $tool in
       netrig) $NETRIG tcp-stream -H 127.0.0.1 -p "$NPORT" -l "$SECS" -m "$MSG" -M "$MSG" --cc "$CC" --json ;;

@@ -12,9 +12,13 @@ SECS=${2:-4}
 SIZE=${3:-64}
 iperf3_and_netrig
 for r in $(seq 1 "$ROUNDS"); do
-  $NETRIG udp-stream -H 127.0.0.1 -p "$NPORT" -l "$SECS" -m "$SIZE" --json 2>/dev/null > "$OUT/netrig.$r.json"
-  $NETRIG udp-stream -H 127.0.0.1 -p "$NPORT" -l "$SECS" -m "$SIZE" --no-gso --json 2>/dev/null > "$OUT/nogso.$r.json"
-  iperf3 -c 127.0.0.1 -p "$IPORT" -u -b 0 -l "$SIZE" -t "$SECS" -J > "$OUT/iperf3.$r.json" 2>/dev/null || true
+  for tool in $(rotated "$r" netrig nogso iperf3); do
+    case $tool in
+      netrig) $NETRIG udp-stream -H 127.0.0.1 -p "$NPORT" -l "$SECS" -m "$SIZE" --json 2>/dev/null > "$OUT/netrig.$r.json" ;;
+      nogso) $NETRIG udp-stream -H 127.0.0.1 -p "$NPORT" -l "$SECS" -m "$SIZE" --no-gso --json 2>/dev/null > "$OUT/nogso.$r.json" ;;
+      iperf3) iperf3 -c 127.0.0.1 -p "$IPORT" -u -b 0 -l "$SIZE" -t "$SECS" -J > "$OUT/iperf3.$r.json" 2>/dev/null || true ;;
+    esac
+  done
 done
 python3 - "$OUT" "$ROUNDS" "$SECS" "$SIZE" <<'PY'
 import json, statistics, sys
