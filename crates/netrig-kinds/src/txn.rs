@@ -33,3 +33,22 @@ pub(crate) fn watch_alone() -> Option<netrig_engine::nudge::Watch> {
         .map_err(|e| log::debug!("waits bounded by socket timeouts: {e}"))
         .ok()
 }
+
+/// A worker's control for unit tests: recording from the start, stopped by
+/// its `stop`, draining for `drain`.
+#[cfg(test)]
+pub(crate) fn test_control(drain: std::time::Duration) -> netrig_engine::workload::WorkerControl {
+    use std::sync::atomic::AtomicBool;
+    use std::sync::Arc;
+    netrig_engine::workload::WorkerControl {
+        aborted: Arc::new(AtomicBool::new(false)),
+        stop: Arc::new(AtomicBool::new(false)),
+        drain,
+        recording: Arc::new(AtomicBool::new(true)),
+        start: std::time::Instant::now(),
+        window: None,
+        test_id: 0,
+        intervals: None,
+        worker: 0,
+    }
+}

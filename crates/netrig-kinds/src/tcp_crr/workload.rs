@@ -1659,22 +1659,11 @@ mod tests {
 
     /// A worker's control, recording from the start, stopped by its `stop`.
     pub(super) fn control(drain: Duration) -> WorkerControl {
-        WorkerControl {
-            aborted: Arc::new(AtomicBool::new(false)),
-            stop: Arc::new(AtomicBool::new(false)),
-            drain,
-            recording: Arc::new(AtomicBool::new(true)),
-            start: Instant::now(),
-            window: None,
-            test_id: 0,
-            intervals: None,
-            worker: 0,
-        }
+        crate::txn::test_control(drain)
     }
     use netrig_proto::spec::PortRange;
     use netrig_proto::{Direction, SessionCookie};
     use std::net::{SocketAddr, TcpListener};
-    use std::sync::atomic::AtomicBool;
     use std::sync::Arc;
 
     fn workload() -> CrrWorkload {

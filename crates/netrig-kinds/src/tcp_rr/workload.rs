@@ -560,3 +560,52 @@ impl RrWorkload {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use netrig_proto::Direction;
+    use std::net::{TcpListener, TcpStream};
+
+    /// A one-flow worker of either role whose peer goes silent (connected,
+    /// never a byte, never a close) waits in recv(2) on a blocking socket
+    /// without a socket timeout; stopped, it drains and ends by the drain's
+    /// deadline, because the watch interrupts the wait. Unwatched, it would
+    /// wait for as long as the peer stays silent.
+    #[test]
+    fn a_lone_worker_with_a_silent_peer_ends_at_its_drain() {
+        assert!(
+            crate::txn::watch_alone().is_some(),
+            "the watch is what this tests"
+        );
+        for role in [Role::Requester, Role::Responder] {
+            let l = TcpListener::bind("127.0.0.1:0").unwrap();
+            let ours = TcpStream::connect(l.local_addr().unwrap()).unwrap();
+            let (_silent, _) = l.accept().unwrap();
+            let flow = Flow::new(0, Direction::Tx, role, ours, None);
+            let counters = flow.counters.clone();
+            let wl = RrWorkload {
+                txn: TxnParams::from_spec(&Default::default()),
+            };
+            let drain = Duration::from_millis(200);
+            let ctl = crate::txn::test_control(drain);
+            let stop = ctl.stop.clone();
+            let (tx, rx) = std::sync::mpsc::channel();
+            std::thread::spawn(move || {
+                let _ = tx.send(wl.run_worker(vec![flow], &ctl).map(|_| ()));
+            });
+            std::thread::sleep(Duration::from_millis(300));
+            let stopped = Instant::now();
+            stop.store(true, Ordering::Relaxed);
+            let end = rx.recv_timeout(Duration::from_secs(10));
+            let took = stopped.elapsed();
+            assert!(end.is_ok(), "{role:?}: still waiting 10 s after the stop");
+            // The drain, then at most a few of the watch's 10-ms ticks (a busy host: a second).
+            assert!(
+                took >= drain && took < drain + Duration::from_secs(1),
+                "{role:?}: ended {took:?} after the stop, the drain being {drain:?}"
+            );
+            assert_eq!(counters.transactions(), 0, "{role:?}");
+        }
+    }
+}

@@ -348,57 +348,40 @@ fn time_wait_local_ports_in(ns: &Netns) -> Vec<u16> {
         .collect()
 }
 
-/// TIME_WAIT sockets on loopback: (whose local port is `port`, whose remote
-/// port is `port`), from /proc/net/tcp and tcp6 (state 06).
-fn time_wait_by_port(port: u16) -> (u64, u64) {
-    let (mut local, mut remote) = (0, 0);
-    for f in ["/proc/net/tcp", "/proc/net/tcp6"] {
-        let text = std::fs::read_to_string(f).unwrap_or_default();
-        for line in text.lines().skip(1) {
-            let w: Vec<&str> = line.split_whitespace().collect();
-            if w.len() < 4 || w[3] != "06" {
-                continue;
-            }
-            let port_of = |a: &str| u16::from_str_radix(a.rsplit(':').next().unwrap_or(""), 16).ok();
-            if port_of(w[1]) == Some(port) {
-                local += 1;
-            }
-            if port_of(w[2]) == Some(port) {
-                remote += 1;
-            }
-        }
-    }
-    (local, remote)
-}
-
-/// `--close-first` decides which host keeps each connection's TIME_WAIT:
+/// `--close-first` decides which end keeps each connection's TIME_WAIT:
 /// the client's by default (neper's order), the agent's with `responder`
 /// (netperf's); every transaction is counted either way, and the result
-/// says which it was.
+/// says which it was. Each order in a namespace of its own, whose TIME_WAIT
+/// table holds this run's sockets only (the host's, shared with the tests
+/// beside it, overflows at 131,072 and drops some).
 #[test]
 fn crr_close_first_decides_where_time_wait_stays() {
     for end in ["requester", "responder"] {
-        let agent = Served::start(&[]);
-        let port = agent.port_arg();
-        let mut args = at(&port, "tcp-crr -l 1");
-        if end == "responder" {
-            args.extend(["--close-first".into(), end.into()]);
-        }
-        let v = run_json(&strs(&args));
+        let Some(ns) = Netns::or_skip("crrtw") else {
+            return;
+        };
+        let v = run_json_in(&ns, &["tcp-crr", "-l", "1", "--close-first", end]);
         check_crr(&v);
         assert_eq!(v["config"]["close_first"], end);
         let n = u(&v, "/summary/transactions");
         assert!(n > 100, "{end}: {n} transactions");
         assert!(errors(&v) * 200 <= n, "{end}: {}", v["summary"]["connect_errors"]);
-        let (agent_side, client_side) = time_wait_by_port(agent.port);
-        // (TIME_WAIT lasts 60 s; the host's table, shared with the tests
-        // running beside this one, may overflow and drop some: half is plenty.)
+        // The embedded agent's port: its side of each connection.
+        let port = u(&v, "/config/port") as u16;
+        let ports = time_wait_local_ports_in(&ns);
+        let agent_side = ports.iter().filter(|p| **p == port).count() as u64;
+        let client_side = ports.len() as u64 - agent_side;
         let (holder, other) = match end {
             "requester" => (client_side, agent_side),
             _ => (agent_side, client_side),
         };
+        // The client's own TIME_WAIT holds its ports: one a connection. The
+        // agent's does not, and a new connection's SYN from a port it holds
+        // replaces it (the client, keeping no TIME_WAIT, takes ports back at
+        // once): about three in four of n were left after one second here.
+        let least = if end == "requester" { n } else { n / 2 };
         assert!(
-            holder * 2 >= n && other * 20 <= n,
+            holder >= least && other * 50 <= n,
             "{end} first: {agent_side} TIME_WAIT on the agent's side, {client_side} on the client's, \
              {n} transactions"
         );
