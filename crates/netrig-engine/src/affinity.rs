@@ -1,7 +1,8 @@
 //! Worker threads pinned to CPUs (`--cpus`, `--remote-cpus`, `-A`), as
 //! netperf's `-T` and iperf3's `-A` do: worker i of an end runs on the i-th
 //! CPU of that end's list, round robin. Only the data path is pinned; the
-//! sampler and the control thread run where the scheduler puts them.
+//! sampler, the control thread and the nudge's watchdog run where the
+//! scheduler puts them.
 
 use std::io;
 
@@ -45,6 +46,23 @@ pub(crate) fn pin_current_thread(cpu: u32) -> io::Result<()> {
     unsafe { libc::CPU_SET(cpu as usize, &mut set) };
     let rc = unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) };
     if rc != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// Gives the calling thread the CPUs of the process's main thread: a helper
+/// thread that a pinned worker starts (the nudge's watchdog) would
+/// otherwise inherit the worker's one CPU and run its ticks there, on the
+/// data path's CPU, where only the data path belongs.
+pub(crate) fn unpin_current_thread() -> io::Result<()> {
+    // SAFETY: as in `allowed_cpus`; the main thread's id is the process id.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    let main = unsafe { libc::getpid() };
+    if unsafe { libc::sched_getaffinity(main, std::mem::size_of::<libc::cpu_set_t>(), &mut set) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    if unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) } != 0 {
         return Err(io::Error::last_os_error());
     }
     Ok(())
@@ -106,5 +124,27 @@ mod tests {
         })
         .join()
         .unwrap();
+    }
+
+    /// A thread started by a pinned one inherits its one CPU; unpinned, it
+    /// has the main thread's CPUs again (on a host of one CPU, the same).
+    #[test]
+    fn an_unpinned_helper_has_the_main_threads_cpus() {
+        let cpus = allowed_cpus().unwrap();
+        let first = cpus[0];
+        let (inherited, unpinned) = std::thread::spawn(move || {
+            pin_current_thread(first).unwrap();
+            std::thread::spawn(|| {
+                let inherited = allowed_cpus().unwrap();
+                unpin_current_thread().unwrap();
+                (inherited, allowed_cpus().unwrap())
+            })
+            .join()
+            .unwrap()
+        })
+        .join()
+        .unwrap();
+        assert_eq!(inherited, vec![first]);
+        assert_eq!(unpinned, cpus);
     }
 }

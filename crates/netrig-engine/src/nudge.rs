@@ -104,6 +104,11 @@ fn install_handler() -> io::Result<()> {
 }
 
 fn watch_over(dog: &'static Dog) {
+    // Started by the first watched worker, maybe a pinned one: its ticks
+    // belong where the sampler's and the control thread's run.
+    if let Err(e) = crate::affinity::unpin_current_thread() {
+        log::debug!("the nudge's watchdog keeps its starter's CPUs: {e}");
+    }
     loop {
         {
             let mut w = dog.lock();
