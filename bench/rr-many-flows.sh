@@ -27,19 +27,23 @@ for F in ${FLOWS//,/ }; do
   AGENT=$!
   BG_PIDS+=("$AGENT")
   sleep 1
+  tools="netrig"; [ "$NEPER" = 1 ] && tools="netrig neper"
   for r in $(seq 1 "$ROUNDS"); do
-    timeout "$BOUND" /usr/bin/time -f "%M" -o "$OUT/time.$F.$r" \
-      $NETRIG tcp-rr -H 127.0.0.1 -p "$PORT" -l "$SECS" -P "$F" -T "$WORKERS" --json > "$OUT/netrig.$F.$r.json"
-    if [ "$NEPER" = 1 ]; then
-      CPORT=$(free_port); DPORT=$(free_port)
-      # A neper server serves one run, then exits; both write logs in their
-      # working directory, kept in OUT.
-      (cd "$OUT" && timeout "$BOUND" tcp_rr -T "$WORKERS" -F "$F" -C "$CPORT" -P "$DPORT" -l "$SECS" >/dev/null 2>&1) &
-      sleep 0.5
-      (cd "$OUT" && timeout "$BOUND" tcp_rr -c -H 127.0.0.1 -T "$WORKERS" -F "$F" -C "$CPORT" -P "$DPORT" -l "$SECS") \
-        > "$OUT/neper.$F.$r.txt" 2>&1 || true
-      wait $! 2>/dev/null || true
-    fi
+    for tool in $(rotated "$r" $tools); do
+      if [ "$tool" = netrig ]; then
+        timeout "$BOUND" /usr/bin/time -f "%M" -o "$OUT/time.$F.$r" \
+          $NETRIG tcp-rr -H 127.0.0.1 -p "$PORT" -l "$SECS" -P "$F" -T "$WORKERS" --json > "$OUT/netrig.$F.$r.json"
+      else
+        CPORT=$(free_port); DPORT=$(free_port)
+        # A neper server serves one run, then exits; both write logs in their
+        # working directory, kept in OUT.
+        (cd "$OUT" && timeout "$BOUND" tcp_rr -T "$WORKERS" -F "$F" -C "$CPORT" -P "$DPORT" -l "$SECS" >/dev/null 2>&1) &
+        sleep 0.5
+        (cd "$OUT" && timeout "$BOUND" tcp_rr -c -H 127.0.0.1 -T "$WORKERS" -F "$F" -C "$CPORT" -P "$DPORT" -l "$SECS") \
+          > "$OUT/neper.$F.$r.txt" 2>&1 || true
+        wait $! 2>/dev/null || true
+      fi
+    done
   done
   awk '/VmHWM/{print $2}' "/proc/$AGENT/status" > "$OUT/agent.$F"
   kill "$AGENT"
