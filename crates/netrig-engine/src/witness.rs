@@ -8,7 +8,7 @@
 
 use crate::{FlowCounters, FlowSocket};
 use netrig_metrics::{InterfaceCounters, KernelCounters};
-use netrig_proto::report::{measure, Role, TcpWitness, WitnessReport};
+use netrig_proto::report::{measure, ConnectionWitness, Role, TcpWitness, WitnessReport};
 use std::collections::BTreeMap;
 use std::os::fd::AsFd;
 use std::sync::Arc;
@@ -28,6 +28,8 @@ const KERNEL_KEYS: &[&str] = &[
     "Tcp.InSegs",
     "Tcp.OutSegs",
     "Tcp.RetransSegs",
+    "Tcp.ActiveOpens",
+    "Tcp.PassiveOpens",
 ];
 
 /// One flow as the witness sees it.
@@ -63,6 +65,9 @@ struct FlowMark {
     /// netrig's bytes and units.
     bytes: u64,
     units: u64,
+    /// netrig's transactions and failed ones (connection per transaction).
+    transactions: u64,
+    failures: u64,
     /// TCP: the kernel's count and its uncertainty.
     kernel: Option<KernelRead>,
     /// TCP: bytes waiting in the socket: unsent (sender) or unread (receiver).
@@ -129,6 +134,8 @@ impl Witness {
                     return FlowMark {
                         bytes: f.counters.bytes(),
                         units: f.counters.units(),
+                        transactions: f.counters.transactions(),
+                        failures: f.counters.failures(),
                         kernel: None,
                         queued: None,
                     };
@@ -163,6 +170,8 @@ impl Witness {
                 FlowMark {
                     bytes,
                     units: f.counters.units(),
+                    transactions: f.counters.transactions(),
+                    failures: f.counters.failures(),
                     kernel,
                     queued,
                 }
@@ -184,9 +193,21 @@ impl Witness {
             ..WitnessReport::default()
         };
         let mut tcp = TcpWitness::default();
+        let mut connections: Option<ConnectionWitness> = None;
         for ((f, a), b) in self.flows.iter().zip(&first.flows).zip(&last.flows) {
             let bytes = b.bytes.saturating_sub(a.bytes);
             let units = b.units.saturating_sub(a.units);
+            // A request/response flow without a socket of its own: a
+            // connection per transaction (tcp-crr).
+            if f.socket.is_none() && matches!(f.role, Role::Requester | Role::Responder) {
+                let c = connections.get_or_insert(ConnectionWitness {
+                    role: f.role,
+                    transactions: 0,
+                    failures: 0,
+                });
+                c.transactions += b.transactions.saturating_sub(a.transactions);
+                c.failures += b.failures.saturating_sub(a.failures);
+            }
             // What crossed the interface: written less the growth of the
             // unsent queue, or read plus the growth of the unread one.
             let queue_growth = match (a.queued, b.queued) {
@@ -225,6 +246,7 @@ impl Witness {
             }
         }
         r.tcp = (tcp.flows > 0).then_some(tcp);
+        r.connections = connections;
         (r.kernel, r.interfaces) = host_delta(&first.host_before, &last.host_after);
         (r.kernel_inner, r.interfaces_inner) = host_delta(&first.host_after, &last.host_before);
         r

@@ -355,6 +355,12 @@ pub struct WitnessReport {
     pub udp_buffers_received: u64,
     /// TCP streams: per-socket kernel counts of the same payload.
     pub tcp: Option<TcpWitness>,
+    /// Connection per transaction (tcp-crr), the requester: transactions
+    /// completed over the window, each on a connection of its own that the
+    /// kernel counts in `Tcp.ActiveOpens`; and those that failed (most of
+    /// which opened one too). Absent for other tests and from older peers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub connections: Option<ConnectionWitness>,
     /// Host counters of the witness over the window (`Udp.*`, `Udp6.*`,
     /// `Tcp.InSegs`, `Tcp.OutSegs`, `Tcp.RetransSegs`), from the readings
     /// just before the first mark's flows to just after the last's: a span
@@ -368,6 +374,21 @@ pub struct WitnessReport {
     pub kernel_inner: BTreeMap<String, i64>,
     #[serde(default)]
     pub interfaces_inner: Vec<InterfaceCounters>,
+}
+
+/// A connection-per-transaction end's count over the window: what the
+/// kernel's `Tcp.ActiveOpens` (requester) or `Tcp.PassiveOpens`
+/// (responder) bounds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ConnectionWitness {
+    /// `requester` or `responder`.
+    pub role: Role,
+    /// Transactions completed (requester) or answered (responder): one
+    /// connection each.
+    pub transactions: u64,
+    /// Requester: transactions that failed (refused, timed out, reset, no
+    /// local port); all but the last opened a connection.
+    pub failures: u64,
 }
 
 /// TCP payload over the window by netrig's count and by the kernel's

@@ -15,7 +15,7 @@
 //!   netrig's own, since whole-host figures (CPU, the interface) then
 //!   include it.
 
-use netrig_proto::report::WitnessReport;
+use netrig_proto::report::{Role, WitnessReport};
 use netrig_proto::spec::TestSpec;
 use netrig_proto::spec::{Exchange, Transport};
 use serde::{Deserialize, Serialize};
@@ -260,6 +260,43 @@ fn judge_host(
             }
         }
     }
+    // A connection per transaction: each transaction this end completed (or
+    // answered) was a connection the kernel opened (or accepted), counted
+    // in its host's Tcp.ActiveOpens (PassiveOpens); the connections in
+    // flight at the window's edges are the tolerance. The other end opens
+    // (accepts) none, so on one host nothing of the peer's is explained.
+    if let Some(c) = &w.connections {
+        let (counter, figure, unit, kernel_unit) = match c.role {
+            Role::Requester => (
+                "Tcp.ActiveOpens",
+                "TCP connections opened",
+                "transactions completed (a connection each)",
+                "connections opened (connect(2) on every socket)",
+            ),
+            _ => (
+                "Tcp.PassiveOpens",
+                "TCP connections accepted",
+                "transactions answered (a connection each)",
+                "connections accepted (handshakes completed, every listener)",
+            ),
+        };
+        if let (Some(k), true) = (w.kernel.get(counter), c.transactions > 0) {
+            let k = (*k).max(0) as u64;
+            let in_flight = u64::from(spec.flows).saturating_mul(u64::from(rules.in_flight()));
+            j.check(
+                figure,
+                c.transactions,
+                unit,
+                k,
+                counter,
+                kernel_unit,
+                true,
+                2 * in_flight,
+                w.kernel_inner.get(counter).map_or(k, |v| (*v).max(0) as u64),
+                c.transactions.saturating_add(c.failures),
+            );
+        }
+    }
     // TCP: the payload needs at least payload / MSS segments, and the
     // kernel counts every segment it sends (ACKs too) in Tcp.OutSegs.
     if let (Some(mss), Some(_), Some(k)) = (mss.filter(|m| *m > 0), &w.tcp, w.kernel.get("Tcp.OutSegs")) {
@@ -463,6 +500,80 @@ mod tests {
             kernel: [("Udp.OutDatagrams".to_string(), out)].into_iter().collect(),
             ..Default::default()
         }
+    }
+
+    /// A tcp-crr end: its transactions (and failures) over the window,
+    /// and the kernel's count of connections opened or accepted.
+    fn crr(role: Role, transactions: u64, failures: u64, opens: i64) -> WitnessReport {
+        let counter = if role == Role::Requester {
+            "Tcp.ActiveOpens"
+        } else {
+            "Tcp.PassiveOpens"
+        };
+        WitnessReport {
+            window_s: 1.0,
+            scope: Some("a".into()),
+            connections: Some(netrig_proto::report::ConnectionWitness {
+                role,
+                transactions,
+                failures,
+            }),
+            kernel: [(counter.to_string(), opens)].into_iter().collect(),
+            ..Default::default()
+        }
+    }
+
+    /// tcp-crr's transactions are bounded by the connections the kernel
+    /// opened (client) and accepted (agent), within those in flight at the
+    /// window's edges; failed ones that opened a connection are netrig's
+    /// own, not other traffic; more than that is named; fewer is wrong.
+    #[test]
+    fn connections_per_transaction_are_bounded_by_the_opens() {
+        let spec = TestSpec::new(
+            netrig_proto::KindSpec::TcpCrr(Default::default()),
+            netrig_proto::spec::Limit::Duration { seconds: 1.0 },
+        );
+        let client = crr(Role::Requester, 10_000, 40, 10_041);
+        let agent = crr(Role::Responder, 10_000, 0, 10_001);
+        let (r, warn) = judge(&spec, Some(&client), Some(&agent), false, None);
+        assert!(warn.is_empty(), "{warn:?}");
+        let sources: Vec<&str> = r.checks.iter().map(|c| c.kernel_source.as_str()).collect();
+        assert_eq!(sources, ["Tcp.ActiveOpens", "Tcp.PassiveOpens"]);
+        assert!(r
+            .checks
+            .iter()
+            .all(|c| c.verdict == "agrees" && c.relation == "bound"));
+        // One connection in flight at each edge (one flow, one at a time).
+        assert_eq!(r.checks[0].tolerance, 2);
+        assert_eq!(r.checks[0].other, Some(1));
+        // 5 % more opens than netrig's: other traffic, named.
+        let (_, warn) = judge(
+            &spec,
+            Some(&crr(Role::Requester, 10_000, 0, 10_500)),
+            None,
+            false,
+            None,
+        );
+        assert!(
+            warn.len() == 1 && warn[0].contains("other traffic") && warn[0].contains("Tcp.ActiveOpens"),
+            "{warn:?}"
+        );
+        // More transactions than connections: one of the two counts is wrong.
+        let (r, warn) = judge(
+            &spec,
+            None,
+            Some(&crr(Role::Responder, 10_000, 0, 9_000)),
+            false,
+            None,
+        );
+        assert_eq!(r.checks[0].verdict, "disagrees");
+        assert!(
+            warn[0].contains("Tcp.PassiveOpens") && warn[0].contains("one of them is wrong"),
+            "{warn:?}"
+        );
+        // An older peer that sent no connection counts: no check, no word.
+        let (r, warn) = judge(&spec, Some(&w(0, 0)), None, false, None);
+        assert!(r.checks.is_empty() && warn.is_empty(), "{:?} {warn:?}", r.checks);
     }
 
     #[test]

@@ -30,6 +30,29 @@ fn check_crr(v: &Value) {
         .sum();
     let per = u(v, "/config/request_size") + u(v, "/config/response_size");
     assert!(answered >= per * u(v, "/summary/transactions"), "{answered}");
+    // The witness: each end's transactions within the connections its host's
+    // kernel opened or accepted over the same window (other tests' too, on
+    // this host: a bound).
+    let checks = v["witness"]["checks"].as_array().unwrap();
+    for (end, source) in [("local", "Tcp.ActiveOpens"), ("remote", "Tcp.PassiveOpens")] {
+        let c = checks
+            .iter()
+            .find(|c| c["end"] == end && c["kernel_source"] == source)
+            .unwrap_or_else(|| panic!("no {source} check: {}", v["witness"]));
+        assert_eq!(c["verdict"], "agrees", "{c}");
+        assert_eq!(c["relation"], "bound", "{c}");
+    }
+    // Its window starts and ends just after the summary's (read right after
+    // it): the same transactions, but for those completed in between.
+    let client = checks
+        .iter()
+        .find(|c| c["kernel_source"] == "Tcp.ActiveOpens")
+        .unwrap();
+    let n = u(v, "/summary/transactions");
+    assert!(
+        u(client, "/netrig").abs_diff(n) <= 10 + n / 100,
+        "the witness's transactions are the window's: {client} against {n}"
+    );
 }
 
 fn errors(v: &Value) -> u64 {
