@@ -46,7 +46,8 @@ pub struct FlowCounters {
     /// The kernel's units of the flow's data, for the witness: UDP messages
     /// sent (a GSO send of many datagrams is one, as `Udp.OutDatagrams`
     /// counts it) or buffers received (a GRO batch is one, as
-    /// `Udp.InDatagrams` counts it). Unused by TCP.
+    /// `Udp.InDatagrams` counts it); udp-rr: datagrams sent (requests or
+    /// responses). Unused by TCP.
     units: AtomicU64,
     udp: UdpLive,
 }

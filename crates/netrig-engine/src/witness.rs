@@ -230,6 +230,8 @@ impl Witness {
                         r.udp_buffers_received += units;
                     }
                 }
+                // udp-rr: requests (requester) or responses (responder) sent.
+                Role::Requester | Role::Responder if udp => r.udp_messages_sent += units,
                 _ => {}
             }
             if let (Some((ka, sa)), Some((kb, sb))) = (a.kernel, b.kernel) {

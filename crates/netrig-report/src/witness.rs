@@ -216,7 +216,9 @@ fn judge_host(
     let size = u64::from(send.max(1));
     // UDP + IP + Ethernet headers of one datagram.
     let header = 8 + if v6 { 40 } else { 20 } + 14;
-    if host && udp_stream {
+    // udp-rr's ends send too (requests, responses): its datagrams sent are
+    // bounded the same way; it counts no buffers received (none to check).
+    if host && rules.transport() == Transport::Udp {
         let slack = 2 * flows * CALL_MESSAGES;
         // netrig's count, what it is and its unit; the kernel's counter and its unit.
         type UdpCheck = (
@@ -280,7 +282,9 @@ fn judge_host(
                 "connections accepted (handshakes completed, every listener)",
             ),
         };
-        if let (Some(k), true) = (w.kernel.get(counter), c.transactions > 0) {
+        // Judged even with no transaction (a run whose every connect failed):
+        // what the kernel opened is then all in `other` or the failures.
+        if let Some(k) = w.kernel.get(counter) {
             let k = (*k).max(0) as u64;
             let in_flight = u64::from(spec.flows).saturating_mul(u64::from(rules.in_flight()));
             j.check(
@@ -574,6 +578,28 @@ mod tests {
         // An older peer that sent no connection counts: no check, no word.
         let (r, warn) = judge(&spec, Some(&w(0, 0)), None, false, None);
         assert!(r.checks.is_empty() && warn.is_empty(), "{:?} {warn:?}", r.checks);
+    }
+
+    /// udp-rr's ends send datagrams (requests, responses): on one host,
+    /// Udp.OutDatagrams carries both, each end's check explaining the other's.
+    #[test]
+    fn udp_rr_datagrams_sent_are_bounded_by_the_hosts() {
+        let spec = TestSpec::new(
+            netrig_proto::KindSpec::UdpRr(Default::default()),
+            netrig_proto::spec::Limit::Duration { seconds: 1.0 },
+        );
+        let (client, agent) = (w(10_000, 20_001), w(10_000, 20_001));
+        let (r, warn) = judge(&spec, Some(&client), Some(&agent), false, None);
+        assert!(warn.is_empty(), "{warn:?}");
+        assert!(r.shared_counters);
+        assert_eq!(r.checks.len(), 2, "{:?}", r.checks);
+        assert!(r
+            .checks
+            .iter()
+            .all(|c| c.verdict == "agrees" && c.other == Some(1)));
+        // More requests than the host sent datagrams: wrong.
+        let (r, _) = judge(&spec, Some(&w(10_000, 5_000)), None, false, None);
+        assert_eq!(r.checks[0].verdict, "disagrees");
     }
 
     #[test]

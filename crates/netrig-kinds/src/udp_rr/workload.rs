@@ -120,6 +120,8 @@ impl UdpRrWorkload {
                 f.unanswered += 1;
                 f.bytes += n as u64;
                 f.flow.counters.set_bytes(f.bytes);
+                // Datagrams sent, the kernel's unit (the witness: Udp.OutDatagrams).
+                f.flow.counters.set_units(f.next_seq);
                 Ok(true)
             }
             Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted) => Ok(false),
@@ -192,6 +194,7 @@ impl UdpRrWorkload {
                         f.bytes += m as u64;
                         f.transactions += 1;
                         let _ = f.flow.counters.add_transactions(1);
+                        f.flow.counters.set_units(f.transactions);
                     }
                     Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted) => {}
                     Err(e) if e.raw_os_error() == Some(libc::ECONNREFUSED) => {}

@@ -58,6 +58,21 @@ pub(crate) fn check_rr(v: &Value) {
     let cpus = u(v, "/summary/cpu/local/cpus") as f64;
     let sd = f(v, "/summary/service_demand/local");
     assert!((sd - pct / 100.0 * elapsed * cpus * 1e6 / tr as f64).abs() <= 1e-9 * sd);
+    if v["test"] == "udp-rr" {
+        // The witness: each end's datagrams sent (requests, responses) within
+        // its host's Udp.OutDatagrams; a transaction took a request.
+        let checks = v["witness"]["checks"].as_array().unwrap();
+        for end in ["local", "remote"] {
+            let c = checks
+                .iter()
+                .find(|c| c["end"] == end && c["figure"] == "UDP messages sent")
+                .unwrap_or_else(|| panic!("no {end} UDP check: {}", v["witness"]));
+            assert_eq!(c["verdict"], "agrees", "{c}");
+            if end == "local" {
+                assert!(u(c, "/netrig") + 10 + tr / 100 >= tr, "{c} for {tr} transactions");
+            }
+        }
+    }
 }
 
 #[test]
