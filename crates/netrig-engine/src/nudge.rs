@@ -139,9 +139,17 @@ fn watch_over(dog: &'static Dog) {
 }
 
 /// The calling thread's waits, interrupted once they last 1 to 2 [`TICK`]s.
+/// Neither `Send` nor `Sync`: the watchdog signals the thread that made it,
+/// which must then be alive, so it stays on that thread and is dropped there.
+///
+/// ```compile_fail
+/// fn elsewhere<T: Send>(_: T) {}
+/// elsewhere(netrig_engine::nudge::Watch::new().unwrap());
+/// ```
 pub struct Watch {
     entry: Arc<Entry>,
     dog: &'static Dog,
+    _this_thread: std::marker::PhantomData<*const ()>,
 }
 
 impl Watch {
@@ -164,7 +172,11 @@ impl Watch {
         }
         w.entries.push(entry.clone());
         dog.some.notify_one();
-        Ok(Watch { entry, dog })
+        Ok(Watch {
+            entry,
+            dog,
+            _this_thread: std::marker::PhantomData,
+        })
     }
 
     /// A wait begins (call it right before the blocking call).
@@ -179,6 +191,15 @@ impl Watch {
     #[inline]
     pub fn idle(&self) {
         self.entry.since.store(IDLE, Ordering::Relaxed);
+    }
+}
+
+/// [`Watch::waiting`], where there may be no watch (the waits then have
+/// socket timeouts of their own).
+#[inline]
+pub fn waiting(watch: Option<&Watch>) {
+    if let Some(w) = watch {
+        w.waiting();
     }
 }
 

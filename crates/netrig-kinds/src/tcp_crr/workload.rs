@@ -348,9 +348,7 @@ impl Bounded<'_> {
         if self.aborted.load(Ordering::Relaxed) || Instant::now() >= self.by {
             return Err(io::ErrorKind::WouldBlock.into());
         }
-        if let Some(w) = self.watch {
-            w.waiting();
-        }
+        netrig_engine::nudge::waiting(self.watch);
         Ok(())
     }
 }
@@ -1103,11 +1101,7 @@ impl Worker<'_> {
         listener: std::net::TcpListener,
         watch: Option<netrig_engine::nudge::Watch>,
     ) -> Result<WorkerEnd, EngineError> {
-        let waiting = || {
-            if let Some(w) = &watch {
-                w.waiting();
-            }
-        };
+        let waiting = || netrig_engine::nudge::waiting(watch.as_ref());
         let mut impatient_until: Option<Instant> = None;
         // Connections whose handshake ended before the listener had its
         // timeouts (queued when `Door::block` ran, or completing as it ran)
@@ -1198,9 +1192,7 @@ impl Worker<'_> {
         unread: bool,
         watch: Option<&netrig_engine::nudge::Watch>,
     ) -> Result<(), EngineError> {
-        if let Some(w) = watch {
-            w.waiting();
-        }
+        netrig_engine::nudge::waiting(watch);
         let Some((i, mut answer)) = self.accepted(&hello, &sock, unread)? else {
             return Ok(());
         };
@@ -1322,11 +1314,7 @@ impl Worker<'_> {
         watch: Option<&netrig_engine::nudge::Watch>,
     ) -> Result<Alone, EngineError> {
         // Each blocking call is marked: the watch interrupts it past ALONE_POLL.
-        let waiting = || {
-            if let Some(w) = watch {
-                w.waiting();
-            }
-        };
+        let waiting = || netrig_engine::nudge::waiting(watch);
         let setup = |e: io::Error| EngineError::Setup(format!("local socket: {e}"));
         let sock = match Socket::new(Domain::for_address(to.addr), Type::STREAM, Some(Protocol::TCP)) {
             Ok(s) => s,

@@ -326,11 +326,7 @@ impl RrWorkload {
                 tcp.set_read_timeout(Some(ALONE_POLL)).map_err(setup)?;
             }
         }
-        let waiting = || {
-            if let Some(w) = &watch {
-                w.waiting();
-            }
-        };
+        let waiting = || netrig_engine::nudge::waiting(watch.as_ref());
         let ctl = cx.ctl;
         let mut deadline: Option<Instant> = None;
         // The window closed: stop asking (the requester), drain until the

@@ -298,9 +298,7 @@ impl UdpRrWorkload {
                 }
             }
             let mut refill = 0;
-            if let Some(w) = &watch {
-                w.waiting();
-            }
+            netrig_engine::nudge::waiting(watch.as_ref());
             self.on_readable(
                 f,
                 &mut w.rbuf,
