@@ -3,8 +3,11 @@
 //! connections itself, without the accept loop's thread between. The
 //! accept loop stops watching the listener while it is lent and takes back
 //! what the worker will not keep (control connections, other sessions',
-//! greetings not arrived whole), unread, reading their greeting as if it had
-//! accepted them. One run holds the listener at a time.
+//! greetings not arrived whole) with what the worker read of them (it reads
+//! greeting and request in one call), finishing their greeting as if it had
+//! accepted them and passing what was read past it on with the connection
+//! (to its session, or to the run it belongs to). One run holds the
+//! listener at a time.
 
 use crate::listener::{allowed, Shared, LISTENER};
 use crate::session::canonical_ip;
@@ -26,10 +29,13 @@ pub(crate) fn watch(registry: &Registry, listener: &mio::net::TcpListener) -> io
     registry.register(&mut SourceFd(&listener.as_raw_fd()), LISTENER, Interest::READABLE)
 }
 
-/// A connection a run gave back, its greeting unread.
+/// A connection a run gave back, with what it read of it.
 pub(crate) struct Returned {
     pub stream: TcpStream,
     pub peer: SocketAddr,
+    /// Its first bytes, if the run read them (at most a DataHello's length
+    /// and `READ_AHEAD`): the accept loop takes them before the socket's.
+    pub read: Vec<u8>,
 }
 
 /// The accept loop's side: whether the listener is lent, and what comes back.
@@ -117,7 +123,7 @@ impl Door for Lent {
         (hello.cookie == self.cookie && self.admits(peer)).then_some(hello)
     }
 
-    fn hand_back(&self, stream: TcpStream, peer: SocketAddr) {
+    fn hand_back(&self, stream: TcpStream, peer: SocketAddr, read: &[u8]) {
         if self.blocked.load(Ordering::Relaxed) {
             // Accepted blocking, with the listener's timeouts: as the accept loop's own.
             if let Err(e) = unblock(SockRef::from(&stream)) {
@@ -133,7 +139,11 @@ impl Door for Lent {
             log::debug!("{peer}: closed: too many connections given back to the accept loop");
             return;
         }
-        q.push_back(Returned { stream, peer });
+        q.push_back(Returned {
+            stream,
+            peer,
+            read: read.to_vec(),
+        });
         drop(q);
         let _ = d.waker.wake();
     }
@@ -226,7 +236,11 @@ mod tests {
         // The run's part: it gives it back unread; the greeting is no one's.
         std::io::Write::write_all(&mut c, b"XXXX").unwrap();
         let (s, peer) = shared.listener.accept().unwrap();
-        door.hand_back(std::net::TcpStream::from(std::os::fd::OwnedFd::from(s)), peer);
+        door.hand_back(
+            std::net::TcpStream::from(std::os::fd::OwnedFd::from(s)),
+            peer,
+            &[],
+        );
         assert!(closed_by_agent(&mut c), "the accept loop judged what came back");
         drop(door);
         // Given back: the accept loop accepts again, and it can be lent again.
@@ -234,6 +248,57 @@ mod tests {
         std::io::Write::write_all(&mut c, b"XXXX").unwrap();
         assert!(closed_by_agent(&mut c), "the accept loop accepts again");
         assert!(lend(&shared, cookie, None).is_some(), "free again");
+    }
+
+    /// A control connection given back with what the run read of it (its
+    /// preamble and part of the first frame, which its client sent without
+    /// waiting for the welcome) goes to a session with all of it: the rest
+    /// of the frame comes from the socket, and the session answers the
+    /// frame (a `go` before any test: an error), not waiting for it.
+    #[test]
+    fn what_a_run_read_of_a_control_connection_goes_to_its_session() {
+        use netrig_proto::{encode_frame, AgentMsg, ClientMsg, ControlPreamble};
+        let agent = Agent::bind(AgentConfig::new("127.0.0.1:0".parse().unwrap())).unwrap();
+        let shared = agent.shared.clone();
+        let handle = agent.spawn();
+        let door = lend(&shared, SessionCookie([7; 16]), None).expect("free");
+        let mut c = TcpStream::connect(handle.addr()).unwrap();
+        let mut sent = ControlPreamble {
+            min_version: netrig_proto::MIN_PROTOCOL_VERSION,
+            max_version: netrig_proto::PROTOCOL_VERSION,
+        }
+        .encode()
+        .to_vec();
+        sent.extend(encode_frame(&ClientMsg::Go));
+        std::io::Write::write_all(&mut c, &sent).unwrap();
+        let t = Instant::now();
+        let (s, peer) = loop {
+            match shared.listener.accept() {
+                Ok(a) => break a,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock && t.elapsed() < Duration::from_secs(2) => {
+                    std::thread::sleep(Duration::from_millis(5))
+                }
+                Err(e) => panic!("{e}"),
+            }
+        };
+        // The run's part: it read the preamble and 6 bytes of the frame.
+        let s = std::net::TcpStream::from(std::os::fd::OwnedFd::from(s));
+        s.set_nonblocking(false).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+        let mut read = vec![0u8; ControlPreamble::LEN + 6];
+        (&s).read_exact(&mut read).unwrap();
+        s.set_nonblocking(true).unwrap();
+        door.hand_back(s, peer, &read);
+        let mut conn = netrig_proto::conn::FramedConn::new(c, 1 << 20);
+        let welcome: AgentMsg = conn.recv(Duration::from_secs(5)).unwrap();
+        assert!(matches!(welcome, AgentMsg::Welcome { .. }), "{welcome:?}");
+        let answer: AgentMsg = conn
+            .recv(Duration::from_secs(5))
+            .expect("the frame read ahead was answered");
+        assert!(
+            matches!(&answer, AgentMsg::Error { message } if message.contains("unexpected message go")),
+            "{answer:?}"
+        );
     }
 
     /// A run that made the listener blocking (`Door::block`) accepts
@@ -259,7 +324,7 @@ mod tests {
         let (s, peer) = copy.accept().unwrap();
         assert!(s.read_timeout().unwrap().is_some(), "inherited");
         std::io::Write::write_all(&mut c, b"XXXX").unwrap();
-        door.hand_back(s, peer);
+        door.hand_back(s, peer, &[]);
         assert!(closed_by_agent(&mut c), "the accept loop judged what came back");
         drop(door);
         assert!(l.nonblocking().unwrap(), "non-blocking again");

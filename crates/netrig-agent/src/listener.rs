@@ -330,11 +330,17 @@ struct Pending {
     deadline: Instant,
     buf: [u8; DataHello::LEN],
     len: usize,
+    /// What was read from the connection before it came here (a run
+    /// holding the listener gave it back: at most a DataHello's length and
+    /// `READ_AHEAD`), taken before the socket's bytes; `taken` of it so far.
+    read: Vec<u8>,
+    taken: usize,
 }
 
 impl Pending {
     /// Reads what has arrived of the greeting, never a byte past it: what
-    /// follows belongs to the session.
+    /// follows belongs to the session (and so does what was read past it
+    /// before: [`Pending::past`]).
     fn advance(&mut self) -> Progress {
         loop {
             let want = if self.len < 4 {
@@ -351,6 +357,13 @@ impl Pending {
             if self.len >= want {
                 return self.decode();
             }
+            if let Some(read) = self.read.get(self.taken..).filter(|r| !r.is_empty()) {
+                let k = read.len().min(want - self.len);
+                self.buf[self.len..self.len + k].copy_from_slice(&read[..k]);
+                self.len += k;
+                self.taken += k;
+                continue;
+            }
             match self.stream.read(&mut self.buf[self.len..want]) {
                 Ok(0) => return Progress::Failed("closed before its greeting".into()),
                 Ok(n) => self.len += n,
@@ -359,6 +372,11 @@ impl Pending {
                 Err(e) => return Progress::Failed(e.to_string()),
             }
         }
+    }
+
+    /// What was read before it came here past its greeting (whole).
+    fn past(&self) -> &[u8] {
+        self.read.get(self.taken..).unwrap_or_default()
     }
 
     fn decode(&self) -> Progress {
@@ -532,7 +550,7 @@ impl Acceptor {
                         // The listener may be back, with connections queued.
                         accept_due = true;
                         for r in self.shared.doorway.returned() {
-                            self.admit(MioStream::from_std(r.stream), r.peer);
+                            self.admit(MioStream::from_std(r.stream), r.peer, r.read);
                         }
                     }
                     Token(slot) => self.on_readable(slot),
@@ -546,7 +564,7 @@ impl Acceptor {
     fn accept_all(&mut self) -> bool {
         loop {
             match self.shared.listener.accept() {
-                Ok((stream, peer)) => self.admit(stream, peer),
+                Ok((stream, peer)) => self.admit(stream, peer, Vec::new()),
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return false,
                 // The peer gave up while queued, or a signal: the next one.
                 Err(e) if netrig_engine::intake::accept_again(&e) => {}
@@ -567,8 +585,9 @@ impl Acceptor {
 
     /// A new connection: its greeting often came with it; if not, it waits
     /// in a slot, the oldest waiting one making room if all are taken.
-    /// (A connection a run gives back comes here too, its greeting unread.)
-    fn admit(&mut self, stream: MioStream, peer: SocketAddr) {
+    /// (A connection a run gives back comes here too, with what the run
+    /// read of it: `read`.)
+    fn admit(&mut self, stream: MioStream, peer: SocketAddr, read: Vec<u8>) {
         let now = Instant::now();
         if !allowed(&self.shared.config.allow, peer.ip()) {
             if self.deny_log.allow(now) {
@@ -585,10 +604,15 @@ impl Acceptor {
             deadline: now + self.shared.config.greeting_timeout,
             buf: [0; DataHello::LEN],
             len: 0,
+            read,
+            taken: 0,
         };
         match p.advance() {
             Progress::Waiting => {}
-            Progress::Done(g) => return self.dispatch(p.stream, peer, g),
+            Progress::Done(g) => {
+                let past = p.past().to_vec();
+                return self.dispatch(p.stream, peer, g, past);
+            }
             Progress::Failed(e) => return self.dropped(peer, &e),
         }
         if self.live >= self.shared.config.max_pending {
@@ -641,7 +665,8 @@ impl Acceptor {
             Progress::Waiting => {}
             Progress::Done(g) => {
                 if let Some(p) = self.remove(slot) {
-                    self.dispatch(p.stream, p.peer, g);
+                    let past = p.past().to_vec();
+                    self.dispatch(p.stream, p.peer, g, past);
                 }
             }
             Progress::Failed(e) => {
@@ -697,8 +722,10 @@ impl Acceptor {
 
     /// Hands a greeted connection on, in blocking mode as sessions expect:
     /// a control connection to a session thread of its own, a data
-    /// connection to the session that waits for it (which never blocks).
-    fn dispatch(&mut self, stream: MioStream, peer: SocketAddr, greeting: Greeting) {
+    /// connection to the session that waits for it (which never blocks);
+    /// `past`: what was read of it past its greeting (by a run holding the
+    /// listener), which goes with it.
+    fn dispatch(&mut self, stream: MioStream, peer: SocketAddr, greeting: Greeting, past: Vec<u8>) {
         let mut stream = TcpStream::from(stream);
         // A session's place is taken here, before its thread exists; a
         // refusal is written while the socket is still non-blocking (it is
@@ -724,7 +751,7 @@ impl Acceptor {
                 let (version, admission) = admitted.expect("a control greeting was admitted");
                 let spawned = std::thread::Builder::new()
                     .name("netrig-session".into())
-                    .spawn(move || serve_control(stream, &peer.to_string(), version, admission));
+                    .spawn(move || serve_control(stream, &past, &peer.to_string(), version, admission));
                 if let Err(e) = spawned {
                     log::warn!("{peer}: cannot start a session thread: {e}");
                 }
@@ -732,7 +759,7 @@ impl Acceptor {
             Greeting::Data(h) => {
                 // Non-blocking still: the registry makes a set-up connection
                 // blocking; a run's worker wants it as it is.
-                match self.shared.registry.deliver(h, stream, peer) {
+                match self.shared.registry.deliver(h, stream, peer, past.len()) {
                     Ok(()) => {}
                     Err(e) if e.late => log::debug!("{peer}: {e}"),
                     Err(e) => {

@@ -105,22 +105,27 @@ impl Registry {
     }
 
     /// Hands a data connection (non-blocking, from `peer`) to the session
-    /// that awaits it.
+    /// that awaits it. `read_past`: bytes past its greeting read with it
+    /// (by a run holding the listener: the first bytes of a
+    /// connection-per-transaction request), counted by the run that takes
+    /// it. A set-up connection has no business sending before its test
+    /// starts: one that did is closed.
     pub(crate) fn deliver(
         &self,
         hello: DataHello,
         stream: TcpStream,
         peer: SocketAddr,
+        read_past: usize,
     ) -> Result<(), Undelivered> {
-        self.deliver_conn(hello, DataConn::Tcp(stream, peer))
+        self.deliver_conn(hello, DataConn::Tcp(stream, peer), read_past)
     }
 
     /// Hands a UDP flow's hello (and where it came from) to its session.
     pub(crate) fn deliver_udp(&self, hello: DataHello, from: SocketAddr) -> Result<(), Undelivered> {
-        self.deliver_conn(hello, DataConn::Udp(from))
+        self.deliver_conn(hello, DataConn::Udp(from), 0)
     }
 
-    fn deliver_conn(&self, hello: DataHello, conn: DataConn) -> Result<(), Undelivered> {
+    fn deliver_conn(&self, hello: DataHello, conn: DataConn, read_past: usize) -> Result<(), Undelivered> {
         let tx = self
             .waiting
             .lock()
@@ -144,6 +149,13 @@ impl Registry {
                     }
                 }
                 let sent = match (tx, conn) {
+                    (QueueTx::Setup(_), _) if read_past > 0 => {
+                        return Err(Undelivered::refused(format!(
+                            "session {}: a data connection sent {read_past} bytes past its greeting before \
+                             its test started; closed",
+                            hello.cookie
+                        )))
+                    }
                     (QueueTx::Setup(tx), c) => {
                         // Set-up configures its connections with blocking calls.
                         if let DataConn::Tcp(s, _) = &c {
@@ -155,8 +167,12 @@ impl Registry {
                             .map_err(|e| matches!(e, mpsc::TrySendError::Full(_)))
                     }
                     // The worker that takes it keeps it non-blocking.
-                    (QueueTx::Run(intake), DataConn::Tcp(s, _)) => intake
-                        .give((hello, s))
+                    (QueueTx::Run(intake), DataConn::Tcp(stream, _)) => intake
+                        .give(netrig_engine::intake::Arrival {
+                            hello,
+                            stream,
+                            read_past,
+                        })
                         .map_err(|r| r == netrig_engine::intake::Refused::Full),
                     (QueueTx::Run(_), DataConn::Udp(_)) => {
                         return Err(Undelivered::refused("a UDP hello for a TCP test; ignored".into()))
@@ -329,10 +345,25 @@ enum SessionError {
     Test(String),
 }
 
-pub(crate) fn serve_control(stream: TcpStream, peer: &str, version: u16, admission: Admission) {
+/// `read`: what was read of the connection past its preamble before it
+/// came here (by a run holding the listener), the start of its first frame.
+pub(crate) fn serve_control(stream: TcpStream, read: &[u8], peer: &str, version: u16, admission: Admission) {
     let shared: &Shared = &admission.shared;
     let _ = stream.set_nodelay(true);
-    let mut conn = FramedConn::new(stream, netrig_proto::MAX_CLIENT_FRAME_LEN);
+    let mut conn = match FramedConn::with_read(stream, netrig_proto::MAX_CLIENT_FRAME_LEN, read) {
+        Ok(c) => c,
+        // A frame over the limit in what came with the preamble.
+        Err(e) => {
+            if SESSION_END_LOG
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .allow(Instant::now())
+            {
+                log::warn!("{peer}: session ended: {e}");
+            }
+            return;
+        }
+    };
     let limits = &shared.config.limits;
     let idle_timeout = shared.config.idle_timeout;
     let result = (|| -> Result<(), SessionError> {
@@ -1091,21 +1122,50 @@ mod tests {
         let cookie = SessionCookie([7; 16]);
         let intake = r.register_run(cookie, 1, Some(IpAddr::from([127, 0, 0, 1])));
         let (c, from) = conn(&l);
-        r.deliver(hello(cookie), c, from).expect("queued");
+        r.deliver(hello(cookie), c, from, 0).expect("queued");
         let (c, from) = conn(&l);
-        let full = r.deliver(hello(cookie), c, from).unwrap_err();
+        let full = r.deliver(hello(cookie), c, from, 0).unwrap_err();
         assert!(!full.late && full.why.contains("full"), "{full}");
         let (c, _) = conn(&l);
         let stranger = r
-            .deliver(hello(cookie), c, SocketAddr::from(([127, 0, 0, 2], 9)))
+            .deliver(hello(cookie), c, SocketAddr::from(([127, 0, 0, 2], 9)), 0)
             .unwrap_err();
         assert!(!stranger.late && stranger.why.contains("not from"), "{stranger}");
         intake.close();
         let (c, from) = conn(&l);
-        let late = r.deliver(hello(cookie), c, from).unwrap_err();
+        let late = r.deliver(hello(cookie), c, from, 0).unwrap_err();
         assert!(late.late && late.why.contains("run is over"), "{late}");
         let (c, from) = conn(&l);
-        let unknown = r.deliver(hello(SessionCookie([8; 16])), c, from).unwrap_err();
+        let unknown = r.deliver(hello(SessionCookie([8; 16])), c, from, 0).unwrap_err();
         assert!(!unknown.late && unknown.why.contains("unknown"), "{unknown}");
+    }
+
+    /// What a run holding the listener read past a greeting goes with the
+    /// connection to its run; a set-up connection that sent before its test
+    /// started is refused.
+    #[test]
+    fn bytes_read_past_a_greeting_go_to_a_run_and_are_refused_at_set_up() {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let r = Registry::default();
+        let peer = Some(IpAddr::from([127, 0, 0, 1]));
+        let run = SessionCookie([7; 16]);
+        let intake = r.register_run(run, 4, peer);
+        let (c, from) = conn(&l);
+        r.deliver(hello(run), c, from, 33).expect("queued");
+        let (dealer, intakes) = netrig_engine::intake::deal(1, 4).unwrap();
+        intake.start(dealer);
+        let a = intakes[0].arrivals.try_recv().expect("dealt");
+        assert_eq!(a.read_past, 33);
+        let setup = SessionCookie([9; 16]);
+        let _rx = r.register(setup, 4, peer);
+        let (c, from) = conn(&l);
+        let early = r.deliver(hello(setup), c, from, 1).unwrap_err();
+        assert!(
+            !early.late && early.why.contains("before its test started"),
+            "{early}"
+        );
+        let (c, from) = conn(&l);
+        r.deliver(hello(setup), c, from, 0)
+            .expect("nothing read past: queued");
     }
 }

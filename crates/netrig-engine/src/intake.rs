@@ -29,7 +29,33 @@ use std::sync::Mutex;
 
 /// A connection whose greeting has been read, with that greeting; the
 /// connection is non-blocking, as the worker that answers it wants it.
-pub type Arrival = (DataHello, TcpStream);
+#[derive(Debug)]
+pub struct Arrival {
+    pub hello: DataHello,
+    pub stream: TcpStream,
+    /// Bytes of what followed the greeting that were read with it (by the
+    /// run holding the [`Door`], which reads greeting and request in one
+    /// call before it knows whose the connection is): the start of the
+    /// payload, opaque, for the worker to count as received. At most
+    /// [`READ_AHEAD`].
+    pub read_past: usize,
+}
+
+impl Arrival {
+    /// An arrival of which nothing past the greeting has been read.
+    pub fn new(hello: DataHello, stream: TcpStream) -> Arrival {
+        Arrival {
+            hello,
+            stream,
+            read_past: 0,
+        }
+    }
+}
+
+/// The most a worker holding the [`Door`] reads past a greeting in the call
+/// that reads the greeting (a connection-per-transaction request's first
+/// bytes); what it read of a connection it gives back goes back with it.
+pub const READ_AHEAD: usize = 4096;
 
 /// Token of the intake's Waker in a worker's event loop.
 pub const WAKE: Token = Token(usize::MAX - 1);
@@ -51,13 +77,15 @@ pub trait Door: Send {
     /// before a byte of it is read.
     fn admits(&self, peer: std::net::SocketAddr) -> bool;
     /// The greeting a connection brought (at most a [`DataHello`]'s
-    /// length, peeked at), if it is whole and opens one of the run's own
-    /// connections: then the worker keeps it.
+    /// length), if it is whole and opens one of the run's own connections:
+    /// then the worker keeps it.
     fn claim(&self, greeting: &[u8], peer: std::net::SocketAddr) -> Option<DataHello>;
-    /// A connection the worker will not keep, not a byte of it read (the
-    /// worker only peeks): to the listener's thread, which reads its
-    /// greeting and dispatches it (or closes it, and says why).
-    fn hand_back(&self, stream: TcpStream, peer: std::net::SocketAddr);
+    /// A connection the worker will not keep, with what the worker read of
+    /// it (`read`: nothing when it only peeked; else its first bytes, at
+    /// most a [`DataHello`]'s length and [`READ_AHEAD`]): to the listener's
+    /// thread, which reads (the rest of) its greeting and dispatches it, the
+    /// bytes past the greeting with it (or closes it, and says why).
+    fn hand_back(&self, stream: TcpStream, peer: std::net::SocketAddr, read: &[u8]);
     /// For a worker with nothing else to watch: makes the listener blocking,
     /// each accept(2) waiting at most `wait` (SO_RCVTIMEO, which the
     /// connections it accepts inherit, with SO_SNDTIMEO; `None`: no
@@ -286,7 +314,7 @@ mod tests {
             cookie: SessionCookie([0; 16]),
             flow,
         };
-        (hello, s)
+        Arrival::new(hello, s)
     }
 
     #[test]
@@ -304,7 +332,7 @@ mod tests {
         assert_eq!(intake.start(dealer), 0);
         intake.give(arrival(&l, 3)).unwrap();
         let got: Vec<u32> = std::iter::from_fn(|| intakes[0].arrivals.try_recv().ok())
-            .map(|a| a.0.flow)
+            .map(|a| a.hello.flow)
             .collect();
         assert_eq!(got, [0, 1, 3], "in order, the queued ones first");
         intake.close();
@@ -326,7 +354,7 @@ mod tests {
             let mut events = mio::Events::with_capacity(4);
             i.poll.poll(&mut events, Some(Duration::from_secs(1))).unwrap();
             assert!(events.iter().any(|e| e.token() == WAKE), "worker {w} woken");
-            assert_eq!(i.arrivals.try_recv().unwrap().0.flow, w as u32);
+            assert_eq!(i.arrivals.try_recv().unwrap().hello.flow, w as u32);
         }
         drop(intakes);
         assert_eq!(dealer.give(arrival(&l, 3)), Dealt::Late);

@@ -1063,7 +1063,7 @@ mod tests {
             let mut events = mio::Events::with_capacity(8);
             while !ctl.stop.load(Ordering::Relaxed) {
                 let _ = intake.poll.poll(&mut events, Some(Duration::from_millis(10)));
-                while let Ok((hello, _stream)) = intake.arrivals.try_recv() {
+                while let Ok(crate::intake::Arrival { hello, .. }) = intake.arrivals.try_recv() {
                     if let Some(f) = flows.iter().find(|f| f.id == hello.flow) {
                         let _ = f.counters.add_transactions(1);
                         f.counters.add_bytes(1);
@@ -1108,7 +1108,7 @@ mod tests {
                     cookie: SessionCookie([0; 16]),
                     flow: 1,
                 };
-                tx.give((hello, s)).unwrap();
+                tx.give(crate::intake::Arrival::new(hello, s)).unwrap();
             }
             keep
         });

@@ -47,6 +47,16 @@ impl FramedConn {
         }
     }
 
+    /// [`FramedConn::new`] for a stream of which `read` was read already
+    /// (what followed its greeting, read with it): received before what
+    /// comes on the stream. Fails as `recv` would on those bytes (a frame
+    /// over `max_frame`).
+    pub fn with_read(stream: TcpStream, max_frame: usize, read: &[u8]) -> Result<Self, ConnError> {
+        let mut conn = FramedConn::new(stream, max_frame);
+        conn.decoder.push(read)?;
+        Ok(conn)
+    }
+
     pub fn stream(&self) -> &TcpStream {
         &self.stream
     }
@@ -140,5 +150,36 @@ mod tests {
         );
         let e = received_after(&frame[..3]).unwrap_err().to_string();
         assert!(e.contains("(3 of its 4-byte length)"), "{e}");
+    }
+
+    /// Bytes read before the stream was wrapped come first, a frame split
+    /// between them and the stream whole; a header over the limit in them
+    /// fails at once.
+    #[test]
+    fn bytes_read_before_come_before_the_stream() {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let mut c = TcpStream::connect(l.local_addr().unwrap()).unwrap();
+        let (s, _) = l.accept().unwrap();
+        let first = encode_frame(&ClientMsg::Abort { reason: "one".into() });
+        let second = encode_frame(&ClientMsg::Abort { reason: "two".into() });
+        let mut read = first.clone();
+        read.extend_from_slice(&second[..5]);
+        c.write_all(&second[5..]).unwrap();
+        let mut conn = FramedConn::with_read(s, 1024, &read).unwrap();
+        for want in ["one", "two"] {
+            match conn.recv(Duration::from_secs(10)) {
+                Ok(ClientMsg::Abort { reason }) => assert_eq!(reason, want),
+                other => panic!("{other:?}"),
+            }
+        }
+        let s = TcpStream::connect(l.local_addr().unwrap()).unwrap();
+        let too_big = 2048u32.to_be_bytes();
+        assert!(matches!(
+            FramedConn::with_read(s, 1024, &too_big),
+            Err(ConnError::Proto(crate::ProtoError::FrameTooLarge {
+                len: 2048,
+                max: 1024
+            }))
+        ));
     }
 }

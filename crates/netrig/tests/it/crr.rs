@@ -376,13 +376,18 @@ fn time_wait_local_ports_in(ns: &Netns) -> Vec<u16> {
 /// (netperf's); every transaction is counted either way, and the result
 /// says which it was. Each order in a namespace of its own, whose TIME_WAIT
 /// table holds this run's sockets only (the host's, shared with the tests
-/// beside it, overflows at 131,072 and drops some).
+/// beside it, overflows at 131,072 and drops some), and whose
+/// net.ipv4.tcp_tw_reuse is 0: at the kernel's default (2, on loopback),
+/// connect(2) takes over the client's TIME_WAIT sockets once they are a
+/// second old, and the run leaves fewer than a connection each.
 #[test]
 fn crr_close_first_decides_where_time_wait_stays() {
     for end in ["requester", "responder"] {
         let Some(ns) = Netns::or_skip("crrtw") else {
             return;
         };
+        ns.exec(&["sysctl", "-qw", "net.ipv4.tcp_tw_reuse=0"])
+            .expect("net.ipv4.tcp_tw_reuse is the namespace's own");
         let v = run_json_in(&ns, &["tcp-crr", "-l", "1", "--close-first", end]);
         check_crr(&v);
         assert_eq!(v["config"]["close_first"], end);
@@ -462,7 +467,8 @@ fn crr_table_names_the_end_that_closed_first() {
 /// (netserver's TCP_CRR side): it waits in accept(2) and in the connection's
 /// own calls, about one accept(2) a transaction and a handful of epoll calls
 /// for hundreds of transactions (the accept loop's and the session's), in
-/// either close order. With two flows on its one worker it answers from its
+/// either close order, and reads each greeting with its request in one
+/// call (no MSG_PEEK first). With two flows on its one worker it answers from its
 /// event loop: an epoll_ctl(2) for each connection it waits on (the
 /// requester's close).
 #[test]
@@ -471,14 +477,14 @@ fn crr_alone_the_agent_waits_in_accept_not_in_epoll() {
         eprintln!("skipped: strace is missing or cannot trace here");
         return;
     }
-    let calls = |extra: &[&str]| -> (u64, u64, u64) {
+    let calls = |extra: &[&str]| -> (u64, u64, u64, u64) {
         let log = std::env::temp_dir().join(format!(
             "netrig-agent-strace-{}-{}.txt",
             std::process::id(),
             extra.join("")
         ));
         let agent = Served::start_straced(
-            "epoll_wait,epoll_pwait,epoll_pwait2,epoll_ctl,accept,accept4",
+            "epoll_wait,epoll_pwait,epoll_pwait2,epoll_ctl,accept,accept4,recvfrom",
             &log,
         );
         let port = agent.port_arg();
@@ -497,11 +503,12 @@ fn crr_alone_the_agent_waits_in_accept_not_in_epoll() {
         };
         let epoll = count(&["epoll_wait", "epoll_pwait", "epoll_pwait2", "epoll_ctl"]);
         let accepts = count(&["accept", "accept4"]);
-        (epoll, accepts, u(&v, "/summary/transactions"))
+        let peeks = text.lines().filter(|l| l.contains("MSG_PEEK")).count() as u64;
+        (epoll, accepts, peeks, u(&v, "/summary/transactions"))
     };
     for end in ["requester", "responder"] {
-        let (e, a, n) = calls(&["--close-first", end]);
-        eprintln!("agent, one flow, {end} closing first: {e} epoll calls, {a} accepts for {n} transactions");
+        let (e, a, p, n) = calls(&["--close-first", end]);
+        eprintln!("agent, one flow, {end} closing first: {e} epoll calls, {a} accepts, {p} peeks for {n} transactions");
         assert!(n >= 50, "{end}: {n} transactions");
         assert!(
             e * 10 < n,
@@ -511,8 +518,12 @@ fn crr_alone_the_agent_waits_in_accept_not_in_epoll() {
             a * 10 < n * 13,
             "agent, {end} closing first: {a} accepts for {n} transactions"
         );
+        assert!(
+            p * 10 < n,
+            "agent, {end} closing first: {p} peeks for {n} transactions"
+        );
     }
-    let (e, a, n) = calls(&["-P", "2", "-T", "1"]);
+    let (e, a, _, n) = calls(&["-P", "2", "-T", "1"]);
     eprintln!("agent, two flows on one worker: {e} epoll calls, {a} accepts for {n} transactions");
     assert!(
         n >= 50 && e * 2 > n,
