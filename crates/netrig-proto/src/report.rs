@@ -407,4 +407,11 @@ pub struct TcpWitness {
     /// uncertainty, added to the tolerance.
     #[serde(default)]
     pub read_spread_bytes: u64,
+    /// Request/response flows on a connection of their own (tcp-rr): the
+    /// payload written and read, requests and responses together, by netrig
+    /// and by the kernel (sent plus received, as above).
+    #[serde(default)]
+    pub netrig_both_ways: u64,
+    #[serde(default)]
+    pub kernel_both_ways: u64,
 }

@@ -179,6 +179,18 @@ fn judge_sockets(spec: &TestSpec, w: &WitnessReport, end: &str) -> (Vec<WitnessC
                 "tcpi_bytes_received - SIOCINQ per socket",
                 recv,
             ),
+            (
+                "TCP payload both ways (requests and responses)",
+                t.netrig_both_ways,
+                t.kernel_both_ways,
+                "tcpi_bytes_acked + SIOCOUTQ + tcpi_bytes_received - SIOCINQ per socket",
+                // One call at a time per flow, which moves at most what is
+                // queued for it: its transactions in flight, each way.
+                match spec.rules().transaction_sizes() {
+                    Some((req, resp)) => req.max(resp).saturating_mul(spec.rules().in_flight()),
+                    None => send.saturating_add(recv),
+                },
+            ),
         ] {
             if netrig > 0 || kernel > 0 {
                 let tolerance = (2 * f * u64::from(call)).saturating_add(t.read_spread_bytes);
@@ -657,6 +669,41 @@ mod tests {
         assert!(r.shared_counters);
         assert!(warn.is_empty(), "{warn:?}");
         let (_, warn) = judge(&spec, Some(&t(1_000_000, 900_000)), None, false, None);
+        assert!(warn.len() == 1 && warn[0].contains("must agree"), "{warn:?}");
+    }
+
+    /// tcp-rr: a flow's requests and responses together against its
+    /// socket's bytes both ways; the tolerance is what one call may move
+    /// at each edge (the larger of request and response, times the
+    /// transactions in flight), not a stream's 128 KiB.
+    #[test]
+    fn tcp_rr_payload_both_ways_must_match_within_a_burst() {
+        let mut rr = netrig_proto::spec::TcpRrSpec::default();
+        rr.transactions.request_size = 100;
+        rr.transactions.response_size = 300;
+        rr.transactions.load = netrig_proto::spec::Load::Closed { burst: 4 };
+        let spec = TestSpec::new(
+            netrig_proto::KindSpec::TcpRr(rr),
+            netrig_proto::spec::Limit::Duration { seconds: 1.0 },
+        );
+        let t = |netrig: u64, kernel: u64| WitnessReport {
+            tcp: Some(TcpWitness {
+                flows: 2,
+                netrig_both_ways: netrig,
+                kernel_both_ways: kernel,
+                read_spread_bytes: 10,
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        let (r, warn) = judge(&spec, Some(&t(400_000, 404_800)), None, false, None);
+        assert!(warn.is_empty(), "{warn:?}");
+        let c = &r.checks[0];
+        assert!(c.figure.contains("both ways") && c.verdict == "agrees", "{c:?}");
+        // 2 edges x 2 flows x 4 in flight x 300 bytes, and the reading's spread.
+        assert_eq!(c.tolerance, 4_810);
+        let (r, warn) = judge(&spec, Some(&t(400_000, 404_811)), None, false, None);
+        assert_eq!(r.checks[0].verdict, "disagrees");
         assert!(warn.len() == 1 && warn[0].contains("must agree"), "{warn:?}");
     }
 }

@@ -73,6 +73,35 @@ pub(crate) fn check_rr(v: &Value) {
             }
         }
     }
+    if v["test"] == "tcp-rr" {
+        // The witness: each end's requests and responses, its sockets' bytes
+        // both ways (TCP_INFO and the queues), equal within what one call
+        // per flow moves; the client's is about its transactions' bytes.
+        let checks = v["witness"]["checks"].as_array().unwrap();
+        let per = u(v, "/config/request_size") + u(v, "/config/response_size");
+        for end in ["local", "remote"] {
+            let c = checks
+                .iter()
+                .find(|c| {
+                    c["end"] == end && c["figure"].as_str().unwrap().starts_with("TCP payload both ways")
+                })
+                .unwrap_or_else(|| panic!("no {end} TCP check: {}", v["witness"]));
+            assert_eq!(c["verdict"], "agrees", "{c}");
+            assert!(
+                u(c, "/netrig").abs_diff(u(c, "/kernel")) <= u(c, "/tolerance"),
+                "{c}"
+            );
+            // (Every flow's socket read: not beyond the first 256.)
+            let all = u(v, "/witness/local/tcp/flows") == v["flows"].as_array().unwrap().len() as u64;
+            if end == "local" && all {
+                let bytes = u(c, "/netrig");
+                assert!(
+                    bytes + per * (10 + tr / 100) >= tr * per,
+                    "{c} for {tr} transactions of {per} bytes"
+                );
+            }
+        }
+    }
 }
 
 #[test]
@@ -169,12 +198,17 @@ fn burst_keeps_transactions_in_flight() {
     assert!(!warnings_about(&v, "Nagle").is_empty(), "{}", v["warnings"]);
 }
 
+/// Many flows on few workers, every one busy; the witness reads the
+/// sockets of the first 256 of each end (check_rr: and they agree).
 #[test]
 fn many_flows_on_few_workers() {
-    let v = run_json(&["tcp-rr", "-l", "1", "-P", "200", "-T", "2"]);
+    let v = run_json(&["tcp-rr", "-l", "1", "-P", "300", "-T", "2"]);
     check_rr(&v);
+    let read = netrig_engine::RR_SOCKETS_READ as u64;
+    assert_eq!(u(&v, "/witness/local/tcp/flows"), read);
+    assert_eq!(u(&v, "/witness/remote/tcp/flows"), read);
     let flows = v["flows"].as_array().unwrap();
-    assert_eq!(flows.len(), 200);
+    assert_eq!(flows.len(), 300);
     assert!(
         flows.iter().all(|f| f["transactions"].as_u64().unwrap() > 0),
         "an idle flow"

@@ -103,6 +103,12 @@ pub trait KindRules {
     /// (`-m`, `-M` for the streams): what may be in flight at a window's
     /// edge, which the witness allows for.
     fn call_sizes(&self) -> (u32, u32);
+    /// Request and response payload, for request/response kinds whose
+    /// flows keep one connection (tcp-rr): with [`KindRules::in_flight`],
+    /// the most one call of a flow may move (what is queued for it).
+    fn transaction_sizes(&self) -> Option<(u32, u32)> {
+        None
+    }
     /// Bounds on its own options.
     fn check(&self, b: &Bounds<'_>) -> Result<(), SpecError>;
     /// At most how many bytes of buffers one worker allocates for it.

@@ -188,6 +188,9 @@ impl KindRules for TcpRrSpec {
     fn call_sizes(&self) -> (u32, u32) {
         self.transactions.call_sizes()
     }
+    fn transaction_sizes(&self) -> Option<(u32, u32)> {
+        Some((self.transactions.request_size, self.transactions.response_size))
+    }
     fn check(&self, b: &Bounds<'_>) -> Result<(), SpecError> {
         self.transactions.check(b, (MAX_IN_FLIGHT, ""))?;
         self.tcp.check()
