@@ -199,6 +199,9 @@ impl Witness {
                     let tighter = match (&best, k) {
                         (None, _) => true,
                         (Some((_, Some((_, old)), _)), Some((_, new))) => new < *old,
+                        // A reading that failed (a queue read past the count
+                        // it was set against) gives way to one that did not.
+                        (Some((_, None, _)), Some(_)) => true,
                         _ => false,
                     };
                     if tighter {
@@ -272,8 +275,13 @@ impl Witness {
                         r.udp_buffers_received += units;
                     }
                 }
-                // udp-rr: requests (requester) or responses (responder) sent.
-                Role::Requester | Role::Responder if udp => r.udp_messages_sent += units,
+                // udp-rr: requests (requester) or responses (responder)
+                // sent; and at least a datagram received per transaction
+                // (the response that completed it, the request answered).
+                Role::Requester | Role::Responder if udp => {
+                    r.udp_messages_sent += units;
+                    r.udp_buffers_received += b.transactions.saturating_sub(a.transactions);
+                }
                 _ => {}
             }
             if let (Some((ka, sa)), Some((kb, sb))) = (a.kernel, b.kernel) {

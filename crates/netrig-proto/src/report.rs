@@ -351,7 +351,9 @@ pub struct WitnessReport {
     pub payload_in: u64,
     /// udp-stream: netrig's UDP messages sent (a GSO send counts once) and
     /// buffers received (a GRO batch counts once): the kernel's units.
-    /// udp-rr: its datagrams sent (requests, or responses), none received.
+    /// udp-rr: its datagrams sent (requests, or responses), and received at
+    /// least: one a transaction (the response that completed it, the
+    /// request answered).
     pub udp_messages_sent: u64,
     pub udp_buffers_received: u64,
     /// TCP streams: per-socket kernel counts of the same payload.

@@ -60,13 +60,20 @@ pub(crate) fn check_rr(v: &Value) {
     assert!((sd - pct / 100.0 * elapsed * cpus * 1e6 / tr as f64).abs() <= 1e-9 * sd);
     if v["test"] == "udp-rr" {
         // The witness: each end's datagrams sent (requests, responses) within
-        // its host's Udp.OutDatagrams; a transaction took a request.
+        // its host's Udp.OutDatagrams, a transaction having taken a request;
+        // and its transactions within Udp.InDatagrams, each having taken a
+        // datagram received (the response, the request answered).
         let checks = v["witness"]["checks"].as_array().unwrap();
-        for end in ["local", "remote"] {
+        for (end, figure) in [
+            ("local", "UDP messages sent"),
+            ("remote", "UDP messages sent"),
+            ("local", "UDP buffers received"),
+            ("remote", "UDP buffers received"),
+        ] {
             let c = checks
                 .iter()
-                .find(|c| c["end"] == end && c["figure"] == "UDP messages sent")
-                .unwrap_or_else(|| panic!("no {end} UDP check: {}", v["witness"]));
+                .find(|c| c["end"] == end && c["figure"] == figure)
+                .unwrap_or_else(|| panic!("no {end} {figure} check: {}", v["witness"]));
             assert_eq!(c["verdict"], "agrees", "{c}");
             if end == "local" {
                 assert!(u(c, "/netrig") + 10 + tr / 100 >= tr, "{c} for {tr} transactions");
@@ -204,9 +211,12 @@ fn burst_keeps_transactions_in_flight() {
 fn many_flows_on_few_workers() {
     let v = run_json(&["tcp-rr", "-l", "1", "-P", "300", "-T", "2"]);
     check_rr(&v);
+    // (A flow whose three readings all failed is left out: rare.)
     let read = netrig_engine::RR_SOCKETS_READ as u64;
-    assert_eq!(u(&v, "/witness/local/tcp/flows"), read);
-    assert_eq!(u(&v, "/witness/remote/tcp/flows"), read);
+    for end in ["local", "remote"] {
+        let n = u(&v, &format!("/witness/{end}/tcp/flows"));
+        assert!(n <= read && n + 8 >= read, "{end}: {n} flows' sockets read");
+    }
     let flows = v["flows"].as_array().unwrap();
     assert_eq!(flows.len(), 300);
     assert!(

@@ -105,7 +105,7 @@ pub trait KindRules {
     fn call_sizes(&self) -> (u32, u32);
     /// Request and response payload, for request/response kinds whose
     /// flows keep one connection (tcp-rr): with [`KindRules::in_flight`],
-    /// the most one call of a flow may move (what is queued for it).
+    /// the most a flow's count may lag its socket's (the witness's tolerance).
     fn transaction_sizes(&self) -> Option<(u32, u32)> {
         None
     }
