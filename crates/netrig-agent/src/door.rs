@@ -6,10 +6,11 @@
 //! greetings not arrived whole) with what the worker read of them (it reads
 //! greeting and request in one call), finishing their greeting as if it had
 //! accepted them and passing what was read past it on with the connection
-//! (to its session, or to the run it belongs to). One run holds the
-//! listener at a time.
+//! (to its session, or to the run it belongs to). One run holds a
+//! listener at a time: with two (IPv6 and IPv4, the default), the one of
+//! its client's address family, the accept loop keeping the other.
 
-use crate::listener::{allowed, Shared, LISTENER};
+use crate::listener::{allowed, Shared, LISTENERS};
 use crate::session::canonical_ip;
 use mio::unix::SourceFd;
 use mio::{Interest, Poll, Registry, Token, Waker};
@@ -20,13 +21,17 @@ use std::collections::VecDeque;
 use std::io;
 use std::net::{IpAddr, SocketAddr, TcpStream};
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-/// Starts the accept loop's watch on the listener (again).
-pub(crate) fn watch(registry: &Registry, listener: &mio::net::TcpListener) -> io::Result<()> {
-    registry.register(&mut SourceFd(&listener.as_raw_fd()), LISTENER, Interest::READABLE)
+/// Starts the accept loop's watch on listener `i` (again).
+pub(crate) fn watch(registry: &Registry, listener: &mio::net::TcpListener, i: usize) -> io::Result<()> {
+    registry.register(
+        &mut SourceFd(&listener.as_raw_fd()),
+        LISTENERS[i],
+        Interest::READABLE,
+    )
 }
 
 /// A connection a run gave back, with what it read of it.
@@ -41,6 +46,8 @@ pub(crate) struct Returned {
 /// The accept loop's side: whether the listener is lent, and what comes back.
 pub(crate) struct Doorway {
     lent: AtomicBool,
+    /// Which listener is lent (its index in `Shared::listeners`), while `lent`.
+    which: AtomicUsize,
     /// The accept loop's registry (to stop and start watching the listener).
     registry: Registry,
     /// Wakes the accept loop for what comes back.
@@ -52,15 +59,19 @@ impl Doorway {
     pub(crate) fn new(poll: &Poll, token: Token) -> io::Result<Doorway> {
         Ok(Doorway {
             lent: AtomicBool::new(false),
+            which: AtomicUsize::new(0),
             registry: poll.registry().try_clone()?,
             waker: Waker::new(poll.registry(), token)?,
             returned: Mutex::new(VecDeque::new()),
         })
     }
 
-    /// Whether a run holds the listener (the accept loop must not accept).
-    pub(crate) fn is_lent(&self) -> bool {
-        self.lent.load(Ordering::Acquire)
+    /// Which listener a run holds, if one does (the accept loop must not
+    /// accept on it).
+    pub(crate) fn lent(&self) -> Option<usize> {
+        self.lent
+            .load(Ordering::Acquire)
+            .then(|| self.which.load(Ordering::Acquire))
     }
 
     /// What came back since last asked.
@@ -69,8 +80,9 @@ impl Doorway {
     }
 }
 
-/// Lends the listener to the run of session `cookie`, whose connections
-/// come from `client` only; `None` if another run holds it.
+/// Lends the listener of `client`'s address family (with two; the only one
+/// otherwise) to the run of session `cookie`, whose connections come from
+/// `client` only; `None` if another run holds one.
 pub(crate) fn lend(
     shared: &Arc<Shared>,
     cookie: SessionCookie,
@@ -83,13 +95,27 @@ pub(crate) fn lend(
     {
         return None;
     }
-    if let Err(e) = d.registry.deregister(&mut SourceFd(&shared.listener.as_raw_fd())) {
+    // A client's data connections come the way its control connection came.
+    let which = match client.map(canonical_ip) {
+        Some(IpAddr::V4(_)) => shared
+            .listeners
+            .iter()
+            .rposition(|l| l.local_addr().is_ok_and(|a| a.is_ipv4())),
+        _ => None,
+    }
+    .unwrap_or(0);
+    d.which.store(which, Ordering::Release);
+    if let Err(e) = d
+        .registry
+        .deregister(&mut SourceFd(&shared.listeners[which].as_raw_fd()))
+    {
         log::debug!("cannot lend the listener to a run: {e}");
         d.lent.store(false, Ordering::Release);
         return None;
     }
     Some(Box::new(Lent {
         shared: shared.clone(),
+        which,
         cookie,
         client,
         blocked: AtomicBool::new(false),
@@ -98,6 +124,8 @@ pub(crate) fn lend(
 
 struct Lent {
     shared: Arc<Shared>,
+    /// The listener lent (its index in `Shared::listeners`).
+    which: usize,
     cookie: SessionCookie,
     client: Option<IpAddr>,
     /// The run made the listener blocking (`block`): undone when dropped.
@@ -106,7 +134,7 @@ struct Lent {
 
 impl Door for Lent {
     fn listener(&self) -> BorrowedFd<'_> {
-        self.shared.listener.as_fd()
+        self.mine().as_fd()
     }
 
     /// The accept loop's checks of who: a network the agent serves (its
@@ -149,7 +177,7 @@ impl Door for Lent {
     }
 
     fn block(&self, wait: Option<Duration>) -> io::Result<()> {
-        let l = SockRef::from(&self.shared.listener);
+        let l = SockRef::from(self.mine());
         self.blocked.store(true, Ordering::Relaxed);
         if let Some(wait) = wait {
             l.set_read_timeout(Some(wait))?;
@@ -172,8 +200,12 @@ fn unblock(s: SockRef<'_>) -> io::Result<()> {
 }
 
 impl Lent {
+    fn mine(&self) -> &mio::net::TcpListener {
+        &self.shared.listeners[self.which]
+    }
+
     fn queued(&self) -> Option<u32> {
-        netrig_metrics::tcp_info::accept_queue(self.shared.listener.as_fd()).ok()
+        netrig_metrics::tcp_info::accept_queue(self.mine().as_fd()).ok()
     }
 }
 
@@ -183,12 +215,12 @@ impl Drop for Lent {
         let d = &self.shared.doorway;
         if self.blocked.load(Ordering::Relaxed) {
             // Before the accept loop may accept on it again.
-            if let Err(e) = unblock(SockRef::from(&self.shared.listener)) {
+            if let Err(e) = unblock(SockRef::from(self.mine())) {
                 log::error!("cannot make the listener non-blocking again: {e}; no longer accepting");
                 return;
             }
         }
-        if let Err(e) = watch(&d.registry, &self.shared.listener) {
+        if let Err(e) = watch(&d.registry, self.mine(), self.which) {
             log::error!("cannot take the listener back from a run: {e}; no longer accepting");
         }
         d.lent.store(false, Ordering::Release);
@@ -202,6 +234,20 @@ mod tests {
     use crate::{Agent, AgentConfig};
     use std::io::Read;
     use std::time::{Duration, Instant};
+
+    /// A connection queued on `l` (the run's part: a lent listener), within 2 s.
+    fn accept_within(l: &mio::net::TcpListener) -> (mio::net::TcpStream, SocketAddr) {
+        let t = Instant::now();
+        loop {
+            match l.accept() {
+                Ok(a) => return a,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock && t.elapsed() < Duration::from_secs(2) => {
+                    std::thread::sleep(Duration::from_millis(5))
+                }
+                Err(e) => panic!("{e}"),
+            }
+        }
+    }
 
     /// Whether the agent closes `c` (unanswered) within 3 s.
     fn closed_by_agent(c: &mut TcpStream) -> bool {
@@ -223,19 +269,19 @@ mod tests {
         // Lent: a new connection waits in the queue for the run.
         let mut c = TcpStream::connect(handle.addr()).unwrap();
         let t = Instant::now();
-        while netrig_metrics::tcp_info::accept_queue(shared.listener.as_fd()).unwrap() == 0 {
+        while netrig_metrics::tcp_info::accept_queue(shared.listeners[0].as_fd()).unwrap() == 0 {
             assert!(t.elapsed() < Duration::from_secs(2), "never queued");
             std::thread::sleep(Duration::from_millis(5));
         }
         std::thread::sleep(Duration::from_millis(200));
         assert_eq!(
-            netrig_metrics::tcp_info::accept_queue(shared.listener.as_fd()).unwrap(),
+            netrig_metrics::tcp_info::accept_queue(shared.listeners[0].as_fd()).unwrap(),
             1,
             "the accept loop left it to the run"
         );
         // The run's part: it gives it back unread; the greeting is no one's.
         std::io::Write::write_all(&mut c, b"XXXX").unwrap();
-        let (s, peer) = shared.listener.accept().unwrap();
+        let (s, peer) = shared.listeners[0].accept().unwrap();
         door.hand_back(
             std::net::TcpStream::from(std::os::fd::OwnedFd::from(s)),
             peer,
@@ -271,16 +317,7 @@ mod tests {
         .to_vec();
         sent.extend(encode_frame(&ClientMsg::Go));
         std::io::Write::write_all(&mut c, &sent).unwrap();
-        let t = Instant::now();
-        let (s, peer) = loop {
-            match shared.listener.accept() {
-                Ok(a) => break a,
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock && t.elapsed() < Duration::from_secs(2) => {
-                    std::thread::sleep(Duration::from_millis(5))
-                }
-                Err(e) => panic!("{e}"),
-            }
-        };
+        let (s, peer) = accept_within(&shared.listeners[0]);
         // The run's part: it read the preamble and 6 bytes of the frame.
         let s = std::net::TcpStream::from(std::os::fd::OwnedFd::from(s));
         s.set_nonblocking(false).unwrap();
@@ -301,6 +338,63 @@ mod tests {
         );
     }
 
+    /// Listening on `[::]` (the default) is two sockets on one port, an
+    /// IPv6-only one and an IPv4 one: an IPv4 client's connections are
+    /// AF_INET sockets (not v4-mapped AF_INET6 ones), and a run of an IPv4
+    /// client is lent the IPv4 listener, the accept loop keeping the other.
+    #[test]
+    fn the_default_listens_on_ipv6_and_ipv4_apart_and_lends_the_clients_family() {
+        let agent = Agent::bind(AgentConfig::new("[::]:0".parse().unwrap())).unwrap();
+        let shared = agent.shared.clone();
+        if shared.listeners.len() == 1 {
+            eprintln!("skipped: no IPv6 on this host (the agent listens on IPv4 alone)");
+            return;
+        }
+        let handle = agent.spawn();
+        let port = handle.addr().port();
+        let addrs: Vec<SocketAddr> = shared.listeners.iter().map(|l| l.local_addr().unwrap()).collect();
+        assert_eq!(
+            addrs,
+            vec![
+                format!("[::]:{port}").parse().unwrap(),
+                format!("0.0.0.0:{port}").parse().unwrap()
+            ]
+        );
+        assert!(
+            SockRef::from(&shared.listeners[0]).only_v6().unwrap(),
+            "IPv6 only"
+        );
+        let v4: IpAddr = "127.0.0.1".parse().unwrap();
+        let door = lend(&shared, SessionCookie([8; 16]), Some(v4)).expect("free");
+        assert_eq!(
+            std::net::TcpListener::from(door.listener().try_clone_to_owned().unwrap())
+                .local_addr()
+                .unwrap(),
+            addrs[1]
+        );
+        // The run's: an IPv4 connection queues on the IPv4 listener, an AF_INET socket.
+        let _c = TcpStream::connect(("127.0.0.1", port)).unwrap();
+        let (s, peer) = accept_within(&shared.listeners[1]);
+        assert!(peer.is_ipv4(), "{peer}");
+        assert_eq!(SockRef::from(&s).domain().unwrap(), socket2::Domain::IPV4);
+        drop(s);
+        // The accept loop still serves the other family: an IPv6 connection's
+        // greeting that is no one's is closed by it.
+        if let Ok(mut c6) = TcpStream::connect(("::1", port)) {
+            std::io::Write::write_all(&mut c6, b"XXXX").unwrap();
+            assert!(closed_by_agent(&mut c6), "the accept loop kept the IPv6 listener");
+        }
+        drop(door);
+        // An IPv6 client's run is lent the IPv6 one.
+        let door = lend(&shared, SessionCookie([8; 16]), Some("::1".parse().unwrap())).expect("free");
+        assert_eq!(
+            std::net::TcpListener::from(door.listener().try_clone_to_owned().unwrap())
+                .local_addr()
+                .unwrap(),
+            addrs[0]
+        );
+    }
+
     /// A run that made the listener blocking (`Door::block`) accepts
     /// blocking sockets with its timeouts; what it gives back, and the
     /// listener when it is dropped, are non-blocking again without them,
@@ -313,7 +407,7 @@ mod tests {
         let door = lend(&shared, SessionCookie([6; 16]), None).expect("free");
         let wait = Duration::from_millis(30);
         door.block(Some(wait)).unwrap();
-        let l = SockRef::from(&shared.listener);
+        let l = SockRef::from(&shared.listeners[0]);
         assert!(!l.nonblocking().unwrap(), "blocking while lent");
         // The run's accept waits (its timeout at most) and takes the listener's timeouts along.
         let copy = std::net::TcpListener::from(door.listener().try_clone_to_owned().unwrap());

@@ -26,7 +26,9 @@ use std::time::{Duration, Instant};
 /// How an agent listens and what it allows.
 #[derive(Debug, Clone)]
 pub struct AgentConfig {
-    /// Address to listen on. `[::]` listens on IPv6 and IPv4 alike.
+    /// Address to listen on. `[::]` listens on IPv6 and IPv4 alike: two
+    /// sockets on one port, an IPv6-only one and an IPv4 one (see
+    /// [`Shared::listeners`]).
     pub bind: SocketAddr,
     pub limits: AgentLimits,
     /// Connections that have not finished their greeting yet; when one more
@@ -95,8 +97,14 @@ pub struct Agent {
 }
 
 pub(crate) struct Shared {
-    /// The listening socket: the accept loop's, or lent to a run (see [`crate::door`]).
-    pub listener: MioListener,
+    /// The listening sockets, each the accept loop's or lent to a run (see
+    /// [`crate::door`]): the bind address's, or with `[::]` (the default) an
+    /// IPv6-only socket and an IPv4 one on the same port, so that IPv4
+    /// clients' connections are AF_INET sockets rather than v4-mapped
+    /// AF_INET6 ones, which cost the kernel about 1 % more per connection
+    /// (tcp-crr, every end on one CPU: CHANGELOG, #12). At most two, the
+    /// first the one named in messages.
+    pub listeners: Vec<MioListener>,
     /// Lending the listener to a run, and the connections given back.
     pub doorway: crate::door::Doorway,
     pub config: AgentConfig,
@@ -113,8 +121,9 @@ pub(crate) struct Shared {
 }
 
 impl Agent {
-    /// Binds the listening socket. An unspecified IPv6 address is made
-    /// dual-stack; where IPv6 is missing it falls back to IPv4. The limits'
+    /// Binds the listening sockets. An unspecified IPv6 address gets an
+    /// IPv4 socket on the same port beside it; where IPv6 is missing it
+    /// falls back to IPv4 alone. The limits'
     /// hooks are the configuration's, whatever the limits said.
     pub fn bind(mut config: AgentConfig) -> Result<Agent, AgentError> {
         crate::memory::keep_large_blocks_mapped();
@@ -131,23 +140,24 @@ impl Agent {
         // TCP and UDP on the same port number; with port 0 the UDP twin of
         // the TCP port chosen may be taken, so try a few.
         let mut attempt = 0;
-        let (listener, udp) = loop {
+        let (listeners, udp) = loop {
             attempt += 1;
-            let listener = match listen(config.bind) {
+            let listeners = match listen_all(config.bind) {
                 Ok(l) => l,
-                Err(e)
-                    if config.bind.ip() == IpAddr::V6(Ipv6Addr::UNSPECIFIED)
-                        && e.raw_os_error() == Some(97) =>
+                // Port 0: the IPv4 twin of the IPv6 port chosen may be taken.
+                Err((addr, e))
+                    if config.bind.port() == 0 && attempt < 10 && e.kind() == io::ErrorKind::AddrInUse =>
                 {
-                    // EAFNOSUPPORT: a host without IPv6.
-                    let v4 = SocketAddr::new(IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED), config.bind.port());
-                    listen(v4).map_err(|e| listen_error(v4, e))?
+                    log::debug!("{addr}: {e}; trying another port");
+                    continue;
                 }
-                Err(e) => return Err(listen_error(config.bind, e)),
+                Err((addr, e)) => return Err(listen_error(addr, e)),
             };
-            let tcp_addr = listener.local_addr().map_err(|e| listen_error(config.bind, e))?;
+            let tcp_addr = listeners[0]
+                .local_addr()
+                .map_err(|e| listen_error(config.bind, e))?;
             match crate::udp::bind(tcp_addr) {
-                Ok(u) => break (listener, u),
+                Ok(u) => break (listeners, u),
                 Err(e) if config.bind.port() == 0 && attempt < 10 => {
                     log::debug!("UDP {tcp_addr}: {e}; trying another port");
                 }
@@ -155,13 +165,13 @@ impl Agent {
             }
         };
         let udp_local = udp.local_addr().map_err(|e| listen_error(config.bind, e))?;
-        let (poll, listener) = event_loop(listener).map_err(|e| listen_error(udp_local, e))?;
+        let (poll, listeners) = event_loop(listeners).map_err(|e| listen_error(udp_local, e))?;
         let doorway = crate::door::Doorway::new(&poll, HANDBACK).map_err(|e| listen_error(udp_local, e))?;
         Ok(Agent {
             poll,
             udp,
             shared: Arc::new(Shared {
-                listener,
+                listeners,
                 doorway,
                 budget: crate::budget::Budget::new(config.totals),
                 config,
@@ -189,8 +199,7 @@ impl Agent {
     }
 
     pub fn local_addr(&self) -> SocketAddr {
-        self.shared
-            .listener
+        self.shared.listeners[0]
             .local_addr()
             .expect("bound listener has an address")
     }
@@ -261,10 +270,33 @@ impl Drop for AgentHandle {
     }
 }
 
-fn listen(addr: SocketAddr) -> io::Result<TcpListener> {
+/// The listeners for `bind`: itself, or for `[::]` an IPv6-only socket and
+/// an IPv4 one on its port (IPv4 alone on a host without IPv6). A failure
+/// names the address that failed.
+fn listen_all(bind: SocketAddr) -> Result<Vec<TcpListener>, (SocketAddr, io::Error)> {
+    if bind.ip() != IpAddr::V6(Ipv6Addr::UNSPECIFIED) {
+        return Ok(vec![listen(bind, false).map_err(|e| (bind, e))?]);
+    }
+    let v4 = |port| SocketAddr::new(IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED), port);
+    let six = match listen(bind, true) {
+        Ok(l) => l,
+        // EAFNOSUPPORT: a host without IPv6.
+        Err(e) if e.raw_os_error() == Some(libc::EAFNOSUPPORT) => {
+            return Ok(vec![
+                listen(v4(bind.port()), false).map_err(|e| (v4(bind.port()), e))?
+            ]);
+        }
+        Err(e) => return Err((bind, e)),
+    };
+    let port = six.local_addr().map_err(|e| (bind, e))?.port();
+    let four = listen(v4(port), false).map_err(|e| (v4(port), e))?;
+    Ok(vec![six, four])
+}
+
+fn listen(addr: SocketAddr, only_v6: bool) -> io::Result<TcpListener> {
     let sock = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))?;
     if addr.is_ipv6() {
-        sock.set_only_v6(false)?;
+        sock.set_only_v6(only_v6)?;
     }
     sock.set_reuse_address(true)?;
     sock.bind(&addr.into())?;
@@ -272,13 +304,17 @@ fn listen(addr: SocketAddr) -> io::Result<TcpListener> {
     Ok(sock.into())
 }
 
-/// The accept loop's poller, with the listener registered in it.
-fn event_loop(listener: TcpListener) -> io::Result<(Poll, MioListener)> {
-    listener.set_nonblocking(true)?;
-    let listener = MioListener::from_std(listener);
+/// The accept loop's poller, with the listeners registered in it.
+fn event_loop(listeners: Vec<TcpListener>) -> io::Result<(Poll, Vec<MioListener>)> {
     let poll = Poll::new()?;
-    crate::door::watch(poll.registry(), &listener)?;
-    Ok((poll, listener))
+    let mut mio = Vec::with_capacity(listeners.len());
+    for (i, l) in listeners.into_iter().enumerate() {
+        l.set_nonblocking(true)?;
+        let l = MioListener::from_std(l);
+        crate::door::watch(poll.registry(), &l, i)?;
+        mio.push(l);
+    }
+    Ok((poll, mio))
 }
 
 fn listen_error(addr: SocketAddr, source: io::Error) -> AgentError {
@@ -297,8 +333,9 @@ fn listen_error(addr: SocketAddr, source: io::Error) -> AgentError {
     }
 }
 
-/// The listener's token; connections still greeting use their slot index.
-pub(crate) const LISTENER: Token = Token(usize::MAX);
+/// The listeners' tokens (by their index in [`Shared::listeners`]);
+/// connections still greeting use their slot index.
+pub(crate) const LISTENERS: [Token; 2] = [Token(usize::MAX), Token(usize::MAX - 2)];
 /// The waker's: connections a run that holds the listener gave back, or
 /// the listener given back.
 const HANDBACK: Token = Token(usize::MAX - 1);
@@ -493,27 +530,29 @@ impl Acceptor {
 
     fn run(mut self) {
         // Said once, at debug level: `netrig serve` prints its own line.
-        log::debug!(
-            "listening on {}",
-            self.shared
-                .listener
-                .local_addr()
-                .map(|a| a.to_string())
-                .unwrap_or_default()
-        );
+        for l in &self.shared.listeners {
+            log::debug!(
+                "listening on {}",
+                l.local_addr().map(|a| a.to_string()).unwrap_or_default()
+            );
+        }
         let mut events = Events::with_capacity(1024);
         // Connections may have queued before the loop started.
-        let mut accept_due = true;
+        let mut accept_due = [true; 2];
         loop {
             let now = Instant::now();
-            if accept_due && self.shared.doorway.is_lent() {
-                // A run holds the listener and accepts; what it does not
+            if let Some(i) = self.shared.doorway.lent() {
+                // A run holds that listener and accepts; what it does not
                 // keep comes back through HANDBACK, and so does the listener.
-                accept_due = false;
+                accept_due[i] = false;
             }
-            if accept_due && !matches!(self.backoff_until, Some(t) if now < t) {
+            if accept_due.contains(&true) && !matches!(self.backoff_until, Some(t) if now < t) {
                 self.backoff_until = None;
-                accept_due = self.accept_all();
+                for (i, due) in accept_due.iter_mut().enumerate() {
+                    if *due && i < self.shared.listeners.len() {
+                        *due = self.accept_all(i);
+                    }
+                }
             }
             let now = Instant::now();
             self.expire(now);
@@ -530,7 +569,7 @@ impl Acceptor {
             if let Some(p) = self.oldest() {
                 wait = wait.min(p.deadline.saturating_duration_since(now));
             }
-            if let (true, Some(t)) = (accept_due, self.backoff_until) {
+            if let (true, Some(t)) = (accept_due.contains(&true), self.backoff_until) {
                 wait = wait.min(t.saturating_duration_since(now));
             }
             if let Err(e) = self.poll.poll(&mut events, Some(wait)) {
@@ -545,10 +584,11 @@ impl Acceptor {
             }
             for event in events.iter() {
                 match event.token() {
-                    LISTENER => accept_due = true,
+                    t if t == LISTENERS[0] => accept_due[0] = true,
+                    t if t == LISTENERS[1] => accept_due[1] = true,
                     HANDBACK => {
                         // The listener may be back, with connections queued.
-                        accept_due = true;
+                        accept_due = [true; 2];
                         for r in self.shared.doorway.returned() {
                             self.admit(MioStream::from_std(r.stream), r.peer, r.read);
                         }
@@ -559,18 +599,19 @@ impl Acceptor {
         }
     }
 
-    /// Accepts until the queue is empty. True when it stopped on an error
-    /// and must try again after the back-off.
-    fn accept_all(&mut self) -> bool {
+    /// Accepts on listener `i` until its queue is empty. True when it
+    /// stopped on an error and must try again after the back-off.
+    fn accept_all(&mut self, i: usize) -> bool {
         loop {
-            match self.shared.listener.accept() {
+            match self.shared.listeners[i].accept() {
                 Ok((stream, peer)) => self.admit(stream, peer, Vec::new()),
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return false,
                 // The peer gave up while queued, or a signal: the next one.
                 Err(e) if netrig_engine::intake::accept_again(&e) => {}
                 Err(e) => {
                     // EMFILE, ENFILE, ENOBUFS and friends: back off instead of spinning.
-                    let queued = netrig_metrics::tcp_info::accept_queue(self.shared.listener.as_fd()).ok();
+                    let queued =
+                        netrig_metrics::tcp_info::accept_queue(self.shared.listeners[i].as_fd()).ok();
                     self.shared.accept_failures.record(&e, queued);
                     let now = Instant::now();
                     if self.accept_log.allow(now) {
