@@ -33,7 +33,7 @@ pub use flow::{
 pub use latencies::IntervalLatencies;
 pub use runner::{run_side, RunControl, RunPlan, SideFlows, SideOutcome};
 pub use txn::TxnParams;
-pub use witness::RR_SOCKETS_READ;
+pub use witness::SOCKETS_READ;
 pub use workload::{TransientWorkload, WorkerControl, Workload};
 
 use thiserror::Error;

@@ -399,6 +399,8 @@ pub struct ConnectionWitness {
 /// SIOCINQ for receivers), summed over the flows where the kernel has both.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct TcpWitness {
+    /// The flows summed: those whose sockets were read (the first
+    /// `engine::SOCKETS_READ` of each role at an end) at both edges.
     pub flows: u32,
     pub netrig_sent: u64,
     pub kernel_sent: u64,

@@ -212,7 +212,7 @@ fn many_flows_on_few_workers() {
     let v = run_json(&["tcp-rr", "-l", "1", "-P", "300", "-T", "2"]);
     check_rr(&v);
     // (A flow whose three readings all failed is left out: rare.)
-    let read = netrig_engine::RR_SOCKETS_READ as u64;
+    let read = netrig_engine::SOCKETS_READ as u64;
     for end in ["local", "remote"] {
         let n = u(&v, &format!("/witness/{end}/tcp/flows"));
         assert!(n <= read && n + 8 >= read, "{end}: {n} flows' sockets read");
