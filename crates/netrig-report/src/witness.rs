@@ -315,12 +315,15 @@ fn judge_host(
             );
         }
     }
-    // TCP: the payload needs at least payload / MSS segments, and the
-    // kernel counts every segment it sends (ACKs too) in Tcp.OutSegs.
+    // TCP: the payload that left the sockets (written less the growth of
+    // the unsent queue: bytes written into a socket buffer that fills are
+    // not segments yet) needs at least payload / MSS segments, and the
+    // kernel counts every segment it sends (ACKs too) in Tcp.OutSegs. (An
+    // older peer's report has no payload_out: no check of it.)
     if let (Some(mss), Some(_), Some(k)) = (mss.filter(|m| *m > 0), &w.tcp, w.kernel.get("Tcp.OutSegs")) {
         let mss = u64::from(mss);
-        if w.payload_sent > 0 {
-            let least = w.payload_sent / mss;
+        if w.payload_out > 0 {
+            let least = w.payload_out / mss;
             let mut jj = Judge {
                 end,
                 checks: Vec::new(),
@@ -338,7 +341,7 @@ fn judge_host(
                 w.kernel_inner
                     .get("Tcp.OutSegs")
                     .map_or((*k).max(0) as u64, |v| (*v).max(0) as u64),
-                least.saturating_add(peer_of(|p| p.payload_sent) / mss),
+                least.saturating_add(peer_of(|p| p.payload_out) / mss),
             );
             j.checks.append(&mut jj.checks);
             // ACKs and other sockets make the kernel's count larger: only a
@@ -672,6 +675,42 @@ mod tests {
         assert!(warn.is_empty(), "{warn:?}");
         let (_, warn) = judge(&spec, Some(&t(1_000_000, 900_000)), None, false, None);
         assert!(warn.len() == 1 && warn[0].contains("must agree"), "{warn:?}");
+    }
+
+    /// TCP data segments are bounded by what left the sockets, not by what
+    /// was written: a window in which 600 flows filled their socket buffers
+    /// (540 MB written, 20 MB sent) sent 3,118 segments, not the 16,465 that
+    /// 540 MB would need (a failure seen on a loaded machine).
+    #[test]
+    fn tcp_segments_are_bounded_by_the_payload_that_left_the_sockets() {
+        let mut spec = udp_spec();
+        spec.flows = 300;
+        spec.test = netrig_proto::KindSpec::TcpStream(netrig_proto::spec::TcpStreamSpec(Default::default()));
+        let t = |written: u64, out: u64, segments: i64| WitnessReport {
+            scope: Some("a".into()),
+            payload_sent: written,
+            payload_out: out,
+            tcp: Some(TcpWitness {
+                flows: 256,
+                netrig_sent: written,
+                kernel_sent: written,
+                ..Default::default()
+            }),
+            kernel: [("Tcp.OutSegs".to_string(), segments)].into_iter().collect(),
+            ..Default::default()
+        };
+        let segments = |r: &WitnessReport| {
+            let (j, _) = judge(&spec, Some(r), None, false, Some(32_768));
+            j.checks.into_iter().find(|c| c.figure == "TCP data segments")
+        };
+        let c = segments(&t(539_543_552, 20_545_536, 3_118)).expect("judged");
+        assert_eq!(c.verdict, "agrees", "{c:?}");
+        assert_eq!(c.netrig, 20_545_536 / 32_768);
+        // Fewer segments than the payload that left needs: a disagreement.
+        let c = segments(&t(539_543_552, 539_543_552, 3_118)).expect("judged");
+        assert_eq!(c.verdict, "disagrees", "{c:?}");
+        // An older peer's report (no payload_out): not judged.
+        assert!(segments(&t(539_543_552, 0, 3_118)).is_none());
     }
 
     /// tcp-rr: a flow's requests and responses together against its
