@@ -7,7 +7,7 @@
 #
 # A comparison whose peer is missing is skipped with its reason. tcp-stream runs twice: with the
 # host's congestion control (BBR here, which on loopback without fq paces inside TCP and lands the
-# tools in different regimes) and with cubic. Not run here, for time: 10,000 and 19,000 flows
+# tools in different regimes) and with cubic, and with 4 flows against iperf3 -P 4. Not run here, for time: 10,000 and 19,000 flows
 # against neper (bench/rr-many-flows.sh takes a list of flow counts).
 # Run it on a quiet machine: no builds or other tests beside it (and with
 # kernel.sched_autogroup_enabled=0, `nice` really yields).
@@ -30,6 +30,7 @@ run() {
 }
 run tcp-stream bench/tcp-stream-vs-peers.sh "$ROUNDS" "$SECS"
 run tcp-stream-cubic bench/tcp-stream-vs-peers.sh "$ROUNDS" "$SECS" 128K cubic
+run tcp-stream-4-flows bench/tcp-stream-vs-peers.sh "$ROUNDS" "$SECS" 128K "" 4
 run rr bench/rr-vs-peers.sh "$ROUNDS" "$SECS"
 run tcp-crr bench/tcp-crr-vs-peers.sh "$ROUNDS" "$SECS"
 run udp-64 bench/udp-stream-vs-iperf3.sh "$ROUNDS" "$SECS" 64

@@ -7,7 +7,10 @@
 # the whole machine from /proc/stat around each run (both ends are on this
 # host), divided by the bytes the receiver got. Not a test: a measurement.
 #
-#   bench/tcp-stream-vs-peers.sh [ROUNDS=5] [SECONDS=5] [MSG=128K] [CC=host default]
+#   bench/tcp-stream-vs-peers.sh [ROUNDS=5] [SECONDS=5] [MSG=128K] [CC=host default] [FLOWS=1]
+#
+# With FLOWS > 1: netrig -P FLOWS -T FLOWS (a worker thread per flow, as iperf3 3.21 has a
+# thread per stream) against iperf3 -P FLOWS; netperf, one flow per process, is left out.
 #
 # Needs: iperf3 (../shared/peers or apt-get install iperf3), python3, a release
 # build; netperf/netserver when on PATH (skipped with a note otherwise).
@@ -16,9 +19,13 @@ ROUNDS=${1:-5}
 SECS=${2:-5}
 MSG=${3:-128K}
 CC=${4:-$(cat /proc/sys/net/ipv4/tcp_congestion_control)}
+[ -n "$CC" ] || CC=$(cat /proc/sys/net/ipv4/tcp_congestion_control)
+FLOWS=${5:-1}
 iperf3_and_netrig
 TOOLS="netrig iperf3"
-if command -v netperf >/dev/null && command -v netserver >/dev/null; then
+if [ "$FLOWS" -gt 1 ]; then
+  echo "$FLOWS flows: netperf (one flow per process) left out" >&2
+elif command -v netperf >/dev/null && command -v netserver >/dev/null; then
   NSPORT=$(free_port)
   background netserver -D -p "$NSPORT"
   sleep 0.5
@@ -31,8 +38,8 @@ for r in $(seq 1 "$ROUNDS"); do
   for tool in $(rotated "$r" $TOOLS); do
     read -r b0 t0 < <(cpu_ticks)
     case $tool in
-      netrig) $NETRIG tcp-stream -H 127.0.0.1 -p "$NPORT" -l "$SECS" -m "$MSG" -M "$MSG" --cc "$CC" --json ;;
-      iperf3) iperf3 -c 127.0.0.1 -p "$IPORT" -t "$SECS" -l "$MSG" -C "$CC" -J ;;
+      netrig) $NETRIG tcp-stream -H 127.0.0.1 -p "$NPORT" -l "$SECS" -m "$MSG" -M "$MSG" --cc "$CC" -P "$FLOWS" -T "$FLOWS" --json ;;
+      iperf3) iperf3 -c 127.0.0.1 -p "$IPORT" -t "$SECS" -l "$MSG" -C "$CC" -P "$FLOWS" -J ;;
       netperf) netperf -H 127.0.0.1 -p "$NSPORT" -l "$SECS" -t TCP_STREAM -P 0 -- -m "$MSG" -M "$MSG" -K "$CC" ;;
     esac > "$OUT/$tool.$r.out" 2>/dev/null || true
     read -r b1 t1 < <(cpu_ticks)
@@ -40,9 +47,9 @@ for r in $(seq 1 "$ROUNDS"); do
   done
 done
 
-python3 - "$OUT" "$ROUNDS" "$MSG" "$SECS" "$CC" $TOOLS <<'PY'
+python3 - "$OUT" "$ROUNDS" "$MSG" "$SECS" "$CC" "$FLOWS" $TOOLS <<'PY'
 import json, os, statistics, sys
-out, rounds, msg, secs, cc, tools = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4], sys.argv[5], sys.argv[6:]
+out, rounds, msg, secs, cc, flows, tools = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4], sys.argv[5], int(sys.argv[6]), sys.argv[7:]
 hz = os.sysconf("SC_CLK_TCK")
 rows = {t: [] for t in tools}
 for tool in tools:
@@ -65,7 +72,8 @@ for tool in tools:
             continue
         b0, t0, b1, t1 = map(float, open(f"{out}/{tool}.{r}.cpu").read().split())
         rows[tool].append((bps, (b1 - b0) / hz / (nbytes / 2**30)))
-print(f"tcp-stream, 1 flow, loopback, send and receive {msg}, congestion control {cc}, {secs} s, "
+what = "1 flow" if flows == 1 else f"{flows} flows, a thread per flow on each end (netrig -T {flows}; iperf3's own)"
+print(f"tcp-stream, {what}, loopback, send and receive {msg}, congestion control {cc}, {secs} s, "
       f"{rounds} alternating rounds")
 print(f"{'tool':<8} {'median Gbit/s':>14} {'runs Gbit/s':<40} {'median CPU-s/GiB':>17}")
 med = {}
