@@ -198,6 +198,16 @@ impl Agent {
         Ok(())
     }
 
+    /// Every listening socket's address: with `[::]`, the IPv6 one and the
+    /// IPv4 one beside it.
+    pub fn local_addrs(&self) -> Vec<SocketAddr> {
+        self.shared
+            .listeners
+            .iter()
+            .filter_map(|l| l.local_addr().ok())
+            .collect()
+    }
+
     pub fn local_addr(&self) -> SocketAddr {
         self.shared.listeners[0]
             .local_addr()

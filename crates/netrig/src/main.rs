@@ -345,7 +345,12 @@ fn serve(a: ServeArgs) -> Result<()> {
     eprintln!(
         "netrig {} agent listening on {} (control and data; protocol v{}){auth_note}{key_note}",
         netrig_proto::SOFTWARE_VERSION,
-        agent.local_addr(),
+        agent
+            .local_addrs()
+            .iter()
+            .map(|a| a.to_string())
+            .collect::<Vec<_>>()
+            .join(" and "),
         netrig_proto::PROTOCOL_VERSION
     );
     eprintln!("netrig: {caps}");

@@ -605,8 +605,25 @@ fn dscp_priority_nodelay_cc_and_mss_reach_both_ends() {
 fn ipv6_loopback_embedded_and_served() {
     let v = run_json(&["tcp-stream", "-l", "0.3", "-6"]);
     assert!(v["agent"]["address"].as_str().unwrap().starts_with("[::1]"));
-    let agent = Served::start(&[]);
+    let mut agent = Served::start(&[]);
     let p = agent.port_arg();
+    // It says where it listens: an IPv6-only socket and an IPv4 one beside it.
+    let err = agent.child.stderr.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let (mut err, mut line) = (std::io::BufReader::new(err), String::new());
+        let _ = std::io::BufRead::read_line(&mut err, &mut line);
+        let _ = tx.send(line);
+        // The rest, to its end: the agent's later lines must not find the pipe closed.
+        let _ = std::io::copy(&mut err, &mut std::io::sink());
+    });
+    let banner = rx
+        .recv_timeout(std::time::Duration::from_secs(10))
+        .expect("the agent's first line");
+    assert!(
+        banner.contains(&format!("listening on [::]:{p} and 0.0.0.0:{p} ")),
+        "{banner}"
+    );
     let v = run_json(&["tcp-maerts", "-H", "::1", "-p", &p, "-l", "0.3", "--dscp", "8"]);
     assert_eq!(v["config"]["host"], "::1");
     assert_eq!(v["flows"][0]["remote"]["applied"]["tos"], 32);
