@@ -34,6 +34,9 @@ pub(crate) fn watch(registry: &Registry, listener: &mio::net::TcpListener, i: us
     )
 }
 
+/// [`Doorway`]'s `lent` when no run holds a listener.
+const NOT_LENT: usize = usize::MAX;
+
 /// A connection a run gave back, with what it read of it.
 pub(crate) struct Returned {
     pub stream: TcpStream,
@@ -45,9 +48,10 @@ pub(crate) struct Returned {
 
 /// The accept loop's side: whether the listener is lent, and what comes back.
 pub(crate) struct Doorway {
-    lent: AtomicBool,
-    /// Which listener is lent (its index in `Shared::listeners`), while `lent`.
-    which: AtomicUsize,
+    /// Which listener is lent (its index in `Shared::listeners`), or
+    /// [`NOT_LENT`]: one atomic, so that the accept loop never sees a run
+    /// holding a listener with the index of another.
+    lent: AtomicUsize,
     /// The accept loop's registry (to stop and start watching the listener).
     registry: Registry,
     /// Wakes the accept loop for what comes back.
@@ -58,8 +62,7 @@ pub(crate) struct Doorway {
 impl Doorway {
     pub(crate) fn new(poll: &Poll, token: Token) -> io::Result<Doorway> {
         Ok(Doorway {
-            lent: AtomicBool::new(false),
-            which: AtomicUsize::new(0),
+            lent: AtomicUsize::new(NOT_LENT),
             registry: poll.registry().try_clone()?,
             waker: Waker::new(poll.registry(), token)?,
             returned: Mutex::new(VecDeque::new()),
@@ -69,9 +72,7 @@ impl Doorway {
     /// Which listener a run holds, if one does (the accept loop must not
     /// accept on it).
     pub(crate) fn lent(&self) -> Option<usize> {
-        self.lent
-            .load(Ordering::Acquire)
-            .then(|| self.which.load(Ordering::Acquire))
+        Some(self.lent.load(Ordering::Acquire)).filter(|&i| i != NOT_LENT)
     }
 
     /// What came back since last asked.
@@ -89,12 +90,6 @@ pub(crate) fn lend(
     client: Option<IpAddr>,
 ) -> Option<Box<dyn Door>> {
     let d = &shared.doorway;
-    if d.lent
-        .compare_exchange(false, true, Ordering::AcqRel, Ordering::Acquire)
-        .is_err()
-    {
-        return None;
-    }
     // A client's data connections come the way its control connection came.
     let which = match client.map(canonical_ip) {
         Some(IpAddr::V4(_)) => shared
@@ -104,13 +99,18 @@ pub(crate) fn lend(
         _ => None,
     }
     .unwrap_or(0);
-    d.which.store(which, Ordering::Release);
+    if d.lent
+        .compare_exchange(NOT_LENT, which, Ordering::AcqRel, Ordering::Acquire)
+        .is_err()
+    {
+        return None;
+    }
     if let Err(e) = d
         .registry
         .deregister(&mut SourceFd(&shared.listeners[which].as_raw_fd()))
     {
         log::debug!("cannot lend the listener to a run: {e}");
-        d.lent.store(false, Ordering::Release);
+        d.lent.store(NOT_LENT, Ordering::Release);
         return None;
     }
     Some(Box::new(Lent {
@@ -223,7 +223,7 @@ impl Drop for Lent {
         if let Err(e) = watch(&d.registry, self.mine(), self.which) {
             log::error!("cannot take the listener back from a run: {e}; no longer accepting");
         }
-        d.lent.store(false, Ordering::Release);
+        d.lent.store(NOT_LENT, Ordering::Release);
         let _ = d.waker.wake();
     }
 }
@@ -249,6 +249,15 @@ mod tests {
         }
     }
 
+    /// A running agent on loopback, its listener lent to session `cookie`'s run.
+    fn lent_agent(cookie: SessionCookie) -> (Arc<Shared>, crate::AgentHandle, Box<dyn Door>) {
+        let agent = Agent::bind(AgentConfig::new("127.0.0.1:0".parse().unwrap())).unwrap();
+        let shared = agent.shared.clone();
+        let handle = agent.spawn();
+        let door = lend(&shared, cookie, None).expect("free");
+        (shared, handle, door)
+    }
+
     /// Whether the agent closes `c` (unanswered) within 3 s.
     fn closed_by_agent(c: &mut TcpStream) -> bool {
         c.set_read_timeout(Some(Duration::from_secs(3))).unwrap();
@@ -260,11 +269,8 @@ mod tests {
     /// and takes the listener back when the run drops it.
     #[test]
     fn the_listener_is_lent_once_and_what_comes_back_is_served() {
-        let agent = Agent::bind(AgentConfig::new("127.0.0.1:0".parse().unwrap())).unwrap();
-        let shared = agent.shared.clone();
-        let handle = agent.spawn();
         let cookie = SessionCookie([5; 16]);
-        let door = lend(&shared, cookie, None).expect("free");
+        let (shared, handle, door) = lent_agent(cookie);
         assert!(lend(&shared, cookie, None).is_none(), "one run at a time");
         // Lent: a new connection waits in the queue for the run.
         let mut c = TcpStream::connect(handle.addr()).unwrap();
@@ -304,10 +310,7 @@ mod tests {
     #[test]
     fn what_a_run_read_of_a_control_connection_goes_to_its_session() {
         use netrig_proto::{encode_frame, AgentMsg, ClientMsg, ControlPreamble};
-        let agent = Agent::bind(AgentConfig::new("127.0.0.1:0".parse().unwrap())).unwrap();
-        let shared = agent.shared.clone();
-        let handle = agent.spawn();
-        let door = lend(&shared, SessionCookie([7; 16]), None).expect("free");
+        let (shared, handle, door) = lent_agent(SessionCookie([7; 16]));
         let mut c = TcpStream::connect(handle.addr()).unwrap();
         let mut sent = ControlPreamble {
             min_version: netrig_proto::MIN_PROTOCOL_VERSION,
@@ -401,10 +404,7 @@ mod tests {
     /// and the accept loop serves both.
     #[test]
     fn a_blocking_door_undoes_it_on_what_it_gives_back() {
-        let agent = Agent::bind(AgentConfig::new("127.0.0.1:0".parse().unwrap())).unwrap();
-        let shared = agent.shared.clone();
-        let handle = agent.spawn();
-        let door = lend(&shared, SessionCookie([6; 16]), None).expect("free");
+        let (shared, handle, door) = lent_agent(SessionCookie([6; 16]));
         let wait = Duration::from_millis(30);
         door.block(Some(wait)).unwrap();
         let l = SockRef::from(&shared.listeners[0]);

@@ -23,7 +23,9 @@
 //! peeking at each greeting and reading it with the request in one call: it
 //! answers the one request, then closes (responder first) or waits for the
 //! requester's close. A closed-loop run of one flow does so on blocking
-//! sockets (`run_lone`: the worker waits in accept(2), as netserver does).
+//! sockets (`run_lone`: the worker waits in accept(2), as netserver does),
+//! and reads greeting and request in one recv(2) without peeking first,
+//! giving back what it read of a connection that is not its run's.
 //! Every connection on either end is bounded by the transaction timeout.
 
 use super::ports::PortCycle;
@@ -1101,9 +1103,10 @@ impl Worker<'_> {
     /// One responder flow, closed loop, on the worker holding the agent's
     /// listener (netserver's side of TCP_CRR): the door made the listener
     /// blocking (`Door::block`), and the worker waits in accept(2), then in
-    /// the connection's own calls: a peek at the greeting, one read of it
-    /// and the request, the response's write[, the read of the requester's
-    /// close], then close(2); each wait bounded by [`ALONE_POLL`] (the
+    /// the connection's own calls: one read of the greeting and the request
+    /// (no peek; a connection not the run's goes back with what was read of
+    /// it), the response's write[, the read of the requester's close], then
+    /// close(2); each wait bounded by [`ALONE_POLL`] (the
     /// timeouts the connection inherits from the listener) to look at the
     /// run's end and the connection's `--timeout`. The event loop's path
     /// adds an epoll_wait(2) and an accept(2) that finds the queue empty per
