@@ -41,6 +41,10 @@ def figures(d):
         f["loss %"] = s["udp"]["loss_pct"]
     if s.get("transactions_per_s"):
         f["transactions/s"] = s["transactions_per_s"]
+    sd = s.get("service_demand") or {}
+    if sd.get("local") is not None and sd.get("remote") is not None:
+        # Both ends' CPU per unit of work (netperf's service demand): lower is better.
+        f[f"SD both {sd['unit']}"] = sd["local"] + sd["remote"]
     return f
 runs = {"old": [], "new": []}
 for r in range(1, rounds + 1):

@@ -34,6 +34,6 @@ run tcp-stream-4-flows bench/tcp-stream-vs-peers.sh "$ROUNDS" "$SECS" 128K "" 4
 run rr bench/rr-vs-peers.sh "$ROUNDS" "$SECS"
 run tcp-crr bench/tcp-crr-vs-peers.sh "$ROUNDS" "$SECS"
 run udp-64 bench/udp-stream-vs-iperf3.sh "$ROUNDS" "$SECS" 64
-run rr-1000-flows bench/rr-many-flows.sh 1000 "$SECS" 2
+run rr-1000-flows bench/rr-many-flows.sh 1000 "$SECS" 2 "$ROUNDS"
 echo "== ratios (netrig / peer; medians of $ROUNDS alternating rounds of $SECS s)"
 grep -H -i "ratio" "$OUT"/*.txt | sed "s|$OUT/||; s|\.txt:| |"
