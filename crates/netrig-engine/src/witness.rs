@@ -112,22 +112,16 @@ impl Witness {
     }
 
     pub fn new(flows: Vec<WitnessFlow>) -> Witness {
-        let mut interfaces: Vec<String> = Vec::new();
-        for f in &flows {
-            let local = match f.socket.as_deref() {
+        // The interfaces of the flows' local addresses (one getifaddrs for all), at most 8.
+        let mut interfaces = netrig_metrics::interfaces_of(flows.iter().filter_map(|f| {
+            match f.socket.as_deref() {
                 Some(FlowSocket::Tcp(t)) => t.local_addr().ok(),
                 Some(FlowSocket::Udp(u)) => u.local_addr().ok(),
                 None => None,
-            };
-            if let Some(name) = local.and_then(|a| netrig_metrics::interface_of(a.ip())) {
-                if !interfaces.contains(&name) {
-                    interfaces.push(name);
-                }
             }
-            if interfaces.len() >= 8 {
-                break;
-            }
-        }
+            .map(|a| a.ip())
+        }));
+        interfaces.truncate(8);
         let mut of_role = [0usize; 4];
         let read = flows
             .iter()

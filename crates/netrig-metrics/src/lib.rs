@@ -39,7 +39,8 @@ pub use latency::{LatencyRecorder, LatencySummary};
 pub use tcp_info::{tcp_info, TcpInfo};
 pub use udp_seq::{Arrival, SeqInterval, SeqLive, SeqSummary, SeqTracker};
 pub use witness::{
-    counter_scope, interface_of, read_interface, socket_payload, socket_queue, InterfaceCounters,
+    counter_scope, interface_of, interfaces_of, read_interface, socket_payload, socket_queue,
+    InterfaceCounters,
 };
 
 /// Errors from reading or parsing kernel files.
