@@ -502,6 +502,16 @@ pub fn strace_works() -> bool {
         .is_ok_and(|o| o.status.success())
 }
 
+/// A served agent for clients run under strace, or `None`, saying the test
+/// is skipped, where strace cannot trace here.
+pub fn agent_for_strace() -> Option<Served> {
+    if !strace_works() {
+        eprintln!("skipped: strace is missing or cannot trace here");
+        return None;
+    }
+    Some(Served::start(&[]))
+}
+
 /// `netrig ARGS` under `strace -f -e trace=TRACE`: its output (asserted
 /// successful) and strace's log.
 pub fn straced(trace: &str, args: &[&str]) -> (Output, String) {

@@ -364,11 +364,9 @@ fn past_the_sockets_read_in_full_every_check_still_agrees() {
 /// flow count; the interface checks are still made (loopback's counters).
 #[test]
 fn the_witness_asks_for_the_interfaces_once_not_per_flow() {
-    if !strace_works() {
-        eprintln!("skipped: strace is missing or cannot trace here");
+    let Some(agent) = agent_for_strace() else {
         return;
-    }
-    let agent = Served::start(&[]);
+    };
     let port = agent.port_arg();
     let (o, text) = straced(
         "socket",
