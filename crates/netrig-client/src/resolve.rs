@@ -23,6 +23,12 @@ impl Family {
 /// Resolves a host name or literal (IPv6 with or without brackets, with a
 /// scope: `fe80::1%eth0`, which a link-local address needs).
 pub fn resolve(host: &str, port: u16, family: Family) -> Result<Vec<SocketAddr>, ClientError> {
+    if host.contains("://") {
+        // A URL where a host belongs: the resolver would only say it knows no such name.
+        return Err(ClientError::Option(format!(
+            "-H {host}: -H takes a host name or address, not a URL (for HTTP load: `netrig http --url {host}`)"
+        )));
+    }
     let bare = host.trim_start_matches('[').trim_end_matches(']');
     let literal =
         netrig_engine::addr::parse_ip(host).map_err(|e| ClientError::Option(format!("-H {host}: {e}")))?;
@@ -72,6 +78,13 @@ mod tests {
             resolve("no-such-host.invalid", 1, Family::Any),
             Err(ClientError::Resolve { .. })
         ));
+        let e = resolve("http://127.0.0.1:1/x", 1, Family::Any)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("not a URL") && e.contains("--url http://127.0.0.1:1/x"),
+            "{e}"
+        );
     }
 
     /// Issue #11: a link-local agent needs its scope, and without one the

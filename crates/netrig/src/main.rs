@@ -121,7 +121,12 @@ fn habit_hint(argv: &[String], e: &clap::Error) -> Option<String> {
     };
     let test = first.filter(|t| netrig_kinds::by_name(t).is_some())?;
     (!arg.starts_with('-')).then(|| {
-        format!("unexpected argument {arg:?}: the agent's host goes after -H: `netrig {test} -H {arg}`")
+        if arg.contains("://") {
+            // wrk's and curl's habit: the URL as an argument.
+            format!("unexpected argument {arg:?}: a URL goes after --url: `netrig {test} --url {arg}`")
+        } else {
+            format!("unexpected argument {arg:?}: the agent's host goes after -H: `netrig {test} -H {arg}`")
+        }
     })
 }
 

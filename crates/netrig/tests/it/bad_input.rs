@@ -167,6 +167,11 @@ fn other_tools_habits_get_a_hint() {
         &["tcp-rr", "server1"],
         "the agent's host goes after -H: `netrig tcp-rr -H server1`",
     );
+    // wrk's habit: the URL as an argument (the hint had said -H, which takes no URL).
+    fails_with(
+        &["http", "http://127.0.0.1:1/x"],
+        "a URL goes after --url: `netrig http --url http://127.0.0.1:1/x`",
+    );
 }
 
 /// The table says which options shaped the run.
