@@ -392,7 +392,6 @@ impl Client {
 
     fn open_data(&self, cookie: SessionCookie, flow: u32) -> Result<TcpStream, ClientError> {
         let mut s = connect_socket(self.addr, &self.opts, |sock| {
-            sockopt::either_port_parity(sock);
             sockopt::apply_before_connect(sock, &self.opts.local, "-s/--local-sockbuf")
                 .map_err(|e| ClientError::Option(format!("local {e}")))
         })?;

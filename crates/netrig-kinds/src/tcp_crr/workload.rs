@@ -823,7 +823,6 @@ impl Worker<'_> {
             Ok(s) => s,
             Err(e) => return Ok(self.failed_at_once(i, e)),
         };
-        sockopt::either_port_parity(&sock);
         sockopt::apply_before_connect(&sock, &connector.options, "-s/--local-sockbuf")
             .map_err(|e| EngineError::Setup(format!("local {e}")))?;
         self.cfg.reset_on_close(&sock)?;
@@ -1354,7 +1353,6 @@ impl Worker<'_> {
             Ok(s) => s,
             Err(e) => return Ok(self.failed_alone(&e, Alone::Retry)),
         };
-        sockopt::either_port_parity(&sock);
         sockopt::apply_before_connect(&sock, &to.options, "-s/--local-sockbuf")
             .map_err(|e| EngineError::Setup(format!("local {e}")))?;
         self.cfg.reset_on_close(&sock)?;

@@ -531,38 +531,6 @@ fn crr_alone_the_agent_waits_in_accept_not_in_epoll() {
     );
 }
 
-/// The client's sockets ask for ports of either parity (IP_LOCAL_PORT_RANGE,
-/// 0x33): tcp-crr's connections, where with TIME_WAIT on the client the
-/// kernel's even-only choice for connect() cost 14 % of the connection rate,
-/// and the data connections of the other kinds, where past 14,100 flows it
-/// made each connect() scan every even port first.
-#[test]
-fn client_sockets_take_ports_of_either_parity() {
-    let Some(agent) = agent_for_strace() else {
-        return;
-    };
-    let port = agent.port_arg();
-    for kind in ["tcp-crr", "tcp-rr"] {
-        let args = ["-H", "127.0.0.1", "-p", &port, "-l", "0.3", "-P", "2", "--json"];
-        let (o, text) = straced("setsockopt,connect", &[&[kind][..], &args[..]].concat());
-        let v: Value = serde_json::from_slice(&o.stdout).unwrap();
-        assert!(v["summary"]["transactions"].as_u64().unwrap() > 0, "{kind}");
-        let ranged = text
-            .lines()
-            .filter(|l| l.contains("setsockopt(") && l.contains("0x33"))
-            .count();
-        let connects = text
-            .lines()
-            .filter(|l| l.contains("connect(") && l.contains(&format!("htons({port})")))
-            .count();
-        // Every connection to the agent but the control connection (and a resumed line or two).
-        assert!(
-            ranged > 0 && ranged + 2 >= connects,
-            "{kind}: {ranged} port-range settings for {connects} connects"
-        );
-    }
-}
-
 #[test]
 fn crr_alone_waits_in_the_socket_calls_not_in_epoll() {
     let Some(agent) = agent_for_strace() else {
