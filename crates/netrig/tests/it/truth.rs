@@ -319,7 +319,10 @@ fn tcp_payload_equals_the_kernels_socket_counts() {
 #[test]
 fn past_the_sockets_read_in_full_every_check_still_agrees() {
     let per_role = netrig_engine::SOCKETS_READ as u64;
-    let v = run_json(&["tcp-bidir", "-l", "2", "-P", "300"]);
+    // Paced, so that every flow carries its share: unpaced, the first flows a worker starts
+    // can take most of the window, and the sockets read in full then sum to more than the
+    // window's bytes of all flows (the witness reads a few ms after the window's edges).
+    let v = run_json(&["tcp-bidir", "-l", "2", "-P", "300", "-b", "5M"]);
     assert_eq!(v["flows"].as_array().unwrap().len(), 600);
     for end in ["local", "remote"] {
         // A sender's and a receiver's each (a flow whose three readings all failed is left out: rare).
@@ -340,7 +343,8 @@ fn past_the_sockets_read_in_full_every_check_still_agrees() {
         v["witness"]
     );
     assert!(all.iter().all(|c| c["verdict"] == "agrees"), "{}", v["witness"]);
-    // The per-socket sums are of the flows read: about 256 of 300 each way.
+    // The per-socket sums are of the flows read: about 256 of 300 each way, so about 85 % of
+    // all flows' bytes (each flow sends at 5 Mbit/s).
     let total_sent: u64 = v["flows"]
         .as_array()
         .unwrap()
@@ -351,9 +355,10 @@ fn past_the_sockets_read_in_full_every_check_still_agrees() {
         .iter()
         .map(|c| u64_at(c, "netrig"))
         .sum();
+    eprintln!("sockets read in full: {sent_read} of all flows' {total_sent} bytes");
     assert!(
-        sent_read < total_sent,
-        "{sent_read} of {total_sent}: every flow read"
+        sent_read * 100 < total_sent * 95 && sent_read * 100 > total_sent * 70,
+        "{sent_read} of {total_sent}: not about 512 of 600 flows' bytes"
     );
 }
 
