@@ -85,8 +85,9 @@ const BRACKET_TRIES: usize = 3;
 /// TCP flows whose sockets each mark reads (the first so many of each
 /// role at an end: senders, receivers, requesters, responders): up to a
 /// dozen system calls a flow, at both edges, which at 5,000 flows took a
-/// fifth of a second of the window's first moments here (and cut a 3 s
-/// tcp-stream's window to 2.77 s). Their sum witnesses netrig's counting
+/// fifth of a second of the window's first moments here (CPU inside the
+/// window, not a shorter window: that was the per-flow interface lookup,
+/// now one for all when the witness is made). Their sum witnesses netrig's counting
 /// as well as all would. A stream flow beyond them still has its queue
 /// read (one ioctl), for what crossed the interface.
 pub const SOCKETS_READ: usize = 256;
