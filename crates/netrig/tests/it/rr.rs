@@ -76,7 +76,12 @@ pub(crate) fn check_rr(v: &Value) {
                 .unwrap_or_else(|| panic!("no {end} {figure} check: {}", v["witness"]));
             assert_eq!(c["verdict"], "agrees", "{c}");
             if end == "local" {
-                assert!(u(c, "/netrig") + 10 + tr / 100 >= tr, "{c} for {tr} transactions");
+                // About one request per transaction. The witness's window starts and ends
+                // a little after the summary's (its reads follow the counts at each edge),
+                // so a busy machine's first edge can leave a few % out: a CI run with
+                // --busy-wait had 19,560 requests in the witness's window for 19,859
+                // transactions in the summary's.
+                assert!(u(c, "/netrig") + 10 + tr / 20 >= tr, "{c} for {tr} transactions");
             }
         }
     }
