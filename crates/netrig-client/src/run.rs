@@ -390,8 +390,19 @@ impl Client {
         let _ = self.conn.send(&ClientMsg::Bye);
     }
 
-    fn open_data(&self, cookie: SessionCookie, flow: u32) -> Result<TcpStream, ClientError> {
+    /// A long-lived TCP data connection; `either_parity`: past the point
+    /// where connect(2) would scan every port of one parity first
+    /// ([`sockopt::either_port_parity`]).
+    fn open_data(
+        &self,
+        cookie: SessionCookie,
+        flow: u32,
+        either_parity: bool,
+    ) -> Result<TcpStream, ClientError> {
         let mut s = connect_socket(self.addr, &self.opts, |sock| {
+            if either_parity {
+                sockopt::either_port_parity(sock);
+            }
             sockopt::apply_before_connect(sock, &self.opts.local, "-s/--local-sockbuf")
                 .map_err(|e| ClientError::Option(format!("local {e}")))
         })?;
@@ -536,6 +547,7 @@ impl Client {
             cookie,
         });
         let mut slots = Vec::new();
+        let either_parity_from = sockopt::either_parity_from(sockopt::local_port_range());
         for (id, dir) in plan.iter().enumerate() {
             let id = id as u32;
             if per_transaction {
@@ -565,7 +577,8 @@ impl Client {
                     FlowSocket::from(u)
                 })
             } else {
-                self.open_data(cookie, id).map(FlowSocket::from)
+                self.open_data(cookie, id, id >= either_parity_from)
+                    .map(FlowSocket::from)
             };
             let stream = match opened {
                 Ok(s) => s,

@@ -108,6 +108,60 @@ fn read_proc_sys(path: &str) -> Option<String> {
         .map(|s| s.split_whitespace().collect::<Vec<_>>().join(" "))
 }
 
+/// IP_LOCAL_PORT_RANGE (linux/in.h, Linux 6.3), which the libc crate lacks.
+const IP_LOCAL_PORT_RANGE: libc::c_int = 51;
+
+/// The host's ephemeral ports for connect(2), `net.ipv4.ip_local_port_range`
+/// (Linux's default where it cannot be read).
+pub fn local_port_range() -> (u32, u32) {
+    read_proc_sys("net/ipv4/ip_local_port_range")
+        .and_then(|t| {
+            let mut it = t.split_whitespace().map(|v| v.parse::<u32>().ok());
+            Some((it.next()??, it.next()??))
+        })
+        .filter(|(lo, hi)| lo <= hi && *hi <= 65535)
+        .unwrap_or((32768, 60999))
+}
+
+/// From which of a run's long-lived data connections (counted from 0) the
+/// client lets connect(2) take ports of either parity
+/// ([`either_port_parity`]): seven eighths of the even half of `range` (the
+/// eighth left for the host's other connections to the agent).
+pub fn either_parity_from(range: (u32, u32)) -> u32 {
+    // The ports of the range's low parity (its first, third, ...).
+    let even = (range.1.saturating_sub(range.0) + 1).div_ceil(2);
+    even - even / 8
+}
+
+/// Lets connect(2) give this TCP socket a local port of either parity.
+/// Linux's connect() takes only ports of the range's low parity (the even
+/// ones of 32768-60999), keeping the others for bind(2) to port 0; once the
+/// even ones to an agent are taken, every further connect() scans all of
+/// them before it turns to the others: measured here, 22 µs per connect()
+/// up to about 14,100 connections and 620-690 µs after. A per-socket range
+/// makes the kernel (6.8 on) try every port in turn; 1-65535 is clamped to
+/// the host's own range, so the ports stay those of `ip_local_port_range`.
+/// Only for connections past [`either_parity_from`]: those would take odd
+/// ports anyway, so the host's bind(2) keeps as many as without it (asked
+/// of every connection, tcp-crr's TIME_WAIT soon covered every port and
+/// bind(2) to port 0 failed host-wide). A kernel without the option keeps
+/// its way (the error is ignored: nothing is counted differently, set-up
+/// is only slower).
+pub fn either_port_parity(sock: &socket2::Socket) {
+    use std::os::fd::AsRawFd;
+    let range: u32 = (65535 << 16) | 1;
+    // SAFETY: a valid socket and a u32 value of its size, as the option takes.
+    unsafe {
+        libc::setsockopt(
+            sock.as_raw_fd(),
+            libc::IPPROTO_IP,
+            IP_LOCAL_PORT_RANGE,
+            (&range as *const u32).cast(),
+            std::mem::size_of::<u32>() as libc::socklen_t,
+        );
+    }
+}
+
 /// Buffer sizes that must be set before connect/listen (window scaling is
 /// chosen in the SYN), plus MSS. `buf_flag` names the CLI flag for errors.
 pub fn apply_before_connect(
@@ -446,6 +500,61 @@ pub fn path_mtu_to(peer: SocketAddr, bind: Option<IpAddr>) -> Option<u32> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The kernel's release as (major, minor).
+    fn kernel_release() -> Option<(u32, u32)> {
+        let r = std::fs::read_to_string("/proc/sys/kernel/osrelease").ok()?;
+        let mut parts = r.trim().split(|c: char| !c.is_ascii_digit());
+        Some((parts.next()?.parse().ok()?, parts.next()?.parse().ok()?))
+    }
+
+    /// With the per-socket range, connect(2) hands out local ports of both
+    /// parities (without it, this kernel gives connect() only even ones
+    /// until they run out), and the range read back is the one set.
+    #[test]
+    fn either_port_parity_lets_connect_take_odd_ports() {
+        use std::os::fd::AsRawFd;
+        if kernel_release().is_none_or(|v| v < (6, 8)) {
+            eprintln!("skipped: the kernel is older than 6.8 (its connect() keeps to one parity)");
+            return;
+        }
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let to: socket2::SockAddr = l.local_addr().unwrap().into();
+        let mut held = Vec::new();
+        let mut odd = 0;
+        for _ in 0..64 {
+            let s = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
+            either_port_parity(&s);
+            s.connect(&to).unwrap();
+            let port = s.local_addr().unwrap().as_socket().unwrap().port();
+            odd += usize::from(port % 2 == 1);
+            held.push((s, l.accept().unwrap()));
+        }
+        assert!(odd > 0, "64 connects with the range, every local port even");
+        let mut v: u32 = 0;
+        let mut len = std::mem::size_of::<u32>() as libc::socklen_t;
+        // SAFETY: a valid socket, and `v` and `len` valid out-pointers of the option's size.
+        let rc = unsafe {
+            libc::getsockopt(
+                held[0].0.as_raw_fd(),
+                libc::IPPROTO_IP,
+                IP_LOCAL_PORT_RANGE,
+                (&mut v as *mut u32).cast(),
+                &mut len,
+            )
+        };
+        assert_eq!((rc, v), (0, (65535 << 16) | 1));
+    }
+
+    #[test]
+    fn either_parity_begins_at_seven_eighths_of_the_even_half() {
+        // Linux's default range: 28,232 ports, 14,116 even.
+        assert_eq!(either_parity_from((32768, 60999)), 12_352);
+        assert_eq!(either_parity_from((40000, 40299)), 132);
+        assert_eq!(either_parity_from((5000, 5000)), 1);
+        let (lo, hi) = local_port_range();
+        assert!(lo <= hi && hi <= 65535);
+    }
 
     #[test]
     fn tos_readback_mismatch_is_named() {

@@ -735,3 +735,54 @@ fn a_lone_udp_requester_gives_up_each_request_at_its_timeout() {
         v["summary"]["udp"]
     );
 }
+
+/// Past seven eighths of the even half of `ip_local_port_range`, the
+/// client's data connections let connect(2) take ports of either parity
+/// (IP_LOCAL_PORT_RANGE): before them the kernel's own choice (one parity,
+/// the host's bind(2) keeping the other), after them no scan of every
+/// taken even port first. In a namespace whose range is 300 ports (150
+/// even, so from the 133rd connection on): 200 flows, 68 asked, each once,
+/// and all connect.
+#[test]
+fn many_flows_take_ports_of_either_parity_only_past_the_even_half() {
+    if !strace_works() {
+        eprintln!("skipped: strace is missing or cannot trace here");
+        return;
+    }
+    let Some(ns) = Netns::or_skip("parity") else {
+        return;
+    };
+    ns.exec(&["sysctl", "-q", "-w", "net.ipv4.ip_local_port_range=40000 40299"])
+        .unwrap();
+    let log = TempDir::new("parity");
+    let log_s = log.path().join("strace.txt").to_str().unwrap().to_string();
+    let mut cmd = Command::new("ip");
+    cmd.args([
+        "netns",
+        "exec",
+        &ns.0,
+        "strace",
+        "-f",
+        "-e",
+        "trace=setsockopt",
+        "-o",
+        &log_s,
+    ]);
+    cmd.arg(env!("CARGO_BIN_EXE_netrig"));
+    let o = run_cmd(cmd, &["tcp-rr", "-P", "200", "-T", "2", "-l", "0.5", "--json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    check_rr(&v);
+    assert_eq!(v["flows"].as_array().unwrap().len(), 200);
+    let trace = std::fs::read_to_string(&log_s).unwrap();
+    // strace names the option where it knows it, else its number (51).
+    let asked = trace
+        .lines()
+        .filter(|l| l.contains("SOL_IP, IP_LOCAL_PORT_RANGE") || l.contains("SOL_IP, 0x33"))
+        .count();
+    assert_eq!(
+        asked,
+        200 - 132,
+        "setsockopt(IP_LOCAL_PORT_RANGE) calls:\n{trace}"
+    );
+}
