@@ -64,6 +64,8 @@ fresh_ns() {
   ip -n "$NS" link add nb0 type veth peer name nb1
   ip -n "$NS" addr add 10.253.0.1/24 dev nb0
   ip -n "$NS" link set nb0 up && ip -n "$NS" link set nb1 up
+  # NS_PORTS="LOW HIGH": the namespace's ephemeral port range (net.ipv4.ip_local_port_range).
+  if [ -n "${NS_PORTS:-}" ]; then ip netns exec "$NS" sysctl -q -w net.ipv4.ip_local_port_range="$NS_PORTS"; fi
 }
 in_ns() { ip netns exec "$NS" "$@"; }
 in_ns_background() { ip netns exec "$NS" "$@" >/dev/null 2>&1 & NS_PIDS+=($!); }

@@ -2,6 +2,7 @@
 //! transaction (netperf TCP_CRR): transactions per second, their latency,
 //! and failed connections by reason.
 
+mod ceiling;
 mod ports;
 mod workload;
 
@@ -103,8 +104,10 @@ impl KindDef for TcpCrr {
         c.local_ports = s.local_ports.map(|r| r.to_string());
     }
 
-    fn warnings(&self, s: &TcpCrrSpec, _: &TestSpec, local: Side<'_>, _: &TestResult) -> Vec<String> {
-        crate::txn::open_loop_warnings(&s.transactions, local)
+    fn warnings(&self, s: &TcpCrrSpec, _: &TestSpec, local: Side<'_>, r: &TestResult) -> Vec<String> {
+        let mut w = crate::txn::open_loop_warnings(&s.transactions, local);
+        w.extend(ceiling::port_ceiling_warning(s, r, ceiling::PortLimits::here()));
+        w
     }
 
     fn table(&self) -> &'static dyn TableLayout {

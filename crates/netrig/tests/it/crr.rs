@@ -235,6 +235,39 @@ fn crr_counts_an_exhausted_port_range() {
     );
 }
 
+/// With the client closing first and a range of 2,000 ports (a second's
+/// TIME_WAIT before each may go again), the rate is the range's, not the
+/// stack's: the kernel's TcpExt.TWRecycled counts most connections taking a
+/// port still in TIME_WAIT, and the result says that the ports set the
+/// rate, naming the range and what lifts it. In a namespace of the test's own.
+#[test]
+fn crr_at_the_local_port_ceiling_says_so() {
+    let Some(ns) = Netns::or_skip("ceiling") else {
+        return;
+    };
+    ns.exec(&["sysctl", "-q", "-w", "net.ipv4.ip_local_port_range=40000 41999"])
+        .unwrap();
+    let v = run_json_in(&ns, &["tcp-crr", "-l", "3", "-P", "2"]);
+    check_crr(&v);
+    let tr = u(&v, "/summary/transactions");
+    let recycled = v["counters"]["local"]["deltas"]["TcpExt.TWRecycled"]
+        .as_u64()
+        .unwrap_or(0);
+    assert!(
+        recycled * 2 >= tr,
+        "{recycled} of {tr} connections took a TIME_WAIT port"
+    );
+    let w = warnings_about(&v, "ceiling of the client's local ports");
+    assert_eq!(w.len(), 1, "{}", v["warnings"]);
+    for needle in [
+        "TcpExt.TWRecycled",
+        "ip_local_port_range 40000-41999",
+        "--close-first responder",
+    ] {
+        assert!(w[0].contains(needle), "{needle}: {}", w[0]);
+    }
+}
+
 #[test]
 fn crr_bad_input() {
     for (args, needle) in [
