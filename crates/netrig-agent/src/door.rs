@@ -1,6 +1,7 @@
-//! The listener lent to a connection-per-transaction run's only worker
-//! ([`netrig_engine::intake::Door`]): it accepts and answers its session's
-//! connections itself, without the accept loop's thread between. The
+//! The listener lent to a connection-per-transaction run's workers
+//! ([`netrig_engine::intake::Door`], one shared by them): they accept and
+//! answer their session's connections themselves, without the accept loop's
+//! thread between. The
 //! accept loop stops watching the listener while it is lent and takes back
 //! what the worker will not keep (control connections, other sessions',
 //! greetings not arrived whole) with what the worker read of them (it reads

@@ -10,14 +10,15 @@
 //! before the run has its workers wait in the intake (bounded); an arrival
 //! no worker has room for is closed and counted, never dropped silently.
 //!
-//! A run with one worker may also be lent the listener itself, as a
-//! [`Door`]: the worker accepts on it and answers the connections that
-//! greet it with its session's cookie at once, a thread hand-over less per
-//! connection (the wake-up of the listener's thread is most of what a new
-//! connection costs the agent beyond the kernel's work). Everything else it
-//! accepts (control connections, other sessions' connections, greetings not
-//! arrived whole) goes back to the listener's thread, which treats it as if
-//! it had accepted it itself. One run holds the door at a time; the others
+//! A run may also be lent the listener itself, as a [`Door`] its workers
+//! share: each accepts on it (EPOLLEXCLUSIVE: [`watch_door`]) and answers
+//! the connections that greet it with its session's cookie at once, a
+//! thread hand-over less per connection (the wake-up of the listener's
+//! thread is most of what a new connection costs the agent beyond the
+//! kernel's work). Everything else it accepts (control connections, other
+//! sessions' connections, greetings not arrived whole) goes back to the
+//! listener's thread, which treats it as if it had accepted it itself. One
+//! run holds the door at a time; the others
 //! get their connections through the intake as before.
 
 use mio::{Poll, Token, Waker};
@@ -67,9 +68,9 @@ pub const DOOR: Token = Token(usize::MAX - 3);
 /// flood of them cannot keep it from its own connections.
 pub const DOOR_BATCH: usize = 64;
 
-/// The agent's listener, lent to a run's only worker (see the module
-/// notes); dropping it gives the listener back.
-pub trait Door: Send {
+/// The agent's listener, lent to a run's workers (see the module notes);
+/// dropping it (the last worker's share) gives the listener back.
+pub trait Door: Send + Sync {
     /// The listening socket (non-blocking; the agent's own, not a copy).
     fn listener(&self) -> std::os::fd::BorrowedFd<'_>;
     /// Whether a connection from `peer` may be one of the run's own (from
@@ -108,6 +109,33 @@ pub trait Door: Send {
     }
 }
 
+/// Watches a lent listener (`fd`, a worker's copy) in `registry` as `token`,
+/// readable and edge-triggered as mio's own registration (without
+/// EPOLLRDHUP, which EPOLLEXCLUSIVE refuses: a listener has no peer to hang
+/// up), and exclusive
+/// (EPOLLEXCLUSIVE): with several workers of a run sharing the listener, a
+/// new connection wakes one of those waiting, not each (the others would
+/// wake to find the queue empty). Undone with `Registry::deregister`.
+pub fn watch_door(
+    registry: &mio::Registry,
+    fd: std::os::fd::BorrowedFd<'_>,
+    token: Token,
+) -> std::io::Result<()> {
+    use std::os::fd::AsRawFd;
+    let mut ev = libc::epoll_event {
+        events: (libc::EPOLLIN | libc::EPOLLET | libc::EPOLLEXCLUSIVE) as u32,
+        u64: token.0 as u64,
+    };
+    // SAFETY: an epoll descriptor and a listener's, both open for the
+    // call, and a valid event structure.
+    let rc = unsafe { libc::epoll_ctl(registry.as_raw_fd(), libc::EPOLL_CTL_ADD, fd.as_raw_fd(), &mut ev) };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
+    }
+}
+
 /// How long a worker holding the listener stops accepting after accept()
 /// failed for want of a resource (the accept loop's own back-off).
 pub const DOOR_BACKOFF: std::time::Duration = std::time::Duration::from_millis(50);
@@ -136,8 +164,9 @@ pub const WORKER_CAPACITY: usize = 4096;
 pub struct WorkerIntake {
     pub poll: Poll,
     pub arrivals: Receiver<Arrival>,
-    /// The listener, when the run has it (one worker only).
-    pub door: Option<Box<dyn Door>>,
+    /// The listener, when the run has it: every worker of the run accepts
+    /// on it.
+    pub door: Option<std::sync::Arc<dyn Door>>,
 }
 
 /// Deals arrivals out to the workers, round-robin.
@@ -302,6 +331,36 @@ impl Intake {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A listener watched with `watch_door` reports a queued connection as
+    /// readable under its token, in each of two polls that share it (each
+    /// asked while the other is not waiting), and `deregister` undoes it.
+    #[test]
+    fn a_door_watched_exclusively_reports_connections_and_can_be_dropped() {
+        use std::os::fd::AsFd;
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.set_nonblocking(true).unwrap();
+        let mut polls: Vec<Poll> = (0..2).map(|_| Poll::new().unwrap()).collect();
+        for p in &polls {
+            watch_door(p.registry(), l.as_fd(), DOOR).unwrap();
+        }
+        let mut events = mio::Events::with_capacity(4);
+        for (k, p) in polls.iter_mut().enumerate() {
+            let _c = std::net::TcpStream::connect(l.local_addr().unwrap()).unwrap();
+            p.poll(&mut events, Some(std::time::Duration::from_secs(2)))
+                .unwrap();
+            let seen: Vec<_> = events.iter().map(|e| (e.token(), e.is_readable())).collect();
+            assert_eq!(seen, vec![(DOOR, true)], "poll {k}");
+            l.accept().unwrap();
+        }
+        let mut src = mio::unix::SourceFd(&std::os::fd::AsRawFd::as_raw_fd(&l));
+        polls[0].registry().deregister(&mut src).unwrap();
+        let _c = std::net::TcpStream::connect(l.local_addr().unwrap()).unwrap();
+        polls[0]
+            .poll(&mut events, Some(std::time::Duration::from_millis(100)))
+            .unwrap();
+        assert!(events.is_empty(), "deregistered, yet told");
+    }
     use netrig_proto::SessionCookie;
     use std::net::TcpListener;
     use std::time::Duration;

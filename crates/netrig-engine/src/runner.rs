@@ -415,10 +415,14 @@ pub fn run_side(
                 Some(intake) => {
                     let (dealer, mut intakes) = crate::intake::deal(n, crate::intake::WORKER_CAPACITY)
                         .map_err(|e| EngineError::Setup(format!("worker intake: {e}")))?;
-                    // The listener, if offered, goes to a lone worker; with
-                    // more, the agent's thread deals.
-                    if let [only] = &mut intakes[..] {
-                        only.door = intake.take_door();
+                    // The listener, if offered, goes to every worker: each
+                    // accepts on it (the agent's thread deals only what
+                    // comes while it is not lent).
+                    if let Some(door) = intake.take_door() {
+                        let door: std::sync::Arc<dyn crate::intake::Door> = std::sync::Arc::from(door);
+                        for i in &mut intakes {
+                            i.door = Some(door.clone());
+                        }
                     }
                     let shares = intakes
                         .into_iter()

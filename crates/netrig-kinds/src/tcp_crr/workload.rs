@@ -18,8 +18,8 @@
 //! failed before it could start is retried after [`FAILED_RETRY`].
 //!
 //! The responder gets the peer's connections through the run's intake, the
-//! greeting already read, or, when the agent lent it the listener (a run
-//! with one worker), accepts them itself (see `engine::intake::Door`),
+//! greeting already read, or, when the agent lent the run the listener
+//! (shared by its workers), accepts them itself (see `engine::intake::Door`),
 //! peeking at each greeting and reading it with the request in one call: it
 //! answers the one request, then closes (responder first) or waits for the
 //! requester's close. A closed-loop run of one flow does so on blocking
@@ -31,7 +31,9 @@
 use super::ports::PortCycle;
 use mio::{Interest, Registry, Token};
 use netrig_engine::flow::{FirstConnection, FlowSlot, TransientEnd, WorkerEnd};
-use netrig_engine::intake::{accept_again, Door, WorkerIntake, DOOR, DOOR_BACKOFF, DOOR_BATCH, READ_AHEAD};
+use netrig_engine::intake::{
+    accept_again, watch_door, Door, WorkerIntake, DOOR, DOOR_BACKOFF, DOOR_BATCH, READ_AHEAD,
+};
 use netrig_engine::latencies::Latencies;
 use netrig_engine::reactor::{Handler, Io, Now, Reactor, Ready, IDLE};
 use netrig_engine::sockopt;
@@ -473,7 +475,7 @@ struct Worker<'a> {
     /// The responder's listener, when the agent lent it (one worker only),
     /// and this worker's copy of its descriptor, in its event loop (mio's
     /// accept takes each connection non-blocking: no fcntl per connection).
-    door: Option<(Box<dyn Door>, mio::net::TcpListener)>,
+    door: Option<(Arc<dyn Door>, mio::net::TcpListener)>,
     flows: Vec<FlowState>,
     /// Flow id → index in `flows` (the responder looks up each arrival's flow).
     by_id: HashMap<u32, usize>,
@@ -544,11 +546,8 @@ impl TransientWorkload for CrrWorkload {
             }
             Some(d) => {
                 let copy = d.listener().try_clone_to_owned().map_err(setup)?;
-                let mut l = mio::net::TcpListener::from_std(std::net::TcpListener::from(copy));
-                reactor
-                    .registry()
-                    .register(&mut l, DOOR, Interest::READABLE)
-                    .map_err(setup)?;
+                let l = mio::net::TcpListener::from_std(std::net::TcpListener::from(copy));
+                watch_door(reactor.registry(), l.as_fd(), DOOR).map_err(setup)?;
                 Some((d, l))
             }
             None => None,
@@ -1116,7 +1115,7 @@ impl Worker<'_> {
     /// for it, and gives it to this worker through the intake).
     fn run_lone(
         mut self,
-        door: Box<dyn Door>,
+        door: Arc<dyn Door>,
         listener: std::net::TcpListener,
         watch: Option<netrig_engine::nudge::Watch>,
     ) -> Result<WorkerEnd, EngineError> {
@@ -2129,7 +2128,7 @@ mod door_tests {
             let mut intake = intakes.pop().unwrap();
             let (pass_on, arrivals) = std::sync::mpsc::sync_channel(8);
             intake.arrivals = arrivals;
-            intake.door = Some(Box::new(TestDoor {
+            intake.door = Some(Arc::new(TestDoor {
                 l,
                 cookie,
                 back: back.clone(),
