@@ -33,6 +33,7 @@ run tcp-stream-cubic bench/tcp-stream-vs-peers.sh "$ROUNDS" "$SECS" 128K cubic
 run tcp-stream-4-flows bench/tcp-stream-vs-peers.sh "$ROUNDS" "$SECS" 128K "" 4
 run rr bench/rr-vs-peers.sh "$ROUNDS" "$SECS"
 run tcp-crr bench/tcp-crr-vs-peers.sh "$ROUNDS" "$SECS"
+run tcp-crr-4-flows bench/tcp-crr-many-flows.sh "$ROUNDS" "$SECS" 4 2
 run udp-64 bench/udp-stream-vs-iperf3.sh "$ROUNDS" "$SECS" 64
 run rr-1000-flows bench/rr-many-flows.sh 1000 "$SECS" 2 "$ROUNDS"
 echo "== ratios (netrig / peer; medians of $ROUNDS alternating rounds of $SECS s)"
