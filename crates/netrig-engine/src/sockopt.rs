@@ -42,6 +42,18 @@ impl SocketSettings {
         }
     }
 
+    /// Whether [`apply_connected`] (without buffers) has nothing to set:
+    /// then a connection's first write may go out before anything is
+    /// applied, the connect's completion and its failure alike told by
+    /// that write.
+    pub fn nothing_after_connect(&self) -> bool {
+        self.tos.is_none()
+            && self.priority.is_none()
+            && !self.nodelay
+            && self.congestion.is_none()
+            && self.max_pacing_rate_bps.is_none()
+    }
+
     /// The part every socket takes, as the wire carries it.
     pub fn common(&self) -> SocketOptions {
         SocketOptions {

@@ -1509,7 +1509,19 @@ impl Worker<'_> {
                 return Ok(());
             };
             let i = c.flow;
+            let direct = self.flows[i]
+                .slot
+                .connect
+                .as_ref()
+                .is_some_and(|k| k.options.nothing_after_connect());
             match &mut c.step {
+                Step::Connecting if direct => {
+                    // Nothing to set once connected: the request's write
+                    // tells whether the connect is done (EAGAIN while it is
+                    // not, its error if it failed), without getsockopt(2)
+                    // and getpeername(2) first.
+                    c.step = Step::Sending(0);
+                }
                 Step::Connecting => {
                     match c.sock.take_error() {
                         Ok(None) => {}
@@ -1563,6 +1575,15 @@ impl Worker<'_> {
                         }
                     }
                     c.step = Step::Receiving(0);
+                    let f = &mut self.flows[i];
+                    if f.first.is_none() {
+                        // Connected (the write went out): the first connection's figures.
+                        f.first = Some(FirstConnection {
+                            initial: sockopt::buffers(&c.sock),
+                            applied: sockopt::applied(&c.sock),
+                            done: Default::default(),
+                        });
+                    }
                 }
                 Step::Receiving(got) => {
                     let want = self.cfg.txn.response_size;
@@ -1710,6 +1731,17 @@ mod tests {
         FlowSlot::new(0, Direction::Tx, Role::Requester, Some(connector))
     }
 
+    /// `flows` requester flows to `addr`, numbered from 0.
+    fn requesters_to(addr: SocketAddr, flows: u32) -> Vec<FlowSlot> {
+        (0..flows)
+            .map(|i| {
+                let mut s = requester_to(addr);
+                s.id = i;
+                s
+            })
+            .collect()
+    }
+
     fn closed_port() -> SocketAddr {
         TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap()
     }
@@ -1745,26 +1777,33 @@ mod tests {
     }
 
     /// A requester against a closed port: every transaction is refused, counted,
-    /// and none is counted as a transaction.
+    /// and none is counted as a transaction; alone on its worker (blocking
+    /// sockets) and two in the event loop (where the request's write, not a
+    /// getsockopt(2), would tell of a refusal that came after connect()).
     #[test]
     fn refused_transactions_are_counted_not_hidden() {
-        let slot = requester_to(closed_port());
-        let counters = slot.counters.clone();
-        let ctl = control(Duration::from_secs(1));
-        let stop = ctl.stop.clone();
-        let t = std::thread::spawn(move || {
-            std::thread::sleep(Duration::from_millis(200));
-            stop.store(true, Ordering::Relaxed);
-        });
-        let end = workload().run_transient(vec![slot], None, &ctl).unwrap();
-        t.join().unwrap();
-        let errors = end.transient[0].connect_errors.unwrap();
-        // Loopback refuses inside connect(), so each failure is seen while its
-        // transaction starts: the flow must still go on to the next one.
-        assert!(errors.refused > 10, "the flow stopped: {errors:?}");
-        assert_eq!(errors.total(), errors.refused, "{errors:?}");
-        assert_eq!(counters.transactions(), 0);
-        assert!(end.latency.unwrap().is_empty());
+        let to = closed_port();
+        for flows in [1u32, 2] {
+            let slots = requesters_to(to, flows);
+            let counters: Vec<_> = slots.iter().map(|s| s.counters.clone()).collect();
+            let ctl = control(Duration::from_secs(1));
+            let stop = ctl.stop.clone();
+            let t = std::thread::spawn(move || {
+                std::thread::sleep(Duration::from_millis(200));
+                stop.store(true, Ordering::Relaxed);
+            });
+            let end = workload().run_transient(slots, None, &ctl).unwrap();
+            t.join().unwrap();
+            for (k, f) in end.transient.iter().enumerate() {
+                let errors = f.connect_errors.unwrap();
+                // Loopback refuses inside connect(), so each failure is seen while its
+                // transaction starts: the flow must still go on to the next one.
+                assert!(errors.refused > 10, "{flows} flows: flow {k} stopped: {errors:?}");
+                assert_eq!(errors.total(), errors.refused, "{errors:?}");
+                assert_eq!(counters[k].transactions(), 0);
+            }
+            assert!(end.latency.unwrap().is_empty());
+        }
     }
 
     /// `--local-ports`: each connection comes from the next port of the
@@ -1799,13 +1838,7 @@ mod tests {
                 }
                 ports
             });
-            let slots: Vec<_> = (0..flows)
-                .map(|i| {
-                    let mut s = requester_to(addr);
-                    s.id = i;
-                    s
-                })
-                .collect();
+            let slots = requesters_to(addr, flows);
             let counters: Vec<_> = slots.iter().map(|s| s.counters.clone()).collect();
             let ctl = control(Duration::from_secs(1));
             let stop = ctl.stop.clone();

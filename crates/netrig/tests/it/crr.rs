@@ -504,19 +504,7 @@ fn crr_workers_share_the_lent_listener() {
     let log = std::env::temp_dir().join(format!("netrig-agent-strace-{}-share.txt", std::process::id()));
     let agent = Served::start_straced("accept,accept4", &log);
     let port = agent.port_arg();
-    let v = run_json(&[
-        "tcp-crr",
-        "-H",
-        "127.0.0.1",
-        "-p",
-        &port,
-        "-l",
-        "0.5",
-        "-P",
-        "4",
-        "-T",
-        "2",
-    ]);
+    let v = run_json(&strs(&at(&port, "tcp-crr -l 0.5 -P 4 -T 2")));
     check_crr(&v);
     let n = u(&v, "/summary/transactions");
     assert!(n >= 50, "{n} transactions");
@@ -545,12 +533,6 @@ fn crr_workers_share_the_lent_listener() {
     assert!(sharing >= 2, "accepts by thread, {n} transactions: {by_thread:?}");
 }
 
-/// One closed-loop flow alone on its worker waits in connect(2) and read(2)
-/// on blocking sockets (netperf's TCP_CRR client), not in epoll_wait(2):
-/// under strace the client waits in epoll a handful of times for hundreds
-/// of transactions, in either close order, where two flows sharing a worker
-/// (its event loop) wait there about once a transaction. The counts are
-/// checked as every crr run's.
 /// The agent's side of a one-flow closed-loop run, which holds the listener
 /// (netserver's TCP_CRR side): it waits in accept(2) and in the connection's
 /// own calls, about one accept(2) a transaction and a handful of epoll calls
@@ -619,6 +601,54 @@ fn crr_alone_the_agent_waits_in_accept_not_in_epoll() {
     );
 }
 
+/// A tcp-crr client run against the agent on `port` under strace (`trace`):
+/// `test` and `extra` its arguments after the agent's address; its checked
+/// result, strace's log, and how many lines of the log contain any of
+/// `calls`.
+fn straced_crr(port: &str, test: &str, extra: &[&str], trace: &str, calls: &[&str]) -> (Value, u64) {
+    let mut args = at(port, test);
+    args.extend(extra.iter().map(|e| e.to_string()));
+    let (o, text) = straced(trace, &strs(&args));
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    check_crr(&v);
+    let n = text
+        .lines()
+        .filter(|l| calls.iter().any(|c| l.contains(c)))
+        .count();
+    (v, n as u64)
+}
+
+/// In the event loop, a requester with nothing to set once connected sends
+/// its request without asking whether the connect is done (getsockopt
+/// SO_ERROR, getpeername): the write says so. With an option to set after
+/// the connect (--nodelay here), it asks first, as before: the option must
+/// be on before the request goes out.
+#[test]
+fn crr_requesters_write_without_asking_unless_an_option_waits() {
+    let Some(agent) = agent_for_strace() else {
+        return;
+    };
+    let port = agent.port_arg();
+    let asks = |extra: &[&str]| -> (u64, u64) {
+        let test = "tcp-crr -l 0.5 -P 2 -T 1 --json";
+        let (v, calls) = straced_crr(&port, test, extra, "getpeername", &["getpeername("]);
+        (calls, u(&v, "/summary/transactions"))
+    };
+    let (g, n) = asks(&[]);
+    assert!(n >= 50 && g * 10 < n, "{g} getpeername(2) for {n} transactions");
+    let (g, n) = asks(&["--nodelay"]);
+    assert!(
+        n >= 50 && g >= n,
+        "--nodelay: {g} getpeername(2) for {n} transactions"
+    );
+}
+
+/// One closed-loop flow alone on its worker waits in connect(2) and read(2)
+/// on blocking sockets (netperf's TCP_CRR client), not in epoll_wait(2):
+/// under strace the client waits in epoll a handful of times for hundreds
+/// of transactions, in either close order, where two flows sharing a worker
+/// (its event loop) wait there about once a transaction. The counts are
+/// checked as every crr run's.
 #[test]
 fn crr_alone_waits_in_the_socket_calls_not_in_epoll() {
     let Some(agent) = agent_for_strace() else {
@@ -626,17 +656,15 @@ fn crr_alone_waits_in_the_socket_calls_not_in_epoll() {
     };
     let port = agent.port_arg();
     let epoll_waits = |extra: &[&str]| -> (u64, u64) {
-        let mut args = vec!["tcp-crr", "-H", "127.0.0.1", "-p", &port, "-l", "0.5", "--json"];
-        args.extend_from_slice(extra);
-        let (o, text) = straced("epoll_wait,epoll_pwait,epoll_pwait2", &args);
-        let v: Value = serde_json::from_slice(&o.stdout).unwrap();
-        check_crr(&v);
         // An interrupted call is two lines; "<... epoll_wait resumed>" is the second.
-        let waits = text
-            .lines()
-            .filter(|l| l.contains("epoll_wait(") || l.contains("epoll_pwait("))
-            .count();
-        (waits as u64, u(&v, "/summary/transactions"))
+        let (v, waits) = straced_crr(
+            &port,
+            "tcp-crr -l 0.5 --json",
+            extra,
+            "epoll_wait,epoll_pwait,epoll_pwait2",
+            &["epoll_wait(", "epoll_pwait("],
+        );
+        (waits, u(&v, "/summary/transactions"))
     };
     for end in ["requester", "responder"] {
         let (w, n) = epoll_waits(&["--close-first", end]);
