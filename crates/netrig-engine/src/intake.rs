@@ -331,36 +331,6 @@ impl Intake {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// A listener watched with `watch_door` reports a queued connection as
-    /// readable under its token, in each of two polls that share it (each
-    /// asked while the other is not waiting), and `deregister` undoes it.
-    #[test]
-    fn a_door_watched_exclusively_reports_connections_and_can_be_dropped() {
-        use std::os::fd::AsFd;
-        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        l.set_nonblocking(true).unwrap();
-        let mut polls: Vec<Poll> = (0..2).map(|_| Poll::new().unwrap()).collect();
-        for p in &polls {
-            watch_door(p.registry(), l.as_fd(), DOOR).unwrap();
-        }
-        let mut events = mio::Events::with_capacity(4);
-        for (k, p) in polls.iter_mut().enumerate() {
-            let _c = std::net::TcpStream::connect(l.local_addr().unwrap()).unwrap();
-            p.poll(&mut events, Some(std::time::Duration::from_secs(2)))
-                .unwrap();
-            let seen: Vec<_> = events.iter().map(|e| (e.token(), e.is_readable())).collect();
-            assert_eq!(seen, vec![(DOOR, true)], "poll {k}");
-            l.accept().unwrap();
-        }
-        let mut src = mio::unix::SourceFd(&std::os::fd::AsRawFd::as_raw_fd(&l));
-        polls[0].registry().deregister(&mut src).unwrap();
-        let _c = std::net::TcpStream::connect(l.local_addr().unwrap()).unwrap();
-        polls[0]
-            .poll(&mut events, Some(std::time::Duration::from_millis(100)))
-            .unwrap();
-        assert!(events.is_empty(), "deregistered, yet told");
-    }
     use netrig_proto::SessionCookie;
     use std::net::TcpListener;
     use std::time::Duration;
@@ -417,5 +387,56 @@ mod tests {
         }
         drop(intakes);
         assert_eq!(dealer.give(arrival(&l, 3)), Dealt::Late);
+    }
+
+    /// A listener watched with `watch_door` reports a queued connection as
+    /// readable under its token, in each of two polls that share it (each
+    /// asked while the other is not waiting); the watch is exclusive (the
+    /// kernel refuses EPOLL_CTL_MOD on an EPOLLEXCLUSIVE watch, and only on
+    /// one); and `deregister` undoes it.
+    #[test]
+    fn a_door_watched_exclusively_reports_connections_and_can_be_dropped() {
+        use std::os::fd::AsFd;
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.set_nonblocking(true).unwrap();
+        let mut polls: Vec<Poll> = (0..2).map(|_| Poll::new().unwrap()).collect();
+        for p in &polls {
+            watch_door(p.registry(), l.as_fd(), DOOR).unwrap();
+        }
+        let mut events = mio::Events::with_capacity(4);
+        for (k, p) in polls.iter_mut().enumerate() {
+            let _c = std::net::TcpStream::connect(l.local_addr().unwrap()).unwrap();
+            p.poll(&mut events, Some(std::time::Duration::from_secs(2)))
+                .unwrap();
+            let seen: Vec<_> = events.iter().map(|e| (e.token(), e.is_readable())).collect();
+            assert_eq!(seen, vec![(DOOR, true)], "poll {k}");
+            l.accept().unwrap();
+        }
+        let fd = std::os::fd::AsRawFd::as_raw_fd(&l);
+        let mut ev = libc::epoll_event {
+            events: libc::EPOLLIN as u32,
+            u64: 0,
+        };
+        // SAFETY: an open epoll descriptor and listener, a valid event.
+        let rc = unsafe {
+            libc::epoll_ctl(
+                std::os::fd::AsRawFd::as_raw_fd(polls[1].registry()),
+                libc::EPOLL_CTL_MOD,
+                fd,
+                &mut ev,
+            )
+        };
+        assert_eq!(
+            (rc, std::io::Error::last_os_error().raw_os_error()),
+            (-1, Some(libc::EINVAL)),
+            "not an exclusive watch"
+        );
+        let mut src = mio::unix::SourceFd(&fd);
+        polls[0].registry().deregister(&mut src).unwrap();
+        let _c = std::net::TcpStream::connect(l.local_addr().unwrap()).unwrap();
+        polls[0]
+            .poll(&mut events, Some(std::time::Duration::from_millis(100)))
+            .unwrap();
+        assert!(events.is_empty(), "deregistered, yet told");
     }
 }

@@ -113,8 +113,8 @@ fn warning(
     }
     Some(format!(
         "the connection rate is at the ceiling of the client's local ports, not of the path or the agent: \
-         {recycled} connections took a port still in TIME_WAIT (TcpExt.TWRecycled; {transactions} transactions \
-         counted, {rate:.0}/s). A port may go again {delay_s:.1} s after its TIME_WAIT began \
+         {recycled} connections on the client's host took a port still in TIME_WAIT over the test \
+         (TcpExt.TWRecycled), against {transactions} transactions counted in the window ({rate:.0}/s). A port may go again {delay_s:.1} s after its TIME_WAIT began \
          (net.ipv4.tcp_tw_reuse_delay), and the client has {ports}: some {floor:.0} connections/s or more. \
          To measure past it: widen net.ipv4.ip_local_port_range or --local-ports, or let the agent keep the \
          TIME_WAIT (--close-first responder) or close with a reset (--close-first requester-reset)"
@@ -157,7 +157,10 @@ mod tests {
             HERE,
         )
         .expect("a warning");
-        assert!(w.contains("28230 connections took a port"), "{w}");
+        assert!(
+            w.contains("28230 connections on the client's host took a port"),
+            "{w}"
+        );
         assert!(
             w.contains("the 28232 ports of net.ipv4.ip_local_port_range 32768-60999"),
             "{w}"

@@ -472,9 +472,10 @@ struct Worker<'a> {
     ctl: &'a WorkerControl,
     /// The responder's intake: the peer's connections, greeting read.
     arrivals: Option<Receiver<netrig_engine::intake::Arrival>>,
-    /// The responder's listener, when the agent lent it (one worker only),
-    /// and this worker's copy of its descriptor, in its event loop (mio's
-    /// accept takes each connection non-blocking: no fcntl per connection).
+    /// The responder's listener, when the agent lent it to the run (every
+    /// worker of it holds a share), and this worker's copy of its
+    /// descriptor, in its event loop (mio's accept takes each connection
+    /// non-blocking: no fcntl per connection).
     door: Option<(Arc<dyn Door>, mio::net::TcpListener)>,
     flows: Vec<FlowState>,
     /// Flow id → index in `flows` (the responder looks up each arrival's flow).
