@@ -1,11 +1,12 @@
 //! A latency histogram as a peer sends it (`latency_histogram` in a
 //! report: HdrHistogram V2 bytes, base64), decoded with the size limit.
 //!
-//! Invariants: no panic; anything accepted is within the size limit,
+//! Invariants: no panic; anything accepted holds at most `MAX_COUNT` values
+//! and is within the size limit,
 //! encodes within `MAX_ENCODED_LEN`, and decodes again to the same bytes,
 //! count and clamped count; its summary is finite.
 
-use netrig_metrics::latency::MAX_ENCODED_LEN;
+use netrig_metrics::latency::{MAX_COUNT, MAX_ENCODED_LEN};
 use netrig_metrics::LatencyRecorder;
 
 /// Runs one input through the target, panicking when an invariant fails.
@@ -21,6 +22,7 @@ pub fn run(data: &[u8]) {
 }
 
 fn check(r: &LatencyRecorder) {
+    assert!(r.len() <= MAX_COUNT, "{} values accepted", r.len());
     assert!(r.clamped() <= r.len(), "clamped {} of {}", r.clamped(), r.len());
     let b = r.to_bytes();
     assert!(b.len() <= MAX_ENCODED_LEN, "{} bytes encoded", b.len());

@@ -69,6 +69,17 @@ pub const MAX_LATENCY_NS: u64 = 100_000_000_000;
 /// histograms are far smaller (a few hundred bytes to a few kilobytes).
 pub const MAX_ENCODED_LEN: usize = V2_HEADER_LEN + COUNTS_LEN * 9 + TRAILER_LEN;
 
+/// Most values a histogram read by [`LatencyRecorder::from_bytes`] may
+/// hold in all (2^53: 2.8 years of 100 million transactions a second, and
+/// exact as a JSON number). The crate sums counts in `u64` without checking
+/// (its percentiles overflowed on a crafted histogram of three counts near
+/// `i64::MAX`, found by fuzzing), so what a peer or a file sends is bounded.
+pub const MAX_COUNT: u64 = 1 << 53;
+
+/// Most values a merge may bring together (2^62): 512 histograms at
+/// [`MAX_COUNT`], with room left in `u64` for the crate's sums.
+const MAX_MERGED: u64 = 1 << 62;
+
 /// Lowest discernible value: 1 ns.
 const LOWEST_NS: u64 = 1;
 /// Significant decimal digits kept.
@@ -217,8 +228,19 @@ impl LatencyRecorder {
     }
 
     /// Adds every value recorded in `other` to `self`, bucket by bucket, as
-    /// if they had been recorded here. Does not allocate.
+    /// if they had been recorded here. Does not allocate. A merge that would
+    /// hold more than 2^62 values in all (more than 512 histograms at
+    /// [`MAX_COUNT`], which no run records) is not made, with a warning in
+    /// the log: the crate's sums could overflow past it.
     pub fn merge(&mut self, other: &LatencyRecorder) {
+        if self.len().saturating_add(other.len()) > MAX_MERGED {
+            log::warn!(
+                "latency histograms of {} and {} values not merged: more than 2^62 in all",
+                self.len(),
+                other.len()
+            );
+            return;
+        }
         // Both histograms have the same bounds and precision (the only ones
         // this type creates, and the only ones `from_bytes` accepts), so the
         // addition cannot fail.
@@ -310,11 +332,9 @@ impl LatencyRecorder {
     /// `max_len` bytes, is not an uncompressed V2 histogram with exactly this
     /// module's parameters (1 ns ..= 100 s, 3 digits), has a truncated or
     /// over-long payload, trailing bytes other than the clamped-count
-    /// trailer, counts beyond the 100 s bucket, or a clamped count larger than
-    /// the total count. A count at value 0 is taken as 1 ns, as
-    /// [`record`](Self::record) would, and refused if with the count at 1 ns
-    /// it would exceed `i64::MAX` (which [`to_bytes`](Self::to_bytes) could
-    /// not write back).
+    /// trailer, counts beyond the 100 s bucket, more than [`MAX_COUNT`]
+    /// values in all, or a clamped count larger than the total count. A
+    /// count at value 0 is taken as 1 ns, as [`record`](Self::record) would.
     pub fn from_bytes(b: &[u8], max_len: usize) -> Result<LatencyRecorder, MetricsError> {
         if b.len() > max_len {
             return Err(bad(format!(
@@ -383,13 +403,13 @@ impl LatencyRecorder {
                     return Err(bad(format!("count for value {v} ns, above the 100 s range")));
                 }
                 // A count at value 0 joins the one at 1 ns, as `record`
-                // would: together they must still fit the format's i64, or
-                // the recorder would not encode back to what it holds.
+                // would (within MAX_COUNT in all, so within the format's i64).
                 let at = v.max(LOWEST_NS);
-                if rec.hist.count_at(at).saturating_add(n as u64) > i64::MAX as u64 {
-                    return Err(bad(
-                        "the counts at 0 and 1 ns add up to more than a V2 histogram carries",
-                    ));
+                if rec.len().saturating_add(n as u64) > MAX_COUNT {
+                    return Err(bad(format!(
+                        "more than {MAX_COUNT} values in all (2^53, the limit of a histogram read \
+                         from a peer or a file; no run records that many)"
+                    )));
                 }
                 rec.hist
                     .record_n(at, n as u64)
@@ -838,12 +858,8 @@ pub(crate) mod tests {
         full.record(u64::MAX);
         let b = full.to_bytes();
         assert!(b.len() <= MAX_ENCODED_LEN, "{}", b.len());
-        assert_eq!(
-            LatencyRecorder::from_bytes(&b, MAX_ENCODED_LEN)
-                .unwrap()
-                .to_bytes(),
-            b
-        );
+        // Read back, it is more values than a histogram from a peer may hold.
+        assert!(err(&b).contains("values in all"), "{}", err(&b));
     }
 
     #[test]
@@ -980,18 +996,30 @@ pub(crate) mod tests {
         err(&with_payload(&[0x00, 0x80]));
         // Counts at 0 and 1 ns that add up past i64::MAX (found by the
         // latency_histogram fuzz target: the recorder did not encode back to
-        // itself), and at the limit exactly, which does.
+        // itself), and at the limit of MAX_COUNT in all exactly, which does.
         let mut p = Vec::new();
         put_varint(&mut p, zigzag_encode(1));
         put_varint(&mut p, zigzag_encode(i64::MAX));
-        assert!(err(&with_payload(&p)).contains("0 and 1 ns"));
+        assert!(err(&with_payload(&p)).contains("values in all"));
         let mut p = Vec::new();
         put_varint(&mut p, zigzag_encode(1));
-        put_varint(&mut p, zigzag_encode(i64::MAX - 1));
+        put_varint(&mut p, zigzag_encode(MAX_COUNT as i64 - 1));
         let r = LatencyRecorder::from_bytes(&with_payload(&p), 100).unwrap();
-        assert_eq!(r.len(), i64::MAX as u64);
+        assert_eq!(r.len(), MAX_COUNT);
         let again = LatencyRecorder::from_bytes(&r.to_bytes(), 100).unwrap();
         assert_eq!(again, r);
+        // Counts in three buckets near i64::MAX, whose sum overflowed the
+        // crate's percentile scan (found by the fuzz target): refused, and
+        // one value past MAX_COUNT in all is refused too.
+        let mut p = Vec::new();
+        for _ in 0..3 {
+            put_varint(&mut p, zigzag_encode(i64::MAX));
+        }
+        assert!(err(&with_payload(&p)).contains("values in all"));
+        let mut p = Vec::new();
+        put_varint(&mut p, zigzag_encode(MAX_COUNT as i64));
+        put_varint(&mut p, zigzag_encode(1));
+        assert!(err(&with_payload(&p)).contains("values in all"));
         // Base64 garbage.
         assert!(LatencyRecorder::from_base64("not base64!", MAX_ENCODED_LEN).is_err());
         assert!(LatencyRecorder::from_base64("", MAX_ENCODED_LEN).is_err());
@@ -1036,6 +1064,39 @@ pub(crate) mod tests {
         }
     }
 
+    /// At MAX_COUNT values in all, spread over buckets, the summary and the
+    /// percentiles are computed (the crate's sums stay in u64), and merges
+    /// stop short of 2^62 in all.
+    #[test]
+    fn the_largest_histograms_are_summed_without_overflow() {
+        let with_payload = |p: &[u8]| {
+            let mut b = LatencyRecorder::new().to_bytes()[..V2_HEADER_LEN].to_vec();
+            b[4..8].copy_from_slice(&(p.len() as u32).to_be_bytes());
+            b.extend_from_slice(p);
+            b
+        };
+        let third = MAX_COUNT / 3;
+        let mut p = Vec::new();
+        for _ in 0..3 {
+            put_varint(&mut p, zigzag_encode(third as i64));
+        }
+        let r = LatencyRecorder::from_bytes(&with_payload(&p), 100).unwrap();
+        assert_eq!(r.len(), 3 * third);
+        let s = r.summary();
+        assert!(s.p99_us > 0.0 && s.max_us >= s.p99_us, "{s:?}");
+        let mut all = LatencyRecorder::new();
+        for _ in 0..512 {
+            all.merge(&r);
+        }
+        assert_eq!(all.len(), 512 * 3 * third, "512 merges of MAX_COUNT fit");
+        let before = all.len();
+        let mut big = LatencyRecorder::new();
+        big.record_n(1000, MAX_MERGED);
+        all.merge(&big);
+        assert_eq!(all.len(), before, "a merge past 2^62 is not made");
+        assert!(all.summary().p99_us > 0.0);
+    }
+
     #[test]
     fn counts_above_i64_max_are_written_as_i64_max() {
         // V2Serializer refuses such a count; to_bytes caps it instead.
@@ -1048,9 +1109,8 @@ pub(crate) mod tests {
         let b = r.to_bytes();
         assert_eq!(&b[V2_HEADER_LEN..], &p[..]);
         assert_eq!(&b[4..8], &(p.len() as u32).to_be_bytes());
-        let back = LatencyRecorder::from_bytes(&b, MAX_ENCODED_LEN).unwrap();
-        assert_eq!(back.len(), i64::MAX as u64 + 1);
-        assert_eq!(back.quantile_us(0.0), 1.0);
+        // (Read back, more values than a peer's histogram may hold.)
+        assert!(err(&b).contains("values in all"));
         // The same, with the clamped-count trailer.
         r.record(u64::MAX);
         let b2 = r.to_bytes();
