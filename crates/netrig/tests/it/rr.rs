@@ -108,7 +108,7 @@ pub(crate) fn check_rr(v: &Value) {
             if end == "local" && all {
                 let bytes = u(c, "/netrig");
                 assert!(
-                    bytes + per * (10 + tr / 100) >= tr * per,
+                    bytes + per * (10 + tr / 20) >= tr * per,
                     "{c} for {tr} transactions of {per} bytes"
                 );
             }
