@@ -7,7 +7,8 @@
 #
 # A comparison whose peer is missing is skipped with its reason. tcp-stream runs twice: with the
 # host's congestion control (BBR here, which on loopback without fq paces inside TCP and lands the
-# tools in different regimes) and with cubic, and with 4 flows against iperf3 -P 4. Not run here, for time: 10,000 and 19,000 flows
+# tools in different regimes) and with cubic, and with 4 flows against iperf3 -P 4; tcp-crr with 1, 4
+# and 64 flows. Not run here, for time: 10,000 and 19,000 flows
 # against neper (bench/rr-many-flows.sh takes a list of flow counts).
 # Run it on a quiet machine: no builds or other tests beside it (and with
 # kernel.sched_autogroup_enabled=0, `nice` really yields).
@@ -34,6 +35,9 @@ run tcp-stream-4-flows bench/tcp-stream-vs-peers.sh "$ROUNDS" "$SECS" 128K "" 4
 run rr bench/rr-vs-peers.sh "$ROUNDS" "$SECS"
 run tcp-crr bench/tcp-crr-vs-peers.sh "$ROUNDS" "$SECS"
 run tcp-crr-4-flows bench/tcp-crr-many-flows.sh "$ROUNDS" "$SECS" 4 2
+# 64 flows on 2 threads: where both tools are CPU-bound and netrig's one shared listener costs
+# (bench/README.md, "Run alone"); in the suite so that its table shows the weakest row too.
+run tcp-crr-64-flows bench/tcp-crr-many-flows.sh "$ROUNDS" "$SECS" 64 2
 run udp-64 bench/udp-stream-vs-iperf3.sh "$ROUNDS" "$SECS" 64
 run rr-1000-flows bench/rr-many-flows.sh 1000 "$SECS" 2 "$ROUNDS"
 echo "== ratios (netrig / peer; medians of $ROUNDS alternating rounds of $SECS s)"
