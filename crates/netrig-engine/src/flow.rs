@@ -278,6 +278,13 @@ impl std::io::Read for SocketHandle {
     }
 }
 
+impl crate::inq::ReadInq for SocketHandle {
+    fn read_inq(&mut self, buf: &mut [u8]) -> std::io::Result<(usize, bool)> {
+        self.0.tcp()?;
+        crate::inq::recv(self.raw_fd(), buf)
+    }
+}
+
 impl std::io::Write for SocketHandle {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
         self.0.tcp()?.write(buf)

@@ -15,6 +15,7 @@ pub mod addr;
 pub mod affinity;
 pub mod files;
 pub mod flow;
+pub mod inq;
 pub mod intake;
 pub mod latencies;
 pub mod nudge;

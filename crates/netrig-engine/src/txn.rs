@@ -5,11 +5,12 @@
 //! keeps only its own handler of the reactor's events.
 
 use crate::flow::ScheduleStats;
+use crate::inq::ReadInq;
 use mio::{Interest, Registry, Token};
 use netrig_proto::spec::Transactions;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
-use std::io::{self, Read, Write};
+use std::io::{self, Write};
 use std::time::{Duration, Instant};
 
 /// A send that starts more than this after it was due counts as late.
@@ -521,7 +522,7 @@ impl Answerer {
     /// the next call, once the response is out.
     pub fn serve(
         &mut self,
-        sock: &mut (impl Read + Write),
+        sock: &mut (impl ReadInq + Write),
         buf: &mut [u8],
         response: &[u8],
         moved: &mut Moved,
@@ -531,14 +532,17 @@ impl Answerer {
             if self.owed > 0 && self.answered + self.owed >= self.limit {
                 break;
             }
-            match sock.read(buf) {
-                Ok(0) => {
+            match sock.read_inq(buf) {
+                Ok((0, _)) => {
                     eof = true;
                     break;
                 }
-                Ok(n) => {
+                Ok((n, empty)) => {
                     moved.bytes += n as u64;
                     self.took(n)?;
+                    if empty {
+                        break; // (crate::inq: no read that finds nothing)
+                    }
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
@@ -572,6 +576,7 @@ impl Answerer {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::io::Read;
 
     /// An in-memory socket: reads from `input`, writes into `out`.
     struct Mem {
@@ -588,6 +593,8 @@ mod tests {
             }
         }
     }
+
+    impl ReadInq for Mem {}
 
     impl Write for Mem {
         fn write(&mut self, b: &[u8]) -> io::Result<usize> {

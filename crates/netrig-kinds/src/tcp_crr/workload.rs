@@ -361,6 +361,9 @@ struct Bounded<'a> {
     watch: Option<&'a netrig_engine::nudge::Watch>,
 }
 
+/// Blocking reads: nothing to save.
+impl netrig_engine::inq::ReadInq for Bounded<'_> {}
+
 impl Bounded<'_> {
     fn over(&self) -> io::Result<()> {
         if self.aborted.load(Ordering::Relaxed) || Instant::now() >= self.by {

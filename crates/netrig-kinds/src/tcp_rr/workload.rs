@@ -13,6 +13,7 @@
 use mio::{Interest, Registry, Token};
 use netrig_engine::flow::SocketHandle;
 use netrig_engine::flow::WorkerEnd;
+use netrig_engine::inq::ReadInq;
 use netrig_engine::latencies::Latencies;
 use netrig_engine::reactor::{Handler, Io, Now, Reactor, Ready, IDLE};
 use netrig_engine::sockopt;
@@ -99,6 +100,7 @@ impl Workload for RrWorkload {
         for (i, flow) in flows.into_iter().enumerate() {
             flow.socket.tcp().map_err(setup)?;
             let mut sock = SocketHandle::new(&flow.socket).map_err(setup)?;
+            netrig_engine::inq::enable(sock.raw_fd());
             reactor
                 .registry()
                 .register(&mut sock, Token(i), Interest::READABLE | Interest::WRITABLE)
@@ -295,6 +297,9 @@ impl Read for OneRead<'_> {
         self.sock.read(buf)
     }
 }
+
+/// One read a call, so no read that finds nothing to save.
+impl netrig_engine::inq::ReadInq for OneRead<'_> {}
 
 impl Write for OneRead<'_> {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
@@ -512,8 +517,8 @@ impl RrWorkload {
     /// Reads responses; each whole one completes the oldest transaction.
     fn read_responses(&self, c: &mut Conn, buf: &mut [u8], cx: &mut Ctx<'_>) -> Result<bool, EngineError> {
         loop {
-            match c.sock.read(buf) {
-                Ok(0) => {
+            match c.sock.read_inq(buf) {
+                Ok((0, _)) => {
                     if c.draining {
                         return Ok(true);
                     }
@@ -522,7 +527,7 @@ impl RrWorkload {
                         io::Error::from(io::ErrorKind::UnexpectedEof),
                     ));
                 }
-                Ok(n) => {
+                Ok((n, empty)) => {
                     let now = Instant::now();
                     c.bytes += n as u64;
                     c.resp_got += n;
@@ -532,6 +537,9 @@ impl RrWorkload {
                         }
                     }
                     c.flow.counters.set_bytes(c.bytes);
+                    if empty {
+                        return Ok(false); // (netrig_engine::inq)
+                    }
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(false),
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}

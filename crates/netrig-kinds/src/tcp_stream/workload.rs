@@ -6,6 +6,7 @@
 
 use mio::{Interest, Token};
 use netrig_engine::flow::SocketHandle;
+use netrig_engine::inq::ReadInq;
 use netrig_engine::pace::Schedule;
 use netrig_engine::reactor::{Handler, Io, Now, Reactor, Ready, IDLE};
 use netrig_engine::sockopt;
@@ -13,7 +14,7 @@ use netrig_engine::workload::{WorkerControl, Workload};
 use netrig_engine::{EngineError, Flow, FlowEnd, WorkerEnd};
 use netrig_proto::report::{BufPair, Role, ZeroCopyReport};
 use std::fs::File;
-use std::io::{self, Read, Write};
+use std::io::{self, Write};
 use std::net::Shutdown;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::sync::atomic::Ordering;
@@ -269,6 +270,9 @@ impl Workload for StreamWorkload {
                 Role::Receiver | Role::Responder => Interest::READABLE,
             };
             let sender = matches!(flow.role, Role::Sender | Role::Requester);
+            if !sender && !self.skip_rx_copy {
+                netrig_engine::inq::enable(sock.raw_fd());
+            }
             let zc = if self.msg_zerocopy && sender {
                 enable_zerocopy(sock.raw_fd()).map_err(|e| {
                     EngineError::Setup(format!(
@@ -550,10 +554,14 @@ impl StreamWorkload {
     /// Reads until the socket is empty. Returns true at end of file.
     fn on_readable(&self, s: &mut Slot, buf: &mut [u8], stopping: bool) -> Result<bool, EngineError> {
         loop {
+            let mut empty = false;
             let got = if self.skip_rx_copy {
                 discard(s.sock.raw_fd(), buf.len())
             } else {
-                s.sock.read(buf)
+                s.sock.read_inq(buf).map(|(n, e)| {
+                    empty = e;
+                    n
+                })
             };
             match got {
                 Ok(0) => {
@@ -565,6 +573,11 @@ impl StreamWorkload {
                 Ok(n) => {
                     s.bytes += n as u64;
                     s.flow.counters.set_bytes(s.bytes);
+                    if empty {
+                        // The queue is empty: what comes next wakes the
+                        // (edge-triggered) poll again.
+                        return Ok(false);
+                    }
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(false),
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
@@ -582,6 +595,7 @@ impl StreamWorkload {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::io::Read;
     use std::os::unix::net::UnixStream;
 
     /// sendfile from the in-memory file sends the pattern's bytes from the

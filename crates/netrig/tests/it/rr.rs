@@ -715,6 +715,37 @@ fn busy_wait_polls_instead_of_sleeping_and_says_so() {
     );
 }
 
+/// In the event loop, each end reads with TCP_INQ (engine::inq): the read
+/// that takes a request or a response says whether the socket is empty after
+/// it, and the reader goes back to the poll without another read to find out.
+/// Under strace (both ends in the one process, the embedded agent), 4 flows
+/// on one worker per end: before, each transaction cost each end a receive
+/// that found nothing (EAGAIN); now almost none does, every read is a
+/// recvmsg(2), and the counts are checked as every run's.
+#[test]
+fn event_loop_reads_know_the_socket_is_empty_without_a_read_that_finds_nothing() {
+    if !strace_works() {
+        eprintln!("skipped: strace is missing or cannot trace here");
+        return;
+    }
+    let args = ["tcp-rr", "-l", "0.5", "-P", "4", "-T", "1", "--json"];
+    let (o, text) = straced("recvfrom,recvmsg,read", &args);
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    check_rr(&v);
+    let n = u(&v, "/summary/transactions");
+    let empty = text.lines().filter(|l| l.contains("EAGAIN")).count() as u64;
+    let recvmsg = text.lines().filter(|l| l.contains("recvmsg(")).count() as u64;
+    eprintln!("{n} transactions: {recvmsg} recvmsg(2), {empty} receives that found nothing");
+    assert!(n >= 200, "{n} transactions");
+    // Both ends read each transaction's bytes with recvmsg(2): a request
+    // and a response (a read may take more than one when they queue up).
+    assert!(recvmsg >= n, "{recvmsg} recvmsg(2) for {n} transactions");
+    assert!(
+        empty * 10 < n,
+        "{empty} receives found nothing for {n} transactions"
+    );
+}
+
 /// A one-flow udp-rr whose agent stops (SIGSTOP) for 1.2 s of a 3-s run:
 /// the requester waits in recv(2) on a blocking socket with no socket
 /// timeout (the engine's nudge bounds each wait), gives each request up at
