@@ -489,6 +489,12 @@ impl Answerer {
         }
     }
 
+    /// A response (or part of one) still to write: a writable socket is
+    /// reason to call `serve` again.
+    pub fn owes(&self) -> bool {
+        self.owed > 0
+    }
+
     /// Every request it may carry answered, the last response written whole.
     pub fn finished(&self) -> bool {
         self.answered >= self.limit && self.owed == 0 && self.resp_off == 0

@@ -637,9 +637,13 @@ impl TransientWorkload for CrrWorkload {
 }
 
 impl Handler for Worker<'_> {
-    fn on_ready(&mut self, io: &Io<'_>, slot: usize, _ready: Ready) -> Result<(), EngineError> {
+    fn on_ready(&mut self, io: &Io<'_>, slot: usize, ready: Ready) -> Result<(), EngineError> {
         match slot.checked_sub(GREETING_BASE) {
             Some(g) => self.greet(io.registry, g),
+            // A connection waiting for bytes (or its end) is not moved on
+            // by its socket turning writable (the connect done, an ACK
+            // freeing room): that would be a read that finds nothing.
+            None if !ready.has_input() && self.waits_to_read(slot) => Ok(()),
             None => self.advance(slot),
         }
     }
@@ -1506,6 +1510,17 @@ impl Worker<'_> {
         next
     }
 
+    /// Whether connection `slot` waits only for something to read: the
+    /// response, the responder's close, or (answering) the request or the
+    /// requester's close with nothing left to write.
+    fn waits_to_read(&self, slot: usize) -> bool {
+        match self.conns.get(slot).and_then(Option::as_ref).map(|c| &c.step) {
+            Some(Step::Receiving(_) | Step::Draining) => true,
+            Some(Step::Answering(a)) => !a.owes(),
+            _ => false,
+        }
+    }
+
     /// Moves a connection's transaction on as far as its socket allows.
     fn advance(&mut self, slot: usize) -> Result<(), EngineError> {
         loop {
@@ -1575,6 +1590,9 @@ impl Worker<'_> {
                     c.step = Step::Receiving(0);
                     // Connected (the write went out): the first connection's figures.
                     self.flows[i].note_first(&c.sock);
+                    // The response is seldom there yet (the responder has
+                    // yet to run): its arrival wakes the poll.
+                    return Ok(());
                 }
                 Step::Receiving(got) => {
                     let want = self.cfg.txn.response_size;

@@ -502,6 +502,21 @@ pub fn strace_works() -> bool {
         .is_ok_and(|o| o.status.success())
 }
 
+/// A `--json` run of `netrig ARGS` under strace of its receives (recvfrom,
+/// recvmsg, read): its result, how many receives found nothing (EAGAIN)
+/// and strace's log; `None`, saying the test is skipped, where strace
+/// cannot trace here.
+pub fn straced_receives(args: &[&str]) -> Option<(Value, u64, String)> {
+    if !strace_works() {
+        eprintln!("skipped: strace is missing or cannot trace here");
+        return None;
+    }
+    let (o, text) = straced("recvfrom,recvmsg,read", args);
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let empty = text.lines().filter(|l| l.contains("EAGAIN")).count() as u64;
+    Some((v, empty, text))
+}
+
 /// A served agent for clients run under strace, or `None`, saying the test
 /// is skipped, where strace cannot trace here.
 pub fn agent_for_strace() -> Option<Served> {
