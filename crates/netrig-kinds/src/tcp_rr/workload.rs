@@ -316,8 +316,9 @@ impl RrWorkload {
     /// in recv(2) itself, on a blocking socket with a timeout of
     /// [`ALONE_POLL`] to see the window close or the test abort, instead of
     /// in epoll_wait(2). A transaction costs a send and a receive on each
-    /// end (the event loop's path adds a poll and a receive that finds
-    /// nothing). Counts, latencies and the window are the event loop's.
+    /// end (the event loop's path adds a poll; since `engine::inq`, no longer
+    /// a receive that finds nothing). Counts, latencies and the window are
+    /// the event loop's.
     fn run_alone(&self, mut c: Conn, mut cx: Ctx<'_>, mut buf: Vec<u8>) -> Result<WorkerEnd, EngineError> {
         let setup = |e: io::Error| EngineError::Setup(format!("worker socket: {e}"));
         let tcp = c.flow.socket.tcp().map_err(setup)?;
