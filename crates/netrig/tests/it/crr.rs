@@ -654,7 +654,7 @@ fn crr_requesters_write_without_asking_unless_an_option_waits() {
 #[test]
 fn crr_event_loop_reads_only_when_there_is_something_to_read() {
     let args = ["tcp-crr", "-l", "0.5", "-P", "4", "-T", "1", "--json"];
-    let Some((v, empty, _)) = straced_receives(&args) else {
+    let Some(Receives { v, empty, .. }) = straced_receives(&args) else {
         return;
     };
     check_crr(&v);

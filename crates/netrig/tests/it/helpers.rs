@@ -502,19 +502,29 @@ pub fn strace_works() -> bool {
         .is_ok_and(|o| o.status.success())
 }
 
+/// What a run under strace of its receives did: its result, how many
+/// receives found nothing (EAGAIN) and how many were recvmsg(2).
+pub struct Receives {
+    pub v: Value,
+    pub empty: u64,
+    pub recvmsg: u64,
+}
+
 /// A `--json` run of `netrig ARGS` under strace of its receives (recvfrom,
-/// recvmsg, read): its result, how many receives found nothing (EAGAIN)
-/// and strace's log; `None`, saying the test is skipped, where strace
-/// cannot trace here.
-pub fn straced_receives(args: &[&str]) -> Option<(Value, u64, String)> {
+/// recvmsg, read); `None`, saying the test is skipped, where strace cannot
+/// trace here.
+pub fn straced_receives(args: &[&str]) -> Option<Receives> {
     if !strace_works() {
         eprintln!("skipped: strace is missing or cannot trace here");
         return None;
     }
     let (o, text) = straced("recvfrom,recvmsg,read", args);
-    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
-    let empty = text.lines().filter(|l| l.contains("EAGAIN")).count() as u64;
-    Some((v, empty, text))
+    let count = |what: &str| text.lines().filter(|l| l.contains(what)).count() as u64;
+    Some(Receives {
+        v: serde_json::from_slice(&o.stdout).unwrap(),
+        empty: count("EAGAIN"),
+        recvmsg: count("recvmsg("),
+    })
 }
 
 /// A served agent for clients run under strace, or `None`, saying the test

@@ -735,12 +735,11 @@ fn busy_wait_polls_instead_of_sleeping_and_says_so() {
 #[test]
 fn event_loop_reads_know_the_socket_is_empty_without_a_read_that_finds_nothing() {
     let args = ["tcp-rr", "-l", "0.5", "-P", "4", "-T", "1", "--json"];
-    let Some((v, empty, text)) = straced_receives(&args) else {
+    let Some(Receives { v, empty, recvmsg }) = straced_receives(&args) else {
         return;
     };
     check_rr(&v);
     let n = u(&v, "/summary/transactions");
-    let recvmsg = text.lines().filter(|l| l.contains("recvmsg(")).count() as u64;
     eprintln!("{n} transactions: {recvmsg} recvmsg(2), {empty} receives that found nothing");
     assert!(n >= 200, "{n} transactions");
     // Both ends read each transaction's bytes with recvmsg(2): a request
