@@ -24,6 +24,7 @@ pub mod reactor;
 pub mod runner;
 pub mod sockopt;
 pub mod txn;
+pub mod uring;
 mod witness;
 pub mod workload;
 

@@ -170,6 +170,7 @@ mod tests {
                     busy_pct: 97.0,
                     cpu: None,
                     last_cpu: None,
+                    waits_in: None,
                 },
                 WorkerCpu {
                     worker: 1,
@@ -178,6 +179,7 @@ mod tests {
                     busy_pct: 10.0,
                     cpu: None,
                     last_cpu: None,
+                    waits_in: None,
                 },
             ],
             counters: Some(CounterReport {
