@@ -456,9 +456,6 @@ pub struct WorkerEnd {
     pub schedule: Option<ScheduleStats>,
     /// Connection-per-transaction flows it served (instead of `flows`).
     pub transient: Vec<TransientEnd>,
-    /// Where it waited, when not in its event loop's epoll_wait(2)
-    /// (`WorkerCpu::waits_in`).
-    pub waits_in: Option<&'static str>,
 }
 
 /// Schedule keeping of an open-loop worker.

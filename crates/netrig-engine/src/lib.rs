@@ -24,7 +24,6 @@ pub mod reactor;
 pub mod runner;
 pub mod sockopt;
 pub mod txn;
-pub mod uring;
 mod witness;
 pub mod workload;
 

@@ -527,7 +527,6 @@ pub fn run_side(
         ends: Vec::new(),
         exit_cpu: vec![None; clocks.len()],
         last_cpu: vec![None; clocks.len()],
-        waits_in: vec![None; clocks.len()],
         stop: ctl.stop.clone(),
         latency: None,
         schedule: None,
@@ -638,7 +637,6 @@ pub fn run_side(
                 busy_pct: if wall > 0.0 { cpu_s / wall * 100.0 } else { 0.0 },
                 cpu: c.cpu,
                 last_cpu: waiter.last_cpu[w],
-                waits_in: waiter.waits_in[w].map(str::to_string),
             })
         })
         .collect();
@@ -699,8 +697,6 @@ struct Waiter {
     ends: Vec<FlowEnd>,
     exit_cpu: Vec<Option<Duration>>,
     last_cpu: Vec<Option<u32>>,
-    /// Each worker's `WorkerEnd::waits_in`.
-    waits_in: Vec<Option<&'static str>>,
     stop: Arc<AtomicBool>,
     latency: Option<LatencyRecorder>,
     schedule: Option<ScheduleStats>,
@@ -729,9 +725,6 @@ impl Waiter {
                 }
                 match done.result {
                     Ok(end) => {
-                        if let Some(slot) = self.waits_in.get_mut(done.worker) {
-                            *slot = end.waits_in;
-                        }
                         self.ends.extend(end.flows);
                         if let Some(l) = end.latency {
                             match &mut self.latency {

@@ -256,12 +256,6 @@ pub struct WorkerCpu {
     /// The CPU it was running on when it finished (sched_getcpu).
     #[serde(default)]
     pub last_cpu: Option<u32>,
-    /// Where it waited for its sockets when not in its event loop's
-    /// epoll_wait(2): `"io_uring"` for a stream receiver alone on its worker
-    /// (io_uring_enter(2), a multishot receive); `None`: the event loop, or
-    /// the kind's own blocking socket calls where its docs say so.
-    #[serde(default)]
-    pub waits_in: Option<String>,
 }
 
 /// Kernel counter deltas of this end's host over the test (from just before

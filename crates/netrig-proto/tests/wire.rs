@@ -89,7 +89,6 @@ fn side_report() -> SideReport {
             busy_pct: 25.0,
             cpu: Some(1),
             last_cpu: Some(1),
-            waits_in: Some("io_uring".into()),
         }],
         counters: Some(CounterReport {
             deltas: [("Udp.InDatagrams".to_string(), 5)].into_iter().collect(),

@@ -170,7 +170,6 @@ mod tests {
                     busy_pct: 97.0,
                     cpu: None,
                     last_cpu: None,
-                    waits_in: None,
                 },
                 WorkerCpu {
                     worker: 1,
@@ -179,7 +178,6 @@ mod tests {
                     busy_pct: 10.0,
                     cpu: None,
                     last_cpu: None,
-                    waits_in: None,
                 },
             ],
             counters: Some(CounterReport {

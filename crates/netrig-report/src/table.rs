@@ -631,15 +631,12 @@ fn details(r: &TestResult) -> String {
             .iter()
             .map(|w| {
                 format!(
-                    "worker {} {:.1}% of a CPU ({} flow{}{}{})",
+                    "worker {} {:.1}% of a CPU ({} flow{}{})",
                     w.worker,
                     w.busy_pct,
                     w.flows,
                     if w.flows == 1 { "" } else { "s" },
-                    w.cpu.map_or_else(String::new, |c| format!(", pinned to cpu{c}")),
-                    w.waits_in
-                        .as_ref()
-                        .map_or_else(String::new, |how| format!(", waits in {how}"))
+                    w.cpu.map_or_else(String::new, |c| format!(", pinned to cpu{c}"))
                 )
             })
             .collect();

@@ -259,7 +259,6 @@ pub(crate) fn assemble(
                     busy_pct: t.busy_pct,
                     cpu: c.cpus.as_ref().map(|l| l[t.thread as usize % l.len()]),
                     last_cpu: None,
-                    waits_in: None,
                 })
                 .collect(),
             remote: Vec::new(),

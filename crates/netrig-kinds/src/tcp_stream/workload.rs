@@ -10,7 +10,6 @@ use netrig_engine::inq::ReadInq;
 use netrig_engine::pace::Schedule;
 use netrig_engine::reactor::{Handler, Io, Now, Reactor, Ready, IDLE};
 use netrig_engine::sockopt;
-use netrig_engine::uring::MultishotRecv;
 use netrig_engine::workload::{WorkerControl, Workload};
 use netrig_engine::{EngineError, Flow, FlowEnd, WorkerEnd};
 use netrig_proto::report::{BufPair, Role, ZeroCopyReport};
@@ -216,8 +215,6 @@ enum State {
 struct Slot {
     flow: Flow,
     sock: SocketHandle,
-    /// What the event loop waits for on the socket.
-    interest: Interest,
     state: State,
     bytes: u64,
     /// Offset inside the current message (a partial write continues it).
@@ -244,28 +241,6 @@ impl Slot {
         }
     }
 
-    /// The flow's figures, once it is done.
-    fn end(mut self) -> FlowEnd {
-        self.record_final_buffers();
-        if let Some(zc) = &mut self.zc {
-            // The last sends' notices come as the peer acknowledges them: wait a little.
-            let until = Instant::now() + ZC_LAST_NOTICES;
-            while zc.completed < zc.sends && Instant::now() < until {
-                if matches!(drain_notices(self.sock.raw_fd(), zc), Ok(0) | Err(_)) {
-                    std::thread::sleep(Duration::from_millis(1));
-                }
-            }
-        }
-        FlowEnd {
-            zerocopy: self.zc,
-            id: self.flow.id,
-            total_bytes: self.bytes,
-            done_at: self.done_at,
-            final_buffers: self.final_buffers.unwrap_or_default(),
-            udp: None,
-        }
-    }
-
     fn record_final_buffers(&mut self) {
         if self.final_buffers.is_none() {
             self.final_buffers = Some(sockopt::buffers(&self.flow.socket));
@@ -287,14 +262,17 @@ impl Workload for StreamWorkload {
         // MSG_ZEROCOPY senders whose notices are in arrears (ENOBUFS) until they come.
         let mut reactor = Reactor::new(pace.is_some() || (self.msg_zerocopy && sends))?;
         let mut slots = Vec::with_capacity(flows.len());
-        for flow in flows {
+        for (i, flow) in flows.into_iter().enumerate() {
             flow.socket.tcp().map_err(setup)?;
-            let sock = SocketHandle::new(&flow.socket).map_err(setup)?;
+            let mut sock = SocketHandle::new(&flow.socket).map_err(setup)?;
             let interest = match flow.role {
                 Role::Sender | Role::Requester => Interest::WRITABLE,
                 Role::Receiver | Role::Responder => Interest::READABLE,
             };
             let sender = matches!(flow.role, Role::Sender | Role::Requester);
+            if !sender && !self.skip_rx_copy {
+                netrig_engine::inq::enable(sock.raw_fd());
+            }
             let zc = if self.msg_zerocopy && sender {
                 enable_zerocopy(sock.raw_fd()).map_err(|e| {
                     EngineError::Setup(format!(
@@ -306,8 +284,11 @@ impl Workload for StreamWorkload {
             } else {
                 None
             };
+            reactor
+                .registry()
+                .register(&mut sock, Token(i), interest)
+                .map_err(setup)?;
             slots.push(Slot {
-                interest,
                 zc,
                 flow,
                 sock,
@@ -320,24 +301,6 @@ impl Workload for StreamWorkload {
                 done_at: None,
                 final_buffers: None,
             });
-        }
-        // A receiver alone on its worker waits in io_uring, not epoll, where the kernel allows.
-        if let [only] = &slots[..] {
-            if only.flow.role == Role::Receiver && !self.skip_rx_copy && netrig_engine::uring::allowed() {
-                match MultishotRecv::new(only.sock.raw_fd(), RING_BUFFERS, self.recv_size.max(1)) {
-                    Ok(rx) => return receive_alone(slots.pop().expect("one"), rx, ctl),
-                    Err(e) => log::debug!("io_uring receive unavailable ({e}): the event loop receives"),
-                }
-            }
-        }
-        for (i, s) in slots.iter_mut().enumerate() {
-            if s.flow.role == Role::Receiver && !self.skip_rx_copy {
-                netrig_engine::inq::enable(s.sock.raw_fd());
-            }
-            reactor
-                .registry()
-                .register(&mut s.sock, Token(i), s.interest)
-                .map_err(setup)?;
         }
         let mut send_buf = vec![0u8; self.message_size.max(1)];
         for (i, b) in send_buf.iter_mut().enumerate() {
@@ -365,56 +328,6 @@ impl Workload for StreamWorkload {
         };
         reactor.run_worker(w, ctl)
     }
-}
-
-/// Buffers of the io_uring receive's ring (`recv_size` bytes each): two
-/// let one be counted and handed back while the kernel fills the other, and
-/// stay in the CPU's cache, where a deeper ring cost more CPU per byte.
-const RING_BUFFERS: u16 = 2;
-
-/// A receiver alone on its worker (`engine::uring`): waits in
-/// io_uring_enter(2) for its multishot receive's completions, counts them,
-/// and after the window closes drains to the end of file or the drain's
-/// deadline, as the event loop would.
-fn receive_alone(mut s: Slot, mut rx: MultishotRecv, ctl: &WorkerControl) -> Result<WorkerEnd, EngineError> {
-    let mut deadline = None;
-    loop {
-        let now = Instant::now();
-        if deadline.is_none() && ctl.stop.load(Ordering::Relaxed) {
-            s.record_final_buffers();
-            s.state = State::Draining;
-            deadline = Some(now + ctl.drain);
-        }
-        if deadline.is_some_and(|d| now >= d) || ctl.aborted.load(Ordering::Relaxed) {
-            break;
-        }
-        match rx.wait(IDLE) {
-            Ok(got) => {
-                if got.bytes > 0 {
-                    s.bytes += got.bytes;
-                    s.flow.counters.set_bytes(s.bytes);
-                }
-                if got.end {
-                    s.done_at = Some(Instant::now());
-                    s.record_final_buffers();
-                    s.state = State::Done;
-                    break;
-                }
-            }
-            // A reset while draining only loses bytes that were outside the window.
-            Err(_) if deadline.is_some() => {
-                s.state = State::Done;
-                break;
-            }
-            Err(e) => return Err(s.io_error("receive (io_uring)", e)),
-        }
-    }
-    drop(rx);
-    Ok(WorkerEnd {
-        flows: vec![s.end()],
-        waits_in: Some("io_uring"),
-        ..WorkerEnd::default()
-    })
 }
 
 /// One worker's flows in the reactor.
@@ -505,7 +418,30 @@ impl Handler for Worker<'_> {
     }
 
     fn finish(self, _io: &Io<'_>) -> WorkerEnd {
-        let flows = self.slots.into_iter().map(Slot::end).collect();
+        let flows = self
+            .slots
+            .into_iter()
+            .map(|mut s| {
+                s.record_final_buffers();
+                if let Some(zc) = &mut s.zc {
+                    // The last sends' notices come as the peer acknowledges them: wait a little.
+                    let until = Instant::now() + ZC_LAST_NOTICES;
+                    while zc.completed < zc.sends && Instant::now() < until {
+                        if matches!(drain_notices(s.sock.raw_fd(), zc), Ok(0) | Err(_)) {
+                            std::thread::sleep(Duration::from_millis(1));
+                        }
+                    }
+                }
+                FlowEnd {
+                    zerocopy: s.zc,
+                    id: s.flow.id,
+                    total_bytes: s.bytes,
+                    done_at: s.done_at,
+                    final_buffers: s.final_buffers.unwrap_or_default(),
+                    udp: None,
+                }
+            })
+            .collect();
         WorkerEnd {
             flows,
             ..WorkerEnd::default()

@@ -866,38 +866,24 @@ fn msg_zerocopy_counts_the_kernels_notices_at_either_end() {
     assert!(v["flows"][0]["local"]["zerocopy"].is_null());
 }
 
-/// A stream receiver in the event loop reads with TCP_INQ (engine::inq):
-/// the read that takes the last queued byte says so, and the receiver goes
-/// back to the poll without a read that finds nothing (EAGAIN). Two flows
-/// on one worker (a flow alone waits in io_uring instead), each paced at
-/// 50 Mbit/s in 16 KiB messages (about 380 a second), so each message
-/// arrives on its own and is read on its own: without TCP_INQ every message
-/// costs a receive that finds nothing (strace, one flow: 407 for 381
-/// messages, against 24 with it, the control connection's among them). The
-/// counts are checked as every stream run's.
+/// A stream receiver reads with TCP_INQ (engine::inq): the read that takes
+/// the last queued byte says so, and the receiver goes back to the poll
+/// without a read that finds nothing (EAGAIN). Paced at 50 Mbit/s in 16 KiB
+/// messages (about 380 a second), each message arrives on its own and is
+/// read on its own, so without TCP_INQ every message costs a receive that
+/// finds nothing (strace: 407 for 381 messages, against 24 with it, the
+/// control connection's among them). The counts are checked as every
+/// stream run's.
 #[test]
 fn a_stream_receiver_knows_the_socket_is_empty_without_a_read_that_finds_nothing() {
-    let args = [
-        "tcp-stream",
-        "-l",
-        "1",
-        "-b",
-        "50M",
-        "-m",
-        "16K",
-        "-P",
-        "2",
-        "-T",
-        "1",
-        "--json",
-    ];
+    let args = ["tcp-stream", "-l", "1", "-b", "50M", "-m", "16K", "--json"];
     let Some(Receives { v, empty, recvmsg }) = straced_receives(&args) else {
         return;
     };
     check_arithmetic(&v);
     let messages = u(&v, "/summary/bytes") / (16 << 10);
     eprintln!("{messages} messages: {recvmsg} recvmsg(2), {empty} receives that found nothing");
-    assert!(messages >= 200, "{messages} messages in 1 s at 50 Mbit/s a flow");
+    assert!(messages >= 100, "{messages} messages in 1 s at 50 Mbit/s");
     assert!(
         recvmsg >= messages,
         "{recvmsg} recvmsg(2) for {messages} messages"
@@ -905,89 +891,5 @@ fn a_stream_receiver_knows_the_socket_is_empty_without_a_read_that_finds_nothing
     assert!(
         empty * 4 < messages,
         "{empty} receives found nothing for {messages} messages"
-    );
-}
-
-/// Whether this kernel should take an io_uring multishot receive: Linux 6.1
-/// or later (IORING_SETUP_DEFER_TASKRUN) with io_uring not disabled.
-fn io_uring_expected() -> bool {
-    if let Ok(d) = std::fs::read_to_string("/proc/sys/kernel/io_uring_disabled") {
-        if d.trim() != "0" {
-            return false;
-        }
-    }
-    let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
-    let mut n = release
-        .split(|c: char| !c.is_ascii_digit())
-        .filter_map(|x| x.parse::<u32>().ok());
-    matches!((n.next(), n.next()), (Some(major), Some(minor)) if (major, minor) >= (6, 1))
-}
-
-/// A stream receiver alone on its worker waits in io_uring (engine::uring,
-/// a multishot receive), says so in `workers.*[].waits_in`, and counts
-/// every byte: a byte quota arrives exactly, in either direction, and a
-/// timed run's bytes agree with the kernel's count of the socket (the
-/// witness), the drain after the window included. `NETRIG_IO_URING=off`
-/// keeps the event loop, and so does a worker with two flows.
-#[test]
-fn a_lone_stream_receiver_waits_in_io_uring_and_counts_every_byte() {
-    let expected = io_uring_expected();
-    if !expected {
-        eprintln!("io_uring not expected on this kernel: checking the event loop's fallback only");
-    }
-    let want = if expected {
-        Value::from("io_uring")
-    } else {
-        Value::Null
-    };
-    for (kind, receiver) in [("tcp-stream", "remote"), ("tcp-maerts", "local")] {
-        let v = run_json(&[kind, "-n", "64M"]);
-        check_arithmetic(&v);
-        let fl = &v["flows"][0];
-        assert_eq!(fl[receiver]["role"], "receiver", "{kind}");
-        assert_eq!(u(fl, &format!("/{receiver}/total_bytes")), 64 << 20, "{kind}");
-        assert_eq!(
-            v["workers"][receiver][0]["waits_in"], want,
-            "{kind}: {}",
-            v["workers"]
-        );
-
-        let v = run_json(&[kind, "-l", "0.5"]);
-        check_arithmetic(&v);
-        assert_eq!(
-            v["workers"][receiver][0]["waits_in"], want,
-            "{kind}: {}",
-            v["workers"]
-        );
-        let got: Vec<&Value> = v["witness"]["checks"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter(|c| c["figure"] == "TCP payload received")
-            .collect();
-        assert!(
-            got.len() == 1 && got[0]["verdict"] == "agrees" && got[0]["end"] == receiver,
-            "{kind}: {}",
-            v["witness"]
-        );
-    }
-    let mut cmd = netrig();
-    cmd.env("NETRIG_IO_URING", "off");
-    let o = run_cmd(cmd, &["tcp-stream", "-n", "8M", "--json"]);
-    assert!(o.status.success(), "{}", stderr(&o));
-    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
-    assert_eq!(
-        v["workers"]["remote"][0]["waits_in"],
-        Value::Null,
-        "{}",
-        v["workers"]
-    );
-    assert_eq!(u(&v, "/flows/0/remote/total_bytes"), 8 << 20);
-    let v = run_json(&["tcp-stream", "-n", "8M", "-P", "2", "-T", "1"]);
-    assert_eq!(
-        v["workers"]["remote"][0]["waits_in"],
-        Value::Null,
-        "{}",
-        v["workers"]
     );
 }
