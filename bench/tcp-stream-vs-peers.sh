@@ -2,7 +2,9 @@
 # Side-by-side: netrig tcp-stream vs iperf3 and netperf TCP_STREAM, one flow
 # over loopback, the same message size for send and receive, the same
 # congestion control on both sides, alternating runs (netrig, iperf3,
-# netperf, netrig, ...), medians and ratios.
+# netperf, netrig, ...), medians and ratios: of the medians, and paired by
+# round (the median of each round's netrig/peer, with how many rounds netrig
+# led), which a slow round or a drift over the rounds sways less.
 # CPU per byte is measured the same way for every tool: busy CPU-seconds of
 # the whole machine from /proc/stat around each run (both ends are on this
 # host), divided by the bytes the receiver got. Not a test: a measurement.
@@ -52,6 +54,7 @@ import json, os, statistics, sys
 out, rounds, msg, secs, cc, flows, tools = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4], sys.argv[5], int(sys.argv[6]), sys.argv[7:]
 hz = os.sysconf("SC_CLK_TCK")
 rows = {t: [] for t in tools}
+per_round = {}  # round -> tool -> (bits/s, CPU-s/GiB), for ratios paired by round
 for tool in tools:
     for r in range(1, rounds + 1):
         text = open(f"{out}/{tool}.{r}.out").read()
@@ -72,6 +75,7 @@ for tool in tools:
             continue
         b0, t0, b1, t1 = map(float, open(f"{out}/{tool}.{r}.cpu").read().split())
         rows[tool].append((bps, (b1 - b0) / hz / (nbytes / 2**30)))
+        per_round.setdefault(r, {})[tool] = rows[tool][-1]
 what = "1 flow" if flows == 1 else f"{flows} flows, a thread per flow on each end (netrig -T {flows}; iperf3's own)"
 print(f"tcp-stream, {what}, loopback, send and receive {msg}, congestion control {cc}, {secs} s, "
       f"{rounds} alternating rounds")
@@ -88,4 +92,15 @@ for peer in ("iperf3", "netperf"):
     if "netrig" in med and peer in med:
         print(f"throughput ratio netrig/{peer}: {med['netrig'][0] / med[peer][0]:.3f}   "
               f"CPU per byte ratio netrig/{peer}: {med['netrig'][1] / med[peer][1]:.3f} (lower is better)")
+# The same ratios paired by round (each round's netrig against the same round's peer, then the
+# median): a drift over the rounds, or a slow round, weighs on both sides of each pair.
+for peer in ("iperf3", "netperf"):
+    pairs = [(v["netrig"][0] / v[peer][0], v["netrig"][1] / v[peer][1])
+             for v in per_round.values() if "netrig" in v and peer in v]
+    if pairs:
+        t = [p[0] for p in pairs]
+        c = [p[1] for p in pairs]
+        print(f"paired ratio by round, netrig/{peer}: throughput {statistics.median(t):.3f} "
+              f"(ahead in {sum(x > 1 for x in t)} of {len(t)})   CPU per byte {statistics.median(c):.3f} "
+              f"(lower in {sum(x < 1 for x in c)} of {len(c)})")
 PY
