@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Side-by-side connection rate: netrig tcp-crr (1 flow, 1-byte request and
 # response, a new connection per transaction) vs netperf TCP_CRR and neper
-# tcp_crr (1 flow, 1 thread), alternating runs, medians; service demand (µs of CPU per
+# tcp_crr (1 flow, 1 thread), alternating runs, medians and ratios paired by round; service demand (µs of CPU per
 # transaction, both ends: on loopback each end's CPU is the whole machine's) of netrig
 # and netperf (-c -C). Each peer is compared with netrig in the peer's own close order
 # (which end closes first and keeps the TIME_WAIT): netperf's netserver closes first
@@ -118,4 +118,14 @@ print(f"ratio netrig/neper, requester first: {med(n) / med(q):.3f}"
       f"   requester resets (neper's default): {med(nx) / med(qr):.3f}")
 print(f"service demand, both ends, us/tran, netperf's workload: netrig {med(nbsd):.1f}  netperf {med(psd):.1f}"
       f"  ratio {med(nbsd) / med(psd):.3f} (lower is better; kernel's ports: {med(nrsd) / med(psd):.3f})")
+# The same, paired by round: the median of each round's netrig/peer, which a slow round or a
+# drift over the rounds sways less, with how many rounds netrig led.
+def paired(a, b, lower=False):
+    r = [x / y for x, y in zip(a, b) if y]
+    led = sum((x < 1) if lower else (x > 1) for x in r)
+    return f"{med(r):.3f} ({'lower' if lower else 'ahead'} in {led} of {len(r)})"
+print(f"paired ratio by round, netrig/netperf, netperf's workload: {paired(nb, p)}"
+      f"   service demand {paired(nbsd, psd, True)}")
+print(f"paired ratio by round, netrig/neper: requester first {paired(n, q)}"
+      f"   requester resets {paired(nx, qr)}")
 PY
