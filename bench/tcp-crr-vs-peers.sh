@@ -56,12 +56,16 @@ crr_run() {
         netrig-rst) extra=(--close-first requester-reset) ;;
       esac
       fresh_ns; in_ns_background $NETRIG serve -p "$NPORT" -q; sleep 0.5
+      read -r b0 _ < <(cpu_ticks)
       in_ns $NETRIG tcp-crr -H 127.0.0.1 -p "$NPORT" -l "$SECS" "${extra[@]}" --json "${NR_PIN[@]}" "${NR_ARGS[@]}" \
-        2>/dev/null > "$OUT/$step.$r.json" ;;
+        2>/dev/null > "$OUT/$step.$r.json"
+      read -r b1 _ < <(cpu_ticks); echo "$b0 $b1" > "$OUT/$step.$r.cpu" ;;
     netperf)
       fresh_ns; in_ns_background netserver -D -p "$NSPORT"; sleep 0.5
+      read -r b0 _ < <(cpu_ticks)
       in_ns netperf -H 127.0.0.1 -p "$NSPORT" -l "$SECS" -t TCP_CRR "${NP_PIN[@]}" -c -C -P 0 -- -r 1,1 \
-        -o THROUGHPUT,LOCAL_SD,REMOTE_SD > "$OUT/netperf.$r.txt" 2>&1 || true ;;
+        -o THROUGHPUT,LOCAL_SD,REMOTE_SD > "$OUT/netperf.$r.txt" 2>&1 || true
+      read -r b1 _ < <(cpu_ticks); echo "$b0 $b1" > "$OUT/netperf.$r.cpu" ;;
     neper|neper-rst)
       # A neper server serves one run, then exits; both write logs where they run: in OUT.
       local tw=(); [ "$step" = neper ] && tw=(--time-wait)
@@ -118,6 +122,19 @@ print(f"ratio netrig/neper, requester first: {med(n) / med(q):.3f}"
       f"   requester resets (neper's default): {med(nx) / med(qr):.3f}")
 print(f"service demand, both ends, us/tran, netperf's workload: netrig {med(nbsd):.1f}  netperf {med(psd):.1f}"
       f"  ratio {med(nbsd) / med(psd):.3f} (lower is better; kernel's ports: {med(nrsd) / med(psd):.3f})")
+# CPU per transaction measured the same way for both tools: the whole machine's busy ticks
+# from /proc/stat around each run (both ends are on this host), over the transactions the run
+# made (each tool's rate x the test's length), the client's command alone in the window. Each tool's own service demand above is
+# measured its own way (netperf -c -C from its own CPU sampling), which this is a check of.
+hz = os.sysconf("SC_CLK_TCK")
+def ticks(step, r):
+    b0, b1 = map(float, open(f"{out}/{step}.{r}.cpu").read().split())
+    return (b1 - b0) / hz
+def per_tx(step, rates):
+    return [ticks(step, r) / (rates[r - 1] * float(secs)) * 1e6 for r in range(1, rounds + 1)]
+nb_cpu, p_cpu = per_tx("netrig-np", nb), per_tx("netperf", p)
+print(f"CPU per transaction, whole machine (/proc/stat around each run), netperf's workload: "
+      f"netrig {med(nb_cpu):.1f}  netperf {med(p_cpu):.1f} us  ratio {med(nb_cpu) / med(p_cpu):.3f} (lower is better)")
 # The same, paired by round: the median of each round's netrig/peer, which a slow round or a
 # drift over the rounds sways less, with how many rounds netrig led.
 def paired(a, b, lower=False):
@@ -125,7 +142,7 @@ def paired(a, b, lower=False):
     led = sum((x < 1) if lower else (x > 1) for x in r)
     return f"{med(r):.3f} ({'lower' if lower else 'ahead'} in {led} of {len(r)})"
 print(f"paired ratio by round, netrig/netperf, netperf's workload: {paired(nb, p)}"
-      f"   service demand {paired(nbsd, psd, True)}")
+      f"   service demand {paired(nbsd, psd, True)}   CPU per transaction (/proc/stat) {paired(nb_cpu, p_cpu, True)}")
 print(f"paired ratio by round, netrig/neper: requester first {paired(n, q)}"
       f"   requester resets {paired(nx, qr)}")
 PY
