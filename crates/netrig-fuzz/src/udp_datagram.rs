@@ -16,12 +16,9 @@
 use crate::alloc_count;
 use arbitrary::Arbitrary;
 use netrig_metrics::udp_seq::SEQ_WINDOW;
-use netrig_metrics::{Arrival, SeqTracker};
+use netrig_metrics::{Arrival, SeqTracker, Timing};
 use netrig_proto::{DatagramHeader, DATA_MAGIC};
 use std::collections::HashSet;
-
-/// The engine's mark on a send timestamp shared by a GSO send's datagrams.
-const SHARED_STAMP: u64 = 1 << 63;
 
 #[derive(Arbitrary, Debug)]
 struct Input {
@@ -136,9 +133,9 @@ pub fn run(data: &[u8]) {
                 stray += 1;
                 continue;
             }
-            let timed = alone && h.stamp_ns & SHARED_STAMP == 0;
+            let timing = h.timing(alone);
             let before = alloc_count::allocations();
-            let r = t.on_arrival(h.seq, h.stamp_ns & !SHARED_STAMP, b.rx_ns, timed);
+            let r = t.on_arrival(h.seq, h.sent_ns(), b.rx_ns, timing);
             let live = t.live();
             assert_eq!(alloc_count::allocations(), before, "on_arrival allocated");
             if r == Arrival::Implausible {
@@ -160,7 +157,7 @@ pub fn run(data: &[u8]) {
             match r {
                 Arrival::New => {
                     news += 1;
-                    if !timed {
+                    if timing == Timing::Shared {
                         untimed += 1;
                     }
                     assert!(

@@ -37,7 +37,7 @@ pub use cpu::{
 pub use environment::{collect, read_sysctl, sysctl_u64, Environment};
 pub use latency::{LatencyRecorder, LatencySummary};
 pub use tcp_info::{tcp_info, TcpInfo};
-pub use udp_seq::{Arrival, SeqInterval, SeqLive, SeqSummary, SeqTracker};
+pub use udp_seq::{Arrival, SeqInterval, SeqLive, SeqSummary, SeqTracker, Timing};
 pub use witness::{
     counter_scope, interface_of, interfaces_of, read_interface, socket_payload, socket_queue,
     InterfaceCounters,

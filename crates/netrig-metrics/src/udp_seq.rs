@@ -35,6 +35,15 @@
 //!   but jitter, and no `D` is taken across it. [`SeqLive::untimed`] says how
 //!   many there were, so that a jitter made mostly of shared timestamps
 //!   (near zero by construction) can be withheld rather than shown.
+//! - **sampled** arrivals: a sender that hands the kernel several separate
+//!   datagrams in one call (sendmmsg) stamps each with the call's time, and
+//!   only the first of them left at that time; the others are
+//!   [`Timing::Sampled`]: counted everywhere but jitter, not counted as
+//!   untimed, and `D` is taken between the timed ones on either side of
+//!   them (RFC 3550's `D(i, j)` is defined for any two packets). Jitter is
+//!   then the mean `|D|` between the first datagrams of successive calls:
+//!   a sample taken by the sender's clock, not by how close together
+//!   datagrams went or arrived, which is what makes shared ones biased.
 //!
 //! # Bounded memory
 //!
@@ -105,6 +114,21 @@ pub struct SeqSummary {
     pub jitter_us: f64,
     /// Highest sequence number received, if any.
     pub highest_seq: Option<u64>,
+}
+
+/// How a datagram's timestamps stand, for jitter (see the module
+/// documentation).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Timing {
+    /// Its send and receive timestamps are its own: it takes part in `D`.
+    Own,
+    /// It shared a timestamp with other datagrams (one GSO send, one GRO
+    /// buffer): untimed, and no `D` is taken across it.
+    Shared,
+    /// Not the first datagram of a sender's call that sent several separate
+    /// datagrams (sendmmsg): left out of `D`, which is taken across it
+    /// between the timed datagrams on either side.
+    Sampled,
 }
 
 /// What [`SeqTracker::on_arrival`] made of a datagram.
@@ -242,14 +266,13 @@ impl SeqTracker {
     /// receiver's clock (nanoseconds, any epoch), each timestamp its own.
     /// Never allocates, never panics.
     pub fn on_datagram(&mut self, seq: u64, send_ts_ns: u64, recv_ts_ns: u64) -> Arrival {
-        self.on_arrival(seq, send_ts_ns, recv_ts_ns, true)
+        self.on_arrival(seq, send_ts_ns, recv_ts_ns, Timing::Own)
     }
 
     /// [`on_datagram`](Self::on_datagram) for a datagram whose timestamps
-    /// may be shared with other datagrams: `timed` is false when they are
-    /// (see the module documentation); such a datagram counts everywhere
-    /// but in jitter.
-    pub fn on_arrival(&mut self, seq: u64, send_ts_ns: u64, recv_ts_ns: u64, timed: bool) -> Arrival {
+    /// may not be its own ([`Timing`]; see the module documentation): such
+    /// a datagram counts everywhere but in jitter.
+    pub fn on_arrival(&mut self, seq: u64, send_ts_ns: u64, recv_ts_ns: u64, timing: Timing) -> Arrival {
         let first = *self.first_recv_ns.get_or_insert(recv_ts_ns);
         // At most a day: no test lasts longer (the agent's --max-duration).
         let elapsed_s = (recv_ts_ns.saturating_sub(first) / 1_000_000_000 + 1).min(86_400);
@@ -287,11 +310,16 @@ impl SeqTracker {
         }
         self.received = self.received.saturating_add(1);
 
-        if !timed {
-            // No D across a shared timestamp.
-            self.untimed = self.untimed.saturating_add(1);
-            self.prev_transit_ns = None;
-            return Arrival::New;
+        match timing {
+            Timing::Own => {}
+            Timing::Shared => {
+                // No D across a shared timestamp.
+                self.untimed = self.untimed.saturating_add(1);
+                self.prev_transit_ns = None;
+                return Arrival::New;
+            }
+            // D is taken across it, between the timed ones around it.
+            Timing::Sampled => return Arrival::New,
         }
         let transit = i128::from(recv_ts_ns) - i128::from(send_ts_ns);
         if let Some(prev) = self.prev_transit_ns {
@@ -739,5 +767,43 @@ mod tests {
         assert_eq!((j.received, j.lost, j.out_of_order), (1, 0, 1));
         // The totals still agree with the summary.
         assert_eq!(t.summary().lost, 1);
+    }
+
+    /// Calls of four datagrams each (sendmmsg): the first of each carries
+    /// its call's time; `D` is taken between those, across the three
+    /// sampled ones, which count everywhere but in jitter and not as
+    /// untimed. A shared one (GSO, GRO) breaks the chain instead.
+    #[test]
+    fn sampled_datagrams_are_stepped_over_and_shared_ones_break_the_chain() {
+        const US: u64 = 1000;
+        let mut t = SeqTracker::new();
+        // Call k at 100 µs intervals; its first datagram's transit is 10 µs,
+        // plus 4 µs in odd calls: |D| = 4 µs between successive firsts. The
+        // sampled ones arrive late, so that a D taken from them would differ.
+        for call in 0..10u64 {
+            let sent = call * 100 * US;
+            let transit = if call % 2 == 1 { 14 * US } else { 10 * US };
+            for i in 0..4 {
+                let timing = if i == 0 { Timing::Own } else { Timing::Sampled };
+                let a = t.on_arrival(call * 4 + i, sent, sent + transit + i * 50 * US, timing);
+                assert_eq!(a, Arrival::New);
+            }
+        }
+        let live = t.live();
+        assert_eq!((live.received, live.untimed, live.d_count), (40, 0, 9));
+        assert!(
+            (live.d_sum_ns / live.d_count as f64 - 4_000.0).abs() < 1e-6,
+            "{live:?}"
+        );
+        // A shared datagram: untimed, and the next timed one starts a new chain.
+        t.on_arrival(40, 1_000 * US, 1_010 * US, Timing::Shared);
+        t.on_arrival(41, 1_100 * US, 1_190 * US, Timing::Own);
+        t.on_arrival(42, 1_200 * US, 1_210 * US, Timing::Own);
+        let after = t.live();
+        assert_eq!((after.untimed, after.d_count), (1, 10));
+        assert!(
+            (after.d_sum_ns - live.d_sum_ns - 80_000.0).abs() < 1e-6,
+            "{after:?}"
+        );
     }
 }

@@ -6,7 +6,14 @@
 //! | 0..8 | test id: the session cookie's first 8 bytes |
 //! | 8..12 | flow id |
 //! | 12..20 | sequence number |
-//! | 20..28 | the sender's timestamp, ns |
+//! | 20..28 | the sender's timestamp, ns, and two marks |
+//!
+//! The timestamp counts nanoseconds since the test's start (far below
+//! 2^62); its top bits mark a time that is not the datagram's own:
+//! [`SHARED_STAMP`] for a datagram that left in one UDP GSO send with
+//! others, [`SAMPLED_STAMP`] (with [`SHARED_STAMP`], so that a receiver
+//! that knows only the first takes it for untimed) for one that is not the
+//! first of a sendmmsg call of separate datagrams.
 //!
 //! Receivers parse it from bytes any host may send to their port, so
 //! [`DatagramHeader::decode`] takes any slice and answers `None` for one too
@@ -14,6 +21,15 @@
 //! ignored here.
 
 use crate::spec::UDP_HEADER_LEN;
+use netrig_metrics::Timing;
+
+/// Marks a send timestamp shared with the other datagrams of one GSO send.
+pub const SHARED_STAMP: u64 = 1 << 63;
+/// Marks (with [`SHARED_STAMP`]) a datagram after the first of a sendmmsg
+/// call of separate datagrams: only the first left at the call's time.
+pub const SAMPLED_STAMP: u64 = 1 << 62;
+/// Both marks.
+pub const STAMP_MARKS: u64 = SHARED_STAMP | SAMPLED_STAMP;
 
 /// The header of one UDP test datagram.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -52,6 +68,26 @@ impl DatagramHeader {
                 true
             }
             None => false,
+        }
+    }
+
+    /// The sender's time, ns since the test's start, without the marks.
+    pub fn sent_ns(&self) -> u64 {
+        self.stamp_ns & !STAMP_MARKS
+    }
+
+    /// How this datagram's timestamps stand for jitter, given whether its
+    /// receive timestamp was its own (`own_rx`: not one GRO buffer's, nor the
+    /// receiver's own clock for a whole batch).
+    pub fn timing(&self, own_rx: bool) -> Timing {
+        if !own_rx {
+            Timing::Shared
+        } else if self.stamp_ns & SAMPLED_STAMP != 0 {
+            Timing::Sampled
+        } else if self.stamp_ns & SHARED_STAMP != 0 {
+            Timing::Shared
+        } else {
+            Timing::Own
         }
     }
 
@@ -117,5 +153,18 @@ mod tests {
         assert!(h().write(&mut buf));
         assert_eq!(DatagramHeader::decode(&buf), Some(h()));
         assert_eq!(&buf[28..], &[0xee; 12]);
+    }
+
+    #[test]
+    fn the_marks_say_how_a_stamp_stands_and_leave_the_time() {
+        let at = |stamp_ns| DatagramHeader { stamp_ns, ..h() };
+        assert_eq!(at(42).timing(true), Timing::Own);
+        assert_eq!(at(42).timing(false), Timing::Shared);
+        assert_eq!(at(SHARED_STAMP | 42).timing(true), Timing::Shared);
+        assert_eq!(at(STAMP_MARKS | 42).timing(true), Timing::Sampled);
+        assert_eq!(at(STAMP_MARKS | 42).timing(false), Timing::Shared);
+        for s in [42, SHARED_STAMP | 42, STAMP_MARKS | 42] {
+            assert_eq!(at(s).sent_ns(), 42);
+        }
     }
 }

@@ -428,7 +428,7 @@ fn udp_total(flows: &[FlowResult]) -> UdpSummary {
         t.jitter_withheld = per_flow
             .iter()
             .find_map(|u| u.jitter_withheld.clone())
-            .or_else(|| Some("not measured: no two consecutive datagrams were timed in the window".into()));
+            .or_else(|| Some("not measured: no two datagrams were timed in the window".into()));
     }
     t
 }
@@ -479,7 +479,7 @@ impl Jitter {
                 untimed as f64 * 100.0 / received as f64
             ));
         } else if pairs == 0 {
-            j.withheld = Some("not measured: no two consecutive datagrams were timed in the window".into());
+            j.withheld = Some("not measured: no two datagrams were timed in the window".into());
         } else {
             let sum: f64 = flows
                 .iter()

@@ -354,16 +354,17 @@ pub struct UdpSummary {
     /// lost / that expected count × 100.
     pub loss_pct: f64,
     /// Jitter over the receiver's measured window, in µs: the mean of RFC
-    /// 3550's `|D|` (the difference between consecutive datagrams' transit
-    /// times) over the window's timed pairs, all flows together. Null when
-    /// not measured, with the reason in `jitter_withheld`.
+    /// 3550's `|D|` (the difference between successive timed datagrams'
+    /// transit times; with `--no-gso` unpaced, the first datagrams of
+    /// successive sendmmsg calls) over the window's timed pairs, all flows
+    /// together. Null when not measured, with the reason in `jitter_withheld`.
     pub jitter_us: Option<f64>,
     /// RFC 3550's running jitter `J` when the window closed, as iperf3
     /// prints it (the mean over flows, weighted by datagrams received); null
     /// when `jitter_us` is.
     #[serde(default)]
     pub jitter_rfc3550_us: Option<f64>,
-    /// The window's consecutive pairs of timed datagrams that jitter is the mean over.
+    /// The window's pairs of successive timed datagrams that jitter is the mean over.
     #[serde(default)]
     pub jitter_pairs: u64,
     /// Datagrams received in the window whose send or receive timestamp

@@ -411,8 +411,10 @@ fn render_udp(r: &TestResult) -> String {
         (Some(j), _) => {
             let _ = writeln!(
                 out,
-                "jitter over the window: {j:.1} us (mean |D| of {} pairs of consecutive datagrams, RFC 3550's J at the close {:.1} us)",
+                "jitter over the window: {j:.1} us (mean |D| of {} pairs of successive timed datagrams, of {} received; RFC \
+                 3550's J at the close {:.1} us)",
                 u.jitter_pairs,
+                u.received_datagrams,
                 u.jitter_rfc3550_us.unwrap_or(0.0)
             );
         }

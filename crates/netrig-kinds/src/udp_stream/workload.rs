@@ -13,7 +13,10 @@
 //! send timestamp (the sender sets [`SHARED_STAMP`] in it), and those of one
 //! GRO-coalesced buffer one receive timestamp. Such datagrams are counted
 //! everywhere but in jitter, which would otherwise read near zero by
-//! construction (see `netrig_metrics::udp_seq`).
+//! construction (see `netrig_metrics::udp_seq`). Without GSO an unpaced
+//! sender hands the kernel up to BATCH separate datagrams per sendmmsg
+//! call; all but the first are marked [`SAMPLED_STAMP`](netrig_proto::datagram::SAMPLED_STAMP), and jitter is
+//! taken between the calls' first datagrams.
 
 use mio::{Interest, Token};
 use netrig_engine::flow::SocketHandle;
@@ -24,7 +27,7 @@ use netrig_engine::sockopt;
 use netrig_engine::workload::{WorkerControl, Workload};
 use netrig_engine::{EngineError, Flow, FlowEnd, WorkerEnd};
 use netrig_metrics::{Arrival, SeqTracker};
-use netrig_proto::datagram::DatagramHeader;
+use netrig_proto::datagram::{DatagramHeader, SHARED_STAMP, STAMP_MARKS};
 use netrig_proto::report::Role;
 use netrig_proto::DATA_MAGIC;
 use std::io;
@@ -41,10 +44,6 @@ const UDP_GRO: libc::c_int = 104;
 const GSO_MAX_SEGMENTS: usize = 64;
 /// Largest buffer one GSO send or GRO receive may carry.
 const GSO_MAX_BYTES: usize = 65_000;
-/// Set in a datagram's send timestamp when other datagrams of the same GSO
-/// send carry the same one (timestamps are ns since the test's start, far
-/// below 2^63).
-pub const SHARED_STAMP: u64 = 1 << 63;
 /// After the window closes a receiver keeps counting (outside the window)
 /// until the flow has been silent this long, so datagrams in flight are not
 /// taken for lost...
@@ -158,14 +157,19 @@ impl UdpStreamWorkload {
         }
     }
 
-    /// Sends up to `n` datagrams: with UDP GSO in one sendmmsg call of
-    /// BATCH messages of `gso_segments` datagrams each (the kernel splits a
-    /// message into datagrams of `size` bytes; every datagram carries its
-    /// own header, and all of them the call's one timestamp, marked
-    /// [`SHARED_STAMP`] when the call carries more than one); without it,
-    /// one datagram per system call, each stamped just before its call, so
-    /// that every datagram's send time is its own. Returns how many
-    /// datagrams left, as on the wire.
+    /// Sends up to `n` datagrams in one sendmmsg call of up to BATCH
+    /// messages, all stamped with the call's time. With UDP GSO each message
+    /// holds `gso_segments` datagrams (the kernel splits it into datagrams of
+    /// `size` bytes; every datagram carries its own header), and all of them
+    /// are marked [`SHARED_STAMP`] when the call carries more than one.
+    /// Without it each message is one datagram on its own: the first left at
+    /// the call's time, the others are marked [`SAMPLED_STAMP`](netrig_proto::datagram::SAMPLED_STAMP) (jitter is
+    /// taken between the first datagrams of successive calls). A paced flow
+    /// sends one datagram per system call instead, each stamped just before
+    /// its own call, so that every datagram's send time is its own, as
+    /// iperf3's are: pacing is where jitter is what is asked, and the rate
+    /// is below what the calls cost. Returns how many datagrams left, as on
+    /// the wire.
     fn send_batch(
         &self,
         f: &mut UFlow,
@@ -175,16 +179,26 @@ impl UdpStreamWorkload {
         t0: Instant,
     ) -> io::Result<usize> {
         let per = f.gso_segments.max(1);
-        if per == 1 {
+        if per == 1 && f.pace.is_some() {
             return self.send_each(f, buf, n.min(BATCH), test_id, t0);
         }
         let n = n.min(BATCH * per);
-        let ts = t0.elapsed().as_nanos() as u64 & !SHARED_STAMP;
-        let stamp = if n > 1 { ts | SHARED_STAMP } else { ts };
+        let ts = t0.elapsed().as_nanos() as u64 & !STAMP_MARKS;
+        let (first, rest) = match (n > 1, per > 1) {
+            (false, _) => (ts, ts),
+            (true, true) => (ts | SHARED_STAMP, ts | SHARED_STAMP),
+            (true, false) => (ts, ts | STAMP_MARKS),
+        };
         let msgs_n = n.div_ceil(per);
         for i in 0..n {
             let d = &mut buf[i * self.size..(i + 1) * self.size];
-            header(d, test_id, f.flow.id, f.seq + i as u64, stamp);
+            header(
+                d,
+                test_id,
+                f.flow.id,
+                f.seq + i as u64,
+                if i == 0 { first } else { rest },
+            );
         }
         // SAFETY: all-zero is a valid iovec and mmsghdr.
         let mut iovs: [libc::iovec; BATCH] = unsafe { std::mem::zeroed() };
@@ -224,7 +238,7 @@ impl UdpStreamWorkload {
         let d = &mut buf[..self.size];
         let mut sent = 0;
         while sent < n {
-            let ts = t0.elapsed().as_nanos() as u64 & !SHARED_STAMP;
+            let ts = t0.elapsed().as_nanos() as u64 & !STAMP_MARKS;
             header(d, test_id, f.flow.id, f.seq, ts);
             // SAFETY: `d` is valid for its length during the call.
             let rc = unsafe { libc::send(f.fd, d.as_ptr().cast(), d.len(), 0) };
@@ -366,10 +380,8 @@ impl UdpStreamWorkload {
                         f.stray += 1;
                         continue;
                     }
-                    let (seq, stamp) = (h.seq, h.stamp_ns);
-                    let timed = alone && stamp & SHARED_STAMP == 0;
                     // Each payload counts once: a duplicate is accounted, not delivered again.
-                    match f.tracker.on_arrival(seq, stamp & !SHARED_STAMP, rx_ns, timed) {
+                    match f.tracker.on_arrival(h.seq, h.sent_ns(), rx_ns, h.timing(alone)) {
                         Arrival::New => f.bytes += d.len() as u64,
                         Arrival::Duplicate => {}
                         // Further ahead than the sender can have sent: not this flow's.
