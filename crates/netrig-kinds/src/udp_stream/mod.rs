@@ -32,8 +32,10 @@ pub struct UdpArgs {
     /// Reverse: the agent sends, the client receives.
     #[arg(short = 'R', long = "reverse", help_heading = "Rate")]
     reverse: bool,
-    /// One datagram per send and receive, without UDP GSO/GRO (as iperf3 does; for paths where
-    /// offload would not happen or to measure per-datagram cost).
+    /// Every datagram a message of its own, without UDP GSO/GRO (as iperf3 does; for paths where
+    /// offload would not happen or to measure per-datagram cost): paced, one send(2) per datagram;
+    /// unpaced, up to 64 separate datagrams per sendmmsg(2), jitter then taken between each call's
+    /// first datagrams.
     #[arg(long = "no-gso", help_heading = "Rate")]
     no_gso: bool,
 }
