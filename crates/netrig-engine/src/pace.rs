@@ -45,6 +45,12 @@ impl Schedule {
         self.start + Duration::from_nanos(ns.min(u64::MAX as u128) as u64)
     }
 
+    /// How many units were due by `now` and have not left, when `sent` have:
+    /// how far behind its schedule the sender is.
+    pub fn overdue(&self, now: Instant, sent: u64) -> u64 {
+        self.due_by(now).saturating_sub(sent)
+    }
+
     /// How many units may leave at `now` when `sent` have: 0 until the next
     /// one is due; then those due and those due within the quantum.
     pub fn allowed(&self, now: Instant, sent: u64) -> u64 {
@@ -68,6 +74,9 @@ mod tests {
         let s = Schedule::new(t0, 1000, 8_000_000, Duration::from_micros(3500));
         assert_eq!(s.allowed(t0, 0), 3, "unit 0 and the two due within the quantum");
         assert_eq!(s.allowed(t0, 3), 0);
+        assert_eq!((s.overdue(t0, 0), s.overdue(t0, 3)), (1, 0));
+        let behind = t0 + Duration::from_micros(9500);
+        assert_eq!((s.overdue(behind, 3), s.allowed(behind, 3)), (7, 9));
         assert_eq!(s.due_at(3), t0 + Duration::from_millis(3));
         let at = t0 + Duration::from_millis(3);
         assert_eq!(s.allowed(at, 3), 3);

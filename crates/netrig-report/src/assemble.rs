@@ -345,6 +345,8 @@ pub fn assemble(
     };
     let more = kind.warnings(spec, local, remote, &result);
     result.warnings.extend(more);
+    let short = crate::checks::pace_warnings(result.config.rate_bps, &result.summary);
+    result.warnings.extend(short);
     Ok(result)
 }
 

@@ -117,6 +117,40 @@ pub fn side_warnings(side: &SideReport, end: &str, batched: bool) -> Vec<String>
     out
 }
 
+/// A paced direction's senders below this share of the rate asked (`-b` ×
+/// flows) get a warning: a schedule that never runs ahead by more than a
+/// quantum and catches up when late keeps within a percent or two of it.
+pub const PACE_SHORT_WARN: f64 = 0.90;
+
+/// Warnings when a paced test's senders sent well below the rate asked
+/// (`rate_bps` per flow): the offered load was not offered.
+pub fn pace_warnings(rate_bps: Option<u64>, summary: &Summary) -> Vec<String> {
+    let Some(rate) = rate_bps.filter(|r| *r > 0) else {
+        return Vec::new();
+    };
+    let mbps = |b: f64| format!("{:.2}", b / 1e6);
+    summary
+        .directions
+        .iter()
+        .filter_map(|d| {
+            let asked = rate as f64 * f64::from(d.flows);
+            (d.sender_throughput_bps < asked * PACE_SHORT_WARN).then(|| {
+                format!(
+                    "{}: the senders fell behind the offered rate: {} of the {} 10^6bits/s asked (-b {} per flow, {} \
+                     flow(s)) over the senders' window ({:.0}%); the sending end could not keep up (see the workers' busy \
+                     %) or the path held it back (a full socket buffer; for TCP the receive window or congestion control)",
+                    d.direction.name(),
+                    mbps(d.sender_throughput_bps),
+                    mbps(asked),
+                    mbps(rate as f64),
+                    d.flows,
+                    d.sender_throughput_bps / asked * 100.0
+                )
+            })
+        })
+        .collect()
+}
+
 /// Warnings when flows, or the two directions of tcp-bidir, shared unequally
 /// (Jain's index below [`FAIRNESS_WARN`]), from the summary's figures.
 pub fn fairness_warnings(summary: &Summary) -> Vec<String> {

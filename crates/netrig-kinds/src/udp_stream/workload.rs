@@ -92,6 +92,9 @@ struct UFlow {
     seq: u64,
     /// Paced (`-b`): when each datagram is due.
     pace: Option<Schedule>,
+    /// Paced, and fell BATCH or more datagrams behind since it last caught
+    /// up: sends in sendmmsg batches until it catches up.
+    behind: bool,
     /// Datagrams per message: more than one when the kernel segments for us (UDP GSO).
     gso_segments: usize,
     // Receiver.
@@ -164,22 +167,25 @@ impl UdpStreamWorkload {
     /// are marked [`SHARED_STAMP`] when the call carries more than one.
     /// Without it each message is one datagram on its own: the first left at
     /// the call's time, the others are marked [`SAMPLED_STAMP`](netrig_proto::datagram::SAMPLED_STAMP) (jitter is
-    /// taken between the first datagrams of successive calls). A paced flow
-    /// sends one datagram per system call instead, each stamped just before
-    /// its own call, so that every datagram's send time is its own, as
-    /// iperf3's are: pacing is where jitter is what is asked, and the rate
-    /// is below what the calls cost. Returns how many datagrams left, as on
+    /// taken between the first datagrams of successive calls). Unless
+    /// `batch`, it sends them one datagram per system call instead, each
+    /// stamped just before its own call, so that every datagram's send time
+    /// is its own, as iperf3's are: a paced flow does so while it keeps to
+    /// its schedule, since pacing is where jitter is what is asked, and
+    /// batches only from when a call per datagram has left it BATCH or more
+    /// behind until it catches up. Returns how many datagrams left, as on
     /// the wire.
     fn send_batch(
         &self,
         f: &mut UFlow,
         buf: &mut [u8],
         n: usize,
+        batch: bool,
         test_id: u64,
         t0: Instant,
     ) -> io::Result<usize> {
         let per = f.gso_segments.max(1);
-        if per == 1 && f.pace.is_some() {
+        if per == 1 && !batch {
             return self.send_each(f, buf, n.min(BATCH), test_id, t0);
         }
         let n = n.min(BATCH * per);
@@ -269,14 +275,23 @@ impl UdpStreamWorkload {
                 return Ok(None);
             }
             let most = BATCH * f.gso_segments.max(1);
-            let want = match &f.pace {
-                None => most,
-                Some(p) => match p.allowed(Instant::now(), f.seq) {
-                    0 => return Ok(Some(p.due_at(f.seq))),
-                    n => n.min(most as u64) as usize,
-                },
+            let (want, batch) = match &f.pace {
+                None => (most, true),
+                Some(p) => {
+                    let now = Instant::now();
+                    match p.allowed(now, f.seq) {
+                        0 => {
+                            f.behind = false;
+                            return Ok(Some(p.due_at(f.seq)));
+                        }
+                        n => {
+                            f.behind |= p.overdue(now, f.seq) >= BATCH as u64;
+                            (n.min(most as u64) as usize, f.behind)
+                        }
+                    }
+                }
             };
-            match self.send_batch(f, buf, want, test_id, ctl.start) {
+            match self.send_batch(f, buf, want, batch, test_id, ctl.start) {
                 Ok(_) => {}
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(None),
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
@@ -493,6 +508,7 @@ impl Workload for UdpStreamWorkload {
                 units: 0,
                 seq: 0,
                 pace: if sender { schedule } else { None },
+                behind: false,
                 gso_segments,
                 tracker: SeqTracker::new(),
                 stray: 0,

@@ -103,6 +103,58 @@ fn unpaced_no_gso_sends_separate_datagrams_in_batches_and_times_each_calls_first
     assert!(pairs * 2 > batches, "{pairs} pairs for {batches} sendmmsg calls");
 }
 
+/// A paced `--no-gso` sender keeps a send(2) and a stamp per datagram while
+/// it keeps to its schedule (every datagram timed, no sendmmsg), batches in
+/// sendmmsg calls once a call per datagram has left it 64 or more behind
+/// (`-b 2G` of 64-byte datagrams: 3.9 million a second, beyond any
+/// sender's separate calls), and then says that it fell behind the offered
+/// rate, with how far.
+#[test]
+fn a_paced_sender_batches_only_when_behind_and_says_it_fell_behind() {
+    if !strace_works() {
+        eprintln!("skipped: strace is missing or cannot trace here");
+        return;
+    }
+    let traced = |rate: &str| {
+        let args = [
+            "udp-stream",
+            "-l",
+            "1",
+            "-m",
+            "64",
+            "--no-gso",
+            "-b",
+            rate,
+            "--json",
+        ];
+        let (o, text) = straced("sendmmsg", &args);
+        let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+        check_udp(&v);
+        let batches = text.lines().filter(|l| l.contains("sendmmsg(")).count() as u64;
+        (v, batches)
+    };
+    let (v, batches) = traced("2M");
+    let s = udp(&v);
+    assert_eq!(batches, 0, "sendmmsg while keeping to -b 2M: {s}");
+    assert!(
+        u(s, "/jitter_pairs") * 10 > u(s, "/received_datagrams") * 9,
+        "{s}"
+    );
+    assert!(warnings_about(&v, "fell behind").is_empty(), "{}", v["warnings"]);
+    let (v, batches) = traced("2G");
+    let sent = u(udp(&v), "/sent_datagrams");
+    assert!(
+        batches > 0 && batches * 8 < sent,
+        "{batches} sendmmsg calls for {sent} datagrams"
+    );
+    let w = warnings_about(&v, "fell behind the offered rate");
+    assert!(
+        w.len() == 1 && w[0].contains("2000.00 10^6bits/s asked"),
+        "{:?}",
+        v["warnings"]
+    );
+}
+
 #[test]
 fn reverse_many_flows_and_ipv6() {
     let v = run_json(&["udp-stream", "-l", "1", "-b", "10M", "-R", "-P", "4", "-T", "2"]);
