@@ -66,6 +66,12 @@ const RX_COALESCE: Duration = Duration::from_micros(20);
 /// anyway, and a pause would add a second wake-up (at 44,700 datagrams/s
 /// it cost a third more CPU).
 const RX_BUSY_RATE: f64 = 200_000.0;
+/// Send calls one flow makes in one turn of its worker's loop before the
+/// worker's other flows have theirs: without a bound, an unpaced flow (or a
+/// paced one behind its schedule) on loopback, whose socket never fills,
+/// sent until the window closed and the worker's other flows sent nothing
+/// (`-P 4` on two workers: two flows of four at 0 bytes).
+const SEND_TURN_CALLS: usize = 8;
 
 /// The UDP stream workload's parameters.
 #[derive(Debug, Clone)]
@@ -261,8 +267,12 @@ impl UdpStreamWorkload {
         Ok(sent)
     }
 
-    /// Sends what is due (paced) or until the socket is full (unpaced).
-    /// Returns the time of the next datagram due, if paced.
+    /// Sends what is due (paced) or until the socket is full (unpaced), in
+    /// at most [`SEND_TURN_CALLS`] system calls, so that the other flows of
+    /// the worker get their turn (on loopback a UDP socket never fills).
+    /// Returns when to call again: the next datagram's due time (paced), now
+    /// (the turn's calls spent), or after a back-off (ENOBUFS); `None`: when
+    /// the socket turns writable.
     fn on_send(
         &self,
         f: &mut UFlow,
@@ -270,7 +280,7 @@ impl UdpStreamWorkload {
         ctl: &WorkerControl,
         test_id: u64,
     ) -> Result<Option<Instant>, EngineError> {
-        loop {
+        for _ in 0..SEND_TURN_CALLS {
             if ctl.stop.load(Ordering::Relaxed) {
                 return Ok(None);
             }
@@ -310,6 +320,7 @@ impl UdpStreamWorkload {
                 Err(e) => return Err(self.send_error(f, e)),
             }
         }
+        Ok(Some(Instant::now()))
     }
 
     /// Receives every queued datagram. Returns false when the socket had nothing.
@@ -593,6 +604,9 @@ impl Handler for Worker<'_> {
                 std::thread::sleep(RX_COALESCE);
             }
         }
+        // How long the poll may sleep: not at all while an unpaced sender
+        // has room and spent its turn's calls.
+        let mut wait = IDLE;
         if !io.draining() {
             // Unpaced senders with room keep sending without waiting for an edge.
             for f in self
@@ -600,7 +614,9 @@ impl Handler for Worker<'_> {
                 .iter_mut()
                 .filter(|f| f.flow.role == Role::Sender && f.pace.is_none())
             {
-                cfg.on_send(f, &mut self.sbuf, ctl, ctl.test_id)?;
+                if let Some(again) = cfg.on_send(f, &mut self.sbuf, ctl, ctl.test_id)? {
+                    wait = wait.min(again.saturating_duration_since(now.get()));
+                }
             }
         }
         // Paced senders: send what is due, then sleep until the next one.
@@ -624,7 +640,7 @@ impl Handler for Worker<'_> {
         if let (Some(t), Some(d)) = (io.timer, self.next_due) {
             t.arm_at(d);
         }
-        Ok(IDLE)
+        Ok(wait)
     }
 
     fn on_stop(&mut self, _io: &Io<'_>, _now: Instant) -> Duration {

@@ -155,6 +155,31 @@ fn a_paced_sender_batches_only_when_behind_and_says_it_fell_behind() {
     );
 }
 
+/// Flows on one worker take turns: an unpaced flow (and a paced one behind
+/// its schedule) on loopback, whose socket never fills, sent until the
+/// window closed while the worker's other flows sent nothing (`-P 4` on two
+/// workers: two flows at 0 bytes). Now each makes at most a few calls a
+/// turn, and every flow sends a fair part, with GSO and without.
+#[test]
+fn flows_on_one_worker_take_turns_sending() {
+    for extra in [&["--no-gso"][..], &[], &["--no-gso", "-b", "1G"]] {
+        let mut args = vec!["udp-stream", "-l", "1", "-m", "64", "-P", "4", "-T", "1"];
+        args.extend_from_slice(extra);
+        let v = run_json(&args);
+        let sent: Vec<u64> = v["flows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| f["sender_bytes"].as_u64().unwrap())
+            .collect();
+        let total: u64 = sent.iter().sum();
+        assert!(
+            sent.len() == 4 && sent.iter().all(|b| *b * 16 > total),
+            "{extra:?}: bytes sent per flow {sent:?}"
+        );
+    }
+}
+
 #[test]
 fn reverse_many_flows_and_ipv6() {
     let v = run_json(&["udp-stream", "-l", "1", "-b", "10M", "-R", "-P", "4", "-T", "2"]);
