@@ -202,7 +202,20 @@ enum Sent {
     NotDue(Instant),
     /// The window closed (the handler's `on_stop` finishes the flow).
     Stopped,
+    /// It sent [`SEND_TURN_BYTES`] (to the end of a message) and its worker
+    /// has other senders: it goes on at its next turn, without waiting for
+    /// an edge.
+    Turn,
 }
+
+/// Bytes a sender sends in one turn of its worker's loop (then to the end
+/// of the message) when the worker has other senders. Without a bound a
+/// sender wrote until its socket was full, and on loopback, where the
+/// receiver frees the socket as fast as it fills, that could be most of the
+/// test: `tcp-stream -P 4 -T 1` gave its flows 0.5 to 13 Gbit/s (Jain's
+/// index 0.61). Measured with 4 flows on 2 workers, 128K messages: turns of
+/// 512 KiB cost 16 % of the throughput, 4 MiB nothing (bench/builds-ab.sh).
+const SEND_TURN_BYTES: u64 = 4 << 20;
 
 #[derive(Debug, PartialEq, Eq, Clone, Copy)]
 enum State {
@@ -225,6 +238,9 @@ struct Slot {
     allowed: u64,
     /// A sender that filled its socket and waits for a writable edge.
     full: bool,
+    /// A sender that stopped at the end of its turn ([`Sent::Turn`]) with
+    /// room left: the loop comes back to it.
+    turn: bool,
     done_at: Option<Instant>,
     final_buffers: Option<BufPair>,
     /// `--msg-zerocopy` senders: sends made and the kernel's notices.
@@ -298,6 +314,7 @@ impl Workload for StreamWorkload {
                 messages: 0,
                 allowed: 0,
                 full: false,
+                turn: false,
                 done_at: None,
                 final_buffers: None,
             });
@@ -312,9 +329,14 @@ impl Workload for StreamWorkload {
         } else {
             None
         };
+        let senders = slots
+            .iter()
+            .filter(|s| matches!(s.flow.role, Role::Sender | Role::Requester))
+            .count();
         let w = Worker {
             cfg: self,
             ctl,
+            share: senders > 1,
             live: slots.len(),
             slots,
             payload: Payload {
@@ -335,6 +357,8 @@ struct Worker<'a> {
     cfg: &'a StreamWorkload,
     ctl: &'a WorkerControl,
     slots: Vec<Slot>,
+    /// Several senders: each takes turns of [`SEND_TURN_BYTES`].
+    share: bool,
     /// Flows not yet done.
     live: usize,
     payload: Payload<'a>,
@@ -355,7 +379,7 @@ impl Handler for Worker<'_> {
         let finished = match s.flow.role {
             Role::Sender | Role::Requester => {
                 s.full = false;
-                let sent = cfg.on_writable(s, &self.payload, self.ctl, self.pace.as_ref())?;
+                let sent = cfg.on_writable(s, &self.payload, self.ctl, self.pace.as_ref(), self.share)?;
                 cfg.after_write(s, sent, &mut self.next_due)
             }
             Role::Receiver | Role::Responder => cfg.on_readable(s, &mut self.recv_buf, io.draining())?,
@@ -372,6 +396,26 @@ impl Handler for Worker<'_> {
 
     fn on_tick(&mut self, io: &Io<'_>, _now: &Now) -> Result<Duration, EngineError> {
         let cfg = self.cfg;
+        // Senders that ended their turn with room: their next turn, and no
+        // sleep while one still has room.
+        let mut wait = IDLE;
+        if !io.draining() {
+            for s in self
+                .slots
+                .iter_mut()
+                .filter(|s| s.turn && s.state == State::Active)
+            {
+                s.turn = false;
+                let sent = cfg.on_writable(s, &self.payload, self.ctl, self.pace.as_ref(), self.share)?;
+                if cfg.after_write(s, sent, &mut self.next_due) {
+                    let _ = io.registry.deregister(&mut s.sock);
+                    self.live -= 1;
+                }
+                if s.turn {
+                    wait = Duration::ZERO;
+                }
+            }
+        }
         // Paced senders: begin what is due, then sleep until the next one.
         if !io.draining()
             && self
@@ -382,17 +426,20 @@ impl Handler for Worker<'_> {
             for s in self.slots.iter_mut().filter(|s| {
                 s.state == State::Active && !s.full && matches!(s.flow.role, Role::Sender | Role::Requester)
             }) {
-                let sent = cfg.on_writable(s, &self.payload, self.ctl, self.pace.as_ref())?;
+                let sent = cfg.on_writable(s, &self.payload, self.ctl, self.pace.as_ref(), self.share)?;
                 if cfg.after_write(s, sent, &mut self.next_due) {
                     let _ = io.registry.deregister(&mut s.sock);
                     self.live -= 1;
+                }
+                if s.turn {
+                    wait = Duration::ZERO;
                 }
             }
         }
         if let (Some(t), Some(d)) = (io.timer, self.next_due) {
             t.arm_at(d);
         }
-        Ok(IDLE)
+        Ok(wait)
     }
 
     fn on_stop(&mut self, _io: &Io<'_>, _now: Instant) -> Duration {
@@ -457,24 +504,31 @@ impl StreamWorkload {
             Sent::Full => s.full = true,
             Sent::NotDue(at) => *next_due = Some(next_due.map_or(at, |d| d.min(at))),
             Sent::Stopped => {}
+            Sent::Turn => s.turn = true,
             Sent::Finished => return true,
         }
         false
     }
 
-    /// Writes (or, with `-Z`, sends from the file) until the socket is full
-    /// or, paced, until the next message is not yet due.
+    /// Writes (or, with `-Z`, sends from the file) until the socket is full,
+    /// paced until the next message is not yet due, and when `share` (the
+    /// worker has other senders) for a turn of [`SEND_TURN_BYTES`] at most.
     fn on_writable(
         &self,
         s: &mut Slot,
         payload: &Payload,
         ctl: &WorkerControl,
         pace: Option<&Schedule>,
+        share: bool,
     ) -> Result<Sent, EngineError> {
         let buf = payload.buf;
+        let turn_ends = s.bytes + SEND_TURN_BYTES;
         loop {
             if ctl.stop.load(Ordering::Relaxed) {
                 return Ok(Sent::Stopped); // on_stop finishes the flow
+            }
+            if share && s.msg_off == 0 && s.bytes >= turn_ends {
+                return Ok(Sent::Turn);
             }
             if let (Some(p), 0) = (pace, s.msg_off) {
                 if s.messages >= s.allowed {

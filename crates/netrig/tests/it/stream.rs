@@ -80,6 +80,30 @@ fn tcp_bidir_parallel_flows_and_table() {
 }
 
 /// Jain's fairness index of `values`, recomputed here from the result's own figures.
+/// Senders on one worker take turns of 4 MiB: each wrote until its socket
+/// was full, and on loopback the receiver frees a socket as fast as it
+/// fills, so one flow could hold the worker for most of the test
+/// (`tcp-stream -P 4 -T 1`: 0.5 to 13 Gbit/s a flow, Jain's index 0.61).
+/// Both directions' senders: the client's (tcp-stream) and the agent's
+/// (tcp-maerts).
+#[test]
+fn senders_on_one_worker_take_turns() {
+    for kind in ["tcp-stream", "tcp-maerts"] {
+        let v = run_json(&[kind, "-l", "1", "-P", "4", "-T", "1"]);
+        let bytes: Vec<u64> = v["flows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| f["bytes"].as_u64().unwrap())
+            .collect();
+        let total: u64 = bytes.iter().sum();
+        assert!(
+            bytes.len() == 4 && bytes.iter().all(|b| *b * 8 > total),
+            "{kind}: bytes per flow {bytes:?}"
+        );
+    }
+}
+
 fn jain(values: &[f64]) -> f64 {
     values.iter().sum::<f64>().powi(2) / (values.len() as f64 * values.iter().map(|x| x * x).sum::<f64>())
 }
