@@ -367,6 +367,22 @@ struct Worker<'a> {
     next_due: Option<Instant>,
 }
 
+impl Worker<'_> {
+    /// Sender `i`'s turn from the loop (not from its socket's edge): writes,
+    /// notes where it stopped, and lets a finished one go. Returns true when
+    /// it ended its turn with room left.
+    fn sender_turn(&mut self, io: &Io<'_>, i: usize) -> Result<bool, EngineError> {
+        let cfg = self.cfg;
+        let s = &mut self.slots[i];
+        let sent = cfg.on_writable(s, &self.payload, self.ctl, self.pace.as_ref(), self.share)?;
+        if cfg.after_write(s, sent, &mut self.next_due) {
+            let _ = io.registry.deregister(&mut s.sock);
+            self.live -= 1;
+        }
+        Ok(s.turn)
+    }
+}
+
 impl Handler for Worker<'_> {
     fn on_ready(&mut self, io: &Io<'_>, index: usize, _ready: Ready) -> Result<(), EngineError> {
         let cfg = self.cfg;
@@ -395,24 +411,17 @@ impl Handler for Worker<'_> {
     // wakes the edge-triggered poll anew; on_tick sends what is due.
 
     fn on_tick(&mut self, io: &Io<'_>, _now: &Now) -> Result<Duration, EngineError> {
-        let cfg = self.cfg;
         // Senders that ended their turn with room: their next turn, and no
         // sleep while one still has room.
         let mut wait = IDLE;
         if !io.draining() {
-            for s in self
-                .slots
-                .iter_mut()
-                .filter(|s| s.turn && s.state == State::Active)
-            {
-                s.turn = false;
-                let sent = cfg.on_writable(s, &self.payload, self.ctl, self.pace.as_ref(), self.share)?;
-                if cfg.after_write(s, sent, &mut self.next_due) {
-                    let _ = io.registry.deregister(&mut s.sock);
-                    self.live -= 1;
-                }
-                if s.turn {
-                    wait = Duration::ZERO;
+            for i in 0..self.slots.len() {
+                let s = &mut self.slots[i];
+                if s.turn && s.state == State::Active {
+                    s.turn = false;
+                    if self.sender_turn(io, i)? {
+                        wait = Duration::ZERO;
+                    }
                 }
             }
         }
@@ -423,15 +432,12 @@ impl Handler for Worker<'_> {
                 .is_some_and(|d| d <= Instant::now() + Duration::from_micros(20))
         {
             self.next_due = None;
-            for s in self.slots.iter_mut().filter(|s| {
-                s.state == State::Active && !s.full && matches!(s.flow.role, Role::Sender | Role::Requester)
-            }) {
-                let sent = cfg.on_writable(s, &self.payload, self.ctl, self.pace.as_ref(), self.share)?;
-                if cfg.after_write(s, sent, &mut self.next_due) {
-                    let _ = io.registry.deregister(&mut s.sock);
-                    self.live -= 1;
-                }
-                if s.turn {
+            for i in 0..self.slots.len() {
+                let s = &self.slots[i];
+                let sender = s.state == State::Active
+                    && !s.full
+                    && matches!(s.flow.role, Role::Sender | Role::Requester);
+                if sender && self.sender_turn(io, i)? {
                     wait = Duration::ZERO;
                 }
             }
