@@ -202,20 +202,25 @@ enum Sent {
     NotDue(Instant),
     /// The window closed (the handler's `on_stop` finishes the flow).
     Stopped,
-    /// It sent [`SEND_TURN_BYTES`] (to the end of a message) and its worker
+    /// It sent [`TURN_BYTES`] (to the end of a message) and its worker
     /// has other senders: it goes on at its next turn, without waiting for
     /// an edge.
     Turn,
 }
 
-/// Bytes a sender sends in one turn of its worker's loop (then to the end
-/// of the message) when the worker has other senders. Without a bound a
-/// sender wrote until its socket was full, and on loopback, where the
-/// receiver frees the socket as fast as it fills, that could be most of the
-/// test: `tcp-stream -P 4 -T 1` gave its flows 0.5 to 13 Gbit/s (Jain's
-/// index 0.61). Measured with 4 flows on 2 workers, 128K messages: turns of
-/// 512 KiB cost 16 % of the throughput, 4 MiB nothing (bench/builds-ab.sh).
-const SEND_TURN_BYTES: u64 = 4 << 20;
+/// Bytes a sender sends (then to the end of the message), or a receiver
+/// reads, in one turn of its worker's loop when the worker has other flows.
+/// Without a bound a sender wrote until its socket was full and a receiver
+/// read until its socket was empty, and on loopback, where the peer empties
+/// or refills a socket as fast as this end works on it, that could be most
+/// of the test: `tcp-stream -P 4 -T 1` gave its flows 0.5 to 13 Gbit/s
+/// (Jain's index 0.61), and `tcp-bidir -P 2` its client's senders 1-2
+/// Gbit/s against the agent's 20 (their workers kept reading). Measured
+/// with 4 flows on 2 workers, 128K messages (bench/builds-ab.sh, paired):
+/// turns of 512 KiB cost 16 % of the throughput; 4 MiB 0.966x and 1.019x
+/// in two sets of 8 rounds, within their noise; 16 MiB 1.034x, but it
+/// split tcp-bidir's two senders 6.8 and 15.7 Gbit/s.
+const TURN_BYTES: u64 = 4 << 20;
 
 #[derive(Debug, PartialEq, Eq, Clone, Copy)]
 enum State {
@@ -329,14 +334,10 @@ impl Workload for StreamWorkload {
         } else {
             None
         };
-        let senders = slots
-            .iter()
-            .filter(|s| matches!(s.flow.role, Role::Sender | Role::Requester))
-            .count();
         let w = Worker {
             cfg: self,
             ctl,
-            share: senders > 1,
+            share: slots.len() > 1,
             live: slots.len(),
             slots,
             payload: Payload {
@@ -357,7 +358,7 @@ struct Worker<'a> {
     cfg: &'a StreamWorkload,
     ctl: &'a WorkerControl,
     slots: Vec<Slot>,
-    /// Several senders: each takes turns of [`SEND_TURN_BYTES`].
+    /// Several flows: each sender and receiver takes turns of [`TURN_BYTES`].
     share: bool,
     /// Flows not yet done.
     live: usize,
@@ -398,7 +399,9 @@ impl Handler for Worker<'_> {
                 let sent = cfg.on_writable(s, &self.payload, self.ctl, self.pace.as_ref(), self.share)?;
                 cfg.after_write(s, sent, &mut self.next_due)
             }
-            Role::Receiver | Role::Responder => cfg.on_readable(s, &mut self.recv_buf, io.draining())?,
+            Role::Receiver | Role::Responder => {
+                cfg.on_readable(s, &mut self.recv_buf, io.draining(), self.share)?
+            }
         };
         if finished {
             let _ = io.registry.deregister(&mut s.sock);
@@ -411,18 +414,31 @@ impl Handler for Worker<'_> {
     // wakes the edge-triggered poll anew; on_tick sends what is due.
 
     fn on_tick(&mut self, io: &Io<'_>, _now: &Now) -> Result<Duration, EngineError> {
-        // Senders that ended their turn with room: their next turn, and no
-        // sleep while one still has room.
+        // Flows that ended their turn with room (senders) or bytes left
+        // (receivers): their next turn, and no sleep while one still has.
         let mut wait = IDLE;
-        if !io.draining() {
-            for i in 0..self.slots.len() {
-                let s = &mut self.slots[i];
-                if s.turn && s.state == State::Active {
-                    s.turn = false;
-                    if self.sender_turn(io, i)? {
-                        wait = Duration::ZERO;
+        for i in 0..self.slots.len() {
+            let s = &mut self.slots[i];
+            if !s.turn || s.state == State::Done {
+                continue;
+            }
+            s.turn = false;
+            let again = match s.flow.role {
+                Role::Sender | Role::Requester if !io.draining() => self.sender_turn(io, i)?,
+                Role::Sender | Role::Requester => false,
+                Role::Receiver | Role::Responder => {
+                    if self
+                        .cfg
+                        .on_readable(s, &mut self.recv_buf, io.draining(), self.share)?
+                    {
+                        let _ = io.registry.deregister(&mut s.sock);
+                        self.live -= 1;
                     }
+                    s.turn
                 }
+            };
+            if again {
+                wait = Duration::ZERO;
             }
         }
         // Paced senders: begin what is due, then sleep until the next one.
@@ -518,7 +534,7 @@ impl StreamWorkload {
 
     /// Writes (or, with `-Z`, sends from the file) until the socket is full,
     /// paced until the next message is not yet due, and when `share` (the
-    /// worker has other senders) for a turn of [`SEND_TURN_BYTES`] at most.
+    /// worker has other senders) for a turn of [`TURN_BYTES`] at most.
     fn on_writable(
         &self,
         s: &mut Slot,
@@ -528,7 +544,7 @@ impl StreamWorkload {
         share: bool,
     ) -> Result<Sent, EngineError> {
         let buf = payload.buf;
-        let turn_ends = s.bytes + SEND_TURN_BYTES;
+        let turn_ends = s.bytes + TURN_BYTES;
         loop {
             if ctl.stop.load(Ordering::Relaxed) {
                 return Ok(Sent::Stopped); // on_stop finishes the flow
@@ -611,8 +627,20 @@ impl StreamWorkload {
         }
     }
 
-    /// Reads until the socket is empty. Returns true at end of file.
-    fn on_readable(&self, s: &mut Slot, buf: &mut [u8], stopping: bool) -> Result<bool, EngineError> {
+    /// Reads until the socket is empty or, when `share` (the worker has
+    /// other flows) and the window is open, for a turn of
+    /// [`TURN_BYTES`]: a peer that refills the socket as fast as it is
+    /// read would otherwise keep the worker here, and the flows beside it
+    /// (tcp-bidir's senders on the same worker) would wait. Returns true at
+    /// end of file.
+    fn on_readable(
+        &self,
+        s: &mut Slot,
+        buf: &mut [u8],
+        stopping: bool,
+        share: bool,
+    ) -> Result<bool, EngineError> {
+        let turn_ends = s.bytes + TURN_BYTES;
         loop {
             let mut empty = false;
             let got = if self.skip_rx_copy {
@@ -636,6 +664,10 @@ impl StreamWorkload {
                     if empty {
                         // The queue is empty: what comes next wakes the
                         // (edge-triggered) poll again.
+                        return Ok(false);
+                    }
+                    if share && !stopping && s.bytes >= turn_ends {
+                        s.turn = true;
                         return Ok(false);
                     }
                 }

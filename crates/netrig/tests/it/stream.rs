@@ -87,7 +87,7 @@ fn tcp_bidir_parallel_flows_and_table() {
 /// Both directions' senders: the client's (tcp-stream) and the agent's
 /// (tcp-maerts).
 #[test]
-fn senders_on_one_worker_take_turns() {
+fn flows_on_one_worker_take_turns() {
     for kind in ["tcp-stream", "tcp-maerts"] {
         let v = run_json(&[kind, "-l", "1", "-P", "4", "-T", "1"]);
         let bytes: Vec<u64> = v["flows"]
@@ -102,6 +102,20 @@ fn senders_on_one_worker_take_turns() {
             "{kind}: bytes per flow {bytes:?}"
         );
     }
+    // Receivers too: a worker reading one flow while its peer refilled it
+    // kept the sender beside it waiting (tcp-bidir -P 2 on one worker per
+    // end: the client's senders 1-2 Gbit/s, the agent's 20).
+    let v = run_json(&["tcp-bidir", "-l", "1", "-P", "2", "-T", "1"]);
+    let dirs: Vec<f64> = v["summary"]["directions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["throughput_bps"].as_f64().unwrap())
+        .collect();
+    assert!(
+        dirs.len() == 2 && dirs[0] * 3.0 > dirs[1] && dirs[1] * 3.0 > dirs[0],
+        "tcp-bidir directions {dirs:?}"
+    );
 }
 
 fn jain(values: &[f64]) -> f64 {
