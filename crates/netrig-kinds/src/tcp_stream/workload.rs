@@ -209,18 +209,23 @@ enum Sent {
 }
 
 /// Bytes a sender sends (then to the end of the message), or a receiver
-/// reads, in one turn of its worker's loop when the worker has other flows.
-/// Without a bound a sender wrote until its socket was full and a receiver
-/// read until its socket was empty, and on loopback, where the peer empties
-/// or refills a socket as fast as this end works on it, that could be most
-/// of the test: `tcp-stream -P 4 -T 1` gave its flows 0.5 to 13 Gbit/s
-/// (Jain's index 0.61), and `tcp-bidir -P 2` its client's senders 1-2
-/// Gbit/s against the agent's 20 (their workers kept reading). Measured
-/// with 4 flows on 2 workers, 128K messages (bench/builds-ab.sh, paired):
-/// turns of 512 KiB cost 16 % of the throughput; 4 MiB 0.966x and 1.019x
-/// in two sets of 8 rounds, within their noise; 16 MiB 1.034x, but it
-/// split tcp-bidir's two senders 6.8 and 15.7 Gbit/s.
-const TURN_BYTES: u64 = 4 << 20;
+/// reads, in one turn of its worker's loop when the worker has other flows:
+/// [`TURN_BYTES`], or [`TURN_BYTES_PER_FLOW`] for each of the worker's flows
+/// if that is more. Without a bound a sender wrote until its socket was full
+/// and a receiver read until its socket was empty, and on loopback, where
+/// the peer empties or refills a socket as fast as this end works on it,
+/// that could be most of the test: `tcp-stream -P 4 -T 1` gave its flows 0.5
+/// to 13 Gbit/s (Jain's index 0.61), and `tcp-bidir -P 2` its client's
+/// senders 1-2 Gbit/s against the agent's 20 (their workers kept reading).
+/// Measured (bench/builds-ab.sh, paired, and single runs): with 4 flows on 2
+/// workers, turns of 512 KiB cost 16 % of the throughput and 4 MiB
+/// 0.966-1.019x; 64 flows on 2 workers lost 10-15 % with turns of 4 MiB and
+/// nothing with 64 MiB (with that many flows each socket fills or empties
+/// long before a turn ends); tcp-bidir `-P 2 -T 1` needs turns of 8 MiB or
+/// less (64 MiB starved the other direction).
+const TURN_BYTES: u64 = 8 << 20;
+/// See [`TURN_BYTES`].
+const TURN_BYTES_PER_FLOW: u64 = 2 << 20;
 
 #[derive(Debug, PartialEq, Eq, Clone, Copy)]
 enum State {
@@ -337,7 +342,10 @@ impl Workload for StreamWorkload {
         let w = Worker {
             cfg: self,
             ctl,
-            share: slots.len() > 1,
+            turn_bytes: match slots.len() {
+                0 | 1 => None,
+                n => Some(TURN_BYTES.max(TURN_BYTES_PER_FLOW * n as u64)),
+            },
             live: slots.len(),
             slots,
             payload: Payload {
@@ -358,8 +366,9 @@ struct Worker<'a> {
     cfg: &'a StreamWorkload,
     ctl: &'a WorkerControl,
     slots: Vec<Slot>,
-    /// Several flows: each sender and receiver takes turns of [`TURN_BYTES`].
-    share: bool,
+    /// Several flows: each sender and receiver takes turns of this many
+    /// bytes ([`TURN_BYTES`]).
+    turn_bytes: Option<u64>,
     /// Flows not yet done.
     live: usize,
     payload: Payload<'a>,
@@ -375,7 +384,7 @@ impl Worker<'_> {
     fn sender_turn(&mut self, io: &Io<'_>, i: usize) -> Result<bool, EngineError> {
         let cfg = self.cfg;
         let s = &mut self.slots[i];
-        let sent = cfg.on_writable(s, &self.payload, self.ctl, self.pace.as_ref(), self.share)?;
+        let sent = cfg.on_writable(s, &self.payload, self.ctl, self.pace.as_ref(), self.turn_bytes)?;
         if cfg.after_write(s, sent, &mut self.next_due) {
             let _ = io.registry.deregister(&mut s.sock);
             self.live -= 1;
@@ -396,11 +405,12 @@ impl Handler for Worker<'_> {
         let finished = match s.flow.role {
             Role::Sender | Role::Requester => {
                 s.full = false;
-                let sent = cfg.on_writable(s, &self.payload, self.ctl, self.pace.as_ref(), self.share)?;
+                let sent =
+                    cfg.on_writable(s, &self.payload, self.ctl, self.pace.as_ref(), self.turn_bytes)?;
                 cfg.after_write(s, sent, &mut self.next_due)
             }
             Role::Receiver | Role::Responder => {
-                cfg.on_readable(s, &mut self.recv_buf, io.draining(), self.share)?
+                cfg.on_readable(s, &mut self.recv_buf, io.draining(), self.turn_bytes)?
             }
         };
         if finished {
@@ -429,7 +439,7 @@ impl Handler for Worker<'_> {
                 Role::Receiver | Role::Responder => {
                     if self
                         .cfg
-                        .on_readable(s, &mut self.recv_buf, io.draining(), self.share)?
+                        .on_readable(s, &mut self.recv_buf, io.draining(), self.turn_bytes)?
                     {
                         let _ = io.registry.deregister(&mut s.sock);
                         self.live -= 1;
@@ -533,23 +543,23 @@ impl StreamWorkload {
     }
 
     /// Writes (or, with `-Z`, sends from the file) until the socket is full,
-    /// paced until the next message is not yet due, and when `share` (the
-    /// worker has other senders) for a turn of [`TURN_BYTES`] at most.
+    /// paced until the next message is not yet due, and when `turn` (the
+    /// worker has other flows) for a turn of that many bytes at most.
     fn on_writable(
         &self,
         s: &mut Slot,
         payload: &Payload,
         ctl: &WorkerControl,
         pace: Option<&Schedule>,
-        share: bool,
+        turn: Option<u64>,
     ) -> Result<Sent, EngineError> {
         let buf = payload.buf;
-        let turn_ends = s.bytes + TURN_BYTES;
+        let turn_ends = turn.map_or(u64::MAX, |t| s.bytes.saturating_add(t));
         loop {
             if ctl.stop.load(Ordering::Relaxed) {
                 return Ok(Sent::Stopped); // on_stop finishes the flow
             }
-            if share && s.msg_off == 0 && s.bytes >= turn_ends {
+            if s.msg_off == 0 && s.bytes >= turn_ends {
                 return Ok(Sent::Turn);
             }
             if let (Some(p), 0) = (pace, s.msg_off) {
@@ -627,9 +637,9 @@ impl StreamWorkload {
         }
     }
 
-    /// Reads until the socket is empty or, when `share` (the worker has
-    /// other flows) and the window is open, for a turn of
-    /// [`TURN_BYTES`]: a peer that refills the socket as fast as it is
+    /// Reads until the socket is empty or, when `turn` (the worker has
+    /// other flows) and the window is open, for a turn of that many bytes
+    /// ([`TURN_BYTES`]): a peer that refills the socket as fast as it is
     /// read would otherwise keep the worker here, and the flows beside it
     /// (tcp-bidir's senders on the same worker) would wait. Returns true at
     /// end of file.
@@ -638,9 +648,9 @@ impl StreamWorkload {
         s: &mut Slot,
         buf: &mut [u8],
         stopping: bool,
-        share: bool,
+        turn: Option<u64>,
     ) -> Result<bool, EngineError> {
-        let turn_ends = s.bytes + TURN_BYTES;
+        let turn_ends = turn.map_or(u64::MAX, |t| s.bytes.saturating_add(t));
         loop {
             let mut empty = false;
             let got = if self.skip_rx_copy {
@@ -666,7 +676,7 @@ impl StreamWorkload {
                         // (edge-triggered) poll again.
                         return Ok(false);
                     }
-                    if share && !stopping && s.bytes >= turn_ends {
+                    if !stopping && s.bytes >= turn_ends {
                         s.turn = true;
                         return Ok(false);
                     }

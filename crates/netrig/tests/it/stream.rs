@@ -80,7 +80,7 @@ fn tcp_bidir_parallel_flows_and_table() {
 }
 
 /// Jain's fairness index of `values`, recomputed here from the result's own figures.
-/// Senders on one worker take turns of 4 MiB: each wrote until its socket
+/// Senders on one worker take turns (8 MiB here): each wrote until its socket
 /// was full, and on loopback the receiver frees a socket as fast as it
 /// fills, so one flow could hold the worker for most of the test
 /// (`tcp-stream -P 4 -T 1`: 0.5 to 13 Gbit/s a flow, Jain's index 0.61).
