@@ -202,9 +202,9 @@ enum Sent {
     NotDue(Instant),
     /// The window closed (the handler's `on_stop` finishes the flow).
     Stopped,
-    /// It sent [`TURN_BYTES`] (to the end of a message) and its worker
-    /// has other senders: it goes on at its next turn, without waiting for
-    /// an edge.
+    /// It sent its turn's bytes ([`TURN_BYTES`], to the end of a message)
+    /// and its worker has other flows: it goes on at its next turn, without
+    /// waiting for an edge.
     Turn,
 }
 

@@ -285,6 +285,24 @@ pub fn u(v: &Value, path: &str) -> u64 {
         .unwrap_or_else(|| panic!("{path} missing or not an integer in {v}"))
 }
 
+/// Each flow's `key` (a count such as `bytes`) in a result, asserting that
+/// there are `n` flows and that each has more than `1/share` of their sum:
+/// flows that took turns, none starved.
+pub fn flows_each_have_a_part(v: &Value, key: &str, n: usize, share: u64) -> Vec<u64> {
+    let each: Vec<u64> = v["flows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f[key].as_u64().unwrap_or_else(|| panic!("{key} in {f}")))
+        .collect();
+    let total: u64 = each.iter().sum();
+    assert!(
+        each.len() == n && each.iter().all(|b| *b * share > total),
+        "{key} per flow {each:?}: one under 1/{share} of {total}"
+    );
+    each
+}
+
 /// The warnings that mention `topic`.
 pub fn warnings_about(v: &Value, topic: &str) -> Vec<String> {
     v["warnings"]

@@ -135,7 +135,12 @@ fn a_paced_sender_batches_only_when_behind_and_says_it_fell_behind() {
     };
     let (v, batches) = traced("2M");
     let s = udp(&v);
-    assert_eq!(batches, 0, "sendmmsg while keeping to -b 2M: {s}");
+    // A stall of 16 ms (a busy machine, strace) leaves it 64 behind and
+    // sends one batch: a few, not most of the 3,900 datagrams.
+    assert!(
+        batches * 64 * 10 < u(s, "/sent_datagrams"),
+        "{batches} sendmmsg while keeping to -b 2M: {s}"
+    );
     assert!(
         u(s, "/jitter_pairs") * 10 > u(s, "/received_datagrams") * 9,
         "{s}"
@@ -165,18 +170,8 @@ fn flows_on_one_worker_take_turns_sending() {
     for extra in [&["--no-gso"][..], &[], &["--no-gso", "-b", "1G"]] {
         let mut args = vec!["udp-stream", "-l", "1", "-m", "64", "-P", "4", "-T", "1"];
         args.extend_from_slice(extra);
-        let v = run_json(&args);
-        let sent: Vec<u64> = v["flows"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|f| f["sender_bytes"].as_u64().unwrap())
-            .collect();
-        let total: u64 = sent.iter().sum();
-        assert!(
-            sent.len() == 4 && sent.iter().all(|b| *b * 16 > total),
-            "{extra:?}: bytes sent per flow {sent:?}"
-        );
+        eprintln!("udp-stream {extra:?}");
+        flows_each_have_a_part(&run_json(&args), "sender_bytes", 4, 16);
     }
 }
 
