@@ -444,6 +444,8 @@ pub struct FlowEnd {
     pub udp: Option<UdpAccount>,
     /// TCP stream senders with `--msg-zerocopy`: the kernel's completion notices.
     pub zerocopy: Option<netrig_proto::report::ZeroCopyReport>,
+    /// TCP stream receivers: their reads.
+    pub reads: Option<netrig_proto::report::ReadReport>,
 }
 
 /// What a worker hands back besides its flows.

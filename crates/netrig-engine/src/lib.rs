@@ -18,6 +18,7 @@ pub mod flow;
 pub mod inq;
 pub mod intake;
 pub mod latencies;
+pub mod lowat;
 pub mod nudge;
 pub mod pace;
 pub mod reactor;

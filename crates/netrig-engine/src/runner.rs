@@ -194,6 +194,8 @@ pub struct FlowOutcome {
     pub first_connection: Option<FirstConnection>,
     /// TCP stream senders with `--msg-zerocopy`: the kernel's completion notices.
     pub zerocopy: Option<netrig_proto::report::ZeroCopyReport>,
+    /// TCP stream receivers: their reads.
+    pub reads: Option<netrig_proto::report::ReadReport>,
 }
 
 impl FlowOutcome {
@@ -252,6 +254,7 @@ impl FlowOutcome {
                 }),
             connect_errors: self.connect_errors,
             zerocopy: self.zerocopy,
+            reads: self.reads,
         }
     }
 }
@@ -610,6 +613,7 @@ pub fn run_side(
                 connect_errors: seen.and_then(|t| t.connect_errors),
                 first_connection: seen.and_then(|t| t.first.clone()),
                 zerocopy: end.and_then(|e| e.zerocopy),
+                reads: end.and_then(|e| e.reads),
             }
         })
         .collect::<Vec<_>>();

@@ -186,6 +186,7 @@ fn side_report(spec: &TestSpec, plan: &[Direction], agent: bool) -> SideReport {
                 udp: None,
                 connect_errors: None,
                 zerocopy: None,
+                reads: None,
             })
             .collect(),
         window_s: 1.0,

@@ -99,6 +99,33 @@ pub struct FlowReport {
     /// TCP stream senders with `--msg-zerocopy`: the kernel's completion notices.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub zerocopy: Option<ZeroCopyReport>,
+    /// TCP stream receivers: their reads over the whole connection.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reads: Option<ReadReport>,
+}
+
+/// A TCP stream receiver's reads over the whole connection (drain
+/// included), and when it let the kernel hold bytes back until a full read
+/// was queued (SO_RCVLOWAT; see the engine's `lowat` module).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReadReport {
+    /// Receive calls made, those that found nothing (EAGAIN) included.
+    pub calls: u64,
+    /// The watermark asked for when it was on (the read size, in bytes);
+    /// `None` when this receiver does not use one (paced flows, reads under
+    /// 16 KiB, `--skip-rx-copy`).
+    #[serde(default)]
+    pub watermark: Option<u32>,
+    /// Times the watermark went on: after an epoch of wake-ups most of
+    /// which found less than a read's worth queued (the receiver ahead).
+    #[serde(default)]
+    pub watermark_on: u64,
+    /// Times it went off: after an epoch in which more than a quarter of
+    /// the wake-ups found four reads' worth or more (the receiver behind),
+    /// or when a check after a millisecond without a read found less than
+    /// the watermark queued (a flow slower than that).
+    #[serde(default)]
+    pub watermark_off: u64,
 }
 
 /// A sender's MSG_ZEROCOPY sends (`--msg-zerocopy`) and what the kernel said

@@ -77,6 +77,7 @@ fn side_report() -> SideReport {
             }),
             connect_errors: Some(ConnectErrors::default()),
             zerocopy: None,
+            reads: None,
         }],
         window_s: 3.0,
         warnings: vec!["a warning".into()],

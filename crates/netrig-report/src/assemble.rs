@@ -69,6 +69,7 @@ pub fn assemble(
             applied: f.applied.clone(),
             tcp_info: f.tcp_info.as_ref().map(TcpInfo::from),
             zerocopy: f.zerocopy,
+            reads: f.reads,
         };
         flows.push(FlowResult {
             id,
@@ -764,6 +765,7 @@ mod tests {
             udp: None,
             connect_errors: None,
             zerocopy: None,
+            reads: None,
         }
     }
 

@@ -539,6 +539,10 @@ pub struct FlowEnd {
     /// the kernel notified, and how many of those it copied after all.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub zerocopy: Option<netrig_proto::report::ZeroCopyReport>,
+    /// A TCP stream receiver: its receive calls, and the watermark
+    /// (SO_RCVLOWAT) it used while it was ahead of its flow.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reads: Option<netrig_proto::report::ReadReport>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

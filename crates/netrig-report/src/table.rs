@@ -161,6 +161,37 @@ pub static CONNECT_TRANSACTIONS: Layout = Layout {
 };
 
 /// TCP streams, after netperf's TCP_STREAM table.
+/// The stream receivers' reads: calls, bytes per call, and the watermark
+/// (SO_RCVLOWAT) they used while they were ahead of their flow.
+fn receivers_line(out: &mut String, r: &TestResult) {
+    let (mut calls, mut bytes, mut on, mut off, mut mark) = (0u64, 0u64, 0u64, 0u64, None);
+    for e in r.flows.iter().flat_map(|f| [&f.local, &f.remote]) {
+        if let Some(rd) = &e.reads {
+            calls += rd.calls;
+            bytes += e.total_bytes;
+            on += rd.watermark_on;
+            off += rd.watermark_off;
+            mark = mark.or(rd.watermark);
+        }
+    }
+    if calls == 0 {
+        return;
+    }
+    let how = match mark {
+        Some(m) if on > 0 => format!(
+            "; SO_RCVLOWAT {} KiB while a receiver was ahead of its flow (on {on}, off {off} times)",
+            m >> 10
+        ),
+        Some(_) => "; no SO_RCVLOWAT (no receiver's wake-ups found it ahead of its flow)".to_string(),
+        None => String::new(),
+    };
+    let _ = writeln!(
+        out,
+        "receivers: {calls} reads, {:.1} KiB per read{how}",
+        bytes as f64 / calls as f64 / 1024.0
+    );
+}
+
 fn render_stream(r: &TestResult) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "{}", title(r));
@@ -202,6 +233,7 @@ fn render_stream(r: &TestResult) -> String {
              its CPU and throughput leave out the receive copy"
         );
     }
+    receivers_line(&mut out, r);
     let multi = r.flows.len() > 1;
     let lead = |a: &str, b: &str| {
         if multi {

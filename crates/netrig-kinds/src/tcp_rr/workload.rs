@@ -260,6 +260,7 @@ impl Handler for Worker<'_> {
                     .get_or_insert_with(|| sockopt::buffers(&c.flow.socket));
                 FlowEnd {
                     zerocopy: None,
+                    reads: None,
                     id: c.flow.id,
                     total_bytes: c.bytes,
                     done_at: c.done_at,
@@ -448,6 +449,7 @@ impl RrWorkload {
         Ok(WorkerEnd {
             flows: vec![FlowEnd {
                 zerocopy: None,
+                reads: None,
                 id: c.flow.id,
                 total_bytes: c.bytes,
                 done_at: c.done_at,

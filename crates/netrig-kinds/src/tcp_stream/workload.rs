@@ -7,12 +7,13 @@
 use mio::{Interest, Token};
 use netrig_engine::flow::SocketHandle;
 use netrig_engine::inq::ReadInq;
+use netrig_engine::lowat::{Checks, Watermark};
 use netrig_engine::pace::Schedule;
 use netrig_engine::reactor::{Handler, Io, Now, Reactor, Ready, IDLE};
 use netrig_engine::sockopt;
 use netrig_engine::workload::{WorkerControl, Workload};
 use netrig_engine::{EngineError, Flow, FlowEnd, WorkerEnd};
-use netrig_proto::report::{BufPair, Role, ZeroCopyReport};
+use netrig_proto::report::{BufPair, ReadReport, Role, ZeroCopyReport};
 use std::fs::File;
 use std::io::{self, Write};
 use std::net::Shutdown;
@@ -255,6 +256,11 @@ struct Slot {
     final_buffers: Option<BufPair>,
     /// `--msg-zerocopy` senders: sends made and the kernel's notices.
     zc: Option<ZeroCopyReport>,
+    /// Receivers: whether the kernel wakes the poll only for a full read
+    /// ([`netrig_engine::lowat`]).
+    lowat: Watermark,
+    /// Receivers: receive calls made.
+    reads: u64,
 }
 
 impl Slot {
@@ -314,7 +320,14 @@ impl Workload for StreamWorkload {
                 .registry()
                 .register(&mut sock, Token(i), interest)
                 .map_err(setup)?;
+            // Unpaced receivers that copy: a paced flow's messages come one by one anyway.
+            let lowat = Watermark::new(
+                self.recv_size,
+                !sender && self.rate_bps.is_none() && !self.skip_rx_copy,
+            );
             slots.push(Slot {
+                lowat,
+                reads: 0,
                 zc,
                 flow,
                 sock,
@@ -356,6 +369,7 @@ impl Workload for StreamWorkload {
             pace,
             // Paced: when the earliest waiting sender's next message is due.
             next_due: pace.map(|_| ctl.start),
+            checks: Checks::default(),
         };
         reactor.run_worker(w, ctl)
     }
@@ -375,6 +389,8 @@ struct Worker<'a> {
     recv_buf: Vec<u8>,
     pace: Option<Schedule>,
     next_due: Option<Instant>,
+    /// Receivers whose watermark is on are read at least this often.
+    checks: Checks,
 }
 
 impl Worker<'_> {
@@ -390,6 +406,28 @@ impl Worker<'_> {
             self.live -= 1;
         }
         Ok(s.turn)
+    }
+
+    /// A check of the receivers' watermarks ([`netrig_engine::lowat`]):
+    /// each one on and not read since the last check is read now, and a
+    /// read that brings less than the watermark turns it off.
+    fn check_watermarks(&mut self, io: &Io<'_>) -> Result<(), EngineError> {
+        for s in &mut self.slots {
+            if s.state == State::Done || !s.lowat.check() {
+                continue;
+            }
+            let before = s.bytes;
+            let finished = self
+                .cfg
+                .on_readable(s, &mut self.recv_buf, io.draining(), self.turn_bytes)?;
+            s.lowat
+                .after_check_read(s.sock.raw_fd(), (s.bytes - before) as usize);
+            if finished {
+                let _ = io.registry.deregister(&mut s.sock);
+                self.live -= 1;
+            }
+        }
+        Ok(())
     }
 }
 
@@ -423,12 +461,14 @@ impl Handler for Worker<'_> {
     // The timer's expiry is not read: re-arming resets it, and each expiry
     // wakes the edge-triggered poll anew; on_tick sends what is due.
 
-    fn on_tick(&mut self, io: &Io<'_>, _now: &Now) -> Result<Duration, EngineError> {
+    fn on_tick(&mut self, io: &Io<'_>, now: &Now) -> Result<Duration, EngineError> {
         // Flows that ended their turn with room (senders) or bytes left
         // (receivers): their next turn, and no sleep while one still has.
         let mut wait = IDLE;
+        let mut watermarks = false;
         for i in 0..self.slots.len() {
             let s = &mut self.slots[i];
+            watermarks |= s.lowat.is_on();
             if !s.turn || s.state == State::Done {
                 continue;
             }
@@ -450,6 +490,17 @@ impl Handler for Worker<'_> {
             if again {
                 wait = Duration::ZERO;
             }
+        }
+        // Receivers held back by their watermark: read those that were not
+        // read since the last check, and wake for the next one.
+        if watermarks {
+            let now = now.get();
+            if self.checks.due(now) {
+                self.check_watermarks(io)?;
+            }
+            wait = wait.min(self.checks.wait(now));
+        } else {
+            self.checks.stop();
         }
         // Paced senders: begin what is due, then sleep until the next one.
         if !io.draining()
@@ -484,7 +535,11 @@ impl Handler for Worker<'_> {
                     s.state = State::Done;
                     self.live -= 1;
                 }
-                Role::Receiver | Role::Responder => s.state = State::Draining,
+                Role::Receiver | Role::Responder => {
+                    // The drain reads what comes as it comes.
+                    s.lowat.off(s.sock.raw_fd());
+                    s.state = State::Draining
+                }
             }
         }
         // A peer that never closes is given up on at the deadline; what it
@@ -513,6 +568,12 @@ impl Handler for Worker<'_> {
                 }
                 FlowEnd {
                     zerocopy: s.zc,
+                    reads: matches!(s.flow.role, Role::Receiver | Role::Responder).then(|| ReadReport {
+                        calls: s.reads,
+                        watermark: s.lowat.watermark(),
+                        watermark_on: s.lowat.ons,
+                        watermark_off: s.lowat.offs,
+                    }),
                     id: s.flow.id,
                     total_bytes: s.bytes,
                     done_at: s.done_at,
@@ -651,8 +712,23 @@ impl StreamWorkload {
         turn: Option<u64>,
     ) -> Result<bool, EngineError> {
         let turn_ends = turn.map_or(u64::MAX, |t| s.bytes.saturating_add(t));
+        let before = s.bytes;
+        let r = self.read_turn(s, buf, stopping, turn_ends);
+        s.lowat.after_wake(s.sock.raw_fd(), (s.bytes - before) as usize);
+        r
+    }
+
+    /// [`StreamWorkload::on_readable`]'s reads.
+    fn read_turn(
+        &self,
+        s: &mut Slot,
+        buf: &mut [u8],
+        stopping: bool,
+        turn_ends: u64,
+    ) -> Result<bool, EngineError> {
         loop {
             let mut empty = false;
+            s.reads += 1;
             let got = if self.skip_rx_copy {
                 discard(s.sock.raw_fd(), buf.len())
             } else {

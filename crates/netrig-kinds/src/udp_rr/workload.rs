@@ -524,6 +524,7 @@ impl Handler for Worker<'_> {
                 let resolved = f.transactions + f.lost;
                 FlowEnd {
                     zerocopy: None,
+                    reads: None,
                     id: f.flow.id,
                     total_bytes: f.bytes,
                     done_at: None,

@@ -668,6 +668,7 @@ impl Handler for Worker<'_> {
                 let sender = f.flow.role == Role::Sender;
                 FlowEnd {
                     zerocopy: None,
+                    reads: None,
                     id: f.flow.id,
                     total_bytes: f.bytes,
                     done_at: None,

@@ -920,4 +920,100 @@ fn a_stream_receiver_knows_the_socket_is_empty_without_a_read_that_finds_nothing
         empty * 4 < messages,
         "{empty} receives found nothing for {messages} messages"
     );
+    // The receiver's own count of its reads is strace's, less the few of the control
+    // connections (both ends are in this process).
+    let calls = u(&v, "/flows/0/remote/reads/calls");
+    assert!(
+        calls <= recvmsg && recvmsg <= calls + 40,
+        "the receiver counted {calls} reads, strace {recvmsg} recvmsg(2) in all"
+    );
+}
+
+/// A stream receiver that is ahead of its fast flow has the kernel hold
+/// bytes back until a full read is queued (SO_RCVLOWAT); when the flow
+/// slows (a 2 Mbit/s limit put on the sender's link a second in), the
+/// receiver still reads at least every few milliseconds (the check
+/// after a millisecond without a read), so its 100 ms intervals stay steady
+/// rather than coming in 128 KiB lumps (one every 0.6 s at that rate, the
+/// intervals between them empty, as they did with the check left out); the
+/// check's short read turns the watermark off, and the result says so.
+#[test]
+fn a_receiver_waits_for_full_reads_only_while_it_is_ahead_of_a_fast_flow() {
+    use crate::lab::Lab;
+    use crate::lab_or_skip;
+    let lab = lab_or_skip!(Lab::pair("lowat"));
+    let _agent = lab.serve(&[]).unwrap();
+    // Segments no larger than the limit's bucket: tbf drops a larger one (GSO makes them
+    // up to 64 KiB), and the losses' repairs would bring lumps of their own.
+    lab.a
+        .exec(&["ip", "link", "set", "dev", "eth0", "gso_max_size", "16384"])
+        .unwrap();
+    let a = lab.a.0.clone();
+    let limiter = std::thread::spawn(move || {
+        std::thread::sleep(std::time::Duration::from_millis(1000));
+        std::process::Command::new("ip")
+            .args([
+                "netns", "exec", &a, "tc", "qdisc", "add", "dev", "eth0", "root", "tbf",
+            ])
+            .args(["rate", "2mbit", "burst", "32kb", "latency", "200ms"])
+            .output()
+            .expect("tc")
+    });
+    // -s 64K: the sender's buffer small, so that what it holds drains soon at 2 Mbit/s.
+    let v = run_json_in(
+        &lab.a,
+        &["tcp-stream", "-H", lab.b4, "-l", "3.5", "-i", "0.1", "-s", "64K"],
+    );
+    let tc = limiter.join().unwrap();
+    assert!(tc.status.success(), "tc: {}", String::from_utf8_lossy(&tc.stderr));
+    let reads = &v["flows"][0]["remote"]["reads"];
+    assert_eq!(reads["watermark"], 128 * 1024, "{reads}");
+    assert!(
+        u(reads, "/watermark_on") >= 1,
+        "never on while the flow ran fast: {reads}"
+    );
+    assert!(
+        u(reads, "/watermark_off") >= 1,
+        "never off when the flow slowed: {reads}"
+    );
+    assert!(u(reads, "/calls") > 0, "{reads}");
+    // From 2.2 s, after the limit's first losses are repaired, 2 Mbit/s is about 25,000
+    // bytes per 100 ms. A watermark left on would let 128 KiB gather between reads: lumps
+    // of at least that, the intervals between them empty. A repair of TCP's own delivers
+    // what waited behind the hole at once too, but no more than the limit's queue holds
+    // (200 ms at 2 Mbit/s, 50,000 bytes) and the bytes in flight: an interval or two.
+    // (With segments under the bucket, none is lost.)
+    let slow: Vec<u64> = v["intervals"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|i| f(i, "/start_s") >= 2.2 && f(i, "/end_s") <= 3.45)
+        .map(|i| u(i, "/bytes"))
+        .collect();
+    assert!(slow.len() >= 10, "{slow:?}");
+    let empty = slow.iter().filter(|b| **b == 0).count();
+    assert!(
+        empty * 3 <= slow.len() && slow.iter().all(|b| *b < 128 << 10),
+        "intervals at 2 Mbit/s come in lumps: {slow:?} ({reads})"
+    );
+    lab.a
+        .exec(&["tc", "qdisc", "del", "dev", "eth0", "root"])
+        .unwrap();
+    let text = stdout(&run_in(&lab.a, &["tcp-stream", "-H", lab.b4, "-l", "0.5"]));
+    assert!(
+        text.contains("receivers: ") && text.contains("SO_RCVLOWAT 128 KiB"),
+        "{text}"
+    );
+}
+
+/// Paced flows' receivers never use a watermark (their messages come one by
+/// one); the result says so by leaving it out.
+#[test]
+fn paced_receivers_use_no_watermark() {
+    let v = run_json(&["tcp-stream", "-l", "0.5", "-b", "100M"]);
+    let reads = &v["flows"][0]["remote"]["reads"];
+    assert!(reads["watermark"].is_null(), "{reads}");
+    assert_eq!(u(reads, "/watermark_on"), 0, "{reads}");
+    assert!(u(reads, "/calls") > 0, "{reads}");
+    assert!(v["flows"][0]["local"]["reads"].is_null(), "a sender has no reads");
 }
