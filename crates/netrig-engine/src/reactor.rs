@@ -23,7 +23,7 @@
 //! The reactor reads the clock only when it must (at stop, and each turn of
 //! a drain, for its deadline); a turn's time is a [`Now`] that reads the
 //! clock on first use, so a kind whose hot path needs no time (an unpaced
-//! stream) reads none.
+//! stream's sender) reads none.
 
 use crate::txn::Timer;
 use crate::{EngineError, WorkerEnd};
@@ -65,7 +65,8 @@ impl Io<'_> {
 }
 
 /// The time of one turn of the loop, read from the clock on first use only:
-/// a turn that needs no time (an unpaced stream's) reads no clock.
+/// a turn that needs no time (an unpaced stream's whose receivers have no
+/// watermark on) reads no clock.
 #[derive(Default)]
 pub struct Now(Cell<Option<Instant>>);
 
