@@ -160,6 +160,7 @@ struct ArbStream {
     zerocopy: bool,
     skip_rx_copy: bool,
     msg_zerocopy: bool,
+    no_rcvlowat: bool,
     tcp: ArbTcp,
 }
 
@@ -203,6 +204,7 @@ impl ArbStream {
             zerocopy: self.zerocopy,
             skip_rx_copy: self.skip_rx_copy,
             msg_zerocopy: self.msg_zerocopy,
+            no_rcvlowat: self.no_rcvlowat,
             tcp: self.tcp.build(),
         }
     }

@@ -796,6 +796,7 @@ mod tests {
             workers: None,
             zerocopy: false,
             skip_rx_copy: false,
+            no_rcvlowat: false,
             msg_zerocopy: false,
             busy_wait: false,
             close_first: None,

@@ -134,6 +134,10 @@ pub struct TestConfig {
     /// (MSG_TRUNC) instead of copying it to user memory; false otherwise.
     #[serde(default)]
     pub skip_rx_copy: bool,
+    /// TCP streams: `--no-rcvlowat`, the receivers never set SO_RCVLOWAT
+    /// and were woken for every arrival; false otherwise.
+    #[serde(default)]
+    pub no_rcvlowat: bool,
     /// TCP streams: `--msg-zerocopy`, the senders sent with MSG_ZEROCOPY
     /// (what the kernel did with the pages is each flow end's `zerocopy`);
     /// false otherwise.
@@ -225,6 +229,7 @@ impl TestConfig {
             workers: spec.workers,
             zerocopy: false,
             skip_rx_copy: false,
+            no_rcvlowat: false,
             msg_zerocopy: false,
             busy_wait: false,
             close_first: None,

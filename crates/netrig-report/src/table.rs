@@ -183,6 +183,9 @@ fn receivers_line(out: &mut String, r: &TestResult) {
             m >> 10
         ),
         Some(_) => "; no SO_RCVLOWAT (no receiver's wake-ups found it ahead of its flow)".to_string(),
+        None if r.config.no_rcvlowat => {
+            "; no SO_RCVLOWAT (--no-rcvlowat): woken for every arrival".to_string()
+        }
         None => String::new(),
     };
     let _ = writeln!(

@@ -84,6 +84,12 @@ pub struct StreamArgs {
     /// notices and the copies. Not with -Z.
     #[arg(long = "msg-zerocopy", help_heading = "TCP", conflicts_with = "zerocopy")]
     msg_zerocopy: bool,
+    /// Receivers never set SO_RCVLOWAT and are woken for every arrival. By default a receiver
+    /// that is ahead of its flow sets it to its read size (-M), so that TCP wakes it once a read's
+    /// worth is queued, as a blocking reader is woken (docs/RESULTS.md, "Receivers' reads"): this
+    /// is the eager reader it replaced, for comparing the two.
+    #[arg(long = "no-rcvlowat", help_heading = "TCP")]
+    no_rcvlowat: bool,
 }
 
 impl KindDef for TcpStreamKind {
@@ -108,6 +114,7 @@ impl KindDef for TcpStreamKind {
             zerocopy: a.zerocopy,
             skip_rx_copy: a.skip_rx_copy,
             msg_zerocopy: a.msg_zerocopy,
+            no_rcvlowat: a.no_rcvlowat,
             tcp: a.common.tcp(),
         };
         let mut plan = a.common.plan((self.wrap)(options))?;
@@ -124,6 +131,7 @@ impl KindDef for TcpStreamKind {
             zerocopy: o.zerocopy,
             skip_rx_copy: o.skip_rx_copy,
             msg_zerocopy: o.msg_zerocopy,
+            rcvlowat: !o.no_rcvlowat,
         }))
     }
 
@@ -134,6 +142,7 @@ impl KindDef for TcpStreamKind {
         c.zerocopy = o.zerocopy;
         c.skip_rx_copy = o.skip_rx_copy;
         c.msg_zerocopy = o.msg_zerocopy;
+        c.no_rcvlowat = o.no_rcvlowat;
     }
 
     fn table(&self) -> &'static dyn TableLayout {

@@ -44,6 +44,9 @@ pub struct StreamWorkload {
     /// `--msg-zerocopy`: senders send with MSG_ZEROCOPY and read the
     /// kernel's completion notices from the socket's error queue.
     pub msg_zerocopy: bool,
+    /// Receivers may set SO_RCVLOWAT while they are ahead of their flow
+    /// ([`netrig_engine::lowat`]); false with `--no-rcvlowat`.
+    pub rcvlowat: bool,
 }
 
 /// What a sender sends: `buf` (one message of the pattern), and with `-Z`
@@ -323,7 +326,7 @@ impl Workload for StreamWorkload {
             // Unpaced receivers that copy: a paced flow's messages come one by one anyway.
             let lowat = Watermark::new(
                 self.recv_size,
-                !sender && self.rate_bps.is_none() && !self.skip_rx_copy,
+                self.rcvlowat && !sender && self.rate_bps.is_none() && !self.skip_rx_copy,
             );
             slots.push(Slot {
                 lowat,

@@ -48,7 +48,14 @@ fn unknown_fields_are_refused_and_defaults_left_out() {
     for absent in ["remote", "remote_cpus", "omit_s", "interval_s", "workers"] {
         assert!(v.get(absent).is_none(), "{absent} at its default was sent: {v}");
     }
-    for absent in ["pace", "zerocopy", "skip_rx_copy", "msg_zerocopy", "tcp"] {
+    for absent in [
+        "pace",
+        "zerocopy",
+        "skip_rx_copy",
+        "msg_zerocopy",
+        "no_rcvlowat",
+        "tcp",
+    ] {
         assert!(
             v["test"].get(absent).is_none(),
             "{absent} at its default was sent: {v}"
@@ -120,6 +127,7 @@ fn every_kind_round_trips() {
         zerocopy: true,
         skip_rx_copy: true,
         msg_zerocopy: false,
+        no_rcvlowat: true,
         tcp: tcp.clone(),
     };
     let kinds = [

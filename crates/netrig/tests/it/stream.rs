@@ -1007,13 +1007,25 @@ fn a_receiver_waits_for_full_reads_only_while_it_is_ahead_of_a_fast_flow() {
 }
 
 /// Paced flows' receivers never use a watermark (their messages come one by
-/// one); the result says so by leaving it out.
+/// one), nor do any with `--no-rcvlowat` (the client's, in tcp-maerts); the
+/// result says so by leaving it out, and the config and table name the option.
 #[test]
-fn paced_receivers_use_no_watermark() {
+fn paced_receivers_and_no_rcvlowat_use_no_watermark() {
     let v = run_json(&["tcp-stream", "-l", "0.5", "-b", "100M"]);
     let reads = &v["flows"][0]["remote"]["reads"];
     assert!(reads["watermark"].is_null(), "{reads}");
     assert_eq!(u(reads, "/watermark_on"), 0, "{reads}");
     assert!(u(reads, "/calls") > 0, "{reads}");
     assert!(v["flows"][0]["local"]["reads"].is_null(), "a sender has no reads");
+    assert_eq!(v["config"]["no_rcvlowat"], false);
+    let v = run_json(&["tcp-maerts", "-l", "0.5", "--no-rcvlowat"]);
+    assert_eq!(v["config"]["no_rcvlowat"], true);
+    let reads = &v["flows"][0]["local"]["reads"];
+    assert!(reads["watermark"].is_null(), "{reads}");
+    assert_eq!(u(reads, "/watermark_on"), 0, "{reads}");
+    // Every byte still counted, by reads that the result counts.
+    assert!(u(reads, "/calls") > 0, "{reads}");
+    check_arithmetic(&v);
+    let text = stdout(&run(&["tcp-maerts", "-l", "0.3", "--no-rcvlowat"]));
+    assert!(text.contains("no SO_RCVLOWAT (--no-rcvlowat)"), "{text}");
 }

@@ -30,6 +30,12 @@ pub struct StreamOptions {
     /// until it notifies their completion. Not with `zerocopy`.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub msg_zerocopy: bool,
+    /// `--no-rcvlowat`: receivers never set SO_RCVLOWAT, and are woken for
+    /// every arrival, where by default one that is ahead of its flow waits
+    /// for a read's worth (the engine's `lowat`). An agent that does not
+    /// know it refuses the spec.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub no_rcvlowat: bool,
     /// The agent's TCP options.
     #[serde(default, skip_serializing_if = "is_default")]
     pub tcp: TcpOptions,
@@ -45,6 +51,7 @@ impl Default for StreamOptions {
             zerocopy: false,
             skip_rx_copy: false,
             msg_zerocopy: false,
+            no_rcvlowat: false,
             tcp: TcpOptions::default(),
         }
     }
