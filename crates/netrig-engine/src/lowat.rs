@@ -63,6 +63,23 @@ pub const EPOCH: u32 = 256;
 /// late: the receiver is behind its flow.
 pub const LATE: usize = 4;
 
+/// SO_RCVLOWAT as the kernel holds it on `sock`.
+pub fn get(sock: RawFd) -> Option<usize> {
+    let mut v: libc::c_int = 0;
+    let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+    // SAFETY: a c_int and its size, for the duration of the call.
+    let rc = unsafe {
+        libc::getsockopt(
+            sock,
+            libc::SOL_SOCKET,
+            libc::SO_RCVLOWAT,
+            (&mut v as *mut libc::c_int).cast(),
+            &mut len,
+        )
+    };
+    (rc == 0).then_some(v.max(0) as usize)
+}
+
 /// One receiver's watermark: off (1) or at the read size, decided every
 /// [`EPOCH`] wake-ups from what they found queued.
 ///
@@ -143,6 +160,11 @@ impl Watermark {
             if set(sock, self.target) {
                 self.on = true;
                 self.ons += 1;
+                // The kernel caps it (half a fixed SO_RCVBUF, or half tcp_rmem[2]): wake-ups
+                // and check reads are judged against what it holds back.
+                if let Some(v) = get(sock).filter(|v| (1..self.target).contains(v)) {
+                    self.target = v;
+                }
             }
         } else if self.on && late * 4 > EPOCH {
             self.turn_off(sock);
@@ -236,20 +258,7 @@ mod tests {
     use std::os::fd::AsRawFd;
 
     fn lowat(fd: RawFd) -> i32 {
-        let mut v: libc::c_int = 0;
-        let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
-        // SAFETY: a c_int and its size, for the call.
-        let rc = unsafe {
-            libc::getsockopt(
-                fd,
-                libc::SOL_SOCKET,
-                libc::SO_RCVLOWAT,
-                (&mut v as *mut libc::c_int).cast(),
-                &mut len,
-            )
-        };
-        assert_eq!(rc, 0);
-        v
+        get(fd).expect("getsockopt SO_RCVLOWAT") as i32
     }
 
     fn pair() -> (TcpStream, TcpStream) {
@@ -317,6 +326,39 @@ mod tests {
             w.after_wake(fd, 10);
         }
         assert!(!w.is_on());
+    }
+
+    /// With a fixed receive buffer the kernel holds back at most half of it:
+    /// the watermark is then that, and reported so.
+    #[test]
+    fn the_kernels_cap_is_the_watermark() {
+        let (_tx, rx) = pair();
+        let fd = rx.as_raw_fd();
+        let buf: libc::c_int = 32 << 10;
+        // SAFETY: a c_int of the size given, for the call.
+        let rc = unsafe {
+            libc::setsockopt(
+                fd,
+                libc::SOL_SOCKET,
+                libc::SO_RCVBUF,
+                (&buf as *const libc::c_int).cast(),
+                4,
+            )
+        };
+        assert_eq!(rc, 0);
+        let mut w = Watermark::new(128 << 10, true);
+        for _ in 0..EPOCH {
+            w.after_wake(fd, 1);
+        }
+        assert!(w.is_on());
+        // The kernel doubles SO_RCVBUF and caps the watermark at half of that.
+        assert_eq!(lowat(fd), 32 << 10);
+        assert_eq!(w.watermark(), Some(32 << 10));
+        // A check read of the capped watermark's worth keeps it on.
+        assert!(!w.check());
+        assert!(w.check());
+        w.after_check_read(fd, 32 << 10);
+        assert!(w.is_on());
     }
 
     /// Small reads and a disabled watermark never turn it on.

@@ -111,7 +111,8 @@ pub struct FlowReport {
 pub struct ReadReport {
     /// Receive calls made, those that found nothing (EAGAIN) included.
     pub calls: u64,
-    /// The watermark asked for when it was on (the read size, in bytes);
+    /// The watermark when it was on, in bytes: the read size, or what the
+    /// kernel held to (half a fixed SO_RCVBUF, or half tcp_rmem[2]);
     /// `None` when this receiver does not use one (paced flows, reads under
     /// 16 KiB, `--skip-rx-copy`).
     #[serde(default)]
