@@ -21,18 +21,7 @@ use std::os::fd::RawFd;
 /// TCP_INQ on `sock`; false where the kernel refuses it (before 4.18), and
 /// reads then go on to EAGAIN as before.
 pub fn enable(sock: RawFd) -> bool {
-    let one: libc::c_int = 1;
-    // SAFETY: a c_int of the size given, for the duration of the call.
-    let rc = unsafe {
-        libc::setsockopt(
-            sock,
-            libc::SOL_TCP,
-            libc::TCP_INQ,
-            (&one as *const libc::c_int).cast(),
-            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-        )
-    };
-    rc == 0
+    crate::sockopt::set_int(sock, libc::SOL_TCP, libc::TCP_INQ, 1).is_ok()
 }
 
 /// A non-blocking read of up to `buf.len()` bytes: the bytes read, and

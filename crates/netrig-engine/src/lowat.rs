@@ -44,17 +44,7 @@ pub const MAX_WATERMARK: usize = 4 << 20;
 /// SO_RCVLOWAT on `sock`: false if the kernel refused it.
 pub fn set(sock: RawFd, bytes: usize) -> bool {
     let v = bytes.clamp(1, MAX_WATERMARK) as libc::c_int;
-    // SAFETY: a c_int of the size given, for the duration of the call.
-    let rc = unsafe {
-        libc::setsockopt(
-            sock,
-            libc::SOL_SOCKET,
-            libc::SO_RCVLOWAT,
-            (&v as *const libc::c_int).cast(),
-            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-        )
-    };
-    rc == 0
+    crate::sockopt::set_int(sock, libc::SOL_SOCKET, libc::SO_RCVLOWAT, v).is_ok()
 }
 
 /// Wake-ups per decision to turn the watermark on or off.
@@ -65,19 +55,9 @@ pub const LATE: usize = 4;
 
 /// SO_RCVLOWAT as the kernel holds it on `sock`.
 pub fn get(sock: RawFd) -> Option<usize> {
-    let mut v: libc::c_int = 0;
-    let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
-    // SAFETY: a c_int and its size, for the duration of the call.
-    let rc = unsafe {
-        libc::getsockopt(
-            sock,
-            libc::SOL_SOCKET,
-            libc::SO_RCVLOWAT,
-            (&mut v as *mut libc::c_int).cast(),
-            &mut len,
-        )
-    };
-    (rc == 0).then_some(v.max(0) as usize)
+    crate::sockopt::get_int(sock, libc::SOL_SOCKET, libc::SO_RCVLOWAT)
+        .ok()
+        .map(|v| v.max(0) as usize)
 }
 
 /// One receiver's watermark: off (1) or at the read size, decided every
@@ -334,18 +314,7 @@ mod tests {
     fn the_kernels_cap_is_the_watermark() {
         let (_tx, rx) = pair();
         let fd = rx.as_raw_fd();
-        let buf: libc::c_int = 32 << 10;
-        // SAFETY: a c_int of the size given, for the call.
-        let rc = unsafe {
-            libc::setsockopt(
-                fd,
-                libc::SOL_SOCKET,
-                libc::SO_RCVBUF,
-                (&buf as *const libc::c_int).cast(),
-                4,
-            )
-        };
-        assert_eq!(rc, 0);
+        crate::sockopt::set_int(fd, libc::SOL_SOCKET, libc::SO_RCVBUF, 32 << 10).unwrap();
         let mut w = Watermark::new(128 << 10, true);
         for _ in 0..EPOCH {
             w.after_wake(fd, 1);

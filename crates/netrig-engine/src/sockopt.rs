@@ -432,20 +432,44 @@ pub fn default_udp_payload(mtu: Option<u32>, v6: bool, max: u32) -> u32 {
 }
 
 fn int_option<S: std::os::fd::AsFd>(s: &S, level: libc::c_int, opt: libc::c_int) -> io::Result<libc::c_int> {
+    get_int(std::os::fd::AsRawFd::as_raw_fd(&s.as_fd()), level, opt)
+}
+
+/// getsockopt(2) of an int option (those socket2 does not cover: TCP_INQ,
+/// SO_RCVLOWAT, UDP_SEGMENT, ...).
+pub fn get_int(fd: std::os::fd::RawFd, level: libc::c_int, opt: libc::c_int) -> io::Result<libc::c_int> {
     let mut v: libc::c_int = 0;
     let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
-    // SAFETY: a valid descriptor and out-pointers of the sizes given.
+    // SAFETY: out-pointers of the sizes given, for the duration of the call;
+    // a stale descriptor only makes the call fail.
+    let rc = unsafe { libc::getsockopt(fd, level, opt, (&mut v as *mut libc::c_int).cast(), &mut len) };
+    if rc == 0 {
+        Ok(v)
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// setsockopt(2) of an int option (those socket2 does not cover).
+pub fn set_int(
+    fd: std::os::fd::RawFd,
+    level: libc::c_int,
+    opt: libc::c_int,
+    v: libc::c_int,
+) -> io::Result<()> {
+    // SAFETY: a c_int of the size given, for the duration of the call; a
+    // stale descriptor only makes the call fail.
     let rc = unsafe {
-        libc::getsockopt(
-            std::os::fd::AsRawFd::as_raw_fd(&s.as_fd()),
+        libc::setsockopt(
+            fd,
             level,
             opt,
-            (&mut v as *mut libc::c_int).cast(),
-            &mut len,
+            (&v as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
         )
     };
     if rc == 0 {
-        Ok(v)
+        Ok(())
     } else {
         Err(io::Error::last_os_error())
     }
@@ -464,21 +488,7 @@ pub fn set_dont_fragment<S: std::os::fd::AsFd>(s: &S, v6: bool) -> io::Result<()
     } else {
         (libc::IPPROTO_IP, libc::IP_MTU_DISCOVER, libc::IP_PMTUDISC_DO)
     };
-    // SAFETY: a valid descriptor and an int option of the size given.
-    let rc = unsafe {
-        libc::setsockopt(
-            std::os::fd::AsRawFd::as_raw_fd(&s.as_fd()),
-            level,
-            opt,
-            (&val as *const libc::c_int).cast(),
-            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-        )
-    };
-    if rc == 0 {
-        Ok(())
-    } else {
-        Err(io::Error::last_os_error())
-    }
+    set_int(std::os::fd::AsRawFd::as_raw_fd(&s.as_fd()), level, opt, val)
 }
 
 /// The MTU of a connected socket's path (IP_MTU / IPV6_MTU): the route's,

@@ -166,11 +166,12 @@ pub static CONNECT_TRANSACTIONS: Layout = Layout {
 fn receivers_line(out: &mut String, r: &TestResult) {
     let (mut calls, mut bytes, mut on, mut off, mut mark) = (0u64, 0u64, 0u64, 0u64, None);
     for e in r.flows.iter().flat_map(|f| [&f.local, &f.remote]) {
+        // Counts from the peer: summed without overflow, whatever it sent.
         if let Some(rd) = &e.reads {
-            calls += rd.calls;
-            bytes += e.total_bytes;
-            on += rd.watermark_on;
-            off += rd.watermark_off;
+            calls = calls.saturating_add(rd.calls);
+            bytes = bytes.saturating_add(e.total_bytes);
+            on = on.saturating_add(rd.watermark_on);
+            off = off.saturating_add(rd.watermark_off);
             mark = mark.or(rd.watermark);
         }
     }
@@ -179,8 +180,12 @@ fn receivers_line(out: &mut String, r: &TestResult) {
     }
     let how = match mark {
         Some(m) if on > 0 => format!(
-            "; SO_RCVLOWAT {} KiB while a receiver was ahead of its flow (on {on}, off {off} times)",
-            m >> 10
+            "; SO_RCVLOWAT {} while a receiver was ahead of its flow (on {on}, off {off} times)",
+            if m % 1024 == 0 {
+                format!("{} KiB", m >> 10)
+            } else {
+                format!("{m} bytes")
+            }
         ),
         Some(_) => "; no SO_RCVLOWAT (no receiver's wake-ups found it ahead of its flow)".to_string(),
         None if r.config.no_rcvlowat => {

@@ -122,3 +122,30 @@ fn csv_rows_are_the_jsons_numbers() {
         insta::assert_snapshot!(format!("csv-{name}"), text);
     }
 }
+
+/// The receivers' line sums what each end reported of its reads: counts the
+/// agent sent, however large, never overflow (a debug build would panic),
+/// and a watermark that is not a whole number of KiB is given in bytes.
+#[test]
+fn the_receivers_line_sums_any_counts_without_overflow() {
+    let mut r = fixture("tcp-stream");
+    for f in &mut r.flows {
+        f.remote.total_bytes = u64::MAX;
+        f.remote.reads = Some(netrig_proto::report::ReadReport {
+            calls: u64::MAX,
+            watermark: Some(100_000),
+            watermark_on: u64::MAX,
+            watermark_off: 1,
+        });
+    }
+    let mut e = TableExporter::new(layout(&r), r.flows.len());
+    let text = export(&mut e, &r);
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("receivers: "))
+        .expect("a receivers line");
+    assert!(
+        line.contains(&format!("{} reads", u64::MAX)) && line.contains("SO_RCVLOWAT 100000 bytes"),
+        "{line}"
+    );
+}

@@ -120,22 +120,7 @@ const SO_EE_CODE_ZEROCOPY_COPIED: u8 = 1;
 
 /// SO_ZEROCOPY on a socket, which MSG_ZEROCOPY sends need.
 fn enable_zerocopy(sock: RawFd) -> io::Result<()> {
-    let one: libc::c_int = 1;
-    // SAFETY: an int option on a valid descriptor.
-    let rc = unsafe {
-        libc::setsockopt(
-            sock,
-            libc::SOL_SOCKET,
-            SO_ZEROCOPY,
-            (&one as *const libc::c_int).cast(),
-            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-        )
-    };
-    if rc == 0 {
-        Ok(())
-    } else {
-        Err(io::Error::last_os_error())
-    }
+    sockopt::set_int(sock, libc::SOL_SOCKET, SO_ZEROCOPY, 1)
 }
 
 /// send(2) with MSG_ZEROCOPY. The kernel holds `buf`'s pages until it

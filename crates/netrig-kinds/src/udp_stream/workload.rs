@@ -459,16 +459,7 @@ fn cmsgs(h: &libc::msghdr) -> (Option<u64>, Option<usize>) {
 
 /// setsockopt with an int; true if the kernel took it.
 fn set_int(fd: RawFd, level: libc::c_int, opt: libc::c_int, v: libc::c_int) -> bool {
-    // SAFETY: valid descriptor and an int option.
-    unsafe {
-        libc::setsockopt(
-            fd,
-            level,
-            opt,
-            (&v as *const libc::c_int).cast(),
-            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-        ) == 0
-    }
+    netrig_engine::sockopt::set_int(fd, level, opt, v).is_ok()
 }
 
 impl Workload for UdpStreamWorkload {

@@ -136,15 +136,13 @@ fn a_paced_sender_batches_only_when_behind_and_says_it_fell_behind() {
     let (v, batches) = traced("2M");
     let s = udp(&v);
     // A stall of 16 ms (a busy machine, strace) leaves it 64 behind and
-    // sends one batch: a few, not most of the 3,900 datagrams.
+    // sends one batch: a few, under a quarter of the 3,900 datagrams even on
+    // a loaded machine (a sender that always batched would send them all so).
     assert!(
-        batches * 64 * 10 < u(s, "/sent_datagrams"),
+        batches * 64 * 4 < u(s, "/sent_datagrams"),
         "{batches} sendmmsg while keeping to -b 2M: {s}"
     );
-    assert!(
-        u(s, "/jitter_pairs") * 10 > u(s, "/received_datagrams") * 9,
-        "{s}"
-    );
+    assert!(u(s, "/jitter_pairs") * 4 > u(s, "/received_datagrams") * 3, "{s}");
     assert!(warnings_about(&v, "fell behind").is_empty(), "{}", v["warnings"]);
     let (v, batches) = traced("2G");
     let sent = u(udp(&v), "/sent_datagrams");
