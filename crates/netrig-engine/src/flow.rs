@@ -446,6 +446,8 @@ pub struct FlowEnd {
     pub zerocopy: Option<netrig_proto::report::ZeroCopyReport>,
     /// TCP stream receivers: their reads.
     pub reads: Option<netrig_proto::report::ReadReport>,
+    /// TCP stream senders: their sends.
+    pub sends: Option<netrig_proto::report::SendReport>,
 }
 
 /// What a worker hands back besides its flows.

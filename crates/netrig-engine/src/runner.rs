@@ -196,6 +196,8 @@ pub struct FlowOutcome {
     pub zerocopy: Option<netrig_proto::report::ZeroCopyReport>,
     /// TCP stream receivers: their reads.
     pub reads: Option<netrig_proto::report::ReadReport>,
+    /// TCP stream senders: their sends.
+    pub sends: Option<netrig_proto::report::SendReport>,
 }
 
 impl FlowOutcome {
@@ -255,6 +257,7 @@ impl FlowOutcome {
             connect_errors: self.connect_errors,
             zerocopy: self.zerocopy,
             reads: self.reads,
+            sends: self.sends,
         }
     }
 }
@@ -614,6 +617,7 @@ pub fn run_side(
                 first_connection: seen.and_then(|t| t.first.clone()),
                 zerocopy: end.and_then(|e| e.zerocopy),
                 reads: end.and_then(|e| e.reads),
+                sends: end.and_then(|e| e.sends),
             }
         })
         .collect::<Vec<_>>();

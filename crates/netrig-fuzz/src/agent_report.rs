@@ -187,6 +187,7 @@ fn side_report(spec: &TestSpec, plan: &[Direction], agent: bool) -> SideReport {
                 connect_errors: None,
                 zerocopy: None,
                 reads: None,
+                sends: None,
             })
             .collect(),
         window_s: 1.0,

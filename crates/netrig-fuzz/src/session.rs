@@ -161,6 +161,7 @@ struct ArbStream {
     skip_rx_copy: bool,
     msg_zerocopy: bool,
     no_rcvlowat: bool,
+    notsent_lowat: Option<u32>,
     tcp: ArbTcp,
 }
 
@@ -205,6 +206,7 @@ impl ArbStream {
             skip_rx_copy: self.skip_rx_copy,
             msg_zerocopy: self.msg_zerocopy,
             no_rcvlowat: self.no_rcvlowat,
+            notsent_lowat: self.notsent_lowat,
             tcp: self.tcp.build(),
         }
     }

@@ -23,6 +23,15 @@ pub fn parse_size_u32(s: &str) -> Result<u32, String> {
     u32::try_from(v).map_err(|_| format!("{s:?} is too large (at most 4G)"))
 }
 
+/// `--notsent-lowat`: a size, or `off` (also `0`): 0 on the wire, which
+/// leaves the host's net.ipv4.tcp_notsent_lowat to the sockets.
+pub fn parse_size_or_off(s: &str) -> Result<u32, String> {
+    match s.trim() {
+        "off" | "0" => Ok(0),
+        _ => parse_size_u32(s),
+    }
+}
+
 /// Seconds, fractional allowed.
 pub fn parse_seconds(s: &str) -> Result<f64, String> {
     let v: f64 = s

@@ -102,6 +102,24 @@ pub struct FlowReport {
     /// TCP stream receivers: their reads over the whole connection.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reads: Option<ReadReport>,
+    /// TCP stream senders: their sends over the whole connection.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sends: Option<SendReport>,
+}
+
+/// A TCP stream sender's sends over the whole connection, and how far
+/// ahead of its flow the kernel let it write (TCP_NOTSENT_LOWAT).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SendReport {
+    /// Send calls made (send(2), or sendfile(2) with `-Z`), those the
+    /// socket refused as full (EAGAIN) included.
+    pub calls: u64,
+    /// The unsent bytes the kernel let this sender keep at most, as the
+    /// socket reported it (TCP_NOTSENT_LOWAT, or the host's
+    /// net.ipv4.tcp_notsent_lowat where the socket sets none); `None` when
+    /// unlimited (only the send buffer bounds it).
+    #[serde(default)]
+    pub notsent_lowat: Option<u32>,
 }
 
 /// A TCP stream receiver's reads over the whole connection (drain

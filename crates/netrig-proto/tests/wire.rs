@@ -78,6 +78,10 @@ fn side_report() -> SideReport {
             connect_errors: Some(ConnectErrors::default()),
             zerocopy: None,
             reads: None,
+            sends: Some(SendReport {
+                calls: 9,
+                notsent_lowat: Some(262_144),
+            }),
         }],
         window_s: 3.0,
         warnings: vec!["a warning".into()],

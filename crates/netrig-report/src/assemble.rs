@@ -70,6 +70,7 @@ pub fn assemble(
             tcp_info: f.tcp_info.as_ref().map(TcpInfo::from),
             zerocopy: f.zerocopy,
             reads: f.reads,
+            sends: f.sends,
         };
         flows.push(FlowResult {
             id,
@@ -766,6 +767,7 @@ mod tests {
             connect_errors: None,
             zerocopy: None,
             reads: None,
+            sends: None,
         }
     }
 
@@ -797,6 +799,7 @@ mod tests {
             zerocopy: false,
             skip_rx_copy: false,
             no_rcvlowat: false,
+            notsent_lowat: None,
             msg_zerocopy: false,
             busy_wait: false,
             close_first: None,

@@ -138,6 +138,11 @@ pub struct TestConfig {
     /// and were woken for every arrival; false otherwise.
     #[serde(default)]
     pub no_rcvlowat: bool,
+    /// TCP streams: `--notsent-lowat`, the TCP_NOTSENT_LOWAT the senders
+    /// set, 0 for `off` (none set); null: netrig's default (each sender's is
+    /// its end's `sends.notsent_lowat`).
+    #[serde(default)]
+    pub notsent_lowat: Option<u32>,
     /// TCP streams: `--msg-zerocopy`, the senders sent with MSG_ZEROCOPY
     /// (what the kernel did with the pages is each flow end's `zerocopy`);
     /// false otherwise.
@@ -230,6 +235,7 @@ impl TestConfig {
             zerocopy: false,
             skip_rx_copy: false,
             no_rcvlowat: false,
+            notsent_lowat: None,
             msg_zerocopy: false,
             busy_wait: false,
             close_first: None,
@@ -548,6 +554,10 @@ pub struct FlowEnd {
     /// (SO_RCVLOWAT) it used while it was ahead of its flow.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reads: Option<netrig_proto::report::ReadReport>,
+    /// A TCP stream sender: its send calls, and the unsent bytes the
+    /// kernel let it keep (TCP_NOTSENT_LOWAT).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sends: Option<netrig_proto::report::SendReport>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -160,7 +160,57 @@ pub static CONNECT_TRANSACTIONS: Layout = Layout {
     summary: render_rr,
 };
 
-/// TCP streams, after netperf's TCP_STREAM table.
+/// A byte count as the options say it: whole KiB as KiB.
+fn kib_or_bytes(v: u32) -> String {
+    if v.is_multiple_of(1024) {
+        format!("{} KiB", v >> 10)
+    } else {
+        format!("{v} bytes")
+    }
+}
+
+/// The stream senders' sends: calls, bytes per call, and the unsent bytes
+/// the kernel let them keep (TCP_NOTSENT_LOWAT).
+fn senders_line(out: &mut String, r: &TestResult) {
+    let (mut calls, mut bytes, mut unlimited) = (0u64, 0u64, 0u64);
+    let (mut low, mut high) = (u32::MAX, 0u32);
+    for e in r.flows.iter().flat_map(|f| [&f.local, &f.remote]) {
+        // Counts from the peer: summed without overflow, whatever it sent.
+        if let Some(sd) = &e.sends {
+            calls = calls.saturating_add(sd.calls);
+            bytes = bytes.saturating_add(e.total_bytes);
+            match sd.notsent_lowat {
+                Some(v) => (low, high) = (low.min(v), high.max(v)),
+                None => unlimited += 1,
+            }
+        }
+    }
+    if calls == 0 {
+        return;
+    }
+    let kept = match (high, unlimited) {
+        (0, _) if r.config.notsent_lowat == Some(0) => {
+            "; unsent bytes bounded by the send buffer only (--notsent-lowat off)".to_string()
+        }
+        (0, _) => "; unsent bytes bounded by the send buffer only".to_string(),
+        (h, 0) if h == low => format!("; unsent kept under {} (TCP_NOTSENT_LOWAT)", kib_or_bytes(h)),
+        (h, 0) => format!(
+            "; unsent kept under {} to {} (TCP_NOTSENT_LOWAT)",
+            kib_or_bytes(low),
+            kib_or_bytes(h)
+        ),
+        (h, n) => format!(
+            "; unsent kept under {} (TCP_NOTSENT_LOWAT) by some, by the send buffer only by {n}",
+            kib_or_bytes(h)
+        ),
+    };
+    let _ = writeln!(
+        out,
+        "senders: {calls} sends, {:.1} KiB per send{kept}",
+        bytes as f64 / calls as f64 / 1024.0
+    );
+}
+
 /// The stream receivers' reads: calls, bytes per call, and the watermark
 /// (SO_RCVLOWAT) they used while they were ahead of their flow.
 fn receivers_line(out: &mut String, r: &TestResult) {
@@ -181,11 +231,7 @@ fn receivers_line(out: &mut String, r: &TestResult) {
     let how = match mark {
         Some(m) if on > 0 => format!(
             "; SO_RCVLOWAT {} while a receiver was ahead of its flow (on {on}, off {off} times)",
-            if m % 1024 == 0 {
-                format!("{} KiB", m >> 10)
-            } else {
-                format!("{m} bytes")
-            }
+            kib_or_bytes(m)
         ),
         Some(_) => "; no SO_RCVLOWAT (no receiver's wake-ups found it ahead of its flow)".to_string(),
         None if r.config.no_rcvlowat => {
@@ -200,6 +246,7 @@ fn receivers_line(out: &mut String, r: &TestResult) {
     );
 }
 
+/// TCP streams, after netperf's TCP_STREAM table.
 fn render_stream(r: &TestResult) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "{}", title(r));
@@ -241,6 +288,7 @@ fn render_stream(r: &TestResult) -> String {
              its CPU and throughput leave out the receive copy"
         );
     }
+    senders_line(&mut out, r);
     receivers_line(&mut out, r);
     let multi = r.flows.len() > 1;
     let lead = |a: &str, b: &str| {

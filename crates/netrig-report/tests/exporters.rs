@@ -149,3 +149,44 @@ fn the_receivers_line_sums_any_counts_without_overflow() {
         "{line}"
     );
 }
+
+/// The senders' line sums what each end reported of its sends without
+/// overflow, and says what bounded their unsent bytes: one
+/// TCP_NOTSENT_LOWAT, a range of them, or the send buffer alone.
+#[test]
+fn the_senders_line_says_what_bounded_the_unsent_bytes() {
+    let line = |lowats: &[Option<u32>], calls: u64, bytes: u64| {
+        let mut r = fixture("tcp-stream");
+        let mut f = r.flows[0].clone();
+        r.flows.clear();
+        for (i, &l) in lowats.iter().enumerate() {
+            f.id = i as u32;
+            f.local.total_bytes = bytes;
+            f.local.sends = Some(netrig_proto::report::SendReport {
+                calls,
+                notsent_lowat: l,
+            });
+            r.flows.push(f.clone());
+        }
+        let mut e = TableExporter::new(layout(&r), r.flows.len());
+        let text = export(&mut e, &r);
+        text.lines()
+            .find(|l| l.starts_with("senders: "))
+            .map(str::to_string)
+            .unwrap_or_else(|| panic!("no senders line in\n{text}"))
+    };
+    let one = line(&[Some(262_144)], 1000, 128 * 1024 * 1000);
+    assert_eq!(
+        one,
+        "senders: 1000 sends, 128.0 KiB per send; unsent kept under 256 KiB (TCP_NOTSENT_LOWAT)"
+    );
+    let range = line(&[Some(100_000), Some(262_144)], u64::MAX, u64::MAX);
+    assert!(
+        range.contains(&format!("{} sends", u64::MAX)) && range.contains("under 100000 bytes to 256 KiB"),
+        "{range}"
+    );
+    let none = line(&[None, None], 10, 10 * 1024);
+    assert!(none.ends_with("bounded by the send buffer only"), "{none}");
+    let mixed = line(&[Some(262_144), None], 10, 10 * 1024);
+    assert!(mixed.ends_with("by the send buffer only by 1"), "{mixed}");
+}

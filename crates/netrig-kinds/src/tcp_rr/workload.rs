@@ -261,6 +261,7 @@ impl Handler for Worker<'_> {
                 FlowEnd {
                     zerocopy: None,
                     reads: None,
+                    sends: None,
                     id: c.flow.id,
                     total_bytes: c.bytes,
                     done_at: c.done_at,
@@ -450,6 +451,7 @@ impl RrWorkload {
             flows: vec![FlowEnd {
                 zerocopy: None,
                 reads: None,
+                sends: None,
                 id: c.flow.id,
                 total_bytes: c.bytes,
                 done_at: c.done_at,

@@ -9,7 +9,7 @@ pub use workload::StreamWorkload;
 
 use crate::args::{parse_bytes, CommonArgs, PaceArgs};
 use crate::kind::{Def, KindDef, Planned, Workloads};
-use crate::units::parse_size_u32;
+use crate::units::{parse_size_or_off, parse_size_u32};
 use clap::Args;
 use netrig_proto::spec::{KindSpec, StreamOptions, TcpBidirSpec, TcpMaertsSpec, TcpStreamSpec};
 use netrig_proto::TestSpec;
@@ -90,6 +90,14 @@ pub struct StreamArgs {
     /// is the eager reader it replaced, for comparing the two.
     #[arg(long = "no-rcvlowat", help_heading = "TCP")]
     no_rcvlowat: bool,
+    /// TCP_NOTSENT_LOWAT on the senders' sockets: the kernel lets a sender write only while less
+    /// than SIZE bytes are unsent, and wakes it when less than half are. `off` sets none (the
+    /// host's net.ipv4.tcp_notsent_lowat holds: unlimited by default, the send buffer alone
+    /// bounding them). By default an unpaced sender keeps two messages (-m), at least 256K,
+    /// unsent where the host has no value of its own (docs/RESULTS.md, "Senders' sends"); the
+    /// result reports each sender's (`sends.notsent_lowat`).
+    #[arg(long = "notsent-lowat", value_name = "SIZE|off", value_parser = parse_size_or_off, help_heading = "TCP")]
+    notsent_lowat: Option<u32>,
 }
 
 impl KindDef for TcpStreamKind {
@@ -115,6 +123,7 @@ impl KindDef for TcpStreamKind {
             skip_rx_copy: a.skip_rx_copy,
             msg_zerocopy: a.msg_zerocopy,
             no_rcvlowat: a.no_rcvlowat,
+            notsent_lowat: a.notsent_lowat,
             tcp: a.common.tcp(),
         };
         let mut plan = a.common.plan((self.wrap)(options))?;
@@ -132,6 +141,7 @@ impl KindDef for TcpStreamKind {
             skip_rx_copy: o.skip_rx_copy,
             msg_zerocopy: o.msg_zerocopy,
             rcvlowat: !o.no_rcvlowat,
+            notsent_lowat: o.notsent_lowat,
         }))
     }
 
@@ -143,6 +153,7 @@ impl KindDef for TcpStreamKind {
         c.skip_rx_copy = o.skip_rx_copy;
         c.msg_zerocopy = o.msg_zerocopy;
         c.no_rcvlowat = o.no_rcvlowat;
+        c.notsent_lowat = o.notsent_lowat;
     }
 
     fn table(&self) -> &'static dyn TableLayout {

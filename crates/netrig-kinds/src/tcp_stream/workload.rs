@@ -13,7 +13,8 @@ use netrig_engine::reactor::{Handler, Io, Now, Reactor, Ready, IDLE};
 use netrig_engine::sockopt;
 use netrig_engine::workload::{WorkerControl, Workload};
 use netrig_engine::{EngineError, Flow, FlowEnd, WorkerEnd};
-use netrig_proto::report::{BufPair, ReadReport, Role, ZeroCopyReport};
+use netrig_proto::report::{BufPair, ReadReport, Role, SendReport, ZeroCopyReport};
+use netrig_proto::spec::auto_notsent_lowat;
 use std::fs::File;
 use std::io::{self, Write};
 use std::net::Shutdown;
@@ -47,6 +48,9 @@ pub struct StreamWorkload {
     /// Receivers may set SO_RCVLOWAT while they are ahead of their flow
     /// ([`netrig_engine::lowat`]); false with `--no-rcvlowat`.
     pub rcvlowat: bool,
+    /// `--notsent-lowat`: the TCP_NOTSENT_LOWAT senders set (0: none);
+    /// `None`: [`StreamWorkload::notsent_lowat_to_set`]'s default.
+    pub notsent_lowat: Option<u32>,
 }
 
 /// What a sender sends: `buf` (one message of the pattern), and with `-Z`
@@ -249,6 +253,11 @@ struct Slot {
     lowat: Watermark,
     /// Receivers: receive calls made.
     reads: u64,
+    /// Senders: send calls made.
+    sends: u64,
+    /// Senders: the unsent bytes the kernel lets them keep, read back
+    /// from the socket once set ([`sockopt::notsent_lowat`]).
+    notsent_lowat: Option<u32>,
 }
 
 impl Slot {
@@ -282,6 +291,7 @@ impl Workload for StreamWorkload {
         // MSG_ZEROCOPY senders whose notices are in arrears (ENOBUFS) until they come.
         let mut reactor = Reactor::new(pace.is_some() || (self.msg_zerocopy && sends))?;
         let mut slots = Vec::with_capacity(flows.len());
+        let notsent_lowat = if sends { self.notsent_lowat_to_set() } else { None };
         for (i, flow) in flows.into_iter().enumerate() {
             flow.socket.tcp().map_err(setup)?;
             let mut sock = SocketHandle::new(&flow.socket).map_err(setup)?;
@@ -292,6 +302,14 @@ impl Workload for StreamWorkload {
             let sender = matches!(flow.role, Role::Sender | Role::Requester);
             if !sender && !self.skip_rx_copy {
                 netrig_engine::inq::enable(sock.raw_fd());
+            }
+            if let (true, Some(bytes)) = (sender, notsent_lowat) {
+                sockopt::set_notsent_lowat(sock.raw_fd(), bytes).map_err(|e| {
+                    EngineError::Setup(format!(
+                        "--notsent-lowat {bytes}: setsockopt(TCP_NOTSENT_LOWAT) failed on flow {}'s socket: {e}",
+                        flow.id
+                    ))
+                })?;
             }
             let zc = if self.msg_zerocopy && sender {
                 enable_zerocopy(sock.raw_fd()).map_err(|e| {
@@ -316,6 +334,12 @@ impl Workload for StreamWorkload {
             slots.push(Slot {
                 lowat,
                 reads: 0,
+                sends: 0,
+                notsent_lowat: if sender {
+                    sockopt::notsent_lowat(sock.raw_fd())
+                } else {
+                    None
+                },
                 zc,
                 flow,
                 sock,
@@ -562,6 +586,10 @@ impl Handler for Worker<'_> {
                         watermark_on: s.lowat.ons,
                         watermark_off: s.lowat.offs,
                     }),
+                    sends: matches!(s.flow.role, Role::Sender | Role::Requester).then_some(SendReport {
+                        calls: s.sends,
+                        notsent_lowat: s.notsent_lowat,
+                    }),
                     id: s.flow.id,
                     total_bytes: s.bytes,
                     done_at: s.done_at,
@@ -578,6 +606,23 @@ impl Handler for Worker<'_> {
 }
 
 impl StreamWorkload {
+    /// The TCP_NOTSENT_LOWAT this run's senders set, if any: `--notsent-lowat`'s
+    /// (`off`, 0, sets none), or by default, for unpaced senders where the
+    /// host has no value of its own (net.ipv4.tcp_notsent_lowat at the
+    /// kernel's unlimited), [`auto_notsent_lowat`]: two messages, at least
+    /// 256 KiB. A paced sender writes a message when it is due, and has no
+    /// backlog to bound.
+    fn notsent_lowat_to_set(&self) -> Option<u32> {
+        match self.notsent_lowat {
+            Some(0) => None,
+            Some(bytes) => Some(bytes),
+            None if self.rate_bps.is_none() && sockopt::host_notsent_lowat().is_none() => Some(
+                auto_notsent_lowat(u32::try_from(self.message_size).unwrap_or(u32::MAX)),
+            ),
+            None => None,
+        }
+    }
+
     /// Notes where a sender stopped: a full socket waits for its edge, a
     /// paced one for the timer. Returns true when the flow is done.
     fn after_write(&self, s: &mut Slot, sent: Sent, next_due: &mut Option<Instant>) -> bool {
@@ -631,6 +676,7 @@ impl StreamWorkload {
                 }
                 len = len.min(left.min(usize::MAX as u64) as usize);
             }
+            s.sends += 1;
             let sent = match payload.file {
                 Some(file) => match send_file(s.sock.raw_fd(), file, s.msg_off, len) {
                     // The file holds a whole message: 0 would mean it does not.

@@ -525,6 +525,7 @@ impl Handler for Worker<'_> {
                 FlowEnd {
                     zerocopy: None,
                     reads: None,
+                    sends: None,
                     id: f.flow.id,
                     total_bytes: f.bytes,
                     done_at: None,

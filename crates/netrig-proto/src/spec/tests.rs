@@ -54,6 +54,7 @@ fn unknown_fields_are_refused_and_defaults_left_out() {
         "skip_rx_copy",
         "msg_zerocopy",
         "no_rcvlowat",
+        "notsent_lowat",
         "tcp",
     ] {
         assert!(
@@ -128,6 +129,7 @@ fn every_kind_round_trips() {
         skip_rx_copy: true,
         msg_zerocopy: false,
         no_rcvlowat: true,
+        notsent_lowat: Some(65536),
         tcp: tcp.clone(),
     };
     let kinds = [

@@ -566,6 +566,12 @@ fn zerocopy_sends_with_sendfile_not_send() {
         "-Z: {calls} sendfile calls, {file_bytes} bytes; {send_bytes} bytes by send/write; sent {sent}"
     );
     assert!(calls >= 100, "only {calls} sendfile calls in 0.5 s of -Z");
+    // The sender's own count of its send calls is strace's: every sendfile(2) is its.
+    assert_eq!(
+        u(&v, "/flows/0/local/sends/calls"),
+        calls,
+        "the sender counted other than strace's {calls} sendfile(2)"
+    );
     assert_eq!(
         file_bytes, sent,
         "sendfile returned other than the sender counted"
@@ -1028,4 +1034,99 @@ fn paced_receivers_and_no_rcvlowat_use_no_watermark() {
     check_arithmetic(&v);
     let text = stdout(&run(&["tcp-maerts", "-l", "0.3", "--no-rcvlowat"]));
     assert!(text.contains("no SO_RCVLOWAT (--no-rcvlowat)"), "{text}");
+}
+
+/// The most bytes written but not yet sent that `ss -ti` shows on the
+/// client's sockets to `dst` in `ns`, sampled 12 times over 1 s while
+/// `args` runs there (from 0.4 s in), and the run's JSON.
+fn unsent_while(ns: &Netns, dst: &str, args: &[&str]) -> (u64, Value) {
+    let child = std::process::Command::new("ip")
+        .args(["netns", "exec", &ns.0, env!("CARGO_BIN_EXE_netrig")])
+        .args(args)
+        .args(["--json"])
+        .env("RUST_LOG", NETRIG_LOG)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn netrig");
+    std::thread::sleep(std::time::Duration::from_millis(400));
+    let mut most = 0;
+    for _ in 0..12 {
+        let o = crate::lab::output_in(ns, &["ss", "-tinH", "state", "established", "dst", dst]);
+        let text = String::from_utf8_lossy(&o.stdout);
+        for n in text
+            .split_whitespace()
+            .filter_map(|w| w.strip_prefix("notsent:"))
+            .filter_map(|n| n.parse::<u64>().ok())
+        {
+            most = most.max(n);
+        }
+        std::thread::sleep(std::time::Duration::from_millis(80));
+    }
+    let o = child.wait_with_output().expect("netrig");
+    let v: Value =
+        serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("not JSON ({e}): {}", stdout(&o)));
+    validate(&v);
+    check_arithmetic(&v);
+    (most, v)
+}
+
+/// An unpaced sender keeps at most two messages unsent (TCP_NOTSENT_LOWAT),
+/// as the kernel's own count of its unsent bytes (`ss -ti`'s notsent) shows
+/// on a flow its receiver limits (a 32 KiB receive buffer behind a 4 MiB
+/// send buffer); `--notsent-lowat off` lets the backlog fill the send
+/// buffer; a host's own net.ipv4.tcp_notsent_lowat is left to the sockets,
+/// and `--notsent-lowat SIZE` is set over it. Each sender's end says what
+/// bounded it, and the table too.
+#[test]
+fn an_unpaced_sender_keeps_two_messages_unsent() {
+    use crate::lab::Lab;
+    use crate::lab_or_skip;
+    let lab = lab_or_skip!(Lab::pair("unsent"));
+    let _agent = lab.serve(&[]).unwrap();
+    // The client's send buffers start at 4 MiB and stay there, whatever autotuning would do.
+    lab.a
+        .exec(&["sysctl", "-qw", "net.ipv4.tcp_wmem=4096 4194304 4194304"])
+        .unwrap();
+    let base = ["tcp-stream", "-H", lab.b4, "-l", "1.5", "-S", "16K"];
+    let with = |extra: &[&str]| {
+        let mut args = base.to_vec();
+        args.extend_from_slice(extra);
+        unsent_while(&lab.a, lab.b4, &args)
+    };
+    let (most, v) = with(&[]);
+    let sends = &v["flows"][0]["local"]["sends"];
+    eprintln!("default: at most {most} bytes unsent; {sends}");
+    assert_eq!(sends["notsent_lowat"], 256 * 1024, "{sends}");
+    assert!(u(sends, "/calls") > 0, "{sends}");
+    assert!(
+        v["flows"][0]["remote"]["sends"].is_null(),
+        "a receiver has no sends"
+    );
+    assert!(v["config"]["notsent_lowat"].is_null());
+    // The kernel takes a write while less than the bound is unsent, so one segment's worth
+    // (64 KiB at most here) may go beyond it.
+    assert!(most < (256 + 128) << 10, "{most} bytes unsent");
+    let (most, v) = with(&["--notsent-lowat", "off"]);
+    let sends = &v["flows"][0]["local"]["sends"];
+    eprintln!("off: at most {most} bytes unsent; {sends}");
+    assert!(sends["notsent_lowat"].is_null(), "{sends}");
+    assert_eq!(v["config"]["notsent_lowat"], 0);
+    assert!(most > 1 << 20, "only {most} bytes unsent without a bound");
+    lab.a
+        .exec(&["sysctl", "-qw", "net.ipv4.tcp_notsent_lowat=65536"])
+        .unwrap();
+    let (most, v) = with(&[]);
+    let sends = &v["flows"][0]["local"]["sends"];
+    eprintln!("the host's 64 KiB: at most {most} bytes unsent; {sends}");
+    assert_eq!(sends["notsent_lowat"], 65536, "{sends}");
+    assert!(most < (64 + 128) << 10, "{most} bytes unsent");
+    let (_, v) = with(&["--notsent-lowat", "1M"]);
+    assert_eq!(v["flows"][0]["local"]["sends"]["notsent_lowat"], 1 << 20);
+    assert_eq!(v["config"]["notsent_lowat"], 1 << 20);
+    let text = stdout(&run_in(&lab.a, &["tcp-stream", "-H", lab.b4, "-l", "0.3"]));
+    assert!(
+        text.contains("senders: ") && text.contains("unsent kept under 64 KiB (TCP_NOTSENT_LOWAT)"),
+        "{text}"
+    );
 }
