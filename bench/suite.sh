@@ -7,7 +7,9 @@
 #
 # A comparison whose peer is missing is skipped with its reason. tcp-stream runs twice: with the
 # host's congestion control (BBR here, which on loopback without fq paces inside TCP and lands the
-# tools in different regimes) and with cubic, and with 4 flows against iperf3 -P 4; tcp-crr with 1, 4
+# tools in different regimes) and with cubic, and with 4 flows against iperf3 -P 4; tcp-bidir
+# (cubic) against iperf3 --bidir, with netrig's senders unbounded (--notsent-lowat off) beside
+# them; tcp-crr with 1, 4
 # and 64 flows. Not run here, for time: 10,000 and 19,000 flows
 # against neper (bench/rr-many-flows.sh takes a list of flow counts).
 # Run it on a quiet machine: no builds or other tests beside it (and with
@@ -32,6 +34,7 @@ run() {
 run tcp-stream bench/tcp-stream-vs-peers.sh "$ROUNDS" "$SECS"
 run tcp-stream-cubic bench/tcp-stream-vs-peers.sh "$ROUNDS" "$SECS" 128K cubic
 run tcp-stream-4-flows bench/tcp-stream-vs-peers.sh "$ROUNDS" "$SECS" 128K "" 4
+run tcp-bidir bench/tcp-bidir-vs-iperf3.sh "$ROUNDS" "$SECS" 128K cubic
 run rr bench/rr-vs-peers.sh "$ROUNDS" "$SECS"
 run tcp-crr bench/tcp-crr-vs-peers.sh "$ROUNDS" "$SECS"
 run tcp-crr-4-flows bench/tcp-crr-many-flows.sh "$ROUNDS" "$SECS" 4 2
