@@ -72,6 +72,22 @@ pub struct TcpInfo {
     /// Congestion control algorithm (`TCP_CONGESTION`), e.g. `"cubic"`;
     /// `None` if it could not be read.
     pub congestion_control: Option<String>,
+    /// Microseconds the connection had data outstanding, sending
+    /// (`tcpi_busy_time`, over its life). `None` on kernels older than 4.10.
+    #[serde(default)]
+    pub busy_us: Option<u64>,
+    /// Of those, microseconds the sender was held by the peer's receive
+    /// window (`tcpi_rwnd_limited`): the receiver limited the flow.
+    #[serde(default)]
+    pub rwnd_limited_us: Option<u64>,
+    /// Of those, microseconds it was held by its own send buffer
+    /// (`tcpi_sndbuf_limited`): the sender's buffer limited the flow.
+    #[serde(default)]
+    pub sndbuf_limited_us: Option<u64>,
+    /// Bytes written but not yet sent, now (`tcpi_notsent_bytes`; a gauge).
+    /// `None` on kernels older than 4.6.
+    #[serde(default)]
+    pub notsent_bytes: Option<u32>,
 }
 
 /// Mirror of `struct tcp_info` from `include/uapi/linux/tcp.h` (Linux 6.7),
@@ -264,6 +280,10 @@ pub fn tcp_info(fd: BorrowedFd<'_>) -> io::Result<TcpInfo> {
         bytes_received: has(end_of!(tcpi_bytes_received, u64)).then_some(raw.tcpi_bytes_received),
         lost: raw.tcpi_lost,
         congestion_control: congestion_control(raw_fd),
+        busy_us: has(end_of!(tcpi_busy_time, u64)).then_some(raw.tcpi_busy_time),
+        rwnd_limited_us: has(end_of!(tcpi_rwnd_limited, u64)).then_some(raw.tcpi_rwnd_limited),
+        sndbuf_limited_us: has(end_of!(tcpi_sndbuf_limited, u64)).then_some(raw.tcpi_sndbuf_limited),
+        notsent_bytes: has(end_of!(tcpi_notsent_bytes, u32)).then_some(raw.tcpi_notsent_bytes),
     })
 }
 
@@ -307,6 +327,43 @@ mod tests {
         drop(listener.accept().unwrap());
         assert_eq!(accept_queue(listener.as_fd()).unwrap(), 2);
         assert!(accept_queue(waiting[0].as_fd()).is_err(), "not a listener");
+    }
+
+    /// A sender whose receiver does not read is held by the receive window
+    /// from when the window closes: its busy time is mostly that, and what it
+    /// wrote beyond the window waits unsent.
+    #[test]
+    fn a_sender_its_receiver_does_not_read_is_receive_window_limited() {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let mut client = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+        let (_server, _) = listener.accept().unwrap();
+        client.set_nonblocking(true).unwrap();
+        let chunk = vec![0x5au8; 64 * 1024];
+        let mut written = 0usize;
+        // Bounded: the buffers on both ends together take some MiB at most.
+        for _ in 0..10_000 {
+            match client.write(&chunk) {
+                Ok(n) => written += n,
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
+                Err(e) => panic!("write: {e}"),
+            }
+        }
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        let info = tcp_info(client.as_fd()).unwrap();
+        let (Some(busy), Some(rwnd), Some(sndbuf), Some(notsent)) = (
+            info.busy_us,
+            info.rwnd_limited_us,
+            info.sndbuf_limited_us,
+            info.notsent_bytes,
+        ) else {
+            eprintln!("skipped: this kernel gives no busy/limited times (before 4.10)");
+            return;
+        };
+        eprintln!("{written} bytes written: {info:?}");
+        assert!(written > 0);
+        assert!(rwnd >= 100_000, "{info:?}");
+        assert!(rwnd + sndbuf <= busy, "{info:?}");
+        assert!(notsent > 0, "{info:?}");
     }
 
     #[test]

@@ -211,6 +211,42 @@ fn senders_line(out: &mut String, r: &TestResult) {
     );
 }
 
+/// What held the senders back, by direction, from each sender's TCP_INFO
+/// at the window's close (over each connection's life to then): the time
+/// they had data outstanding, and the shares of it the peer's receive
+/// window and their own send buffer limited them. Withheld where the kernel
+/// gives no such times (before 4.10).
+fn limits_line(out: &mut String, r: &TestResult) {
+    for dir in [Direction::Tx, Direction::Rx] {
+        let (mut flows, mut busy, mut rwnd, mut sndbuf) = (0u32, 0u64, 0u64, 0u64);
+        for f in r.flows.iter().filter(|f| f.direction == dir) {
+            let Some(t) = &f.tcp_info else { continue };
+            let (Some(b), Some(w), Some(s)) = (t.busy_us, t.rwnd_limited_us, t.sndbuf_limited_us) else {
+                continue;
+            };
+            // Times from the peer: summed without overflow, whatever it sent.
+            flows += 1;
+            busy = busy.saturating_add(b);
+            rwnd = rwnd.saturating_add(w);
+            sndbuf = sndbuf.saturating_add(s);
+        }
+        if busy == 0 {
+            continue;
+        }
+        let pct = |v: u64| (v as f64 / busy as f64 * 100.0).min(100.0);
+        let _ = writeln!(
+            out,
+            "{} sender{} busy {:.2} s: limited by the receive window {:.1} %, by the send buffer {:.1} % \
+             (TCP_INFO busy, rwnd_limited, sndbuf_limited)",
+            dir.name(),
+            if flows == 1 { "" } else { "s" },
+            busy as f64 / 1e6,
+            pct(rwnd),
+            pct(sndbuf)
+        );
+    }
+}
+
 /// The stream receivers' reads: calls, bytes per call, and the watermark
 /// (SO_RCVLOWAT) they used while they were ahead of their flow.
 fn receivers_line(out: &mut String, r: &TestResult) {
@@ -289,6 +325,7 @@ fn render_stream(r: &TestResult) -> String {
         );
     }
     senders_line(&mut out, r);
+    limits_line(&mut out, r);
     receivers_line(&mut out, r);
     let multi = r.flows.len() > 1;
     let lead = |a: &str, b: &str| {

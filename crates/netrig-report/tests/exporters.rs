@@ -190,3 +190,34 @@ fn the_senders_line_says_what_bounded_the_unsent_bytes() {
     let mixed = line(&[Some(262_144), None], 10, 10 * 1024);
     assert!(mixed.ends_with("by the send buffer only by 1"), "{mixed}");
 }
+
+/// The limits line gives, per direction, the senders' busy time and the
+/// shares of it the receive window and the send buffer held them, summed
+/// without overflow; without the kernel's times it is left out.
+#[test]
+fn the_limits_line_gives_the_shares_of_the_busy_time() {
+    let with = |times: Option<(u64, u64, u64)>| {
+        let mut r = fixture("tcp-stream");
+        for f in &mut r.flows {
+            let t = f.tcp_info.get_or_insert_with(Default::default);
+            (t.busy_us, t.rwnd_limited_us, t.sndbuf_limited_us) =
+                (times.map(|t| t.0), times.map(|t| t.1), times.map(|t| t.2));
+        }
+        let mut e = TableExporter::new(layout(&r), r.flows.len());
+        let text = export(&mut e, &r);
+        text.lines()
+            .find(|l| l.contains(" busy ") && l.contains("limited by"))
+            .map(str::to_string)
+    };
+    let line = with(Some((2_000_000, 1_500_000, 100_000))).expect("a limits line");
+    assert!(
+        // The fixture has two flows: their times summed.
+        line.starts_with(
+            "tx senders busy 4.00 s: limited by the receive window 75.0 %, by the send buffer 5.0 %"
+        ),
+        "{line}"
+    );
+    let huge = with(Some((u64::MAX, u64::MAX, 0))).expect("a limits line");
+    assert!(huge.contains("receive window 100.0 %"), "{huge}");
+    assert_eq!(with(None), None);
+}

@@ -36,12 +36,21 @@ pub struct TcpInfo {
     pub bytes_received: Option<u64>,
     pub lost: u32,
     pub congestion_control: Option<String>,
+    /// These four: absent from results written before netrig reported them.
+    #[serde(default)]
+    pub busy_us: Option<u64>,
+    #[serde(default)]
+    pub rwnd_limited_us: Option<u64>,
+    #[serde(default)]
+    pub sndbuf_limited_us: Option<u64>,
+    #[serde(default)]
+    pub notsent_bytes: Option<u32>,
 }
 
 netrig_proto::from_fields!(wire::TcpInfo => TcpInfo {
     state, retransmits_total, rtt_us, rttvar_us, snd_cwnd, snd_ssthresh, reordering, pmtu, snd_mss,
     rcv_mss, delivery_rate_bps, delivery_rate_app_limited, bytes_acked, bytes_received, lost,
-    congestion_control,
+    congestion_control, busy_us, rwnd_limited_us, sndbuf_limited_us, notsent_bytes,
 });
 
 /// `summary.cpu.local` and `.remote`: an end's whole-machine CPU over its
@@ -110,7 +119,8 @@ mod tests {
         let v = json!({"state": 1, "retransmits_total": 2, "rtt_us": 3, "rttvar_us": 4, "snd_cwnd": 5,
             "snd_ssthresh": 6, "reordering": 7, "pmtu": 8, "snd_mss": 9, "rcv_mss": 10,
             "delivery_rate_bps": 11, "delivery_rate_app_limited": false, "bytes_acked": 12,
-            "bytes_received": 13, "lost": 14, "congestion_control": "cubic"});
+            "bytes_received": 13, "lost": 14, "congestion_control": "cubic", "busy_us": 15,
+            "rwnd_limited_us": 16, "sndbuf_limited_us": 17, "notsent_bytes": 18});
         assert_eq!(result_of::<wire::TcpInfo, TcpInfo>(&v), v);
     }
 

@@ -1104,6 +1104,11 @@ fn an_unpaced_sender_keeps_two_messages_unsent() {
         "a receiver has no sends"
     );
     assert!(v["config"]["notsent_lowat"].is_null());
+    // The receiver limits this flow, and the sender's TCP_INFO says so.
+    let info = &v["flows"][0]["tcp_info"];
+    let (busy, rwnd) = (u(info, "/busy_us"), u(info, "/rwnd_limited_us"));
+    eprintln!("busy {busy} us, receive-window limited {rwnd} us");
+    assert!(rwnd * 4 > busy && rwnd <= busy, "{info}");
     // The kernel takes a write while less than the bound is unsent, so one segment's worth
     // (64 KiB at most here) may go beyond it.
     assert!(most < (256 + 128) << 10, "{most} bytes unsent");
@@ -1126,7 +1131,10 @@ fn an_unpaced_sender_keeps_two_messages_unsent() {
     assert_eq!(v["config"]["notsent_lowat"], 1 << 20);
     let text = stdout(&run_in(&lab.a, &["tcp-stream", "-H", lab.b4, "-l", "0.3"]));
     assert!(
-        text.contains("senders: ") && text.contains("unsent kept under 64 KiB (TCP_NOTSENT_LOWAT)"),
+        text.contains("senders: ")
+            && text.contains("unsent kept under 64 KiB (TCP_NOTSENT_LOWAT)")
+            && text.contains("tx sender busy ")
+            && text.contains("limited by the receive window "),
         "{text}"
     );
 }
