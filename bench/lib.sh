@@ -3,7 +3,8 @@
 # It moves to the repository root and gives: NETRIG (the release binary, under
 # $CARGO_TARGET_DIR when set, as cargo builds it),
 # OUT (a scratch directory), need TOOL, free_port, build, rotated ROUND WORDS (the
-# order of a round's runs), background CMD
+# order of a round's runs), cpu_ticks, rounds_with_cpu ROUNDS TOOL... (the rounds of a
+# comparison, each tool by the script's run_tool, with CPU ticks around it), background CMD
 # (a server killed, with OUT removed, when the script exits) and
 # iperf3_and_netrig (both servers, on IPORT and NPORT).
 set -euo pipefail
@@ -37,6 +38,21 @@ rotated() {
 # The machine's busy and total CPU time since boot, in ticks, from /proc/stat:
 # busy = user + nice + system + irq + softirq + steal (as netrig counts it).
 cpu_ticks() { awk '/^cpu /{print $2+$3+$4+$7+$8+$9, $2+$3+$4+$5+$6+$7+$8+$9}' /proc/stat; }
+
+# rounds_with_cpu ROUNDS TOOL...: ROUNDS rounds, each running every TOOL once in rotated order
+# by the calling script's own `run_tool TOOL`, its stdout in $OUT/TOOL.ROUND.out and the
+# machine's CPU ticks around it in $OUT/TOOL.ROUND.cpu ("busy0 total0 busy1 total1").
+rounds_with_cpu() {
+  local rounds=$1 r tool b0 t0 b1 t1; shift
+  for r in $(seq 1 "$rounds"); do
+    for tool in $(rotated "$r" "$@"); do
+      read -r b0 t0 < <(cpu_ticks)
+      run_tool "$tool" > "$OUT/$tool.$r.out" 2>/dev/null || true
+      read -r b1 t1 < <(cpu_ticks)
+      echo "$b0 $t0 $b1 $t1" > "$OUT/$tool.$r.cpu"
+    done
+  done
+}
 
 # Builds, then serves iperf3 on IPORT and netrig on NPORT (free loopback ports).
 iperf3_and_netrig() {

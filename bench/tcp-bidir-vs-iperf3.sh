@@ -20,18 +20,14 @@ CC=${4:-$(cat /proc/sys/net/ipv4/tcp_congestion_control)}
 FLOWS=${5:-1}
 iperf3_and_netrig
 TOOLS="netrig netrig-off iperf3"
-for r in $(seq 1 "$ROUNDS"); do
-  for tool in $(rotated "$r" $TOOLS); do
-    read -r b0 t0 < <(cpu_ticks)
-    case $tool in
-      netrig) $NETRIG tcp-bidir -H 127.0.0.1 -p "$NPORT" -l "$SECS" -m "$MSG" -M "$MSG" --cc "$CC" -P "$FLOWS" --json ;;
-      netrig-off) $NETRIG tcp-bidir -H 127.0.0.1 -p "$NPORT" -l "$SECS" -m "$MSG" -M "$MSG" --cc "$CC" -P "$FLOWS" --notsent-lowat off --json ;;
-      iperf3) iperf3 -c 127.0.0.1 -p "$IPORT" --bidir -t "$SECS" -l "$MSG" -C "$CC" -P "$FLOWS" -J ;;
-    esac > "$OUT/$tool.$r.out" 2>/dev/null || true
-    read -r b1 t1 < <(cpu_ticks)
-    echo "$b0 $t0 $b1 $t1" > "$OUT/$tool.$r.cpu"
-  done
-done
+run_tool() {
+  case $1 in
+    netrig) $NETRIG tcp-bidir -H 127.0.0.1 -p "$NPORT" -l "$SECS" -m "$MSG" -M "$MSG" --cc "$CC" -P "$FLOWS" --json ;;
+    netrig-off) $NETRIG tcp-bidir -H 127.0.0.1 -p "$NPORT" -l "$SECS" -m "$MSG" -M "$MSG" --cc "$CC" -P "$FLOWS" --notsent-lowat off --json ;;
+    iperf3) iperf3 -c 127.0.0.1 -p "$IPORT" --bidir -t "$SECS" -l "$MSG" -C "$CC" -P "$FLOWS" -J ;;
+  esac
+}
+rounds_with_cpu "$ROUNDS" $TOOLS
 
 python3 - "$OUT" "$ROUNDS" "$MSG" "$SECS" "$CC" "$FLOWS" $TOOLS <<'PY'
 import json, os, statistics, sys

@@ -36,18 +36,14 @@ else
   echo "netperf/netserver not on PATH: netperf skipped" >&2
 fi
 
-for r in $(seq 1 "$ROUNDS"); do
-  for tool in $(rotated "$r" $TOOLS); do
-    read -r b0 t0 < <(cpu_ticks)
-    case $tool in
-      netrig) $NETRIG tcp-stream -H 127.0.0.1 -p "$NPORT" -l "$SECS" -m "$MSG" -M "$MSG" --cc "$CC" -P "$FLOWS" -T "$FLOWS" --json ;;
-      iperf3) iperf3 -c 127.0.0.1 -p "$IPORT" -t "$SECS" -l "$MSG" -C "$CC" -P "$FLOWS" -J ;;
-      netperf) netperf -H 127.0.0.1 -p "$NSPORT" -l "$SECS" -t TCP_STREAM -P 0 -- -m "$MSG" -M "$MSG" -K "$CC" ;;
-    esac > "$OUT/$tool.$r.out" 2>/dev/null || true
-    read -r b1 t1 < <(cpu_ticks)
-    echo "$b0 $t0 $b1 $t1" > "$OUT/$tool.$r.cpu"
-  done
-done
+run_tool() {
+  case $1 in
+    netrig) $NETRIG tcp-stream -H 127.0.0.1 -p "$NPORT" -l "$SECS" -m "$MSG" -M "$MSG" --cc "$CC" -P "$FLOWS" -T "$FLOWS" --json ;;
+    iperf3) iperf3 -c 127.0.0.1 -p "$IPORT" -t "$SECS" -l "$MSG" -C "$CC" -P "$FLOWS" -J ;;
+    netperf) netperf -H 127.0.0.1 -p "$NSPORT" -l "$SECS" -t TCP_STREAM -P 0 -- -m "$MSG" -M "$MSG" -K "$CC" ;;
+  esac
+}
+rounds_with_cpu "$ROUNDS" $TOOLS
 
 python3 - "$OUT" "$ROUNDS" "$MSG" "$SECS" "$CC" "$FLOWS" $TOOLS <<'PY'
 import json, os, statistics, sys

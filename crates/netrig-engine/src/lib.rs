@@ -19,6 +19,7 @@ pub mod inq;
 pub mod intake;
 pub mod latencies;
 pub mod lowat;
+pub mod notsent;
 pub mod nudge;
 pub mod pace;
 pub mod reactor;

@@ -114,7 +114,7 @@ fn err(flag: &'static str, value: impl ToString, what: &'static str, source: io:
     }
 }
 
-fn read_proc_sys(path: &str) -> Option<String> {
+pub(crate) fn read_proc_sys(path: &str) -> Option<String> {
     std::fs::read_to_string(format!("/proc/sys/{path}"))
         .ok()
         .map(|s| s.split_whitespace().collect::<Vec<_>>().join(" "))
@@ -517,33 +517,6 @@ pub fn path_mtu_to(peer: SocketAddr, bind: Option<IpAddr>) -> Option<u32> {
     let sock = UdpSocket::bind(crate::addr::local_for(local, peer)).ok()?;
     sock.connect(peer).ok()?;
     path_mtu(&sock, peer.is_ipv6())
-}
-
-/// The host's net.ipv4.tcp_notsent_lowat (of this thread's network
-/// namespace): the unsent bytes a TCP socket that sets no
-/// TCP_NOTSENT_LOWAT may keep; `None` at the kernel's default, unlimited.
-pub fn host_notsent_lowat() -> Option<u32> {
-    read_proc_sys("net/ipv4/tcp_notsent_lowat")?
-        .parse::<u32>()
-        .ok()
-        .filter(|&v| v != u32::MAX)
-}
-
-/// Sets TCP_NOTSENT_LOWAT: the kernel takes writes only while less than
-/// `bytes` are unsent, and reports the socket writable when less than half are.
-pub fn set_notsent_lowat(fd: std::os::fd::RawFd, bytes: u32) -> io::Result<()> {
-    let v = libc::c_int::try_from(bytes).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
-    set_int(fd, libc::IPPROTO_TCP, libc::TCP_NOTSENT_LOWAT, v)
-}
-
-/// The unsent bytes the kernel lets this TCP socket keep, as it is now: its
-/// TCP_NOTSENT_LOWAT, or where it sets none the host's; `None` when unlimited.
-pub fn notsent_lowat(fd: std::os::fd::RawFd) -> Option<u32> {
-    match get_int(fd, libc::IPPROTO_TCP, libc::TCP_NOTSENT_LOWAT) {
-        Ok(v) if v > 0 => Some(v as u32),
-        Ok(_) => host_notsent_lowat(),
-        Err(_) => None,
-    }
 }
 
 #[cfg(test)]

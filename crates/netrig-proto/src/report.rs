@@ -114,7 +114,8 @@ pub struct SendReport {
     /// Send calls made (send(2), or sendfile(2) with `-Z`), those the
     /// socket refused as full (EAGAIN) included.
     pub calls: u64,
-    /// The unsent bytes the kernel let this sender keep at most, as the
+    /// The bound on this sender's unsent bytes (the kernel takes a write
+    /// only while less is unsent; a write may go a segment beyond), as the
     /// socket reported it (TCP_NOTSENT_LOWAT, or the host's
     /// net.ipv4.tcp_notsent_lowat where the socket sets none); `None` when
     /// unlimited (only the send buffer bounds it).

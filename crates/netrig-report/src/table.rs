@@ -193,20 +193,25 @@ fn senders_line(out: &mut String, r: &TestResult) {
             "; unsent bytes bounded by the send buffer only (--notsent-lowat off)".to_string()
         }
         (0, _) => "; unsent bytes bounded by the send buffer only".to_string(),
-        (h, 0) if h == low => format!("; unsent kept under {} (TCP_NOTSENT_LOWAT)", kib_or_bytes(h)),
+        (h, 0) if h == low => format!(
+            "; writes taken while under {} was unsent (TCP_NOTSENT_LOWAT)",
+            kib_or_bytes(h)
+        ),
         (h, 0) => format!(
-            "; unsent kept under {} to {} (TCP_NOTSENT_LOWAT)",
+            "; writes taken while under {} to {} was unsent (TCP_NOTSENT_LOWAT)",
             kib_or_bytes(low),
             kib_or_bytes(h)
         ),
         (h, n) => format!(
-            "; unsent kept under {} (TCP_NOTSENT_LOWAT) by some, by the send buffer only by {n}",
+            "; writes taken while under {} was unsent (TCP_NOTSENT_LOWAT) by some, \
+             bounded by the send buffer only by {n}",
             kib_or_bytes(h)
         ),
     };
+    // Calls the full socket refused (EAGAIN) are among them: bytes per call, not per send.
     let _ = writeln!(
         out,
-        "senders: {calls} sends, {:.1} KiB per send{kept}",
+        "senders: {calls} send calls, {:.1} KiB per call{kept}",
         bytes as f64 / calls as f64 / 1024.0
     );
 }

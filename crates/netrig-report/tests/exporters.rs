@@ -178,11 +178,12 @@ fn the_senders_line_says_what_bounded_the_unsent_bytes() {
     let one = line(&[Some(262_144)], 1000, 128 * 1024 * 1000);
     assert_eq!(
         one,
-        "senders: 1000 sends, 128.0 KiB per send; unsent kept under 256 KiB (TCP_NOTSENT_LOWAT)"
+        "senders: 1000 send calls, 128.0 KiB per call; writes taken while under 256 KiB was unsent (TCP_NOTSENT_LOWAT)"
     );
     let range = line(&[Some(100_000), Some(262_144)], u64::MAX, u64::MAX);
     assert!(
-        range.contains(&format!("{} sends", u64::MAX)) && range.contains("under 100000 bytes to 256 KiB"),
+        range.contains(&format!("{} send calls", u64::MAX))
+            && range.contains("under 100000 bytes to 256 KiB"),
         "{range}"
     );
     let none = line(&[None, None], 10, 10 * 1024);

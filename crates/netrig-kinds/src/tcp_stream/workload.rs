@@ -8,13 +8,13 @@ use mio::{Interest, Token};
 use netrig_engine::flow::SocketHandle;
 use netrig_engine::inq::ReadInq;
 use netrig_engine::lowat::{Checks, Watermark};
+use netrig_engine::notsent;
 use netrig_engine::pace::Schedule;
 use netrig_engine::reactor::{Handler, Io, Now, Reactor, Ready, IDLE};
 use netrig_engine::sockopt;
 use netrig_engine::workload::{WorkerControl, Workload};
 use netrig_engine::{EngineError, Flow, FlowEnd, WorkerEnd};
 use netrig_proto::report::{BufPair, ReadReport, Role, SendReport, ZeroCopyReport};
-use netrig_proto::spec::auto_notsent_lowat;
 use std::fs::File;
 use std::io::{self, Write};
 use std::net::Shutdown;
@@ -49,7 +49,7 @@ pub struct StreamWorkload {
     /// ([`netrig_engine::lowat`]); false with `--no-rcvlowat`.
     pub rcvlowat: bool,
     /// `--notsent-lowat`: the TCP_NOTSENT_LOWAT senders set (0: none);
-    /// `None`: [`StreamWorkload::notsent_lowat_to_set`]'s default.
+    /// `None`: the default ([`netrig_engine::notsent::to_set`]).
     pub notsent_lowat: Option<u32>,
 }
 
@@ -256,7 +256,7 @@ struct Slot {
     /// Senders: send calls made.
     sends: u64,
     /// Senders: the unsent bytes the kernel lets them keep, read back
-    /// from the socket once set ([`sockopt::notsent_lowat`]).
+    /// from the socket once set ([`notsent::get`]).
     notsent_lowat: Option<u32>,
 }
 
@@ -291,7 +291,16 @@ impl Workload for StreamWorkload {
         // MSG_ZEROCOPY senders whose notices are in arrears (ENOBUFS) until they come.
         let mut reactor = Reactor::new(pace.is_some() || (self.msg_zerocopy && sends))?;
         let mut slots = Vec::with_capacity(flows.len());
-        let notsent_lowat = if sends { self.notsent_lowat_to_set() } else { None };
+        let notsent_lowat = if sends {
+            notsent::to_set(
+                self.notsent_lowat,
+                self.message_size,
+                self.rate_bps.is_some(),
+                notsent::host(),
+            )
+        } else {
+            None
+        };
         for (i, flow) in flows.into_iter().enumerate() {
             flow.socket.tcp().map_err(setup)?;
             let mut sock = SocketHandle::new(&flow.socket).map_err(setup)?;
@@ -304,7 +313,7 @@ impl Workload for StreamWorkload {
                 netrig_engine::inq::enable(sock.raw_fd());
             }
             if let (true, Some(bytes)) = (sender, notsent_lowat) {
-                sockopt::set_notsent_lowat(sock.raw_fd(), bytes).map_err(|e| {
+                notsent::set(sock.raw_fd(), bytes).map_err(|e| {
                     EngineError::Setup(format!(
                         "--notsent-lowat {bytes}: setsockopt(TCP_NOTSENT_LOWAT) failed on flow {}'s socket: {e}",
                         flow.id
@@ -335,11 +344,7 @@ impl Workload for StreamWorkload {
                 lowat,
                 reads: 0,
                 sends: 0,
-                notsent_lowat: if sender {
-                    sockopt::notsent_lowat(sock.raw_fd())
-                } else {
-                    None
-                },
+                notsent_lowat: if sender { notsent::get(sock.raw_fd()) } else { None },
                 zc,
                 flow,
                 sock,
@@ -606,23 +611,6 @@ impl Handler for Worker<'_> {
 }
 
 impl StreamWorkload {
-    /// The TCP_NOTSENT_LOWAT this run's senders set, if any: `--notsent-lowat`'s
-    /// (`off`, 0, sets none), or by default, for unpaced senders where the
-    /// host has no value of its own (net.ipv4.tcp_notsent_lowat at the
-    /// kernel's unlimited), [`auto_notsent_lowat`]: two messages, at least
-    /// 256 KiB. A paced sender writes a message when it is due, and has no
-    /// backlog to bound.
-    fn notsent_lowat_to_set(&self) -> Option<u32> {
-        match self.notsent_lowat {
-            Some(0) => None,
-            Some(bytes) => Some(bytes),
-            None if self.rate_bps.is_none() && sockopt::host_notsent_lowat().is_none() => Some(
-                auto_notsent_lowat(u32::try_from(self.message_size).unwrap_or(u32::MAX)),
-            ),
-            None => None,
-        }
-    }
-
     /// Notes where a sender stopped: a full socket waits for its edge, a
     /// paced one for the timer. Returns true when the flow is done.
     fn after_write(&self, s: &mut Slot, sent: Sent, next_due: &mut Option<Instant>) -> bool {

@@ -17,9 +17,9 @@ pub mod kind;
 
 use crate::AgentLimits;
 pub use kind::{
-    auto_notsent_lowat, CloseFirst, Exchange, HttpSpec, KindRules, KindSpec, Load, PortRange, StreamOptions,
-    TcpBidirSpec, TcpCrrSpec, TcpMaertsSpec, TcpOptions, TcpRrSpec, TcpStreamSpec, Transactions, Transport,
-    UdpRrSpec, UdpStreamSpec, MAX_NOTSENT_LOWAT,
+    CloseFirst, Exchange, HttpSpec, KindRules, KindSpec, Load, PortRange, StreamOptions, TcpBidirSpec,
+    TcpCrrSpec, TcpMaertsSpec, TcpOptions, TcpRrSpec, TcpStreamSpec, Transactions, Transport, UdpRrSpec,
+    UdpStreamSpec, MAX_NOTSENT_LOWAT,
 };
 use serde::{Deserialize, Serialize};
 use thiserror::Error;

@@ -1118,6 +1118,14 @@ fn an_unpaced_sender_keeps_two_messages_unsent() {
     assert!(sends["notsent_lowat"].is_null(), "{sends}");
     assert_eq!(v["config"]["notsent_lowat"], 0);
     assert!(most > 1 << 20, "only {most} bytes unsent without a bound");
+    // The agent's senders (tcp-maerts) take the same default, and the option from the spec.
+    let v = run_json_in(&lab.a, &["tcp-maerts", "-H", lab.b4, "-l", "0.3"]);
+    assert_eq!(v["flows"][0]["remote"]["sends"]["notsent_lowat"], 256 * 1024);
+    let v = run_json_in(
+        &lab.a,
+        &["tcp-maerts", "-H", lab.b4, "-l", "0.3", "--notsent-lowat", "96K"],
+    );
+    assert_eq!(v["flows"][0]["remote"]["sends"]["notsent_lowat"], 96 * 1024);
     lab.a
         .exec(&["sysctl", "-qw", "net.ipv4.tcp_notsent_lowat=65536"])
         .unwrap();
@@ -1132,7 +1140,7 @@ fn an_unpaced_sender_keeps_two_messages_unsent() {
     let text = stdout(&run_in(&lab.a, &["tcp-stream", "-H", lab.b4, "-l", "0.3"]));
     assert!(
         text.contains("senders: ")
-            && text.contains("unsent kept under 64 KiB (TCP_NOTSENT_LOWAT)")
+            && text.contains("writes taken while under 64 KiB was unsent (TCP_NOTSENT_LOWAT)")
             && text.contains("tx sender busy ")
             && text.contains("limited by the receive window "),
         "{text}"

@@ -21,9 +21,7 @@ pub use http::{
 };
 pub use tcp_crr::{CloseFirst, PortRange, TcpCrrSpec};
 pub use tcp_rr::{Load, TcpRrSpec, Transactions};
-pub use tcp_stream::{
-    auto_notsent_lowat, StreamOptions, TcpBidirSpec, TcpMaertsSpec, TcpStreamSpec, MAX_NOTSENT_LOWAT,
-};
+pub use tcp_stream::{StreamOptions, TcpBidirSpec, TcpMaertsSpec, TcpStreamSpec, MAX_NOTSENT_LOWAT};
 pub use udp_rr::UdpRrSpec;
 pub use udp_stream::UdpStreamSpec;
 

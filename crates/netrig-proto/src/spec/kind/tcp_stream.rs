@@ -7,21 +7,6 @@ use serde::{Deserialize, Serialize};
 /// The largest `--notsent-lowat`: 1 GiB, beyond any send buffer the kernel grants.
 pub const MAX_NOTSENT_LOWAT: u32 = 1 << 30;
 
-/// The unsent bytes an unpaced sender keeps at most in the kernel by
-/// default (TCP_NOTSENT_LOWAT): two messages, and at least 256 KiB. The
-/// kernel lets a sender write while less than this is unsent and wakes it
-/// when less than half is, so a message always goes in whole and the next
-/// is written while the one before leaves. Without it a sender fills its
-/// whole send buffer (up to tcp_wmem's 4 MiB), and where the receiver
-/// limits the flow those bytes wait there, gone from the cache by the time
-/// the receiver's acknowledgements send them (CHANGELOG, "unpaced senders
-/// keep two messages unsent").
-pub fn auto_notsent_lowat(message_size: u32) -> u32 {
-    message_size
-        .saturating_mul(2)
-        .clamp(256 * 1024, MAX_NOTSENT_LOWAT)
-}
-
 /// The options of the TCP streams.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -56,9 +41,9 @@ pub struct StreamOptions {
     pub no_rcvlowat: bool,
     /// `--notsent-lowat`: TCP_NOTSENT_LOWAT on the senders' sockets, in
     /// bytes; `Some(0)`: never set (the host's net.ipv4.tcp_notsent_lowat
-    /// holds); `None`: netrig's default, which keeps an unpaced sender at
-    /// most [`auto_notsent_lowat`] unsent bytes ahead where the host has no
-    /// value of its own. An agent that does not know it refuses the spec.
+    /// holds); `None`: netrig's default (the engine's `notsent`: two
+    /// messages, at least 256 KiB, for unpaced senders where the host has no
+    /// value of its own). An agent that does not know it refuses the spec.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub notsent_lowat: Option<u32>,
     /// The agent's TCP options.
