@@ -63,6 +63,9 @@ for key in runs["new"][0]:
     # Each round's new/old, then their median: the pairing removes the drift between rounds.
     pairs = [x[key] / y[key] for x, y in zip(runs["new"], runs["old"])
              if x.get(key) is not None and y.get(key)]
-    paired = f"{statistics.median(pairs):.3f} (new ahead in {sum(p > 1 for p in pairs)} of {len(pairs)})" if pairs else "-"
+    # Rates: higher is better ("ahead"); CPU, loss and service demand: lower is.
+    lower_better = key.startswith(("CPU", "loss", "SD"))
+    word, better = ("lower", lambda p: p < 1) if lower_better else ("ahead", lambda p: p > 1)
+    paired = f"{statistics.median(pairs):.3f} (new {word} in {sum(better(p) for p in pairs)} of {len(pairs)})" if pairs else "-"
     print(f"  {key:<20} old {mo:12.2f}  new {mn:12.2f}  new/old {ratio}  paired {paired}")
 PY
