@@ -4,14 +4,14 @@
 # per transaction on each end, as netperf computes it from /proc/stat) and sockperf ping-pong
 # (round trips/s = 1e6 / (2 x its avg half-round-trip latency)), alternating runs, medians; and
 # netrig --busy-wait, both ends polling their sockets instead of sleeping (the peers sleep: its
-# ratio compares modes, as sockperf's users do, not like with like). Beside them, the kernel's floor
-# on this host (bench/rr-floor.c, built with cc when there is one): a bare C loop of blocking
-# send(2) and recv(2) on each end, what netperf's loop does with nothing around it.
+# ratio compares modes, as sockperf's users do, not like with like). Beside them, a bare C loop
+# (bench/rr-bare-loop.c, built with cc when there is one) of blocking send(2) and recv(2) on each
+# end: what netperf's loop does, with nothing around it.
 #
 #   PATH=../shared/peers:$PATH bench/rr-vs-peers.sh [ROUNDS=5] [SECONDS=3] [PROTO=tcp|udp|both]
 #
 # Needs: netperf/netserver (../shared/peers), sockperf (apt-get install sockperf), python3; cc for
-# the floor.
+# the bare loop.
 . "$(dirname "$0")/lib.sh"
 ROUNDS=${1:-5}
 SECS=${2:-3}
@@ -24,10 +24,10 @@ background netserver -D -p "$PPORT"
 background sockperf sr --tcp -i 127.0.0.1 -p "$STPORT"
 background sockperf sr -i 127.0.0.1 -p "$SUPORT"
 TOOLS="netrig busy netperf sockperf"
-if command -v cc >/dev/null && cc -O2 -o "$OUT/rr-floor" bench/rr-floor.c; then
-  TOOLS="$TOOLS floor"
+if command -v cc >/dev/null && cc -O2 -o "$OUT/rr-bare-loop" bench/rr-bare-loop.c; then
+  TOOLS="$TOOLS bare"
 else
-  echo "no cc: the kernel's floor (bench/rr-floor.c) is left out" >&2
+  echo "no cc: the bare loop (bench/rr-bare-loop.c) is left out" >&2
 fi
 sleep 1
 protos=(tcp udp); [ "$PROTO" != both ] && protos=("$PROTO")
@@ -43,7 +43,7 @@ for p in "${protos[@]}"; do
         sockperf)
           if [ "$p" = tcp ]; then sp=(--tcp -p "$STPORT"); else sp=(-p "$SUPORT"); fi
           sockperf pp "${sp[@]}" -i 127.0.0.1 -t "$SECS" -m 14 > "$OUT/$p.sockperf.$r.txt" 2>&1 || true ;;
-        floor) "$OUT/rr-floor" "$p" "$(free_port)" "$SECS" > "$OUT/$p.floor.$r.txt" 2>/dev/null || true ;;
+        bare) "$OUT/rr-bare-loop" "$p" "$(free_port)" "$SECS" > "$OUT/$p.bare.$r.txt" 2>/dev/null || true ;;
       esac
     done
   done
@@ -77,7 +77,7 @@ for p in protos:
         if m: s.append(1e6 / (2 * float(m.group(1))))
     fl = []
     for r in range(1, rounds + 1):
-        path = f"{out}/{p}.floor.{r}.txt"
+        path = f"{out}/{p}.bare.{r}.txt"
         m = re.search(r"transactions (\d+) seconds ([0-9.]+)$", open(path).read().strip()) if os.path.exists(path) else None
         if m: fl.append(int(m.group(1)) / float(m.group(2)))
     print(f"{p} request/response, 1 flow, 1 byte each way (sockperf: its 14-byte minimum), loopback, {secs} s, {rounds} alternating rounds")
@@ -86,10 +86,10 @@ for p in protos:
     print(f"  netperf {p.upper()}_RR      median {med(q):9.0f} trans/s   SD both ends {med(qsd):7.2f} us/tran   runs {' '.join(f'{x:.0f}' for x in q)}")
     print(f"  sockperf pp {p:<4}     median {med(s):9.0f} round trips/s           runs {' '.join(f'{x:.0f}' for x in s)}")
     if fl:
-        print(f"  kernel floor         median {med(fl):9.0f} trans/s                              runs {' '.join(f'{x:.0f}' for x in fl)}  (bench/rr-floor.c: blocking send/recv, nothing else)")
+        print(f"  bare C loop          median {med(fl):9.0f} trans/s                              runs {' '.join(f'{x:.0f}' for x in fl)}  (bench/rr-bare-loop.c: blocking send/recv, nothing else)")
     print(f"  {p}-rr ratio netrig/netperf: {med(n) / med(q):.3f}   service demand ratio netrig/netperf: {med(nsd) / med(qsd):.3f} (lower is better)")
     print(f"  {p}-rr ratio netrig/sockperf: {med(n) / med(s):.3f}")
     print(f"  {p}-rr ratio netrig --busy-wait/sockperf (modes, not like with like): {med(b) / med(s):.3f}")
     if fl:
-        print(f"  {p}-rr ratio netrig/kernel floor: {med(n) / med(fl):.3f}; netperf/kernel floor: {med(q) / med(fl):.3f}")
+        print(f"  {p}-rr ratio netrig/bare C loop: {med(n) / med(fl):.3f}; netperf/bare C loop: {med(q) / med(fl):.3f}")
 PY

@@ -11,9 +11,10 @@
 # (cubic) against iperf3 --bidir, with netrig's senders unbounded (--notsent-lowat off) beside
 # them; tcp-crr with 1, 4
 # and 64 flows. Not run here, for time: 10,000 and 19,000 flows
-# against neper (bench/rr-many-flows.sh takes a list of flow counts). The request/response and
-# 64-byte UDP tables carry the kernel's floor on this host beside the peers (bench/rr-floor.c,
-# bench/udp-floor.c, built with cc): the most any tool could reach here.
+# against neper (bench/rr-many-flows.sh takes a list of flow counts). The 64-byte UDP table
+# carries the kernel's floor on this host beside the peers (bench/udp-floor.c: a bare sendmmsg
+# loop, whose sending CPU is 99 % the kernel's per-datagram work), and the request/response
+# tables a bare loop of blocking calls (bench/rr-bare-loop.c), both built with cc.
 # Run it on a quiet machine: no builds or other tests beside it (and with
 # kernel.sched_autogroup_enabled=0, `nice` really yields).
 set -uo pipefail

@@ -1,9 +1,11 @@
 /*
  * The kernel's floor for small UDP datagrams on this host: the fewest
  * instructions a user-space sender and receiver can add to the kernel's own
- * per-datagram work. bench/udp-stream-vs-iperf3.sh builds it with cc and runs
- * it beside netrig and iperf3, so that a ratio against iperf3 can be read
- * against the most any tool could reach here (#12's 2x goal).
+ * per-datagram work (perf: 99 % of the sending CPU is the kernel's).
+ * bench/udp-stream-vs-iperf3.sh builds it with cc and runs it beside netrig
+ * and iperf3, so that a ratio against iperf3 can be read against what a
+ * tool can reach here without GSO (#12's 2x goal). A tool may match it (netrig
+ * does, pinned), not pass it by more than the rounds' spread.
  *
  *   udp-floor PORT SECONDS SIZE BATCH [PAUSE_US]
  *
