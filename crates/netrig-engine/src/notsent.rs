@@ -15,6 +15,13 @@
 //! unsent made it rarer (5 of 24 directions against 17) and the run 1.58x
 //! faster (CHANGELOG, "unpaced senders keep two messages unsent").
 //!
+//! That state is tcp-bidir's, where each host's CPUs both send and receive:
+//! by default only a run of both directions sets the bound. A flow one way
+//! gains nothing from it and may lose: one cubic flow made 0.90x the
+//! throughput bounded against unbounded (12 alternating rounds, ahead in 2;
+//! CHANGELOG, "the senders' bound only where both directions run"), the
+//! unsent backlog there being sent by the receiver's CPU, which has room.
+//!
 //! A host that sets net.ipv4.tcp_notsent_lowat has tuned this itself, and
 //! that may be what is under test: by default netrig leaves it alone.
 
@@ -36,15 +43,22 @@ pub fn auto(message_size: usize) -> u32 {
 }
 
 /// The bound a run's senders set, if any. `option` is `--notsent-lowat`
-/// (`Some(0)`: `off`, none); without it, unpaced senders (`paced` false)
-/// take [`auto`] where the host has no bound of its own (`host`, from
-/// [`host`]), and paced ones none: they write a message when it is due,
-/// and have no backlog to bound.
-pub fn to_set(option: Option<u32>, message_size: usize, paced: bool, host: Option<u32>) -> Option<u32> {
+/// (`Some(0)`: `off`, none); without it, unpaced senders (`paced` false) of
+/// a run of both directions (`both_directions`) take [`auto`] where the
+/// host has no bound of its own (`host`, from [`host`]); paced ones none
+/// (they write a message when it is due, and have no backlog to bound), nor
+/// those of a run one way.
+pub fn to_set(
+    option: Option<u32>,
+    message_size: usize,
+    paced: bool,
+    both_directions: bool,
+    host: Option<u32>,
+) -> Option<u32> {
     match option {
         Some(0) => None,
         Some(bytes) => Some(bytes),
-        None if !paced && host.is_none() => Some(auto(message_size)),
+        None if !paced && both_directions && host.is_none() => Some(auto(message_size)),
         None => None,
     }
 }
@@ -91,13 +105,14 @@ mod tests {
     #[test]
     fn the_option_then_the_host_then_the_default() {
         let m = 128 << 10;
-        assert_eq!(to_set(None, m, false, None), Some(256 << 10));
-        // A host's own bound, and paced senders: none set.
-        assert_eq!(to_set(None, m, false, Some(65536)), None);
-        assert_eq!(to_set(None, m, true, None), None);
-        // The option wins over both; off sets none.
-        assert_eq!(to_set(Some(4096), m, true, Some(65536)), Some(4096));
-        assert_eq!(to_set(Some(0), m, false, None), None);
+        assert_eq!(to_set(None, m, false, true, None), Some(256 << 10));
+        // A run one way, a host's own bound, and paced senders: none set.
+        assert_eq!(to_set(None, m, false, false, None), None);
+        assert_eq!(to_set(None, m, false, true, Some(65536)), None);
+        assert_eq!(to_set(None, m, true, true, None), None);
+        // The option wins over all of them; off sets none.
+        assert_eq!(to_set(Some(4096), m, true, false, Some(65536)), Some(4096));
+        assert_eq!(to_set(Some(0), m, false, true, None), None);
     }
 
     #[test]

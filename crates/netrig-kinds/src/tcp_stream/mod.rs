@@ -93,9 +93,10 @@ pub struct StreamArgs {
     /// TCP_NOTSENT_LOWAT on the senders' sockets: the kernel lets a sender write only while less
     /// than SIZE bytes are unsent, and wakes it when less than half are. `off` sets none (the
     /// host's net.ipv4.tcp_notsent_lowat holds: unlimited by default, the send buffer alone
-    /// bounding them). By default an unpaced sender keeps two messages (-m), at least 256K,
-    /// unsent where the host has no value of its own (docs/RESULTS.md, "Senders' sends"); the
-    /// result reports each sender's (`sends.notsent_lowat`).
+    /// bounding them). By default an unpaced sender of tcp-bidir keeps two messages (-m), at
+    /// least 256K, unsent where the host has no value of its own, and tcp-stream's and
+    /// tcp-maerts' set none (docs/RESULTS.md, "Senders' sends"); the result reports each
+    /// sender's (`sends.notsent_lowat`).
     #[arg(long = "notsent-lowat", value_name = "SIZE|off", value_parser = parse_size_or_off, help_heading = "TCP")]
     notsent_lowat: Option<u32>,
 }
@@ -131,7 +132,7 @@ impl KindDef for TcpStreamKind {
         Ok(plan)
     }
 
-    fn workload(&self, o: &StreamOptions, _: &TestSpec) -> Workloads {
+    fn workload(&self, o: &StreamOptions, spec: &TestSpec) -> Workloads {
         Workloads::Connected(Arc::new(StreamWorkload {
             message_size: o.message_size as usize,
             recv_size: o.recv_size as usize,
@@ -142,6 +143,7 @@ impl KindDef for TcpStreamKind {
             msg_zerocopy: o.msg_zerocopy,
             rcvlowat: !o.no_rcvlowat,
             notsent_lowat: o.notsent_lowat,
+            both_directions: spec.directions().len() > 1,
         }))
     }
 

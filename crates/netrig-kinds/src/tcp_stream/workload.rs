@@ -51,6 +51,8 @@ pub struct StreamWorkload {
     /// `--notsent-lowat`: the TCP_NOTSENT_LOWAT senders set (0: none);
     /// `None`: the default ([`netrig_engine::notsent::to_set`]).
     pub notsent_lowat: Option<u32>,
+    /// The run moves data both ways (tcp-bidir): the default bound applies.
+    pub both_directions: bool,
 }
 
 /// What a sender sends: `buf` (one message of the pattern), and with `-Z`
@@ -296,6 +298,7 @@ impl Workload for StreamWorkload {
                 self.notsent_lowat,
                 self.message_size,
                 self.rate_bps.is_some(),
+                self.both_directions,
                 notsent::host(),
             )
         } else {

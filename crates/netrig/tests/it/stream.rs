@@ -1071,13 +1071,14 @@ fn unsent_while(ns: &Netns, dst: &str, args: &[&str]) -> (u64, Value) {
     (most, v)
 }
 
-/// An unpaced sender keeps at most two messages unsent (TCP_NOTSENT_LOWAT),
-/// as the kernel's own count of its unsent bytes (`ss -ti`'s notsent) shows
-/// on a flow its receiver limits (a 32 KiB receive buffer behind a 4 MiB
-/// send buffer); `--notsent-lowat off` lets the backlog fill the send
-/// buffer; a host's own net.ipv4.tcp_notsent_lowat is left to the sockets,
-/// and `--notsent-lowat SIZE` is set over it. Each sender's end says what
-/// bounded it, and the table too.
+/// An unpaced sender of tcp-bidir keeps at most two messages unsent
+/// (TCP_NOTSENT_LOWAT), as the kernel's own count of its unsent bytes (`ss
+/// -ti`'s notsent) shows on a flow its receiver limits (a 32 KiB receive
+/// buffer behind a 4 MiB send buffer); `--notsent-lowat off` lets the
+/// backlog fill the send buffer, as a run one way (tcp-stream, tcp-maerts)
+/// does by default; a host's own net.ipv4.tcp_notsent_lowat is left to the
+/// sockets, and `--notsent-lowat SIZE` is set over it. Each sender's end
+/// says what bounded it, and the table too.
 #[test]
 fn an_unpaced_sender_keeps_two_messages_unsent() {
     use crate::lab::Lab;
@@ -1088,17 +1089,19 @@ fn an_unpaced_sender_keeps_two_messages_unsent() {
     lab.a
         .exec(&["sysctl", "-qw", "net.ipv4.tcp_wmem=4096 4194304 4194304"])
         .unwrap();
-    let base = ["tcp-stream", "-H", lab.b4, "-l", "1.5", "-S", "16K"];
-    let with = |extra: &[&str]| {
-        let mut args = base.to_vec();
+    let with = |kind: &str, extra: &[&str]| {
+        let mut args = vec![kind, "-H", lab.b4, "-l", "1.5", "-S", "16K"];
         args.extend_from_slice(extra);
         unsent_while(&lab.a, lab.b4, &args)
     };
-    let (most, v) = with(&[]);
+    let (most, v) = with("tcp-bidir", &[]);
     let sends = &v["flows"][0]["local"]["sends"];
-    eprintln!("default: at most {most} bytes unsent; {sends}");
+    eprintln!("tcp-bidir, default: at most {most} bytes unsent; {sends}");
+    assert_eq!(v["flows"][0]["direction"], "tx");
     assert_eq!(sends["notsent_lowat"], 256 * 1024, "{sends}");
     assert!(u(sends, "/calls") > 0, "{sends}");
+    // The agent's sender of the other direction takes the same default.
+    assert_eq!(v["flows"][1]["remote"]["sends"]["notsent_lowat"], 256 * 1024);
     assert!(
         v["flows"][0]["remote"]["sends"].is_null(),
         "a receiver has no sends"
@@ -1112,15 +1115,21 @@ fn an_unpaced_sender_keeps_two_messages_unsent() {
     // The kernel takes a write while less than the bound is unsent, so one segment's worth
     // (64 KiB at most here) may go beyond it.
     assert!(most < (256 + 128) << 10, "{most} bytes unsent");
-    let (most, v) = with(&["--notsent-lowat", "off"]);
+    let (most, v) = with("tcp-bidir", &["--notsent-lowat", "off"]);
     let sends = &v["flows"][0]["local"]["sends"];
-    eprintln!("off: at most {most} bytes unsent; {sends}");
+    eprintln!("tcp-bidir, off: at most {most} bytes unsent; {sends}");
     assert!(sends["notsent_lowat"].is_null(), "{sends}");
     assert_eq!(v["config"]["notsent_lowat"], 0);
     assert!(most > 1 << 20, "only {most} bytes unsent without a bound");
-    // The agent's senders (tcp-maerts) take the same default, and the option from the spec.
+    // A run one way sets none by default: its backlog fills the send buffer.
+    let (most, v) = with("tcp-stream", &[]);
+    let sends = &v["flows"][0]["local"]["sends"];
+    eprintln!("tcp-stream, default: at most {most} bytes unsent; {sends}");
+    assert!(sends["notsent_lowat"].is_null(), "{sends}");
+    assert!(most > 1 << 20, "only {most} bytes unsent in a run one way");
+    // The agent's senders (tcp-maerts): none by default, and the option from the spec.
     let v = run_json_in(&lab.a, &["tcp-maerts", "-H", lab.b4, "-l", "0.3"]);
-    assert_eq!(v["flows"][0]["remote"]["sends"]["notsent_lowat"], 256 * 1024);
+    assert!(v["flows"][0]["remote"]["sends"]["notsent_lowat"].is_null());
     let v = run_json_in(
         &lab.a,
         &["tcp-maerts", "-H", lab.b4, "-l", "0.3", "--notsent-lowat", "96K"],
@@ -1129,12 +1138,12 @@ fn an_unpaced_sender_keeps_two_messages_unsent() {
     lab.a
         .exec(&["sysctl", "-qw", "net.ipv4.tcp_notsent_lowat=65536"])
         .unwrap();
-    let (most, v) = with(&[]);
+    let (most, v) = with("tcp-bidir", &[]);
     let sends = &v["flows"][0]["local"]["sends"];
     eprintln!("the host's 64 KiB: at most {most} bytes unsent; {sends}");
     assert_eq!(sends["notsent_lowat"], 65536, "{sends}");
     assert!(most < (64 + 128) << 10, "{most} bytes unsent");
-    let (_, v) = with(&["--notsent-lowat", "1M"]);
+    let (_, v) = with("tcp-stream", &["--notsent-lowat", "1M"]);
     assert_eq!(v["flows"][0]["local"]["sends"]["notsent_lowat"], 1 << 20);
     assert_eq!(v["config"]["notsent_lowat"], 1 << 20);
     let text = stdout(&run_in(&lab.a, &["tcp-stream", "-H", lab.b4, "-l", "0.3"]));
