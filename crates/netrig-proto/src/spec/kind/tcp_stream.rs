@@ -42,8 +42,9 @@ pub struct StreamOptions {
     /// `--notsent-lowat`: TCP_NOTSENT_LOWAT on the senders' sockets, in
     /// bytes; `Some(0)`: never set (the host's net.ipv4.tcp_notsent_lowat
     /// holds); `None`: netrig's default (the engine's `notsent`: two
-    /// messages, at least 256 KiB, for unpaced senders where the host has no
-    /// value of its own). An agent that does not know it refuses the spec.
+    /// messages, at least 256 KiB, for unpaced senders of tcp-bidir where
+    /// the host has no value of its own; none one way). An agent that does
+    /// not know it refuses the spec.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub notsent_lowat: Option<u32>,
     /// The agent's TCP options.
