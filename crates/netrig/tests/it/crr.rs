@@ -43,14 +43,18 @@ fn check_crr(v: &Value) {
         assert_eq!(c["relation"], "bound", "{c}");
     }
     // Its window starts and ends just after the summary's (read right after
-    // it): the same transactions, but for those completed in between.
+    // it): the same transactions, but for those completed in between. The
+    // gap between the two reads is a few ms, but under strace on a busy
+    // 2-CPU machine it has reached 20 ms of a 0.5 s window (421 against
+    // 403): 4 % of the window. A window of another length (the whole run,
+    // the agent's lifetime) or a count from the wrong end is far outside.
     let client = checks
         .iter()
         .find(|c| c["kernel_source"] == "Tcp.ActiveOpens")
         .unwrap();
     let n = u(v, "/summary/transactions");
     assert!(
-        u(client, "/netrig").abs_diff(n) <= 10 + n / 100,
+        u(client, "/netrig").abs_diff(n) <= 10 + n / 25,
         "the witness's transactions are the window's: {client} against {n}"
     );
 }
