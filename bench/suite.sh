@@ -5,7 +5,8 @@
 #
 #   PATH=../shared/peers:$PATH bench/suite.sh [ROUNDS=3] [SECONDS=3]
 #
-# A comparison whose peer is missing is skipped with its reason. tcp-stream runs twice: with the
+# A comparison whose peer is missing is skipped with its reason. tcp-stream (against iperf3,
+# netperf and nuttcp) runs twice: with the
 # host's congestion control (BBR here, which on loopback without fq paces inside TCP and lands the
 # tools in different regimes) and with cubic, and with 4 flows against iperf3 -P 4; tcp-bidir
 # (cubic) against iperf3 --bidir, with netrig's senders unbounded (--notsent-lowat off) beside

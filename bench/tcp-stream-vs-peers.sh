@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Side-by-side: netrig tcp-stream vs iperf3 and netperf TCP_STREAM, one flow
+# Side-by-side: netrig tcp-stream vs iperf3, netperf TCP_STREAM and nuttcp, one flow
 # over loopback, the same message size for send and receive, the same
 # congestion control on both sides, alternating runs (netrig, iperf3,
 # netperf, netrig, ...), medians and ratios: of the medians, and paired by
@@ -14,8 +14,14 @@
 # With FLOWS > 1: netrig -P FLOWS -T FLOWS (a worker thread per flow, as iperf3 3.21 has a
 # thread per stream) against iperf3 -P FLOWS; netperf, one flow per process, is left out.
 #
+# nuttcp has no congestion-control option: its sender takes the host's default. With CC other
+# than that default, the script (as root) sets net.ipv4.tcp_congestion_control to CC for each
+# nuttcp run only, and back after it (every other tool names CC on its own sockets); not root,
+# it leaves nuttcp out and says so.
+#
 # Needs: iperf3 (../shared/peers or apt-get install iperf3), python3, a release
-# build; netperf/netserver when on PATH (skipped with a note otherwise).
+# build; netperf/netserver and nuttcp (apt-get install nuttcp) when on PATH (each skipped with a
+# note otherwise).
 . "$(dirname "$0")/lib.sh"
 ROUNDS=${1:-5}
 SECS=${2:-5}
@@ -35,12 +41,42 @@ elif command -v netperf >/dev/null && command -v netserver >/dev/null; then
 else
   echo "netperf/netserver not on PATH: netperf skipped" >&2
 fi
+HOST_CC=$(cat /proc/sys/net/ipv4/tcp_congestion_control)
+if [ "$FLOWS" -gt 1 ]; then
+  :
+elif ! command -v nuttcp >/dev/null; then
+  echo "nuttcp not on PATH (apt-get install -y nuttcp): nuttcp skipped" >&2
+elif [ "$CC" != "$HOST_CC" ] && [ "$(id -u)" != 0 ]; then
+  echo "nuttcp has no congestion-control option and the host's is $HOST_CC, not $CC (root may switch it per run): nuttcp skipped" >&2
+else
+  UCTL=$(free_port); UDATA=$(free_port)
+  background nuttcp -S --nofork -P "$UCTL" -p "$UDATA"
+  sleep 0.5
+  TOOLS="$TOOLS nuttcp"
+  # Bytes for nuttcp's -l (it takes a plain count): 128K -> 131072.
+  MSG_BYTES=$(python3 -c 'import sys; s=sys.argv[1]; m={"K":1<<10,"M":1<<20}.get(s[-1].upper(),1); print(int(s.rstrip("kKmM"))*m)' "$MSG")
+  trap '[ -n "${CC_RESTORE:-}" ] && sysctl -q -w net.ipv4.tcp_congestion_control="$CC_RESTORE"; drop_ns; kill "${BG_PIDS[@]}" 2>/dev/null || true; rm -rf "$OUT"' EXIT
+fi
+
+# nuttcp's sender under CC: the host's default switched for its run alone, when it must be.
+nuttcp_run() {
+  if [ "$CC" != "$HOST_CC" ]; then
+    CC_RESTORE=$HOST_CC
+    sysctl -q -w net.ipv4.tcp_congestion_control="$CC"
+  fi
+  nuttcp -T"$SECS" -l"$MSG_BYTES" -P "$UCTL" -p "$UDATA" -fparse 127.0.0.1 || true
+  if [ -n "${CC_RESTORE:-}" ]; then
+    sysctl -q -w net.ipv4.tcp_congestion_control="$CC_RESTORE"
+    CC_RESTORE=
+  fi
+}
 
 run_tool() {
   case $1 in
     netrig) $NETRIG tcp-stream -H 127.0.0.1 -p "$NPORT" -l "$SECS" -m "$MSG" -M "$MSG" --cc "$CC" -P "$FLOWS" -T "$FLOWS" --json ;;
     iperf3) iperf3 -c 127.0.0.1 -p "$IPORT" -t "$SECS" -l "$MSG" -C "$CC" -P "$FLOWS" -J ;;
     netperf) netperf -H 127.0.0.1 -p "$NSPORT" -l "$SECS" -t TCP_STREAM -P 0 -- -m "$MSG" -M "$MSG" -K "$CC" ;;
+    nuttcp) nuttcp_run ;;
   esac
 }
 rounds_with_cpu "$ROUNDS" $TOOLS
@@ -61,6 +97,10 @@ for tool in tools:
             elif tool == "iperf3":
                 e = json.loads(text)["end"]["sum_received"]
                 bps, nbytes = e["bits_per_second"], e["bytes"]
+            elif tool == "nuttcp":
+                # -fparse: "megabytes=M real_seconds=S rate_Mbps=R ...", MB of 2^20 bytes received.
+                kv = dict(w.split("=", 1) for w in text.split() if "=" in w)
+                bps, nbytes = float(kv["rate_Mbps"]) * 1e6, float(kv["megabytes"]) * 2**20
             else:
                 # "recv-socket send-socket message elapsed-s 10^6bits/s"
                 f = text.split()
@@ -84,13 +124,13 @@ for tool, v in rows.items():
     c = [x[1] for x in v]
     med[tool] = (statistics.median(g), statistics.median(c))
     print(f"{tool:<8} {med[tool][0]:>14.2f} {' '.join(f'{x:.2f}' for x in g):<40} {med[tool][1]:>17.3f}")
-for peer in ("iperf3", "netperf"):
+for peer in ("iperf3", "netperf", "nuttcp"):
     if "netrig" in med and peer in med:
         print(f"throughput ratio netrig/{peer}: {med['netrig'][0] / med[peer][0]:.3f}   "
               f"CPU per byte ratio netrig/{peer}: {med['netrig'][1] / med[peer][1]:.3f} (lower is better)")
 # The same ratios paired by round (each round's netrig against the same round's peer, then the
 # median): a drift over the rounds, or a slow round, weighs on both sides of each pair.
-for peer in ("iperf3", "netperf"):
+for peer in ("iperf3", "netperf", "nuttcp"):
     pairs = [(v["netrig"][0] / v[peer][0], v["netrig"][1] / v[peer][1])
              for v in per_round.values() if "netrig" in v and peer in v]
     if pairs:
