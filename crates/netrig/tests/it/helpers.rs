@@ -558,11 +558,27 @@ pub fn agent_for_strace() -> Option<Served> {
 /// `netrig ARGS` under `strace -f -e trace=TRACE`: its output (asserted
 /// successful) and strace's log.
 pub fn straced(trace: &str, args: &[&str]) -> (Output, String) {
+    straced_with(&[], trace, args)
+}
+
+/// Whether this strace stops only at the traced calls (`--seccomp-bpf`,
+/// strace 5.3 and later): the others then run at full speed, which a test of
+/// a path taken only at high rates needs.
+pub fn strace_filters_in_kernel() -> bool {
+    Command::new("strace")
+        .args(["--seccomp-bpf", "-f", "-o", "/dev/null", "true"])
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+/// [`straced`] with strace options of its own before the trace.
+pub fn straced_with(opts: &[&str], trace: &str, args: &[&str]) -> (Output, String) {
     static SEQ: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
     let n = SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let log = std::env::temp_dir().join(format!("netrig-strace-{}-{n}.txt", std::process::id()));
     let log_s = log.to_str().unwrap().to_string();
     let mut cmd = Command::new("strace");
+    cmd.args(opts);
     cmd.args(["-f", "-e", &format!("trace={trace}"), "-o", &log_s]);
     cmd.arg(env!("CARGO_BIN_EXE_netrig"));
     let o = run_cmd(cmd, args);
