@@ -2,7 +2,9 @@
 # What measuring costs (#12): each measuring feature on and off, side by side, alternating runs,
 # medians and ratios, for a stream (cubic: with BBR on loopback single-flow runs fall in two
 # regimes, too far apart to see a 1 % cost) and request/response (transactions/s):
-#   - CPU sampling: the default against --no-cpu (no /proc/stat on either end);
+#   - CPU sampling: the default against --no-cpu (no /proc/stat on either end). Each end reads
+#     /proc/stat and its threads' times at the window's edges (and at each interim report), never
+#     inside the window: a difference beyond the rounds' spread would be a finding;
 #   - interim reports: -i 0.1 (ten a second: each end samples every flow's counters, TCP_INFO and
 #     the latency histograms of the period) against none;
 #   - latency histograms and the clock: per transaction one histogram record and the clock reads,
@@ -24,7 +26,7 @@ background $NETRIG serve -p "$PORT" -q
 sleep 1
 for r in $(seq 1 "$ROUNDS"); do
   for kind in tcp-stream tcp-rr; do
-    for v in default no-cpu interval; do
+    for v in $(rotated "$r" default no-cpu interval); do
       case $v in
         default) extra=() ;;
         no-cpu) extra=(--no-cpu) ;;
@@ -51,6 +53,15 @@ for kind, key, unit, scale in (("tcp-stream", "throughput_bps", "Gbit/s", 1e9),
         print(f"  {kind:<10} {v:<9} {med[v]:>12.2f} {unit}   runs {' '.join(f'{x:.2f}' for x in xs)}")
     print(f"  {kind:<10} CPU sampling: default/--no-cpu {med['default'] / med['no-cpu']:.3f}; "
           f"interim reports: -i 0.1/default {med['interval'] / med['default']:.3f}")
+    # Paired by round (each round's runs side by side, the order rotating), which a drift over
+    # the rounds sways less than the medians: the median ratio and how many rounds were above 1.
+    def paired(a, b):
+        rs = [json.load(open(f"{out}/{kind}.{a}.{r}.json"))["summary"][key]
+              / json.load(open(f"{out}/{kind}.{b}.{r}.json"))["summary"][key]
+              for r in range(1, rounds + 1)]
+        return f"{statistics.median(rs):.3f} (above 1 in {sum(x > 1 for x in rs)} of {len(rs)})"
+    print(f"  {kind:<10} paired by round: default/--no-cpu {paired('default', 'no-cpu')}; "
+          f"-i 0.1/default {paired('interval', 'default')}")
     if kind == "tcp-rr":
         tps = med["default"]
         rec, clk = float(cost["record_ns"]), float(cost["clock_ns"])
