@@ -451,8 +451,10 @@ fn watch(io: &Io<'_>, f: &mut UFlow, index: usize, interest: Option<Interest>) -
         (None, true) => io.registry.deregister(&mut f.sock),
         _ => return Ok(()),
     };
+    // Only what the kernel took: a failed call leaves the socket as it was.
+    r.map_err(|e| EngineError::Setup(format!("worker event loop: flow {}: {e}", f.flow.id)))?;
     f.watched = interest.is_some();
-    r.map_err(|e| EngineError::Setup(format!("worker event loop: flow {}: {e}", f.flow.id)))
+    Ok(())
 }
 
 /// A sender whose socket refused a send waits in the poll until it is
