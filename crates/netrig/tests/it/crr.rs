@@ -654,22 +654,34 @@ fn crr_requesters_write_without_asking_unless_an_option_waits() {
 /// request: either would be a read that finds nothing (EAGAIN). Under
 /// strace (both ends in one process, the embedded agent), 4 flows on one
 /// worker per end: more than one such read per transaction before, now
-/// under a tenth. The counts are checked as every crr run's.
+/// under a tenth. The agent's peek at a greeting that has not come yet is
+/// not counted: how often the agent accepts before the requester has
+/// written depends on the scheduling (a clean-clone CI run, busy with the
+/// parallel tests, saw 249 empty receives for 307 transactions, where an
+/// idle machine sees 14-39 for 150-300, most of them such peeks). The
+/// counts are checked as every crr run's.
 #[test]
 fn crr_event_loop_reads_only_when_there_is_something_to_read() {
     let args = ["tcp-crr", "-l", "0.5", "-P", "4", "-T", "1", "--json"];
-    let Some(Receives { v, empty, .. }) = straced_receives(&args) else {
+    let Some(Receives {
+        v,
+        empty,
+        empty_peeks,
+        ..
+    }) = straced_receives(&args)
+    else {
         return;
     };
     check_crr(&v);
     let n = u(&v, "/summary/transactions");
-    eprintln!("{n} transactions, {empty} receives that found nothing");
+    let reads = empty - empty_peeks;
+    eprintln!("{n} transactions, {empty} receives that found nothing, {empty_peeks} of them peeks");
     assert!(n >= 100, "{n} transactions");
-    // (Some remain: a greeting peeked at before it came, a drain read.
-    // The old behaviour made more than one per transaction.)
+    // (Some reads remain: a drain read. The old behaviour made more than
+    // one per transaction.)
     assert!(
-        empty * 3 < n,
-        "{empty} receives found nothing for {n} transactions"
+        reads * 3 < n,
+        "{reads} reads (not peeks) found nothing for {n} transactions ({empty_peeks} peeks too)"
     );
 }
 

@@ -525,6 +525,9 @@ pub fn strace_works() -> bool {
 pub struct Receives {
     pub v: Value,
     pub empty: u64,
+    /// Of those, peeks (MSG_PEEK): the agent's look at a greeting that had
+    /// not come yet, which depends on how the two ends were scheduled.
+    pub empty_peeks: u64,
     pub recvmsg: u64,
 }
 
@@ -541,6 +544,10 @@ pub fn straced_receives(args: &[&str]) -> Option<Receives> {
     Some(Receives {
         v: serde_json::from_slice(&o.stdout).unwrap(),
         empty: count("EAGAIN"),
+        empty_peeks: text
+            .lines()
+            .filter(|l| l.contains("EAGAIN") && l.contains("MSG_PEEK"))
+            .count() as u64,
         recvmsg: count("recvmsg("),
     })
 }

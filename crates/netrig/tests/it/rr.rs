@@ -735,7 +735,10 @@ fn busy_wait_polls_instead_of_sleeping_and_says_so() {
 #[test]
 fn event_loop_reads_know_the_socket_is_empty_without_a_read_that_finds_nothing() {
     let args = ["tcp-rr", "-l", "0.5", "-P", "4", "-T", "1", "--json"];
-    let Some(Receives { v, empty, recvmsg }) = straced_receives(&args) else {
+    let Some(Receives {
+        v, empty, recvmsg, ..
+    }) = straced_receives(&args)
+    else {
         return;
     };
     check_rr(&v);
