@@ -796,17 +796,16 @@ fn many_flows_take_ports_of_either_parity_only_past_the_even_half() {
     let log = TempDir::new("parity");
     let log_s = log.path().join("strace.txt").to_str().unwrap().to_string();
     let mut cmd = Command::new("ip");
-    cmd.args([
-        "netns",
-        "exec",
-        &ns.0,
-        "strace",
-        "-f",
-        "-e",
-        "trace=setsockopt",
-        "-o",
-        &log_s,
-    ]);
+    cmd.args(["netns", "exec", &ns.0, "strace"]);
+    // Only setsockopt(2) stops with the filter in the kernel: the witness's
+    // reads of 200 sockets at each edge (TCP_INFO and the queues) run at
+    // full speed, as without strace. Stopped at each, a CI run's first edge
+    // came late enough to leave 15 % of the window's bytes out (8,925 for
+    // 5,252 two-byte transactions).
+    if strace_filters_in_kernel() {
+        cmd.arg("--seccomp-bpf");
+    }
+    cmd.args(["-f", "-e", "trace=setsockopt", "-o", &log_s]);
     cmd.arg(env!("CARGO_BIN_EXE_netrig"));
     let o = run_cmd(cmd, &["tcp-rr", "-P", "200", "-T", "2", "-l", "0.5", "--json"]);
     assert!(o.status.success(), "{}", stderr(&o));
