@@ -802,9 +802,7 @@ fn many_flows_take_ports_of_either_parity_only_past_the_even_half() {
     // full speed, as without strace. Stopped at each, a CI run's first edge
     // came late enough to leave 15 % of the window's bytes out (8,925 for
     // 5,252 two-byte transactions).
-    if strace_filters_in_kernel() {
-        cmd.arg("--seccomp-bpf");
-    }
+    cmd.args(strace_filter());
     cmd.args(["-f", "-e", "trace=setsockopt", "-o", &log_s]);
     cmd.arg(env!("CARGO_BIN_EXE_netrig"));
     let o = run_cmd(cmd, &["tcp-rr", "-P", "200", "-T", "2", "-l", "0.5", "--json"]);
