@@ -184,12 +184,27 @@ pub fn assemble(
         .address
         .parse::<std::net::SocketAddr>()
         .is_ok_and(|a| a.is_ipv6());
+    // The largest payload a TCP segment on these paths can carry, for the
+    // witness's least segment count: the path MTU less the IP and TCP
+    // headers without options. Not the MSS: TCP_INFO's snd_mss is the
+    // sender's size at the moment it was read, which the kernel holds to
+    // half the largest window the peer offered (tcp_bound_to_half_wnd), so
+    // a flow read at 32,768 had sent most of its bytes in 65,483-byte
+    // segments, and payload / 32,768 came out above Tcp.OutSegs.
+    let headers = if v6 { 60 } else { 40 };
+    let max_segment = flows
+        .iter()
+        .flat_map(|f| [&f.local.tcp_info, &f.remote.tcp_info])
+        .filter_map(|t| t.as_ref())
+        .map(|t| t.pmtu.saturating_sub(headers))
+        .max()
+        .filter(|m| *m > 0);
     let (witness, witness_warnings) = crate::witness::judge(
         spec,
         local.report.witness.as_ref(),
         remote.report.witness.as_ref(),
         v6,
-        mss,
+        max_segment,
     );
     let host_counter = |w: &str| w.contains(") during the test") || w.contains("connection-tracking");
     warnings.extend(
@@ -859,6 +874,64 @@ mod tests {
             transactions: vec![],
             ..Default::default()
         }
+    }
+
+    /// The witness's least TCP segment count divides by the largest segment
+    /// the path MTU allows, not by the sender's snd_mss as read at the end:
+    /// a debug build's 16 MiB maerts ended with snd_mss 32,768 (the kernel
+    /// holds it to half the peer's largest window), having sent 379 MB in
+    /// 6,856 segments, and payload / 32,768 (11,567) was judged against
+    /// Tcp.OutSegs. 1,000 full 65,483-byte segments: at least 999 of 65,496
+    /// bytes, which 1,010 segments meet; 500 segments do not.
+    #[test]
+    fn the_least_segment_count_divides_by_the_path_mtus_largest_segment() {
+        let info = netrig_proto::report::measure::TcpInfo {
+            state: 1,
+            snd_mss: 32_768,
+            pmtu: 65_536,
+            ..Default::default()
+        };
+        let payload = 1_000 * 65_483;
+        let side = |role, out_segs: i64| SideReport {
+            flows: vec![FlowReport {
+                tcp_info: Some(info.clone()),
+                ..flow(0, Direction::Tx, role, payload, 2.0)
+            }],
+            window_s: 2.0,
+            witness: (role == Role::Sender).then(|| netrig_proto::report::WitnessReport {
+                window_s: 2.0,
+                scope: Some("a".into()),
+                payload_sent: payload,
+                payload_out: payload,
+                tcp: Some(netrig_proto::report::TcpWitness {
+                    flows: 1,
+                    netrig_sent: payload,
+                    kernel_sent: payload,
+                    ..Default::default()
+                }),
+                kernel: [("Tcp.OutSegs".to_string(), out_segs)].into_iter().collect(),
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        let segments = |out_segs| {
+            let r = merged(
+                &spec("tcp-stream"),
+                &side(Role::Sender, out_segs),
+                &[],
+                &side(Role::Receiver, 0),
+                &[],
+            )
+            .unwrap();
+            r.witness
+                .checks
+                .into_iter()
+                .find(|c| c.figure == "TCP data segments")
+                .expect("judged")
+        };
+        let c = segments(1_010);
+        assert_eq!((c.netrig, c.verdict.as_str()), (999, "agrees"), "{c:?}");
+        assert_eq!(segments(500).verdict, "disagrees");
     }
 
     #[test]

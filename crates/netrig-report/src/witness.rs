@@ -212,7 +212,7 @@ fn judge_host(
     w: &WitnessReport,
     end: &str,
     v6: bool,
-    mss: Option<u32>,
+    max_segment: Option<u32>,
     peer: Option<&WitnessReport>,
 ) -> (Vec<WitnessCheck>, Vec<String>) {
     let peer_of = |f: fn(&WitnessReport) -> u64| peer.map_or(0, f);
@@ -317,10 +317,16 @@ fn judge_host(
     }
     // TCP: the payload that left the sockets (written less the growth of
     // the unsent queue: bytes written into a socket buffer that fills are
-    // not segments yet) needs at least payload / MSS segments, and the
-    // kernel counts every segment it sends (ACKs too) in Tcp.OutSegs. (An
-    // older peer's report has no payload_out: no check of it.)
-    if let (Some(mss), Some(_), Some(k)) = (mss.filter(|m| *m > 0), &w.tcp, w.kernel.get("Tcp.OutSegs")) {
+    // not segments yet) needs at least payload / largest segment segments
+    // (the path MTU less the headers: no segment carries more, whatever
+    // MSS the sender had at each send), and the kernel counts every segment
+    // it sends (ACKs too, per MSS under TSO) in Tcp.OutSegs. (An older
+    // peer's report has no payload_out: no check of it.)
+    if let (Some(mss), Some(_), Some(k)) = (
+        max_segment.filter(|m| *m > 0),
+        &w.tcp,
+        w.kernel.get("Tcp.OutSegs"),
+    ) {
         let mss = u64::from(mss);
         if w.payload_out > 0 {
             let least = w.payload_out / mss;
@@ -332,7 +338,7 @@ fn judge_host(
             jj.check(
                 "TCP data segments",
                 least,
-                "segments at least (payload / MSS)",
+                "segments at least (payload / largest segment the path MTU allows)",
                 (*k).max(0) as u64,
                 "Tcp.OutSegs",
                 "segments sent (data, ACKs and retransmissions of every socket)",
@@ -464,13 +470,14 @@ pub fn same_machine(local: Option<&WitnessReport>, remote: Option<&WitnessReport
 }
 
 /// Both ends' witnesses judged, and the warnings they give.
-/// `mss`: the senders' MSS (TCP_INFO), for the segment count.
+/// `max_segment`: the largest payload one TCP segment can carry on the
+/// flows' paths (the path MTU less the headers), for the least segment count.
 pub fn judge(
     spec: &TestSpec,
     local: Option<&WitnessReport>,
     remote: Option<&WitnessReport>,
     v6: bool,
-    mss: Option<u32>,
+    max_segment: Option<u32>,
 ) -> (WitnessResult, Vec<String>) {
     let shared = matches!((local.and_then(|l| l.scope.as_ref()), remote.and_then(|r| r.scope.as_ref())), (Some(a), Some(b)) if a == b);
     let mut out = WitnessResult {
@@ -489,7 +496,7 @@ pub fn judge(
     }
     for (w, end, peer) in [(local, "local", remote), (remote, "remote", local)] {
         if let Some(w) = w {
-            let (c, warn) = judge_host(spec, w, end, v6, mss, peer.filter(|_| shared));
+            let (c, warn) = judge_host(spec, w, end, v6, max_segment, peer.filter(|_| shared));
             out.checks.extend(c);
             warnings.extend(warn);
         }
