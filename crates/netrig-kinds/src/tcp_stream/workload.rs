@@ -62,6 +62,20 @@ struct Payload<'a> {
     file: Option<RawFd>,
 }
 
+/// One message of the payload, `len` bytes: 1, 2, ... 251 over and over
+/// (no run of zeros for a compressing path to shrink). Built by copying the
+/// bytes made so far, doubling each time (memcpy), not a byte at a time: a
+/// byte loop took a debug build's worker most of a second for a 16 MiB
+/// message, inside the run's window.
+fn pattern(len: usize) -> Vec<u8> {
+    let mut buf: Vec<u8> = (1..=251u8).take(len).collect();
+    buf.reserve_exact(len - buf.len());
+    while buf.len() < len {
+        buf.extend_from_within(..buf.len().min(len - buf.len()));
+    }
+    buf
+}
+
 /// An in-memory file (memfd_create(2)) holding `pattern`, for sendfile(2).
 fn payload_file(pattern: &[u8]) -> Result<File, EngineError> {
     let fail = |what: &str, e: io::Error| {
@@ -362,10 +376,12 @@ impl Workload for StreamWorkload {
                 final_buffers: None,
             });
         }
-        let mut send_buf = vec![0u8; self.message_size.max(1)];
-        for (i, b) in send_buf.iter_mut().enumerate() {
-            *b = (i % 251) as u8 + 1;
-        }
+        // A worker with no sender never touches the message: none is made.
+        let send_buf = if sends {
+            pattern(self.message_size.max(1))
+        } else {
+            Vec::new()
+        };
         // -Z: one file per worker, shared by its senders.
         let payload_file = if self.zerocopy && sends {
             Some(payload_file(&send_buf)?)
@@ -801,11 +817,24 @@ mod tests {
     use std::io::Read;
     use std::os::unix::net::UnixStream;
 
+    /// The payload is 1..=251 repeating at every length, across each copy's
+    /// seam (a length below, at and above 251 and its doublings).
+    #[test]
+    fn the_pattern_repeats_at_every_length() {
+        for len in [0, 1, 250, 251, 252, 502, 503, 1_000, 4_016, 65_536, 100_003] {
+            let p = pattern(len);
+            assert_eq!(p.len(), len);
+            if let Some((i, b)) = p.iter().enumerate().find(|(i, b)| **b != (i % 251) as u8 + 1) {
+                panic!("length {len}: byte {i} is {b}");
+            }
+        }
+    }
+
     /// sendfile from the in-memory file sends the pattern's bytes from the
     /// offset asked, and no more than asked.
     #[test]
     fn send_file_sends_the_pattern_from_the_offset() {
-        let pattern: Vec<u8> = (0..1000).map(|i| (i % 251) as u8 + 1).collect();
+        let pattern = pattern(1000);
         let file = payload_file(&pattern).unwrap();
         let (a, mut b) = UnixStream::pair().unwrap();
         let n = send_file(a.as_raw_fd(), file.as_raw_fd(), 300, 200).unwrap();

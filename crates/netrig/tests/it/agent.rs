@@ -444,7 +444,9 @@ fn the_agent_gives_a_large_tests_memory_back() {
     let p = agent.port_arg();
     run_json(&["tcp-maerts", "-H", "127.0.0.1", "-p", &p, "-l", "0.3"]);
     let baseline = resident_mib(&agent);
-    // -l 2: in a debug build on a busy machine, filling the buffers can take most of a second.
+    // Data must flow: the agent's senders build their 16 MiB messages within
+    // the window (a debug build's byte loop once took all of its 2 s, and a
+    // CI run failed here with no byte received).
     let large = "tcp-maerts -H 127.0.0.1 -T 4 -P 8 -m 16M -l 2 -p";
     for _ in 0..2 {
         let args: Vec<&str> = large.split(' ').chain([p.as_str()]).collect();
