@@ -688,15 +688,17 @@ fn two_clients_share_one_agent_at_the_same_time() {
             let p = p.clone();
             std::thread::spawn(move || {
                 let kind = if i == 0 { "tcp-stream" } else { "tcp-maerts" };
-                run_json(&[kind, "-H", "127.0.0.1", "-p", &p, "-l", "1.5", "-P", "2"])
+                run_json(&[kind, "-H", "127.0.0.1", "-p", &p, "-l", "3", "-P", "2"])
             })
         })
         .collect();
     let results: Vec<Value> = handles.into_iter().map(|h| h.join().unwrap()).collect();
-    assert!(
-        start.elapsed().as_secs_f64() < 2.9,
-        "the two tests ran one after the other"
-    );
+    // One after the other takes two windows (6 s) and more; together, one
+    // window and what each run does around it (starting two debug clients,
+    // set-up and results on a busy machine: up to 1.4 s was seen when the
+    // windows were 1.5 s and the bound 2.9 s).
+    let took = start.elapsed().as_secs_f64();
+    assert!(took < 5.5, "the two tests ran one after the other: {took:.2} s");
     for v in &results {
         check_arithmetic(v);
     }
@@ -921,13 +923,17 @@ fn a_stream_receiver_knows_the_socket_is_empty_without_a_read_that_finds_nothing
     let messages = u(&v, "/summary/bytes") / (16 << 10);
     eprintln!("{messages} messages: {recvmsg} recvmsg(2), {empty} receives that found nothing");
     assert!(messages >= 100, "{messages} messages in 1 s at 50 Mbit/s");
+    // Most messages are read on their own (a loaded machine lets a few queue
+    // up and go in one read: 352 reads for 380 messages was seen), and
+    // without TCP_INQ each read that empties the socket costs one that
+    // finds nothing: the empty reads are judged against the reads.
     assert!(
-        recvmsg >= messages,
+        recvmsg * 2 >= messages,
         "{recvmsg} recvmsg(2) for {messages} messages"
     );
     assert!(
-        empty * 4 < messages,
-        "{empty} receives found nothing for {messages} messages"
+        empty * 4 < recvmsg,
+        "{empty} receives found nothing for {recvmsg} reads of {messages} messages"
     );
     // The receiver's own count of its reads is strace's, less the few of the control
     // connections (both ends are in this process).

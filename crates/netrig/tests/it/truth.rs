@@ -31,14 +31,20 @@ fn udp_jitter_is_withheld_where_timestamps_are_shared() {
         u64_at(u, "untimed_datagrams") > u64_at(u, "received_datagrams") / 2,
         "{u}"
     );
-    let v = run_json(&["udp-stream", "-l", "1", "-b", "500M", "--no-gso", "-i", "0.5"]);
+    // 50 Mbit/s (about 4,250 datagrams a second): a paced sender that falls
+    // 64 datagrams behind sends a sendmmsg batch whose datagrams after the
+    // first carry the call's stamp (sampled, no pair of their own); at 500
+    // Mbit/s a 1.5 ms stall did that, and a loaded machine left 24 % of
+    // the datagrams without a pair. Here it takes 15 ms stalls.
+    let v = run_json(&["udp-stream", "-l", "1", "-b", "50M", "--no-gso", "-i", "0.5"]);
     let u = &v["summary"]["udp"];
     let j = f(u, "/jitter_us");
     assert!(j > 0.0 && u["jitter_withheld"].is_null(), "{u}");
     assert_eq!(u64_at(u, "untimed_datagrams"), 0, "{u}");
-    // Every datagram timed: a pair for nearly each one received in the window.
+    // Every datagram timed: a pair for most of those received in the window
+    // (shared stamps would leave nearly none).
     assert!(
-        u64_at(u, "jitter_pairs") * 10 > u64_at(u, "received_datagrams") * 9,
+        u64_at(u, "jitter_pairs") * 4 > u64_at(u, "received_datagrams") * 3,
         "{u}"
     );
     assert!(f(u, "/jitter_rfc3550_us") >= 0.0);
@@ -221,7 +227,19 @@ fn kernel_udp_counts_are_set_beside_netrigs_in_their_units() {
     assert_eq!(c["end"], "local");
     assert_eq!(c["verdict"], "agrees", "{c}");
     assert!(c["netrig_unit"].as_str().unwrap().contains("GSO"), "{c}");
-    assert!(f(c, "/ratio") > 0.99 && f(c, "/ratio") <= 1.0, "{c}");
+    // Equal in the kernel's units: netrig's sends lie between the host's
+    // count over the inner window (read after the flows at the first edge,
+    // before them at the last) and over the outer one, give or take the one
+    // send a flow may be inside at each edge. A datagram-for-send mistake
+    // is dozens of times off. (A ratio near 1 was the old check: the outer
+    // window's extra milliseconds of sends moved it by 1 % on a busy machine.)
+    let sends = u64_at(c, "netrig");
+    let inner = u64_at(&v["witness"]["local"]["kernel_inner"], "Udp.OutDatagrams");
+    let outer = u64_at(&v["witness"]["local"]["kernel"], "Udp.OutDatagrams");
+    assert!(
+        inner <= sends + 2 && sends <= outer + 2 && sends > 100,
+        "{sends} sends, the kernel {inner} within the window, {outer} around it: {c}"
+    );
     // More datagrams than sends: GSO put several in one.
     assert!(
         u64_at(&v["summary"]["udp"], "window_sent_datagrams") > u64_at(c, "netrig"),
