@@ -322,14 +322,14 @@ fn judge_host(
     // MSS the sender had at each send), and the kernel counts every segment
     // it sends (ACKs too, per MSS under TSO) in Tcp.OutSegs. (An older
     // peer's report has no payload_out: no check of it.)
-    if let (Some(mss), Some(_), Some(k)) = (
+    if let (Some(seg), Some(_), Some(k)) = (
         max_segment.filter(|m| *m > 0),
         &w.tcp,
         w.kernel.get("Tcp.OutSegs"),
     ) {
-        let mss = u64::from(mss);
+        let seg = u64::from(seg);
         if w.payload_out > 0 {
-            let least = w.payload_out / mss;
+            let least = w.payload_out / seg;
             let mut jj = Judge {
                 end,
                 checks: Vec::new(),
@@ -343,11 +343,11 @@ fn judge_host(
                 "Tcp.OutSegs",
                 "segments sent (data, ACKs and retransmissions of every socket)",
                 true,
-                2 * flows * u64::from(send).div_ceil(mss),
+                2 * flows * u64::from(send).div_ceil(seg),
                 w.kernel_inner
                     .get("Tcp.OutSegs")
                     .map_or((*k).max(0) as u64, |v| (*v).max(0) as u64),
-                least.saturating_add(peer_of(|p| p.payload_out) / mss),
+                least.saturating_add(peer_of(|p| p.payload_out) / seg),
             );
             j.checks.append(&mut jj.checks);
             // ACKs and other sockets make the kernel's count larger: only a
