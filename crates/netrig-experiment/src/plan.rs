@@ -57,9 +57,10 @@ pub struct TargetPlan {
     /// "ipv4" or "ipv6" (`-4`, `-6`); absent: either.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub family: Option<String>,
-    /// The local address of every connection (`--bind`).
+    /// The local address of every connection (`--bind`): an IP address,
+    /// a link-local IPv6 one with its `%interface`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub bind: Option<std::net::IpAddr>,
+    pub bind: Option<String>,
     /// This client's private key file (`--key`), for an agent that requires
     /// authentication (the file's path is saved, never the key).
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -50,83 +50,45 @@ pub fn plan_args(kind: &dyn Kind, args: &[String]) -> Result<Planned, String> {
     kind.plan(&m)
 }
 
+/// The plan's `[target]` as the run API reads a target (the command line's
+/// `-H`, `-p`, `--bind`, keys alike).
+fn target_spec(plan: &Plan) -> netrig_run::TargetSpec {
+    let Some(t) = &plan.target else {
+        return netrig_run::TargetSpec {
+            names: netrig_run::Names::PLAN,
+            ..Default::default()
+        };
+    };
+    netrig_run::TargetSpec {
+        host: t.host.clone(),
+        port: t.port,
+        family: match t.family.as_deref() {
+            Some("ipv4") => AddressFamily::V4,
+            Some("ipv6") => AddressFamily::V6,
+            _ => AddressFamily::Any,
+        },
+        bind: t.bind.clone(),
+        key: t.key.clone(),
+        agent_key: t.agent_key.clone(),
+        names: netrig_run::Names::PLAN,
+    }
+}
+
 /// The agent on the server's host a plan names (`target.server_agent`),
 /// with the plan's keys, for kinds with one end.
 pub fn server_agent(plan: &Plan) -> Result<Option<Target>, PlanError> {
-    let Some(t) = &plan.target else { return Ok(None) };
-    let Some(s) = &t.server_agent else { return Ok(None) };
-    let (host, port) = netrig_run::parse_host_port(s).map_err(PlanError::Invalid)?;
-    let with_host = Plan {
-        target: Some(crate::plan::TargetPlan {
-            host: Some(host),
-            port: Some(port),
-            server_agent: None,
-            ..t.clone()
-        }),
-        ..plan.clone()
+    let Some(s) = plan.target.as_ref().and_then(|t| t.server_agent.as_ref()) else {
+        return Ok(None);
     };
-    target(&with_host).map(Some)
+    target_spec(plan)
+        .server_agent(s)
+        .map(Some)
+        .map_err(PlanError::Invalid)
 }
 
 /// Where the plan's tests go, with the keys it names read.
 pub fn target(plan: &Plan) -> Result<Target, PlanError> {
-    use netrig_proto::auth::{ClientAuth, PublicKey, SecretKey};
-    let t = plan.target.clone().unwrap_or(crate::plan::TargetPlan {
-        host: None,
-        port: None,
-        family: None,
-        bind: None,
-        key: None,
-        agent_key: None,
-        server_agent: None,
-        clients: None,
-        client_addrs: Vec::new(),
-    });
-    let family = match t.family.as_deref() {
-        Some("ipv4") => AddressFamily::V4,
-        Some("ipv6") => AddressFamily::V6,
-        _ => AddressFamily::Any,
-    };
-    let bad = |what: String| PlanError::Invalid(what);
-    let key = t
-        .key
-        .as_ref()
-        .map(|p| {
-            let text =
-                std::fs::read_to_string(p).map_err(|e| bad(format!("target key {}: {e}", p.display())))?;
-            SecretKey::parse(&text).map_err(|e| bad(format!("target key {}: {e}", p.display())))
-        })
-        .transpose()?;
-    let agent_key = t
-        .agent_key
-        .as_deref()
-        .map(|k| {
-            PublicKey::parse(k).or_else(|_| {
-                let text = std::fs::read_to_string(k).map_err(|e| {
-                    bad(format!(
-                        "target agent_key {k}: neither a base64 key nor a readable file ({e})"
-                    ))
-                })?;
-                PublicKey::parse(&text).map_err(|e| bad(format!("target agent_key {k}: {e}")))
-            })
-        })
-        .transpose()?;
-    let auth = ClientAuth { key, agent_key };
-    Ok(match t.host {
-        Some(host) => Target::Agent {
-            host,
-            port: t.port.unwrap_or(netrig_proto::DEFAULT_PORT),
-            family,
-            bind: t.bind,
-            auth,
-        },
-        None if auth != ClientAuth::default() => {
-            return Err(bad(
-                "target: keys are for an agent at a host; the in-process agent takes none".into(),
-            ))
-        }
-        None => Target::embedded(family == AddressFamily::V6),
-    })
+    target_spec(plan).target().map_err(PlanError::Invalid)
 }
 
 /// Checks every test of every point of every arm, as its kind would on its
@@ -180,6 +142,11 @@ pub fn run(
     let mut rng = fastrand::Rng::with_seed(seed);
     let target = target(plan)?;
     let server_agent = server_agent(plan)?;
+    // A host that names nothing is found before any set-up runs, as a single
+    // run finds it before it starts: a bad target, not a failed run.
+    for t in std::iter::once(&target).chain(&server_agent) {
+        netrig_run::resolve_target(t).map_err(|e| PlanError::Invalid(format!("target: {e}")))?;
+    }
     let clients = match &plan.target {
         Some(t) => {
             netrig_run::clients::Clients::of_this_binary(t.clients.unwrap_or(1), t.client_addrs.clone())

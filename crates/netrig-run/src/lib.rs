@@ -22,6 +22,7 @@
 pub mod clients;
 mod server_host;
 pub mod suite;
+pub mod target;
 
 use netrig_agent::{Agent, AgentConfig, AgentHandle};
 use netrig_client::{resolve, Client, ClientError, ClientOptions, Family};
@@ -35,6 +36,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 pub use netrig_client::Family as AddressFamily;
+pub use target::{host_port, local_ip, Names, TargetSpec};
 
 /// Where a test goes.
 #[derive(Debug, Clone, PartialEq)]
@@ -394,38 +396,15 @@ pub fn run_kind(
     result
 }
 
-/// `--server-agent`'s HOST[:PORT]: a name or an IPv4 address with an optional
-/// `:PORT`, an IPv6 literal alone, or `[IPv6]:PORT`.
-pub fn parse_host_port(s: &str) -> Result<(String, u16), String> {
-    let bad = |why: &str| Err(format!("--server-agent {s}: {why}"));
-    let port = |p: &str| {
-        p.parse::<u16>()
-            .map_err(|_| format!("--server-agent {s}: {p:?} is not a port (1 to 65535)"))
-    };
-    if let Some(rest) = s.strip_prefix('[') {
-        let Some((host, after)) = rest.split_once(']') else {
-            return bad("a '[' without its ']'");
-        };
-        return match after.strip_prefix(':') {
-            Some(p) => Ok((host.to_string(), port(p)?)),
-            None if after.is_empty() => Ok((host.to_string(), netrig_proto::DEFAULT_PORT)),
-            None => bad("expected :PORT after ']'"),
-        };
-    }
-    match s.matches(':').count() {
-        0 if !s.is_empty() => Ok((s.to_string(), netrig_proto::DEFAULT_PORT)),
-        1 => {
-            let (h, p) = s.split_once(':').expect("one colon");
-            if h.is_empty() {
-                return bad("no host before ':'");
-            }
-            Ok((h.to_string(), port(p)?))
-        }
-        // An IPv6 literal without a port.
-        _ if s.parse::<std::net::Ipv6Addr>().is_ok() || s.contains('%') => {
-            Ok((s.to_string(), netrig_proto::DEFAULT_PORT))
-        }
-        _ => bad("give HOST, HOST:PORT or [IPv6]:PORT"),
+/// Resolves the target's host (for [`Target::Agent`]) without connecting:
+/// a driver checks before it runs anything (a plan's set-up commands) that
+/// the host is one, as a single run would find out first.
+pub fn resolve_target(target: &Target) -> Result<(), RunError> {
+    match target {
+        Target::Agent {
+            host, port, family, ..
+        } => resolve(host, *port, *family).map(|_| ()).map_err(RunError::from),
+        Target::Embedded { .. } => Ok(()),
     }
 }
 

@@ -87,7 +87,12 @@ pub(crate) fn parse_listen_ip(text: &str) -> Result<ScopedIp, String> {
 pub fn command() -> clap::Command {
     netrig_kinds::all().iter().fold(Cli::command(), |cmd, kind| {
         // The run's options first: "Where" heads the help.
-        let sub = kind.args(RunArgs::augment_args(clap::Command::new(kind.name())));
+        let mut sub = RunArgs::augment_args(clap::Command::new(kind.name()));
+        // A kind with one end also takes what only it can use.
+        if matches!(kind.ends(), netrig_kinds::Ends::ClientOnly(_)) {
+            sub = OneEndArgs::augment_args(sub);
+        }
+        let sub = kind.args(sub);
         // Last: the option groups' doc comments would stand in for it.
         cmd.subcommand(sub.about(kind.about()).long_about(None))
     })
@@ -219,21 +224,28 @@ fn parse_network(s: &str) -> Result<ipnet::IpNet, String> {
 
 #[derive(Debug, Clone, Args)]
 pub struct TargetArgs {
-    /// Agent host: a name, an IPv4 or an IPv6 literal. Without it, an in-process agent on loopback.
-    #[arg(short = 'H', long = "host", help_heading = "Where")]
+    /// Agent host: a name, an IPv4 or an IPv6 address, each with :PORT if you like ([IPv6]:PORT).
+    /// Without it, an in-process agent on loopback.
+    #[arg(
+        short = 'H',
+        long = "host",
+        value_name = "HOST[:PORT]",
+        help_heading = "Where"
+    )]
     pub host: Option<String>,
-    /// Agent port.
-    #[arg(short = 'p', long = "port", default_value_t = netrig_proto::DEFAULT_PORT, help_heading = "Where")]
-    pub port: u16,
+    /// Agent port (default 6387), or give it with -H HOST:PORT.
+    #[arg(short = 'p', long = "port", value_name = "PORT", value_parser = clap::value_parser!(u16).range(1..), help_heading = "Where")]
+    pub port: Option<u16>,
     /// IPv4 only.
     #[arg(short = '4', long = "ipv4", conflicts_with = "ipv6", help_heading = "Where")]
     pub ipv4: bool,
     /// IPv6 only.
     #[arg(short = '6', long = "ipv6", help_heading = "Where")]
     pub ipv6: bool,
-    /// Local address for every connection of this client.
-    #[arg(long = "bind", value_name = "ADDR", help_heading = "Where")]
-    pub bind: Option<IpAddr>,
+    /// Local address for every connection of this client; a link-local IPv6 address with its
+    /// interface, as fe80::1%eth0 (as serve's --bind).
+    #[arg(long = "bind", value_name = "ADDR", value_parser = parse_bind, help_heading = "Where")]
+    pub bind: Option<String>,
     /// Seconds to wait for each connection to the agent.
     #[arg(long, value_name = "SECONDS", default_value = "10", value_parser = parse_seconds, help_heading = "Where")]
     pub connect_timeout: f64,
@@ -244,16 +256,46 @@ pub struct TargetArgs {
     /// agent that does not prove it holds it.
     #[arg(long = "agent-key", value_name = "FILE|BASE64", help_heading = "Where")]
     pub agent_key: Option<String>,
-    /// Kinds with one end (a load aimed at any server): the netrig agent on the server's host
-    /// (`netrig serve` there, port 6387 unless given), asked to watch that host over the run: its
-    /// CPU, listen-queue overflows, SYN cookies, conntrack, sockets by state (`server_host` in
-    /// --json). --key and --agent-key apply to it. Kinds with both ends do not need it.
+}
+
+impl TargetArgs {
+    /// Where the test goes, as the run API reads it.
+    pub fn spec(&self) -> netrig_run::TargetSpec {
+        netrig_run::TargetSpec {
+            host: self.host.clone(),
+            port: self.port,
+            family: match (self.ipv4, self.ipv6) {
+                (true, _) => netrig_run::AddressFamily::V4,
+                (_, true) => netrig_run::AddressFamily::V6,
+                _ => netrig_run::AddressFamily::Any,
+            },
+            bind: self.bind.clone(),
+            key: self.key.clone(),
+            agent_key: self.agent_key.clone(),
+            names: netrig_run::Names::CLI,
+        }
+    }
+}
+
+/// `--bind` (a client's): an address of this host, read as serve's `--bind`
+/// reads it (the run API's reading); kept as written, for a plan to hold.
+fn parse_bind(text: &str) -> Result<String, String> {
+    netrig_run::local_ip(text).map(|_| text.to_string())
+}
+
+/// Options of kinds with one end (a load aimed at any server): only their
+/// subcommands take them.
+#[derive(Debug, Clone, Default, Args)]
+pub struct OneEndArgs {
+    /// The netrig agent on the server's host (`netrig serve` there, port 6387 unless given), asked
+    /// to watch that host over the run: its CPU, listen-queue overflows, SYN cookies, conntrack,
+    /// sockets by state (`server_host` in --json). --key and --agent-key apply to it.
     #[arg(long = "server-agent", value_name = "HOST[:PORT]", help_heading = "Where")]
     pub server_agent: Option<String>,
-    /// Kinds with one end: run the load from N client processes at once, each with its share of
-    /// the connections, threads, requests and rate, each from its own source address
-    /// (127.0.0.1, .2, ... against a loopback server, or --client-addrs), started together and
-    /// summed (`summary.http.clients` has each one's part).
+    /// Run the load from N client processes at once, each with its share of the connections,
+    /// threads, requests and rate, each from its own source address (127.0.0.1, .2, ... against a
+    /// loopback server, or --client-addrs), started together and summed (`summary.http.clients`
+    /// has each one's part).
     #[arg(long = "clients", value_name = "N", value_parser = clap::value_parser!(u32).range(1..=64), help_heading = "Where")]
     pub clients: Option<u32>,
     /// With --clients: each client process's source address, one per client.
@@ -271,7 +313,7 @@ pub struct TargetArgs {
 /// [`RunArgs`] takes (where the test goes, how it is shown): what is left is
 /// the kind's own, as a plan's test holds them.
 pub fn kind_args(args: &[String]) -> Vec<String> {
-    let cmd = RunArgs::augment_args(clap::Command::new("run"));
+    let cmd = OneEndArgs::augment_args(RunArgs::augment_args(clap::Command::new("run")));
     let takes_value = |a: &clap::Arg| a.get_action().takes_values();
     let mut out = Vec::new();
     let mut i = 0;
@@ -373,9 +415,18 @@ pub struct GateArgs {
 pub struct PlanArgs {
     /// The plan file (TOML; see plans/ and docs/EXPERIMENTS.md).
     pub plan: PathBuf,
-    /// Run the plan's tests against the agent on HOST instead of the plan's target.
-    #[arg(short = 'H', long = "host", help_heading = "Where")]
+    /// Run the plan's tests against the agent on HOST instead of the plan's target (HOST:PORT or
+    /// [IPv6]:PORT as a test's -H).
+    #[arg(
+        short = 'H',
+        long = "host",
+        value_name = "HOST[:PORT]",
+        help_heading = "Where"
+    )]
     pub host: Option<String>,
+    /// The agent's port (default 6387), instead of the plan's.
+    #[arg(short = 'p', long = "port", value_name = "PORT", value_parser = clap::value_parser!(u16).range(1..), help_heading = "Where")]
+    pub port: Option<u16>,
     /// Every test's length, in seconds, instead of the plan's (-l): a quick look at a long plan.
     #[arg(short = 'l', long = "length", value_parser = parse_seconds, value_name = "SECONDS", help_heading = "How long")]
     pub length: Option<f64>,
@@ -468,28 +519,6 @@ pub fn parse_confidence(s: &str) -> Result<(f64, f64), String> {
 
 #[cfg(test)]
 mod tests {
-    use netrig_run::parse_host_port;
-
-    #[test]
-    fn server_agent_takes_host_and_port() {
-        let d = netrig_proto::DEFAULT_PORT;
-        assert_eq!(parse_host_port("web1").unwrap(), ("web1".into(), d));
-        assert_eq!(
-            parse_host_port("10.0.0.2:7000").unwrap(),
-            ("10.0.0.2".into(), 7000)
-        );
-        assert_eq!(parse_host_port("::1").unwrap(), ("::1".into(), d));
-        assert_eq!(parse_host_port("[::1]:7000").unwrap(), ("::1".into(), 7000));
-        assert_eq!(
-            parse_host_port("[fe80::1%eth0]").unwrap(),
-            ("fe80::1%eth0".into(), d)
-        );
-        for bad in ["", "h:x", "h:70000", ":80", "[::1", "[::1]x", "a:b:c"] {
-            let e = parse_host_port(bad).unwrap_err();
-            assert!(e.starts_with("--server-agent"), "{bad}: {e}");
-        }
-    }
-
     use super::*;
     use clap::FromArgMatches;
 

@@ -47,7 +47,13 @@ impl std::error::Error for Interrupted {}
 
 /// The plan a test's command line asks for: its kind and options, the
 /// swept options, iterations, and where it goes.
-pub fn plan_of(kind: &str, args: Vec<String>, sweeps: Vec<Sweep>, run: &RunArgs) -> Result<Plan> {
+pub fn plan_of(
+    kind: &str,
+    args: Vec<String>,
+    sweeps: Vec<Sweep>,
+    run: &RunArgs,
+    one: &crate::cli::OneEndArgs,
+) -> Result<Plan> {
     let e = &run.experiment;
     let iterations = iterations(e)?;
     let t = &run.target;
@@ -56,19 +62,19 @@ pub fn plan_of(kind: &str, args: Vec<String>, sweeps: Vec<Sweep>, run: &RunArgs)
         description: None,
         target: Some(TargetPlan {
             host: t.host.clone(),
-            port: Some(t.port),
+            port: t.port,
             family: match (t.ipv4, t.ipv6) {
                 (true, _) => Some("ipv4".into()),
                 (_, true) => Some("ipv6".into()),
                 _ => None,
             },
-            bind: t.bind,
+            bind: t.bind.clone(),
             // Paths as given, made absolute: a plan runs in its own directory.
             key: t.key.as_ref().map(|k| cwd_at_start().join(k)),
             agent_key: t.agent_key.clone(),
-            server_agent: t.server_agent.clone(),
-            clients: t.clients,
-            client_addrs: t.client_addrs.clone(),
+            server_agent: one.server_agent.clone(),
+            clients: one.clients,
+            client_addrs: one.client_addrs.clone(),
         }),
         tests: vec![TestPlan {
             kind: kind.to_string(),
@@ -188,20 +194,28 @@ fn cwd_at_start() -> PathBuf {
 pub fn run_file(a: &PlanArgs, cancel: &Cancel) -> Result<()> {
     let text = std::fs::read_to_string(&a.plan).with_context(|| format!("reading {}", a.plan.display()))?;
     let mut plan = Plan::from_toml(&text).map_err(|e| Usage(format!("{}: {e}", a.plan.display())))?;
-    if let Some(h) = &a.host {
-        plan.target
-            .get_or_insert(TargetPlan {
-                host: None,
-                port: None,
-                family: None,
-                bind: None,
-                key: None,
-                agent_key: None,
-                server_agent: None,
-                clients: None,
-                client_addrs: Vec::new(),
-            })
-            .host = Some(h.clone());
+    if a.host.is_some() || a.port.is_some() {
+        let t = plan.target.get_or_insert(TargetPlan {
+            host: None,
+            port: None,
+            family: None,
+            bind: None,
+            key: None,
+            agent_key: None,
+            server_agent: None,
+            clients: None,
+            client_addrs: Vec::new(),
+        });
+        // -H names the agent in place of the plan's, with its own port (or -p's),
+        // read here so that what is wrong in them is told by their names.
+        match &a.host {
+            Some(h) => {
+                let (host, port) = netrig_run::host_port("-H", h, "-p", a.port).map_err(Usage)?;
+                t.host = Some(host);
+                t.port = Some(port);
+            }
+            None => t.port = a.port,
+        }
     }
     // Paths given here are this directory's; the plan's own (nft -f
     // rules.nft) are the plan's directory's, where its commands run.

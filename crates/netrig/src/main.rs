@@ -9,12 +9,12 @@ mod plot;
 
 use anyhow::{bail, Context, Result};
 use clap::FromArgMatches;
-use cli::{Cli, Command, KeygenArgs, QuickArgs, RunArgs, ServeArgs, TargetArgs};
+use cli::{Cli, Command, KeygenArgs, OneEndArgs, QuickArgs, RunArgs, ServeArgs, TargetArgs};
 use netrig_agent::{Agent, AgentConfig, AgentError, Hooks};
-use netrig_client::{ClientError, Family};
+use netrig_client::ClientError;
 use netrig_experiment::sweep::{self, Sweep};
 use netrig_kinds::Kind;
-use netrig_proto::auth::{AgentAuth, ClientAuth, PublicKey, SecretKey};
+use netrig_proto::auth::{AgentAuth, SecretKey};
 use netrig_proto::AgentLimits;
 use netrig_report::export::{exporter, Exporter, Format};
 use netrig_report::{table, to_json, TestResult};
@@ -406,74 +406,18 @@ fn caps_line(a: &ServeArgs, c: &AgentConfig) -> String {
     )
 }
 
-fn family(t: &TargetArgs) -> Family {
-    match (t.ipv4, t.ipv6) {
-        (true, _) => Family::V4,
-        (_, true) => Family::V6,
-        _ => Family::Any,
-    }
-}
-
-/// Where the test goes: `-H` (and -p, -4/-6, --bind), or the in-process agent.
+/// Where the test goes: `-H` (and -p, -4/-6, --bind, the keys), or the
+/// in-process agent, as the run API reads them.
 fn target(t: &TargetArgs) -> Result<Target> {
-    let auth = ClientAuth {
-        key: t
-            .key
-            .as_deref()
-            .map(|p| read_secret_key(p, "--key"))
-            .transpose()?,
-        agent_key: t
-            .agent_key
-            .as_deref()
-            .map(|k| {
-                // A key itself, or a file holding one.
-                PublicKey::parse(k).or_else(|_| {
-                    let text = std::fs::read_to_string(k).map_err(|e| {
-                        Usage(format!(
-                            "--agent-key {k}: neither a base64 key nor a readable file ({e})"
-                        ))
-                    })?;
-                    PublicKey::parse(&text).map_err(|e| Usage(format!("--agent-key {k}: {e}")))
-                })
-            })
-            .transpose()?,
-    };
-    Ok(match &t.host {
-        Some(h) => Target::Agent {
-            host: h.clone(),
-            port: t.port,
-            family: family(t),
-            bind: t.bind,
-            auth,
-        },
-        None if auth != ClientAuth::default() => bail!(Usage(
-            "--key and --agent-key are for an agent given with -H; the embedded agent needs none".into()
-        )),
-        None => Target::embedded(family(t) == Family::V6),
-    })
+    Ok(t.spec().target().map_err(Usage)?)
 }
 
 /// `--server-agent HOST[:PORT]`, with this client's keys (`--key`, `--agent-key`).
-fn server_agent(t: &TargetArgs) -> Result<Option<Target>> {
-    let Some(s) = &t.server_agent else {
+fn server_agent(t: &TargetArgs, one: &OneEndArgs) -> Result<Option<Target>> {
+    let Some(s) = &one.server_agent else {
         return Ok(None);
     };
-    let (host, port) = netrig_run::parse_host_port(s).map_err(Usage)?;
-    let auth = match target(&TargetArgs {
-        host: Some(host.clone()),
-        server_agent: None,
-        ..t.clone()
-    })? {
-        Target::Agent { auth, .. } => auth,
-        Target::Embedded { .. } => Default::default(),
-    };
-    Ok(Some(Target::Agent {
-        host,
-        port,
-        family: family(t),
-        bind: t.bind,
-        auth,
-    }))
+    Ok(Some(t.spec().server_agent(s).map_err(Usage)?))
 }
 
 fn read_secret_key(path: &std::path::Path, option: &str) -> Result<SecretKey, Usage> {
@@ -530,13 +474,18 @@ fn format(a: &RunArgs) -> Result<Format> {
 /// user asked.
 fn test(kind: &'static dyn Kind, m: &clap::ArgMatches, args: Vec<String>, sweeps: Vec<Sweep>) -> Result<()> {
     let run = RunArgs::from_arg_matches(m)?;
+    // Only a kind with one end takes these (its subcommand alone has them).
+    let one = match kind.ends() {
+        netrig_kinds::Ends::ClientOnly(_) => OneEndArgs::from_arg_matches(m)?,
+        _ => OneEndArgs::default(),
+    };
     if experiment::wanted(&sweeps, &run) {
         if run.json_stream {
             bail!(Usage(
                 "--json-stream shows one run as it goes; an experiment's document is --json".into()
             ));
         }
-        let plan = experiment::plan_of(kind.name(), args, sweeps, &run)?;
+        let plan = experiment::plan_of(kind.name(), args, sweeps, &run, &one)?;
         EXPERIMENT.store(true, std::sync::atomic::Ordering::Relaxed);
         experiment::run_plan(&plan, &run.experiment, run.json, cancel())?;
         return Ok(());
@@ -558,10 +507,10 @@ fn test(kind: &'static dyn Kind, m: &clap::ArgMatches, args: Vec<String>, sweeps
         cpus: plan.local.cpus,
         connect_timeout: Duration::from_secs_f64(run.target.connect_timeout.max(0.001)),
         udp_size_default: plan.fit_to_path,
-        server_agent: server_agent(&run.target)?,
+        server_agent: server_agent(&run.target, &one)?,
         clients: netrig_run::clients::Clients::of_this_binary(
-            run.target.clients.unwrap_or(1),
-            run.target.client_addrs.clone(),
+            one.clients.unwrap_or(1),
+            one.client_addrs.clone(),
         )
         .map_err(Usage)?,
     };

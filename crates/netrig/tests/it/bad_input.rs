@@ -198,3 +198,115 @@ fn the_table_names_the_options_that_shaped_the_run() {
     let plain = stdout(&run(&["tcp-rr", "-l", "0.2"]));
     assert!(!plain.contains("options:"), "{plain}");
 }
+
+/// Issue #37 item 20: every place that takes an agent's host takes
+/// `HOST:PORT`, `[IPv6]:PORT` and `-p` (`run` too), a port given twice that
+/// disagrees is refused naming both, and a refusal exits 2 from `run` as
+/// from a single test.
+#[test]
+fn hosts_take_their_port_everywhere_and_refusals_exit_alike() {
+    let agent = Served::start(&[]);
+    let p = agent.port_arg();
+    for host in [format!("127.0.0.1:{p}"), format!("[::1]:{p}")] {
+        let v = run_json(&["tcp-rr", "-H", &host, "-l", "0.3"]);
+        assert!(u(&v, "/summary/transactions") > 0, "{host}: {}", v["summary"]);
+    }
+    let tmp = TempDir::new("hostport");
+    let plan = tmp.path().join("p.toml");
+    std::fs::write(
+        &plan,
+        "name = \"p\"\n[[test]]\nkind = \"tcp-rr\"\nargs = [\"-l\", \"0.3\"]\n",
+    )
+    .unwrap();
+    let plan = plan.to_str().unwrap();
+    for args in [
+        vec!["run", plan, "-H", "127.0.0.1", "-p", &p, "--json"],
+        vec!["run", plan, "-H", &format!("127.0.0.1:{p}"), "--json"],
+    ] {
+        let o = run(&args);
+        assert_eq!(o.status.code(), Some(0), "{args:?}: {}", stderr(&o));
+        assert!(stdout(&o).contains("\"transactions\""), "{args:?}");
+    }
+    // The same refusal, the same words and status from a test and from run.
+    let other = (agent.port + 1).to_string();
+    for (host, needle) in [
+        (
+            format!("127.0.0.1:{p}"),
+            format!("its port {p} and -p {other} disagree"),
+        ),
+        (
+            "no-such-host.invalid".to_string(),
+            "cannot resolve host \"no-such-host.invalid\"".to_string(),
+        ),
+        (format!("127.0.0.1:{p}:9"), "give HOST, HOST:PORT".to_string()),
+    ] {
+        fails_with(&["tcp-rr", "-H", &host, "-p", &other, "-l", "0.3"], &needle);
+        fails_with(&["run", plan, "-H", &host, "-p", &other], &needle);
+    }
+    // A plan's own target takes HOST:PORT too.
+    let own = tmp.path().join("own.toml");
+    std::fs::write(
+        &own,
+        format!("name = \"own\"\n[target]\nhost = \"127.0.0.1:{p}\"\n[[test]]\nkind = \"tcp-rr\"\nargs = [\"-l\", \"0.3\"]\n"),
+    )
+    .unwrap();
+    let o = run(&["run", own.to_str().unwrap(), "--json"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    // --server-agent's port disagrees with nothing: it is its own host.
+    fails_with(
+        &[
+            "http",
+            "--url",
+            "http://127.0.0.1:1/",
+            "--server-agent",
+            "h:x",
+            "-l",
+            "0.3",
+        ],
+        "--server-agent h:x: \"x\" is not a port",
+    );
+    // -p without -H would be ignored by the in-process agent: it is refused.
+    fails_with(&["tcp-rr", "-p", &p, "-l", "0.3"], "-p");
+}
+
+/// Issue #37 item 23: a kind's help shows the options that apply to it:
+/// --server-agent and --clients are for kinds with one end only.
+#[test]
+fn a_kinds_help_lists_only_its_options() {
+    let one_end = ["--server-agent", "--clients", "--client-addrs"];
+    for kind in ["tcp-stream", "tcp-rr", "udp-stream"] {
+        let o = run(&[kind, "--help"]);
+        for opt in one_end {
+            assert!(!stdout(&o).contains(opt), "{kind} --help shows {opt}");
+        }
+        fails_with(&[kind, "--clients", "2"], "--clients");
+    }
+    let o = run(&["http", "--help"]);
+    for opt in one_end {
+        assert!(stdout(&o).contains(opt), "http --help lacks {opt}");
+    }
+}
+
+/// Issue #37 item 29: the client's --bind takes what serve's takes (a
+/// scoped link-local address), and says the same of what it refuses.
+#[test]
+fn a_clients_bind_reads_as_serves() {
+    // lo has fe80-less addresses only: the address parses, then the
+    // kernel's refusal names the option (not clap's "invalid IP address syntax").
+    let o = run(&["tcp-rr", "-H", "::1", "--bind", "fe80::1%lo", "-l", "0.3"]);
+    assert!(
+        !stderr(&o).contains("invalid IP address syntax"),
+        "{}",
+        stderr(&o)
+    );
+    let serve = run(&["serve", "--bind", "fe80::1%no-such-if", "-q"]);
+    let client = run(&["tcp-rr", "--bind", "fe80::1%no-such-if", "-l", "0.3"]);
+    assert_eq!(client.status.code(), Some(2));
+    assert!(
+        stderr(&serve).contains("no interface named \"no-such-if\"")
+            && stderr(&client).contains("no interface named \"no-such-if\""),
+        "{}\n{}",
+        stderr(&serve),
+        stderr(&client)
+    );
+}

@@ -44,6 +44,16 @@ fn a_scoped_link_local_agent_serves_and_an_unscoped_one_is_told_how() {
             "0.5",
         ],
         &["tcp-crr", "-H", "fe80::b%eth0", "--bind", "fe80::a", "-l", "0.5"],
+        // Issue #37: the client's --bind takes serve's spelling, the scope too.
+        &[
+            "tcp-rr",
+            "-H",
+            "fe80::b%eth0",
+            "--bind",
+            "fe80::a%eth0",
+            "-l",
+            "0.5",
+        ],
     ] {
         let v = run_json_in(&lab.a, args);
         let address = v["agent"]["address"].as_str().unwrap().to_string();
@@ -63,6 +73,25 @@ fn a_scoped_link_local_agent_serves_and_an_unscoped_one_is_told_how() {
         &["tcp-rr", "-H", &format!("fe80::b%{index}"), "-l", "0.5"],
     );
     assert!(v["agent"]["address"].as_str().unwrap().starts_with("[fe80::b%"));
+    // A --bind on another interface than the agent's is refused, naming it.
+    let o = run_in(
+        &lab.a,
+        &[
+            "tcp-rr",
+            "-H",
+            "fe80::b%eth0",
+            "--bind",
+            "fe80::a%lo",
+            "-l",
+            "0.5",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("--bind fe80::a%lo: its interface is not that of the agent's address"),
+        "{}",
+        stderr(&o)
+    );
     // Without the scope, the client says how to give it (it was the kernel's "Invalid argument").
     let o = run_in(&lab.a, &["tcp-stream", "-H", "fe80::b", "-l", "0.5"]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
