@@ -78,6 +78,18 @@ fn drain(mut r: impl Read) -> Vec<u8> {
 
 /// Runs `command` with `sh -c` for `arm`'s `phase`, for at most `limit`.
 pub fn run(phase: &str, arm: &str, command: &str, limit: Duration) -> CommandRun {
+    run_with(phase, arm, command, limit, &[])
+}
+
+/// [`run`] with these variables in its environment besides NETRIG_ARM and
+/// NETRIG_PHASE (the runner's NETRIG_AGENT_HOST and NETRIG_AGENT_PORT).
+pub fn run_with(
+    phase: &str,
+    arm: &str,
+    command: &str,
+    limit: Duration,
+    env: &[(&str, String)],
+) -> CommandRun {
     let t0 = Instant::now();
     let mut done = CommandRun {
         phase: phase.into(),
@@ -93,6 +105,7 @@ pub fn run(phase: &str, arm: &str, command: &str, limit: Duration) -> CommandRun
         .arg(command)
         .env("NETRIG_ARM", arm)
         .env("NETRIG_PHASE", phase)
+        .envs(env.iter().map(|(k, v)| (k, v)))
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

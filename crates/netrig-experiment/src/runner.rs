@@ -147,6 +147,17 @@ pub fn run(
     for t in std::iter::once(&target).chain(&server_agent) {
         netrig_run::resolve_target(t).map_err(|e| PlanError::Invalid(format!("target: {e}")))?;
     }
+    // Without a host, one agent in this process serves the whole plan, so that
+    // its commands know the port its traffic uses (a rule on 6387 would
+    // never match).
+    let embedded = match target {
+        Target::Embedded { v6 } => Some(
+            netrig_run::EmbeddedAgent::start(v6).map_err(|e| PlanError::Invalid(format!("target: {e}")))?,
+        ),
+        _ => None,
+    };
+    let target = embedded.as_ref().map_or(target, |a| a.target());
+    let env = agent_env(&target);
     let clients = match &plan.target {
         Some(t) => {
             netrig_run::clients::Clients::of_this_binary(t.clients.unwrap_or(1), t.client_addrs.clone())
@@ -214,12 +225,12 @@ pub fn run(
                     }
                     let planned = &prep.arms[a];
                     if let Some(c) = &arm.setup {
-                        let r = command::run("setup", &arm.name, c, limit);
+                        let r = command::run_with("setup", &arm.name, c, limit, &env);
                         let ok = r.ok();
                         let failure = r.failure();
                         doc.commands.push(r);
                         if !ok {
-                            teardown(&mut doc.commands, arm, limit);
+                            teardown(&mut doc.commands, arm, limit, &env);
                             stop = Some(failure);
                             break;
                         }
@@ -233,7 +244,7 @@ pub fn run(
                         ..LocalOptions::default()
                     };
                     let result = netrig_run::run(&target, local, &planned.spec, cancel, &mut |_| {});
-                    let failed_teardown = teardown(&mut doc.commands, arm, limit);
+                    let failed_teardown = teardown(&mut doc.commands, arm, limit, &env);
                     done += 1;
                     match result {
                         Ok(r) => outcome.arms[a].runs.push(r),
@@ -276,6 +287,21 @@ pub fn run(
     Ok(doc)
 }
 
+/// What an arm's commands are told of the agent the plan's runs go to:
+/// NETRIG_AGENT_HOST (as given, or the in-process agent's address) and
+/// NETRIG_AGENT_PORT, for rules that must match its traffic.
+fn agent_env(target: &Target) -> Vec<(&'static str, String)> {
+    let (host, port) = match target {
+        Target::Agent { host, port, .. } => (host.clone(), *port),
+        Target::Started { addr } => (addr.ip().to_string(), addr.port()),
+        Target::Embedded { .. } => return Vec::new(),
+    };
+    vec![
+        ("NETRIG_AGENT_HOST", host),
+        ("NETRIG_AGENT_PORT", port.to_string()),
+    ]
+}
+
 /// The arms' order in one round: as listed, or a random permutation.
 fn round_order(arms: usize, order: Order, rng: &mut fastrand::Rng) -> Vec<usize> {
     let mut o: Vec<usize> = (0..arms).collect();
@@ -286,9 +312,14 @@ fn round_order(arms: usize, order: Order, rng: &mut fastrand::Rng) -> Vec<usize>
 }
 
 /// Runs `arm`'s tear-down, if it has one; its failure, if it failed.
-fn teardown(commands: &mut Vec<CommandRun>, arm: &crate::plan::Arm, limit: Duration) -> Option<String> {
+fn teardown(
+    commands: &mut Vec<CommandRun>,
+    arm: &crate::plan::Arm,
+    limit: Duration,
+    env: &[(&str, String)],
+) -> Option<String> {
     let c = arm.teardown.as_ref()?;
-    let r = command::run("teardown", &arm.name, c, limit);
+    let r = command::run_with("teardown", &arm.name, c, limit, env);
     let failure = (!r.ok()).then(|| r.failure());
     commands.push(r);
     failure
@@ -373,6 +404,43 @@ mod tests {
             "setup\nteardown\n".repeat(2)
         );
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// Issue #37: without a host, one in-process agent serves the plan, and
+    /// its commands are told its address: the port its runs' traffic used.
+    #[test]
+    fn commands_are_told_the_agents_port() {
+        let dir = std::env::temp_dir().join(format!("netrig-agent-env-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let log = dir.join("log");
+        let plan = Plan::from_toml(&format!(
+            r#"
+            name = "env"
+            [[test]]
+            kind = "tcp-rr"
+            args = ["-l", "0.2"]
+            [iterations]
+            max = 2
+            min = 2
+            [[arm]]
+            name = "a"
+            setup = "echo $NETRIG_AGENT_HOST $NETRIG_AGENT_PORT >> {log}"
+            "#,
+            log = log.display()
+        ))
+        .unwrap();
+        let e = run(&plan, &Cancel::new(), &mut |_| {}).unwrap();
+        let runs = &e.tests[0].points[0].arms[0].runs;
+        assert_eq!(runs.len(), 2);
+        let told = std::fs::read_to_string(&log).unwrap();
+        let _ = std::fs::remove_dir_all(&dir);
+        for (line, r) in told.lines().zip(runs) {
+            assert_eq!(line, r.agent.address.replace(':', " "), "{told}");
+        }
+        assert!(
+            runs.iter().all(|r| r.config.embedded),
+            "still the in-process agent"
+        );
     }
 
     /// Randomised blocks: each round a permutation of every arm, varying

@@ -56,6 +56,36 @@ pub enum Target {
     /// An agent started in this process on loopback (IPv6 when `v6`), kept
     /// for the session's life.
     Embedded { v6: bool },
+    /// An agent already running in this process ([`EmbeddedAgent`]), at
+    /// this address: the same agent for every run while it lives (a plan's
+    /// commands can then be told its port).
+    Started { addr: SocketAddr },
+}
+
+/// An agent in this process on loopback, on a free port, for many runs
+/// (each run of [`Target::Embedded`] starts one of its own); stopped when
+/// dropped.
+pub struct EmbeddedAgent {
+    handle: AgentHandle,
+}
+
+impl EmbeddedAgent {
+    /// Starts it on 127.0.0.1 (or ::1).
+    pub fn start(v6: bool) -> Result<EmbeddedAgent, RunError> {
+        Ok(EmbeddedAgent {
+            handle: embedded_agent(v6)?,
+        })
+    }
+
+    /// Its address (control and data connections).
+    pub fn addr(&self) -> SocketAddr {
+        self.handle.addr()
+    }
+
+    /// Where tests go to reach it.
+    pub fn target(&self) -> Target {
+        Target::Started { addr: self.addr() }
+    }
 }
 
 impl Target {
@@ -247,6 +277,11 @@ impl Session {
                 options.bind = *bind;
                 (resolve(host, *port, *family)?, None)
             }
+            Target::Started { addr } => {
+                options.port = addr.port();
+                options.family = if addr.is_ipv6() { Family::V6 } else { Family::V4 };
+                (vec![*addr], None)
+            }
             Target::Embedded { v6 } => {
                 let handle = embedded_agent(*v6)?;
                 options.port = handle.addr().port();
@@ -331,8 +366,10 @@ pub fn run_kind(
                 },
                 _,
             ) => (host, *port, *family, *bind),
-            (Target::Embedded { .. }, Some((host, port))) => (host, *port, Family::Any, None),
-            (Target::Embedded { .. }, None) => {
+            (Target::Embedded { .. } | Target::Started { .. }, Some((host, port))) => {
+                (host, *port, Family::Any, None)
+            }
+            (Target::Embedded { .. } | Target::Started { .. }, None) => {
                 return Err(RunError::OneEnded(format!(
                     "{} runs against a server: give its address (-H), not the embedded agent",
                     kind.name()
@@ -404,7 +441,7 @@ pub fn resolve_target(target: &Target) -> Result<(), RunError> {
         Target::Agent {
             host, port, family, ..
         } => resolve(host, *port, *family).map(|_| ()).map_err(RunError::from),
-        Target::Embedded { .. } => Ok(()),
+        Target::Embedded { .. } | Target::Started { .. } => Ok(()),
     }
 }
 

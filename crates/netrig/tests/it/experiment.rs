@@ -441,6 +441,45 @@ fn the_shipped_plans_run_to_the_end() {
             "{name}: {}",
             v["commands"]
         );
+        if name == "ipfilter" {
+            port_rules_matched(&v);
+        }
+    }
+}
+
+/// Issue #37: the ipfilter plan's rules match the traffic it makes, the
+/// in-process agent's included (they matched port 6387, and it listens on
+/// another: every counter stayed 0). Its tear-down lists the table: each
+/// arm's rules on the agent's port counted packets.
+fn port_rules_matched(v: &serde_json::Value) {
+    let teardowns: Vec<&str> = v["commands"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["phase"] == "teardown")
+        .map(|c| c["output"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        teardowns.len(),
+        6,
+        "two filtered arms, three tests: {teardowns:?}"
+    );
+    for out in teardowns {
+        // "tcp dport 41234 counter packets 812 bytes 52780 accept": the port rules, not
+        // the decoys on 20000-20018, nor `ct state new counter`.
+        let counted: Vec<u64> = out
+            .lines()
+            .filter(|l| l.contains("port ") && !l.contains("port 200"))
+            .filter_map(|l| {
+                let w: Vec<&str> = l.split_whitespace().collect();
+                let i = w.iter().position(|x| *x == "packets")?;
+                w.get(i + 1)?.parse().ok()
+            })
+            .collect();
+        assert!(
+            !counted.is_empty() && counted.iter().any(|n| *n > 0),
+            "the rules on the agent's port matched nothing:\n{out}"
+        );
     }
 }
 
