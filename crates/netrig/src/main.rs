@@ -6,6 +6,7 @@ mod deploy;
 mod experiment;
 mod http;
 mod plot;
+mod progress;
 
 use anyhow::{bail, Context, Result};
 use clap::FromArgMatches;
@@ -515,12 +516,22 @@ fn test(kind: &'static dyn Kind, m: &clap::ArgMatches, args: Vec<String>, sweeps
         .map_err(Usage)?,
     };
     let flows = spec.flows as usize * spec.directions().len();
-    let mut export = exporter(format(&run)?, kind.table(), flows);
+    let format = format(&run)?;
+    let mut export = exporter(format, kind.table(), flows);
     let mut stdout = std::io::stdout();
-    let result = netrig_run::run(&target(&run.target)?, local, &spec, cancel(), &mut |iv| {
+    let target = target(&run.target)?;
+    let bar = progress::Progress::start(&spec, format);
+    let result = netrig_run::run(&target, local, &spec, cancel(), &mut |iv| {
         // stdout closed (a pipe whose reader left): the run goes on.
-        let _ = export.interval(&mut stdout, iv);
+        let mut print = || {
+            let _ = export.interval(&mut stdout, iv);
+        };
+        match &bar {
+            Some(b) => b.suspend(print),
+            None => print(),
+        }
     });
+    drop(bar);
     let result = match result {
         Ok(r) => r,
         Err(e) => {

@@ -19,6 +19,7 @@ mod link_local;
 mod measure;
 mod neighbours;
 mod plot;
+mod progress;
 mod report;
 mod rr;
 mod server_host;
