@@ -446,7 +446,7 @@ pub fn resolve_target(target: &Target) -> Result<(), RunError> {
 }
 
 /// What `--server-agent` with a kind of two ends is told.
-fn server_agent_not_needed(what: &str) -> String {
+pub fn server_agent_not_needed(what: &str) -> String {
     format!(
         "--server-agent is not needed for {what}: its agent runs on the server's host and reports that host's \
          side already (CPU, kernel counters); it is for kinds with one end, aimed at any server"

@@ -121,6 +121,17 @@ fn habit_hint(argv: &[String], e: &clap::Error) -> Option<String> {
         return None;
     };
     let test = first.filter(|t| netrig_kinds::by_name(t).is_some())?;
+    // The options of kinds with one end, given to a kind with two: why it needs none.
+    let option = arg.split('=').next().unwrap_or(arg);
+    match option {
+        "--server-agent" => return Some(netrig_run::server_agent_not_needed(test)),
+        "--clients" | "--client-addrs" => {
+            return Some(format!(
+                "{option} is for kinds with one end (a load aimed at any server, as http): {test} runs                  against its agent, which takes more flows as -P N"
+            ))
+        }
+        _ => {}
+    }
     (!arg.starts_with('-')).then(|| {
         if arg.contains("://") {
             // wrk's and curl's habit: the URL as an argument.

@@ -341,7 +341,16 @@ fn the_server_agent_is_not_needed_for_a_kind_with_two_ends() {
         "{}",
         stderr(&o)
     );
-    let o = run(&["tcp-rr", "-l", "0.2", "--server-agent", "127.0.0.1:x"]);
+    // A bad HOST:PORT is told first-hand by a kind that takes it.
+    let o = run(&[
+        "http",
+        "--url",
+        "http://127.0.0.1:1/",
+        "-l",
+        "0.2",
+        "--server-agent",
+        "127.0.0.1:x",
+    ]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(
         stderr(&o).contains("--server-agent 127.0.0.1:x"),
