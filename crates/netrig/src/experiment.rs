@@ -214,6 +214,14 @@ pub fn run_file(a: &PlanArgs, cancel: &Cancel) -> Result<()> {
                 t.host = Some(host);
                 t.port = Some(port);
             }
+            None if t.host.is_none() => {
+                return Err(Usage(format!(
+                    "-p {} is the port of an agent given with -H (or the plan's target.host); without \
+                     one the plan runs against an agent in this process, on a port of its own",
+                    a.port.unwrap_or_default()
+                ))
+                .into())
+            }
             None => t.port = a.port,
         }
     }

@@ -266,7 +266,14 @@ fn hosts_take_their_port_everywhere_and_refusals_exit_alike() {
         "--server-agent h:x: \"x\" is not a port",
     );
     // -p without -H would be ignored by the in-process agent: it is refused.
-    fails_with(&["tcp-rr", "-p", &p, "-l", "0.3"], "-p");
+    fails_with(
+        &["tcp-rr", "-p", &p, "-l", "0.3"],
+        &format!("-p {p} is the port of an agent given with -H"),
+    );
+    fails_with(
+        &["run", plan, "-p", &p],
+        &format!("-p {p} is the port of an agent given with -H"),
+    );
 }
 
 /// Issue #37 item 23: a kind's help shows the options that apply to it:
