@@ -11,7 +11,7 @@ pub mod latency;
 pub mod series;
 pub mod sweep;
 
-pub use chart::{Axis, Chart, Mark, Series};
+pub use chart::{Axis, Chart, Layout, Mark, Series};
 
 use netrig_experiment::document::Experiment;
 use netrig_report::TestResult;
@@ -34,6 +34,18 @@ pub fn plot(name: impl Into<String>, charts: &[Chart]) -> Option<Plot> {
     Some(Plot {
         name: name.into(),
         title: charts.first()?.title.clone(),
+        svg,
+    })
+}
+
+/// Renders `charts` as small multiples, `columns` a row, under `title`,
+/// each panel narrower and lower than a plot of its own.
+pub fn plot_grid(name: impl Into<String>, title: String, charts: &[Chart], columns: usize) -> Option<Plot> {
+    let h = if columns > 1 { HEIGHT * 3 / 5 } else { HEIGHT };
+    let (svg, _) = chart::render_grid(Some(&title), charts, columns, WIDTH, h).ok()?;
+    Some(Plot {
+        name: name.into(),
+        title,
         svg,
     })
 }
@@ -69,8 +81,11 @@ pub fn plots_for_experiment(e: &Experiment) -> Vec<Plot> {
         };
         if let Some(c) = compare::rate_sweep(t) {
             out.extend(plot(format!("rate{suffix}"), &[c]));
-        } else if let Some(c) = sweep::sweep(t) {
-            out.extend(plot(format!("sweep{suffix}"), &[c]));
+        } else if let Some(c) = sweep::sweep_charts(t) {
+            match (c.len(), sweep::sweep_title(t)) {
+                (2.., Some(title)) => out.extend(plot_grid(format!("sweep{suffix}"), title, &c, 2)),
+                _ => out.extend(plot(format!("sweep{suffix}"), &c)),
+            }
         }
         if t.points.len() <= MAX_POINT_PLOTS {
             for (j, p) in t.points.iter().enumerate() {
