@@ -3,7 +3,8 @@
 //! headline metric against the swept value, one test's per-flow time
 //! series, a latency spectrum, a comparison of arms, a rate sweep. Text is
 //! SVG text (no font files); colours are mid tones on a transparent
-//! background, so a plot reads on light and dark pages. SVG only.
+//! background, so a plot reads on light and dark pages; the legend sits
+//! below the panels. A PNG of any plot with [`to_png`].
 
 mod chart;
 pub mod compare;
