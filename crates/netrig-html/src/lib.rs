@@ -41,8 +41,9 @@ pre#command { white-space: pre-wrap; overflow-wrap: anywhere; }
 .result .gap { height: .8em; }
 .result .block { margin: .3em 0 .6em; }
 table.text { border-collapse: collapse; font-variant-numeric: tabular-nums; max-width: 100%; }
-table.text th, table.text td { padding: .1em .55em; vertical-align: top; text-align: left; overflow-wrap: anywhere; }
-table.text th { font-weight: 600; border-bottom: 1px solid var(--line); vertical-align: bottom; }
+table.text th, table.text td { padding: .1em .55em; vertical-align: top; text-align: left; }
+table.text th { font-weight: 600; border-bottom: 1px solid var(--line); vertical-align: bottom; white-space: nowrap; }
+table.text td.word { white-space: nowrap; }
 table.text td.num { text-align: right; }
 table.text tbody tr:nth-child(even) { background: color-mix(in srgb, var(--line) 25%, transparent); }
 .muted { color: var(--muted); } .warn { color: var(--warn); }

@@ -107,7 +107,14 @@ fn table(out: &mut String, lines: &[Vec<char>]) {
     for r in &rows[head..] {
         let _ = write!(out, "<tr>");
         for c in r {
-            let class = if numeric(c) { " class=\"num\"" } else { "" };
+            // One word (a size, an arm's name) is never broken; a cell of
+            // several ("97.1 ±2.0%") may wrap between them.
+            let class = match (numeric(c), c.contains(' ')) {
+                (true, false) => " class=\"num word\"",
+                (true, true) => " class=\"num\"",
+                (false, false) => " class=\"word\"",
+                (false, true) => "",
+            };
             let _ = write!(out, "<td{class}>{}</td>", esc(c));
         }
         let _ = writeln!(out, "</tr>");
@@ -188,7 +195,7 @@ TCP STREAM -s 32K -S 32K -l 0.2
         assert!(html.contains("<td class=\"num\">97.11 ±174.5%</td>"), "{html}");
         assert!(html.contains("<td>+11.3% [-28.7, +97.6] tie</td>"), "{html}");
         assert!(html.contains("<td>-17.7% tie</td>"), "{html}");
-        assert!(html.contains("<td>dscp-rule</td>"));
+        assert!(html.contains("<td class=\"word\">dscp-rule</td>"));
         let rows = html.matches("<tr>").count();
         assert_eq!(rows, 5, "a header and four rows: {html}");
         // Seven columns (-m, two sizes, CPU, throughput, arm, Δ), every
@@ -209,7 +216,7 @@ TCP STREAM -s 32K -S 32K -l 0.2
         let html = to_html(text);
         assert_eq!(html.matches("<table").count(), 1, "{html}");
         assert!(html.contains("<th>Recv<br>bytes</th>"), "{html}");
-        assert!(html.contains("<td class=\"num\">16789.13</td>"), "{html}");
+        assert!(html.contains("<td class=\"num word\">16789.13</td>"), "{html}");
     }
 
     /// Prose lines wrap as paragraphs; a single aligned line is prose too.
@@ -230,7 +237,7 @@ TCP STREAM -s 32K -S 32K -l 0.2
 ";
         let html = to_html(text);
         assert!(
-            html.contains("<tr><td>local</td><td>TCP payload sent</td>"),
+            html.contains("<tr><td class=\"word\">local</td><td>TCP payload sent</td>"),
             "{html}"
         );
         assert!(

@@ -119,6 +119,8 @@ pub struct Entry {
     pub colour: RGBColor,
     pub dashed: bool,
     pub bar: bool,
+    /// A thin line (y = x), not a series' 2 px.
+    pub thin: bool,
 }
 
 /// The legend entries of `charts`, each label once, in order: the
@@ -135,8 +137,9 @@ pub fn entries(charts: &[Chart]) -> Vec<Entry> {
             push(Entry {
                 label: "y = x".into(),
                 colour: INK,
-                dashed: true,
+                dashed: false,
                 bar: false,
+                thin: true,
             });
         }
         for s in c.series.iter().filter(|s| !s.no_legend && !s.points.is_empty()) {
@@ -145,6 +148,7 @@ pub fn entries(charts: &[Chart]) -> Vec<Entry> {
                 colour: colour(s.colour),
                 dashed: s.dashed,
                 bar: s.bars,
+                thin: false,
             });
         }
     }
@@ -155,6 +159,7 @@ pub fn entries(charts: &[Chart]) -> Vec<Entry> {
                 colour: INK,
                 dashed: *dashed,
                 bar: false,
+                thin: false,
             });
         }
     }
@@ -265,7 +270,7 @@ fn draw_legend(
 ) -> Result<(), Box<dyn std::error::Error>> {
     for (e, (x, row)) in legend.iter().zip(at) {
         let y = y0 + row * LEGEND_ROW + LEGEND_ROW / 2;
-        let style = e.colour.stroke_width(2);
+        let style = e.colour.stroke_width(if e.thin { 1 } else { 2 });
         let text = (FONT, LEGEND_FONT)
             .into_font()
             .color(&INK)
@@ -566,12 +571,8 @@ fn draw(
         // Inside both axes' ranges: plotters clamps a point outside them
         // (it does not clip the line), which would bend y = x.
         let (lo, hi) = (x0.max(y0), x1.min(y1));
-        ctx.draw_series(DashedLineSeries::new(
-            [(lo, lo), (hi, hi)],
-            6,
-            4,
-            INK.stroke_width(1),
-        ))?;
+        // Thin and solid: the dashed lines are the right axis's.
+        ctx.draw_series(LineSeries::new([(lo, lo), (hi, hi)], INK.stroke_width(1)))?;
     }
 
     for s in &chart.series {

@@ -100,7 +100,11 @@ pub fn plots_for_experiment(e: &Experiment) -> Vec<Plot> {
                     .iter()
                     .filter_map(|a| {
                         let h = latency::merged(&a.runs.iter().collect::<Vec<_>>())?;
-                        Some((format!("{} ({} runs merged)", a.arm, a.runs.len()), h))
+                        let runs = match a.runs.len() {
+                            1 => "1 run".to_string(),
+                            n => format!("{n} runs merged"),
+                        };
+                        Some((format!("{} ({runs})", a.arm), h))
                     })
                     .collect();
                 if let Some(c) = compare::comparison(t, p) {

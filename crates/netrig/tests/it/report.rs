@@ -215,7 +215,7 @@ fn an_experiments_report_fits_at_1400px_and_warns_once() {
         assert_eq!(read.matches(&escaped).count(), 1, "printed once: {w}");
     }
     // The table is an HTML table with the arms and the Δ column.
-    for t in ["<th>Arm</th>", "Δ throughput", "<td>dscp-rule</td>"] {
+    for t in ["<th>Arm</th>", "Δ throughput", ">dscp-rule</td>"] {
         assert!(html.contains(t), "{t}");
     }
     let figures = html.matches("<figure class=\"plot\"").count();
