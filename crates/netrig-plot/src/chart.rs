@@ -652,6 +652,48 @@ fn draw(
 mod tests {
     use super::*;
 
+    /// The legend's box is below every panel's plotting area, however
+    /// many entries (they wrap into rows) and panels.
+    #[test]
+    fn the_legend_box_is_outside_every_plotting_area() {
+        for (n, columns) in [(1, 1), (3, 1), (5, 2), (24, 1)] {
+            let charts: Vec<Chart> = (0..columns.max(1) + n % 2)
+                .map(|p| Chart {
+                    title: format!("panel {p}"),
+                    series: (0..n)
+                        .map(|i| Series {
+                            label: format!("a long series name {i}"),
+                            colour: i,
+                            points: vec![(1.0, i as f64), (2.0, 2.0 * i as f64)],
+                            ..Series::default()
+                        })
+                        .collect(),
+                    ..Chart::default()
+                })
+                .collect();
+            let (svg, layout) = render_grid(Some("t"), &charts, columns, 900, 400).unwrap();
+            assert_eq!(layout.plots.len(), charts.len());
+            let [legend] = layout.legends[..] else {
+                panic!("one legend: {layout:?}")
+            };
+            for p in &layout.plots {
+                assert!(legend.1 >= p.3, "legend {legend:?} over the plot {p:?}");
+            }
+            let height: i32 = svg
+                .split_once("height=\"")
+                .and_then(|(_, r)| r.split_once('"'))
+                .and_then(|(h, _)| h.parse().ok())
+                .unwrap();
+            assert!(
+                legend.3 <= height,
+                "the legend {legend:?} inside the SVG ({height})"
+            );
+            let rows = legend_rows(&entries(&charts), 0, 900 - 2 * LEGEND_LEFT).1;
+            assert_eq!(legend.3 - legend.1, rows * LEGEND_ROW + 12);
+            assert!(n < 10 || rows > 1, "{n} entries wrap");
+        }
+    }
+
     #[test]
     fn si_prefixes() {
         assert_eq!(si(65536.0), "65.5K");
