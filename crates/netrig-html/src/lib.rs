@@ -11,6 +11,8 @@ use netrig_report::model::measure::Environment;
 use netrig_report::{IntervalResult, TableLayout, TestResult};
 use std::fmt::Write;
 
+pub mod text;
+
 /// HTML-escapes text.
 pub fn esc(s: &str) -> String {
     let mut o = String::with_capacity(s.len());
@@ -30,9 +32,20 @@ pub fn esc(s: &str) -> String {
 const STYLE: &str = r#"
 :root { color-scheme: light dark; --fg: #1b1f24; --bg: #ffffff; --muted: #57606a; --warn: #9a6700; --line: #d0d7de; }
 @media (prefers-color-scheme: dark) { :root { --fg: #e6edf3; --bg: #0d1117; --muted: #8b949e; --warn: #d29922; --line: #30363d; } }
-body { font: 15px/1.45 system-ui, sans-serif; color: var(--fg); background: var(--bg); margin: 2em auto; max-width: 72em; padding: 0 1em; }
+body { font: 15px/1.45 system-ui, sans-serif; color: var(--fg); background: var(--bg); margin: 2em auto; max-width: 88em; padding: 0 1em; }
 h1 { font-size: 1.5em; } h2 { font-size: 1.2em; border-bottom: 1px solid var(--line); padding-bottom: .2em; margin-top: 2em; }
 pre, code { font: 13px/1.35 ui-monospace, monospace; } pre { overflow-x: auto; padding: .8em; border: 1px solid var(--line); border-radius: 6px; }
+pre#command { white-space: pre-wrap; overflow-wrap: anywhere; }
+.result { font-size: 13px; line-height: 1.35; }
+.result p.line { font-family: ui-monospace, monospace; white-space: pre-wrap; overflow-wrap: anywhere; margin: 0; padding-left: 2ch; text-indent: -2ch; }
+.result .gap { height: .8em; }
+.result .block { margin: .3em 0 .6em; }
+table.text { border-collapse: collapse; font-variant-numeric: tabular-nums; max-width: 100%; }
+table.text th, table.text td { padding: .1em .55em; vertical-align: top; text-align: left; }
+table.text th { font-weight: 600; border-bottom: 1px solid var(--line); vertical-align: bottom; white-space: nowrap; }
+table.text td.word { white-space: nowrap; }
+table.text td.num { text-align: right; }
+table.text tbody tr:nth-child(even) { background: color-mix(in srgb, var(--line) 25%, transparent); }
 .muted { color: var(--muted); } .warn { color: var(--warn); }
 table.env { border-collapse: collapse; } table.env td, table.env th { border: 1px solid var(--line); padding: .2em .6em; text-align: left; vertical-align: top; white-space: pre-line; }
 figure { margin: 1.5em 0; } figure svg { max-width: 100%; height: auto; color: var(--fg); }
@@ -48,6 +61,14 @@ window.addEventListener('load', function () {
   figs.forEach(function (s) { var b = s.getBoundingClientRect(); if (b.width > 0 && b.height > 0) drawn++; });
   document.body.setAttribute('data-plots', String(figs.length));
   document.body.setAttribute('data-plots-drawn', String(drawn));
+  // The result's tables and lines wider than the page (a scroll bar, or
+  // columns cut off): their indices, none when everything fits.
+  var wide = [];
+  document.querySelectorAll('.result table, .result p, .result pre').forEach(function (t, i) {
+    var box = t.closest('.result').clientWidth;
+    if (t.scrollWidth > t.clientWidth + 1 || t.getBoundingClientRect().width > box + 1) wide.push(i);
+  });
+  document.body.setAttribute('data-wide', wide.join(' '));
 });
 "#;
 
@@ -99,10 +120,22 @@ fn warnings(out: &mut String, w: &[String]) {
         return;
     }
     let _ = writeln!(out, "<ul>");
-    for x in w {
-        let _ = writeln!(out, "<li class=\"warn\">{}</li>", esc(x));
+    for (i, x) in w.iter().enumerate() {
+        // Each once (the same warning from two places says nothing more).
+        if !w[..i].contains(x) {
+            let _ = writeln!(out, "<li class=\"warn\">{}</li>", esc(x));
+        }
     }
     let _ = writeln!(out, "</ul>");
+}
+
+/// A table as printed, as HTML that fits the page (tables and wrapping lines).
+fn result(out: &mut String, id: &str, table: &str) {
+    let _ = writeln!(
+        out,
+        "<section class=\"result\" id=\"{id}\">\n{}</section>",
+        text::to_html(table)
+    );
 }
 
 fn plots(out: &mut String, plots: &[Plot]) {
@@ -144,7 +177,8 @@ pub fn run_report(r: &TestResult, command: &str, table: &str) -> String {
         esc(&r.agent.software),
         esc(command)
     );
-    let _ = writeln!(b, "<h2>Result</h2>\n<pre id=\"table\">{}</pre>", esc(table));
+    let _ = writeln!(b, "<h2>Result</h2>");
+    result(&mut b, "table", table);
     warnings(&mut b, &r.warnings);
     plots(&mut b, &netrig_plot::plots_for_result(r));
     environment(
@@ -211,12 +245,8 @@ pub fn suite_report(name: &str, results: &[(TestResult, String)], command: &str)
         esc(command)
     );
     for (i, (r, table)) in results.iter().enumerate() {
-        let _ = writeln!(
-            b,
-            "<h2 id=\"test-{i}\">{}</h2>\n<pre>{}</pre>",
-            esc(&r.test),
-            esc(table)
-        );
+        let _ = writeln!(b, "<h2 id=\"test-{i}\">{}</h2>", esc(&r.test));
+        result(&mut b, &format!("table-{i}"), table);
         if !r.warnings.is_empty() {
             let _ = writeln!(b, "<ul>");
             for w in &r.warnings {
@@ -271,11 +301,12 @@ pub fn experiment_report(e: &Experiment, command: &str) -> String {
             esc(&plan)
         );
     }
-    let _ = writeln!(
-        b,
-        "<h2>Result</h2>\n<pre id=\"table\">{}</pre>",
-        esc(&netrig_experiment::output::render(e))
-    );
+    // The table without its warnings: they are listed once, below it.
+    let mut bare = e.clone();
+    bare.warnings.clear();
+    bare.stopped = None;
+    let _ = writeln!(b, "<h2>Result</h2>");
+    result(&mut b, "table", &netrig_experiment::output::render(&bare));
     let mut w = e.warnings.clone();
     if let Some(s) = &e.stopped {
         w.insert(0, format!("stopped early: {s}"));

@@ -11,8 +11,9 @@ use plotters::prelude::*;
 /// Text, axes and the legend's frame: a mid grey, readable on light and dark pages.
 pub const INK: RGBColor = RGBColor(0x88, 0x88, 0x88);
 
-/// Series colours: mid tones that stand out on white and on near-black.
-pub const PALETTE: [RGBColor; 8] = [
+/// Series colours: mid tones that stand out on white and on near-black,
+/// no two alike (Tableau's ten, its grey left out for a dark cyan).
+pub const PALETTE: [RGBColor; 10] = [
     RGBColor(0x42, 0x85, 0xf4), // blue
     RGBColor(0xf2, 0x8e, 0x2b), // orange
     RGBColor(0x59, 0xa1, 0x4f), // green
@@ -21,10 +22,22 @@ pub const PALETTE: [RGBColor; 8] = [
     RGBColor(0x76, 0xb7, 0xb2), // teal
     RGBColor(0xed, 0xc9, 0x48), // yellow
     RGBColor(0xff, 0x9d, 0xa7), // pink
+    RGBColor(0x9c, 0x75, 0x5f), // brown
+    RGBColor(0x1f, 0x9e, 0xb8), // dark cyan
 ];
 
+/// The `i`th series colour: the palette's, then hues a golden angle apart
+/// (mid tones still, each different from every other).
 pub fn colour(i: usize) -> RGBColor {
-    PALETTE[i % PALETTE.len()]
+    if let Some(c) = PALETTE.get(i) {
+        return *c;
+    }
+    let k = (i - PALETTE.len()) as f64;
+    let hue = (k * 137.508 + 20.0) % 360.0;
+    // Lightness steps too, so hues that come round again differ.
+    let light = [0.55, 0.45, 0.65][(i - PALETTE.len()) / 3 % 3];
+    let c = HSLColor(hue / 360.0, 0.6, light).to_rgba();
+    RGBColor(c.0, c.1, c.2)
 }
 
 pub const FONT: &str = "sans-serif";
@@ -44,6 +57,9 @@ pub struct Series {
     pub bars: bool,
     /// On the secondary (right) y axis.
     pub secondary: bool,
+    /// No legend entry of its own (a dashed companion of a line of its
+    /// colour, named once by a note of the chart).
+    pub no_legend: bool,
 }
 
 /// An axis: its label (with the unit) and, when wanted, its own ticks.
@@ -76,22 +92,228 @@ pub struct Chart {
     /// Draw y = x, dashed (offered against achieved).
     pub diagonal: bool,
     pub marks: Vec<Mark>,
+    /// Legend entries in ink: (text, dashed), e.g. "CPU local (right
+    /// axis)" for every dashed companion line.
+    pub notes: Vec<(String, bool)>,
+    /// The y axes' ranges, when panels share them (small multiples).
+    pub y_range: Option<(f64, f64)>,
+    pub y2_range: Option<(f64, f64)>,
 }
 
+/// A rectangle in SVG pixels: (left, top, right, bottom).
+pub type Rect = (i32, i32, i32, i32);
+
+/// Where a rendered figure put things: each panel's plotting area (inside
+/// the axes) and each legend's box.
+#[derive(Debug, Clone, Default)]
+pub struct Layout {
+    pub plots: Vec<Rect>,
+    pub legends: Vec<Rect>,
+}
+
+/// One legend entry: its text, colour, and a line (dashed or not) or a
+/// filled box.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Entry {
+    pub label: String,
+    pub colour: RGBColor,
+    pub dashed: bool,
+    pub bar: bool,
+    /// A thin line (y = x), not a series' 2 px.
+    pub thin: bool,
+}
+
+/// The legend entries of `charts`, each label once, in order: the
+/// diagonal, the series (but those without an entry), then the notes.
+pub fn entries(charts: &[Chart]) -> Vec<Entry> {
+    let mut out: Vec<Entry> = Vec::new();
+    let mut push = |e: Entry| {
+        if !e.label.is_empty() && !out.iter().any(|o| o.label == e.label) {
+            out.push(e);
+        }
+    };
+    for c in charts {
+        if c.diagonal {
+            push(Entry {
+                label: "y = x".into(),
+                colour: INK,
+                dashed: false,
+                bar: false,
+                thin: true,
+            });
+        }
+        for s in c.series.iter().filter(|s| !s.no_legend && !s.points.is_empty()) {
+            push(Entry {
+                label: s.label.clone(),
+                colour: colour(s.colour),
+                dashed: s.dashed,
+                bar: s.bars,
+                thin: false,
+            });
+        }
+    }
+    for c in charts {
+        for (n, dashed) in &c.notes {
+            push(Entry {
+                label: n.clone(),
+                colour: INK,
+                dashed: *dashed,
+                bar: false,
+                thin: false,
+            });
+        }
+    }
+    out
+}
+
+/// Legend text's size in pixels, and a generous width per character of
+/// it (sans-serif at 12 px: most glyphs are narrower).
+const LEGEND_FONT: u32 = 13;
+const LEGEND_CHAR: i32 = 7;
+const LEGEND_ROW: i32 = 20;
+/// Width of an entry's sample line and the gap after its text.
+const SAMPLE: i32 = 22;
+const GAP: i32 = 26;
+
+/// Lays `entries` out in rows across `width` pixels from `left`: each
+/// entry's (x, row); and the number of rows.
+pub fn legend_rows(entries: &[Entry], left: i32, width: i32) -> (Vec<(i32, i32)>, i32) {
+    let mut at = Vec::new();
+    let (mut x, mut row) = (left, 0);
+    for e in entries {
+        let w = SAMPLE + e.label.chars().count() as i32 * LEGEND_CHAR;
+        if x > left && x + w > left + width {
+            x = left;
+            row += 1;
+        }
+        at.push((x, row));
+        x += w + GAP;
+    }
+    (at, if entries.is_empty() { 0 } else { row + 1 })
+}
+
+fn legend_height(entries: &[Entry], width: i32) -> i32 {
+    match legend_rows(entries, 0, width - 2 * LEGEND_LEFT).1 {
+        0 => 0,
+        rows => rows * LEGEND_ROW + 12,
+    }
+}
+
+const LEGEND_LEFT: i32 = 64;
+const TITLE: i32 = 34;
+
 /// Draws `charts` one above the other into an SVG of `width` × `height`
-/// per chart, transparent background, text as SVG text.
+/// per chart, transparent background, text as SVG text; the legend below
+/// the panels, outside the data.
 pub fn render(charts: &[Chart], width: u32, height: u32) -> Result<String, String> {
+    render_grid(None, charts, 1, width, height).map(|r| r.0)
+}
+
+/// Draws `charts` as a grid of `columns` (small multiples) under `title`,
+/// each panel `width / columns` × `height`, the legend (each label once)
+/// below them all. The SVG and where its parts went.
+pub fn render_grid(
+    title: Option<&str>,
+    charts: &[Chart],
+    columns: usize,
+    width: u32,
+    height: u32,
+) -> Result<(String, Layout), String> {
+    let columns = columns.clamp(1, charts.len().max(1));
+    let rows = charts.len().max(1).div_ceil(columns);
+    let legend = entries(charts);
+    let top = if title.is_some() { TITLE } else { 0 };
+    let legend_h = legend_height(&legend, width as i32);
+    let total = top + rows as i32 * height as i32 + legend_h;
+    let mut layout = Layout::default();
     let mut svg = String::new();
     {
-        let total = height * charts.len().max(1) as u32;
-        let root = SVGBackend::with_string(&mut svg, (width, total)).into_drawing_area();
-        let areas = root.split_evenly((charts.len().max(1), 1));
-        for (chart, area) in charts.iter().zip(areas.iter()) {
-            draw(chart, area).map_err(|e| e.to_string())?;
+        let root = SVGBackend::with_string(&mut svg, (width, total as u32)).into_drawing_area();
+        if let Some(t) = title {
+            root.draw(&Text::new(
+                t.to_string(),
+                (width as i32 / 2, 10),
+                (FONT, 18)
+                    .into_font()
+                    .color(&INK)
+                    .pos(plotters::style::text_anchor::Pos::new(
+                        plotters::style::text_anchor::HPos::Center,
+                        plotters::style::text_anchor::VPos::Top,
+                    )),
+            ))
+            .map_err(|e| e.to_string())?;
+        }
+        let w = width / columns as u32;
+        for (i, chart) in charts.iter().enumerate() {
+            let (r, c) = (i / columns, i % columns);
+            let at = (c as i32 * w as i32, top + r as i32 * height as i32);
+            let area = root.clone().shrink(at, (w, height));
+            let (xr, yr) = draw(chart, &area, title.is_some()).map_err(|e| e.to_string())?;
+            layout.plots.push((xr.start, yr.start, xr.end, yr.end));
+        }
+        if !legend.is_empty() {
+            let y0 = top + rows as i32 * height as i32;
+            let (at, _) = legend_rows(&legend, LEGEND_LEFT, width as i32 - 2 * LEGEND_LEFT);
+            draw_legend(&root, &legend, &at, y0 + 4).map_err(|e| e.to_string())?;
+            layout.legends.push((0, y0, width as i32, y0 + legend_h));
         }
         root.present().map_err(|e| e.to_string())?;
     }
-    Ok(svg)
+    Ok((drop_empty_lines(&svg), layout))
+}
+
+fn draw_legend(
+    root: &DrawingArea<SVGBackend, Shift>,
+    legend: &[Entry],
+    at: &[(i32, i32)],
+    y0: i32,
+) -> Result<(), Box<dyn std::error::Error>> {
+    for (e, (x, row)) in legend.iter().zip(at) {
+        let y = y0 + row * LEGEND_ROW + LEGEND_ROW / 2;
+        let style = e.colour.stroke_width(if e.thin { 1 } else { 2 });
+        let text = (FONT, LEGEND_FONT)
+            .into_font()
+            .color(&INK)
+            .pos(plotters::style::text_anchor::Pos::new(
+                plotters::style::text_anchor::HPos::Left,
+                plotters::style::text_anchor::VPos::Center,
+            ));
+        if e.bar {
+            root.draw(&Rectangle::new(
+                [(*x, y - 5), (*x + 16, y + 5)],
+                e.colour.mix(0.75).filled(),
+            ))?;
+        } else if e.dashed {
+            root.draw(&PathElement::new([(*x, y), (*x + 6, y)], style))?;
+            root.draw(&PathElement::new([(*x + 10, y), (*x + 16, y)], style))?;
+        } else {
+            root.draw(&PathElement::new([(*x, y), (*x + 16, y)], style))?;
+        }
+        root.draw(&Text::new(e.label.clone(), (*x + SAMPLE, y), text))?;
+    }
+    Ok(())
+}
+
+/// The SVG without its lines of no length (a dash that ended where it
+/// began): they draw nothing, and the PNG's renderer warns of each
+/// ("path stroking failed").
+fn drop_empty_lines(svg: &str) -> String {
+    let mut out = String::with_capacity(svg.len());
+    for line in svg.split_inclusive('\n') {
+        let empty = line.trim_start().starts_with("<polyline")
+            && line
+                .split_once("points=\"")
+                .and_then(|(_, r)| r.split_once('"'))
+                .is_some_and(|(p, _)| {
+                    let mut it = p.split_whitespace();
+                    let first = it.next();
+                    it.all(|q| Some(q) == first)
+                });
+        if !empty {
+            out.push_str(line);
+        }
+    }
+    out
 }
 
 /// A linear f64 axis whose ticks are exactly the ones given.
@@ -205,6 +427,10 @@ fn range(values: impl Iterator<Item = f64>, from_zero: bool) -> (f64, f64) {
     (lo, hi + (hi - lo) * 0.08)
 }
 
+/// How far above the highest mean (×) the y axis reaches for intervals;
+/// an interval beyond it is cut at the axis, its end uncapped.
+pub const BAND_REACH: f64 = 2.0;
+
 /// Intervals' error bars: a vertical line from low to high with caps
 /// `$cap` pixels either side.
 macro_rules! whiskers {
@@ -218,8 +444,9 @@ macro_rules! whiskers {
             long.iter()
                 .map(|b| PathElement::new([(b.0, b.1), (b.0, b.2)], style)),
         )?;
+        // An end cut at the axis has no cap: the interval goes on.
         for end in [1, 2] {
-            $ctx.$draw($band.iter().map(|b| {
+            $ctx.$draw($band.iter().filter(|b| !(end == 2 && b.3)).map(|b| {
                 let y = if end == 1 { b.1 } else { b.2 };
                 EmptyElement::at((b.0, y)) + PathElement::new([(-cap, 0), (cap, 0)], style)
             }))?;
@@ -227,7 +454,14 @@ macro_rules! whiskers {
     }};
 }
 
-fn draw(chart: &Chart, area: &DrawingArea<SVGBackend, Shift>) -> Result<(), Box<dyn std::error::Error>> {
+/// Draws one panel; its plotting area's pixel ranges (x, y). `small`: a
+/// panel of a grid under the figure's title (a smaller caption).
+#[allow(clippy::type_complexity)]
+fn draw(
+    chart: &Chart,
+    area: &DrawingArea<SVGBackend, Shift>,
+    small: bool,
+) -> Result<(std::ops::Range<i32>, std::ops::Range<i32>), Box<dyn std::error::Error>> {
     let text = |size: u32| (FONT, size).into_font().color(&INK);
     let xs: Vec<f64> = chart
         .series
@@ -249,12 +483,20 @@ fn draw(chart: &Chart, area: &DrawingArea<SVGBackend, Shift>) -> Result<(), Box<
         let mut v: Vec<f64> = Vec::new();
         for s in chart.series.iter().filter(|s| s.secondary == secondary) {
             v.extend(s.points.iter().map(|p| p.1));
-            v.extend(s.band.iter().flat_map(|b| [b.1, b.2]));
+            v.extend(s.band.iter().map(|b| b.1));
+        }
+        // Intervals reach up to the axis no further than a little past
+        // the highest mean: an interval of a few scattered runs would
+        // otherwise flatten every line to the floor.
+        let top = v.iter().copied().filter(|v| v.is_finite()).fold(0f64, f64::max);
+        for s in chart.series.iter().filter(|s| s.secondary == secondary) {
+            v.extend(s.band.iter().map(|b| b.2.min(top * BAND_REACH)));
         }
         if chart.diagonal && !secondary {
             v.extend(chart.series.iter().flat_map(|s| s.points.iter().map(|p| p.0)));
         }
-        range(v.into_iter(), true)
+        let shared = if secondary { chart.y2_range } else { chart.y_range };
+        shared.unwrap_or_else(|| range(v.into_iter(), true))
     };
     let (y0, y1) = y_of(false);
     let ticks: Vec<(f64, String)> = if chart.x.ticks.is_empty() {
@@ -277,7 +519,7 @@ fn draw(chart: &Chart, area: &DrawingArea<SVGBackend, Shift>) -> Result<(), Box<
     };
     let mut builder = ChartBuilder::on(area);
     builder
-        .caption(&chart.title, text(18))
+        .caption(&chart.title, text(if small { 15 } else { 18 }))
         .margin(12)
         .x_label_area_size(44)
         .y_label_area_size(64);
@@ -329,42 +571,25 @@ fn draw(chart: &Chart, area: &DrawingArea<SVGBackend, Shift>) -> Result<(), Box<
         // Inside both axes' ranges: plotters clamps a point outside them
         // (it does not clip the line), which would bend y = x.
         let (lo, hi) = (x0.max(y0), x1.min(y1));
-        ctx.draw_series(DashedLineSeries::new(
-            [(lo, lo), (hi, hi)],
-            6,
-            4,
-            INK.stroke_width(1),
-        ))?
-        .label("y = x")
-        .legend(|(x, y)| PathElement::new([(x, y), (x + 18, y)], INK));
+        // Thin and solid: the dashed lines are the right axis's.
+        ctx.draw_series(LineSeries::new([(lo, lo), (hi, hi)], INK.stroke_width(1)))?;
     }
 
     for s in &chart.series {
         let c = colour(s.colour);
         let pts: Vec<(f64, f64)> = s.points.iter().map(|p| (tx(&chart.x, p.0), p.1)).collect();
-        let band: Vec<(f64, f64, f64)> = s.band.iter().map(|b| (tx(&chart.x, b.0), b.1, b.2)).collect();
-        let dashed = s.dashed;
-        let legend = move |(x, y): (i32, i32)| {
-            let style = c.stroke_width(2);
-            if dashed {
-                EmptyElement::at((x, y))
-                    + PathElement::new([(0, 0), (6, 0)], style)
-                    + PathElement::new([(10, 0), (16, 0)], style)
-            } else {
-                // Two halves, the dashed branch's type: a zero-length path
-                // here drew nothing and made the PNG renderer warn.
-                EmptyElement::at((x, y))
-                    + PathElement::new([(0, 0), (8, 0)], style)
-                    + PathElement::new([(8, 0), (16, 0)], style)
-            }
-        };
+        let (lo, hi) = if s.secondary { (z0, z1) } else { (y0, y1) };
+        // (x, low, high, high cut at the axis)
+        let band: Vec<(f64, f64, f64, bool)> = s
+            .band
+            .iter()
+            .map(|b| (tx(&chart.x, b.0), b.1.clamp(lo, hi), b.2.clamp(lo, hi), b.2 > hi))
+            .collect();
         if s.bars {
             ctx.draw_series(
                 pts.iter()
                     .map(|p| Rectangle::new([(p.0 - 0.3, 0.0), (p.0 + 0.3, p.1)], c.mix(0.75).filled())),
-            )?
-            .label(s.label.as_str())
-            .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 14, y + 5)], c.mix(0.75).filled()));
+            )?;
             whiskers!(ctx.draw_series, band, INK.stroke_width(2), 7, |x: f64, y: f64| {
                 ctx.backend_coord(&(x, y))
             });
@@ -384,12 +609,11 @@ fn draw(chart: &Chart, area: &DrawingArea<SVGBackend, Shift>) -> Result<(), Box<
                 } else {
                     Vec::new()
                 };
-                let anno = if s.dashed {
-                    ctx.$draw(DashedLineSeries::new(line, 7, 5, c.stroke_width(2)))?
+                if s.dashed {
+                    ctx.$draw(DashedLineSeries::new(line, 7, 5, c.stroke_width(2)))?;
                 } else {
-                    ctx.$draw(LineSeries::new(line, c.stroke_width(2)))?
-                };
-                anno.label(s.label.as_str()).legend(legend);
+                    ctx.$draw(LineSeries::new(line, c.stroke_width(2)))?;
+                }
                 if pts.len() <= 60 {
                     ctx.$draw(pts.iter().map(|p| Circle::new(*p, 3, c.filled())))?;
                 }
@@ -421,18 +645,54 @@ fn draw(chart: &Chart, area: &DrawingArea<SVGBackend, Shift>) -> Result<(), Box<
         ctx.draw_series([EmptyElement::at(p) + ring + Text::new(m.label.clone(), at, text(12))])?;
     }
 
-    ctx.configure_series_labels()
-        .position(SeriesLabelPosition::UpperLeft)
-        .background_style(INK.mix(0.08))
-        .border_style(INK.mix(0.5))
-        .label_font(text(12))
-        .draw()?;
-    Ok(())
+    Ok(ctx.plotting_area().get_pixel_range())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The legend's box is below every panel's plotting area, however
+    /// many entries (they wrap into rows) and panels.
+    #[test]
+    fn the_legend_box_is_outside_every_plotting_area() {
+        for (n, columns) in [(1, 1), (3, 1), (5, 2), (24, 1)] {
+            let charts: Vec<Chart> = (0..columns.max(1) + n % 2)
+                .map(|p| Chart {
+                    title: format!("panel {p}"),
+                    series: (0..n)
+                        .map(|i| Series {
+                            label: format!("a long series name {i}"),
+                            colour: i,
+                            points: vec![(1.0, i as f64), (2.0, 2.0 * i as f64)],
+                            ..Series::default()
+                        })
+                        .collect(),
+                    ..Chart::default()
+                })
+                .collect();
+            let (svg, layout) = render_grid(Some("t"), &charts, columns, 900, 400).unwrap();
+            assert_eq!(layout.plots.len(), charts.len());
+            let [legend] = layout.legends[..] else {
+                panic!("one legend: {layout:?}")
+            };
+            for p in &layout.plots {
+                assert!(legend.1 >= p.3, "legend {legend:?} over the plot {p:?}");
+            }
+            let height: i32 = svg
+                .split_once("height=\"")
+                .and_then(|(_, r)| r.split_once('"'))
+                .and_then(|(h, _)| h.parse().ok())
+                .unwrap();
+            assert!(
+                legend.3 <= height,
+                "the legend {legend:?} inside the SVG ({height})"
+            );
+            let rows = legend_rows(&entries(&charts), 0, 900 - 2 * LEGEND_LEFT).1;
+            assert_eq!(legend.3 - legend.1, rows * LEGEND_ROW + 12);
+            assert!(n < 10 || rows > 1, "{n} entries wrap");
+        }
+    }
 
     #[test]
     fn si_prefixes() {

@@ -67,6 +67,8 @@ pub fn comparison(test: &TestOutcome, p: &PointOutcome) -> Option<Chart> {
             points: vec![(x, e.mean)],
             band,
             bars: true,
+            // Named under its bar.
+            no_legend: true,
             ..Series::default()
         });
     }
@@ -133,6 +135,7 @@ pub fn rate_sweep(test: &TestOutcome) -> Option<Chart> {
                         colour: series.len() - 1,
                         dashed: true,
                         secondary: true,
+                        no_legend: true,
                         ..Series::default()
                     });
                     series.len() - 1
@@ -202,11 +205,16 @@ pub fn rate_sweep(test: &TestOutcome) -> Option<Chart> {
             ..Axis::default()
         },
         y2: has_latency.then(|| Axis {
-            label: "p99 latency (ms), dashed".into(),
+            label: "p99 latency (ms)".into(),
             ..Axis::default()
         }),
         series,
         diagonal: true,
         marks,
+        notes: match has_latency {
+            true => vec![("p99 latency, ms (right axis)".into(), true)],
+            false => vec![],
+        },
+        ..Chart::default()
     })
 }

@@ -3,7 +3,8 @@
 //! headline metric against the swept value, one test's per-flow time
 //! series, a latency spectrum, a comparison of arms, a rate sweep. Text is
 //! SVG text (no font files); colours are mid tones on a transparent
-//! background, so a plot reads on light and dark pages. SVG only.
+//! background, so a plot reads on light and dark pages; the legend sits
+//! below the panels. A PNG of any plot with [`to_png`].
 
 mod chart;
 pub mod compare;
@@ -11,7 +12,7 @@ pub mod latency;
 pub mod series;
 pub mod sweep;
 
-pub use chart::{Axis, Chart, Mark, Series};
+pub use chart::{Axis, Chart, Layout, Mark, Series};
 
 use netrig_experiment::document::Experiment;
 use netrig_report::TestResult;
@@ -34,6 +35,18 @@ pub fn plot(name: impl Into<String>, charts: &[Chart]) -> Option<Plot> {
     Some(Plot {
         name: name.into(),
         title: charts.first()?.title.clone(),
+        svg,
+    })
+}
+
+/// Renders `charts` as small multiples, `columns` a row, under `title`,
+/// each panel narrower and lower than a plot of its own.
+pub fn plot_grid(name: impl Into<String>, title: String, charts: &[Chart], columns: usize) -> Option<Plot> {
+    let h = if columns > 1 { HEIGHT * 3 / 5 } else { HEIGHT };
+    let (svg, _) = chart::render_grid(Some(&title), charts, columns, WIDTH, h).ok()?;
+    Some(Plot {
+        name: name.into(),
+        title,
         svg,
     })
 }
@@ -69,8 +82,11 @@ pub fn plots_for_experiment(e: &Experiment) -> Vec<Plot> {
         };
         if let Some(c) = compare::rate_sweep(t) {
             out.extend(plot(format!("rate{suffix}"), &[c]));
-        } else if let Some(c) = sweep::sweep(t) {
-            out.extend(plot(format!("sweep{suffix}"), &[c]));
+        } else if let Some(c) = sweep::sweep_charts(t) {
+            match (c.len(), sweep::sweep_title(t)) {
+                (2.., Some(title)) => out.extend(plot_grid(format!("sweep{suffix}"), title, &c, 2)),
+                _ => out.extend(plot(format!("sweep{suffix}"), &c)),
+            }
         }
         if t.points.len() <= MAX_POINT_PLOTS {
             for (j, p) in t.points.iter().enumerate() {
@@ -84,7 +100,11 @@ pub fn plots_for_experiment(e: &Experiment) -> Vec<Plot> {
                     .iter()
                     .filter_map(|a| {
                         let h = latency::merged(&a.runs.iter().collect::<Vec<_>>())?;
-                        Some((format!("{} ({} runs merged)", a.arm, a.runs.len()), h))
+                        let runs = match a.runs.len() {
+                            1 => "1 run".to_string(),
+                            n => format!("{n} runs merged"),
+                        };
+                        Some((format!("{} ({runs})", a.arm), h))
                     })
                     .collect();
                 if let Some(c) = compare::comparison(t, p) {

@@ -1,5 +1,6 @@
 //! One test's time series (`-i`): per-flow throughput over time and, in a
-//! second panel, each sender's congestion window and RTT from TCP_INFO.
+//! second panel, each sender's congestion window and RTT from TCP_INFO;
+//! a flow's colour is the same in both, named once in the legend.
 
 use crate::chart::{Axis, Chart, Series};
 use netrig_report::TestResult;
@@ -24,16 +25,19 @@ pub fn time_series(r: &TestResult) -> Option<Vec<Chart>> {
                 Some(i) => i,
                 None => {
                     let c = tput.len();
-                    let mk = |label: String, dashed: bool, secondary: bool| Series {
+                    // One legend entry a flow, its colour in both panels;
+                    // the RTT's dashed line named by a note.
+                    let mk = |label: String, dashed: bool| Series {
                         label,
                         colour: c,
                         dashed,
-                        secondary,
+                        secondary: dashed,
+                        no_legend: dashed,
                         ..Series::default()
                     };
-                    tput.push(mk(name.clone(), false, false));
-                    cwnd.push(mk(format!("{name}: cwnd"), false, false));
-                    rtt.push(mk(format!("{name}: RTT"), true, true));
+                    tput.push(mk(name.clone(), false));
+                    cwnd.push(mk(name.clone(), false));
+                    rtt.push(mk(format!("{name}: RTT"), true));
                     c
                 }
             };
@@ -74,10 +78,14 @@ pub fn time_series(r: &TestResult) -> Option<Vec<Chart>> {
                 ..Axis::default()
             },
             y2: Some(Axis {
-                label: "RTT (µs), dashed".into(),
+                label: "RTT (µs)".into(),
                 ..Axis::default()
             }),
             series,
+            notes: vec![
+                ("solid: cwnd (left axis)".into(), false),
+                ("dashed: smoothed RTT, µs (right axis)".into(), true),
+            ],
             ..Chart::default()
         });
     }

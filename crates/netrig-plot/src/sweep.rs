@@ -74,11 +74,29 @@ pub fn xs(test: &TestOutcome) -> Option<Xs> {
     if numeric && ticks.len() > 12 {
         ticks.clear(); // too many to label: round ticks
     }
-    let (lo, hi) = x
-        .iter()
-        .fold((f64::INFINITY, 0f64), |a, v| (a.0.min(*v), a.1.max(*v)));
-    let log = numeric && lo > 0.0 && hi / lo > 16.0;
+    let log = numeric && log_scale(&x);
     Some((option, x, ticks, log))
+}
+
+/// Whether swept values are best drawn on a log axis: they span 16× or
+/// more (64K..1M), or each is a constant multiple, 2× or more, of the one
+/// before (64K..512K*2); values evenly spaced (100..2000:100) stay linear.
+pub fn log_scale(values: &[f64]) -> bool {
+    let mut v: Vec<f64> = values.to_vec();
+    v.sort_by(f64::total_cmp);
+    v.dedup();
+    let (Some(&lo), Some(&hi)) = (v.first(), v.last()) else {
+        return false;
+    };
+    if lo <= 0.0 || v.len() < 2 {
+        return false;
+    }
+    let steps: Vec<f64> = v.windows(2).map(|w| w[1] - w[0]).collect();
+    let even = v.len() > 2 && steps.iter().all(|s| (s - steps[0]).abs() <= 1e-6 * steps[0]);
+    let ratios: Vec<f64> = v.windows(2).map(|w| w[1] / w[0]).collect();
+    let geometric =
+        v.len() > 2 && ratios[0] >= 2.0 && ratios.iter().all(|r| (r / ratios[0] - 1.0).abs() < 0.01);
+    !even && (hi / lo >= 16.0 || geometric)
 }
 
 /// The legend name of an arm at a point: the arm, and the values of any
@@ -92,23 +110,84 @@ pub fn series_name(arm: &ArmOutcome, values: &[(String, String)], arms: usize) -
     parts.join(" ")
 }
 
-/// The sweep plot of `test`, when it has a swept option and more than one point.
-pub fn sweep(test: &TestOutcome) -> Option<Chart> {
+/// Series beyond which one panel is too many to tell apart: then one
+/// panel per value of the other swept options (small multiples), an arm
+/// a line in each.
+pub const MAX_SERIES: usize = 8;
+
+/// The sweep plot of `test`, when it has a swept option and more than one
+/// point: one panel, or (more than [`MAX_SERIES`] lines of two or more
+/// arms) one panel per value of the other swept options, their y axes
+/// shared, each arm one colour throughout.
+pub fn sweep_charts(test: &TestOutcome) -> Option<Vec<Chart>> {
     if test.points.len() < 2 {
         return None;
     }
     let (option, x, ticks, log) = xs(test)?;
     let (metric, y_label) = headline(test)?;
-    let arms = test.points.iter().map(|p| p.arms.len()).max().unwrap_or(0);
-    let mut series: Vec<Series> = Vec::new();
-    let mut cpu: Vec<Series> = Vec::new();
+    let arms: Vec<&str> = {
+        let mut v: Vec<&str> = Vec::new();
+        for a in test.points.iter().flat_map(|p| &p.arms) {
+            if !v.contains(&a.arm.as_str()) {
+                v.push(&a.arm);
+            }
+        }
+        v
+    };
+    // Each line: (panel, its label, arm index, throughput, CPU).
+    let others = |values: &[(String, String)]| -> String {
+        values
+            .iter()
+            .skip(1)
+            .map(|(o, v)| format!("{o} {v}"))
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    let lines = test
+        .points
+        .iter()
+        .flat_map(|p| {
+            p.arms
+                .iter()
+                .map(move |a| (a.arm.as_str(), others(&p.point.values)))
+        })
+        .fold(Vec::<(&str, String)>::new(), |mut v, k| {
+            if !v.contains(&k) {
+                v.push(k);
+            }
+            v
+        })
+        .len();
+    let facets = lines > MAX_SERIES && arms.len() > 1 && test.points[0].point.values.len() > 1;
+    let mut panels: Vec<(String, Vec<Series>, Vec<Series>)> = Vec::new();
     for (p, x) in test.points.iter().zip(&x) {
+        let panel = if facets {
+            others(&p.point.values)
+        } else {
+            String::new()
+        };
+        let at = match panels.iter().position(|q| q.0 == panel) {
+            Some(i) => i,
+            None => {
+                panels.push((panel, Vec::new(), Vec::new()));
+                panels.len() - 1
+            }
+        };
+        let (_, series, cpu) = &mut panels[at];
         for arm in &p.arms {
-            let name = series_name(arm, &p.point.values, arms);
-            let at = match series.iter().position(|s| s.label == name) {
+            let name = if facets {
+                arm.arm.clone()
+            } else {
+                series_name(arm, &p.point.values, arms.len())
+            };
+            let i = match series.iter().position(|s| s.label == name) {
                 Some(i) => i,
                 None => {
-                    let c = series.len();
+                    // An arm's colour in every panel; without panels, each line its own.
+                    let c = match facets {
+                        true => arms.iter().position(|a| *a == arm.arm).unwrap_or(0),
+                        false => series.len(),
+                    };
                     series.push(Series {
                         label: name.clone(),
                         colour: c,
@@ -119,51 +198,98 @@ pub fn sweep(test: &TestOutcome) -> Option<Chart> {
                         colour: c,
                         dashed: true,
                         secondary: true,
+                        no_legend: true,
                         ..Series::default()
                     });
-                    c
+                    series.len() - 1
                 }
             };
             if let Some(e) = arm.estimate(metric) {
-                series[at].points.push((*x, e.mean));
+                series[i].points.push((*x, e.mean));
                 if let (Some(lo), Some(hi)) = (e.ci_low, e.ci_high) {
                     // A rate is never below 0: an interval wide enough to
                     // reach past it is drawn to 0 (the JSON keeps its bound).
-                    series[at].band.push((*x, lo.max(0.0), hi));
+                    series[i].band.push((*x, lo.max(0.0), hi));
                 }
             }
             if let Some(e) = arm.estimate("cpu_local") {
-                cpu[at].points.push((*x, e.mean));
+                cpu[i].points.push((*x, e.mean));
             }
         }
     }
-    let has_cpu = cpu.iter().any(|s| !s.points.is_empty());
-    series.retain(|s| !s.points.is_empty());
-    if series.is_empty() {
+    let has_cpu = panels.iter().any(|p| p.2.iter().any(|s| !s.points.is_empty()));
+    let what = y_label.split(" (").next().unwrap_or(y_label);
+    let title = format!("{}: {what} against {option}", test.kind);
+    let mut charts: Vec<Chart> = Vec::new();
+    for (panel, mut series, cpu) in panels {
+        series.retain(|s| !s.points.is_empty());
+        if series.is_empty() {
+            continue;
+        }
+        if has_cpu {
+            series.extend(cpu.into_iter().filter(|s| !s.points.is_empty()));
+        }
+        charts.push(Chart {
+            title: if facets { panel } else { title.clone() },
+            x: Axis {
+                label: option_label(&option),
+                log,
+                ticks: ticks.clone(),
+            },
+            y: Axis {
+                label: y_label.to_string(),
+                ..Axis::default()
+            },
+            y2: has_cpu.then(|| Axis {
+                label: "CPU local (% of the machine)".to_string(),
+                ..Axis::default()
+            }),
+            series,
+            notes: match has_cpu {
+                true => vec![("CPU local, % of the machine (right axis)".to_string(), true)],
+                false => vec![],
+            },
+            ..Chart::default()
+        });
+    }
+    if charts.is_empty() {
         return None;
     }
-    if has_cpu {
-        series.extend(cpu.into_iter().filter(|s| !s.points.is_empty()));
+    if charts.len() > 1 {
+        // Panels to compare share their axes.
+        let span = |secondary: bool| {
+            let of = |s: &&Series| s.secondary == secondary;
+            let series = || charts.iter().flat_map(|c| &c.series).filter(of);
+            let mean = series()
+                .flat_map(|s| s.points.iter().map(|p| p.1))
+                .fold(0f64, f64::max);
+            let band = series()
+                .flat_map(|s| s.band.iter().map(|b| b.2))
+                .fold(0f64, f64::max);
+            // As one panel would (crate::chart::BAND_REACH).
+            let hi = mean.max(band.min(mean * crate::chart::BAND_REACH));
+            (0.0, if hi > 0.0 { hi * 1.08 } else { 1.0 })
+        };
+        let (y, y2) = (span(false), span(true));
+        for c in &mut charts {
+            c.y_range = Some(y);
+            c.y2_range = Some(y2);
+        }
     }
+    Some(charts)
+}
+
+/// The figure's title of a sweep of small multiples.
+pub fn sweep_title(test: &TestOutcome) -> Option<String> {
+    let (_, y_label) = headline(test)?;
+    let option = &test.points.first()?.point.values.first()?.0;
     let what = y_label.split(" (").next().unwrap_or(y_label);
-    Some(Chart {
-        title: format!("{}: {what} against {option}", test.kind),
-        x: Axis {
-            label: option_label(&option),
-            log,
-            ticks,
-        },
-        y: Axis {
-            label: y_label.to_string(),
-            ..Axis::default()
-        },
-        y2: has_cpu.then(|| Axis {
-            label: "CPU local (% of the machine), dashed".to_string(),
-            ..Axis::default()
-        }),
-        series,
-        ..Chart::default()
-    })
+    Some(format!("{}: {what} against {option}", test.kind))
+}
+
+/// The sweep plot of `test` as one panel (see [`sweep_charts`]).
+pub fn sweep(test: &TestOutcome) -> Option<Chart> {
+    sweep_charts(test)?.into_iter().next()
 }
 
 #[cfg(test)]

@@ -86,3 +86,58 @@ fn plot_refuses_what_is_not_a_result() {
     assert!(stderr(&o).contains("neither a netrig experiment"));
     let _ = std::fs::remove_dir_all(&d);
 }
+
+/// Issue #37: the gigabit study's socket-buffer sweep, 64K to 1M (16x),
+/// is drawn on a log x axis (64K and 128K a doubling apart, as 512K and
+/// 1M), and its PNG renders without "path stroking failed".
+#[test]
+fn a_size_sweep_is_logarithmic_and_renders_clean() {
+    let d = tmp("logsweep");
+    let o = run(&[
+        "tcp-stream",
+        "-l",
+        "0.2",
+        "-s",
+        "64K,128K,256K,512K,1M",
+        "--iterations",
+        "1",
+        "--json",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let file = d.join("sweep.json");
+    std::fs::write(&file, &o.stdout).unwrap();
+    let out = d.join("out");
+    let o = run(&[
+        "plot",
+        file.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+        "--png",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        !stderr(&o).contains("stroking"),
+        "the PNG renderer warned: {}",
+        stderr(&o)
+    );
+    let svg = std::fs::read_to_string(out.join("sweep.svg")).unwrap();
+    // Each tick label's x.
+    let x_of = |label: &str| -> f64 {
+        svg.split("<text")
+            .filter(|t| {
+                t.split_once('>').is_some_and(|(_, b)| {
+                    b.trim_start().starts_with(&format!("{label}\n"))
+                        || b.trim_start().starts_with(&format!("{label}<"))
+                })
+            })
+            .filter_map(|t| t.split_once(" x=\"")?.1.split_once('"')?.0.parse().ok())
+            .next()
+            .unwrap_or_else(|| panic!("no tick {label}"))
+    };
+    let span = x_of("1M") - x_of("64K");
+    let gap = x_of("128K") - x_of("64K");
+    // Log: one doubling of four, 0.25 of the span; linear: 0.07.
+    assert!(gap > 0.2 * span, "64K..128K {gap} px of {span}: not a log axis");
+    assert!(out.join("sweep.png").exists());
+    let _ = std::fs::remove_dir_all(&d);
+}

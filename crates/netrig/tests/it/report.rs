@@ -56,6 +56,8 @@ fn browse(page: &Path) -> Option<(String, String)> {
             "--enable-logging=stderr",
             "--v=0",
             "--virtual-time-budget=2000",
+            // A wide laptop's window: the report's tables fit in it.
+            "--window-size=1400,1000",
             &format!("--user-data-dir={}", profile.display()),
             "--dump-dom",
             &format!("file://{}", page.display()),
@@ -165,4 +167,63 @@ fn sweep_and_comparison_reports_render_offline() {
     assert!(std::fs::read_to_string(dir.join("saved.html"))
         .unwrap()
         .contains("id=\"plot-sweep\""));
+}
+
+/// Issue #37: at 1400 px the experiment's table fits the page (its Arm
+/// and Δ columns were cut off behind a scroll bar), and each warning is
+/// printed once (it was in the table's text and again in the list).
+#[test]
+fn an_experiments_report_fits_at_1400px_and_warns_once() {
+    let tmp = TempDir::new("report-fit");
+    let dir = tmp.path().to_path_buf();
+    let plan = dir.join("fit.toml");
+    std::fs::write(
+        &plan,
+        "name = \"fit\"\nbaseline = \"no-qos\"\n[[test]]\nkind = \"tcp-stream\"\nargs = [\"-l\", \"0.2\", \"-s\", \"32K\", \"-S\", \"32K\"]\nsweep = { \"-m\" = [32, 2920] }\n[iterations]\nmax = 2\nmin = 2\nlevel = 99\nwidth = 0.01\n[[arm]]\nname = \"no-qos\"\n[[arm]]\nname = \"empty-chain\"\n[[arm]]\nname = \"dscp-rule\"\n",
+    )
+    .unwrap();
+    let page = dir.join("fit.html");
+    let o = run(&[
+        "run",
+        plan.to_str().unwrap(),
+        "--json",
+        "--html",
+        page.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let json: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let warnings: Vec<String> = json["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| w.as_str().unwrap().to_string())
+        .collect();
+    assert!(
+        warnings.iter().any(|w| w.contains("not within")),
+        "a 0.01 % interval asked of two runs warns: {warnings:?}"
+    );
+    let html = std::fs::read_to_string(&page).unwrap();
+    // The page a person reads, without the JSON embedded at its end.
+    let read = &html[..html.find("<pre id=\"json\">").unwrap()];
+    for w in &warnings {
+        let escaped = w
+            .replace('&', "&amp;")
+            .replace('<', "&lt;")
+            .replace('>', "&gt;")
+            .replace('"', "&quot;")
+            .replace('\'', "&#39;");
+        assert_eq!(read.matches(&escaped).count(), 1, "printed once: {w}");
+    }
+    // The table is an HTML table with the arms and the Δ column.
+    for t in ["<th>Arm</th>", "Δ throughput", ">dscp-rule</td>"] {
+        assert!(html.contains(t), "{t}");
+    }
+    let figures = html.matches("<figure class=\"plot\"").count();
+    check_in_browser(&page, figures);
+    let Some((dom, _)) = browse(&page) else { return };
+    assert!(
+        dom.contains("data-wide=\"\""),
+        "a table or line wider than the page at 1400 px: {}",
+        &dom[..dom.len().min(600)]
+    );
 }
