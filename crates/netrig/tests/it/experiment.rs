@@ -603,9 +603,12 @@ teardown = "tc qdisc del dev eth0 root"
         limited["ci_low_pct"].as_f64().unwrap(),
         limited["ci_high_pct"].as_f64().unwrap(),
     );
+    // Worse: the interval lies below 0 (one rule), and with no starved
+    // baseline run well below -50 % (a starved run widens it: [-99.3 %,
+    // -35.4 %] once, with p 0.0097 at 99 %).
     assert!(
-        hi < -50.0 && lo < hi,
-        "a 100 Mbit/s limit on a multi-Gbit/s path: {limited}"
+        lo < hi && hi < if starved { 0.0 } else { -50.0 },
+        "a 100 Mbit/s limit on a multi-Gbit/s path, baseline runs {base_runs:?}: {limited}"
     );
     let again = of("open-again");
     assert!(
