@@ -36,15 +36,24 @@ pub struct Estimate {
     pub merged: Option<f64>,
 }
 
-/// The verdict of an arm against the baseline for one metric.
+/// The verdict of an arm against the baseline for one metric
+/// (docs/STATISTICS.md, The verdict): one test decides it, and the percent
+/// change's interval is that test inverted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Verdict {
+    /// Significant at the level, in the better direction.
     Better,
+    /// Significant at the level, in the worse direction.
     Worse,
-    /// Not significant at the level: the runs do not show a difference.
-    Tie,
-    /// Fewer than 2 runs of either arm: no test is possible.
+    /// Not significant, and the whole interval of the percent change lies
+    /// within ±`equal_within_pct`: the runs show the arms equal within it.
+    Equal,
+    /// Not significant and the interval reaches beyond ±`equal_within_pct`
+    /// (or there is none), or fewer than 2 runs of either arm: the runs
+    /// cannot tell. (Documents saved before 0.2 said `tie` for "not
+    /// significant"; it reads as this.)
+    #[serde(alias = "tie")]
     Undetermined,
 }
 
@@ -56,16 +65,44 @@ pub struct Comparison {
     pub arm: String,
     pub baseline: String,
     pub higher_is_better: bool,
-    /// (arm − baseline) / baseline × 100, and its interval (Fieller's, or
-    /// the delta method's when Fieller's is unbounded: see `method`).
+    /// (arm − baseline) / baseline × 100, and its interval (Fieller's, with
+    /// the test's df; withheld when Fieller's is unbounded: see `method`).
     pub diff_pct: Option<f64>,
     pub ci_low_pct: Option<f64>,
     pub ci_high_pct: Option<f64>,
-    /// Welch's two-sided p-value for a difference of the means.
+    /// The two-sided p-value of the test the verdict follows (Welch's t,
+    /// with the df the interval uses): below 1 − level exactly when the
+    /// interval excludes 0.
     pub p_value: Option<f64>,
     pub verdict: Verdict,
-    /// "welch+fieller", "welch+delta", or why there is no test.
+    /// The equivalence margin of `equal`, in percent of the baseline: the
+    /// experiment's width asked (`iterations.width`); `null` when none
+    /// applied (documents saved before it existed).
+    #[serde(default)]
+    pub equal_within_pct: Option<f64>,
+    /// "welch+fieller", or why there is no interval or no test.
     pub method: String,
+}
+
+/// The verdict in words, the same for the table, the HTML report and any
+/// other text: "better", "worse", "equal within ±5%", "undetermined
+/// (interval wider than ±5%)", "undetermined (no interval: ...)".
+pub fn verdict_text(c: &Comparison) -> String {
+    let margin = |m: f64| format!("±{m}%");
+    match c.verdict {
+        Verdict::Better => "better".into(),
+        Verdict::Worse => "worse".into(),
+        Verdict::Equal => match c.equal_within_pct {
+            Some(m) => format!("equal within {}", margin(m)),
+            None => "equal".into(),
+        },
+        Verdict::Undetermined if c.p_value.is_none() => "undetermined (too few runs to test)".into(),
+        Verdict::Undetermined => match (c.ci_low_pct, c.ci_high_pct, c.equal_within_pct) {
+            (Some(_), Some(_), Some(m)) => format!("undetermined (interval wider than {})", margin(m)),
+            (Some(_), Some(_), None) => "undetermined".into(),
+            _ => "undetermined (no interval)".into(),
+        },
+    }
 }
 
 fn level(percent: f64) -> ConfidenceLevel {
@@ -143,56 +180,81 @@ fn watched(runs: &[TestResult], it: &Iterations) -> Option<&'static Metric> {
     }
 }
 
-/// netperf's `-I`: whether the watched metric's interval is as narrow as
-/// asked (with at least `min` runs).
-pub fn confident(runs: &[TestResult], it: &Iterations) -> bool {
-    let Some(m) = watched(runs, it) else { return false };
-    let Ok(rule) = IterationRule::new(it.max as usize, it.min as usize, level(it.level), it.width) else {
-        return false;
-    };
-    rule.check(&samples(m, runs))
-        .is_ok_and(|s| s.decision == netrig_stats::Decision::Confident)
+/// The iteration rule's answer for `runs`: netperf's `-I` applied to the
+/// watched metric. `None` when the runs lack that metric or the plan's
+/// iterations make no rule (checked plans always do).
+pub fn iteration_status(runs: &[TestResult], it: &Iterations) -> Option<netrig_stats::IterationStatus> {
+    let m = watched(runs, it)?;
+    let rule = IterationRule::new(it.max as usize, it.min as usize, level(it.level), it.width).ok()?;
+    rule.check(&samples(m, runs)).ok()
 }
 
-/// The warning for a point whose interval stayed wider than asked.
+/// netperf's `-I`: whether the watched metric's interval is as narrow as
+/// asked (with at least `min` runs), on whichever run that happened, the
+/// last allowed one included.
+pub fn confident(runs: &[TestResult], it: &Iterations) -> bool {
+    iteration_status(runs, it).is_some_and(|s| s.decision == netrig_stats::Decision::Confident)
+}
+
+/// The warning for a point whose interval stayed wider than asked after
+/// its last allowed run; `None` when it did not (the same rule as
+/// [`confident`], so the two never contradict each other).
 pub fn not_confident_warning(
     kind: &str,
     point: &Point,
     arm: &str,
     runs: &[TestResult],
     it: &Iterations,
-) -> String {
+) -> Option<String> {
+    let status = iteration_status(runs, it)?;
+    if !status.not_confident() {
+        return None;
+    }
     let m = watched(runs, it).map_or("?", |m| m.name);
-    let width = watched(runs, it)
-        .and_then(|m| Summary::of(&samples(m, runs)).ok())
-        .and_then(|s| s.confidence_interval(level(it.level)))
-        .and_then(|c| c.width_pct());
-    format!(
-        "{kind} {point} arm {arm}: after {} runs the {}% interval of {m} is {} wide, not within the {}% asked \
+    let reached = match status.width_pct {
+        Some(w) => format!("is {w:.1}% of its mean wide, wider than the {}% asked", it.width),
+        None if status.n < 2 => format!("has no width yet (one run), and {}% was asked", it.width),
+        None => format!(
+            "has no width in percent (its mean is 0), and {}% was asked",
+            it.width
+        ),
+    };
+    Some(format!(
+        "{kind} {point} arm {arm}: after {} runs the {}% interval of {m} {reached} \
          (more runs, or a quieter machine)",
-        runs.len(),
-        it.level,
-        width.map_or("unbounded".to_string(), |w| format!("{w:.1}%")),
-        it.width
-    )
+        status.n, it.level,
+    ))
 }
 
 /// The method of a comparison whose percent change has no bounded interval.
 pub const UNBOUNDED: &str = "welch (no interval for the percent change: the baseline's mean is not \
      distinguishable from 0 at this level, so Fieller's set is unbounded; more runs, or a steadier baseline)";
 
-/// `arm` against `base` for every metric both have.
+/// `arm` against `base` for every metric both have, with no equivalence
+/// margin (a comparison that is not significant is undetermined).
 pub fn compare(
     base: &crate::document::ArmOutcome,
     arm: &crate::document::ArmOutcome,
     level_pct: f64,
+) -> Vec<Comparison> {
+    compare_within(base, arm, level_pct, None)
+}
+
+/// `arm` against `base` for every metric both have; a comparison that is
+/// not significant is `equal` when its whole interval lies within
+/// ±`equal_within_pct` percent.
+pub fn compare_within(
+    base: &crate::document::ArmOutcome,
+    arm: &crate::document::ArmOutcome,
+    level_pct: f64,
+    equal_within_pct: Option<f64>,
 ) -> Vec<Comparison> {
     let runs: Vec<&TestResult> = base.runs.iter().chain(&arm.runs).collect();
     metric::present(&runs)
         .into_iter()
         .map(|m| {
             let (b, a) = (samples(m, &base.runs), samples(m, &arm.runs));
-            let mut c = compare_samples(&b, &a, m.higher_is_better, level_pct);
+            let mut c = compare_samples(&b, &a, m.higher_is_better, level_pct, equal_within_pct);
             c.metric = m.name.into();
             c.arm = arm.arm.clone();
             c.baseline = base.arm.clone();
@@ -202,7 +264,13 @@ pub fn compare(
 }
 
 /// One metric's samples, arm `a` against baseline `b` (names left empty).
-fn compare_samples(b: &[f64], a: &[f64], higher_is_better: bool, level_pct: f64) -> Comparison {
+fn compare_samples(
+    b: &[f64],
+    a: &[f64],
+    higher_is_better: bool,
+    level_pct: f64,
+    equal_within_pct: Option<f64>,
+) -> Comparison {
     let mut c = Comparison {
         metric: String::new(),
         arm: String::new(),
@@ -213,6 +281,7 @@ fn compare_samples(b: &[f64], a: &[f64], higher_is_better: bool, level_pct: f64)
         ci_high_pct: None,
         p_value: None,
         verdict: Verdict::Undetermined,
+        equal_within_pct,
         method: String::new(),
     };
     let direction = if higher_is_better {
@@ -222,11 +291,16 @@ fn compare_samples(b: &[f64], a: &[f64], higher_is_better: bool, level_pct: f64)
     };
     match netrig_stats::compare(b, a, direction, level(level_pct)) {
         Ok(s) => {
-            c.p_value = Some(s.welch.p_value);
-            c.verdict = match s.verdict {
+            c.p_value = Some(s.test.p_value);
+            let verdict = match equal_within_pct {
+                Some(m) => s.verdict_within(m),
+                None => s.verdict,
+            };
+            c.verdict = match verdict {
                 netrig_stats::Verdict::Better => Verdict::Better,
                 netrig_stats::Verdict::Worse => Verdict::Worse,
-                netrig_stats::Verdict::Tie => Verdict::Tie,
+                netrig_stats::Verdict::Equal => Verdict::Equal,
+                netrig_stats::Verdict::Undetermined => Verdict::Undetermined,
             };
             if let Some(p) = &s.percent_change {
                 c.diff_pct = Some(p.estimate);
@@ -237,8 +311,9 @@ fn compare_samples(b: &[f64], a: &[f64], higher_is_better: bool, level_pct: f64)
                         c.method = "welch+fieller".into();
                     }
                     // The delta method's interval ignores how uncertain the baseline is where
-                    // it matters most (near a ratio of 0 it looks tight), so it can read as
-                    // decided beside a tie: withheld, with the reason.
+                    // it matters most (near a ratio of 0 it looks tight), and is not the
+                    // test's inversion, so it could read as decided beside a verdict that is
+                    // not: withheld, with the reason.
                     netrig_stats::RatioMethod::Delta => c.method = UNBOUNDED.into(),
                 }
             } else {
@@ -337,21 +412,66 @@ mod tests {
     use super::*;
 
     /// A baseline too noisy to tell from 0 at 99 % (one run of four starved) against a steady
-    /// arm near 0: the test calls it a tie, and no interval of the percent change is shown
-    /// beside it (the delta method's would be tight and far from 0).
+    /// arm near 0: the test does not reject no change, so undetermined (it was called a tie),
+    /// and no interval of the percent change is shown beside it (the delta method's would be
+    /// tight and far from 0).
     #[test]
-    fn an_unbounded_percent_change_is_withheld_beside_its_tie() {
+    fn an_unbounded_percent_change_is_withheld_and_undetermined() {
         let base = [9_000.0, 9_400.0, 8_800.0, 900.0];
         let arm = [95.0, 96.0, 95.5, 95.2];
-        let c = compare_samples(&base, &arm, true, 99.0);
-        assert_eq!(c.verdict, Verdict::Tie, "{c:?}");
+        let c = compare_samples(&base, &arm, true, 99.0, Some(5.0));
+        assert_eq!(c.verdict, Verdict::Undetermined, "{c:?}");
+        assert_eq!(verdict_text(&c), "undetermined (no interval)");
         assert_eq!((c.ci_low_pct, c.ci_high_pct), (None, None), "{c:?}");
         assert_eq!(c.method, UNBOUNDED);
         assert!((c.diff_pct.unwrap() + 98.6).abs() < 0.1, "{c:?}");
+        assert!(c.p_value.unwrap() >= 0.01, "{c:?}");
         // The same runs at 95 %: significant, and Fieller's interval is bounded and shown.
-        let c = compare_samples(&base, &arm, true, 95.0);
+        let c = compare_samples(&base, &arm, true, 95.0, Some(5.0));
         assert_eq!(c.verdict, Verdict::Worse, "{c:?}");
         assert_eq!(c.method, "welch+fieller");
-        assert!(c.ci_high_pct.unwrap() < -50.0, "{c:?}");
+        assert!(
+            c.ci_high_pct.unwrap() < -50.0 && c.p_value.unwrap() < 0.05,
+            "{c:?}"
+        );
+    }
+
+    /// "tie" beside [−82 %, +80 %] read as "equal": not significant is now
+    /// equal only when the whole interval lies within the margin asked, and
+    /// undetermined when it does not. JSON says so; old documents' "tie"
+    /// still reads.
+    #[test]
+    fn not_shown_different_is_equal_only_within_the_margin() {
+        let base = [100.0, 101.0, 99.0, 100.5, 99.5];
+        let close = [100.2, 100.9, 99.3, 100.4, 99.8];
+        let c = compare_samples(&base, &close, true, 95.0, Some(5.0));
+        assert_eq!(c.verdict, Verdict::Equal, "{c:?}");
+        assert!(
+            c.ci_low_pct.unwrap() >= -5.0 && c.ci_high_pct.unwrap() <= 5.0,
+            "{c:?}"
+        );
+        assert_eq!(verdict_text(&c), "equal within ±5%");
+        let noisy = [20.0, 180.0, 100.0];
+        let c = compare_samples(&base, &noisy, true, 95.0, Some(5.0));
+        assert_eq!(c.verdict, Verdict::Undetermined, "{c:?}");
+        assert!(
+            c.ci_low_pct.unwrap() < -50.0 && c.ci_high_pct.unwrap() > 50.0,
+            "{c:?}"
+        );
+        assert_eq!(verdict_text(&c), "undetermined (interval wider than ±5%)");
+        let json = serde_json::to_value(&c).unwrap();
+        assert_eq!(json["verdict"], "undetermined");
+        assert_eq!(json["equal_within_pct"], 5.0);
+        let mut old = json.clone();
+        old["verdict"] = "tie".into();
+        old.as_object_mut().unwrap().remove("equal_within_pct");
+        let read: Comparison = serde_json::from_value(old).unwrap();
+        assert_eq!(
+            (read.verdict, read.equal_within_pct),
+            (Verdict::Undetermined, None)
+        );
+        // One run: no test.
+        let c = compare_samples(&base, &[100.0], true, 95.0, Some(5.0));
+        assert_eq!(verdict_text(&c), "undetermined (too few runs to test)");
     }
 }

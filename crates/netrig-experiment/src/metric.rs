@@ -64,6 +64,9 @@ pub static METRICS: &[Metric] = &[
     m("loss", "Loss", "%", false, |r| {
         r.summary.udp.as_ref().map(|u| u.loss_pct)
     }),
+    m("jitter", "Jitter", "us", false, |r| {
+        r.summary.udp.as_ref().and_then(|u| u.jitter_us)
+    }),
     m("cpu_local", "CPU local", "%", false, |r| r.summary.cpu.local_pct),
     m("cpu_remote", "CPU remote", "%", false, |r| {
         r.summary.cpu.remote_pct

@@ -1,7 +1,7 @@
 //! The experiment as a person reads it (a table per test, a row per point
 //! and arm) and as a spreadsheet reads it (CSV, a row per point and arm).
 
-use crate::analysis::{Comparison, Estimate, Verdict};
+use crate::analysis::{Comparison, Estimate};
 use crate::document::{ArmOutcome, Experiment, PointOutcome, TestOutcome};
 use crate::metric;
 use std::fmt::Write;
@@ -18,16 +18,11 @@ fn cell(e: Option<&Estimate>, prec: usize) -> String {
 
 fn delta(c: Option<&Comparison>) -> String {
     let Some(c) = c else { return String::new() };
-    let verdict = match c.verdict {
-        Verdict::Better => "better",
-        Verdict::Worse => "worse",
-        Verdict::Tie => "tie",
-        Verdict::Undetermined => "n/a",
-    };
+    let verdict = crate::analysis::verdict_text(c);
     match (c.diff_pct, c.ci_low_pct, c.ci_high_pct) {
         (Some(d), Some(lo), Some(hi)) => format!("{d:+.1}% [{lo:+.1}, {hi:+.1}] {verdict}"),
         (Some(d), _, _) => format!("{d:+.1}% {verdict}"),
-        _ => verdict.to_string(),
+        _ => verdict,
     }
 }
 
@@ -51,33 +46,33 @@ pub fn render(e: &Experiment) -> String {
     if it.max > 1 {
         let _ = writeln!(
             out,
-            "each point {}..{} runs, until the {}% interval of the mean is within {}% of it; ± is its half-width",
-            it.min, it.max, it.level, it.width
+            "each point {}..{} runs, until the {}% interval of the mean is at most {}% of it wide (±{}%); \
+             ± is its half-width",
+            it.min,
+            it.max,
+            it.level,
+            it.width,
+            it.width / 2.0
         );
     }
     if arms.len() > 1 {
         let names: Vec<&str> = arms.iter().map(|a| a.name.as_str()).collect();
         let _ = writeln!(
             out,
-            "arms {} ({}); Δ: difference from {base} with its {}% interval, or a tie",
+            "arms {} ({}); Δ: difference from {base} with its {level}% interval: better or worse when it \
+             excludes 0 (significant at {level}%), equal when it lies within ±{width}%, else undetermined",
             names.join(", "),
             match e.plan.order {
                 crate::plan::Order::Interleaved => "interleaved round by round",
                 crate::plan::Order::Randomised => "in a random order each round",
             },
-            it.level
+            level = it.level,
+            width = it.width,
         );
     }
     for t in &e.tests {
         let _ = writeln!(out);
-        let streams = t
-            .points
-            .iter()
-            .flat_map(|p| &p.arms)
-            .filter_map(first)
-            .next()
-            .is_some_and(|r| r.summary.transactions_per_s.is_none());
-        if streams {
+        if streams(t) {
             render_streams(&mut out, t, arms.len() > 1);
         } else {
             render_transactions(&mut out, t, arms.len() > 1);
@@ -106,7 +101,48 @@ fn point_header(t: &TestOutcome) -> String {
         .unwrap_or_default()
 }
 
-/// Stream tests: netperf's TCP_STREAM columns, a row per point and arm.
+/// Whether `t` is a stream test (netperf's STREAM columns) rather than a
+/// request/response one: from its runs, or, before any run completed, from
+/// its kind (a stream test that failed first had request/response
+/// headings).
+fn streams(t: &TestOutcome) -> bool {
+    match t.points.iter().flat_map(|p| &p.arms).filter_map(first).next() {
+        Some(r) => r.summary.transactions_per_s.is_none(),
+        None => matches!(t.kind.as_str(), "tcp-stream" | "tcp-maerts" | "udp-stream"),
+    }
+}
+
+/// One socket size over an arm's runs: each run's size when its window
+/// closed (with -s/-S the size the kernel granted, which then stays; without,
+/// where autotuning took it), as the single run's table shows it; a range
+/// when the runs differ. (The first run's initial size made two identical
+/// arms read 69120 and 2080512.)
+fn socket_size(a: &ArmOutcome, receive: bool) -> String {
+    let sizes: Vec<u32> = a
+        .runs
+        .iter()
+        .filter_map(|r| {
+            let f = r.flows.first()?;
+            let (rx, tx) = match f.direction {
+                netrig_proto::Direction::Tx => (&f.remote, &f.local),
+                netrig_proto::Direction::Rx => (&f.local, &f.remote),
+            };
+            if receive {
+                rx.socket_buffers.final_.rcv
+            } else {
+                tx.socket_buffers.final_.snd
+            }
+        })
+        .collect();
+    match (sizes.iter().min(), sizes.iter().max()) {
+        (Some(lo), Some(hi)) if lo == hi => lo.to_string(),
+        (Some(lo), Some(hi)) => format!("{lo}..{hi}"),
+        _ => "-".into(),
+    }
+}
+
+/// Stream tests: netperf's TCP_STREAM columns, a row per point and arm;
+/// UDP adds the loss and jitter columns.
 fn render_streams(out: &mut String, t: &TestOutcome, compare: bool) {
     let _ = writeln!(
         out,
@@ -123,25 +159,55 @@ fn render_streams(out: &mut String, t: &TestOutcome, compare: bool) {
         .map_or("us/KB".to_string(), |r| r.summary.service_demand.unit.clone());
     let lead = point_header(t);
     let pad = " ".repeat(lead.len());
+    // UDP: the kind's key figures beside the throughput.
+    let udp = t
+        .points
+        .iter()
+        .flat_map(|p| &p.arms)
+        .any(|a| a.estimate("loss").is_some())
+        || (t.kind == "udp-stream" && t.points.iter().flat_map(|p| &p.arms).all(|a| a.runs.is_empty()));
+    let udp_cells = |a: &str, b: &str| match udp {
+        true => format!("{a:<14} {b:<16} "),
+        false => String::new(),
+    };
     // Widths: sizes 8, elapsed 8, throughput 22, runs 4, CPU 14 each, SD 16 each.
     let _ = writeln!(
         out,
-        "{pad}{:<8} {:<8} {:<8} {:<8} {:<22} {:>4}  {:<29} {:<33}",
-        "Recv", "Send", "Send", "", "", "", "Utilization", "Service Demand"
+        "{pad}{:<8} {:<8} {:<8} {:<8} {:<22} {}{:>4}  {:<29} {:<33}",
+        "Recv",
+        "Send",
+        "Send",
+        "",
+        "",
+        udp_cells("", ""),
+        "",
+        "Utilization",
+        "Service Demand"
     );
     let _ = writeln!(
         out,
-        "{pad}{:<8} {:<8} {:<8} {:<8} {:<22} {:>4}  {:<14} {:<14} {:<16} {:<16}",
-        "Socket", "Socket", "Message", "Elapsed", "", "", "local", "remote", "local", "remote"
+        "{pad}{:<8} {:<8} {:<8} {:<8} {:<22} {}{:>4}  {:<14} {:<14} {:<16} {:<16}",
+        "Socket",
+        "Socket",
+        "Message",
+        "Elapsed",
+        "",
+        udp_cells("", ""),
+        "",
+        "local",
+        "remote",
+        "local",
+        "remote"
     );
     let _ = writeln!(
         out,
-        "{lead}{:<8} {:<8} {:<8} {:<8} {:<22} {:>4}  {:<14} {:<14} {:<16} {:<16} Arm{}",
+        "{lead}{:<8} {:<8} {:<8} {:<8} {:<22} {}{:>4}  {:<14} {:<14} {:<16} {:<16} Arm{}",
         "Size",
         "Size",
         "Size",
         "Time",
         "Throughput",
+        udp_cells("Loss", "Jitter"),
         "Runs",
         "%",
         "%",
@@ -151,21 +217,17 @@ fn render_streams(out: &mut String, t: &TestOutcome, compare: bool) {
     );
     let _ = writeln!(
         out,
-        "{pad}{:<8} {:<8} {:<8} {:<8} {:<22}",
-        "bytes", "bytes", "bytes", "secs.", "10^6bits/s"
+        "{pad}{:<8} {:<8} {:<8} {:<8} {:<22} {}",
+        "bytes",
+        "bytes",
+        "bytes",
+        "secs.",
+        "10^6bits/s",
+        udp_cells("%", "us")
     );
     for p in &t.points {
         for a in &p.arms {
             let Some(r) = first(a) else { continue };
-            let f = r.flows.first();
-            let (rcv, snd) = f.map_or((None, None), |f| {
-                let (rx, tx) = match f.direction {
-                    netrig_proto::Direction::Tx => (&f.remote, &f.local),
-                    netrig_proto::Direction::Rx => (&f.local, &f.remote),
-                };
-                (rx.socket_buffers.initial.rcv, tx.socket_buffers.initial.snd)
-            });
-            let n = |v: Option<u32>| v.map_or("-".to_string(), |v| v.to_string());
             let elapsed = a.runs.iter().map(|r| r.summary.elapsed_s).sum::<f64>() / a.runs.len() as f64;
             let c = p
                 .comparisons
@@ -173,13 +235,14 @@ fn render_streams(out: &mut String, t: &TestOutcome, compare: bool) {
                 .find(|c| c.arm == a.arm && c.metric == "throughput");
             let _ = writeln!(
                 out,
-                "{}{:<8} {:<8} {:<8} {:<8.2} {:<22} {:>4}  {:<14} {:<14} {:<16} {:<16} {:<12} {}",
+                "{}{:<8} {:<8} {:<8} {:<8.2} {:<22} {}{:>4}  {:<14} {:<14} {:<16} {:<16} {:<12} {}",
                 point_cells(p),
-                n(rcv),
-                n(snd),
+                socket_size(a, true),
+                socket_size(a, false),
                 r.config.message_size,
                 elapsed,
                 cell(a.estimate("throughput"), 2),
+                udp_cells(&cell(a.estimate("loss"), 3), &cell(a.estimate("jitter"), 1)),
                 a.runs.len(),
                 cell(a.estimate("cpu_local"), 2),
                 cell(a.estimate("cpu_remote"), 2),

@@ -337,24 +337,25 @@ fn finish_point(outcome: &mut PointOutcome, plan: &Plan, warnings: &mut Vec<Stri
         if it.max > 1 && !a.runs.is_empty() {
             let ok = analysis::confident(&a.runs, it);
             a.confident = Some(ok);
-            if !ok && a.runs.len() >= it.max as usize {
-                warnings.push(analysis::not_confident_warning(
-                    kind,
-                    &outcome.point,
-                    &a.arm,
-                    &a.runs,
-                    it,
-                ));
-            }
+            warnings.extend(analysis::not_confident_warning(
+                kind,
+                &outcome.point,
+                &a.arm,
+                &a.runs,
+                it,
+            ));
         }
     }
     let base = plan.baseline();
     if outcome.arms.len() > 1 {
         for (i, a) in outcome.arms.iter().enumerate() {
             if i != base {
-                outcome
-                    .comparisons
-                    .extend(analysis::compare(&outcome.arms[base], a, it.level));
+                outcome.comparisons.extend(analysis::compare_within(
+                    &outcome.arms[base],
+                    a,
+                    it.level,
+                    Some(it.width),
+                ));
             }
         }
     }

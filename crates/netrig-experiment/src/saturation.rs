@@ -86,18 +86,25 @@ fn of_arm(test: &TestOutcome, arm: &str) -> Option<Saturation> {
         }
         let reason = if offered > 0.0 && replies < FOLLOW * offered {
             Some(format!(
-                "the reply rate ({replies:.0}/s) is {:.0} % of the request rate offered ({offered:.0}/s)",
-                100.0 * replies / offered
+                "the reply rate ({replies:.0}/s) is {} % of the request rate offered ({offered:.0}/s), \
+                 below the {:.0} % that keeps up",
+                beside(100.0 * replies / offered, 100.0 * FOLLOW, 0),
+                100.0 * FOLLOW
             ))
         } else if let Some(e) = mean("errors_pct").filter(|e| *e > ERRORS_PCT) {
-            Some(format!("{e:.1} % of the requests failed"))
+            Some(format!(
+                "{} % of the requests failed, more than {ERRORS_PCT} %",
+                beside(e, ERRORS_PCT, 1)
+            ))
         } else if let (Some(now), Some(base)) = (p99, lightest_p99) {
             (now > LATENCY_FACTOR * base && now - base >= LATENCY_FLOOR_US).then(|| {
                 format!(
-                    "the 99th percentile ({:.1} ms) is {:.0}x the lightest load's ({:.2} ms)",
+                    "the 99th percentile ({:.1} ms) is {}x the lightest load's ({:.2} ms), more than \
+                     {LATENCY_FACTOR}x and {:.0} ms above it",
                     now / 1e3,
-                    now / base.max(f64::MIN_POSITIVE),
-                    base / 1e3
+                    beside(now / base.max(f64::MIN_POSITIVE), LATENCY_FACTOR, 0),
+                    base / 1e3,
+                    LATENCY_FLOOR_US / 1e3
                 )
             })
         } else {
@@ -119,6 +126,21 @@ fn of_arm(test: &TestOutcome, arm: &str) -> Option<Saturation> {
         }
     }
     None
+}
+
+/// `value` with the fewest decimals, from `decimals`, that still show on
+/// which side of `limit` it lies: a reply rate of 94.97 % of the offered
+/// one prints as 94.97, not as 95, which would read as meeting a rule
+/// (below 95 %) that it met.
+fn beside(value: f64, limit: f64, decimals: usize) -> String {
+    for d in decimals..=6 {
+        let text = format!("{value:.d$}");
+        let shown: f64 = text.parse().unwrap_or(value);
+        if shown.partial_cmp(&limit) == value.partial_cmp(&limit) {
+            return text;
+        }
+    }
+    format!("{value}")
 }
 
 /// One line for a table: where it saturated and why.
@@ -202,8 +224,26 @@ mod tests {
         assert_eq!(s.len(), 1);
         assert_eq!(s[0].point, 2);
         assert_eq!(s[0].highest_kept_per_s, Some(200.0));
-        assert!(s[0].reason.contains("80 %"), "{}", s[0].reason);
+        assert!(s[0].reason.contains("is 80 % of"), "{}", s[0].reason);
         assert!(describe(&s[0], 1).starts_with("saturated at --rate 300"));
+    }
+
+    /// The rule is "below 95 %": 17096 of 18002 is 94.97 %, which rounded
+    /// to a whole percent read "95 %" as if the rule were not met.
+    #[test]
+    fn the_reason_prints_enough_digits_to_show_the_rule() {
+        let t = sweep(&[(9000.0, 9000.0, 0.0, 200.0), (18002.0, 17096.0, 0.0, 210.0)]);
+        let r = &of_test(&t)[0].reason;
+        assert!(r.contains("is 94.97 % of") && r.contains("below the 95 %"), "{r}");
+        let t = sweep(&[(100.0, 100.0, 0.0, 200.0), (200.0, 200.0, 1.04, 200.0)]);
+        let r = &of_test(&t)[0].reason;
+        assert!(r.contains("1.04 % of the requests failed"), "{r}");
+        let t = sweep(&[(100.0, 100.0, 0.0, 200.0), (200.0, 200.0, 0.0, 2040.0)]);
+        let r = &of_test(&t)[0].reason;
+        assert!(r.contains("is 10.2x the lightest"), "{r}");
+        assert_eq!(beside(10.03, 10.0, 0), "10.03");
+        assert_eq!(beside(80.0, 95.0, 0), "80");
+        assert_eq!(beside(94.4, 95.0, 0), "94");
     }
 
     #[test]

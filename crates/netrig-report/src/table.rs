@@ -383,8 +383,11 @@ fn render_stream(r: &TestResult) -> String {
                 out,
                 "{}{:<8} {:<8} {:<8} {:<8.2} {:<16}{}",
                 lead(&f.id.to_string(), f.direction.name()),
-                opt(rx.socket_buffers.initial.rcv),
-                opt(tx.socket_buffers.initial.snd),
+                // The size when the window closed (netperf's *_SIZE_END): with -s/-S the size
+                // granted, which stays; without, where autotuning took it. The experiment's
+                // table shows the same.
+                opt(rx.socket_buffers.final_.rcv),
+                opt(tx.socket_buffers.final_.snd),
                 r.config.message_size,
                 f.elapsed_s,
                 mbps(f.throughput_bps),
@@ -504,7 +507,7 @@ fn render_udp(r: &TestResult) -> String {
         let _ = writeln!(
             out,
             "{:<7} {:<8} {:<12.2} {:<12} {:<13} {}   (sender, {})",
-            opt(snd.initial.snd),
+            opt(snd.final_.snd),
             r.config.message_size,
             d.sender_elapsed_s,
             opt(u.window_sent_datagrams.map(|n| n.min(u32::MAX as u64) as u32)),
@@ -519,7 +522,7 @@ fn render_udp(r: &TestResult) -> String {
         let _ = writeln!(
             out,
             "{:<7} {:<8} {:<12.2} {:<12} {:<13} {}   (receiver, {})",
-            opt(rcv.initial.rcv),
+            opt(rcv.final_.rcv),
             "",
             d.elapsed_s,
             d.bytes / r.config.message_size.max(1) as u64,

@@ -16,15 +16,17 @@ use crate::{ConfidenceLevel, StatsError, Summary};
 /// runs, at most `max`, inclusive.
 ///
 /// Differences from netperf, deliberate: nothing is silently adjusted (netperf raises `max` to
-/// `min`, floors both at 3 and caps them at 30, the length of its table of t); `min` below 2 or
-/// `max` below `min` is refused instead, and t comes from the distribution for any df. Any
+/// `min`, floors both at 3 and caps them at 30, the length of its table of t); `min` of 0 or
+/// `max` below `min` is refused instead, and t comes from the distribution for any df. A `min`
+/// of 1 is taken as written: one run has no interval, so the width can first be met at the
+/// second run (the rule never pretends one run was confident). Any
 /// level in (0, 100) is accepted (netperf takes 95 or 99). A mean of 0 never meets a width in
 /// percent, unless the runs are all equal (a zero-width interval meets any width).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct IterationRule {
     /// The most runs, inclusive.
     pub max: usize,
-    /// The fewest runs, inclusive; at least 2.
+    /// The fewest runs, inclusive; at least 1 (the width is first met, if at all, at 2).
     pub min: usize,
     pub level: ConfidenceLevel,
     /// The interval's whole width wanted, in percent of the mean (netperf's second `-I` value).
@@ -40,13 +42,16 @@ impl IterationRule {
         width_pct: 5.0,
     };
 
-    /// A rule in netperf's order (`-i max,min -I level,width`). Refuses `min` < 2 (one run has
-    /// no interval), `max` < `min`, and a width that is not a positive finite percent.
+    /// A rule in netperf's order (`-i max,min -I level,width`). Refuses `min` 0, `max` < `min`,
+    /// and a width that is not a positive finite percent. A `min` of 1 is accepted: the width
+    /// cannot be met before 2 runs (one run has no interval), so such a rule stops at the
+    /// first run from the second on that meets it.
     pub fn new(max: usize, min: usize, level: ConfidenceLevel, width_pct: f64) -> Result<Self, StatsError> {
-        if min < 2 {
-            return Err(StatsError::InvalidArgument(format!(
-                "at least {min} iteration(s): the rule needs at least 2 runs for an interval (netperf's floor is 3)"
-            )));
+        if min == 0 {
+            return Err(StatsError::InvalidArgument(
+                "at least 0 iterations: the rule needs at least 1 run (and 2 for an interval; netperf's floor is 3)"
+                    .into(),
+            ));
         }
         if max < min {
             return Err(StatsError::InvalidArgument(format!(

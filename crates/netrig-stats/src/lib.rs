@@ -11,7 +11,8 @@
 //!   interval is narrow enough, or stop at the maximum without it (and then warn).
 //! - [`compare`] sets an arm against a baseline arm: the difference of the means with Welch's
 //!   unequal-variances t-test and interval, the percent change with Fieller's interval for the
-//!   ratio of two means, and a [`Verdict`]: better, worse, or a tie.
+//!   ratio of two means, and a [`Verdict`] from one test that the interval inverts: better,
+//!   worse, equal within a margin ([`Comparison::verdict_within`]), or undetermined.
 //! - [`regression_check`] says whether new runs are worse than the baseline's by more than a
 //!   threshold, beyond reasonable doubt.
 //!
@@ -64,7 +65,7 @@ mod regression;
 mod summary;
 
 pub use compare::{
-    compare, compare_summaries, Comparison, Direction, PercentChange, RatioMethod, Verdict, Welch,
+    compare, compare_summaries, Comparison, Direction, PercentChange, RatioMethod, Test, Verdict, Welch,
 };
 pub use iteration::{Decision, IterationRule, IterationStatus};
 pub use regression::{regression_check, RegressionCheck, RegressionOutcome};

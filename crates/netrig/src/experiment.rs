@@ -55,7 +55,7 @@ pub fn plan_of(
     one: &crate::cli::OneEndArgs,
 ) -> Result<Plan> {
     let e = &run.experiment;
-    let iterations = iterations(e)?;
+    let iterations = iterations(e, &Iterations::default())?;
     let t = &run.target;
     let plan = Plan {
         name: kind.to_string(),
@@ -92,8 +92,13 @@ pub fn plan_of(
     Ok(plan)
 }
 
-fn iterations(e: &ExperimentArgs) -> Result<Iterations> {
-    let mut it = Iterations::default();
+/// The iterations a command line asks for, over `plan`'s (a plan file's
+/// `[iterations]`, or the one-run default for a test's command line).
+/// `--iterations` sets only the number of runs and `--confidence` only the
+/// level and width: what the command line does not say stays the plan's
+/// (`netrig run plan.toml --iterations 1` keeps the plan's 95 %, 10 %).
+fn iterations(e: &ExperimentArgs, plan: &Iterations) -> Result<Iterations> {
+    let mut it = plan.clone();
     if let Some((max, min)) = e.iterations {
         it.max = max;
         it.min = min.unwrap_or(max.min(3));
@@ -101,8 +106,9 @@ fn iterations(e: &ExperimentArgs) -> Result<Iterations> {
     if let Some((level, width)) = e.confidence {
         it.level = level;
         it.width = width;
-        if e.iterations.is_none() {
-            // netperf's -I without -i: up to 10 runs, at least 3.
+        if e.iterations.is_none() && plan.max <= 1 {
+            // netperf's -I without -i: up to 10 runs, at least 3 (a plan
+            // that already repeats keeps its own counts).
             it.max = 10;
             it.min = 3;
         }
@@ -248,7 +254,7 @@ pub fn run_file(a: &PlanArgs, cancel: &Cancel) -> Result<()> {
         }
     }
     if a.output.iterations.is_some() || a.output.confidence.is_some() {
-        plan.iterations = iterations(&a.output)?;
+        plan.iterations = iterations(&a.output, &plan.iterations)?;
     }
     let baseline = baseline_path
         .as_ref()
@@ -332,4 +338,49 @@ fn gate(base: &Experiment, new: &Experiment, g: &crate::cli::GateArgs) -> Result
         return Err(Regressed.into());
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        e: ExperimentArgs,
+    }
+
+    fn args(a: &[&str]) -> ExperimentArgs {
+        Cli::try_parse_from(std::iter::once("netrig").chain(a.iter().copied()))
+            .unwrap()
+            .e
+    }
+
+    /// `--iterations` on the command line of a plan sets the runs and keeps
+    /// the plan's level, width and metric (it replaced them with 99, 5:
+    /// plans/ia64.toml's 95/10 printed as a 99 % interval); `--confidence`
+    /// sets them and keeps the plan's runs.
+    #[test]
+    fn the_command_line_overrides_only_what_it_names() {
+        let plan = Iterations {
+            max: 5,
+            min: 3,
+            level: 95.0,
+            width: 10.0,
+            metric: Some("latency_p99".into()),
+        };
+        let it = iterations(&args(&["--iterations", "1"]), &plan).unwrap();
+        assert_eq!((it.max, it.min, it.level, it.width), (1, 1, 95.0, 10.0));
+        assert_eq!(it.metric.as_deref(), Some("latency_p99"));
+        let it = iterations(&args(&["--confidence", "99,2"]), &plan).unwrap();
+        assert_eq!((it.max, it.min, it.level, it.width), (5, 3, 99.0, 2.0));
+        let it = iterations(&args(&["--iterations", "4,2", "--confidence", "90,20"]), &plan).unwrap();
+        assert_eq!((it.max, it.min, it.level, it.width), (4, 2, 90.0, 20.0));
+        // A test's command line: netperf's defaults, and -I alone means -i 10,3.
+        let it = iterations(&args(&["--confidence", "95,5"]), &Iterations::default()).unwrap();
+        assert_eq!((it.max, it.min, it.level, it.width), (10, 3, 95.0, 5.0));
+        let it = iterations(&args(&["--iterations", "5"]), &Iterations::default()).unwrap();
+        assert_eq!((it.max, it.min, it.level, it.width), (5, 3, 99.0, 5.0));
+    }
 }
