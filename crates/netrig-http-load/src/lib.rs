@@ -180,8 +180,10 @@ impl Cause {
 pub struct Counts {
     /// Requests whose last byte was written.
     pub sent: u64,
-    /// Whole responses received.
+    /// Whole responses received, whatever their status.
     pub responses: u64,
+    /// Of those, the ones with a 2xx or 3xx status.
+    pub successes: u64,
     /// Bytes received, heads and bodies (after TLS: HTTP bytes).
     pub bytes_in: u64,
     /// Of those, body payload bytes.
@@ -199,6 +201,7 @@ impl Counts {
     fn add(&mut self, o: &Counts) {
         self.sent += o.sent;
         self.responses += o.responses;
+        self.successes += o.successes;
         self.bytes_in += o.bytes_in;
         self.body_bytes += o.body_bytes;
         self.bytes_out += o.bytes_out;
@@ -235,7 +238,9 @@ pub struct IntervalSample {
     pub start_s: f64,
     pub end_s: f64,
     pub sent: u64,
+    /// Responses, whatever their status, and those with a 2xx or 3xx one.
     pub responses: u64,
+    pub successes: u64,
     pub bytes_in: u64,
     pub errors: u64,
 }
@@ -304,6 +309,7 @@ pub enum Error {
 pub(crate) struct Live {
     pub sent: AtomicU64,
     pub responses: AtomicU64,
+    pub successes: AtomicU64,
     pub bytes_in: AtomicU64,
     pub errors: AtomicU64,
 }
@@ -411,7 +417,7 @@ pub fn run(
     let mut cpu_first = if c.omit.is_zero() { Some(read_cpu()) } else { None };
     let mut stopped = None;
     let mut intervals = Vec::new();
-    let mut last = (0u64, 0u64, 0u64, 0u64);
+    let mut last = (0u64, 0u64, 0u64, 0u64, 0u64);
     let mut tick = c.interval.map(|i| (start + i, i));
     loop {
         let now = Instant::now();
@@ -427,12 +433,13 @@ pub fn run(
         }
         if let Some((at, every)) = tick {
             if now >= at {
-                let live = shared.live.iter().fold((0, 0, 0, 0), |a, l| {
+                let live = shared.live.iter().fold((0, 0, 0, 0, 0), |a, l| {
                     (
                         a.0 + l.sent.load(Ordering::Relaxed),
                         a.1 + l.responses.load(Ordering::Relaxed),
                         a.2 + l.bytes_in.load(Ordering::Relaxed),
                         a.3 + l.errors.load(Ordering::Relaxed),
+                        a.4 + l.successes.load(Ordering::Relaxed),
                     )
                 });
                 let s = IntervalSample {
@@ -441,6 +448,7 @@ pub fn run(
                     end_s: (now - start).as_secs_f64(),
                     sent: live.0 - last.0,
                     responses: live.1 - last.1,
+                    successes: live.4 - last.4,
                     bytes_in: live.2 - last.2,
                     errors: live.3 - last.3,
                 };

@@ -345,6 +345,7 @@ impl Worker {
         let t = &self.end.total;
         l.sent.store(t.sent, Ordering::Relaxed);
         l.responses.store(t.responses, Ordering::Relaxed);
+        l.successes.store(t.successes, Ordering::Relaxed);
         l.bytes_in.store(t.bytes_in, Ordering::Relaxed);
         l.errors.store(t.errors.total(), Ordering::Relaxed);
     }
@@ -683,6 +684,7 @@ impl Worker {
                 continue;
             }
             counts.responses += 1;
+            counts.successes += u64::from((200..400).contains(&r.status));
             counts.bytes_in += bytes;
             counts.body_bytes += r.body_bytes;
             *counts.statuses.entry(r.status).or_default() += 1;

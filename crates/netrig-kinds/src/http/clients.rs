@@ -144,8 +144,6 @@ pub(crate) fn sum(
             for (s, c) in &y.statuses {
                 *x.statuses.entry(s.clone()).or_default() += c;
             }
-            x.client_error_responses += y.client_error_responses;
-            x.server_error_responses += y.server_error_responses;
             x.errors.add(&y.errors);
             if let (Some(u), Some(v)) = (&mut x.unsent, &y.unsent) {
                 u.unsent += v.unsent;
@@ -194,6 +192,7 @@ pub(crate) fn sum(
     if let Some(h) = &mut s.http {
         h.requests_per_s = per_s(h.requests_sent, h.window_s);
         h.replies_per_s = per_s(h.responses, h.window_s);
+        h.classify();
         h.transfer_bps = netrig_report::bps(h.response_bytes, h.window_s);
         h.body_bps = netrig_report::bps(h.body_bytes, h.window_s);
         h.clients = Some(clients);

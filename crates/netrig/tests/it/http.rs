@@ -263,3 +263,56 @@ fn http_against_nginx_agrees_with_its_access_log() {
     assert_eq!(statuses.get("200").copied().unwrap_or(0), want.0 - want.1);
     assert_eq!(bytes, want.2, "$bytes_sent against the response bytes read");
 }
+
+/// A server that answers 404 to everything (a wrong --path): the replies
+/// are counted by status class, the headline and summary.transactions are
+/// the successful ones (none), a warning says most replies were errors, and
+/// a rate sweep against it saturates at its first point (its reply rate is
+/// 0 % of the offered one), not a healthy line at y = x.
+#[test]
+fn replies_are_counted_by_status_class_and_mostly_404_is_named() {
+    let srv = crate::http_server::start(&["http-serve", "--bind", "127.0.0.1", "-p", "0", "--threads", "1"]);
+    let url = format!("http://{}/no/such/path", srv.addr);
+    let v = run_json(&["http", "--url", &url, "-c", "2", "-t", "1", "-d", "1"]);
+    let h = &v["summary"]["http"];
+    let responses = u(&v, "/summary/http/responses");
+    assert!(responses > 10, "{h}");
+    assert_eq!(h["statuses"]["404"].as_u64(), Some(responses), "{h}");
+    assert_eq!(h["status_classes"]["4xx"].as_u64(), Some(responses), "{h}");
+    assert_eq!(h["status_classes"]["2xx"].as_u64(), Some(0), "{h}");
+    assert_eq!(u(&v, "/summary/http/success_responses"), 0);
+    assert_eq!(u(&v, "/summary/http/non_success_responses"), responses);
+    assert_eq!(
+        u(&v, "/summary/transactions"),
+        0,
+        "transactions are the successful replies"
+    );
+    assert_eq!(f(&v, "/summary/transactions_per_s"), 0.0);
+    assert!(
+        f(&v, "/summary/http/replies_per_s") > 0.0,
+        "every reply is still counted"
+    );
+    let w = warnings_about(&v, "other than 2xx or 3xx");
+    assert!(w.len() == 1 && w[0].contains("404: "), "{}", v["warnings"]);
+
+    let o = run(&["http", "--url", &url, "-c", "2", "-t", "1", "-d", "0.5"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    for want in [
+        "Replies/sec (2xx, 3xx)            0.00",
+        "Replies/sec (any)",
+        "Non-2xx or 3xx responses",
+    ] {
+        assert!(out.contains(want), "{want:?} missing from:\n{out}");
+    }
+
+    // The rate sweep follows the successful replies: saturated at once.
+    let o = run(&[
+        "http", "--url", &url, "-c", "2", "-t", "1", "-d", "0.5", "--rate", "100,200", "--json",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
+    let s = &v["tests"][0]["saturation"][0];
+    assert_eq!(s["point"], 0, "{}", v["tests"][0]["saturation"]);
+    assert!(s["reason"].as_str().unwrap_or("").contains("reply rate"), "{s}");
+}

@@ -7,9 +7,9 @@ use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
 /// A netrig process serving HTTP, killed when dropped.
-struct HttpProc {
+pub(crate) struct HttpProc {
     child: Child,
-    addr: SocketAddr,
+    pub(crate) addr: SocketAddr,
     /// Its standard error after the startup line, read all along.
     log: std::sync::Arc<std::sync::Mutex<String>>,
     startup: String,
@@ -23,7 +23,7 @@ impl Drop for HttpProc {
 }
 
 /// Starts `netrig ARGS...` and waits (10 s at most) for its HTTP server's startup line.
-fn start(args: &[&str]) -> HttpProc {
+pub(crate) fn start(args: &[&str]) -> HttpProc {
     let mut child = super::helpers::netrig()
         .args(args)
         .stdout(Stdio::null())
