@@ -145,6 +145,9 @@ pub(crate) fn sum(
                 *x.statuses.entry(s.clone()).or_default() += c;
             }
             x.errors.add(&y.errors);
+            for (r, n) in &y.tls_errors {
+                *x.tls_errors.entry(r.clone()).or_default() += n;
+            }
             if let (Some(u), Some(v)) = (&mut x.unsent, &y.unsent) {
                 u.unsent += v.unsent;
                 u.skipped += v.skipped;

@@ -95,8 +95,13 @@ pub struct HttpArgs {
     /// Take any server certificate (a self-signed test server's); implies --https.
     #[arg(short = 'k', long = "insecure", help_heading = "HTTPS")]
     insecure: bool,
-    /// Trust the CAs in this PEM file (default: the system's bundle); implies --https.
-    #[arg(long = "ca-file", value_name = "FILE", help_heading = "HTTPS")]
+    /// Trust the CAs in this PEM file (curl's --cacert; default: the system's bundle); implies --https.
+    #[arg(
+        long = "cacert",
+        visible_alias = "ca-file",
+        value_name = "FILE",
+        help_heading = "HTTPS"
+    )]
     ca_file: Option<String>,
     /// Longest response head in bytes, K/M = 1024-based (default 64K).
     #[arg(long = "max-header", value_parser = parse_size, value_name = "SIZE", help_heading = "Bounds")]

@@ -156,6 +156,7 @@ pub(crate) fn assemble(
             errors: r.total.errors.total(),
             abandoned: r.abandoned,
         },
+        tls_errors: r.tls_errors.clone(),
         withheld,
         clients: None,
         ..Default::default()
@@ -288,6 +289,15 @@ pub(crate) fn warnings(s: &HttpSpec, r: &TestResult) -> Vec<String> {
             e.no_descriptor,
             e.bad_response,
             e.other
+        ));
+    }
+    if !h.tls_errors.is_empty() {
+        let n: u64 = h.tls_errors.values().sum();
+        let by: Vec<String> = h.tls_errors.iter().map(|(r, n)| format!("{n}: {r}")).collect();
+        w.push(format!(
+            "{n} HTTPS connection(s) failed TLS over the run: {} (-k/--insecure takes any certificate, \
+             --cacert FILE trusts the CA in FILE)",
+            by.join("; ")
         ));
     }
     if let Some(w_) = error_replies_warning(h) {

@@ -105,6 +105,9 @@ impl TableLayout for HttpLayout {
             e.client_timeout, e.connect_refused, e.connect_reset, e.no_local_port, e.no_descriptor, e.bad_response,
             e.other
         );
+        for (reason, n) in &h.tls_errors {
+            let _ = writeln!(o, "  TLS failures            {n}: {reason}");
+        }
         if let (Some(sc), Some(u)) = (&r.summary.schedule, &h.unsent) {
             let _ = writeln!(
                 o,

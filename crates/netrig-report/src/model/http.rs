@@ -68,6 +68,11 @@ pub struct HttpSummary {
     /// The whole run, warm-up and the drain after the window included:
     /// what the server saw.
     pub total: HttpTotals,
+    /// HTTPS: connections whose TLS failed (the server's certificate
+    /// refused, an alert, a peer not speaking TLS), by reason, over the
+    /// whole run; those with a request on them are in `errors.other`.
+    #[serde(default)]
+    pub tls_errors: BTreeMap<String, u64>,
     /// Figures not measured, each with the reason.
     pub withheld: Vec<String>,
     /// `--clients N`: each client process's part (the figures above are

@@ -316,3 +316,104 @@ fn replies_are_counted_by_status_class_and_mostly_404_is_named() {
     assert_eq!(s["point"], 0, "{}", v["tests"][0]["saturation"]);
     assert!(s["reason"].as_str().unwrap_or("").contains("reply rate"), "{s}");
 }
+
+/// HTTPS against netrig's own server with a self-signed certificate: without
+/// -k the run stops at once, naming the cause (untrusted issuer) once and
+/// the options that change it; with --cacert (curl's name) and the name the
+/// certificate holds it runs; so does -k.
+#[test]
+fn an_untrusted_certificate_is_named_and_stops_the_run() {
+    let cert = rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).unwrap();
+    let dir = std::env::temp_dir().join(format!("netrig-it-tls-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (crt, key) = (dir.join("cert.pem"), dir.join("key.pem"));
+    std::fs::write(&crt, cert.cert.pem()).unwrap();
+    std::fs::write(&key, cert.key_pair.serialize_pem()).unwrap();
+    let (crt, key) = (crt.to_str().unwrap(), key.to_str().unwrap());
+    let srv = crate::http_server::start(&[
+        "http-serve",
+        "--bind",
+        "127.0.0.1",
+        "-p",
+        "0",
+        "--threads",
+        "1",
+        "--tls-cert",
+        crt,
+        "--tls-key",
+        key,
+    ]);
+    let port = srv.addr.port().to_string();
+    let url = format!("https://localhost:{port}/bytes/100");
+    let t = Instant::now();
+    let o = run(&[
+        "http",
+        "--url",
+        &url,
+        "-H",
+        "127.0.0.1",
+        "-p",
+        &port,
+        "-c",
+        "4",
+        "-t",
+        "1",
+        "-d",
+        "20",
+    ]);
+    let took = t.elapsed();
+    let err = stderr(&o);
+    assert!(!o.status.success(), "{}", stdout(&o));
+    assert!(
+        took < Duration::from_secs(10),
+        "it stopped early, not after -d 20: {took:?}"
+    );
+    assert_eq!(err.matches("untrusted issuer").count(), 1, "named once: {err}");
+    assert!(
+        err.contains("-k/--insecure") && err.contains("--cacert FILE"),
+        "{err}"
+    );
+
+    let v = run_json(&[
+        "http",
+        "--url",
+        &url,
+        "-H",
+        "127.0.0.1",
+        "-p",
+        &port,
+        "--cacert",
+        crt,
+        "-c",
+        "2",
+        "-n",
+        "20",
+    ]);
+    assert_eq!(
+        u(&v, "/summary/http/success_responses"),
+        20,
+        "{}",
+        v["summary"]["http"]
+    );
+    let v = run_json(&[
+        "http",
+        "--url",
+        &url,
+        "-H",
+        "127.0.0.1",
+        "-p",
+        &port,
+        "-k",
+        "-c",
+        "2",
+        "-n",
+        "20",
+    ]);
+    assert_eq!(
+        u(&v, "/summary/http/success_responses"),
+        20,
+        "{}",
+        v["summary"]["http"]
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
