@@ -205,6 +205,17 @@ pub(crate) fn sum(
     }
     s.tx_throughput_bps = s.http.as_ref().map(|h| netrig_report::bps(h.request_bytes, secs));
     s.rx_throughput_bps = Some(s.throughput_bps);
+    // Each client's totals were judged in its own process against the
+    // kernel's readings there; client 0's readings do not bracket the
+    // others' runs, so the sum is not judged against them.
+    out.witness = netrig_report::witness::WitnessResult {
+        withheld: vec![format!(
+            "{}: the {n} clients' sum is not checked against the kernel: each client's readings bracket only its \
+             own run (each client judged its own totals; a disagreement is among the warnings)",
+            netrig_report::witness::CLIENTS_WITHHELD
+        )],
+        ..Default::default()
+    };
     out.config.flows = spec.flows;
     out.config.workers = Some(out.workers.local.len() as u32);
     Ok(out)

@@ -9,6 +9,7 @@
 mod clients;
 mod result;
 mod table;
+mod witness;
 
 use crate::kind::{Ends, KindDef, LocalEnd, OneEnded, Planned, Workloads};
 use crate::units::{parse_seconds, parse_size};
@@ -377,6 +378,9 @@ impl OneEnded for Http {
             cpus: local.cpus.clone(),
             measure_cpu: spec.measure_cpu,
         };
+        // The witness's readings bracket the whole run (the threads start
+        // after the first, and have ended before the last).
+        let witness = witness::Readings::before(server, local.bind);
         let counters_before = netrig_metrics::read_kernel_counters().ok();
         let stop = || ctl.abort_reason();
         let mut on_interval = |i: &netrig_http_load::IntervalSample| observer(&result::interval(i));
@@ -386,8 +390,10 @@ impl OneEnded for Http {
                 netrig_proto::report::CounterReport::between(&b, &a, netrig_metrics::read_conntrack())
             })
         });
+        let witness = witness.after(&report);
         let mut r = result::assemble(spec, s, &config, server, &report, counters);
         r.warnings.extend(result::warnings(s, &r));
+        witness::judge(&mut r, witness);
         Ok(r)
     }
 

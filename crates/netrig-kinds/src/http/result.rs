@@ -150,6 +150,7 @@ pub(crate) fn assemble(
         }),
         total: HttpTotals {
             requests_sent: r.total.sent,
+            request_bytes: r.total.bytes_out,
             responses: r.total.responses,
             response_bytes: r.total.bytes_in,
             connections_opened: r.total.connections,

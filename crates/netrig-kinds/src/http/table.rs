@@ -145,6 +145,10 @@ impl TableLayout for HttpLayout {
                 c.client, c.address, c.connections, c.requests_sent, c.responses, c.replies_per_s, c.errors
             );
         }
+        o.push_str(&netrig_report::table::witness_lines(
+            r,
+            "over the whole run (warm-up and drain included)",
+        ));
         o
     }
 

@@ -130,6 +130,9 @@ pub struct HttpUnsent {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct HttpTotals {
     pub requests_sent: u64,
+    /// Request bytes written (HTTP bytes: the plaintext under TLS).
+    #[serde(default)]
+    pub request_bytes: u64,
     pub responses: u64,
     pub response_bytes: u64,
     pub connections_opened: u64,
@@ -156,6 +159,7 @@ impl HttpTotals {
     /// Another run's whole-run counts added to these.
     pub fn add(&mut self, o: &HttpTotals) {
         self.requests_sent += o.requests_sent;
+        self.request_bytes += o.request_bytes;
         self.responses += o.responses;
         self.response_bytes += o.response_bytes;
         self.connections_opened += o.connections_opened;

@@ -417,3 +417,92 @@ fn an_untrusted_certificate_is_named_and_stops_the_run() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The http kind's witness: its whole run's counts beside this host's
+/// kernel (Tcp.ActiveOpens, segments, the loopback's bytes) agree on a
+/// normal run; the server host's checks are withheld, saying why, without
+/// --server-agent, and made (Tcp.PassiveOpens) with it.
+#[test]
+fn the_http_witness_checks_the_run_against_the_kernel_and_the_server_host() {
+    let srv = crate::http_server::start(&["http-serve", "--bind", "127.0.0.1", "-p", "0", "--threads", "1"]);
+    let url = format!("http://{}/bytes/1024", srv.addr);
+    let checks = |v: &serde_json::Value| -> Vec<(String, String, String)> {
+        v["witness"]["checks"]
+            .as_array()
+            .expect("witness.checks")
+            .iter()
+            .map(|c| {
+                (
+                    c["end"].as_str().unwrap().to_string(),
+                    c["kernel_source"].as_str().unwrap().to_string(),
+                    c["verdict"].as_str().unwrap().to_string(),
+                )
+            })
+            .collect()
+    };
+    let v = run_json(&[
+        "http",
+        "--url",
+        &url,
+        "-c",
+        "3",
+        "-t",
+        "1",
+        "-n",
+        "300",
+        "--new-conn",
+    ]);
+    let c = checks(&v);
+    for want in [
+        "Tcp.ActiveOpens",
+        "Tcp.OutSegs",
+        "Tcp.InSegs",
+        "lo tx_bytes",
+        "lo rx_bytes",
+    ] {
+        assert!(
+            c.iter()
+                .any(|(e, s, verdict)| e == "local" && s == want && verdict == "agrees"),
+            "{want} missing or not agreeing: {}",
+            v["witness"]
+        );
+    }
+    let opens = v["witness"]["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["kernel_source"] == "Tcp.ActiveOpens")
+        .unwrap();
+    assert_eq!(opens["netrig"], 300, "a connection per request: {opens}");
+    let withheld = v["witness"]["withheld"].to_string();
+    assert!(
+        withheld.contains("server host") && withheld.contains("--server-agent"),
+        "{withheld}"
+    );
+    assert!(warnings_about(&v, "witness").is_empty(), "{}", v["warnings"]);
+
+    let agent = Served::start(&[]);
+    let at = format!("127.0.0.1:{}", agent.port);
+    let v = run_json(&[
+        "http",
+        "--url",
+        &url,
+        "-c",
+        "3",
+        "-t",
+        "1",
+        "-n",
+        "300",
+        "--new-conn",
+        "--server-agent",
+        &at,
+    ]);
+    let c = checks(&v);
+    assert!(
+        c.iter()
+            .any(|(e, s, verdict)| e == "remote" && s == "Tcp.PassiveOpens" && verdict == "agrees"),
+        "{}",
+        v["witness"]
+    );
+    assert!(v["witness"]["withheld"].is_null(), "{}", v["witness"]);
+}

@@ -314,6 +314,13 @@ fn two_client_processes_from_their_own_addresses_are_summed_and_agree_with_the_s
     let parts: u64 = clients.iter().map(|c| c["responses"].as_u64().unwrap()).sum();
     assert_eq!(h["responses"].as_u64().unwrap(), parts);
     assert_eq!(v["summary"]["transactions"].as_u64().unwrap(), parts);
+    // The sum is not judged against client 0's kernel readings, and says why.
+    assert!(v["witness"]["checks"].as_array().unwrap().is_empty());
+    assert!(
+        v["witness"]["withheld"].to_string().contains("--clients"),
+        "{}",
+        v["witness"]
+    );
     assert_eq!(h["connections"], 4);
     // The server answered every request of the whole run (the window's, the
     // warm-up's and the drain's) as the clients counted them, byte for byte
