@@ -94,6 +94,10 @@ impl TableLayout for HttpLayout {
                 statuses.join(", ")
             }
         );
+        if !h.status_classes.is_empty() {
+            let classes: Vec<String> = h.status_classes.iter().map(|(c, n)| format!("{c} {n}")).collect();
+            let _ = writeln!(o, "  Reply status            {}", classes.join(" "));
+        }
         if h.non_success_responses > 0 {
             let _ = writeln!(o, "  Non-2xx or 3xx responses {}", h.non_success_responses);
         }
