@@ -180,8 +180,10 @@ impl Cause {
 pub struct Counts {
     /// Requests whose last byte was written.
     pub sent: u64,
-    /// Whole responses received.
+    /// Whole responses received, whatever their status.
     pub responses: u64,
+    /// Of those, the ones with a 2xx or 3xx status.
+    pub successes: u64,
     /// Bytes received, heads and bodies (after TLS: HTTP bytes).
     pub bytes_in: u64,
     /// Of those, body payload bytes.
@@ -199,6 +201,7 @@ impl Counts {
     fn add(&mut self, o: &Counts) {
         self.sent += o.sent;
         self.responses += o.responses;
+        self.successes += o.successes;
         self.bytes_in += o.bytes_in;
         self.body_bytes += o.body_bytes;
         self.bytes_out += o.bytes_out;
@@ -235,7 +238,9 @@ pub struct IntervalSample {
     pub start_s: f64,
     pub end_s: f64,
     pub sent: u64,
+    /// Responses, whatever their status, and those with a 2xx or 3xx one.
     pub responses: u64,
+    pub successes: u64,
     pub bytes_in: u64,
     pub errors: u64,
 }
@@ -281,6 +286,11 @@ pub struct Report {
     pub intervals: Vec<IntervalSample>,
     pub threads: Vec<ThreadCpu>,
     pub ended: Ended,
+    /// HTTPS: connections whose TLS failed (refused by rustls: the server's
+    /// certificate, an alert, a peer not speaking TLS), by reason in words;
+    /// these failures are counted in `errors.other` when a request was on
+    /// the connection.
+    pub tls_errors: BTreeMap<String, u64>,
     /// Requests still in flight when the drain ended (not answered).
     pub abandoned: u64,
     /// This host's CPU over the window (/proc/stat), when measured; the
@@ -296,7 +306,15 @@ pub enum Error {
     Stopped(String),
     #[error("load thread: {0}")]
     Thread(String),
+    /// HTTPS: every connection failed its TLS handshake the same way before
+    /// any succeeded, so the run stopped (as curl and wrk stop).
+    #[error("{0}")]
+    Tls(String),
 }
+
+/// HTTPS: TLS failures before any connection succeeded that stop a run
+/// (at most this many, fewer with fewer connections).
+pub const TLS_GIVE_UP: u64 = 8;
 
 /// Running counts one thread publishes for interval samples.
 #[derive(Default)]
@@ -304,6 +322,7 @@ pub enum Error {
 pub(crate) struct Live {
     pub sent: AtomicU64,
     pub responses: AtomicU64,
+    pub successes: AtomicU64,
     pub bytes_in: AtomicU64,
     pub errors: AtomicU64,
 }
@@ -315,6 +334,15 @@ pub(crate) struct Shared {
     pub live: Vec<Live>,
     /// Requests left to start, with `-n`.
     pub budget: Option<AtomicU64>,
+    /// HTTPS: a response came back over TLS (a handshake succeeded).
+    pub tls_ok: AtomicBool,
+    /// HTTPS: connections whose TLS failed, all threads.
+    pub tls_failed: AtomicU64,
+    /// HTTPS: TLS failures before any success that stop the run.
+    pub tls_give_up: u64,
+    /// Why the run stopped early: the TLS failure's reason, and whether it
+    /// is the server's certificate.
+    pub fatal: OnceLock<(String, bool)>,
 }
 
 impl Shared {
@@ -373,6 +401,10 @@ pub fn run(
         start: OnceLock::new(),
         live: (0..threads).map(|_| Live::default()).collect(),
         budget: c.requests.map(AtomicU64::new),
+        tls_ok: AtomicBool::new(false),
+        tls_failed: AtomicU64::new(0),
+        tls_give_up: TLS_GIVE_UP.min(u64::from(c.connections)),
+        fatal: OnceLock::new(),
     });
     let ready = Arc::new(Barrier::new(threads + 1));
     let go = Arc::new(Barrier::new(threads + 1));
@@ -411,11 +443,11 @@ pub fn run(
     let mut cpu_first = if c.omit.is_zero() { Some(read_cpu()) } else { None };
     let mut stopped = None;
     let mut intervals = Vec::new();
-    let mut last = (0u64, 0u64, 0u64, 0u64);
+    let mut last = (0u64, 0u64, 0u64, 0u64, 0u64);
     let mut tick = c.interval.map(|i| (start + i, i));
     loop {
         let now = Instant::now();
-        if now >= end || handles.iter().all(|h| h.is_finished()) {
+        if now >= end || shared.fatal.get().is_some() || handles.iter().all(|h| h.is_finished()) {
             break;
         }
         if let Some(r) = stop() {
@@ -427,12 +459,13 @@ pub fn run(
         }
         if let Some((at, every)) = tick {
             if now >= at {
-                let live = shared.live.iter().fold((0, 0, 0, 0), |a, l| {
+                let live = shared.live.iter().fold((0, 0, 0, 0, 0), |a, l| {
                     (
                         a.0 + l.sent.load(Ordering::Relaxed),
                         a.1 + l.responses.load(Ordering::Relaxed),
                         a.2 + l.bytes_in.load(Ordering::Relaxed),
                         a.3 + l.errors.load(Ordering::Relaxed),
+                        a.4 + l.successes.load(Ordering::Relaxed),
                     )
                 });
                 let s = IntervalSample {
@@ -441,6 +474,7 @@ pub fn run(
                     end_s: (now - start).as_secs_f64(),
                     sent: live.0 - last.0,
                     responses: live.1 - last.1,
+                    successes: live.4 - last.4,
                     bytes_in: live.2 - last.2,
                     errors: live.3 - last.3,
                 };
@@ -470,6 +504,18 @@ pub fn run(
     }
     if let Some(r) = stopped {
         return Err(Error::Stopped(r));
+    }
+    if let Some((reason, certificate)) = shared.fatal.get() {
+        let n = shared.tls_failed.load(Ordering::Relaxed);
+        return Err(Error::Tls(format!(
+            "HTTPS: {n} connection(s) failed TLS the same way and none succeeded, so the run stopped: {reason}{}",
+            if *certificate {
+                "; to load a server with a self-signed or private-CA certificate, give -k/--insecure (take any \
+                 certificate) or --cacert FILE (trust the CA in FILE, PEM)"
+            } else {
+                ""
+            }
+        )));
     }
     let cpu = match (cpu_first, cpu_last) {
         (Some(Ok(a)), Ok(b)) => Ok(b.usage_since(&a)),

@@ -7,7 +7,7 @@ use rustls::{ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme
 use std::io::{self, Read, Write};
 use std::sync::Arc;
 
-/// The system's CA bundle (Debian's ca-certificates), used without `--ca-file`.
+/// The system's CA bundle (Debian's ca-certificates), used without `--cacert`.
 pub const SYSTEM_CAS: &str = "/etc/ssl/certs/ca-certificates.crt";
 
 /// What every HTTPS connection of a run uses.
@@ -18,7 +18,7 @@ pub struct Tls {
 }
 
 impl Tls {
-    /// A client for `server_name` trusting the CAs in `ca_file` (PEM; the
+    /// A client for `server_name` trusting the CAs in `ca_file` (`--cacert`, PEM; the
     /// system's bundle when `None`), or any certificate with `insecure`.
     pub fn new(server_name: &str, ca_file: Option<&str>, insecure: bool) -> Result<Tls, String> {
         let name = ServerName::try_from(server_name.to_string())
@@ -35,7 +35,7 @@ impl Tls {
         } else {
             let path = ca_file.unwrap_or(SYSTEM_CAS);
             let option = if ca_file.is_some() {
-                "--ca-file"
+                "--cacert"
             } else {
                 "the system's CA bundle"
             };
@@ -155,4 +155,53 @@ fn flush<S: Write>(tls: &mut rustls::ClientConnection, sock: &mut S) -> io::Resu
         }
     }
     Ok(())
+}
+
+/// Why a TLS connection failed, in words, when rustls refused it (the
+/// server's certificate, its alerts, a peer that does not speak TLS);
+/// `None` for an error of the socket (counted by its errno).
+pub fn reason(e: &io::Error) -> Option<String> {
+    let r = e.get_ref()?.downcast_ref::<rustls::Error>()?;
+    Some(describe(r))
+}
+
+/// A rustls error as a user reads it: the cause named once (untrusted
+/// issuer, name mismatch, expired, ...), rustls's own words after it.
+pub fn describe(e: &rustls::Error) -> String {
+    use rustls::{CertificateError as C, Error as E};
+    let what = match e {
+        E::InvalidCertificate(c) => match c {
+            C::UnknownIssuer => {
+                "the server's certificate is not signed by a trusted CA (untrusted issuer: \
+                                 self-signed, or a private CA)"
+            }
+            C::NotValidForName | C::NotValidForNameContext { .. } => {
+                "the server's certificate is not valid for the name asked (name mismatch: the URL's host, or \
+                 --host-header)"
+            }
+            C::Expired | C::ExpiredContext { .. } => "the server's certificate has expired",
+            C::NotValidYet | C::NotValidYetContext { .. } => "the server's certificate is not valid yet",
+            C::Revoked => "the server's certificate is revoked",
+            C::BadSignature => "the server's certificate has a bad signature",
+            C::Other(o) if format!("{o:?}").contains("CaUsedAsEndEntity") => {
+                "the server's certificate is a CA certificate used as a server's (untrusted issuer; \
+                 `openssl req -x509` makes one unless told -addext basicConstraints=critical,CA:FALSE)"
+            }
+            _ => "the server's certificate was refused",
+        },
+        E::AlertReceived(_) => "the server refused the handshake",
+        E::InvalidMessage(_) | E::InappropriateMessage { .. } | E::InappropriateHandshakeMessage { .. } => {
+            "the server did not answer in TLS (is it plain HTTP? then use http://)"
+        }
+        E::PeerIncompatible(_) => "the server offers no TLS version or cipher this client takes",
+        E::NoCertificatesPresented => "the server presented no certificate",
+        _ => "the TLS handshake failed",
+    };
+    format!("{what} ({e})")
+}
+
+/// The reason names the server's certificate: trusting it (`--insecure`,
+/// `--cacert`) is what can change it.
+pub fn is_certificate(e: &rustls::Error) -> bool {
+    matches!(e, rustls::Error::InvalidCertificate(_))
 }

@@ -110,6 +110,7 @@ pub(crate) struct End {
     cpu: ThreadCpu,
     abandoned: u64,
     budget_left: bool,
+    tls_errors: std::collections::BTreeMap<String, u64>,
 }
 
 pub(crate) struct Worker {
@@ -138,6 +139,12 @@ pub(crate) struct Worker {
     window_end: Option<Instant>,
     end: End,
     stopping: bool,
+    /// HTTPS: TLS failures not yet added to the shared count; whether the
+    /// last was the server's certificate; whether this thread has told the
+    /// others that a handshake succeeded.
+    tls_fresh: u64,
+    tls_cert: bool,
+    tls_ok_told: bool,
 }
 
 fn cpu_now() -> f64 {
@@ -204,8 +211,12 @@ impl Worker {
                 },
                 abandoned: 0,
                 budget_left: false,
+                tls_errors: Default::default(),
             },
             stopping: false,
+            tls_fresh: 0,
+            tls_cert: false,
+            tls_ok_told: false,
             p,
         })
     }
@@ -305,6 +316,9 @@ impl Worker {
             }
             self.ready = ready;
             self.publish(shared);
+            if self.tls_fresh > 0 {
+                self.tls_give_up(shared);
+            }
         }
         let now = Instant::now();
         self.end.abandoned = self.in_flight as u64;
@@ -333,6 +347,21 @@ impl Worker {
         Ok(self.end)
     }
 
+    /// Adds this thread's TLS failures to the shared count; when they reach
+    /// the limit before any handshake succeeded anywhere, the run stops with
+    /// the commonest reason (every connection fails the same way: curl and
+    /// wrk stop too).
+    fn tls_give_up(&mut self, shared: &Shared) {
+        let n = shared.tls_failed.fetch_add(self.tls_fresh, Ordering::Relaxed) + self.tls_fresh;
+        self.tls_fresh = 0;
+        if n >= shared.tls_give_up && !shared.tls_ok.load(Ordering::Relaxed) {
+            if let Some((reason, _)) = self.end.tls_errors.iter().max_by_key(|(_, n)| **n) {
+                let _ = shared.fatal.set((reason.clone(), self.tls_cert));
+            }
+            shared.stop.store(true, Ordering::Relaxed);
+        }
+    }
+
     fn budget_gone(&self, shared: &Shared) -> bool {
         shared
             .budget
@@ -345,6 +374,7 @@ impl Worker {
         let t = &self.end.total;
         l.sent.store(t.sent, Ordering::Relaxed);
         l.responses.store(t.responses, Ordering::Relaxed);
+        l.successes.store(t.successes, Ordering::Relaxed);
         l.bytes_in.store(t.bytes_in, Ordering::Relaxed);
         l.errors.store(t.errors.total(), Ordering::Relaxed);
     }
@@ -484,7 +514,10 @@ impl Worker {
             if let Some(t) = &self.p.tls {
                 match t.connect() {
                     Ok(tc) => c.tls = Some(Box::new(tc)),
-                    Err(_) => return self.after_fail(i, Cause::Other, shared, now),
+                    Err(e) => {
+                        let cause = self.tls_failure(&e);
+                        return self.after_fail(i, cause, shared, now);
+                    }
                 }
             }
             c.phase = Phase::Ready;
@@ -523,7 +556,25 @@ impl Worker {
         let (Some(t), Some(s)) = (&mut c.tls, &mut c.sock) else {
             return Ok(crate::tls::Pumped::Blocked);
         };
-        crate::tls::pump(t, s).map_err(|e| tls_cause(&e))
+        match crate::tls::pump(t, s) {
+            Ok(p) => Ok(p),
+            Err(e) => Err(self.tls_failure(&e)),
+        }
+    }
+
+    /// A TLS connection's error: rustls's refusals counted by reason (and
+    /// toward giving up), the socket's by errno.
+    fn tls_failure(&mut self, e: &io::Error) -> Cause {
+        let Some(reason) = crate::tls::reason(e) else {
+            return tls_cause(e);
+        };
+        *self.end.tls_errors.entry(reason).or_default() += 1;
+        self.tls_fresh += 1;
+        self.tls_cert = e
+            .get_ref()
+            .and_then(|x| x.downcast_ref::<rustls::Error>())
+            .is_some_and(crate::tls::is_certificate);
+        Cause::Other
     }
 
     /// Writes what is left of the request.
@@ -683,6 +734,7 @@ impl Worker {
                 continue;
             }
             counts.responses += 1;
+            counts.successes += u64::from((200..400).contains(&r.status));
             counts.bytes_in += bytes;
             counts.body_bytes += r.body_bytes;
             *counts.statuses.entry(r.status).or_default() += 1;
@@ -693,6 +745,10 @@ impl Worker {
                 .record(latency.as_nanos().min(u128::from(u64::MAX)) as u64);
         }
         self.end.last_done = Some(now);
+        if self.p.tls.is_some() && !self.tls_ok_told {
+            shared.tls_ok.store(true, Ordering::Relaxed);
+            self.tls_ok_told = true;
+        }
         if r.close || self.p.new_conn {
             self.close(i);
         }
@@ -784,7 +840,11 @@ pub(crate) fn merge(c: &Config, start: Instant, ends: Vec<End>, intervals: Vec<I
     let mut last: Option<Instant> = None;
     let mut abandoned = 0;
     let mut budget_left = false;
+    let mut tls_errors = std::collections::BTreeMap::new();
     for e in ends {
+        for (r, n) in &e.tls_errors {
+            *tls_errors.entry(r.clone()).or_default() += n;
+        }
         window.add(&e.window);
         total.add(&e.total);
         latency.merge(&e.latency);
@@ -830,6 +890,7 @@ pub(crate) fn merge(c: &Config, start: Instant, ends: Vec<End>, intervals: Vec<I
         intervals,
         threads,
         ended,
+        tls_errors,
         abandoned,
         cpu: Err("not measured".into()),
     }

@@ -94,14 +94,57 @@ fn https_with_insecure_and_with_the_ca_file() {
     assert_eq!(r.window.connections, 50, "a handshake per request");
     assert_eq!(s.requests.load(Ordering::Relaxed), 250);
 
-    // The right CA for another name: refused, counted under other.
+    // The right CA for another name: every connection refused the same
+    // way, so the run stops at once and names the cause.
     let mut c3 = c.clone();
     c3.requests = Some(4);
     c3.tls = Some(Tls::new("example.org", Some(ca.to_str().unwrap()), false).unwrap());
-    let r = common::run(&c3);
-    assert_eq!(r.window.errors.other, 4, "{:?}", r.window.errors);
+    let e = netrig_http_load::run(&c3, &|| None, &mut |_| {})
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("name mismatch") && e.contains("--insecure"), "{e}");
     assert!(Tls::new("localhost", Some("/nonexistent/ca.pem"), false)
         .unwrap_err()
-        .contains("--ca-file /nonexistent/ca.pem"));
+        .contains("--cacert /nonexistent/ca.pem"));
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A self-signed server and the system's CAs (what a user gets without
+/// -k): every connection fails the same way, the run stops within a
+/// fraction of its length, and the error names the cause once (untrusted
+/// issuer) and the options that change it.
+#[test]
+fn an_untrusted_certificate_stops_the_run_and_says_why() {
+    let s = tls_server();
+    let mut c = common::config(s.addr);
+    c.connections = 4;
+    c.threads = 2;
+    c.duration = Duration::from_secs(20);
+    c.tls = Some(Tls::new("localhost", None, false).unwrap());
+    let t = std::time::Instant::now();
+    let e = netrig_http_load::run(&c, &|| None, &mut |_| {})
+        .unwrap_err()
+        .to_string();
+    assert!(
+        t.elapsed() < Duration::from_secs(10),
+        "stopped after {:?}",
+        t.elapsed()
+    );
+    assert!(e.contains("untrusted issuer"), "{e}");
+    assert!(e.contains("-k/--insecure") && e.contains("--cacert FILE"), "{e}");
+    assert_eq!(e.matches("untrusted issuer").count(), 1, "named once: {e}");
+    assert_eq!(s.requests.load(Ordering::Relaxed), 0);
+}
+
+/// rustls's errors named as a user reads them.
+#[test]
+fn tls_errors_are_described_by_cause() {
+    use netrig_http_load::tls::{describe, is_certificate};
+    use rustls::{CertificateError as C, Error as E};
+    let unknown = E::InvalidCertificate(C::UnknownIssuer);
+    assert!(describe(&unknown).contains("untrusted issuer") && is_certificate(&unknown));
+    assert!(describe(&E::InvalidCertificate(C::NotValidForName)).contains("name mismatch"));
+    assert!(describe(&E::InvalidCertificate(C::Expired)).contains("expired"));
+    let plain = E::InvalidMessage(rustls::InvalidMessage::InvalidContentType);
+    assert!(describe(&plain).contains("plain HTTP") && !is_certificate(&plain));
 }

@@ -374,6 +374,47 @@ pub fn attach(result: &mut TestResult, agent: String, view: &HostView) {
     if let Some(h) = &mut result.summary.http {
         h.withheld.retain(|w| !w.starts_with(SERVER_NOT_WATCHED));
     }
+    rejudge_http(result);
+}
+
+/// The http kind's witness judged again, now with the server host's
+/// counters (or the reason they are missing) beside this host's.
+fn rejudge_http(result: &mut TestResult) {
+    let (Some(h), Some(host)) = (&result.summary.http, &result.server_host) else {
+        return;
+    };
+    // Never judged (not the kind's), or withheld as a whole (a --clients sum).
+    let w = &result.witness;
+    if (w.checks.is_empty() && w.local.is_none() && w.withheld.is_empty())
+        || w.withheld
+            .iter()
+            .any(|r| r.starts_with(crate::witness::CLIENTS_WITHHELD))
+    {
+        return;
+    }
+    let local = result
+        .witness
+        .local
+        .as_ref()
+        .ok_or("the kernel counters could not be read");
+    let server = match &host.counters_withheld {
+        Some(why) => Err(why.as_str()),
+        None => Ok(&host.counters),
+    };
+    let (checks, warnings, withheld) = crate::witness::judge_http(
+        &h.total,
+        h.connections,
+        u64::from(result.config.request_size.unwrap_or(0)),
+        local,
+        server,
+    );
+    for w in warnings {
+        if !result.warnings.contains(&w) {
+            result.warnings.push(w);
+        }
+    }
+    result.witness.checks = checks;
+    result.witness.withheld = withheld;
 }
 
 /// How a one-ended kind's withheld figures begin when no agent watched the

@@ -868,7 +868,7 @@ fn details(r: &TestResult) -> String {
             let _ = writeln!(out, "{l}");
         }
     }
-    out.push_str(&witness_lines(r));
+    out.push_str(&witness_lines(r, "over the same window"));
     let env_line = |e: &crate::model::measure::Environment| {
         let s = |k: &str| e.sysctls.get(k).cloned().unwrap_or_else(|| "?".into());
         format!(
@@ -1103,17 +1103,18 @@ pub fn render_suite(results: &[TestResult]) -> String {
     out
 }
 
-/// The witness: each figure beside the kernel's count of it.
-fn witness_lines(r: &TestResult) -> String {
+/// The witness: each figure beside the kernel's count of it (`span`: what
+/// the counts are over, "over the same window"), and the checks withheld.
+pub fn witness_lines(r: &TestResult, span: &str) -> String {
     let mut out = String::new();
     let w = &r.witness;
-    if w.checks.is_empty() {
+    if w.checks.is_empty() && w.withheld.is_empty() {
         return out;
     }
     let secs = w.local.as_ref().map_or(0.0, |l| l.window_s);
     let _ = writeln!(
         out,
-        "\nWitness: the kernel's own counts over the same window ({secs:.2} s){}",
+        "\nWitness: the kernel's own counts {span} ({secs:.2} s){}",
         if w.shared_counters {
             "; both ends read this host's counters"
         } else {
@@ -1138,6 +1139,9 @@ fn witness_lines(r: &TestResult) -> String {
             c.ratio.map_or_else(|| "-".into(), |r| format!("{r:.4}")),
             c.verdict
         );
+    }
+    for why in &w.withheld {
+        let _ = writeln!(out, "  withheld: {why}");
     }
     out
 }

@@ -62,6 +62,10 @@ pub struct WitnessResult {
     /// True when both ends read the same host counters (one host, one
     /// network namespace): their host checks are the same and shown once.
     pub shared_counters: bool,
+    /// Checks that could not be made, each with the reason (the http kind:
+    /// the server host's, without `--server-agent`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub withheld: Vec<String>,
 }
 
 struct Judge<'a> {
@@ -458,6 +462,189 @@ fn judge_host(
     (j.checks, j.warnings)
 }
 
+/// How the http kind's witness begins when `--clients N` withholds it.
+pub const CLIENTS_WITHHELD: &str = "--clients";
+
+/// Why the server host's checks are withheld when no agent watched it.
+pub const SERVER_NOT_WATCHED: &str =
+    "not watched (--server-agent HOST asks the netrig agent on the server's host for them)";
+
+/// The http kind's witness (a load generator with no agent of its own):
+/// its whole run's counts (warm-up and drain included) beside the kernel
+/// counters this host read just before its threads started and just after
+/// they ended (`local`: its `kernel` deltas and the interface toward the
+/// server), and, with `--server-agent`, the server host's counter deltas
+/// (its checks' end is `remote`)
+/// over the agent's watch, which brackets the run (`server`: `Ok` with the
+/// deltas, `Err` with why there are none). Every check is a bound: the
+/// kernel's counts include netrig's and every other socket's. A check that
+/// cannot be made is named in the third list, with the reason.
+pub fn judge_http(
+    total: &crate::http::HttpTotals,
+    connections: u32,
+    request_len: u64,
+    local: Result<&WitnessReport, &str>,
+    server: Result<&std::collections::BTreeMap<String, i64>, &str>,
+) -> (Vec<WitnessCheck>, Vec<String>, Vec<String>) {
+    // What of a count is netrig's cannot be told apart (ACKs, handshakes,
+    // headers, the server's own bytes on loopback): no `other` for it.
+    const UNSPLIT: u64 = u64::MAX;
+    let mut withheld = Vec::new();
+    let mut checks = Vec::new();
+    let mut warnings = Vec::new();
+    let opened = "HTTP connections opened";
+    let opened_unit = "connections (connect(2) succeeded)";
+    let mut judge = |end: &str,
+                     rows: &[(&str, u64, &str, &str, &str, u64, u64)],
+                     counters: &dyn Fn(&str) -> Option<u64>,
+                     withheld: &mut Vec<String>| {
+        let mut j = Judge {
+            end,
+            checks: Vec::new(),
+            warnings: Vec::new(),
+        };
+        for &(figure, netrig, unit, source, kernel_unit, tolerance, explained) in rows {
+            match counters(source) {
+                Some(k) => j.check(
+                    figure,
+                    netrig,
+                    unit,
+                    k,
+                    source,
+                    kernel_unit,
+                    true,
+                    tolerance,
+                    k,
+                    explained,
+                ),
+                None => withheld.push(format!(
+                    "{end}: {figure} against {source}: the kernel's count was not read"
+                )),
+            }
+        }
+        checks.append(&mut j.checks);
+        // Other sockets on the host add to every count: only a count below
+        // netrig's (which cannot be) is worth a word.
+        warnings.extend(j.warnings.into_iter().filter(|w| w.contains("exceeds")));
+    };
+    match local {
+        Ok(w) => {
+            let k = |name: &str| w.kernel.get(name).map(|v| (*v).max(0) as u64);
+            let rows = [
+                (
+                    opened,
+                    total.connections_opened,
+                    opened_unit,
+                    "Tcp.ActiveOpens",
+                    "connections opened (connect(2) on every socket, failed ones too)",
+                    0,
+                    total.connections_opened.saturating_add(total.errors),
+                ),
+                (
+                    "HTTP requests sent",
+                    total.requests_sent,
+                    "requests (each leaves in one TCP segment at least)",
+                    "Tcp.OutSegs",
+                    "segments sent (data, ACKs, handshakes of every socket)",
+                    0,
+                    UNSPLIT,
+                ),
+                (
+                    "HTTP responses received",
+                    total.responses,
+                    "responses (each came in one TCP segment at least)",
+                    "Tcp.InSegs",
+                    "segments received (every socket)",
+                    0,
+                    UNSPLIT,
+                ),
+            ];
+            judge("local", &rows, &k, &mut withheld);
+            if w.interfaces.is_empty() {
+                withheld.push(
+                    "local: HTTP bytes against the interface's: no interface holds the address the \
+                     connections leave from"
+                        .into(),
+                );
+            } else {
+                let names: Vec<&str> = w.interfaces.iter().map(|i| i.name.as_str()).collect();
+                let names = names.join("+");
+                let tx: u64 = w.interfaces.iter().fold(0, |n, i| n.saturating_add(i.tx_bytes));
+                let rx: u64 = w.interfaces.iter().fold(0, |n, i| n.saturating_add(i.rx_bytes));
+                let (tx_src, rx_src) = (format!("{names} tx_bytes"), format!("{names} rx_bytes"));
+                let bytes = |s: &str| {
+                    if s == tx_src {
+                        Some(tx)
+                    } else {
+                        Some(rx)
+                    }
+                };
+                let rows = [
+                    (
+                        "HTTP request bytes sent",
+                        total.request_bytes,
+                        "bytes (HTTP: the plaintext under TLS)",
+                        tx_src.as_str(),
+                        "bytes on the wire, headers included",
+                        // A request per connection may still sit in its
+                        // socket's queue when the run ends.
+                        u64::from(connections).saturating_mul(request_len),
+                        UNSPLIT,
+                    ),
+                    (
+                        "HTTP response bytes received",
+                        total.response_bytes,
+                        "bytes (HTTP: the plaintext under TLS)",
+                        rx_src.as_str(),
+                        "bytes on the wire, headers included",
+                        0,
+                        UNSPLIT,
+                    ),
+                ];
+                judge("local", &rows, &bytes, &mut withheld);
+            }
+        }
+        Err(why) => withheld.push(format!("local: this host's counts: {why}")),
+    }
+    match server {
+        Ok(c) => {
+            let k = |name: &str| c.get(name).map(|v| (*v).max(0) as u64);
+            // A handshake whose last ACK a full listen queue dropped is a
+            // connection to the client and none to the server's kernel.
+            let dropped = k("TcpExt.ListenDrops")
+                .unwrap_or(0)
+                .max(k("TcpExt.ListenOverflows").unwrap_or(0));
+            let rows = [
+                (
+                    opened,
+                    total.connections_opened,
+                    opened_unit,
+                    "Tcp.PassiveOpens",
+                    "connections accepted on the server host (handshakes completed, every listener; \
+                     those a full listen queue dropped are the tolerance)",
+                    dropped,
+                    total.connections_opened,
+                ),
+                (
+                    "HTTP responses received",
+                    total.responses,
+                    "responses (each left in one TCP segment at least)",
+                    "Tcp.OutSegs",
+                    "segments the server host sent (every socket)",
+                    0,
+                    UNSPLIT,
+                ),
+            ];
+            // The server's end is the result's remote one.
+            judge("remote", &rows, &k, &mut withheld);
+        }
+        Err(why) => withheld.push(format!(
+            "remote: the server host's counts (Tcp.PassiveOpens, Tcp.OutSegs): {why}"
+        )),
+    }
+    (checks, warnings, withheld)
+}
+
 /// Whether both ends ran on one machine (the same boot), whatever their
 /// network namespaces: their CPU figures are then of the same CPUs.
 pub fn same_machine(local: Option<&WitnessReport>, remote: Option<&WitnessReport>) -> bool {
@@ -624,6 +811,109 @@ mod tests {
         // More requests than the host sent datagrams: wrong.
         let (r, _) = judge(&spec, Some(&w(10_000, 5_000)), None, false, None);
         assert_eq!(r.checks[0].verdict, "disagrees");
+    }
+
+    /// http: the run's totals bounded by this host's counters and the
+    /// interface's bytes, and by the server host's with an agent there; a
+    /// count below netrig's disagrees; what cannot be checked says why.
+    #[test]
+    fn http_totals_are_bounded_by_both_hosts_counts() {
+        use crate::http::HttpTotals;
+        let total = HttpTotals {
+            requests_sent: 1000,
+            request_bytes: 50_000,
+            responses: 1000,
+            response_bytes: 1_200_000,
+            connections_opened: 10,
+            errors: 0,
+            ..Default::default()
+        };
+        let local = |opens: i64, rx: u64| WitnessReport {
+            kernel: [
+                ("Tcp.ActiveOpens".to_string(), opens),
+                ("Tcp.OutSegs".to_string(), 2_010),
+                ("Tcp.InSegs".to_string(), 2_010),
+            ]
+            .into_iter()
+            .collect(),
+            interfaces: vec![netrig_proto::report::measure::InterfaceCounters {
+                name: "lo".into(),
+                tx_bytes: 1_400_000,
+                rx_bytes: rx,
+                ..Default::default()
+            }],
+            ..Default::default()
+        };
+        let server: std::collections::BTreeMap<String, i64> = [
+            ("Tcp.PassiveOpens".to_string(), 10),
+            ("Tcp.OutSegs".to_string(), 2_010),
+        ]
+        .into_iter()
+        .collect();
+        let (checks, warn, withheld) = judge_http(&total, 10, 50, Ok(&local(10, 1_400_000)), Ok(&server));
+        assert!(warn.is_empty() && withheld.is_empty(), "{warn:?} {withheld:?}");
+        let sources: Vec<&str> = checks.iter().map(|c| c.kernel_source.as_str()).collect();
+        assert_eq!(
+            sources,
+            [
+                "Tcp.ActiveOpens",
+                "Tcp.OutSegs",
+                "Tcp.InSegs",
+                "lo tx_bytes",
+                "lo rx_bytes",
+                "Tcp.PassiveOpens",
+                "Tcp.OutSegs"
+            ]
+        );
+        assert!(
+            checks
+                .iter()
+                .all(|c| c.verdict == "agrees" && c.relation == "bound"),
+            "{checks:?}"
+        );
+        assert_eq!(checks[3].tolerance, 500, "a request per connection may be unsent");
+        // Fewer connections opened than netrig counted, fewer bytes on the
+        // interface than netrig read: wrong, and said.
+        let (checks, warn, _) = judge_http(&total, 10, 50, Ok(&local(7, 1_000_000)), Ok(&server));
+        let bad: Vec<&str> = checks
+            .iter()
+            .filter(|c| c.verdict == "disagrees")
+            .map(|c| c.kernel_source.as_str())
+            .collect();
+        assert_eq!(bad, ["Tcp.ActiveOpens", "lo rx_bytes"]);
+        assert!(
+            warn.len() == 2 && warn[0].contains("one of them is wrong"),
+            "{warn:?}"
+        );
+        // No agent on the server's host, no interface found: withheld, with why.
+        let mut no_if = local(10, 0);
+        no_if.interfaces.clear();
+        let (checks, _, withheld) = judge_http(&total, 10, 50, Ok(&no_if), Err(SERVER_NOT_WATCHED));
+        assert_eq!(checks.len(), 3);
+        assert!(
+            withheld.len() == 2 && withheld[1].contains("--server-agent"),
+            "{withheld:?}"
+        );
+        assert!(withheld[0].contains("no interface"), "{withheld:?}");
+        // A server host's counters missing one: that check withheld.
+        let partial: std::collections::BTreeMap<String, i64> =
+            [("Tcp.PassiveOpens".to_string(), 12)].into_iter().collect();
+        let (checks, _, withheld) = judge_http(&total, 10, 50, Err("unread"), Ok(&partial));
+        assert_eq!(checks[0].verdict, "agrees");
+        assert!(
+            withheld[0].contains("unread") && withheld[1].contains("Tcp.OutSegs"),
+            "{withheld:?}"
+        );
+        // A listen queue that overflowed: the client's connections whose
+        // last ACK it dropped are not the server's, and not a disagreement.
+        let full: std::collections::BTreeMap<String, i64> = [
+            ("Tcp.PassiveOpens".to_string(), 4),
+            ("TcpExt.ListenOverflows".to_string(), 6),
+        ]
+        .into_iter()
+        .collect();
+        let (checks, _, _) = judge_http(&total, 10, 50, Err("unread"), Ok(&full));
+        assert_eq!((checks[0].verdict.as_str(), checks[0].tolerance), ("agrees", 6));
     }
 
     #[test]

@@ -144,9 +144,10 @@ pub(crate) fn sum(
             for (s, c) in &y.statuses {
                 *x.statuses.entry(s.clone()).or_default() += c;
             }
-            x.client_error_responses += y.client_error_responses;
-            x.server_error_responses += y.server_error_responses;
             x.errors.add(&y.errors);
+            for (r, n) in &y.tls_errors {
+                *x.tls_errors.entry(r.clone()).or_default() += n;
+            }
             if let (Some(u), Some(v)) = (&mut x.unsent, &y.unsent) {
                 u.unsent += v.unsent;
                 u.skipped += v.skipped;
@@ -194,6 +195,7 @@ pub(crate) fn sum(
     if let Some(h) = &mut s.http {
         h.requests_per_s = per_s(h.requests_sent, h.window_s);
         h.replies_per_s = per_s(h.responses, h.window_s);
+        h.classify();
         h.transfer_bps = netrig_report::bps(h.response_bytes, h.window_s);
         h.body_bps = netrig_report::bps(h.body_bytes, h.window_s);
         h.clients = Some(clients);
@@ -203,6 +205,17 @@ pub(crate) fn sum(
     }
     s.tx_throughput_bps = s.http.as_ref().map(|h| netrig_report::bps(h.request_bytes, secs));
     s.rx_throughput_bps = Some(s.throughput_bps);
+    // Each client's totals were judged in its own process against the
+    // kernel's readings there; client 0's readings do not bracket the
+    // others' runs, so the sum is not judged against them.
+    out.witness = netrig_report::witness::WitnessResult {
+        withheld: vec![format!(
+            "{}: the {n} clients' sum is not checked against the kernel: each client's readings bracket only its \
+             own run (each client judged its own totals; a disagreement is among the warnings)",
+            netrig_report::witness::CLIENTS_WITHHELD
+        )],
+        ..Default::default()
+    };
     out.config.flows = spec.flows;
     out.config.workers = Some(out.workers.local.len() as u32);
     Ok(out)

@@ -9,6 +9,7 @@
 mod clients;
 mod result;
 mod table;
+mod witness;
 
 use crate::kind::{Ends, KindDef, LocalEnd, OneEnded, Planned, Workloads};
 use crate::units::{parse_seconds, parse_size};
@@ -95,8 +96,13 @@ pub struct HttpArgs {
     /// Take any server certificate (a self-signed test server's); implies --https.
     #[arg(short = 'k', long = "insecure", help_heading = "HTTPS")]
     insecure: bool,
-    /// Trust the CAs in this PEM file (default: the system's bundle); implies --https.
-    #[arg(long = "ca-file", value_name = "FILE", help_heading = "HTTPS")]
+    /// Trust the CAs in this PEM file (curl's --cacert; default: the system's bundle); implies --https.
+    #[arg(
+        long = "cacert",
+        visible_alias = "ca-file",
+        value_name = "FILE",
+        help_heading = "HTTPS"
+    )]
     ca_file: Option<String>,
     /// Longest response head in bytes, K/M = 1024-based (default 64K).
     #[arg(long = "max-header", value_parser = parse_size, value_name = "SIZE", help_heading = "Bounds")]
@@ -372,6 +378,9 @@ impl OneEnded for Http {
             cpus: local.cpus.clone(),
             measure_cpu: spec.measure_cpu,
         };
+        // The witness's readings bracket the whole run (the threads start
+        // after the first, and have ended before the last).
+        let witness = witness::Readings::before(server, local.bind);
         let counters_before = netrig_metrics::read_kernel_counters().ok();
         let stop = || ctl.abort_reason();
         let mut on_interval = |i: &netrig_http_load::IntervalSample| observer(&result::interval(i));
@@ -381,8 +390,10 @@ impl OneEnded for Http {
                 netrig_proto::report::CounterReport::between(&b, &a, netrig_metrics::read_conntrack())
             })
         });
+        let witness = witness.after(&report);
         let mut r = result::assemble(spec, s, &config, server, &report, counters);
         r.warnings.extend(result::warnings(s, &r));
+        witness::judge(&mut r, witness);
         Ok(r)
     }
 

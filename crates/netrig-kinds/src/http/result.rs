@@ -35,7 +35,8 @@ pub(crate) fn interval(i: &IntervalSample) -> IntervalResult {
         tx_fairness: None,
         rx_fairness: None,
         directions_fairness: None,
-        transactions_per_s: Some(per_s(i.responses, s)),
+        // Successful replies (2xx, 3xx), as the summary's transactions.
+        transactions_per_s: Some(per_s(i.successes, s)),
         retransmits: None,
         udp: None,
         failed_transactions: Some(i.errors),
@@ -103,16 +104,16 @@ pub(crate) fn assemble(
     if let Some(why) = cpu_reason {
         withheld.push(format!("this host's CPU: {why}"));
     }
+    // Per successful reply: a 404 answered fast is not the work asked for.
     let demand = cpu_local
         .as_ref()
-        .and_then(|u| netrig_metrics::service_demand(u.busy_pct, secs, u.cpus, w.responses as f64));
+        .and_then(|u| netrig_metrics::service_demand(u.busy_pct, secs, u.cpus, w.successes as f64));
     if cpu_local.is_some() && demand.is_none() {
-        withheld.push("service demand: no response in the window".into());
+        withheld.push("service demand: no successful (2xx or 3xx) response in the window".into());
     }
     let statuses = w.statuses.iter().map(|(k, v)| (k.to_string(), *v)).collect();
-    let class = |lo: u16| w.statuses.range(lo..lo + 100).map(|(_, n)| n).sum::<u64>();
     let open = c.load != netrig_http_load::Load::Closed;
-    let http = HttpSummary {
+    let mut http = HttpSummary {
         load: if open { "open" } else { "closed" }.into(),
         new_conn: c.new_conn,
         connections: c.connections,
@@ -137,8 +138,6 @@ pub(crate) fn assemble(
         request_bytes: w.bytes_out,
         connections_opened: w.connections,
         statuses,
-        client_error_responses: class(400),
-        server_error_responses: class(500),
         errors: errors_of(&w.errors),
         unsent: r.schedule.as_ref().map(|sc| HttpUnsent {
             unsent: sc.unsent,
@@ -151,15 +150,19 @@ pub(crate) fn assemble(
         }),
         total: HttpTotals {
             requests_sent: r.total.sent,
+            request_bytes: r.total.bytes_out,
             responses: r.total.responses,
             response_bytes: r.total.bytes_in,
             connections_opened: r.total.connections,
             errors: r.total.errors.total(),
             abandoned: r.abandoned,
         },
+        tls_errors: r.tls_errors.clone(),
         withheld,
         clients: None,
+        ..Default::default()
     };
+    http.classify();
     let e = &w.errors;
     let summary = Summary {
         throughput_bps: netrig_report::bps(w.bytes_in, secs),
@@ -189,8 +192,10 @@ pub(crate) fn assemble(
             local_per_packet_us: None,
             remote_per_packet_us: None,
         },
-        transactions: Some(w.responses),
-        transactions_per_s: Some(per_s(w.responses, secs)),
+        // The successful replies (2xx, 3xx): what a rate sweep's
+        // saturation and plots follow (all replies are in summary.http).
+        transactions: Some(http.success_responses),
+        transactions_per_s: Some(http.success_per_s),
         latency_us,
         schedule: r.schedule.as_ref().map(|sc| ScheduleReport {
             due: sc.due,
@@ -287,6 +292,18 @@ pub(crate) fn warnings(s: &HttpSpec, r: &TestResult) -> Vec<String> {
             e.other
         ));
     }
+    if !h.tls_errors.is_empty() {
+        let n: u64 = h.tls_errors.values().sum();
+        let by: Vec<String> = h.tls_errors.iter().map(|(r, n)| format!("{n}: {r}")).collect();
+        w.push(format!(
+            "{n} HTTPS connection(s) failed TLS over the run: {} (-k/--insecure takes any certificate, \
+             --cacert FILE trusts the CA in FILE)",
+            by.join("; ")
+        ));
+    }
+    if let Some(w_) = error_replies_warning(h) {
+        w.push(w_);
+    }
     if h.server_error_responses > 0 {
         w.push(format!(
             "{} response(s) with a 5xx status (by status: summary.http.statuses)",
@@ -329,4 +346,62 @@ pub(crate) fn warnings(s: &HttpSpec, r: &TestResult) -> Vec<String> {
         ));
     }
     w
+}
+
+/// More than half the replies in the window had a status other than 2xx or
+/// 3xx: the reply rate is mostly errors (a wrong --path, a server that
+/// refuses), so it is said, with the commonest statuses and the rate that
+/// counts only successes.
+pub(crate) fn error_replies_warning(h: &netrig_report::http::HttpSummary) -> Option<String> {
+    if h.responses == 0 || h.non_success_responses * 2 <= h.responses {
+        return None;
+    }
+    let mut bad: Vec<(&String, &u64)> = h
+        .statuses
+        .iter()
+        .filter(|(s, _)| !netrig_report::http::is_success(s.parse().unwrap_or(0)))
+        .collect();
+    bad.sort_by(|a, b| b.1.cmp(a.1));
+    let top: Vec<String> = bad.iter().take(3).map(|(s, n)| format!("{s}: {n}")).collect();
+    Some(format!(
+        "{} of {} responses ({:.1} %) in the window had a status other than 2xx or 3xx ({}): the server \
+         answered mostly errors; successful replies {:.2}/s of {:.2}/s in all (check --path or --url)",
+        h.non_success_responses,
+        h.responses,
+        h.non_success_responses as f64 * 100.0 / h.responses as f64,
+        top.join(", "),
+        h.success_per_s,
+        h.replies_per_s
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use netrig_report::http::HttpSummary;
+
+    fn summary(statuses: &[(&str, u64)]) -> HttpSummary {
+        let mut h = HttpSummary {
+            window_s: 2.0,
+            responses: statuses.iter().map(|s| s.1).sum(),
+            statuses: statuses.iter().map(|(s, n)| (s.to_string(), *n)).collect(),
+            ..Default::default()
+        };
+        h.replies_per_s = h.responses as f64 / h.window_s;
+        h.classify();
+        h
+    }
+
+    /// A server that answers 404 to everything is said to, with the rate
+    /// of successful replies (none); a few 404s among 200s are not.
+    #[test]
+    fn mostly_error_replies_are_named() {
+        let w = error_replies_warning(&summary(&[("404", 72_866)])).expect("warned");
+        assert!(w.contains("72866 of 72866") && w.contains("404: 72866"), "{w}");
+        assert!(w.contains("successful replies 0.00/s of 36433.00/s"), "{w}");
+        let w = error_replies_warning(&summary(&[("200", 10), ("404", 30), ("500", 20)])).expect("warned");
+        assert!(w.contains("404: 30, 500: 20"), "{w}");
+        assert!(error_replies_warning(&summary(&[("200", 60), ("404", 40)])).is_none());
+        assert!(error_replies_warning(&summary(&[])).is_none());
+    }
 }

@@ -45,7 +45,12 @@ impl TableLayout for HttpLayout {
             h.window_s, h.ended, h.requests_sent, h.responses, h.errors.total
         );
         let _ = writeln!(o, "  Requests/sec (sent)     {:>14.2}", h.requests_per_s);
-        let _ = writeln!(o, "  Replies/sec             {:>14.2}", h.replies_per_s);
+        let _ = writeln!(o, "  Replies/sec (2xx, 3xx)  {:>14.2}", h.success_per_s);
+        let _ = writeln!(
+            o,
+            "  Replies/sec (any)       {:>14.2}  (every status; 4xx {}, 5xx {})",
+            h.replies_per_s, h.client_error_responses, h.server_error_responses
+        );
         let _ = writeln!(
             o,
             "  Transfer/sec            {:>14.2} MB  (heads and bodies; bodies alone {:.2} MB)",
@@ -89,6 +94,13 @@ impl TableLayout for HttpLayout {
                 statuses.join(", ")
             }
         );
+        if !h.status_classes.is_empty() {
+            let classes: Vec<String> = h.status_classes.iter().map(|(c, n)| format!("{c} {n}")).collect();
+            let _ = writeln!(o, "  Reply status            {}", classes.join(" "));
+        }
+        if h.non_success_responses > 0 {
+            let _ = writeln!(o, "  Non-2xx or 3xx responses {}", h.non_success_responses);
+        }
         let e = &h.errors;
         let _ = writeln!(
             o,
@@ -97,6 +109,9 @@ impl TableLayout for HttpLayout {
             e.client_timeout, e.connect_refused, e.connect_reset, e.no_local_port, e.no_descriptor, e.bad_response,
             e.other
         );
+        for (reason, n) in &h.tls_errors {
+            let _ = writeln!(o, "  TLS failures            {n}: {reason}");
+        }
         if let (Some(sc), Some(u)) = (&r.summary.schedule, &h.unsent) {
             let _ = writeln!(
                 o,
@@ -134,13 +149,17 @@ impl TableLayout for HttpLayout {
                 c.client, c.address, c.connections, c.requests_sent, c.responses, c.replies_per_s, c.errors
             );
         }
+        o.push_str(&netrig_report::table::witness_lines(
+            r,
+            "over the whole run (warm-up and drain included)",
+        ));
         o
     }
 
     fn interval_header(&self) -> String {
         format!(
             "{:<16} {:>14} {:>12} {:>14} {:>8}",
-            "Interval (s)", "Responses", "Replies/s", "10^6bits/sec", "Errors"
+            "Interval (s)", "2xx-3xx", "2xx-3xx/s", "10^6bits/sec", "Errors"
         )
     }
 

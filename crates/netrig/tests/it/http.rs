@@ -263,3 +263,246 @@ fn http_against_nginx_agrees_with_its_access_log() {
     assert_eq!(statuses.get("200").copied().unwrap_or(0), want.0 - want.1);
     assert_eq!(bytes, want.2, "$bytes_sent against the response bytes read");
 }
+
+/// A server that answers 404 to everything (a wrong --path): the replies
+/// are counted by status class, the headline and summary.transactions are
+/// the successful ones (none), a warning says most replies were errors, and
+/// a rate sweep against it saturates at its first point (its reply rate is
+/// 0 % of the offered one), not a healthy line at y = x.
+#[test]
+fn replies_are_counted_by_status_class_and_mostly_404_is_named() {
+    let srv = crate::http_server::start(&["http-serve", "--bind", "127.0.0.1", "-p", "0", "--threads", "1"]);
+    let url = format!("http://{}/no/such/path", srv.addr);
+    let v = run_json(&["http", "--url", &url, "-c", "2", "-t", "1", "-d", "1"]);
+    let h = &v["summary"]["http"];
+    let responses = u(&v, "/summary/http/responses");
+    assert!(responses > 10, "{h}");
+    assert_eq!(h["statuses"]["404"].as_u64(), Some(responses), "{h}");
+    assert_eq!(h["status_classes"]["4xx"].as_u64(), Some(responses), "{h}");
+    assert_eq!(h["status_classes"]["2xx"].as_u64(), Some(0), "{h}");
+    assert_eq!(u(&v, "/summary/http/success_responses"), 0);
+    assert_eq!(u(&v, "/summary/http/non_success_responses"), responses);
+    assert_eq!(
+        u(&v, "/summary/transactions"),
+        0,
+        "transactions are the successful replies"
+    );
+    assert_eq!(f(&v, "/summary/transactions_per_s"), 0.0);
+    assert!(
+        f(&v, "/summary/http/replies_per_s") > 0.0,
+        "every reply is still counted"
+    );
+    let w = warnings_about(&v, "other than 2xx or 3xx");
+    assert!(w.len() == 1 && w[0].contains("404: "), "{}", v["warnings"]);
+
+    let o = run(&["http", "--url", &url, "-c", "2", "-t", "1", "-d", "0.5"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    for want in [
+        "Replies/sec (2xx, 3xx)            0.00",
+        "Replies/sec (any)",
+        "Non-2xx or 3xx responses",
+    ] {
+        assert!(out.contains(want), "{want:?} missing from:\n{out}");
+    }
+
+    // The rate sweep follows the successful replies: saturated at once.
+    let o = run(&[
+        "http", "--url", &url, "-c", "2", "-t", "1", "-d", "0.5", "--rate", "100,200", "--json",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
+    let s = &v["tests"][0]["saturation"][0];
+    assert_eq!(s["point"], 0, "{}", v["tests"][0]["saturation"]);
+    assert!(s["reason"].as_str().unwrap_or("").contains("reply rate"), "{s}");
+}
+
+/// HTTPS against netrig's own server with a self-signed certificate: without
+/// -k the run stops at once, naming the cause (untrusted issuer) once and
+/// the options that change it; with --cacert (curl's name) and the name the
+/// certificate holds it runs; so does -k.
+#[test]
+fn an_untrusted_certificate_is_named_and_stops_the_run() {
+    let cert = rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).unwrap();
+    let dir = std::env::temp_dir().join(format!("netrig-it-tls-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (crt, key) = (dir.join("cert.pem"), dir.join("key.pem"));
+    std::fs::write(&crt, cert.cert.pem()).unwrap();
+    std::fs::write(&key, cert.key_pair.serialize_pem()).unwrap();
+    let (crt, key) = (crt.to_str().unwrap(), key.to_str().unwrap());
+    let srv = crate::http_server::start(&[
+        "http-serve",
+        "--bind",
+        "127.0.0.1",
+        "-p",
+        "0",
+        "--threads",
+        "1",
+        "--tls-cert",
+        crt,
+        "--tls-key",
+        key,
+    ]);
+    let port = srv.addr.port().to_string();
+    let url = format!("https://localhost:{port}/bytes/100");
+    let t = Instant::now();
+    let o = run(&[
+        "http",
+        "--url",
+        &url,
+        "-H",
+        "127.0.0.1",
+        "-p",
+        &port,
+        "-c",
+        "4",
+        "-t",
+        "1",
+        "-d",
+        "20",
+    ]);
+    let took = t.elapsed();
+    let err = stderr(&o);
+    assert!(!o.status.success(), "{}", stdout(&o));
+    assert!(
+        took < Duration::from_secs(10),
+        "it stopped early, not after -d 20: {took:?}"
+    );
+    assert_eq!(err.matches("untrusted issuer").count(), 1, "named once: {err}");
+    assert!(
+        err.contains("-k/--insecure") && err.contains("--cacert FILE"),
+        "{err}"
+    );
+
+    let v = run_json(&[
+        "http",
+        "--url",
+        &url,
+        "-H",
+        "127.0.0.1",
+        "-p",
+        &port,
+        "--cacert",
+        crt,
+        "-c",
+        "2",
+        "-n",
+        "20",
+    ]);
+    assert_eq!(
+        u(&v, "/summary/http/success_responses"),
+        20,
+        "{}",
+        v["summary"]["http"]
+    );
+    let v = run_json(&[
+        "http",
+        "--url",
+        &url,
+        "-H",
+        "127.0.0.1",
+        "-p",
+        &port,
+        "-k",
+        "-c",
+        "2",
+        "-n",
+        "20",
+    ]);
+    assert_eq!(
+        u(&v, "/summary/http/success_responses"),
+        20,
+        "{}",
+        v["summary"]["http"]
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The http kind's witness: its whole run's counts beside this host's
+/// kernel (Tcp.ActiveOpens, segments, the loopback's bytes) agree on a
+/// normal run; the server host's checks are withheld, saying why, without
+/// --server-agent, and made (Tcp.PassiveOpens) with it.
+#[test]
+fn the_http_witness_checks_the_run_against_the_kernel_and_the_server_host() {
+    let srv = crate::http_server::start(&["http-serve", "--bind", "127.0.0.1", "-p", "0", "--threads", "1"]);
+    let url = format!("http://{}/bytes/1024", srv.addr);
+    let checks = |v: &serde_json::Value| -> Vec<(String, String, String)> {
+        v["witness"]["checks"]
+            .as_array()
+            .expect("witness.checks")
+            .iter()
+            .map(|c| {
+                (
+                    c["end"].as_str().unwrap().to_string(),
+                    c["kernel_source"].as_str().unwrap().to_string(),
+                    c["verdict"].as_str().unwrap().to_string(),
+                )
+            })
+            .collect()
+    };
+    let v = run_json(&[
+        "http",
+        "--url",
+        &url,
+        "-c",
+        "3",
+        "-t",
+        "1",
+        "-n",
+        "300",
+        "--new-conn",
+    ]);
+    let c = checks(&v);
+    for want in [
+        "Tcp.ActiveOpens",
+        "Tcp.OutSegs",
+        "Tcp.InSegs",
+        "lo tx_bytes",
+        "lo rx_bytes",
+    ] {
+        assert!(
+            c.iter()
+                .any(|(e, s, verdict)| e == "local" && s == want && verdict == "agrees"),
+            "{want} missing or not agreeing: {}",
+            v["witness"]
+        );
+    }
+    let opens = v["witness"]["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["kernel_source"] == "Tcp.ActiveOpens")
+        .unwrap();
+    assert_eq!(opens["netrig"], 300, "a connection per request: {opens}");
+    let withheld = v["witness"]["withheld"].to_string();
+    assert!(
+        withheld.contains("server host") && withheld.contains("--server-agent"),
+        "{withheld}"
+    );
+    assert!(warnings_about(&v, "witness").is_empty(), "{}", v["warnings"]);
+
+    let agent = Served::start(&[]);
+    let at = format!("127.0.0.1:{}", agent.port);
+    let v = run_json(&[
+        "http",
+        "--url",
+        &url,
+        "-c",
+        "3",
+        "-t",
+        "1",
+        "-n",
+        "300",
+        "--new-conn",
+        "--server-agent",
+        &at,
+    ]);
+    let c = checks(&v);
+    assert!(
+        c.iter()
+            .any(|(e, s, verdict)| e == "remote" && s == "Tcp.PassiveOpens" && verdict == "agrees"),
+        "{}",
+        v["witness"]
+    );
+    assert!(v["witness"]["withheld"].is_null(), "{}", v["witness"]);
+}

@@ -7,9 +7,9 @@ use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
 /// A netrig process serving HTTP, killed when dropped.
-struct HttpProc {
+pub(crate) struct HttpProc {
     child: Child,
-    addr: SocketAddr,
+    pub(crate) addr: SocketAddr,
     /// Its standard error after the startup line, read all along.
     log: std::sync::Arc<std::sync::Mutex<String>>,
     startup: String,
@@ -23,7 +23,7 @@ impl Drop for HttpProc {
 }
 
 /// Starts `netrig ARGS...` and waits (10 s at most) for its HTTP server's startup line.
-fn start(args: &[&str]) -> HttpProc {
+pub(crate) fn start(args: &[&str]) -> HttpProc {
     let mut child = super::helpers::netrig()
         .args(args)
         .stdout(Stdio::null())
@@ -314,6 +314,13 @@ fn two_client_processes_from_their_own_addresses_are_summed_and_agree_with_the_s
     let parts: u64 = clients.iter().map(|c| c["responses"].as_u64().unwrap()).sum();
     assert_eq!(h["responses"].as_u64().unwrap(), parts);
     assert_eq!(v["summary"]["transactions"].as_u64().unwrap(), parts);
+    // The sum is not judged against client 0's kernel readings, and says why.
+    assert!(v["witness"]["checks"].as_array().unwrap().is_empty());
+    assert!(
+        v["witness"]["withheld"].to_string().contains("--clients"),
+        "{}",
+        v["witness"]
+    );
     assert_eq!(h["connections"], 4);
     // The server answered every request of the whole run (the window's, the
     // warm-up's and the drain's) as the clients counted them, byte for byte

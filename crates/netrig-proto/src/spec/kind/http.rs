@@ -67,7 +67,7 @@ pub struct HttpTls {
     /// `--insecure`: take any certificate (a self-signed test server's).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub insecure: bool,
-    /// `--ca-file`: the CAs to trust (PEM); the system's bundle otherwise.
+    /// `--cacert` (alias `--ca-file`): the CAs to trust (PEM); the system's bundle otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ca_file: Option<String>,
 }
@@ -222,7 +222,7 @@ impl KindRules for HttpSpec {
             ));
         }
         if let Some(f) = self.tls.as_ref().and_then(|t| t.ca_file.as_ref()) {
-            check_line("--ca-file", f, "a file name")?;
+            check_line("--cacert", f, "a file name")?;
         }
         self.tcp.check()
     }
