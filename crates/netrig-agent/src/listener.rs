@@ -15,7 +15,7 @@ use mio::{Events, Interest, Poll, Token};
 use netrig_proto::preamble::ConnKind;
 use netrig_proto::{AgentLimits, ControlPreamble, DataHello};
 use socket2::{Domain, Protocol, Socket, Type};
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::io::{self, Read, Write};
 use std::net::{IpAddr, Ipv6Addr, SocketAddr, TcpListener, TcpStream};
 use std::os::fd::AsFd;
@@ -34,8 +34,13 @@ pub struct AgentConfig {
     /// Connections that have not finished their greeting yet; when one more
     /// comes, the oldest of them is closed to make room.
     pub max_pending: usize,
-    /// How long a new connection may take to send its greeting.
+    /// How long a new connection may take to send its greeting, and a
+    /// control connection its hello after the welcome.
     pub greeting_timeout: Duration,
+    /// Control connections welcomed whose hello is not in yet (they hold no
+    /// session place): when one more comes, one of them is closed, the
+    /// oldest of the client holding the most ([`crate::admission`]).
+    pub max_presessions: usize,
     /// How long a control session may go without asking for a test, from
     /// its welcome or the end of its last test: a deadline that nothing the
     /// client sends renews (a byte every few seconds, refused requests).
@@ -63,6 +68,7 @@ impl AgentConfig {
             limits: AgentLimits::default(),
             max_pending: 256,
             greeting_timeout: Duration::from_secs(5),
+            max_presessions: 64,
             idle_timeout: Duration::from_secs(60),
             max_sessions_per_client: 16,
             totals: crate::budget::Totals::for_host(),
@@ -109,9 +115,12 @@ pub(crate) struct Shared {
     pub doorway: crate::door::Doorway,
     pub config: AgentConfig,
     pub registry: Registry,
+    /// Sessions holding a place (a mirror of `slots`' count).
     pub sessions: AtomicUsize,
-    /// Sessions by client (see [`client_key`]).
-    pub per_client: std::sync::Mutex<std::collections::HashMap<IpAddr, u32>>,
+    /// The sessions' places, by client (see [`client_key`]).
+    pub slots: crate::admission::Slots,
+    /// Control connections waiting for their hello.
+    pub pre: Arc<crate::admission::PrePool>,
     pub budget: crate::budget::Budget,
     pub shutdown: AtomicBool,
     /// The agent's UDP address (same port as TCP).
@@ -167,6 +176,7 @@ impl Agent {
         let udp_local = udp.local_addr().map_err(|e| listen_error(config.bind, e))?;
         let (poll, listeners) = event_loop(listeners).map_err(|e| listen_error(udp_local, e))?;
         let doorway = crate::door::Doorway::new(&poll, HANDBACK).map_err(|e| listen_error(udp_local, e))?;
+        let max_presessions = config.max_presessions;
         Ok(Agent {
             poll,
             udp,
@@ -177,7 +187,8 @@ impl Agent {
                 config,
                 registry: Registry::default(),
                 sessions: AtomicUsize::new(0),
-                per_client: Default::default(),
+                slots: Default::default(),
+                pre: Arc::new(crate::admission::PrePool::new(max_presessions)),
                 shutdown: AtomicBool::new(false),
                 udp_local,
                 accept_failures: Default::default(),
@@ -517,6 +528,8 @@ struct Acceptor {
     drop_log: RateLimit,
     deny_log: RateLimit,
     refuse_log: RateLimit,
+    /// Which connections from outside --allow are told so.
+    refusals: Refusals,
 }
 
 impl Acceptor {
@@ -535,6 +548,7 @@ impl Acceptor {
             drop_log: RateLimit::new("dropped connections", WARNINGS_PER_SECOND),
             deny_log: RateLimit::new("connections from outside --allow", WARNINGS_PER_SECOND),
             refuse_log: RateLimit::new("refused sessions", WARNINGS_PER_SECOND),
+            refusals: Refusals::default(),
         }
     }
 
@@ -643,6 +657,9 @@ impl Acceptor {
         if !allowed(&self.shared.config.allow, peer.ip()) {
             if self.deny_log.allow(now) {
                 log::warn!("{peer}: closed: not in the networks the agent serves (its --allow)");
+            }
+            if self.refusals.allow(client_key(peer.ip()), now) {
+                refuse_outsider(stream, peer, &self.shared.config.allow);
             }
             return;
         }
@@ -782,8 +799,8 @@ impl Acceptor {
         // refusal is written while the socket is still non-blocking (it is
         // small: into an empty buffer, or not at all).
         let admitted = match &greeting {
-            Greeting::Control(p) => match crate::session::admit(&self.shared, peer, p) {
-                Ok(a) => Some(a),
+            Greeting::Control(p) => match crate::session::negotiate_version(p) {
+                Ok(v) => Some(v),
                 Err((answer, why)) => {
                     if self.refuse_log.allow(Instant::now()) {
                         log::warn!("{peer}: refused: {why}");
@@ -799,10 +816,29 @@ impl Acceptor {
                 if let Err(e) = stream.set_nonblocking(false) {
                     return self.dropped(peer, &format!("cannot make the socket blocking: {e}"));
                 }
-                let (version, admission) = admitted.expect("a control greeting was admitted");
+                let version = admitted.expect("a control greeting was admitted");
+                let handle = match stream.try_clone() {
+                    Ok(h) => h,
+                    Err(e) => return self.dropped(peer, &format!("cannot hold the connection: {e}")),
+                };
+                // A place among those waiting for their hello (no session place yet).
+                let key = client_key(peer.ip());
+                let (pre, closed) = self.shared.pre.enter(key, handle, Instant::now());
+                if let Some(k) = closed {
+                    if self.full_log.allow(Instant::now()) {
+                        log::warn!(
+                            "too many control connections waiting for their hello ({}); closed the oldest of {},                              the client holding the most",
+                            self.shared.config.max_presessions,
+                            crate::admission::whose(k)
+                        );
+                    }
+                }
+                let shared = self.shared.clone();
                 let spawned = std::thread::Builder::new()
                     .name("netrig-session".into())
-                    .spawn(move || serve_control(stream, &past, &peer.to_string(), version, admission));
+                    .spawn(move || {
+                        serve_control(stream, &past, &peer.to_string(), key, version, shared, pre)
+                    });
                 if let Err(e) = spawned {
                     log::warn!("{peer}: cannot start a session thread: {e}");
                 }
@@ -822,6 +858,63 @@ impl Acceptor {
             }
         }
     }
+}
+
+/// Connections from outside `--allow` told why they are closed: at most
+/// [`Refusals::PER_SECOND`] a second in all and [`Refusals::PER_CLIENT`] a
+/// second per client (an IPv4 address, an IPv6 /64); the others are closed
+/// without a word, as before. The answer is one small frame to a peer that
+/// completed a TCP handshake: no amplification.
+#[derive(Default)]
+struct Refusals {
+    since: Option<Instant>,
+    told: HashMap<IpAddr, u32>,
+    total: u32,
+}
+
+impl Refusals {
+    const PER_SECOND: u32 = 50;
+    const PER_CLIENT: u32 = 2;
+
+    fn allow(&mut self, key: IpAddr, now: Instant) -> bool {
+        if self
+            .since
+            .is_none_or(|s| now.saturating_duration_since(s) >= Duration::from_secs(1))
+        {
+            self.since = Some(now);
+            self.told.clear();
+            self.total = 0;
+        }
+        if self.total >= Self::PER_SECOND {
+            return false;
+        }
+        let n = self.told.entry(key).or_default();
+        if *n >= Self::PER_CLIENT {
+            return false;
+        }
+        *n += 1;
+        self.total += 1;
+        true
+    }
+}
+
+/// Tells a connection from outside `--allow` so (an `error` frame, which
+/// clients of every protocol version read in place of a welcome), then
+/// closes it. What it sent already is read first (at most its preamble's
+/// worth, without waiting) so that the close is a FIN, not a reset that
+/// could overtake the answer.
+fn refuse_outsider(mut stream: MioStream, peer: SocketAddr, allow: &[ipnet::IpNet]) {
+    let _ = stream.read(&mut [0u8; DataHello::LEN]);
+    let nets = allow.iter().map(|n| n.to_string()).collect::<Vec<_>>().join(", ");
+    let answer = netrig_proto::encode_frame(&netrig_proto::AgentMsg::Error {
+        message: format!(
+            "this agent serves only clients from {nets} (its --allow); this client's address {} is not among \
+             them",
+            crate::session::canonical_ip(peer.ip())
+        ),
+    });
+    // Into an empty send buffer: all of it or nothing, never a wait.
+    let _ = stream.write(&answer);
 }
 
 /// Whether `--allow` lets `ip` in (an IPv4-mapped address counts as IPv4).
