@@ -827,9 +827,10 @@ impl Acceptor {
                 if let Some(k) = closed {
                     if self.full_log.allow(Instant::now()) {
                         log::warn!(
-                            "too many control connections waiting for their hello ({}); closed the oldest of {},                              the client holding the most",
-                            self.shared.config.max_presessions,
-                            crate::admission::whose(k)
+                            "closed the oldest control connection of {} waiting for its hello, to make room \
+                             (at most {} wait, an eighth of them from one client)",
+                            crate::admission::whose(k),
+                            self.shared.config.max_presessions
                         );
                     }
                 }

@@ -348,7 +348,7 @@ pub(crate) fn serve_control(
             // own: the client's heartbeats, and its limit.
             let deadline = match &watch {
                 Some((w, _)) => (last_heard + silence).min(w.hard_deadline(grace)),
-                None if admission.is_none() => hello_by,
+                None if admission.is_none() => hello_by.min(idle_until),
                 None => sm.deadline().map_or(idle_until, |d| d.min(idle_until)),
             };
             let msg: ClientMsg = match conn.recv(deadline.saturating_duration_since(Instant::now())) {
@@ -372,7 +372,7 @@ pub(crate) fn serve_control(
                         }
                         continue;
                     }
-                    if admission.is_none() {
+                    if admission.is_none() && now < idle_until {
                         if now < hello_by {
                             continue;
                         }

@@ -338,7 +338,7 @@ impl Client {
             // Its sessions are all taken (a place is given once the hello is in).
             Ok(AgentMsg::Busy { reason }) => {
                 return Err(ClientError::Handshake(format!(
-                    "the agent at {addr} is busy: {reason}"
+                    "agent at {addr}: agent is busy: {reason}"
                 )))
             }
             Ok(other) => {

@@ -223,8 +223,16 @@ fn floods_of_unfinished_and_idle_sessions_leave_room_for_an_honest_client() {
             &log[log.len().saturating_sub(3000)..]
         )
     });
-    eprintln!("honest session after {took:?}; the flood opened {opened} connections");
+    let room = log.matches("closed an idle session of").count();
+    let waiting = log.matches("waiting for its hello, to make room").count();
+    eprintln!(
+        "honest session after {took:?}; the flood opened {opened} connections; the agent closed {room} idle \
+         session(s) and logged {waiting} pre-session eviction(s) (rate-limited) to make room"
+    );
     assert!(opened >= 88, "the flood ran ({opened} connections)");
+    // The flood took every place (one was given up for the honest client)
+    // and overflowed its pre-session shares.
+    assert!(room >= 1 && waiting >= 1, "{room} {waiting}");
     test.expect("the honest session's test");
 }
 
@@ -245,7 +253,7 @@ fn on_an_agent_with_keys_unauthenticated_floods_leave_room_for_an_authenticated_
         "--authorized-keys",
         authorized.to_str().unwrap(),
     ]);
-    let _log = drain_log(&mut agent);
+    let log = drain_log(&mut agent);
     let (stop, threads) = floods(
         agent.port,
         &[
@@ -272,6 +280,12 @@ fn on_an_agent_with_keys_unauthenticated_floods_leave_room_for_an_authenticated_
     };
     let honest = session_within("127.0.0.20", agent.port, Duration::from_secs(8), signed);
     let opened = stop_floods(stop, threads);
+    drop(agent);
+    let log = log.join().unwrap();
+    assert!(
+        log.contains("waiting for its hello, to make room"),
+        "the flood overflowed its shares"
+    );
     match honest {
         Ok((took, _)) => eprintln!("authenticated session after {took:?}; the flood opened {opened}"),
         Err(last) => panic!(
