@@ -715,6 +715,9 @@ fn host_can_run(spec: &TestSpec, limits: &netrig_proto::AgentLimits) -> Result<(
     Ok(())
 }
 
+/// How long a test's set-up waits for its next data connection.
+const DATA_STALL: Duration = Duration::from_secs(10);
+
 /// What a test needs of its session.
 struct TestContext<'a> {
     shared: &'a Arc<Shared>,
@@ -815,10 +818,13 @@ fn run_test(
     }
     let mut last_control_check = Instant::now();
     let failed_accepts = shared.accept_failures.count();
-    // Each data connection within the greeting's time of the last (of
-    // test_accepted for the first): a client that opens none, or stops,
-    // holds the agent no longer than that.
-    let stall = shared.config.greeting_timeout;
+    // Each data connection within DATA_STALL of the last (of test_accepted
+    // for the first): a client that opens none, or stops, holds its
+    // sockets and session no longer than that (and none of the budget,
+    // taken only before data_ready). The client opens them one after
+    // another: 10 s leaves room for a connect that lost three SYNs (1, 2
+    // and 4 s of retransmission).
+    let stall = DATA_STALL;
     let mut next_by = Instant::now() + stall;
     while flows.len() < expected {
         if data_rx.is_some() && Instant::now() >= next_by {
@@ -949,13 +955,16 @@ fn run_test(
         .reserve(share_of(spec))
         .map_err(|reason| SessionError::Test(format!("the test cannot start: {reason}")))?;
     conn.send(&AgentMsg::DataReady)?;
-    // The client sends go as soon as it reads data_ready.
+    // The client sends go as soon as it reads data_ready: the greeting's
+    // time is plenty, and bounds how long a client that never sends it
+    // holds the share.
+    let go_wait = shared.config.greeting_timeout;
     let msg: ClientMsg = conn
-        .recv(stall.min(Duration::from_secs(shared.config.limits.setup_timeout_s)))
+        .recv(go_wait.min(Duration::from_secs(shared.config.limits.setup_timeout_s)))
         .map_err(|e| match e {
             ConnError::Timeout(_) => SessionError::Test(format!(
                 "no go within {} s of data_ready; the test is given up",
-                stall.as_secs_f64()
+                go_wait.as_secs_f64()
             )),
             e => e.into(),
         })?;

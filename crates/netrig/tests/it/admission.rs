@@ -319,8 +319,8 @@ fn a_partial_hello_is_closed_at_the_greeting_timeout() {
 
 /// A session that asks for 15 flows on 15 workers (all 16 threads of the
 /// agent's --max-threads) and opens no data connection holds none of them:
-/// another client's test is accepted at once, and the first is given up
-/// within the greeting's time (today's agent: `busy` for 30 s).
+/// another client's test is accepted at once (today's agent: `busy` for
+/// 30 s), and the first is given up 10 s after its last sign of progress.
 #[test]
 fn a_test_whose_data_connections_never_come_holds_no_threads() {
     let agent = Served::start(&["--max-threads", "16"]);
@@ -356,14 +356,18 @@ fn a_test_whose_data_connections_never_come_holds_no_threads() {
             m => panic!("{m:?}"),
         }
     }
-    // The first is given up, saying why, within the greeting's 5 s (and margins).
-    match a.wait(Duration::from_secs(12)) {
+    // The first is given up, saying why, 10 s after test_accepted (and margins).
+    match a.wait(Duration::from_secs(16)) {
         Waited::Msg(AgentMsg::Error { message }) => {
-            assert!(message.contains("no data connection within 5 s"), "{message}")
+            assert!(message.contains("no data connection within 10 s"), "{message}")
         }
         other => panic!("the test without data connections: {other:?}"),
     }
-    assert!(t0.elapsed() < Duration::from_secs(12), "{:?}", t0.elapsed());
+    let took = t0.elapsed();
+    assert!(
+        took > Duration::from_secs(9) && took < Duration::from_secs(16),
+        "{took:?}"
+    );
 }
 
 /// A client outside --allow is told that the agent refused its address
