@@ -452,3 +452,69 @@ fn allow_covers_the_http_port_beside_the_agent() {
         "{outside}"
     );
 }
+
+/// All places taken: a newcomer from an address holding fewer takes the
+/// place of the oldest idle session of the address holding the most, which
+/// is told why (with equal shares, the oldest idle one); a session running
+/// a test is never closed for room, and an address cannot take a place from
+/// one holding fewer than it does.
+#[test]
+fn an_idle_session_gives_its_place_to_a_client_holding_fewer_and_is_told_why() {
+    let agent = Served::start(&["--max-sessions", "2"]);
+    let mut old = Raw::open_from("127.0.0.2", agent.port);
+    std::thread::sleep(Duration::from_millis(20));
+    let mut busy = Raw::open_from("127.0.0.2", agent.port);
+    // `busy` runs a test (a tcp-crr whose connections never come: it runs its 3 s).
+    busy.send(&ClientMsg::TestRequest {
+        spec: serde_json::from_value(json!({
+            "test": {"kind": "tcp-crr", "transactions": {
+                "request_size": 1, "response_size": 1, "load": {"closed": {"burst": 1}}}},
+            "limit": {"duration": {"seconds": 3.0}}, "flows": 1}))
+        .unwrap(),
+        auth: None,
+    });
+    assert!(matches!(busy.next(), AgentMsg::TestAccepted { .. }));
+    assert!(matches!(busy.next(), AgentMsg::DataReady));
+    busy.send(&ClientMsg::Go);
+    // 127.0.0.3 holds none: 127.0.0.2's idle session gives way.
+    let mut new = Raw::open_from("127.0.0.3", agent.port);
+    match old.wait(Duration::from_secs(5)) {
+        Waited::Msg(AgentMsg::Error { message }) => assert!(
+            message.contains("to make room")
+                && message.contains("127.0.0.2")
+                && message.contains("--max-sessions"),
+            "{message}"
+        ),
+        other => panic!("the idle session: {other:?}"),
+    }
+    // 127.0.0.4 holds none: the only idle session, 127.0.0.3's, gives way
+    // (127.0.0.2's runs a test).
+    let _newer = Raw::open_from("127.0.0.4", agent.port);
+    match new.wait(Duration::from_secs(5)) {
+        Waited::Msg(AgentMsg::Error { message }) => assert!(message.contains("127.0.0.3"), "{message}"),
+        other => panic!("127.0.0.3's idle session: {other:?}"),
+    }
+    // 127.0.0.2 holds one, as 127.0.0.4 does: busy.
+    let mut r = Raw::greet("127.0.0.2", agent.port);
+    assert!(matches!(r.next(), AgentMsg::Welcome { .. }));
+    r.send(&ClientMsg::Hello {
+        software: "late".into(),
+        auth: netrig_proto::auth::HelloAuth {
+            nonce: netrig_proto::auth::Nonce::random(),
+            client_key: None,
+            signature: None,
+        },
+    });
+    match r.next() {
+        AgentMsg::Busy { reason } => assert!(reason.contains("--max-sessions"), "{reason}"),
+        other => panic!("{other:?}"),
+    }
+    // The running test was not disturbed.
+    loop {
+        match busy.next() {
+            AgentMsg::Results { .. } => break,
+            AgentMsg::Interval { .. } | AgentMsg::Heartbeat => {}
+            m => panic!("the running session: {m:?}"),
+        }
+    }
+}
