@@ -32,7 +32,8 @@ pub struct AgentConfig {
     pub bind: SocketAddr,
     pub limits: AgentLimits,
     /// Connections that have not finished their greeting yet; when one more
-    /// comes, the oldest of them is closed to make room.
+    /// comes, the oldest of the client with the most of them is closed to
+    /// make room.
     pub max_pending: usize,
     /// How long a new connection may take to send its greeting, and a
     /// control connection its hello after the welcome.
@@ -530,6 +531,8 @@ struct Acceptor {
     refuse_log: RateLimit,
     /// Which connections from outside --allow are told so.
     refusals: Refusals,
+    /// Connections still greeting, by client ([`client_key`]).
+    per_key: HashMap<IpAddr, u32>,
 }
 
 impl Acceptor {
@@ -549,6 +552,7 @@ impl Acceptor {
             deny_log: RateLimit::new("connections from outside --allow", WARNINGS_PER_SECOND),
             refuse_log: RateLimit::new("refused sessions", WARNINGS_PER_SECOND),
             refusals: Refusals::default(),
+            per_key: HashMap::new(),
         }
     }
 
@@ -715,6 +719,7 @@ impl Acceptor {
             self.free.push(slot);
             return self.dropped(peer, &format!("cannot wait for its greeting: {e}"));
         }
+        *self.per_key.entry(client_key(peer.ip())).or_default() += 1;
         self.slots[slot] = Some(p);
         self.live += 1;
         self.order.push_back((slot, id));
@@ -751,6 +756,13 @@ impl Acceptor {
         let _ = self.poll.registry().deregister(&mut p.stream);
         self.free.push(slot);
         self.live -= 1;
+        let key = client_key(p.peer.ip());
+        if let Some(n) = self.per_key.get_mut(&key) {
+            *n -= 1;
+            if *n == 0 {
+                self.per_key.remove(&key);
+            }
+        }
         Some(p)
     }
 
@@ -765,10 +777,16 @@ impl Acceptor {
         None
     }
 
-    /// Closes the connection waiting longest; returns its peer.
+    /// Closes the connection waiting longest of the client with the most
+    /// waiting (one address cannot push others' greetings out); returns its peer.
     fn evict_oldest(&mut self) -> Option<SocketAddr> {
         self.oldest()?;
-        let (slot, _) = self.order.pop_front()?;
+        let (&greediest, _) = self.per_key.iter().max_by_key(|(_, &n)| n)?;
+        let slots = &self.slots;
+        let at = self.order.iter().position(
+            |&(s, id)| matches!(&slots[s], Some(p) if p.id == id && client_key(p.peer.ip()) == greediest),
+        )?;
+        let (slot, _) = self.order.remove(at)?;
         self.remove(slot).map(|p| p.peer)
     }
 

@@ -518,3 +518,70 @@ fn an_idle_session_gives_its_place_to_a_client_holding_fewer_and_is_told_why() {
         }
     }
 }
+
+/// Connections that have not sent their greeting yet (at most 256 wait):
+/// when one more comes, the oldest of the address with the most waiting is
+/// closed, so 300 silent connections from one address do not push out
+/// another address's connection, older than all of them (today's agent:
+/// the oldest of all, that one, closed first).
+#[test]
+fn silent_connections_from_one_address_do_not_push_out_anothers() {
+    let agent = Served::start(&[]);
+    let mut other = connect_from("127.0.0.3", agent.port).expect("connect");
+    std::thread::sleep(Duration::from_millis(100));
+    let mut flood = Vec::new();
+    for _ in 0..300 {
+        if let Some(s) = connect_from("127.0.0.2", agent.port) {
+            flood.push(s);
+        }
+    }
+    assert!(flood.len() > 256, "{} connections made", flood.len());
+    // Give the agent time to take them all (and close 44 of 127.0.0.2's).
+    let t0 = Instant::now();
+    let closed = |mut s: &TcpStream| {
+        s.set_read_timeout(Some(Duration::from_millis(10))).unwrap();
+        match s.read(&mut [0u8; 1]) {
+            Ok(0) => true,
+            Ok(_) => false,
+            Err(e) => !matches!(
+                e.kind(),
+                std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+            ),
+        }
+    };
+    let mut flood_closed = 0;
+    while t0.elapsed() < Duration::from_secs(2) {
+        flood_closed = flood.iter().filter(|s| closed(s)).count();
+        if flood_closed >= flood.len() - 256 {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(
+        flood_closed >= flood.len() - 256,
+        "{flood_closed} of the flood closed"
+    );
+    assert!(
+        !closed(&other),
+        "127.0.0.3's connection was closed for 127.0.0.2's"
+    );
+    // It still greets, and is served.
+    other
+        .write_all(
+            &netrig_proto::ControlPreamble {
+                min_version: netrig_proto::PROTOCOL_VERSION,
+                max_version: netrig_proto::PROTOCOL_VERSION,
+            }
+            .encode(),
+        )
+        .unwrap();
+    other.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let mut d = netrig_proto::FrameDecoder::with_limit(1 << 20);
+    let mut buf = [0u8; 4096];
+    let n = other.read(&mut buf).expect("a welcome");
+    d.push(&buf[..n]).unwrap();
+    assert!(matches!(
+        d.next_msg::<AgentMsg>(),
+        Ok(Some(AgentMsg::Welcome { .. }))
+    ));
+}
