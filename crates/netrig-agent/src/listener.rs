@@ -970,6 +970,21 @@ mod access_tests {
         assert!(allowed(&[], ip("192.0.2.1")));
     }
 
+    /// Answers to connections from outside --allow: 2 a second per client,
+    /// 50 in all, counted again each second.
+    #[test]
+    fn refusals_are_told_a_few_a_second_per_client_and_in_all() {
+        let mut r = Refusals::default();
+        let t = Instant::now();
+        let ip = |n: u32| IpAddr::from(std::net::Ipv4Addr::from(0x0a00_0000 + n));
+        assert!(r.allow(ip(1), t) && r.allow(ip(1), t));
+        assert!(!r.allow(ip(1), t), "a third from one client in the same second");
+        let told = (2..100).filter(|&n| r.allow(ip(n), t)).count();
+        assert_eq!(told, 48, "50 in all");
+        let later = t + Duration::from_millis(1001);
+        assert!(r.allow(ip(1), later), "a new second");
+    }
+
     #[test]
     fn an_ipv6_client_is_its_slash_64() {
         let ip = |s: &str| s.parse::<IpAddr>().unwrap();
