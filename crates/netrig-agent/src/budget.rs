@@ -116,6 +116,23 @@ impl Budget {
     /// but not beside the tests running now may try again later.
     pub fn reserve(&self, share: Share) -> Result<Reservation<'_>, String> {
         let mut used = self.used.lock().expect("budget lock");
+        self.fits(share, &used)?;
+        used.threads += share.threads;
+        used.buffer_bytes += share.buffer_bytes;
+        used.flows += share.flows;
+        Ok(Reservation { budget: self, share })
+    }
+
+    /// Whether `share` would be taken now, without taking it: a test is
+    /// checked so when it is asked for, and takes its share only once its
+    /// data connections are all in (a session that asks and then opens none
+    /// holds nothing).
+    pub fn check(&self, share: Share) -> Result<(), String> {
+        let used = self.used.lock().expect("budget lock");
+        self.fits(share, &used)
+    }
+
+    fn fits(&self, share: Share, used: &Share) -> Result<(), String> {
         let t = &self.totals;
         let check = |what: &str, want: u64, in_use: u64, cap: u64, option: &str, unit: fn(u64) -> String| {
             if want > cap {
@@ -160,11 +177,7 @@ impl Budget {
             t.flows,
             "--max-total-flows",
             |n| n.to_string(),
-        )?;
-        used.threads += share.threads;
-        used.buffer_bytes += share.buffer_bytes;
-        used.flows += share.flows;
-        Ok(Reservation { budget: self, share })
+        )
     }
 }
 
@@ -219,6 +232,10 @@ mod tests {
         let e = b.reserve(share(1, 1, 101)).unwrap_err();
         assert!(e.contains("--max-total-flows") && e.contains("101"), "{e}");
         assert_eq!(b.in_use(), Share::default(), "a refusal takes nothing");
+        let _held = b.reserve(share(6, 1, 1)).unwrap();
+        assert!(b.check(share(2, 1, 1)).is_ok());
+        assert!(b.check(share(3, 1, 1)).unwrap_err().contains("busy"));
+        assert_eq!(b.in_use(), share(6, 1, 1), "a check takes nothing");
     }
 
     #[test]

@@ -11,6 +11,7 @@
 //! operator put in a directory ([`hooks`]), to run before and after it.
 
 mod accept_failures;
+mod admission;
 pub mod budget;
 mod door;
 pub mod hooks;

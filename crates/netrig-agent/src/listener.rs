@@ -15,7 +15,7 @@ use mio::{Events, Interest, Poll, Token};
 use netrig_proto::preamble::ConnKind;
 use netrig_proto::{AgentLimits, ControlPreamble, DataHello};
 use socket2::{Domain, Protocol, Socket, Type};
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::io::{self, Read, Write};
 use std::net::{IpAddr, Ipv6Addr, SocketAddr, TcpListener, TcpStream};
 use std::os::fd::AsFd;
@@ -32,10 +32,16 @@ pub struct AgentConfig {
     pub bind: SocketAddr,
     pub limits: AgentLimits,
     /// Connections that have not finished their greeting yet; when one more
-    /// comes, the oldest of them is closed to make room.
+    /// comes, the oldest of the client with the most of them is closed to
+    /// make room.
     pub max_pending: usize,
-    /// How long a new connection may take to send its greeting.
+    /// How long a new connection may take to send its greeting, and a
+    /// control connection its hello after the welcome.
     pub greeting_timeout: Duration,
+    /// Control connections welcomed whose hello is not in yet (they hold no
+    /// session place): when one more comes, one of them is closed, the
+    /// oldest of the client holding the most ([`crate::admission`]).
+    pub max_presessions: usize,
     /// How long a control session may go without asking for a test, from
     /// its welcome or the end of its last test: a deadline that nothing the
     /// client sends renews (a byte every few seconds, refused requests).
@@ -63,6 +69,7 @@ impl AgentConfig {
             limits: AgentLimits::default(),
             max_pending: 256,
             greeting_timeout: Duration::from_secs(5),
+            max_presessions: 64,
             idle_timeout: Duration::from_secs(60),
             max_sessions_per_client: 16,
             totals: crate::budget::Totals::for_host(),
@@ -109,9 +116,12 @@ pub(crate) struct Shared {
     pub doorway: crate::door::Doorway,
     pub config: AgentConfig,
     pub registry: Registry,
+    /// Sessions holding a place (a mirror of `slots`' count).
     pub sessions: AtomicUsize,
-    /// Sessions by client (see [`client_key`]).
-    pub per_client: std::sync::Mutex<std::collections::HashMap<IpAddr, u32>>,
+    /// The sessions' places, by client (see [`client_key`]).
+    pub slots: crate::admission::Slots,
+    /// Control connections waiting for their hello.
+    pub pre: Arc<crate::admission::PrePool>,
     pub budget: crate::budget::Budget,
     pub shutdown: AtomicBool,
     /// The agent's UDP address (same port as TCP).
@@ -167,6 +177,7 @@ impl Agent {
         let udp_local = udp.local_addr().map_err(|e| listen_error(config.bind, e))?;
         let (poll, listeners) = event_loop(listeners).map_err(|e| listen_error(udp_local, e))?;
         let doorway = crate::door::Doorway::new(&poll, HANDBACK).map_err(|e| listen_error(udp_local, e))?;
+        let max_presessions = config.max_presessions;
         Ok(Agent {
             poll,
             udp,
@@ -177,7 +188,8 @@ impl Agent {
                 config,
                 registry: Registry::default(),
                 sessions: AtomicUsize::new(0),
-                per_client: Default::default(),
+                slots: Default::default(),
+                pre: Arc::new(crate::admission::PrePool::new(max_presessions)),
                 shutdown: AtomicBool::new(false),
                 udp_local,
                 accept_failures: Default::default(),
@@ -517,6 +529,10 @@ struct Acceptor {
     drop_log: RateLimit,
     deny_log: RateLimit,
     refuse_log: RateLimit,
+    /// Which connections from outside --allow are told so.
+    refusals: Refusals,
+    /// Connections still greeting, by client ([`client_key`]).
+    per_key: HashMap<IpAddr, u32>,
 }
 
 impl Acceptor {
@@ -535,6 +551,8 @@ impl Acceptor {
             drop_log: RateLimit::new("dropped connections", WARNINGS_PER_SECOND),
             deny_log: RateLimit::new("connections from outside --allow", WARNINGS_PER_SECOND),
             refuse_log: RateLimit::new("refused sessions", WARNINGS_PER_SECOND),
+            refusals: Refusals::default(),
+            per_key: HashMap::new(),
         }
     }
 
@@ -644,6 +662,9 @@ impl Acceptor {
             if self.deny_log.allow(now) {
                 log::warn!("{peer}: closed: not in the networks the agent serves (its --allow)");
             }
+            if self.refusals.allow(client_key(peer.ip()), now) {
+                refuse_outsider(stream, peer, &self.shared.config.allow);
+            }
             return;
         }
         let id = self.next_id;
@@ -698,6 +719,7 @@ impl Acceptor {
             self.free.push(slot);
             return self.dropped(peer, &format!("cannot wait for its greeting: {e}"));
         }
+        *self.per_key.entry(client_key(peer.ip())).or_default() += 1;
         self.slots[slot] = Some(p);
         self.live += 1;
         self.order.push_back((slot, id));
@@ -734,6 +756,13 @@ impl Acceptor {
         let _ = self.poll.registry().deregister(&mut p.stream);
         self.free.push(slot);
         self.live -= 1;
+        let key = client_key(p.peer.ip());
+        if let Some(n) = self.per_key.get_mut(&key) {
+            *n -= 1;
+            if *n == 0 {
+                self.per_key.remove(&key);
+            }
+        }
         Some(p)
     }
 
@@ -748,10 +777,16 @@ impl Acceptor {
         None
     }
 
-    /// Closes the connection waiting longest; returns its peer.
+    /// Closes the connection waiting longest of the client with the most
+    /// waiting (one address cannot push others' greetings out); returns its peer.
     fn evict_oldest(&mut self) -> Option<SocketAddr> {
         self.oldest()?;
-        let (slot, _) = self.order.pop_front()?;
+        let (&greediest, _) = self.per_key.iter().max_by_key(|(_, &n)| n)?;
+        let slots = &self.slots;
+        let at = self.order.iter().position(
+            |&(s, id)| matches!(&slots[s], Some(p) if p.id == id && client_key(p.peer.ip()) == greediest),
+        )?;
+        let (slot, _) = self.order.remove(at)?;
         self.remove(slot).map(|p| p.peer)
     }
 
@@ -782,8 +817,8 @@ impl Acceptor {
         // refusal is written while the socket is still non-blocking (it is
         // small: into an empty buffer, or not at all).
         let admitted = match &greeting {
-            Greeting::Control(p) => match crate::session::admit(&self.shared, peer, p) {
-                Ok(a) => Some(a),
+            Greeting::Control(p) => match crate::session::negotiate_version(p) {
+                Ok(v) => Some(v),
                 Err((answer, why)) => {
                     if self.refuse_log.allow(Instant::now()) {
                         log::warn!("{peer}: refused: {why}");
@@ -799,10 +834,30 @@ impl Acceptor {
                 if let Err(e) = stream.set_nonblocking(false) {
                     return self.dropped(peer, &format!("cannot make the socket blocking: {e}"));
                 }
-                let (version, admission) = admitted.expect("a control greeting was admitted");
+                let version = admitted.expect("a control greeting was admitted");
+                let handle = match stream.try_clone() {
+                    Ok(h) => h,
+                    Err(e) => return self.dropped(peer, &format!("cannot hold the connection: {e}")),
+                };
+                // A place among those waiting for their hello (no session place yet).
+                let key = client_key(peer.ip());
+                let (pre, closed) = self.shared.pre.enter(key, handle, Instant::now());
+                if let Some(k) = closed {
+                    if self.full_log.allow(Instant::now()) {
+                        log::warn!(
+                            "closed the oldest control connection of {} waiting for its hello, to make room \
+                             (at most {} wait, an eighth of them from one client)",
+                            crate::admission::whose(k),
+                            self.shared.config.max_presessions
+                        );
+                    }
+                }
+                let shared = self.shared.clone();
                 let spawned = std::thread::Builder::new()
                     .name("netrig-session".into())
-                    .spawn(move || serve_control(stream, &past, &peer.to_string(), version, admission));
+                    .spawn(move || {
+                        serve_control(stream, &past, &peer.to_string(), key, version, shared, pre)
+                    });
                 if let Err(e) = spawned {
                     log::warn!("{peer}: cannot start a session thread: {e}");
                 }
@@ -822,6 +877,63 @@ impl Acceptor {
             }
         }
     }
+}
+
+/// Connections from outside `--allow` told why they are closed: at most
+/// [`Refusals::PER_SECOND`] a second in all and [`Refusals::PER_CLIENT`] a
+/// second per client (an IPv4 address, an IPv6 /64); the others are closed
+/// without a word, as before. The answer is one small frame to a peer that
+/// completed a TCP handshake: no amplification.
+#[derive(Default)]
+struct Refusals {
+    since: Option<Instant>,
+    told: HashMap<IpAddr, u32>,
+    total: u32,
+}
+
+impl Refusals {
+    const PER_SECOND: u32 = 50;
+    const PER_CLIENT: u32 = 2;
+
+    fn allow(&mut self, key: IpAddr, now: Instant) -> bool {
+        if self
+            .since
+            .is_none_or(|s| now.saturating_duration_since(s) >= Duration::from_secs(1))
+        {
+            self.since = Some(now);
+            self.told.clear();
+            self.total = 0;
+        }
+        if self.total >= Self::PER_SECOND {
+            return false;
+        }
+        let n = self.told.entry(key).or_default();
+        if *n >= Self::PER_CLIENT {
+            return false;
+        }
+        *n += 1;
+        self.total += 1;
+        true
+    }
+}
+
+/// Tells a connection from outside `--allow` so (an `error` frame, which
+/// clients of every protocol version read in place of a welcome), then
+/// closes it. What it sent already is read first (at most its preamble's
+/// worth, without waiting) so that the close is a FIN, not a reset that
+/// could overtake the answer.
+fn refuse_outsider(mut stream: MioStream, peer: SocketAddr, allow: &[ipnet::IpNet]) {
+    let _ = stream.read(&mut [0u8; DataHello::LEN]);
+    let nets = allow.iter().map(|n| n.to_string()).collect::<Vec<_>>().join(", ");
+    let answer = netrig_proto::encode_frame(&netrig_proto::AgentMsg::Error {
+        message: format!(
+            "this agent serves only clients from {nets} (its --allow); this client's address {} is not among \
+             them",
+            crate::session::canonical_ip(peer.ip())
+        ),
+    });
+    // Into an empty send buffer: all of it or nothing, never a wait.
+    let _ = stream.write(&answer);
 }
 
 /// Whether `--allow` lets `ip` in (an IPv4-mapped address counts as IPv4).
@@ -856,6 +968,21 @@ mod access_tests {
         assert!(!allowed(&allow, ip("127.0.0.1")));
         assert!(!allowed(&allow, ip("::1")));
         assert!(allowed(&[], ip("192.0.2.1")));
+    }
+
+    /// Answers to connections from outside --allow: 2 a second per client,
+    /// 50 in all, counted again each second.
+    #[test]
+    fn refusals_are_told_a_few_a_second_per_client_and_in_all() {
+        let mut r = Refusals::default();
+        let t = Instant::now();
+        let ip = |n: u32| IpAddr::from(std::net::Ipv4Addr::from(0x0a00_0000 + n));
+        assert!(r.allow(ip(1), t) && r.allow(ip(1), t));
+        assert!(!r.allow(ip(1), t), "a third from one client in the same second");
+        let told = (2..100).filter(|&n| r.allow(ip(n), t)).count();
+        assert_eq!(told, 48, "50 in all");
+        let later = t + Duration::from_millis(1001);
+        assert!(r.allow(ip(1), later), "a new second");
     }
 
     #[test]

@@ -245,40 +245,17 @@ impl Drop for Registration<'_> {
     }
 }
 
-/// A session's place among the agent's `--max-sessions` and its client's
-/// `--max-sessions-per-client`, taken by the accept loop before the
-/// session's thread starts (a flood of preambles costs no threads);
-/// dropping it gives both back.
-pub(crate) struct Admission {
-    shared: Arc<Shared>,
-    key: IpAddr,
-}
-
-impl Drop for Admission {
-    fn drop(&mut self) {
-        self.shared.sessions.fetch_sub(1, Ordering::AcqRel);
-        let mut map = self.shared.per_client.lock().expect("per-client lock");
-        if let Some(n) = map.get_mut(&self.key) {
-            *n -= 1;
-            if *n == 0 {
-                map.remove(&self.key);
-            }
-        }
-    }
-}
-
 /// A control connection's preamble read: the protocol version its session
-/// speaks and its place, or the answer that refuses it (a frame) and why, for the log.
-pub(crate) fn admit(
-    shared: &Arc<Shared>,
-    peer: SocketAddr,
-    preamble: &ControlPreamble,
-) -> Result<(u16, Admission), (Vec<u8>, String)> {
-    let Some(version) = negotiate(
+/// speaks, or the answer that refuses it (a frame) and why, for the log.
+/// Its place among the sessions comes later, with its hello
+/// ([`crate::admission`]).
+pub(crate) fn negotiate_version(preamble: &ControlPreamble) -> Result<u16, (Vec<u8>, String)> {
+    negotiate(
         (MIN_PROTOCOL_VERSION, PROTOCOL_VERSION),
         (preamble.min_version, preamble.max_version),
-    ) else {
-        return Err((
+    )
+    .ok_or_else(|| {
+        (
             encode_frame(&AgentMsg::VersionMismatch {
                 agent_min: MIN_PROTOCOL_VERSION,
                 agent_max: PROTOCOL_VERSION,
@@ -288,51 +265,8 @@ pub(crate) fn admit(
                 "client speaks protocol {}..={}, this agent {}..={}",
                 preamble.min_version, preamble.max_version, MIN_PROTOCOL_VERSION, PROTOCOL_VERSION
             ),
-        ));
-    };
-    let busy = |reason: String| {
-        Err((
-            encode_frame(&AgentMsg::Busy {
-                reason: reason.clone(),
-            }),
-            reason,
-        ))
-    };
-    let max = shared.config.limits.max_sessions;
-    let key = crate::listener::client_key(peer.ip());
-    let per_client = shared.config.max_sessions_per_client;
-    let mut map = shared.per_client.lock().expect("per-client lock");
-    let n = map.entry(key).or_default();
-    if *n >= per_client {
-        let whose = match key {
-            IpAddr::V6(_) => format!("{key}/64"),
-            IpAddr::V4(_) => key.to_string(),
-        };
-        if *n == 0 {
-            map.remove(&key);
-        }
-        return busy(format!(
-            "{whose} has {per_client} sessions with the agent already (its --max-sessions-per-client); end one \
-             or try again later"
-        ));
-    }
-    if shared.sessions.fetch_add(1, Ordering::AcqRel) >= max as usize {
-        shared.sessions.fetch_sub(1, Ordering::AcqRel);
-        if *n == 0 {
-            map.remove(&key);
-        }
-        return busy(format!(
-            "the agent serves {max} sessions at once already (its --max-sessions); try again later"
-        ));
-    }
-    *n += 1;
-    Ok((
-        version,
-        Admission {
-            shared: shared.clone(),
-            key,
-        },
-    ))
+        )
+    })
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -347,8 +281,20 @@ enum SessionError {
 
 /// `read`: what was read of the connection past its preamble before it
 /// came here (by a run holding the listener), the start of its first frame.
-pub(crate) fn serve_control(stream: TcpStream, read: &[u8], peer: &str, version: u16, admission: Admission) {
-    let shared: &Shared = &admission.shared;
+/// `key`: the client's, for its places ([`crate::listener::client_key`]);
+/// `pre`: its place among the connections waiting for their hello, given
+/// back once the hello is in (for a session place) or the session ends.
+pub(crate) fn serve_control(
+    stream: TcpStream,
+    read: &[u8],
+    peer: &str,
+    key: IpAddr,
+    version: u16,
+    shared_arc: Arc<Shared>,
+    pre: crate::admission::PreSlot,
+) {
+    let shared: &Shared = &shared_arc;
+    let mut pre = Some(pre);
     let _ = stream.set_nodelay(true);
     let mut conn = match FramedConn::with_read(stream, netrig_proto::MAX_CLIENT_FRAME_LEN, read) {
         Ok(c) => c,
@@ -376,6 +322,19 @@ pub(crate) fn serve_control(stream: TcpStream, read: &[u8], peer: &str, version:
         })?;
         let mut auth_session = None;
         let mut sm = AgentSession::new(limits.clone(), Instant::now());
+        // The hello must be whole within the greeting's time: until then the
+        // connection holds no session place, only one in the pre-session pool.
+        let greeting = shared.config.greeting_timeout;
+        let hello_by = Instant::now() + greeting;
+        let mut admission: Option<crate::admission::Admission> = None;
+        let evicted = || {
+            SessionError::Test(format!(
+                "the agent closed this idle session to make room for a client from another address: all its \
+                 sessions (its --max-sessions, {}) were taken, and {} held more of them than the newcomer's",
+                limits.max_sessions,
+                crate::admission::whose(key)
+            ))
+        };
         // Nothing the client sends moves this: only the end of a test does.
         let mut idle_until = Instant::now() + idle_timeout;
         // A watch of this host (protocol 6) and the thread it holds.
@@ -389,6 +348,7 @@ pub(crate) fn serve_control(stream: TcpStream, read: &[u8], peer: &str, version:
             // own: the client's heartbeats, and its limit.
             let deadline = match &watch {
                 Some((w, _)) => (last_heard + silence).min(w.hard_deadline(grace)),
+                None if admission.is_none() => hello_by.min(idle_until),
                 None => sm.deadline().map_or(idle_until, |d| d.min(idle_until)),
             };
             let msg: ClientMsg = match conn.recv(deadline.saturating_duration_since(Instant::now())) {
@@ -412,6 +372,15 @@ pub(crate) fn serve_control(stream: TcpStream, read: &[u8], peer: &str, version:
                         }
                         continue;
                     }
+                    if admission.is_none() && now < idle_until {
+                        if now < hello_by {
+                            continue;
+                        }
+                        return Err(SessionError::Test(format!(
+                            "no whole hello within {} s of the welcome (the agent's greeting timeout); closing",
+                            greeting.as_secs_f64()
+                        )));
+                    }
                     sm.check_deadline(now)?;
                     if now < idle_until {
                         continue;
@@ -422,10 +391,20 @@ pub(crate) fn serve_control(stream: TcpStream, read: &[u8], peer: &str, version:
                         idle_timeout.as_secs()
                     )));
                 }
+                Err(ConnError::Closed) if admission.as_ref().is_some_and(|a| a.evicted()) => {
+                    return Err(evicted())
+                }
                 Err(ConnError::Closed) => return Ok(()),
                 Err(e) => return Err(e.into()),
             };
             last_heard = Instant::now();
+            // A request or a watch makes the session busy: no longer one to
+            // close for room (unless that happened already).
+            if matches!(msg, ClientMsg::TestRequest { .. } | ClientMsg::WatchStart) {
+                if let Some(a) = &admission {
+                    a.set_idle(false).map_err(|()| evicted())?;
+                }
+            }
             // Heartbeats sent while the test ended may follow it; they say
             // nothing else (and renew no deadline but a watch's silence).
             if matches!(msg, ClientMsg::Heartbeat) && version >= netrig_proto::message::HEARTBEAT_VERSION {
@@ -451,6 +430,33 @@ pub(crate) fn serve_control(stream: TcpStream, read: &[u8], peer: &str, version:
                 AgentEvent::Hello { software, auth } => {
                     match shared.config.auth.on_hello(version, &welcome_auth, Some(&auth)) {
                         Ok((signature, a)) => {
+                            // Now, and only now, a session place.
+                            let handle = conn
+                                .try_clone_stream()
+                                .map_err(|e| SessionError::Test(format!("control socket: {e}")))?;
+                            match crate::admission::take_slot(
+                                &shared_arc,
+                                key,
+                                a.client_key.is_some(),
+                                handle,
+                            ) {
+                                Ok((adm, closed)) => {
+                                    if let Some(k) = closed {
+                                        log::info!(
+                                            "{peer}: closed an idle session of {} to make room (--max-sessions {})",
+                                            crate::admission::whose(k),
+                                            limits.max_sessions
+                                        );
+                                    }
+                                    admission = Some(adm);
+                                    pre = None;
+                                }
+                                Err(reason) => {
+                                    log::info!("{peer}: refused: {reason}");
+                                    conn.send(&AgentMsg::Busy { reason })?;
+                                    return Ok(());
+                                }
+                            }
                             match &a.client_key {
                                 Some(k) => log::info!(
                                     "{peer}: client netrig {software}, protocol {version}, authenticated as {k}"
@@ -470,14 +476,15 @@ pub(crate) fn serve_control(stream: TcpStream, read: &[u8], peer: &str, version:
                     conn.send(&AgentMsg::TestRejected { reason })?;
                 }
                 AgentEvent::TestRequested(spec) => {
-                    // Checked and taken before anything is allocated.
-                    // The operator's caps first, then what this host can hold.
-                    let reservation = shared
+                    // Checked before anything is allocated, the operator's
+                    // caps first, then what this host can hold; the share is
+                    // taken once the data connections are in (run_test).
+                    let checked = shared
                         .budget
-                        .reserve(share_of(&spec))
-                        .and_then(|r| host_can_run(&spec, &shared.config.limits).map(|()| r));
-                    let _reservation = match reservation {
-                        Ok(r) => r,
+                        .check(share_of(&spec))
+                        .and_then(|()| host_can_run(&spec, &shared.config.limits));
+                    match checked {
+                        Ok(()) => {}
                         Err(reason) => {
                             log::info!("{peer}: test refused: {reason}");
                             sm.reject();
@@ -502,7 +509,7 @@ pub(crate) fn serve_control(stream: TcpStream, read: &[u8], peer: &str, version:
                     log::info!("{peer}: {} {} flow(s), {}", spec.kind(), spec.flows, spec.limit);
                     let authenticated = auth_session.as_ref().is_some_and(|a| a.client_key.is_some());
                     let test = TestContext {
-                        shared: &admission.shared,
+                        shared: &shared_arc,
                         peer,
                         heartbeats: version >= netrig_proto::message::HEARTBEAT_VERSION,
                         disclose: if authenticated {
@@ -593,6 +600,13 @@ pub(crate) fn serve_control(stream: TcpStream, read: &[u8], peer: &str, version:
                 }
                 AgentEvent::Bye => return Ok(()),
                 AgentEvent::Go | AgentEvent::Abort(_) => {}
+            }
+            // Idle again (a test ended or was refused, a watch ended or was
+            // not started): a session that may be closed to make room.
+            if let Some(a) = &admission {
+                if sm.is_idle() && watch.is_none() && !a.is_idle() {
+                    a.set_idle(true).map_err(|()| evicted())?;
+                }
             }
         }
     })();
@@ -701,6 +715,9 @@ fn host_can_run(spec: &TestSpec, limits: &netrig_proto::AgentLimits) -> Result<(
     Ok(())
 }
 
+/// How long a test's set-up waits for its next data connection.
+const DATA_STALL: Duration = Duration::from_secs(10);
+
 /// What a test needs of its session.
 struct TestContext<'a> {
     shared: &'a Arc<Shared>,
@@ -801,7 +818,28 @@ fn run_test(
     }
     let mut last_control_check = Instant::now();
     let failed_accepts = shared.accept_failures.count();
+    // Each data connection within DATA_STALL of the last (of test_accepted
+    // for the first): a client that opens none, or stops, holds its
+    // sockets and session no longer than that (and none of the budget,
+    // taken only before data_ready). The client opens them one after
+    // another: 10 s leaves room for a connect that lost three SYNs (1, 2
+    // and 4 s of retransmission).
+    let stall = DATA_STALL;
+    let mut next_by = Instant::now() + stall;
     while flows.len() < expected {
+        if data_rx.is_some() && Instant::now() >= next_by {
+            return Err(SessionError::Test(format!(
+                "no data connection within {} s of {} ({} of the test's {expected} arrived); the test is \
+                 given up",
+                stall.as_secs_f64(),
+                if flows.is_empty() {
+                    "test_accepted"
+                } else {
+                    "the last one"
+                },
+                flows.len()
+            )));
+        }
         // Data connections the agent could not accept are the likeliest cause.
         sm.check_deadline(Instant::now()).map_err(|e| {
             match shared.accept_failures.since(failed_accepts) {
@@ -871,6 +909,7 @@ fn run_test(
                 continue;
             }
         };
+        next_by = Instant::now() + stall;
         let direction = plan[hello.flow as usize];
         let initial = sockopt::buffers(&socket);
         if flows.is_empty() {
@@ -908,8 +947,27 @@ fn run_test(
             }
         }
     }
+    // The test's share of the agent's totals, taken now that its data
+    // connections are in (checked when it was asked for; another test may
+    // have taken it since), held until the test ends.
+    let _reservation = shared
+        .budget
+        .reserve(share_of(spec))
+        .map_err(|reason| SessionError::Test(format!("the test cannot start: {reason}")))?;
     conn.send(&AgentMsg::DataReady)?;
-    let msg: ClientMsg = conn.recv(Duration::from_secs(shared.config.limits.setup_timeout_s))?;
+    // The client sends go as soon as it reads data_ready: the greeting's
+    // time is plenty, and bounds how long a client that never sends it
+    // holds the share.
+    let go_wait = shared.config.greeting_timeout;
+    let msg: ClientMsg = conn
+        .recv(go_wait.min(Duration::from_secs(shared.config.limits.setup_timeout_s)))
+        .map_err(|e| match e {
+            ConnError::Timeout(_) => SessionError::Test(format!(
+                "no go within {} s of data_ready; the test is given up",
+                go_wait.as_secs_f64()
+            )),
+            e => e.into(),
+        })?;
     match sm.on_client(msg, Instant::now())? {
         AgentEvent::Go => {}
         AgentEvent::Abort(r) => return Err(SessionError::Test(format!("client aborted: {r}"))),

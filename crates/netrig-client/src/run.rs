@@ -287,6 +287,12 @@ impl Client {
                     other => other.to_string(),
                 },
             })?;
+        // An agent that refuses this client's address says so in place of a welcome.
+        if let AgentMsg::Error { message } = &msg {
+            return Err(ClientError::Handshake(format!(
+                "the agent at {addr} refused this client: {message}"
+            )));
+        }
         let (software, version, limits, welcome_auth) = match sm.on_agent(msg) {
             Ok(ClientEvent::Welcome {
                 version,
@@ -327,6 +333,12 @@ impl Client {
             Ok(AgentMsg::Error { message }) => {
                 return Err(ClientError::Handshake(format!(
                     "the agent at {addr} refused this client: {message}"
+                )))
+            }
+            // Its sessions are all taken (a place is given once the hello is in).
+            Ok(AgentMsg::Busy { reason }) => {
+                return Err(ClientError::Handshake(format!(
+                    "agent at {addr}: agent is busy: {reason}"
                 )))
             }
             Ok(other) => {

@@ -132,6 +132,20 @@ pub struct ServerConfig {
     pub backlog: i32,
     pub bounds: Bounds,
     pub tls: Option<Arc<rustls::ServerConfig>>,
+    /// The client networks served (`netrig serve --allow`, beside the agent); empty: any.
+    /// Others get 403 (plain HTTP) or nothing (HTTPS) and are closed.
+    pub allow: Vec<ipnet::IpNet>,
+}
+
+/// Whether `allow` lets `ip` in (an IPv4-mapped address counts as IPv4; empty: any).
+fn allowed(allow: &[ipnet::IpNet], ip: std::net::IpAddr) -> bool {
+    let ip = match ip {
+        std::net::IpAddr::V6(v6) => v6
+            .to_ipv4_mapped()
+            .map_or(std::net::IpAddr::V6(v6), std::net::IpAddr::V4),
+        v4 => v4,
+    };
+    allow.is_empty() || allow.iter().any(|n| n.contains(&ip))
 }
 
 impl ServerConfig {
@@ -143,6 +157,7 @@ impl ServerConfig {
             backlog: 4096,
             bounds: Bounds::default(),
             tls: None,
+            allow: Vec::new(),
         }
     }
 }
@@ -233,6 +248,7 @@ impl Server {
                     limits: config.bounds.parse_limits(),
                     bounds: config.bounds.clone(),
                     tls: config.tls.clone(),
+                    allow: config.allow.clone(),
                     rscratch: vec![0; config.bounds.read_bound()],
                     wscratch: Vec::with_capacity(OUT_HIGH + COPY_BODY as usize + 1024),
                     now: Instant::now(),
@@ -377,6 +393,7 @@ struct Ctx {
     limits: ParseLimits,
     bounds: Bounds,
     tls: Option<Arc<rustls::ServerConfig>>,
+    allow: Vec<ipnet::IpNet>,
     /// The read buffer a connection borrows when it holds no bytes of its own.
     rscratch: Vec<u8>,
     /// The write buffer a connection borrows when it has nothing unsent.
@@ -478,7 +495,25 @@ impl Worker {
         }
         loop {
             match self.listener.accept() {
-                Ok((mut sock, _)) => {
+                Ok((mut sock, peer)) => {
+                    if !allowed(&self.ctx.allow, peer.ip()) {
+                        self.ctx.counts.refusal(Refusal::OutsideAllow);
+                        if self.ctx.tls.is_none() {
+                            let body = format!(
+                                "this server serves only clients from {} (the agent's --allow); {} is not among them\n",
+                                self.ctx.allow.iter().map(|n| n.to_string()).collect::<Vec<_>>().join(", "),
+                                peer.ip()
+                            );
+                            let mut out = Vec::new();
+                            head(&mut out, 403, body.len() as u64, TEXT, false, 1, &self.ctx.date);
+                            out.extend_from_slice(body.as_bytes());
+                            if let Ok(n) = sock.write(&out) {
+                                bump(&self.ctx.counts.bytes_sent, n as u64);
+                            }
+                            self.ctx.counts.response(403);
+                        }
+                        continue;
+                    }
                     let shared = &self.ctx.shared;
                     if shared.open.fetch_add(1, Relaxed) >= self.ctx.bounds.max_connections {
                         shared.open.fetch_sub(1, Relaxed);
@@ -1184,6 +1219,7 @@ fn reason(status: u16) -> &'static [u8] {
     match status {
         200 => b"200 OK",
         400 => b"400 Bad Request",
+        403 => b"403 Forbidden",
         404 => b"404 Not Found",
         405 => b"405 Method Not Allowed",
         408 => b"408 Request Timeout",

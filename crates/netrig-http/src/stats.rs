@@ -5,7 +5,7 @@ use serde::Serialize;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
 /// The statuses this server answers with, in the order of [`WorkerCounts::responses`].
-pub const STATUSES: [u16; 12] = [200, 400, 404, 405, 408, 413, 414, 431, 500, 501, 503, 505];
+pub const STATUSES: [u16; 13] = [200, 400, 404, 405, 408, 413, 414, 431, 500, 501, 503, 505, 403];
 
 /// Why a connection was closed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -83,10 +83,13 @@ pub enum Refusal {
     BadTarget,
     /// accept() failed (EMFILE, ENFILE, ENOMEM...): the connection waits in the listen queue.
     AcceptFailed,
+    /// Connections from outside the agent's --allow (`netrig serve --allow --http-port`): answered
+    /// 403 and closed before a byte of theirs is read.
+    OutsideAllow,
 }
 
 impl Refusal {
-    pub const ALL: [Refusal; 11] = [
+    pub const ALL: [Refusal; 12] = [
         Refusal::OverConnectionLimit,
         Refusal::HeaderTooLarge,
         Refusal::RequestLineTooLong,
@@ -98,6 +101,7 @@ impl Refusal {
         Refusal::BodyTooLarge,
         Refusal::BadTarget,
         Refusal::AcceptFailed,
+        Refusal::OutsideAllow,
     ];
     pub fn name(self) -> &'static str {
         match self {
@@ -112,6 +116,7 @@ impl Refusal {
             Refusal::BodyTooLarge => "body_too_large",
             Refusal::BadTarget => "bad_target",
             Refusal::AcceptFailed => "accept_failed",
+            Refusal::OutsideAllow => "outside_allow",
         }
     }
 }

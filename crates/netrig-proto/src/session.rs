@@ -98,6 +98,11 @@ impl AgentSession {
         self.state == AgentState::Running
     }
 
+    /// Between tests: hello done, no test set up or running, no watch.
+    pub fn is_idle(&self) -> bool {
+        self.state == AgentState::Idle
+    }
+
     /// A watch of the host runs (protocol 6).
     pub fn is_watching(&self) -> bool {
         self.state == AgentState::Watching

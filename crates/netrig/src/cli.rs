@@ -161,8 +161,9 @@ pub struct ServeArgs {
     /// closed-loop request/response, clocked by its answers, always runs. Default: no cap.
     #[arg(long = "max-rate", value_name = "RATE", value_parser = parse_max_rate)]
     pub max_rate: Option<u64>,
-    /// Serve only clients in this network (CIDR, or one address); repeat for more. Others are
-    /// closed before their greeting is read. Default: any.
+    /// Serve only clients in this network (CIDR, or one address); repeat for more, on every port
+    /// the agent opens (--http-port too). Others are told so (a few a second) and closed before
+    /// their greeting is read. Default: any.
     #[arg(long = "allow", value_name = "CIDR", value_parser = parse_network)]
     pub allow: Vec<ipnet::IpNet>,
     /// What results tell clients that did not authenticate about this host: `full` (its name,

@@ -147,6 +147,7 @@ impl HttpOptions {
                 max_delay: self.max_delay,
             },
             tls,
+            allow: Vec::new(),
         })
     }
 }
@@ -157,19 +158,21 @@ pub fn serve(a: HttpServeArgs) -> Result<()> {
         Some(ip) => ip.with_port(a.port),
         None => SocketAddr::new(IpAddr::V6(Ipv6Addr::UNSPECIFIED), a.port),
     };
-    let server = start(&a.options, bind)?;
+    let server = start(&a.options, bind, Vec::new())?;
     server.wait();
     Ok(())
 }
 
 /// `netrig serve --http-port P`: the server beside the agent, in its process, on the agent's
 /// address. It runs as long as the returned server is held.
-pub fn beside_agent(bind: SocketAddr, options: &HttpOptions) -> Result<Server> {
-    start(options, bind)
+/// `allow`: the agent's --allow, which covers this port too.
+pub fn beside_agent(bind: SocketAddr, options: &HttpOptions, allow: Vec<ipnet::IpNet>) -> Result<Server> {
+    start(options, bind, allow)
 }
 
-fn start(o: &HttpOptions, bind: SocketAddr) -> Result<Server> {
-    let config = o.config(bind)?;
+fn start(o: &HttpOptions, bind: SocketAddr, allow: Vec<ipnet::IpNet>) -> Result<Server> {
+    let mut config = o.config(bind)?;
+    config.allow = allow;
     let line = startup_line(&config);
     let server = Server::start(config).map_err(|e| crate::Usage(e.to_string()))?;
     eprintln!(

@@ -348,6 +348,7 @@ fn serve(a: ServeArgs) -> Result<()> {
         .into());
     }
     let caps = caps_line(&a, &config);
+    let allow = config.allow.clone();
     let agent = Agent::bind(config)?;
     let _http = match a.http_port {
         Some(port) => Some(http::beside_agent(
@@ -356,6 +357,7 @@ fn serve(a: ServeArgs) -> Result<()> {
                 None => AgentConfig::default_bind(port),
             },
             &a.http,
+            allow,
         )?),
         None => None,
     };

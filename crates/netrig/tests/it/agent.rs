@@ -124,8 +124,8 @@ fn agent_survives_garbage_and_keeps_serving() {
 #[test]
 fn agent_at_its_session_limit_says_busy() {
     let agent = Served::start(&["--max-sessions", "1"]);
-    let mut first = control(agent.port, V, V);
-    assert!(matches!(read_msg(&mut first), AgentMsg::Welcome { .. }));
+    // A session holds its place from its hello on (docs/SECURITY.md, "Admission").
+    let first = Raw::open(agent.port);
     let p = agent.port_arg();
     let o = run(&["tcp-stream", "-H", "127.0.0.1", "-p", &p, "-l", "0.3"]);
     assert_eq!(o.status.code(), Some(2));

@@ -75,6 +75,17 @@ fn a_trickle_cannot_keep_a_session_past_its_idle_deadline() {
     probe.check("a trickle after the hello");
 }
 
+fn hello() -> netrig_proto::ClientMsg {
+    netrig_proto::ClientMsg::Hello {
+        software: "test".into(),
+        auth: netrig_proto::auth::HelloAuth {
+            nonce: netrig_proto::auth::Nonce::random(),
+            client_key: None,
+            signature: None,
+        },
+    }
+}
+
 /// Issue #11: 64 idle sessions from one address locked every honest client
 /// out. One client (an IPv4 address) now has `--max-sessions-per-client`.
 #[test]
@@ -83,7 +94,10 @@ fn one_client_cannot_take_every_session() {
     let probe = crate::probe::AgentProbe::attach(&mut agent);
     let a = Raw::open(agent.port);
     let b = Raw::open(agent.port);
+    // Its place is taken with the hello (docs/SECURITY.md, "Admission").
     let mut third = Raw::greet("127.0.0.1", agent.port);
+    assert!(matches!(third.next(), AgentMsg::Welcome { .. }));
+    third.send(&hello());
     match third.next() {
         AgentMsg::Busy { reason } => assert!(
             reason.contains("127.0.0.1 has 2 sessions") && reason.contains("--max-sessions-per-client"),
@@ -102,8 +116,10 @@ fn one_client_cannot_take_every_session() {
     let deadline = Instant::now() + Duration::from_secs(5);
     loop {
         let mut r = Raw::greet("127.0.0.1", agent.port);
+        assert!(matches!(r.next(), AgentMsg::Welcome { .. }));
+        r.send(&hello());
         match r.next() {
-            AgentMsg::Welcome { .. } => break,
+            AgentMsg::HelloAccepted { .. } => break,
             AgentMsg::Busy { .. } if Instant::now() < deadline => {
                 std::thread::sleep(Duration::from_millis(50))
             }

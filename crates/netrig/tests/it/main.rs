@@ -5,6 +5,7 @@ mod helpers;
 mod lab;
 mod probe;
 
+mod admission;
 mod agent;
 mod auth;
 mod bad_input;
