@@ -9,7 +9,7 @@ use crate::document::{ArmOutcome, Experiment, PointOutcome, TestOutcome, FORMAT}
 use crate::metric;
 use crate::plan::{Order, Plan, PlanError};
 use crate::sweep::{self, Point};
-use netrig_kinds::{Kind, Planned};
+use netrig_kinds::{Ends, Kind, Planned};
 use netrig_run::{AddressFamily, Cancel, LocalOptions, Target};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -62,6 +62,7 @@ fn target_spec(plan: &Plan) -> netrig_run::TargetSpec {
     netrig_run::TargetSpec {
         host: t.host.clone(),
         port: t.port,
+        default_port: None,
         family: match t.family.as_deref() {
             Some("ipv4") => AddressFamily::V4,
             Some("ipv6") => AddressFamily::V6,
@@ -89,6 +90,27 @@ pub fn server_agent(plan: &Plan) -> Result<Option<Target>, PlanError> {
 /// Where the plan's tests go, with the keys it names read.
 pub fn target(plan: &Plan) -> Result<Target, PlanError> {
     target_spec(plan).target().map_err(PlanError::Invalid)
+}
+
+/// [`target`] for the prepared tests: a host given without a port takes
+/// the server's own port when every test is of a kind with one end and
+/// their URLs agree on it (an HTTP load's `--url http://h:8080/`), as a
+/// single run does; else the agent's default port.
+fn target_of(plan: &Plan, prepared: &[PreparedTest]) -> Result<Target, PlanError> {
+    let mut ports = prepared.iter().flat_map(|(kind, points)| {
+        points
+            .iter()
+            .flat_map(|p| &p.arms)
+            .map(move |planned| match kind.ends() {
+                Ends::ClientOnly(one) => one.own_server(&planned.spec).map(|(_, port)| port),
+                Ends::Both => None,
+            })
+    });
+    let first = ports.next().flatten();
+    let default_port = first.filter(|f| ports.all(|p| p == Some(*f)));
+    let mut spec = target_spec(plan);
+    spec.default_port = default_port;
+    spec.target().map_err(PlanError::Invalid)
 }
 
 /// Checks every test of every point of every arm, as its kind would on its
@@ -140,7 +162,7 @@ pub fn run(
     let arms = plan.arms();
     let seed = plan.seed.unwrap_or_else(|| fastrand::u64(..));
     let mut rng = fastrand::Rng::with_seed(seed);
-    let target = target(plan)?;
+    let target = target_of(plan, &prepared)?;
     let server_agent = server_agent(plan)?;
     // A host that names nothing is found before any set-up runs, as a single
     // run finds it before it starts: a bad target, not a failed run.

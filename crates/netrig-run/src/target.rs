@@ -58,6 +58,9 @@ pub struct TargetSpec {
     pub host: Option<String>,
     /// The port given on its own (`-p`).
     pub port: Option<u16>,
+    /// The port when neither the host nor `-p` gives one (None: the
+    /// agent's default port): an HTTP load's server port from its URL.
+    pub default_port: Option<u16>,
     pub family: Family,
     /// The local address of every connection (`--bind`), as serve's
     /// `--bind` takes it.
@@ -80,6 +83,18 @@ pub fn host_port(
     text: &str,
     port_option: &str,
     port: Option<u16>,
+) -> Result<(String, u16), String> {
+    host_port_or(option, text, port_option, port, netrig_proto::DEFAULT_PORT)
+}
+
+/// [`host_port`] with the port to take when neither gives one: the
+/// server's own (an HTTP load's URL) for a kind with one end.
+pub fn host_port_or(
+    option: &str,
+    text: &str,
+    port_option: &str,
+    port: Option<u16>,
+    default: u16,
 ) -> Result<(String, u16), String> {
     let bad = |why: String| Err(format!("{option} {text}: {why}"));
     let parse_port = |p: &str| match p.parse::<u16>() {
@@ -129,7 +144,7 @@ pub fn host_port(
         }
         (Some(a), _) => a,
         (None, Some(b)) => b,
-        (None, None) => netrig_proto::DEFAULT_PORT,
+        (None, None) => default,
     };
     Ok((host.to_string(), port))
 }
@@ -228,7 +243,8 @@ impl TargetSpec {
             let _ = self.bind(None)?;
             return Ok(Target::embedded(self.family == Family::V6));
         };
-        let (host, port) = host_port(n.host, h, n.port, self.port)?;
+        let default = self.default_port.unwrap_or(netrig_proto::DEFAULT_PORT);
+        let (host, port) = host_port_or(n.host, h, n.port, self.port, default)?;
         let bind = self.bind(Some(&host))?;
         Ok(Target::Agent {
             host,

@@ -265,6 +265,7 @@ impl TargetArgs {
         netrig_run::TargetSpec {
             host: self.host.clone(),
             port: self.port,
+            default_port: None,
             family: match (self.ipv4, self.ipv6) {
                 (true, _) => netrig_run::AddressFamily::V4,
                 (_, true) => netrig_run::AddressFamily::V6,

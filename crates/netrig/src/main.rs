@@ -420,12 +420,6 @@ fn caps_line(a: &ServeArgs, c: &AgentConfig) -> String {
     )
 }
 
-/// Where the test goes: `-H` (and -p, -4/-6, --bind, the keys), or the
-/// in-process agent, as the run API reads them.
-fn target(t: &TargetArgs) -> Result<Target> {
-    Ok(t.spec().target().map_err(Usage)?)
-}
-
 /// `--server-agent HOST[:PORT]`, with this client's keys (`--key`, `--agent-key`).
 fn server_agent(t: &TargetArgs, one: &OneEndArgs) -> Result<Option<Target>> {
     let Some(s) = &one.server_agent else {
@@ -532,7 +526,13 @@ fn test(kind: &'static dyn Kind, m: &clap::ArgMatches, args: Vec<String>, sweeps
     let format = format(&run)?;
     let mut export = exporter(format, kind.table(), flows);
     let mut stdout = std::io::stdout();
-    let target = target(&run.target)?;
+    // A kind with one end given -H without a port goes to its server's own
+    // port (an HTTP load's URL), not the agent's.
+    let mut target_spec = run.target.spec();
+    if let netrig_kinds::Ends::ClientOnly(one) = kind.ends() {
+        target_spec.default_port = one.own_server(&spec).map(|(_, port)| port);
+    }
+    let target = target_spec.target().map_err(Usage)?;
     let bar = progress::Progress::start(&spec, format);
     let result = netrig_run::run(&target, local, &spec, cancel(), &mut |iv| {
         // stdout closed (a pipe whose reader left): the run goes on.

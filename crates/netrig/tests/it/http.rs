@@ -506,3 +506,45 @@ fn the_http_witness_checks_the_run_against_the_kernel_and_the_server_host() {
     );
     assert!(v["witness"]["withheld"].is_null(), "{}", v["witness"]);
 }
+
+/// `-H` without a port, beside a URL with one: the load goes to the URL's
+/// port (the server's), not the agent's default 6387 (which refused it).
+#[test]
+fn a_host_without_a_port_takes_the_urls_port() {
+    let srv = crate::http_server::start(&["http-serve", "--bind", "127.0.0.1", "-p", "0", "--threads", "1"]);
+    let url = format!("http://localhost:{}/bytes/16", srv.addr.port());
+    let v = run_json(&[
+        "http",
+        "--url",
+        &url,
+        "-H",
+        "127.0.0.1",
+        "-c",
+        "1",
+        "-t",
+        "1",
+        "-d",
+        "0.3",
+    ]);
+    assert!(
+        u(&v, "/summary/http/success_responses") > 0,
+        "{}",
+        v["summary"]["http"]
+    );
+    // A port given with -H still wins, and a wrong one is refused, not ignored.
+    let o = run(&[
+        "http",
+        "--url",
+        &url,
+        "-H",
+        "127.0.0.1:1",
+        "-c",
+        "1",
+        "-t",
+        "1",
+        "-d",
+        "0.3",
+        "--json",
+    ]);
+    assert!(!o.status.success(), "port 1 answered? {}", stdout(&o));
+}
