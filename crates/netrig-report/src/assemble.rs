@@ -256,7 +256,8 @@ pub fn assemble(
             "{} transaction(s) failed and are not counted as transactions: refused {}, timed out {}, \
              address not available {} (local ports exhausted: TIME_WAIT holds them; see \
              net.ipv4.ip_local_port_range, or --local-ports if given, and tcp_tw_reuse, which lets a \
-             port go again a second after its TIME_WAIT began, or let the agent close first: \
+             port connect() picks go again a second after its TIME_WAIT began (one --local-ports \
+             binds, at once; both only with tcp_timestamps), or let the agent close first: \
              --close-first responder), reset {}, other {}",
             e.total(),
             e.refused,
