@@ -32,6 +32,7 @@ pub fn assemble(
     let transactional = exchange.is_transactional();
     let per_transaction = exchange == Exchange::ConnectionPerTransaction;
     let batched = kind.batches_datagrams(spec);
+    let transport = spec.rules().transport();
     let index = |side: &'_ SideReport| -> HashMap<u32, FlowReport> {
         side.flows.iter().map(|f| (f.id, f.clone())).collect()
     };
@@ -208,7 +209,7 @@ pub fn assemble(
     );
     let host_counter = |w: &str| w.contains(") during the test") || w.contains("connection-tracking");
     warnings.extend(
-        crate::checks::side_warnings(local.report, "local", batched)
+        crate::checks::side_warnings(local.report, "local", transport, batched)
             .into_iter()
             .map(|w| match w.strip_prefix("local: ") {
                 // One host's counters: they speak for both ends.
@@ -223,7 +224,7 @@ pub fn assemble(
     let same_machine =
         crate::witness::same_machine(local.report.witness.as_ref(), remote.report.witness.as_ref());
     warnings.extend(
-        crate::checks::side_warnings(remote.report, "remote", batched)
+        crate::checks::side_warnings(remote.report, "remote", transport, batched)
             .into_iter()
             .filter(|w| {
                 let counters = host_counter(w);

@@ -3,6 +3,7 @@
 
 use crate::model::Summary;
 use netrig_proto::report::SideReport;
+use netrig_proto::spec::Transport;
 
 /// Busy share of one worker thread above which netrig may be the bottleneck.
 pub const WORKER_BUSY_PCT: f64 = 90.0;
@@ -33,26 +34,51 @@ pub fn accounted_pct(side: &SideReport) -> Option<f64> {
     (wall > 0.0 && cpus > 0).then(|| cpu.elapsed_cpu_s / (wall * cpus as f64) * 100.0)
 }
 
-/// Counters whose increase means the test lost something, with what it means.
-const COUNTER_WARNINGS: &[(&str, &str)] = &[
+/// Counters whose increase means a test may have lost something, the
+/// transport whose sockets they count, and what they mean. The kernel keeps
+/// them for the whole network namespace (every program's sockets, not only
+/// the test's), so each is warned of only for kinds of its transport: a UDP
+/// drop elsewhere on the host says nothing of a TCP test, nor a listen
+/// overflow of a UDP one (whose one TCP connection is its control).
+const COUNTER_WARNINGS: &[(&str, Transport, &str)] = &[
     (
         "TcpExt.ListenOverflows",
+        Transport::Tcp,
         "listen-queue overflows: a listener's accept queue was full (raise its backlog and net.core.somaxconn)",
     ),
-    ("TcpExt.ListenDrops", "connection requests dropped at a listener"),
+    ("TcpExt.ListenDrops", Transport::Tcp, "connection requests dropped at a listener"),
     (
         "Udp.RcvbufErrors",
+        Transport::Udp,
         "UDP datagrams dropped because a socket's receive buffer was full (see -s/-S and net.core.rmem_max)",
     ),
-    ("Udp.SndbufErrors", "UDP sends that failed for lack of send buffer"),
-    ("TcpExt.TCPRcvQDrop", "TCP segments dropped because a socket's receive queue was full"),
-    ("TcpExt.TCPBacklogDrop", "TCP segments dropped because a socket's backlog was full"),
+    ("Udp.SndbufErrors", Transport::Udp, "UDP sends that failed for lack of send buffer"),
+    (
+        "Udp6.RcvbufErrors",
+        Transport::Udp,
+        "UDP datagrams dropped because a socket's receive buffer was full (see -s/-S and net.core.rmem_max)",
+    ),
+    ("Udp6.SndbufErrors", Transport::Udp, "UDP sends that failed for lack of send buffer"),
+    (
+        "TcpExt.TCPRcvQDrop",
+        Transport::Tcp,
+        "TCP segments dropped because a socket's receive queue was full",
+    ),
+    (
+        "TcpExt.TCPBacklogDrop",
+        Transport::Tcp,
+        "TCP segments dropped because a socket's backlog was full",
+    ),
 ];
 
-/// Warnings about one end's CPU, threads, counters and conntrack table.
-/// `batched`: UDP GSO/GRO may have been on, so the kernel's UDP counters
-/// count batches, not datagrams.
-pub fn side_warnings(side: &SideReport, end: &str, batched: bool) -> Vec<String> {
+/// Where a host-wide counter's count comes from, said after it.
+pub const HOST_WIDE: &str =
+    "counted for the whole host (every program's sockets in its network namespace), not necessarily by this test";
+
+/// Warnings about one end's CPU, threads, counters and conntrack table, for
+/// a test over `transport`. `batched`: UDP GSO/GRO may have been on, so the
+/// kernel's UDP counters count batches, not datagrams.
+pub fn side_warnings(side: &SideReport, end: &str, transport: Transport, batched: bool) -> Vec<String> {
     let mut out = Vec::new();
     if let Some(cpu) = &side.cpu {
         if cpu.steal_pct > STEAL_WARN_PCT {
@@ -82,13 +108,13 @@ pub fn side_warnings(side: &SideReport, end: &str, batched: bool) -> Vec<String>
         }
     }
     if let Some(c) = &side.counters {
-        for (name, what) in COUNTER_WARNINGS {
+        for (name, _, what) in COUNTER_WARNINGS.iter().filter(|(_, t, _)| *t == transport) {
             if let Some(n) = c.deltas.get(*name).filter(|n| **n > 0) {
-                if batched && name.starts_with("Udp.") {
+                if batched && name.starts_with("Udp") {
                     // The kernel counts a GSO send or a GRO buffer once.
                     out.push(format!(
                         "{end}: {n} {} ({name}, in the kernel's units: a GRO buffer or GSO send of up to 64 \
-                         datagrams counts once, so up to {} datagrams) during the test",
+                         datagrams counts once, so up to {} datagrams) during the test, {HOST_WIDE}",
                         what.replacen("UDP datagrams", "UDP receive buffers", 1).replacen(
                             "UDP sends",
                             "UDP send calls",
@@ -97,7 +123,7 @@ pub fn side_warnings(side: &SideReport, end: &str, batched: bool) -> Vec<String>
                         n.saturating_mul(64)
                     ));
                 } else {
-                    out.push(format!("{end}: {n} {what} ({name}) during the test"));
+                    out.push(format!("{end}: {n} {what} ({name}) during the test, {HOST_WIDE}"));
                 }
             }
         }
@@ -228,7 +254,7 @@ mod tests {
             }),
             ..Default::default()
         };
-        let w = side_warnings(&side, "remote", false);
+        let w = side_warnings(&side, "remote", Transport::Tcp, false);
         assert_eq!(w.len(), 4, "{w:#?}");
         assert!(w[0].contains("steal") && w[0].starts_with("remote"));
         assert!(w[1].contains("worker 0 was 97% busy (1 flow)"));
@@ -240,7 +266,39 @@ mod tests {
             deltas: Default::default(),
             conntrack: Some(Conntrack { count: 10, max: 1000 }),
         });
-        assert!(side_warnings(&side, "local", false).is_empty());
+        assert!(side_warnings(&side, "local", Transport::Tcp, false).is_empty());
+    }
+
+    /// Issue #37, item 13: a TCP test was warned of UDP receive-buffer drops
+    /// other programs on the host made. Host-wide counters are warned of
+    /// only for kinds of their transport, and said to be the host's.
+    #[test]
+    fn host_counters_concern_their_transport_and_say_they_are_the_host_s() {
+        let side = SideReport {
+            counters: Some(CounterReport {
+                deltas: [
+                    ("TcpExt.ListenOverflows".to_string(), 3),
+                    ("Udp.RcvbufErrors".to_string(), 40),
+                    ("Udp6.RcvbufErrors".to_string(), 2),
+                ]
+                .into_iter()
+                .collect(),
+                conntrack: None,
+            }),
+            ..Default::default()
+        };
+        let tcp = side_warnings(&side, "local", Transport::Tcp, false);
+        assert_eq!(tcp.len(), 1, "{tcp:#?}");
+        assert!(tcp[0].contains("3 listen-queue overflows"), "{tcp:?}");
+        let udp = side_warnings(&side, "local", Transport::Udp, false);
+        assert_eq!(udp.len(), 2, "{udp:#?}");
+        assert!(udp[0].contains("40 UDP datagrams dropped") && udp[0].contains("(Udp.RcvbufErrors)"));
+        assert!(udp[1].contains("(Udp6.RcvbufErrors)"), "{udp:?}");
+        for w in tcp.iter().chain(&udp) {
+            assert!(w.ends_with(HOST_WIDE), "{w}");
+        }
+        let batched = side_warnings(&side, "local", Transport::Udp, true);
+        assert!(batched[0].contains("up to 2560 datagrams") && batched[0].ends_with(HOST_WIDE));
     }
 
     /// Issue #7, item 6: the 0.25-0.30 % of steal these VMs show on nearly
@@ -255,10 +313,10 @@ mod tests {
             ..Default::default()
         };
         for quiet in [0.0, 0.25, 0.30, 1.0, STEAL_WARN_PCT] {
-            let w = side_warnings(&with_steal(quiet), "local", false);
+            let w = side_warnings(&with_steal(quiet), "local", Transport::Tcp, false);
             assert!(w.is_empty(), "{quiet}% steal: {w:?}");
         }
-        let w = side_warnings(&with_steal(2.5), "local", false);
+        let w = side_warnings(&with_steal(2.5), "local", Transport::Tcp, false);
         assert!(
             w.len() == 1 && w[0].starts_with("local: the hypervisor took 2.50% of the machine's CPU time"),
             "{w:?}"
@@ -281,12 +339,12 @@ mod tests {
             ..Default::default()
         };
         assert_eq!(accounted_pct(&side), Some(80.0));
-        let w = side_warnings(&side, "local", false);
+        let w = side_warnings(&side, "local", Transport::Tcp, false);
         assert!(w.len() == 1 && w[0].contains("only 80%"), "{w:?}");
         let full = SideReport {
             cpu_window_s: Some(0.8),
             ..side
         };
-        assert!(side_warnings(&full, "local", false).is_empty());
+        assert!(side_warnings(&full, "local", Transport::Tcp, false).is_empty());
     }
 }
