@@ -2,6 +2,7 @@
 //! says so next to the numbers.
 
 use crate::model::Summary;
+use netrig_proto::report::measure::CpuUsage;
 use netrig_proto::report::SideReport;
 use netrig_proto::spec::Transport;
 
@@ -32,6 +33,83 @@ pub fn accounted_pct(side: &SideReport) -> Option<f64> {
         side.environment.as_ref()?.cpus_online
     };
     (wall > 0.0 && cpus > 0).then(|| cpu.elapsed_cpu_s / (wall * cpus as f64) * 100.0)
+}
+
+/// `/proc/stat`'s unit, in seconds: `USER_HZ`, 100 a second on every
+/// architecture Linux supports (netrig-metrics reads `_SC_CLK_TCK`).
+pub const PROC_STAT_TICK_S: f64 = 0.01;
+
+/// Busy ticks per CPU below which utilisation is shown with a warning of
+/// its precision: each CPU's busy count over a window may be a tick off
+/// (the kernel's cumulative counts are cut to whole ticks at both reads),
+/// so below ten a CPU the figure may be more than 10 % off.
+pub const CPU_COARSE_TICKS_PER_CPU: f64 = 10.0;
+
+/// How far an end's CPU utilisation can be told from its `/proc/stat`
+/// ticks.
+#[derive(Debug, Clone, PartialEq)]
+pub enum CpuResolution {
+    /// Measured to within 10 %.
+    Fine,
+    /// Shown, with this warning of its precision (without the end).
+    Coarse(String),
+    /// Below the counters' resolution (fewer busy ticks than CPUs, which
+    /// may each be a tick off): utilisation and service demand are withheld,
+    /// for this reason (without the end).
+    Withheld(String),
+}
+
+/// The resolution of `side`'s CPU figures (none measured: `Fine`).
+pub fn cpu_resolution(side: &SideReport) -> CpuResolution {
+    match &side.cpu {
+        Some(cpu) => cpu_resolution_of(
+            cpu,
+            side.cpu_window_s,
+            side.environment.as_ref().map(|e| e.cpus_online),
+        ),
+        None => CpuResolution::Fine,
+    }
+}
+
+/// The resolution of `cpu`, measured over `window_s` (wall time; else its
+/// accounted time per CPU) on a machine of `cpus_online` (where `cpu` has
+/// no per-CPU lines).
+pub fn cpu_resolution_of(cpu: &CpuUsage, window_s: Option<f64>, cpus_online: Option<u32>) -> CpuResolution {
+    let cpus = match cpu.cpus {
+        0 => cpus_online.unwrap_or(1).max(1),
+        n => n,
+    };
+    let ticks = (cpu.busy_cpu_s / PROC_STAT_TICK_S).round().max(0.0);
+    let per_cpu = ticks / f64::from(cpus);
+    // A tick per CPU, in points of the machine's utilisation, over the window.
+    let window_s = window_s
+        .filter(|w| *w > 0.0)
+        .unwrap_or(cpu.elapsed_cpu_s / f64::from(cpus));
+    let tick_pct = if window_s > 0.0 {
+        PROC_STAT_TICK_S / window_s * 100.0
+    } else {
+        f64::INFINITY
+    };
+    let said = format!(
+        "the busy time over the {window_s:.2} s window was {ticks:.0} tick(s) of /proc/stat (10 ms each) over \
+         {cpus} CPU(s), and each CPU's count may be a tick off: /proc/stat's resolution here is {tick_pct:.2} \
+         points of utilisation"
+    );
+    if per_cpu < 1.0 {
+        CpuResolution::Withheld(format!(
+            "CPU utilisation and service demand withheld: {said}, more than the figure itself; a longer run (-l) \
+             or more work per second measures them"
+        ))
+    } else if per_cpu < CPU_COARSE_TICKS_PER_CPU {
+        CpuResolution::Coarse(format!(
+            "CPU utilisation ({:.2}%) and service demand are coarse: {said}, {:.0}% of the figure; a longer \
+             run (-l) measures them better",
+            cpu.busy_pct,
+            100.0 / per_cpu
+        ))
+    } else {
+        CpuResolution::Fine
+    }
 }
 
 /// Counters whose increase means a test may have lost something, the
@@ -212,7 +290,7 @@ pub fn fairness_warnings(summary: &Summary) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use netrig_proto::report::measure::{Conntrack, CpuUsage};
+    use netrig_proto::report::measure::Conntrack;
     use netrig_proto::report::{CounterReport, WorkerCpu};
 
     #[test]
@@ -267,6 +345,44 @@ mod tests {
             conntrack: Some(Conntrack { count: 10, max: 1000 }),
         });
         assert!(side_warnings(&side, "local", Transport::Tcp, false).is_empty());
+    }
+
+    /// Issue #37, item 8: a 1-s run at 200 transactions/s showed CPU 0.0 %
+    /// and service demand 0.00 µs/tran: no busy tick in the window.
+    /// Fewer busy ticks than CPUs are withheld, fewer than ten a CPU warned.
+    #[test]
+    fn cpu_below_proc_stat_s_resolution_is_withheld_and_coarse_cpu_is_named() {
+        let side = |busy_ticks: f64, window_s: f64| SideReport {
+            cpu: Some(CpuUsage {
+                cpus: 2,
+                busy_cpu_s: busy_ticks * PROC_STAT_TICK_S,
+                elapsed_cpu_s: window_s * 2.0,
+                busy_pct: busy_ticks * PROC_STAT_TICK_S / (window_s * 2.0) * 100.0,
+                ..Default::default()
+            }),
+            cpu_window_s: Some(window_s),
+            ..Default::default()
+        };
+        for ticks in [0.0, 1.0] {
+            match cpu_resolution(&side(ticks, 1.0)) {
+                CpuResolution::Withheld(w) => assert!(
+                    w.contains(&format!(
+                        "{ticks:.0} tick(s) of /proc/stat (10 ms each) over 2 CPU(s)"
+                    )) && w.contains("resolution here is 1.00 points"),
+                    "{w}"
+                ),
+                other => panic!("{ticks} ticks: {other:?}"),
+            }
+        }
+        match cpu_resolution(&side(5.0, 1.0)) {
+            CpuResolution::Coarse(w) => {
+                assert!(w.contains("(2.50%)") && w.contains("40% of the figure"), "{w}")
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(cpu_resolution(&side(20.0, 1.0)), CpuResolution::Fine);
+        assert_eq!(cpu_resolution(&side(150.0, 1.0)), CpuResolution::Fine);
+        assert_eq!(cpu_resolution(&SideReport::default()), CpuResolution::Fine);
     }
 
     /// Issue #37, item 13: a TCP test was warned of UDP receive-buffer drops

@@ -63,6 +63,14 @@ pub struct CpuSummary {
     /// some kernels and hypervisors account for less than all of it).
     pub local_accounted_pct: Option<f64>,
     pub remote_accounted_pct: Option<f64>,
+    /// Why `local_pct`, `local` and `service_demand.local` are null where
+    /// they were to be measured: the busy time was below /proc/stat's
+    /// resolution (fewer 10-ms ticks than CPUs), or (http) /proc/stat could
+    /// not be read. Absent when they are not withheld.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub local_withheld: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remote_withheld: Option<String>,
 }
 
 /// CPU time per unit of work, as netperf computes it: utilisation × elapsed ×
