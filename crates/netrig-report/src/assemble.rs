@@ -317,6 +317,23 @@ pub fn assemble(
             ));
         }
     }
+    // Send times no sender's clock can have stamped (peer input): said even
+    // where too few to withhold the jitter.
+    let windows: Vec<&SeqInterval> = [local.report, remote.report]
+        .iter()
+        .flat_map(|side| &side.flows)
+        .filter_map(|f| f.udp.as_ref()?.window.as_ref())
+        .collect();
+    let far = total(windows.iter().map(|w| w.far));
+    if far > 0 {
+        warnings.push(format!(
+            "{far} of {} datagram(s) received in the window carried a send time more than {} s from the receiver's \
+             clock (since each end's time zero, a control message apart): no sender's clock stamped them (a peer's \
+             forged or broken timestamp), so they are counted as untimed and left out of jitter",
+            total(windows.iter().map(|w| w.received)),
+            netrig_metrics::udp_seq::MAX_STAMP_SKEW_NS / 1_000_000_000
+        ));
+    }
     let streamlike = !transactional;
     let summary = Summary {
         send_throughput_bps: streamlike.then(|| directions.iter().map(|d| d.sender_throughput_bps).sum()),
@@ -532,7 +549,16 @@ impl Jitter {
             untimed,
             withheld: None,
         };
-        if received > 0 && untimed as f64 > received as f64 * JITTER_MAX_UNTIMED_SHARE {
+        let far: u64 = total(flows.iter().map(|u| u.far));
+        if received > 0 && untimed as f64 > received as f64 * JITTER_MAX_UNTIMED_SHARE && far > 0 {
+            j.withheld = Some(format!(
+                "not measured: {untimed} of {received} datagrams ({:.0}%) were untimed, {far} of them because their \
+                 send time was more than {} s from the receiver's clock (no sender's clock stamped them: a peer's \
+                 forged or broken timestamp), the rest because they shared one timestamp with others (UDP GSO, GRO)",
+                untimed as f64 * 100.0 / received as f64,
+                netrig_metrics::udp_seq::MAX_STAMP_SKEW_NS / 1_000_000_000
+            ));
+        } else if received > 0 && untimed as f64 > received as f64 * JITTER_MAX_UNTIMED_SHARE {
             j.withheld = Some(format!(
                 "not measured: {untimed} of {received} datagrams ({:.0}%) shared one timestamp with others (sent in \
                  one UDP GSO call or received in one GRO buffer), so their transit times cannot be told apart; \
@@ -974,6 +1000,32 @@ mod tests {
         let c = segments(1_010);
         assert_eq!((c.netrig, c.verdict.as_str()), (999, "agrees"), "{c:?}");
         assert_eq!(segments(500).verdict, "disagrees");
+    }
+
+    /// Issue #37, item 28: a window whose datagrams were mostly stamped far
+    /// from the receiver's clock has its jitter withheld, naming them; a
+    /// few far ones leave it measured (the warning is assemble's).
+    #[test]
+    fn jitter_of_far_stamped_datagrams_is_withheld_naming_them() {
+        let iv = |untimed, far| SeqInterval {
+            received: 1_000,
+            jitter_pairs: 999 - untimed,
+            jitter_mean_us: Some(4_300.0),
+            untimed,
+            far,
+            ..Default::default()
+        };
+        let j = Jitter::of(&[iv(500, 500)]);
+        assert_eq!(j.mean_us, None);
+        let why = j.withheld.unwrap();
+        assert!(
+            why.contains("500 of 1000 datagrams (50%) were untimed, 500 of them because their send time was more than 60 s"),
+            "{why}"
+        );
+        let j = Jitter::of(&[iv(200, 0)]);
+        assert!(j.withheld.unwrap().contains("shared one timestamp"));
+        let j = Jitter::of(&[iv(5, 5)]);
+        assert_eq!((j.mean_us, j.untimed), (Some(4_300.0), 5));
     }
 
     /// Issue #37, item 8: a 1-s run at 200 transactions/s whose busy time

@@ -387,7 +387,8 @@ pub struct UdpSummary {
     #[serde(default)]
     pub jitter_pairs: u64,
     /// Datagrams received in the window whose send or receive timestamp
-    /// was shared with other datagrams (a GSO send, a GRO buffer).
+    /// was shared with other datagrams (a GSO send, a GRO buffer), or whose
+    /// send time was more than a minute from the receiver's clock.
     #[serde(default)]
     pub untimed_datagrams: u64,
     /// Why `jitter_us` is null; null when it is measured.
@@ -629,7 +630,8 @@ pub struct IntervalUdp {
     /// received over flows); null when `jitter_us` is.
     #[serde(default)]
     pub jitter_rfc3550_us: Option<f64>,
-    /// Datagrams received in the interval with shared timestamps.
+    /// Datagrams received in the interval with shared timestamps, or send
+    /// times far from the receiver's clock.
     #[serde(default)]
     pub untimed_datagrams: u64,
 }
