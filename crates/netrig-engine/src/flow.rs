@@ -66,6 +66,7 @@ struct UdpLive {
     d_sum_ns_bits: AtomicU64,
     d_count: AtomicU64,
     untimed: AtomicU64,
+    far: AtomicU64,
 }
 
 impl FlowCounters {
@@ -148,6 +149,7 @@ impl FlowCounters {
         u.d_sum_ns_bits.store(live.d_sum_ns.to_bits(), Ordering::Relaxed);
         u.d_count.store(live.d_count, Ordering::Relaxed);
         u.untimed.store(live.untimed, Ordering::Relaxed);
+        u.far.store(live.far, Ordering::Relaxed);
     }
 
     /// Called by the flow's worker only: kernel units so far (see `units`).
@@ -173,6 +175,7 @@ impl FlowCounters {
             d_sum_ns: f64::from_bits(u.d_sum_ns_bits.load(Ordering::Relaxed)),
             d_count: u.d_count.load(Ordering::Relaxed),
             untimed: u.untimed.load(Ordering::Relaxed),
+            far: u.far.load(Ordering::Relaxed),
         }
     }
 

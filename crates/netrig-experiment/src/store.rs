@@ -82,7 +82,12 @@ pub fn list(dir: &Path) -> Result<Vec<String>, String> {
                     .flat_map(|p| &p.arms)
                     .map(|a| a.runs.len())
                     .sum();
-                let kernel = first_environment(&e).map_or("?".into(), |env| env.kernel_version.clone());
+                // The release (`uname -r`, "6.18.44"), not the build string
+                // (`uname -v`, "#1 SMP PREEMPT_DYNAMIC ...").
+                let kernel = first_environment(&e)
+                    .map(|env| env.kernel.clone())
+                    .filter(|k| !k.is_empty())
+                    .unwrap_or_else(|| "?".into());
                 out.push(format!(
                     "{name}  {:<16} {} {}  {} test(s), {points} point(s), {} arm(s), {runs} run(s)  netrig {}  kernel {kernel}",
                     e.plan.name,
@@ -111,7 +116,7 @@ fn first_environment(e: &Experiment) -> Option<&netrig_report::model::measure::E
 }
 
 /// What differs between the environments of two experiments' first runs
-/// (either end): kernel, CPU, CPUs online, sysctls.
+/// (either end): kernel release and build, CPU, CPUs online, sysctls.
 pub fn environment_differences(base: &Experiment, new: &Experiment) -> Vec<String> {
     let end = |e: &Experiment, remote: bool| {
         e.tests
@@ -137,7 +142,8 @@ pub fn environment_differences(base: &Experiment, new: &Experiment) -> Vec<Strin
                 out.push(format!("{label} {what}: {x} → {y}"));
             }
         };
-        diff("kernel", a.kernel_version.clone(), b.kernel_version.clone());
+        diff("kernel", a.kernel.clone(), b.kernel.clone());
+        diff("kernel build", a.kernel_version.clone(), b.kernel_version.clone());
         diff(
             "CPU",
             a.cpu_model.clone().unwrap_or_default(),

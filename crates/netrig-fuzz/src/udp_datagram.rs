@@ -11,7 +11,10 @@
 //! arrivals it called new, duplicates only of sequence numbers that arrived before
 //! and every duplicate within the window detected, out of order ≤ received,
 //! expected = highest + 1, lost = expected − received (never negative) ≤
-//! expected, loss in [0, 100] %, jitter finite and not negative.
+//! expected, loss in [0, 100] %, jitter finite and not negative; with the
+//! receiver's time zero set, every datagram whose send time is more than
+//! `MAX_STAMP_SKEW_NS` from its receive time since that zero (and not
+//! already untimed by a shared stamp) counted as untimed and far, no other.
 
 use crate::alloc_count;
 use arbitrary::Arbitrary;
@@ -25,6 +28,8 @@ struct Input {
     test_id: u64,
     flow: u32,
     sent_hint: Option<u64>,
+    /// The receiver's clock at its time zero (`SeqTracker::set_zero`).
+    zero: Option<u64>,
     buffers: Vec<Buffer>,
 }
 
@@ -59,6 +64,10 @@ pub fn run(data: &[u8]) {
         return;
     };
     let mut t = SeqTracker::new();
+    if let Some(z) = input.zero {
+        t.set_zero(z);
+    }
+    let mut far = 0u64;
     if let Some(h) = input.sent_hint {
         t.sent_total_hint(h);
     }
@@ -157,8 +166,17 @@ pub fn run(data: &[u8]) {
             match r {
                 Arrival::New => {
                     news += 1;
+                    let off = |z: u64| {
+                        (i128::from(b.rx_ns) - i128::from(z) - i128::from(h.sent_ns())).unsigned_abs()
+                    };
                     if timing == Timing::Shared {
                         untimed += 1;
+                    } else if input
+                        .zero
+                        .is_some_and(|z| off(z) > u128::from(netrig_metrics::udp_seq::MAX_STAMP_SKEW_NS))
+                    {
+                        untimed += 1;
+                        far += 1;
                     }
                     assert!(
                         !(seen.contains(&h.seq) && in_window),
@@ -180,9 +198,10 @@ pub fn run(data: &[u8]) {
             highest = Some(highest.map_or(h.seq, |top| top.max(h.seq)));
             assert_eq!(live.received + live.duplicates, accounted);
             assert_eq!(
-                (live.received, live.duplicates, live.untimed),
-                (news, dups, untimed)
+                (live.received, live.duplicates, live.untimed, live.far),
+                (news, dups, untimed, far)
             );
+            assert!(live.far <= live.untimed);
             assert!(live.out_of_order <= live.received);
             assert!(t.outside_window() <= live.out_of_order);
             assert_eq!(live.expected, highest.map_or(0, |top| top.saturating_add(1)));
@@ -195,6 +214,7 @@ pub fn run(data: &[u8]) {
             assert!(live.d_sum_ns.is_finite() && live.d_sum_ns >= 0.0);
             let iv = live.since(&prev_live);
             assert!(iv.received <= live.received && iv.lost <= live.expected - prev_live.expected);
+            assert!(iv.far <= iv.untimed && iv.untimed <= iv.received);
             prev_live = live;
         }
     }

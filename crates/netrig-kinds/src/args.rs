@@ -11,12 +11,20 @@ use netrig_proto::spec::{
 };
 use netrig_proto::TestSpec;
 
+/// Seconds measured when neither `-l` nor `-t` is given (after `--omit`).
+pub const DEFAULT_MEASURED_S: f64 = 10.0;
+
 /// Options every test takes.
 #[derive(Debug, Clone, Args)]
 pub struct CommonArgs {
-    /// Test length in seconds (default 10; -t as iperf3).
-    #[arg(short = 'l', long = "length", short_alias = 't', alias = "time", value_parser = parse_seconds, value_name = "SECONDS", help_heading = "How long")]
+    /// Test length in seconds, --omit included: -l 12 --omit 2 measures 10 s (netperf's -l).
+    /// Default: 10 s measured, after --omit.
+    #[arg(short = 'l', long = "length", value_parser = parse_seconds, value_name = "SECONDS", help_heading = "How long")]
     pub length: Option<f64>,
+    /// iperf3's -t: SECONDS measured after the omitted ones, so the test runs -O + -t
+    /// (-t 2 -O 1: 3 s, the last 2 measured), as in iperf3.
+    #[arg(short = 't', long = "time", value_parser = parse_seconds, value_name = "SECONDS", conflicts_with = "length", help_heading = "How long")]
+    pub time: Option<f64>,
     /// Local SO_SNDBUF and SO_RCVBUF, K/M/G = 1024-based (the kernel doubles it and caps it at wmem_max/rmem_max).
     #[arg(short = 's', long = "local-sockbuf", value_parser = parse_size_u32, value_name = "SIZE", help_heading = "Sizes and buffers")]
     pub local_sockbuf: Option<u32>,
@@ -65,7 +73,8 @@ pub struct CommonArgs {
     /// streams; jitter and lost/total for UDP streams; transactions/s for request/response.
     #[arg(short = 'i', long = "interval", value_parser = parse_seconds, value_name = "SECONDS", help_heading = "How long")]
     pub interval: Option<f64>,
-    /// Leave the first SECONDS out of the results (warm-up; -O as iperf3).
+    /// Leave the first SECONDS out of the results (warm-up; -O as iperf3): inside -l's length,
+    /// before -t's.
     #[arg(long, short_alias = 'O', default_value = "0", value_parser = parse_seconds, value_name = "SECONDS", help_heading = "How long")]
     pub omit: f64,
     /// Report local CPU utilisation (measured by default; accepted as in netperf).
@@ -157,7 +166,7 @@ impl CommonArgs {
             ..TestSpec::new(
                 test,
                 Limit::Duration {
-                    seconds: self.length.unwrap_or(10.0),
+                    seconds: self.seconds(),
                 },
             )
         };
@@ -181,11 +190,22 @@ impl CommonArgs {
         })
     }
 
+    /// The whole test's length, omitted seconds included: `-l` as given
+    /// (netrig's and netperf's length), or `-t` after `--omit` (iperf3's
+    /// measured time, 10 s by default).
+    pub fn seconds(&self) -> f64 {
+        self.length
+            .unwrap_or_else(|| self.omit + self.time.unwrap_or(DEFAULT_MEASURED_S))
+    }
+
     /// A byte count instead of a length (`-n`), for kinds that take one.
     pub fn byte_limit(&self, plan: &mut Planned, bytes: Option<u64>) -> Result<(), String> {
         let Some(bytes) = bytes else { return Ok(()) };
         if self.length.is_some() {
             return Err("-l/--length cannot be used with -n/--bytes: a test is timed or counted".into());
+        }
+        if self.time.is_some() {
+            return Err("-t/--time cannot be used with -n/--bytes: a test is timed or counted".into());
         }
         if self.omit != 0.0 {
             return Err("--omit applies to timed tests (-l), not to -n/--bytes".into());
@@ -362,6 +382,36 @@ pub fn parse_bytes(s: &str) -> Result<u64, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Issue #37, item 11: `-t 2 -O 1` measured 1 s in 2 s; iperf3 runs
+    /// 3 s and measures the last 2. `-t` is iperf3's measured time after
+    /// the omitted one; `-l` netrig's (and netperf's) whole length.
+    #[test]
+    fn iperf3_s_time_is_measured_after_the_omitted_time_and_netrig_s_length_includes_it() {
+        #[derive(clap::Parser)]
+        struct Cli {
+            #[command(flatten)]
+            common: CommonArgs,
+        }
+        let parse = |args: &[&str]| {
+            use clap::Parser;
+            Cli::try_parse_from(std::iter::once("netrig").chain(args.iter().copied())).map(|c| c.common)
+        };
+        let length = |args: &[&str]| {
+            let c = parse(args).unwrap();
+            (c.seconds(), c.omit)
+        };
+        assert_eq!(length(&["-t", "2", "-O", "1"]), (3.0, 1.0));
+        assert_eq!(length(&["--time", "2", "--omit", "1"]), (3.0, 1.0));
+        assert_eq!(length(&["-t", "2"]), (2.0, 0.0));
+        assert_eq!(length(&["-l", "2", "-O", "1"]), (2.0, 1.0));
+        assert_eq!(length(&["--length", "12", "--omit", "2"]), (12.0, 2.0));
+        // Neither: 10 s measured, after the omitted seconds.
+        assert_eq!(length(&[]), (10.0, 0.0));
+        assert_eq!(length(&["-O", "2"]), (12.0, 2.0));
+        let err = parse(&["-l", "2", "-t", "2"]).err().unwrap().to_string();
+        assert!(err.contains("--time") && err.contains("--length"), "{err}");
+    }
 
     #[test]
     fn cpu_lists_and_affinity() {

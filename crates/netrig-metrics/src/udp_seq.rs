@@ -44,6 +44,13 @@
 //!   then the mean `|D|` between the first datagrams of successive calls:
 //!   a sample taken by the sender's clock, not by how close together
 //!   datagrams went or arrived, which is what makes shared ones biased.
+//! - **far** stamps: a sender's timestamp counts from its own time zero, the
+//!   receiver's from its own ([`SeqTracker::set_zero`]), and the two zeros
+//!   are one control message apart. A send time more than
+//!   [`MAX_STAMP_SKEW_NS`] (a minute) from the receiver's time since its zero
+//!   at arrival is no sender's clock (a peer's forged or broken stamp): the
+//!   datagram is counted as untimed and as far ([`SeqLive::far`]), and `D` is
+//!   taken across it, between the timed ones on either side.
 //!
 //! # Bounded memory
 //!
@@ -92,6 +99,10 @@ pub struct SeqTracker {
     d_sum_ns: f64,
     d_count: u64,
     untimed: u64,
+    /// The receiver's clock at its time zero ([`SeqTracker::set_zero`]).
+    zero_ns: Option<u64>,
+    /// Arrivals whose send time was far from the receiver's clock.
+    far: u64,
 }
 
 /// Summary of a [`SeqTracker`]; definitions in the module documentation.
@@ -154,6 +165,12 @@ pub const MAX_DATAGRAMS_PER_S: u64 = 400_000_000_000 / 8 / 28;
 /// first arrival's at most): a burst lost at once.
 pub const PLAUSIBLE_SLACK: u64 = 1 << 24;
 
+/// How far a datagram's send time (since the sender's time zero) may be
+/// from the receiver's time since its own zero when it arrives, in ns: a
+/// minute. The two zeros are one control message apart, and no path holds
+/// a datagram for a minute; a stamp further off is no sender's clock.
+pub const MAX_STAMP_SKEW_NS: u64 = 60_000_000_000;
+
 /// A [`SeqTracker`]'s running counts at one instant ([`SeqTracker::live`]).
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct SeqLive {
@@ -169,8 +186,12 @@ pub struct SeqLive {
     /// Number of those pairs.
     pub d_count: u64,
     /// Datagrams received whose send or receive timestamp was shared with
-    /// other datagrams (a GSO send, a GRO buffer), left out of jitter.
+    /// other datagrams (a GSO send, a GRO buffer), or whose send time was
+    /// far from the receiver's clock, left out of jitter.
     pub untimed: u64,
+    /// Of those, the ones whose send time was far from the receiver's clock
+    /// ([`MAX_STAMP_SKEW_NS`]).
+    pub far: u64,
 }
 
 impl SeqLive {
@@ -184,6 +205,7 @@ impl SeqLive {
         let pairs = self.d_count.saturating_sub(earlier.d_count);
         let untimed = self.untimed.saturating_sub(earlier.untimed);
         SeqInterval {
+            far: self.far.saturating_sub(earlier.far),
             received,
             lost: expected.saturating_sub(received),
             out_of_order: self.out_of_order.saturating_sub(earlier.out_of_order),
@@ -214,9 +236,14 @@ pub struct SeqInterval {
     #[serde(default)]
     pub jitter_mean_us: Option<f64>,
     /// Datagrams received in the period whose timestamps were shared with
-    /// others (GSO sends, GRO buffers): left out of jitter.
+    /// others (GSO sends, GRO buffers), or whose send time was far from the
+    /// receiver's clock: left out of jitter.
     #[serde(default)]
     pub untimed: u64,
+    /// Of those, the ones whose send time was far from the receiver's clock
+    /// ([`MAX_STAMP_SKEW_NS`]).
+    #[serde(default)]
+    pub far: u64,
 }
 
 impl Default for SeqTracker {
@@ -258,7 +285,16 @@ impl SeqTracker {
             d_sum_ns: 0.0,
             d_count: 0,
             untimed: 0,
+            zero_ns: None,
+            far: 0,
         }
+    }
+
+    /// Sets the receiver's clock (that of `recv_ts_ns`) at its time zero,
+    /// against which send times are judged (far ones are untimed; see the
+    /// module documentation). Without it no send time is judged.
+    pub fn set_zero(&mut self, zero_ns: u64) {
+        self.zero_ns = Some(zero_ns);
     }
 
     /// Accounts for one arriving datagram with sequence number `seq`, sent at
@@ -310,6 +346,18 @@ impl SeqTracker {
         }
         self.received = self.received.saturating_add(1);
 
+        // A send time far from the receiver's clock is no sender's: untimed,
+        // and D is taken across it (it does not replace the last transit).
+        if timing != Timing::Shared {
+            if let Some(zero) = self.zero_ns {
+                let since_zero = i128::from(recv_ts_ns) - i128::from(zero);
+                if (since_zero - i128::from(send_ts_ns)).unsigned_abs() > u128::from(MAX_STAMP_SKEW_NS) {
+                    self.untimed = self.untimed.saturating_add(1);
+                    self.far = self.far.saturating_add(1);
+                    return Arrival::New;
+                }
+            }
+        }
         match timing {
             Timing::Own => {}
             Timing::Shared => {
@@ -386,6 +434,7 @@ impl SeqTracker {
             d_sum_ns: self.d_sum_ns,
             d_count: self.d_count,
             untimed: self.untimed,
+            far: self.far,
         }
     }
 
@@ -805,5 +854,53 @@ mod tests {
             (after.d_sum_ns - live.d_sum_ns - 80_000.0).abs() < 1e-6,
             "{after:?}"
         );
+    }
+
+    /// Issue #37, item 28: stamps far from the receiver's clock (a constant
+    /// offset of 2^61, or 0 and 2^62 - 1 in turn) gave a jitter of 0.0 µs
+    /// or of the arrivals' spacing. They are untimed and counted as far;
+    /// D is taken across them between the timed ones, and a minute's skew
+    /// either way is allowed.
+    #[test]
+    fn send_times_far_from_the_receiver_s_clock_are_untimed() {
+        const ZERO: u64 = 1_800_000_000_000_000_000; // the receiver's realtime at its zero
+        let run = |stamp: &dyn Fn(u64, u64) -> u64| {
+            let mut t = SeqTracker::new();
+            t.set_zero(ZERO);
+            // 1,000 datagrams 1 ms apart, 50 µs in transit, with a 10 µs wobble every other one.
+            for i in 0..1_000u64 {
+                let sent = 5_000_000 + i * 1_000_000;
+                let recv = ZERO + sent + 50_000 + (i % 2) * 10_000;
+                assert_eq!(t.on_arrival(i, stamp(i, sent), recv, Timing::Own), Arrival::New);
+            }
+            t.live()
+        };
+        let honest = run(&|_, sent| sent);
+        assert_eq!((honest.untimed, honest.far, honest.d_count), (0, 0, 999));
+        assert!((honest.d_sum_ns / 999.0 - 10_000.0).abs() < 1.0);
+        let offset = run(&|_, sent| sent + (1 << 61));
+        assert_eq!((offset.untimed, offset.far, offset.d_count), (1_000, 1_000, 0));
+        let alternating = run(&|i, _| if i % 2 == 0 { 0 } else { (1 << 62) - 1 });
+        assert_eq!((alternating.untimed, alternating.far), (500, 500));
+        // Every other stamp far: D bridges them, between the timed ones.
+        let isolated = run(&|i, sent| if i % 10 == 5 { 1 << 61 } else { sent });
+        assert_eq!((isolated.untimed, isolated.far), (100, 100));
+        assert!(isolated.d_count >= 899, "{}", isolated.d_count);
+        // A minute either way is a sender's clock; beyond it is not.
+        let skewed = |by: i64| run(&move |_, sent| sent.saturating_add_signed(by));
+        assert_eq!(skewed(59_000_000_000).far, 0);
+        assert_eq!(skewed(-4_000_000).far, 0);
+        assert_eq!(skewed(61_000_000_000).far, 1_000);
+        // A shared stamp is untimed already, and not counted as far.
+        let mut t = SeqTracker::new();
+        t.set_zero(ZERO);
+        t.on_arrival(0, 1 << 61, ZERO, Timing::Shared);
+        assert_eq!((t.live().untimed, t.live().far), (1, 0));
+        // Without a zero nothing is judged.
+        let mut t = SeqTracker::new();
+        t.on_arrival(0, 1 << 61, ZERO, Timing::Own);
+        assert_eq!((t.live().untimed, t.live().far), (0, 0));
+        let iv = offset.since(&SeqLive::default());
+        assert_eq!((iv.untimed, iv.far), (1_000, 1_000));
     }
 }

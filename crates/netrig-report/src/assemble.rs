@@ -32,6 +32,7 @@ pub fn assemble(
     let transactional = exchange.is_transactional();
     let per_transaction = exchange == Exchange::ConnectionPerTransaction;
     let batched = kind.batches_datagrams(spec);
+    let transport = spec.rules().transport();
     let index = |side: &'_ SideReport| -> HashMap<u32, FlowReport> {
         side.flows.iter().map(|f| (f.id, f.clone())).collect()
     };
@@ -138,13 +139,37 @@ pub fn assemble(
             .find(|s| s.direction == d)
             .map(|s| s.throughput_bps)
     };
+    // An end's CPU below /proc/stat's resolution is withheld (utilisation,
+    // its split and service demand), with the reason; a coarse one is shown
+    // and warned of.
+    use crate::checks::{cpu_resolution, CpuResolution};
+    let (res_local, res_remote) = (cpu_resolution(local.report), cpu_resolution(remote.report));
+    let withheld = |r: &CpuResolution| match r {
+        CpuResolution::Withheld(why) => Some(why.clone()),
+        _ => None,
+    };
+    let measured = |side: &'_ SideReport, r: &CpuResolution| -> bool {
+        side.cpu.is_some() && !matches!(r, CpuResolution::Withheld(_))
+    };
+    let cpu_local = local
+        .report
+        .cpu
+        .as_ref()
+        .filter(|_| measured(local.report, &res_local));
+    let cpu_remote = remote
+        .report
+        .cpu
+        .as_ref()
+        .filter(|_| measured(remote.report, &res_remote));
     let cpu = CpuSummary {
-        local_pct: local.report.cpu.as_ref().map(|c| c.busy_pct),
-        remote_pct: remote.report.cpu.as_ref().map(|c| c.busy_pct),
-        local: local.report.cpu.as_ref().map(CpuUsage::from),
-        remote: remote.report.cpu.as_ref().map(CpuUsage::from),
+        local_pct: cpu_local.map(|c| c.busy_pct),
+        remote_pct: cpu_remote.map(|c| c.busy_pct),
+        local: cpu_local.map(CpuUsage::from),
+        remote: cpu_remote.map(CpuUsage::from),
         local_accounted_pct: crate::checks::accounted_pct(local.report),
         remote_accounted_pct: crate::checks::accounted_pct(remote.report),
+        local_withheld: withheld(&res_local),
+        remote_withheld: withheld(&res_remote),
     };
     let transactions = transactional.then(|| total(flows.iter().filter_map(|f| f.transactions)));
     let mss = flows
@@ -157,15 +182,15 @@ pub fn assemble(
         Some(t) => (t as f64, "us/tran"),
         None => (bytes as f64 / 1024.0, "us/KB"),
     };
-    let demand = |side: &SideReport| {
-        let c = side.cpu.as_ref()?;
+    let demand = |side: &SideReport, c: Option<&netrig_proto::report::measure::CpuUsage>| {
+        let c = c?;
         let cpus = match c.cpus {
             0 => side.environment.as_ref().map_or(0, |e| e.cpus_online),
             n => n,
         };
         netrig_metrics::service_demand(c.busy_pct, elapsed_s, cpus, units)
     };
-    let (sd_local, sd_remote) = (demand(local.report), demand(remote.report));
+    let (sd_local, sd_remote) = (demand(local.report, cpu_local), demand(remote.report, cpu_remote));
     let per_packet = |sd: Option<f64>| {
         if transactional {
             return None;
@@ -208,7 +233,7 @@ pub fn assemble(
     );
     let host_counter = |w: &str| w.contains(") during the test") || w.contains("connection-tracking");
     warnings.extend(
-        crate::checks::side_warnings(local.report, "local", batched)
+        crate::checks::side_warnings(local.report, "local", transport, batched)
             .into_iter()
             .map(|w| match w.strip_prefix("local: ") {
                 // One host's counters: they speak for both ends.
@@ -223,7 +248,7 @@ pub fn assemble(
     let same_machine =
         crate::witness::same_machine(local.report.witness.as_ref(), remote.report.witness.as_ref());
     warnings.extend(
-        crate::checks::side_warnings(remote.report, "remote", batched)
+        crate::checks::side_warnings(remote.report, "remote", transport, batched)
             .into_iter()
             .filter(|w| {
                 let counters = host_counter(w);
@@ -233,6 +258,22 @@ pub fn assemble(
             }),
     );
     warnings.extend(witness_warnings);
+    // The CPU's resolution, once for one machine when both ends say the same.
+    let cpu_said = |r: &crate::checks::CpuResolution| match r {
+        CpuResolution::Fine => None,
+        CpuResolution::Coarse(w) | CpuResolution::Withheld(w) => Some(w.clone()),
+    };
+    match (cpu_said(&res_local), cpu_said(&res_remote)) {
+        (Some(l), Some(_))
+            if same_machine && std::mem::discriminant(&res_local) == std::mem::discriminant(&res_remote) =>
+        {
+            warnings.push(format!("both ends (one host): {l}"))
+        }
+        (l, r) => {
+            warnings.extend(l.map(|w| format!("local: {w}")));
+            warnings.extend(r.map(|w| format!("remote: {w}")));
+        }
+    }
     if let Some(sch) = &local.report.schedule {
         if sch.due > 0 && sch.late as f64 > sch.due as f64 * 0.01 {
             warnings.push(format!(
@@ -256,7 +297,8 @@ pub fn assemble(
             "{} transaction(s) failed and are not counted as transactions: refused {}, timed out {}, \
              address not available {} (local ports exhausted: TIME_WAIT holds them; see \
              net.ipv4.ip_local_port_range, or --local-ports if given, and tcp_tw_reuse, which lets a \
-             port go again a second after its TIME_WAIT began, or let the agent close first: \
+             port connect() picks go again a second after its TIME_WAIT began (one --local-ports \
+             binds, at once; both only with tcp_timestamps), or let the agent close first: \
              --close-first responder), reset {}, other {}",
             e.total(),
             e.refused,
@@ -274,6 +316,23 @@ pub fn assemble(
                 u.stray
             ));
         }
+    }
+    // Send times no sender's clock can have stamped (peer input): said even
+    // where too few to withhold the jitter.
+    let windows: Vec<&SeqInterval> = [local.report, remote.report]
+        .iter()
+        .flat_map(|side| &side.flows)
+        .filter_map(|f| f.udp.as_ref()?.window.as_ref())
+        .collect();
+    let far = total(windows.iter().map(|w| w.far));
+    if far > 0 {
+        warnings.push(format!(
+            "{far} of {} datagram(s) received in the window carried a send time more than {} s from the receiver's \
+             clock (since each end's time zero, a control message apart): no sender's clock stamped them (a peer's \
+             forged or broken timestamp), so they are counted as untimed and left out of jitter",
+            total(windows.iter().map(|w| w.received)),
+            netrig_metrics::udp_seq::MAX_STAMP_SKEW_NS / 1_000_000_000
+        ));
     }
     let streamlike = !transactional;
     let summary = Summary {
@@ -490,7 +549,16 @@ impl Jitter {
             untimed,
             withheld: None,
         };
-        if received > 0 && untimed as f64 > received as f64 * JITTER_MAX_UNTIMED_SHARE {
+        let far: u64 = total(flows.iter().map(|u| u.far));
+        if received > 0 && untimed as f64 > received as f64 * JITTER_MAX_UNTIMED_SHARE && far > 0 {
+            j.withheld = Some(format!(
+                "not measured: {untimed} of {received} datagrams ({:.0}%) were untimed, {far} of them because their \
+                 send time was more than {} s from the receiver's clock (no sender's clock stamped them: a peer's \
+                 forged or broken timestamp), the rest because they shared one timestamp with others (UDP GSO, GRO)",
+                untimed as f64 * 100.0 / received as f64,
+                netrig_metrics::udp_seq::MAX_STAMP_SKEW_NS / 1_000_000_000
+            ));
+        } else if received > 0 && untimed as f64 > received as f64 * JITTER_MAX_UNTIMED_SHARE {
             j.withheld = Some(format!(
                 "not measured: {untimed} of {received} datagrams ({:.0}%) shared one timestamp with others (sent in \
                  one UDP GSO call or received in one GRO buffer), so their transit times cannot be told apart; \
@@ -932,6 +1000,86 @@ mod tests {
         let c = segments(1_010);
         assert_eq!((c.netrig, c.verdict.as_str()), (999, "agrees"), "{c:?}");
         assert_eq!(segments(500).verdict, "disagrees");
+    }
+
+    /// Issue #37, item 28: a window whose datagrams were mostly stamped far
+    /// from the receiver's clock has its jitter withheld, naming them; a
+    /// few far ones leave it measured (the warning is assemble's).
+    #[test]
+    fn jitter_of_far_stamped_datagrams_is_withheld_naming_them() {
+        let iv = |untimed, far| SeqInterval {
+            received: 1_000,
+            jitter_pairs: 999 - untimed,
+            jitter_mean_us: Some(4_300.0),
+            untimed,
+            far,
+            ..Default::default()
+        };
+        let j = Jitter::of(&[iv(500, 500)]);
+        assert_eq!(j.mean_us, None);
+        let why = j.withheld.unwrap();
+        assert!(
+            why.contains("500 of 1000 datagrams (50%) were untimed, 500 of them because their send time was more than 60 s"),
+            "{why}"
+        );
+        let j = Jitter::of(&[iv(200, 0)]);
+        assert!(j.withheld.unwrap().contains("shared one timestamp"));
+        let j = Jitter::of(&[iv(5, 5)]);
+        assert_eq!((j.mean_us, j.untimed), (Some(4_300.0), 5));
+    }
+
+    /// Issue #37, item 8: a 1-s run at 200 transactions/s whose busy time
+    /// was no /proc/stat tick showed CPU 0.0 % and 0.00 µs/tran. Such an
+    /// end's utilisation, split and service demand are null, with the reason
+    /// in the result and a warning; the other end's are kept.
+    #[test]
+    fn cpu_below_proc_stat_s_resolution_is_withheld_with_its_reason() {
+        let side = |role, busy_cpu_s: f64| SideReport {
+            flows: vec![FlowReport {
+                window_transactions: 200,
+                ..flow(0, Direction::Tx, role, 200, 1.0)
+            }],
+            window_s: 1.0,
+            cpu: Some(netrig_proto::report::measure::CpuUsage {
+                cpus: 2,
+                busy_cpu_s,
+                elapsed_cpu_s: 2.0,
+                busy_pct: busy_cpu_s / 2.0 * 100.0,
+                ..Default::default()
+            }),
+            cpu_window_s: Some(1.0),
+            ..Default::default()
+        };
+        let mut s = spec("tcp-rr");
+        s.interval_s = None;
+        let r = merged(
+            &s,
+            &side(Role::Requester, 0.0),
+            &[],
+            &side(Role::Responder, 0.5),
+            &[],
+        )
+        .unwrap();
+        let cpu = &r.summary.cpu;
+        assert_eq!((cpu.local_pct, &cpu.local), (None, &None));
+        assert_eq!(r.summary.service_demand.local, None);
+        let why = cpu.local_withheld.as_deref().expect("a reason");
+        assert!(why.contains("0 tick(s) of /proc/stat"), "{why}");
+        assert_eq!(cpu.remote_pct, Some(25.0));
+        assert_eq!(cpu.remote_withheld, None);
+        // 25 % of 2 CPUs over 1 s, for 200 transactions: 2,500 µs each.
+        assert_eq!(r.summary.service_demand.remote, Some(2_500.0));
+        let w: Vec<_> = r.warnings.iter().filter(|w| w.contains("/proc/stat")).collect();
+        assert!(
+            w.len() == 1 && w[0].starts_with("local: CPU utilisation and service demand withheld"),
+            "{:?}",
+            r.warnings
+        );
+        let v = serde_json::to_value(&r).unwrap();
+        assert!(v["summary"]["cpu"]["local_pct"].is_null());
+        assert!(v["summary"]["cpu"]["local_withheld"].is_string());
+        assert!(v["summary"]["service_demand"]["local"].is_null());
+        assert!(v["summary"]["cpu"].get("remote_withheld").is_none());
     }
 
     #[test]

@@ -2,7 +2,9 @@
 //! says so next to the numbers.
 
 use crate::model::Summary;
+use netrig_proto::report::measure::CpuUsage;
 use netrig_proto::report::SideReport;
+use netrig_proto::spec::Transport;
 
 /// Busy share of one worker thread above which netrig may be the bottleneck.
 pub const WORKER_BUSY_PCT: f64 = 90.0;
@@ -33,26 +35,128 @@ pub fn accounted_pct(side: &SideReport) -> Option<f64> {
     (wall > 0.0 && cpus > 0).then(|| cpu.elapsed_cpu_s / (wall * cpus as f64) * 100.0)
 }
 
-/// Counters whose increase means the test lost something, with what it means.
-const COUNTER_WARNINGS: &[(&str, &str)] = &[
+/// `/proc/stat`'s unit, in seconds: `USER_HZ`, 100 a second on every
+/// architecture Linux supports (netrig-metrics reads `_SC_CLK_TCK`).
+pub const PROC_STAT_TICK_S: f64 = 0.01;
+
+/// Busy ticks per CPU below which utilisation is shown with a warning of
+/// its precision: each CPU's busy count over a window may be a tick off
+/// (the kernel's cumulative counts are cut to whole ticks at both reads),
+/// so below ten a CPU the figure may be more than 10 % off.
+pub const CPU_COARSE_TICKS_PER_CPU: f64 = 10.0;
+
+/// How far an end's CPU utilisation can be told from its `/proc/stat`
+/// ticks.
+#[derive(Debug, Clone, PartialEq)]
+pub enum CpuResolution {
+    /// Measured to within 10 %.
+    Fine,
+    /// Shown, with this warning of its precision (without the end).
+    Coarse(String),
+    /// Below the counters' resolution (fewer busy ticks than CPUs, which
+    /// may each be a tick off): utilisation and service demand are withheld,
+    /// for this reason (without the end).
+    Withheld(String),
+}
+
+/// The resolution of `side`'s CPU figures (none measured: `Fine`).
+pub fn cpu_resolution(side: &SideReport) -> CpuResolution {
+    match &side.cpu {
+        Some(cpu) => cpu_resolution_of(
+            cpu,
+            side.cpu_window_s,
+            side.environment.as_ref().map(|e| e.cpus_online),
+        ),
+        None => CpuResolution::Fine,
+    }
+}
+
+/// The resolution of `cpu`, measured over `window_s` (wall time; else its
+/// accounted time per CPU) on a machine of `cpus_online` (where `cpu` has
+/// no per-CPU lines).
+pub fn cpu_resolution_of(cpu: &CpuUsage, window_s: Option<f64>, cpus_online: Option<u32>) -> CpuResolution {
+    let cpus = match cpu.cpus {
+        0 => cpus_online.unwrap_or(1).max(1),
+        n => n,
+    };
+    let ticks = (cpu.busy_cpu_s / PROC_STAT_TICK_S).round().max(0.0);
+    let per_cpu = ticks / f64::from(cpus);
+    // A tick per CPU, in points of the machine's utilisation, over the window.
+    let window_s = window_s
+        .filter(|w| *w > 0.0)
+        .unwrap_or(cpu.elapsed_cpu_s / f64::from(cpus));
+    let tick_pct = if window_s > 0.0 {
+        PROC_STAT_TICK_S / window_s * 100.0
+    } else {
+        f64::INFINITY
+    };
+    let said = format!(
+        "the busy time over the {window_s:.2} s window was {ticks:.0} tick(s) of /proc/stat (10 ms each) over \
+         {cpus} CPU(s), and each CPU's count may be a tick off: /proc/stat's resolution here is {tick_pct:.2} \
+         points of utilisation"
+    );
+    if per_cpu < 1.0 {
+        CpuResolution::Withheld(format!(
+            "CPU utilisation and service demand withheld: {said}, more than the figure itself; a longer run (-l) \
+             or more work per second measures them"
+        ))
+    } else if per_cpu < CPU_COARSE_TICKS_PER_CPU {
+        CpuResolution::Coarse(format!(
+            "CPU utilisation ({:.2}%) and service demand are coarse: {said}, {:.0}% of the figure; a longer \
+             run (-l) measures them better",
+            cpu.busy_pct,
+            100.0 / per_cpu
+        ))
+    } else {
+        CpuResolution::Fine
+    }
+}
+
+/// Counters whose increase means a test may have lost something, the
+/// transport whose sockets they count, and what they mean. The kernel keeps
+/// them for the whole network namespace (every program's sockets, not only
+/// the test's), so each is warned of only for kinds of its transport: a UDP
+/// drop elsewhere on the host says nothing of a TCP test, nor a listen
+/// overflow of a UDP one (whose one TCP connection is its control).
+const COUNTER_WARNINGS: &[(&str, Transport, &str)] = &[
     (
         "TcpExt.ListenOverflows",
+        Transport::Tcp,
         "listen-queue overflows: a listener's accept queue was full (raise its backlog and net.core.somaxconn)",
     ),
-    ("TcpExt.ListenDrops", "connection requests dropped at a listener"),
+    ("TcpExt.ListenDrops", Transport::Tcp, "connection requests dropped at a listener"),
     (
         "Udp.RcvbufErrors",
+        Transport::Udp,
         "UDP datagrams dropped because a socket's receive buffer was full (see -s/-S and net.core.rmem_max)",
     ),
-    ("Udp.SndbufErrors", "UDP sends that failed for lack of send buffer"),
-    ("TcpExt.TCPRcvQDrop", "TCP segments dropped because a socket's receive queue was full"),
-    ("TcpExt.TCPBacklogDrop", "TCP segments dropped because a socket's backlog was full"),
+    ("Udp.SndbufErrors", Transport::Udp, "UDP sends that failed for lack of send buffer"),
+    (
+        "Udp6.RcvbufErrors",
+        Transport::Udp,
+        "UDP datagrams dropped because a socket's receive buffer was full (see -s/-S and net.core.rmem_max)",
+    ),
+    ("Udp6.SndbufErrors", Transport::Udp, "UDP sends that failed for lack of send buffer"),
+    (
+        "TcpExt.TCPRcvQDrop",
+        Transport::Tcp,
+        "TCP segments dropped because a socket's receive queue was full",
+    ),
+    (
+        "TcpExt.TCPBacklogDrop",
+        Transport::Tcp,
+        "TCP segments dropped because a socket's backlog was full",
+    ),
 ];
 
-/// Warnings about one end's CPU, threads, counters and conntrack table.
-/// `batched`: UDP GSO/GRO may have been on, so the kernel's UDP counters
-/// count batches, not datagrams.
-pub fn side_warnings(side: &SideReport, end: &str, batched: bool) -> Vec<String> {
+/// Where a host-wide counter's count comes from, said after it.
+pub const HOST_WIDE: &str =
+    "counted for the whole host (every program's sockets in its network namespace), not necessarily by this test";
+
+/// Warnings about one end's CPU, threads, counters and conntrack table, for
+/// a test over `transport`. `batched`: UDP GSO/GRO may have been on, so the
+/// kernel's UDP counters count batches, not datagrams.
+pub fn side_warnings(side: &SideReport, end: &str, transport: Transport, batched: bool) -> Vec<String> {
     let mut out = Vec::new();
     if let Some(cpu) = &side.cpu {
         if cpu.steal_pct > STEAL_WARN_PCT {
@@ -82,13 +186,13 @@ pub fn side_warnings(side: &SideReport, end: &str, batched: bool) -> Vec<String>
         }
     }
     if let Some(c) = &side.counters {
-        for (name, what) in COUNTER_WARNINGS {
+        for (name, _, what) in COUNTER_WARNINGS.iter().filter(|(_, t, _)| *t == transport) {
             if let Some(n) = c.deltas.get(*name).filter(|n| **n > 0) {
-                if batched && name.starts_with("Udp.") {
+                if batched && name.starts_with("Udp") {
                     // The kernel counts a GSO send or a GRO buffer once.
                     out.push(format!(
                         "{end}: {n} {} ({name}, in the kernel's units: a GRO buffer or GSO send of up to 64 \
-                         datagrams counts once, so up to {} datagrams) during the test",
+                         datagrams counts once, so up to {} datagrams) during the test, {HOST_WIDE}",
                         what.replacen("UDP datagrams", "UDP receive buffers", 1).replacen(
                             "UDP sends",
                             "UDP send calls",
@@ -97,7 +201,7 @@ pub fn side_warnings(side: &SideReport, end: &str, batched: bool) -> Vec<String>
                         n.saturating_mul(64)
                     ));
                 } else {
-                    out.push(format!("{end}: {n} {what} ({name}) during the test"));
+                    out.push(format!("{end}: {n} {what} ({name}) during the test, {HOST_WIDE}"));
                 }
             }
         }
@@ -186,7 +290,7 @@ pub fn fairness_warnings(summary: &Summary) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use netrig_proto::report::measure::{Conntrack, CpuUsage};
+    use netrig_proto::report::measure::Conntrack;
     use netrig_proto::report::{CounterReport, WorkerCpu};
 
     #[test]
@@ -228,7 +332,7 @@ mod tests {
             }),
             ..Default::default()
         };
-        let w = side_warnings(&side, "remote", false);
+        let w = side_warnings(&side, "remote", Transport::Tcp, false);
         assert_eq!(w.len(), 4, "{w:#?}");
         assert!(w[0].contains("steal") && w[0].starts_with("remote"));
         assert!(w[1].contains("worker 0 was 97% busy (1 flow)"));
@@ -240,7 +344,77 @@ mod tests {
             deltas: Default::default(),
             conntrack: Some(Conntrack { count: 10, max: 1000 }),
         });
-        assert!(side_warnings(&side, "local", false).is_empty());
+        assert!(side_warnings(&side, "local", Transport::Tcp, false).is_empty());
+    }
+
+    /// Issue #37, item 8: a 1-s run at 200 transactions/s showed CPU 0.0 %
+    /// and service demand 0.00 µs/tran: no busy tick in the window.
+    /// Fewer busy ticks than CPUs are withheld, fewer than ten a CPU warned.
+    #[test]
+    fn cpu_below_proc_stat_s_resolution_is_withheld_and_coarse_cpu_is_named() {
+        let side = |busy_ticks: f64, window_s: f64| SideReport {
+            cpu: Some(CpuUsage {
+                cpus: 2,
+                busy_cpu_s: busy_ticks * PROC_STAT_TICK_S,
+                elapsed_cpu_s: window_s * 2.0,
+                busy_pct: busy_ticks * PROC_STAT_TICK_S / (window_s * 2.0) * 100.0,
+                ..Default::default()
+            }),
+            cpu_window_s: Some(window_s),
+            ..Default::default()
+        };
+        for ticks in [0.0, 1.0] {
+            match cpu_resolution(&side(ticks, 1.0)) {
+                CpuResolution::Withheld(w) => assert!(
+                    w.contains(&format!(
+                        "{ticks:.0} tick(s) of /proc/stat (10 ms each) over 2 CPU(s)"
+                    )) && w.contains("resolution here is 1.00 points"),
+                    "{w}"
+                ),
+                other => panic!("{ticks} ticks: {other:?}"),
+            }
+        }
+        match cpu_resolution(&side(5.0, 1.0)) {
+            CpuResolution::Coarse(w) => {
+                assert!(w.contains("(2.50%)") && w.contains("40% of the figure"), "{w}")
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(cpu_resolution(&side(20.0, 1.0)), CpuResolution::Fine);
+        assert_eq!(cpu_resolution(&side(150.0, 1.0)), CpuResolution::Fine);
+        assert_eq!(cpu_resolution(&SideReport::default()), CpuResolution::Fine);
+    }
+
+    /// Issue #37, item 13: a TCP test was warned of UDP receive-buffer drops
+    /// other programs on the host made. Host-wide counters are warned of
+    /// only for kinds of their transport, and said to be the host's.
+    #[test]
+    fn host_counters_concern_their_transport_and_say_they_are_the_host_s() {
+        let side = SideReport {
+            counters: Some(CounterReport {
+                deltas: [
+                    ("TcpExt.ListenOverflows".to_string(), 3),
+                    ("Udp.RcvbufErrors".to_string(), 40),
+                    ("Udp6.RcvbufErrors".to_string(), 2),
+                ]
+                .into_iter()
+                .collect(),
+                conntrack: None,
+            }),
+            ..Default::default()
+        };
+        let tcp = side_warnings(&side, "local", Transport::Tcp, false);
+        assert_eq!(tcp.len(), 1, "{tcp:#?}");
+        assert!(tcp[0].contains("3 listen-queue overflows"), "{tcp:?}");
+        let udp = side_warnings(&side, "local", Transport::Udp, false);
+        assert_eq!(udp.len(), 2, "{udp:#?}");
+        assert!(udp[0].contains("40 UDP datagrams dropped") && udp[0].contains("(Udp.RcvbufErrors)"));
+        assert!(udp[1].contains("(Udp6.RcvbufErrors)"), "{udp:?}");
+        for w in tcp.iter().chain(&udp) {
+            assert!(w.ends_with(HOST_WIDE), "{w}");
+        }
+        let batched = side_warnings(&side, "local", Transport::Udp, true);
+        assert!(batched[0].contains("up to 2560 datagrams") && batched[0].ends_with(HOST_WIDE));
     }
 
     /// Issue #7, item 6: the 0.25-0.30 % of steal these VMs show on nearly
@@ -255,10 +429,10 @@ mod tests {
             ..Default::default()
         };
         for quiet in [0.0, 0.25, 0.30, 1.0, STEAL_WARN_PCT] {
-            let w = side_warnings(&with_steal(quiet), "local", false);
+            let w = side_warnings(&with_steal(quiet), "local", Transport::Tcp, false);
             assert!(w.is_empty(), "{quiet}% steal: {w:?}");
         }
-        let w = side_warnings(&with_steal(2.5), "local", false);
+        let w = side_warnings(&with_steal(2.5), "local", Transport::Tcp, false);
         assert!(
             w.len() == 1 && w[0].starts_with("local: the hypervisor took 2.50% of the machine's CPU time"),
             "{w:?}"
@@ -281,12 +455,12 @@ mod tests {
             ..Default::default()
         };
         assert_eq!(accounted_pct(&side), Some(80.0));
-        let w = side_warnings(&side, "local", false);
+        let w = side_warnings(&side, "local", Transport::Tcp, false);
         assert!(w.len() == 1 && w[0].contains("only 80%"), "{w:?}");
         let full = SideReport {
             cpu_window_s: Some(0.8),
             ..side
         };
-        assert!(side_warnings(&full, "local", false).is_empty());
+        assert!(side_warnings(&full, "local", Transport::Tcp, false).is_empty());
     }
 }

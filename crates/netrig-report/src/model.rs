@@ -63,6 +63,14 @@ pub struct CpuSummary {
     /// some kernels and hypervisors account for less than all of it).
     pub local_accounted_pct: Option<f64>,
     pub remote_accounted_pct: Option<f64>,
+    /// Why `local_pct`, `local` and `service_demand.local` are null where
+    /// they were to be measured: the busy time was below /proc/stat's
+    /// resolution (fewer 10-ms ticks than CPUs), or (http) /proc/stat could
+    /// not be read. Absent when they are not withheld.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub local_withheld: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remote_withheld: Option<String>,
 }
 
 /// CPU time per unit of work, as netperf computes it: utilisation × elapsed ×
@@ -379,7 +387,8 @@ pub struct UdpSummary {
     #[serde(default)]
     pub jitter_pairs: u64,
     /// Datagrams received in the window whose send or receive timestamp
-    /// was shared with other datagrams (a GSO send, a GRO buffer).
+    /// was shared with other datagrams (a GSO send, a GRO buffer), or whose
+    /// send time was more than a minute from the receiver's clock.
     #[serde(default)]
     pub untimed_datagrams: u64,
     /// Why `jitter_us` is null; null when it is measured.
@@ -621,7 +630,8 @@ pub struct IntervalUdp {
     /// received over flows); null when `jitter_us` is.
     #[serde(default)]
     pub jitter_rfc3550_us: Option<f64>,
-    /// Datagrams received in the interval with shared timestamps.
+    /// Datagrams received in the interval with shared timestamps, or send
+    /// times far from the receiver's clock.
     #[serde(default)]
     pub untimed_datagrams: u64,
 }

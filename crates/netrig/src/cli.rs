@@ -539,9 +539,10 @@ mod tests {
         let (name, sm) = m.subcommand().unwrap();
         assert_eq!(name, "tcp-stream");
         let plan = netrig_kinds::by_name(name).unwrap().plan(sm).unwrap();
+        // As iperf3: 3 s measured after the 1 s omitted (issue #37, item 11).
         assert_eq!(
             plan.spec.limit,
-            netrig_proto::spec::Limit::Duration { seconds: 3.0 }
+            netrig_proto::spec::Limit::Duration { seconds: 4.0 }
         );
         assert_eq!(plan.spec.omit_s, 1.0);
         assert!(RunArgs::from_arg_matches(sm).unwrap().json);

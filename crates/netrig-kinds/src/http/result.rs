@@ -97,11 +97,14 @@ pub(crate) fn assemble(
         ),
         Ok(u) => {
             let wire = netrig_proto::report::measure::CpuUsage::from(u);
-            (Some(CpuUsage::from(&wire)), None)
+            match netrig_report::checks::cpu_resolution_of(&wire, Some(secs), None) {
+                netrig_report::checks::CpuResolution::Withheld(why) => (None, Some(why)),
+                _ => (Some(CpuUsage::from(&wire)), None),
+            }
         }
         Err(e) => (None, Some(e.clone())),
     };
-    if let Some(why) = cpu_reason {
+    if let Some(why) = &cpu_reason {
         withheld.push(format!("this host's CPU: {why}"));
     }
     // Per successful reply: a 404 answered fast is not the work asked for.
@@ -183,6 +186,8 @@ pub(crate) fn assemble(
             remote: None,
             local_accounted_pct: None,
             remote_accounted_pct: None,
+            local_withheld: cpu_reason,
+            remote_withheld: None,
         },
         service_demand: ServiceDemandSummary {
             local: demand,

@@ -542,6 +542,11 @@ impl Workload for UdpStreamWorkload {
                     .register(&mut sock, Token(i), Interest::READABLE)
                     .map_err(setup)?;
             }
+            // Send times are judged against this end's clock since its
+            // time zero (the sender's count from its own, a control
+            // message apart): far ones are untimed.
+            let mut tracker = SeqTracker::new();
+            tracker.set_zero(now_realtime_ns().saturating_sub(ctl.start.elapsed().as_nanos() as u64));
             fl.push(UFlow {
                 flow,
                 sock,
@@ -555,7 +560,7 @@ impl Workload for UdpStreamWorkload {
                 pace: if sender { schedule } else { None },
                 behind: false,
                 gso_segments,
-                tracker: SeqTracker::new(),
+                tracker,
                 stray: 0,
                 last_rx: Instant::now(),
             });

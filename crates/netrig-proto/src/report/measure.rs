@@ -157,10 +157,19 @@ pub struct SeqInterval {
     pub jitter_mean_us: Option<f64>,
     #[serde(default)]
     pub untimed: u64,
+    /// Of `untimed`, those whose send time was more than a minute from the
+    /// receiver's clock (`netrig_metrics::udp_seq::MAX_STAMP_SKEW_NS`); absent
+    /// when none was, and from peers that did not count them.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub far: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 crate::from_fields!(netrig_metrics::SeqInterval => SeqInterval {
-    received, lost, out_of_order, duplicates, jitter_us, jitter_pairs, jitter_mean_us, untimed,
+    received, lost, out_of_order, duplicates, jitter_us, jitter_pairs, jitter_mean_us, untimed, far,
 });
 
 /// One interface's statistics over a span (`netrig_metrics::InterfaceCounters`).
@@ -329,10 +338,17 @@ mod tests {
             jitter_pairs: 6,
             jitter_mean_us: Some(7.5),
             untimed: 8,
+            far: 9,
         };
         let interval_json = json!({"received": 1, "lost": 2, "out_of_order": 3, "duplicates": 4, "jitter_us": 5.5,
-            "jitter_pairs": 6, "jitter_mean_us": 7.5, "untimed": 8});
+            "jitter_pairs": 6, "jitter_mean_us": 7.5, "untimed": 8, "far": 9});
         assert_eq!(wire::<_, SeqInterval>(&m), interval_json);
+        // None far: not on the wire, as from a peer that does not count them.
+        let none = netrig_metrics::SeqInterval { far: 0, ..m };
+        assert!(serde_json::to_value(SeqInterval::from(&none))
+            .unwrap()
+            .get("far")
+            .is_none());
     }
 
     #[test]

@@ -470,6 +470,9 @@ fn saved_results_are_listed_and_gate_a_regression() {
         l.contains("tcp-rr") && l.contains("complete") && l.contains("3 run(s)"),
         "{l}"
     );
+    // The kernel's release (`uname -r`), not its build string ("#1 SMP ...").
+    let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap();
+    assert!(l.contains(&format!("kernel {}", release.trim())), "{l}");
     let same = run(&["compare", base.to_str().unwrap(), base.to_str().unwrap()]);
     assert_eq!(same.status.code(), Some(0), "{}{}", stdout(&same), stderr(&same));
     assert!(

@@ -173,13 +173,15 @@ fn listen_overflow_provoked_on_purpose_is_counted_and_warned() {
     }
     let w = v["warnings"].to_string();
     assert!(
-        w.contains("listen-queue overflows") && w.contains("TcpExt.ListenOverflows"),
+        w.contains("listen-queue overflows")
+            && w.contains("TcpExt.ListenOverflows")
+            && w.contains("not necessarily by this test"),
         "{w}"
     );
 }
 
 #[test]
-fn receive_buffer_overrun_provoked_on_purpose_is_counted_and_warned() {
+fn receive_buffer_overrun_provoked_on_purpose_is_counted_and_not_warned_of_in_a_tcp_test() {
     let v = run_while(|| {
         let rx = UdpSocket::bind("127.0.0.1:0").unwrap();
         socket2::SockRef::from(&rx).set_recv_buffer_size(1).unwrap();
@@ -198,7 +200,10 @@ fn receive_buffer_overrun_provoked_on_purpose_is_counted_and_warned() {
         );
         assert!(counter(&v, end, "Udp.InErrors") > 0);
     }
-    assert!(v["warnings"].to_string().contains("Udp.RcvbufErrors"));
+    // Issue #37, item 13: the host's UDP drops are in the TCP test's
+    // counters, but they cannot concern it, and it is not warned of them.
+    let w = warnings_about(&v, "RcvbufErrors");
+    assert!(w.is_empty(), "{w:?}");
     // Headline counters are present even when they did not move.
     assert!(v["counters"]["local"]["deltas"]["TcpExt.TCPTimeouts"].is_i64());
 }

@@ -344,6 +344,18 @@ fn omit_leaves_the_warm_up_out() {
     assert!(f(&v, "/intervals/0/start_s") >= 0.99);
 }
 
+/// Issue #37, item 11: iperf3's `-t T -O O` measures T after the O
+/// omitted, as iperf3 does (it measured T - O); netrig's `-l` is the whole
+/// test. The window is each end's own clock's: 1 s, not 0.5.
+#[test]
+fn iperf3_s_time_is_measured_after_the_omitted_time() {
+    let v = run_json(&["tcp-stream", "-t", "1", "-O", "0.5", "-i", "0.25"]);
+    assert_eq!((f(&v, "/config/length_s"), f(&v, "/config/omit_s")), (1.5, 0.5));
+    let e = f(&v, "/summary/elapsed_s");
+    assert!((e - 1.0).abs() < 0.1, "{e}");
+    assert!(f(&v, "/intervals/0/start_s") >= 0.49);
+}
+
 /// SO_MAX_PACING_RATE on both ends' data sockets: TCP paces itself to it
 /// (no fq qdisc on loopback), so each flow of a stream in either direction
 /// runs at about the rate asked, far below what loopback carries.

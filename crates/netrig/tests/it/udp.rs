@@ -786,3 +786,159 @@ fn udp_rr_survives_loss_and_counts_it_exactly() {
         u(acc, "/sent_datagrams")
     );
 }
+
+/// Between client and agent: TCP passes untouched, and the send timestamp
+/// (bytes 20..28) of every client-to-agent test datagram is replaced by
+/// `forge(k, stamp)`, k counting them from 0. Stops when dropped.
+struct StampForger {
+    port: u16,
+    stop: Arc<AtomicBool>,
+}
+
+/// A new send timestamp for the k-th datagram, from its own.
+type Forge = fn(u64, u64) -> u64;
+
+impl StampForger {
+    fn start(agent: u16, forge: Forge) -> StampForger {
+        let (tcp, udp) = loop {
+            let t = TcpListener::bind("127.0.0.1:0").unwrap();
+            if let Ok(u) = UdpSocket::bind(t.local_addr().unwrap()) {
+                deep_receive_buffer(&u);
+                break (t, u);
+            }
+        };
+        let port = tcp.local_addr().unwrap().port();
+        let stop = Arc::new(AtomicBool::new(false));
+        std::thread::spawn(move || {
+            for c in tcp.incoming().flatten() {
+                let up = TcpStream::connect(("127.0.0.1", agent)).unwrap();
+                for (mut a, mut b) in [(c.try_clone().unwrap(), up.try_clone().unwrap()), (up, c)] {
+                    std::thread::spawn(move || {
+                        let mut buf = [0u8; 65536];
+                        while let Ok(n) = a.read(&mut buf) {
+                            if n == 0 || b.write_all(&buf[..n]).is_err() {
+                                break;
+                            }
+                        }
+                        let _ = b.shutdown(std::net::Shutdown::Write);
+                    });
+                }
+            }
+        });
+        let sp = stop.clone();
+        std::thread::spawn(move || {
+            udp.set_read_timeout(Some(Duration::from_millis(50))).unwrap();
+            let udp = Arc::new(udp);
+            let mut ups: HashMap<SocketAddr, Arc<UdpSocket>> = HashMap::new();
+            let mut buf = [0u8; 65536];
+            let mut k = 0u64;
+            while !sp.load(Ordering::Relaxed) {
+                let Ok((n, from)) = udp.recv_from(&mut buf) else {
+                    continue;
+                };
+                let up = ups
+                    .entry(from)
+                    .or_insert_with(|| {
+                        let s = Arc::new(UdpSocket::bind("127.0.0.1:0").unwrap());
+                        deep_receive_buffer(&s);
+                        s.connect(("127.0.0.1", agent)).unwrap();
+                        let (back, down) = (s.clone(), udp.clone());
+                        std::thread::spawn(move || {
+                            let mut b = [0u8; 65536];
+                            while let Ok(n) = back.recv(&mut b) {
+                                let _ = down.send_to(&b[..n], from);
+                            }
+                        });
+                        s
+                    })
+                    .clone();
+                let d = &mut buf[..n];
+                if n >= 28 && &d[..4] != b"NRGD" {
+                    let stamp = u64::from_be_bytes(d[20..28].try_into().unwrap());
+                    d[20..28].copy_from_slice(&forge(k, stamp).to_be_bytes());
+                    k += 1;
+                }
+                let _ = up.send(d);
+            }
+        });
+        StampForger { port, stop }
+    }
+}
+
+impl Drop for StampForger {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+    }
+}
+
+/// Issue #37, item 28: send timestamps far from the receiver's clock (a
+/// constant offset of 2^61 ns, or 0 and 2^63 - 1 in turn) gave a jitter
+/// (the offset cancels in D; the zeros' D is the arrivals' spacing) with no
+/// word. Such datagrams are untimed, the jitter is withheld naming them,
+/// and a warning counts them. Unforged through the same forwarder, jitter
+/// is measured and nothing is said.
+#[test]
+fn send_times_far_from_the_receivers_clock_are_untimed_and_named() {
+    let agent = Served::start(&[]);
+    let run_through = |forge: Forge| {
+        let fw = StampForger::start(agent.port, forge);
+        let p = fw.port.to_string();
+        let args = [
+            "udp-stream",
+            "-H",
+            "127.0.0.1",
+            "-p",
+            &p,
+            "-l",
+            "1",
+            "-b",
+            "2M",
+            "-m",
+            "500",
+            "--no-gso",
+        ];
+        run_json(&args)
+    };
+    let v = run_through(|_, stamp| stamp);
+    let s = udp(&v);
+    assert!(s["jitter_us"].is_number(), "{s}");
+    assert_eq!(u(s, "/untimed_datagrams"), 0, "{s}");
+    assert!(
+        warnings_about(&v, "receiver's clock").is_empty(),
+        "{}",
+        v["warnings"]
+    );
+    let forged: [(&str, Forge, u64); 2] = [
+        ("offset 2^61", |_, stamp| stamp + (1 << 61), 1),
+        (
+            "0 and 2^63 - 1",
+            |k, _| if k % 2 == 0 { 0 } else { (1 << 63) - 1 },
+            2,
+        ),
+    ];
+    for (what, forge, share) in forged {
+        let v = run_through(forge);
+        check_udp(&v);
+        let s = udp(&v);
+        let (received, untimed) = (u(s, "/received_datagrams"), u(s, "/untimed_datagrams"));
+        assert!(received > 100, "{what}: {s}");
+        // All of them far, or every other one: untimed counts the window's,
+        // received the whole test's (a few more, sent before or after it).
+        assert!(
+            untimed * share + received / 20 + 5 >= received && untimed <= received,
+            "{what}: {untimed} of {received}"
+        );
+        assert!(s["jitter_us"].is_null(), "{what}: {s}");
+        let why = s["jitter_withheld"].as_str().unwrap();
+        assert!(
+            why.contains("more than 60 s from the receiver's clock"),
+            "{what}: {why}"
+        );
+        let w = warnings_about(&v, "from the receiver's clock");
+        assert!(
+            w.len() == 1 && w[0].contains("counted as untimed"),
+            "{what}: {}",
+            v["warnings"]
+        );
+    }
+}
