@@ -684,6 +684,23 @@ impl TestSpec {
         if let Some(cap) = limits.and_then(|l| l.max_rate_bps) {
             self.check_rate(cap)?;
         }
+        if let (Some(most), Some((req, resp))) = (
+            limits.and_then(|l| l.max_amplification),
+            self.rules().udp_answer(),
+        ) {
+            if u64::from(resp) > u64::from(most) * u64::from(req) {
+                return Err(agent_limit(
+                    "-r/--request-response",
+                    format!(
+                        "asks for {resp}-byte answers to {req}-byte requests (datagram payload with netrig's \
+                         {UDP_HEADER_LEN}-byte header: {:.1} times)",
+                        f64::from(resp) / f64::from(req)
+                    ),
+                    format!("UDP answers {most} times their request's size"),
+                    "--max-amplification",
+                ));
+            }
+        }
         validate_socket_options(&self.remote, "-S/--remote-sockbuf")?;
         if let Some(c) = &self.remote_cpus {
             validate_cpus(c, "--remote-cpus")?;

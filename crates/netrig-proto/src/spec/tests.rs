@@ -748,3 +748,53 @@ fn a_sender_uses_sendfile_or_msg_zerocopy_not_both() {
         .to_string();
     assert!(e.contains("--msg-zerocopy") && e.contains("not both"), "{e}");
 }
+
+/// Issue #37 (25): a udp-rr client asking for 65,000-byte answers to
+/// 28-byte requests drew 719 times what it sent. Under the agent's
+/// `--max-amplification` a UDP answer may be at most that many times its
+/// request (both with netrig's header); TCP kinds and an agent without the
+/// bound are not concerned.
+#[test]
+fn udp_answers_larger_than_the_agents_amplification_bound_are_refused() {
+    let bound = |n: u32| AgentLimits {
+        max_amplification: Some(n),
+        ..AgentLimits::default()
+    };
+    let udp_rr = |req: u32, resp: u32| {
+        with(KindSpec::UdpRr(UdpRrSpec {
+            transactions: Transactions {
+                request_size: req,
+                response_size: resp,
+                ..Transactions::default()
+            },
+            ..UdpRrSpec::default()
+        }))
+    };
+    let e = udp_rr(28, 65_000).validate(&bound(1)).unwrap_err().to_string();
+    assert!(
+        e.contains("-r/--request-response")
+            && e.contains("65000-byte answers to 28-byte requests")
+            && e.contains("the agent allows at most UDP answers 1 times")
+            && e.contains("--max-amplification"),
+        "{e}"
+    );
+    // netrig's 28-byte header: -r 1,1 is two 28-byte datagrams; 1,28 too.
+    udp_rr(1, 1).validate(&bound(1)).unwrap();
+    udp_rr(1, 28).validate(&bound(1)).unwrap();
+    udp_rr(1, 29).validate(&bound(1)).unwrap_err();
+    udp_rr(100, 400).validate(&bound(4)).unwrap();
+    udp_rr(100, 401).validate(&bound(4)).unwrap_err();
+    udp_rr(28, 65_000).validate(&bound(2322)).unwrap();
+    udp_rr(28, 65_000).validate(&AgentLimits::default()).unwrap();
+    // TCP answers are held by the client's window (and the agent's --max-rate).
+    with(KindSpec::TcpRr(TcpRrSpec {
+        transactions: Transactions {
+            request_size: 1,
+            response_size: 1 << 20,
+            ..Transactions::default()
+        },
+        ..TcpRrSpec::default()
+    }))
+    .validate(&bound(1))
+    .unwrap();
+}

@@ -40,6 +40,13 @@ impl KindRules for UdpRrSpec {
         let t = &self.transactions;
         Some(t.request_size.max(t.response_size).max(UDP_HEADER_LEN))
     }
+    fn udp_answer(&self) -> Option<(u32, u32)> {
+        let t = &self.transactions;
+        Some((
+            t.request_size.max(UDP_HEADER_LEN),
+            t.response_size.max(UDP_HEADER_LEN),
+        ))
+    }
     fn in_flight(&self) -> u32 {
         self.transactions.in_flight()
     }
