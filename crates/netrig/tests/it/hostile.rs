@@ -415,6 +415,16 @@ fn wrong_types_are_named() {
             with("/test/message_size", Value::Null),
             "invalid type: null, expected u32",
         ),
+        // An optional field's null was taken as its default (issue #37, 27).
+        (
+            "workers null",
+            {
+                let mut s = ok.clone();
+                s["workers"] = Value::Null;
+                request(&s)
+            },
+            "`workers`: null is not a value (leave the field out for its default)",
+        ),
         (
             "kind a float",
             with("/test/kind", json!(1.5)),

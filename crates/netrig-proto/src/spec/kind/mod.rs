@@ -223,7 +223,11 @@ pub struct TcpOptions {
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub nodelay: bool,
     /// TCP_CONGESTION algorithm name.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "crate::spec::not_null::congestion"
+    )]
     pub congestion: Option<String>,
 }
 

@@ -13,7 +13,11 @@ pub struct UdpRrSpec {
     pub transactions: Transactions,
     /// `--timeout`: a request without a response by then is lost. `None`:
     /// [`DEFAULT_TXN_TIMEOUT_S`](crate::spec::DEFAULT_TXN_TIMEOUT_S).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "crate::spec::not_null::timeout_s"
+    )]
     pub timeout_s: Option<f64>,
 }
 
