@@ -1008,6 +1008,7 @@ fn run_test(
             ));
         }
     }
+    warnings.extend(cap_warning(outcome.send_cap, outcome.window_s));
     let counters = match (counters_before, netrig_metrics::read_kernel_counters()) {
         (Some(b), Ok(a)) => Some(CounterReport::between(&b, &a, netrig_metrics::read_conntrack())),
         _ => None,
@@ -1040,6 +1041,21 @@ fn run_test(
         withhold_host(&mut report);
     }
     Ok(report)
+}
+
+/// When the agent's `--max-rate` held its sends for more than 1 % of the
+/// window (its workers' waits summed): the warning that says so, since the
+/// remote's sending figures are then the cap's, not the path's.
+fn cap_warning(cap: Option<netrig_engine::cap::CapUse>, window_s: f64) -> Option<String> {
+    let c = cap?;
+    let waited = c.waited.as_secs_f64();
+    (waited > 0.01 * window_s.max(0.0)).then(|| {
+        format!(
+            "remote: the agent's --max-rate {} held its sends to it: its workers waited {waited:.2} s for it in \
+             all (the window is {window_s:.2} s), so what the agent sent is the cap's rate, not the path's",
+            netrig_proto::spec::kind::format_bps(c.cap_bps as f64)
+        )
+    })
 }
 
 /// What `--disclose minimal` keeps from a client that did not authenticate:
@@ -1087,6 +1103,9 @@ fn run_flows(
     let mut plan = RunPlan::for_spec(spec, start, test_id);
     plan.cpus = spec.remote_cpus.clone();
     plan.cpus_option = "--remote-cpus (or -A's second CPU)";
+    // The agent's sends are held to its --max-rate whatever the client then
+    // does (a closed loop's burst, UDP requests sent without waiting).
+    plan.send_cap_bps = test.shared.config.limits.max_rate_bps;
     let ctl2 = ctl.clone();
     let engine = std::thread::Builder::new()
         .name("netrig-run".into())
@@ -1153,6 +1172,27 @@ fn run_flows(
 mod tests {
     use super::*;
     use std::net::TcpListener;
+
+    /// The cap's warning says the cap and how long it held the sends, and
+    /// only when it held them for more than 1 % of the window.
+    #[test]
+    fn the_cap_is_told_only_when_it_held_the_sends() {
+        let used = |ms: u64| {
+            Some(netrig_engine::cap::CapUse {
+                cap_bps: 100_000_000,
+                waited: Duration::from_millis(ms),
+                bytes: 0,
+            })
+        };
+        assert_eq!(cap_warning(None, 10.0), None);
+        assert_eq!(cap_warning(used(0), 10.0), None);
+        assert_eq!(cap_warning(used(90), 10.0), None);
+        let w = cap_warning(used(2500), 10.0).unwrap();
+        assert!(
+            w.contains("--max-rate 100 Mbit/s held its sends") && w.contains("waited 2.50 s"),
+            "{w}"
+        );
+    }
 
     /// A connection to a loopback listener and the address it came from.
     fn conn(l: &TcpListener) -> (TcpStream, SocketAddr) {

@@ -13,6 +13,7 @@
 
 pub mod addr;
 pub mod affinity;
+pub mod cap;
 pub mod files;
 pub mod flow;
 pub mod inq;

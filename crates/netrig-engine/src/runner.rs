@@ -60,6 +60,9 @@ pub struct RunPlan {
     pub cpus: Option<Vec<u32>>,
     /// The option that set `cpus`, for messages.
     pub cpus_option: &'static str,
+    /// The most payload bits/s this end sends, all its workers together
+    /// (the agent's `--max-rate`); `None`: no cap (the client's end).
+    pub send_cap_bps: Option<u64>,
 }
 
 impl RunPlan {
@@ -82,6 +85,7 @@ impl RunPlan {
             test_id,
             cpus: None,
             cpus_option: "--cpus",
+            send_cap_bps: None,
         }
     }
 }
@@ -157,6 +161,16 @@ impl Share {
         match self {
             Share::Connected(_, f) => f.len(),
             Share::Transient(_, f, _) => f.len(),
+        }
+    }
+
+    /// Its flows that send (what the end's send cap is split by). A worker
+    /// of an intake may get any flow's connections: each counts as one.
+    fn senders(&self) -> usize {
+        match self {
+            Share::Connected(_, f) => f.iter().filter(|f| f.role != Role::Receiver).count(),
+            Share::Transient(_, f, Some(_)) => usize::from(f.iter().any(|f| f.role != Role::Receiver)),
+            Share::Transient(_, f, None) => f.iter().filter(|f| f.role != Role::Receiver).count(),
         }
     }
 }
@@ -283,6 +297,8 @@ pub struct SideOutcome {
     pub dropped_connections: u64,
     /// The kernel's counts over the window's two marks, beside netrig's.
     pub witness: Option<netrig_proto::report::WitnessReport>,
+    /// What the end's send cap did ([`RunPlan::send_cap_bps`]), if it had one.
+    pub send_cap: Option<crate::cap::CapUse>,
 }
 
 struct Meta {
@@ -473,12 +489,26 @@ pub fn run_side(
         test_id: plan.test_id,
         intervals: period_latencies.clone(),
         worker: 0,
+        send_cap: None,
     };
+    // The cap, split over the workers by the flows each sends on.
+    let cap_waited = Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let cap_spent = Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let all_senders: usize = shares.iter().map(Share::senders).sum();
     let (done_tx, done_rx) = mpsc::channel::<WorkerDone>();
     let mut handles = Vec::new();
     let mut clocks = Vec::new();
     for (w, share) in shares.into_iter().enumerate().filter(|(_, s)| s.flows() > 0) {
         let (mut wctl, tx) = (wctl.clone(), done_tx.clone());
+        wctl.send_cap = plan.send_cap_bps.filter(|_| share.senders() > 0).map(|bps| {
+            crate::cap::CapShare::split(
+                bps,
+                share.senders(),
+                all_senders,
+                cap_waited.clone(),
+                cap_spent.clone(),
+            )
+        });
         let flows = share.flows() as u32;
         let index = clocks.len();
         wctl.worker = index;
@@ -676,6 +706,11 @@ pub fn run_side(
             },
         }),
         dropped_connections,
+        send_cap: plan.send_cap_bps.map(|cap_bps| crate::cap::CapUse {
+            cap_bps,
+            waited: Duration::from_nanos(cap_waited.load(Ordering::Relaxed)),
+            bytes: cap_spent.load(Ordering::Relaxed),
+        }),
         witness: match (&first.witness, &last.witness) {
             (Some(a), Some(b)) => Some(witness.report(a, b)),
             _ => None,
@@ -1104,6 +1139,7 @@ mod tests {
             test_id: 0,
             cpus: None,
             cpus_option: "--cpus",
+            send_cap_bps: None,
         };
         let flows: Vec<FlowSlot> = (0..3)
             .map(|id| FlowSlot::new(id, Direction::Tx, Role::Responder, None))

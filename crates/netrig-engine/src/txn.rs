@@ -525,13 +525,15 @@ impl Answerer {
     /// when an error (named by its step) ends the call. With the last
     /// request it may carry whole and its response owed, it answers without
     /// reading on: what follows (the end of file, or too much) is read by
-    /// the next call, once the response is out.
+    /// the next call, once the response is out. Every response byte
+    /// written is spent from `cap` (the agent's `--max-rate`).
     pub fn serve(
         &mut self,
         sock: &mut (impl ReadInq + Write),
         buf: &mut [u8],
         response: &[u8],
         moved: &mut Moved,
+        cap: &crate::cap::SendCap,
     ) -> Result<bool, (&'static str, io::Error)> {
         let mut eof = false;
         loop {
@@ -561,6 +563,7 @@ impl Answerer {
             let chunk = left.min(response.len() as u128) as usize;
             match sock.write(&response[..chunk]) {
                 Ok(n) => {
+                    let _ = cap.spend(n);
                     moved.bytes += n as u64;
                     let total = self.resp_off + n;
                     let whole = (total / self.response_size) as u64;
@@ -763,7 +766,9 @@ mod tests {
         };
         let mut m = Moved::default();
         let resp = [9u8; 64];
-        assert!(!a.serve(&mut s, &mut [0; 16], &resp, &mut m).unwrap());
+        assert!(!a
+            .serve(&mut s, &mut [0; 16], &resp, &mut m, &crate::cap::SendCap::none())
+            .unwrap());
         assert_eq!((m.transactions, s.out.len(), m.bytes), (2, 10, 17));
         let mut one = Answerer::new(1, 1, 1);
         let mut s = Mem {
@@ -772,7 +777,13 @@ mod tests {
             eof: true,
         };
         let err = one
-            .serve(&mut s, &mut [0; 16], &resp, &mut Moved::default())
+            .serve(
+                &mut s,
+                &mut [0; 16],
+                &resp,
+                &mut Moved::default(),
+                &crate::cap::SendCap::none(),
+            )
             .unwrap_err();
         assert!(err.1.to_string().contains("1 request(s)"), "{}", err.1);
         let mut one = Answerer::new(1, 1, 1);
@@ -784,11 +795,14 @@ mod tests {
         let mut m = Moved::default();
         // Its one request whole: answered before a read more (the end of
         // file is the next call's).
-        assert!(!one.serve(&mut s, &mut [0; 16], &resp, &mut m).unwrap());
+        assert!(!one
+            .serve(&mut s, &mut [0; 16], &resp, &mut m, &crate::cap::SendCap::none())
+            .unwrap());
         assert_eq!((m.transactions, one.answered, s.out.len()), (1, 1, 1));
         assert!(one.finished());
         assert!(
-            one.serve(&mut s, &mut [0; 16], &resp, &mut m).unwrap(),
+            one.serve(&mut s, &mut [0; 16], &resp, &mut m, &crate::cap::SendCap::none())
+                .unwrap(),
             "end of file"
         );
         // A request read by the caller counts as one read here.
@@ -800,7 +814,9 @@ mod tests {
             eof: false,
         };
         let mut m = Moved::default();
-        assert!(!one.serve(&mut s, &mut [0; 16], &resp, &mut m).unwrap());
+        assert!(!one
+            .serve(&mut s, &mut [0; 16], &resp, &mut m, &crate::cap::SendCap::none())
+            .unwrap());
         assert_eq!((m.transactions, s.out.len()), (1, 3));
         assert!(Answerer::new(1, 1, 1).took(2).is_err(), "more than its limit");
     }

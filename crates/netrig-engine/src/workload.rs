@@ -33,6 +33,10 @@ pub struct WorkerControl {
     pub intervals: Option<std::sync::Arc<crate::IntervalLatencies>>,
     /// This worker's index among the end's workers.
     pub worker: usize,
+    /// This worker's share of the end's cap on what it sends (the agent's
+    /// `--max-rate`): every send of the worker spends from a
+    /// [`SendCap`](crate::cap::SendCap) made of it. `None`: no cap.
+    pub send_cap: Option<crate::cap::CapShare>,
 }
 
 impl WorkerControl {

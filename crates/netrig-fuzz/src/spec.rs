@@ -25,8 +25,19 @@ pub fn run(data: &[u8]) {
         max_workers: 2,
         ..AgentLimits::default()
     };
-    for limits in [AgentLimits::default(), small] {
+    let capped = AgentLimits {
+        max_rate_bps: Some(1_000_000),
+        max_amplification: Some(1),
+        ..AgentLimits::default()
+    };
+    for limits in [AgentLimits::default(), small, capped] {
         if spec.validate(&limits).is_ok() {
+            if let (Some(n), Some((req, resp))) = (limits.max_amplification, spec.rules().udp_answer()) {
+                assert!(
+                    u64::from(resp) <= u64::from(n) * u64::from(req),
+                    "{req},{resp} past {n}x"
+                );
+            }
             bounds::assert_bounded(&spec, &limits);
             let text = serde_json::to_vec(&spec).expect("a spec serializes");
             let back: TestSpec = serde_json::from_slice(&text).expect("and reads back");

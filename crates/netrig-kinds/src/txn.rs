@@ -50,5 +50,6 @@ pub(crate) fn test_control(drain: std::time::Duration) -> netrig_engine::workloa
         test_id: 0,
         intervals: None,
         worker: 0,
+        send_cap: None,
     }
 }

@@ -42,6 +42,14 @@ pub struct AgentLimits {
     /// request/response excepted ([`crate::spec::kind::Offered`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_rate_bps: Option<u64>,
+    /// The most times larger than its request a UDP answer of the agent's
+    /// may be (`--max-amplification`): a UDP request proves nothing of its
+    /// sender's address, so an agent that answered 28 bytes with 65,000
+    /// would be an amplifier. Both sizes are the datagrams' payload with
+    /// netrig's header. Absent: no bound (an agent in the client's own
+    /// process; one older than the bound).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_amplification: Option<u32>,
 }
 
 fn default_max_workers() -> u32 {
@@ -122,6 +130,7 @@ impl Default for AgentLimits {
             hooks: Vec::new(),
             hook_timeout_s: None,
             max_rate_bps: None,
+            max_amplification: None,
         }
     }
 }

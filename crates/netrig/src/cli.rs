@@ -158,9 +158,17 @@ pub struct ServeArgs {
     pub idle_timeout: u64,
     /// The most payload a test may offer in each direction, all its flows together, in bits/s
     /// (K/M/G = 10^3/10^6/10^9). Tests must then state their rate (-b, or --rate for open loop);
-    /// closed-loop request/response, clocked by its answers, always runs. Default: no cap.
+    /// closed-loop request/response runs. Whatever a test states, the agent holds its own sends
+    /// to the cap (streams, answers, datagrams) and the result says when it did. Default: no cap.
     #[arg(long = "max-rate", value_name = "RATE", value_parser = parse_max_rate)]
     pub max_rate: Option<u64>,
+    /// The most times larger than its request a UDP answer may be (udp-rr's -r REQ,RESP, each
+    /// with netrig's 28-byte header): a UDP request does not prove its sender's address, so
+    /// larger answers would make the agent an amplifier. Raise it only for clients you trust
+    /// (with --allow or --authorized-keys) or under --max-rate.
+    #[arg(long = "max-amplification", value_name = "N", default_value_t = 1,
+          value_parser = clap::value_parser!(u32).range(1..=65_536))]
+    pub max_amplification: u32,
     /// Serve only clients in this network (CIDR, or one address); repeat for more, on every port
     /// the agent opens (--http-port too). Others are told so (a few a second) and closed before
     /// their greeting is read. Default: any.

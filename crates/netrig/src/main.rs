@@ -270,6 +270,7 @@ fn serve(a: ServeArgs) -> Result<()> {
         max_workers: a.max_workers,
         max_buffer_bytes: a.max_buffer,
         max_rate_bps: a.max_rate,
+        max_amplification: Some(a.max_amplification),
         ..AgentLimits::default()
     };
     let host = netrig_agent::Totals::for_host();
@@ -387,6 +388,10 @@ fn caps_line(a: &ServeArgs, c: &AgentConfig) -> String {
         ),
         None => "no rate cap (--max-rate)".into(),
     };
+    let rate = format!(
+        "{rate}; UDP answers at most {} times their request (--max-amplification)",
+        a.max_amplification
+    );
     let allow = if c.allow.is_empty() {
         "clients from any address".to_string()
     } else {

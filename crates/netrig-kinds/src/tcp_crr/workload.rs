@@ -30,6 +30,7 @@
 
 use super::ports::PortCycle;
 use mio::{Interest, Registry, Token};
+use netrig_engine::cap::SendCap;
 use netrig_engine::flow::{FirstConnection, FlowSlot, TransientEnd, WorkerEnd};
 use netrig_engine::intake::{
     accept_again, watch_door, Door, WorkerIntake, DOOR, DOOR_BACKOFF, DOOR_BATCH, READ_AHEAD,
@@ -513,6 +514,8 @@ struct Worker<'a> {
     outgoing: Vec<u8>,
     response: Vec<u8>,
     rbuf: Vec<u8>,
+    /// The agent's `--max-rate`, on a responder's answers.
+    cap: SendCap,
     /// Closed loop: flows whose transaction ended and that start another.
     restart: Vec<usize>,
     /// Closed loop: flows whose last start failed at once (refused, no
@@ -572,6 +575,7 @@ impl TransientWorkload for CrrWorkload {
         let mut w = Worker {
             cfg: self,
             ctl,
+            cap: SendCap::of(ctl),
             arrivals,
             door,
             by_id: flows.iter().enumerate().map(|(i, f)| (f.id, i)).collect(),
@@ -1253,7 +1257,13 @@ impl Worker<'_> {
                 aborted: &ctl.aborted,
                 watch,
             };
-            let r = answer.serve(&mut bounded, &mut self.rbuf, &self.response, &mut moved);
+            let r = answer.serve(
+                &mut bounded,
+                &mut self.rbuf,
+                &self.response,
+                &mut moved,
+                &self.cap,
+            );
             self.flows[i].answered(&moved, &sock);
             match r {
                 Ok(false) if self.cfg.close_first == CloseFirst::Responder && answer.finished() => break,
@@ -1677,7 +1687,7 @@ impl Worker<'_> {
                 }
                 Step::Answering(answer) => {
                     let mut moved = Moved::default();
-                    let r = answer.serve(&mut c.sock, &mut self.rbuf, &self.response, &mut moved);
+                    let r = answer.serve(&mut c.sock, &mut self.rbuf, &self.response, &mut moved, &self.cap);
                     self.flows[i].answered(&moved, &c.sock);
                     match r {
                         // Closing first: as soon as the response is out.

@@ -11,6 +11,7 @@
 //! schedule is recorded too.
 
 use mio::{Interest, Registry, Token};
+use netrig_engine::cap::SendCap;
 use netrig_engine::flow::SocketHandle;
 use netrig_engine::flow::WorkerEnd;
 use netrig_engine::inq::ReadInq;
@@ -83,6 +84,8 @@ struct Ctx<'a> {
     latency: Latencies,
     /// Open loop only.
     pacer: Option<Pacer>,
+    /// The agent's `--max-rate`, on a responder's answers.
+    cap: SendCap,
 }
 
 impl Workload for RrWorkload {
@@ -95,6 +98,7 @@ impl Workload for RrWorkload {
             ctl,
             latency: ctl.latencies(),
             pacer,
+            cap: SendCap::of(ctl),
         };
         let mut conns = Vec::with_capacity(flows.len());
         for (i, flow) in flows.into_iter().enumerate() {
@@ -184,7 +188,7 @@ impl Handler for Worker<'_> {
                 }
                 fin
             }
-            _ => cfg.serve(c, &mut self.rbuf, &self.response)?,
+            _ => cfg.serve(c, &mut self.rbuf, &self.response, &self.cx.cap)?,
         };
         if finished {
             c.finish(io.registry);
@@ -369,7 +373,7 @@ impl RrWorkload {
                     read: false,
                 };
                 waiting();
-                let r = c.answer.serve(&mut one, &mut buf, &response, &mut moved);
+                let r = c.answer.serve(&mut one, &mut buf, &response, &mut moved, &cx.cap);
                 c.bytes += moved.bytes;
                 c.transactions += moved.transactions;
                 c.flow.counters.set_bytes(c.bytes);
@@ -555,9 +559,15 @@ impl RrWorkload {
     }
 
     /// Responder: reads requests, answers every whole one. True at end of file.
-    fn serve(&self, c: &mut Conn, buf: &mut [u8], response: &[u8]) -> Result<bool, EngineError> {
+    fn serve(
+        &self,
+        c: &mut Conn,
+        buf: &mut [u8],
+        response: &[u8],
+        cap: &SendCap,
+    ) -> Result<bool, EngineError> {
         let mut moved = Moved::default();
-        let r = c.answer.serve(&mut c.sock, buf, response, &mut moved);
+        let r = c.answer.serve(&mut c.sock, buf, response, &mut moved, cap);
         c.bytes += moved.bytes;
         c.transactions += moved.transactions;
         c.flow.counters.set_bytes(c.bytes);

@@ -5,6 +5,7 @@
 //! bytes per call until end of file.
 
 use mio::{Interest, Token};
+use netrig_engine::cap::SendCap;
 use netrig_engine::flow::SocketHandle;
 use netrig_engine::inq::ReadInq;
 use netrig_engine::lowat::{Checks, Watermark};
@@ -406,6 +407,7 @@ impl Workload for StreamWorkload {
             // Paced: when the earliest waiting sender's next message is due.
             next_due: pace.map(|_| ctl.start),
             checks: Checks::default(),
+            cap: SendCap::of(ctl),
         };
         reactor.run_worker(w, ctl)
     }
@@ -427,6 +429,8 @@ struct Worker<'a> {
     next_due: Option<Instant>,
     /// Receivers whose watermark is on are read at least this often.
     checks: Checks,
+    /// The agent's `--max-rate`, on its sends.
+    cap: SendCap,
 }
 
 impl Worker<'_> {
@@ -436,7 +440,14 @@ impl Worker<'_> {
     fn sender_turn(&mut self, io: &Io<'_>, i: usize) -> Result<bool, EngineError> {
         let cfg = self.cfg;
         let s = &mut self.slots[i];
-        let sent = cfg.on_writable(s, &self.payload, self.ctl, self.pace.as_ref(), self.turn_bytes)?;
+        let sent = cfg.on_writable(
+            s,
+            &self.payload,
+            self.ctl,
+            self.pace.as_ref(),
+            self.turn_bytes,
+            &self.cap,
+        )?;
         if cfg.after_write(s, sent, &mut self.next_due) {
             let _ = io.registry.deregister(&mut s.sock);
             self.live -= 1;
@@ -479,8 +490,14 @@ impl Handler for Worker<'_> {
         let finished = match s.flow.role {
             Role::Sender | Role::Requester => {
                 s.full = false;
-                let sent =
-                    cfg.on_writable(s, &self.payload, self.ctl, self.pace.as_ref(), self.turn_bytes)?;
+                let sent = cfg.on_writable(
+                    s,
+                    &self.payload,
+                    self.ctl,
+                    self.pace.as_ref(),
+                    self.turn_bytes,
+                    &self.cap,
+                )?;
                 cfg.after_write(s, sent, &mut self.next_due)
             }
             Role::Receiver | Role::Responder => {
@@ -653,6 +670,7 @@ impl StreamWorkload {
         ctl: &WorkerControl,
         pace: Option<&Schedule>,
         turn: Option<u64>,
+        cap: &SendCap,
     ) -> Result<Sent, EngineError> {
         let buf = payload.buf;
         let turn_ends = turn.map_or(u64::MAX, |t| s.bytes.saturating_add(t));
@@ -707,6 +725,11 @@ impl StreamWorkload {
                     s.bytes += n as u64;
                     s.flow.counters.set_bytes(s.bytes);
                     s.msg_off = (s.msg_off + n) % buf.len();
+                    // Held to the agent's cap: after a wait, the turn ends
+                    // (the worker's other flows, the window's close).
+                    if cap.spend(n) {
+                        return Ok(Sent::Turn);
+                    }
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
                     if let Some(zc) = &mut s.zc {

@@ -8,6 +8,7 @@
 //! echoes the request's header.
 
 use mio::{Interest, Token};
+use netrig_engine::cap::SendCap;
 use netrig_engine::flow::SocketHandle;
 use netrig_engine::flow::UdpAccount;
 use netrig_engine::latencies::Latencies;
@@ -163,6 +164,7 @@ impl UdpRrWorkload {
         latency: &mut Latencies,
         closed_loop_refill: &mut u64,
         once: bool,
+        cap: &SendCap,
     ) -> Result<(), EngineError> {
         loop {
             let n = match f.sock.socket().udp().and_then(|u| u.recv(buf)) {
@@ -195,6 +197,13 @@ impl UdpRrWorkload {
                         f.transactions += 1;
                         let _ = f.flow.counters.add_transactions(1);
                         f.flow.counters.set_units(f.transactions);
+                        // Held to the agent's cap: after a wait, back to the
+                        // event loop (requests that came meanwhile wait
+                        // there, or are dropped by the kernel).
+                        if cap.spend(m) {
+                            f.flow.counters.set_bytes(f.bytes);
+                            return Ok(());
+                        }
                     }
                     Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted) => {}
                     Err(e) if e.raw_os_error() == Some(libc::ECONNREFUSED) => {}
@@ -307,6 +316,7 @@ impl UdpRrWorkload {
                 &mut w.latency,
                 &mut refill,
                 true,
+                &w.cap,
             )?;
             if requester && deadline.is_none() {
                 for _ in 0..refill {
@@ -371,6 +381,7 @@ impl Workload for UdpRrWorkload {
             req: vec![0x5a_u8; self.txn.request_size.max(HDR)],
             reply: vec![0xa5_u8; self.txn.response_size.max(HDR)],
             rbuf: vec![0u8; 65_536],
+            cap: SendCap::of(ctl),
         };
         // Closed loop: fill the burst.
         if !w.open_loop {
@@ -401,6 +412,8 @@ struct Worker<'a> {
     req: Vec<u8>,
     reply: Vec<u8>,
     rbuf: Vec<u8>,
+    /// The agent's `--max-rate`, on a responder's answers.
+    cap: SendCap,
 }
 
 impl Handler for Worker<'_> {
@@ -418,6 +431,7 @@ impl Handler for Worker<'_> {
             &mut self.latency,
             &mut refill,
             false,
+            &self.cap,
         )?;
         if !self.open_loop && !io.draining() && f.flow.role == Role::Requester {
             for _ in 0..refill {

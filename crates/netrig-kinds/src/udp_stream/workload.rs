@@ -19,6 +19,7 @@
 //! taken between the calls' first datagrams.
 
 use mio::{Interest, Token};
+use netrig_engine::cap::SendCap;
 use netrig_engine::flow::SocketHandle;
 use netrig_engine::flow::UdpAccount;
 use netrig_engine::pace::Schedule;
@@ -296,6 +297,7 @@ impl UdpStreamWorkload {
         buf: &mut [u8],
         ctl: &WorkerControl,
         test_id: u64,
+        send_cap: &SendCap,
     ) -> Result<Option<Instant>, EngineError> {
         for _ in 0..SEND_TURN_CALLS {
             if ctl.stop.load(Ordering::Relaxed) {
@@ -319,6 +321,8 @@ impl UdpStreamWorkload {
                 }
             };
             match self.send_batch(f, buf, want, batch, test_id, ctl.start) {
+                // Held to the agent's cap: after a wait, back to the event loop.
+                Ok(sent) if send_cap.spend(sent * self.size) => return Ok(Some(Instant::now())),
                 Ok(_) => {}
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
                     f.full = true;
@@ -581,6 +585,7 @@ impl Workload for UdpStreamWorkload {
             pausing: false,
             received: 0,
             last_receipt: None,
+            send_cap: SendCap::of(ctl),
         };
         reactor.run_worker(w, ctl)
     }
@@ -590,6 +595,8 @@ impl Workload for UdpStreamWorkload {
 struct Worker<'a> {
     cfg: &'a UdpStreamWorkload,
     ctl: &'a WorkerControl,
+    /// The agent's `--max-rate`, on its sends.
+    send_cap: SendCap,
     fl: Vec<UFlow>,
     sbuf: Vec<u8>,
     rbuf: Vec<u8>,
@@ -667,7 +674,7 @@ impl Handler for Worker<'_> {
                 watch(io, f, index, None)?;
                 f.full = false;
                 if f.pace.is_none() {
-                    cfg.on_send(f, &mut self.sbuf, ctl, ctl.test_id)?;
+                    cfg.on_send(f, &mut self.sbuf, ctl, ctl.test_id, &self.send_cap)?;
                     watch_if_full(io, f, index)?;
                 }
             }
@@ -698,7 +705,7 @@ impl Handler for Worker<'_> {
                 if f.flow.role != Role::Sender || f.pace.is_some() || f.full {
                     continue;
                 }
-                if let Some(again) = cfg.on_send(f, &mut self.sbuf, ctl, ctl.test_id)? {
+                if let Some(again) = cfg.on_send(f, &mut self.sbuf, ctl, ctl.test_id, &self.send_cap)? {
                     wait = wait.min(again.saturating_duration_since(now.get()));
                 }
                 watch_if_full(io, f, i)?;
@@ -715,7 +722,7 @@ impl Handler for Worker<'_> {
                 if f.flow.role != Role::Sender || f.pace.is_none() || f.full {
                     continue;
                 }
-                if let Some(d) = cfg.on_send(f, &mut self.sbuf, ctl, ctl.test_id)? {
+                if let Some(d) = cfg.on_send(f, &mut self.sbuf, ctl, ctl.test_id, &self.send_cap)? {
                     earliest = Some(earliest.map_or(d, |e: Instant| e.min(d)));
                 }
                 watch_if_full(io, f, i)?;

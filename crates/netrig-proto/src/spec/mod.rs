@@ -35,7 +35,11 @@ pub struct Pace {
     /// Payload bits/s per flow (`-b`).
     pub rate_bps: u64,
     /// The pacing quantum in µs (`--pacing-us`); `None`: [`DEFAULT_PACING_US`].
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "crate::spec::not_null::pacing_us"
+    )]
     pub pacing_us: Option<u32>,
 }
 
@@ -139,21 +143,41 @@ impl std::fmt::Display for Limit {
 #[serde(deny_unknown_fields)]
 pub struct SocketOptions {
     /// SO_SNDBUF request in bytes (the kernel doubles it and clamps it at wmem_max).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "crate::spec::not_null::sndbuf"
+    )]
     pub sndbuf: Option<u32>,
     /// SO_RCVBUF request in bytes (the kernel doubles it and clamps it at rmem_max).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "crate::spec::not_null::rcvbuf"
+    )]
     pub rcvbuf: Option<u32>,
     /// The whole IP TOS / IPv6 traffic-class byte (DSCP is its top six bits).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "crate::spec::not_null::tos"
+    )]
     pub tos: Option<u8>,
     /// SO_PRIORITY (0-7 without CAP_NET_ADMIN).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "crate::spec::not_null::priority"
+    )]
     pub priority: Option<u32>,
     /// SO_MAX_PACING_RATE in bits/s (`--max-pacing-rate`, iperf3's
     /// `--fq-rate`): the kernel paces each data socket to this rate (TCP
     /// paces by itself; other traffic needs the fq qdisc).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "crate::spec::not_null::max_pacing_rate_bps"
+    )]
     pub max_pacing_rate_bps: Option<u64>,
 }
 
@@ -170,11 +194,19 @@ pub const MAX_PACING_RATE_BPS: u64 = 400_000_000_000;
 #[serde(deny_unknown_fields)]
 pub struct RemoteHooks {
     /// Run before the test (`--remote-setup`); if it fails, the test is refused.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "crate::spec::not_null::setup"
+    )]
     pub setup: Option<String>,
     /// Run after the test (`--remote-teardown`), also after a failed set-up
     /// or a failed or aborted test.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "crate::spec::not_null::teardown"
+    )]
     pub teardown: Option<String>,
 }
 
@@ -262,12 +294,20 @@ pub struct TestSpec {
     #[serde(default, skip_serializing_if = "is_default")]
     pub omit_s: f64,
     /// Interim report period in seconds (`-i`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "crate::spec::not_null::interval_s"
+    )]
     pub interval_s: Option<f64>,
     /// Parallel flows per direction (`-P`).
     pub flows: u32,
     /// Worker threads per end (`-T`); `None`: the number of CPUs.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "crate::spec::not_null::workers"
+    )]
     pub workers: Option<u32>,
     /// Measure CPU utilisation over the window on both ends (on unless `--no-cpu`).
     #[serde(default = "yes")]
@@ -278,7 +318,11 @@ pub struct TestSpec {
     pub remote: SocketOptions,
     /// Pin the agent's worker i to `remote_cpus[i % len]` (`--remote-cpus`,
     /// or `-A`'s second CPU); `None`: not pinned.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "crate::spec::not_null::remote_cpus"
+    )]
     pub remote_cpus: Option<Vec<u32>>,
     /// Hooks the agent runs before and after the test, by name
     /// (`--remote-setup`, `--remote-teardown`).
@@ -684,6 +728,23 @@ impl TestSpec {
         if let Some(cap) = limits.and_then(|l| l.max_rate_bps) {
             self.check_rate(cap)?;
         }
+        if let (Some(most), Some((req, resp))) = (
+            limits.and_then(|l| l.max_amplification),
+            self.rules().udp_answer(),
+        ) {
+            if u64::from(resp) > u64::from(most) * u64::from(req) {
+                return Err(agent_limit(
+                    "-r/--request-response",
+                    format!(
+                        "asks for {resp}-byte answers to {req}-byte requests (datagram payload with netrig's \
+                         {UDP_HEADER_LEN}-byte header: {:.1} times)",
+                        f64::from(resp) / f64::from(req)
+                    ),
+                    format!("UDP answers {most} times their request's size"),
+                    "--max-amplification",
+                ));
+            }
+        }
         validate_socket_options(&self.remote, "-S/--remote-sockbuf")?;
         if let Some(c) = &self.remote_cpus {
             validate_cpus(c, "--remote-cpus")?;
@@ -745,6 +806,69 @@ impl TestSpec {
                 Ok(())
             }
         }
+    }
+}
+
+/// One rule for `null` in a spec: it is not a value. An option is left out
+/// for its default; `null` is refused wherever it stands, naming the field
+/// (serde takes `null` as `None` for an `Option` field unless told
+/// otherwise, and refuses it for every other type). Each optional field
+/// deserializes through the function of its name here.
+pub(crate) mod not_null {
+    use serde::de::{Deserialize, Deserializer, Error};
+
+    /// An optional field present: its value, never `null`.
+    fn present<'de, D, T>(d: D, field: &'static str) -> Result<Option<T>, D::Error>
+    where
+        D: Deserializer<'de>,
+        T: Deserialize<'de>,
+    {
+        match Option::<T>::deserialize(d)? {
+            Some(v) => Ok(Some(v)),
+            None => Err(D::Error::custom(format_args!(
+                "`{field}`: null is not a value (leave the field out for its default)"
+            ))),
+        }
+    }
+
+    macro_rules! fields {
+        ($($name:ident,)*) => {$(
+            pub(crate) fn $name<'de, D, T>(d: D) -> Result<Option<T>, D::Error>
+            where
+                D: Deserializer<'de>,
+                T: Deserialize<'de>,
+            {
+                present(d, stringify!($name))
+            }
+        )*};
+    }
+
+    fields! {
+        ca_file,
+        congestion,
+        host_header,
+        interval_s,
+        local_ports,
+        max_body,
+        max_header,
+        max_pacing_rate_bps,
+        notsent_lowat,
+        pace,
+        pacing_us,
+        priority,
+        rcvbuf,
+        remote_cpus,
+        requests,
+        setup,
+        sndbuf,
+        spin_us,
+        teardown,
+        timeout_s,
+        tls,
+        tos,
+        url_host,
+        url_port,
+        workers,
     }
 }
 

@@ -748,3 +748,169 @@ fn a_sender_uses_sendfile_or_msg_zerocopy_not_both() {
         .to_string();
     assert!(e.contains("--msg-zerocopy") && e.contains("not both"), "{e}");
 }
+
+/// Issue #37 (25): a udp-rr client asking for 65,000-byte answers to
+/// 28-byte requests drew 719 times what it sent. Under the agent's
+/// `--max-amplification` a UDP answer may be at most that many times its
+/// request (both with netrig's header); TCP kinds and an agent without the
+/// bound are not concerned.
+#[test]
+fn udp_answers_larger_than_the_agents_amplification_bound_are_refused() {
+    let bound = |n: u32| AgentLimits {
+        max_amplification: Some(n),
+        ..AgentLimits::default()
+    };
+    let udp_rr = |req: u32, resp: u32| {
+        with(KindSpec::UdpRr(UdpRrSpec {
+            transactions: Transactions {
+                request_size: req,
+                response_size: resp,
+                ..Transactions::default()
+            },
+            ..UdpRrSpec::default()
+        }))
+    };
+    let e = udp_rr(28, 65_000).validate(&bound(1)).unwrap_err().to_string();
+    assert!(
+        e.contains("-r/--request-response")
+            && e.contains("65000-byte answers to 28-byte requests")
+            && e.contains("the agent allows at most UDP answers 1 times")
+            && e.contains("--max-amplification"),
+        "{e}"
+    );
+    // netrig's 28-byte header: -r 1,1 is two 28-byte datagrams; 1,28 too.
+    udp_rr(1, 1).validate(&bound(1)).unwrap();
+    udp_rr(1, 28).validate(&bound(1)).unwrap();
+    udp_rr(1, 29).validate(&bound(1)).unwrap_err();
+    udp_rr(100, 400).validate(&bound(4)).unwrap();
+    udp_rr(100, 401).validate(&bound(4)).unwrap_err();
+    udp_rr(28, 65_000).validate(&bound(2322)).unwrap();
+    udp_rr(28, 65_000).validate(&AgentLimits::default()).unwrap();
+    // TCP answers are held by the client's window (and the agent's --max-rate).
+    with(KindSpec::TcpRr(TcpRrSpec {
+        transactions: Transactions {
+            request_size: 1,
+            response_size: 1 << 20,
+            ..Transactions::default()
+        },
+        ..TcpRrSpec::default()
+    }))
+    .validate(&bound(1))
+    .unwrap();
+}
+
+/// Issue #37 (27): `null` was taken as the default on optional fields of
+/// type `Option` (`workers`, `interval_s`, `remote.sndbuf`, `pace`,
+/// `notsent_lowat`, ...) but refused on the others. One rule now: `null` is
+/// not a value anywhere in a spec; an option is left out for its default.
+/// Every optional field of every kind's type is tried, each refused naming
+/// the field; left out, each spec is taken.
+#[test]
+fn null_is_refused_on_every_field_of_every_kind_naming_the_field() {
+    let base = |test: serde_json::Value| serde_json::json!({"test": test, "limit": {"duration": {"seconds": 1.0}}, "flows": 1});
+    let stream = serde_json::json!({"kind": "tcp-stream", "message_size": 1000, "recv_size": 1000});
+    let txn = serde_json::json!({"request_size": 1, "response_size": 1, "load": {"closed": {"burst": 1}}});
+    let open = serde_json::json!({"request_size": 1, "response_size": 1,
+                                  "load": {"open": {"rate": 10.0, "poisson": false}}});
+    // (where, the field): each spec with the field set to null.
+    let mut cases: Vec<(serde_json::Value, &str)> = Vec::new();
+    for f in ["interval_s", "workers", "remote_cpus"] {
+        let mut v = base(stream.clone());
+        v[f] = serde_json::Value::Null;
+        cases.push((v, f));
+    }
+    for f in ["sndbuf", "rcvbuf", "tos", "priority", "max_pacing_rate_bps"] {
+        let mut v = base(stream.clone());
+        v["remote"] = serde_json::json!({ f: null });
+        cases.push((v, f));
+    }
+    for f in ["setup", "teardown"] {
+        let mut v = base(stream.clone());
+        v["remote_hooks"] = serde_json::json!({ f: null });
+        cases.push((v, f));
+    }
+    for kind in ["tcp-stream", "tcp-maerts", "tcp-bidir"] {
+        for f in ["pace", "notsent_lowat"] {
+            let mut t = stream.clone();
+            t["kind"] = kind.into();
+            t[f] = serde_json::Value::Null;
+            cases.push((base(t), f));
+        }
+        let mut t = stream.clone();
+        t["kind"] = kind.into();
+        t["tcp"] = serde_json::json!({"congestion": null});
+        cases.push((base(t), "congestion"));
+    }
+    let mut paced = stream.clone();
+    paced["pace"] = serde_json::json!({"rate_bps": 1000000, "pacing_us": null});
+    cases.push((base(paced), "pacing_us"));
+    let udp = serde_json::json!({"kind": "udp-stream", "datagram_size": 1000, "pace": null});
+    cases.push((base(udp), "pace"));
+    for (kind, f) in [
+        ("tcp-crr", "timeout_s"),
+        ("tcp-crr", "local_ports"),
+        ("udp-rr", "timeout_s"),
+    ] {
+        let t = serde_json::json!({"kind": kind, "transactions": txn.clone(), f: null});
+        cases.push((base(t), f));
+    }
+    for kind in ["tcp-rr", "tcp-crr"] {
+        let t = serde_json::json!({"kind": kind, "transactions": txn.clone(), "tcp": {"congestion": null}});
+        cases.push((base(t), "congestion"));
+    }
+    let mut spin = open.clone();
+    spin["load"]["open"]["spin_us"] = serde_json::Value::Null;
+    cases.push((
+        base(serde_json::json!({"kind": "tcp-rr", "transactions": spin})),
+        "spin_us",
+    ));
+    let http = serde_json::to_value(TestSpec {
+        flows: 1,
+        ..with(KindSpec::Http(HttpSpec::default()))
+    })
+    .unwrap();
+    for f in [
+        "url_host",
+        "url_port",
+        "host_header",
+        "requests",
+        "timeout_s",
+        "max_header",
+        "max_body",
+        "tls",
+    ] {
+        let mut v = http.clone();
+        v["test"][f] = serde_json::Value::Null;
+        cases.push((v, f));
+    }
+    let mut v = http.clone();
+    v["test"]["tls"] = serde_json::json!({"insecure": false, "ca_file": null});
+    cases.push((v, "ca_file"));
+    for (v, field) in &cases {
+        let e = match serde_json::from_value::<TestSpec>(v.clone()) {
+            Ok(s) => panic!("{field}: null was taken: {s:?} from {v}"),
+            Err(e) => e.to_string(),
+        };
+        assert!(
+            e.contains(&format!("`{field}`")) && e.contains("null"),
+            "{field}: {e} (from {v})"
+        );
+        // Left out: the same spec is taken (the case tests null, nothing else).
+        let mut without = v.clone();
+        strip_nulls(&mut without);
+        serde_json::from_value::<TestSpec>(without.clone()).unwrap_or_else(|e| panic!("{without}: {e}"));
+    }
+    // A required field's null was always refused.
+    let mut v = base(stream.clone());
+    v["flows"] = serde_json::Value::Null;
+    assert!(serde_json::from_value::<TestSpec>(v).is_err());
+}
+
+fn strip_nulls(v: &mut serde_json::Value) {
+    if let Some(o) = v.as_object_mut() {
+        o.retain(|_, x| !x.is_null());
+        for x in o.values_mut() {
+            strip_nulls(x);
+        }
+    }
+}

@@ -5,6 +5,7 @@
 
 use crate::helpers::*;
 use netrig_proto::{AgentMsg, ClientMsg, TestSpec};
+use serde_json::Value;
 use std::io::{Read, Write};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
@@ -407,4 +408,80 @@ fn a_client_short_of_file_descriptors_says_so_before_connecting() {
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+}
+
+/// The agent's payload both ways on its TCP sockets over its window, as its
+/// kernel counts them (the witness: bytes acked and received per socket), in bits/s.
+fn remote_kernel_tcp_bps(v: &Value) -> f64 {
+    let check = v["witness"]["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["end"] == "remote" && c["figure"].as_str().unwrap_or("").starts_with("TCP payload"))
+        .unwrap_or_else(|| panic!("no remote TCP check: {}", v["witness"]));
+    check["kernel"].as_f64().unwrap() * 8.0 / f(v, "/witness/remote/window_s")
+}
+
+/// Issue #37 (25): closed-loop request/response escaped `--max-rate`:
+/// `tcp-rr -r 1,1M --burst 16 -P 4` against `--max-rate 100M` drew 35.9
+/// Gbit/s. The agent now holds its own sends to the cap, whatever the kind
+/// or what the client states, and the result says so; a test within the
+/// cap is not held, and not told it was. The rates are the agent's
+/// kernel's counts on its sockets (the witness), not netrig's.
+#[test]
+fn the_agents_rate_cap_holds_its_sends_whatever_the_kind() {
+    let agent = Served::start(&["--max-rate", "100M"]);
+    let p = agent.port_arg();
+    for test in ["tcp-rr -r 1,1M --burst 4 -P 2 -l 1", "tcp-crr -r 1,1M -P 2 -l 1"] {
+        let v = run_json(&strs(&at(&p, test)));
+        let held = warnings_about(&v, "--max-rate 100 Mbit/s held its sends");
+        let client = f(&v, "/summary/throughput_bps");
+        assert!(client < 120e6, "{test}: {client} bits/s at the client");
+        assert_eq!(held.len(), 1, "{test}: {:?}", v["warnings"]);
+        if test.starts_with("tcp-rr") {
+            let kernel = remote_kernel_tcp_bps(&v);
+            eprintln!("{test}: the agent's kernel counted {:.1} Mbit/s", kernel / 1e6);
+            assert!(kernel < 120e6 && kernel > 20e6, "{test}: {kernel} bits/s");
+        }
+    }
+    // A paced stream from the agent within the cap: not held, not warned.
+    let v = run_json(&strs(&at(&p, "tcp-maerts -b 40M -l 1")));
+    let kernel = remote_kernel_tcp_bps(&v);
+    assert!(kernel > 30e6 && kernel < 50e6, "{kernel}");
+    assert!(
+        warnings_about(&v, "held its sends").is_empty(),
+        "{:?}",
+        v["warnings"]
+    );
+}
+
+/// Issue #37 (25): udp-rr answers larger than their requests need the
+/// operator's consent (`--max-amplification`); with it, under `--max-rate`,
+/// the answers are paced by the agent.
+#[test]
+fn udp_answers_larger_than_requests_need_the_operators_consent() {
+    let plain = Served::start(&[]);
+    let o = run(&strs(&at(&plain.port_arg(), "udp-rr -r 28,65000 -l 0.3")));
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let e = stderr(&o);
+    assert!(
+        e.contains("65000-byte answers to 28-byte requests") && e.contains("--max-amplification"),
+        "{e}"
+    );
+    // -r 1,1 is 28 bytes each way (netrig's header): the default bound takes it.
+    let v = run_json(&strs(&at(&plain.port_arg(), "udp-rr -l 0.3")));
+    assert!(f(&v, "/summary/transactions_per_s") > 0.0);
+    let agent = Served::start(&["--max-rate", "20M", "--max-amplification", "3000"]);
+    let v = run_json(&strs(&at(
+        &agent.port_arg(),
+        "udp-rr -r 28,65000 --burst 16 -l 1",
+    )));
+    let bps = f(&v, "/summary/throughput_bps");
+    assert!(bps > 5e6 && bps < 25e6, "{bps}");
+    assert_eq!(
+        warnings_about(&v, "--max-rate 20 Mbit/s held its sends").len(),
+        1,
+        "{:?}",
+        v["warnings"]
+    );
 }

@@ -415,6 +415,16 @@ fn wrong_types_are_named() {
             with("/test/message_size", Value::Null),
             "invalid type: null, expected u32",
         ),
+        // An optional field's null was taken as its default (issue #37, 27).
+        (
+            "workers null",
+            {
+                let mut s = ok.clone();
+                s["workers"] = Value::Null;
+                request(&s)
+            },
+            "`workers`: null is not a value (leave the field out for its default)",
+        ),
         (
             "kind a float",
             with("/test/kind", json!(1.5)),
@@ -1691,4 +1701,137 @@ fn an_agent_flooding_interval_samples_is_refused() {
     // Ended at the flood, not at the test's length (3 s) or later.
     assert!(t0.elapsed() < Duration::from_secs(3), "{:?}", t0.elapsed());
     fake.join().unwrap();
+}
+
+/// A udp-rr spec of `req`-byte requests and `resp`-byte answers.
+fn udp_rr_spec(req: u32, resp: u32, seconds: f64) -> Value {
+    json!({"test": {"kind": "udp-rr", "transactions": {
+               "request_size": req, "response_size": resp, "load": {"closed": {"burst": 1}}}},
+           "limit": {"duration": {"seconds": seconds}}, "flows": 1})
+}
+
+/// Issue #37 (25): a udp-rr "client" that sent 28-byte requests without
+/// waiting for answers and asked for 65,000-byte ones drew 6.7 Gbit/s from
+/// the agent, 719 times what it sent. A UDP request proves nothing of who
+/// sent it: the agent refuses answers larger than their request unless its
+/// operator allows them (`--max-amplification`), and holds its sends to its
+/// `--max-rate` whatever the client does. Here the client floods requests
+/// (as fast as one thread sends, at most 200,000, for 1.5 s) and a thread
+/// of its own only counts what comes back: at most the cap's bytes over the
+/// time the agent may send (from `go` to its results), plus its burst.
+#[test]
+fn udp_requests_sent_without_waiting_draw_no_more_than_the_agents_cap() {
+    // Without the operator's consent: refused by name.
+    let plain = Served::start(&["--max-rate", "20M"]);
+    let mut r = Raw::open(plain.port);
+    r.send(&ClientMsg::TestRequest {
+        spec: spec(&udp_rr_spec(28, 65_000, 0.5)),
+        auth: None,
+    });
+    let AgentMsg::TestRejected { reason } = r.next() else {
+        panic!("not refused")
+    };
+    assert!(
+        reason.contains("65000-byte answers to 28-byte requests")
+            && reason.contains("the agent allows at most UDP answers 1 times")
+            && reason.contains("--max-amplification"),
+        "{reason}"
+    );
+    drop(r);
+    drop(plain);
+
+    const CAP_BPS: f64 = 20e6;
+    let mut agent = Served::start(&["--max-rate", "20M", "--max-amplification", "3000"]);
+    // The honest client states its rate, as the cap asks.
+    let probe = AgentProbe::attach_with(&mut agent, &["-b", "10M"]);
+    let to: SocketAddr = format!("127.0.0.1:{}", agent.port).parse().unwrap();
+    let mut r = Raw::open(agent.port);
+    r.send(&ClientMsg::TestRequest {
+        spec: spec(&udp_rr_spec(28, 65_000, 1.0)),
+        auth: None,
+    });
+    let AgentMsg::TestAccepted { cookie, .. } = r.next() else {
+        panic!("not accepted")
+    };
+    let sock = UdpSocket::bind("127.0.0.1:0").unwrap();
+    sock.connect(to).unwrap();
+    let hello = DataHello {
+        version: V,
+        cookie,
+        flow: 0,
+    }
+    .encode();
+    sock.send(&hello).unwrap();
+    assert!(matches!(r.next(), AgentMsg::DataReady));
+    // The counter: every byte that comes back, read at once.
+    let counter = sock.try_clone().unwrap();
+    counter.set_read_timeout(Some(Duration::from_millis(50))).unwrap();
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let counting = {
+        let done = done.clone();
+        std::thread::spawn(move || {
+            let mut buf = vec![0u8; 65_536];
+            let mut bytes = 0u64;
+            while !done.load(std::sync::atomic::Ordering::Relaxed) {
+                if let Ok(n) = counter.recv(&mut buf) {
+                    bytes += n as u64;
+                }
+            }
+            bytes
+        })
+    };
+    let t0 = Instant::now();
+    r.send(&ClientMsg::Go);
+    let mut req = [0u8; 28];
+    let mut sent = 0u64;
+    while t0.elapsed() < Duration::from_millis(1500) && sent < 200_000 {
+        netrig_proto::datagram::DatagramHeader {
+            test_id: cookie.test_id(),
+            flow: 0,
+            seq: sent,
+            stamp_ns: 0,
+        }
+        .write(&mut req);
+        if sock.send(&req).is_ok() {
+            sent += 1;
+        }
+        if sent.is_multiple_of(64) {
+            std::thread::sleep(Duration::from_micros(200));
+        }
+    }
+    let report = loop {
+        match r.wait(Duration::from_secs(15)) {
+            Waited::Msg(AgentMsg::Results { report }) => break report,
+            Waited::Msg(AgentMsg::Interval { .. } | AgentMsg::Heartbeat) => {}
+            other => panic!("{other:?}"),
+        }
+    };
+    let sending = t0.elapsed().as_secs_f64();
+    std::thread::sleep(Duration::from_millis(200));
+    done.store(true, std::sync::atomic::Ordering::Relaxed);
+    let got = counting.join().unwrap();
+    let most = CAP_BPS / 8.0 * sending * 1.2 + 256.0 * 1024.0;
+    eprintln!(
+        "{sent} requests of 28 bytes ({} bytes) in {sending:.2} s; {got} bytes came back ({:.1} Mbit/s), at most \
+         {most:.0} allowed; the agent warned: {:?}",
+        sent * 28,
+        got as f64 * 8.0 / sending / 1e6,
+        report.warnings
+    );
+    assert!(sent > 1000, "only {sent} requests sent");
+    assert!(
+        (got as f64) <= most,
+        "{got} bytes came back, over the cap's {most:.0}"
+    );
+    assert!(got > 65_000, "nothing came back: {got} bytes");
+    assert!(
+        report
+            .warnings
+            .iter()
+            .any(|w| w.contains("--max-rate 20 Mbit/s held its sends")),
+        "{:?}",
+        report.warnings
+    );
+    drop((r, sock));
+    probe.check("UDP requests sent without waiting for answers");
 }

@@ -68,7 +68,11 @@ pub struct HttpTls {
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub insecure: bool,
     /// `--cacert` (alias `--ca-file`): the CAs to trust (PEM); the system's bundle otherwise.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "crate::spec::not_null::ca_file"
+    )]
     pub ca_file: Option<String>,
 }
 
@@ -77,13 +81,25 @@ pub struct HttpTls {
 #[serde(deny_unknown_fields)]
 pub struct HttpSpec {
     /// The server's host and port from `--url`, when `-H` is not given.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "crate::spec::not_null::url_host"
+    )]
     pub url_host: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "crate::spec::not_null::url_port"
+    )]
     pub url_port: Option<u16>,
     /// The Host header (and TLS server name): `--host-header`, `--url`'s
     /// host, or the server's address.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "crate::spec::not_null::host_header"
+    )]
     pub host_header: Option<String>,
     /// The request target, e.g. "/bytes/1024".
     pub path: String,
@@ -93,7 +109,11 @@ pub struct HttpSpec {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub headers: Vec<String>,
     /// Stop after this many requests (`-n`), within `-l`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "crate::spec::not_null::requests"
+    )]
     pub requests: Option<u64>,
     #[serde(default, skip_serializing_if = "is_default")]
     pub load: HttpLoad,
@@ -101,15 +121,31 @@ pub struct HttpSpec {
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub new_conn: bool,
     /// Longest wait for a connection or a whole response (`--timeout`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "crate::spec::not_null::timeout_s"
+    )]
     pub timeout_s: Option<f64>,
     /// Bounds on a response's head and body (`--max-header`, `--max-body`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "crate::spec::not_null::max_header"
+    )]
     pub max_header: Option<u32>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "crate::spec::not_null::max_body"
+    )]
     pub max_body: Option<u64>,
     /// HTTPS (`--https`, or an https:// `--url`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "crate::spec::not_null::tls"
+    )]
     pub tls: Option<HttpTls>,
     #[serde(default, skip_serializing_if = "is_default")]
     pub tcp: TcpOptions,

@@ -109,6 +109,12 @@ pub trait KindRules {
     fn transaction_sizes(&self) -> Option<(u32, u32)> {
         None
     }
+    /// For UDP request/response: the datagram payload (netrig's header
+    /// included) of a request and of the agent's answer to it, which the
+    /// agent's `--max-amplification` bounds the ratio of.
+    fn udp_answer(&self) -> Option<(u32, u32)> {
+        None
+    }
     /// Bounds on its own options.
     fn check(&self, b: &Bounds<'_>) -> Result<(), SpecError>;
     /// At most how many bytes of buffers one worker allocates for it.
@@ -217,7 +223,11 @@ pub struct TcpOptions {
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub nodelay: bool,
     /// TCP_CONGESTION algorithm name.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "crate::spec::not_null::congestion"
+    )]
     pub congestion: Option<String>,
 }
 

@@ -17,7 +17,11 @@ pub struct TcpCrrSpec {
     /// `--timeout`: longest a transaction may take, from connect to its
     /// last response byte; the agent gives each connection as long to bring
     /// its request and close. `None`: [`DEFAULT_TXN_TIMEOUT_S`].
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "crate::spec::not_null::timeout_s"
+    )]
     pub timeout_s: Option<f64>,
     /// The agent's TCP options.
     #[serde(default, skip_serializing_if = "is_default")]
@@ -29,7 +33,11 @@ pub struct TcpCrrSpec {
     /// `--local-ports`: the requester binds each connection to the next
     /// local port of this range in turn (SO_REUSEADDR), as netperf TCP_CRR
     /// does with its `-p`; absent: the kernel picks one at connect().
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "crate::spec::not_null::local_ports"
+    )]
     pub local_ports: Option<PortRange>,
 }
 

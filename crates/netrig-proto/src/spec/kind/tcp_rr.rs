@@ -25,7 +25,11 @@ pub enum Load {
         /// Wake this many µs before each request is due and spin until it
         /// is (`--spin-us`); 0: sleep until due; `None`: a lead learned from
         /// how late the requester's timer wakes. Only the requester paces.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
+        #[serde(
+            default,
+            skip_serializing_if = "Option::is_none",
+            deserialize_with = "crate::spec::not_null::spin_us"
+        )]
         spin_us: Option<u32>,
     },
 }

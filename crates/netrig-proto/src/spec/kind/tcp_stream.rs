@@ -16,7 +16,11 @@ pub struct StreamOptions {
     /// Bytes per recv() call (`-M`).
     pub recv_size: u32,
     /// Sending rate per flow (`-b`, `--pacing-us`); `None`: as fast as possible.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "crate::spec::not_null::pace"
+    )]
     pub pace: Option<Pace>,
     /// `-Z`: whichever end sends sends each message with sendfile(2) from an
     /// in-memory file instead of send(2).
@@ -45,7 +49,11 @@ pub struct StreamOptions {
     /// messages, at least 256 KiB, for unpaced senders of tcp-bidir where
     /// the host has no value of its own; none one way). An agent that does
     /// not know it refuses the spec.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "crate::spec::not_null::notsent_lowat"
+    )]
     pub notsent_lowat: Option<u32>,
     /// The agent's TCP options.
     #[serde(default, skip_serializing_if = "is_default")]

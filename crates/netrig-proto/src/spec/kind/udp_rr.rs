@@ -13,7 +13,11 @@ pub struct UdpRrSpec {
     pub transactions: Transactions,
     /// `--timeout`: a request without a response by then is lost. `None`:
     /// [`DEFAULT_TXN_TIMEOUT_S`](crate::spec::DEFAULT_TXN_TIMEOUT_S).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "crate::spec::not_null::timeout_s"
+    )]
     pub timeout_s: Option<f64>,
 }
 
@@ -39,6 +43,13 @@ impl KindRules for UdpRrSpec {
     fn datagram_size(&self) -> Option<u32> {
         let t = &self.transactions;
         Some(t.request_size.max(t.response_size).max(UDP_HEADER_LEN))
+    }
+    fn udp_answer(&self) -> Option<(u32, u32)> {
+        let t = &self.transactions;
+        Some((
+            t.request_size.max(UDP_HEADER_LEN),
+            t.response_size.max(UDP_HEADER_LEN),
+        ))
     }
     fn in_flight(&self) -> u32 {
         self.transactions.in_flight()

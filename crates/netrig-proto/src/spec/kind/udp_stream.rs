@@ -12,7 +12,11 @@ pub struct UdpStreamSpec {
     /// UDP payload bytes per datagram (`-m`).
     pub datagram_size: u32,
     /// Sending rate per flow (`-b`, `--pacing-us`); `None`: as fast as possible.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "crate::spec::not_null::pace"
+    )]
     pub pace: Option<Pace>,
     /// The agent sends and the client receives (`-R`).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
