@@ -199,7 +199,7 @@ fn an_experiments_report_fits_at_1400px_and_warns_once() {
         .map(|w| w.as_str().unwrap().to_string())
         .collect();
     assert!(
-        warnings.iter().any(|w| w.contains("not within")),
+        warnings.iter().any(|w| w.contains("wider than the 0.01% asked")),
         "a 0.01 % interval asked of two runs warns: {warnings:?}"
     );
     let html = std::fs::read_to_string(&page).unwrap();
