@@ -129,6 +129,19 @@ fn assert_gone(m: &Made, links_before: &BTreeSet<String>) {
     assert!(new.is_empty(), "interfaces added to the root namespace: {new:?}");
 }
 
+/// Removes the lab named if a test ends early (a failed assertion), so no lab outlives it.
+struct Down(String);
+
+impl Drop for Down {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            let _ = Command::new(env!("CARGO_BIN_EXE_netrig"))
+                .args(["lab", "down", &self.0])
+                .output();
+        }
+    }
+}
+
 fn write(dir: &TempDir, name: &str, text: &str) -> String {
     let p = dir.path().join(name);
     std::fs::write(&p, text).unwrap();
@@ -145,6 +158,7 @@ fn a_routed_lab_shapes_the_router_egress_is_measured_used_and_removed_without_a_
     let dir = TempDir::new("lab-rate");
     let file = write(&dir, "three.toml", THREE);
     let name = format!("it-rate-{}", std::process::id());
+    let _down = Down(name.clone());
     let up = run(&["lab", "up", &file, "--name", &name, "--witness-length", "1.5"]);
     assert!(up.status.success(), "lab up: {}\n{}", stdout(&up), stderr(&up));
     let s = state(&name);
@@ -258,6 +272,7 @@ fn ctrl_c_of_a_held_lab_removes_it() {
     let dir = TempDir::new("lab-int");
     let file = write(&dir, "three.toml", THREE);
     let name = format!("it-int-{}", std::process::id());
+    let _down = Down(name.clone());
     let mut child = foreground(&file, &name);
     let m = made(&state(&name));
     assert!(m.ns.iter().all(|n| namespaces().contains(n)));
@@ -278,6 +293,7 @@ fn a_lab_whose_owner_was_killed_is_stale_and_down_stale_removes_it() {
     let dir = TempDir::new("lab-stale");
     let file = write(&dir, "three.toml", THREE);
     let name = format!("it-stale-{}", std::process::id());
+    let _down = Down(name.clone());
     let mut child = foreground(&file, &name);
     let m = made(&state(&name));
     child.kill().unwrap(); // SIGKILL: no chance to clean up
@@ -312,6 +328,7 @@ fn delay_is_refused_by_name_where_the_kernel_has_no_netem() {
         &THREE.replace("limit_packets = 100", "delay = \"10ms\""),
     );
     let name = format!("it-delay-{}", std::process::id());
+    let _down = Down(name.clone());
     let o = run(&["lab", "up", &file, "--name", &name, "--no-witness"]);
     if o.status.success() {
         // A kernel with netem builds it with netem.
@@ -348,6 +365,7 @@ fn a_failing_command_is_named_and_what_was_built_is_removed() {
     );
     let file = write(&dir, "bad.toml", &bad);
     let name = format!("it-fail-{}", std::process::id());
+    let _down = Down(name.clone());
     let o = run(&["lab", "up", &file, "--name", &name]);
     let e = stderr(&o);
     assert_eq!(o.status.code(), Some(1), "{e}");
