@@ -763,19 +763,31 @@ fn witness_row(p: &Plan, d: &Direction, port: u16, o: &UpOptions) -> Result<Witn
         Ok(v) => row.rtt_p50_us = v["summary"]["latency_us"]["p50"].as_f64(),
         Err(e) => errors.push(format!("round trip not measured: {e}")),
     }
-    if let (Some(e), Some(m)) = (expected, row.measured_goodput_bps) {
-        let off = m / e - 1.0;
-        if off.abs() > 0.10 {
-            row.warning = Some(format!(
-                "link {} ({} → {}): measured {:.2} Mbit/s of TCP payload, {:+.1} % off the {:.2} Mbit/s the configured {:.2} Mbit/s carries at MTU {}",
-                d.link, d.from, d.to, m / 1e6, off * 100.0, e / 1e6, d.rate_bps.unwrap_or(0) as f64 / 1e6, d.mtu
-            ));
-        }
-    }
+    row.warning = judge(d, expected, row.measured_goodput_bps);
     if !errors.is_empty() {
         row.error = Some(errors.join("; "));
     }
     Ok(row)
+}
+
+/// The witness's warning: the measured TCP payload rate more than 10 % off what the configured
+/// rate carries.
+pub fn judge(d: &Direction, expected: Option<f64>, measured: Option<f64>) -> Option<String> {
+    let (e, m) = (expected?, measured?);
+    let off = m / e - 1.0;
+    (off.abs() > 0.10).then(|| {
+        format!(
+            "link {} ({} → {}): measured {:.2} Mbit/s of TCP payload, {:+.1} % off the {:.2} Mbit/s the configured {:.2} Mbit/s carries at MTU {}",
+            d.link,
+            d.from,
+            d.to,
+            m / 1e6,
+            off * 100.0,
+            e / 1e6,
+            d.rate_bps.unwrap_or(0) as f64 / 1e6,
+            d.mtu
+        )
+    })
 }
 
 /// Runs CMD in HOST's namespace of the lab `which` (a first word `netrig` runs this netrig);
@@ -908,6 +920,32 @@ pub fn status_text(labs: &[LabState]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_witness_warns_beyond_ten_percent_naming_the_link() {
+        let d = Direction {
+            link: "r-s".into(),
+            from: "r".into(),
+            to: "s".into(),
+            ns: "n".into(),
+            dev: "to-s".into(),
+            shape: Default::default(),
+            rate_bps: Some(50_000_000),
+            mechanism: "htb".into(),
+            mtu: 1500,
+        };
+        let e = tcp_goodput(50_000_000, 1500);
+        assert_eq!(judge(&d, Some(e), Some(e * 0.95)), None);
+        let w = judge(&d, Some(e), Some(e * 0.8)).unwrap();
+        assert!(
+            w.starts_with(
+                "link r-s (r → s): measured 38.26 Mbit/s of TCP payload, -20.0 % off the 47.82 Mbit/s"
+            ),
+            "{w}"
+        );
+        assert!(judge(&d, Some(e), Some(e * 1.2)).is_some());
+        assert_eq!(judge(&d, Some(e), None), None, "nothing measured: no judgement");
+    }
 
     #[test]
     fn missing_capabilities_are_named() {

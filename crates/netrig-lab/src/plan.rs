@@ -738,8 +738,8 @@ pub fn plan(topo: &Topology, id: &str, k: Kernel, dir: &std::path::Path) -> Resu
             });
         }
         match h.conntrack {
-            Some(true) => host_steps.push(nft_inline(ns, "table inet netrig_conntrack {\n chain pre { type filter hook prerouting priority -300; ct state new counter }\n chain out { type filter hook output priority -300; ct state new counter }\n}\n")),
-            Some(false) => host_steps.push(nft_inline(ns, "table inet netrig_notrack {\n chain pre { type filter hook prerouting priority -300; notrack }\n chain out { type filter hook output priority -300; notrack }\n}\n")),
+            Some(true) => host_steps.push(nft_inline(ns, "table inet netrig_conntrack {\n chain pre { type filter hook prerouting priority 0; ct state new counter; }\n chain out { type filter hook output priority 0; ct state new counter; }\n}\n")),
+            Some(false) => host_steps.push(nft_inline(ns, "table inet netrig_notrack {\n chain pre { type filter hook prerouting priority -300; notrack; }\n chain out { type filter hook output priority -300; notrack; }\n}\n")),
             None => {}
         }
         if let Some(f) = &h.nft {

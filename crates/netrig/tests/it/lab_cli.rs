@@ -35,9 +35,11 @@ fn can_build() -> bool {
 
 const THREE: &str = r#"
 [lab.hosts.client]
+conntrack = false
 [lab.hosts.router]
 router = true
 [lab.hosts.server]
+sysctl = { "net.core.somaxconn" = "1037" }
 
 [[lab.links]]
 ends = ["client", "router"]
@@ -212,6 +214,27 @@ fn a_routed_lab_shapes_the_router_egress_is_measured_used_and_removed_without_a_
     assert!(
         (bps / 47.82e6 - 1.0).abs() < 0.05,
         "through the 50 Mbit/s bottleneck: {bps} bit/s"
+    );
+    // The hosts' own settings, inside their namespaces only.
+    let o = run(&[
+        "lab",
+        "exec",
+        &name,
+        "server",
+        "--",
+        "sysctl",
+        "-n",
+        "net.core.somaxconn",
+    ]);
+    assert_eq!(stdout(&o).trim(), "1037", "{}", stderr(&o));
+    let root = std::fs::read_to_string("/proc/sys/net/core/somaxconn").unwrap();
+    assert_ne!(root.trim(), "1037", "the root namespace's somaxconn changed");
+    let o = run(&["lab", "exec", &name, "client", "--", "nft", "list", "tables"]);
+    assert!(
+        stdout(&o).contains("table inet netrig_notrack"),
+        "{}{}",
+        stdout(&o),
+        stderr(&o)
     );
     // exec passes the command's status on.
     let o = run(&["lab", "exec", &name, "server", "--", "sh", "-c", "exit 7"]);
