@@ -436,3 +436,76 @@ fn lab_up_without_net_admin_and_sys_admin_refuses_naming_them() {
         "{e}"
     );
 }
+
+#[test]
+fn a_lan_of_clients_behind_a_router_reaches_a_server_and_its_bridge_is_removed() {
+    if !can_build() {
+        return;
+    }
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let links_before = root_links();
+    let dir = TempDir::new("lab-lan");
+    let lan = r#"
+[lab]
+witness = false
+[lab.hosts.c1]
+[lab.hosts.c2]
+[lab.hosts.r]
+router = true
+[lab.hosts.s]
+[[lab.lans]]
+name = "sw"
+hosts = ["c1", "c2", "r"]
+mtu = 9000
+[[lab.links]]
+ends = ["r", "s"]
+"#;
+    let file = write(&dir, "lan.toml", lan);
+    let name = format!("it-lan-{}", std::process::id());
+    let _down = Down(name.clone());
+    let up = run(&["lab", "up", &file, "--name", &name]);
+    assert!(up.status.success(), "lab up: {}\n{}", stdout(&up), stderr(&up));
+    let s = state(&name);
+    let m = made(&s);
+    // Four hosts and the LAN's own bridge namespace.
+    assert_eq!(m.ns.len(), 5, "{:?}", m.ns);
+    assert!(m.ns.iter().any(|n| n.ends_with(".sw")), "{:?}", m.ns);
+    assert!(
+        stdout(&up).contains("LAN sw: c1:lan-sw c2:lan-sw r:lan-sw (MTU 9000)"),
+        "{}",
+        stdout(&up)
+    );
+    // Both clients reach the server through the router, over IPv6 as well as IPv4.
+    let s4 = s["hosts"]["s"]["addrs"][0]
+        .as_str()
+        .unwrap()
+        .split('/')
+        .next()
+        .unwrap()
+        .to_string();
+    let s6 = s["hosts"]["s"]["addrs"][1]
+        .as_str()
+        .unwrap()
+        .split('/')
+        .next()
+        .unwrap()
+        .to_string();
+    for (client, addr) in [("c1", &s4), ("c2", &s6)] {
+        let o = run(&[
+            "lab", "exec", &name, client, "--", "netrig", "tcp-rr", "-H", addr, "-l", "0.5", "--json",
+        ]);
+        assert!(o.status.success(), "{client} to {addr}: {}", stderr(&o));
+        let v: Value = serde_json::from_str(&stdout(&o)).expect("a result");
+        assert!(
+            v["summary"]["transactions"].as_u64().unwrap() > 10,
+            "{client}: {}",
+            v["summary"]
+        );
+    }
+    let o = run(&[
+        "lab", "exec", &name, "c1", "--", "ip", "-o", "link", "show", "lan-sw",
+    ]);
+    assert!(stdout(&o).contains("mtu 9000"), "{}", stdout(&o));
+    assert!(run(&["lab", "down", &name]).status.success());
+    assert_gone(&m, &links_before);
+}
