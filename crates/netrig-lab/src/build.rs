@@ -581,6 +581,8 @@ pub fn up(o: &UpOptions, say: &mut dyn FnMut(&str)) -> Result<LabState, LabError
     );
     if let Err(e) = built {
         let t = teardown(&state);
+        // Ctrl-C reaches the commands running too: their failure is the interruption.
+        let e = if interrupted() { LabError::Interrupted } else { e };
         return Err(match (e, t) {
             (e, Ok(())) => e,
             (e, Err(t)) => other(format!("{e}; and then {t}")),
@@ -693,6 +695,9 @@ fn build(
             save(state)?;
         }
     }
+    if interrupted() {
+        return Err(LabError::Interrupted);
+    }
     Ok(())
 }
 
@@ -730,8 +735,7 @@ fn witness_row(p: &Plan, d: &Direction, port: u16, o: &UpOptions) -> Result<Witn
     if interrupted() {
         return Err(LabError::Interrupted);
     }
-    let to = address_of(p, &d.to, &d.from).ok_or_else(|| other(format!("{} has no IPv4 address", d.to)))?;
-    let host = format!("{to}");
+    let to = address_of(p, &d.to, &d.from);
     let port_s = port.to_string();
     let len = format!("{}", o.witness_length);
     let expected = d.rate_bps.map(|r| tcp_goodput(r, d.mtu));
@@ -748,6 +752,11 @@ fn witness_row(p: &Plan, d: &Direction, port: u16, o: &UpOptions) -> Result<Witn
         warning: None,
         error: None,
     };
+    let Some(to) = to else {
+        row.error = Some(format!("not measured: {} has no IPv4 address", d.to));
+        return Ok(row);
+    };
+    let host = to.to_string();
     let mut errors = Vec::new();
     if expected.is_some() {
         match netrig_json(

@@ -47,7 +47,14 @@ pub fn lab(a: LabArgs) -> Result<()> {
                 witness_length: u.witness_length,
                 exe,
             };
-            let state = netrig_lab::up(&o, &mut |m| eprintln!("netrig lab: {m}")).map_err(lift)?;
+            let state = match netrig_lab::up(&o, &mut |m| eprintln!("netrig lab: {m}")) {
+                Ok(s) => s,
+                Err(LabError::Interrupted) => {
+                    eprintln!("netrig lab: interrupted while building; what was built is removed");
+                    return Err(Exit(INTERRUPTED).into());
+                }
+                Err(e) => return Err(lift(e)),
+            };
             print!("{}", netrig_lab::status_text(std::slice::from_ref(&state)));
             if u.foreground {
                 println!(

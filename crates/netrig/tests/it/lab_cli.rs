@@ -509,3 +509,45 @@ ends = ["r", "s"]
     assert!(run(&["lab", "down", &name]).status.success());
     assert_gone(&m, &links_before);
 }
+
+#[test]
+fn ctrl_c_while_a_lab_is_being_built_removes_what_was_built() {
+    if !can_build() {
+        return;
+    }
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let links_before = root_links();
+    let dir = TempDir::new("lab-int-build");
+    let file = write(&dir, "three.toml", THREE);
+    let name = format!("it-intb-{}", std::process::id());
+    let _down = Down(name.clone());
+    // The witness's 3 s stream keeps it building long enough.
+    let mut child = Command::new(env!("CARGO_BIN_EXE_netrig"))
+        .args(["lab", "up", &file, "--name", &name, "--witness-length", "3"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn");
+    // The state file is written before the first namespace: wait for the agents to be recorded.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let m = loop {
+        let o = run(&["lab", "status", &name, "--json"]);
+        if o.status.success() {
+            let v: Value = serde_json::from_str(&stdout(&o)).unwrap();
+            let m = made(&v[0]);
+            if m.pids.len() == 3 {
+                break m;
+            }
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the lab's agents were not recorded within 20 s"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    // SAFETY: kill(2) on our own child.
+    unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
+    let st = wait_bounded(&mut child, 20);
+    assert_eq!(st.code(), Some(130), "Ctrl-C's exit status while building");
+    assert_gone(&m, &links_before);
+}
