@@ -45,10 +45,83 @@ pub enum Command {
     Man(ManArgs),
     /// Make a key pair for authentication: FILE (private, mode 0600) and FILE.pub.
     Keygen(KeygenArgs),
+    /// Build, list, use and remove labs: hosts in network namespaces joined by links with
+    /// properties (docs/LAB.md). Linux; root or CAP_NET_ADMIN and CAP_SYS_ADMIN.
+    Lab(LabArgs),
     /// One client process of a --clients run (started by netrig itself: reads its job as JSON on
     /// standard input, prints its result as JSON).
     #[command(hide = true)]
     ClientShare,
+}
+
+#[derive(Debug, Args)]
+pub struct LabArgs {
+    #[command(subcommand)]
+    pub command: LabCommand,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum LabCommand {
+    /// Build the lab of FILE (a plan's [lab] section or a lab file), start an agent in each host,
+    /// measure each shaped link, and return (or hold it with --foreground).
+    Up(LabUpArgs),
+    /// Remove a lab (by name or id), every lab (--all), or those whose owner is gone (--stale).
+    Down(LabDownArgs),
+    /// List the labs: hosts, addresses, links, shaping, the witness's figures.
+    Status(LabStatusArgs),
+    /// Run a command in a lab host's namespace (a first word `netrig` runs this netrig).
+    Exec(LabExecArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct LabUpArgs {
+    /// The plan or lab file (TOML).
+    pub file: PathBuf,
+    /// The lab's name (default: the [lab] section's name, else the file's stem).
+    #[arg(long)]
+    pub name: Option<String>,
+    /// Hold the lab until Ctrl-C (or `netrig lab down NAME`), then remove it.
+    #[arg(long)]
+    pub foreground: bool,
+    /// Skip the witness (the measurement of each shaped link after building).
+    #[arg(long)]
+    pub no_witness: bool,
+    /// Seconds of each witness stream.
+    #[arg(long, default_value_t = 2.0, value_parser = parse_seconds)]
+    pub witness_length: f64,
+}
+
+#[derive(Debug, Args)]
+#[command(group(clap::ArgGroup::new("which").required(true).args(["name", "all", "stale"])))]
+pub struct LabDownArgs {
+    /// The lab's name or id.
+    pub name: Option<String>,
+    /// Every lab.
+    #[arg(long)]
+    pub all: bool,
+    /// The labs whose owning process is gone (a crash, a killed `lab up --foreground`).
+    #[arg(long)]
+    pub stale: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct LabStatusArgs {
+    /// One lab (name or id); default: all.
+    pub name: Option<String>,
+    /// The labs' state as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct LabExecArgs {
+    /// The lab (name or id).
+    pub name: String,
+    /// The host.
+    pub host: String,
+    /// The command and its arguments, after `--`.
+    #[arg(last = true, required = true)]
+    pub cmd: Vec<String>,
 }
 
 #[derive(Debug, Args)]

@@ -5,6 +5,7 @@ mod cli;
 mod deploy;
 mod experiment;
 mod http;
+mod lab;
 mod plot;
 mod progress;
 
@@ -184,6 +185,11 @@ fn main() -> ExitCode {
         .format_target(false)
         .init();
     let _ = ctrlc::set_handler(|| {
+        // A lab being built or held is torn down by its own thread.
+        if lab::RUNNING.load(std::sync::atomic::Ordering::SeqCst) {
+            netrig_lab::interrupt();
+            return;
+        }
         // An experiment stops after the arm in hand is torn down.
         if cancel().is_running() || EXPERIMENT.load(std::sync::atomic::Ordering::Relaxed) {
             cancel().cancel("interrupted (Ctrl-C)");
@@ -207,10 +213,15 @@ fn main() -> ExitCode {
         Job::Own(Command::Man(a)) => deploy::man(&a),
         Job::Own(Command::Keygen(a)) => keygen(&a),
         Job::Own(Command::ClientShare) => client_share(),
+        Job::Own(Command::Lab(a)) => lab::lab(a),
         Job::Test(kind, m, args, sweeps) => test(kind, &m, args, sweeps),
     };
     match done {
         Ok(()) => ExitCode::SUCCESS,
+        // A lab's command ran and said its status (lab exec), or Ctrl-C ended a held lab.
+        Err(e) if e.downcast_ref::<lab::Exit>().is_some() => {
+            ExitCode::from(e.downcast_ref::<lab::Exit>().expect("checked").0)
+        }
         Err(e) => {
             eprintln!("error: {e:#}");
             ExitCode::from(exit_status(&e))

@@ -16,6 +16,7 @@ mod hooks;
 mod hostile;
 mod http;
 mod http_server;
+mod lab_cli;
 mod link_local;
 mod measure;
 mod neighbours;

@@ -1,0 +1,1044 @@
+//! From a [`Topology`] to what will be built: namespaces, interfaces, addresses, routes, qdiscs,
+//! as a list of commands. Pure: the kernel's abilities come in as [`Kernel`], so every refusal
+//! and every command is testable without root.
+
+use crate::model::{parse_rate, Shape, Topology};
+use crate::LabError;
+use ipnet::{IpNet, Ipv4Net, Ipv6Net};
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, VecDeque};
+use std::net::IpAddr;
+
+/// The sysctls a host may set. Each is per network namespace on Linux (the builder still
+/// checks the value reads back inside the host and that the root namespace's is unchanged).
+pub const SYSCTLS: &[&str] = &[
+    "net.core.rmem_max",
+    "net.core.wmem_max",
+    "net.core.somaxconn",
+    "net.ipv4.tcp_congestion_control",
+    "net.ipv4.tcp_rmem",
+    "net.ipv4.tcp_wmem",
+];
+
+/// What the running kernel and system can build (probed by the builder).
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq)]
+pub struct Kernel {
+    pub netem: bool,
+    pub red: bool,
+    pub ethtool: bool,
+}
+
+/// One command, run in a host's namespace (`ip netns exec NS ...`) or in the root one.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum Step {
+    Cmd {
+        ns: Option<String>,
+        argv: Vec<String>,
+        /// Given on standard input (an inline nftables ruleset).
+        stdin: Option<String>,
+    },
+    /// `sysctl -w KEY=VALUE` in NS, then read back.
+    Sysctl { ns: String, key: String, value: String },
+}
+
+/// One member of a segment: a host's interface on it.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Member {
+    pub host: String,
+    pub ns: String,
+    pub dev: String,
+    pub v4: Option<Ipv4Net>,
+    pub v6: Option<Ipv6Net>,
+}
+
+/// A link or a LAN segment.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Segment {
+    /// "a-b" for a link, the LAN's name for a LAN.
+    pub name: String,
+    pub lan: bool,
+    pub members: Vec<Member>,
+    pub mtu: u32,
+}
+
+/// One shaped direction: what `from` sends on `dev` (its egress).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Direction {
+    pub link: String,
+    pub from: String,
+    /// The host the witness measures towards (the other end, or the first other LAN member).
+    pub to: String,
+    pub ns: String,
+    pub dev: String,
+    pub shape: Shape,
+    pub rate_bps: Option<u64>,
+    /// The qdiscs that build it, as "htb rate + pfifo limit 100".
+    pub mechanism: String,
+    pub mtu: u32,
+}
+
+/// Everything the builder makes, named by the lab's id.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Plan {
+    pub id: String,
+    /// Host name → namespace.
+    pub hosts: BTreeMap<String, String>,
+    /// Every namespace made, hosts' and bridges' alike.
+    pub namespaces: Vec<String>,
+    pub segments: Vec<Segment>,
+    pub directions: Vec<Direction>,
+    pub steps: Vec<Step>,
+}
+
+fn cmd(ns: &str, argv: &[&str]) -> Step {
+    Step::Cmd {
+        ns: Some(ns.to_string()),
+        argv: argv.iter().map(|s| s.to_string()).collect(),
+        stdin: None,
+    }
+}
+
+fn cmd_s(ns: &str, argv: Vec<String>) -> Step {
+    Step::Cmd {
+        ns: Some(ns.to_string()),
+        argv,
+        stdin: None,
+    }
+}
+
+fn root(argv: &[&str]) -> Step {
+    Step::Cmd {
+        ns: None,
+        argv: argv.iter().map(|s| s.to_string()).collect(),
+        stdin: None,
+    }
+}
+
+fn spec(msg: impl Into<String>) -> LabError {
+    LabError::Spec(msg.into())
+}
+
+/// A host's or LAN's name: 1 to 10 of a-z, 0-9, '-', starting with a letter or digit (so
+/// `nr<6 hex>-<host>` and `to-<host>` fit the kernel's limits).
+pub fn check_name(what: &str, name: &str) -> Result<(), LabError> {
+    let ok = !name.is_empty()
+        && name.len() <= 10
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        && !name.starts_with('-');
+    if ok {
+        Ok(())
+    } else {
+        Err(spec(format!(
+            "{what} {name:?}: 1 to 10 characters of a-z, 0-9 and '-' (names become namespace and interface names)"
+        )))
+    }
+}
+
+/// The namespace of a host.
+pub fn host_ns(id: &str, host: &str) -> String {
+    format!("nr{id}-{host}")
+}
+
+fn bench_net(net: &IpNet) -> bool {
+    let v4: Ipv4Net = "198.18.0.0/15".parse().expect("literal");
+    let v6: Ipv6Net = "2001:db8::/32".parse().expect("literal");
+    match net {
+        IpNet::V4(n) => v4.contains(n),
+        IpNet::V6(n) => v6.contains(n),
+    }
+}
+
+/// Addresses of a segment's members: the given ones (all members), or assigned from slot
+/// `slot` (links 0.., LANs from 511 down) of 198.18.0.0/15 in /24s and 2001:db8:0:slot::/64.
+/// A member's IPv4 and IPv6 addresses.
+type Addrs = (Option<Ipv4Net>, Option<Ipv6Net>);
+
+fn addresses(
+    seg: &str,
+    hosts: &[String],
+    given: &BTreeMap<String, Vec<String>>,
+    slot: u32,
+) -> Result<Vec<Addrs>, LabError> {
+    if given.is_empty() {
+        let base = u32::from(std::net::Ipv4Addr::new(198, 18, 0, 0)) + (slot << 8);
+        return Ok((0..hosts.len())
+            .map(|k| {
+                let v4 = Ipv4Net::new(std::net::Ipv4Addr::from(base + k as u32 + 1), 24).expect("24");
+                let v6 = Ipv6Net::new(
+                    std::net::Ipv6Addr::new(0x2001, 0xdb8, 0, slot as u16, 0, 0, 0, k as u16 + 1),
+                    64,
+                )
+                .expect("64");
+                (Some(v4), Some(v6))
+            })
+            .collect());
+    }
+    for h in given.keys() {
+        if !hosts.contains(h) {
+            return Err(spec(format!("addrs of {seg}: {h} is not on it")));
+        }
+    }
+    hosts
+        .iter()
+        .map(|h| {
+            let list = given
+                .get(h)
+                .ok_or_else(|| spec(format!("addrs of {seg}: given for some hosts but not for {h} (give all, or none)")))?;
+            let (mut v4, mut v6) = (None, None);
+            for a in list {
+                let net: IpNet = a
+                    .parse()
+                    .map_err(|_| spec(format!("addrs of {seg}: {a:?} for {h} is not ADDRESS/PREFIX")))?;
+                if !bench_net(&net) {
+                    return Err(spec(format!(
+                        "addrs of {seg}: {a} for {h} is outside the benchmarking ranges 198.18.0.0/15 and 2001:db8::/32"
+                    )));
+                }
+                match net {
+                    IpNet::V4(n) if v4.is_none() => v4 = Some(n),
+                    IpNet::V6(n) if v6.is_none() => v6 = Some(n),
+                    _ => return Err(spec(format!("addrs of {seg}: {h} has two addresses of one family"))),
+                }
+            }
+            Ok((v4, v6))
+        })
+        .collect()
+}
+
+/// The commands that make one direction's shaping, and its mechanism's name; refuses by name
+/// what this kernel cannot build.
+fn shaping(
+    dir_label: &str,
+    ns: &str,
+    dev: &str,
+    s: &Shape,
+    mtu: u32,
+    k: Kernel,
+) -> Result<(Vec<Step>, String, Option<u64>), LabError> {
+    let mut refused = Vec::new();
+    let netem = s.netem_properties();
+    if !netem.is_empty() && !k.netem {
+        for p in &netem {
+            refused.push(format!(
+                "{p} on link {dir_label}: needs netem (not in this kernel) or netrig's path element (not built yet)"
+            ));
+        }
+    }
+    if s.red == Some(true) {
+        refused.push(if k.red {
+            format!("red on link {dir_label}: RED is not built by netrig yet")
+        } else {
+            format!("red on link {dir_label}: needs the red qdisc (not in this kernel) or netrig's path element (not built yet)")
+        });
+    }
+    if !refused.is_empty() {
+        return Err(LabError::Refused(refused));
+    }
+    if s.limit_packets.is_some() && s.limit_bytes.is_some() {
+        return Err(spec(format!(
+            "link {dir_label}: limit_packets or limit_bytes, not both"
+        )));
+    }
+    if s.jitter.is_some() && s.delay.is_none() {
+        return Err(spec(format!("jitter on link {dir_label}: needs a delay")));
+    }
+    if s.reorder.is_some() && s.delay.is_none() {
+        return Err(spec(format!(
+            "reorder on link {dir_label}: needs a delay (netem reorders by sending some packets without it)"
+        )));
+    }
+    if !netem.is_empty() && s.limit_bytes.is_some() {
+        return Err(spec(format!(
+            "limit_bytes on link {dir_label}: with netem the queue counts packets (limit_packets)"
+        )));
+    }
+    for (name, v) in [
+        ("loss", s.loss),
+        ("duplicate", s.duplicate),
+        ("reorder", s.reorder),
+        ("corrupt", s.corrupt),
+    ] {
+        if let Some(v) = v {
+            if !(0.0..=100.0).contains(&v) {
+                return Err(spec(format!(
+                    "{name} on link {dir_label}: a percentage, 0 to 100 (got {v})"
+                )));
+            }
+        }
+    }
+    for (name, v) in [("delay", &s.delay), ("jitter", &s.jitter)] {
+        if let Some(v) = v {
+            let d = humantime::parse_duration(v).map_err(|_| {
+                spec(format!(
+                    "{name} on link {dir_label}: {v:?} is not a duration (as 10ms)"
+                ))
+            })?;
+            if d > std::time::Duration::from_secs(10) {
+                return Err(spec(format!("{name} on link {dir_label}: at most 10s")));
+            }
+        }
+    }
+    let rate = s
+        .rate
+        .as_deref()
+        .map(parse_rate)
+        .transpose()
+        .map_err(|e| spec(format!("link {dir_label}: {e}")))?;
+    let shaper = s.shaper.as_deref().unwrap_or("htb");
+    if !matches!(shaper, "htb" | "tbf") {
+        return Err(spec(format!(
+            "shaper on link {dir_label}: htb or tbf, not {shaper:?}"
+        )));
+    }
+    let mut steps = Vec::new();
+    let mut mech = Vec::new();
+    let netem_args = |limit: Option<u32>| {
+        let mut a: Vec<String> = ["tc", "qdisc", "add", "dev", dev]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        a.extend(
+            if rate.is_some() {
+                ["parent", "1:1", "handle", "10:"]
+            } else {
+                ["root", "handle", "1:", ""]
+            }
+            .iter()
+            .filter(|s| !s.is_empty())
+            .map(|s| s.to_string()),
+        );
+        a.push("netem".into());
+        if let Some(l) = limit {
+            a.extend(["limit".into(), l.to_string()]);
+        }
+        if let Some(d) = &s.delay {
+            a.extend(["delay".into(), d.clone()]);
+            if let Some(j) = &s.jitter {
+                a.push(j.clone());
+            }
+        }
+        for (name, v) in [
+            ("loss", s.loss),
+            ("duplicate", s.duplicate),
+            ("reorder", s.reorder),
+            ("corrupt", s.corrupt),
+        ] {
+            if let Some(v) = v {
+                a.extend([name.to_string(), format!("{v}%")]);
+            }
+        }
+        a
+    };
+    let fifo = |parent: &[&str]| -> Option<(Vec<String>, String)> {
+        let (kind, lim) = match (s.limit_packets, s.limit_bytes) {
+            (Some(p), _) => ("pfifo", p.to_string()),
+            (_, Some(b)) => ("bfifo", b.to_string()),
+            _ => return None,
+        };
+        let mut a: Vec<String> = ["tc", "qdisc", "add", "dev", dev]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        a.extend(parent.iter().map(|s| s.to_string()));
+        a.extend([kind.to_string(), "limit".into(), lim.clone()]);
+        Some((a, format!("{kind} limit {lim}")))
+    };
+    if let Some(r) = rate {
+        let rb = format!("{r}bit");
+        if shaper == "htb" {
+            steps.push(cmd(
+                ns,
+                &[
+                    "tc", "qdisc", "add", "dev", dev, "root", "handle", "1:", "htb", "default", "1",
+                ],
+            ));
+            steps.push(cmd(
+                ns,
+                &[
+                    "tc", "class", "add", "dev", dev, "parent", "1:", "classid", "1:1", "htb", "rate", &rb,
+                    "ceil", &rb,
+                ],
+            ));
+            mech.push(format!("htb rate {rb}"));
+        } else {
+            // tbf: a 4 ms bucket (at least three full frames); a queue of 50 ms at the rate
+            // unless a limit is given.
+            let burst = ((r / 8) / 250).max(3 * (mtu as u64 + 14));
+            let limit = match (s.limit_bytes, s.limit_packets) {
+                (Some(b), _) => b,
+                (_, Some(p)) => p as u64 * (mtu as u64 + 14),
+                _ => ((r / 8) / 20).max(2 * burst),
+            };
+            steps.push(cmd(
+                ns,
+                &[
+                    "tc",
+                    "qdisc",
+                    "add",
+                    "dev",
+                    dev,
+                    "root",
+                    "handle",
+                    "1:",
+                    "tbf",
+                    "rate",
+                    &rb,
+                    "burst",
+                    &burst.to_string(),
+                    "limit",
+                    &limit.to_string(),
+                ],
+            ));
+            mech.push(format!("tbf rate {rb} burst {burst} limit {limit}"));
+        }
+        if !netem.is_empty() {
+            steps.push(cmd_s(ns, netem_args(s.limit_packets)));
+            mech.push(format!("netem ({})", netem.join(", ")));
+        } else if shaper == "htb" {
+            if let Some((a, m)) = fifo(&["parent", "1:1", "handle", "10:"]) {
+                steps.push(cmd_s(ns, a));
+                mech.push(m);
+            }
+        }
+    } else if !netem.is_empty() {
+        steps.push(cmd_s(ns, netem_args(s.limit_packets)));
+        mech.push(format!("netem ({})", netem.join(", ")));
+    } else if let Some((a, m)) = fifo(&["root", "handle", "1:"]) {
+        steps.push(cmd_s(ns, a));
+        mech.push(m);
+    }
+    Ok((steps, mech.join(" + "), rate))
+}
+
+/// Plans the lab `topo` under run id `id` (6 hex digits). `dir` resolves nft files.
+pub fn plan(topo: &Topology, id: &str, k: Kernel, dir: &std::path::Path) -> Result<Plan, LabError> {
+    if topo.hosts.is_empty() {
+        return Err(spec("a lab needs at least one host ([lab.hosts.NAME])"));
+    }
+    if topo.hosts.len() > 64 || topo.links.len() > 256 || topo.lans.len() > 64 {
+        return Err(spec("a lab has at most 64 hosts, 256 links and 64 LANs"));
+    }
+    let mut refused = Vec::new();
+    let mut steps = Vec::new();
+    let mut hosts = BTreeMap::new();
+    let mut namespaces = Vec::new();
+    for name in topo.hosts.keys() {
+        check_name("host", name)?;
+        let ns = host_ns(id, name);
+        hosts.insert(name.clone(), ns.clone());
+        namespaces.push(ns);
+    }
+    let known = |what: &str, h: &str| -> Result<String, LabError> {
+        hosts
+            .get(h)
+            .cloned()
+            .ok_or_else(|| spec(format!("{what}: no host {h:?} in [lab.hosts]")))
+    };
+    let mut segments = Vec::new();
+    let mut directions = Vec::new();
+    let mut bridge_steps = Vec::new();
+    let mut pairs = std::collections::BTreeSet::new();
+    for (i, l) in topo.links.iter().enumerate() {
+        let [a, b] = &l.ends;
+        let name = format!("{a}-{b}");
+        let (na, nb) = (
+            known(&format!("link {name}"), a)?,
+            known(&format!("link {name}"), b)?,
+        );
+        if a == b {
+            return Err(spec(format!("link {name}: joins a host to itself")));
+        }
+        let key = if a < b {
+            (a.clone(), b.clone())
+        } else {
+            (b.clone(), a.clone())
+        };
+        if !pairs.insert(key) {
+            return Err(spec(format!(
+                "link {name}: parallel links between {a} and {b} are not built yet"
+            )));
+        }
+        let members = vec![a.clone(), b.clone()];
+        let addrs = addresses(&format!("link {name}"), &members, &l.addrs, i as u32)?;
+        let (da, db) = (format!("to-{b}"), format!("to-{a}"));
+        steps.push(cmd(
+            &na,
+            &[
+                "ip", "link", "add", &da, "type", "veth", "peer", "name", &db, "netns", &nb,
+            ],
+        ));
+        let mtu = l.mtu.unwrap_or(1500);
+        segments.push(Segment {
+            name: name.clone(),
+            lan: false,
+            members: vec![
+                Member {
+                    host: a.clone(),
+                    ns: na.clone(),
+                    dev: da.clone(),
+                    v4: addrs[0].0,
+                    v6: addrs[0].1,
+                },
+                Member {
+                    host: b.clone(),
+                    ns: nb.clone(),
+                    dev: db.clone(),
+                    v4: addrs[1].0,
+                    v6: addrs[1].1,
+                },
+            ],
+            mtu,
+        });
+        for from in l.shape.keys() {
+            if from != a && from != b {
+                return Err(spec(format!(
+                    "shape of link {name}: {from} is not one of its ends (shape.HOST is what HOST sends)"
+                )));
+            }
+        }
+        for (from, to, ns, dev) in [(a, b, &na, &da), (b, a, &nb, &db)] {
+            if let Some(s) = l.shape.get(from).filter(|s| !s.is_empty()) {
+                let label = format!("{name} ({from} → {to})");
+                match shaping(&label, ns, dev, s, mtu, k) {
+                    Ok((st, mechanism, rate_bps)) => {
+                        bridge_steps.extend(st);
+                        directions.push(Direction {
+                            link: name.clone(),
+                            from: from.clone(),
+                            to: to.clone(),
+                            ns: ns.clone(),
+                            dev: dev.clone(),
+                            shape: s.clone(),
+                            rate_bps,
+                            mechanism,
+                            mtu,
+                        });
+                    }
+                    Err(LabError::Refused(r)) => refused.extend(r),
+                    Err(e) => return Err(e),
+                }
+            }
+        }
+        check_offloads(&format!("link {name}"), &l.offloads, k, &mut refused)?;
+    }
+    for (j, lan) in topo.lans.iter().enumerate() {
+        check_name("LAN", &lan.name)?;
+        let what = format!("LAN {}", lan.name);
+        if lan.hosts.len() < 2 || lan.hosts.len() > 250 {
+            return Err(spec(format!("{what}: joins 2 to 250 hosts")));
+        }
+        let bridge_ns = match &lan.switch {
+            Some(sw) => known(&format!("{what}'s switch"), sw)?,
+            None => {
+                let ns = format!("nr{id}.{}", lan.name);
+                namespaces.push(ns.clone());
+                ns
+            }
+        };
+        let br = format!("br-{}", lan.name);
+        steps.push(cmd(&bridge_ns, &["ip", "link", "add", &br, "type", "bridge"]));
+        steps.push(cmd(&bridge_ns, &["ip", "link", "set", &br, "up"]));
+        let addrs = addresses(&what, &lan.hosts, &lan.addrs, 511 - j as u32)?;
+        let mtu = lan.mtu.unwrap_or(1500);
+        let mut members = Vec::new();
+        for (h, (v4, v6)) in lan.hosts.iter().zip(addrs) {
+            let ns = known(&what, h)?;
+            if members.iter().any(|m: &Member| &m.host == h) {
+                return Err(spec(format!("{what}: {h} is listed twice")));
+            }
+            let dev = if lan.switch.as_deref() == Some(h.as_str()) {
+                br.clone()
+            } else {
+                let port = format!("p{j}-{h}");
+                let dev = format!("lan-{}", lan.name);
+                steps.push(cmd(
+                    &bridge_ns,
+                    &[
+                        "ip", "link", "add", &port, "type", "veth", "peer", "name", &dev, "netns", &ns,
+                    ],
+                ));
+                steps.push(cmd(&bridge_ns, &["ip", "link", "set", &port, "master", &br]));
+                steps.push(cmd(
+                    &bridge_ns,
+                    &["ip", "link", "set", &port, "mtu", &mtu.to_string()],
+                ));
+                steps.push(cmd(&bridge_ns, &["ip", "link", "set", &port, "up"]));
+                dev
+            };
+            members.push(Member {
+                host: h.clone(),
+                ns,
+                dev,
+                v4,
+                v6,
+            });
+        }
+        for (from, s) in &lan.shape {
+            let Some(m) = members.iter().find(|m| &m.host == from) else {
+                return Err(spec(format!("shape of {what}: {from} is not on it")));
+            };
+            if s.is_empty() {
+                continue;
+            }
+            let to = members
+                .iter()
+                .find(|o| &o.host != from)
+                .expect("2 or more")
+                .host
+                .clone();
+            let label = format!("{} ({from} → LAN)", lan.name);
+            match shaping(&label, &m.ns, &m.dev, s, mtu, k) {
+                Ok((st, mechanism, rate_bps)) => {
+                    bridge_steps.extend(st);
+                    directions.push(Direction {
+                        link: lan.name.clone(),
+                        from: from.clone(),
+                        to,
+                        ns: m.ns.clone(),
+                        dev: m.dev.clone(),
+                        shape: s.clone(),
+                        rate_bps,
+                        mechanism,
+                        mtu,
+                    });
+                }
+                Err(LabError::Refused(r)) => refused.extend(r),
+                Err(e) => return Err(e),
+            }
+        }
+        check_offloads(&what, &lan.offloads, k, &mut refused)?;
+        segments.push(Segment {
+            name: lan.name.clone(),
+            lan: true,
+            members,
+            mtu,
+        });
+    }
+    if !refused.is_empty() {
+        return Err(LabError::Refused(refused));
+    }
+    // Segments' networks must not overlap.
+    let mut nets: Vec<(IpNet, &str)> = Vec::new();
+    for s in &segments {
+        let mut mine: Vec<IpNet> = Vec::new();
+        for m in &s.members {
+            for n in [
+                m.v4.map(|n| IpNet::V4(n.trunc())),
+                m.v6.map(|n| IpNet::V6(n.trunc())),
+            ]
+            .into_iter()
+            .flatten()
+            {
+                if !mine.contains(&n) {
+                    mine.push(n);
+                }
+            }
+        }
+        for n in mine {
+            if let Some((_, other)) = nets.iter().find(|(o, _)| o.contains(&n) || n.contains(o)) {
+                return Err(spec(format!(
+                    "{} and {other}: their networks overlap ({n})",
+                    s.name
+                )));
+            }
+            nets.push((n, &s.name));
+        }
+    }
+    // Interfaces: MTU, offloads, addresses, up.
+    let mut addr_steps = Vec::new();
+    for (s, l_offloads) in segments.iter().zip(
+        topo.links
+            .iter()
+            .map(|l| &l.offloads)
+            .chain(topo.lans.iter().map(|l| &l.offloads)),
+    ) {
+        for m in &s.members {
+            let ns = &m.ns;
+            if s.mtu != 1500 {
+                addr_steps.push(cmd(ns, &["ip", "link", "set", &m.dev, "mtu", &s.mtu.to_string()]));
+            }
+            for (o, on) in l_offloads {
+                addr_steps.push(cmd(
+                    ns,
+                    &["ethtool", "-K", &m.dev, o, if *on { "on" } else { "off" }],
+                ));
+            }
+            if let Some(v4) = m.v4 {
+                addr_steps.push(cmd(ns, &["ip", "addr", "add", &v4.to_string(), "dev", &m.dev]));
+            }
+            if let Some(v6) = m.v6 {
+                addr_steps.push(cmd(
+                    ns,
+                    &["ip", "addr", "add", &v6.to_string(), "dev", &m.dev, "nodad"],
+                ));
+            }
+            addr_steps.push(cmd(ns, &["ip", "link", "set", &m.dev, "up"]));
+        }
+    }
+    // Routers forward; every host gets routes to every segment it is not on.
+    let mut host_steps = Vec::new();
+    for (name, h) in &topo.hosts {
+        let ns = &hosts[name];
+        if h.router {
+            host_steps.push(Step::Sysctl {
+                ns: ns.clone(),
+                key: "net.ipv4.ip_forward".into(),
+                value: "1".into(),
+            });
+            host_steps.push(Step::Sysctl {
+                ns: ns.clone(),
+                key: "net.ipv6.conf.all.forwarding".into(),
+                value: "1".into(),
+            });
+        }
+    }
+    for (from, via_seg, via_host, dest_seg) in routes(topo, &segments)? {
+        let ns = &hosts[&from];
+        let s = &segments[via_seg];
+        let nh = s.members.iter().find(|m| m.host == via_host).expect("member");
+        let dest = &segments[dest_seg];
+        let d4 = dest.members.iter().find_map(|m| m.v4.map(|n| n.trunc()));
+        let d6 = dest.members.iter().find_map(|m| m.v6.map(|n| n.trunc()));
+        if let (Some(d), Some(v)) = (d4, nh.v4) {
+            host_steps.push(cmd(
+                ns,
+                &["ip", "route", "add", &d.to_string(), "via", &v.addr().to_string()],
+            ));
+        }
+        if let (Some(d), Some(v)) = (d6, nh.v6) {
+            host_steps.push(cmd(
+                ns,
+                &[
+                    "ip",
+                    "-6",
+                    "route",
+                    "add",
+                    &d.to_string(),
+                    "via",
+                    &v.addr().to_string(),
+                ],
+            ));
+        }
+    }
+    for (name, h) in &topo.hosts {
+        let ns = &hosts[name];
+        for (key, value) in &h.sysctl {
+            if !SYSCTLS.contains(&key.as_str()) {
+                return Err(spec(format!(
+                    "sysctl {key} of host {name}: not among those a lab host may set ({})",
+                    SYSCTLS.join(", ")
+                )));
+            }
+            host_steps.push(Step::Sysctl {
+                ns: ns.clone(),
+                key: key.clone(),
+                value: value.clone(),
+            });
+        }
+        match h.conntrack {
+            Some(true) => host_steps.push(nft_inline(ns, "table inet netrig_conntrack {\n chain pre { type filter hook prerouting priority 0; ct state new counter; }\n chain out { type filter hook output priority 0; ct state new counter; }\n}\n")),
+            Some(false) => host_steps.push(nft_inline(ns, "table inet netrig_notrack {\n chain pre { type filter hook prerouting priority -300; notrack; }\n chain out { type filter hook output priority -300; notrack; }\n}\n")),
+            None => {}
+        }
+        if let Some(f) = &h.nft {
+            let p = dir.join(f);
+            host_steps.push(cmd(ns, &["nft", "-f", &p.to_string_lossy()]));
+        }
+        if let Some(text) = &h.nft_inline {
+            host_steps.push(nft_inline(ns, text));
+        }
+    }
+    let mut all = Vec::new();
+    for ns in &namespaces {
+        all.push(root(&["ip", "netns", "add", ns]));
+        all.push(cmd(ns, &["ip", "link", "set", "lo", "up"]));
+        all.push(Step::Sysctl {
+            ns: ns.clone(),
+            key: "net.ipv6.conf.all.accept_dad".into(),
+            value: "0".into(),
+        });
+        all.push(Step::Sysctl {
+            ns: ns.clone(),
+            key: "net.ipv6.conf.default.accept_dad".into(),
+            value: "0".into(),
+        });
+    }
+    all.extend(steps);
+    all.extend(addr_steps);
+    all.extend(host_steps);
+    all.extend(bridge_steps);
+    Ok(Plan {
+        id: id.to_string(),
+        hosts,
+        namespaces,
+        segments,
+        directions,
+        steps: all,
+    })
+}
+
+fn nft_inline(ns: &str, text: &str) -> Step {
+    Step::Cmd {
+        ns: Some(ns.to_string()),
+        argv: vec!["nft".into(), "-f".into(), "-".into()],
+        stdin: Some(text.to_string()),
+    }
+}
+
+fn check_offloads(
+    what: &str,
+    o: &BTreeMap<String, bool>,
+    k: Kernel,
+    refused: &mut Vec<String>,
+) -> Result<(), LabError> {
+    for name in o.keys() {
+        if !matches!(name.as_str(), "gro" | "gso" | "tso") {
+            return Err(spec(format!(
+                "offloads of {what}: {name:?} is not gro, gso or tso"
+            )));
+        }
+        if !k.ethtool {
+            refused.push(format!("{name} offload on {what}: needs ethtool (not installed)"));
+        }
+    }
+    Ok(())
+}
+
+/// Routes: for each host, each segment it is not on that it reaches through routers, as
+/// (host, segment of the first hop, first-hop host, destination segment). Refuses a lab in which
+/// some host cannot reach another.
+pub fn routes(topo: &Topology, segs: &[Segment]) -> Result<Vec<(String, usize, String, usize)>, LabError> {
+    let on: BTreeMap<&str, Vec<usize>> = topo
+        .hosts
+        .keys()
+        .map(|h| {
+            (
+                h.as_str(),
+                segs.iter()
+                    .enumerate()
+                    .filter(|(_, s)| s.members.iter().any(|m| &m.host == h))
+                    .map(|(i, _)| i)
+                    .collect(),
+            )
+        })
+        .collect();
+    let mut out = Vec::new();
+    for h in topo.hosts.keys() {
+        let mut seen_host: BTreeMap<&str, Option<(usize, &str)>> = BTreeMap::new();
+        let mut seen_seg = vec![false; segs.len()];
+        seen_host.insert(h, None);
+        let mut q = VecDeque::from([h.as_str()]);
+        while let Some(x) = q.pop_front() {
+            let fh = seen_host[x];
+            if x != h && !topo.hosts[x].router {
+                continue;
+            }
+            for &s in &on[x] {
+                if seen_seg[s] {
+                    continue;
+                }
+                seen_seg[s] = true;
+                if let Some((fs, fhost)) = fh {
+                    out.push((h.clone(), fs, fhost.to_string(), s));
+                }
+                for m in &segs[s].members {
+                    if !seen_host.contains_key(m.host.as_str()) {
+                        seen_host.insert(&m.host, Some(fh.unwrap_or((s, &m.host))));
+                        q.push_back(&m.host);
+                    }
+                }
+            }
+        }
+        if let Some(o) = topo.hosts.keys().find(|o| !seen_host.contains_key(o.as_str())) {
+            return Err(spec(format!(
+                "host {h} cannot reach host {o}: no path through routers (mark forwarding hosts router = true)"
+            )));
+        }
+    }
+    Ok(out)
+}
+
+/// The most TCP payload a rate carries at an MTU over IPv4 (20 B IP + 32 B TCP with
+/// timestamps per packet, 14 B Ethernet header counted by the qdisc).
+pub fn tcp_goodput(rate_bps: u64, mtu: u32) -> f64 {
+    rate_bps as f64 * (mtu as f64 - 52.0) / (mtu as f64 + 14.0)
+}
+
+/// The address a host is reached at from another: on a shared segment if there is one, else its
+/// first address.
+pub fn address_of(p: &Plan, host: &str, from: &str) -> Option<IpAddr> {
+    let shared = p
+        .segments
+        .iter()
+        .find(|s| s.members.iter().any(|m| m.host == host) && s.members.iter().any(|m| m.host == from));
+    let seg = shared.or_else(|| {
+        p.segments
+            .iter()
+            .find(|s| s.members.iter().any(|m| m.host == host))
+    })?;
+    seg.members
+        .iter()
+        .find(|m| m.host == host)?
+        .v4
+        .map(|n| IpAddr::V4(n.addr()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::parse;
+
+    const THREE: &str = "[lab.hosts.client]\n[lab.hosts.router]\nrouter = true\n[lab.hosts.server]\n\
+        [[lab.links]]\nends = ['client', 'router']\n[[lab.links]]\nends = ['router', 'server']\n\
+        [lab.links.shape.router]\nrate = '50M'\nlimit_packets = 100\n";
+
+    fn p(text: &str, k: Kernel) -> Result<Plan, LabError> {
+        plan(&parse(text).unwrap(), "abc123", k, std::path::Path::new("."))
+    }
+
+    fn argvs(p: &Plan) -> Vec<String> {
+        p.steps
+            .iter()
+            .map(|s| match s {
+                Step::Cmd { ns, argv, .. } => format!("{} {}", ns.as_deref().unwrap_or("-"), argv.join(" ")),
+                Step::Sysctl { ns, key, value } => format!("{ns} sysctl {key}={value}"),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn three_hosts_get_addresses_routes_and_a_shaped_egress() {
+        let plan = p(THREE, Kernel::default()).unwrap();
+        let c = argvs(&plan);
+        assert!(
+            c.contains(&"- ip netns add nrabc123-client".to_string()),
+            "{c:#?}"
+        );
+        assert!(c.contains(&"nrabc123-client ip addr add 198.18.0.1/24 dev to-router".to_string()));
+        assert!(c.contains(&"nrabc123-server ip addr add 198.18.1.2/24 dev to-router".to_string()));
+        // The client reaches the server's network through the router, and back.
+        assert!(
+            c.contains(&"nrabc123-client ip route add 198.18.1.0/24 via 198.18.0.2".to_string()),
+            "{c:#?}"
+        );
+        assert!(c.contains(&"nrabc123-server ip route add 198.18.0.0/24 via 198.18.1.1".to_string()));
+        assert!(c.contains(&"nrabc123-client ip -6 route add 2001:db8:0:1::/64 via 2001:db8::2".to_string()));
+        assert!(c.contains(&"nrabc123-router sysctl net.ipv4.ip_forward=1".to_string()));
+        assert!(c.contains(&"nrabc123-router tc class add dev to-server parent 1: classid 1:1 htb rate 50000000bit ceil 50000000bit".to_string()));
+        assert!(c.contains(
+            &"nrabc123-router tc qdisc add dev to-server parent 1:1 handle 10: pfifo limit 100".to_string()
+        ));
+        assert_eq!(plan.directions.len(), 1);
+        assert_eq!(
+            plan.directions[0].mechanism,
+            "htb rate 50000000bit + pfifo limit 100"
+        );
+        assert_eq!(
+            address_of(&plan, "server", "client").unwrap().to_string(),
+            "198.18.1.2"
+        );
+    }
+
+    #[test]
+    fn delay_without_netem_is_refused_by_name_and_used_with_it() {
+        let text = THREE.replace("limit_packets = 100", "delay = '10ms'\nloss = 1.0");
+        let e = p(&text, Kernel::default()).unwrap_err().to_string();
+        assert!(
+            e.contains("delay on link router-server (router → server): needs netem (not in this kernel) or netrig's path element (not built yet)"),
+            "{e}"
+        );
+        assert!(e.contains("loss on link router-server"), "{e}");
+        let ok = p(
+            &text,
+            Kernel {
+                netem: true,
+                ..Kernel::default()
+            },
+        )
+        .unwrap();
+        assert!(
+            argvs(&ok)
+                .iter()
+                .any(|c| c.ends_with("parent 1:1 handle 10: netem delay 10ms loss 1%")),
+            "{:#?}",
+            argvs(&ok)
+        );
+        let red = THREE.replace("limit_packets = 100", "red = true");
+        assert!(p(&red, Kernel::default())
+            .unwrap_err()
+            .to_string()
+            .contains("red on link router-server"));
+    }
+
+    #[test]
+    fn hosts_without_a_router_between_them_are_refused() {
+        let text = THREE.replace("router = true\n", "");
+        let e = p(&text, Kernel::default()).unwrap_err().to_string();
+        assert!(e.contains("cannot reach"), "{e}");
+    }
+
+    #[test]
+    fn a_lan_joins_hosts_on_a_bridge_and_a_router_routes_to_it() {
+        let text = "[hosts.c1]\n[hosts.c2]\n[hosts.r]\nrouter = true\n[hosts.s]\n\
+            [[lans]]\nname = 'sw'\nhosts = ['c1', 'c2', 'r']\n[[links]]\nends = ['r', 's']\n";
+        let plan = p(text, Kernel::default()).unwrap();
+        let c = argvs(&plan);
+        assert!(c.contains(&"- ip netns add nrabc123.sw".to_string()));
+        assert!(
+            c.contains(
+                &"nrabc123.sw ip link add p0-c1 type veth peer name lan-sw netns nrabc123-c1".to_string()
+            ),
+            "{c:#?}"
+        );
+        assert!(
+            c.contains(&"nrabc123-c1 ip addr add 198.19.255.1/24 dev lan-sw".to_string()),
+            "{c:#?}"
+        );
+        assert!(
+            c.contains(&"nrabc123-c2 ip route add 198.18.0.0/24 via 198.19.255.3".to_string()),
+            "{c:#?}"
+        );
+        assert!(
+            c.contains(&"nrabc123-s ip route add 198.19.255.0/24 via 198.18.0.1".to_string()),
+            "{c:#?}"
+        );
+    }
+
+    #[test]
+    fn names_sysctls_offloads_and_addresses_are_checked() {
+        assert!(check_name("host", "a-very-long-name").is_err());
+        assert!(check_name("host", "Client").is_err());
+        let s = THREE.replace(
+            "[lab.hosts.server]\n",
+            "[lab.hosts.server]\nsysctl = { 'kernel.panic' = '1' }\n",
+        );
+        assert!(p(&s, Kernel::default())
+            .unwrap_err()
+            .to_string()
+            .contains("sysctl kernel.panic of host server"));
+        let o = THREE.replace(
+            "ends = ['client', 'router']\n",
+            "ends = ['client', 'router']\noffloads = { gro = false }\n",
+        );
+        assert!(p(&o, Kernel::default())
+            .unwrap_err()
+            .to_string()
+            .contains("gro offload on link client-router: needs ethtool"));
+        let a = THREE.replace(
+            "ends = ['client', 'router']\n",
+            "ends = ['client', 'router']\naddrs = { client = ['10.0.0.1/24'], router = ['10.0.0.2/24'] }\n",
+        );
+        assert!(p(&a, Kernel::default())
+            .unwrap_err()
+            .to_string()
+            .contains("outside the benchmarking ranges"));
+    }
+
+    #[test]
+    fn goodput_at_1500_is_the_payload_share_of_the_frame() {
+        let g = tcp_goodput(50_000_000, 1500);
+        assert!((g / 50e6 - 1448.0 / 1514.0).abs() < 1e-9);
+    }
+}
