@@ -170,16 +170,16 @@ mod tests {
     use super::*;
 
     const EXPERIMENT: &str = "netrig experiment \"ipqos\"
-arms no-qos, dscp-rule (interleaved round by round); Δ: difference from no-qos with its 99% interval, or a tie
+arms no-qos, dscp-rule (interleaved round by round); Δ: difference from no-qos with its 99% interval: better or worse when it excludes 0 (significant at 99%), equal when it lies within ±10%, else undetermined
 
 TCP STREAM -s 32K -S 32K -l 0.2
          Recv     Send     Utilization
       -m Size     Size     local          Throughput             Arm          Δ throughput
          bytes    bytes    %              10^6bits/s
       32 65536    65536    100.00 ±0.0%   97.11 ±174.5%          no-qos
-      32 65536    65536    100.00 ±0.0%   108.10 ±101.8%         dscp-rule    +11.3% [-28.7, +97.6] tie
+      32 65536    65536    100.00 ±0.0%   108.10 ±101.8%         dscp-rule    +11.3% [-28.7, +97.6] undetermined (interval wider than ±10%)
     2920 65536    65536    100.00 ±0.0%   2620.78 ±72.2%         no-qos
-    2920 65536    65536    99.00 ±0.0%    2157.69 ±1218.3%       dscp-rule    -17.7% tie
+    2920 65536    65536    99.00 ±0.0%    2157.69 ±1218.3%       dscp-rule    -1.7% [-3.1, -0.4] worse
 ";
 
     /// The experiment's table: a header cell per column (its header lines
@@ -193,8 +193,11 @@ TCP STREAM -s 32K -S 32K -l 0.2
         assert!(html.contains("<th>Recv<br>Size<br>bytes</th>"), "{html}");
         assert!(html.contains("<th>Δ throughput</th>"), "{html}");
         assert!(html.contains("<td class=\"num\">97.11 ±174.5%</td>"), "{html}");
-        assert!(html.contains("<td>+11.3% [-28.7, +97.6] tie</td>"), "{html}");
-        assert!(html.contains("<td>-17.7% tie</td>"), "{html}");
+        assert!(
+            html.contains("<td>+11.3% [-28.7, +97.6] undetermined (interval wider than ±10%)</td>"),
+            "{html}"
+        );
+        assert!(html.contains("<td>-1.7% [-3.1, -0.4] worse</td>"), "{html}");
         assert!(html.contains("<td class=\"word\">dscp-rule</td>"));
         let rows = html.matches("<tr>").count();
         assert_eq!(rows, 5, "a header and four rows: {html}");

@@ -458,8 +458,9 @@ pub struct ExperimentArgs {
     /// Repeat each point up to MAX times, at least MIN (netperf's -i max,min; default min 3).
     #[arg(long, value_name = "MAX[,MIN]", value_parser = parse_iterations, help_heading = "Experiment")]
     pub iterations: Option<(u32, Option<u32>)>,
-    /// Stop repeating a point when the LEVEL% (95 or 99) confidence interval of its mean is WIDTH% of
-    /// the mean wide or less (netperf's -I level,width, e.g. 99,5).
+    /// Stop repeating a point when the LEVEL% confidence interval of its mean (above 50 and below
+    /// 100; netperf takes 95 or 99) is WIDTH% of the mean wide or less (netperf's -I level,width,
+    /// e.g. 99,5); WIDTH is also the margin within which two arms are called equal.
     #[arg(long, value_name = "LEVEL,WIDTH", value_parser = parse_confidence, help_heading = "Experiment")]
     pub confidence: Option<(f64, f64)>,
     /// CSV: a run's rows per flow and sum, of each interval (-i) and of the window; an
