@@ -119,6 +119,7 @@ path = "loopback"
     let o = run(&["run", &plan, "--json"]);
     assert!(o.status.success(), "{}", stderr(&o));
     let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    crate::experiment::validate_experiment(&v);
     assert_eq!(v["complete"], true, "{}", v["stopped"]);
     let lab = &v["lab"];
     assert!(
