@@ -32,6 +32,38 @@ fn first(a: &ArmOutcome) -> Option<&netrig_report::TestResult> {
 }
 
 /// The experiment's tables, a title line each.
+/// With a `[lab]`: the lab built and where each arm's runs went.
+fn lab_lines(e: &Experiment) -> String {
+    let mut out = String::new();
+    let Some(lab) = &e.lab else {
+        return out;
+    };
+    let _ = writeln!(
+        out,
+        "lab {} ({}), built for this plan and removed after it",
+        lab["name"].as_str().unwrap_or("?"),
+        lab["id"].as_str().unwrap_or("?")
+    );
+    let mut seen = std::collections::BTreeSet::new();
+    for a in e.tests.iter().flat_map(|t| &t.points).flat_map(|p| &p.arms) {
+        if let Some(l) = &a.lab {
+            if seen.insert(a.arm.clone()) {
+                let _ = writeln!(
+                    out,
+                    "  arm {}: client in {}, agent in {} at {} ({}{})",
+                    a.arm,
+                    l.client,
+                    l.server,
+                    l.address,
+                    l.path,
+                    l.segment.as_deref().map(|s| format!(" {s}")).unwrap_or_default()
+                );
+            }
+        }
+    }
+    out
+}
+
 pub fn render(e: &Experiment) -> String {
     let mut out = String::new();
     let it = &e.plan.iterations;
@@ -70,6 +102,7 @@ pub fn render(e: &Experiment) -> String {
             width = it.width,
         );
     }
+    out.push_str(&lab_lines(e));
     for t in &e.tests {
         let _ = writeln!(out);
         if streams(t) {

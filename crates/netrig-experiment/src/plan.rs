@@ -509,6 +509,60 @@ mod tests {
         assert_eq!(serde_json::from_str::<Plan>(&json).unwrap(), p);
     }
 
+    /// Issue #38: each arm's client host, server host and path in a lab: the target's, or the
+    /// arm's own; an arm's loopback runs in the server's host.
+    #[test]
+    fn each_arm_goes_from_a_lab_host_to_a_lab_host() {
+        let lab = "[lab.hosts.c1]\n[lab.hosts.c2]\n[lab.hosts.s1]\n[[lab.links]]\nends = ['c1', 's1']\n\
+                   [[lab.links]]\nends = ['c2', 's1']\n";
+        let p = Plan::from_toml(&format!(
+            "name = 'x'\n[target]\nclient = 'c1'\nserver = 's1'\n[[test]]\nkind = 'tcp-rr'\n\
+             [[arm]]\nname = 'a'\n[[arm]]\nname = 'lo'\npath = 'loopback'\n[[arm]]\nname = 'c2'\n\
+             client = 'c2'\nin_host = 's1'\n{lab}"
+        ))
+        .unwrap();
+        let routes: Vec<LabRoute> = p
+            .arms()
+            .iter()
+            .map(|a| p.lab_route(a).unwrap().unwrap())
+            .collect();
+        let r = |c: &str, s: &str, loopback| LabRoute {
+            client: c.into(),
+            server: s.into(),
+            loopback,
+        };
+        assert_eq!(
+            routes,
+            [r("c1", "s1", false), r("s1", "s1", true), r("c2", "s1", false)]
+        );
+        for (text, needle) in [
+            ("[target]\nclient = 'c1'\n", "names the server's host"),
+            ("[target]\nclient = 'c9'\nserver = 's1'\n", "\"c9\" is not a host"),
+            (
+                "[target]\nclient = 's1'\nserver = 's1'\n",
+                "that is path = \"loopback\"",
+            ),
+            (
+                "[target]\nclient = 'c1'\nserver = 's1'\npath = 'loopback'\n",
+                "runs the client in the server's host",
+            ),
+            ("[target]\nserver = 's1'\npath = 'wire'\n", "neither \"link\" nor"),
+            (
+                "[target]\nhost = 'h'\nclient = 'c1'\nserver = 's1'\n",
+                "target.host",
+            ),
+        ] {
+            let e =
+                Plan::from_toml(&format!("name = 'x'\n{text}[[test]]\nkind = 'tcp-rr'\n{lab}")).unwrap_err();
+            assert!(e.to_string().contains(needle), "{text}: {e}");
+        }
+        // Lab hosts named without a lab.
+        let e =
+            Plan::from_toml("name = 'x'\n[[test]]\nkind = 'tcp-rr'\n[[arm]]\nname = 'a'\nin_host = 's1'\n")
+                .unwrap_err();
+        assert!(e.to_string().contains("no [lab]"), "{e}");
+    }
+
     #[test]
     fn a_bad_plan_says_what_is_wrong() {
         for (text, needle) in [
