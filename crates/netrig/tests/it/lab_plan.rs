@@ -241,26 +241,8 @@ setup = "nft add table inet rej && nft add chain inet rej in '{ type filter hook
     gone(&v["lab"]);
 }
 
-/// Ctrl-C while a lab plan runs: the run in hand stops, the lab is removed, exit 130.
-#[test]
-fn ctrl_c_during_a_lab_plan_removes_the_lab() {
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    if !can_build() {
-        return;
-    }
-    let tmp = TempDir::new("labplan-int");
-    let plan = write_plan(
-        tmp.path(),
-        "sigint",
-        r#"
-[target]
-client = "c1"
-server = "s1"
-[[test]]
-kind = "tcp-stream"
-args = ["-l", "30"]
-"#,
-    );
+/// Starts `netrig run PLAN` and waits until its lab is up and a client runs in c1.
+fn start_until_running(plan: &str, name: &str) -> (std::process::Child, Value) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_netrig"))
         .args(["run", &plan, "--json"])
         .stdout(Stdio::piped())
@@ -268,7 +250,7 @@ args = ["-l", "30"]
         .spawn()
         .unwrap();
     // The lab's state file, once its agents are up (the lab is named after the plan and pid).
-    let name = format!("sigint-{}", child.id());
+    let name = format!("{name}-{}", child.id());
     let deadline = Instant::now() + Duration::from_secs(20);
     let lab: Value = loop {
         assert!(Instant::now() < deadline, "the lab did not come up");
@@ -294,6 +276,64 @@ args = ["-l", "30"]
         assert!(Instant::now() < deadline, "no client in c1");
         std::thread::sleep(Duration::from_millis(50));
     }
+    (child, lab)
+}
+
+/// A `netrig run` killed outright (SIGKILL) leaves its lab stale: `netrig lab down --stale`
+/// removes it, the agents and the orphaned client included.
+#[test]
+fn a_killed_lab_plan_leaves_a_stale_lab_that_down_stale_removes() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    if !can_build() {
+        return;
+    }
+    let tmp = TempDir::new("labplan-kill");
+    let plan = write_plan(
+        tmp.path(),
+        "killed",
+        r#"
+[target]
+client = "c1"
+server = "s1"
+[[test]]
+kind = "tcp-stream"
+args = ["-l", "30"]
+"#,
+    );
+    let (mut child, lab) = start_until_running(&plan, "killed");
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let c1 = lab["hosts"]["c1"]["ns"].as_str().unwrap();
+    assert!(
+        netns_exists(c1),
+        "nothing removes a lab whose owner was killed but down --stale"
+    );
+    let o = run(&["lab", "down", "--stale"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    gone(&lab);
+}
+
+/// Ctrl-C while a lab plan runs: the run in hand stops, the lab is removed, exit 130.
+#[test]
+fn ctrl_c_during_a_lab_plan_removes_the_lab() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    if !can_build() {
+        return;
+    }
+    let tmp = TempDir::new("labplan-int");
+    let plan = write_plan(
+        tmp.path(),
+        "sigint",
+        r#"
+[target]
+client = "c1"
+server = "s1"
+[[test]]
+kind = "tcp-stream"
+args = ["-l", "30"]
+"#,
+    );
+    let (mut child, lab) = start_until_running(&plan, "sigint");
     std::thread::sleep(Duration::from_millis(300));
     // SAFETY: signalling the child this test started.
     unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
