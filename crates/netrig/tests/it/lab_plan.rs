@@ -243,8 +243,8 @@ setup = "nft add table inet rej && nft add chain inet rej in '{ type filter hook
 
 /// Starts `netrig run PLAN` and waits until its lab is up and a client runs in c1.
 fn start_until_running(plan: &str, name: &str) -> (std::process::Child, Value) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_netrig"))
-        .args(["run", &plan, "--json"])
+    let child = Command::new(env!("CARGO_BIN_EXE_netrig"))
+        .args(["run", plan, "--json"])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
