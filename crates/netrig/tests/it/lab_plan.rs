@@ -153,6 +153,46 @@ path = "loopback"
     gone(lab);
 }
 
+/// An arm changes a link's rate with `tc` inside the sending host (`in_host`), and puts it back:
+/// "at 50 and at 20 Mbit/s" is one plan.
+#[test]
+fn an_arm_changes_a_links_rate_inside_the_sending_host() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    if !can_build() {
+        return;
+    }
+    let tmp = TempDir::new("labplan-rate");
+    let plan = write_plan(
+        tmp.path(),
+        "rate-arm",
+        r#"
+[target]
+client = "c1"
+server = "s1"
+[[test]]
+kind = "tcp-stream"
+args = ["-l", "1"]
+[[arm]]
+name = "20M"
+in_host = "c1"
+setup = "tc class change dev to-s1 parent 1: classid 1:1 htb rate 20mbit ceil 20mbit"
+teardown = "tc class change dev to-s1 parent 1: classid 1:1 htb rate 50mbit ceil 50mbit"
+[[arm]]
+name = "50M"
+"#,
+    );
+    let o = run(&["run", &plan, "--json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["complete"], true, "{}", v["stopped"]);
+    let arms = v["tests"][0]["points"][0]["arms"].as_array().unwrap();
+    let (slow, fast) = (mbit(&arms[0]), mbit(&arms[1]));
+    assert!(slow > 10.0 && slow < 21.0, "the 20 Mbit/s arm: {slow} Mbit/s");
+    // Run after the 20M arm's tear-down: the link is back at 50 Mbit/s.
+    assert!(fast > 30.0 && fast < 52.0, "the 50 Mbit/s arm: {fast} Mbit/s");
+    gone(&v["lab"]);
+}
+
 /// An arm's set-up and tear-down run inside the server's host: its rule counts the runs'
 /// packets there, and the root namespace's ruleset is as it was.
 #[test]
