@@ -28,6 +28,9 @@ pub struct CommandRun {
     /// Why it failed, if it did.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// The lab host it ran in (an arm's `in_host`); absent: this host.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
 }
 
 impl CommandRun {
@@ -90,6 +93,19 @@ pub fn run_with(
     limit: Duration,
     env: &[(&str, String)],
 ) -> CommandRun {
+    run_in(phase, arm, command, limit, env, None)
+}
+
+/// [`run_with`] inside a lab host's namespace (`ip netns exec NS sh -c ...`): `in_ns` is the
+/// host's name and its namespace.
+pub fn run_in(
+    phase: &str,
+    arm: &str,
+    command: &str,
+    limit: Duration,
+    env: &[(&str, String)],
+    in_ns: Option<(&str, &str)>,
+) -> CommandRun {
     let t0 = Instant::now();
     let mut done = CommandRun {
         phase: phase.into(),
@@ -99,8 +115,17 @@ pub fn run_with(
         seconds: 0.0,
         output: String::new(),
         error: None,
+        host: in_ns.map(|(h, _)| h.to_string()),
     };
-    let child = Command::new("sh")
+    let mut cmd = match in_ns {
+        Some((_, ns)) => {
+            let mut c = Command::new("ip");
+            c.args(["netns", "exec", ns, "sh"]);
+            c
+        }
+        None => Command::new("sh"),
+    };
+    let child = cmd
         .arg("-c")
         .arg(command)
         .env("NETRIG_ARM", arm)

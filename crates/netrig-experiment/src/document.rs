@@ -34,6 +34,10 @@ pub struct Experiment {
     /// Every set-up and tear-down, in the order they ran.
     pub commands: Vec<CommandRun>,
     pub tests: Vec<TestOutcome>,
+    /// The plan's lab as built (netrig_lab::LabState: hosts, namespaces, addresses, agents,
+    /// links, shaped directions and the witness's figures); absent without a `[lab]`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lab: Option<serde_json::Value>,
 }
 
 /// One test of the plan, over its points.
@@ -71,6 +75,27 @@ pub struct ArmOutcome {
     /// With iterations: whether the watched metric's interval narrowed to
     /// the width asked (`null` with one run per point).
     pub confident: Option<bool>,
+    /// With a `[lab]`: where this arm's runs went (hosts, path, address).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lab: Option<LabPlace>,
+}
+
+/// Where an arm's runs went in the plan's lab.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LabPlace {
+    /// The host the client ran in, and its namespace.
+    pub client: String,
+    pub client_ns: String,
+    /// The host whose agent served the runs.
+    pub server: String,
+    /// "link" (the server's address on the lab's links) or "loopback" (inside the server's host).
+    pub path: String,
+    /// The agent's address and port the client used.
+    pub address: String,
+    /// The link or LAN the address is on (absent for loopback).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub segment: Option<String>,
 }
 
 impl ArmOutcome {

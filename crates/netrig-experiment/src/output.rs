@@ -32,6 +32,61 @@ fn first(a: &ArmOutcome) -> Option<&netrig_report::TestResult> {
 }
 
 /// The experiment's tables, a title line each.
+/// With a `[lab]`: the lab built and where each arm's runs went.
+fn lab_lines(e: &Experiment) -> String {
+    let mut out = String::new();
+    let Some(lab) = &e.lab else {
+        return out;
+    };
+    let _ = writeln!(
+        out,
+        "lab {} ({}), built for this plan and removed after it",
+        lab["name"].as_str().unwrap_or("?"),
+        lab["id"].as_str().unwrap_or("?")
+    );
+    for w in lab["witness"].as_array().into_iter().flatten() {
+        let mbit = |k: &str| {
+            w[k].as_f64()
+                .map_or("not measured".to_string(), |b| format!("{:.2} Mbit/s", b / 1e6))
+        };
+        let _ = writeln!(
+            out,
+            "  witness {} → {} ({}, {}): {} configured (TCP payload at most {}), {} measured over {} s{}",
+            w["from"].as_str().unwrap_or("?"),
+            w["to"].as_str().unwrap_or("?"),
+            w["link"].as_str().unwrap_or("?"),
+            w["mechanism"].as_str().unwrap_or("?"),
+            mbit("configured_rate_bps"),
+            mbit("expected_goodput_bps"),
+            mbit("measured_goodput_bps"),
+            w["stream_s"].as_f64().unwrap_or(0.0),
+            w["warning"]
+                .as_str()
+                .or(w["error"].as_str())
+                .map(|m| format!("; {m}"))
+                .unwrap_or_default()
+        );
+    }
+    let mut seen = std::collections::BTreeSet::new();
+    for a in e.tests.iter().flat_map(|t| &t.points).flat_map(|p| &p.arms) {
+        if let Some(l) = &a.lab {
+            if seen.insert(a.arm.clone()) {
+                let _ = writeln!(
+                    out,
+                    "  arm {}: client in {}, agent in {} at {} ({}{})",
+                    a.arm,
+                    l.client,
+                    l.server,
+                    l.address,
+                    l.path,
+                    l.segment.as_deref().map(|s| format!(" {s}")).unwrap_or_default()
+                );
+            }
+        }
+    }
+    out
+}
+
 pub fn render(e: &Experiment) -> String {
     let mut out = String::new();
     let it = &e.plan.iterations;
@@ -70,6 +125,7 @@ pub fn render(e: &Experiment) -> String {
             width = it.width,
         );
     }
+    out.push_str(&lab_lines(e));
     for t in &e.tests {
         let _ = writeln!(out);
         if streams(t) {
@@ -400,4 +456,46 @@ pub fn csv(e: &Experiment) -> Result<String, String> {
         }
     }
     String::from_utf8(w.into_inner().map_err(|e| e.to_string())?).map_err(|e| e.to_string())
+}
+
+#[cfg(test)]
+mod lab_tests {
+    use super::*;
+
+    /// Issue #38: with a lab, the table says which lab, its witness, and where each arm ran.
+    #[test]
+    fn the_table_names_the_lab_and_where_each_arm_ran() {
+        let place = |client: &str, path: &str, address: &str| {
+            serde_json::json!({"client": client, "client_ns": format!("nrabc123-{client}"),
+                "server": "s1", "path": path, "address": address})
+        };
+        let arm = |name: &str, lab: serde_json::Value| serde_json::json!({"arm": name, "runs": [], "estimates": [], "confident": null, "lab": lab});
+        let e: Experiment = serde_json::from_value(serde_json::json!({
+            "format": crate::document::FORMAT, "netrig_version": "0", "started_unix_s": 0.0,
+            "finished_unix_s": 1.0, "complete": true, "seed": 1, "warnings": [], "commands": [],
+            "plan": {"name": "p", "test": [{"kind": "tcp-stream", "args": []}],
+                     "arm": [{"name": "veth"}, {"name": "lo", "path": "loopback"}]},
+            "lab": {"name": "p-1", "id": "abc123", "witness": [{"from": "c1", "to": "s1",
+                "link": "c1-s1", "mechanism": "htb", "configured_rate_bps": 50e6,
+                "expected_goodput_bps": 47.82e6, "measured_goodput_bps": 47.7e6, "stream_s": 2.0}]},
+            "tests": [{"kind": "tcp-stream", "args": [], "points": [{"point": {"values": []},
+                "comparisons": [], "arms": [
+                    arm("veth", place("c1", "link", "198.18.0.2:6387")),
+                    arm("lo", place("s1", "loopback", "127.0.0.1:6387"))]}]}]
+        }))
+        .unwrap();
+        let t = lab_lines(&e);
+        for needle in [
+            "lab p-1 (abc123)",
+            "witness c1 → s1 (c1-s1, htb): 50.00 Mbit/s configured",
+            "47.70 Mbit/s measured over 2 s",
+            "arm veth: client in c1, agent in s1 at 198.18.0.2:6387 (link)",
+            "arm lo: client in s1, agent in s1 at 127.0.0.1:6387 (loopback)",
+        ] {
+            assert!(t.contains(needle), "{needle:?} in\n{t}");
+        }
+        let mut without = e.clone();
+        without.lab = None;
+        assert_eq!(lab_lines(&without), "");
+    }
 }

@@ -39,6 +39,10 @@ pub struct Plan {
     /// Longest a set-up or tear-down command may take, in seconds.
     #[serde(default = "default_command_timeout")]
     pub command_timeout_s: f64,
+    /// A lab (docs/LAB.md) built before the first run and removed at the end; the tests name
+    /// its hosts (`target.client`, `target.server`, an arm's own).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lab: Option<netrig_lab::Topology>,
 }
 
 fn default_command_timeout() -> f64 {
@@ -80,6 +84,16 @@ pub struct TargetPlan {
     pub clients: Option<u32>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub client_addrs: Vec<std::net::IpAddr>,
+    /// With a `[lab]`: the lab host the test's client runs in (its namespace).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client: Option<String>,
+    /// With a `[lab]`: the lab host whose agent the test goes to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server: Option<String>,
+    /// With a `[lab]`: "link" (default: the server's address on the lab's links, from the
+    /// client host) or "loopback" (the client runs in the server host, to 127.0.0.1 or ::1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
 }
 
 /// One test: a kind and its options as the command line takes them, and
@@ -117,6 +131,25 @@ pub struct Arm {
     /// Run with `sh -c` after each of the arm's runs, and after a failed one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub teardown: Option<String>,
+    /// With a `[lab]`: the lab host the set-up and tear-down run in (`ip netns exec`), so an
+    /// arm's ruleset or sysctls change that host only; absent: this host.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub in_host: Option<String>,
+    /// With a `[lab]`: this arm's client host, server host and path, in place of the target's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+}
+
+/// Where one arm's runs go in a lab: the client's host, the server's, the path.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LabRoute {
+    pub client: String,
+    pub server: String,
+    pub loopback: bool,
 }
 
 /// netperf's `-i max,min` and `-I level,width`.
@@ -204,6 +237,10 @@ impl Plan {
                 args: vec![],
                 setup: None,
                 teardown: None,
+                in_host: None,
+                client: None,
+                server: None,
+                path: None,
             }]
         } else {
             self.arms.clone()
@@ -270,6 +307,111 @@ impl Plan {
         }
         for t in &self.tests {
             sweep::points(&t.sweep)?;
+        }
+        self.check_lab()?;
+        Ok(())
+    }
+
+    /// Where `arm`'s runs go in the plan's lab (`None` without a lab).
+    pub fn lab_route(&self, arm: &Arm) -> Result<Option<LabRoute>, PlanError> {
+        let Some(lab) = &self.lab else {
+            return Ok(None);
+        };
+        let bad = |m: String| Err(PlanError::Invalid(m));
+        let t = self.target.as_ref();
+        let pick =
+            |a: &Option<String>, t: Option<&Option<String>>| a.clone().or_else(|| t.cloned().flatten());
+        let path = pick(&arm.path, t.map(|t| &t.path)).unwrap_or_else(|| "link".into());
+        let loopback = match path.as_str() {
+            "link" => false,
+            "loopback" => true,
+            p => {
+                return bad(format!(
+                    "arm {:?}: path {p:?} is neither \"link\" nor \"loopback\"",
+                    arm.name
+                ))
+            }
+        };
+        let Some(server) = pick(&arm.server, t.map(|t| &t.server)) else {
+            return bad(format!(
+                "arm {:?}: a plan with a [lab] names the server's host (target.server = \"HOST\", or the arm's server)",
+                arm.name
+            ));
+        };
+        // An arm's loopback runs the client in the server's host, whatever client the target
+        // names (a target's own loopback with a client elsewhere is refused below).
+        let client = match (&arm.client, loopback) {
+            (Some(c), _) => Some(c.clone()),
+            (None, true) if arm.path.is_some() => Some(server.clone()),
+            (None, _) => t
+                .and_then(|t| t.client.clone())
+                .or_else(|| loopback.then(|| server.clone())),
+        };
+        let client = match client {
+            Some(c) => c,
+            None => {
+                return bad(format!(
+                    "arm {:?}: a plan with a [lab] names the client's host (target.client = \"HOST\", or the arm's client)",
+                    arm.name
+                ))
+            }
+        };
+        for h in [&client, &server].into_iter().chain(&arm.in_host) {
+            if !lab.hosts.contains_key(h) {
+                return bad(format!(
+                    "arm {:?}: {h:?} is not a host of the [lab] (hosts: {})",
+                    arm.name,
+                    lab.hosts.keys().cloned().collect::<Vec<_>>().join(", ")
+                ));
+            }
+        }
+        if loopback && client != server {
+            return bad(format!(
+                "arm {:?}: path \"loopback\" runs the client in the server's host ({server}), not in {client}",
+                arm.name
+            ));
+        }
+        if !loopback && client == server {
+            return bad(format!(
+                "arm {:?}: client and server are both {client}: that is path = \"loopback\"",
+                arm.name
+            ));
+        }
+        Ok(Some(LabRoute {
+            client,
+            server,
+            loopback,
+        }))
+    }
+
+    /// A lab's hosts named only with a lab, each a host of it; what a lab cannot yet take refused.
+    fn check_lab(&self) -> Result<(), PlanError> {
+        let bad = |m: String| Err(PlanError::Invalid(m));
+        let t = self.target.as_ref();
+        if self.lab.is_none() {
+            let named = t.is_some_and(|t| t.client.is_some() || t.server.is_some() || t.path.is_some())
+                || self.arms.iter().any(|a| {
+                    a.client.is_some() || a.server.is_some() || a.path.is_some() || a.in_host.is_some()
+                });
+            if named {
+                return bad("client, server, path and in_host name lab hosts: the plan has no [lab]".into());
+            }
+            return Ok(());
+        }
+        if let Some(t) = t {
+            if t.host.is_some()
+                || t.server_agent.is_some()
+                || t.clients.is_some()
+                || !t.client_addrs.is_empty()
+            {
+                return bad(
+                    "a plan with a [lab] runs against the lab's agents: target.host, server_agent, clients and client_addrs are not for it (yet)"
+                        .into(),
+                );
+            }
+        }
+        for a in self.arms() {
+            self.lab_route(&a)?;
         }
         Ok(())
     }
@@ -365,6 +507,60 @@ mod tests {
         // It saves and reads back as JSON (the saved result holds it).
         let json = serde_json::to_string(&p).unwrap();
         assert_eq!(serde_json::from_str::<Plan>(&json).unwrap(), p);
+    }
+
+    /// Issue #38: each arm's client host, server host and path in a lab: the target's, or the
+    /// arm's own; an arm's loopback runs in the server's host.
+    #[test]
+    fn each_arm_goes_from_a_lab_host_to_a_lab_host() {
+        let lab = "[lab.hosts.c1]\n[lab.hosts.c2]\n[lab.hosts.s1]\n[[lab.links]]\nends = ['c1', 's1']\n\
+                   [[lab.links]]\nends = ['c2', 's1']\n";
+        let p = Plan::from_toml(&format!(
+            "name = 'x'\n[target]\nclient = 'c1'\nserver = 's1'\n[[test]]\nkind = 'tcp-rr'\n\
+             [[arm]]\nname = 'a'\n[[arm]]\nname = 'lo'\npath = 'loopback'\n[[arm]]\nname = 'c2'\n\
+             client = 'c2'\nin_host = 's1'\n{lab}"
+        ))
+        .unwrap();
+        let routes: Vec<LabRoute> = p
+            .arms()
+            .iter()
+            .map(|a| p.lab_route(a).unwrap().unwrap())
+            .collect();
+        let r = |c: &str, s: &str, loopback| LabRoute {
+            client: c.into(),
+            server: s.into(),
+            loopback,
+        };
+        assert_eq!(
+            routes,
+            [r("c1", "s1", false), r("s1", "s1", true), r("c2", "s1", false)]
+        );
+        for (text, needle) in [
+            ("[target]\nclient = 'c1'\n", "names the server's host"),
+            ("[target]\nclient = 'c9'\nserver = 's1'\n", "\"c9\" is not a host"),
+            (
+                "[target]\nclient = 's1'\nserver = 's1'\n",
+                "that is path = \"loopback\"",
+            ),
+            (
+                "[target]\nclient = 'c1'\nserver = 's1'\npath = 'loopback'\n",
+                "runs the client in the server's host",
+            ),
+            ("[target]\nserver = 's1'\npath = 'wire'\n", "neither \"link\" nor"),
+            (
+                "[target]\nhost = 'h'\nclient = 'c1'\nserver = 's1'\n",
+                "target.host",
+            ),
+        ] {
+            let e =
+                Plan::from_toml(&format!("name = 'x'\n{text}[[test]]\nkind = 'tcp-rr'\n{lab}")).unwrap_err();
+            assert!(e.to_string().contains(needle), "{text}: {e}");
+        }
+        // Lab hosts named without a lab.
+        let e =
+            Plan::from_toml("name = 'x'\n[[test]]\nkind = 'tcp-rr'\n[[arm]]\nname = 'a'\nin_host = 's1'\n")
+                .unwrap_err();
+        assert!(e.to_string().contains("no [lab]"), "{e}");
     }
 
     #[test]

@@ -5,7 +5,7 @@
 
 use crate::analysis;
 use crate::command::{self, CommandRun};
-use crate::document::{ArmOutcome, Experiment, PointOutcome, TestOutcome, FORMAT};
+use crate::document::{ArmOutcome, Experiment, LabPlace, PointOutcome, TestOutcome, FORMAT};
 use crate::metric;
 use crate::plan::{Order, Plan, PlanError};
 use crate::sweep::{self, Point};
@@ -30,6 +30,15 @@ pub struct Progress<'a> {
 struct Prepared {
     point: Point,
     arms: Vec<Planned>,
+    /// Each arm's options, as its command line (a lab's client runs them).
+    args: Vec<Vec<String>>,
+}
+
+/// The lab a plan's `[lab]` was built into, for [`run_in_lab`].
+pub struct Lab<'a> {
+    pub state: &'a netrig_lab::LabState,
+    /// The netrig binary each run's client runs as, inside its host's namespace.
+    pub exe: std::path::PathBuf,
 }
 
 /// A test's kind and its prepared points.
@@ -126,6 +135,7 @@ fn prepare(plan: &Plan) -> Result<Vec<PreparedTest>, PlanError> {
         let mut points = Vec::new();
         for point in sweep::points(&t.sweep)? {
             let mut planned = Vec::new();
+            let mut all_args = Vec::new();
             for arm in &arms {
                 let mut args = point.apply(&t.args);
                 args.extend(arm.args.iter().cloned());
@@ -133,8 +143,13 @@ fn prepare(plan: &Plan) -> Result<Vec<PreparedTest>, PlanError> {
                     PlanError::Invalid(format!("{} {} (arm {:?}): {e}", t.kind, args.join(" "), arm.name))
                 })?;
                 planned.push(p);
+                all_args.push(args);
             }
-            points.push(Prepared { point, arms: planned });
+            points.push(Prepared {
+                point,
+                arms: planned,
+                args: all_args,
+            });
         }
         out.push((kind, points));
     }
@@ -157,11 +172,55 @@ pub fn run(
     cancel: &Cancel,
     progress: &mut dyn FnMut(&Progress),
 ) -> Result<Experiment, PlanError> {
+    run_in_lab(plan, None, cancel, progress)
+}
+
+/// [`run`] with the plan's `[lab]` built (`netrig run` builds it, and removes it after): each
+/// arm's runs go from its client host's namespace to its server host's agent.
+pub fn run_in_lab(
+    plan: &Plan,
+    lab: Option<&Lab>,
+    cancel: &Cancel,
+    progress: &mut dyn FnMut(&Progress),
+) -> Result<Experiment, PlanError> {
     plan.check()?;
     let prepared = prepare(plan)?;
     let arms = plan.arms();
     let seed = plan.seed.unwrap_or_else(|| fastrand::u64(..));
     let mut rng = fastrand::Rng::with_seed(seed);
+    let places: Vec<Option<LabPlace>> = match (lab, &plan.lab) {
+        (None, None) => vec![None; arms.len()],
+        (Some(lab), Some(_)) => {
+            let v6 = plan.target.as_ref().and_then(|t| t.family.as_deref()) == Some("ipv6");
+            arms.iter()
+                .map(|a| {
+                    let route = plan.lab_route(a)?.expect("a plan with a lab");
+                    lab_place(lab.state, &route, v6)
+                        .map(Some)
+                        .map_err(|e| PlanError::Invalid(format!("arm {:?}: {e}", a.name)))
+                })
+                .collect::<Result<_, _>>()?
+        }
+        (None, Some(_)) => {
+            return Err(PlanError::Invalid(
+                "the plan has a [lab]: `netrig run` builds it (the run API alone does not)".into(),
+            ))
+        }
+        (Some(_), None) => return Err(PlanError::Invalid("a lab given for a plan without [lab]".into())),
+    };
+    if let Some(lab) = lab {
+        return run_prepared(
+            plan,
+            &prepared,
+            &arms,
+            seed,
+            &mut rng,
+            Some((lab, &places)),
+            None,
+            cancel,
+            progress,
+        );
+    }
     let target = target_of(plan, &prepared)?;
     let server_agent = server_agent(plan)?;
     // A host that names nothing is found before any set-up runs, as a single
@@ -179,13 +238,52 @@ pub fn run(
         _ => None,
     };
     let target = embedded.as_ref().map_or(target, |a| a.target());
-    let env = agent_env(&target);
     let clients = match &plan.target {
         Some(t) => {
             netrig_run::clients::Clients::of_this_binary(t.clients.unwrap_or(1), t.client_addrs.clone())
                 .map_err(PlanError::Invalid)?
         }
         None => None,
+    };
+    run_prepared(
+        plan,
+        &prepared,
+        &arms,
+        seed,
+        &mut rng,
+        None,
+        Some((&target, server_agent, clients)),
+        cancel,
+        progress,
+    )
+}
+
+/// Where the tests go: the run API's target (with the server's agent and the clients), or, in a
+/// lab, each arm's place.
+type Direct<'a> = (&'a Target, Option<Target>, Option<netrig_run::clients::Clients>);
+
+#[allow(clippy::too_many_arguments)]
+fn run_prepared(
+    plan: &Plan,
+    prepared: &[PreparedTest],
+    arms: &[crate::plan::Arm],
+    seed: u64,
+    rng: &mut fastrand::Rng,
+    lab: Option<(&Lab, &[Option<LabPlace>])>,
+    direct: Option<Direct>,
+    cancel: &Cancel,
+    progress: &mut dyn FnMut(&Progress),
+) -> Result<Experiment, PlanError> {
+    let env_of = |a: usize| -> Vec<(&'static str, String)> {
+        match (&direct, lab) {
+            (Some((t, _, _)), _) => agent_env(t),
+            (None, Some((_, places))) => places[a].as_ref().map(place_env).unwrap_or_default(),
+            _ => Vec::new(),
+        }
+    };
+    let ns_of = |host: &str| -> Option<String> {
+        lab.and_then(|(l, _)| l.state.hosts.get(host))
+            .map(|h| h.ns.clone())
     };
     let limit = Duration::from_secs_f64(plan.command_timeout_s);
     let it = &plan.iterations;
@@ -205,6 +303,7 @@ pub fn run(
         warnings: Vec::new(),
         commands: Vec::new(),
         tests: Vec::new(),
+        lab: lab.and_then(|(l, _)| serde_json::to_value(l.state).ok()),
     };
     let mut done = 0usize;
     'tests: for ((kind, points), t) in prepared.iter().zip(&plan.tests) {
@@ -224,13 +323,14 @@ pub fn run(
                         runs: Vec::new(),
                         estimates: Vec::new(),
                         confident: None,
+                        lab: None,
                     })
                     .collect(),
                 comparisons: Vec::new(),
             };
             let mut stop: Option<String> = None;
             for round in 0..it.max {
-                let order = round_order(arms.len(), plan.order, &mut rng);
+                let order = round_order(arms.len(), plan.order, rng);
                 for &a in &order {
                     let arm = &arms[a];
                     progress(&Progress {
@@ -246,27 +346,41 @@ pub fn run(
                         break;
                     }
                     let planned = &prep.arms[a];
+                    let env = env_of(a);
+                    let in_ns = arm.in_host.as_deref().and_then(|h| Some((h, ns_of(h)?)));
+                    let in_ns = in_ns.as_ref().map(|(h, ns)| (*h, ns.as_str()));
                     if let Some(c) = &arm.setup {
-                        let r = command::run_with("setup", &arm.name, c, limit, &env);
+                        let r = command::run_in("setup", &arm.name, c, limit, &env, in_ns);
                         let ok = r.ok();
                         let failure = r.failure();
                         doc.commands.push(r);
                         if !ok {
-                            teardown(&mut doc.commands, arm, limit, &env);
+                            teardown(&mut doc.commands, arm, limit, &env, in_ns);
                             stop = Some(failure);
                             break;
                         }
                     }
-                    let local = LocalOptions {
-                        sockets: planned.local.sockets.clone(),
-                        cpus: planned.local.cpus.clone(),
-                        udp_size_default: planned.fit_to_path,
-                        server_agent: server_agent.clone(),
-                        clients: clients.clone(),
-                        ..LocalOptions::default()
+                    let result = match (&direct, lab) {
+                        (Some((target, server_agent, clients)), _) => {
+                            let local = LocalOptions {
+                                sockets: planned.local.sockets.clone(),
+                                cpus: planned.local.cpus.clone(),
+                                udp_size_default: planned.fit_to_path,
+                                server_agent: server_agent.clone(),
+                                clients: clients.clone(),
+                                ..LocalOptions::default()
+                            };
+                            netrig_run::run(target, local, &planned.spec, cancel, &mut |_| {})
+                                .map_err(|e| e.to_string())
+                        }
+                        (None, Some((l, places))) => {
+                            let place = places[a].as_ref().expect("a place for every arm");
+                            outcome.arms[a].lab = Some(place.clone());
+                            run_in_host(&l.exe, place, kind.name(), &prep.args[a], &planned.spec, cancel)
+                        }
+                        (None, None) => unreachable!("a target or a lab"),
                     };
-                    let result = netrig_run::run(&target, local, &planned.spec, cancel, &mut |_| {});
-                    let failed_teardown = teardown(&mut doc.commands, arm, limit, &env);
+                    let failed_teardown = teardown(&mut doc.commands, arm, limit, &env, in_ns);
                     done += 1;
                     match result {
                         Ok(r) => outcome.arms[a].runs.push(r),
@@ -324,6 +438,162 @@ fn agent_env(target: &Target) -> Vec<(&'static str, String)> {
     ]
 }
 
+/// Where `route` goes in the built lab: the client's namespace, the server agent's address
+/// (on a link or LAN the client shares with it, else the server's first; 127.0.0.1 or ::1 for
+/// loopback) and port.
+pub fn lab_place(
+    state: &netrig_lab::LabState,
+    route: &crate::plan::LabRoute,
+    v6: bool,
+) -> Result<LabPlace, String> {
+    let host = |h: &str| {
+        state
+            .hosts
+            .get(h)
+            .ok_or_else(|| format!("the lab has no host {h:?}"))
+    };
+    let client_ns = host(&route.client)?.ns.clone();
+    let agent = host(&route.server)?
+        .agent
+        .as_ref()
+        .ok_or_else(|| format!("host {} has no agent", route.server))?;
+    let (ip, segment): (std::net::IpAddr, Option<String>) = if route.loopback {
+        let ip = if v6 {
+            std::net::Ipv6Addr::LOCALHOST.into()
+        } else {
+            std::net::Ipv4Addr::LOCALHOST.into()
+        };
+        (ip, None)
+    } else {
+        let on = |s: &&netrig_lab::plan::Segment, h: &str| s.members.iter().any(|m| m.host == h);
+        let seg = state
+            .segments
+            .iter()
+            .find(|s| on(s, &route.server) && on(s, &route.client))
+            .or_else(|| state.segments.iter().find(|s| on(s, &route.server)))
+            .ok_or_else(|| format!("host {} is on no link", route.server))?;
+        let m = seg
+            .members
+            .iter()
+            .find(|m| m.host == route.server)
+            .expect("found on it");
+        let ip = if v6 {
+            m.v6.map(|n| std::net::IpAddr::V6(n.addr()))
+        } else {
+            m.v4.map(|n| std::net::IpAddr::V4(n.addr()))
+        }
+        .ok_or_else(|| {
+            format!(
+                "host {} has no {} address on {}",
+                route.server,
+                if v6 { "IPv6" } else { "IPv4" },
+                seg.name
+            )
+        })?;
+        (ip, Some(seg.name.clone()))
+    };
+    Ok(LabPlace {
+        client: route.client.clone(),
+        client_ns,
+        server: route.server.clone(),
+        path: if route.loopback { "loopback" } else { "link" }.into(),
+        address: std::net::SocketAddr::new(ip, agent.port).to_string(),
+        segment,
+    })
+}
+
+/// What an arm's commands are told in a lab: the agent its runs go to, and the lab's hosts.
+fn place_env(p: &LabPlace) -> Vec<(&'static str, String)> {
+    let addr: std::net::SocketAddr = p.address.parse().expect("written by lab_place");
+    vec![
+        ("NETRIG_AGENT_HOST", addr.ip().to_string()),
+        ("NETRIG_AGENT_PORT", addr.port().to_string()),
+        ("NETRIG_LAB_CLIENT", p.client.clone()),
+        ("NETRIG_LAB_SERVER", p.server.clone()),
+    ]
+}
+
+/// Most bytes of a lab client's result read back, and of its error output kept.
+const MAX_CHILD_OUTPUT: u64 = 256 << 20;
+
+/// One run from a lab host: this netrig binary, run in the client host's namespace (`ip netns
+/// exec`) with the test's own options, against the place's agent, its `--json` result read back.
+/// Bounded: the test's length and a minute more; killed when `cancel` fires.
+fn run_in_host(
+    exe: &std::path::Path,
+    place: &LabPlace,
+    kind: &str,
+    args: &[String],
+    spec: &netrig_proto::TestSpec,
+    cancel: &Cancel,
+) -> Result<netrig_report::TestResult, String> {
+    use std::io::Read;
+    let addr: std::net::SocketAddr = place.address.parse().map_err(|e| format!("{e}"))?;
+    let mut c = std::process::Command::new("ip");
+    c.args(["netns", "exec", &place.client_ns])
+        .arg(exe)
+        .arg(kind)
+        .args(args)
+        .args([
+            "-H",
+            &addr.ip().to_string(),
+            "-p",
+            &addr.port().to_string(),
+            "--json",
+        ])
+        .env("NETRIG_LAB_HOST", &place.client)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let what = format!("{kind} in lab host {} ({})", place.client, place.client_ns);
+    let mut child = c
+        .spawn()
+        .map_err(|e| format!("{what}: cannot start ip netns exec: {e}"))?;
+    let out = child.stdout.take().map(|o| {
+        std::thread::spawn(move || {
+            let mut v = Vec::new();
+            let _ = o.take(MAX_CHILD_OUTPUT).read_to_end(&mut v);
+            v
+        })
+    });
+    let err = child.stderr.take().map(|e| {
+        std::thread::spawn(move || {
+            let mut v = Vec::new();
+            let _ = e.take(1 << 20).read_to_end(&mut v);
+            v
+        })
+    });
+    let length = match spec.limit {
+        netrig_proto::spec::Limit::Duration { seconds } => seconds.clamp(0.0, 1e6),
+        netrig_proto::spec::Limit::Bytes { .. } => 3600.0,
+    };
+    let deadline =
+        std::time::Instant::now() + Duration::from_secs_f64(length + spec.omit_s.clamp(0.0, 1e6) + 60.0);
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(s)) => break Ok(s),
+            Ok(None) if cancel.is_cancelled() => break Err("interrupted".to_string()),
+            Ok(None) if std::time::Instant::now() >= deadline => {
+                break Err(format!("{what}: no result within its length and 60 s (killed)"))
+            }
+            Ok(None) => std::thread::sleep(Duration::from_millis(10)),
+            Err(e) => break Err(format!("{what}: waiting for it: {e}")),
+        }
+    };
+    if status.is_err() {
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+    let out = out.and_then(|t| t.join().ok()).unwrap_or_default();
+    let err = err.and_then(|t| t.join().ok()).unwrap_or_default();
+    let status = status?;
+    if !status.success() {
+        let e = String::from_utf8_lossy(&err);
+        return Err(format!("{what} failed ({status}): {}", e.trim_end()));
+    }
+    serde_json::from_slice(&out).map_err(|e| format!("{what}: its --json result does not read: {e}"))
+}
+
 /// The arms' order in one round: as listed, or a random permutation.
 fn round_order(arms: usize, order: Order, rng: &mut fastrand::Rng) -> Vec<usize> {
     let mut o: Vec<usize> = (0..arms).collect();
@@ -339,9 +609,10 @@ fn teardown(
     arm: &crate::plan::Arm,
     limit: Duration,
     env: &[(&str, String)],
+    in_ns: Option<(&str, &str)>,
 ) -> Option<String> {
     let c = arm.teardown.as_ref()?;
-    let r = command::run_with("teardown", &arm.name, c, limit, env);
+    let r = command::run_in("teardown", &arm.name, c, limit, env, in_ns);
     let failure = (!r.ok()).then(|| r.failure());
     commands.push(r);
     failure

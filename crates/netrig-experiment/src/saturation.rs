@@ -204,6 +204,7 @@ mod tests {
                             est("latency_p99", p),
                         ],
                         confident: None,
+                        lab: None,
                     }],
                     comparisons: vec![],
                 })

@@ -62,6 +62,7 @@ pub fn experiment(
                         runs,
                         estimates,
                         confident: None,
+                        lab: None,
                     }
                 })
                 .collect();
@@ -91,6 +92,7 @@ pub fn experiment(
         seed: 1,
         warnings: vec![],
         commands: vec![],
+        lab: None,
         tests: vec![TestOutcome {
             kind: kind.into(),
             args: vec![],

@@ -75,6 +75,9 @@ pub fn plan_of(
             server_agent: one.server_agent.clone(),
             clients: one.clients,
             client_addrs: one.client_addrs.clone(),
+            client: None,
+            server: None,
+            path: None,
         }),
         tests: vec![TestPlan {
             kind: kind.to_string(),
@@ -87,6 +90,7 @@ pub fn plan_of(
         order: Default::default(),
         seed: None,
         command_timeout_s: 120.0,
+        lab: None,
     };
     plan.check().map_err(|e| Usage(e.to_string()))?;
     Ok(plan)
@@ -122,7 +126,13 @@ pub fn wanted(sweeps: &[Sweep], run: &RunArgs) -> bool {
 }
 
 /// Runs `plan` with a progress bar on a terminal, then prints and saves.
-pub fn run_plan(plan: &Plan, out: &ExperimentArgs, json: bool, cancel: &Cancel) -> Result<Experiment> {
+pub fn run_plan(
+    plan: &Plan,
+    out: &ExperimentArgs,
+    json: bool,
+    cancel: &Cancel,
+    lab: Option<&runner::Lab>,
+) -> Result<Experiment> {
     if out.csv && json {
         bail!(Usage("--csv and --json: choose one".into()));
     }
@@ -136,7 +146,7 @@ pub fn run_plan(plan: &Plan, out: &ExperimentArgs, json: bool, cancel: &Cancel) 
         );
         b
     });
-    let experiment = runner::run(plan, cancel, &mut |p| {
+    let experiment = runner::run_in_lab(plan, lab, cancel, &mut |p| {
         if let Some(b) = &bar {
             b.set_length(p.most as u64);
             b.set_position(p.done as u64);
@@ -211,6 +221,9 @@ pub fn run_file(a: &PlanArgs, cancel: &Cancel) -> Result<()> {
             server_agent: None,
             clients: None,
             client_addrs: Vec::new(),
+            client: None,
+            server: None,
+            path: None,
         });
         // -H names the agent in place of the plan's, with its own port (or -p's),
         // read here so that what is wrong in them is told by their names.
@@ -245,6 +258,7 @@ pub fn run_file(a: &PlanArgs, cancel: &Cancel) -> Result<()> {
         *dir = here.join(&*dir);
     }
     let baseline_path = a.gate.baseline.as_ref().map(|b| here.join(b));
+    let plan_file = here.join(&a.plan);
     if let Some(dir) = a.plan.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::env::set_current_dir(dir).with_context(|| format!("entering {}", dir.display()))?;
     }
@@ -260,11 +274,75 @@ pub fn run_file(a: &PlanArgs, cancel: &Cancel) -> Result<()> {
         .as_ref()
         .map(|b| store::load(b).map_err(Usage))
         .transpose()?;
-    let e = run_plan(&plan, &output, a.json, cancel)?;
+    let e = match plan.lab.is_some() {
+        true => {
+            let exe = std::env::current_exe()?;
+            let state = build_lab(&plan_file, &plan, &exe, cancel)?;
+            let lab = runner::Lab { state: &state, exe };
+            let e = run_plan(&plan, &output, a.json, cancel, Some(&lab));
+            // Removed at the end, after a failed run and after Ctrl-C alike.
+            if let Err(t) = netrig_lab::build::teardown(&state) {
+                eprintln!("warning: {t} (netrig lab down --stale removes what is left)");
+            }
+            e?
+        }
+        false => run_plan(&plan, &output, a.json, cancel, None)?,
+    };
     match baseline {
         Some(b) => gate(&b, &e, &a.gate.gate),
         None => Ok(()),
     }
+}
+
+/// Builds a plan's `[lab]` (its own file read as `netrig lab up` reads it), owned by this
+/// process (a crash leaves it stale, for `netrig lab down --stale` and the next `lab up`);
+/// Ctrl-C while it builds removes what was built.
+fn build_lab(
+    file: &std::path::Path,
+    plan: &Plan,
+    exe: &std::path::Path,
+    cancel: &Cancel,
+) -> Result<netrig_lab::LabState> {
+    use std::sync::atomic::Ordering::SeqCst;
+    let stem: String = plan
+        .name
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || "-_.".contains(c) {
+                c
+            } else {
+                '-'
+            }
+        })
+        .take(28)
+        .collect();
+    let o = netrig_lab::UpOptions {
+        file: file.to_path_buf(),
+        name: Some(format!("{stem}-{}", std::process::id())),
+        foreground: true,
+        witness: None,
+        witness_length: 2.0,
+        exe: exe.to_path_buf(),
+    };
+    crate::lab::RUNNING.store(true, SeqCst);
+    let built = netrig_lab::up(&o, &mut |m| eprintln!("netrig lab: {m}"));
+    crate::lab::RUNNING.store(false, SeqCst);
+    let state = match built {
+        Ok(s) => s,
+        Err(netrig_lab::LabError::Interrupted) => {
+            eprintln!("netrig lab: interrupted while building; what was built is removed");
+            return Err(Interrupted.into());
+        }
+        Err(e) if e.is_usage() => return Err(Usage(e.to_string()).into()),
+        Err(e) => return Err(e.into()),
+    };
+    if netrig_lab::interrupted() {
+        cancel.cancel("interrupted (Ctrl-C)");
+    }
+    for w in state.witness.iter().filter_map(|w| w.warning.as_ref()) {
+        eprintln!("warning: lab: {w}");
+    }
+    Ok(state)
 }
 
 /// `args` with the option named by any of `names` set to `value`

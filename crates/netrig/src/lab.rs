@@ -1,8 +1,7 @@
 //! `netrig lab`: thin glue over netrig_lab (docs/LAB.md).
 //!
-//! Not yet: a plan's [lab] section is not used by `netrig run` (tests naming lab hosts, arms
-//! changing the lab); `netrig lab up PLAN` builds the section by hand, and a plan's tests can
-//! reach it through `netrig lab exec`.
+//! A plan's [lab] section is built by `netrig run` itself (experiment.rs, `build_lab`); `netrig
+//! lab up PLAN` builds the same section by hand.
 
 use crate::cli::{LabArgs, LabCommand};
 use crate::Usage;

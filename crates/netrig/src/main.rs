@@ -511,7 +511,7 @@ fn test(kind: &'static dyn Kind, m: &clap::ArgMatches, args: Vec<String>, sweeps
         }
         let plan = experiment::plan_of(kind.name(), args, sweeps, &run, &one)?;
         EXPERIMENT.store(true, std::sync::atomic::Ordering::Relaxed);
-        experiment::run_plan(&plan, &run.experiment, run.json, cancel())?;
+        experiment::run_plan(&plan, &run.experiment, run.json, cancel(), None)?;
         return Ok(());
     }
     if run.experiment.save.is_some() {
