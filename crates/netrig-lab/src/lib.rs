@@ -9,6 +9,7 @@
 //! one-way delay, the HTML diagram.
 
 pub mod build;
+pub mod element;
 pub mod model;
 pub mod plan;
 
