@@ -249,7 +249,14 @@ fn shaping(
     let asked = s.netem_properties();
     // Without netem, netrig's path element builds delay, jitter, loss, duplicate and reorder on
     // a point-to-point link; what it cannot build is refused by name.
-    let by_element = !asked.is_empty() && !k.netem;
+    let by_element = !asked.is_empty() && s.element.unwrap_or(!k.netem);
+    if !asked.is_empty() && !k.netem && s.element == Some(false) {
+        for p in &asked {
+            refused.push(format!(
+                "{p} on link {dir_label}: needs netem (not in this kernel; element = false keeps netrig's path element out)"
+            ));
+        }
+    }
     if by_element {
         for p in &asked {
             if *p == "corrupt" {
@@ -506,10 +513,7 @@ pub fn plan(topo: &Topology, id: &str, k: Kernel, dir: &std::path::Path) -> Resu
         let addrs = addresses(&format!("link {name}"), &members, &l.addrs, i as u32)?;
         let (da, db) = (format!("to-{b}"), format!("to-{a}"));
         let mtu = l.mtu.unwrap_or(1500);
-        let by_element = !k.netem
-            && l.shape
-                .values()
-                .any(|s| s.netem_properties().iter().any(|p| *p != "corrupt"));
+        let by_element = l.shape.values().any(|s| s.by_element(k.netem));
         if by_element {
             // Two veth pairs through the element's namespace: a:to-b <-> E:to-a, E:to-b <-> b:to-a.
             // E's interfaces carry no address and no bridge: only the element forwards there.
