@@ -454,7 +454,10 @@ pub fn teardown(s: &LabState) -> Result<(), LabError> {
             None,
             STEP_TIMEOUT,
         ) {
-            errors.push(e.to_string());
+            // Another process tearing down the same (stale) lab may have removed it first.
+            if Path::new("/run/netns").join(ns).exists() {
+                errors.push(e.to_string());
+            }
         }
     }
     let _ = std::fs::remove_dir_all(Path::new(STATE_DIR).join(&s.id));
@@ -978,8 +981,8 @@ pub fn status_text(labs: &[LabState]) -> String {
         for e in &s.elements {
             for c in &e.counters {
                 o.push_str(&format!(
-                    "  element {} → {} on {} (namespace {}): received {}, forwarded {}, dropped {}, delayed {}, reordered {}, duplicated {}, send errors {} (frames since lab up); of them UDP: received {}, dropped {}, reordered {}, duplicated {}\n",
-                    c.from, c.to, e.link, e.ns, c.received, c.forwarded, c.dropped, c.delayed, c.reordered, c.duplicated, c.send_errors,
+                    "  element {} → {} on {} (namespace {}): received {}, forwarded {}, dropped {}, delayed {}, reordered {}, duplicated {}, send errors {}, over the delay line's bound {} (frames since lab up); of them UDP: received {}, dropped {}, reordered {}, duplicated {}\n",
+                    c.from, c.to, e.link, e.ns, c.received, c.forwarded, c.dropped, c.delayed, c.reordered, c.duplicated, c.send_errors, c.overflow,
                     c.udp.received, c.udp.dropped, c.udp.reordered, c.udp.duplicated
                 ));
             }

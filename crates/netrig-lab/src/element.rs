@@ -69,6 +69,10 @@ pub struct Counters {
     pub duplicated: u64,
     /// Frames the kernel refused to send (the receiver's side full).
     pub send_errors: u64,
+    /// Frames dropped because the delay line held [`LINE_BYTES`] already (a memory bound, far
+    /// above any path's bandwidth-delay product the element carries; not a queue model).
+    #[serde(default)]
+    pub overflow: u64,
     /// The same counts for the UDP datagrams among those frames (IPv4 or IPv6, one datagram a
     /// frame), reordering judged among UDP datagrams only: what a UDP stream's receiver sees.
     #[serde(default)]
@@ -230,6 +234,9 @@ extern "C" fn on_term(_: libc::c_int) {
 
 const PACKET_VNET_HDR: libc::c_int = 15;
 const PACKET_IGNORE_OUTGOING: libc::c_int = 23;
+/// The most bytes one direction's delay line holds (64 MiB: 1 Gbit/s for 0.5 s).
+pub const LINE_BYTES: usize = 64 << 20;
+
 /// The largest frame read: a GSO super-frame (64 KiB) with its virtio-net header.
 const FRAME_MAX: usize = 65_536 + 64;
 
@@ -289,7 +296,7 @@ fn send(fd: libc::c_int, f: &[u8]) -> bool {
 /// Shared counters of one direction (written by its thread, read by the writer of the file).
 #[derive(Default)]
 struct Shared {
-    v: [AtomicU64; 11],
+    v: [AtomicU64; 12],
 }
 
 /// Indices into Shared.
@@ -304,6 +311,7 @@ const UDP_RECEIVED: usize = 7;
 const UDP_DROPPED: usize = 8;
 const UDP_REORDERED: usize = 9;
 const UDP_DUPLICATED: usize = 10;
+const OVERFLOW: usize = 11;
 
 fn forward(rx: libc::c_int, tx: libc::c_int, props: Props, c: Arc<Shared>) {
     // Wake at a frame's release time, not up to 50 µs later (the default timer slack).
@@ -315,6 +323,7 @@ fn forward(rx: libc::c_int, tx: libc::c_int, props: Props, c: Arc<Shared>) {
     let (mut seq, mut arrivals, mut udp_arrivals) = (0u64, 0u64, 0u64);
     let (mut late, mut udp_late) = (LateCount::default(), LateCount::default());
     let mut buf = vec![0u8; FRAME_MAX];
+    let mut held = 0usize;
     let add = |i: usize, n: u64| {
         c.v[i].fetch_add(n, Ordering::Relaxed);
     };
@@ -337,6 +346,7 @@ fn forward(rx: libc::c_int, tx: libc::c_int, props: Props, c: Arc<Shared>) {
         let now = Instant::now();
         while heap.peek().is_some_and(|h| h.at <= now) {
             let h = heap.pop().expect("peeked");
+            held -= h.frame.len();
             emit(&h.frame, h.arrival);
         }
         let wait = heap
@@ -397,7 +407,10 @@ fn forward(rx: libc::c_int, tx: libc::c_int, props: Props, c: Arc<Shared>) {
                 let arrival = (k == 0).then_some(arrival);
                 if at <= now && heap.is_empty() {
                     emit(frame, arrival);
+                } else if held + frame.len() > LINE_BYTES {
+                    add(OVERFLOW, 1);
                 } else {
+                    held += frame.len();
                     if delaying && at > now {
                         add(DELAYED, 1);
                     }
@@ -428,6 +441,7 @@ fn snapshot(cfg: &Config, shared: &[Arc<Shared>; 2]) -> Vec<Counters> {
                 reordered: v(REORDERED),
                 duplicated: v(DUPLICATED),
                 send_errors: v(SEND_ERRORS),
+                overflow: v(OVERFLOW),
                 udp: UdpCounters {
                     received: v(UDP_RECEIVED),
                     dropped: v(UDP_DROPPED),
