@@ -981,8 +981,8 @@ pub fn status_text(labs: &[LabState]) -> String {
         for e in &s.elements {
             for c in &e.counters {
                 o.push_str(&format!(
-                    "  element {} → {} on {} (namespace {}): received {}, forwarded {}, dropped {}, delayed {}, reordered {}, duplicated {}, send errors {}, over the delay line's bound {} (frames since lab up); of them UDP: received {}, dropped {}, reordered {}, duplicated {}\n",
-                    c.from, c.to, e.link, e.ns, c.received, c.forwarded, c.dropped, c.delayed, c.reordered, c.duplicated, c.send_errors, c.overflow,
+                    "  element {} → {} on {} (namespace {}): received {}, forwarded {}, dropped {}, delayed {}, reordered {}, duplicated {}, send errors {}, over the delay line's bound {}, dropped unread (the element behind) {} (frames since lab up); of them UDP: received {}, dropped {}, reordered {}, duplicated {}\n",
+                    c.from, c.to, e.link, e.ns, c.received, c.forwarded, c.dropped, c.delayed, c.reordered, c.duplicated, c.send_errors, c.overflow, c.rx_drops,
                     c.udp.received, c.udp.dropped, c.udp.reordered, c.udp.duplicated
                 ));
             }

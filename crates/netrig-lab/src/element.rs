@@ -73,6 +73,10 @@ pub struct Counters {
     /// above any path's bandwidth-delay product the element carries; not a queue model).
     #[serde(default)]
     pub overflow: u64,
+    /// Frames the kernel dropped before the element read them (its socket's receive queue full:
+    /// PACKET_STATISTICS' tp_drops): the element could not keep up.
+    #[serde(default)]
+    pub rx_drops: u64,
     /// The same counts for the UDP datagrams among those frames (IPv4 or IPv6, one datagram a
     /// frame), reordering judged among UDP datagrams only: what a UDP stream's receiver sees.
     #[serde(default)]
@@ -296,7 +300,7 @@ fn send(fd: libc::c_int, f: &[u8]) -> bool {
 /// Shared counters of one direction (written by its thread, read by the writer of the file).
 #[derive(Default)]
 struct Shared {
-    v: [AtomicU64; 12],
+    v: [AtomicU64; 13],
 }
 
 /// Indices into Shared.
@@ -312,6 +316,31 @@ const UDP_DROPPED: usize = 8;
 const UDP_REORDERED: usize = 9;
 const UDP_DUPLICATED: usize = 10;
 const OVERFLOW: usize = 11;
+const RX_DROPS: usize = 12;
+
+/// Frames the kernel dropped on this socket since the last call (PACKET_STATISTICS resets).
+fn socket_drops(fd: libc::c_int) -> u64 {
+    let mut st = libc::tpacket_stats {
+        tp_packets: 0,
+        tp_drops: 0,
+    };
+    let mut len = std::mem::size_of::<libc::tpacket_stats>() as libc::socklen_t;
+    // SAFETY: a struct owned here, its length given.
+    let r = unsafe {
+        libc::getsockopt(
+            fd,
+            libc::SOL_PACKET,
+            libc::PACKET_STATISTICS,
+            &mut st as *mut _ as *mut _,
+            &mut len,
+        )
+    };
+    if r == 0 {
+        st.tp_drops as u64
+    } else {
+        0
+    }
+}
 
 fn forward(rx: libc::c_int, tx: libc::c_int, props: Props, c: Arc<Shared>) {
     // Wake at a frame's release time, not up to 50 µs later (the default timer slack).
@@ -442,6 +471,7 @@ fn snapshot(cfg: &Config, shared: &[Arc<Shared>; 2]) -> Vec<Counters> {
                 duplicated: v(DUPLICATED),
                 send_errors: v(SEND_ERRORS),
                 overflow: v(OVERFLOW),
+                rx_drops: v(RX_DROPS),
                 udp: UdpCounters {
                     received: v(UDP_RECEIVED),
                     dropped: v(UDP_DROPPED),
@@ -484,7 +514,13 @@ pub fn run(cfg: &Config) -> Result<(), String> {
         .collect();
     while !STOP.load(Ordering::Relaxed) && threads.iter().all(|t| !t.is_finished()) {
         std::thread::sleep(Duration::from_millis(100));
+        for i in 0..2 {
+            shared[i].v[RX_DROPS].fetch_add(socket_drops(fds[i]), Ordering::Relaxed);
+        }
         write_counters(cfg, &snapshot(cfg, &shared));
+    }
+    for i in 0..2 {
+        shared[i].v[RX_DROPS].fetch_add(socket_drops(fds[i]), Ordering::Relaxed);
     }
     STOP.store(true, Ordering::SeqCst);
     for t in threads {

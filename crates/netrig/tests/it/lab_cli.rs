@@ -583,21 +583,25 @@ fn lab_json(name: &str, host: &str, args: &[&str]) -> Value {
 }
 
 #[test]
-fn the_path_element_delays_a_link_by_what_is_configured() {
+fn the_path_element_delays_a_link_by_what_is_configured_behind_htb_s_rate() {
     if !can_build() {
         return;
     }
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let links_before = root_links();
     let dir = TempDir::new("lab-element-delay");
-    let file = write(&dir, "delay.toml", &element_lab("delay = \"10ms\""));
+    let file = write(
+        &dir,
+        "delay.toml",
+        &element_lab("rate = \"50M\"\ndelay = \"10ms\""),
+    );
     let name = format!("it-eldelay-{}", std::process::id());
     let _down = Down(name.clone());
     let up = run(&["lab", "up", &file, "--name", &name, "--no-witness"]);
     assert!(up.status.success(), "lab up: {}\n{}", stdout(&up), stderr(&up));
     let text = stdout(&run(&["lab", "status", &name]));
     assert!(
-        text.contains("shaped a → b on a-b: netrig element (delay)"),
+        text.contains("shaped a → b on a-b: htb rate 50000000bit + netrig element (delay)"),
         "{text}"
     );
     let s = state(&name);
@@ -610,6 +614,18 @@ fn the_path_element_delays_a_link_by_what_is_configured() {
     assert!(
         (p50 - 10_000.0).abs() <= 1_000.0 + 500.0,
         "tcp-rr round trip through a 10 ms element: {p50} µs"
+    );
+    // htb's 50 Mbit/s in front of the element: TCP's payload within 5 % of the 47.82 Mbit/s it
+    // carries (slow start at 10 ms left out).
+    let v = lab_json(
+        &name,
+        "a",
+        &["tcp-stream", "-H", "198.18.0.2", "-l", "2.5", "--omit", "0.5"],
+    );
+    let bps = v["summary"]["throughput_bps"].as_f64().unwrap();
+    assert!(
+        (bps / 47.82e6 - 1.0).abs() < 0.05,
+        "through 50 Mbit/s and the element: {bps} bit/s"
     );
     let c = element_counters(&name);
     assert!(c["delayed"].as_u64().unwrap() > 50, "{c}");
