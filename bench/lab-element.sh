@@ -5,7 +5,9 @@
 #   - udp-stream of 64-byte datagrams (--no-gso, unpaced): datagrams per second received;
 #   - udp-stream of 1472-byte datagrams (1514-byte frames, --no-gso, unpaced): Mbit/s received;
 #   - tcp-stream (TSO super-frames cross the element as one frame each): Mbit/s;
-#   - tcp-rr: the median round trip; the element's added latency is the difference.
+#   - tcp-rr: the median round trip; the element's added latency is the difference;
+#   - then paced UDP through the element (64 B at 25 and 50 Mbit/s, 1472 B at 500 and 800 Mbit/s),
+#     beside the element's counters (received, forwarded, dropped unread).
 # Then the two paths the issue names, through the element with htb for the rate:
 #   - 155 Mbit/s, 58 ms each way (116 ms round trip), one TCP flow with a 4 MB window (-s/-S 4M),
 #     12 s of which the first 2 s are left out (slow start at 116 ms takes about a second);
@@ -55,6 +57,12 @@ for r in $(seq 1 "$ROUNDS"); do
   for lab in $(rotated "$r" "$LAB_PLAIN" "$LAB_EL"); do
     echo "round $r $lab: tcp-rr p50 $(rr "$lab") µs; 64 B: $(udp "$lab" 64); 1472 B: $(udp "$lab" 1472); tcp-stream: $(tcp "$lab")"
   done
+done
+echo "paced, through the element (udp-stream --no-gso -b RATE; compare its loss with the element's counters below):"
+for spec in "64 25M" "64 50M" "1472 500M" "1472 800M"; do
+  set -- $spec
+  echo "  $1 B at $2: $($NETRIG lab exec "$LAB_EL" a -- netrig udp-stream -H 198.18.0.2 -l "$SECS" -m "$1" -b "$2" --no-gso --json \
+    | j "'sent %d/s, received %d/s, lost %d' % (v['summary']['udp']['sent_datagrams']/v['summary']['elapsed_s'], v['summary']['udp']['received_datagrams']/v['summary']['elapsed_s'], v['summary']['udp']['lost_datagrams'])")"
 done
 $NETRIG lab status "$LAB_EL" | grep element
 $NETRIG lab down "$LAB_PLAIN" >/dev/null; $NETRIG lab down "$LAB_EL" >/dev/null
