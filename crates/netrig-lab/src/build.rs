@@ -31,6 +31,31 @@ pub struct LabState {
     pub directions: Vec<Direction>,
     pub kernel: Kernel,
     pub witness: Vec<WitnessRow>,
+    /// netrig's path elements (docs/LAB.md): where each runs and where its counters are.
+    #[serde(default)]
+    pub elements: Vec<ElementState>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ElementState {
+    pub link: String,
+    pub ns: String,
+    pub pid: Option<u32>,
+    pub config: crate::element::Config,
+    /// The element's counters per direction, as last read (`lab status` reads them afresh).
+    #[serde(default)]
+    pub counters: Vec<crate::element::Counters>,
+}
+
+impl LabState {
+    /// Reads each element's counters file into the state.
+    pub fn refresh_counters(&mut self) {
+        for e in &mut self.elements {
+            if let Some(c) = crate::element::read_counters(&e.config.counters) {
+                e.counters = c;
+            }
+        }
+    }
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -429,7 +454,10 @@ pub fn teardown(s: &LabState) -> Result<(), LabError> {
             None,
             STEP_TIMEOUT,
         ) {
-            errors.push(e.to_string());
+            // Another process tearing down the same (stale) lab may have removed it first.
+            if Path::new("/run/netns").join(ns).exists() {
+                errors.push(e.to_string());
+            }
         }
     }
     let _ = std::fs::remove_dir_all(Path::new(STATE_DIR).join(&s.id));
@@ -568,6 +596,17 @@ pub fn up(o: &UpOptions, say: &mut dyn FnMut(&str)) -> Result<LabState, LabError
         directions: p.directions.clone(),
         kernel,
         witness: Vec::new(),
+        elements: p
+            .elements
+            .iter()
+            .map(|e| ElementState {
+                link: e.config.link.clone(),
+                ns: e.ns.clone(),
+                pid: None,
+                config: e.config.clone(),
+                counters: Vec::new(),
+            })
+            .collect(),
     };
     save(&state)?;
     let port = topo.agent_port.unwrap_or(6387);
@@ -624,6 +663,51 @@ fn build(
     }
     let logs = Path::new(STATE_DIR).join(&p.id);
     std::fs::create_dir_all(&logs).map_err(|e| other(format!("{}: {e}", logs.display())))?;
+    // Path elements: `netrig lab element CONFIG` in each element's namespace, waited for until
+    // it has bound its sockets (it writes its counters then).
+    for (i, e) in p.elements.iter().enumerate() {
+        let conf = logs.join(format!("element-{i}.conf.json"));
+        std::fs::write(&conf, serde_json::to_vec_pretty(&e.config).expect("serializable"))
+            .map_err(|err| other(format!("{}: {err}", conf.display())))?;
+        let log = logs.join(format!("element-{i}.log"));
+        let f = std::fs::File::create(&log).map_err(|err| other(format!("{}: {err}", log.display())))?;
+        use std::os::unix::process::CommandExt;
+        let child = Command::new("ip")
+            .args(["netns", "exec", &e.ns])
+            .arg(&o.exe)
+            .args(["lab", "element"])
+            .arg(&conf)
+            .stdin(Stdio::null())
+            .stdout(f.try_clone().map_err(|err| other(err.to_string()))?)
+            .stderr(f)
+            .process_group(0)
+            .spawn()
+            .map_err(|err| {
+                other(format!(
+                    "starting the path element of link {}: {err}",
+                    e.config.link
+                ))
+            })?;
+        let pid = child.id();
+        drop(child);
+        state.elements[i].pid = Some(pid);
+        save(state)?;
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !e.config.counters.exists() {
+            if interrupted() {
+                return Err(LabError::Interrupted);
+            }
+            if !alive(pid) || Instant::now() > deadline {
+                let text = std::fs::read_to_string(&log).unwrap_or_default();
+                return Err(other(format!(
+                    "the path element of link {} ({pid}) did not start: {}",
+                    e.config.link,
+                    text.trim()
+                )));
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
     // Agents: `netrig serve` in each host, in its own process group (a terminal's Ctrl-C goes to
     // the lab's owner, which tears down), waited for until it listens.
     for (h, ns) in &p.hosts {
@@ -894,6 +978,15 @@ pub fn status_text(labs: &[LabState]) -> String {
                 d.from, d.to, d.link, d.mechanism
             ));
         }
+        for e in &s.elements {
+            for c in &e.counters {
+                o.push_str(&format!(
+                    "  element {} → {} on {} (namespace {}): received {}, forwarded {}, dropped {}, delayed {}, reordered {}, duplicated {}, send errors {}, over the delay line's bound {}, dropped unread (the element behind) {} (frames since lab up); of them UDP: received {}, dropped {}, reordered {}, duplicated {}\n",
+                    c.from, c.to, e.link, e.ns, c.received, c.forwarded, c.dropped, c.delayed, c.reordered, c.duplicated, c.send_errors, c.overflow, c.rx_drops,
+                    c.udp.received, c.udp.dropped, c.udp.reordered, c.udp.duplicated
+                ));
+            }
+        }
         for w in &s.witness {
             let rate = match (
                 w.configured_rate_bps,
@@ -981,6 +1074,7 @@ mod tests {
             directions: vec![],
             kernel: Kernel::default(),
             witness: vec![],
+            elements: vec![],
         };
         assert!(!is_stale(&s));
         s.owner = Some(Owner {

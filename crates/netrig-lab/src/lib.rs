@@ -4,11 +4,12 @@
 //! teardown by run id that leaves nothing behind. Linux only; needs root or CAP_NET_ADMIN and
 //! CAP_SYS_ADMIN.
 //!
-//! Not built yet: netrig's own path element (delay, loss, reordering where the kernel has no
-//! netem), DSCP classes, parallel links, RED, plan integration (tests naming lab hosts), groups,
+//! Where the kernel has no netem, netrig's own path element ([`element`]) builds delay, jitter,
+//! loss, duplication and reordering on a link. Not built yet: DSCP classes, parallel links, RED, plan integration (tests naming lab hosts), groups,
 //! one-way delay, the HTML diagram.
 
 pub mod build;
+pub mod element;
 pub mod model;
 pub mod plan;
 

@@ -132,6 +132,11 @@ pub struct Shape {
     /// RED instead of drop-tail: not built yet.
     #[serde(default)]
     pub red: Option<bool>,
+    /// Who builds delay, jitter, loss, duplicate and reorder: absent, netem where the kernel has
+    /// it, else netrig's path element; `true`: the element even where netem exists; `false`:
+    /// netem only (refused without it).
+    #[serde(default)]
+    pub element: Option<bool>,
 }
 
 impl Shape {
@@ -160,7 +165,17 @@ impl Shape {
     }
 
     pub fn is_empty(&self) -> bool {
-        self == &Shape::default()
+        Shape {
+            element: None,
+            ..self.clone()
+        } == Shape::default()
+    }
+
+    /// Are this direction's netem properties built by netrig's path element (`netem`: the kernel
+    /// has netem)?
+    pub fn by_element(&self, netem: bool) -> bool {
+        let asked = self.netem_properties();
+        !asked.is_empty() && asked != ["corrupt"] && self.element.unwrap_or(!netem)
     }
 }
 

@@ -88,6 +88,33 @@ pub struct Plan {
     pub segments: Vec<Segment>,
     pub directions: Vec<Direction>,
     pub steps: Vec<Step>,
+    /// netrig's path elements (a link's netem properties where the kernel has no netem), each
+    /// started in its namespace after `steps`.
+    #[serde(default)]
+    pub elements: Vec<ElementPlan>,
+}
+
+/// One path element: the process `netrig lab element CONFIG` in namespace `ns`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct ElementPlan {
+    pub ns: String,
+    pub config: crate::element::Config,
+}
+
+fn element_props(s: &Shape) -> crate::element::Props {
+    let us = |v: &Option<String>| {
+        v.as_deref()
+            .and_then(|d| humantime::parse_duration(d).ok())
+            .map(|d| d.as_micros() as u64)
+            .unwrap_or(0)
+    };
+    crate::element::Props {
+        delay_us: us(&s.delay),
+        jitter_us: us(&s.jitter),
+        loss: s.loss.unwrap_or(0.0) / 100.0,
+        duplicate: s.duplicate.unwrap_or(0.0) / 100.0,
+        reorder: s.reorder.unwrap_or(0.0) / 100.0,
+    }
 }
 
 fn cmd(ns: &str, argv: &[&str]) -> Step {
@@ -216,21 +243,39 @@ fn shaping(
     s: &Shape,
     mtu: u32,
     k: Kernel,
+    element_ok: bool,
 ) -> Result<(Vec<Step>, String, Option<u64>), LabError> {
     let mut refused = Vec::new();
-    let netem = s.netem_properties();
-    if !netem.is_empty() && !k.netem {
-        for p in &netem {
+    let asked = s.netem_properties();
+    // Without netem, netrig's path element builds delay, jitter, loss, duplicate and reorder on
+    // a point-to-point link; what it cannot build is refused by name.
+    let by_element = !asked.is_empty() && s.element.unwrap_or(!k.netem);
+    if !asked.is_empty() && !k.netem && s.element == Some(false) {
+        for p in &asked {
             refused.push(format!(
-                "{p} on link {dir_label}: needs netem (not in this kernel) or netrig's path element (not built yet)"
+                "{p} on link {dir_label}: needs netem (not in this kernel; element = false keeps netrig's path element out)"
             ));
         }
     }
+    if by_element {
+        for p in &asked {
+            if *p == "corrupt" {
+                refused.push(format!(
+                    "corrupt on link {dir_label}: needs netem (not in this kernel); netrig's path element does not corrupt"
+                ));
+            } else if !element_ok {
+                refused.push(format!(
+                    "{p} on link {dir_label}: needs netem (not in this kernel); netrig's path element is built on point-to-point links only, not LANs"
+                ));
+            }
+        }
+    }
+    let netem: Vec<&str> = if by_element { Vec::new() } else { asked.clone() };
     if s.red == Some(true) {
         refused.push(if k.red {
             format!("red on link {dir_label}: RED is not built by netrig yet")
         } else {
-            format!("red on link {dir_label}: needs the red qdisc (not in this kernel) or netrig's path element (not built yet)")
+            format!("red on link {dir_label}: needs the red qdisc (not in this kernel); netrig's path element does not do RED")
         });
     }
     if !refused.is_empty() {
@@ -409,6 +454,9 @@ fn shaping(
         steps.push(cmd_s(ns, a));
         mech.push(m);
     }
+    if by_element {
+        mech.push(format!("netrig element ({})", asked.join(", ")));
+    }
     Ok((steps, mech.join(" + "), rate))
 }
 
@@ -439,6 +487,7 @@ pub fn plan(topo: &Topology, id: &str, k: Kernel, dir: &std::path::Path) -> Resu
     let mut segments = Vec::new();
     let mut directions = Vec::new();
     let mut bridge_steps = Vec::new();
+    let mut elements = Vec::new();
     let mut pairs = std::collections::BTreeSet::new();
     for (i, l) in topo.links.iter().enumerate() {
         let [a, b] = &l.ends;
@@ -463,13 +512,55 @@ pub fn plan(topo: &Topology, id: &str, k: Kernel, dir: &std::path::Path) -> Resu
         let members = vec![a.clone(), b.clone()];
         let addrs = addresses(&format!("link {name}"), &members, &l.addrs, i as u32)?;
         let (da, db) = (format!("to-{b}"), format!("to-{a}"));
-        steps.push(cmd(
-            &na,
-            &[
-                "ip", "link", "add", &da, "type", "veth", "peer", "name", &db, "netns", &nb,
-            ],
-        ));
         let mtu = l.mtu.unwrap_or(1500);
+        let by_element = l.shape.values().any(|s| s.by_element(k.netem));
+        if by_element {
+            // Two veth pairs through the element's namespace: a:to-b <-> E:to-a, E:to-b <-> b:to-a.
+            // E's interfaces carry no address and no bridge: only the element forwards there.
+            let ne = format!("nr{id}.e{i}");
+            namespaces.push(ne.clone());
+            steps.push(cmd(&ne, &["sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1"]));
+            steps.push(cmd(
+                &ne,
+                &["sysctl", "-qw", "net.ipv6.conf.default.disable_ipv6=1"],
+            ));
+            steps.push(cmd(
+                &na,
+                &[
+                    "ip", "link", "add", &da, "type", "veth", "peer", "name", &db, "netns", &ne,
+                ],
+            ));
+            steps.push(cmd(
+                &nb,
+                &[
+                    "ip", "link", "add", &db, "type", "veth", "peer", "name", &da, "netns", &ne,
+                ],
+            ));
+            for d in [&db, &da] {
+                steps.push(cmd(&ne, &["ip", "link", "set", d, "mtu", &mtu.to_string()]));
+                steps.push(cmd(&ne, &["ip", "link", "set", d, "up"]));
+            }
+            let props = |h: &String| l.shape.get(h).map(element_props).unwrap_or_default();
+            elements.push(ElementPlan {
+                ns: ne,
+                config: crate::element::Config {
+                    link: name.clone(),
+                    ifaces: [db.clone(), da.clone()],
+                    ends: [a.clone(), b.clone()],
+                    props: [props(a), props(b)],
+                    counters: std::path::Path::new(crate::build::STATE_DIR)
+                        .join(id)
+                        .join(format!("element-{i}.json")),
+                },
+            });
+        } else {
+            steps.push(cmd(
+                &na,
+                &[
+                    "ip", "link", "add", &da, "type", "veth", "peer", "name", &db, "netns", &nb,
+                ],
+            ));
+        }
         segments.push(Segment {
             name: name.clone(),
             lan: false,
@@ -501,7 +592,7 @@ pub fn plan(topo: &Topology, id: &str, k: Kernel, dir: &std::path::Path) -> Resu
         for (from, to, ns, dev) in [(a, b, &na, &da), (b, a, &nb, &db)] {
             if let Some(s) = l.shape.get(from).filter(|s| !s.is_empty()) {
                 let label = format!("{name} ({from} → {to})");
-                match shaping(&label, ns, dev, s, mtu, k) {
+                match shaping(&label, ns, dev, s, mtu, k, true) {
                     Ok((st, mechanism, rate_bps)) => {
                         bridge_steps.extend(st);
                         directions.push(Direction {
@@ -589,7 +680,7 @@ pub fn plan(topo: &Topology, id: &str, k: Kernel, dir: &std::path::Path) -> Resu
                 .host
                 .clone();
             let label = format!("{} ({from} → LAN)", lan.name);
-            match shaping(&label, &m.ns, &m.dev, s, mtu, k) {
+            match shaping(&label, &m.ns, &m.dev, s, mtu, k, false) {
                 Ok((st, mechanism, rate_bps)) => {
                     bridge_steps.extend(st);
                     directions.push(Direction {
@@ -776,6 +867,7 @@ pub fn plan(topo: &Topology, id: &str, k: Kernel, dir: &std::path::Path) -> Resu
         segments,
         directions,
         steps: all,
+        elements,
     })
 }
 
@@ -942,14 +1034,31 @@ mod tests {
     }
 
     #[test]
-    fn delay_without_netem_is_refused_by_name_and_used_with_it() {
+    fn delay_without_netem_is_built_by_the_element_and_with_netem_by_netem() {
         let text = THREE.replace("limit_packets = 100", "delay = '10ms'\nloss = 1.0");
-        let e = p(&text, Kernel::default()).unwrap_err().to_string();
+        let el = p(&text, Kernel::default()).unwrap();
+        assert_eq!(el.elements.len(), 1, "one path element");
+        let e = &el.elements[0];
+        assert_eq!(e.ns, "nrabc123.e1");
+        assert_eq!(e.config.ends, ["router".to_string(), "server".to_string()]);
+        assert_eq!(e.config.props[0].delay_us, 10_000);
+        assert_eq!(e.config.props[0].loss, 0.01);
+        assert_eq!(e.config.props[1], crate::element::Props::default());
+        let d = el.directions.iter().find(|d| d.from == "router").unwrap();
+        assert_eq!(d.mechanism, "htb rate 50000000bit + netrig element (delay, loss)");
+        let c = argvs(&el);
         assert!(
-            e.contains("delay on link router-server (router → server): needs netem (not in this kernel) or netrig's path element (not built yet)"),
+            c.iter().any(|c| c.ends_with("ip link add to-server type veth peer name to-router netns nrabc123.e1")),
+            "{c:#?}"
+        );
+        assert!(!c.iter().any(|c| c.contains("netem")), "{c:#?}");
+        // What the element cannot do is refused by name; on a LAN it is not built.
+        let corrupt = THREE.replace("limit_packets = 100", "delay = '10ms'\ncorrupt = 1.0");
+        let e = p(&corrupt, Kernel::default()).unwrap_err().to_string();
+        assert!(
+            e.contains("corrupt on link router-server (router → server): needs netem (not in this kernel); netrig's path element does not corrupt"),
             "{e}"
         );
-        assert!(e.contains("loss on link router-server"), "{e}");
         let ok = p(
             &text,
             Kernel {

@@ -71,6 +71,15 @@ pub enum LabCommand {
     Status(LabStatusArgs),
     /// Run a command in a lab host's namespace (a first word `netrig` runs this netrig).
     Exec(LabExecArgs),
+    /// netrig's path element (started by `lab up` in an element's namespace).
+    #[command(hide = true)]
+    Element(LabElementArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct LabElementArgs {
+    /// The element's configuration (JSON, netrig_lab::element::Config).
+    pub config: PathBuf,
 }
 
 #[derive(Debug, Args)]

@@ -96,6 +96,10 @@ pub fn lab(a: LabArgs) -> Result<()> {
         LabCommand::Status(s) => {
             let labs: Vec<_> = netrig_lab::list()
                 .into_iter()
+                .map(|mut l| {
+                    l.refresh_counters();
+                    l
+                })
                 .filter(|l| s.name.as_deref().is_none_or(|n| l.name == n || l.id == n))
                 .collect();
             if let (Some(n), true) = (&s.name, labs.is_empty()) {
@@ -107,6 +111,14 @@ pub fn lab(a: LabArgs) -> Result<()> {
                 print!("{}", netrig_lab::status_text(&labs));
             }
             Ok(())
+        }
+        LabCommand::Element(e) => {
+            let text = std::fs::read(&e.config)?;
+            let cfg: netrig_lab::element::Config = serde_json::from_slice(&text).map_err(|err| {
+                anyhow::anyhow!("{}: not an element's configuration ({err})", e.config.display())
+            })?;
+            netrig_lab::element::run(&cfg)
+                .map_err(|err| anyhow::anyhow!("path element of link {}: {err}", cfg.link))
         }
         LabCommand::Exec(x) => {
             let code = netrig_lab::exec(&x.name, &x.host, &x.cmd, &exe).map_err(lift)?;

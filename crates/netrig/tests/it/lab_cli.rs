@@ -338,32 +338,32 @@ fn a_lab_whose_owner_was_killed_is_stale_and_down_stale_removes_it() {
 }
 
 #[test]
-fn delay_is_refused_by_name_where_the_kernel_has_no_netem() {
+fn corrupt_is_refused_by_name_where_the_kernel_has_no_netem() {
     if !can_build() {
         return;
     }
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let ns_before = namespaces();
-    let dir = TempDir::new("lab-delay");
+    let dir = TempDir::new("lab-corrupt");
     let file = write(
         &dir,
-        "delay.toml",
-        &THREE.replace("limit_packets = 100", "delay = \"10ms\""),
+        "corrupt.toml",
+        &THREE.replace("limit_packets = 100", "delay = \"10ms\"\ncorrupt = 1.0"),
     );
-    let name = format!("it-delay-{}", std::process::id());
+    let name = format!("it-corrupt-{}", std::process::id());
     let _down = Down(name.clone());
     let o = run(&["lab", "up", &file, "--name", &name, "--no-witness"]);
     if o.status.success() {
         // A kernel with netem builds it with netem.
         let text = stdout(&run(&["lab", "status", &name]));
-        assert!(text.contains("netem (delay)"), "{text}");
+        assert!(text.contains("netem (delay, corrupt)"), "{text}");
         assert!(run(&["lab", "down", &name]).status.success());
         return;
     }
     let e = stderr(&o);
     assert_eq!(o.status.code(), Some(2), "{e}");
     assert!(
-        e.contains("delay on link router-server (router → server): needs netem (not in this kernel) or netrig's path element (not built yet)"),
+        e.contains("corrupt on link router-server (router → server): needs netem (not in this kernel); netrig's path element does not corrupt"),
         "{e}"
     );
     let new: Vec<_> = namespaces()
@@ -550,4 +550,153 @@ fn ctrl_c_while_a_lab_is_being_built_removes_what_was_built() {
     let st = wait_bounded(&mut child, 20);
     assert_eq!(st.code(), Some(130), "Ctrl-C's exit status while building");
     assert_gone(&m, &links_before);
+}
+
+/// Two hosts joined by one link whose direction a → b has `shape` (netrig's path element forced,
+/// so it is tested on kernels with netem too).
+fn element_lab(shape: &str) -> String {
+    format!(
+        "[lab.hosts.a]\n[lab.hosts.b]\n[[lab.links]]\nends = [\"a\", \"b\"]\n[lab.links.shape.a]\nelement = true\n{shape}\n"
+    )
+}
+
+/// The element's counters of direction a → b, as `lab status --json` reads them.
+fn element_counters(name: &str) -> Value {
+    let s = state(name);
+    let c = s["elements"][0]["counters"]
+        .as_array()
+        .expect("the element's counters")
+        .iter()
+        .find(|c| c["from"] == "a")
+        .expect("direction a → b")
+        .clone();
+    c
+}
+
+fn lab_json(name: &str, host: &str, args: &[&str]) -> Value {
+    let mut a = vec!["lab", "exec", name, host, "--", "netrig"];
+    a.extend(args);
+    a.push("--json");
+    let o = run(&a);
+    assert!(o.status.success(), "{a:?}: {}", stderr(&o));
+    serde_json::from_str(&stdout(&o)).expect("a result")
+}
+
+#[test]
+fn the_path_element_delays_a_link_by_what_is_configured_behind_htb_s_rate() {
+    if !can_build() {
+        return;
+    }
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let links_before = root_links();
+    let dir = TempDir::new("lab-element-delay");
+    let file = write(
+        &dir,
+        "delay.toml",
+        &element_lab("rate = \"50M\"\ndelay = \"10ms\""),
+    );
+    let name = format!("it-eldelay-{}", std::process::id());
+    let _down = Down(name.clone());
+    let up = run(&["lab", "up", &file, "--name", &name, "--no-witness"]);
+    assert!(up.status.success(), "lab up: {}\n{}", stdout(&up), stderr(&up));
+    let text = stdout(&run(&["lab", "status", &name]));
+    assert!(
+        text.contains("shaped a → b on a-b: htb rate 50000000bit + netrig element (delay)"),
+        "{text}"
+    );
+    let s = state(&name);
+    let mut m = made(&s);
+    assert_eq!(m.ns.len(), 3, "two hosts and the element's namespace");
+    m.pids.extend(s["elements"][0]["pid"].as_u64());
+    // One direction delayed by 10 ms: the round trip is 10 ms, within 1 ms + 5 %.
+    let v = lab_json(&name, "a", &["tcp-rr", "-H", "198.18.0.2", "-l", "1"]);
+    let p50 = v["summary"]["latency_us"]["p50"].as_f64().unwrap();
+    assert!(
+        (p50 - 10_000.0).abs() <= 1_000.0 + 500.0,
+        "tcp-rr round trip through a 10 ms element: {p50} µs"
+    );
+    // htb's 50 Mbit/s in front of the element: TCP's payload within 5 % of the 47.82 Mbit/s it
+    // carries (slow start at 10 ms left out).
+    let v = lab_json(
+        &name,
+        "a",
+        &["tcp-stream", "-H", "198.18.0.2", "-l", "2.5", "--omit", "0.5"],
+    );
+    let bps = v["summary"]["throughput_bps"].as_f64().unwrap();
+    assert!(
+        (bps / 47.82e6 - 1.0).abs() < 0.05,
+        "through 50 Mbit/s and the element: {bps} bit/s"
+    );
+    let c = element_counters(&name);
+    assert!(c["delayed"].as_u64().unwrap() > 50, "{c}");
+    assert_eq!(c["dropped"].as_u64(), Some(0), "{c}");
+    let down = run(&["lab", "down", &name]);
+    assert!(down.status.success(), "lab down: {}", stderr(&down));
+    assert_gone(&m, &links_before);
+}
+
+#[test]
+fn loss_duplicates_and_reordering_by_the_path_element_are_what_udp_stream_counts() {
+    if !can_build() {
+        return;
+    }
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = TempDir::new("lab-element-loss");
+    let file = write(
+        &dir,
+        "loss.toml",
+        &element_lab("delay = \"2ms\"\nloss = 10.0\nduplicate = 5.0\nreorder = 10.0"),
+    );
+    let name = format!("it-elloss-{}", std::process::id());
+    let _down = Down(name.clone());
+    let up = run(&["lab", "up", &file, "--name", &name, "--no-witness"]);
+    assert!(up.status.success(), "lab up: {}\n{}", stdout(&up), stderr(&up));
+    let before = element_counters(&name)["udp"].clone();
+    // One datagram a frame (no GSO), paced at 20 Mbit/s: about 3400 datagrams in 2 s.
+    let v = lab_json(
+        &name,
+        "a",
+        &[
+            "udp-stream",
+            "-H",
+            "198.18.0.2",
+            "-l",
+            "2",
+            "-b",
+            "20M",
+            "--no-gso",
+        ],
+    );
+    let after = element_counters(&name)["udp"].clone();
+    let d = |k: &str| after[k].as_u64().unwrap() - before[k].as_u64().unwrap();
+    let u = &v["summary"]["udp"];
+    let sent = u["sent_datagrams"].as_u64().unwrap() as f64;
+    let lost = u["lost_datagrams"].as_u64().unwrap() as f64;
+    assert!(sent > 1000.0, "{u}");
+    // Loss within 4 standard deviations of the binomial's mean.
+    let sd = (sent * 0.1 * 0.9).sqrt();
+    assert!(
+        (lost - 0.1 * sent).abs() < 4.0 * sd,
+        "lost {lost} of {sent}: not 10 % within 4 sigma ({sd:.1})"
+    );
+    // What the receiver counts is what the element did, datagram for datagram.
+    assert_eq!(
+        u["lost_datagrams"].as_u64().unwrap(),
+        d("dropped"),
+        "lost: {u} {after}"
+    );
+    assert_eq!(
+        u["duplicates"].as_u64().unwrap(),
+        d("duplicated"),
+        "duplicates: {u} {after}"
+    );
+    assert_eq!(
+        u["out_of_order"].as_u64().unwrap(),
+        d("reordered"),
+        "out of order: {u} {after}"
+    );
+    assert!(d("duplicated") > 0 && d("reordered") > 0, "{after}");
+    let text = stdout(&run(&["lab", "status", &name]));
+    assert!(text.contains("element a → b on a-b"), "{text}");
+    assert!(run(&["lab", "down", &name]).status.success());
 }

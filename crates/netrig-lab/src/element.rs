@@ -1,0 +1,644 @@
+//! netrig's path element (docs/LAB.md, "The path element"): a user-space forwarder for kernels
+//! without netem. A link that asks for delay, jitter, loss, duplication or reordering where netem
+//! is missing is built as two veth pairs through a namespace of its own (`nr<id>.e<i>`) whose two
+//! interfaces carry no address and no bridge, so the kernel forwards nothing there; the element
+//! (`netrig lab element CONFIG`, started by the builder, killed at teardown like the agents)
+//! moves Ethernet frames between them with AF_PACKET sockets, one thread per direction, applying
+//! that direction's properties with a delay line ordered by release time. Rate and queue limits
+//! stay with htb/tbf on the sender's egress, in front of the element (as netem under htb).
+//!
+//! The sockets use PACKET_VNET_HDR, so a frame keeps its checksum-offload and GSO state across the
+//! element (a TCP super-frame from a veth with TSO is one unit for loss and duplication: see the
+//! docs); UDP datagrams are frames of their own.
+
+use serde::{Deserialize, Serialize};
+use std::collections::BinaryHeap;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// What one direction of an element does to the frames it carries.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct Props {
+    pub delay_us: u64,
+    /// Each frame's delay is delay ± a uniform jitter, never released before the frame ahead of
+    /// it (no reordering from jitter, as netem with a rate).
+    pub jitter_us: u64,
+    /// Probability (0..1) a frame is dropped.
+    pub loss: f64,
+    /// Probability (0..1) a frame is sent twice.
+    pub duplicate: f64,
+    /// Probability (0..1) a frame skips the delay (netem's `reorder P%`): it overtakes the frames
+    /// in the delay line.
+    pub reorder: f64,
+}
+
+/// One element: the namespace, its two interfaces, and what each direction does.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Config {
+    pub link: String,
+    /// The interfaces in the element's namespace: [towards the link's first end, towards the
+    /// second].
+    pub ifaces: [String; 2],
+    /// The link's ends (host names), in `ifaces` order.
+    pub ends: [String; 2],
+    /// [what the first end sends (in on ifaces[0], out on ifaces[1]), what the second sends].
+    pub props: [Props; 2],
+    /// Where the counters are written (JSON, every 100 ms and at the end).
+    pub counters: PathBuf,
+}
+
+/// What one direction did, counted by the element.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct Counters {
+    pub from: String,
+    pub to: String,
+    /// Frames read from the sender's side.
+    pub received: u64,
+    /// Frames written to the receiver's side (duplicates included).
+    pub forwarded: u64,
+    /// Frames dropped by the loss model.
+    pub dropped: u64,
+    /// Frames held in the delay line (a non-zero delay).
+    pub delayed: u64,
+    /// Frames sent after a frame received later than them had been sent: what a receiver
+    /// counts out of order (a sequence number below the highest seen; extra copies excluded).
+    pub reordered: u64,
+    /// Extra copies sent.
+    pub duplicated: u64,
+    /// Frames the kernel refused to send (the receiver's side full).
+    pub send_errors: u64,
+    /// Frames dropped because the delay line held [`LINE_BYTES`] already (a memory bound, far
+    /// above any path's bandwidth-delay product the element carries; not a queue model).
+    #[serde(default)]
+    pub overflow: u64,
+    /// Frames the kernel dropped before the element read them (its socket's receive queue full:
+    /// PACKET_STATISTICS' tp_drops): the element could not keep up.
+    #[serde(default)]
+    pub rx_drops: u64,
+    /// The same counts for the UDP datagrams among those frames (IPv4 or IPv6, one datagram a
+    /// frame), reordering judged among UDP datagrams only: what a UDP stream's receiver sees.
+    #[serde(default)]
+    pub udp: UdpCounters,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct UdpCounters {
+    pub received: u64,
+    pub dropped: u64,
+    pub reordered: u64,
+    pub duplicated: u64,
+}
+
+/// Is this frame (after its 10-byte virtio-net header) a UDP datagram over IPv4 or IPv6?
+pub fn is_udp(f: &[u8]) -> bool {
+    const H: usize = 10 + 14;
+    match f.get(10 + 12..10 + 14) {
+        Some([0x08, 0x00]) => f.get(H + 9) == Some(&17),
+        Some([0x86, 0xdd]) => f.get(H + 6) == Some(&17),
+        _ => false,
+    }
+}
+
+/// Counts frames sent after a later-received one (a receiver's "out of order").
+#[derive(Default)]
+pub struct LateCount {
+    highest: Option<u64>,
+}
+
+impl LateCount {
+    /// A frame (not an extra copy) with arrival number `seq` is sent: was it late?
+    pub fn sent(&mut self, seq: u64) -> bool {
+        match self.highest {
+            Some(h) if seq < h => true,
+            _ => {
+                self.highest = Some(seq);
+                false
+            }
+        }
+    }
+}
+
+/// A small, fast generator for the element's random choices (xorshift64*), seeded from the
+/// kernel.
+pub struct Rng(u64);
+
+impl Rng {
+    pub fn new(seed: u64) -> Self {
+        Rng(seed | 1)
+    }
+    pub fn seeded() -> Self {
+        let mut b = [0u8; 8];
+        getrandom::fill(&mut b).expect("the kernel's random numbers");
+        Rng::new(u64::from_le_bytes(b))
+    }
+    /// Uniform in [0, 1).
+    pub fn unit(&mut self) -> f64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        (self.0.wrapping_mul(0x2545_f491_4f6c_dd1d) >> 11) as f64 / (1u64 << 53) as f64
+    }
+}
+
+/// The decisions of one direction, pure of sockets: what to do with a frame arriving at `now`.
+pub struct Line {
+    pub props: Props,
+    rng: Rng,
+    /// The release time of the last delayed frame (jitter never reorders).
+    last: Option<Instant>,
+}
+
+/// A frame's fate.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Fate {
+    /// Its release times: none (lost), one, or two (duplicated).
+    pub release: Vec<Instant>,
+    /// Released ahead of frames still in the delay line.
+    pub reordered: bool,
+}
+
+impl Line {
+    pub fn new(props: Props, rng: Rng) -> Self {
+        Line {
+            props,
+            rng,
+            last: None,
+        }
+    }
+
+    /// `pending`: frames in the delay line now.
+    pub fn admit(&mut self, now: Instant, pending: usize) -> Fate {
+        let p = &self.props;
+        if p.loss > 0.0 && self.rng.unit() < p.loss {
+            return Fate {
+                release: vec![],
+                reordered: false,
+            };
+        }
+        let copies = if p.duplicate > 0.0 && self.rng.unit() < p.duplicate {
+            2
+        } else {
+            1
+        };
+        let (at, reordered) = if p.reorder > 0.0 && self.rng.unit() < p.reorder {
+            (now, pending > 0)
+        } else {
+            let mut d = p.delay_us as f64;
+            if p.jitter_us > 0 {
+                d += (self.rng.unit() * 2.0 - 1.0) * p.jitter_us as f64;
+            }
+            let mut at = now + Duration::from_micros(d.max(0.0) as u64);
+            if let Some(l) = self.last {
+                at = at.max(l);
+            }
+            self.last = Some(at);
+            (at, false)
+        };
+        Fate {
+            release: vec![at; copies],
+            reordered,
+        }
+    }
+}
+
+/// A frame in the delay line, released in order of (time, arrival).
+struct Held {
+    at: Instant,
+    seq: u64,
+    frame: Vec<u8>,
+    /// Its arrival number (an extra copy: None), and among UDP datagrams.
+    arrival: Option<(u64, Option<u64>)>,
+}
+
+impl PartialEq for Held {
+    fn eq(&self, o: &Self) -> bool {
+        (self.at, self.seq) == (o.at, o.seq)
+    }
+}
+impl Eq for Held {}
+impl PartialOrd for Held {
+    fn partial_cmp(&self, o: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(o))
+    }
+}
+impl Ord for Held {
+    fn cmp(&self, o: &Self) -> std::cmp::Ordering {
+        // BinaryHeap is a max-heap: the earliest first.
+        (o.at, o.seq).cmp(&(self.at, self.seq))
+    }
+}
+
+static STOP: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_term(_: libc::c_int) {
+    STOP.store(true, Ordering::SeqCst);
+}
+
+const PACKET_VNET_HDR: libc::c_int = 15;
+const PACKET_IGNORE_OUTGOING: libc::c_int = 23;
+/// The most bytes one direction's delay line holds (64 MiB: 1 Gbit/s for 0.5 s).
+pub const LINE_BYTES: usize = 64 << 20;
+
+/// The largest frame read: a GSO super-frame (64 KiB) with its virtio-net header.
+const FRAME_MAX: usize = 65_536 + 64;
+
+fn os_err(what: &str) -> String {
+    format!("{what}: {}", std::io::Error::last_os_error())
+}
+
+/// An AF_PACKET socket bound to `dev`, with virtio-net headers, not seeing its own sends.
+fn packet_socket(dev: &str) -> Result<libc::c_int, String> {
+    let proto = (libc::ETH_P_ALL as u16).to_be();
+    // SAFETY: plain syscalls on values owned here; every result is checked.
+    unsafe {
+        let fd = libc::socket(libc::AF_PACKET, libc::SOCK_RAW | libc::SOCK_CLOEXEC, proto as i32);
+        if fd < 0 {
+            return Err(os_err("socket(AF_PACKET)"));
+        }
+        let one: libc::c_int = 1;
+        let sz = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+        for (opt, what) in [
+            (PACKET_VNET_HDR, "PACKET_VNET_HDR"),
+            (PACKET_IGNORE_OUTGOING, "PACKET_IGNORE_OUTGOING"),
+        ] {
+            if libc::setsockopt(fd, libc::SOL_PACKET, opt, &one as *const _ as *const _, sz) != 0 {
+                return Err(os_err(&format!("setsockopt({what}) on {dev}")));
+            }
+        }
+        let buf: libc::c_int = 8 << 20;
+        for opt in [libc::SO_RCVBUFFORCE, libc::SO_SNDBUFFORCE] {
+            libc::setsockopt(fd, libc::SOL_SOCKET, opt, &buf as *const _ as *const _, sz);
+        }
+        let name = std::ffi::CString::new(dev).map_err(|_| format!("interface {dev:?}"))?;
+        let ifindex = libc::if_nametoindex(name.as_ptr());
+        if ifindex == 0 {
+            return Err(os_err(&format!("interface {dev}")));
+        }
+        let mut sll: libc::sockaddr_ll = std::mem::zeroed();
+        sll.sll_family = libc::AF_PACKET as u16;
+        sll.sll_protocol = proto;
+        sll.sll_ifindex = ifindex as i32;
+        if libc::bind(
+            fd,
+            &sll as *const _ as *const libc::sockaddr,
+            std::mem::size_of::<libc::sockaddr_ll>() as libc::socklen_t,
+        ) != 0
+        {
+            return Err(os_err(&format!("bind to {dev}")));
+        }
+        Ok(fd)
+    }
+}
+
+fn send(fd: libc::c_int, f: &[u8]) -> bool {
+    // SAFETY: a buffer owned by the caller, its length given.
+    unsafe { libc::send(fd, f.as_ptr() as *const _, f.len(), 0) == f.len() as isize }
+}
+
+/// Shared counters of one direction (written by its thread, read by the writer of the file).
+#[derive(Default)]
+struct Shared {
+    v: [AtomicU64; 13],
+}
+
+/// Indices into Shared.
+const RECEIVED: usize = 0;
+const FORWARDED: usize = 1;
+const DROPPED: usize = 2;
+const DELAYED: usize = 3;
+const REORDERED: usize = 4;
+const DUPLICATED: usize = 5;
+const SEND_ERRORS: usize = 6;
+const UDP_RECEIVED: usize = 7;
+const UDP_DROPPED: usize = 8;
+const UDP_REORDERED: usize = 9;
+const UDP_DUPLICATED: usize = 10;
+const OVERFLOW: usize = 11;
+const RX_DROPS: usize = 12;
+
+/// Frames the kernel dropped on this socket since the last call (PACKET_STATISTICS resets).
+fn socket_drops(fd: libc::c_int) -> u64 {
+    let mut st = libc::tpacket_stats {
+        tp_packets: 0,
+        tp_drops: 0,
+    };
+    let mut len = std::mem::size_of::<libc::tpacket_stats>() as libc::socklen_t;
+    // SAFETY: a struct owned here, its length given.
+    let r = unsafe {
+        libc::getsockopt(
+            fd,
+            libc::SOL_PACKET,
+            libc::PACKET_STATISTICS,
+            &mut st as *mut _ as *mut _,
+            &mut len,
+        )
+    };
+    if r == 0 {
+        st.tp_drops as u64
+    } else {
+        0
+    }
+}
+
+fn forward(rx: libc::c_int, tx: libc::c_int, props: Props, c: Arc<Shared>) {
+    // Wake at a frame's release time, not up to 50 µs later (the default timer slack).
+    // SAFETY: prctl on this thread only.
+    unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong) };
+    let mut line = Line::new(props, Rng::seeded());
+    let delaying = line.props.delay_us > 0 || line.props.jitter_us > 0;
+    let mut heap: BinaryHeap<Held> = BinaryHeap::new();
+    let (mut seq, mut arrivals, mut udp_arrivals) = (0u64, 0u64, 0u64);
+    let (mut late, mut udp_late) = (LateCount::default(), LateCount::default());
+    let mut buf = vec![0u8; FRAME_MAX];
+    let mut held = 0usize;
+    let add = |i: usize, n: u64| {
+        c.v[i].fetch_add(n, Ordering::Relaxed);
+    };
+    let mut emit = |frame: &[u8], arrival: Option<(u64, Option<u64>)>| {
+        if send(tx, frame) {
+            add(FORWARDED, 1);
+        } else {
+            add(SEND_ERRORS, 1);
+        }
+        if let Some((a, u)) = arrival {
+            if late.sent(a) {
+                add(REORDERED, 1);
+            }
+            if u.is_some_and(|u| udp_late.sent(u)) {
+                add(UDP_REORDERED, 1);
+            }
+        }
+    };
+    while !STOP.load(Ordering::Relaxed) {
+        let now = Instant::now();
+        while heap.peek().is_some_and(|h| h.at <= now) {
+            let h = heap.pop().expect("peeked");
+            held -= h.frame.len();
+            emit(&h.frame, h.arrival);
+        }
+        let wait = heap
+            .peek()
+            .map(|h| h.at.saturating_duration_since(now))
+            .unwrap_or(Duration::from_millis(100))
+            .min(Duration::from_millis(100));
+        let ts = libc::timespec {
+            tv_sec: wait.as_secs() as libc::time_t,
+            tv_nsec: wait.subsec_nanos() as libc::c_long,
+        };
+        let mut pfd = libc::pollfd {
+            fd: rx,
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // SAFETY: one pollfd owned here; a timeout; no signal mask change.
+        let r = unsafe { libc::ppoll(&mut pfd, 1, &ts, std::ptr::null()) };
+        if r <= 0 {
+            continue;
+        }
+        for _ in 0..64 {
+            // SAFETY: reads into a buffer owned here, its length given.
+            let n = unsafe { libc::recv(rx, buf.as_mut_ptr() as *mut _, buf.len(), libc::MSG_DONTWAIT) };
+            if n <= 0 {
+                break;
+            }
+            let frame = &buf[..n as usize];
+            let udp = is_udp(frame);
+            add(RECEIVED, 1);
+            arrivals += 1;
+            let arrival = (
+                arrivals,
+                udp.then(|| {
+                    udp_arrivals += 1;
+                    udp_arrivals
+                }),
+            );
+            if udp {
+                add(UDP_RECEIVED, 1);
+            }
+            let now = Instant::now();
+            let fate = line.admit(now, heap.len());
+            if fate.release.is_empty() {
+                add(DROPPED, 1);
+                if udp {
+                    add(UDP_DROPPED, 1);
+                }
+                continue;
+            }
+            if fate.release.len() > 1 {
+                add(DUPLICATED, fate.release.len() as u64 - 1);
+                if udp {
+                    add(UDP_DUPLICATED, fate.release.len() as u64 - 1);
+                }
+            }
+            for (k, at) in fate.release.into_iter().enumerate() {
+                let arrival = (k == 0).then_some(arrival);
+                if at <= now && heap.is_empty() {
+                    emit(frame, arrival);
+                } else if held + frame.len() > LINE_BYTES {
+                    add(OVERFLOW, 1);
+                } else {
+                    held += frame.len();
+                    if delaying && at > now {
+                        add(DELAYED, 1);
+                    }
+                    seq += 1;
+                    heap.push(Held {
+                        at,
+                        seq,
+                        frame: frame.to_vec(),
+                        arrival,
+                    });
+                }
+            }
+        }
+    }
+}
+
+fn snapshot(cfg: &Config, shared: &[Arc<Shared>; 2]) -> Vec<Counters> {
+    (0..2)
+        .map(|i| {
+            let v = |k: usize| shared[i].v[k].load(Ordering::Relaxed);
+            Counters {
+                from: cfg.ends[i].clone(),
+                to: cfg.ends[1 - i].clone(),
+                received: v(RECEIVED),
+                forwarded: v(FORWARDED),
+                dropped: v(DROPPED),
+                delayed: v(DELAYED),
+                reordered: v(REORDERED),
+                duplicated: v(DUPLICATED),
+                send_errors: v(SEND_ERRORS),
+                overflow: v(OVERFLOW),
+                rx_drops: v(RX_DROPS),
+                udp: UdpCounters {
+                    received: v(UDP_RECEIVED),
+                    dropped: v(UDP_DROPPED),
+                    reordered: v(UDP_REORDERED),
+                    duplicated: v(UDP_DUPLICATED),
+                },
+            }
+        })
+        .collect()
+}
+
+fn write_counters(cfg: &Config, c: &[Counters]) {
+    let tmp = cfg.counters.with_extension("tmp");
+    if std::fs::write(&tmp, serde_json::to_vec_pretty(c).expect("serializable")).is_ok() {
+        let _ = std::fs::rename(&tmp, &cfg.counters);
+    }
+}
+
+/// Reads an element's counters file (both directions).
+pub fn read_counters(path: &std::path::Path) -> Option<Vec<Counters>> {
+    serde_json::from_slice(&std::fs::read(path).ok()?).ok()
+}
+
+/// Runs an element until SIGTERM or SIGINT (`netrig lab element CONFIG`, in the element's
+/// namespace).
+pub fn run(cfg: &Config) -> Result<(), String> {
+    // SAFETY: the handler only stores to an atomic.
+    unsafe {
+        libc::signal(libc::SIGTERM, on_term as *const () as libc::sighandler_t);
+        libc::signal(libc::SIGINT, on_term as *const () as libc::sighandler_t);
+    }
+    let fds = [packet_socket(&cfg.ifaces[0])?, packet_socket(&cfg.ifaces[1])?];
+    let shared = [Arc::new(Shared::default()), Arc::new(Shared::default())];
+    write_counters(cfg, &snapshot(cfg, &shared));
+    let threads: Vec<_> = (0..2)
+        .map(|i| {
+            let (rx, tx, p, c) = (fds[i], fds[1 - i], cfg.props[i].clone(), shared[i].clone());
+            std::thread::spawn(move || forward(rx, tx, p, c))
+        })
+        .collect();
+    while !STOP.load(Ordering::Relaxed) && threads.iter().all(|t| !t.is_finished()) {
+        std::thread::sleep(Duration::from_millis(100));
+        for i in 0..2 {
+            shared[i].v[RX_DROPS].fetch_add(socket_drops(fds[i]), Ordering::Relaxed);
+        }
+        write_counters(cfg, &snapshot(cfg, &shared));
+    }
+    for i in 0..2 {
+        shared[i].v[RX_DROPS].fetch_add(socket_drops(fds[i]), Ordering::Relaxed);
+    }
+    STOP.store(true, Ordering::SeqCst);
+    for t in threads {
+        let _ = t.join();
+    }
+    write_counters(cfg, &snapshot(cfg, &shared));
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn line(p: Props) -> Line {
+        Line::new(p, Rng::new(42))
+    }
+
+    #[test]
+    fn delay_and_jitter_never_reorder() {
+        let mut l = line(Props {
+            delay_us: 10_000,
+            jitter_us: 5_000,
+            ..Default::default()
+        });
+        let t0 = Instant::now();
+        let mut prev = t0;
+        for i in 0..10_000u64 {
+            let now = t0 + Duration::from_micros(i * 10);
+            let f = l.admit(now, 1);
+            assert_eq!(f.release.len(), 1);
+            let at = f.release[0];
+            assert!(at >= prev, "frame {i} released before the one ahead");
+            assert!(at >= now + Duration::from_micros(5_000));
+            prev = at;
+        }
+    }
+
+    #[test]
+    fn loss_duplication_and_reordering_happen_at_their_rates() {
+        let mut l = line(Props {
+            delay_us: 1_000,
+            loss: 0.1,
+            duplicate: 0.05,
+            reorder: 0.2,
+            ..Default::default()
+        });
+        let now = Instant::now();
+        let (mut lost, mut dup, mut early) = (0, 0, 0);
+        let n = 100_000;
+        for _ in 0..n {
+            let f = l.admit(now, 3);
+            match f.release.len() {
+                0 => lost += 1,
+                2 => dup += 1,
+                _ => {}
+            }
+            if f.reordered {
+                early += 1;
+                assert_eq!(f.release[0], now, "a reordered frame skips the delay");
+            }
+        }
+        let near = |got: usize, p: f64| {
+            let sd = (n as f64 * p * (1.0 - p)).sqrt();
+            (got as f64 - n as f64 * p).abs() < 5.0 * sd
+        };
+        assert!(near(lost, 0.1), "lost {lost}");
+        assert!(near(dup, 0.9 * 0.05), "duplicated {dup}");
+        assert!(near(early, 0.9 * 0.2), "reordered {early}");
+    }
+
+    #[test]
+    fn late_frames_are_counted_as_a_receiver_counts_out_of_order() {
+        let mut l = LateCount::default();
+        // Sent in the order 1 4 2 3 5: 2 and 3 arrive below the highest seen.
+        let late: Vec<bool> = [1, 4, 2, 3, 5].iter().map(|&s| l.sent(s)).collect();
+        assert_eq!(late, vec![false, false, true, true, false]);
+    }
+
+    #[test]
+    fn udp_frames_are_recognised_over_both_families() {
+        let mut f = vec![0u8; 10 + 14 + 40 + 8];
+        f[22] = 0x08;
+        f[23] = 0x00;
+        f[24 + 9] = 17;
+        assert!(is_udp(&f));
+        f[24 + 9] = 6;
+        assert!(!is_udp(&f));
+        f[22] = 0x86;
+        f[23] = 0xdd;
+        f[24 + 6] = 17;
+        assert!(is_udp(&f));
+        assert!(!is_udp(&f[..20]));
+    }
+
+    #[test]
+    fn a_frame_skipping_an_empty_delay_line_is_not_counted_reordered() {
+        let mut l = line(Props {
+            delay_us: 1_000,
+            reorder: 1.0,
+            ..Default::default()
+        });
+        assert!(!l.admit(Instant::now(), 0).reordered);
+        assert!(l.admit(Instant::now(), 1).reordered);
+    }
+
+    #[test]
+    fn the_delay_line_releases_the_earliest_first() {
+        let t = Instant::now();
+        let mut h = BinaryHeap::new();
+        for (i, ms) in [5u64, 1, 3, 1].iter().enumerate() {
+            h.push(Held {
+                at: t + Duration::from_millis(*ms),
+                seq: i as u64,
+                frame: vec![],
+                arrival: None,
+            });
+        }
+        let order: Vec<u64> = std::iter::from_fn(|| h.pop().map(|x| x.seq)).collect();
+        assert_eq!(order, vec![1, 3, 2, 0]);
+    }
+}
