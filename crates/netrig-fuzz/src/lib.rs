@@ -24,6 +24,7 @@ pub mod data_hello;
 pub mod frame;
 pub mod http_request;
 pub mod http_response;
+pub mod lab_frame;
 pub mod latency_histogram;
 pub mod message;
 pub mod preamble;
@@ -43,6 +44,7 @@ pub const TARGETS: &[Target] = &[
     ("http_response", http_response::run),
     ("frame", frame::run),
     ("http_request", http_request::run),
+    ("lab_frame", lab_frame::run),
     ("latency_histogram", latency_histogram::run),
     ("message", message::run),
     ("preamble", preamble::run),

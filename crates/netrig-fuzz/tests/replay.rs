@@ -96,6 +96,7 @@ replay_tests! {
     frame
     http_request
     http_response
+    lab_frame
     latency_histogram
     message
     preamble
