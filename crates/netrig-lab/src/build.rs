@@ -828,7 +828,6 @@ fn witness_row(p: &Plan, d: &Direction, port: u16, o: &UpOptions) -> Result<Witn
     }
     let to = address_of(p, &d.to, &d.from);
     let port_s = port.to_string();
-    let len = format!("{}", o.witness_length);
     let expected = d.rate_bps.map(|r| tcp_goodput(r, d.mtu));
     let mut row = WitnessRow {
         link: d.link.clone(),
