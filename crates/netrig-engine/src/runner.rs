@@ -586,6 +586,12 @@ pub fn run_side(
     ctl.stop.store(true, Ordering::Relaxed);
     let join_deadline = Instant::now() + plan.drain + Duration::from_secs(5);
     let joined = waiter.wait_all(join_deadline);
+    if joined.is_err() {
+        // Workers still running past the drain bound stop at once: a sender sleeping off its
+        // debt to the agent's --max-rate (a large answer under a small cap) would otherwise
+        // hold its thread and sockets until the debt is paid.
+        ctl.aborted.store(true, Ordering::Relaxed);
+    }
     log::debug!(
         "workers joined: {}",
         if joined.is_ok() { "ok" } else { "with an error" }
