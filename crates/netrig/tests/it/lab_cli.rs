@@ -679,22 +679,24 @@ fn loss_duplicates_and_reordering_by_the_path_element_are_what_udp_stream_counts
         (lost - 0.1 * sent).abs() < 4.0 * sd,
         "lost {lost} of {sent}: not 10 % within 4 sigma ({sd:.1})"
     );
-    // What the receiver counts is what the element did, datagram for datagram.
-    assert_eq!(
-        u["lost_datagrams"].as_u64().unwrap(),
-        d("dropped"),
-        "lost: {u} {after}"
-    );
-    assert_eq!(
-        u["duplicates"].as_u64().unwrap(),
-        d("duplicated"),
-        "duplicates: {u} {after}"
-    );
-    assert_eq!(
-        u["out_of_order"].as_u64().unwrap(),
-        d("reordered"),
-        "out of order: {u} {after}"
-    );
+    // What the receiver counts is what the element did, datagram for datagram, but for the data
+    // hellos the client repeats during set-up: they are UDP frames too, and the element may drop,
+    // duplicate or hold them back like any other. The frames it saw beyond the data datagrams
+    // bound the difference (CI once saw 387 dropped against 386 lost, with 2 hellos through).
+    let extra = d("received").saturating_sub(u["sent_datagrams"].as_u64().unwrap());
+    assert!(extra <= 20, "{extra} frames beyond the data: {u} {after}");
+    for (ours, theirs) in [
+        ("lost_datagrams", "dropped"),
+        ("duplicates", "duplicated"),
+        ("out_of_order", "reordered"),
+    ] {
+        let n = u[ours].as_u64().unwrap();
+        let e = d(theirs);
+        assert!(
+            n <= e + extra && e <= n + extra,
+            "{ours} {n} against the element's {theirs} {e} (with {extra} frames beyond the data): {u} {after}"
+        );
+    }
     assert!(d("duplicated") > 0 && d("reordered") > 0, "{after}");
     let text = stdout(&run(&["lab", "status", &name]));
     assert!(text.contains("element a → b on a-b"), "{text}");
