@@ -572,22 +572,6 @@ pub fn sum(
             out.warnings.push(format!("client {}: {w}", p.client));
         }
     }
-    if let (Some(skew), Some(o)) = (start_skew_s, &overlap) {
-        let shortest = parts
-            .iter()
-            .map(|(_, r)| r.summary.elapsed_s)
-            .fold(f64::INFINITY, f64::min);
-        if shortest > 0.0 && skew > SKEW_WARN_FRACTION * shortest {
-            out.warnings.push(format!(
-                "the {n} clients began {:.1} ms apart, {:.0}% of the shortest window ({:.3} s): the sum holds over \
-                 their common {:.3} s; a longer test (-l) makes the skew a smaller part",
-                skew * 1e3,
-                skew / shortest * 100.0,
-                shortest,
-                o.length_s
-            ));
-        }
-    }
     out.witness = netrig_report::witness::WitnessResult {
         withheld: vec![format!(
             "{n} client hosts: the sum is not checked against the kernel: each client's readings bracket only \
@@ -595,7 +579,7 @@ pub fn sum(
         )],
         ..Default::default()
     };
-    let clients = parts
+    let clients: Vec<ClientPart> = parts
         .into_iter()
         .map(|(p, r)| ClientPart {
             host: p.client,
@@ -610,16 +594,36 @@ pub fn sum(
             result: r,
         })
         .collect();
-    Ok((
-        out,
-        ClientsRun {
-            start_at_unix_s,
-            start_skew_s,
-            overlap,
-            clients,
-            withheld,
-        },
-    ))
+    let run = ClientsRun {
+        start_at_unix_s,
+        start_skew_s,
+        overlap,
+        clients,
+        withheld,
+    };
+    out.warnings.extend(skew_warning(&run));
+    Ok((out, run))
+}
+
+/// A start skew above [`SKEW_WARN_FRACTION`] of the shortest client's window, said.
+pub fn skew_warning(run: &ClientsRun) -> Option<String> {
+    let (skew, o) = (run.start_skew_s?, run.overlap.as_ref()?);
+    let shortest = run
+        .clients
+        .iter()
+        .map(|c| c.elapsed_s)
+        .fold(f64::INFINITY, f64::min);
+    (shortest > 0.0 && skew > SKEW_WARN_FRACTION * shortest).then(|| {
+        format!(
+            "the {} clients began {:.1} ms apart, {:.0}% of the shortest window ({:.3} s): the sum holds over \
+             their common {:.3} s; a longer test (-l) makes the skew a smaller part",
+            run.clients.len(),
+            skew * 1e3,
+            skew / shortest * 100.0,
+            shortest,
+            o.length_s
+        )
+    })
 }
 
 fn add_opt(a: Option<f64>, b: Option<f64>) -> Option<f64> {

@@ -95,6 +95,7 @@ fn lab_lines(e: &Experiment) -> String {
 /// runs), the sum, the start skew and the window the sum holds over.
 fn clients_lines(t: &TestOutcome) -> String {
     let mut out = String::new();
+    let mut withheld: Vec<&String> = Vec::new();
     for p in &t.points {
         for a in p.arms.iter().filter(|a| !a.clients.is_empty()) {
             let runs = a.clients.len() as f64;
@@ -144,10 +145,15 @@ fn clients_lines(t: &TestOutcome) -> String {
                     figure.unwrap_or_else(|| "-".into())
                 );
             }
-            for w in &a.clients[0].withheld {
-                let _ = writeln!(out, "  withheld: {w}");
+            for w in a.clients.iter().flat_map(|c| &c.withheld) {
+                if !withheld.contains(&w) {
+                    withheld.push(w);
+                }
             }
         }
+    }
+    for w in withheld {
+        let _ = writeln!(out, "withheld for several clients at once: {w}");
     }
     out
 }

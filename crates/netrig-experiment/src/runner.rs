@@ -399,6 +399,14 @@ fn run_prepared(
                                         )
                                     })
                                     .map(|(sum, parts)| {
+                                        doc.warnings.extend(crate::multi::skew_warning(&parts).map(|w| {
+                                            format!(
+                                                "{} {} (arm {:?}): {w}",
+                                                kind.name(),
+                                                prep.point,
+                                                arm.name
+                                            )
+                                        }));
                                         outcome.arms[a].clients.push(parts);
                                         sum
                                     })

@@ -168,3 +168,45 @@ limit_packets = 1000
         );
     }
 }
+
+/// `--start-at T`: the client sets up, then sends `go` at T (not before), and the result says when
+/// it began (`started_unix_s`); a T more than 10 s ahead is refused by name.
+#[test]
+fn start_at_begins_the_test_at_the_instant_given() {
+    let now = || {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs_f64()
+    };
+    let at = now() + 1.5;
+    let o = run(&["tcp-rr", "-l", "0.2", "--json", "--start-at", &format!("{at:.6}")]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let began = v["started_unix_s"].as_f64().expect("started_unix_s");
+    assert!(
+        began >= at - 0.001,
+        "began {:.3} s before the instant given",
+        at - began
+    );
+    assert!(
+        began < at + 1.0,
+        "began {:.3} s after the instant given",
+        began - at
+    );
+    // Without it the result still says when it began.
+    let t0 = now();
+    let o = run(&["tcp-rr", "-l", "0.2", "--json"]);
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let began = v["started_unix_s"].as_f64().expect("started_unix_s");
+    assert!(began >= t0 && began <= now(), "{began} not within the run");
+    let o = run(&[
+        "tcp-rr",
+        "-l",
+        "0.2",
+        "--start-at",
+        &format!("{:.0}", now() + 60.0),
+    ]);
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("at most 10 s"), "{}", stderr(&o));
+}
