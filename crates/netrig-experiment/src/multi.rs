@@ -843,6 +843,35 @@ mod tests {
         assert!(e.to_string().contains("no [lab]"), "{e}");
     }
 
+    /// Issue #38: plans/gigabit.toml runs in a lab and changes nothing outside it: every arm's
+    /// command runs inside a lab host, none touches the host-wide net.core limits, and one arm
+    /// runs from five client hosts at once.
+    #[test]
+    fn the_gigabit_plan_changes_nothing_outside_its_lab() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../plans/gigabit.toml");
+        let p = Plan::from_toml(&std::fs::read_to_string(path).unwrap()).unwrap();
+        assert!(p.lab.is_some(), "a lab plan");
+        for a in p.arms() {
+            let cmds: Vec<&String> = a.setup.iter().chain(&a.teardown).collect();
+            assert!(
+                cmds.is_empty() || a.in_host.is_some(),
+                "arm {}: a command on this host",
+                a.name
+            );
+            assert!(
+                cmds.iter().all(|c| !c.contains("net.core.")),
+                "arm {}: {cmds:?}",
+                a.name
+            );
+        }
+        let five = p
+            .arms()
+            .into_iter()
+            .find(|a| a.name == "five-clients")
+            .expect("a five-clients arm");
+        assert_eq!(client_hosts(&p, &five).len(), 5);
+    }
+
     /// A client's result without a start time: the skew is withheld, not made up.
     #[test]
     fn no_start_time_no_skew() {
