@@ -554,14 +554,18 @@ pub fn sum(
     }
     intervals.sort_by_key(|i| i.index);
     out.intervals = intervals;
+    // Each client's workers, and the agent's for each client, numbered on.
     for (_, r) in parts.iter().skip(1) {
-        let base = out.workers.local.len() as u32;
-        out.workers
-            .local
-            .extend(r.workers.local.iter().cloned().map(|mut w| {
+        for (all, more) in [
+            (&mut out.workers.local, &r.workers.local),
+            (&mut out.workers.remote, &r.workers.remote),
+        ] {
+            let base = all.len() as u32;
+            all.extend(more.iter().cloned().map(|mut w| {
                 w.worker += base;
                 w
             }));
+        }
     }
     out.config.flows = parts.iter().map(|(_, r)| r.config.flows).sum();
     out.config.workers = parts.iter().map(|(_, r)| r.config.workers).sum::<Option<u32>>();
