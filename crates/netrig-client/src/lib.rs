@@ -9,5 +9,5 @@ mod watch;
 
 pub use error::ClientError;
 pub use resolve::{resolve, Family};
-pub use run::{Client, ClientOptions};
+pub use run::{Client, ClientOptions, MAX_START_WAIT};
 pub use watch::Watching;

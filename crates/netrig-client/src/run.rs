@@ -61,7 +61,15 @@ pub struct ClientOptions {
     pub udp_size_default: bool,
     /// This client's key (`--key`) and the agent's to expect (`--agent-key`).
     pub auth: netrig_proto::auth::ClientAuth,
+    /// `--start-at`: once set up (connections open, the agent ready), send `go` at this wall-clock
+    /// instant, so that several clients begin together (a lab plan's `clients`); waited for
+    /// [`MAX_START_WAIT`] at most. Past: at once.
+    pub start_at: Option<std::time::SystemTime>,
 }
+
+/// The longest a client waits for its `--start-at` once set up (the agent waits for `go` for
+/// its set-up timeout, 30 s by default).
+pub const MAX_START_WAIT: Duration = Duration::from_secs(10);
 
 /// A handshaken control connection to an agent.
 pub struct Client {
@@ -660,7 +668,24 @@ impl Client {
                           // its window never closes before ours (a client descheduled between
                           // sending and reading the clock would otherwise start late, and its
                           // last transactions could reach an agent whose run had ended).
+        if let Some(at) = self.opts.start_at {
+            // The common start of several clients: wait for it (bounded), still abortable.
+            let until = Instant::now()
+                + at.duration_since(std::time::SystemTime::now())
+                    .unwrap_or_default()
+                    .min(MAX_START_WAIT);
+            while let Some(left) = until
+                .checked_duration_since(Instant::now())
+                .filter(|d| !d.is_zero())
+            {
+                if let Some(reason) = ctl.abort_reason() {
+                    return Err(ClientError::Test(reason));
+                }
+                std::thread::sleep(left.min(Duration::from_millis(20)));
+            }
+        }
         let start = Instant::now();
+        let started_wall = std::time::SystemTime::now();
         self.conn.send(&ClientMsg::Go).map_err(proto_err)?;
         self.sm.go_sent().map_err(proto_err)?;
 
@@ -866,6 +891,13 @@ impl Client {
             },
             warnings,
         )
+        .map(|mut r| {
+            r.started_unix_s = started_wall
+                .duration_since(std::time::UNIX_EPOCH)
+                .ok()
+                .map(|d| d.as_secs_f64());
+            r
+        })
         .map_err(ClientError::Test)
     }
 }

@@ -78,6 +78,11 @@ pub struct ArmOutcome {
     /// With a `[lab]`: where this arm's runs went (hosts, path, address).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lab: Option<LabPlace>,
+    /// With several client hosts at once (`clients = ["c1", "c2"]`): per run, in the order of
+    /// `runs` (each of which is the clients' sum), each client's part, the start skew and the
+    /// window the sum holds over (crate::multi).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub clients: Vec<crate::multi::ClientsRun>,
 }
 
 /// Where an arm's runs went in the plan's lab.
@@ -96,6 +101,10 @@ pub struct LabPlace {
     /// The link or LAN the address is on (absent for loopback).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub segment: Option<String>,
+    /// With several client hosts at once: all of them (`client` is the first); each one's
+    /// namespace and address are in the arm's `clients`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub clients: Vec<String>,
 }
 
 impl ArmOutcome {

@@ -6,6 +6,7 @@ pub mod analysis;
 pub mod command;
 pub mod document;
 pub mod metric;
+pub mod multi;
 pub mod output;
 pub mod plan;
 pub mod runner;

@@ -75,7 +75,11 @@ fn lab_lines(e: &Experiment) -> String {
                     out,
                     "  arm {}: client in {}, agent in {} at {} ({}{})",
                     a.arm,
-                    l.client,
+                    if l.clients.is_empty() {
+                        l.client.clone()
+                    } else {
+                        format!("each of {} at once", l.clients.join(", "))
+                    },
                     l.server,
                     l.address,
                     l.path,
@@ -83,6 +87,73 @@ fn lab_lines(e: &Experiment) -> String {
                 );
             }
         }
+    }
+    out
+}
+
+/// With several client hosts at once: each arm's clients, each one's part (its mean over the
+/// runs), the sum, the start skew and the window the sum holds over.
+fn clients_lines(t: &TestOutcome) -> String {
+    let mut out = String::new();
+    let mut withheld: Vec<&String> = Vec::new();
+    for p in &t.points {
+        for a in p.arms.iter().filter(|a| !a.clients.is_empty()) {
+            let runs = a.clients.len() as f64;
+            let mean = |f: &dyn Fn(&crate::multi::ClientsRun) -> Option<f64>| -> Option<f64> {
+                a.clients.iter().map(f).sum::<Option<f64>>().map(|s| s / runs)
+            };
+            let skews: Vec<f64> = a.clients.iter().filter_map(|c| c.start_skew_s).collect();
+            let skew = match skews.iter().copied().reduce(f64::max) {
+                Some(max) if skews.len() > 1 => format!(
+                    "start skew {:.2} ms (mean {:.2} ms over {} runs)",
+                    max * 1e3,
+                    skews.iter().sum::<f64>() / skews.len() as f64 * 1e3,
+                    skews.len()
+                ),
+                Some(max) => format!("start skew {:.2} ms", max * 1e3),
+                None => "start skew not measured (a client's result has no start time)".into(),
+            };
+            let window = match (
+                mean(&|c| c.overlap.as_ref().map(|o| o.length_s)),
+                mean(&|c| c.clients.iter().map(|p| p.elapsed_s).reduce(f64::min)),
+            ) {
+                (Some(o), Some(w)) => format!(", the sum holds over their common {o:.3} s of {w:.3} s"),
+                _ => String::new(),
+            };
+            let point = match p.point.values.is_empty() {
+                true => String::new(),
+                false => format!(" at {}", p.point),
+            };
+            let n = a.clients[0].clients.len();
+            let _ = writeln!(out, "arm {}{point}: {n} clients at once, {skew}{window}", a.arm);
+            let transactions = a.clients[0].clients[0].transactions_per_s.is_some();
+            for k in 0..n {
+                let part = |f: &dyn Fn(&crate::multi::ClientPart) -> f64| mean(&|c| c.clients.get(k).map(f));
+                let host = &a.clients[0].clients[k].host;
+                let figure = if transactions {
+                    part(&|c| c.transactions_per_s.unwrap_or(0.0)).map(|v| format!("{v:.1} trans/s"))
+                } else {
+                    part(&|c| c.throughput_bps).map(|v| format!("{:.2} Mbit/s", v / 1e6))
+                };
+                let offset = part(&|c| c.start_offset_s.unwrap_or(f64::NAN))
+                    .filter(|v| v.is_finite())
+                    .map(|v| format!(", began +{:.2} ms", v * 1e3))
+                    .unwrap_or_default();
+                let _ = writeln!(
+                    out,
+                    "  {host:<10} {}{offset}",
+                    figure.unwrap_or_else(|| "-".into())
+                );
+            }
+            for w in a.clients.iter().flat_map(|c| &c.withheld) {
+                if !withheld.contains(&w) {
+                    withheld.push(w);
+                }
+            }
+        }
+    }
+    for w in withheld {
+        let _ = writeln!(out, "withheld for several clients at once: {w}");
     }
     out
 }
@@ -133,6 +204,7 @@ pub fn render(e: &Experiment) -> String {
         } else {
             render_transactions(&mut out, t, arms.len() > 1);
         }
+        out.push_str(&clients_lines(t));
     }
     if !e.warnings.is_empty() {
         let _ = writeln!(out);

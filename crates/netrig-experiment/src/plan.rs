@@ -79,9 +79,10 @@ pub struct TargetPlan {
     pub server_agent: Option<String>,
     /// Kinds with one end: run each test from this many client processes,
     /// summed (`--clients`), from these source addresses (`--client-addrs`;
-    /// empty: 127.0.0.1, .2, ... against a loopback server).
+    /// empty: 127.0.0.1, .2, ... against a loopback server). With a `[lab]`: a list of lab
+    /// hosts, each running the test at once (crate::multi).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub clients: Option<u32>,
+    pub clients: Option<TargetClients>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub client_addrs: Vec<std::net::IpAddr>,
     /// With a `[lab]`: the lab host the test's client runs in (its namespace).
@@ -94,6 +95,25 @@ pub struct TargetPlan {
     /// client host) or "loopback" (the client runs in the server host, to 127.0.0.1 or ::1).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub path: Option<String>,
+}
+
+/// `target.clients`: a number of client processes on this host (kinds with one end), or, with a
+/// `[lab]`, the lab hosts that each run the test at once, started together and summed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum TargetClients {
+    Count(u32),
+    Hosts(Vec<String>),
+}
+
+impl TargetClients {
+    /// The number of client processes on this host, if that is what it says.
+    pub fn count(&self) -> Option<u32> {
+        match self {
+            TargetClients::Count(n) => Some(*n),
+            TargetClients::Hosts(_) => None,
+        }
+    }
 }
 
 /// One test: a kind and its options as the command line takes them, and
@@ -142,6 +162,10 @@ pub struct Arm {
     pub server: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub path: Option<String>,
+    /// With a `[lab]`: this arm's client hosts, each running the test at once (in place of the
+    /// target's `client` or `clients`): `["c1"]` against `["c1", "c2"]` is one client against two.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clients: Option<Vec<String>>,
 }
 
 /// Where one arm's runs go in a lab: the client's host, the server's, the path.
@@ -241,6 +265,7 @@ impl Plan {
                 client: None,
                 server: None,
                 path: None,
+                clients: None,
             }]
         } else {
             self.arms.clone()
@@ -340,8 +365,10 @@ impl Plan {
         };
         // An arm's loopback runs the client in the server's host, whatever client the target
         // names (a target's own loopback with a client elsewhere is refused below).
+        let hosts = crate::multi::client_hosts(self, arm);
         let client = match (&arm.client, loopback) {
             (Some(c), _) => Some(c.clone()),
+            (None, _) if !hosts.is_empty() => Some(hosts[0].clone()),
             (None, true) if arm.path.is_some() => Some(server.clone()),
             (None, _) => t
                 .and_then(|t| t.client.clone())
@@ -389,28 +416,37 @@ impl Plan {
         let bad = |m: String| Err(PlanError::Invalid(m));
         let t = self.target.as_ref();
         if self.lab.is_none() {
-            let named = t.is_some_and(|t| t.client.is_some() || t.server.is_some() || t.path.is_some())
-                || self.arms.iter().any(|a| {
-                    a.client.is_some() || a.server.is_some() || a.path.is_some() || a.in_host.is_some()
-                });
+            let named = t.is_some_and(|t| {
+                t.client.is_some()
+                    || t.server.is_some()
+                    || t.path.is_some()
+                    || matches!(t.clients, Some(TargetClients::Hosts(_)))
+            }) || self.arms.iter().any(|a| {
+                a.client.is_some()
+                    || a.server.is_some()
+                    || a.path.is_some()
+                    || a.in_host.is_some()
+                    || a.clients.is_some()
+            });
             if named {
-                return bad("client, server, path and in_host name lab hosts: the plan has no [lab]".into());
+                return bad("client, server, path, in_host and a list of clients name lab hosts: the plan has no [lab]".into());
             }
             return Ok(());
         }
         if let Some(t) = t {
             if t.host.is_some()
                 || t.server_agent.is_some()
-                || t.clients.is_some()
+                || t.clients.as_ref().is_some_and(|c| c.count().is_some())
                 || !t.client_addrs.is_empty()
             {
                 return bad(
-                    "a plan with a [lab] runs against the lab's agents: target.host, server_agent, clients and client_addrs are not for it (yet)"
+                    "a plan with a [lab] runs against the lab's agents: target.host, server_agent, a number of clients and client_addrs are not for it (yet); clients = [\"c1\", \"c2\"] names lab hosts"
                         .into(),
                 );
             }
         }
         for a in self.arms() {
+            crate::multi::check(self, &a)?;
             self.lab_route(&a)?;
         }
         Ok(())

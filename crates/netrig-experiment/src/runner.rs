@@ -195,11 +195,16 @@ pub fn run_in_lab(
             arms.iter()
                 .map(|a| {
                     let route = plan.lab_route(a)?.expect("a plan with a lab");
-                    lab_place(lab.state, &route, v6)
-                        .map(Some)
-                        .map_err(|e| PlanError::Invalid(format!("arm {:?}: {e}", a.name)))
+                    let mut place = lab_place(lab.state, &route, v6)
+                        .map_err(|e| PlanError::Invalid(format!("arm {:?}: {e}", a.name)))?;
+                    // Several client hosts at once (crate::multi): each one's place.
+                    place.clients = crate::multi::places(plan, a, lab.state, v6)?
+                        .into_iter()
+                        .map(|p| p.client)
+                        .collect();
+                    Ok(Some(place))
                 })
-                .collect::<Result<_, _>>()?
+                .collect::<Result<_, PlanError>>()?
         }
         (None, Some(_)) => {
             return Err(PlanError::Invalid(
@@ -239,10 +244,11 @@ pub fn run_in_lab(
     };
     let target = embedded.as_ref().map_or(target, |a| a.target());
     let clients = match &plan.target {
-        Some(t) => {
-            netrig_run::clients::Clients::of_this_binary(t.clients.unwrap_or(1), t.client_addrs.clone())
-                .map_err(PlanError::Invalid)?
-        }
+        Some(t) => netrig_run::clients::Clients::of_this_binary(
+            t.clients.as_ref().and_then(|c| c.count()).unwrap_or(1),
+            t.client_addrs.clone(),
+        )
+        .map_err(PlanError::Invalid)?,
         None => None,
     };
     run_prepared(
@@ -324,6 +330,7 @@ fn run_prepared(
                         estimates: Vec::new(),
                         confident: None,
                         lab: None,
+                        clients: Vec::new(),
                     })
                     .collect(),
                 comparisons: Vec::new(),
@@ -376,7 +383,34 @@ fn run_prepared(
                         (None, Some((l, places))) => {
                             let place = places[a].as_ref().expect("a place for every arm");
                             outcome.arms[a].lab = Some(place.clone());
-                            run_in_host(&l.exe, place, kind.name(), &prep.args[a], &planned.spec, cancel)
+                            if place.clients.is_empty() {
+                                run_in_host(&l.exe, place, kind.name(), &prep.args[a], &planned.spec, cancel)
+                            } else {
+                                crate::multi::places(plan, arm, l.state, place.address.starts_with('[')) // IPv6: [addr]:port
+                                    .map_err(|e| e.to_string())
+                                    .and_then(|ps| {
+                                        crate::multi::run(
+                                            &l.exe,
+                                            &ps,
+                                            kind.name(),
+                                            &prep.args[a],
+                                            &planned.spec,
+                                            cancel,
+                                        )
+                                    })
+                                    .map(|(sum, parts)| {
+                                        doc.warnings.extend(crate::multi::skew_warning(&parts).map(|w| {
+                                            format!(
+                                                "{} {} (arm {:?}): {w}",
+                                                kind.name(),
+                                                prep.point,
+                                                arm.name
+                                            )
+                                        }));
+                                        outcome.arms[a].clients.push(parts);
+                                        sum
+                                    })
+                            }
                         }
                         (None, None) => unreachable!("a target or a lab"),
                     };
@@ -499,6 +533,7 @@ pub fn lab_place(
         path: if route.loopback { "loopback" } else { "link" }.into(),
         address: std::net::SocketAddr::new(ip, agent.port).to_string(),
         segment,
+        clients: Vec::new(),
     })
 }
 

@@ -205,6 +205,7 @@ mod tests {
                         ],
                         confident: None,
                         lab: None,
+                        clients: Vec::new(),
                     }],
                     comparisons: vec![],
                 })

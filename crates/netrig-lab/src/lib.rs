@@ -12,6 +12,8 @@ pub mod build;
 pub mod element;
 pub mod model;
 pub mod plan;
+#[cfg(test)]
+mod port_tests;
 
 pub use build::{down, down_stale, exec, list, status_text, up, LabState, UpOptions};
 pub use model::{parse, Topology};

@@ -93,6 +93,10 @@ pub struct Lan {
     /// What each host sends into the segment, by host.
     #[serde(default)]
     pub shape: BTreeMap<String, Shape>,
+    /// What the switch sends to each host, by host: its port's egress (a server's port on a
+    /// shared segment, the bottleneck when several clients send to it).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub port: BTreeMap<String, Shape>,
 }
 
 /// The properties of one direction of a link (the sender's egress).

@@ -699,6 +699,43 @@ pub fn plan(topo: &Topology, id: &str, k: Kernel, dir: &std::path::Path) -> Resu
                 Err(e) => return Err(e),
             }
         }
+        // What the switch sends to a host: its port's egress, in the bridge's namespace; the
+        // witness measures it from the first other member.
+        for (to, s) in lan.port.iter().filter(|(_, s)| !s.is_empty()) {
+            if lan.switch.as_ref() == Some(to) {
+                return Err(spec(format!(
+                    "port of {what}: {to} holds the bridge itself (it has no port)"
+                )));
+            }
+            let (Some(m), Some(from)) = (
+                members.iter().find(|m| &m.host == to),
+                members.iter().find(|o| &o.host != to),
+            ) else {
+                return Err(spec(format!("port of {what}: {to} is not on it")));
+            };
+            let (dev, label) = (
+                format!("p{j}-{to}"),
+                format!("{} (LAN → {to}, the switch's port)", lan.name),
+            );
+            match shaping(&label, &bridge_ns, &dev, s, mtu, k, false) {
+                Ok((st, mechanism, rate_bps)) => {
+                    bridge_steps.extend(st);
+                    directions.push(Direction {
+                        link: lan.name.clone(),
+                        from: from.host.clone(),
+                        to: m.host.clone(),
+                        ns: from.ns.clone(),
+                        dev,
+                        shape: s.clone(),
+                        rate_bps,
+                        mechanism: format!("{mechanism} on the switch's port to {to}"),
+                        mtu,
+                    });
+                }
+                Err(LabError::Refused(r)) => refused.extend(r),
+                Err(e) => return Err(e),
+            }
+        }
         check_offloads(&what, &lan.offloads, k, &mut refused)?;
         segments.push(Segment {
             name: lan.name.clone(),

@@ -63,6 +63,7 @@ pub fn experiment(
                         estimates,
                         confident: None,
                         lab: None,
+                        clients: Vec::new(),
                     }
                 })
                 .collect();

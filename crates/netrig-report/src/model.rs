@@ -40,6 +40,12 @@ pub struct TestResult {
     /// host"); absent otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub server_host: Option<crate::server_host::ServerHost>,
+    /// When the test began by this client's wall clock, seconds since the Unix epoch: the
+    /// instant the client sent `go` (time zero of the window, `omit_s` before it opens, and of
+    /// the intervals). Several clients started together (a lab plan's `clients`) are compared
+    /// by it: their start skew. Absent in results of netrig before it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub started_unix_s: Option<f64>,
 }
 
 /// One value per end of the test.

@@ -126,6 +126,9 @@ pub struct LocalOptions {
     /// A kind with one end run from several client processes, summed
     /// (`--clients N`; [`clients`]).
     pub clients: Option<clients::Clients>,
+    /// `--start-at`: begin (send `go`, once set up) at this wall-clock instant, as other clients
+    /// started together do; a kind with one end waits for it before it starts.
+    pub start_at: Option<std::time::SystemTime>,
 }
 
 impl Default for LocalOptions {
@@ -137,6 +140,7 @@ impl Default for LocalOptions {
             udp_size_default: false,
             server_agent: None,
             clients: None,
+            start_at: None,
         }
     }
 }
@@ -261,6 +265,7 @@ impl Session {
             cpus: local.cpus,
             udp_size_default: local.udp_size_default,
             auth: Default::default(),
+            start_at: local.start_at,
         };
         let (addrs, embedded) = match target {
             Target::Agent {
@@ -400,10 +405,26 @@ pub fn run_kind(
                 return Err(e);
             }
         };
+        if let Some(wait) = local
+            .start_at
+            .and_then(|at| at.duration_since(std::time::SystemTime::now()).ok())
+        {
+            std::thread::sleep(wait.min(netrig_client::MAX_START_WAIT));
+        }
+        let started = std::time::SystemTime::now();
         let result = match &local.clients {
             Some(c) => clients::run(one, spec, server, c, &ctl),
             None => one.run(spec, server, &end, ctl, on_interval),
-        };
+        }
+        .map(|mut r| {
+            r.started_unix_s = r.started_unix_s.or_else(|| {
+                started
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .ok()
+                    .map(|d| d.as_secs_f64())
+            });
+            r
+        });
         cancel.end();
         let mut result = result.map_err(RunError::OneEnded);
         if let Some(w) = watch {

@@ -369,6 +369,27 @@ impl TargetArgs {
     }
 }
 
+/// `--start-at`: a wall-clock instant no more than [`netrig_client::MAX_START_WAIT`] ahead.
+fn parse_start_at(text: &str) -> Result<f64, String> {
+    let t: f64 = text
+        .parse()
+        .map_err(|_| format!("{text:?} is not a time in seconds since the Unix epoch (date +%s.%N)"))?;
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64());
+    let most = netrig_client::MAX_START_WAIT.as_secs_f64();
+    if !t.is_finite() || t <= 0.0 {
+        return Err(format!("{text:?} is not a time in seconds since the Unix epoch"));
+    }
+    if t > now + most {
+        return Err(format!(
+            "{t} is {:.1} s ahead; a client waits at most {most} s for its start",
+            t - now
+        ));
+    }
+    Ok(t)
+}
+
 /// `--bind` (a client's): an address of this host, read as serve's `--bind`
 /// reads it (the run API's reading); kept as written, for a plan to hold.
 fn parse_bind(text: &str) -> Result<String, String> {
@@ -455,6 +476,12 @@ pub struct RunArgs {
     /// <the --json document>}, or {"event": "error", "data": "..."} if the test fails.
     #[arg(long = "json-stream", conflicts_with = "json", help_heading = "Output")]
     pub json_stream: bool,
+    /// Begin at this wall-clock instant (seconds since the Unix epoch, as `date +%s.%N`): set up
+    /// first, then send `go` at it, so that clients on several hosts with one clock begin
+    /// together (a lab plan's `clients` passes it); at most 10 s ahead. The result's
+    /// `started_unix_s` is when this client began.
+    #[arg(long = "start-at", value_name = "UNIX_SECONDS", value_parser = parse_start_at, help_heading = "Where")]
+    pub start_at: Option<f64>,
     #[command(flatten)]
     pub experiment: ExperimentArgs,
 }

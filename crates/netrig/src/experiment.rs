@@ -73,7 +73,7 @@ pub fn plan_of(
             key: t.key.as_ref().map(|k| cwd_at_start().join(k)),
             agent_key: t.agent_key.clone(),
             server_agent: one.server_agent.clone(),
-            clients: one.clients,
+            clients: one.clients.map(netrig_experiment::plan::TargetClients::Count),
             client_addrs: one.client_addrs.clone(),
             client: None,
             server: None,

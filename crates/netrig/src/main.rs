@@ -509,6 +509,11 @@ fn test(kind: &'static dyn Kind, m: &clap::ArgMatches, args: Vec<String>, sweeps
                 "--json-stream shows one run as it goes; an experiment's document is --json".into()
             ));
         }
+        if run.start_at.is_some() {
+            bail!(Usage(
+                "--start-at begins one run at an instant; an experiment's runs follow one another".into()
+            ));
+        }
         let plan = experiment::plan_of(kind.name(), args, sweeps, &run, &one)?;
         EXPERIMENT.store(true, std::sync::atomic::Ordering::Relaxed);
         experiment::run_plan(&plan, &run.experiment, run.json, cancel(), None)?;
@@ -537,6 +542,9 @@ fn test(kind: &'static dyn Kind, m: &clap::ArgMatches, args: Vec<String>, sweeps
             one.client_addrs.clone(),
         )
         .map_err(Usage)?,
+        start_at: run
+            .start_at
+            .map(|t| std::time::UNIX_EPOCH + Duration::from_secs_f64(t)),
     };
     let flows = spec.flows as usize * spec.directions().len();
     let format = format(&run)?;

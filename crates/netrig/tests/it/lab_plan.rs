@@ -12,7 +12,7 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 /// One lab plan at a time: the shaped link's rate wants the CPU.
-static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+pub(crate) static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 
 fn can_build() -> bool {
     // SAFETY: geteuid has no preconditions.

@@ -1,0 +1,212 @@
+//! Issue #38, several client hosts at once: a lab plan's `clients = ["c1", ..., "c5"]` runs the
+//! same test from every listed host's namespace together against one server agent, sums it,
+//! keeps each client's part and reports the start skew (docs/LAB.md, "A lab in a plan").
+//!
+//! These need root (network namespaces). Where they cannot run they skip, saying why — except
+//! under CI (`CI` set), where they fail.
+
+use crate::helpers::{run, stderr, stdout, TempDir};
+use serde_json::Value;
+use std::process::Command;
+
+fn can_build() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    let root = unsafe { libc::geteuid() } == 0;
+    let ip = Command::new("ip")
+        .arg("-V")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if root && ip {
+        return true;
+    }
+    let why = format!("a lab plan needs root ({root}) and iproute2 ({ip})");
+    if std::env::var_os("CI").is_some() {
+        panic!("CI is set and this lab test cannot run: {why}");
+    }
+    eprintln!("skipped: {why}");
+    false
+}
+
+/// The most TCP payload a link of `rate` bits/s carries at MTU 1500 with timestamps: htb counts
+/// whole frames (Ethernet header included), so 1448 bytes of payload per 1514 on the wire.
+fn payload_ceiling(rate: f64) -> f64 {
+    rate * (1500.0 - 52.0) / (1500.0 + 14.0)
+}
+
+/// The gigabit study: five client hosts and the server on one switch (a LAN), the server's port
+/// shaped to 1 Gbit/s — what the switch sends to it, the bottleneck of five senders. All five
+/// run tcp-stream at once: the sum is within 5 % of what the port carries, each client's part
+/// is there and adds up to the sum, the start skew is measured (table and JSON); an arm of one
+/// client (`clients = ["c1"]`) runs as a single client. The lab is gone afterwards.
+#[test]
+fn five_client_hosts_share_a_gigabit_port_to_one_server() {
+    if !can_build() {
+        return;
+    }
+    let _cli = crate::lab_cli::ONE_AT_A_TIME
+        .lock()
+        .unwrap_or_else(|e| e.into_inner());
+    let _plan = crate::lab_plan::ONE_AT_A_TIME
+        .lock()
+        .unwrap_or_else(|e| e.into_inner());
+    let tmp = TempDir::new("labclients");
+    let name = format!("clients{}", std::process::id());
+    let file = tmp.path().join(format!("{name}.toml"));
+    std::fs::write(
+        &file,
+        format!(
+            r#"name = "{name}"
+[target]
+clients = ["c1", "c2", "c3", "c4", "c5"]
+server = "s1"
+[[test]]
+kind = "tcp-stream"
+args = ["-l", "3", "--omit", "1"]
+[[arm]]
+name = "five"
+[[arm]]
+name = "one"
+clients = ["c1"]
+[lab]
+witness = false
+[lab.hosts.c1]
+[lab.hosts.c2]
+[lab.hosts.c3]
+[lab.hosts.c4]
+[lab.hosts.c5]
+[lab.hosts.s1]
+[[lab.lans]]
+name = "sw"
+hosts = ["c1", "c2", "c3", "c4", "c5", "s1"]
+[lab.lans.port.s1]
+rate = "1G"
+limit_packets = 1000
+"#
+        ),
+    )
+    .unwrap();
+    let plan = file.display().to_string();
+    // One run, the table on stdout and the document saved.
+    let saved = tmp.path().join("saved");
+    let o = run(&["run", &plan, "--save", &saved.display().to_string()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let table = stdout(&o);
+    let doc = std::fs::read_dir(&saved).unwrap().next().unwrap().unwrap().path();
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(doc).unwrap()).unwrap();
+    crate::experiment::validate_experiment(&v);
+    assert_eq!(v["complete"], true, "{}", v["stopped"]);
+    let arms = v["tests"][0]["points"][0]["arms"].as_array().unwrap();
+    let (five, one) = (&arms[0], &arms[1]);
+    assert_eq!(
+        five["lab"]["clients"],
+        serde_json::json!(["c1", "c2", "c3", "c4", "c5"])
+    );
+    let sum = five["runs"][0]["summary"]["throughput_bps"].as_f64().unwrap();
+    let ceiling = payload_ceiling(1e9);
+    eprintln!(
+        "five clients: {:.2} Mbit/s of {:.2} Mbit/s ({:.1} %)",
+        sum / 1e6,
+        ceiling / 1e6,
+        sum / ceiling * 100.0
+    );
+    assert!(
+        (sum - ceiling).abs() <= 0.05 * ceiling,
+        "the five clients' sum {:.2} Mbit/s is not within 5 % of the {:.2} Mbit/s the port carries",
+        sum / 1e6,
+        ceiling / 1e6
+    );
+    let run0 = &five["clients"][0];
+    let parts = run0["clients"].as_array().unwrap();
+    let hosts: Vec<&str> = parts.iter().map(|p| p["host"].as_str().unwrap()).collect();
+    assert_eq!(hosts, ["c1", "c2", "c3", "c4", "c5"]);
+    let mut added = 0.0;
+    for p in parts {
+        let t = p["throughput_bps"].as_f64().unwrap();
+        assert!(t > 0.05 * ceiling, "{}: {t}", p["host"]);
+        assert_eq!(p["result"]["summary"]["throughput_bps"].as_f64().unwrap(), t);
+        assert!(p["namespace"]
+            .as_str()
+            .unwrap()
+            .ends_with(p["host"].as_str().unwrap()));
+        added += t;
+    }
+    assert!(
+        (added - sum).abs() < 1.0,
+        "the parts add to {added}, the sum is {sum}"
+    );
+    let skew = run0["start_skew_s"].as_f64().expect("the start skew measured");
+    eprintln!("start skew {:.3} ms", skew * 1e3);
+    assert!((0.0..0.5).contains(&skew), "skew {skew} s");
+    let overlap = run0["overlap"]["length_s"].as_f64().unwrap();
+    assert!(overlap > 1.5 && overlap <= 2.01, "common window {overlap} s");
+    // One client: a single run, no clients section.
+    assert_eq!(one["lab"]["client"], "c1");
+    assert!(
+        one["clients"].is_null() && one["lab"]["clients"].is_null(),
+        "{one}"
+    );
+    // The table shows the same.
+    assert!(
+        table.contains("arm five: 5 clients at once, start skew"),
+        "{table}"
+    );
+    for h in ["c1", "c2", "c3", "c4", "c5"] {
+        assert!(
+            table
+                .lines()
+                .any(|l| l.trim_start().starts_with(h) && l.contains("Mbit/s")),
+            "{table}"
+        );
+    }
+    // Nothing of the lab is left.
+    for ns in v["lab"]["namespaces"].as_array().unwrap() {
+        assert!(
+            !std::path::Path::new("/run/netns")
+                .join(ns.as_str().unwrap())
+                .exists(),
+            "{ns} is left"
+        );
+    }
+}
+
+/// `--start-at T`: the client sets up, then sends `go` at T (not before), and the result says when
+/// it began (`started_unix_s`); a T more than 10 s ahead is refused by name.
+#[test]
+fn start_at_begins_the_test_at_the_instant_given() {
+    let now = || {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs_f64()
+    };
+    let at = now() + 1.5;
+    let o = run(&["tcp-rr", "-l", "0.2", "--json", "--start-at", &format!("{at:.6}")]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let began = v["started_unix_s"].as_f64().expect("started_unix_s");
+    assert!(
+        began >= at - 0.001,
+        "began {:.3} s before the instant given",
+        at - began
+    );
+    assert!(
+        began < at + 1.0,
+        "began {:.3} s after the instant given",
+        began - at
+    );
+    // Without it the result still says when it began.
+    let t0 = now();
+    let o = run(&["tcp-rr", "-l", "0.2", "--json"]);
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let began = v["started_unix_s"].as_f64().expect("started_unix_s");
+    assert!(began >= t0 && began <= now(), "{began} not within the run");
+    let o = run(&[
+        "tcp-rr",
+        "-l",
+        "0.2",
+        "--start-at",
+        &format!("{:.0}", now() + 60.0),
+    ]);
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("at most 10 s"), "{}", stderr(&o));
+}
