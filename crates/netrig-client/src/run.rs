@@ -661,6 +661,9 @@ impl Client {
                           // sending and reading the clock would otherwise start late, and its
                           // last transactions could reach an agent whose run had ended).
         let start = Instant::now();
+        let started_unix_s = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0.0, |d| d.as_secs_f64());
         self.conn.send(&ClientMsg::Go).map_err(proto_err)?;
         self.sm.go_sent().map_err(proto_err)?;
 
@@ -866,6 +869,10 @@ impl Client {
             },
             warnings,
         )
+        .map(|mut r| {
+            r.started_unix_s = Some(started_unix_s);
+            r
+        })
         .map_err(ClientError::Test)
     }
 }

@@ -134,6 +134,10 @@ pub fn render(e: &Experiment) -> String {
             render_transactions(&mut out, t, arms.len() > 1);
         }
     }
+    for g in &e.groups {
+        let _ = writeln!(out);
+        out.push_str(&crate::group::render(g));
+    }
     if !e.warnings.is_empty() {
         let _ = writeln!(out);
         for w in &e.warnings {

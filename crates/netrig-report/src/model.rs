@@ -40,6 +40,11 @@ pub struct TestResult {
     /// host"); absent otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub server_host: Option<crate::server_host::ServerHost>,
+    /// The client's time zero on its wall clock (Unix seconds): the instant `intervals[].start_s`
+    /// count from (taken as `go` leaves). Tests started together (a plan's `[[group]]`) are
+    /// placed on one time axis by it. Absent where the kind does not record it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub started_unix_s: Option<f64>,
 }
 
 /// One value per end of the test.

@@ -275,6 +275,7 @@ pub(crate) fn assemble(
         },
         witness: Default::default(),
         server_host: None,
+        started_unix_s: None,
     }
 }
 
