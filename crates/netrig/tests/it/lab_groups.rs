@@ -263,11 +263,17 @@ start = 0.5
     assert!(bulk["series"][0]["start_s"].as_f64().unwrap() >= 0.5);
     assert!(member(r, "probe")["series"].as_array().unwrap().len() >= 6);
     assert!(r["responsiveness"][0]["idle"]["rpm"].as_f64().unwrap() > 0.0);
-    let table = run(&["run", plan.to_str().unwrap()]);
+    let html = tmp.path().join("g.html");
+    let table = run(&["run", plan.to_str().unwrap(), "--html", html.to_str().unwrap()]);
     let text = String::from_utf8_lossy(&table.stdout);
     assert!(
         text.contains("GROUP g") && text.contains("responsiveness of probe"),
         "{text}"
+    );
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(
+        page.contains("group g: throughput and round trip on the group"),
+        "the report draws the group on one time axis"
     );
 
     // A member the agent refuses (a hook it does not offer) fails the group, naming it.
@@ -297,5 +303,87 @@ start = 0.5
         t.elapsed().as_secs_f64() < 4.5,
         "the probe was stopped, not run out: {:?}",
         t.elapsed()
+    );
+}
+
+/// Arms and iterations apply to a group as a unit: each run is the whole group between its arm's
+/// set-up and tear-down, and each member has its estimates per arm and its comparisons with the
+/// baseline arm.
+#[test]
+fn arms_and_iterations_apply_to_the_group_as_a_unit() {
+    let tmp = TempDir::new("groups-arms");
+    let log = tmp.path().join("log");
+    let plan = tmp.path().join("arms.toml");
+    std::fs::write(
+        &plan,
+        format!(
+            r#"name = "arms"
+[iterations]
+max = 2
+min = 2
+[[arm]]
+name = "a"
+setup = "echo setup a >> {log}"
+teardown = "echo teardown a >> {log}"
+[[arm]]
+name = "b"
+setup = "echo setup b >> {log}"
+teardown = "echo teardown b >> {log}"
+[[group]]
+name = "g"
+interval = 0.1
+[[group.test]]
+name = "probe"
+kind = "tcp-rr"
+args = ["-l", "0.6"]
+[[group.test]]
+name = "bulk"
+kind = "tcp-stream"
+args = ["-l", "0.3", "-b", "20M"]
+start = 0.2
+"#,
+            log = log.display()
+        ),
+    )
+    .unwrap();
+    let o = run(&["run", plan.to_str().unwrap(), "--json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let doc: Value = serde_json::from_slice(&o.stdout).unwrap();
+    crate::experiment::validate_experiment(&doc);
+    let g = &doc["groups"][0];
+    for (i, arm) in ["a", "b"].iter().enumerate() {
+        let ga = &g["arms"][i];
+        assert_eq!(ga["arm"], *arm);
+        assert_eq!(ga["runs"].as_array().unwrap().len(), 2, "{ga}");
+        for r in ga["runs"].as_array().unwrap() {
+            assert_eq!(r["members"].as_array().unwrap().len(), 2);
+        }
+        let est = |m: usize, metric: &str| {
+            ga["members"][m]["estimates"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|e| e["metric"] == metric)
+                .map(|e| e["n"].as_u64().unwrap())
+        };
+        assert_eq!(est(0, "transactions_per_s"), Some(2));
+        assert_eq!(est(1, "throughput"), Some(2));
+    }
+    let members: Vec<&str> = g["comparisons"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["member"].as_str().unwrap())
+        .collect();
+    assert_eq!(members, ["probe", "bulk"]);
+    assert!(g["comparisons"][1]["comparisons"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|c| c["metric"] == "throughput" && c["arm"] == "b" && c["baseline"] == "a"));
+    assert_eq!(
+        std::fs::read_to_string(&log).unwrap(),
+        "setup a\nteardown a\nsetup b\nteardown b\n".repeat(2),
+        "each group run between its arm's set-up and tear-down, interleaved"
     );
 }
