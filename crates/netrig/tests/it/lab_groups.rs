@@ -72,15 +72,16 @@ fn member<'a>(run: &'a Value, name: &str) -> &'a Value {
         .unwrap_or_else(|| panic!("no member {name}: {run}"))
 }
 
-/// Bufferbloat on one time axis: a tcp-rr probe starts alone, a bulk tcp-stream (4 Cubic flows)
+/// Bufferbloat on one time axis: a tcp-rr probe starts alone, a bulk tcp-stream (8 Cubic flows)
 /// joins 2 s later through the same 100 Mbit/s bottleneck. The probe's round trip while the
 /// bulk runs exceeds its idle round trip by most of the queue's delay (1,514,000 bytes at
 /// 100 Mbit/s: 121 ms; at least 75 % of it, as TCP backs off after each loss), the document has
 /// both series with timestamps on the group's clock (the bulk's starting where it measurably
 /// started, after 2 s), and the lab is gone afterwards.
 ///
-/// One Cubic flow does not keep this queue full (it sat at 69–108 ms here, BBR, this host's
-/// default, at about 10 ms), so the bulk test is 4 flows with `--cc cubic`, as flent's RRUL.
+/// One flow does not keep this queue full: one Cubic flow sat at 69–108 ms here, one BBR flow
+/// (this host's default) at about 10 ms; 4 Cubic flows (flent's RRUL, plans/rrul-lab.toml) at
+/// 103–128 ms over five runs, 8 at 110–118 ms: the test takes 8.
 #[test]
 fn a_probe_beside_a_bulk_transfer_shows_the_bottlenecks_queue_on_one_time_axis() {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
@@ -106,7 +107,7 @@ server = "s1"
 [[group.test]]
 name = "bulk"
 kind = "tcp-stream"
-args = ["-l", "4", "-P", "4", "--cc", "cubic"]
+args = ["-l", "4", "-P", "8", "--cc", "cubic"]
 start = "2s"
 client = "c1"
 server = "s1"
@@ -211,9 +212,12 @@ server = "s1"
         "under load {working:.1} ms, idle {idle:.3} ms: not {:.1} ms more",
         0.75 * queue_ms
     );
+    // A probe's request the full queue drops waits out TCP's retransmission timeout (200 ms and
+    // more), so the mean may exceed the queue's delay; the median of the intervals' medians not.
+    let median = resp["working"]["median_interval_p50_us"].as_f64().unwrap() / 1e3;
     assert!(
-        working - idle <= 1.3 * queue_ms,
-        "more than the queue can hold: {working:.1} ms"
+        median <= 1.3 * queue_ms,
+        "more than the queue can hold: median {median:.1} ms"
     );
     assert!(idle < 5.0, "idle {idle} ms through an empty queue");
     assert!(mean(&during) - mean(&before) >= 0.75 * queue_ms * 1e3 * 0.9);
