@@ -34,6 +34,9 @@ pub struct Experiment {
     /// Every set-up and tear-down, in the order they ran.
     pub commands: Vec<CommandRun>,
     pub tests: Vec<TestOutcome>,
+    /// The plan's groups (tests started together), each over the arms.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub groups: Vec<crate::group::GroupOutcome>,
     /// The plan's lab as built (netrig_lab::LabState: hosts, namespaces, addresses, agents,
     /// links, shaped directions and the witness's figures); absent without a `[lab]`.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -5,6 +5,7 @@
 pub mod analysis;
 pub mod command;
 pub mod document;
+pub mod group;
 pub mod metric;
 pub mod multi;
 pub mod output;

@@ -206,6 +206,10 @@ pub fn render(e: &Experiment) -> String {
         }
         out.push_str(&clients_lines(t));
     }
+    for g in &e.groups {
+        let _ = writeln!(out);
+        out.push_str(&crate::group::render(g));
+    }
     if !e.warnings.is_empty() {
         let _ = writeln!(out);
         for w in &e.warnings {

@@ -20,8 +20,12 @@ pub struct Plan {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub target: Option<TargetPlan>,
     /// The tests, each run over its sweep's points for every arm.
-    #[serde(rename = "test")]
+    #[serde(default, rename = "test")]
     pub tests: Vec<TestPlan>,
+    /// Tests started together (flent's RRUL), each group run for every arm after the tests
+    /// ([`crate::group`]).
+    #[serde(default, rename = "group", skip_serializing_if = "Vec::is_empty")]
+    pub groups: Vec<crate::group::GroupPlan>,
     /// The configurations compared; absent: one arm, "default".
     #[serde(default, rename = "arm", skip_serializing_if = "Vec::is_empty")]
     pub arms: Vec<Arm>,
@@ -284,8 +288,8 @@ impl Plan {
     /// is checked by its kind later, also before anything runs).
     pub fn check(&self) -> Result<(), PlanError> {
         let bad = |m: String| Err(PlanError::Invalid(m));
-        if self.tests.is_empty() {
-            return bad("the plan has no [[test]]".into());
+        if self.tests.is_empty() && self.groups.is_empty() {
+            return bad("the plan has no [[test]] (nor [[group]])".into());
         }
         if self.tests.len() > MAX_TESTS || self.arms.len() > MAX_ARMS {
             return bad(format!("at most {MAX_TESTS} tests and {MAX_ARMS} arms"));
@@ -334,6 +338,7 @@ impl Plan {
             sweep::points(&t.sweep)?;
         }
         self.check_lab()?;
+        crate::group::check(self)?;
         Ok(())
     }
 
@@ -447,7 +452,10 @@ impl Plan {
         }
         for a in self.arms() {
             crate::multi::check(self, &a)?;
-            self.lab_route(&a)?;
+            // A plan of groups alone may leave the hosts to its groups' tests.
+            if !self.tests.is_empty() {
+                self.lab_route(&a)?;
+            }
         }
         Ok(())
     }

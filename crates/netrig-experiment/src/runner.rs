@@ -44,7 +44,7 @@ pub struct Lab<'a> {
 /// A test's kind and its prepared points.
 type PreparedTest = (&'static dyn Kind, Vec<Prepared>);
 
-fn now_s() -> f64 {
+pub(crate) fn now_s() -> f64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0.0, |d| d.as_secs_f64())
@@ -160,7 +160,8 @@ fn prepare(plan: &Plan) -> Result<Vec<PreparedTest>, PlanError> {
 /// running anything.
 pub fn check(plan: &Plan) -> Result<(), PlanError> {
     plan.check()?;
-    prepare(plan).map(|_| ())
+    prepare(plan)?;
+    crate::group::prepare(plan).map(|_| ())
 }
 
 /// Runs `plan`: set-up, test, tear-down for each arm's run, in rounds.
@@ -185,11 +186,14 @@ pub fn run_in_lab(
 ) -> Result<Experiment, PlanError> {
     plan.check()?;
     let prepared = prepare(plan)?;
+    let groups = crate::group::prepare(plan)?;
     let arms = plan.arms();
     let seed = plan.seed.unwrap_or_else(|| fastrand::u64(..));
     let mut rng = fastrand::Rng::with_seed(seed);
     let places: Vec<Option<LabPlace>> = match (lab, &plan.lab) {
         (None, None) => vec![None; arms.len()],
+        // Groups alone: each group's tests find their own places.
+        (Some(_), Some(_)) if plan.tests.is_empty() => vec![None; arms.len()],
         (Some(lab), Some(_)) => {
             let v6 = plan.target.as_ref().and_then(|t| t.family.as_deref()) == Some("ipv6");
             arms.iter()
@@ -216,7 +220,7 @@ pub fn run_in_lab(
     if let Some(lab) = lab {
         return run_prepared(
             plan,
-            &prepared,
+            (&prepared, &groups),
             &arms,
             seed,
             &mut rng,
@@ -253,7 +257,7 @@ pub fn run_in_lab(
     };
     run_prepared(
         plan,
-        &prepared,
+        (&prepared, &groups),
         &arms,
         seed,
         &mut rng,
@@ -271,7 +275,7 @@ type Direct<'a> = (&'a Target, Option<Target>, Option<netrig_run::clients::Clien
 #[allow(clippy::too_many_arguments)]
 fn run_prepared(
     plan: &Plan,
-    prepared: &[PreparedTest],
+    (prepared, groups): (&[PreparedTest], &[Vec<crate::group::PreparedMember>]),
     arms: &[crate::plan::Arm],
     seed: u64,
     rng: &mut fastrand::Rng,
@@ -293,7 +297,8 @@ fn run_prepared(
     };
     let limit = Duration::from_secs_f64(plan.command_timeout_s);
     let it = &plan.iterations;
-    let most: usize = prepared.iter().map(|(_, p)| p.len()).sum::<usize>() * arms.len() * it.max as usize;
+    let most: usize =
+        (prepared.iter().map(|(_, p)| p.len()).sum::<usize>() + groups.len()) * arms.len() * it.max as usize;
     let mut doc = Experiment {
         format: FORMAT.into(),
         netrig_version: netrig_proto::SOFTWARE_VERSION.into(),
@@ -309,6 +314,7 @@ fn run_prepared(
         warnings: Vec::new(),
         commands: Vec::new(),
         tests: Vec::new(),
+        groups: Vec::new(),
         lab: lab.and_then(|(l, _)| serde_json::to_value(l.state).ok()),
     };
     let mut done = 0usize;
@@ -453,6 +459,22 @@ fn run_prepared(
             }
         }
     }
+    if doc.complete && !groups.is_empty() {
+        let ctx = crate::group::Context {
+            plan,
+            arms,
+            lab: lab.map(|(l, _)| l),
+            target: direct.as_ref().map(|d| d.0),
+            server_agent: direct.as_ref().and_then(|d| d.1.clone()),
+            clients: direct.as_ref().and_then(|d| d.2.clone()),
+            limit,
+        };
+        if let Some(s) = crate::group::run_all(&ctx, groups, &mut doc, rng, cancel, progress, &mut done, most)
+        {
+            doc.complete = false;
+            doc.stopped = Some(s);
+        }
+    }
     doc.finished_unix_s = now_s();
     Ok(doc)
 }
@@ -460,7 +482,7 @@ fn run_prepared(
 /// What an arm's commands are told of the agent the plan's runs go to:
 /// NETRIG_AGENT_HOST (as given, or the in-process agent's address) and
 /// NETRIG_AGENT_PORT, for rules that must match its traffic.
-fn agent_env(target: &Target) -> Vec<(&'static str, String)> {
+pub(crate) fn agent_env(target: &Target) -> Vec<(&'static str, String)> {
     let (host, port) = match target {
         Target::Agent { host, port, .. } => (host.clone(), *port),
         Target::Started { addr } => (addr.ip().to_string(), addr.port()),
@@ -538,7 +560,7 @@ pub fn lab_place(
 }
 
 /// What an arm's commands are told in a lab: the agent its runs go to, and the lab's hosts.
-fn place_env(p: &LabPlace) -> Vec<(&'static str, String)> {
+pub(crate) fn place_env(p: &LabPlace) -> Vec<(&'static str, String)> {
     let addr: std::net::SocketAddr = p.address.parse().expect("written by lab_place");
     vec![
         ("NETRIG_AGENT_HOST", addr.ip().to_string()),
@@ -554,7 +576,7 @@ const MAX_CHILD_OUTPUT: u64 = 256 << 20;
 /// One run from a lab host: this netrig binary, run in the client host's namespace (`ip netns
 /// exec`) with the test's own options, against the place's agent, its `--json` result read back.
 /// Bounded: the test's length and a minute more; killed when `cancel` fires.
-fn run_in_host(
+pub(crate) fn run_in_host(
     exe: &std::path::Path,
     place: &LabPlace,
     kind: &str,
@@ -630,7 +652,7 @@ fn run_in_host(
 }
 
 /// The arms' order in one round: as listed, or a random permutation.
-fn round_order(arms: usize, order: Order, rng: &mut fastrand::Rng) -> Vec<usize> {
+pub(crate) fn round_order(arms: usize, order: Order, rng: &mut fastrand::Rng) -> Vec<usize> {
     let mut o: Vec<usize> = (0..arms).collect();
     if order == Order::Randomised {
         rng.shuffle(&mut o);
@@ -639,7 +661,7 @@ fn round_order(arms: usize, order: Order, rng: &mut fastrand::Rng) -> Vec<usize>
 }
 
 /// Runs `arm`'s tear-down, if it has one; its failure, if it failed.
-fn teardown(
+pub(crate) fn teardown(
     commands: &mut Vec<CommandRun>,
     arm: &crate::plan::Arm,
     limit: Duration,
@@ -808,7 +830,7 @@ mod tests {
                 n += 1;
             }
         }
-        assert_eq!(n, 4, "ipqos, ipfilter, gigabit, ia64");
+        assert_eq!(n, 6, "ipqos, ipfilter, gigabit, ia64, rrul, rrul-lab");
     }
 
     /// Every point of every arm is checked before anything runs.

@@ -81,7 +81,16 @@ pub fn list(dir: &Path) -> Result<Vec<String>, String> {
                     .flat_map(|t| &t.points)
                     .flat_map(|p| &p.arms)
                     .map(|a| a.runs.len())
-                    .sum();
+                    .sum::<usize>()
+                    + e.groups
+                        .iter()
+                        .flat_map(|g| &g.arms)
+                        .map(|a| a.runs.len())
+                        .sum::<usize>();
+                let groups = match e.groups.len() {
+                    0 => String::new(),
+                    n => format!(", {n} group(s)"),
+                };
                 // The release (`uname -r`, "6.18.44"), not the build string
                 // (`uname -v`, "#1 SMP PREEMPT_DYNAMIC ...").
                 let kernel = first_environment(&e)
@@ -89,7 +98,7 @@ pub fn list(dir: &Path) -> Result<Vec<String>, String> {
                     .filter(|k| !k.is_empty())
                     .unwrap_or_else(|| "?".into());
                 out.push(format!(
-                    "{name}  {:<16} {} {}  {} test(s), {points} point(s), {} arm(s), {runs} run(s)  netrig {}  kernel {kernel}",
+                    "{name}  {:<16} {} {}  {} test(s){groups}, {points} point(s), {} arm(s), {runs} run(s)  netrig {}  kernel {kernel}",
                     e.plan.name,
                     humantime::format_rfc3339_seconds(
                         std::time::UNIX_EPOCH + std::time::Duration::from_secs_f64(e.started_unix_s.max(0.0))
@@ -112,6 +121,14 @@ fn first_environment(e: &Experiment) -> Option<&netrig_report::model::measure::E
         .flat_map(|t| &t.points)
         .flat_map(|p| &p.arms)
         .flat_map(|a| &a.runs)
+        .chain(
+            e.groups
+                .iter()
+                .flat_map(|g| &g.arms)
+                .flat_map(|a| &a.runs)
+                .flat_map(|r| &r.members)
+                .filter_map(|m| m.result.as_ref()),
+        )
         .find_map(|r| r.environment.local.as_ref())
 }
 

@@ -319,7 +319,15 @@ pub fn experiment_report(e: &Experiment, command: &str) -> String {
         .flat_map(|t| &t.points)
         .flat_map(|p| &p.arms)
         .flat_map(|a| &a.runs)
-        .next();
+        .next()
+        .or_else(|| {
+            e.groups
+                .iter()
+                .flat_map(|g| &g.arms)
+                .flat_map(|a| &a.runs)
+                .flat_map(|r| &r.members)
+                .find_map(|m| m.result.as_ref())
+        });
     environment(
         &mut b,
         first.and_then(|r| r.environment.local.as_ref()),

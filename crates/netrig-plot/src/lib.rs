@@ -8,6 +8,7 @@
 
 mod chart;
 pub mod compare;
+pub mod group;
 pub mod latency;
 pub mod series;
 pub mod sweep;
@@ -115,6 +116,20 @@ pub fn plots_for_experiment(e: &Experiment) -> Vec<Plot> {
                     out.extend(plot(format!("latency{suffix}{at}"), &[c]));
                 }
             }
+        }
+    }
+    // Each group's first run per arm: its members on one time axis.
+    for (i, g) in e.groups.iter().enumerate() {
+        for ga in &g.arms {
+            let Some(c) = ga.runs.first().and_then(|r| group::timeline(g, &ga.arm, r)) else {
+                continue;
+            };
+            let arm = if g.arms.len() > 1 {
+                format!("-{}", ga.arm)
+            } else {
+                String::new()
+            };
+            out.extend(plot(format!("group-{i}{arm}"), &[c]));
         }
     }
     out

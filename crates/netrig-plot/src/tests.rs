@@ -94,6 +94,7 @@ pub fn experiment(
         warnings: vec![],
         commands: vec![],
         lab: None,
+        groups: vec![],
         tests: vec![TestOutcome {
             kind: kind.into(),
             args: vec![],

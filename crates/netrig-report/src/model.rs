@@ -42,8 +42,10 @@ pub struct TestResult {
     pub server_host: Option<crate::server_host::ServerHost>,
     /// When the test began by this client's wall clock, seconds since the Unix epoch: the
     /// instant the client sent `go` (time zero of the window, `omit_s` before it opens, and of
-    /// the intervals). Several clients started together (a lab plan's `clients`) are compared
-    /// by it: their start skew. Absent in results of netrig before it.
+    /// `intervals[].start_s`). Several clients started together (a lab plan's `clients`) are
+    /// compared by it (their start skew); tests started together (a plan's `[[group]]`) are
+    /// placed on one time axis by it. Absent where the kind does not record it and in results of
+    /// netrig before it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub started_unix_s: Option<f64>,
 }

@@ -84,6 +84,7 @@ pub fn plan_of(
             args,
             sweep: sweeps,
         }],
+        groups: vec![],
         arms: vec![],
         baseline: None,
         iterations,
