@@ -10,7 +10,9 @@
 
 pub mod build;
 pub mod element;
+pub mod element_plan;
 pub mod model;
+pub mod pathmodel;
 pub mod plan;
 
 pub use build::{down, down_stale, exec, list, status_text, up, LabState, UpOptions};
