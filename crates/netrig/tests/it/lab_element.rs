@@ -105,16 +105,16 @@ fn u(v: &Value, path: &[&str]) -> u64 {
     x.as_u64().unwrap_or_else(|| panic!("{path:?} in {v}"))
 }
 
-/// Udp InCsumErrors in host `h`'s namespace (/proc/net/snmp).
-fn udp_csum_errors(name: &str, h: &str) -> u64 {
+/// Udp counter `key` (InCsumErrors, RcvbufErrors) in host `h`'s namespace (/proc/net/snmp).
+fn udp_snmp(name: &str, h: &str, key: &str) -> u64 {
     let o = run(&["lab", "exec", name, h, "--", "cat", "/proc/net/snmp"]);
     let text = stdout(&o);
     let mut udp = text.lines().filter(|l| l.starts_with("Udp:"));
     let (head, vals) = (udp.next().unwrap(), udp.next().unwrap());
     let i = head
         .split_whitespace()
-        .position(|k| k == "InCsumErrors")
-        .expect("InCsumErrors");
+        .position(|k| k == key)
+        .unwrap_or_else(|| panic!("{key} in {head}"));
     vals.split_whitespace().nth(i).unwrap().parse().unwrap()
 }
 
@@ -139,6 +139,7 @@ fn gilbert_elliott_loss_through_the_element_comes_in_bursts_and_is_what_udp_stre
     // frames on average (independent loss of 1/6 would give bursts of 1.2).
     let (name, _down) = up(&dir, "ge", "", "loss_gemodel = { p = 5.0, r = 25.0 }");
     let before = counters(&name);
+    let rcvbuf_before = udp_snmp(&name, "b", "RcvbufErrors");
     // 1472-byte datagrams at 60 Mbit/s for 2 s: about 10,000, one a frame.
     let v = lab_json(
         &name,
@@ -155,11 +156,15 @@ fn gilbert_elliott_loss_through_the_element_comes_in_bursts_and_is_what_udp_stre
         ],
     );
     let after = counters(&name);
+    let rcvbuf = udp_snmp(&name, "b", "RcvbufErrors") - rcvbuf_before;
+    let d = |k: &[&str]| u(&after, k) - u(&before, k);
     let udp = &v["summary"]["udp"];
     let sent = u(udp, &["sent_datagrams"]);
-    let lost = u(udp, &["lost_datagrams"]) as f64;
     assert!(sent > 5000, "{udp}");
-    let n = sent as f64;
+    // The model's figures from what the element saw and did (udp-stream's loss also counts
+    // what the receiver's socket had no room for on a loaded machine: checked below).
+    let n = d(&["udp", "received"]) as f64;
+    let lost = d(&["udp", "dropped"]) as f64;
     let (p, r) = (0.05, 0.25);
     let mean = p / (p + r);
     // Losses come as a compound Poisson: bursts started at rate n·π_G·p, each of a geometric
@@ -168,21 +173,23 @@ fn gilbert_elliott_loss_through_the_element_comes_in_bursts_and_is_what_udp_stre
     let sd = (bursts * (2.0 - r) / (r * r)).sqrt();
     assert!(
         (lost - n * mean).abs() < 4.5 * sd,
-        "lost {lost} of {n}: the model's mean is {:.0} ± {sd:.0}",
+        "the element dropped {lost} of {n}: the model's mean is {:.0} ± {sd:.0}",
         n * mean
     );
-    // Datagram for datagram what the element dropped, but for the hellos.
+    // Datagram for datagram what the element dropped, but for the hellos, and for what was lost
+    // elsewhere: the element behind (dropped unread) or the receiver's socket full.
     let x = extra(&before, &after, sent);
-    let dropped = u(&after, &["udp", "dropped"]) - u(&before, &["udp", "dropped"]);
-    let lost = lost as u64;
+    let dropped = d(&["udp", "dropped"]);
+    let elsewhere = rcvbuf + d(&["rx_drops"]);
+    let lost = u(udp, &["lost_datagrams"]);
     assert!(
-        lost <= dropped + x && dropped <= lost + x,
-        "udp-stream lost {lost}, the element dropped {dropped} UDP datagrams ({x} beyond the data)"
+        lost <= dropped + x + elsewhere && dropped <= lost + x,
+        "udp-stream lost {lost}, the element dropped {dropped} UDP datagrams ({x} beyond the data, {elsewhere} lost elsewhere)"
     );
     // Bursts, from the element's counters: mean length 1/r = 4 (its sd over ~400 bursts is
     // about 0.17), far from the 1.2 of independent loss.
-    let all = (u(&after, &["dropped"]) - u(&before, &["dropped"])) as f64;
-    let nb = (u(&after, &["loss_bursts"]) - u(&before, &["loss_bursts"])) as f64;
+    let all = d(&["dropped"]) as f64;
+    let nb = d(&["loss_bursts"]) as f64;
     let burst = all / nb;
     assert!(
         (burst - 1.0 / r).abs() < 1.0,
@@ -207,7 +214,8 @@ fn corruption_by_the_element_is_caught_by_the_receiver_s_udp_checksum() {
         "corrupt = 5.0",
     );
     let before = counters(&name);
-    let csum_before = udp_csum_errors(&name, "b");
+    let csum_before = udp_snmp(&name, "b", "InCsumErrors");
+    let rcvbuf_before = udp_snmp(&name, "b", "RcvbufErrors");
     let v = lab_json(
         &name,
         "a",
@@ -223,7 +231,10 @@ fn corruption_by_the_element_is_caught_by_the_receiver_s_udp_checksum() {
         ],
     );
     let after = counters(&name);
-    let csum = udp_csum_errors(&name, "b") - csum_before;
+    let csum = udp_snmp(&name, "b", "InCsumErrors") - csum_before;
+    // A datagram the receiver's socket had no room for is dropped before its checksum is
+    // checked (on a loaded machine, a few): counted there, not in InCsumErrors.
+    let rcvbuf = udp_snmp(&name, "b", "RcvbufErrors") - rcvbuf_before;
     let udp = &v["summary"]["udp"];
     let sent = u(udp, &["sent_datagrams"]);
     let lost = u(udp, &["lost_datagrams"]);
@@ -236,19 +247,20 @@ fn corruption_by_the_element_is_caught_by_the_receiver_s_udp_checksum() {
         (corrupted as f64 - 0.05 * sent as f64).abs() < 4.5 * (sent as f64 * 0.05 * 0.95).sqrt(),
         "{corrupted} corrupted of {sent}"
     );
-    assert_eq!(
-        csum, corrupted,
-        "the receiver's Udp InCsumErrors against the element's corrupted UDP datagrams"
+    assert!(
+        csum <= corrupted && corrupted <= csum + rcvbuf && 2 * csum > corrupted,
+        "the receiver's Udp InCsumErrors {csum} against the element's {corrupted} corrupted UDP datagrams ({rcvbuf} dropped for want of room before their checksum was checked)"
     );
     let x = extra(&before, &after, sent);
     assert!(
-        lost <= corrupted + x && corrupted <= lost + x,
-        "udp-stream lost {lost}, the element corrupted {corrupted} ({x} frames beyond the data)"
+        lost <= corrupted + rcvbuf + x && corrupted <= lost + x,
+        "udp-stream lost {lost}, the element corrupted {corrupted} ({x} frames beyond the data, {rcvbuf} dropped for want of room)"
     );
-    assert_eq!(
-        u(&after, &["corrupt_skipped"]),
-        0,
-        "no super-frame with offloads off: {after}"
+    // Only frames that are not UDP may be drawn and not corrupted (ARP: not IP); no
+    // super-frame with offloads off.
+    assert!(
+        u(&after, &["corrupt_skipped"]) <= u(&after, &["received"]) - u(&after, &["udp", "received"]),
+        "{after}"
     );
     // TCP still gets through (its checksum catches the corrupt segments; they are resent).
     let t = lab_json(&name, "a", &["tcp-stream", "-H", "198.18.0.2", "-l", "1"]);
