@@ -335,3 +335,62 @@ fn the_element_s_own_queue_serves_its_rate_and_red_keeps_it_shorter_than_drop_ta
     // single flow leaves the link idle at times (66-90 Mbit/s measured here, drop-tail 95).
     assert!(red_bps > 0.5 * ceiling, "{:.2} Mbit/s with RED", red_bps / 1e6);
 }
+
+#[test]
+fn wred_drops_the_class_with_lower_thresholds_first() {
+    if !can_build() {
+        return;
+    }
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = TempDir::new("lab-element-wred");
+    // 20 Mbit/s, 100 packets; CS1 (the scavenger class) dropped early from an average of 2
+    // packets and always from 10, best effort only from 30.
+    let (name, _down) = up(
+        &dir,
+        "wred",
+        "",
+        "rate = \"20M\"\nlimit_packets = 100\nred = { min = 30, max = 90, probability = 0.1, dscp = { cs1 = { min = 2, max = 10, probability = 0.5 } } }",
+    );
+    // Two UDP flows at 15 Mbit/s each, together half again the rate: best effort and CS1.
+    let flow = |dscp: &'static str| {
+        let name = name.clone();
+        std::thread::spawn(move || {
+            lab_json(
+                &name,
+                "a",
+                &[
+                    "udp-stream",
+                    "-H",
+                    "198.18.0.2",
+                    "-l",
+                    "2",
+                    "-b",
+                    "15M",
+                    "--no-gso",
+                    "--dscp",
+                    dscp,
+                ],
+            )
+        })
+    };
+    let (be, cs1) = (flow("0"), flow("8"));
+    let (be, cs1) = (be.join().expect("be"), cs1.join().expect("cs1"));
+    let loss = |v: &Value| v["summary"]["udp"]["loss_pct"].as_f64().unwrap();
+    let q = counters(&name)["queue"].clone();
+    eprintln!(
+        "best effort lost {:.1} %, CS1 {:.1} %: {q}",
+        loss(&be),
+        loss(&cs1)
+    );
+    // The overload is a third of what is offered: CS1 takes (nearly) all of it.
+    assert!(
+        loss(&cs1) > 40.0 && loss(&be) < 10.0,
+        "best effort lost {:.1} %, CS1 {:.1} %: {q}",
+        loss(&be),
+        loss(&cs1)
+    );
+    assert!(
+        q["early_drops"].as_u64().unwrap() + q["forced_drops"].as_u64().unwrap() > 0,
+        "{q}"
+    );
+}
