@@ -12,7 +12,11 @@
 #   - 155 Mbit/s, 58 ms each way (116 ms round trip), one TCP flow with a 4 MB window (-s/-S 4M),
 #     12 s of which the first 2 s are left out (slow start at 116 ms takes about a second);
 #   - 1 Gbit/s, 5 ms each way (10 ms round trip), the same.
-# PATHS_ONLY=1 skips the ceiling.
+# Then the same two paths with the element's own rate and queue (`element_rate = true`, its
+# default queue: 50 ms of the rate), and the ceiling of that queue: UDP offered above a 1 Gbit/s
+# element rate (1472-byte datagrams) and 64-byte datagrams through it, beside its counters.
+# PATHS_ONLY=1 skips the ceiling; QUEUE_ONLY=1 runs only the element's own rate.
+# NETRIG_BIN=target/debug/netrig uses that binary (no release build).
 #
 #   bench/lab-element.sh [ROUNDS=3] [SECONDS=3]
 #
@@ -20,7 +24,7 @@
 . "$(dirname "$0")/lib.sh"
 ROUNDS=${1:-3}
 SECS=${2:-3}
-build
+if [ -n "${NETRIG_BIN:-}" ]; then NETRIG=$NETRIG_BIN; else build; fi
 LAB_PLAIN=bench-plain-$$
 LAB_EL=bench-el-$$
 trap '$NETRIG lab down "$LAB_PLAIN" >/dev/null 2>&1 || true; $NETRIG lab down "$LAB_EL" >/dev/null 2>&1 || true; rm -rf "$OUT"' EXIT
@@ -44,7 +48,7 @@ udp() { $NETRIG lab exec "$1" a -- netrig udp-stream -H 198.18.0.2 -l "$SECS" -m
   | j "'%d datagrams/s received, %.1f Mbit/s, loss %.2f %%' % (v['summary']['udp']['received_datagrams']/v['summary']['elapsed_s'], v['summary']['throughput_bps']/1e6, v['summary']['udp']['loss_pct'])"; }
 tcp() { $NETRIG lab exec "$1" a -- netrig tcp-stream -H 198.18.0.2 -l "$SECS" "${@:2}" --json | j "'%.1f Mbit/s' % (v['summary']['throughput_bps']/1e6)"; }
 
-if [ -z "${PATHS_ONLY:-}" ]; then
+if [ -z "${PATHS_ONLY:-}" ] && [ -z "${QUEUE_ONLY:-}" ]; then
 $NETRIG lab up "$(lab_file plain "")" --name "$LAB_PLAIN" >/dev/null
 $NETRIG lab up "$(lab_file el "[lab.links.shape.a]
 element = true
@@ -81,5 +85,36 @@ delay = \"$2\"")" --name "$name" >/dev/null
   $NETRIG lab status "$name" | grep element
   $NETRIG lab down "$name" >/dev/null
 }
+if [ -z "${QUEUE_ONLY:-}" ]; then
 path 155M 58ms
 path 1G 5ms
+fi
+
+qpath() { # RATE ONE_WAY: the element serves the rate from its own queue
+  local name=bench-qpath-$$
+  $NETRIG lab up "$(lab_file qpath "[lab.links.shape.a]
+rate = \"$1\"
+element_rate = true
+delay = \"$2\"
+[lab.links.shape.b]
+element = true
+delay = \"$2\"")" --name "$name" >/dev/null
+  echo "$1 by the element's own queue, $2 each way: tcp-rr p50 $(rr "$name") µs; one TCP flow, 4 MB window, 10 s after 2 s of warm-up: $(SECS=12 tcp "$name" --omit 2 -s 4M -S 4M)"
+  $NETRIG lab status "$name" | grep -A2 "element a"
+  $NETRIG lab down "$name" >/dev/null
+}
+qpath 155M 58ms
+qpath 1G 5ms
+
+name=bench-qceil-$$
+$NETRIG lab up "$(lab_file qceil "[lab.links.shape.a]
+rate = \"1G\"
+element_rate = true")" --name "$name" >/dev/null
+echo "the element's own queue at 1 Gbit/s, no delay, UDP offered (udp-stream --no-gso -b RATE):"
+for spec in "1472 1200M" "64 100M" "64 0"; do
+  set -- $spec
+  echo "  $1 B at $2: $($NETRIG lab exec "$name" a -- netrig udp-stream -H 198.18.0.2 -l "$SECS" -m "$1" -b "$2" --no-gso --json \
+    | j "'sent %d/s, received %d/s (%.1f Mbit/s of payload), lost %d' % (v['summary']['udp']['sent_datagrams']/v['summary']['elapsed_s'], v['summary']['udp']['received_datagrams']/v['summary']['elapsed_s'], v['summary']['throughput_bps']/1e6, v['summary']['udp']['lost_datagrams'])")"
+  $NETRIG lab status "$name" | grep -A2 "element a" | sed 's/^/    /'
+done
+$NETRIG lab down "$name" >/dev/null

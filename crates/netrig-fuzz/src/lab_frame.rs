@@ -6,8 +6,15 @@
 //! IPv4 or IPv6 EtherType at its place and protocol 17 at the header's
 //! protocol (IPv4) or next-header (IPv6) byte, which it must be long enough
 //! to hold; cutting the frame before that byte makes it not UDP.
+//!
+//! It also reads a frame's size on the wire and DSCP (its own queue), and corrupts frames:
+//! no panic on any header (a virtio-net header's checksum offsets or GSO size from the kernel
+//! are trusted no further than the frame's length); a frame's wire size is at least its length
+//! and a non-GSO frame's is exactly it; corruption leaves the length alone and flips a bit
+//! inside the frame, after the IP header, or does nothing.
 
-use netrig_lab::element::is_udp;
+use netrig_lab::element::{is_udp, Rng};
+use netrig_lab::pathmodel::{corrupt, dscp, is_gso, wire};
 
 /// Runs one input through the target, panicking when an invariant fails.
 pub fn run(data: &[u8]) {
@@ -26,5 +33,29 @@ pub fn run(data: &[u8]) {
             !is_udp(&data[..at]),
             "a frame cut before its protocol byte is not UDP"
         );
+    }
+    let len = data.len().saturating_sub(10) as u64;
+    let (bytes, segs) = wire(data);
+    assert!(
+        bytes >= len && segs >= 1,
+        "wire({}) = ({bytes}, {segs})",
+        data.len()
+    );
+    if !is_gso(data) {
+        assert_eq!((bytes, segs), (len, 1));
+    }
+    if let Some(d) = dscp(data) {
+        assert!(d < 64);
+    }
+    let mut f = data.to_vec();
+    let seed = data
+        .iter()
+        .fold(1u64, |a, b| a.wrapping_mul(31).wrapping_add(*b as u64));
+    if let Some(at) = corrupt(&mut f, &mut Rng::new(seed)) {
+        assert_eq!(f.len(), data.len());
+        assert!(10 + at < f.len() && at >= 14 + 20, "flipped byte {at}");
+        assert!(!is_gso(data));
+    } else {
+        assert_eq!(f, data, "an uncorrupted frame is unchanged");
     }
 }

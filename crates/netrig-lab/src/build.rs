@@ -320,7 +320,7 @@ fn probe_kernel(topo: &Topology, id: &str) -> Result<Kernel, LabError> {
     let (mut wants_netem, mut wants_red) = (false, false);
     for s in shapes {
         wants_netem |= !s.netem_properties().is_empty();
-        wants_red |= s.red == Some(true);
+        wants_red |= s.red.is_some();
     }
     Ok(Kernel {
         netem: wants_netem && probe_qdisc(id, &["netem", "delay", "1ms"])?,
@@ -1024,6 +1024,7 @@ pub fn status_text(labs: &[LabState]) -> String {
                     c.from, c.to, e.link, e.ns, c.received, c.forwarded, c.dropped, c.delayed, c.reordered, c.duplicated, c.send_errors, c.overflow, c.rx_drops,
                     c.udp.received, c.udp.dropped, c.udp.reordered, c.udp.duplicated
                 ));
+                o.push_str(&crate::element_plan::status_extra(c));
             }
         }
         for w in &s.witness {

@@ -11,6 +11,7 @@
 //! element (a TCP super-frame from a veth with TSO is one unit for loss and duplication: see the
 //! docs); UDP datagrams are frames of their own.
 
+use crate::pathmodel::{Ge, GeModel, Queue, QueueCfg, QueueDrop};
 use serde::{Deserialize, Serialize};
 use std::collections::BinaryHeap;
 use std::path::PathBuf;
@@ -32,6 +33,16 @@ pub struct Props {
     /// Probability (0..1) a frame skips the delay (netem's `reorder P%`): it overtakes the frames
     /// in the delay line.
     pub reorder: f64,
+    /// Gilbert–Elliott loss (instead of `loss`).
+    #[serde(default)]
+    pub gemodel: Option<GeModel>,
+    /// Probability (0..1) a frame has one bit flipped (netem's `corrupt`), its checksum completed
+    /// first.
+    #[serde(default)]
+    pub corrupt: f64,
+    /// The element's own rate and queue (drop-tail or RED), in front of the delay line.
+    #[serde(default)]
+    pub queue: Option<QueueCfg>,
 }
 
 /// One element: the namespace, its two interfaces, and what each direction does.
@@ -77,10 +88,42 @@ pub struct Counters {
     /// PACKET_STATISTICS' tp_drops): the element could not keep up.
     #[serde(default)]
     pub rx_drops: u64,
+    /// Bursts of consecutive frames dropped by the loss model (`dropped` / `loss_bursts`: the
+    /// mean burst length).
+    #[serde(default)]
+    pub loss_bursts: u64,
+    /// Frames with one bit flipped (`corrupt`).
+    #[serde(default)]
+    pub corrupted: u64,
+    /// Frames drawn for corruption that could not be corrupted so (not IP, or a GSO super-frame
+    /// whose segments' checksums are computed after the element): sent unchanged.
+    #[serde(default)]
+    pub corrupt_skipped: u64,
+    /// The element's own queue (with a rate of its own), else absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub queue: Option<QueueCounters>,
     /// The same counts for the UDP datagrams among those frames (IPv4 or IPv6, one datagram a
     /// frame), reordering judged among UDP datagrams only: what a UDP stream's receiver sees.
     #[serde(default)]
     pub udp: UdpCounters,
+}
+
+/// What the element's own queue did, since lab up.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct QueueCounters {
+    /// Frames admitted to the queue.
+    pub enqueued: u64,
+    /// RED: dropped at random, the average queue between min and max.
+    pub early_drops: u64,
+    /// RED: dropped because the average queue was at or above max.
+    pub forced_drops: u64,
+    /// Dropped because the queue was full (its limit).
+    pub tail_drops: u64,
+    /// The backlog an arriving frame found, in bytes: mean over the arrivals and peak.
+    pub found_mean_bytes: f64,
+    pub found_peak_bytes: u64,
+    /// The same in packets (mean).
+    pub found_mean_packets: f64,
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
@@ -89,6 +132,12 @@ pub struct UdpCounters {
     pub dropped: u64,
     pub reordered: u64,
     pub duplicated: u64,
+    /// UDP datagrams corrupted (the receiver's kernel drops them: Udp InCsumErrors).
+    #[serde(default)]
+    pub corrupted: u64,
+    /// UDP datagrams dropped by the element's queue (early, forced and tail).
+    #[serde(default)]
+    pub queue_dropped: u64,
 }
 
 /// Is this frame (after its 10-byte virtio-net header) a UDP datagram over IPv4 or IPv6?
@@ -148,6 +197,28 @@ pub struct Line {
     rng: Rng,
     /// The release time of the last delayed frame (jitter never reorders).
     last: Option<Instant>,
+    ge: Option<Ge>,
+    queue: Option<Queue>,
+    /// The frame before was lost by the loss model (bursts are counted at their first frame).
+    lost_before: bool,
+}
+
+/// Why a frame was not sent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Dropped {
+    /// The loss model (`loss` or `loss_gemodel`).
+    Loss,
+    /// The element's own queue.
+    Queue(QueueDrop),
+}
+
+/// What the element reads of a frame to decide its fate.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct FrameInfo {
+    /// Its bytes on the wire and the packets it is there ([`crate::pathmodel::wire`]).
+    pub wire: u64,
+    pub segments: u64,
+    pub dscp: Option<u8>,
 }
 
 /// A frame's fate.
@@ -157,49 +228,95 @@ pub struct Fate {
     pub release: Vec<Instant>,
     /// Released ahead of frames still in the delay line.
     pub reordered: bool,
+    pub dropped: Option<Dropped>,
+    /// Lost by the loss model, the frame before not: the first of a burst.
+    pub burst: bool,
+    /// The first copy is to be corrupted.
+    pub corrupt: bool,
+    /// The backlog (bytes, packets) the frame found in the element's queue.
+    pub found: Option<(u64, u64)>,
 }
 
 impl Line {
     pub fn new(props: Props, rng: Rng) -> Self {
         Line {
+            ge: props.gemodel.map(Ge::new),
+            queue: props.queue.clone().map(Queue::new),
             props,
             rng,
             last: None,
+            lost_before: false,
         }
+    }
+
+    /// The generator, for the choices made outside (which bit to flip).
+    pub fn rng(&mut self) -> &mut Rng {
+        &mut self.rng
     }
 
     /// `pending`: frames in the delay line now.
     pub fn admit(&mut self, now: Instant, pending: usize) -> Fate {
-        let p = &self.props;
-        if p.loss > 0.0 && self.rng.unit() < p.loss {
-            return Fate {
-                release: vec![],
-                reordered: false,
-            };
+        self.admit_frame(now, pending, FrameInfo::default())
+    }
+
+    /// In netem's order: the loss model, then the element's queue (served at its rate, a
+    /// frame's delay counted from its departure), duplication, corruption, reordering or delay.
+    pub fn admit_frame(&mut self, now: Instant, pending: usize, frame: FrameInfo) -> Fate {
+        let mut fate = Fate {
+            release: vec![],
+            reordered: false,
+            dropped: None,
+            burst: false,
+            corrupt: false,
+            found: None,
+        };
+        let lost = match &mut self.ge {
+            Some(g) => g.lose(&mut self.rng),
+            None => self.props.loss > 0.0 && self.rng.unit() < self.props.loss,
+        };
+        if lost {
+            fate.burst = !self.lost_before;
+            self.lost_before = true;
+            fate.dropped = Some(Dropped::Loss);
+            return fate;
         }
+        self.lost_before = false;
+        let mut start = now;
+        if let Some(q) = &mut self.queue {
+            let a = q.admit_segments(now, frame.wire, frame.segments.max(1), frame.dscp, &mut self.rng);
+            fate.found = Some((a.found_bytes, a.found_packets));
+            match a.depart {
+                Ok(d) => start = d,
+                Err(e) => {
+                    fate.dropped = Some(Dropped::Queue(e));
+                    return fate;
+                }
+            }
+        }
+        let p = &self.props;
         let copies = if p.duplicate > 0.0 && self.rng.unit() < p.duplicate {
             2
         } else {
             1
         };
+        fate.corrupt = p.corrupt > 0.0 && self.rng.unit() < p.corrupt;
         let (at, reordered) = if p.reorder > 0.0 && self.rng.unit() < p.reorder {
-            (now, pending > 0)
+            (start, pending > 0)
         } else {
             let mut d = p.delay_us as f64;
             if p.jitter_us > 0 {
                 d += (self.rng.unit() * 2.0 - 1.0) * p.jitter_us as f64;
             }
-            let mut at = now + Duration::from_micros(d.max(0.0) as u64);
+            let mut at = start + Duration::from_micros(d.max(0.0) as u64);
             if let Some(l) = self.last {
                 at = at.max(l);
             }
             self.last = Some(at);
             (at, false)
         };
-        Fate {
-            release: vec![at; copies],
-            reordered,
-        }
+        fate.release = vec![at; copies];
+        fate.reordered = reordered;
+        fate
     }
 }
 
@@ -267,6 +384,15 @@ fn packet_socket(dev: &str) -> Result<libc::c_int, String> {
                 return Err(os_err(&format!("setsockopt({what}) on {dev}")));
             }
         }
+        // Each frame stamped when the kernel received it (the queue and the delay count from
+        // there, whatever the element's scheduling); without it, from when it is read.
+        libc::setsockopt(
+            fd,
+            libc::SOL_SOCKET,
+            SO_TIMESTAMPNS,
+            &one as *const _ as *const _,
+            sz,
+        );
         let buf: libc::c_int = 8 << 20;
         for opt in [libc::SO_RCVBUFFORCE, libc::SO_SNDBUFFORCE] {
             libc::setsockopt(fd, libc::SOL_SOCKET, opt, &buf as *const _ as *const _, sz);
@@ -292,6 +418,53 @@ fn packet_socket(dev: &str) -> Result<libc::c_int, String> {
     }
 }
 
+/// SO_TIMESTAMPNS (SO_TIMESTAMPNS_OLD: a struct timespec of CLOCK_REALTIME) and its control
+/// message type, as on x86 and arm Linux.
+const SO_TIMESTAMPNS: libc::c_int = 35;
+
+/// CLOCK_REALTIME now, as the kernel stamps frames.
+fn realtime() -> Duration {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: a struct owned here.
+    unsafe { libc::clock_gettime(libc::CLOCK_REALTIME, &mut ts) };
+    Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
+}
+
+/// Reads one frame (non-blocking) with the time the kernel received it, if stamped.
+fn recv_stamped(fd: libc::c_int, buf: &mut [u8]) -> Option<(usize, Option<Duration>)> {
+    let mut cbuf = [0u64; 16];
+    let mut iov = libc::iovec {
+        iov_base: buf.as_mut_ptr() as *mut _,
+        iov_len: buf.len(),
+    };
+    // SAFETY: a msghdr pointing at buffers owned here, their lengths given; the control
+    // messages are walked with the kernel's macros within msg_controllen.
+    unsafe {
+        let mut msg: libc::msghdr = std::mem::zeroed();
+        msg.msg_iov = &mut iov;
+        msg.msg_iovlen = 1;
+        msg.msg_control = cbuf.as_mut_ptr() as *mut _;
+        msg.msg_controllen = std::mem::size_of_val(&cbuf) as _;
+        let n = libc::recvmsg(fd, &mut msg, libc::MSG_DONTWAIT);
+        if n <= 0 {
+            return None;
+        }
+        let mut stamp = None;
+        let mut c = libc::CMSG_FIRSTHDR(&msg);
+        while !c.is_null() {
+            if (*c).cmsg_level == libc::SOL_SOCKET && (*c).cmsg_type == SO_TIMESTAMPNS {
+                let ts: libc::timespec = std::ptr::read_unaligned(libc::CMSG_DATA(c) as *const _);
+                stamp = Some(Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32));
+            }
+            c = libc::CMSG_NXTHDR(&msg, c);
+        }
+        Some((n as usize, stamp))
+    }
+}
+
 fn send(fd: libc::c_int, f: &[u8]) -> bool {
     // SAFETY: a buffer owned by the caller, its length given.
     unsafe { libc::send(fd, f.as_ptr() as *const _, f.len(), 0) == f.len() as isize }
@@ -300,7 +473,7 @@ fn send(fd: libc::c_int, f: &[u8]) -> bool {
 /// Shared counters of one direction (written by its thread, read by the writer of the file).
 #[derive(Default)]
 struct Shared {
-    v: [AtomicU64; 13],
+    v: [AtomicU64; 26],
 }
 
 /// Indices into Shared.
@@ -317,6 +490,19 @@ const UDP_REORDERED: usize = 9;
 const UDP_DUPLICATED: usize = 10;
 const OVERFLOW: usize = 11;
 const RX_DROPS: usize = 12;
+const LOSS_BURSTS: usize = 13;
+const CORRUPTED: usize = 14;
+const CORRUPT_SKIPPED: usize = 15;
+const UDP_CORRUPTED: usize = 16;
+const UDP_QUEUE_DROPPED: usize = 17;
+const Q_ENQUEUED: usize = 18;
+const Q_EARLY: usize = 19;
+const Q_FORCED: usize = 20;
+const Q_TAIL: usize = 21;
+const Q_FOUND_BYTES: usize = 22;
+const Q_FOUND_PACKETS: usize = 23;
+const Q_FOUND_PEAK: usize = 24;
+const Q_ARRIVALS: usize = 25;
 
 /// Frames the kernel dropped on this socket since the last call (PACKET_STATISTICS resets).
 fn socket_drops(fd: libc::c_int) -> u64 {
@@ -353,6 +539,7 @@ fn forward(rx: libc::c_int, tx: libc::c_int, props: Props, c: Arc<Shared>) {
     let (mut late, mut udp_late) = (LateCount::default(), LateCount::default());
     let mut buf = vec![0u8; FRAME_MAX];
     let mut held = 0usize;
+    let mut last_arrival: Option<Instant> = None;
     let add = |i: usize, n: u64| {
         c.v[i].fetch_add(n, Ordering::Relaxed);
     };
@@ -397,13 +584,25 @@ fn forward(rx: libc::c_int, tx: libc::c_int, props: Props, c: Arc<Shared>) {
         if r <= 0 {
             continue;
         }
+        // The clocks now, to place each frame's kernel arrival time (CLOCK_REALTIME) on Instant's.
+        let (mono, real) = (Instant::now(), realtime());
         for _ in 0..64 {
-            // SAFETY: reads into a buffer owned here, its length given.
-            let n = unsafe { libc::recv(rx, buf.as_mut_ptr() as *mut _, buf.len(), libc::MSG_DONTWAIT) };
-            if n <= 0 {
+            let Some((n, stamp)) = recv_stamped(rx, &mut buf) else {
                 break;
-            }
-            let frame = &buf[..n as usize];
+            };
+            let frame = &buf[..n];
+            // When the kernel received it (the element may have been off the CPU since): the
+            // queue and the delay count from there, never before the frame ahead.
+            // A stamp from another clock (a sender's monotonic departure time kept across the
+            // veth) or more than a second old is not an arrival time: read time instead.
+            let arrived = match stamp {
+                Some(t) if t <= real && real - t < Duration::from_secs(1) => {
+                    mono.checked_sub(real - t).unwrap_or(mono)
+                }
+                _ => mono,
+            };
+            let arrived = last_arrival.map_or(arrived, |l: Instant| l.max(arrived));
+            last_arrival = Some(arrived);
             let udp = is_udp(frame);
             add(RECEIVED, 1);
             arrivals += 1;
@@ -418,13 +617,62 @@ fn forward(rx: libc::c_int, tx: libc::c_int, props: Props, c: Arc<Shared>) {
                 add(UDP_RECEIVED, 1);
             }
             let now = Instant::now();
-            let fate = line.admit(now, heap.len());
-            if fate.release.is_empty() {
-                add(DROPPED, 1);
-                if udp {
-                    add(UDP_DROPPED, 1);
+            let (wire, segments) = crate::pathmodel::wire(frame);
+            let info = FrameInfo {
+                wire,
+                segments,
+                dscp: crate::pathmodel::dscp(frame),
+            };
+            let fate = line.admit_frame(arrived, heap.len(), info);
+            if let Some((bytes, packets)) = fate.found {
+                add(Q_ARRIVALS, 1);
+                add(Q_FOUND_BYTES, bytes);
+                add(Q_FOUND_PACKETS, packets);
+                c.v[Q_FOUND_PEAK].fetch_max(bytes, Ordering::Relaxed);
+            }
+            match fate.dropped {
+                Some(Dropped::Loss) => {
+                    add(DROPPED, 1);
+                    if fate.burst {
+                        add(LOSS_BURSTS, 1);
+                    }
+                    if udp {
+                        add(UDP_DROPPED, 1);
+                    }
+                    continue;
                 }
-                continue;
+                Some(Dropped::Queue(why)) => {
+                    add(
+                        match why {
+                            QueueDrop::Early => Q_EARLY,
+                            QueueDrop::Forced => Q_FORCED,
+                            QueueDrop::Tail => Q_TAIL,
+                        },
+                        1,
+                    );
+                    if udp {
+                        add(UDP_QUEUE_DROPPED, 1);
+                    }
+                    continue;
+                }
+                None => {}
+            }
+            if fate.found.is_some() {
+                add(Q_ENQUEUED, 1);
+            }
+            // The first copy corrupted (netem corrupts the original after cloning the copy).
+            let mut corrupted = None;
+            if fate.corrupt {
+                let mut f = frame.to_vec();
+                if crate::pathmodel::corrupt(&mut f, line.rng()).is_some() {
+                    add(CORRUPTED, 1);
+                    if udp {
+                        add(UDP_CORRUPTED, 1);
+                    }
+                    corrupted = Some(f);
+                } else {
+                    add(CORRUPT_SKIPPED, 1);
+                }
             }
             if fate.release.len() > 1 {
                 add(DUPLICATED, fate.release.len() as u64 - 1);
@@ -434,6 +682,10 @@ fn forward(rx: libc::c_int, tx: libc::c_int, props: Props, c: Arc<Shared>) {
             }
             for (k, at) in fate.release.into_iter().enumerate() {
                 let arrival = (k == 0).then_some(arrival);
+                let frame = match (&corrupted, k) {
+                    (Some(f), 0) => f.as_slice(),
+                    _ => frame,
+                };
                 if at <= now && heap.is_empty() {
                     emit(frame, arrival);
                 } else if held + frame.len() > LINE_BYTES {
@@ -472,11 +724,28 @@ fn snapshot(cfg: &Config, shared: &[Arc<Shared>; 2]) -> Vec<Counters> {
                 send_errors: v(SEND_ERRORS),
                 overflow: v(OVERFLOW),
                 rx_drops: v(RX_DROPS),
+                loss_bursts: v(LOSS_BURSTS),
+                corrupted: v(CORRUPTED),
+                corrupt_skipped: v(CORRUPT_SKIPPED),
+                queue: cfg.props[i].queue.as_ref().map(|_| {
+                    let n = v(Q_ARRIVALS).max(1) as f64;
+                    QueueCounters {
+                        enqueued: v(Q_ENQUEUED),
+                        early_drops: v(Q_EARLY),
+                        forced_drops: v(Q_FORCED),
+                        tail_drops: v(Q_TAIL),
+                        found_mean_bytes: v(Q_FOUND_BYTES) as f64 / n,
+                        found_peak_bytes: v(Q_FOUND_PEAK),
+                        found_mean_packets: v(Q_FOUND_PACKETS) as f64 / n,
+                    }
+                }),
                 udp: UdpCounters {
                     received: v(UDP_RECEIVED),
                     dropped: v(UDP_DROPPED),
                     reordered: v(UDP_REORDERED),
                     duplicated: v(UDP_DUPLICATED),
+                    corrupted: v(UDP_CORRUPTED),
+                    queue_dropped: v(UDP_QUEUE_DROPPED),
                 },
             }
         })
@@ -624,6 +893,54 @@ mod tests {
         });
         assert!(!l.admit(Instant::now(), 0).reordered);
         assert!(l.admit(Instant::now(), 1).reordered);
+    }
+
+    #[test]
+    fn a_frame_is_delayed_from_its_departure_from_the_element_s_queue() {
+        let mut l = line(Props {
+            delay_us: 10_000,
+            queue: Some(QueueCfg {
+                rate_bps: 12_000_000,
+                bytes: false,
+                limit: 2,
+                red: None,
+            }),
+            ..Default::default()
+        });
+        let t = Instant::now();
+        let f = FrameInfo {
+            wire: 1500,
+            segments: 1,
+            dscp: None,
+        };
+        let a = l.admit_frame(t, 0, f);
+        let b = l.admit_frame(t, 1, f);
+        assert_eq!(a.release, vec![t + Duration::from_millis(11)]);
+        assert_eq!(b.release, vec![t + Duration::from_millis(12)]);
+        assert_eq!(b.found, Some((1500, 1)));
+        let c = l.admit_frame(t, 2, f);
+        assert_eq!(c.dropped, Some(Dropped::Queue(QueueDrop::Tail)));
+        assert!(c.release.is_empty());
+    }
+
+    #[test]
+    fn loss_bursts_are_counted_at_their_first_frame() {
+        // Good → bad at once, never back: one burst however long.
+        let mut l = line(Props {
+            gemodel: Some(GeModel {
+                p: 1.0,
+                r: 0.0,
+                bad_loss: 1.0,
+                good_loss: 0.0,
+            }),
+            ..Default::default()
+        });
+        let t = Instant::now();
+        let fates: Vec<Fate> = (0..5).map(|_| l.admit(t, 0)).collect();
+        assert_eq!(fates[0].dropped, None, "the first frame finds the good state");
+        assert!(fates[1..].iter().all(|f| f.dropped == Some(Dropped::Loss)));
+        let bursts: Vec<bool> = fates.iter().map(|f| f.burst).collect();
+        assert_eq!(bursts, vec![false, true, false, false, false]);
     }
 
     #[test]

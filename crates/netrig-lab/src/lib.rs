@@ -10,7 +10,9 @@
 
 pub mod build;
 pub mod element;
+pub mod element_plan;
 pub mod model;
+pub mod pathmodel;
 pub mod plan;
 #[cfg(test)]
 mod port_tests;

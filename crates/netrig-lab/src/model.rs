@@ -133,9 +133,18 @@ pub struct Shape {
     /// Corruption, percent: netem.
     #[serde(default)]
     pub corrupt: Option<f64>,
-    /// RED instead of drop-tail: not built yet.
+    /// Bursty loss, Gilbert–Elliott, with netem's parameters in percent:
+    /// `{ p = 1.0, r = 25.0, "1-h" = 100.0, "1-k" = 0.0 }` (netem's `loss gemodel p r 1-h 1-k`).
     #[serde(default)]
-    pub red: Option<bool>,
+    pub loss_gemodel: Option<crate::element_plan::GeSpec>,
+    /// RED before the queue's limit: `true` (default thresholds) or
+    /// `{ min, max, probability, weight, dscp = { cs1 = { min, max, probability } } }`.
+    #[serde(default, deserialize_with = "crate::element_plan::red_or_bool")]
+    pub red: Option<crate::element_plan::RedSpec>,
+    /// The rate and queue served by netrig's path element (its own queue, drop-tail or RED)
+    /// instead of htb/tbf on the sender's egress.
+    #[serde(default)]
+    pub element_rate: Option<bool>,
     /// Who builds delay, jitter, loss, duplicate and reorder: absent, netem where the kernel has
     /// it, else netrig's path element; `true`: the element even where netem exists; `false`:
     /// netem only (refused without it).
@@ -165,6 +174,9 @@ impl Shape {
         if self.corrupt.is_some() {
             v.push("corrupt");
         }
+        if self.loss_gemodel.is_some() {
+            v.push("loss_gemodel");
+        }
         v
     }
 
@@ -179,7 +191,7 @@ impl Shape {
     /// has netem)?
     pub fn by_element(&self, netem: bool) -> bool {
         let asked = self.netem_properties();
-        !asked.is_empty() && asked != ["corrupt"] && self.element.unwrap_or(!netem)
+        !asked.is_empty() && self.element.unwrap_or(!netem)
     }
 }
 

@@ -101,22 +101,6 @@ pub struct ElementPlan {
     pub config: crate::element::Config,
 }
 
-fn element_props(s: &Shape) -> crate::element::Props {
-    let us = |v: &Option<String>| {
-        v.as_deref()
-            .and_then(|d| humantime::parse_duration(d).ok())
-            .map(|d| d.as_micros() as u64)
-            .unwrap_or(0)
-    };
-    crate::element::Props {
-        delay_us: us(&s.delay),
-        jitter_us: us(&s.jitter),
-        loss: s.loss.unwrap_or(0.0) / 100.0,
-        duplicate: s.duplicate.unwrap_or(0.0) / 100.0,
-        reorder: s.reorder.unwrap_or(0.0) / 100.0,
-    }
-}
-
 fn cmd(ns: &str, argv: &[&str]) -> Step {
     Step::Cmd {
         ns: Some(ns.to_string()),
@@ -249,7 +233,9 @@ fn shaping(
     let asked = s.netem_properties();
     // Without netem, netrig's path element builds delay, jitter, loss, duplicate and reorder on
     // a point-to-point link; what it cannot build is refused by name.
-    let by_element = !asked.is_empty() && s.element.unwrap_or(!k.netem);
+    let by_element = crate::element_plan::by_element(s, k);
+    let element_queue = crate::element_plan::element_queue(s, k);
+    refused.extend(crate::element_plan::refusals(dir_label, s, k, element_ok));
     if !asked.is_empty() && !k.netem && s.element == Some(false) {
         for p in &asked {
             refused.push(format!(
@@ -259,11 +245,7 @@ fn shaping(
     }
     if by_element {
         for p in &asked {
-            if *p == "corrupt" {
-                refused.push(format!(
-                    "corrupt on link {dir_label}: needs netem (not in this kernel); netrig's path element does not corrupt"
-                ));
-            } else if !element_ok {
+            if !element_ok {
                 refused.push(format!(
                     "{p} on link {dir_label}: needs netem (not in this kernel); netrig's path element is built on point-to-point links only, not LANs"
                 ));
@@ -271,13 +253,6 @@ fn shaping(
         }
     }
     let netem: Vec<&str> = if by_element { Vec::new() } else { asked.clone() };
-    if s.red == Some(true) {
-        refused.push(if k.red {
-            format!("red on link {dir_label}: RED is not built by netrig yet")
-        } else {
-            format!("red on link {dir_label}: needs the red qdisc (not in this kernel); netrig's path element does not do RED")
-        });
-    }
     if !refused.is_empty() {
         return Err(LabError::Refused(refused));
     }
@@ -364,6 +339,14 @@ fn shaping(
                 a.push(j.clone());
             }
         }
+        if let Some(g) = &s.loss_gemodel {
+            // All four given: tc's defaults for the ones left out are not the element's.
+            let m = g.model();
+            a.extend(["loss".into(), "gemodel".into()]);
+            for v in [m.p, m.r, m.bad_loss, m.good_loss] {
+                a.push(format!("{}%", v * 100.0));
+            }
+        }
         for (name, v) in [
             ("loss", s.loss),
             ("duplicate", s.duplicate),
@@ -390,7 +373,12 @@ fn shaping(
         a.extend([kind.to_string(), "limit".into(), lim.clone()]);
         Some((a, format!("{kind} limit {lim}")))
     };
-    if let Some(r) = rate {
+    if element_queue {
+        let props = crate::element_plan::props(dir_label, s, k, rate).map_err(spec)?;
+        if let Some(q) = &props.queue {
+            mech.push(crate::element_plan::queue_mechanism(q));
+        }
+    } else if let Some(r) = rate {
         let rb = format!("{r}bit");
         if shaper == "htb" {
             steps.push(cmd(
@@ -442,7 +430,10 @@ fn shaping(
             steps.push(cmd_s(ns, netem_args(s.limit_packets)));
             mech.push(format!("netem ({})", netem.join(", ")));
         } else if shaper == "htb" {
-            if let Some((a, m)) = fifo(&["parent", "1:1", "handle", "10:"]) {
+            if let Some((a, m)) = crate::element_plan::red_qdisc(dev, s, r, mtu) {
+                steps.push(cmd_s(ns, a));
+                mech.push(m);
+            } else if let Some((a, m)) = fifo(&["parent", "1:1", "handle", "10:"]) {
                 steps.push(cmd_s(ns, a));
                 mech.push(m);
             }
@@ -454,7 +445,7 @@ fn shaping(
         steps.push(cmd_s(ns, a));
         mech.push(m);
     }
-    if by_element {
+    if by_element && !asked.is_empty() {
         mech.push(format!("netrig element ({})", asked.join(", ")));
     }
     Ok((steps, mech.join(" + "), rate))
@@ -513,7 +504,8 @@ pub fn plan(topo: &Topology, id: &str, k: Kernel, dir: &std::path::Path) -> Resu
         let addrs = addresses(&format!("link {name}"), &members, &l.addrs, i as u32)?;
         let (da, db) = (format!("to-{b}"), format!("to-{a}"));
         let mtu = l.mtu.unwrap_or(1500);
-        let by_element = l.shape.values().any(|s| s.by_element(k.netem));
+        let by_element = l.shape.values().any(|s| crate::element_plan::by_element(s, k));
+        refused.extend(crate::element_plan::link_refusals(&name, l, k));
         if by_element {
             // Two veth pairs through the element's namespace: a:to-b <-> E:to-a, E:to-b <-> b:to-a.
             // E's interfaces carry no address and no bridge: only the element forwards there.
@@ -540,14 +532,24 @@ pub fn plan(topo: &Topology, id: &str, k: Kernel, dir: &std::path::Path) -> Resu
                 steps.push(cmd(&ne, &["ip", "link", "set", d, "mtu", &mtu.to_string()]));
                 steps.push(cmd(&ne, &["ip", "link", "set", d, "up"]));
             }
-            let props = |h: &String| l.shape.get(h).map(element_props).unwrap_or_default();
+            let props = |h: &String| -> Result<crate::element::Props, LabError> {
+                let Some(s) = l.shape.get(h) else {
+                    return Ok(Default::default());
+                };
+                if !crate::element_plan::by_element(s, k) {
+                    // Built by netem on that end's egress.
+                    return Ok(Default::default());
+                }
+                let rate = s.rate.as_deref().and_then(|r| parse_rate(r).ok());
+                crate::element_plan::props(&name, s, k, rate).map_err(spec)
+            };
             elements.push(ElementPlan {
                 ns: ne,
                 config: crate::element::Config {
                     link: name.clone(),
                     ifaces: [db.clone(), da.clone()],
                     ends: [a.clone(), b.clone()],
-                    props: [props(a), props(b)],
+                    props: [props(a)?, props(b)?],
                     counters: std::path::Path::new(crate::build::STATE_DIR)
                         .join(id)
                         .join(format!("element-{i}.json")),
@@ -1093,7 +1095,7 @@ mod tests {
         let corrupt = THREE.replace("limit_packets = 100", "delay = '10ms'\ncorrupt = 1.0");
         let e = p(&corrupt, Kernel::default()).unwrap_err().to_string();
         assert!(
-            e.contains("corrupt on link router-server (router → server): needs netem (not in this kernel); netrig's path element does not corrupt"),
+            e.contains("corrupt on link router-server (router → server): netrig's path element corrupts single frames only: needs offloads = { tso = false, gso = false } on the link"),
             "{e}"
         );
         let ok = p(

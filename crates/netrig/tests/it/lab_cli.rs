@@ -338,7 +338,7 @@ fn a_lab_whose_owner_was_killed_is_stale_and_down_stale_removes_it() {
 }
 
 #[test]
-fn corrupt_is_refused_by_name_where_the_kernel_has_no_netem() {
+fn corrupt_with_segmentation_offloads_on_is_refused_by_name_where_the_kernel_has_no_netem() {
     if !can_build() {
         return;
     }
@@ -363,7 +363,8 @@ fn corrupt_is_refused_by_name_where_the_kernel_has_no_netem() {
     let e = stderr(&o);
     assert_eq!(o.status.code(), Some(2), "{e}");
     assert!(
-        e.contains("corrupt on link router-server (router → server): needs netem (not in this kernel); netrig's path element does not corrupt"),
+        // The path element corrupts single frames only (lab_element tests it with offloads off).
+        e.contains("corrupt on link router-server (router → server): netrig's path element corrupts single frames only: needs offloads = { tso = false, gso = false } on the link"),
         "{e}"
     );
     let new: Vec<_> = namespaces()
