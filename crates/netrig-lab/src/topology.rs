@@ -217,6 +217,17 @@ pub fn group_steps(
                     )
                 })
                 .collect();
+            // One source address for this end's own traffic whichever link a packet takes (its
+            // address on the group's first link): an unbound socket's source would otherwise follow
+            // the link the hash chose, so a test's control connection and its data flows could
+            // come from different addresses.
+            let first = segs[g.links[0]]
+                .members
+                .iter()
+                .find(|m| &m.host == from)
+                .expect("end");
+            let src4 = first.v4.map(|n| n.addr().to_string());
+            let src6 = first.v6.map(|n| n.addr().to_string());
             let mut nets4 = Vec::new();
             let mut nets6 = Vec::new();
             for &d in ds {
@@ -234,9 +245,14 @@ pub fn group_steps(
                 if usable.is_empty() {
                     continue;
                 }
+                let src: Vec<&str> = match if v6 { &src6 } else { &src4 } {
+                    Some(a) => vec!["src", a],
+                    None => Vec::new(),
+                };
                 for net in nets.iter() {
                     let mut a: Vec<String> = fam.iter().map(|s| s.to_string()).collect();
                     a.extend(["route".into(), "add".into(), net.clone()]);
+                    a.extend(src.iter().map(|s| s.to_string()));
                     for h in &usable {
                         a.extend([
                             "nexthop".into(),
@@ -262,7 +278,9 @@ pub fn group_steps(
                         let via = via.to_string();
                         for net in nets.iter() {
                             let mut a: Vec<&str> = fam.to_vec();
-                            a.extend(["route", "add", net, "via", &via, "dev", &h.0, "table", &t]);
+                            a.extend(["route", "add", net, "via", &via, "dev", &h.0]);
+                            a.extend(&src);
+                            a.extend(["table", &t]);
                             steps.push(cmd(ns, &a));
                         }
                     }
@@ -980,9 +998,9 @@ mod tests {
         has("nrabc123-r1 ip link add to2-r2 type veth peer name to2-r1 netns nrabc123-r2");
         has("nrabc123-r1 ip addr add 198.18.2.1/24 dev to2-r2");
         // Beyond the other end: one route over both links, both families, the L4 hash.
-        has("nrabc123-r1 ip route add 198.18.3.0/24 nexthop via 198.18.1.2 dev to-r2 nexthop via 198.18.2.2 dev to2-r2");
-        has("nrabc123-r1 ip -6 route add 2001:db8:0:3::/64 nexthop via 2001:db8:0:1::2 dev to-r2 nexthop via 2001:db8:0:2::2 dev to2-r2");
-        has("nrabc123-r2 ip route add 198.18.0.0/24 nexthop via 198.18.1.1 dev to-r1 nexthop via 198.18.2.1 dev to2-r1");
+        has("nrabc123-r1 ip route add 198.18.3.0/24 src 198.18.1.1 nexthop via 198.18.1.2 dev to-r2 nexthop via 198.18.2.2 dev to2-r2");
+        has("nrabc123-r1 ip -6 route add 2001:db8:0:3::/64 src 2001:db8:0:1::1 nexthop via 2001:db8:0:1::2 dev to-r2 nexthop via 2001:db8:0:2::2 dev to2-r2");
+        has("nrabc123-r2 ip route add 198.18.0.0/24 src 198.18.1.2 nexthop via 198.18.1.1 dev to-r1 nexthop via 198.18.2.1 dev to2-r1");
         has("nrabc123-r1 sysctl net.ipv4.fib_multipath_hash_policy=1");
         has("nrabc123-r2 sysctl net.ipv6.fib_multipath_hash_policy=1");
         // Hosts behind a router route as before (through the router's first link).
@@ -1013,9 +1031,9 @@ mod tests {
         let has = |x: &str| assert!(c.iter().any(|s| s == x), "missing {x:?} in {c:#?}");
         has("nrabc123-r1 ip rule add fwmark 1001 table 1001 priority 1001");
         has("nrabc123-r1 ip -6 rule add fwmark 1002 table 1002 priority 1002");
-        has("nrabc123-r1 ip route add 198.18.3.0/24 via 198.18.1.2 dev to-r2 table 1001");
-        has("nrabc123-r1 ip route add 198.18.3.0/24 via 198.18.2.2 dev to2-r2 table 1002");
-        has("nrabc123-r2 ip route add 198.18.0.0/24 via 198.18.2.1 dev to2-r1 table 1002");
+        has("nrabc123-r1 ip route add 198.18.3.0/24 via 198.18.1.2 dev to-r2 src 198.18.1.1 table 1001");
+        has("nrabc123-r1 ip route add 198.18.3.0/24 via 198.18.2.2 dev to2-r2 src 198.18.1.1 table 1002");
+        has("nrabc123-r2 ip route add 198.18.0.0/24 via 198.18.2.1 dev to2-r1 src 198.18.1.2 table 1002");
         let nft: Vec<_> = c.iter().filter(|s| s.contains("nft -f -")).collect();
         assert_eq!(nft.len(), 2, "one table in each end: {nft:#?}");
         assert!(
