@@ -583,7 +583,7 @@ pub fn plan_classes(
     Ok(out)
 }
 
-/// The htb quantum of a class: a tenth of a second's tenth (htb's r2q = 10), kept between one
+/// The htb quantum of a class: its rate in bytes per second / 10 (htb's r2q), kept between one
 /// frame and 200,000 bytes, so the kernel neither warns nor clamps.
 fn quantum(rate_bps: u64, mtu: u32) -> u64 {
     (rate_bps / 8 / 10).clamp(mtu as u64 + 14, 200_000)
