@@ -1021,6 +1021,30 @@ mod tests {
     }
 
     #[test]
+    fn the_witness_measures_each_parallel_link_towards_the_address_on_it() {
+        let text = PARALLEL.replacen(
+            "[[links]]\nends = ['r2', 's']",
+            "[links.shape.r1]\nrate = '20M'\n[[links]]\nends = ['r2', 's']",
+            1,
+        );
+        let p = plan(
+            &crate::model::parse(&text).unwrap(),
+            "abc123",
+            Kernel::default(),
+            std::path::Path::new("."),
+        )
+        .unwrap();
+        let d = &p.directions[0];
+        assert_eq!((d.link.as_str(), d.dev.as_str()), ("r1-r2.2", "to2-r2"));
+        assert_eq!(address_on(&p, d).unwrap().to_string(), "198.18.2.2");
+        // The first shared segment's address would measure the other link.
+        assert_eq!(
+            crate::plan::address_of(&p, "r2", "r1").unwrap().to_string(),
+            "198.18.1.2"
+        );
+    }
+
+    #[test]
     fn per_packet_balancing_marks_round_robin_and_routes_each_mark_over_its_link() {
         let text = PARALLEL.replacen(
             "ends = ['r1', 'r2']\n",

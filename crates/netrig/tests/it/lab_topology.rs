@@ -182,6 +182,41 @@ fn parallel_links_per_flow_spread_many_flows_and_keep_one_flow_on_one_link() {
 }
 
 #[test]
+fn the_witness_measures_each_of_two_parallel_links_by_itself() {
+    if !can_build() {
+        return;
+    }
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = TempDir::new("lab-two-rates");
+    let file = write(
+        &dir,
+        "two.toml",
+        "[lab.hosts.a]\n[lab.hosts.b]\n\
+         [[lab.links]]\nends = [\"a\", \"b\"]\n[lab.links.shape.a]\nrate = \"50M\"\n\
+         [[lab.links]]\nends = [\"a\", \"b\"]\n[lab.links.shape.a]\nrate = \"20M\"\n",
+    );
+    let name = format!("it-topo-two-{}", std::process::id());
+    let _down = Down(name.clone());
+    let o = run(&["lab", "up", &file, "--name", &name, "--witness-length", "1"]);
+    assert!(o.status.success(), "lab up: {}\n{}", stdout(&o), stderr(&o));
+    let s = state(&name);
+    let w = s["witness"].as_array().unwrap();
+    assert_eq!(w.len(), 2, "{w:?}");
+    for (link, rate) in [("a-b", 50e6), ("a-b.2", 20e6)] {
+        let row = w
+            .iter()
+            .find(|r| r["link"] == link)
+            .unwrap_or_else(|| panic!("{link}: {w:?}"));
+        let m = row["measured_goodput_bps"].as_f64().expect("measured");
+        let ceiling = rate * 1448.0 / 1514.0;
+        assert!(
+            (m / ceiling - 1.0).abs() < 0.10,
+            "{link}: measured {m} against {ceiling}: {row}"
+        );
+    }
+}
+
+#[test]
 fn parallel_links_per_packet_split_one_udp_flow_evenly_and_unequal_delays_reorder_it() {
     if !can_build() {
         return;
