@@ -237,9 +237,10 @@ fn parallel_links_per_packet_split_one_udp_flow_evenly_and_unequal_delays_reorde
     up(&file, &name);
     let s = state(&name);
     let r1 = host_ns(&s, "r1");
-    let to = addr(&s, "s", false);
-    // Forwarded (c's datagrams through r1) and local (r1's own): one flow each, 20 Mbit/s.
-    for from in ["c", "r1"] {
+    // Forwarded (c's datagrams through r1, IPv4 and IPv6) and local (r1's own): one flow each,
+    // 20 Mbit/s.
+    for (from, six) in [("c", false), ("c", true), ("r1", false)] {
+        let to = addr(&s, "s", six);
         let mut u = Value::Null;
         let (a, b) = split(&r1, "tx_packets", || {
             u = lab_json(
@@ -254,13 +255,13 @@ fn parallel_links_per_packet_split_one_udp_flow_evenly_and_unequal_delays_reorde
         let share = a as f64 / (a + b) as f64;
         assert!(
             (0.45..=0.55).contains(&share),
-            "{from}: one flow's packets not split evenly: {a} and {b}"
+            "{from} to {to}: one flow's packets not split evenly: {a} and {b}"
         );
         // Every other datagram takes the slower link: about half arrive behind a later one.
         let ooo = u["out_of_order"].as_u64().unwrap();
         assert!(
             ooo as f64 > 0.2 * got as f64,
-            "{from}: {ooo} of {got} datagrams out of order over links of 1 and 4 ms"
+            "{from} to {to}: {ooo} of {got} datagrams out of order over links of 1 and 4 ms"
         );
     }
 }
