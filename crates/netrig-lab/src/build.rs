@@ -37,6 +37,9 @@ pub struct LabState {
     /// What each DSCP class sent and dropped (`tc -s class show`), as last read.
     #[serde(default)]
     pub classes: Vec<crate::topology::ClassCounters>,
+    /// Parallel links and how they are balanced.
+    #[serde(default)]
+    pub groups: Vec<crate::topology::GroupState>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -621,6 +624,7 @@ pub fn up(o: &UpOptions, say: &mut dyn FnMut(&str)) -> Result<LabState, LabError
             })
             .collect(),
         classes: Vec::new(),
+        groups: p.groups.clone(),
     };
     save(&state)?;
     let port = topo.agent_port.unwrap_or(6387);
@@ -1018,6 +1022,7 @@ pub fn status_text(labs: &[LabState]) -> String {
                 seg.mtu
             ));
         }
+        o.push_str(&crate::topology::groups_text(&s.groups));
         for d in &s.directions {
             o.push_str(&format!(
                 "  shaped {} → {} on {}: {}\n",
@@ -1147,6 +1152,7 @@ mod tests {
             witness: vec![],
             elements: vec![],
             classes: vec![],
+            groups: vec![],
         };
         assert!(!is_stale(&s));
         s.owner = Some(Owner {

@@ -95,6 +95,9 @@ pub struct Plan {
     /// started in its namespace after `steps`.
     #[serde(default)]
     pub elements: Vec<ElementPlan>,
+    /// Parallel links and how they are balanced.
+    #[serde(default)]
+    pub groups: Vec<crate::topology::GroupState>,
 }
 
 /// One path element: the process `netrig lab element CONFIG` in namespace `ns`.
@@ -879,6 +882,7 @@ pub fn plan(topo: &Topology, id: &str, k: Kernel, dir: &std::path::Path) -> Resu
     all.extend(addr_steps);
     all.extend(host_steps);
     all.extend(bridge_steps);
+    let groups = crate::topology::group_states(&groups, &segments);
     Ok(Plan {
         id: id.to_string(),
         hosts,
@@ -887,6 +891,7 @@ pub fn plan(topo: &Topology, id: &str, k: Kernel, dir: &std::path::Path) -> Resu
         directions,
         steps: all,
         elements,
+        groups,
     })
 }
 

@@ -165,6 +165,53 @@ pub fn groups(topo: &Topology) -> Result<Vec<Group>, LabError> {
     Ok(out)
 }
 
+/// A group of parallel links as built, for the lab's state and `lab status`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GroupState {
+    pub ends: [String; 2],
+    /// The links' names, in order.
+    pub links: Vec<String>,
+    pub balance: Balance,
+    /// How: "per flow: ECMP route, L4 hash" or "per packet: round robin (nftables numgen, fwmark
+    /// tables 1001-1002)".
+    pub how: String,
+}
+
+pub fn group_states(groups: &[Group], segs: &[Segment]) -> Vec<GroupState> {
+    groups
+        .iter()
+        .enumerate()
+        .map(|(gi, g)| GroupState {
+            ends: g.ends.clone(),
+            links: g.links.iter().map(|&l| segs[l].name.clone()).collect(),
+            balance: g.balance,
+            how: match g.balance {
+                Balance::Flow => "per flow: an ECMP route, L4 hash (fib_multipath_hash_policy 1)".into(),
+                Balance::Packet => format!(
+                    "per packet: round robin (nftables numgen in table netrig_balance{gi}, fwmark tables {}-{})",
+                    table(gi, 0),
+                    table(gi, g.links.len() - 1)
+                ),
+            },
+        })
+        .collect()
+}
+
+/// The groups' lines of `lab status`.
+pub fn groups_text(gs: &[GroupState]) -> String {
+    gs.iter()
+        .map(|g| {
+            format!(
+                "  parallel links {} between {} and {}: {}, for what lies beyond the other end\n",
+                g.links.join(", "),
+                g.ends[0],
+                g.ends[1],
+                g.how
+            )
+        })
+        .collect()
+}
+
 /// The group whose links include segment `seg`.
 pub fn group_of(groups: &[Group], seg: usize) -> Option<usize> {
     groups.iter().position(|g| g.links.contains(&seg))

@@ -148,6 +148,12 @@ fn parallel_links_per_flow_spread_many_flows_and_keep_one_flow_on_one_link() {
         .map(|g| g["name"].as_str().unwrap())
         .collect();
     assert_eq!(names, ["c-r1", "r1-r2", "r1-r2.2", "r2-s"]);
+    assert_eq!(s["groups"][0]["balance"], "Flow", "{}", s["groups"]);
+    let text = stdout(&run(&["lab", "status", &name]));
+    assert!(
+        text.contains("parallel links r1-r2, r1-r2.2 between r1 and r2: per flow: an ECMP route, L4 hash"),
+        "{text}"
+    );
     let r1 = host_ns(&s, "r1");
     // 16 flows from c to s, forwarded by r1: the L4 hash spreads them over both links (all 16
     // on one link: a chance of 2 in 65,536), in both families.
