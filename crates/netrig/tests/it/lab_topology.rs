@@ -115,6 +115,34 @@ fn parallel(first: &str, second: &str) -> String {
     )
 }
 
+fn namespaces() -> Vec<String> {
+    let o = Command::new("ip")
+        .args(["netns", "list"])
+        .output()
+        .expect("ip netns list");
+    String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .filter_map(|l| l.split_whitespace().next())
+        .map(str::to_string)
+        .collect()
+}
+
+/// `lab down`, then none of the lab's namespaces (hosts, path elements: with them their
+/// interfaces, qdiscs, nftables tables, rules and routes) is left.
+fn down_and_gone(name: &str, s: &Value) {
+    let o = run(&["lab", "down", name]);
+    assert!(o.status.success(), "lab down: {}", stderr(&o));
+    let made: Vec<String> = s["namespaces"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n.as_str().unwrap().to_string())
+        .collect();
+    assert!(!made.is_empty());
+    let left: Vec<String> = namespaces().into_iter().filter(|n| made.contains(n)).collect();
+    assert!(left.is_empty(), "namespaces left: {left:?}");
+}
+
 fn host_ns(s: &Value, h: &str) -> String {
     s["hosts"][h]["ns"].as_str().unwrap().to_string()
 }
@@ -270,6 +298,7 @@ fn parallel_links_per_packet_split_one_udp_flow_evenly_and_unequal_delays_reorde
             "{from} to {to}: {ooo} of {got} datagrams out of order over links of 1 and 4 ms"
         );
     }
+    down_and_gone(&name, &s);
 }
 
 /// The scavenger study's path: client — router — server, the router's egress towards the
@@ -442,6 +471,11 @@ fn conntrack_max_is_set_inside_a_host_or_refused_by_name() {
         host_before,
         "the host's nf_conntrack_max changed"
     );
+    let probes: Vec<String> = namespaces()
+        .into_iter()
+        .filter(|n| n.ends_with(".ctprobe"))
+        .collect();
+    assert!(probes.is_empty(), "the probe's namespace left: {probes:?}");
 }
 
 /// A priority class for EF: a tcp-rr probe marked EF skips the deep best-effort queue a bulk
