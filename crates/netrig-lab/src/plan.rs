@@ -800,7 +800,6 @@ pub fn plan(topo: &Topology, id: &str, k: Kernel, dir: &std::path::Path) -> Resu
     for (from, via_seg, via_host, dest_seg) in routes(topo, &segments)? {
         if let Some(g) = crate::topology::group_of(&groups, via_seg) {
             // Over parallel links: a multipath route (or round robin), below.
-            let _ = via_host;
             balanced.entry((from, g)).or_default().push(dest_seg);
             continue;
         }
