@@ -1192,6 +1192,23 @@ mod tests {
     }
 
     #[test]
+    fn the_shipped_scavenger_plan_builds_its_classes_behind_the_element_without_netem() {
+        let topo = crate::model::parse(include_str!("../../../plans/scavenger.toml")).unwrap();
+        let p = plan(&topo, "abc123", Kernel::default(), std::path::Path::new(".")).unwrap();
+        let d = p.directions.iter().find(|d| d.from == "router").unwrap();
+        assert_eq!(d.rate_bps, Some(155_000_000));
+        assert!(
+            d.mechanism
+                .contains("scavenger 1:11 (dscp 8) rate 1550000bit ceil 155000000bit")
+                && d.mechanism.ends_with("+ netrig element (delay)"),
+            "{}",
+            d.mechanism
+        );
+        assert_eq!(p.elements[0].config.props[0].delay_us, 58_000);
+        assert_eq!(p.elements[0].config.props[1].delay_us, 58_000);
+    }
+
+    #[test]
     fn classes_that_cannot_be_built_are_refused_by_name() {
         let red = QBSS.replace("limit_packets = 64 }", "limit_packets = 64, red = true }");
         let e = steps(&red, Kernel::default()).unwrap_err();
