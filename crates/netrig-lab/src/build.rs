@@ -34,6 +34,12 @@ pub struct LabState {
     /// netrig's path elements (docs/LAB.md): where each runs and where its counters are.
     #[serde(default)]
     pub elements: Vec<ElementState>,
+    /// What each DSCP class sent and dropped (`tc -s class show`), as last read.
+    #[serde(default)]
+    pub classes: Vec<crate::topology::ClassCounters>,
+    /// Parallel links and how they are balanced.
+    #[serde(default)]
+    pub groups: Vec<crate::topology::GroupState>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -55,6 +61,7 @@ impl LabState {
                 e.counters = c;
             }
         }
+        self.classes = crate::topology::read_class_counters(&self.directions);
     }
 }
 
@@ -344,6 +351,8 @@ fn probe_kernel(topo: &Topology, id: &str) -> Result<Kernel, LabError> {
                 ],
             )?,
         ethtool: on_path("ethtool"),
+        conntrack_max: topo.hosts.values().any(|h| h.conntrack_max.is_some())
+            && crate::topology::probe_conntrack_max(id),
     })
 }
 
@@ -614,6 +623,8 @@ pub fn up(o: &UpOptions, say: &mut dyn FnMut(&str)) -> Result<LabState, LabError
                 counters: Vec::new(),
             })
             .collect(),
+        classes: Vec::new(),
+        groups: p.groups.clone(),
     };
     save(&state)?;
     let port = topo.agent_port.unwrap_or(6387);
@@ -826,7 +837,7 @@ fn witness_row(p: &Plan, d: &Direction, port: u16, o: &UpOptions) -> Result<Witn
     if interrupted() {
         return Err(LabError::Interrupted);
     }
-    let to = address_of(p, &d.to, &d.from);
+    let to = crate::topology::address_on(p, d).or_else(|| address_of(p, &d.to, &d.from));
     let port_s = port.to_string();
     let expected = d.rate_bps.map(|r| tcp_goodput(r, d.mtu));
     let mut row = WitnessRow {
@@ -1011,6 +1022,7 @@ pub fn status_text(labs: &[LabState]) -> String {
                 seg.mtu
             ));
         }
+        o.push_str(&crate::topology::groups_text(&s.groups));
         for d in &s.directions {
             o.push_str(&format!(
                 "  shaped {} → {} on {}: {}\n",
@@ -1027,6 +1039,7 @@ pub fn status_text(labs: &[LabState]) -> String {
                 o.push_str(&crate::element_plan::status_extra(c));
             }
         }
+        o.push_str(&crate::topology::classes_text(&s.classes));
         for w in &s.witness {
             let rate = match (
                 w.configured_rate_bps,
@@ -1139,6 +1152,8 @@ mod tests {
             kernel: Kernel::default(),
             witness: vec![],
             elements: vec![],
+            classes: vec![],
+            groups: vec![],
         };
         assert!(!is_stale(&s));
         s.owner = Some(Owner {

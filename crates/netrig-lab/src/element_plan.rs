@@ -466,6 +466,7 @@ mod tests {
         netem: false,
         red: false,
         ethtool: true,
+        conntrack_max: false,
     };
 
     #[test]

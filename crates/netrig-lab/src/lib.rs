@@ -5,7 +5,8 @@
 //! CAP_SYS_ADMIN.
 //!
 //! Where the kernel has no netem, netrig's own path element ([`element`]) builds delay, jitter,
-//! loss, duplication and reordering on a link. Not built yet: DSCP classes, parallel links, RED, plan integration (tests naming lab hosts), groups,
+//! loss, duplication and reordering on a link; [`topology`] builds parallel links, DSCP classes
+//! and conntrack_max. Not built yet: RED, plan integration (tests naming lab hosts), groups,
 //! one-way delay, the HTML diagram.
 
 pub mod build;
@@ -16,6 +17,7 @@ pub mod pathmodel;
 pub mod plan;
 #[cfg(test)]
 mod port_tests;
+pub mod topology;
 
 pub use build::{down, down_stale, exec, list, status_text, up, LabState, UpOptions};
 pub use model::{parse, Topology};

@@ -49,6 +49,10 @@ pub struct Host {
     /// An nftables ruleset, inline.
     #[serde(default)]
     pub nft_inline: Option<String>,
+    /// The connection tracking table's size (net.netfilter.nf_conntrack_max) in this host:
+    /// refused where the kernel keeps it host-wide.
+    #[serde(default)]
+    pub conntrack_max: Option<u64>,
 }
 
 /// A point-to-point link between two hosts.
@@ -70,6 +74,10 @@ pub struct Link {
     /// What each end sends on this link, by the sending host's name.
     #[serde(default)]
     pub shape: BTreeMap<String, Shape>,
+    /// Between two hosts joined by several links (parallel links): "flow" (per-flow hash, an
+    /// ECMP route; the default) or "packet" (round robin). See [`crate::topology`].
+    #[serde(default)]
+    pub balance: Option<String>,
 }
 
 /// A LAN segment: a bridge joining several hosts.
@@ -145,6 +153,10 @@ pub struct Shape {
     /// instead of htb/tbf on the sender's egress.
     #[serde(default)]
     pub element_rate: Option<bool>,
+    /// DSCP classes under the rate (htb classes with u32 filters on the DSCP): see
+    /// [`crate::topology::Class`].
+    #[serde(default)]
+    pub classes: Vec<crate::topology::Class>,
     /// Who builds delay, jitter, loss, duplicate and reorder: absent, netem where the kernel has
     /// it, else netrig's path element; `true`: the element even where netem exists; `false`:
     /// netem only (refused without it).

@@ -26,6 +26,9 @@ pub struct Kernel {
     pub netem: bool,
     pub red: bool,
     pub ethtool: bool,
+    /// A network namespace may set its own net.netfilter.nf_conntrack_max.
+    #[serde(default)]
+    pub conntrack_max: bool,
 }
 
 /// One command, run in a host's namespace (`ip netns exec NS ...`) or in the root one.
@@ -92,6 +95,9 @@ pub struct Plan {
     /// started in its namespace after `steps`.
     #[serde(default)]
     pub elements: Vec<ElementPlan>,
+    /// Parallel links and how they are balanced.
+    #[serde(default)]
+    pub groups: Vec<crate::topology::GroupState>,
 }
 
 /// One path element: the process `netrig lab element CONFIG` in namespace `ns`.
@@ -236,6 +242,13 @@ fn shaping(
     let by_element = crate::element_plan::by_element(s, k);
     let element_queue = crate::element_plan::element_queue(s, k);
     refused.extend(crate::element_plan::refusals(dir_label, s, k, element_ok));
+    if !s.classes.is_empty() && (s.element_rate == Some(true) || s.red.is_some()) {
+        // The element's own queue is one queue (with RED thresholds per DSCP, `red.dscp`); DSCP
+        // classes are htb's, which the element's rate leaves out.
+        refused.push(format!(
+            "classes on link {dir_label}: htb's DSCP classes cannot sit beside the element's own queue (element_rate or red); for drops weighted per DSCP use red = {{ dscp = {{ ... }} }}"
+        ));
+    }
     if !asked.is_empty() && !k.netem && s.element == Some(false) {
         for p in &asked {
             refused.push(format!(
@@ -311,6 +324,15 @@ fn shaping(
         return Err(spec(format!(
             "shaper on link {dir_label}: htb or tbf, not {shaper:?}"
         )));
+    }
+    if !s.classes.is_empty() {
+        // DSCP classes under the rate (crate::topology).
+        let (steps, m) = crate::topology::class_steps(dir_label, ns, dev, s, rate, shaper, &netem, mtu)?;
+        let mut mech = vec![m];
+        if by_element {
+            mech.push(format!("netrig element ({})", asked.join(", ")));
+        }
+        return Ok((steps, mech.join(" + "), rate));
     }
     let mut steps = Vec::new();
     let mut mech = Vec::new();
@@ -479,10 +501,13 @@ pub fn plan(topo: &Topology, id: &str, k: Kernel, dir: &std::path::Path) -> Resu
     let mut directions = Vec::new();
     let mut bridge_steps = Vec::new();
     let mut elements = Vec::new();
-    let mut pairs = std::collections::BTreeSet::new();
+    // Parallel links (several between the same two hosts): crate::topology.
+    let groups = crate::topology::groups(topo)?;
+    let ordinal = crate::topology::ordinals(topo);
+    let host_steps_ct = crate::topology::conntrack_max(topo, &hosts, k.conntrack_max, &mut refused)?;
     for (i, l) in topo.links.iter().enumerate() {
         let [a, b] = &l.ends;
-        let name = format!("{a}-{b}");
+        let name = crate::topology::link_name(a, b, ordinal[i]);
         let (na, nb) = (
             known(&format!("link {name}"), a)?,
             known(&format!("link {name}"), b)?,
@@ -490,19 +515,12 @@ pub fn plan(topo: &Topology, id: &str, k: Kernel, dir: &std::path::Path) -> Resu
         if a == b {
             return Err(spec(format!("link {name}: joins a host to itself")));
         }
-        let key = if a < b {
-            (a.clone(), b.clone())
-        } else {
-            (b.clone(), a.clone())
-        };
-        if !pairs.insert(key) {
-            return Err(spec(format!(
-                "link {name}: parallel links between {a} and {b} are not built yet"
-            )));
-        }
         let members = vec![a.clone(), b.clone()];
         let addrs = addresses(&format!("link {name}"), &members, &l.addrs, i as u32)?;
-        let (da, db) = (format!("to-{b}"), format!("to-{a}"));
+        let (da, db) = (
+            crate::topology::link_dev(b, ordinal[i]),
+            crate::topology::link_dev(a, ordinal[i]),
+        );
         let mtu = l.mtu.unwrap_or(1500);
         let by_element = l.shape.values().any(|s| crate::element_plan::by_element(s, k));
         refused.extend(crate::element_plan::link_refusals(&name, l, k));
@@ -824,7 +842,13 @@ pub fn plan(topo: &Topology, id: &str, k: Kernel, dir: &std::path::Path) -> Resu
             });
         }
     }
+    let mut balanced: BTreeMap<(String, usize), Vec<usize>> = BTreeMap::new();
     for (from, via_seg, via_host, dest_seg) in routes(topo, &segments)? {
+        if let Some(g) = crate::topology::group_of(&groups, via_seg) {
+            // Over parallel links: a multipath route (or round robin), below.
+            balanced.entry((from, g)).or_default().push(dest_seg);
+            continue;
+        }
         let ns = &hosts[&from];
         let s = &segments[via_seg];
         let nh = s.members.iter().find(|m| m.host == via_host).expect("member");
@@ -852,6 +876,10 @@ pub fn plan(topo: &Topology, id: &str, k: Kernel, dir: &std::path::Path) -> Resu
             ));
         }
     }
+    host_steps.extend(crate::topology::group_steps(
+        &groups, &segments, &hosts, &balanced,
+    ));
+    host_steps.extend(host_steps_ct);
     for (name, h) in &topo.hosts {
         let ns = &hosts[name];
         for (key, value) in &h.sysctl {
@@ -899,6 +927,7 @@ pub fn plan(topo: &Topology, id: &str, k: Kernel, dir: &std::path::Path) -> Resu
     all.extend(addr_steps);
     all.extend(host_steps);
     all.extend(bridge_steps);
+    let groups = crate::topology::group_states(&groups, &segments);
     Ok(Plan {
         id: id.to_string(),
         hosts,
@@ -907,6 +936,7 @@ pub fn plan(topo: &Topology, id: &str, k: Kernel, dir: &std::path::Path) -> Resu
         directions,
         steps: all,
         elements,
+        groups,
     })
 }
 
