@@ -135,26 +135,38 @@ fn gilbert_elliott_loss_through_the_element_comes_in_bursts_and_is_what_udp_stre
     }
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let dir = TempDir::new("lab-element-ge");
-    // The simple Gilbert model: p = 5 %, r = 25 %: mean loss p/(p+r) = 1/6, bursts of 1/r = 4
-    // frames on average (independent loss of 1/6 would give bursts of 1.2).
-    let (name, _down) = up(&dir, "ge", "", "loss_gemodel = { p = 5.0, r = 25.0 }");
+    // The simple Gilbert model: p = 5 %, r = 50 %: mean loss p/(p+r) = 1/11, bursts of 1/r = 2
+    // frames on average (independent loss of 1/11 would give bursts of 1.1). The loss hits the
+    // control connection's SYNs too, and a burst holds on until the next frame: with r = 25 %
+    // (bursts of 4), CI lost every SYN of a 10-s connect (1/6 · 0.75³, about 7 % of runs).
+    let (name, _down) = up(&dir, "ge", "", "loss_gemodel = { p = 5.0, r = 50.0 }");
     let before = counters(&name);
     let rcvbuf_before = udp_snmp(&name, "b", "RcvbufErrors");
     // 1472-byte datagrams at 60 Mbit/s for 2 s: about 10,000, one a frame.
-    let v = lab_json(
+    // Every SYN of a connect lost (1/11 · 0.5³, about 1 % of runs) is tried once more: 8 SYNs.
+    let args = [
+        "lab",
+        "exec",
         &name,
         "a",
-        &[
-            "udp-stream",
-            "-H",
-            "198.18.0.2",
-            "-l",
-            "2",
-            "-b",
-            "60M",
-            "--no-gso",
-        ],
-    );
+        "--",
+        "netrig",
+        "udp-stream",
+        "-H",
+        "198.18.0.2",
+        "-l",
+        "2",
+        "-b",
+        "60M",
+        "--no-gso",
+        "--json",
+    ];
+    let mut o = run(&args);
+    if !o.status.success() && stderr(&o).contains("cannot connect") {
+        o = run(&args);
+    }
+    assert!(o.status.success(), "{args:?}: {}", stderr(&o));
+    let v: Value = serde_json::from_str(&stdout(&o)).expect("a result");
     let after = counters(&name);
     let rcvbuf = udp_snmp(&name, "b", "RcvbufErrors") - rcvbuf_before;
     let d = |k: &[&str]| u(&after, k) - u(&before, k);
@@ -165,7 +177,7 @@ fn gilbert_elliott_loss_through_the_element_comes_in_bursts_and_is_what_udp_stre
     // what the receiver's socket had no room for on a loaded machine: checked below).
     let n = d(&["udp", "received"]) as f64;
     let lost = d(&["udp", "dropped"]) as f64;
-    let (p, r) = (0.05, 0.25);
+    let (p, r) = (0.05, 0.50);
     let mean = p / (p + r);
     // Losses come as a compound Poisson: bursts started at rate n·π_G·p, each of a geometric
     // length (mean 1/r, second moment (2-r)/r²). 4.5 standard deviations.
@@ -186,14 +198,14 @@ fn gilbert_elliott_loss_through_the_element_comes_in_bursts_and_is_what_udp_stre
         lost <= dropped + x + elsewhere && dropped <= lost + x,
         "udp-stream lost {lost}, the element dropped {dropped} UDP datagrams ({x} beyond the data, {elsewhere} lost elsewhere)"
     );
-    // Bursts, from the element's counters: mean length 1/r = 4 (its sd over ~400 bursts is
-    // about 0.17), far from the 1.2 of independent loss.
+    // Bursts, from the element's counters: mean length 1/r = 2 (its sd over ~450 bursts is
+    // about 0.07), far from the 1.1 of independent loss.
     let all = d(&["dropped"]) as f64;
     let nb = d(&["loss_bursts"]) as f64;
     let burst = all / nb;
     assert!(
-        (burst - 1.0 / r).abs() < 1.0,
-        "mean burst {burst:.2} frames ({all} dropped in {nb} bursts), the model's 4"
+        (burst - 1.0 / r).abs() < 0.5,
+        "mean burst {burst:.2} frames ({all} dropped in {nb} bursts), the model's 2"
     );
     let text = stdout(&run(&["lab", "status", &name]));
     assert!(text.contains("netrig element (loss_gemodel)"), "{text}");
@@ -216,6 +228,7 @@ fn corruption_by_the_element_is_caught_by_the_receiver_s_udp_checksum() {
     let before = counters(&name);
     let csum_before = udp_snmp(&name, "b", "InCsumErrors");
     let rcvbuf_before = udp_snmp(&name, "b", "RcvbufErrors");
+    let inerr_before = udp_snmp(&name, "b", "InErrors");
     let v = lab_json(
         &name,
         "a",
@@ -235,6 +248,10 @@ fn corruption_by_the_element_is_caught_by_the_receiver_s_udp_checksum() {
     // A datagram the receiver's socket had no room for is dropped before its checksum is
     // checked (on a loaded machine, a few): counted there, not in InCsumErrors.
     let rcvbuf = udp_snmp(&name, "b", "RcvbufErrors") - rcvbuf_before;
+    // A flipped bit in the UDP length field that makes it longer than the datagram is a short
+    // packet (InErrors, not InCsumErrors): InErrors counts every kind (CI saw 173 checksum
+    // errors of 174 corrupted, with room to spare).
+    let inerr = udp_snmp(&name, "b", "InErrors") - inerr_before;
     let udp = &v["summary"]["udp"];
     let sent = u(udp, &["sent_datagrams"]);
     let lost = u(udp, &["lost_datagrams"]);
@@ -248,8 +265,8 @@ fn corruption_by_the_element_is_caught_by_the_receiver_s_udp_checksum() {
         "{corrupted} corrupted of {sent}"
     );
     assert!(
-        csum <= corrupted && corrupted <= csum + rcvbuf && 2 * csum > corrupted,
-        "the receiver's Udp InCsumErrors {csum} against the element's {corrupted} corrupted UDP datagrams ({rcvbuf} dropped for want of room before their checksum was checked)"
+        csum <= corrupted && corrupted <= inerr && 2 * csum > corrupted,
+        "the receiver's Udp InCsumErrors {csum} (InErrors {inerr}) against the element's {corrupted} corrupted UDP datagrams ({rcvbuf} dropped for want of room before their checksum was checked)"
     );
     let x = extra(&before, &after, sent);
     assert!(
