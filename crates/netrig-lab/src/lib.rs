@@ -12,6 +12,7 @@ pub mod build;
 pub mod element;
 pub mod model;
 pub mod plan;
+pub mod witness;
 
 pub use build::{down, down_stale, exec, list, status_text, up, LabState, UpOptions};
 pub use model::{parse, Topology};

@@ -18,6 +18,7 @@ mod http;
 mod http_server;
 mod lab_cli;
 mod lab_plan;
+mod lab_results;
 mod link_local;
 mod measure;
 mod neighbours;
