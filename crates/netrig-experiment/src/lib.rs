@@ -5,6 +5,7 @@
 pub mod analysis;
 pub mod command;
 pub mod document;
+pub mod lab_counters;
 pub mod metric;
 pub mod output;
 pub mod plan;

@@ -134,6 +134,7 @@ pub fn render(e: &Experiment) -> String {
             render_transactions(&mut out, t, arms.len() > 1);
         }
     }
+    out.push_str(&crate::lab_counters::table_lines(e));
     if !e.warnings.is_empty() {
         let _ = writeln!(out);
         for w in &e.warnings {

@@ -376,7 +376,14 @@ fn run_prepared(
                         (None, Some((l, places))) => {
                             let place = places[a].as_ref().expect("a place for every arm");
                             outcome.arms[a].lab = Some(place.clone());
-                            run_in_host(&l.exe, place, kind.name(), &prep.args[a], &planned.spec, cancel)
+                            let before = crate::lab_counters::before(l.state);
+                            run_in_host(&l.exe, place, kind.name(), &prep.args[a], &planned.spec, cancel).map(
+                                |mut r| {
+                                    r.path_elements =
+                                        crate::lab_counters::after(l.state, &before, SystemTime::now());
+                                    r
+                                },
+                            )
                         }
                         (None, None) => unreachable!("a target or a lab"),
                     };

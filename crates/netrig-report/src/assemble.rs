@@ -418,6 +418,7 @@ pub fn assemble(
         },
         witness,
         server_host: None,
+        path_elements: Vec::new(),
     };
     let more = kind.warnings(spec, local, remote, &result);
     result.warnings.extend(more);

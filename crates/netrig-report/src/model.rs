@@ -40,6 +40,10 @@ pub struct TestResult {
     /// host"); absent otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub server_host: Option<crate::server_host::ServerHost>,
+    /// Run through a lab (a plan's `[lab]`): what each netrig path element did over the run,
+    /// per direction (docs/LAB.md); absent otherwise.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub path_elements: Vec<crate::path_element::PathElementCounts>,
 }
 
 /// One value per end of the test.

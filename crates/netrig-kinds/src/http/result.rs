@@ -275,6 +275,7 @@ pub(crate) fn assemble(
         },
         witness: Default::default(),
         server_host: None,
+        path_elements: Vec::new(),
     }
 }
 
