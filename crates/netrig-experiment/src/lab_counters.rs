@@ -109,6 +109,69 @@ pub fn delta(
         .collect()
 }
 
+/// An arm's `shape`, checked against the lab as built: each direction's change, or the plan's
+/// error naming the arm, the link and what cannot be changed.
+pub fn arm_shape(
+    state: &netrig_lab::LabState,
+    arm: &crate::plan::Arm,
+) -> Result<Vec<netrig_lab::arm_shape::Change>, crate::plan::PlanError> {
+    let mut out = Vec::new();
+    for (link, by) in &arm.shape {
+        for (from, s) in by {
+            out.push(
+                netrig_lab::arm_shape::plan(state, link, from, s).map_err(|e| {
+                    crate::plan::PlanError::Invalid(format!("arm {:?}: shape: {e}", arm.name))
+                })?,
+            );
+        }
+    }
+    Ok(out)
+}
+
+/// Sets an arm's shaping before a run: each change's commands in its sending host's namespace,
+/// recorded as phase "shape"; on a failure what was set is put back and the failure returned.
+pub fn shape(
+    commands: &mut Vec<crate::command::CommandRun>,
+    arm: &str,
+    changes: &[netrig_lab::arm_shape::Change],
+    limit: Duration,
+    env: &[(&str, String)],
+) -> Option<String> {
+    for c in changes {
+        for cmd in &c.apply {
+            let r = crate::command::run_in("shape", arm, cmd, limit, env, Some((&c.from, &c.ns)));
+            let failure = (!r.ok()).then(|| r.failure());
+            commands.push(r);
+            if failure.is_some() {
+                unshape(commands, arm, changes, limit, env);
+                return failure;
+            }
+        }
+    }
+    None
+}
+
+/// Puts the lab's own shaping back after an arm's run (phase "unshape"); the first failure.
+pub fn unshape(
+    commands: &mut Vec<crate::command::CommandRun>,
+    arm: &str,
+    changes: &[netrig_lab::arm_shape::Change],
+    limit: Duration,
+    env: &[(&str, String)],
+) -> Option<String> {
+    let mut first = None;
+    for c in changes {
+        for cmd in &c.restore {
+            let r = crate::command::run_in("unshape", arm, cmd, limit, env, Some((&c.from, &c.ns)));
+            if !r.ok() && first.is_none() {
+                first = Some(r.failure());
+            }
+            commands.push(r);
+        }
+    }
+    first
+}
+
 /// The table's lines: each run's element counts, by test, point and arm.
 pub fn table_lines(e: &crate::document::Experiment) -> String {
     use std::fmt::Write;

@@ -81,6 +81,27 @@ fn lab_lines(e: &Experiment) -> String {
                     l.path,
                     l.segment.as_deref().map(|s| format!(" {s}")).unwrap_or_default()
                 );
+                for c in &l.shape {
+                    let mut set = Vec::new();
+                    if let Some(r) = c.rate_bps {
+                        set.push(format!("rate {:.2} Mbit/s", r as f64 / 1e6));
+                    }
+                    if let Some(p) = c.limit_packets {
+                        set.push(format!("queue {p} packets"));
+                    }
+                    if let Some(b) = c.limit_bytes {
+                        set.push(format!("queue {b} bytes"));
+                    }
+                    let _ = writeln!(
+                        out,
+                        "    shaped {} → {} on {}: {} for its runs (the lab's {} put back after each)",
+                        c.from,
+                        c.to,
+                        c.link,
+                        set.join(", "),
+                        c.lab_mechanism
+                    );
+                }
             }
         }
     }

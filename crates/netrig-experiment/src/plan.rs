@@ -142,6 +142,12 @@ pub struct Arm {
     pub server: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub path: Option<String>,
+    /// With a `[lab]`: links' shaping for this arm's runs, by link name (as `lab status` names
+    /// it) and sending host: `[arm.shape."c1-s1".c1] rate = "20M"` (rate, limit_packets,
+    /// limit_bytes), set before each run and put back after it (docs/LAB.md).
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub shape:
+        std::collections::BTreeMap<String, std::collections::BTreeMap<String, netrig_lab::model::Shape>>,
 }
 
 /// Where one arm's runs go in a lab: the client's host, the server's, the path.
@@ -241,6 +247,7 @@ impl Plan {
                 client: None,
                 server: None,
                 path: None,
+                shape: Default::default(),
             }]
         } else {
             self.arms.clone()
@@ -391,10 +398,17 @@ impl Plan {
         if self.lab.is_none() {
             let named = t.is_some_and(|t| t.client.is_some() || t.server.is_some() || t.path.is_some())
                 || self.arms.iter().any(|a| {
-                    a.client.is_some() || a.server.is_some() || a.path.is_some() || a.in_host.is_some()
+                    a.client.is_some()
+                        || a.server.is_some()
+                        || a.path.is_some()
+                        || a.in_host.is_some()
+                        || !a.shape.is_empty()
                 });
             if named {
-                return bad("client, server, path and in_host name lab hosts: the plan has no [lab]".into());
+                return bad(
+                    "client, server, path, in_host and shape name lab hosts and links: the plan has no [lab]"
+                        .into(),
+                );
             }
             return Ok(());
         }

@@ -195,9 +195,10 @@ pub fn run_in_lab(
             arms.iter()
                 .map(|a| {
                     let route = plan.lab_route(a)?.expect("a plan with a lab");
-                    lab_place(lab.state, &route, v6)
-                        .map(Some)
-                        .map_err(|e| PlanError::Invalid(format!("arm {:?}: {e}", a.name)))
+                    let mut place = lab_place(lab.state, &route, v6)
+                        .map_err(|e| PlanError::Invalid(format!("arm {:?}: {e}", a.name)))?;
+                    place.shape = crate::lab_counters::arm_shape(lab.state, a)?;
+                    Ok::<_, PlanError>(Some(place))
                 })
                 .collect::<Result<_, _>>()?
         }
@@ -347,6 +348,15 @@ fn run_prepared(
                     }
                     let planned = &prep.arms[a];
                     let env = env_of(a);
+                    let shape = lab
+                        .and_then(|(_, p)| p[a].as_ref())
+                        .map_or(&[][..], |p| &p.shape[..]);
+                    if let Some(f) =
+                        crate::lab_counters::shape(&mut doc.commands, &arm.name, shape, limit, &env)
+                    {
+                        stop = Some(f);
+                        break;
+                    }
                     let in_ns = arm.in_host.as_deref().and_then(|h| Some((h, ns_of(h)?)));
                     let in_ns = in_ns.as_ref().map(|(h, ns)| (*h, ns.as_str()));
                     if let Some(c) = &arm.setup {
@@ -356,6 +366,7 @@ fn run_prepared(
                         doc.commands.push(r);
                         if !ok {
                             teardown(&mut doc.commands, arm, limit, &env, in_ns);
+                            crate::lab_counters::unshape(&mut doc.commands, &arm.name, shape, limit, &env);
                             stop = Some(failure);
                             break;
                         }
@@ -387,7 +398,16 @@ fn run_prepared(
                         }
                         (None, None) => unreachable!("a target or a lab"),
                     };
-                    let failed_teardown = teardown(&mut doc.commands, arm, limit, &env, in_ns);
+                    let failed_teardown = teardown(&mut doc.commands, arm, limit, &env, in_ns)
+                        .into_iter()
+                        .chain(crate::lab_counters::unshape(
+                            &mut doc.commands,
+                            &arm.name,
+                            shape,
+                            limit,
+                            &env,
+                        ))
+                        .next();
                     done += 1;
                     match result {
                         Ok(r) => outcome.arms[a].runs.push(r),
@@ -500,6 +520,7 @@ pub fn lab_place(
         (ip, Some(seg.name.clone()))
     };
     Ok(LabPlace {
+        shape: Vec::new(),
         client: route.client.clone(),
         client_ns,
         server: route.server.clone(),

@@ -8,6 +8,7 @@
 //! loss, duplication and reordering on a link. Not built yet: DSCP classes, parallel links, RED, plan integration (tests naming lab hosts), groups,
 //! one-way delay, the HTML diagram.
 
+pub mod arm_shape;
 pub mod build;
 pub mod element;
 pub mod model;
