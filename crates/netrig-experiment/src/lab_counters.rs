@@ -172,6 +172,34 @@ pub fn unshape(
     first
 }
 
+/// The witness's delay check and loss probe of one row (a state file's `witness[]`), as the
+/// table's words: empty where neither was configured.
+pub fn witness_delay_and_loss(w: &serde_json::Value) -> String {
+    let mut out = String::new();
+    if let Some(c) = w["configured_rtt_us"].as_f64() {
+        out.push_str(&match w["rtt_p50_us"].as_f64() {
+            Some(m) => format!(
+                "; round trip {:.2} ms measured (tcp-rr median) against {:.2} ms the configured delays make",
+                m / 1e3,
+                c / 1e3
+            ),
+            None => format!("; round trip not measured ({:.2} ms configured)", c / 1e3),
+        });
+    }
+    if let Some(c) = w["configured_loss_pct"].as_f64() {
+        let p = &w["loss_probe"];
+        out.push_str(&match (p["measured_pct"].as_f64(), p["sent"].as_u64()) {
+            (Some(m), Some(n)) => format!(
+                "; loss {m:.2} % measured of {n} UDP datagrams against {c} % configured (bound {:.2}–{:.2} %)",
+                p["bound_low_pct"].as_f64().unwrap_or(0.0),
+                p["bound_high_pct"].as_f64().unwrap_or(0.0)
+            ),
+            _ => format!("; loss not measured ({c} % configured)"),
+        });
+    }
+    out
+}
+
 /// The table's lines: each run's element counts, by test, point and arm.
 pub fn table_lines(e: &crate::document::Experiment) -> String {
     use std::fmt::Write;
@@ -217,6 +245,22 @@ mod tests {
             },
             ..Counters::default()
         }
+    }
+
+    #[test]
+    fn the_witness_delay_and_loss_read_as_words() {
+        let w = serde_json::json!({"configured_rtt_us": 10000.0, "rtt_p50_us": 10387.0,
+            "configured_loss_pct": 10.0, "loss_probe": {"sent": 4901, "measured_pct": 9.06,
+            "bound_low_pct": 8.22, "bound_high_pct": 11.78}});
+        assert_eq!(
+            witness_delay_and_loss(&w),
+            "; round trip 10.39 ms measured (tcp-rr median) against 10.00 ms the configured delays make; \
+             loss 9.06 % measured of 4901 UDP datagrams against 10 % configured (bound 8.22–11.78 %)"
+        );
+        assert_eq!(
+            witness_delay_and_loss(&serde_json::json!({"rtt_p50_us": 15.0})),
+            ""
+        );
     }
 
     #[test]

@@ -51,7 +51,7 @@ fn lab_lines(e: &Experiment) -> String {
         };
         let _ = writeln!(
             out,
-            "  witness {} → {} ({}, {}): {} configured (TCP payload at most {}), {} measured over {} s{}",
+            "  witness {} → {} ({}, {}): {} configured (TCP payload at most {}), {} measured over {} s{}{}",
             w["from"].as_str().unwrap_or("?"),
             w["to"].as_str().unwrap_or("?"),
             w["link"].as_str().unwrap_or("?"),
@@ -60,6 +60,7 @@ fn lab_lines(e: &Experiment) -> String {
             mbit("expected_goodput_bps"),
             mbit("measured_goodput_bps"),
             w["stream_s"].as_f64().unwrap_or(0.0),
+            crate::lab_counters::witness_delay_and_loss(w),
             w["warning"]
                 .as_str()
                 .or(w["error"].as_str())
