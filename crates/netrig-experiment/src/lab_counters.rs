@@ -109,6 +109,37 @@ pub fn delta(
         .collect()
 }
 
+/// Every arm's place with its `shape` checked against the lab as built (unchanged without a lab).
+pub fn with_shapes(
+    mut places: Vec<Option<crate::document::LabPlace>>,
+    lab: Option<&netrig_lab::LabState>,
+    arms: &[crate::plan::Arm],
+) -> Result<Vec<Option<crate::document::LabPlace>>, crate::plan::PlanError> {
+    if let Some(state) = lab {
+        for (p, a) in places.iter_mut().zip(arms) {
+            if let Some(p) = p {
+                p.shape = arm_shape(state, a)?;
+            }
+        }
+    }
+    Ok(places)
+}
+
+/// A run's result with the path elements' counts over it (`before`: read just before it).
+pub fn with_elements<E>(
+    result: Result<netrig_report::TestResult, E>,
+    lab: Option<&netrig_lab::LabState>,
+    before: Option<Vec<Read1>>,
+) -> Result<netrig_report::TestResult, E> {
+    match (lab, before) {
+        (Some(state), Some(b)) => result.map(|mut r| {
+            r.path_elements = after(state, &b, SystemTime::now());
+            r
+        }),
+        _ => result,
+    }
+}
+
 /// An arm's `shape`, checked against the lab as built: each direction's change, or the plan's
 /// error naming the arm, the link and what cannot be changed.
 pub fn arm_shape(

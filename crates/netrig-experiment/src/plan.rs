@@ -131,6 +131,12 @@ pub struct Arm {
     /// Run with `sh -c` after each of the arm's runs, and after a failed one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub teardown: Option<String>,
+    /// With a `[lab]`: links' shaping for this arm's runs, by link name (as `lab status` names
+    /// it) and sending host: `[arm.shape."c1-s1".c1] rate = "20M"` (rate, limit_packets,
+    /// limit_bytes), set before each run and put back after it (docs/LAB.md).
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub shape:
+        std::collections::BTreeMap<String, std::collections::BTreeMap<String, netrig_lab::model::Shape>>,
     /// With a `[lab]`: the lab host the set-up and tear-down run in (`ip netns exec`), so an
     /// arm's ruleset or sysctls change that host only; absent: this host.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -142,12 +148,6 @@ pub struct Arm {
     pub server: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub path: Option<String>,
-    /// With a `[lab]`: links' shaping for this arm's runs, by link name (as `lab status` names
-    /// it) and sending host: `[arm.shape."c1-s1".c1] rate = "20M"` (rate, limit_packets,
-    /// limit_bytes), set before each run and put back after it (docs/LAB.md).
-    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
-    pub shape:
-        std::collections::BTreeMap<String, std::collections::BTreeMap<String, netrig_lab::model::Shape>>,
 }
 
 /// Where one arm's runs go in a lab: the client's host, the server's, the path.
@@ -243,11 +243,11 @@ impl Plan {
                 args: vec![],
                 setup: None,
                 teardown: None,
+                shape: Default::default(),
                 in_host: None,
                 client: None,
                 server: None,
                 path: None,
-                shape: Default::default(),
             }]
         } else {
             self.arms.clone()
@@ -393,22 +393,20 @@ impl Plan {
 
     /// A lab's hosts named only with a lab, each a host of it; what a lab cannot yet take refused.
     fn check_lab(&self) -> Result<(), PlanError> {
+        if self.lab.is_none() && self.arms.iter().any(|a| !a.shape.is_empty()) {
+            return Err(PlanError::Invalid(
+                "an arm's shape names the lab's links: the plan has no [lab]".into(),
+            ));
+        }
         let bad = |m: String| Err(PlanError::Invalid(m));
         let t = self.target.as_ref();
         if self.lab.is_none() {
             let named = t.is_some_and(|t| t.client.is_some() || t.server.is_some() || t.path.is_some())
                 || self.arms.iter().any(|a| {
-                    a.client.is_some()
-                        || a.server.is_some()
-                        || a.path.is_some()
-                        || a.in_host.is_some()
-                        || !a.shape.is_empty()
+                    a.client.is_some() || a.server.is_some() || a.path.is_some() || a.in_host.is_some()
                 });
             if named {
-                return bad(
-                    "client, server, path, in_host and shape name lab hosts and links: the plan has no [lab]"
-                        .into(),
-                );
+                return bad("client, server, path and in_host name lab hosts: the plan has no [lab]".into());
             }
             return Ok(());
         }

@@ -195,10 +195,9 @@ pub fn run_in_lab(
             arms.iter()
                 .map(|a| {
                     let route = plan.lab_route(a)?.expect("a plan with a lab");
-                    let mut place = lab_place(lab.state, &route, v6)
-                        .map_err(|e| PlanError::Invalid(format!("arm {:?}: {e}", a.name)))?;
-                    place.shape = crate::lab_counters::arm_shape(lab.state, a)?;
-                    Ok::<_, PlanError>(Some(place))
+                    lab_place(lab.state, &route, v6)
+                        .map(Some)
+                        .map_err(|e| PlanError::Invalid(format!("arm {:?}: {e}", a.name)))
                 })
                 .collect::<Result<_, _>>()?
         }
@@ -209,6 +208,8 @@ pub fn run_in_lab(
         }
         (Some(_), None) => return Err(PlanError::Invalid("a lab given for a plan without [lab]".into())),
     };
+    // Each arm's own shaping of the lab's links, checked against the lab as built.
+    let places = crate::lab_counters::with_shapes(places, lab.map(|l| l.state), &arms)?;
     if let Some(lab) = lab {
         return run_prepared(
             plan,
@@ -371,6 +372,7 @@ fn run_prepared(
                             break;
                         }
                     }
+                    let elements = lab.map(|(l, _)| crate::lab_counters::before(l.state));
                     let result = match (&direct, lab) {
                         (Some((target, server_agent, clients)), _) => {
                             let local = LocalOptions {
@@ -387,17 +389,12 @@ fn run_prepared(
                         (None, Some((l, places))) => {
                             let place = places[a].as_ref().expect("a place for every arm");
                             outcome.arms[a].lab = Some(place.clone());
-                            let before = crate::lab_counters::before(l.state);
-                            run_in_host(&l.exe, place, kind.name(), &prep.args[a], &planned.spec, cancel).map(
-                                |mut r| {
-                                    r.path_elements =
-                                        crate::lab_counters::after(l.state, &before, SystemTime::now());
-                                    r
-                                },
-                            )
+                            run_in_host(&l.exe, place, kind.name(), &prep.args[a], &planned.spec, cancel)
                         }
                         (None, None) => unreachable!("a target or a lab"),
                     };
+                    let result =
+                        crate::lab_counters::with_elements(result, lab.map(|(l, _)| l.state), elements);
                     let failed_teardown = teardown(&mut doc.commands, arm, limit, &env, in_ns)
                         .into_iter()
                         .chain(crate::lab_counters::unshape(

@@ -8,12 +8,13 @@
 //! loss, duplication and reordering on a link. Not built yet: DSCP classes, parallel links, RED, plan integration (tests naming lab hosts), groups,
 //! one-way delay, the HTML diagram.
 
+pub mod witness;
+
 pub mod arm_shape;
 pub mod build;
 pub mod element;
 pub mod model;
 pub mod plan;
-pub mod witness;
 
 pub use build::{down, down_stale, exec, list, status_text, up, LabState, UpOptions};
 pub use model::{parse, Topology};

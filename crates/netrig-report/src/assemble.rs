@@ -412,13 +412,13 @@ pub fn assemble(
             local: local.report.environment.as_ref().map(Environment::from),
             remote: remote.report.environment.as_ref().map(Environment::from),
         },
+        path_elements: Vec::new(),
         workers: PerEnd {
             local: local.report.workers.clone(),
             remote: remote.report.workers.clone(),
         },
         witness,
         server_host: None,
-        path_elements: Vec::new(),
     };
     let more = kind.warnings(spec, local, remote, &result);
     result.warnings.extend(more);

@@ -258,6 +258,7 @@ pub(crate) fn assemble(
             local: None,
             remote: None,
         },
+        path_elements: Vec::new(),
         workers: PerEnd {
             local: r
                 .threads
@@ -275,7 +276,6 @@ pub(crate) fn assemble(
         },
         witness: Default::default(),
         server_host: None,
-        path_elements: Vec::new(),
     }
 }
 
