@@ -407,20 +407,21 @@ mod tests {
                 "expected_goodput_bps": 148240000.0, "measured_goodput_bps": 148040000.0, "stream_s": 2.0,
                 "rtt_p50_us": 58120.0, "configured_rtt_us": 58000.0, "warning": null, "error": null}]
         });
-        Experiment {
-            format: netrig_experiment::document::FORMAT.into(),
-            netrig_version: "t".into(),
-            plan,
-            started_unix_s: 0.0,
-            finished_unix_s: 1.0,
-            complete: true,
-            stopped: None,
-            seed: 1,
-            warnings: vec![],
-            commands: vec![],
-            tests: vec![],
-            lab: Some(lab),
-        }
+        // From JSON, as a saved experiment is read (a literal would break on each new field).
+        serde_json::from_value(json!({
+            "format": netrig_experiment::document::FORMAT,
+            "netrig_version": "t",
+            "plan": serde_json::to_value(&plan).unwrap(),
+            "started_unix_s": 0.0,
+            "finished_unix_s": 1.0,
+            "complete": true,
+            "seed": 1,
+            "warnings": [],
+            "commands": [],
+            "tests": [],
+            "lab": lab
+        }))
+        .unwrap()
     }
 
     fn x_of(svg: &str, name: &str) -> f64 {
