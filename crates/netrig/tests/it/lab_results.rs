@@ -159,12 +159,15 @@ loss = 10.0
     )
     .unwrap();
     let html = tmp.path().join("elem.html");
+    let saved = tmp.path().join("saved");
     let o = run(&[
         "run",
         plan.to_str().unwrap(),
         "--json",
         "--html",
         html.to_str().unwrap(),
+        "--save",
+        saved.to_str().unwrap(),
     ]);
     assert!(o.status.success(), "{}", stderr(&o));
     let v: Value = serde_json::from_slice(&o.stdout).unwrap();
@@ -207,7 +210,26 @@ loss = 10.0
         let sd = (n * 0.1 * 0.9).sqrt();
         assert!((dropped as f64 - 0.1 * n).abs() < 4.0 * sd + 3.0, "{ab}");
     }
+    // The saved experiment reads back (the new fields included) and its report is the same.
+    let file = std::fs::read_dir(&saved)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|x| x == "json"))
+        .expect("the saved experiment");
+    let again = tmp.path().join("again.html");
+    let r = run(&["report", file.to_str().unwrap(), "-o", again.to_str().unwrap()]);
+    assert!(r.status.success(), "netrig report: {}", stderr(&r));
     let page = std::fs::read_to_string(&html).expect("the report");
+    let diagram = |p: &str| {
+        p.split("<svg class=\"lab\"")
+            .nth(1)
+            .map(|s| s.split("</svg>").next().unwrap().to_string())
+    };
+    assert_eq!(
+        diagram(&std::fs::read_to_string(&again).unwrap()),
+        diagram(&page),
+        "the saved experiment's report draws the same lab"
+    );
     let svg = page
         .split("<svg class=\"lab\"")
         .nth(1)
