@@ -92,6 +92,10 @@ pub struct ArmOutcome {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct LabPlace {
+    /// The arm's own shaping of the lab's links (its `shape`): what it set, the `tc` commands
+    /// that set it before each run and those that put the lab's shaping back after it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub shape: Vec<netrig_lab::arm_shape::Change>,
     /// The host the client ran in, and its namespace.
     pub client: String,
     pub client_ns: String,

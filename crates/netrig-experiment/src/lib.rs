@@ -2,6 +2,8 @@
 //! confident, interleaved comparisons of arms with set-up and tear-down
 //! commands, saved results and regression checks, all on the run API.
 
+pub mod lab_counters;
+
 pub mod analysis;
 pub mod command;
 pub mod document;

@@ -687,6 +687,7 @@ mod tests {
             address: "198.19.254.6:6387".into(),
             segment: Some("sw".into()),
             clients: Vec::new(),
+            shape: Default::default(),
         }
     }
 

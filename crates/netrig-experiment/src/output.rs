@@ -51,7 +51,7 @@ fn lab_lines(e: &Experiment) -> String {
         };
         let _ = writeln!(
             out,
-            "  witness {} → {} ({}, {}): {} configured (TCP payload at most {}), {} measured over {} s{}",
+            "  witness {} → {} ({}, {}): {} configured (TCP payload at most {}), {} measured over {} s{}{}",
             w["from"].as_str().unwrap_or("?"),
             w["to"].as_str().unwrap_or("?"),
             w["link"].as_str().unwrap_or("?"),
@@ -60,6 +60,7 @@ fn lab_lines(e: &Experiment) -> String {
             mbit("expected_goodput_bps"),
             mbit("measured_goodput_bps"),
             w["stream_s"].as_f64().unwrap_or(0.0),
+            crate::lab_counters::witness_delay_and_loss(w),
             w["warning"]
                 .as_str()
                 .or(w["error"].as_str())
@@ -85,6 +86,27 @@ fn lab_lines(e: &Experiment) -> String {
                     l.path,
                     l.segment.as_deref().map(|s| format!(" {s}")).unwrap_or_default()
                 );
+                for c in &l.shape {
+                    let mut set = Vec::new();
+                    if let Some(r) = c.rate_bps {
+                        set.push(format!("rate {:.2} Mbit/s", r as f64 / 1e6));
+                    }
+                    if let Some(p) = c.limit_packets {
+                        set.push(format!("queue {p} packets"));
+                    }
+                    if let Some(b) = c.limit_bytes {
+                        set.push(format!("queue {b} bytes"));
+                    }
+                    let _ = writeln!(
+                        out,
+                        "    shaped {} → {} on {}: {} for its runs (the lab's {} put back after each)",
+                        c.from,
+                        c.to,
+                        c.link,
+                        set.join(", "),
+                        c.lab_mechanism
+                    );
+                }
             }
         }
     }
@@ -210,6 +232,7 @@ pub fn render(e: &Experiment) -> String {
         let _ = writeln!(out);
         out.push_str(&crate::group::render(g));
     }
+    out.push_str(&crate::lab_counters::table_lines(e));
     if !e.warnings.is_empty() {
         let _ = writeln!(out);
         for w in &e.warnings {

@@ -155,6 +155,12 @@ pub struct Arm {
     /// Run with `sh -c` after each of the arm's runs, and after a failed one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub teardown: Option<String>,
+    /// With a `[lab]`: links' shaping for this arm's runs, by link name (as `lab status` names
+    /// it) and sending host: `[arm.shape."c1-s1".c1] rate = "20M"` (rate, limit_packets,
+    /// limit_bytes), set before each run and put back after it (docs/LAB.md).
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub shape:
+        std::collections::BTreeMap<String, std::collections::BTreeMap<String, netrig_lab::model::Shape>>,
     /// With a `[lab]`: the lab host the set-up and tear-down run in (`ip netns exec`), so an
     /// arm's ruleset or sysctls change that host only; absent: this host.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -265,6 +271,7 @@ impl Plan {
                 args: vec![],
                 setup: None,
                 teardown: None,
+                shape: Default::default(),
                 in_host: None,
                 client: None,
                 server: None,
@@ -418,6 +425,11 @@ impl Plan {
 
     /// A lab's hosts named only with a lab, each a host of it; what a lab cannot yet take refused.
     fn check_lab(&self) -> Result<(), PlanError> {
+        if self.lab.is_none() && self.arms.iter().any(|a| !a.shape.is_empty()) {
+            return Err(PlanError::Invalid(
+                "an arm's shape names the lab's links: the plan has no [lab]".into(),
+            ));
+        }
         let bad = |m: String| Err(PlanError::Invalid(m));
         let t = self.target.as_ref();
         if self.lab.is_none() {

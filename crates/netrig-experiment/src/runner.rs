@@ -217,6 +217,8 @@ pub fn run_in_lab(
         }
         (Some(_), None) => return Err(PlanError::Invalid("a lab given for a plan without [lab]".into())),
     };
+    // Each arm's own shaping of the lab's links, checked against the lab as built.
+    let places = crate::lab_counters::with_shapes(places, lab.map(|l| l.state), &arms)?;
     if let Some(lab) = lab {
         return run_prepared(
             plan,
@@ -360,6 +362,15 @@ fn run_prepared(
                     }
                     let planned = &prep.arms[a];
                     let env = env_of(a);
+                    let shape = lab
+                        .and_then(|(_, p)| p[a].as_ref())
+                        .map_or(&[][..], |p| &p.shape[..]);
+                    if let Some(f) =
+                        crate::lab_counters::shape(&mut doc.commands, &arm.name, shape, limit, &env)
+                    {
+                        stop = Some(f);
+                        break;
+                    }
                     let in_ns = arm.in_host.as_deref().and_then(|h| Some((h, ns_of(h)?)));
                     let in_ns = in_ns.as_ref().map(|(h, ns)| (*h, ns.as_str()));
                     if let Some(c) = &arm.setup {
@@ -369,10 +380,12 @@ fn run_prepared(
                         doc.commands.push(r);
                         if !ok {
                             teardown(&mut doc.commands, arm, limit, &env, in_ns);
+                            crate::lab_counters::unshape(&mut doc.commands, &arm.name, shape, limit, &env);
                             stop = Some(failure);
                             break;
                         }
                     }
+                    let elements = lab.map(|(l, _)| crate::lab_counters::before(l.state));
                     let result = match (&direct, lab) {
                         (Some((target, server_agent, clients)), _) => {
                             let local = LocalOptions {
@@ -420,7 +433,18 @@ fn run_prepared(
                         }
                         (None, None) => unreachable!("a target or a lab"),
                     };
-                    let failed_teardown = teardown(&mut doc.commands, arm, limit, &env, in_ns);
+                    let result =
+                        crate::lab_counters::with_elements(result, lab.map(|(l, _)| l.state), elements);
+                    let failed_teardown = teardown(&mut doc.commands, arm, limit, &env, in_ns)
+                        .into_iter()
+                        .chain(crate::lab_counters::unshape(
+                            &mut doc.commands,
+                            &arm.name,
+                            shape,
+                            limit,
+                            &env,
+                        ))
+                        .next();
                     done += 1;
                     match result {
                         Ok(r) => outcome.arms[a].runs.push(r),
@@ -549,6 +573,7 @@ pub fn lab_place(
         (ip, Some(seg.name.clone()))
     };
     Ok(LabPlace {
+        shape: Vec::new(),
         client: route.client.clone(),
         client_ns,
         server: route.server.clone(),

@@ -11,6 +11,7 @@ use netrig_report::model::measure::Environment;
 use netrig_report::{IntervalResult, TableLayout, TestResult};
 use std::fmt::Write;
 
+pub mod lab;
 pub mod text;
 
 /// HTML-escapes text.
@@ -312,6 +313,9 @@ pub fn experiment_report(e: &Experiment, command: &str) -> String {
         w.insert(0, format!("stopped early: {s}"));
     }
     warnings(&mut b, &w);
+    if let Some(d) = lab::diagram(e) {
+        b.push_str(&d);
+    }
     plots(&mut b, &netrig_plot::plots_for_experiment(e));
     let first = e
         .tests

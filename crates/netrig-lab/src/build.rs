@@ -107,6 +107,16 @@ pub struct WitnessRow {
     pub stream_buffer_bytes: Option<u64>,
     /// tcp-rr from `from` to `to`: median round trip, microseconds.
     pub rtt_p50_us: Option<f64>,
+    /// The round trip the configured delays make (this direction's and the one back), µs;
+    /// absent when neither has a delay. Judged against `rtt_p50_us` (10 % + 1 ms).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub configured_rtt_us: Option<f64>,
+    /// The configured loss (percent) and the UDP probe that measured it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub configured_loss_pct: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub loss_probe: Option<crate::witness::LossProbe>,
+    /// Every figure off its configuration, each naming the link ("; " between them).
     pub warning: Option<String>,
     /// Why a figure is missing.
     pub error: Option<String>,
@@ -852,6 +862,9 @@ fn witness_row(p: &Plan, d: &Direction, port: u16, o: &UpOptions) -> Result<Witn
         stream_omit_s: 0.0,
         stream_buffer_bytes: None,
         rtt_p50_us: None,
+        configured_rtt_us: crate::witness::configured_rtt_us(&p.directions, d),
+        configured_loss_pct: d.shape.loss.filter(|l| *l > 0.0),
+        loss_probe: None,
         warning: None,
         error: None,
     };
@@ -885,7 +898,52 @@ fn witness_row(p: &Plan, d: &Direction, port: u16, o: &UpOptions) -> Result<Witn
             Err(e) => errors.push(format!("rate not measured: {e}")),
         }
     }
-    row.warning = judge(d, expected, row.measured_goodput_bps);
+    let mut warnings: Vec<String> = judge(d, expected, row.measured_goodput_bps)
+        .into_iter()
+        .chain(crate::witness::judge_rtt(
+            d,
+            row.configured_rtt_us,
+            row.rtt_p50_us,
+        ))
+        .collect();
+    if let Some(loss) = row.configured_loss_pct {
+        let mut probe = crate::witness::loss_probe_plan(loss, d.rate_bps);
+        let (b, m, l) = (
+            probe.rate_bps.to_string(),
+            probe.datagram_bytes.to_string(),
+            probe.length_s.to_string(),
+        );
+        let args = [
+            "udp-stream",
+            "-H",
+            &host,
+            "-p",
+            &port_s,
+            "-l",
+            &l,
+            "-b",
+            &b,
+            "-m",
+            &m,
+            "--no-gso",
+        ];
+        match netrig_json(&d.ns, &o.exe, &args) {
+            Ok(v) => {
+                let u = &v["summary"]["udp"];
+                match (u["sent_datagrams"].as_u64(), u["lost_datagrams"].as_u64()) {
+                    (Some(sent), Some(lost)) => {
+                        warnings.extend(crate::witness::judge_loss(d, loss, &mut probe, sent, lost))
+                    }
+                    _ => errors.push(format!(
+                        "loss not measured: udp-stream gave no datagram counts ({u})"
+                    )),
+                }
+            }
+            Err(e) => errors.push(format!("loss not measured: {e}")),
+        }
+        row.loss_probe = Some(probe);
+    }
+    row.warning = (!warnings.is_empty()).then(|| warnings.join("; "));
     if !errors.is_empty() {
         row.error = Some(errors.join("; "));
     }
@@ -1065,7 +1123,28 @@ pub fn status_text(labs: &[LabState]) -> String {
                 .rtt_p50_us
                 .map(|r| format!("round trip {r:.0} µs (tcp-rr median, 1 s)"))
                 .unwrap_or_else(|| "round trip not measured".into());
-            o.push_str(&format!("  witness {} → {}: {rate}; {rtt}\n", w.from, w.to));
+            let delay = w
+                .configured_rtt_us
+                .map(|c| format!(" against {:.2} ms the configured delays make", c / 1e3))
+                .unwrap_or_default();
+            o.push_str(&format!(
+                "  witness {} → {}: {rate}; {rtt}{delay}\n",
+                w.from, w.to
+            ));
+            if let (Some(c), Some(p)) = (w.configured_loss_pct, &w.loss_probe) {
+                let m = match (p.sent, p.lost, p.measured_pct, p.bound_low_pct, p.bound_high_pct) {
+                    (Some(s), Some(l), Some(m), Some(lo), Some(hi)) => {
+                        format!("{m:.2} % measured ({l} of {s} datagrams lost; bound {lo:.2}–{hi:.2} %)")
+                    }
+                    _ => "not measured".into(),
+                };
+                o.push_str(&format!(
+                    "    loss {c} % configured, {m}: udp-stream --no-gso, {}-byte datagrams at {} over {} s\n",
+                    p.datagram_bytes,
+                    mbit(p.rate_bps as f64),
+                    p.length_s
+                ));
+            }
             if let Some(x) = &w.warning {
                 o.push_str(&format!("    warning: {x}\n"));
             }

@@ -9,6 +9,9 @@
 //! and conntrack_max. Not built yet: RED, plan integration (tests naming lab hosts), groups,
 //! one-way delay, the HTML diagram.
 
+pub mod witness;
+
+pub mod arm_shape;
 pub mod build;
 pub mod element;
 pub mod element_plan;

@@ -412,6 +412,7 @@ pub fn assemble(
             local: local.report.environment.as_ref().map(Environment::from),
             remote: remote.report.environment.as_ref().map(Environment::from),
         },
+        path_elements: Vec::new(),
         workers: PerEnd {
             local: local.report.workers.clone(),
             remote: remote.report.workers.clone(),

@@ -35,6 +35,10 @@ pub struct TestResult {
     /// window, judged (docs/RESULTS.md, "The witness").
     #[serde(default)]
     pub witness: crate::witness::WitnessResult,
+    /// Run through a lab (a plan's `[lab]`): what each netrig path element did over the run,
+    /// per direction (docs/LAB.md); absent otherwise.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub path_elements: Vec<crate::path_element::PathElementCounts>,
     /// Kinds with one end, given `--server-agent`: what the agent on the
     /// server's host saw over the run (docs/RESULTS.md, "The server
     /// host"); absent otherwise.

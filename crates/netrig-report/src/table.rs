@@ -868,6 +868,12 @@ fn details(r: &TestResult) -> String {
             let _ = writeln!(out, "{l}");
         }
     }
+    if !r.path_elements.is_empty() {
+        let _ = writeln!(out, "\nThe lab's path elements over the test");
+        for e in &r.path_elements {
+            let _ = writeln!(out, "  {}", e.line());
+        }
+    }
     out.push_str(&witness_lines(r, "over the same window"));
     let env_line = |e: &crate::model::measure::Environment| {
         let s = |k: &str| e.sysctls.get(k).cloned().unwrap_or_else(|| "?".into());

@@ -258,6 +258,7 @@ pub(crate) fn assemble(
             local: None,
             remote: None,
         },
+        path_elements: Vec::new(),
         workers: PerEnd {
             local: r
                 .threads

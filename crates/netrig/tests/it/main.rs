@@ -21,6 +21,7 @@ mod lab_clients;
 mod lab_element;
 mod lab_groups;
 mod lab_plan;
+mod lab_results;
 mod lab_topology;
 mod link_local;
 mod measure;

@@ -1,0 +1,322 @@
+//! An arm of a plan that changes a link's shaping by name (docs/LAB.md, "A lab in a plan"):
+//! `[arm.shape."c1-s1".c1] rate = "20M"` — the link as `lab status` names it, the direction by its
+//! sending host. What the lab built with htb, tbf, pfifo or bfifo is changed in place with `tc`
+//! before each of the arm's runs and put back after it; what it cannot change is refused by name
+//! before anything runs.
+
+use crate::build::LabState;
+use crate::model::{parse_rate, Shape};
+use crate::plan::Direction;
+use serde::{Deserialize, Serialize};
+
+/// One direction's change for an arm: what it sets, and the commands (run in the sending host's
+/// namespace) that set it and put the lab's own shaping back.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Change {
+    pub link: String,
+    pub from: String,
+    pub to: String,
+    /// The sending host's interface and namespace the commands run on.
+    pub dev: String,
+    pub ns: String,
+    /// What the arm sets (absent: as the lab built it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate_bps: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit_packets: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit_bytes: Option<u64>,
+    /// What the lab built there (put back after each run), as `lab status` names it.
+    pub lab_mechanism: String,
+    /// The `tc` commands that set it, and those that put the lab's shaping back.
+    pub apply: Vec<String>,
+    pub restore: Vec<String>,
+}
+
+/// What an arm may change: the rest is refused by name.
+const REFUSED: &str = "an arm changes a link's rate and queue limit (limit_packets, limit_bytes) only; \
+    delay, jitter, loss, duplicate, reorder and corrupt are read once by netrig's path element and \
+    netem is not changed by arms yet (not built)";
+
+fn tbf_args(rate: u64, mtu: u32, packets: Option<u32>, bytes: Option<u64>) -> String {
+    // As the lab builds it (plan.rs): a 4 ms bucket of at least three frames; a queue of 50 ms
+    // at the rate unless a limit is given.
+    let burst = ((rate / 8) / 250).max(3 * (mtu as u64 + 14));
+    let limit = match (bytes, packets) {
+        (Some(b), _) => b,
+        (_, Some(p)) => p as u64 * (mtu as u64 + 14),
+        _ => ((rate / 8) / 20).max(2 * burst),
+    };
+    format!("tbf rate {rate}bit burst {burst} limit {limit}")
+}
+
+fn fifo(packets: Option<u32>, bytes: Option<u64>) -> Option<String> {
+    match (packets, bytes) {
+        (Some(p), _) => Some(format!("pfifo limit {p}")),
+        (_, Some(b)) => Some(format!("bfifo limit {b}")),
+        _ => None,
+    }
+}
+
+/// The change `s` asks of the direction `from` sends on `link`, checked against the lab as built.
+pub fn plan(state: &LabState, link: &str, from: &str, s: &Shape) -> Result<Change, String> {
+    let d: &Direction = match state.directions.iter().find(|d| d.link == link && d.from == from) {
+        Some(d) => d,
+        None => {
+            let seg = state.segments.iter().find(|g| g.name == link);
+            return Err(match seg {
+                None => format!(
+                    "no link or LAN {link:?} in the lab (links and LANs: {})",
+                    state
+                        .segments
+                        .iter()
+                        .map(|g| g.name.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+                Some(g) if !g.members.iter().any(|m| m.host == from) => {
+                    format!("link {link}: {from:?} is not on it (a direction is named by its sending host)")
+                }
+                Some(_) => format!(
+                    "link {link} ({from} → …): not shaped in the lab; an arm changes what the lab built (give that direction a rate or a queue limit in [lab])"
+                ),
+            });
+        }
+    };
+    let label = format!("link {link} ({} → {})", d.from, d.to);
+    let mut refused: Vec<&str> = s.netem_properties();
+    for (name, set) in [
+        ("shaper", s.shaper.is_some()),
+        ("red", s.red.is_some()),
+        ("element", s.element.is_some()),
+    ] {
+        if set {
+            refused.push(name);
+        }
+    }
+    if !refused.is_empty() {
+        return Err(format!("{} on {label}: {REFUSED}", refused.join(", ")));
+    }
+    if s.limit_packets.is_some() && s.limit_bytes.is_some() {
+        return Err(format!("{label}: limit_packets or limit_bytes, not both"));
+    }
+    let rate = s
+        .rate
+        .as_deref()
+        .map(parse_rate)
+        .transpose()
+        .map_err(|e| format!("{label}: {e}"))?;
+    if rate.is_none() && s.limit_packets.is_none() && s.limit_bytes.is_none() {
+        return Err(format!(
+            "{label}: the arm's shape sets nothing (rate, limit_packets or limit_bytes)"
+        ));
+    }
+    let lab = &d.shape;
+    let tbf = lab.shaper.as_deref() == Some("tbf");
+    let netem = d.mechanism.contains("netem");
+    let (dev, mut apply, mut restore) = (&d.dev, Vec::new(), Vec::new());
+    let limit_asked = s.limit_packets.is_some() || s.limit_bytes.is_some();
+    if limit_asked && netem {
+        return Err(format!(
+            "limit on {label}: the queue there is netem's ({}); {REFUSED}",
+            d.mechanism
+        ));
+    }
+    match d.rate_bps {
+        None if rate.is_some() => {
+            return Err(format!(
+                "rate on {label}: the lab gives it no rate to change ({}); give it one in [lab]",
+                d.mechanism
+            ))
+        }
+        Some(lab_rate) if tbf => {
+            // tbf holds the rate and the queue.
+            let (p, b) = if limit_asked {
+                (s.limit_packets, s.limit_bytes)
+            } else {
+                (lab.limit_packets, lab.limit_bytes)
+            };
+            let r = rate.unwrap_or(lab_rate);
+            apply.push(format!(
+                "tc qdisc change dev {dev} root handle 1: {}",
+                tbf_args(r, d.mtu, p, b)
+            ));
+            restore.push(format!(
+                "tc qdisc change dev {dev} root handle 1: {}",
+                tbf_args(lab_rate, d.mtu, lab.limit_packets, lab.limit_bytes)
+            ));
+        }
+        Some(lab_rate) => {
+            if let Some(r) = rate {
+                apply.push(format!(
+                    "tc class change dev {dev} parent 1: classid 1:1 htb rate {r}bit ceil {r}bit"
+                ));
+                restore.push(format!(
+                    "tc class change dev {dev} parent 1: classid 1:1 htb rate {lab_rate}bit ceil {lab_rate}bit"
+                ));
+            }
+            if let Some(f) = fifo(s.limit_packets, s.limit_bytes) {
+                apply.push(format!("tc qdisc replace dev {dev} parent 1:1 handle 10: {f}"));
+                restore.push(match fifo(lab.limit_packets, lab.limit_bytes) {
+                    Some(g) => format!("tc qdisc replace dev {dev} parent 1:1 handle 10: {g}"),
+                    None => format!("tc qdisc del dev {dev} parent 1:1 handle 10:"),
+                });
+            }
+        }
+        None => {
+            // No rate: the lab's queue is the root fifo (or nothing, in front of an element).
+            let f = fifo(s.limit_packets, s.limit_bytes).expect("a limit asked");
+            apply.push(format!("tc qdisc replace dev {dev} root handle 1: {f}"));
+            restore.push(match fifo(lab.limit_packets, lab.limit_bytes) {
+                Some(g) => format!("tc qdisc replace dev {dev} root handle 1: {g}"),
+                None => format!("tc qdisc del dev {dev} root"),
+            });
+        }
+    }
+    Ok(Change {
+        link: link.to_string(),
+        from: d.from.clone(),
+        to: d.to.clone(),
+        dev: dev.clone(),
+        ns: d.ns.clone(),
+        rate_bps: rate,
+        limit_packets: s.limit_packets,
+        limit_bytes: s.limit_bytes,
+        lab_mechanism: d.mechanism.clone(),
+        apply,
+        restore,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::Kernel;
+
+    fn state(shape: Shape, mechanism: &str) -> LabState {
+        let rate_bps = shape.rate.as_deref().map(|r| parse_rate(r).unwrap());
+        serde_json::from_value::<LabState>(serde_json::json!({
+            "id": "abc123", "name": "t", "file": "t.toml", "created_unix": 0, "owner": null,
+            "ready": true, "namespaces": [], "hosts": {},
+            "segments": [{"name": "c1-s1", "lan": false, "mtu": 1500, "members": [
+                {"host": "c1", "ns": "nrabc123-c1", "dev": "to-s1", "v4": null, "v6": null},
+                {"host": "s1", "ns": "nrabc123-s1", "dev": "to-c1", "v4": null, "v6": null}]}],
+            "directions": [],
+            "kernel": Kernel { netem: false, red: false, ethtool: false, conntrack_max: false },
+            "witness": []
+        }))
+        .map(|mut s| {
+            s.directions.push(Direction {
+                link: "c1-s1".into(),
+                from: "c1".into(),
+                to: "s1".into(),
+                ns: "nrabc123-c1".into(),
+                dev: "to-s1".into(),
+                shape,
+                rate_bps,
+                mechanism: mechanism.into(),
+                mtu: 1500,
+            });
+            s
+        })
+        .unwrap()
+    }
+
+    fn rate(r: &str) -> Shape {
+        Shape {
+            rate: Some(r.into()),
+            ..Shape::default()
+        }
+    }
+
+    #[test]
+    fn an_htb_rate_and_its_queue_are_changed_and_put_back() {
+        let lab = Shape {
+            limit_packets: Some(100),
+            ..rate("50M")
+        };
+        let s = state(lab, "htb rate 50000000bit + pfifo limit 100");
+        let c = plan(&s, "c1-s1", "c1", &rate("20M")).unwrap();
+        assert_eq!(
+            c.apply,
+            ["tc class change dev to-s1 parent 1: classid 1:1 htb rate 20000000bit ceil 20000000bit"]
+        );
+        assert_eq!(
+            c.restore,
+            ["tc class change dev to-s1 parent 1: classid 1:1 htb rate 50000000bit ceil 50000000bit"]
+        );
+        assert_eq!(
+            (c.ns.as_str(), c.to.as_str(), c.rate_bps),
+            ("nrabc123-c1", "s1", Some(20_000_000))
+        );
+        let q = Shape {
+            limit_bytes: Some(30000),
+            ..Shape::default()
+        };
+        let c = plan(&s, "c1-s1", "c1", &q).unwrap();
+        assert_eq!(
+            c.apply,
+            ["tc qdisc replace dev to-s1 parent 1:1 handle 10: bfifo limit 30000"]
+        );
+        assert_eq!(
+            c.restore,
+            ["tc qdisc replace dev to-s1 parent 1:1 handle 10: pfifo limit 100"]
+        );
+    }
+
+    #[test]
+    fn a_tbf_rate_is_rebuilt_with_its_bucket_and_queue() {
+        let lab = Shape {
+            shaper: Some("tbf".into()),
+            ..rate("100M")
+        };
+        let s = state(lab, "tbf rate 100000000bit burst 50000 limit 625000");
+        let c = plan(&s, "c1-s1", "c1", &rate("10M")).unwrap();
+        assert_eq!(
+            c.apply,
+            ["tc qdisc change dev to-s1 root handle 1: tbf rate 10000000bit burst 5000 limit 62500"]
+        );
+        assert_eq!(
+            c.restore,
+            ["tc qdisc change dev to-s1 root handle 1: tbf rate 100000000bit burst 50000 limit 625000"]
+        );
+    }
+
+    #[test]
+    fn what_an_arm_cannot_change_is_refused_by_name() {
+        let s = state(rate("50M"), "htb rate 50000000bit");
+        let delay = Shape {
+            delay: Some("10ms".into()),
+            loss: Some(1.0),
+            ..Shape::default()
+        };
+        let e = plan(&s, "c1-s1", "c1", &delay).unwrap_err();
+        assert!(
+            e.starts_with("delay, loss on link c1-s1 (c1 → s1): an arm changes"),
+            "{e}"
+        );
+        let e = plan(&s, "c1-s2", "c1", &rate("1M")).unwrap_err();
+        assert!(
+            e.contains("no link or LAN \"c1-s2\"") && e.contains("c1-s1"),
+            "{e}"
+        );
+        let e = plan(&s, "c1-s1", "s1", &rate("1M")).unwrap_err();
+        assert!(e.contains("not shaped in the lab"), "{e}");
+        let e = plan(&s, "c1-s1", "x", &rate("1M")).unwrap_err();
+        assert!(e.contains("\"x\" is not on it"), "{e}");
+        let e = plan(&s, "c1-s1", "c1", &Shape::default()).unwrap_err();
+        assert!(e.contains("sets nothing"), "{e}");
+        let no_rate = state(
+            Shape {
+                limit_packets: Some(10),
+                ..Shape::default()
+            },
+            "pfifo limit 10",
+        );
+        let e = plan(&no_rate, "c1-s1", "c1", &rate("1M")).unwrap_err();
+        assert!(
+            e.starts_with("rate on link c1-s1 (c1 → s1): the lab gives it no rate"),
+            "{e}"
+        );
+    }
+}
