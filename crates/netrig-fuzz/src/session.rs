@@ -504,6 +504,7 @@ fn client(ops: &[ClientOp]) {
                     nonce: netrig_proto::auth::Bytes([0; 32]),
                     agent_key: None,
                 },
+                clock: None,
             }),
             ClientOp::Mismatch(a, b) => Some(AgentMsg::VersionMismatch {
                 agent_min: *a,

@@ -361,6 +361,15 @@ pub fn assemble(
         directions,
         directions_fairness,
         http: None,
+        // udp-stream: its receivers timed each datagram against one clock.
+        one_way_delay: (transport == netrig_proto::spec::kind::Transport::Udp && !transactional).then(|| {
+            crate::one_way::one_way_delay(
+                local.report,
+                remote.report,
+                plan.contains(&Direction::Tx),
+                plan.contains(&Direction::Rx),
+            )
+        }),
     };
     warnings.extend(crate::checks::fairness_warnings(&summary));
     if let netrig_proto::spec::Limit::Duration { seconds } = spec.limit {

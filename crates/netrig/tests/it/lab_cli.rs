@@ -12,7 +12,7 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 /// One lab test at a time: `lab up` removes stale labs, and the rate figure wants the CPU.
-static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+pub(crate) static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 
 /// Can labs be built here? Skips (false) when not, unless under CI, where it panics.
 fn can_build() -> bool {

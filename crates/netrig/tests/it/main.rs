@@ -17,6 +17,7 @@ mod hostile;
 mod http;
 mod http_server;
 mod lab_cli;
+mod lab_owd;
 mod lab_plan;
 mod link_local;
 mod measure;
