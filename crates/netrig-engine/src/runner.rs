@@ -694,6 +694,7 @@ pub fn run_side(
             })
         })
         .collect();
+    let clocks_now = clocks_now();
     Ok(SideOutcome {
         flows,
         window_s,
@@ -732,8 +733,8 @@ pub fn run_side(
             _ => None,
         },
         one_way: Some(netrig_proto::clock::OneWayReport {
-            zero_ns: realtime_at(plan.start),
-            ref_ns: realtime_at(plan.clock_ref.unwrap_or(plan.start)),
+            zero_ns: realtime_at(plan.start, clocks_now),
+            ref_ns: realtime_at(plan.clock_ref.unwrap_or(plan.start), clocks_now),
             received: waiter
                 .one_way
                 .as_ref()
@@ -744,13 +745,38 @@ pub fn run_side(
     })
 }
 
-/// `CLOCK_REALTIME` at `t` (an instant in the past), ns since the epoch.
-pub fn realtime_at(t: Instant) -> u64 {
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_nanos() as u64)
-        .unwrap_or(0);
-    now.saturating_sub(t.elapsed().as_nanos() as u64)
+/// `CLOCK_REALTIME` at `t`, ns since the epoch, by `now` (a reading of
+/// both clocks at once, [`clocks_now`]): every instant of one end mapped by
+/// one reading, so their differences are the monotonic clock's exactly.
+pub fn realtime_at(t: Instant, now: (Instant, u64)) -> u64 {
+    let (mono, rt) = now;
+    if t <= mono {
+        rt.saturating_sub(mono.duration_since(t).as_nanos() as u64)
+    } else {
+        rt.saturating_add(t.duration_since(mono).as_nanos() as u64)
+    }
+}
+
+/// The monotonic clock and `CLOCK_REALTIME` (ns since the epoch) at one
+/// instant: of five readings of realtime between two of the monotonic
+/// clock, the one bracketed most tightly, at the bracket's middle.
+pub fn clocks_now() -> (Instant, u64) {
+    let realtime = || {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos() as u64)
+            .unwrap_or(0)
+    };
+    (0..5)
+        .map(|_| {
+            let a = Instant::now();
+            let rt = realtime();
+            let b = Instant::now();
+            (b - a, a + (b - a) / 2, rt)
+        })
+        .min_by_key(|(width, ..)| *width)
+        .map(|(_, mono, rt)| (mono, rt))
+        .unwrap_or_else(|| (Instant::now(), realtime()))
 }
 
 /// What a worker thread sends when it is done.

@@ -45,6 +45,26 @@ impl OneWayRecorder {
         self.hist.record(u64::try_from(v.max(0)).unwrap_or(u64::MAX));
     }
 
+    /// One message stamped `sent_ns` (since its sender's zero), received
+    /// `since_ref_ns` after this end's reference, by this end's monotonic
+    /// clock (request/response: no kernel timestamp, the receive time is the
+    /// read that took the message). A value more than
+    /// [`MAX_STAMP_SKEW_NS`](crate::udp_seq::MAX_STAMP_SKEW_NS) off is no
+    /// sender's stamp (an older peer's, a forged one): not recorded, and
+    /// false returned. Never allocates, never panics.
+    #[inline]
+    pub fn record_since_ref(&mut self, sent_ns: u64, since_ref_ns: u64) -> bool {
+        let v = i128::from(since_ref_ns) - i128::from(sent_ns);
+        if v.unsigned_abs() > u128::from(crate::udp_seq::MAX_STAMP_SKEW_NS) {
+            return false;
+        }
+        if v < 0 {
+            self.early = self.early.saturating_add(1);
+        }
+        self.hist.record(u64::try_from(v.max(0)).unwrap_or(0));
+        true
+    }
+
     /// Values recorded before the reference.
     pub fn early(&self) -> u64 {
         self.early
@@ -84,5 +104,19 @@ mod tests {
         r.record(u64::MAX, 0);
         r.record(0, u64::MAX);
         assert_eq!(r.histogram().clamped(), 1);
+    }
+
+    #[test]
+    fn a_stamp_far_from_this_ends_clock_is_not_recorded() {
+        let mut r = OneWayRecorder::new(0);
+        assert!(r.record_since_ref(1_000_000, 1_250_000));
+        assert!((r.histogram().summary().p50_us - 250.0).abs() < 0.3);
+        // An older peer's filler bytes, or a forged stamp: more than a minute off.
+        assert!(!r.record_since_ref(0x5a5a_5a5a_5a5a_5a5a, 1_000));
+        assert!(!r.record_since_ref(0, u64::MAX));
+        assert_eq!(r.histogram().len(), 1);
+        // Slightly before: early, recorded as the lowest value.
+        assert!(r.record_since_ref(2_000, 1_000));
+        assert_eq!(r.early(), 1);
     }
 }

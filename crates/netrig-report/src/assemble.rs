@@ -361,13 +361,14 @@ pub fn assemble(
         directions,
         directions_fairness,
         http: None,
-        // udp-stream: its receivers timed each datagram against one clock.
-        one_way_delay: (transport == netrig_proto::spec::kind::Transport::Udp && !transactional).then(|| {
+        // udp-stream and udp-rr: each end timed the datagrams it received
+        // against one clock (udp-rr: requests one way, responses the other).
+        one_way_delay: (transport == netrig_proto::spec::kind::Transport::Udp).then(|| {
             crate::one_way::one_way_delay(
                 local.report,
                 remote.report,
-                plan.contains(&Direction::Tx),
-                plan.contains(&Direction::Rx),
+                transactional || plan.contains(&Direction::Tx),
+                transactional || plan.contains(&Direction::Rx),
             )
         }),
     };

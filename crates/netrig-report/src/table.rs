@@ -697,6 +697,9 @@ fn render_rr(r: &TestResult) -> String {
             l.count, l.mean, l.p50, l.p90, l.p99, l.p999, l.max
         );
     }
+    if let Some(o) = &r.summary.one_way_delay {
+        one_way_lines(&mut out, o);
+    }
     if let Some(e) = &r.summary.connect_errors {
         let _ = writeln!(
             out,

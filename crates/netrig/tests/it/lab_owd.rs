@@ -55,6 +55,33 @@ fn udp_stream_reports_one_way_delay_per_direction_on_one_clock() {
     assert!(owd(&v).is_null(), "{}", owd(&v));
 }
 
+/// udp-rr: the requester stamps its requests, the responder its responses (one clock read for
+/// its receive and its send), so each direction's one-way delay is there, and the two add up to
+/// the round trip (the responder's turnaround falls in the response's direction).
+#[test]
+fn udp_rr_reports_both_directions_one_way_and_they_add_up_to_the_round_trip() {
+    let v = json(&run(&["udp-rr", "-l", "1", "--json"]));
+    let o = owd(&v);
+    assert!(o["withheld"].is_null(), "{o}");
+    let (_, tx, ..) = figures(&v, "tx");
+    let (_, rx, ..) = figures(&v, "rx");
+    let rtt = v["summary"]["latency_us"]["p50"].as_f64().unwrap();
+    // Medians, each within 0.1 % of the delay plus the ends' zeros' distance: 25 % + 3 µs.
+    assert!(
+        (tx + rx - rtt).abs() <= 0.25 * rtt + 3.0,
+        "one way {tx} + {rx} µs against the round trip's {rtt} µs: {o}"
+    );
+    let text = stdout(&run(&["udp-rr", "-l", "0.5"]));
+    assert!(
+        text.contains("one-way delay client -> agent: min ")
+            && text.contains("one-way delay agent -> client: min "),
+        "{text}"
+    );
+    // Not for tcp-rr (its requests carry no stamp).
+    let v = json(&run(&["tcp-rr", "-l", "0.3", "--json"]));
+    assert!(owd(&v).is_null(), "{}", owd(&v));
+}
+
 /// An agent that does not say its clock (as an older one), or clocks the client does not take
 /// for one: one-way delay is withheld, naming why, never guessed.
 #[test]
@@ -74,6 +101,18 @@ fn one_way_delay_is_withheld_naming_why_when_the_clocks_are_not_known_to_be_one(
         "{o}"
     );
     assert!(o["tx"].is_null() && o["clock_offset_bound_us"].is_null(), "{o}");
+    let mut c = netrig();
+    c.env("NETRIG_TEST_AGENT_NO_CLOCK", "1");
+    let v = json(&run_cmd(c, &["udp-rr", "-l", "0.5", "--json"]));
+    let o = owd(&v);
+    assert!(
+        o["withheld"]
+            .as_str()
+            .unwrap()
+            .contains("the agent does not say its clock"),
+        "{o}"
+    );
+    assert!(o["tx"].is_null() && o["rx"].is_null(), "{o}");
     let v = with("NETRIG_TEST_CLOCKS_UNSHARED");
     let w = owd(&v)["withheld"].as_str().unwrap().to_string();
     assert!(
@@ -192,6 +231,29 @@ fn through_a_lab_link_delayed_one_way_the_delayed_direction_reads_its_delay() {
     let v = from_a(&["-R"]);
     let (_, p50, ..) = figures(&v, "rx");
     assert!(p50 < 1_000.0, "b → a, not delayed: {}", owd(&v));
+    // udp-rr: the requests delayed, the responses not.
+    let v = json(&run(&[
+        "lab",
+        "exec",
+        &name,
+        "a",
+        "--",
+        "netrig",
+        "udp-rr",
+        "-H",
+        "198.18.0.2",
+        "-l",
+        "1.5",
+        "--json",
+    ]));
+    let (_, tx, ..) = figures(&v, "tx");
+    let (_, rx, ..) = figures(&v, "rx");
+    assert!(
+        (tx - 10_000.0).abs() <= 1_000.0 + 500.0,
+        "requests, delayed 10 ms: {}",
+        owd(&v)
+    );
+    assert!(rx < 1_000.0, "responses, not delayed: {}", owd(&v));
     drop(down);
     let left = namespaces();
     assert!(
