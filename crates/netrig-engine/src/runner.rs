@@ -1163,6 +1163,25 @@ fn sample(
 mod tests {
     use super::*;
     use netrig_proto::{DataHello, SessionCookie};
+
+    /// An end's instants mapped to realtime by one reading differ exactly as
+    /// the monotonic clock says (one-way delay takes their difference), and
+    /// the reading is now's, to well within a millisecond.
+    #[test]
+    fn instants_map_to_realtime_by_one_reading_exactly() {
+        let zero = Instant::now();
+        let reference = zero - Duration::from_micros(637);
+        let later = zero + Duration::from_millis(5);
+        let now = clocks_now();
+        assert_eq!(realtime_at(zero, now) - realtime_at(reference, now), 637_000);
+        assert_eq!(realtime_at(later, now) - realtime_at(zero, now), 5_000_000);
+        let rt = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos() as u64;
+        let mapped = realtime_at(Instant::now(), now);
+        assert!(rt.abs_diff(mapped) < 1_000_000, "{rt} against {mapped}");
+    }
     use std::net::{TcpListener, TcpStream};
 
     /// Counts one transaction per arrival on the flow its greeting names.
