@@ -319,7 +319,7 @@ pub(crate) fn serve_control(
             software: SOFTWARE_VERSION.into(),
             limits: limits.clone(),
             auth: welcome_auth.clone(),
-            clock: agent_clock(),
+            clock: agent_clock(&welcome_auth.nonce.0),
         })?;
         let mut auth_session = None;
         let mut sm = AgentSession::new(limits.clone(), Instant::now());
@@ -1058,16 +1058,18 @@ fn run_test(
     Ok(report)
 }
 
-/// What the welcome says of this agent's clock: its kernel's boot id. The
+/// What the welcome says of this agent's clock: its kernel's boot id hashed
+/// with the welcome's nonce (so that only a client on this kernel learns
+/// anything from it; netrig_proto::clock). The
 /// environment's `NETRIG_TEST_AGENT_NO_CLOCK` (tests only) leaves it out, as
 /// an older agent's welcome does.
-fn agent_clock() -> Option<netrig_proto::clock::AgentClock> {
+fn agent_clock(nonce: &[u8]) -> Option<netrig_proto::clock::AgentClock> {
     if std::env::var_os("NETRIG_TEST_AGENT_NO_CLOCK").is_some() {
         return None;
     }
-    netrig_metrics::witness::boot_id()
-        .map(|boot_id| netrig_proto::clock::AgentClock { boot_id })
-        .filter(|c| c.check().is_ok())
+    netrig_metrics::witness::boot_id().map(|id| netrig_proto::clock::AgentClock {
+        boot_hash: netrig_proto::clock::boot_hash(nonce, &id),
+    })
 }
 
 /// When the agent's `--max-rate` held its sends for more than 1 % of the

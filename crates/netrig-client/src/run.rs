@@ -366,7 +366,12 @@ impl Client {
             version,
             limits,
             auth,
-            clocks: clock_check(clock.as_ref(), netrig_metrics::witness::boot_id().as_deref()),
+            clocks: clock_check(
+                clock.as_ref(),
+                netrig_metrics::witness::boot_id()
+                    .map(|id| netrig_proto::clock::boot_hash(&welcome_auth.nonce.0, &id))
+                    .as_deref(),
+            ),
         })
     }
 
@@ -880,8 +885,9 @@ impl Client {
     }
 }
 
-/// Whether this client and the agent read one clock: the agent's boot id
-/// (from its welcome) is this kernel's (`ours`). The environment's
+/// Whether this client and the agent read one clock: the agent's boot hash
+/// (from its welcome) is this kernel's (`ours`: its boot id hashed with the
+/// welcome's nonce). The environment's
 /// `NETRIG_TEST_CLOCKS_UNSHARED` (tests only) takes them for two clocks.
 fn clock_check(agent: Option<&AgentClock>, ours: Option<&str>) -> ClockCheck {
     if std::env::var_os("NETRIG_TEST_CLOCKS_UNSHARED").is_some() {
@@ -892,7 +898,7 @@ fn clock_check(agent: Option<&AgentClock>, ours: Option<&str>) -> ClockCheck {
     match (agent, ours) {
         (None, _) => ClockCheck::NotShared("the agent does not say its clock (an older netrig)".into()),
         (Some(_), None) => ClockCheck::NotShared("this host does not say its boot id (no /proc/sys/kernel/random/boot_id)".into()),
-        (Some(a), Some(b)) if a.boot_id == b => ClockCheck::Shared(
+        (Some(a), Some(b)) if a.boot_hash == b => ClockCheck::Shared(
             "one clock: both ends run on one kernel (the same boot id), so no offset".into(),
         ),
         (Some(_), Some(_)) => ClockCheck::NotShared(

@@ -397,7 +397,7 @@ struct WireLimits {
 
 #[derive(Arbitrary, Debug)]
 enum ClientOp {
-    /// With the agent's clock (its boot id), if any.
+    /// With the agent's clock (its boot hash), if any.
     Welcome(u16, WireLimits, Option<String>),
     Mismatch(u16, u16),
     Busy,
@@ -507,7 +507,7 @@ fn client(ops: &[ClientOp]) {
                 },
                 clock: clock
                     .clone()
-                    .map(|boot_id| netrig_proto::clock::AgentClock { boot_id }),
+                    .map(|boot_hash| netrig_proto::clock::AgentClock { boot_hash }),
             }),
             ClientOp::Mismatch(a, b) => Some(AgentMsg::VersionMismatch {
                 agent_min: *a,
@@ -569,12 +569,13 @@ fn client(ops: &[ClientOp]) {
         match r {
             Ok(ClientEvent::Welcome { limits, clock, .. }) => {
                 assert!(ok && name == "welcome", "welcome while {m:?}");
-                // A clock the client takes is a boot id's shape, bounded.
+                // A clock the client takes is a boot hash's shape.
                 if let Some(c) = clock {
                     assert!(
-                        !c.boot_id.is_empty()
-                            && c.boot_id.len() <= netrig_proto::clock::MAX_BOOT_ID_LEN
-                            && c.boot_id.bytes().all(|b| b.is_ascii_hexdigit() || b == b'-'),
+                        c.boot_hash.len() == netrig_proto::clock::BOOT_HASH_LEN
+                            && c.boot_hash
+                                .bytes()
+                                .all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')),
                         "{c:?}"
                     );
                 }

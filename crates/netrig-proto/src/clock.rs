@@ -5,10 +5,12 @@
 //! kernel (any network namespaces: a lab's hosts, or loopback) read one
 //! `CLOCK_REALTIME`; the kernel's boot id
 //! (`/proc/sys/kernel/random/boot_id`, a fresh random UUID at every boot)
-//! says which kernel an end runs on. The agent says its boot id in its
-//! welcome ([`AgentClock`]); a client whose own is the same knows the clocks
-//! are one, with no offset. An agent that does not say it (an older one):
-//! one-way delay is withheld, naming why.
+//! says which kernel an end runs on. The agent says it in its welcome
+//! ([`AgentClock`]) hashed with the welcome's nonce ([`boot_hash`]), so that
+//! only a client that knows the boot id (one on the same kernel) learns
+//! anything from it; a client whose own boot id hashes the same knows the
+//! clocks are one, with no offset. An agent that does not say it (an older
+//! one): one-way delay is withheld, naming why.
 //!
 //! Each end reports, with its results, its clock at its time zero and at
 //! its *reference* (an instant of its own no later than the other end's
@@ -23,32 +25,41 @@
 
 use serde::{Deserialize, Serialize};
 
-/// The longest boot id a client takes from a welcome (a UUID is 36).
-pub const MAX_BOOT_ID_LEN: usize = 64;
+/// The length of [`AgentClock::boot_hash`]: SHA-256 in hexadecimal.
+pub const BOOT_HASH_LEN: usize = 64;
 
 /// What the agent says of its clock in its welcome.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AgentClock {
-    /// The agent's kernel's boot id: equal to the client's, both ends read
-    /// one clock.
-    pub boot_id: String,
+    /// [`boot_hash`] of the welcome's nonce and the agent's kernel's boot
+    /// id: equal to the client's own, both ends read one clock.
+    pub boot_hash: String,
 }
 
 impl AgentClock {
-    /// Checks a clock that came from a peer: a boot id of at most
-    /// [`MAX_BOOT_ID_LEN`] hexadecimal digits and dashes, not empty.
+    /// Checks a clock that came from a peer: [`BOOT_HASH_LEN`] lowercase
+    /// hexadecimal digits.
     pub fn check(&self) -> Result<(), crate::ProtoError> {
-        let b = &self.boot_id;
-        if b.is_empty() || b.len() > MAX_BOOT_ID_LEN || !b.bytes().all(|c| c.is_ascii_hexdigit() || c == b'-')
-        {
+        let b = &self.boot_hash;
+        if b.len() != BOOT_HASH_LEN || !b.bytes().all(|c| matches!(c, b'0'..=b'9' | b'a'..=b'f')) {
             return Err(crate::ProtoError::Violation(format!(
-                "the agent's welcome has a boot id {:?} that is not one (at most {MAX_BOOT_ID_LEN} hex digits \
-                 and dashes)",
+                "the agent's welcome has a boot hash {:?} that is not one ({BOOT_HASH_LEN} lowercase hex digits)",
                 b.chars().take(80).collect::<String>()
             )));
         }
         Ok(())
     }
+}
+
+/// SHA-256 of `nonce` (the welcome's) followed by `boot_id`, in lowercase
+/// hexadecimal: what an agent says of its kernel, and what a client
+/// compares with its own.
+pub fn boot_hash(nonce: &[u8], boot_id: &str) -> String {
+    use sha2::{Digest, Sha256};
+    let mut h = Sha256::new();
+    h.update(nonce);
+    h.update(boot_id.as_bytes());
+    h.finalize().iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// How the client judged the two ends' clocks (kept on its own report,
@@ -101,12 +112,30 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_boot_id_is_checked() {
-        let c = |s: &str| AgentClock { boot_id: s.into() }.check();
-        assert!(c("0f4c2a4e-6c3b-4a8e-9d7e-2b1c3d4e5f60").is_ok());
+    fn a_boot_hash_is_checked() {
+        let c = |s: &str| AgentClock { boot_hash: s.into() }.check();
+        let h = boot_hash(&[1; 32], "0f4c2a4e-6c3b-4a8e-9d7e-2b1c3d4e5f60");
+        assert!(c(&h).is_ok(), "{h}");
         assert!(c("").is_err());
-        assert!(c("not a uuid").is_err());
-        assert!(c(&"a".repeat(65)).is_err());
+        assert!(c(&h.to_uppercase()).is_err());
+        assert!(c(&format!("{h}0")).is_err());
+        assert!(c(&"g".repeat(64)).is_err());
+    }
+
+    #[test]
+    fn the_boot_hash_is_sha256_of_the_nonce_and_the_boot_id() {
+        let id = "0f4c2a4e-6c3b-4a8e-9d7e-2b1c3d4e5f60";
+        assert_eq!(boot_hash(&[1; 32], id), boot_hash(&[1; 32], id));
+        assert_ne!(boot_hash(&[1; 32], id), boot_hash(&[2; 32], id));
+        assert_ne!(
+            boot_hash(&[1; 32], id),
+            boot_hash(&[1; 32], "0f4c2a4e-6c3b-4a8e-9d7e-2b1c3d4e5f61")
+        );
+        // Python: hashlib.sha256(bytes(32) + b"x").hexdigest()
+        assert_eq!(
+            boot_hash(&[0; 32], "x"),
+            "fdded6faced1af47fdaaac589602f58e0e040a882627806c42ddcc38da604cf0"
+        );
     }
 
     #[test]

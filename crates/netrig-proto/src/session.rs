@@ -552,25 +552,25 @@ mod tests {
         KindSpec::TcpStream(TcpStreamSpec::default())
     }
 
-    /// The welcome's clock is bounded like its limits: a boot id that is
+    /// The welcome's clock is bounded like its limits: a boot hash that is
     /// not one closes the session; a good one reaches the client.
     #[test]
-    fn a_welcome_with_a_clock_that_is_no_boot_id_is_refused() {
-        let welcome = |boot_id: &str| AgentMsg::Welcome {
+    fn a_welcome_with_a_clock_that_is_no_boot_hash_is_refused() {
+        let welcome = |boot_hash: &str| AgentMsg::Welcome {
             version: 6,
             software: "x".into(),
             limits: AgentLimits::default(),
             auth: crate::auth::AgentAuth::default().welcome(),
             clock: Some(crate::clock::AgentClock {
-                boot_id: boot_id.into(),
+                boot_hash: boot_hash.into(),
             }),
         };
         let e = ClientSession::new()
             .on_agent(welcome(&"x".repeat(1000)))
             .unwrap_err();
-        assert!(e.to_string().contains("boot id"), "{e}");
+        assert!(e.to_string().contains("boot hash"), "{e}");
         let w = ClientSession::new()
-            .on_agent(welcome("0f4c2a4e-6c3b-4a8e-9d7e-2b1c3d4e5f60"))
+            .on_agent(welcome(&crate::clock::boot_hash(&[1; 32], "an id")))
             .unwrap();
         assert!(matches!(w, ClientEvent::Welcome { clock: Some(_), .. }), "{w:?}");
     }

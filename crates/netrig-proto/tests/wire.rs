@@ -226,7 +226,7 @@ fn agent_messages() {
                 agent_key: Some(PublicKey(Bytes([6; 32]))),
             },
             clock: Some(netrig_proto::clock::AgentClock {
-                boot_id: "0f4c2a4e-6c3b-4a8e-9d7e-2b1c3d4e5f60".into(),
+                boot_hash: netrig_proto::clock::boot_hash(&[1; 32], "0f4c2a4e-6c3b-4a8e-9d7e-2b1c3d4e5f60"),
             }),
         },
         AgentMsg::HelloAccepted { signature: None },
