@@ -319,6 +319,7 @@ pub(crate) fn serve_control(
             software: SOFTWARE_VERSION.into(),
             limits: limits.clone(),
             auth: welcome_auth.clone(),
+            clock: agent_clock(&welcome_auth.nonce.0),
         })?;
         let mut auth_session = None;
         let mut sm = AgentSession::new(limits.clone(), Instant::now());
@@ -954,6 +955,10 @@ fn run_test(
         .budget
         .reserve(share_of(spec))
         .map_err(|reason| SessionError::Test(format!("the test cannot start: {reason}")))?;
+    // Before data_ready leaves, so no later than the client's time zero,
+    // which it takes on reading it: this end's receivers count one-way
+    // delay from here (netrig_proto::clock).
+    let ready_at = Instant::now();
     conn.send(&AgentMsg::DataReady)?;
     // The client sends go as soon as it reads data_ready: the greeting's
     // time is plenty, and bounds how long a client that never sends it
@@ -994,7 +999,16 @@ fn run_test(
         },
         Workloads::Connected(workload) => SideFlows::Connected { workload, flows },
     };
-    let outcome = run_flows(conn, sm, spec, side, start, test, sink, cookie.test_id())?;
+    let outcome = run_flows(
+        conn,
+        sm,
+        spec,
+        side,
+        (start, ready_at),
+        test,
+        sink,
+        cookie.test_id(),
+    )?;
     if per_transaction {
         if let Some(c) = outcome.flows.iter().find_map(|f| f.first_connection.as_ref()) {
             warnings.extend(sockopt::buffer_warnings(requested, c.initial, "remote", "-S"));
@@ -1036,11 +1050,26 @@ fn run_test(
         latency_histogram: None,
         schedule: outcome.schedule,
         witness: outcome.witness,
+        one_way: outcome.one_way,
     };
     if test.disclose == crate::Disclose::Minimal {
         withhold_host(&mut report);
     }
     Ok(report)
+}
+
+/// What the welcome says of this agent's clock: its kernel's boot id hashed
+/// with the welcome's nonce (so that only a client on this kernel learns
+/// anything from it; netrig_proto::clock). The
+/// environment's `NETRIG_TEST_AGENT_NO_CLOCK` (tests only) leaves it out, as
+/// an older agent's welcome does.
+fn agent_clock(nonce: &[u8]) -> Option<netrig_proto::clock::AgentClock> {
+    if std::env::var_os("NETRIG_TEST_AGENT_NO_CLOCK").is_some() {
+        return None;
+    }
+    netrig_metrics::witness::boot_id().map(|id| netrig_proto::clock::AgentClock {
+        boot_hash: netrig_proto::clock::boot_hash(nonce, &id),
+    })
 }
 
 /// When the agent's `--max-rate` held its sends for more than 1 % of the
@@ -1093,7 +1122,7 @@ fn run_flows(
     sm: &mut AgentSession,
     spec: &TestSpec,
     flows: SideFlows,
-    start: Instant,
+    (start, ready_at): (Instant, Instant),
     test: &TestContext<'_>,
     sink: crate::writer::Sink,
     test_id: u64,
@@ -1101,6 +1130,7 @@ fn run_flows(
     let max_duration_s = test.shared.config.limits.max_duration_s;
     let ctl = RunControl::new();
     let mut plan = RunPlan::for_spec(spec, start, test_id);
+    plan.clock_ref = Some(ready_at);
     plan.cpus = spec.remote_cpus.clone();
     plan.cpus_option = "--remote-cpus (or -A's second CPU)";
     // The agent's sends are held to its --max-rate whatever the client then

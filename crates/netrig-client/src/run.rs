@@ -5,6 +5,7 @@ use netrig_engine::runner::{run_side, RunControl, RunPlan, SideFlows};
 use netrig_engine::sockopt::SocketSettings;
 use netrig_engine::{sockopt, Connector, Flow, FlowSlot, FlowSocket};
 use netrig_kinds::Workloads;
+use netrig_proto::clock::{AgentClock, ClockCheck};
 use netrig_proto::conn::{ConnError, FramedConn};
 use netrig_proto::neighbour;
 use netrig_proto::report::{BufPair, CounterReport, IntervalSample, Role, SideReport};
@@ -81,6 +82,8 @@ pub struct Client {
     pub(crate) version: u16,
     limits: AgentLimits,
     auth: netrig_proto::auth::ClientAuthSession,
+    /// Whether the agent reads this client's clock, as its welcome says.
+    clocks: ClockCheck,
 }
 
 fn connect_socket(
@@ -301,13 +304,14 @@ impl Client {
                 "the agent at {addr} refused this client: {message}"
             )));
         }
-        let (software, version, limits, welcome_auth) = match sm.on_agent(msg) {
+        let (software, version, limits, welcome_auth, clock) = match sm.on_agent(msg) {
             Ok(ClientEvent::Welcome {
                 version,
                 software,
                 limits,
                 auth,
-            }) => (software, version, limits, auth),
+                clock,
+            }) => (software, version, limits, auth, clock),
             Ok(other) => {
                 return Err(ClientError::NotAgent {
                     addr,
@@ -370,6 +374,12 @@ impl Client {
             version,
             limits,
             auth,
+            clocks: clock_check(
+                clock.as_ref(),
+                netrig_metrics::witness::boot_id()
+                    .map(|id| netrig_proto::clock::boot_hash(&welcome_auth.nonce.0, &id))
+                    .as_deref(),
+            ),
         })
     }
 
@@ -836,6 +846,10 @@ impl Client {
         let remote_report =
             remote_report.ok_or_else(|| ClientError::Test("the agent sent no results".into()))?;
 
+        let one_way = outcome.one_way.clone().map(|mut o| {
+            o.clocks = self.clocks.clone();
+            o
+        });
         let local_report = SideReport {
             flows: outcome
                 .flows
@@ -853,6 +867,7 @@ impl Client {
             latency_histogram: outcome.latency_histogram.clone(),
             schedule: outcome.schedule.clone(),
             witness: outcome.witness.clone(),
+            one_way,
         };
         let mut config = TestConfig::new(
             spec,
@@ -899,6 +914,30 @@ impl Client {
             r
         })
         .map_err(ClientError::Test)
+    }
+}
+
+/// Whether this client and the agent read one clock: the agent's boot hash
+/// (from its welcome) is this kernel's (`ours`: its boot id hashed with the
+/// welcome's nonce). The environment's
+/// `NETRIG_TEST_CLOCKS_UNSHARED` (tests only) takes them for two clocks.
+fn clock_check(agent: Option<&AgentClock>, ours: Option<&str>) -> ClockCheck {
+    if std::env::var_os("NETRIG_TEST_CLOCKS_UNSHARED").is_some() {
+        return ClockCheck::NotShared(
+            "the clocks are taken as not shared (NETRIG_TEST_CLOCKS_UNSHARED)".into(),
+        );
+    }
+    match (agent, ours) {
+        (None, _) => ClockCheck::NotShared("the agent does not say its clock (an older netrig)".into()),
+        (Some(_), None) => ClockCheck::NotShared("this host does not say its boot id (no /proc/sys/kernel/random/boot_id)".into()),
+        (Some(a), Some(b)) if a.boot_hash == b => ClockCheck::Shared(
+            "one clock: both ends run on one kernel (the same boot id), so no offset".into(),
+        ),
+        (Some(_), Some(_)) => ClockCheck::NotShared(
+            "the ends run on different kernels (their boot ids differ) and netrig does not measure their clocks' \
+             offset yet"
+                .into(),
+        ),
     }
 }
 

@@ -459,6 +459,10 @@ pub struct WorkerEnd {
     pub flows: Vec<FlowEnd>,
     /// Latency of the transactions it completed while recording was on.
     pub latency: Option<netrig_metrics::LatencyRecorder>,
+    /// Of the timed datagrams its receivers took in while recording was
+    /// on: receive time less [`WorkerControl::clock_ref`](crate::workload::WorkerControl::clock_ref)
+    /// less send stamp, in ns (see `netrig_proto::clock`).
+    pub one_way: Option<netrig_metrics::LatencyRecorder>,
     /// Open loop: how it kept to its schedule while recording was on.
     pub schedule: Option<ScheduleStats>,
     /// Connection-per-transaction flows it served (instead of `flows`).

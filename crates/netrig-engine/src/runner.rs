@@ -63,6 +63,11 @@ pub struct RunPlan {
     /// The most payload bits/s this end sends, all its workers together
     /// (the agent's `--max-rate`); `None`: no cap (the client's end).
     pub send_cap_bps: Option<u64>,
+    /// An instant of this end no later than the other end's time zero
+    /// (the agent: when it sent `data_ready`), from which receivers count
+    /// one-way delay ([`netrig_proto::clock`]); `None`: `start` (the
+    /// client's zero precedes the agent's).
+    pub clock_ref: Option<Instant>,
 }
 
 impl RunPlan {
@@ -86,6 +91,7 @@ impl RunPlan {
             cpus: None,
             cpus_option: "--cpus",
             send_cap_bps: None,
+            clock_ref: None,
         }
     }
 }
@@ -299,6 +305,8 @@ pub struct SideOutcome {
     pub witness: Option<netrig_proto::report::WitnessReport>,
     /// What the end's send cap did ([`RunPlan::send_cap_bps`]), if it had one.
     pub send_cap: Option<crate::cap::CapUse>,
+    /// This end's clock and the one-way delays its receivers measured.
+    pub one_way: Option<netrig_proto::clock::OneWayReport>,
 }
 
 struct Meta {
@@ -490,6 +498,7 @@ pub fn run_side(
         intervals: period_latencies.clone(),
         worker: 0,
         send_cap: None,
+        clock_ref: plan.clock_ref.unwrap_or(plan.start),
     };
     // The cap, split over the workers by the flows each sends on.
     let cap_waited = Arc::new(std::sync::atomic::AtomicU64::new(0));
@@ -565,6 +574,7 @@ pub fn run_side(
         last_cpu: vec![None; clocks.len()],
         stop: ctl.stop.clone(),
         latency: None,
+        one_way: None,
         schedule: None,
         transient: HashMap::new(),
     };
@@ -684,6 +694,7 @@ pub fn run_side(
             })
         })
         .collect();
+    let clocks_now = clocks_now();
     Ok(SideOutcome {
         flows,
         window_s,
@@ -721,7 +732,51 @@ pub fn run_side(
             (Some(a), Some(b)) => Some(witness.report(a, b)),
             _ => None,
         },
+        one_way: Some(netrig_proto::clock::OneWayReport {
+            zero_ns: realtime_at(plan.start, clocks_now),
+            ref_ns: realtime_at(plan.clock_ref.unwrap_or(plan.start), clocks_now),
+            received: waiter
+                .one_way
+                .as_ref()
+                .filter(|l| !l.is_empty())
+                .map(LatencyRecorder::to_base64),
+            clocks: Default::default(),
+        }),
     })
+}
+
+/// `CLOCK_REALTIME` at `t`, ns since the epoch, by `now` (a reading of
+/// both clocks at once, [`clocks_now`]): every instant of one end mapped by
+/// one reading, so their differences are the monotonic clock's exactly.
+pub fn realtime_at(t: Instant, now: (Instant, u64)) -> u64 {
+    let (mono, rt) = now;
+    if t <= mono {
+        rt.saturating_sub(mono.duration_since(t).as_nanos() as u64)
+    } else {
+        rt.saturating_add(t.duration_since(mono).as_nanos() as u64)
+    }
+}
+
+/// The monotonic clock and `CLOCK_REALTIME` (ns since the epoch) at one
+/// instant: of five readings of realtime between two of the monotonic
+/// clock, the one bracketed most tightly, at the bracket's middle.
+pub fn clocks_now() -> (Instant, u64) {
+    let realtime = || {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos() as u64)
+            .unwrap_or(0)
+    };
+    (0..5)
+        .map(|_| {
+            let a = Instant::now();
+            let rt = realtime();
+            let b = Instant::now();
+            (b - a, a + (b - a) / 2, rt)
+        })
+        .min_by_key(|(width, ..)| *width)
+        .map(|(_, mono, rt)| (mono, rt))
+        .unwrap_or_else(|| (Instant::now(), realtime()))
 }
 
 /// What a worker thread sends when it is done.
@@ -748,6 +803,8 @@ struct Waiter {
     last_cpu: Vec<Option<u32>>,
     stop: Arc<AtomicBool>,
     latency: Option<LatencyRecorder>,
+    /// What the workers' receivers measured of one-way delay.
+    one_way: Option<LatencyRecorder>,
     schedule: Option<ScheduleStats>,
     /// Connection-per-transaction flows, merged across the workers that served them.
     transient: HashMap<u32, TransientEnd>,
@@ -779,6 +836,12 @@ impl Waiter {
                             match &mut self.latency {
                                 Some(all) => all.merge(&l),
                                 None => self.latency = Some(l),
+                            }
+                        }
+                        if let Some(l) = end.one_way {
+                            match &mut self.one_way {
+                                Some(all) => all.merge(&l),
+                                None => self.one_way = Some(l),
                             }
                         }
                         if let Some(sch) = end.schedule {
@@ -1100,6 +1163,25 @@ fn sample(
 mod tests {
     use super::*;
     use netrig_proto::{DataHello, SessionCookie};
+
+    /// An end's instants mapped to realtime by one reading differ exactly as
+    /// the monotonic clock says (one-way delay takes their difference), and
+    /// the reading is now's, to well within a millisecond.
+    #[test]
+    fn instants_map_to_realtime_by_one_reading_exactly() {
+        let zero = Instant::now();
+        let reference = zero - Duration::from_micros(637);
+        let later = zero + Duration::from_millis(5);
+        let now = clocks_now();
+        assert_eq!(realtime_at(zero, now) - realtime_at(reference, now), 637_000);
+        assert_eq!(realtime_at(later, now) - realtime_at(zero, now), 5_000_000);
+        let rt = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos() as u64;
+        let mapped = realtime_at(Instant::now(), now);
+        assert!(rt.abs_diff(mapped) < 1_000_000, "{rt} against {mapped}");
+    }
     use std::net::{TcpListener, TcpStream};
 
     /// Counts one transaction per arrival on the flow its greeting names.
@@ -1146,6 +1228,7 @@ mod tests {
             cpus: None,
             cpus_option: "--cpus",
             send_cap_bps: None,
+            clock_ref: None,
         };
         let flows: Vec<FlowSlot> = (0..3)
             .map(|id| FlowSlot::new(id, Direction::Tx, Role::Responder, None))

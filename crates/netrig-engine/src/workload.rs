@@ -37,6 +37,9 @@ pub struct WorkerControl {
     /// `--max-rate`): every send of the worker spends from a
     /// [`SendCap`](crate::cap::SendCap) made of it. `None`: no cap.
     pub send_cap: Option<crate::cap::CapShare>,
+    /// An instant no later than the other end's time zero: receivers count
+    /// one-way delay from it ([`crate::runner::RunPlan::clock_ref`]).
+    pub clock_ref: std::time::Instant,
 }
 
 impl WorkerControl {

@@ -163,7 +163,16 @@ fn config(spec: &TestSpec, kind: &dyn KindReport) -> TestConfig {
 
 /// The client's report: a second of 1 MB (or 1000 transactions) per flow.
 fn local_report(spec: &TestSpec, plan: &[Direction]) -> SideReport {
-    side_report(spec, plan, false)
+    SideReport {
+        // One clock, so that the agent's one-way delays (udp-stream) are read.
+        one_way: Some(netrig_proto::clock::OneWayReport {
+            zero_ns: 1_800_000_000_000_000_000,
+            ref_ns: 1_800_000_000_000_000_000,
+            received: None,
+            clocks: netrig_proto::clock::ClockCheck::Shared("one kernel".into()),
+        }),
+        ..side_report(spec, plan, false)
+    }
 }
 
 /// One end's report: a second of 1 MB (or 1000 transactions) per flow.

@@ -397,7 +397,8 @@ struct WireLimits {
 
 #[derive(Arbitrary, Debug)]
 enum ClientOp {
-    Welcome(u16, WireLimits),
+    /// With the agent's clock (its boot hash), if any.
+    Welcome(u16, WireLimits, Option<String>),
     Mismatch(u16, u16),
     Busy,
     Accepted([u8; 16], Vec<String>),
@@ -488,7 +489,7 @@ fn client(ops: &[ClientOp]) {
     let mut m = Model::AwaitWelcome;
     for op in ops {
         let msg = match op {
-            ClientOp::Welcome(version, l) => Some(AgentMsg::Welcome {
+            ClientOp::Welcome(version, l, clock) => Some(AgentMsg::Welcome {
                 version: *version,
                 software: "x".into(),
                 limits: AgentLimits {
@@ -504,6 +505,9 @@ fn client(ops: &[ClientOp]) {
                     nonce: netrig_proto::auth::Bytes([0; 32]),
                     agent_key: None,
                 },
+                clock: clock
+                    .clone()
+                    .map(|boot_hash| netrig_proto::clock::AgentClock { boot_hash }),
             }),
             ClientOp::Mismatch(a, b) => Some(AgentMsg::VersionMismatch {
                 agent_min: *a,
@@ -563,8 +567,18 @@ fn client(ops: &[ClientOp]) {
             assert!(r.is_err(), "{name} accepted after the session closed");
         }
         match r {
-            Ok(ClientEvent::Welcome { limits, .. }) => {
+            Ok(ClientEvent::Welcome { limits, clock, .. }) => {
                 assert!(ok && name == "welcome", "welcome while {m:?}");
+                // A clock the client takes is a boot hash's shape.
+                if let Some(c) = clock {
+                    assert!(
+                        c.boot_hash.len() == netrig_proto::clock::BOOT_HASH_LEN
+                            && c.boot_hash
+                                .bytes()
+                                .all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')),
+                        "{c:?}"
+                    );
+                }
                 // What the client derives from the agent's limits: the set-up
                 // wait and the bound on a byte-count test.
                 let t = Instant::now();

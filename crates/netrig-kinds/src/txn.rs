@@ -40,12 +40,14 @@ pub(crate) fn watch_alone() -> Option<netrig_engine::nudge::Watch> {
 pub(crate) fn test_control(drain: std::time::Duration) -> netrig_engine::workload::WorkerControl {
     use std::sync::atomic::AtomicBool;
     use std::sync::Arc;
+    let start = std::time::Instant::now();
     netrig_engine::workload::WorkerControl {
         aborted: Arc::new(AtomicBool::new(false)),
         stop: Arc::new(AtomicBool::new(false)),
         drain,
         recording: Arc::new(AtomicBool::new(true)),
-        start: std::time::Instant::now(),
+        start,
+        clock_ref: start,
         window: None,
         test_id: 0,
         intervals: None,

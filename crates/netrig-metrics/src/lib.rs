@@ -23,6 +23,7 @@ pub mod cpu;
 pub mod environment;
 pub mod host;
 pub mod latency;
+pub mod one_way;
 pub mod tcp_info;
 pub mod udp_seq;
 pub mod witness;
@@ -36,6 +37,7 @@ pub use cpu::{
 };
 pub use environment::{collect, read_sysctl, sysctl_u64, Environment};
 pub use latency::{LatencyRecorder, LatencySummary};
+pub use one_way::OneWayRecorder;
 pub use tcp_info::{tcp_info, TcpInfo};
 pub use udp_seq::{Arrival, SeqInterval, SeqLive, SeqSummary, SeqTracker, Timing};
 pub use witness::{

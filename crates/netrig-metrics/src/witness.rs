@@ -209,6 +209,15 @@ pub fn socket_queue(fd: BorrowedFd<'_>, sender: bool) -> Option<u64> {
     (rc == 0).then(|| u64::try_from(n).unwrap_or(0))
 }
 
+/// This kernel's boot id (`/proc/sys/kernel/random/boot_id`, a random UUID
+/// made at boot): two processes with the same one run on one kernel, in any
+/// namespaces, and read one `CLOCK_REALTIME`.
+pub fn boot_id() -> Option<String> {
+    let b = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").ok()?;
+    let b = b.trim();
+    (!b.is_empty()).then(|| b.to_string())
+}
+
 /// Names the set of counters this process sees: the boot and the network
 /// namespace. Two ends with the same scope read the same /proc/net files.
 pub fn counter_scope() -> Option<String> {

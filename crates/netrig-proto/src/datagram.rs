@@ -1,5 +1,6 @@
 //! The 28-byte header at the start of every UDP test datagram (udp-stream
-//! data, udp-rr requests and the responses that echo them), all big-endian:
+//! data, udp-rr requests and the responses that echo them, with the
+//! responder's own timestamp), all big-endian:
 //!
 //! | bytes | field |
 //! |---|---|

@@ -8,6 +8,7 @@
 //! The wire format is described in `docs/PROTOCOL.md`.
 
 pub mod auth;
+pub mod clock;
 pub mod conn;
 mod convert;
 pub mod datagram;

@@ -229,6 +229,10 @@ pub enum AgentMsg {
         limits: AgentLimits,
         /// A fresh nonce, whether authentication is required, the agent's key.
         auth: crate::auth::WelcomeAuth,
+        /// The agent's clock (its kernel's boot id), for one-way delay;
+        /// absent from an older agent's welcome.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        clock: Option<crate::clock::AgentClock>,
     },
     /// Answer to a hello the agent accepts: the agent's signature of the
     /// handshake when it has a key. A hello it refuses gets `error`.

@@ -373,6 +373,10 @@ pub struct SideReport {
     /// The kernel's own counts over this end's window, beside netrig's.
     #[serde(default)]
     pub witness: Option<WitnessReport>,
+    /// This end's clock and the one-way delays its receivers measured
+    /// (udp-stream); absent from an older agent's report.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub one_way: Option<crate::clock::OneWayReport>,
 }
 
 /// The kernel's counts over the instants that bound this end's window, and

@@ -279,6 +279,8 @@ pub enum ClientEvent {
         software: String,
         limits: AgentLimits,
         auth: crate::auth::WelcomeAuth,
+        /// The agent's clock, if it said it.
+        clock: Option<crate::clock::AgentClock>,
     },
     Accepted(AgentMsg),
     Rejected(String),
@@ -438,10 +440,14 @@ impl ClientSession {
                     software,
                     limits,
                     auth,
+                    clock,
                 },
             ) => {
                 // The client derives timeouts from these: bounded, or refused.
-                if let Err(e) = limits.check() {
+                if let Err(e) = limits
+                    .check()
+                    .and_then(|()| clock.as_ref().map_or(Ok(()), |c| c.check()))
+                {
                     self.state = S::Closed;
                     return Err(e);
                 }
@@ -451,6 +457,7 @@ impl ClientSession {
                     software,
                     limits,
                     auth,
+                    clock,
                 })
             }
             (
@@ -545,6 +552,29 @@ mod tests {
         KindSpec::TcpStream(TcpStreamSpec::default())
     }
 
+    /// The welcome's clock is bounded like its limits: a boot hash that is
+    /// not one closes the session; a good one reaches the client.
+    #[test]
+    fn a_welcome_with_a_clock_that_is_no_boot_hash_is_refused() {
+        let welcome = |boot_hash: &str| AgentMsg::Welcome {
+            version: 6,
+            software: "x".into(),
+            limits: AgentLimits::default(),
+            auth: crate::auth::AgentAuth::default().welcome(),
+            clock: Some(crate::clock::AgentClock {
+                boot_hash: boot_hash.into(),
+            }),
+        };
+        let e = ClientSession::new()
+            .on_agent(welcome(&"x".repeat(1000)))
+            .unwrap_err();
+        assert!(e.to_string().contains("boot hash"), "{e}");
+        let w = ClientSession::new()
+            .on_agent(welcome(&crate::clock::boot_hash(&[1; 32], "an id")))
+            .unwrap();
+        assert!(matches!(w, ClientEvent::Welcome { clock: Some(_), .. }), "{w:?}");
+    }
+
     /// A whole test driven through both machines with a virtual clock.
     #[test]
     fn simulated_pair_runs_a_test() {
@@ -557,6 +587,7 @@ mod tests {
                 software: "x".into(),
                 limits: AgentLimits::default(),
                 auth: crate::auth::AgentAuth::default().welcome(),
+                clock: None,
             })
             .unwrap();
         assert!(matches!(w, ClientEvent::Welcome { version: 1, .. }));
@@ -778,6 +809,7 @@ mod tests {
                 max_duration_s,
                 ..AgentLimits::default()
             },
+            clock: None,
         };
         for (setup, max) in [
             (30, 18_361_687_889_224_520_145),
@@ -841,6 +873,7 @@ mod tests {
             software: "x".into(),
             limits: AgentLimits::default(),
             auth: crate::auth::AgentAuth::default().welcome(),
+            clock: None,
         })
         .unwrap();
         c.watch_start_sent().unwrap();
@@ -859,6 +892,7 @@ mod tests {
             software: "x".into(),
             limits: AgentLimits::default(),
             auth: crate::auth::AgentAuth::default().welcome(),
+            clock: None,
         })
         .unwrap();
         c.watch_start_sent().unwrap();

@@ -108,6 +108,12 @@ fn side_report() -> SideReport {
             interfaces: vec![InterfaceCounters::default()],
             ..WitnessReport::default()
         }),
+        one_way: Some(netrig_proto::clock::OneWayReport {
+            zero_ns: 1_800_000_000_000_000_000,
+            ref_ns: 1_799_999_999_999_000_000,
+            received: Some("HISTOGRAM".into()),
+            clocks: Default::default(),
+        }),
     }
 }
 
@@ -202,6 +208,7 @@ fn agent_messages() {
                 nonce: Bytes([1; 32]),
                 agent_key: None,
             },
+            clock: None,
         },
         // An agent started with --hooks.
         AgentMsg::Welcome {
@@ -218,6 +225,9 @@ fn agent_messages() {
                 nonce: Bytes([1; 32]),
                 agent_key: Some(PublicKey(Bytes([6; 32]))),
             },
+            clock: Some(netrig_proto::clock::AgentClock {
+                boot_hash: netrig_proto::clock::boot_hash(&[1; 32], "0f4c2a4e-6c3b-4a8e-9d7e-2b1c3d4e5f60"),
+            }),
         },
         AgentMsg::HelloAccepted { signature: None },
         AgentMsg::HelloAccepted {

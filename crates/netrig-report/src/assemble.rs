@@ -361,6 +361,16 @@ pub fn assemble(
         directions,
         directions_fairness,
         http: None,
+        // udp-stream and udp-rr: each end timed the datagrams it received
+        // against one clock (udp-rr: requests one way, responses the other).
+        one_way_delay: (transport == netrig_proto::spec::kind::Transport::Udp).then(|| {
+            crate::one_way::one_way_delay(
+                local.report,
+                remote.report,
+                transactional || plan.contains(&Direction::Tx),
+                transactional || plan.contains(&Direction::Rx),
+            )
+        }),
     };
     warnings.extend(crate::checks::fairness_warnings(&summary));
     if let netrig_proto::spec::Limit::Duration { seconds } = spec.limit {

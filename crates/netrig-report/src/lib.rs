@@ -10,6 +10,7 @@ pub mod checks;
 pub mod export;
 pub mod kind;
 pub mod model;
+pub mod one_way;
 pub mod path_element;
 pub mod server_host;
 pub mod table;

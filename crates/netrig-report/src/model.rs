@@ -370,6 +370,45 @@ pub struct Summary {
     /// http: the load generator's figures; absent for other tests.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub http: Option<http::HttpSummary>,
+    /// udp-stream: one-way delay per direction, where both ends read one
+    /// clock; absent for other tests.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub one_way_delay: Option<OneWayDelay>,
+}
+
+/// One-way delay per direction (as iperf 2's `--trip-times`): the
+/// receiver's receive time less the sender's send time, by one clock.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct OneWayDelay {
+    /// How the two ends' clocks are known to be one (both ends on one
+    /// kernel); null when withheld.
+    pub clock: Option<String>,
+    /// The most the two clocks may differ, µs (0: one clock), beside every
+    /// figure; null when withheld.
+    pub clock_offset_bound_us: Option<f64>,
+    /// Why there are no figures; null when there are.
+    pub withheld: Option<String>,
+    /// Client to agent: the datagrams the client sent, as the agent
+    /// received them in its window; null when the test sends none that way.
+    pub tx: Option<OneWayFigures>,
+    /// Agent to client, as the client received them in its window.
+    pub rx: Option<OneWayFigures>,
+}
+
+/// One direction's one-way delay, µs, over the datagrams its receiver took
+/// in during its measured window with the kernel's receive timestamp (the
+/// send time of a datagram sent in a batch is its send call's).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct OneWayFigures {
+    /// The datagrams the figures are of.
+    pub datagrams: u64,
+    pub min_us: Option<f64>,
+    pub mean_us: Option<f64>,
+    pub p50_us: Option<f64>,
+    pub p99_us: Option<f64>,
+    pub max_us: Option<f64>,
+    /// Why the figures are null; null when measured.
+    pub withheld: Option<String>,
 }
 
 /// Datagram accounting of UDP flows over the whole test (the window and the

@@ -555,6 +555,9 @@ fn render_udp(r: &TestResult) -> String {
             let _ = writeln!(out, "jitter: {}", why.as_deref().unwrap_or("not measured"));
         }
     }
+    if let Some(o) = &r.summary.one_way_delay {
+        one_way_lines(&mut out, o);
+    }
     if r.flows.len() > 1 {
         let loss: Vec<f64> = r
             .flows
@@ -572,6 +575,37 @@ fn render_udp(r: &TestResult) -> String {
     }
     out.push_str(&details(r));
     out
+}
+
+/// One-way delay per direction, each with its clock's offset bound, or why
+/// it is withheld.
+pub fn one_way_lines(out: &mut String, o: &crate::model::OneWayDelay) {
+    if let Some(why) = &o.withheld {
+        let _ = writeln!(out, "{why}");
+        return;
+    }
+    let bound = o.clock_offset_bound_us.unwrap_or(0.0);
+    for (name, f) in [("client -> agent", &o.tx), ("agent -> client", &o.rx)] {
+        let Some(f) = f else { continue };
+        match (&f.withheld, f.min_us, f.p50_us, f.p99_us, f.max_us) {
+            (None, Some(min), Some(p50), Some(p99), Some(max)) => {
+                let _ = writeln!(
+                    out,
+                    "one-way delay {name}: min {min:.1}  p50 {p50:.1}  p99 {p99:.1}  max {max:.1} us (of {} datagrams \
+                     received in the window; clock offset +/- {bound:.1} us: {})",
+                    f.datagrams,
+                    o.clock.as_deref().unwrap_or("one clock")
+                );
+            }
+            (why, ..) => {
+                let _ = writeln!(
+                    out,
+                    "one-way delay {name}: withheld: {}",
+                    why.as_deref().unwrap_or("not measured")
+                );
+            }
+        }
+    }
 }
 
 /// Request/response results, after netperf's TCP_RR and TCP_CRR tables.
@@ -662,6 +696,9 @@ fn render_rr(r: &TestResult) -> String {
             "\nlatency (us), {} transactions: mean {:.1}  p50 {:.1}  p90 {:.1}  p99 {:.1}  p99.9 {:.1}  max {:.1}",
             l.count, l.mean, l.p50, l.p90, l.p99, l.p999, l.max
         );
+    }
+    if let Some(o) = &r.summary.one_way_delay {
+        one_way_lines(&mut out, o);
     }
     if let Some(e) = &r.summary.connect_errors {
         let _ = writeln!(

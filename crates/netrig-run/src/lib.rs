@@ -767,6 +767,7 @@ mod tests {
                 software: "0.0.5".into(),
                 limits: AgentLimits::default(),
                 auth: netrig_proto::auth::AgentAuth::default().welcome(),
+                clock: None,
             }))
             .unwrap();
             let mut len = [0u8; 4];

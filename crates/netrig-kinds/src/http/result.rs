@@ -219,6 +219,7 @@ pub(crate) fn assemble(
         recv_throughput_bps: None,
         udp: None,
         http: Some(http),
+        one_way_delay: None,
     };
     let config = TestConfig::new(
         spec,

@@ -5,7 +5,13 @@
 //!
 //! Requests and responses carry the 28-byte test header (test id, flow,
 //! sequence number, timestamp), padded to the sizes asked for; the responder
-//! echoes the request's header.
+//! echoes the request's header but for the timestamp, which it replaces with
+//! its own. Each timestamp counts ns from its end's time zero: the requester's
+//! when it sent the request, the responder's when it read it (one clock read
+//! for both its receive and its send); so each end records the one-way delay
+//! of the messages it receives (netrig_proto::clock), as udp-stream does, and
+//! the two directions' sum is the round trip less nothing but the responder's
+//! time from its read to its send.
 
 use mio::{Interest, Token};
 use netrig_engine::cap::SendCap;
@@ -18,7 +24,7 @@ use netrig_engine::txn::Pacer;
 use netrig_engine::workload::{WorkerControl, Workload};
 use netrig_engine::TxnParams;
 use netrig_engine::{EngineError, Flow, FlowEnd, WorkerEnd};
-use netrig_metrics::SeqSummary;
+use netrig_metrics::{OneWayRecorder, SeqSummary};
 use netrig_proto::report::Role;
 use netrig_proto::spec::{MAX_IN_FLIGHT, UDP_HEADER_LEN};
 use netrig_proto::DATA_MAGIC;
@@ -67,6 +73,10 @@ struct UFlow {
     resolved: VecDeque<(u64, bool)>,
     /// When the socket last had something to read.
     last_rx: Instant,
+    /// This end's time zero: timestamps count from it.
+    zero: Instant,
+    /// No later than the other end's zero: one-way delays count from it.
+    clock_ref: Instant,
 }
 
 impl UFlow {
@@ -91,11 +101,17 @@ fn send(f: &UFlow, buf: &[u8]) -> io::Result<usize> {
     f.sock.socket().udp()?.send(buf)
 }
 
-/// The test id, flow and sequence number of a datagram (its header, from
-/// netrig_proto::datagram); `None` when it is too short to have one.
-fn parse(d: &[u8]) -> Option<(u64, u32, u64)> {
+/// The test id, flow, sequence number and timestamp of a datagram (its
+/// header, from netrig_proto::datagram); `None` when it is too short to have one.
+fn parse(d: &[u8]) -> Option<(u64, u32, u64, u64)> {
     let h = netrig_proto::datagram::DatagramHeader::decode(d)?;
-    Some((h.test_id, h.flow, h.seq))
+    Some((h.test_id, h.flow, h.seq, h.sent_ns()))
+}
+
+/// Ns from `zero` to `t`, as a timestamp (none of the header's marks).
+#[inline]
+fn stamp(t: Instant, zero: Instant) -> u64 {
+    t.saturating_duration_since(zero).as_nanos() as u64 & !netrig_proto::datagram::STAMP_MARKS
 }
 
 impl UdpRrWorkload {
@@ -110,6 +126,13 @@ impl UdpRrWorkload {
         buf[0..8].copy_from_slice(&test_id.to_be_bytes());
         buf[8..12].copy_from_slice(&f.flow.id.to_be_bytes());
         buf[12..20].copy_from_slice(&f.next_seq.to_be_bytes());
+        // Open loop times a request from its due time; its stamp is when it left.
+        let sent = if self.txn.rate.is_some() {
+            Instant::now()
+        } else {
+            start
+        };
+        buf[20..28].copy_from_slice(&stamp(sent, f.zero).to_be_bytes());
         match send(f, buf) {
             Ok(n) => {
                 f.out.push_back(Outstanding {
@@ -165,6 +188,7 @@ impl UdpRrWorkload {
         closed_loop_refill: &mut u64,
         once: bool,
         cap: &SendCap,
+        one_way: &mut OneWayRecorder,
     ) -> Result<(), EngineError> {
         loop {
             let n = match f.sock.socket().udp().and_then(|u| u.recv(buf)) {
@@ -176,12 +200,14 @@ impl UdpRrWorkload {
                 Err(e) if e.raw_os_error() == Some(libc::ECONNREFUSED) => continue,
                 Err(e) => return Err(sock_err(f, "receive", e)),
             };
-            f.last_rx = Instant::now();
+            let now = Instant::now();
+            f.last_rx = now;
             let d = &buf[..n];
             if n >= 4 && d[..4] == DATA_MAGIC {
                 continue; // a repeated hello from set-up
             }
-            let Some((tid, fid, seq)) = parse(d).filter(|(t, fl, _)| *t == test_id && *fl == f.flow.id)
+            let Some((tid, fid, seq, sent_ns)) =
+                parse(d).filter(|(t, fl, ..)| *t == test_id && *fl == f.flow.id)
             else {
                 f.stray += 1;
                 continue;
@@ -190,12 +216,15 @@ impl UdpRrWorkload {
             let _ = fid;
             f.bytes += n as u64;
             if f.flow.role == Role::Responder {
-                reply[..HDR].copy_from_slice(&d[..HDR]);
+                reply[..20].copy_from_slice(&d[..20]);
+                reply[20..HDR].copy_from_slice(&stamp(now, f.zero).to_be_bytes());
                 match send(f, reply) {
                     Ok(m) => {
                         f.bytes += m as u64;
                         f.transactions += 1;
-                        let _ = f.flow.counters.add_transactions(1);
+                        if f.flow.counters.add_transactions(1) {
+                            one_way.record_since_ref(sent_ns, stamp(now, f.clock_ref));
+                        }
                         f.flow.counters.set_units(f.transactions);
                         // Held to the agent's cap: after a wait, back to the
                         // event loop (requests that came meanwhile wait
@@ -210,7 +239,6 @@ impl UdpRrWorkload {
                     Err(e) => return Err(sock_err(f, "send response", e)),
                 }
             } else {
-                let now = Instant::now();
                 match f.out.binary_search_by_key(&seq, |o| o.seq) {
                     Ok(i) if f.out[i].answered => f.duplicates += 1,
                     Ok(i) => {
@@ -226,6 +254,7 @@ impl UdpRrWorkload {
                                 mark,
                                 now.saturating_duration_since(f.out[i].start).as_nanos() as u64,
                             );
+                            one_way.record_since_ref(sent_ns, stamp(now, f.clock_ref));
                         }
                         *closed_loop_refill += 1;
                     }
@@ -317,6 +346,7 @@ impl UdpRrWorkload {
                 &mut refill,
                 true,
                 &w.cap,
+                &mut w.one_way,
             )?;
             if requester && deadline.is_none() {
                 for _ in 0..refill {
@@ -369,6 +399,8 @@ impl Workload for UdpRrWorkload {
                 highest: None,
                 resolved: VecDeque::with_capacity(RESOLVED),
                 last_rx: Instant::now(),
+                zero: ctl.start,
+                clock_ref: ctl.clock_ref,
             });
         }
         let mut w = Worker {
@@ -382,6 +414,9 @@ impl Workload for UdpRrWorkload {
             reply: vec![0xa5_u8; self.txn.response_size.max(HDR)],
             rbuf: vec![0u8; 65_536],
             cap: SendCap::of(ctl),
+            // Its values count from clock_ref by the monotonic clock; the
+            // realtime reference the report gives (the runner's) is its start.
+            one_way: OneWayRecorder::new(0),
         };
         // Closed loop: fill the burst.
         if !w.open_loop {
@@ -414,6 +449,8 @@ struct Worker<'a> {
     rbuf: Vec<u8>,
     /// The agent's `--max-rate`, on a responder's answers.
     cap: SendCap,
+    /// One-way delays of the messages its flows received in the window.
+    one_way: OneWayRecorder,
 }
 
 impl Handler for Worker<'_> {
@@ -432,6 +469,7 @@ impl Handler for Worker<'_> {
             &mut refill,
             false,
             &self.cap,
+            &mut self.one_way,
         )?;
         if !self.open_loop && !io.draining() && f.flow.role == Role::Requester {
             for _ in 0..refill {
@@ -570,6 +608,7 @@ impl Handler for Worker<'_> {
         WorkerEnd {
             flows,
             latency: Some(self.latency.into_window()),
+            one_way: Some(self.one_way.into_histogram()).filter(|h| !h.is_empty()),
             schedule: self.pacer.map(|p| p.stats),
             ..WorkerEnd::default()
         }

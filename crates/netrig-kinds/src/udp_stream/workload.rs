@@ -27,7 +27,8 @@ use netrig_engine::reactor::{Handler, Io, Now, Reactor, Ready, IDLE};
 use netrig_engine::sockopt;
 use netrig_engine::workload::{WorkerControl, Workload};
 use netrig_engine::{EngineError, Flow, FlowEnd, WorkerEnd};
-use netrig_metrics::{Arrival, SeqTracker};
+use netrig_metrics::udp_seq::MAX_STAMP_SKEW_NS;
+use netrig_metrics::{Arrival, OneWayRecorder, SeqTracker};
 use netrig_proto::datagram::{DatagramHeader, SHARED_STAMP, STAMP_MARKS};
 use netrig_proto::report::Role;
 use netrig_proto::DATA_MAGIC;
@@ -125,6 +126,8 @@ struct UFlow {
     tracker: SeqTracker,
     stray: u64,
     last_rx: Instant,
+    /// This end's clock (realtime ns) at its time zero.
+    zero_ns: u64,
 }
 
 impl UFlow {
@@ -348,6 +351,8 @@ impl UdpStreamWorkload {
     }
 
     /// Receives every queued datagram. Returns false when the socket had nothing.
+    /// While the window is open (`one_way` given), each datagram whose
+    /// timestamps are its own is recorded for one-way delay.
     fn on_recv(
         &self,
         f: &mut UFlow,
@@ -355,8 +360,10 @@ impl UdpStreamWorkload {
         cap: usize,
         test_id: u64,
         stopping: bool,
+        mut one_way: Option<&mut OneWayRecorder>,
     ) -> Result<bool, EngineError> {
         let mut any = false;
+        let zero_ns = f.zero_ns;
         loop {
             let mut iovs: [libc::iovec; BATCH] = unsafe { std::mem::zeroed() };
             // SAFETY: all-zero is a valid mmsghdr.
@@ -431,8 +438,23 @@ impl UdpStreamWorkload {
                         continue;
                     }
                     // Each payload counts once: a duplicate is accounted, not delivered again.
-                    match f.tracker.on_arrival(h.seq, h.sent_ns(), rx_ns, h.timing(alone)) {
-                        Arrival::New => f.bytes += d.len() as u64,
+                    let timing = h.timing(alone);
+                    match f.tracker.on_arrival(h.seq, h.sent_ns(), rx_ns, timing) {
+                        Arrival::New => {
+                            f.bytes += d.len() as u64;
+                            // The kernel's receive time; a batch's send stamp is its call's.
+                            if own_rx {
+                                if let Some(o) = one_way.as_deref_mut() {
+                                    // A send time far from this end's clock is no
+                                    // sender's (the tracker counts it untimed).
+                                    let transit =
+                                        i128::from(rx_ns) - i128::from(zero_ns) - i128::from(h.sent_ns());
+                                    if transit.unsigned_abs() <= u128::from(MAX_STAMP_SKEW_NS) {
+                                        o.record(h.sent_ns(), rx_ns);
+                                    }
+                                }
+                            }
+                        }
                         Arrival::Duplicate => {}
                         // Further ahead than the sender can have sent: not this flow's.
                         Arrival::Implausible => f.stray += 1,
@@ -550,7 +572,8 @@ impl Workload for UdpStreamWorkload {
             // time zero (the sender's count from its own, a control
             // message apart): far ones are untimed.
             let mut tracker = SeqTracker::new();
-            tracker.set_zero(now_realtime_ns().saturating_sub(ctl.start.elapsed().as_nanos() as u64));
+            let zero_ns = now_realtime_ns().saturating_sub(ctl.start.elapsed().as_nanos() as u64);
+            tracker.set_zero(zero_ns);
             fl.push(UFlow {
                 flow,
                 sock,
@@ -567,10 +590,12 @@ impl Workload for UdpStreamWorkload {
                 tracker,
                 stray: 0,
                 last_rx: Instant::now(),
+                zero_ns,
             });
         }
         let per_msg = fl.iter().map(|f| f.gso_segments).max().unwrap_or(1);
         let receives_only = fl.iter().all(|f| f.flow.role != Role::Sender);
+        let all_send = fl.iter().all(|f| f.flow.role == Role::Sender);
         // Receive buffers big enough for a GRO-coalesced message.
         let cap = netrig_proto::spec::UDP_BUFFER_MAX as usize;
         let w = Worker {
@@ -586,6 +611,12 @@ impl Workload for UdpStreamWorkload {
             received: 0,
             last_receipt: None,
             send_cap: SendCap::of(ctl),
+            // One-way delay, from the instant the run gave (no later than the sender's zero).
+            one_way: (!all_send).then(|| {
+                OneWayRecorder::new(
+                    now_realtime_ns().saturating_sub(ctl.clock_ref.elapsed().as_nanos() as u64),
+                )
+            }),
         };
         reactor.run_worker(w, ctl)
     }
@@ -615,6 +646,18 @@ struct Worker<'a> {
     received: u64,
     /// When a turn last received datagrams.
     last_receipt: Option<Instant>,
+    /// A receiving worker's one-way delays, recorded while the window is open.
+    one_way: Option<OneWayRecorder>,
+}
+
+impl Worker<'_> {
+    /// The one-way delay recorder while the window is open.
+    fn recording<'a>(
+        one_way: &'a mut Option<OneWayRecorder>,
+        ctl: &WorkerControl,
+    ) -> Option<&'a mut OneWayRecorder> {
+        one_way.as_mut().filter(|_| ctl.recording.load(Ordering::Relaxed))
+    }
 }
 
 impl Worker<'_> {
@@ -651,7 +694,8 @@ impl Worker<'_> {
                 .filter(|f| f.flow.role != Role::Sender && !f.done)
             {
                 let before = f.units;
-                cfg.on_recv(f, &mut self.rbuf, self.cap, ctl.test_id, false)?;
+                let one_way = Worker::recording(&mut self.one_way, ctl);
+                cfg.on_recv(f, &mut self.rbuf, self.cap, ctl.test_id, false, one_way)?;
                 self.received += f.units - before;
             }
         }
@@ -680,7 +724,8 @@ impl Handler for Worker<'_> {
             }
             _ => {
                 let before = f.units;
-                cfg.on_recv(f, &mut self.rbuf, self.cap, ctl.test_id, io.draining())?;
+                let one_way = Worker::recording(&mut self.one_way, ctl);
+                cfg.on_recv(f, &mut self.rbuf, self.cap, ctl.test_id, io.draining(), one_way)?;
                 self.received += f.units - before;
             }
         }
@@ -778,6 +823,7 @@ impl Handler for Worker<'_> {
             .collect();
         WorkerEnd {
             flows,
+            one_way: self.one_way.map(OneWayRecorder::into_histogram),
             ..WorkerEnd::default()
         }
     }

@@ -479,6 +479,8 @@ impl Raw {
 
 /// See [`Raw::wait`].
 #[derive(Debug)]
+// A test's own messages, one at a time: a boxed message would save nothing that matters.
+#[allow(clippy::large_enum_variant)]
 pub enum Waited {
     Msg(netrig_proto::AgentMsg),
     Closed,

@@ -1652,6 +1652,7 @@ fn an_agent_flooding_interval_samples_is_refused() {
                 software: "fake".into(),
                 limits: netrig_proto::AgentLimits::default(),
                 auth: netrig_proto::auth::AgentAuth::default().welcome(),
+                clock: None,
             },
         )
         .unwrap();

@@ -20,6 +20,7 @@ mod lab_cli;
 mod lab_clients;
 mod lab_element;
 mod lab_groups;
+mod lab_owd;
 mod lab_plan;
 mod lab_results;
 mod lab_topology;

@@ -1,0 +1,179 @@
+//! One-way delay per direction, from both ends' reports (see
+//! `netrig_proto::clock` for what each end measures and how the clocks are
+//! known to be one).
+
+use crate::model::{OneWayDelay, OneWayFigures};
+use netrig_metrics::latency::MAX_ENCODED_LEN;
+use netrig_metrics::LatencyRecorder;
+use netrig_proto::clock::{ClockCheck, OneWayReport};
+use netrig_proto::report::SideReport;
+
+/// The one-way delay of each direction that carried datagrams (`tx`: the
+/// client's sent, as the agent received them; `rx`: the agent's), or why
+/// it is withheld. `local` is the client's report (which holds its
+/// judgement of the clocks), `remote` the agent's; `tx`/`rx` say whether
+/// the test sent datagrams that way.
+pub fn one_way_delay(local: &SideReport, remote: &SideReport, tx: bool, rx: bool) -> OneWayDelay {
+    let withheld = |why: String| OneWayDelay {
+        clock: None,
+        clock_offset_bound_us: None,
+        withheld: Some(format!("one-way delay withheld: {why}")),
+        tx: None,
+        rx: None,
+    };
+    let Some(l) = &local.one_way else {
+        return withheld("the client's report has no clock".into());
+    };
+    let how = match &l.clocks {
+        ClockCheck::Shared(how) => how.clone(),
+        ClockCheck::NotShared(why) => return withheld(why.clone()),
+        ClockCheck::Unknown => return withheld("the ends' clocks were not compared".into()),
+    };
+    let Some(r) = &remote.one_way else {
+        return withheld("the agent does not report its clock (an older netrig)".into());
+    };
+    OneWayDelay {
+        clock: Some(how),
+        clock_offset_bound_us: Some(0.0),
+        withheld: None,
+        tx: tx.then(|| direction(l, r, "the agent")),
+        rx: rx.then(|| direction(r, l, "the client")),
+    }
+}
+
+/// The figures of the datagrams `sender` sent and `receiver` received.
+fn direction(sender: &OneWayReport, receiver: &OneWayReport, who: &str) -> OneWayFigures {
+    let none = |why: String| OneWayFigures {
+        withheld: Some(why),
+        ..OneWayFigures::default()
+    };
+    let Some(text) = &receiver.received else {
+        return none(format!(
+            "{who} received no datagram with its own receive time inside its window"
+        ));
+    };
+    let h = match LatencyRecorder::from_base64(text, MAX_ENCODED_LEN) {
+        Ok(h) if !h.is_empty() => h,
+        Ok(_) => {
+            return none(format!(
+                "{who} received no datagram with its own receive time inside its window"
+            ))
+        }
+        Err(e) => return none(format!("{who}'s histogram of one-way delays did not read: {e}")),
+    };
+    let Some(shift) = OneWayReport::shift_ns(sender, receiver) else {
+        return none(format!(
+            "the ends' time zeros are not in the order one clock gives them (the sender's zero {} ns, the \
+             receiver's reference {} ns)",
+            sender.zero_ns, receiver.ref_ns
+        ));
+    };
+    let s = h.summary();
+    let shift_us = shift as f64 / 1000.0;
+    // HdrHistogram's lowest bucket bound is within 0.1 % below the value.
+    if s.min_us * 1.001 + 0.001 < shift_us {
+        return none(format!(
+            "{who} received datagrams {:.1} us before they were sent by the shared clock: the ends do not read \
+             one clock (or it was stepped during the test)",
+            shift_us - s.min_us
+        ));
+    }
+    let off = |v: f64| (v - shift_us).max(0.0);
+    OneWayFigures {
+        datagrams: s.count,
+        min_us: Some(off(s.min_us)),
+        mean_us: Some(off(s.mean_us)),
+        p50_us: Some(off(s.p50_us)),
+        p99_us: Some(off(s.p99_us)),
+        max_us: Some(off(s.max_us)),
+        withheld: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn report(zero_ns: u64, ref_ns: u64, values: &[u64], clocks: ClockCheck) -> SideReport {
+        let received = (!values.is_empty()).then(|| {
+            let mut h = LatencyRecorder::new();
+            values.iter().for_each(|v| h.record(*v));
+            h.to_base64()
+        });
+        SideReport {
+            one_way: Some(OneWayReport {
+                zero_ns,
+                ref_ns,
+                received,
+                clocks,
+            }),
+            ..SideReport::default()
+        }
+    }
+
+    const T: u64 = 1_800_000_000_000_000_000;
+
+    #[test]
+    fn each_direction_is_its_receivers_values_less_the_shift() {
+        let shared = ClockCheck::Shared("one kernel".into());
+        // Client: zero at T (its reference too); received (rx) values of
+        // 10 ms + the agent's zero less T (300 µs).
+        let local = report(T, T, &[10_300_000; 5], shared);
+        // Agent: zero T + 300 µs, reference T − 200 µs (data_ready sent);
+        // received (tx) values of 2 ms + T less its reference (200 µs).
+        let remote = report(T + 300_000, T - 200_000, &[2_200_000; 7], ClockCheck::Unknown);
+        let o = one_way_delay(&local, &remote, true, true);
+        assert_eq!(o.withheld, None);
+        let (tx, rx) = (o.tx.unwrap(), o.rx.unwrap());
+        assert_eq!((tx.datagrams, rx.datagrams), (7, 5));
+        let near = |v: Option<f64>, want: f64| (v.unwrap() - want).abs() <= want * 0.002;
+        assert!(near(tx.p50_us, 2_000.0) && near(tx.min_us, 2_000.0), "{tx:?}");
+        assert!(near(rx.p99_us, 10_000.0) && near(rx.max_us, 10_000.0), "{rx:?}");
+        // One direction only.
+        let o = one_way_delay(&local, &remote, false, true);
+        assert!(o.tx.is_none() && o.rx.is_some());
+    }
+
+    #[test]
+    fn it_is_withheld_with_the_reason() {
+        let shared = || ClockCheck::Shared("one kernel".into());
+        let remote = report(T, T, &[1_000], ClockCheck::Unknown);
+        // An agent that says nothing of its clock (older).
+        let old = SideReport::default();
+        let o = one_way_delay(&report(T, T, &[1_000], shared()), &old, true, false);
+        assert!(o
+            .withheld
+            .unwrap()
+            .contains("the agent does not report its clock"));
+        // Clocks not known to be one.
+        let why = "the agent does not say its clock";
+        let o = one_way_delay(
+            &report(T, T, &[], ClockCheck::NotShared(why.into())),
+            &remote,
+            true,
+            false,
+        );
+        assert!(o.withheld.unwrap().contains(why) && o.tx.is_none());
+        // Datagrams that arrived before they were sent: not one clock.
+        let o = one_way_delay(
+            &report(T, T, &[], shared()),
+            &report(T + 1_000_000, T - 10, &[5], ClockCheck::Unknown),
+            true,
+            false,
+        );
+        assert!(o.tx.unwrap().withheld.unwrap().contains("before they were sent"));
+        // Nothing received in the window.
+        let o = one_way_delay(
+            &report(T, T, &[], shared()),
+            &report(T, T, &[], ClockCheck::Unknown),
+            true,
+            false,
+        );
+        assert!(o.tx.unwrap().withheld.unwrap().contains("received no datagram"));
+        // A histogram that does not read.
+        let mut bad = report(T, T, &[], ClockCheck::Unknown);
+        bad.one_way.as_mut().unwrap().received = Some("!!".into());
+        let o = one_way_delay(&report(T, T, &[], shared()), &bad, true, false);
+        assert!(o.tx.unwrap().withheld.unwrap().contains("did not read"));
+    }
+}
