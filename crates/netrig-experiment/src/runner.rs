@@ -855,7 +855,7 @@ mod tests {
                 n += 1;
             }
         }
-        assert_eq!(n, 6, "ipqos, ipfilter, gigabit, ia64, rrul, rrul-lab");
+        assert_eq!(n, 7, "ipqos, ipfilter, gigabit, ia64, rrul, rrul-lab, scavenger");
     }
 
     /// Every point of every arm is checked before anything runs.
