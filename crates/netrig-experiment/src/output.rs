@@ -49,17 +49,26 @@ fn lab_lines(e: &Experiment) -> String {
             w[k].as_f64()
                 .map_or("not measured".to_string(), |b| format!("{:.2} Mbit/s", b / 1e6))
         };
+        // A direction without a rate (only a delay, say) has no rate to check: said so, rather
+        // than "not measured configured".
+        let rate = if w["configured_rate_bps"].is_number() {
+            format!(
+                "{} configured (TCP payload at most {}), {} measured over {} s",
+                mbit("configured_rate_bps"),
+                mbit("expected_goodput_bps"),
+                mbit("measured_goodput_bps"),
+                w["stream_s"].as_f64().unwrap_or(0.0)
+            )
+        } else {
+            "no rate configured (none measured)".to_string()
+        };
         let _ = writeln!(
             out,
-            "  witness {} → {} ({}, {}): {} configured (TCP payload at most {}), {} measured over {} s{}{}",
+            "  witness {} → {} ({}, {}): {rate}{}{}",
             w["from"].as_str().unwrap_or("?"),
             w["to"].as_str().unwrap_or("?"),
             w["link"].as_str().unwrap_or("?"),
             w["mechanism"].as_str().unwrap_or("?"),
-            mbit("configured_rate_bps"),
-            mbit("expected_goodput_bps"),
-            mbit("measured_goodput_bps"),
-            w["stream_s"].as_f64().unwrap_or(0.0),
             crate::lab_counters::witness_delay_and_loss(w),
             w["warning"]
                 .as_str()
