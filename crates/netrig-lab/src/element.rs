@@ -423,6 +423,22 @@ fn packet_socket(dev: &str) -> Result<libc::c_int, String> {
 const SO_TIMESTAMPNS: libc::c_int = 35;
 
 /// CLOCK_REALTIME now, as the kernel stamps frames.
+/// CLOCK_REALTIME read between two readings of Instant's clock, the tightest of three tries, with
+/// the later Instant: a preemption between the reads can then only place an arrival later than it
+/// was (a frame held a little long), never earlier (a frame released before its delay).
+fn clocks() -> (Instant, Duration) {
+    (0..3)
+        .map(|_| {
+            let a = Instant::now();
+            let r = realtime();
+            let b = Instant::now();
+            (b - a, b, r)
+        })
+        .min_by_key(|(width, ..)| *width)
+        .map(|(_, b, r)| (b, r))
+        .unwrap_or_else(|| (Instant::now(), realtime()))
+}
+
 fn realtime() -> Duration {
     let mut ts = libc::timespec {
         tv_sec: 0,
@@ -585,7 +601,7 @@ fn forward(rx: libc::c_int, tx: libc::c_int, props: Props, c: Arc<Shared>) {
             continue;
         }
         // The clocks now, to place each frame's kernel arrival time (CLOCK_REALTIME) on Instant's.
-        let (mono, real) = (Instant::now(), realtime());
+        let (mut mono, mut real) = clocks();
         for _ in 0..64 {
             let Some((n, stamp)) = recv_stamped(rx, &mut buf) else {
                 break;
@@ -595,6 +611,12 @@ fn forward(rx: libc::c_int, tx: libc::c_int, props: Props, c: Arc<Shared>) {
             // queue and the delay count from there, never before the frame ahead.
             // A stamp from another clock (a sender's monotonic departure time kept across the
             // veth) or more than a second old is not an arrival time: read time instead.
+            if stamp.is_some_and(|t| t > real) {
+                // It arrived after the clocks were read (the element was off the CPU during this
+                // batch, say): read them again, or it would be placed at the earlier reading and
+                // released early (a lab test saw a 10 ms delay deliver in under 8.5 ms).
+                (mono, real) = clocks();
+            }
             let arrived = match stamp {
                 Some(t) if t <= real && real - t < Duration::from_secs(1) => {
                     mono.checked_sub(real - t).unwrap_or(mono)

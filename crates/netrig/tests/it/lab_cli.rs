@@ -8,29 +8,14 @@ use serde_json::Value;
 use std::collections::BTreeSet;
 use std::io::BufRead;
 use std::process::{Command, Stdio};
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-/// One lab test at a time: `lab up` removes stale labs, and the rate figure wants the CPU.
-pub(crate) static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+// One lab test at a time, across all the lab test files (crate::lab_common).
+use crate::lab_common::LAB_TESTS as ONE_AT_A_TIME;
 
 /// Can labs be built here? Skips (false) when not, unless under CI, where it panics.
 fn can_build() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    let root = unsafe { libc::geteuid() } == 0;
-    let ip = Command::new("ip")
-        .arg("-V")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if root && ip {
-        return true;
-    }
-    let why = format!("a lab needs root ({}) and iproute2 ({})", root, ip);
-    if std::env::var_os("CI").is_some() {
-        panic!("CI is set and this lab test cannot run: {why}");
-    }
-    eprintln!("skipped: {why}");
-    false
+    crate::lab_common::can_build(&["ip"])
 }
 
 const THREE: &str = r#"

@@ -7,24 +7,9 @@
 
 use crate::helpers::{run, stderr, stdout, TempDir};
 use serde_json::Value;
-use std::process::Command;
 
 fn can_build() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    let root = unsafe { libc::geteuid() } == 0;
-    let ip = Command::new("ip")
-        .arg("-V")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if root && ip {
-        return true;
-    }
-    let why = format!("a lab plan needs root ({root}) and iproute2 ({ip})");
-    if std::env::var_os("CI").is_some() {
-        panic!("CI is set and this lab test cannot run: {why}");
-    }
-    eprintln!("skipped: {why}");
-    false
+    crate::lab_common::can_build(&["ip"])
 }
 
 /// The most TCP payload a link of `rate` bits/s carries at MTU 1500 with timestamps: htb counts
@@ -43,10 +28,7 @@ fn five_client_hosts_share_a_gigabit_port_to_one_server() {
     if !can_build() {
         return;
     }
-    let _cli = crate::lab_cli::ONE_AT_A_TIME
-        .lock()
-        .unwrap_or_else(|e| e.into_inner());
-    let _plan = crate::lab_plan::ONE_AT_A_TIME
+    let _one = crate::lab_common::LAB_TESTS
         .lock()
         .unwrap_or_else(|e| e.into_inner());
     let tmp = TempDir::new("labclients");

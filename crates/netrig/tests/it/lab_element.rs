@@ -8,31 +8,12 @@
 use crate::helpers::{run, stderr, stdout, TempDir};
 use serde_json::Value;
 use std::process::Command;
-use std::sync::Mutex;
 
-/// One of these labs at a time: the rate and queue figures want the CPU.
-static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+// One lab test at a time, across all the lab test files (crate::lab_common).
+use crate::lab_common::LAB_TESTS as ONE_AT_A_TIME;
 
 fn can_build() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    let root = unsafe { libc::geteuid() } == 0;
-    let ip = Command::new("ip")
-        .arg("-V")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    let ethtool = Command::new("ethtool")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if root && ip && ethtool {
-        return true;
-    }
-    let why = format!("these labs need root ({root}), iproute2 ({ip}) and ethtool ({ethtool})");
-    if std::env::var_os("CI").is_some() {
-        panic!("CI is set and this lab test cannot run: {why}");
-    }
-    eprintln!("skipped: {why}");
-    false
+    crate::lab_common::can_build(&["ip", "ethtool"])
 }
 
 /// Removes the lab however the test ends.

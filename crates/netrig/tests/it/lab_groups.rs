@@ -9,31 +9,12 @@
 use crate::helpers::{run, stderr, TempDir};
 use serde_json::Value;
 use std::process::Command;
-use std::sync::Mutex;
 
-/// One lab at a time in this file: the bottleneck wants the CPU.
-static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+// One lab test at a time, across all the lab test files (crate::lab_common).
+use crate::lab_common::LAB_TESTS as ONE_AT_A_TIME;
 
 fn can_build() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    let root = unsafe { libc::geteuid() } == 0;
-    let ip = Command::new("ip")
-        .arg("-V")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    let tc = Command::new("tc")
-        .arg("-V")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if root && ip && tc {
-        return true;
-    }
-    let why = format!("a lab needs root ({root}), iproute2's ip ({ip}) and tc ({tc})");
-    if std::env::var_os("CI").is_some() {
-        panic!("CI is set and this lab test cannot run: {why}");
-    }
-    eprintln!("skipped: {why}");
-    false
+    crate::lab_common::can_build(&["ip", "tc"])
 }
 
 fn netns_list() -> String {

@@ -130,21 +130,7 @@ fn one_way_delay_is_withheld_naming_why_when_the_clocks_are_not_known_to_be_one(
 
 /// Can labs be built here? Skips (false) when not, unless under CI, where it panics.
 fn can_build() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    let root = unsafe { libc::geteuid() } == 0;
-    let ip = Command::new("ip")
-        .arg("-V")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if root && ip {
-        return true;
-    }
-    let why = format!("a lab needs root ({root}) and iproute2 ({ip})");
-    if std::env::var_os("CI").is_some() {
-        panic!("CI is set and this lab test cannot run: {why}");
-    }
-    eprintln!("skipped: {why}");
-    false
+    crate::lab_common::can_build(&["ip"])
 }
 
 /// Removes the lab named at the end, whatever happens.
@@ -174,7 +160,7 @@ fn through_a_lab_link_delayed_one_way_the_delayed_direction_reads_its_delay() {
     if !can_build() {
         return;
     }
-    let _one = crate::lab_cli::ONE_AT_A_TIME
+    let _one = crate::lab_common::LAB_TESTS
         .lock()
         .unwrap_or_else(|e| e.into_inner());
     let dir = TempDir::new("lab-owd");

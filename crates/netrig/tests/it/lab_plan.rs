@@ -8,32 +8,13 @@
 use crate::helpers::{run, stderr, TempDir};
 use serde_json::Value;
 use std::process::{Command, Stdio};
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-/// One lab plan at a time: the shaped link's rate wants the CPU.
-pub(crate) static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+// One lab test at a time, across all the lab test files (crate::lab_common).
+use crate::lab_common::LAB_TESTS as ONE_AT_A_TIME;
 
 fn can_build() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    let root = unsafe { libc::geteuid() } == 0;
-    let ip = Command::new("ip")
-        .arg("-V")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    let nft = Command::new("nft")
-        .arg("-v")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if root && ip && nft {
-        return true;
-    }
-    let why = format!("a lab plan needs root ({root}), iproute2 ({ip}) and nft ({nft})");
-    if std::env::var_os("CI").is_some() {
-        panic!("CI is set and this lab test cannot run: {why}");
-    }
-    eprintln!("skipped: {why}");
-    false
+    crate::lab_common::can_build(&["ip", "nft"])
 }
 
 /// c1 and s1 on one link, what c1 sends shaped to 50 Mbit/s.

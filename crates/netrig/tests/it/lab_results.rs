@@ -7,32 +7,12 @@
 
 use crate::helpers::{run, stderr, stdout, TempDir};
 use serde_json::Value;
-use std::process::Command;
-use std::sync::Mutex;
 
-/// One lab test of this file at a time: the shaped links want the CPU.
-static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+// One lab test at a time, across all the lab test files (crate::lab_common).
+use crate::lab_common::LAB_TESTS as ONE_AT_A_TIME;
 
 fn can_build() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    let root = unsafe { libc::geteuid() } == 0;
-    let ip = Command::new("ip")
-        .arg("-V")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    let nft = Command::new("nft")
-        .arg("-v")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if root && ip && nft {
-        return true;
-    }
-    let why = format!("a lab needs root ({root}), iproute2 ({ip}) and nft ({nft})");
-    if std::env::var_os("CI").is_some() {
-        panic!("CI is set and this lab test cannot run: {why}");
-    }
-    eprintln!("skipped: {why}");
-    false
+    crate::lab_common::can_build(&["ip", "nft"])
 }
 
 /// Removes a lab by name on drop (a failed assertion leaves nothing behind).

@@ -18,6 +18,7 @@ mod http;
 mod http_server;
 mod lab_cli;
 mod lab_clients;
+mod lab_common;
 mod lab_element;
 mod lab_groups;
 mod lab_owd;

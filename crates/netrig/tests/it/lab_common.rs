@@ -1,0 +1,47 @@
+//! What the lab test files share: one lock, so that no two lab tests measure at once (their
+//! rates and delays want the CPU: five lab files each with a lock of its own let a 1 Gbit/s
+//! five-client test run beside a 155 Mbit/s scavenger test), and whether a lab can be built here.
+
+use std::process::Command;
+use std::sync::Mutex;
+
+/// Held by every lab test while it builds and measures its lab.
+pub(crate) static LAB_TESTS: Mutex<()> = Mutex::new(());
+
+/// Can labs be built here, with these tools (`ip`, `tc`, `nft`, `ethtool`)? Skips (false, saying
+/// why) when not, unless under CI (`CI` set), where a lab test that cannot run fails.
+pub(crate) fn can_build(tools: &[&str]) -> bool {
+    // SAFETY: geteuid has no preconditions.
+    let root = unsafe { libc::geteuid() } == 0;
+    let mut missing: Vec<String> = tools
+        .iter()
+        .filter(|t| {
+            let flag = match **t {
+                "nft" => "-v",
+                "ethtool" => "--version",
+                _ => "-V",
+            };
+            !Command::new(t)
+                .arg(flag)
+                .output()
+                .is_ok_and(|o| o.status.success())
+        })
+        .map(|t| t.to_string())
+        .collect();
+    if !root {
+        missing.insert(0, "root".into());
+    }
+    if missing.is_empty() {
+        return true;
+    }
+    let why = format!(
+        "a lab needs root and {}; missing: {}",
+        tools.join(", "),
+        missing.join(", ")
+    );
+    if std::env::var_os("CI").is_some() {
+        panic!("CI is set and this lab test cannot run: {why}");
+    }
+    eprintln!("skipped: {why}");
+    false
+}
