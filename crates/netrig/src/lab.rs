@@ -117,7 +117,7 @@ pub fn lab(a: LabArgs) -> Result<()> {
             let cfg: netrig_lab::element::Config = serde_json::from_slice(&text).map_err(|err| {
                 anyhow::anyhow!("{}: not an element's configuration ({err})", e.config.display())
             })?;
-            netrig_lab::element::run(&cfg)
+            netrig_lab::element::run_from(&cfg, Some(&e.config))
                 .map_err(|err| anyhow::anyhow!("path element of link {}: {err}", cfg.link))
         }
         LabCommand::Exec(x) => {

@@ -132,3 +132,125 @@ delay = "1ms"
         v["commands"]
     );
 }
+
+/// Arms change the path element's delay and loss by name: tcp-rr's median round trip follows
+/// each arm's delay (within 1 ms + 5 %), udp-stream's loss in the loss arm is within binomial
+/// bounds of it, and the arm without a shape (after the others) runs through the lab's own
+/// properties again; the element's counters acknowledge every change (generation) and the
+/// document records the element's set and restore.
+#[test]
+fn arms_change_the_elements_delay_and_loss_and_put_them_back() {
+    let _one = crate::lab_plan::ONE_AT_A_TIME
+        .lock()
+        .unwrap_or_else(|e| e.into_inner());
+    if !can_build() {
+        return;
+    }
+    let v = run_plan(
+        "arms2-path",
+        r#"
+[target]
+client = "c1"
+server = "s1"
+[[test]]
+kind = "tcp-rr"
+args = ["-l", "1"]
+[[test]]
+kind = "udp-stream"
+args = ["-l", "1", "-b", "10M", "-m", "512", "--no-gso"]
+[[arm]]
+name = "5ms"
+[arm.shape."c1-s1".c1]
+delay = "5ms"
+[[arm]]
+name = "20ms"
+[arm.shape."c1-s1".c1]
+delay = "20ms"
+[[arm]]
+name = "loss"
+[arm.shape."c1-s1".c1]
+loss = 5.0
+[[arm]]
+name = "lab"
+[lab]
+witness = false
+[lab.hosts.c1]
+[lab.hosts.s1]
+[[lab.links]]
+ends = ["c1", "s1"]
+[lab.links.shape.c1]
+delay = "1ms"
+element = true
+"#,
+    );
+    let arms = |t: usize| v["tests"][t]["points"][0]["arms"].as_array().unwrap().clone();
+    let (rr, udp) = (arms(0), arms(1));
+    let arm = |a: &[Value], name: &str| -> Value {
+        a.iter()
+            .find(|x| x["arm"] == name)
+            .unwrap_or_else(|| panic!("no arm {name}"))["runs"][0]
+            .clone()
+    };
+    // The round trip: c1's delay one way, nothing back (s1 → c1 unshaped).
+    for (name, ms) in [("5ms", 5.0), ("20ms", 20.0), ("loss", 1.0), ("lab", 1.0)] {
+        let p50 = arm(&rr, name)["summary"]["latency_us"]["p50"].as_f64().unwrap() / 1e3;
+        assert!(
+            (p50 - ms).abs() <= 1.0 + 0.05 * ms,
+            "arm {name}: tcp-rr median {p50:.3} ms against {ms} ms"
+        );
+    }
+    // Loss: 5 % of the datagrams, within 4 binomial standard deviations and the data hellos.
+    let u = arm(&udp, "loss");
+    let (sent, lost) = (
+        u["summary"]["udp"]["sent_datagrams"].as_u64().unwrap() as f64,
+        u["summary"]["udp"]["lost_datagrams"].as_u64().unwrap() as f64,
+    );
+    assert!(sent > 1000.0, "{sent} sent");
+    let sd = (sent * 0.05 * 0.95).sqrt();
+    assert!(
+        (lost - sent * 0.05).abs() <= 4.0 * sd + 3.0,
+        "loss arm: {lost} of {sent} lost, 5 % is {:.0} ± {:.0}",
+        sent * 0.05,
+        4.0 * sd + 3.0
+    );
+    let dropped = |r: &Value| -> u64 {
+        r["path_elements"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|d| d["from"] == "c1")
+            .map(|d| d["udp"]["dropped"].as_u64().unwrap())
+            .sum()
+    };
+    assert!(dropped(&u) > 0, "the element dropped in the loss arm");
+    // Put back: the lab's own properties (no loss) in the arms without it.
+    for name in ["5ms", "20ms", "lab"] {
+        assert_eq!(
+            dropped(&arm(&udp, name)),
+            0,
+            "arm {name} lost through the element"
+        );
+    }
+    // Every change and its restoring was acknowledged, recorded as the arm's commands.
+    let cmds = v["commands"].as_array().unwrap();
+    let set: Vec<&Value> = cmds
+        .iter()
+        .filter(|c| {
+            c["command"]
+                .as_str()
+                .unwrap()
+                .starts_with("path element of link c1-s1")
+        })
+        .collect();
+    // 3 arms with a shape, 2 tests each, a set and a restore per run.
+    assert_eq!(set.len(), 12, "{set:#?}");
+    assert!(set.iter().all(|c| c["status"] == 0), "{set:#?}");
+    assert!(
+        set.last().unwrap()["output"]
+            .as_str()
+            .unwrap()
+            .contains("delay 1000 µs, loss 0%"),
+        "{:#?}",
+        set.last()
+    );
+}
