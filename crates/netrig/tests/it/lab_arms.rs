@@ -109,6 +109,7 @@ delay = "1ms"
         m["result"]["summary"]["throughput_bps"].as_f64().unwrap() / 1e6
     };
     let (slow, lab) = (bulk(0), bulk(1));
+    eprintln!("group bulk: arm 10M {slow:.2} Mbit/s, the lab's 40M {lab:.2} Mbit/s");
     // 10 Mbit/s carries 9.56 Mbit/s of TCP payload at MTU 1500, 40 Mbit/s 38.3.
     assert!((7.0..=10.2).contains(&slow), "the 10M arm's bulk: {slow} Mbit/s");
     assert!(
@@ -194,6 +195,7 @@ element = true
     // The round trip: c1's delay one way, nothing back (s1 → c1 unshaped).
     for (name, ms) in [("5ms", 5.0), ("20ms", 20.0), ("loss", 1.0), ("lab", 1.0)] {
         let p50 = arm(&rr, name)["summary"]["latency_us"]["p50"].as_f64().unwrap() / 1e3;
+        eprintln!("arm {name}: tcp-rr median {p50:.3} ms against {ms} ms configured");
         assert!(
             (p50 - ms).abs() <= 1.0 + 0.05 * ms,
             "arm {name}: tcp-rr median {p50:.3} ms against {ms} ms"
@@ -205,6 +207,7 @@ element = true
         u["summary"]["udp"]["sent_datagrams"].as_u64().unwrap() as f64,
         u["summary"]["udp"]["lost_datagrams"].as_u64().unwrap() as f64,
     );
+    eprintln!("arm loss: udp-stream lost {lost} of {sent} datagrams (5 % configured)");
     assert!(sent > 1000.0, "{sent} sent");
     let sd = (sent * 0.05 * 0.95).sqrt();
     assert!(
