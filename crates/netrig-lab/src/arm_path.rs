@@ -288,3 +288,125 @@ pub fn apply(e: &ElementSet, restore: bool) -> Result<String, String> {
         if restore { ", the lab's own" } else { "" }
     ))
 }
+
+/// `key=value` words as a direction's shape: `delay=20ms`, `loss=5`, `rate=20M`,
+/// `limit_packets=100` (what an arm's `shape` takes, but loss_gemodel, a table).
+pub fn shape_of_words(words: &[String]) -> Result<Shape, String> {
+    let mut t = toml::Table::new();
+    for w in words {
+        let (k, v) = w
+            .split_once('=')
+            .ok_or_else(|| format!("{w:?}: not key=value (e.g. delay=20ms, loss=5, rate=20M)"))?;
+        let value = match k {
+            "loss" | "duplicate" | "reorder" | "corrupt" => toml::Value::Float(
+                v.parse::<f64>()
+                    .map_err(|_| format!("{k}={v}: a percentage (a number)"))?,
+            ),
+            "limit_packets" | "limit_bytes" => toml::Value::Integer(
+                v.parse::<i64>()
+                    .map_err(|_| format!("{k}={v}: a whole number"))?,
+            ),
+            "delay" | "jitter" | "rate" => toml::Value::String(v.to_string()),
+            _ => {
+                return Err(format!(
+                    "{k}: lab set changes delay, jitter, loss, duplicate, reorder, corrupt, rate, limit_packets and limit_bytes"
+                ))
+            }
+        };
+        t.insert(k.to_string(), value);
+    }
+    toml::Value::Table(t)
+        .try_into()
+        .map_err(|e: toml::de::Error| e.message().to_string())
+}
+
+/// `netrig lab set LAB LINK HOST key=value ...`: the change an arm's shape makes, by hand, over
+/// the lab's own properties (each `set` replaces the last); `reset` puts the lab's own back.
+/// Returns what was done, a line each.
+pub fn set_by_hand(
+    which: &str,
+    link: &str,
+    host: &str,
+    words: &[String],
+    reset: bool,
+) -> Result<Vec<String>, crate::LabError> {
+    use crate::LabError;
+    crate::build::check_rights()?;
+    let state = crate::build::list()
+        .into_iter()
+        .find(|s| s.name == which || s.id == which)
+        .ok_or_else(|| LabError::Spec(format!("no lab named {which:?} (netrig lab status lists them)")))?;
+    let mut shape = shape_of_words(words).map_err(|e| LabError::Spec(format!("lab set: {e}")))?;
+    if reset && words.is_empty() {
+        // Everything the lab built on that direction: its element's properties, rate and queue.
+        if state.elements.iter().any(|e| e.link == link) {
+            shape.delay = Some("0ms".into());
+        }
+        if let Some(d) = state.directions.iter().find(|d| d.link == link && d.from == host) {
+            shape.rate = d.rate_bps.map(|r| r.to_string());
+            shape.limit_packets = d.shape.limit_packets;
+            shape.limit_bytes = d.shape.limit_bytes;
+            if d.mechanism.contains("netem") && shape.delay.is_none() {
+                shape.delay = d.shape.delay.clone().or(Some("0ms".into()));
+            }
+        }
+    }
+    let c = crate::arm_shape::plan(&state, link, host, &shape)
+        .map_err(|e| LabError::Spec(format!("lab set: {e}")))?;
+    let mut done = Vec::new();
+    let run = |cmd: &str| -> Result<(), LabError> {
+        let o = std::process::Command::new("ip")
+            .args(["netns", "exec", &c.ns, "sh", "-c", cmd])
+            .output()
+            .map_err(|e| LabError::Other(format!("`{cmd}`: {e}")))?;
+        if !o.status.success() {
+            return Err(LabError::Command {
+                cmd: cmd.to_string(),
+                status: o.status.to_string(),
+                stderr: String::from_utf8_lossy(&o.stderr).trim().to_string(),
+            });
+        }
+        Ok(())
+    };
+    if let (Some(e), false) = (&c.element, reset) {
+        done.push(apply(e, false).map_err(LabError::Other)?);
+    }
+    for cmd in if reset { &c.restore } else { &c.apply } {
+        run(cmd)?;
+        done.push(format!("{host}: {cmd}"));
+    }
+    if let (Some(e), true) = (&c.element, reset) {
+        done.push(apply(e, true).map_err(LabError::Other)?);
+    }
+    Ok(done)
+}
+
+/// `lab status`: the properties in force in one direction of an element, where an arm or
+/// `lab set` changed them (its configuration file's generation above 0); empty otherwise.
+pub fn status_line(e: &crate::build::ElementState, c: &crate::element::Counters) -> String {
+    if c.generation == 0 {
+        return String::new();
+    }
+    let conf = e.config.counters.with_extension("conf.json");
+    let now = std::fs::read(&conf)
+        .ok()
+        .and_then(|t| serde_json::from_slice::<Config>(&t).ok());
+    let dir = e.config.ends.iter().position(|h| *h == c.from).unwrap_or(0);
+    match now {
+        Some(n) if n.props[dir] != e.config.props[dir] => format!(
+            "    in force (generation {}, changed by an arm or lab set): {}; the lab's own: {}\n",
+            c.generation,
+            describe(&n.props[dir]),
+            describe(&e.config.props[dir])
+        ),
+        Some(_) => format!(
+            "    in force (generation {}): the lab's own properties\n",
+            c.generation
+        ),
+        None => format!(
+            "    generation {}: its configuration {} cannot be read\n",
+            c.generation,
+            conf.display()
+        ),
+    }
+}

@@ -257,3 +257,88 @@ element = true
         set.last()
     );
 }
+
+/// `netrig lab set` by hand: the element's delay changes at once (tcp-rr through it follows),
+/// `lab status` says what is in force against the lab's own, and `--reset` puts the lab's own
+/// back.
+#[test]
+fn lab_set_changes_the_elements_delay_by_hand_and_reset_puts_it_back() {
+    let _one = crate::lab_plan::ONE_AT_A_TIME
+        .lock()
+        .unwrap_or_else(|e| e.into_inner());
+    if !can_build() {
+        return;
+    }
+    let tmp = TempDir::new("arms2-set");
+    let name = format!("arms2set{}", std::process::id() % 100_000);
+    let file = tmp.path().join("lab.toml");
+    std::fs::write(
+        &file,
+        r#"[lab]
+witness = false
+[lab.hosts.c1]
+[lab.hosts.s1]
+[[lab.links]]
+ends = ["c1", "s1"]
+[lab.links.shape.c1]
+delay = "1ms"
+element = true
+"#,
+    )
+    .unwrap();
+    let o = run(&["lab", "up", file.to_str().unwrap(), "--name", &name]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    struct Down(String);
+    impl Drop for Down {
+        fn drop(&mut self) {
+            let _ = run(&["lab", "down", &self.0]);
+        }
+    }
+    let _down = Down(name.clone());
+    let rtt_ms = || -> f64 {
+        let o = run(&[
+            "lab",
+            "exec",
+            &name,
+            "c1",
+            "--",
+            "netrig",
+            "tcp-rr",
+            "-H",
+            "198.18.0.2",
+            "-l",
+            "1",
+            "--json",
+        ]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+        v["summary"]["latency_us"]["p50"].as_f64().unwrap() / 1e3
+    };
+    let o = run(&["lab", "set", &name, "c1-s1", "c1", "delay=15ms"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert!(
+        out.contains("delay 15000 µs") && out.contains("generation 1"),
+        "{out}"
+    );
+    let set = rtt_ms();
+    let o = run(&["lab", "status", &name]);
+    let status = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert!(
+        status.contains("in force (generation 1, changed by an arm or lab set): delay 15000 µs"),
+        "{status}"
+    );
+    let o = run(&["lab", "set", &name, "c1-s1", "c1", "--reset"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let back = rtt_ms();
+    eprintln!("lab set: tcp-rr median {set:.3} ms at delay=15ms, {back:.3} ms after --reset (1 ms)");
+    assert!((set - 15.0).abs() <= 1.0 + 0.75, "{set} ms at 15 ms");
+    assert!((back - 1.0).abs() <= 1.05, "{back} ms after the reset to 1 ms");
+    let o = run(&["lab", "set", &name, "c1-s1", "c1", "bogus=1"]);
+    assert!(!o.status.success());
+    assert!(
+        stderr(&o).contains("bogus: lab set changes delay"),
+        "{}",
+        stderr(&o)
+    );
+}
