@@ -45,6 +45,7 @@ fn run_plan(tag: &str, body: &str) -> Value {
     assert!(o.status.success(), "{}", stderr(&o));
     let v: Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(v["complete"], true, "{}", v["stopped"]);
+    crate::experiment::validate_experiment(&v);
     let ns = netns_list();
     let id = v["lab"]["id"].as_str().unwrap();
     assert!(!ns.contains(&format!("nr{id}")), "the lab is left: {ns}");
