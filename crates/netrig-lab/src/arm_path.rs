@@ -255,6 +255,16 @@ pub fn apply(e: &ElementSet, restore: bool) -> Result<String, String> {
         .and_then(|_| std::fs::rename(&tmp, &e.conf))
         .map_err(|err| format!("{what}: {}: {err}", e.conf.display()))?;
     let pid = e.pid.ok_or_else(|| format!("{what}: not running (no pid)"))?;
+    // Only the element itself (its command line names its configuration): never a process that
+    // took a dead element's pid.
+    let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+    let conf_arg = e.conf.as_os_str().as_encoded_bytes();
+    if !cmdline.split(|b| *b == 0).any(|a| a == conf_arg) {
+        return Err(format!(
+            "{what} ({pid}) is not running (no process {pid} with {} on its command line)",
+            e.conf.display()
+        ));
+    }
     // SAFETY: a signal to the element this lab started (its pid from the lab's state).
     if unsafe { libc::kill(pid as libc::pid_t, libc::SIGHUP) } != 0 {
         return Err(format!(
