@@ -299,6 +299,29 @@ pub fn table_lines(e: &crate::document::Experiment) -> String {
             }
         }
     }
+    // A group's members share one window (the group run): its counts once per group run.
+    for g in &e.groups {
+        for a in &g.arms {
+            for (i, r) in a.runs.iter().enumerate() {
+                let Some(res) = r.members.iter().find_map(|m| m.result.as_ref()) else {
+                    continue;
+                };
+                for c in &res.path_elements {
+                    if out.is_empty() {
+                        let _ = writeln!(out, "\nThe lab's path elements, per run:");
+                    }
+                    let _ = writeln!(
+                        out,
+                        "  group {} arm {} run {} (one window for all its tests): {}",
+                        g.name,
+                        a.arm,
+                        i + 1,
+                        c.line()
+                    );
+                }
+            }
+        }
+    }
     out
 }
 

@@ -37,19 +37,41 @@ fn netns_list() -> String {
 }
 
 fn run_plan(tag: &str, body: &str) -> Value {
+    run_plan_table(tag, body).0
+}
+
+/// The experiment (saved with --save) and the table printed.
+fn run_plan_table(tag: &str, body: &str) -> (Value, String) {
     let tmp = TempDir::new(tag);
     let name = format!("{tag}-{}", std::process::id());
     let plan = tmp.path().join(format!("{name}.toml"));
+    let saved = tmp.path().join("saved");
     std::fs::write(&plan, format!("name = \"{name}\"\n{body}")).unwrap();
-    let o = run(&["run", plan.to_str().unwrap(), "--json"]);
+    let o = run(&["run", plan.to_str().unwrap(), "--save", saved.to_str().unwrap()]);
     assert!(o.status.success(), "{}", stderr(&o));
-    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let table = String::from_utf8_lossy(&o.stdout).into_owned();
+    let file = walk_json(&saved).unwrap_or_else(|| panic!("nothing saved in {}", saved.display()));
+    let v: Value = serde_json::from_slice(&std::fs::read(file).unwrap()).unwrap();
     assert_eq!(v["complete"], true, "{}", v["stopped"]);
     crate::experiment::validate_experiment(&v);
     let ns = netns_list();
     let id = v["lab"]["id"].as_str().unwrap();
     assert!(!ns.contains(&format!("nr{id}")), "the lab is left: {ns}");
-    v
+    (v, table)
+}
+
+fn walk_json(dir: &std::path::Path) -> Option<std::path::PathBuf> {
+    for e in std::fs::read_dir(dir).ok()? {
+        let p = e.ok()?.path();
+        if p.is_dir() {
+            if let Some(f) = walk_json(&p) {
+                return Some(f);
+            }
+        } else if p.extension().is_some_and(|x| x == "json") {
+            return Some(p);
+        }
+    }
+    None
 }
 
 /// A group's arms change the bottleneck's rate: the bulk member's rate follows the arm (put
@@ -63,7 +85,7 @@ fn a_group_follows_its_arms_rate_and_reports_the_elements_counters() {
     if !can_build() {
         return;
     }
-    let v = run_plan(
+    let (v, table) = run_plan_table(
         "arms2-group",
         r#"
 [target]
@@ -124,6 +146,10 @@ delay = "1ms"
         let fwd = pe.iter().find(|d| d["from"] == "c1").unwrap();
         assert!(fwd["forwarded"].as_u64().unwrap() > 100, "{fwd}");
     }
+    assert!(
+        table.contains("group g arm 10M run 1 (one window for all its tests): "),
+        "{table}"
+    );
     assert!(
         v["commands"]
             .as_array()
