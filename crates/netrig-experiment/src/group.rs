@@ -164,6 +164,14 @@ pub(crate) fn check(plan: &Plan) -> Result<(), PlanError> {
         }
         if plan.lab.is_some() {
             for a in plan.arms() {
+                // A member runs from one client host (run_member: one place); several client
+                // hosts per member are not built for groups, so refused rather than ignored.
+                if let Some(c) = &a.clients {
+                    return bad(format!(
+                        "group {:?}: arm {:?} sets clients = {c:?}: a group's test runs from one client host (give each [[group.test]] its own client); several client hosts per group test are not built",
+                        g.name, a.name
+                    ));
+                }
                 for (t, n) in g.tests.iter().zip(g.member_names()) {
                     plan.lab_route(&member_arm(&a, t))
                         .map_err(|e| PlanError::Invalid(format!("group {:?} test {n:?}: {e}", g.name)))?;
@@ -729,7 +737,7 @@ pub(crate) fn run_all(
     let it = &plan.iterations;
     let no_point = crate::sweep::Point { values: Vec::new() };
     for (g, members) in plan.groups.iter().zip(prepared) {
-        let places: Vec<Vec<Option<LabPlace>>> = match ctx
+        let mut places: Vec<Vec<Option<LabPlace>>> = match ctx
             .arms
             .iter()
             .map(|a| places(ctx, a, g))
@@ -738,6 +746,26 @@ pub(crate) fn run_all(
             Ok(p) => p,
             Err(e) => return Some(e.to_string()),
         };
+        // Each arm's lab changes (a link's rate, queue, delay, loss, ...), checked against the lab
+        // as built, applied before each of the arm's group runs and put back after, as for single
+        // runs; every member's place records them.
+        let shapes: Vec<Vec<netrig_lab::arm_shape::Change>> = match ctx.lab {
+            Some(l) => match ctx
+                .arms
+                .iter()
+                .map(|a| crate::lab_counters::arm_shape(l.state, a))
+                .collect::<Result<_, _>>()
+            {
+                Ok(s) => s,
+                Err(e) => return Some(format!("group {:?}: {e}", g.name)),
+            },
+            None => vec![Vec::new(); ctx.arms.len()],
+        };
+        for (ps, s) in places.iter_mut().zip(&shapes) {
+            for p in ps.iter_mut().flatten() {
+                p.shape = s.clone();
+            }
+        }
         let mut outcome = GroupOutcome {
             name: g.name.clone(),
             members: members.iter().map(|m| m.name.clone()).collect(),
@@ -776,18 +804,46 @@ pub(crate) fn run_all(
                     Some((h, l.state.hosts.get(h)?.ns.clone()))
                 });
                 let in_ns = ns.as_ref().map(|(h, n)| (*h, n.as_str()));
+                let shape = &shapes[a][..];
+                if let Some(f) =
+                    crate::lab_counters::shape(&mut doc.commands, &arm.name, shape, ctx.limit, &env)
+                {
+                    stop = Some(f);
+                    break 'rounds;
+                }
                 if let Some(c) = &arm.setup {
                     let r = command::run_in("setup", &arm.name, c, ctx.limit, &env, in_ns);
                     let (ok, failure) = (r.ok(), r.failure());
                     doc.commands.push(r);
                     if !ok {
                         runner::teardown(&mut doc.commands, arm, ctx.limit, &env, in_ns);
+                        crate::lab_counters::unshape(&mut doc.commands, &arm.name, shape, ctx.limit, &env);
                         stop = Some(failure);
                         break 'rounds;
                     }
                 }
-                let (run, failed) = run_once(ctx, members, a, &places[a], cancel);
-                let failed_teardown = runner::teardown(&mut doc.commands, arm, ctx.limit, &env, in_ns);
+                // The path elements' counters over the whole group run: one window for the group,
+                // the same counts in every member's result (the members share the links).
+                let elements = ctx.lab.map(|l| crate::lab_counters::before(l.state));
+                let (mut run, failed) = run_once(ctx, members, a, &places[a], cancel);
+                if let (Some(l), Some(b)) = (ctx.lab, elements) {
+                    let counts = crate::lab_counters::after(l.state, &b, std::time::SystemTime::now());
+                    for m in run.members.iter_mut() {
+                        if let Some(r) = m.result.as_mut() {
+                            r.path_elements = counts.clone();
+                        }
+                    }
+                }
+                let failed_teardown = runner::teardown(&mut doc.commands, arm, ctx.limit, &env, in_ns)
+                    .into_iter()
+                    .chain(crate::lab_counters::unshape(
+                        &mut doc.commands,
+                        &arm.name,
+                        shape,
+                        ctx.limit,
+                        &env,
+                    ))
+                    .next();
                 *done += 1;
                 outcome.arms[a].runs.push(run);
                 if let Some(f) = failed {
@@ -1149,5 +1205,41 @@ mod tests {
             .unwrap(),
         );
         assert!(e.is_err());
+    }
+}
+
+#[cfg(test)]
+mod arm_clients_tests {
+    use crate::plan::Plan;
+
+    const LAB: &str = r#"
+        name = "x"
+        [lab]
+        [lab.hosts.c1]
+        [lab.hosts.c2]
+        [lab.hosts.s1]
+        [[lab.lans]]
+        name = "sw"
+        hosts = ["c1", "c2", "s1"]
+        [target]
+        client = "c1"
+        server = "s1"
+        [[group]]
+        name = "g"
+        [[group.test]]
+        kind = "tcp-rr"
+    "#;
+
+    #[test]
+    fn an_arm_with_clients_in_a_plan_with_groups_is_refused_by_name() {
+        let ok = Plan::from_toml(&format!("{LAB}\n[[arm]]\nname = 'one'\nclient = 'c2'\n"));
+        assert!(ok.is_ok(), "{:?}", ok.err());
+        let e = Plan::from_toml(&format!("{LAB}\n[[arm]]\nname = 'two'\nclients = ['c1', 'c2']\n"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("group \"g\"") && e.contains("arm \"two\"") && e.contains("clients"),
+            "{e}"
+        );
     }
 }

@@ -169,6 +169,15 @@ pub fn shape(
     env: &[(&str, String)],
 ) -> Option<String> {
     for c in changes {
+        if let Some(e) = &c.element {
+            let r = element_run("shape", arm, &c.from, e, false);
+            let failure = (!r.ok()).then(|| r.failure());
+            commands.push(r);
+            if failure.is_some() {
+                unshape(commands, arm, changes, limit, env);
+                return failure;
+            }
+        }
         for cmd in &c.apply {
             let r = crate::command::run_in("shape", arm, cmd, limit, env, Some((&c.from, &c.ns)));
             let failure = (!r.ok()).then(|| r.failure());
@@ -199,8 +208,44 @@ pub fn unshape(
             }
             commands.push(r);
         }
+        if let Some(e) = &c.element {
+            let r = element_run("unshape", arm, &c.from, e, true);
+            if !r.ok() && first.is_none() {
+                first = Some(r.failure());
+            }
+            commands.push(r);
+        }
     }
     first
+}
+
+/// An element's change (or its restoring) as a command of the document: what it wrote and
+/// signalled, and what the element acknowledged.
+fn element_run(
+    phase: &str,
+    arm: &str,
+    host: &str,
+    e: &netrig_lab::arm_path::ElementSet,
+    restore: bool,
+) -> crate::command::CommandRun {
+    let t0 = std::time::Instant::now();
+    let out = netrig_lab::arm_path::apply(e, restore);
+    let props = if restore { &e.lab_props } else { &e.props };
+    crate::command::CommandRun {
+        phase: phase.into(),
+        arm: arm.into(),
+        command: format!(
+            "path element of link {}: {} (configuration {}, SIGHUP, acknowledged in its counters)",
+            e.link,
+            netrig_lab::arm_path::describe(props),
+            e.conf.display()
+        ),
+        status: out.is_ok().then_some(0),
+        seconds: t0.elapsed().as_secs_f64(),
+        output: out.as_ref().map_or_else(|_| String::new(), |o| o.clone()),
+        error: out.err(),
+        host: Some(host.to_string()),
+    }
 }
 
 /// The witness's delay check and loss probe of one row (a state file's `witness[]`), as the
@@ -250,6 +295,29 @@ pub fn table_lines(e: &crate::document::Experiment) -> String {
                         }
                         let _ = writeln!(out, "  {}{at} arm {} run {}: {}", t.kind, a.arm, i + 1, c.line());
                     }
+                }
+            }
+        }
+    }
+    // A group's members share one window (the group run): its counts once per group run.
+    for g in &e.groups {
+        for a in &g.arms {
+            for (i, r) in a.runs.iter().enumerate() {
+                let Some(res) = r.members.iter().find_map(|m| m.result.as_ref()) else {
+                    continue;
+                };
+                for c in &res.path_elements {
+                    if out.is_empty() {
+                        let _ = writeln!(out, "\nThe lab's path elements, per run:");
+                    }
+                    let _ = writeln!(
+                        out,
+                        "  group {} arm {} run {} (one window for all its tests): {}",
+                        g.name,
+                        a.arm,
+                        i + 1,
+                        c.line()
+                    );
                 }
             }
         }

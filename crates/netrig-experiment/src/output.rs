@@ -106,6 +106,19 @@ fn lab_lines(e: &Experiment) -> String {
                     if let Some(b) = c.limit_bytes {
                         set.push(format!("queue {b} bytes"));
                     }
+                    let mut lab_own = c.lab_mechanism.clone();
+                    if let Some(e) = &c.element {
+                        set.push(format!(
+                            "the path element's {}",
+                            netrig_lab::arm_path::describe(&e.props)
+                        ));
+                        lab_own = format!(
+                            "{lab_own}, element's {}",
+                            netrig_lab::arm_path::describe(&e.lab_props)
+                        );
+                    } else if set.is_empty() {
+                        set.extend(c.apply.iter().map(|a| format!("`{a}`")));
+                    }
                     let _ = writeln!(
                         out,
                         "    shaped {} → {} on {}: {} for its runs (the lab's {} put back after each)",
@@ -113,7 +126,7 @@ fn lab_lines(e: &Experiment) -> String {
                         c.to,
                         c.link,
                         set.join(", "),
-                        c.lab_mechanism
+                        lab_own
                     );
                 }
             }

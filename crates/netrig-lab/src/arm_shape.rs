@@ -31,12 +31,23 @@ pub struct Change {
     /// The `tc` commands that set it, and those that put the lab's shaping back.
     pub apply: Vec<String>,
     pub restore: Vec<String>,
+    /// Path properties (delay, loss, ...) set in netrig's path element on that link
+    /// ([`crate::arm_path`]): written to its configuration and signalled, before the `apply`
+    /// commands; put back after the `restore` commands.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub element: Option<crate::arm_path::ElementSet>,
 }
 
 /// What an arm may change: the rest is refused by name.
-const REFUSED: &str = "an arm changes a link's rate and queue limit (limit_packets, limit_bytes) only; \
-    delay, jitter, loss, duplicate, reorder and corrupt are read once by netrig's path element and \
-    netem is not changed by arms yet (not built)";
+const REFUSED: &str = "an arm changes a link's rate and queue limit (limit_packets, limit_bytes), and \
+    delay, jitter, loss, loss_gemodel, duplicate, reorder and corrupt where the lab built netrig's \
+    path element or netem on that direction; not its shaper, red or element";
+
+/// Where the lab built neither the element nor netem, path properties are refused: an arm does
+/// not add the element to a link.
+const NO_PATH: &str = "the lab built neither netrig's path element nor netem there, and an arm does \
+    not add them (give the direction a path property in [lab], e.g. delay = \"0ms\", to build the \
+    element, whose properties arms may then change)";
 
 fn tbf_args(rate: u64, mtu: u32, packets: Option<u32>, bytes: Option<u64>) -> String {
     // As the lab builds it (plan.rs): a 4 ms bucket of at least three frames; a queue of 50 ms
@@ -58,8 +69,82 @@ fn fifo(packets: Option<u32>, bytes: Option<u64>) -> Option<String> {
     }
 }
 
-/// The change `s` asks of the direction `from` sends on `link`, checked against the lab as built.
+/// The change `s` asks of the direction `from` sends on `link`, checked against the lab as built:
+/// its path properties by the element or netem ([`crate::arm_path`]), the rest by [`plan_queue`].
 pub fn plan(state: &LabState, link: &str, from: &str, s: &Shape) -> Result<Change, String> {
+    let asked = s.netem_properties();
+    if asked.is_empty() {
+        return plan_queue(state, link, from, s);
+    }
+    let rest = Shape {
+        delay: None,
+        jitter: None,
+        loss: None,
+        loss_gemodel: None,
+        duplicate: None,
+        reorder: None,
+        corrupt: None,
+        ..s.clone()
+    };
+    let only_path = rest == Shape::default();
+    let element = crate::arm_path::element_set(state, link, from, s)?;
+    let d = state.directions.iter().find(|d| d.link == link && d.from == from);
+    let mut c = match (only_path, &element, d) {
+        (false, _, _) => plan_queue(state, link, from, &rest)?,
+        (true, _, Some(d)) => Change {
+            link: link.to_string(),
+            from: d.from.clone(),
+            to: d.to.clone(),
+            dev: d.dev.clone(),
+            ns: d.ns.clone(),
+            rate_bps: None,
+            limit_packets: None,
+            limit_bytes: None,
+            lab_mechanism: d.mechanism.clone(),
+            apply: vec![],
+            restore: vec![],
+            element: None,
+        },
+        (true, Some(e), None) => {
+            // The element's other direction, which the lab left unshaped: it is there all the same.
+            let cfg = &state
+                .elements
+                .iter()
+                .find(|x| x.link == link)
+                .expect("found")
+                .config;
+            Change {
+                link: link.to_string(),
+                from: from.to_string(),
+                to: cfg.ends[1 - e.dir].clone(),
+                dev: String::new(),
+                ns: String::new(),
+                rate_bps: None,
+                limit_packets: None,
+                limit_bytes: None,
+                lab_mechanism: "netrig element (nothing configured)".into(),
+                apply: vec![],
+                restore: vec![],
+                element: None,
+            }
+        }
+        (true, None, None) => return plan_queue(state, link, from, s),
+    };
+    let label = format!("link {link} ({} → {})", c.from, c.to);
+    match (element, d) {
+        (Some(e), _) => c.element = Some(e),
+        (None, Some(d)) if d.mechanism.contains("netem") => {
+            let (apply, restore) = crate::arm_path::netem_change(d, s)?;
+            c.apply.insert(0, apply);
+            c.restore.push(restore);
+        }
+        _ => return Err(format!("{} on {label}: {NO_PATH}", asked.join(", "))),
+    }
+    Ok(c)
+}
+
+/// The rate and queue change `s` asks (no path properties: refused here by name).
+fn plan_queue(state: &LabState, link: &str, from: &str, s: &Shape) -> Result<Change, String> {
     let d: &Direction = match state.directions.iter().find(|d| d.link == link && d.from == from) {
         Some(d) => d,
         None => {
@@ -185,6 +270,7 @@ pub fn plan(state: &LabState, link: &str, from: &str, s: &Shape) -> Result<Chang
         lab_mechanism: d.mechanism.clone(),
         apply,
         restore,
+        element: None,
     })
 }
 
@@ -292,7 +378,9 @@ mod tests {
         };
         let e = plan(&s, "c1-s1", "c1", &delay).unwrap_err();
         assert!(
-            e.starts_with("delay, loss on link c1-s1 (c1 → s1): an arm changes"),
+            e.starts_with(
+                "delay, loss on link c1-s1 (c1 → s1): the lab built neither netrig's path element nor netem"
+            ),
             "{e}"
         );
         let e = plan(&s, "c1-s2", "c1", &rate("1M")).unwrap_err();
@@ -317,6 +405,129 @@ mod tests {
         assert!(
             e.starts_with("rate on link c1-s1 (c1 → s1): the lab gives it no rate"),
             "{e}"
+        );
+    }
+
+    fn with_element(s: &mut LabState) {
+        let lab = crate::element::Props {
+            delay_us: 1000,
+            ..Default::default()
+        };
+        s.elements.push(crate::build::ElementState {
+            link: "c1-s1".into(),
+            ns: "nrabc123.e0".into(),
+            pid: Some(4242),
+            config: crate::element::Config {
+                link: "c1-s1".into(),
+                ifaces: ["to-c1".into(), "to-s1".into()],
+                ends: ["c1".into(), "s1".into()],
+                props: [lab, Default::default()],
+                counters: "/run/netrig/labs/abc123/element-0.json".into(),
+                generation: 0,
+            },
+            counters: vec![],
+        });
+    }
+
+    fn path(f: impl FnOnce(&mut Shape)) -> Shape {
+        let mut s = Shape::default();
+        f(&mut s);
+        s
+    }
+
+    #[test]
+    fn an_arm_changes_the_elements_properties_over_the_labs_and_puts_them_back() {
+        let mut s = state(
+            Shape {
+                delay: Some("1ms".into()),
+                ..Shape::default()
+            },
+            "netrig element (delay)",
+        );
+        with_element(&mut s);
+        let c = plan(&s, "c1-s1", "c1", &path(|s| s.delay = Some("20ms".into()))).unwrap();
+        let e = c.element.as_ref().unwrap();
+        assert_eq!((e.dir, e.props.delay_us, e.lab_props.delay_us), (0, 20_000, 1000));
+        assert_eq!(
+            e.conf,
+            std::path::Path::new("/run/netrig/labs/abc123/element-0.conf.json")
+        );
+        assert!(c.apply.is_empty() && c.restore.is_empty(), "{c:?}");
+        // Loss over the lab's delay, which it keeps.
+        let c = plan(&s, "c1-s1", "c1", &path(|s| s.loss = Some(5.0))).unwrap();
+        let e = c.element.unwrap();
+        assert_eq!(
+            (e.props.loss, e.props.delay_us, e.lab_props.loss),
+            (0.05, 1000, 0.0)
+        );
+        // The other direction, which the lab left unshaped, is the element's all the same.
+        let c = plan(&s, "c1-s1", "s1", &path(|s| s.delay = Some("3ms".into()))).unwrap();
+        let e = c.element.unwrap();
+        assert_eq!(
+            (c.to.as_str(), e.dir, e.props.delay_us, e.lab_props.delay_us),
+            ("c1", 1, 3000, 0)
+        );
+        // Rate beside a delay: htb's class and the element, each put back.
+        let mut both = rate("20M");
+        both.delay = Some("5ms".into());
+        let r = state(rate("50M"), "htb rate 50000000bit + netrig element (delay)");
+        let mut r2 = r.clone();
+        with_element(&mut r2);
+        let c = plan(&r2, "c1-s1", "c1", &both).unwrap();
+        assert_eq!(c.apply.len(), 1);
+        assert_eq!(c.element.unwrap().props.delay_us, 5000);
+        // Refused by name: reordering with no delay, corruption where the lab built none, a
+        // host not on the link; and path properties on a link without the element or netem.
+        let e = plan(&s, "c1-s1", "s1", &path(|s| s.reorder = Some(10.0))).unwrap_err();
+        assert!(
+            e.starts_with("reorder on link c1-s1 (s1 → c1): needs a delay"),
+            "{e}"
+        );
+        let e = plan(&s, "c1-s1", "c1", &path(|s| s.corrupt = Some(1.0))).unwrap_err();
+        assert!(e.starts_with("corrupt on link c1-s1 (c1 → s1)"), "{e}");
+        let e = plan(&s, "c1-s1", "x", &path(|s| s.delay = Some("3ms".into()))).unwrap_err();
+        assert!(e.contains("\"x\" is not on it"), "{e}");
+        let e = plan(&r, "c1-s1", "c1", &both).unwrap_err();
+        assert!(
+            e.starts_with("delay on link c1-s1 (c1 → s1): the lab built neither"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn netem_is_changed_in_place_with_the_arms_properties_over_the_labs() {
+        let lab = Shape {
+            limit_packets: Some(100),
+            delay: Some("10ms".into()),
+            loss: Some(1.0),
+            ..rate("50M")
+        };
+        let s = state(lab, "htb rate 50000000bit + netem (delay, loss)");
+        let c = plan(&s, "c1-s1", "c1", &path(|s| s.delay = Some("20ms".into()))).unwrap();
+        assert!(c.element.is_none());
+        assert_eq!(
+            c.apply,
+            ["tc qdisc change dev to-s1 parent 1:1 handle 10: netem limit 100 delay 20ms loss 1%"]
+        );
+        assert_eq!(
+            c.restore,
+            ["tc qdisc change dev to-s1 parent 1:1 handle 10: netem limit 100 delay 10ms loss 1%"]
+        );
+        let no_rate = state(
+            Shape {
+                delay: Some("10ms".into()),
+                ..Shape::default()
+            },
+            "netem (delay)",
+        );
+        let c = plan(&no_rate, "c1-s1", "c1", &path(|s| s.loss = Some(2.0))).unwrap();
+        assert_eq!(
+            c.apply,
+            ["tc qdisc change dev to-s1 root handle 1: netem delay 10ms loss 2%"]
+        );
+        assert_eq!(
+            c.restore,
+            ["tc qdisc change dev to-s1 root handle 1: netem delay 10ms"]
         );
     }
 }

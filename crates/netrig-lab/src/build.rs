@@ -1095,6 +1095,7 @@ pub fn status_text(labs: &[LabState]) -> String {
                     c.udp.received, c.udp.dropped, c.udp.reordered, c.udp.duplicated
                 ));
                 o.push_str(&crate::element_plan::status_extra(c));
+                o.push_str(&crate::arm_path::status_line(e, c));
             }
         }
         o.push_str(&crate::topology::classes_text(&s.classes));

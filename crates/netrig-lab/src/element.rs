@@ -58,6 +58,11 @@ pub struct Config {
     pub props: [Props; 2],
     /// Where the counters are written (JSON, every 100 ms and at the end).
     pub counters: PathBuf,
+    /// Bumped by each change of `props` (an arm's, [`crate::arm_path`]): the element re-reads
+    /// its configuration on SIGHUP and each direction acknowledges the generation it took in
+    /// its counters. 0: as the lab built it.
+    #[serde(default)]
+    pub generation: u64,
 }
 
 /// What one direction did, counted by the element.
@@ -65,6 +70,10 @@ pub struct Config {
 pub struct Counters {
     pub from: String,
     pub to: String,
+    /// The configuration's generation this direction's properties are from (0: the lab's own
+    /// as built; a change is in force once both directions show its generation).
+    #[serde(default)]
+    pub generation: u64,
     /// Frames read from the sender's side.
     pub received: u64,
     /// Frames written to the receiver's side (duplicates included).
@@ -249,6 +258,21 @@ impl Line {
         }
     }
 
+    /// Takes new properties between batches (an arm's change): frames already in the delay
+    /// line keep their release times, and a new frame is still never released before the one
+    /// ahead of it, so a shorter delay takes effect as the line drains and the change itself
+    /// reorders nothing. The loss chain and the element's queue keep their state unless their
+    /// own configuration changed.
+    pub fn set_props(&mut self, props: Props) {
+        if props.gemodel != self.props.gemodel {
+            self.ge = props.gemodel.map(Ge::new);
+        }
+        if props.queue != self.props.queue {
+            self.queue = props.queue.clone().map(Queue::new);
+        }
+        self.props = props;
+    }
+
     /// The generator, for the choices made outside (which bit to flip).
     pub fn rng(&mut self) -> &mut Rng {
         &mut self.rng
@@ -348,9 +372,14 @@ impl Ord for Held {
 }
 
 static STOP: AtomicBool = AtomicBool::new(false);
+static RELOAD: AtomicBool = AtomicBool::new(false);
 
 extern "C" fn on_term(_: libc::c_int) {
     STOP.store(true, Ordering::SeqCst);
+}
+
+extern "C" fn on_hup(_: libc::c_int) {
+    RELOAD.store(true, Ordering::SeqCst);
 }
 
 const PACKET_VNET_HDR: libc::c_int = 15;
@@ -489,7 +518,10 @@ fn send(fd: libc::c_int, f: &[u8]) -> bool {
 /// Shared counters of one direction (written by its thread, read by the writer of the file).
 #[derive(Default)]
 struct Shared {
-    v: [AtomicU64; 26],
+    v: [AtomicU64; 27],
+    /// New properties and their generation, taken by the direction's thread between batches.
+    next: std::sync::Mutex<Option<(u64, Props)>>,
+    pending: AtomicBool,
 }
 
 /// Indices into Shared.
@@ -519,6 +551,8 @@ const Q_FOUND_BYTES: usize = 22;
 const Q_FOUND_PACKETS: usize = 23;
 const Q_FOUND_PEAK: usize = 24;
 const Q_ARRIVALS: usize = 25;
+/// The configuration generation in force (acknowledged by the direction's thread).
+const GENERATION: usize = 26;
 
 /// Frames the kernel dropped on this socket since the last call (PACKET_STATISTICS resets).
 fn socket_drops(fd: libc::c_int) -> u64 {
@@ -549,7 +583,7 @@ fn forward(rx: libc::c_int, tx: libc::c_int, props: Props, c: Arc<Shared>) {
     // SAFETY: prctl on this thread only.
     unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong) };
     let mut line = Line::new(props, Rng::seeded());
-    let delaying = line.props.delay_us > 0 || line.props.jitter_us > 0;
+    let mut delaying = line.props.delay_us > 0 || line.props.jitter_us > 0;
     let mut heap: BinaryHeap<Held> = BinaryHeap::new();
     let (mut seq, mut arrivals, mut udp_arrivals) = (0u64, 0u64, 0u64);
     let (mut late, mut udp_late) = (LateCount::default(), LateCount::default());
@@ -575,6 +609,15 @@ fn forward(rx: libc::c_int, tx: libc::c_int, props: Props, c: Arc<Shared>) {
         }
     };
     while !STOP.load(Ordering::Relaxed) {
+        // New properties (SIGHUP), swapped between batches; acknowledged by their generation.
+        if c.pending.swap(false, Ordering::AcqRel) {
+            let next = c.next.lock().unwrap_or_else(|p| p.into_inner()).take();
+            if let Some((generation, p)) = next {
+                line.set_props(p);
+                delaying = line.props.delay_us > 0 || line.props.jitter_us > 0;
+                c.v[GENERATION].store(generation, Ordering::Release);
+            }
+        }
         let now = Instant::now();
         while heap.peek().is_some_and(|h| h.at <= now) {
             let h = heap.pop().expect("peeked");
@@ -737,6 +780,7 @@ fn snapshot(cfg: &Config, shared: &[Arc<Shared>; 2]) -> Vec<Counters> {
             Counters {
                 from: cfg.ends[i].clone(),
                 to: cfg.ends[1 - i].clone(),
+                generation: v(GENERATION),
                 received: v(RECEIVED),
                 forwarded: v(FORWARDED),
                 dropped: v(DROPPED),
@@ -789,13 +833,48 @@ pub fn read_counters(path: &std::path::Path) -> Option<Vec<Counters>> {
 /// Runs an element until SIGTERM or SIGINT (`netrig lab element CONFIG`, in the element's
 /// namespace).
 pub fn run(cfg: &Config) -> Result<(), String> {
-    // SAFETY: the handler only stores to an atomic.
+    run_from(cfg, None)
+}
+
+/// A configuration re-read on SIGHUP: the same element (link, interfaces, ends), its own queue
+/// unchanged (it is the direction's rate); else refused, naming what differs.
+pub fn reloadable(old: &Config, new: &Config) -> Result<(), String> {
+    if new.link != old.link
+        || new.ifaces != old.ifaces
+        || new.ends != old.ends
+        || new.counters != old.counters
+    {
+        return Err(format!(
+            "not the configuration of this element (link {}, interfaces {:?})",
+            old.link, old.ifaces
+        ));
+    }
+    for i in 0..2 {
+        if new.props[i].queue != old.props[i].queue {
+            return Err(format!(
+                "{} → {}: the element's own queue and rate are not changed by a reload",
+                old.ends[i],
+                old.ends[1 - i]
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// [`run`], re-reading `path` on SIGHUP: each direction takes its new properties between
+/// batches and acknowledges the configuration's generation in the counters file.
+pub fn run_from(cfg: &Config, path: Option<&std::path::Path>) -> Result<(), String> {
+    // SAFETY: the handlers only store to an atomic.
     unsafe {
         libc::signal(libc::SIGTERM, on_term as *const () as libc::sighandler_t);
         libc::signal(libc::SIGINT, on_term as *const () as libc::sighandler_t);
+        libc::signal(libc::SIGHUP, on_hup as *const () as libc::sighandler_t);
     }
     let fds = [packet_socket(&cfg.ifaces[0])?, packet_socket(&cfg.ifaces[1])?];
     let shared = [Arc::new(Shared::default()), Arc::new(Shared::default())];
+    for s in &shared {
+        s.v[GENERATION].store(cfg.generation, Ordering::Relaxed);
+    }
     write_counters(cfg, &snapshot(cfg, &shared));
     let threads: Vec<_> = (0..2)
         .map(|i| {
@@ -805,6 +884,31 @@ pub fn run(cfg: &Config) -> Result<(), String> {
         .collect();
     while !STOP.load(Ordering::Relaxed) && threads.iter().all(|t| !t.is_finished()) {
         std::thread::sleep(Duration::from_millis(100));
+        if let (true, Some(path)) = (RELOAD.swap(false, Ordering::SeqCst), path) {
+            // Bounded read; a bad file is reported in the log and the element carries on as it was.
+            let new = std::fs::read(path)
+                .map_err(|e| format!("{}: {e}", path.display()))
+                .and_then(|t| {
+                    if t.len() > 1 << 20 {
+                        return Err("over 1 MiB".into());
+                    }
+                    serde_json::from_slice::<Config>(&t).map_err(|e| e.to_string())
+                })
+                .and_then(|n| reloadable(cfg, &n).map(|_| n));
+            match new {
+                Ok(n) => {
+                    for (sh, p) in shared.iter().zip(&n.props) {
+                        *sh.next.lock().unwrap_or_else(|p| p.into_inner()) = Some((n.generation, p.clone()));
+                        sh.pending.store(true, Ordering::Release);
+                    }
+                    eprintln!(
+                        "path element of link {}: generation {} read",
+                        cfg.link, n.generation
+                    );
+                }
+                Err(e) => eprintln!("path element of link {}: reload refused: {e}", cfg.link),
+            }
+        }
         for i in 0..2 {
             shared[i].v[RX_DROPS].fetch_add(socket_drops(fds[i]), Ordering::Relaxed);
         }
@@ -979,5 +1083,63 @@ mod tests {
         }
         let order: Vec<u64> = std::iter::from_fn(|| h.pop().map(|x| x.seq)).collect();
         assert_eq!(order, vec![1, 3, 2, 0]);
+    }
+
+    #[test]
+    fn new_props_keep_the_frames_in_the_delay_line_and_never_reorder() {
+        let mut l = line(Props {
+            delay_us: 20_000,
+            ..Props::default()
+        });
+        let t0 = Instant::now();
+        let ms = |n: u64| Duration::from_millis(n);
+        assert_eq!(l.admit(t0, 0).release, [t0 + ms(20)]);
+        l.set_props(Props {
+            delay_us: 5_000,
+            loss: 0.0,
+            ..Props::default()
+        });
+        assert_eq!(l.props.delay_us, 5_000);
+        // Not before the frame ahead (held until 20 ms)...
+        assert_eq!(l.admit(t0 + ms(1), 1).release, [t0 + ms(20)]);
+        // ...then the new delay.
+        assert_eq!(l.admit(t0 + ms(30), 0).release, [t0 + ms(35)]);
+        l.set_props(Props {
+            delay_us: 5_000,
+            loss: 1.0,
+            ..Props::default()
+        });
+        assert_eq!(l.admit(t0 + ms(40), 0).dropped, Some(Dropped::Loss));
+    }
+
+    #[test]
+    fn a_reload_of_another_element_or_of_its_queue_is_refused() {
+        let cfg = Config {
+            link: "a-b".into(),
+            ifaces: ["to-a".into(), "to-b".into()],
+            ends: ["a".into(), "b".into()],
+            props: Default::default(),
+            counters: "/tmp/x.json".into(),
+            generation: 0,
+        };
+        let mut n = cfg.clone();
+        n.props[0].delay_us = 5;
+        n.generation = 1;
+        assert!(reloadable(&cfg, &n).is_ok());
+        let mut other = n.clone();
+        other.link = "a-c".into();
+        assert!(reloadable(&cfg, &other)
+            .unwrap_err()
+            .contains("not the configuration"));
+        let mut q = n.clone();
+        q.props[1].queue = Some(QueueCfg {
+            rate_bps: 1_000_000,
+            bytes: false,
+            limit: 10,
+            red: None,
+        });
+        assert!(reloadable(&cfg, &q)
+            .unwrap_err()
+            .starts_with("b → a: the element's own queue"));
     }
 }

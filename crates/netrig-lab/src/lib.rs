@@ -11,6 +11,7 @@
 
 pub mod witness;
 
+pub mod arm_path;
 pub mod arm_shape;
 pub mod build;
 pub mod element;

@@ -571,6 +571,7 @@ pub fn plan(topo: &Topology, id: &str, k: Kernel, dir: &std::path::Path) -> Resu
                     counters: std::path::Path::new(crate::build::STATE_DIR)
                         .join(id)
                         .join(format!("element-{i}.json")),
+                    generation: 0,
                 },
             });
         } else {

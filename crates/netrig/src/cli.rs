@@ -71,6 +71,9 @@ pub enum LabCommand {
     Status(LabStatusArgs),
     /// Run a command in a lab host's namespace (a first word `netrig` runs this netrig).
     Exec(LabExecArgs),
+    /// Change a link's direction by hand, as an arm's shape does: `lab set LAB c1-s1 c1
+    /// delay=20ms loss=1` (over the lab's own properties), `--reset` puts the lab's own back.
+    Set(LabSetArgs),
     /// netrig's path element (started by `lab up` in an element's namespace).
     #[command(hide = true)]
     Element(LabElementArgs),
@@ -120,6 +123,22 @@ pub struct LabStatusArgs {
     /// The labs' state as JSON.
     #[arg(long)]
     pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct LabSetArgs {
+    /// The lab (name or id).
+    pub name: String,
+    /// The link or LAN, as `lab status` names it.
+    pub link: String,
+    /// The direction, by its sending host.
+    pub host: String,
+    /// delay=, jitter=, loss=, duplicate=, reorder=, corrupt= (percent), rate=, limit_packets=,
+    /// limit_bytes=.
+    pub set: Vec<String>,
+    /// Put the lab's own back (those keys, or everything on that direction without any).
+    #[arg(long)]
+    pub reset: bool,
 }
 
 #[derive(Debug, Args)]

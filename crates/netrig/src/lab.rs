@@ -117,8 +117,19 @@ pub fn lab(a: LabArgs) -> Result<()> {
             let cfg: netrig_lab::element::Config = serde_json::from_slice(&text).map_err(|err| {
                 anyhow::anyhow!("{}: not an element's configuration ({err})", e.config.display())
             })?;
-            netrig_lab::element::run(&cfg)
+            netrig_lab::element::run_from(&cfg, Some(&e.config))
                 .map_err(|err| anyhow::anyhow!("path element of link {}: {err}", cfg.link))
+        }
+        LabCommand::Set(x) => {
+            if x.set.is_empty() && !x.reset {
+                return Err(Usage("lab set: nothing to set (key=value ..., or --reset)".into()).into());
+            }
+            for line in
+                netrig_lab::arm_path::set_by_hand(&x.name, &x.link, &x.host, &x.set, x.reset).map_err(lift)?
+            {
+                println!("{line}");
+            }
+            Ok(())
         }
         LabCommand::Exec(x) => {
             let code = netrig_lab::exec(&x.name, &x.host, &x.cmd, &exe).map_err(lift)?;

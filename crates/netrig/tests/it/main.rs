@@ -16,6 +16,7 @@ mod hooks;
 mod hostile;
 mod http;
 mod http_server;
+mod lab_arms;
 mod lab_cli;
 mod lab_clients;
 mod lab_common;
