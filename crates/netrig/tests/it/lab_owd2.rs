@@ -104,3 +104,90 @@ fn a_skewed_agent_clock_is_measured_and_taken_off() {
         assert!(p50 < 5_000.0, "{o}");
     }
 }
+
+/// The agent's side of the clock probe, spoken by hand: an echo with its clock's readings in
+/// order, at most 64 probes between two test requests (the 65th ends the session naming the
+/// limit), and a session of protocol 6 (older than the probe) ended when it sends one.
+#[test]
+fn the_agent_answers_clock_probes_bounded_and_only_in_protocol_7() {
+    use crate::helpers::{Raw, Served};
+    use netrig_proto::{AgentMsg, ClientMsg};
+    let agent = Served::start(&[]);
+    let mut r = Raw::open(agent.port);
+    let now_ns = || {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos() as u64
+    };
+    let t1 = now_ns();
+    r.send(&ClientMsg::ClockProbe { seq: 7 });
+    let AgentMsg::ClockEcho {
+        seq,
+        received_ns,
+        sent_ns,
+    } = r.next()
+    else {
+        panic!("no clock_echo")
+    };
+    let t4 = now_ns();
+    assert_eq!(seq, 7);
+    assert!(
+        t1 <= received_ns && received_ns <= sent_ns && sent_ns <= t4,
+        "{t1} {received_ns} {sent_ns} {t4}"
+    );
+    for seq in 1..64 {
+        r.send(&ClientMsg::ClockProbe { seq });
+        assert!(matches!(r.next(), AgentMsg::ClockEcho { seq: s, .. } if s == seq));
+    }
+    r.send(&ClientMsg::ClockProbe { seq: 64 });
+    match r.next() {
+        AgentMsg::Error { message } => assert!(message.contains("more than 64 clock_probe"), "{message}"),
+        m => panic!("the 65th probe answered: {m:?}"),
+    }
+
+    // Protocol 6, by hand.
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", agent.port)).unwrap();
+    s.set_read_timeout(Some(std::time::Duration::from_secs(10)))
+        .unwrap();
+    s.write_all(
+        &netrig_proto::ControlPreamble {
+            min_version: 6,
+            max_version: 6,
+        }
+        .encode(),
+    )
+    .unwrap();
+    let mut d = netrig_proto::FrameDecoder::new();
+    let mut next = |s: &mut std::net::TcpStream| -> AgentMsg {
+        let mut buf = [0u8; 65536];
+        loop {
+            if let Some(m) = d.next_msg().unwrap() {
+                return m;
+            }
+            let n = s.read(&mut buf).expect("the agent answered");
+            assert!(n > 0, "closed without a message");
+            d.push(&buf[..n]).unwrap();
+        }
+    };
+    assert!(matches!(next(&mut s), AgentMsg::Welcome { version: 6, .. }));
+    let hello = ClientMsg::Hello {
+        software: "test".into(),
+        auth: netrig_proto::auth::HelloAuth {
+            nonce: netrig_proto::auth::Nonce::random(),
+            client_key: None,
+            signature: None,
+        },
+    };
+    s.write_all(&netrig_proto::encode_frame(&hello)).unwrap();
+    assert!(matches!(next(&mut s), AgentMsg::HelloAccepted { .. }));
+    s.write_all(&netrig_proto::encode_frame(&ClientMsg::ClockProbe { seq: 1 }))
+        .unwrap();
+    match next(&mut s) {
+        AgentMsg::Error { message } => {
+            assert!(message.contains("clock_probe needs protocol v7"), "{message}")
+        }
+        m => panic!("a protocol-6 session's probe answered: {m:?}"),
+    }
+}
