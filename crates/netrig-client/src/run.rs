@@ -935,21 +935,10 @@ impl Client {
     /// the clock probe (protocol 7), their offset measured over the control
     /// connection (or why it could not be).
     fn clocks_for_test(&mut self) -> Result<ClockCheck, ClientError> {
-        let ClockCheck::NotShared(why) = &self.clocks else {
-            return Ok(self.clocks.clone());
+        let why = match unprobed(&self.clocks, self.agent_clock, self.version) {
+            Ok(why) => why,
+            Err(clocks) => return Ok(clocks),
         };
-        let why = why.clone();
-        if !self.agent_clock {
-            return Ok(self.clocks.clone());
-        }
-        if self.version < netrig_proto::clock::CLOCK_PROBE_VERSION {
-            return Ok(ClockCheck::NotShared(format!(
-                "{why}, and the agent (protocol v{}) does not answer the clock probe that measures their offset \
-                 (protocol v{})",
-                self.version,
-                netrig_proto::clock::CLOCK_PROBE_VERSION
-            )));
-        }
         Ok(match self.measure_clock()? {
             Ok(offset) => ClockCheck::Measured {
                 how: format!(
@@ -1036,6 +1025,27 @@ impl Client {
             )
         }))
     }
+}
+
+/// Whether to probe the agent's clock: `Ok(why the clocks are not one)` to
+/// probe, `Err(the clocks as they stay)` not to: one clock, an agent that
+/// says no clock (an older one), or one older than the probe (the figures
+/// withheld, saying so).
+fn unprobed(clocks: &ClockCheck, agent_clock: bool, version: u16) -> Result<String, ClockCheck> {
+    let ClockCheck::NotShared(why) = clocks else {
+        return Err(clocks.clone());
+    };
+    if !agent_clock {
+        return Err(clocks.clone());
+    }
+    if version < netrig_proto::clock::CLOCK_PROBE_VERSION {
+        return Err(ClockCheck::NotShared(format!(
+            "{why}, and the agent (protocol v{version}) does not answer the clock probe that measures their \
+             offset (protocol v{})",
+            netrig_proto::clock::CLOCK_PROBE_VERSION
+        )));
+    }
+    Ok(why.clone())
 }
 
 /// Whether this client and the agent read one clock: the agent's boot hash
@@ -1257,5 +1267,33 @@ impl Merger {
 
     fn remote_samples(&self) -> Vec<IntervalSample> {
         self.remote_all.clone()
+    }
+}
+
+#[cfg(test)]
+mod clock_tests {
+    use super::*;
+
+    /// The clock probe goes only to an agent of protocol 7 that says its clock, when the clocks
+    /// are not one; an older agent's figures are withheld naming the protocol.
+    #[test]
+    fn only_an_agent_that_answers_is_probed_and_an_older_one_is_named() {
+        let two = ClockCheck::NotShared("the ends run on different kernels (their boot ids differ)".into());
+        assert!(unprobed(&two, true, 7).is_ok_and(|w| w.contains("different kernels")));
+        match unprobed(&two, true, 6) {
+            Err(ClockCheck::NotShared(w)) => assert!(
+                w.contains("different kernels")
+                    && w.contains("(protocol v6) does not answer the clock probe"),
+                "{w}"
+            ),
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(
+            unprobed(&two, false, 7),
+            Err(two.clone()),
+            "an agent that says no clock"
+        );
+        let one = ClockCheck::Shared("one kernel".into());
+        assert_eq!(unprobed(&one, true, 7), Err(one.clone()));
     }
 }
