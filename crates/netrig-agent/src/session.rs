@@ -411,7 +411,12 @@ pub(crate) fn serve_control(
             if matches!(msg, ClientMsg::Heartbeat) && version >= netrig_proto::message::HEARTBEAT_VERSION {
                 continue;
             }
-            let probe_received = agent_realtime_ns();
+            // A clock probe's arrival, read first (the clock probe's t2).
+            let probe_received = if matches!(msg, ClientMsg::ClockProbe { .. }) {
+                agent_realtime_ns()
+            } else {
+                0
+            };
             if matches!(msg, ClientMsg::ClockProbe { .. })
                 && version < netrig_proto::clock::CLOCK_PROBE_VERSION
             {
