@@ -411,6 +411,20 @@ pub(crate) fn serve_control(
             if matches!(msg, ClientMsg::Heartbeat) && version >= netrig_proto::message::HEARTBEAT_VERSION {
                 continue;
             }
+            // A clock probe's arrival, read first (the clock probe's t2).
+            let probe_received = if matches!(msg, ClientMsg::ClockProbe { .. }) {
+                agent_realtime_ns()
+            } else {
+                0
+            };
+            if matches!(msg, ClientMsg::ClockProbe { .. })
+                && version < netrig_proto::clock::CLOCK_PROBE_VERSION
+            {
+                return Err(SessionError::Test(format!(
+                    "clock_probe needs protocol v{}; this session speaks v{version}",
+                    netrig_proto::clock::CLOCK_PROBE_VERSION
+                )));
+            }
             if matches!(msg, ClientMsg::WatchStart | ClientMsg::WatchEnd)
                 && version < netrig_proto::message::WATCH_VERSION
             {
@@ -599,6 +613,11 @@ pub(crate) fn serve_control(
                     watch = None;
                     idle_until = Instant::now() + idle_timeout;
                 }
+                AgentEvent::ClockProbe { seq } => conn.send(&AgentMsg::ClockEcho {
+                    seq,
+                    received_ns: probe_received,
+                    sent_ns: agent_realtime_ns().max(probe_received),
+                })?,
                 AgentEvent::Bye => return Ok(()),
                 AgentEvent::Go | AgentEvent::Abort(_) => {}
             }
@@ -1050,12 +1069,41 @@ fn run_test(
         latency_histogram: None,
         schedule: outcome.schedule,
         witness: outcome.witness,
-        one_way: outcome.one_way,
+        one_way: outcome.one_way.map(|mut o| {
+            o.zero_ns = skewed(o.zero_ns);
+            o.ref_ns = skewed(o.ref_ns);
+            o
+        }),
     };
     if test.disclose == crate::Disclose::Minimal {
         withhold_host(&mut report);
     }
     Ok(report)
+}
+
+/// This agent's `CLOCK_REALTIME` as it tells the client (the clock probe's
+/// echo), ns since the epoch.
+fn agent_realtime_ns() -> u64 {
+    skewed(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos().min(u64::MAX as u128) as u64),
+    )
+}
+
+/// A reading of this agent's clock as it tells the client: with the
+/// environment's `NETRIG_TEST_AGENT_CLOCK_SKEW_US` (tests only, signed µs)
+/// added, as an agent on another kernel whose clock is that far ahead would
+/// read it (the clock probe must find and remove it).
+fn skewed(ns: u64) -> u64 {
+    static SKEW: std::sync::OnceLock<i64> = std::sync::OnceLock::new();
+    let skew = *SKEW.get_or_init(|| {
+        std::env::var("NETRIG_TEST_AGENT_CLOCK_SKEW_US")
+            .ok()
+            .and_then(|v| v.trim().parse::<i64>().ok())
+            .map_or(0, |us| us.saturating_mul(1000))
+    });
+    ns.saturating_add_signed(skew)
 }
 
 /// What the welcome says of this agent's clock: its kernel's boot id hashed

@@ -84,6 +84,9 @@ pub struct Client {
     auth: netrig_proto::auth::ClientAuthSession,
     /// Whether the agent reads this client's clock, as its welcome says.
     clocks: ClockCheck,
+    /// Whether the welcome said the agent's clock at all (an agent that says
+    /// nothing of it is taken for an older one, and not probed).
+    agent_clock: bool,
 }
 
 fn connect_socket(
@@ -374,6 +377,7 @@ impl Client {
             version,
             limits,
             auth,
+            agent_clock: clock.is_some(),
             clocks: clock_check(
                 clock.as_ref(),
                 netrig_metrics::witness::boot_id()
@@ -530,6 +534,13 @@ impl Client {
         // answers the request (the set-up, and the tear-down when that
         // fails), and before its results (the tear-down).
         let hook_time = self.limits.hook_time(&spec.remote_hooks);
+        // One-way delay between two clocks: their offset, measured now (and
+        // again after the test, for the drift).
+        let clocks = if udp {
+            self.clocks_for_test()?
+        } else {
+            self.clocks.clone()
+        };
         self.conn
             .send(&ClientMsg::TestRequest {
                 spec: spec.clone(),
@@ -846,8 +857,9 @@ impl Client {
         let remote_report =
             remote_report.ok_or_else(|| ClientError::Test("the agent sent no results".into()))?;
 
+        let clocks = self.clocks_after_test(clocks)?;
         let one_way = outcome.one_way.clone().map(|mut o| {
-            o.clocks = self.clocks.clone();
+            o.clocks = clocks;
             o
         });
         let local_report = SideReport {
@@ -917,6 +929,125 @@ impl Client {
     }
 }
 
+impl Client {
+    /// How this test's one-way delay reads the two ends' clocks: as the
+    /// handshake found them when one clock; else, with an agent that answers
+    /// the clock probe (protocol 7), their offset measured over the control
+    /// connection (or why it could not be).
+    fn clocks_for_test(&mut self) -> Result<ClockCheck, ClientError> {
+        let why = match unprobed(&self.clocks, self.agent_clock, self.version) {
+            Ok(why) => why,
+            Err(clocks) => return Ok(clocks),
+        };
+        Ok(match self.measure_clock()? {
+            Ok(offset) => ClockCheck::Measured {
+                how: format!(
+                    "measured: {why}, so the agent's clock's offset from this client's was measured over the \
+                     control connection (the least round trip of {} exchanges, as NTP)",
+                    offset.exchanges
+                ),
+                offset,
+                drift_ns: None,
+            },
+            Err(e) => ClockCheck::NotShared(format!("{why}, and measuring their offset failed: {e}")),
+        })
+    }
+
+    /// After the test: the offset measured again, the two measures'
+    /// mean taken with the drift between them in the bound.
+    fn clocks_after_test(&mut self, clocks: ClockCheck) -> Result<ClockCheck, ClientError> {
+        let ClockCheck::Measured { how, offset, .. } = clocks else {
+            return Ok(clocks);
+        };
+        Ok(match self.measure_clock()? {
+            Ok(after) => {
+                let (offset, drift) = netrig_proto::clock::ClockOffset::across(offset, after);
+                ClockCheck::Measured {
+                    how: format!("{how}, before and after the test"),
+                    offset,
+                    drift_ns: Some(drift),
+                }
+            }
+            Err(e) => ClockCheck::Measured {
+                how: format!("{how}, before the test only (after it: {e})"),
+                offset,
+                drift_ns: None,
+            },
+        })
+    }
+
+    /// The clock probe: up to [`netrig_proto::clock::PROBES_PER_MEASURE`]
+    /// exchanges, for at most a second after the first, each answered within
+    /// 5 s or the session fails. Inner `Err`: why no offset came of them.
+    fn measure_clock(&mut self) -> Result<Result<netrig_proto::clock::ClockOffset, String>, ClientError> {
+        use netrig_proto::clock::{ClockOffset, ClockSample, PROBES_PER_MEASURE};
+        let now_ns = || {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_nanos().min(u64::MAX as u128) as u64)
+        };
+        let began = Instant::now();
+        let mut samples = Vec::with_capacity(PROBES_PER_MEASURE as usize);
+        for seq in 0..PROBES_PER_MEASURE {
+            if seq > 0 && began.elapsed() > Duration::from_secs(1) {
+                break;
+            }
+            self.sm.clock_probe_sent().map_err(proto_err)?;
+            let t1 = now_ns();
+            self.conn
+                .send(&ClientMsg::ClockProbe { seq })
+                .map_err(proto_err)?;
+            let msg: AgentMsg = self.conn.recv(Duration::from_secs(5)).map_err(proto_err)?;
+            let t4 = now_ns();
+            match self.sm.on_agent(msg).map_err(proto_err)? {
+                ClientEvent::ClockEcho {
+                    seq: s,
+                    received_ns,
+                    sent_ns,
+                } if s == seq => samples.push(ClockSample {
+                    t1,
+                    t2: received_ns,
+                    t3: sent_ns,
+                    t4,
+                }),
+                other => {
+                    return Err(ClientError::Handshake(format!(
+                        "{} answered clock_probe {seq} with {other}",
+                        self.agent_name()
+                    )))
+                }
+            }
+        }
+        Ok(ClockOffset::from_samples(&samples).ok_or_else(|| {
+            format!(
+                "none of {} exchanges had times that go forwards (this client's clock was stepped)",
+                samples.len()
+            )
+        }))
+    }
+}
+
+/// Whether to probe the agent's clock: `Ok(why the clocks are not one)` to
+/// probe, `Err(the clocks as they stay)` not to: one clock, an agent that
+/// says no clock (an older one), or one older than the probe (the figures
+/// withheld, saying so).
+fn unprobed(clocks: &ClockCheck, agent_clock: bool, version: u16) -> Result<String, ClockCheck> {
+    let ClockCheck::NotShared(why) = clocks else {
+        return Err(clocks.clone());
+    };
+    if !agent_clock {
+        return Err(clocks.clone());
+    }
+    if version < netrig_proto::clock::CLOCK_PROBE_VERSION {
+        return Err(ClockCheck::NotShared(format!(
+            "{why}, and the agent (protocol v{version}) does not answer the clock probe that measures their \
+             offset (protocol v{})",
+            netrig_proto::clock::CLOCK_PROBE_VERSION
+        )));
+    }
+    Ok(why.clone())
+}
+
 /// Whether this client and the agent read one clock: the agent's boot hash
 /// (from its welcome) is this kernel's (`ours`: its boot id hashed with the
 /// welcome's nonce). The environment's
@@ -929,15 +1060,15 @@ fn clock_check(agent: Option<&AgentClock>, ours: Option<&str>) -> ClockCheck {
     }
     match (agent, ours) {
         (None, _) => ClockCheck::NotShared("the agent does not say its clock (an older netrig)".into()),
-        (Some(_), None) => ClockCheck::NotShared("this host does not say its boot id (no /proc/sys/kernel/random/boot_id)".into()),
+        (Some(_), None) => ClockCheck::NotShared(
+            "this host does not say its boot id (no /proc/sys/kernel/random/boot_id)".into(),
+        ),
         (Some(a), Some(b)) if a.boot_hash == b => ClockCheck::Shared(
             "one clock: both ends run on one kernel (the same boot id), so no offset".into(),
         ),
-        (Some(_), Some(_)) => ClockCheck::NotShared(
-            "the ends run on different kernels (their boot ids differ) and netrig does not measure their clocks' \
-             offset yet"
-                .into(),
-        ),
+        (Some(_), Some(_)) => {
+            ClockCheck::NotShared("the ends run on different kernels (their boot ids differ)".into())
+        }
     }
 }
 
@@ -1136,5 +1267,33 @@ impl Merger {
 
     fn remote_samples(&self) -> Vec<IntervalSample> {
         self.remote_all.clone()
+    }
+}
+
+#[cfg(test)]
+mod clock_tests {
+    use super::*;
+
+    /// The clock probe goes only to an agent of protocol 7 that says its clock, when the clocks
+    /// are not one; an older agent's figures are withheld naming the protocol.
+    #[test]
+    fn only_an_agent_that_answers_is_probed_and_an_older_one_is_named() {
+        let two = ClockCheck::NotShared("the ends run on different kernels (their boot ids differ)".into());
+        assert!(unprobed(&two, true, 7).is_ok_and(|w| w.contains("different kernels")));
+        match unprobed(&two, true, 6) {
+            Err(ClockCheck::NotShared(w)) => assert!(
+                w.contains("different kernels")
+                    && w.contains("(protocol v6) does not answer the clock probe"),
+                "{w}"
+            ),
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(
+            unprobed(&two, false, 7),
+            Err(two.clone()),
+            "an agent that says no clock"
+        );
+        let one = ClockCheck::Shared("one kernel".into());
+        assert_eq!(unprobed(&one, true, 7), Err(one.clone()));
     }
 }

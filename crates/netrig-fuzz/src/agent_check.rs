@@ -34,6 +34,8 @@ pub struct AgentCheck {
     closed: bool,
     /// While awaiting data connections: how many, and which arrived.
     awaited: Option<(u64, HashSet<u32>)>,
+    /// Clock probes answered since the last test request.
+    probes: u32,
 }
 
 impl AgentCheck {
@@ -46,6 +48,7 @@ impl AgentCheck {
             t0,
             closed: false,
             awaited: None,
+            probes: 0,
         }
     }
 
@@ -67,7 +70,24 @@ impl AgentCheck {
         }
         match &r {
             Ok(AgentEvent::Hello { .. }) => assert_eq!(before, "awaiting hello"),
+            Ok(AgentEvent::ClockProbe { seq }) => {
+                assert_eq!(before, "idle");
+                assert_eq!(a.state_name(), "idle");
+                assert!(matches!(m, ClientMsg::ClockProbe { seq: s } if s == *seq));
+                self.probes += 1;
+                assert!(
+                    self.probes <= netrig_proto::clock::MAX_PROBES_PER_TEST,
+                    "unbounded clock probes"
+                );
+            }
+            Err(ProtoError::Violation(_)) if matches!(m, ClientMsg::ClockProbe { .. }) => {
+                assert_eq!(before, "idle");
+                assert_eq!(self.probes, netrig_proto::clock::MAX_PROBES_PER_TEST);
+                assert_eq!(a.state_name(), "closed");
+                self.closed = true;
+            }
             Ok(AgentEvent::TestRequested(s)) => {
+                self.probes = 0;
                 assert_eq!(before, "idle");
                 // ==, not Debug as before version 3: a kind's spec has no
                 // option it does not use, and validate bounds every float it

@@ -222,6 +222,12 @@ impl Agent<'_> {
         if matches!(msg, ClientMsg::Heartbeat) && self.version >= netrig_proto::message::HEARTBEAT_VERSION {
             return Ok(());
         }
+        // The agent ends a session of an older protocol that probes its clock.
+        if matches!(msg, ClientMsg::ClockProbe { .. })
+            && self.version < netrig_proto::clock::CLOCK_PROBE_VERSION
+        {
+            return Err(End);
+        }
         // The agent ends a session of an older protocol that asks for a watch.
         if matches!(msg, ClientMsg::WatchStart | ClientMsg::WatchEnd)
             && self.version < netrig_proto::message::WATCH_VERSION
@@ -260,6 +266,8 @@ impl Agent<'_> {
             AgentEvent::Go | AgentEvent::TestInvalid(_) | AgentEvent::Bye => {}
             // Protocol 6: the agent watches its host (or refuses a second watch).
             AgentEvent::WatchStart | AgentEvent::WatchEnd | AgentEvent::WatchRefused(_) => {}
+            // Protocol 7: answered at once, the session stays idle.
+            AgentEvent::ClockProbe { .. } => {}
             AgentEvent::Abort(_) if before == "running a test" || before == "watching the host" => {}
             AgentEvent::Abort(_) => return Err(End),
         }
@@ -503,6 +511,19 @@ pub fn seeds() -> Vec<(String, Vec<u8>)> {
             .send(&request(tcp_rr))
             .bytes(),
     ));
+    // Protocol 7: clock probes, a test, then more probes than the agent
+    // answers between two test requests.
+    let mut probes = Script::new().send(&hello());
+    for seq in 0..3 {
+        probes = probes.send(&ClientMsg::ClockProbe { seq });
+    }
+    probes = probes.send(&request(tcp_rr));
+    v.push(("clock-probes".into(), probes.bytes()));
+    let mut probes = Script::new().send(&hello());
+    for seq in 0..=netrig_proto::clock::MAX_PROBES_PER_TEST {
+        probes = probes.send(&ClientMsg::ClockProbe { seq });
+    }
+    v.push(("clock-probes-over-the-limit".into(), probes.bytes()));
     // Out of order: go before any request, a duplicate data connection.
     v.push((
         "go-first".into(),

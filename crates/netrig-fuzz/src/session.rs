@@ -57,6 +57,8 @@ enum AgentOp {
     AdvanceS(u16),
     Finish,
     Reject,
+    /// Protocol 7: a clock probe.
+    Probe(u32),
 }
 
 /// A spec that is valid until its overrides say otherwise: a kind at
@@ -411,6 +413,9 @@ enum ClientOp {
     Json(Vec<u8>),
     RequestSent,
     GoSent,
+    /// Protocol 7: a clock probe sent, and an echo (seq, received, sent).
+    ProbeSent,
+    Echo(u32, u64, u64),
 }
 
 /// Runs one input through the target, panicking when an invariant fails.
@@ -451,6 +456,7 @@ fn agent(input: &Input) {
             AgentOp::Go => Some(ClientMsg::Go),
             AgentOp::Abort(r) => Some(ClientMsg::Abort { reason: r.clone() }),
             AgentOp::Bye => Some(ClientMsg::Bye),
+            AgentOp::Probe(seq) => Some(ClientMsg::ClockProbe { seq: *seq }),
             AgentOp::Json(b) => serde_json::from_slice(b).ok(),
             _ => None,
         };
@@ -481,6 +487,7 @@ enum Model {
     AwaitAccept,
     AwaitDataReady,
     Running,
+    AwaitClockEcho,
     Closed,
 }
 
@@ -531,6 +538,19 @@ fn client(ops: &[ClientOp]) {
             }),
             ClientOp::Error(e) => Some(AgentMsg::Error { message: e.clone() }),
             ClientOp::Json(b) => serde_json::from_slice(b).ok(),
+            ClientOp::Echo(seq, received_ns, sent_ns) => Some(AgentMsg::ClockEcho {
+                seq: *seq,
+                received_ns: *received_ns,
+                sent_ns: *sent_ns,
+            }),
+            ClientOp::ProbeSent => {
+                let r = c.clock_probe_sent();
+                assert_eq!(r.is_ok(), m == Model::Ready, "clock_probe_sent while {m:?}");
+                if r.is_ok() {
+                    m = Model::AwaitClockEcho;
+                }
+                None
+            }
             ClientOp::RequestSent => {
                 let r = c.request_sent();
                 assert_eq!(r.is_ok(), m == Model::Ready, "request_sent while {m:?}");
@@ -561,6 +581,7 @@ fn client(ops: &[ClientOp]) {
             (M::AwaitDataReady, "data_ready") => (true, M::AwaitDataReady),
             (M::Running, "interval") => (true, M::Running),
             (M::Running, "results") => (true, M::Ready),
+            (M::AwaitClockEcho, "clock_echo") => (true, M::Ready),
             (s, _) => (false, s),
         };
         if m == M::Closed {
@@ -598,9 +619,23 @@ fn client(ops: &[ClientOp]) {
                 assert!(limits.max_duration_s <= MAX_AGENT_DURATION_S);
                 m = next;
             }
+            Ok(ClientEvent::ClockEcho {
+                received_ns, sent_ns, ..
+            }) => {
+                assert!(ok, "clock_echo accepted while {m:?}");
+                // An echo the client takes says the agent held the probe a bounded time.
+                assert!(sent_ns
+                    .checked_sub(received_ns)
+                    .is_some_and(|h| h <= netrig_proto::clock::MAX_ECHO_HOLD_NS));
+                m = next;
+            }
             Ok(_) => {
                 assert!(ok, "{name} accepted while {m:?}");
                 m = next;
+            }
+            Err(_) if ok && name == "clock_echo" => {
+                // An echo that holds the probe too long (or backwards) closes the session.
+                m = M::Closed;
             }
             Err(_) if ok && name == "welcome" => {
                 // A welcome refused for its limits closes the session.

@@ -62,6 +62,110 @@ pub fn boot_hash(nonce: &[u8], boot_id: &str) -> String {
     h.finalize().iter().map(|b| format!("{b:02x}")).collect()
 }
 
+/// The first protocol version with the clock probe (`clock_probe`, answered
+/// by `clock_echo`): the client measures the agent's clock's offset from its
+/// own, as NTP does, when the two are not one.
+pub const CLOCK_PROBE_VERSION: u16 = 7;
+/// The most `clock_probe`s an agent answers between two test requests (a
+/// client sends [`PROBES_PER_MEASURE`] before a test and as many after it).
+pub const MAX_PROBES_PER_TEST: u32 = 64;
+/// The exchanges a client makes for one measure of the offset.
+pub const PROBES_PER_MEASURE: u32 = 16;
+/// The longest an agent may say it held a probe (its receive to its send of
+/// the echo): more is a violation.
+pub const MAX_ECHO_HOLD_NS: u64 = 1_000_000_000;
+/// What one reading of `CLOCK_REALTIME` may be off by, added to the bound
+/// (two reads at each end, each within a few hundred ns on Linux's vDSO).
+pub const CLOCK_READ_ERROR_NS: u64 = 2_000;
+/// The bound under which the offset's error is always shown beside the
+/// figures; above it, the bound must be under [`OFFSET_BOUND_SHARE`] of a
+/// direction's median one-way delay, or that direction is withheld.
+pub const OFFSET_BOUND_FLOOR_NS: u64 = 100_000;
+/// See [`OFFSET_BOUND_FLOOR_NS`].
+pub const OFFSET_BOUND_SHARE: f64 = 0.10;
+
+/// One exchange of the clock probe, as NTP's: `t1` the client's send,
+/// `t2` the agent's receive, `t3` the agent's send, `t4` the client's
+/// receive, each that end's `CLOCK_REALTIME` in ns since the epoch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ClockSample {
+    pub t1: u64,
+    pub t2: u64,
+    pub t3: u64,
+    pub t4: u64,
+}
+
+impl ClockSample {
+    /// The round trip less the agent's hold: (t4 − t1) − (t3 − t2), ns;
+    /// `None` when the client's or the agent's times go backwards.
+    pub fn round_trip_ns(&self) -> Option<u64> {
+        let total = self.t4.checked_sub(self.t1)?;
+        let held = self.t3.checked_sub(self.t2)?;
+        total.checked_sub(held)
+    }
+
+    /// The agent's clock less the client's, ns: ((t2 − t1) + (t3 − t4)) / 2.
+    pub fn offset_ns(&self) -> i128 {
+        let d = |a: u64, b: u64| a as i128 - b as i128;
+        (d(self.t2, self.t1) + d(self.t3, self.t4)) / 2
+    }
+}
+
+/// The agent's clock's offset from the client's, measured.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ClockOffset {
+    /// The agent's clock less the client's, ns.
+    pub offset_ns: i64,
+    /// The most the true offset may differ from `offset_ns`, ns: half the
+    /// least round trip, plus [`CLOCK_READ_ERROR_NS`].
+    pub bound_ns: u64,
+    /// The exchanges it was taken from.
+    pub exchanges: u32,
+}
+
+impl ClockOffset {
+    /// From exchanges: the one of least round trip (its queues the least,
+    /// as NTP's clock filter), offset = ((t2 − t1) + (t3 − t4)) / 2, bound
+    /// = that round trip / 2 + the clocks' read error. `None` with no
+    /// exchange whose times go forwards, or an offset beyond ±i64.
+    pub fn from_samples(samples: &[ClockSample]) -> Option<ClockOffset> {
+        let best = samples
+            .iter()
+            .filter_map(|s| s.round_trip_ns().map(|r| (r, s)))
+            .min_by_key(|(r, _)| *r)?;
+        Some(ClockOffset {
+            offset_ns: i64::try_from(best.1.offset_ns()).ok()?,
+            bound_ns: (best.0 / 2).saturating_add(CLOCK_READ_ERROR_NS),
+            exchanges: samples.len() as u32,
+        })
+    }
+
+    /// Two measures, before and after a test: their mean, with a bound that
+    /// covers both measures' bounds and half the drift between them (the
+    /// offset during the test lay between the two). Also the drift (after
+    /// less before), ns.
+    pub fn across(before: ClockOffset, after: ClockOffset) -> (ClockOffset, i64) {
+        let drift = after.offset_ns as i128 - before.offset_ns as i128;
+        let mean = (before.offset_ns as i128 + after.offset_ns as i128) / 2;
+        let half = (drift.unsigned_abs() / 2).min(u64::MAX as u128) as u64;
+        (
+            ClockOffset {
+                offset_ns: mean as i64,
+                bound_ns: before.bound_ns.max(after.bound_ns).saturating_add(half),
+                exchanges: before.exchanges + after.exchanges,
+            },
+            drift.clamp(i64::MIN as i128, i64::MAX as i128) as i64,
+        )
+    }
+}
+
+/// Whether a direction's figures may be shown beside an offset bound of
+/// `bound_ns`: the bound is under [`OFFSET_BOUND_FLOOR_NS`], or under
+/// [`OFFSET_BOUND_SHARE`] of the median `p50_ns`.
+pub fn bound_fits(bound_ns: u64, p50_ns: f64) -> bool {
+    bound_ns <= OFFSET_BOUND_FLOOR_NS || (bound_ns as f64) <= OFFSET_BOUND_SHARE * p50_ns
+}
+
 /// How the client judged the two ends' clocks (kept on its own report,
 /// never sent).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -73,6 +177,14 @@ pub enum ClockCheck {
     Shared(String),
     /// Not known to be one clock: why (one-way delay is withheld for it).
     NotShared(String),
+    /// Two clocks whose offset the client measured over the control
+    /// connection (the clock probe): how, the offset and its bound, and the
+    /// drift when it measured again after the test.
+    Measured {
+        how: String,
+        offset: ClockOffset,
+        drift_ns: Option<i64>,
+    },
 }
 
 /// One end's clock and what its receivers measured (see the module
@@ -151,5 +263,86 @@ mod tests {
         assert_eq!(OneWayReport::shift_ns(&r(1000, 1000), &r(1050, 1001)), None);
         // Absurdly far apart.
         assert_eq!(OneWayReport::shift_ns(&r(u64::MAX, 0), &r(0, 0)), None);
+    }
+
+    #[test]
+    fn the_offset_is_ntps_from_the_exchange_of_least_round_trip() {
+        const T: u64 = 1_800_000_000_000_000_000;
+        // The agent's clock 50 ms ahead; 100 µs each way, held 20 µs.
+        let ahead = 50_000_000;
+        let s = |out: u64, back: u64| ClockSample {
+            t1: T,
+            t2: T + out + ahead,
+            t3: T + out + 20_000 + ahead,
+            t4: T + out + 20_000 + back,
+        };
+        let even = s(100_000, 100_000);
+        assert_eq!(even.round_trip_ns(), Some(200_000));
+        assert_eq!(even.offset_ns(), ahead as i128);
+        // An uneven exchange (300 µs out, 100 back) is off by half the difference
+        // and has the larger round trip, so the even one is taken.
+        let uneven = s(300_000, 100_000);
+        assert_eq!(uneven.offset_ns(), ahead as i128 + 100_000);
+        let o = ClockOffset::from_samples(&[uneven, even, uneven]).unwrap();
+        assert_eq!(o.offset_ns, ahead as i64);
+        assert_eq!(o.bound_ns, 100_000 + CLOCK_READ_ERROR_NS);
+        assert_eq!(o.exchanges, 3);
+        // The true offset lies within the bound, whatever the asymmetry.
+        let o = ClockOffset::from_samples(&[uneven]).unwrap();
+        assert!((o.offset_ns - ahead as i64).unsigned_abs() <= o.bound_ns);
+        // The agent behind: a negative offset.
+        let behind = ClockSample {
+            t1: T,
+            t2: T - 1_000_000 + 50,
+            t3: T - 1_000_000 + 60,
+            t4: T + 110,
+        };
+        assert_eq!(
+            ClockOffset::from_samples(&[behind]).unwrap().offset_ns,
+            -1_000_000
+        );
+        // Times that go backwards are no exchange; none left, no offset.
+        let back = ClockSample {
+            t1: T,
+            t2: T,
+            t3: T - 1,
+            t4: T + 5,
+        };
+        assert_eq!(back.round_trip_ns(), None);
+        assert_eq!(ClockSample { t4: T - 1, ..even }.round_trip_ns(), None);
+        assert_eq!(ClockOffset::from_samples(&[back]), None);
+        assert_eq!(ClockOffset::from_samples(&[]), None);
+        // Extremes never panic.
+        let far = ClockSample {
+            t1: 0,
+            t2: u64::MAX,
+            t3: u64::MAX,
+            t4: 0,
+        };
+        assert_eq!(ClockOffset::from_samples(&[far]), None);
+    }
+
+    #[test]
+    fn two_measures_give_their_mean_and_a_bound_that_covers_the_drift() {
+        let m = |offset_ns, bound_ns| ClockOffset {
+            offset_ns,
+            bound_ns,
+            exchanges: 16,
+        };
+        let (o, drift) = ClockOffset::across(m(1_000, 30_000), m(5_000, 20_000));
+        assert_eq!(drift, 4_000);
+        assert_eq!(o.offset_ns, 3_000);
+        assert_eq!(o.bound_ns, 32_000);
+        assert_eq!(o.exchanges, 32);
+        let (_, drift) = ClockOffset::across(m(i64::MAX, 0), m(i64::MIN, 0));
+        assert_eq!(drift, i64::MIN);
+    }
+
+    #[test]
+    fn a_bound_fits_under_the_floor_or_a_tenth_of_the_median() {
+        assert!(bound_fits(OFFSET_BOUND_FLOOR_NS, 1_000.0));
+        assert!(!bound_fits(OFFSET_BOUND_FLOOR_NS + 1, 1_000.0));
+        assert!(bound_fits(500_000, 5_000_000.0));
+        assert!(!bound_fits(500_001, 5_000_000.0));
     }
 }

@@ -29,7 +29,7 @@ pub use preamble::{ControlPreamble, DataHello, SessionCookie, CONTROL_MAGIC, DAT
 pub use spec::{Direction, KindSpec, SpecError, TestSpec};
 
 /// The protocol version this build speaks best.
-pub const PROTOCOL_VERSION: u16 = 6;
+pub const PROTOCOL_VERSION: u16 = 7;
 /// The oldest protocol version this build still speaks.
 ///
 /// Version 3 split the spec into the part every test has and a part tagged
@@ -53,6 +53,11 @@ pub const PROTOCOL_VERSION: u16 = 6;
 /// server runs beside an agent. Versions 4 and 5 are still spoken: a client
 /// asks an agent of either for no watch, and says why
 /// ([`message::WATCH_VERSION`]).
+///
+/// Version 7 added the clock probe (`clock_probe`, `clock_echo`;
+/// [`clock::CLOCK_PROBE_VERSION`]): a client measures the offset of an agent's
+/// clock on another kernel for one-way delay. Older versions are still
+/// spoken: their one-way delay between kernels is withheld, saying why.
 pub const MIN_PROTOCOL_VERSION: u16 = 4;
 /// The agent's default TCP port, for control and data connections alike.
 ///

@@ -178,6 +178,11 @@ pub enum ClientMsg {
     /// Protocol 6: end the watch; the agent answers `host_view`.
     #[serde(deserialize_with = "no_fields")]
     WatchEnd,
+    /// Protocol 7: when idle, asks the agent for its clock now (the clock
+    /// probe, `netrig_proto::clock`): it answers `clock_echo` with the same
+    /// `seq` at once. At most [`crate::clock::MAX_PROBES_PER_TEST`] between
+    /// two test requests.
+    ClockProbe { seq: u32 },
 }
 
 /// The first protocol version with the watch of the agent's host.
@@ -214,6 +219,7 @@ impl ClientMsg {
             ClientMsg::Heartbeat => "heartbeat",
             ClientMsg::WatchStart => "watch_start",
             ClientMsg::WatchEnd => "watch_end",
+            ClientMsg::ClockProbe { .. } => "clock_probe",
         }
     }
 }
@@ -282,6 +288,15 @@ pub enum AgentMsg {
     HostView {
         view: Box<crate::report::host::HostView>,
     },
+    /// Protocol 7: the answer to `clock_probe`: its `seq`, and the agent's
+    /// `CLOCK_REALTIME` (ns since the epoch) when the probe arrived and as
+    /// this leaves (`sent_ns` − `received_ns` at most
+    /// [`crate::clock::MAX_ECHO_HOLD_NS`]).
+    ClockEcho {
+        seq: u32,
+        received_ns: u64,
+        sent_ns: u64,
+    },
 }
 
 impl AgentMsg {
@@ -345,6 +360,7 @@ impl AgentMsg {
             AgentMsg::WatchStarted { .. } => "watch_started",
             AgentMsg::WatchRejected { .. } => "watch_rejected",
             AgentMsg::HostView { .. } => "host_view",
+            AgentMsg::ClockEcho { .. } => "clock_echo",
         }
     }
 }

@@ -33,6 +33,9 @@ pub enum AgentEvent {
     /// Protocol 6: a watch the agent will not start (one runs in this
     /// session already): answer `watch_rejected`, the running one goes on.
     WatchRefused(String),
+    /// Protocol 7: answer `clock_echo` with this `seq` and the clock's
+    /// readings, at once.
+    ClockProbe { seq: u32 },
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -72,6 +75,8 @@ pub struct AgentSession {
     state: AgentState,
     limits: AgentLimits,
     deadline: Option<Instant>,
+    /// `clock_probe`s answered since the last test request.
+    probes: u32,
 }
 
 impl AgentSession {
@@ -81,6 +86,7 @@ impl AgentSession {
             state: AgentState::AwaitHello,
             limits,
             deadline: None,
+            probes: 0,
         };
         s.deadline = Some(now + s.setup_timeout());
         s
@@ -131,8 +137,20 @@ impl AgentSession {
                 self.deadline = None;
                 Ok(AgentEvent::Hello { software, auth })
             }
+            (AgentState::Idle, ClientMsg::ClockProbe { seq }) => {
+                self.probes += 1;
+                if self.probes > crate::clock::MAX_PROBES_PER_TEST {
+                    self.state = AgentState::Closed;
+                    return Err(ProtoError::Violation(format!(
+                        "more than {} clock_probe messages between two test requests (the agent's limit)",
+                        crate::clock::MAX_PROBES_PER_TEST
+                    )));
+                }
+                Ok(AgentEvent::ClockProbe { seq })
+            }
             (AgentState::Idle, ClientMsg::TestRequest { spec, .. }) => match spec.validate(&self.limits) {
                 Ok(()) => {
+                    self.probes = 0;
                     let expected = spec.connections();
                     // A connection-per-transaction test has none to wait for.
                     self.state = if expected == 0 {
@@ -295,6 +313,13 @@ pub enum ClientEvent {
     WatchRejected(String),
     /// Protocol 6: the answer to `watch_end`.
     HostView(Box<crate::report::host::HostView>),
+    /// Protocol 7: the answer to `clock_probe`: its `seq`, the agent's
+    /// clock when the probe arrived and when the echo left.
+    ClockEcho {
+        seq: u32,
+        received_ns: u64,
+        sent_ns: u64,
+    },
 }
 
 impl std::fmt::Display for ClientEvent {
@@ -314,6 +339,7 @@ impl std::fmt::Display for ClientEvent {
             ClientEvent::WatchStarted { .. } => f.write_str("watch_started"),
             ClientEvent::WatchRejected(r) => write!(f, "watch_rejected ({r})"),
             ClientEvent::HostView(_) => f.write_str("host_view"),
+            ClientEvent::ClockEcho { .. } => f.write_str("clock_echo"),
         }
     }
 }
@@ -331,6 +357,7 @@ impl std::fmt::Display for AgentEvent {
             AgentEvent::WatchStart => f.write_str("watch_start"),
             AgentEvent::WatchEnd => f.write_str("watch_end"),
             AgentEvent::WatchRefused(r) => write!(f, "a refused watch_start ({r})"),
+            AgentEvent::ClockProbe { .. } => f.write_str("clock_probe"),
         }
     }
 }
@@ -345,6 +372,7 @@ enum ClientState {
     AwaitWatchStarted,
     Watching,
     AwaitHostView,
+    AwaitClockEcho,
     Closed,
 }
 
@@ -359,6 +387,7 @@ impl ClientState {
             ClientState::AwaitWatchStarted => "awaiting watch_started",
             ClientState::Watching => "watching the agent's host",
             ClientState::AwaitHostView => "awaiting the host's view",
+            ClientState::AwaitClockEcho => "awaiting clock_echo",
             ClientState::Closed => "closed",
         }
     }
@@ -401,6 +430,13 @@ impl ClientSession {
     pub fn watch_start_sent(&mut self) -> Result<(), ProtoError> {
         self.expect(ClientState::Ready, "watch_start")?;
         self.state = ClientState::AwaitWatchStarted;
+        Ok(())
+    }
+
+    /// Call when sending `clock_probe` (protocol 7; only when ready).
+    pub fn clock_probe_sent(&mut self) -> Result<(), ProtoError> {
+        self.expect(ClientState::Ready, "clock_probe")?;
+        self.state = ClientState::AwaitClockEcho;
         Ok(())
     }
 
@@ -509,6 +545,32 @@ impl ClientSession {
             (S::AwaitWatchStarted, AgentMsg::WatchRejected { reason }) => {
                 self.state = S::Ready;
                 Ok(ClientEvent::WatchRejected(reason))
+            }
+            (
+                S::AwaitClockEcho,
+                AgentMsg::ClockEcho {
+                    seq,
+                    received_ns,
+                    sent_ns,
+                },
+            ) => {
+                match sent_ns.checked_sub(received_ns) {
+                    Some(held) if held <= crate::clock::MAX_ECHO_HOLD_NS => {}
+                    _ => {
+                        self.state = S::Closed;
+                        return Err(ProtoError::Violation(format!(
+                            "the agent's clock_echo says it received the probe at {received_ns} ns and answered at \
+                             {sent_ns} ns: not within the {} ns a client takes",
+                            crate::clock::MAX_ECHO_HOLD_NS
+                        )));
+                    }
+                }
+                self.state = S::Ready;
+                Ok(ClientEvent::ClockEcho {
+                    seq,
+                    received_ns,
+                    sent_ns,
+                })
             }
             (S::AwaitHostView, AgentMsg::HostView { view }) => {
                 self.state = S::Ready;
@@ -830,6 +892,82 @@ mod tests {
 
     /// Protocol 6: a watch from idle, at most one at a time, a host view at
     /// its end; the agent's figures and limit are bounded by the client.
+    /// The clock probe: answered when idle only, a bounded number between two test requests;
+    /// the client refuses an echo it did not ask for or one that says it was held too long.
+    #[test]
+    fn clock_probes_are_answered_when_idle_and_bounded() {
+        let t0 = Instant::now();
+        let mut agent = AgentSession::new(AgentLimits::default(), t0);
+        assert!(
+            agent.on_client(ClientMsg::ClockProbe { seq: 1 }, t0).is_err(),
+            "before the hello"
+        );
+        let mut agent = AgentSession::new(AgentLimits::default(), t0);
+        agent.on_client(hello(), t0).unwrap();
+        for seq in 0..crate::clock::MAX_PROBES_PER_TEST {
+            assert_eq!(
+                agent.on_client(ClientMsg::ClockProbe { seq }, t0).unwrap(),
+                AgentEvent::ClockProbe { seq }
+            );
+        }
+        // A test request starts the count again.
+        let req = || ClientMsg::TestRequest {
+            spec: spec(stream(), 1),
+            auth: None,
+        };
+        agent.on_client(req(), t0).unwrap();
+        assert!(
+            agent.on_client(ClientMsg::ClockProbe { seq: 0 }, t0).is_err(),
+            "not during a test's set-up"
+        );
+        let mut agent = AgentSession::new(AgentLimits::default(), t0);
+        agent.on_client(hello(), t0).unwrap();
+        for seq in 0..crate::clock::MAX_PROBES_PER_TEST {
+            agent.on_client(ClientMsg::ClockProbe { seq }, t0).unwrap();
+        }
+        let e = agent
+            .on_client(ClientMsg::ClockProbe { seq: 99 }, t0)
+            .unwrap_err();
+        assert!(e.to_string().contains("more than 64 clock_probe"), "{e}");
+
+        let ready = || {
+            let mut c = ClientSession::new();
+            c.on_agent(AgentMsg::Welcome {
+                version: 7,
+                software: "x".into(),
+                limits: AgentLimits::default(),
+                auth: crate::auth::AgentAuth::default().welcome(),
+                clock: None,
+            })
+            .unwrap();
+            c
+        };
+        let echo = |received_ns, sent_ns| AgentMsg::ClockEcho {
+            seq: 3,
+            received_ns,
+            sent_ns,
+        };
+        let mut c = ready();
+        assert!(c.on_agent(echo(5, 6)).is_err(), "not asked for");
+        let mut c = ready();
+        c.clock_probe_sent().unwrap();
+        assert!(c.clock_probe_sent().is_err(), "one at a time");
+        assert_eq!(
+            c.on_agent(echo(5, 6)).unwrap(),
+            ClientEvent::ClockEcho {
+                seq: 3,
+                received_ns: 5,
+                sent_ns: 6
+            }
+        );
+        c.request_sent().unwrap();
+        for (r, s) in [(6, 5), (0, crate::clock::MAX_ECHO_HOLD_NS + 1), (0, u64::MAX)] {
+            let mut c = ready();
+            c.clock_probe_sent().unwrap();
+            assert!(c.on_agent(echo(r, s)).is_err(), "{r} {s}");
+        }
+    }
+
     #[test]
     fn a_watch_runs_from_idle_one_at_a_time() {
         let t0 = Instant::now();

@@ -192,6 +192,7 @@ fn client_messages() {
         ClientMsg::Heartbeat,
         ClientMsg::WatchStart,
         ClientMsg::WatchEnd,
+        ClientMsg::ClockProbe { seq: 3 },
     ];
     insta::assert_snapshot!(serde_json::to_string_pretty(&msgs).unwrap());
 }
@@ -266,6 +267,11 @@ fn agent_messages() {
         AgentMsg::WatchRejected { reason: "no".into() },
         AgentMsg::HostView {
             view: Box::new(host_view()),
+        },
+        AgentMsg::ClockEcho {
+            seq: 3,
+            received_ns: 1_800_000_000_000_000_000,
+            sent_ns: 1_800_000_000_000_012_000,
         },
     ];
     insta::assert_snapshot!(serde_json::to_string_pretty(&msgs).unwrap());

@@ -386,6 +386,15 @@ pub struct OneWayDelay {
     /// The most the two clocks may differ, µs (0: one clock), beside every
     /// figure; null when withheld.
     pub clock_offset_bound_us: Option<f64>,
+    /// Two clocks whose offset the client measured (the clock probe): the
+    /// agent's clock less the client's, µs, taken off the figures; absent on
+    /// one clock and when withheld.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clock_offset_us: Option<f64>,
+    /// The offset measured after the test less the one before, µs (half of
+    /// it is in the bound); absent when not measured twice.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clock_drift_us: Option<f64>,
     /// Why there are no figures; null when there are.
     pub withheld: Option<String>,
     /// Client to agent: the datagrams the client sent, as the agent

@@ -5,7 +5,7 @@
 use crate::model::{OneWayDelay, OneWayFigures};
 use netrig_metrics::latency::MAX_ENCODED_LEN;
 use netrig_metrics::LatencyRecorder;
-use netrig_proto::clock::{ClockCheck, OneWayReport};
+use netrig_proto::clock::{self, ClockCheck, OneWayReport};
 use netrig_proto::report::SideReport;
 
 /// The one-way delay of each direction that carried datagrams (`tx`: the
@@ -17,6 +17,8 @@ pub fn one_way_delay(local: &SideReport, remote: &SideReport, tx: bool, rx: bool
     let withheld = |why: String| OneWayDelay {
         clock: None,
         clock_offset_bound_us: None,
+        clock_offset_us: None,
+        clock_drift_us: None,
         withheld: Some(format!("one-way delay withheld: {why}")),
         tx: None,
         rx: None,
@@ -24,25 +26,66 @@ pub fn one_way_delay(local: &SideReport, remote: &SideReport, tx: bool, rx: bool
     let Some(l) = &local.one_way else {
         return withheld("the client's report has no clock".into());
     };
-    let how = match &l.clocks {
-        ClockCheck::Shared(how) => how.clone(),
+    let (how, measured) = match &l.clocks {
+        ClockCheck::Shared(how) => (how.clone(), None),
+        ClockCheck::Measured {
+            how,
+            offset,
+            drift_ns,
+        } => (how.clone(), Some((*offset, *drift_ns))),
         ClockCheck::NotShared(why) => return withheld(why.clone()),
         ClockCheck::Unknown => return withheld("the ends' clocks were not compared".into()),
     };
     let Some(r) = &remote.one_way else {
         return withheld("the agent does not report its clock (an older netrig)".into());
     };
+    // The agent's readings on the client's clock: less the measured offset.
+    let mut r = r.clone();
+    let bound_ns = match measured {
+        None => 0,
+        Some((o, _)) => {
+            let on_ours = |v: u64| v.checked_add_signed(o.offset_ns.checked_neg().unwrap_or(i64::MAX));
+            match (on_ours(r.zero_ns), on_ours(r.ref_ns)) {
+                (Some(z), Some(f)) => (r.zero_ns, r.ref_ns) = (z, f),
+                _ => {
+                    return withheld(format!(
+                        "the agent's clock's measured offset ({} ns) puts its readings outside the range of times",
+                        o.offset_ns
+                    ))
+                }
+            }
+            o.bound_ns
+        }
+    };
+    let figures = |f: OneWayFigures| {
+        match (measured, f.p50_us) {
+        (Some(_), Some(p50)) if !clock::bound_fits(bound_ns, p50 * 1000.0) => OneWayFigures {
+            withheld: Some(format!(
+                "the clocks' offset is known to +/- {:.1} us only, more than {:.0} % of this direction's median ({p50:.1} \
+                 us) and than the {:.0} us always shown",
+                bound_ns as f64 / 1000.0,
+                clock::OFFSET_BOUND_SHARE * 100.0,
+                clock::OFFSET_BOUND_FLOOR_NS as f64 / 1000.0
+            )),
+            ..OneWayFigures::default()
+        },
+        _ => f,
+    }
+    };
     OneWayDelay {
         clock: Some(how),
-        clock_offset_bound_us: Some(0.0),
+        clock_offset_bound_us: Some(bound_ns as f64 / 1000.0),
+        clock_offset_us: measured.map(|(o, _)| o.offset_ns as f64 / 1000.0),
+        clock_drift_us: measured.and_then(|(_, d)| d).map(|d| d as f64 / 1000.0),
         withheld: None,
-        tx: tx.then(|| direction(l, r, "the agent")),
-        rx: rx.then(|| direction(r, l, "the client")),
+        tx: tx.then(|| figures(direction(l, &r, "the agent", bound_ns))),
+        rx: rx.then(|| figures(direction(&r, l, "the client", bound_ns))),
     }
 }
 
-/// The figures of the datagrams `sender` sent and `receiver` received.
-fn direction(sender: &OneWayReport, receiver: &OneWayReport, who: &str) -> OneWayFigures {
+/// The figures of the datagrams `sender` sent and `receiver` received, the
+/// two reports on one clock to within `bound_ns`.
+fn direction(sender: &OneWayReport, receiver: &OneWayReport, who: &str, bound_ns: u64) -> OneWayFigures {
     let none = |why: String| OneWayFigures {
         withheld: Some(why),
         ..OneWayFigures::default()
@@ -61,21 +104,32 @@ fn direction(sender: &OneWayReport, receiver: &OneWayReport, who: &str) -> OneWa
         }
         Err(e) => return none(format!("{who}'s histogram of one-way delays did not read: {e}")),
     };
-    let Some(shift) = OneWayReport::shift_ns(sender, receiver) else {
+    // The sender's zero less the receiver's reference: never negative on one
+    // clock, at least −bound on two whose offset is known to ± bound.
+    let shift = sender.zero_ns as i128 - receiver.ref_ns as i128;
+    if shift < -(bound_ns as i128) || shift > 3_600_000_000_000 {
         return none(format!(
             "the ends' time zeros are not in the order one clock gives them (the sender's zero {} ns, the \
-             receiver's reference {} ns)",
-            sender.zero_ns, receiver.ref_ns
+             receiver's reference {} ns{})",
+            sender.zero_ns,
+            receiver.ref_ns,
+            if bound_ns > 0 {
+                format!(", on the client's clock to +/- {bound_ns} ns")
+            } else {
+                String::new()
+            }
         ));
-    };
+    }
     let s = h.summary();
     let shift_us = shift as f64 / 1000.0;
+    let bound_us = bound_ns as f64 / 1000.0;
     // HdrHistogram's lowest bucket bound is within 0.1 % below the value.
-    if s.min_us * 1.001 + 0.001 < shift_us {
+    if s.min_us * 1.001 + 0.001 + bound_us < shift_us {
         return none(format!(
-            "{who} received datagrams {:.1} us before they were sent by the shared clock: the ends do not read \
+            "{who} received datagrams {:.1} us before they were sent by the {} clock: the ends do not read \
              one clock (or it was stepped during the test)",
-            shift_us - s.min_us
+            shift_us - s.min_us,
+            if bound_ns > 0 { "measured" } else { "shared" }
         ));
     }
     let off = |v: f64| (v - shift_us).max(0.0);
@@ -175,5 +229,60 @@ mod tests {
         bad.one_way.as_mut().unwrap().received = Some("!!".into());
         let o = one_way_delay(&report(T, T, &[], shared()), &bad, true, false);
         assert!(o.tx.unwrap().withheld.unwrap().contains("did not read"));
+    }
+
+    /// Two clocks, the agent's 50 ms ahead, its offset measured to ± 20 µs: the agent's readings
+    /// are taken on the client's clock, the figures are as on one clock, the bound beside them.
+    #[test]
+    fn a_measured_offset_is_taken_off_and_its_bound_stated() {
+        use netrig_proto::clock::ClockOffset;
+        let skew = 50_000_000u64;
+        let measured = |bound_ns, offset_ns| ClockCheck::Measured {
+            how: "measured".into(),
+            offset: ClockOffset {
+                offset_ns,
+                bound_ns,
+                exchanges: 16,
+            },
+            drift_ns: Some(300),
+        };
+        // As in each_direction_is_its_receivers_values_less_the_shift, the agent's zero and
+        // reference read 50 ms ahead.
+        let local = report(T, T, &[10_300_000; 5], measured(20_000, skew as i64));
+        let remote = report(
+            T + 300_000 + skew,
+            T - 200_000 + skew,
+            &[2_200_000; 7],
+            ClockCheck::Unknown,
+        );
+        let o = one_way_delay(&local, &remote, true, true);
+        assert_eq!(o.withheld, None);
+        assert_eq!(o.clock_offset_bound_us, Some(20.0));
+        assert_eq!(o.clock_offset_us, Some(50_000.0));
+        assert_eq!(o.clock_drift_us, Some(0.3));
+        let near = |v: Option<f64>, want: f64| (v.unwrap() - want).abs() <= want * 0.002;
+        let (tx, rx) = (o.tx.unwrap(), o.rx.unwrap());
+        assert!(near(tx.p50_us, 2_000.0), "{tx:?}");
+        assert!(near(rx.p50_us, 10_000.0), "{rx:?}");
+        // Not taken off (taken for one clock): the agent's reference 50 ms ahead seems after
+        // the client's zero, so tx is withheld.
+        let unshifted = report(T, T, &[10_300_000; 5], ClockCheck::Shared("one".into()));
+        let o = one_way_delay(&unshifted, &remote, true, true);
+        assert!(o.tx.unwrap().withheld.is_some());
+        // An offset measured 30 µs off (within its bound): the reference seems after the
+        // zero by less than the bound, the figures stay, off by the error only.
+        let local = report(T, T, &[10_300_000; 5], measured(40_000, skew as i64 - 230_000));
+        let o = one_way_delay(&local, &remote, true, true);
+        assert!(o.tx.is_some_and(|t| t.withheld.is_none()), "within the bound");
+        // A bound over 100 µs and 10 % of a direction's median: that direction withheld
+        // (2 ms), the other (10 ms) shown.
+        let local = report(T, T, &[10_300_000; 5], measured(900_000, skew as i64));
+        let o = one_way_delay(&local, &remote, true, true);
+        let tx = o.tx.unwrap();
+        assert!(
+            tx.withheld.unwrap().contains("known to +/- 900.0 us only"),
+            "2 ms median"
+        );
+        assert!(o.rx.unwrap().withheld.is_none(), "900 µs is under 10 % of 10 ms");
     }
 }

@@ -592,8 +592,13 @@ pub fn one_way_lines(out: &mut String, o: &crate::model::OneWayDelay) {
                 let _ = writeln!(
                     out,
                     "one-way delay {name}: min {min:.1}  p50 {p50:.1}  p99 {p99:.1}  max {max:.1} us (of {} datagrams \
-                     received in the window; clock offset +/- {bound:.1} us: {})",
+                     received in the window; clock offset +/- {bound:.1} us{}: {})",
                     f.datagrams,
+                    match (o.clock_offset_us, o.clock_drift_us) {
+                        (Some(off), Some(d)) => format!(", {off:.1} us measured and taken off, drift {d:.1} us"),
+                        (Some(off), None) => format!(", {off:.1} us measured and taken off"),
+                        _ => String::new(),
+                    },
                     o.clock.as_deref().unwrap_or("one clock")
                 );
             }

@@ -23,6 +23,7 @@ mod lab_common;
 mod lab_element;
 mod lab_groups;
 mod lab_owd;
+mod lab_owd2;
 mod lab_plan;
 mod lab_results;
 mod lab_topology;
