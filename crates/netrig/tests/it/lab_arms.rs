@@ -10,25 +10,7 @@ use serde_json::Value;
 use std::process::Command;
 
 fn can_build() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    let root = unsafe { libc::geteuid() } == 0;
-    let ip = Command::new("ip")
-        .arg("-V")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    let tc = Command::new("tc")
-        .arg("-V")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if root && ip && tc {
-        return true;
-    }
-    let why = format!("a lab plan needs root ({root}), iproute2's ip ({ip}) and tc ({tc})");
-    if std::env::var_os("CI").is_some() {
-        panic!("CI is set and this lab test cannot run: {why}");
-    }
-    eprintln!("skipped: {why}");
-    false
+    crate::lab_common::can_build(&["ip", "tc"])
 }
 
 fn netns_list() -> String {
@@ -79,7 +61,7 @@ fn walk_json(dir: &std::path::Path) -> Option<std::path::PathBuf> {
 /// over the group run.
 #[test]
 fn a_group_follows_its_arms_rate_and_reports_the_elements_counters() {
-    let _one = crate::lab_plan::ONE_AT_A_TIME
+    let _one = crate::lab_common::LAB_TESTS
         .lock()
         .unwrap_or_else(|e| e.into_inner());
     if !can_build() {
@@ -168,7 +150,7 @@ delay = "1ms"
 /// document records the element's set and restore.
 #[test]
 fn arms_change_the_elements_delay_and_loss_and_put_them_back() {
-    let _one = crate::lab_plan::ONE_AT_A_TIME
+    let _one = crate::lab_common::LAB_TESTS
         .lock()
         .unwrap_or_else(|e| e.into_inner());
     if !can_build() {
@@ -290,7 +272,7 @@ element = true
 /// back.
 #[test]
 fn lab_set_changes_the_elements_delay_by_hand_and_reset_puts_it_back() {
-    let _one = crate::lab_plan::ONE_AT_A_TIME
+    let _one = crate::lab_common::LAB_TESTS
         .lock()
         .unwrap_or_else(|e| e.into_inner());
     if !can_build() {
