@@ -188,3 +188,87 @@ fn the_path_element_on_a_lan_delays_and_drops_per_member_and_leaves_the_others_a
     let ns = netns_list();
     assert!(!ns.contains(&format!("nr{id}")), "left behind: {ns}");
 }
+
+fn walk_json(dir: &std::path::Path) -> Option<std::path::PathBuf> {
+    for e in std::fs::read_dir(dir).ok()? {
+        let p = e.ok()?.path();
+        if p.is_dir() {
+            if let Some(f) = walk_json(&p) {
+                return Some(f);
+            }
+        } else if p.extension().is_some_and(|x| x == "json") {
+            return Some(p);
+        }
+    }
+    None
+}
+
+/// An arm changes a LAN member's element by the LAN's name and the sending host
+/// (`[arm.shape."sw".c1]`), puts the lab's own back after, and each run's result carries the
+/// element's counts named `sw:c1`.
+#[test]
+fn an_arm_changes_a_lan_member_s_element_and_each_run_counts_it() {
+    if !can_build() {
+        return;
+    }
+    let _one = crate::lab_common::LAB_TESTS
+        .lock()
+        .unwrap_or_else(|e| e.into_inner());
+    let tmp = TempDir::new("lab-lan-arm");
+    let name = format!("lanarm-{}", std::process::id());
+    let plan = tmp.path().join(format!("{name}.toml"));
+    let saved = tmp.path().join("saved");
+    std::fs::write(
+        &plan,
+        format!(
+            r#"name = "{name}"
+[target]
+client = "c1"
+server = "s1"
+[[test]]
+kind = "tcp-rr"
+args = ["-l", "1"]
+[[arm]]
+name = "20ms"
+[arm.shape."sw".c1]
+delay = "20ms"
+[[arm]]
+name = "lab"
+[lab]
+witness = false
+[lab.hosts.c1]
+[lab.hosts.c2]
+[lab.hosts.s1]
+[[lab.lans]]
+name = "sw"
+hosts = ["c1", "c2", "s1"]
+[lab.lans.shape.c1]
+delay = "2ms"
+"#
+        ),
+    )
+    .unwrap();
+    let o = run(&["run", plan.to_str().unwrap(), "--save", saved.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let file = walk_json(&saved).expect("the experiment saved");
+    let v: Value = serde_json::from_slice(&std::fs::read(file).unwrap()).unwrap();
+    assert_eq!(v["complete"], true, "{}", v["stopped"]);
+    let id = v["lab"]["id"].as_str().unwrap();
+    assert!(!netns_list().contains(&format!("nr{id}")), "the lab is left");
+    let arms = v["tests"][0]["points"][0]["arms"].as_array().unwrap();
+    for (arm, ms) in [("20ms", 20.0), ("lab", 2.0)] {
+        let r = &arms.iter().find(|a| a["arm"] == arm).unwrap()["runs"][0];
+        let p50 = r["summary"]["latency_us"]["p50"].as_f64().unwrap() / 1e3;
+        eprintln!("arm {arm}: tcp-rr median {p50:.3} ms against {ms} ms");
+        assert!(
+            (p50 - ms).abs() <= 1.0 + 0.05 * ms,
+            "arm {arm}: tcp-rr median {p50:.3} ms against {ms} ms"
+        );
+        let pe = r["path_elements"].as_array().unwrap();
+        let c1 = pe
+            .iter()
+            .find(|d| d["link"] == "sw:c1" && d["from"] == "c1")
+            .unwrap_or_else(|| panic!("no counts of sw:c1 from c1: {pe:?}"));
+        assert!(c1["delayed"].as_u64().unwrap() > 20, "{c1}");
+    }
+}
