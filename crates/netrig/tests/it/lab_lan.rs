@@ -135,6 +135,10 @@ fn the_path_element_on_a_lan_delays_and_drops_per_member_and_leaves_the_others_a
     let rows = s["witness"].as_array().unwrap();
     assert_eq!(rows.len(), 3, "{rows:?}");
     for w in rows {
+        eprintln!(
+            "witness {} → {}: rtt {} µs against {}; loss probe {}",
+            w["from"], w["to"], w["rtt_p50_us"], w["configured_rtt_us"], w["loss_probe"]
+        );
         assert!(w["rtt_p50_us"].is_number(), "{w}");
         if w["configured_loss_pct"].is_number() {
             assert!(w["loss_probe"]["sent"].as_u64().unwrap() > 0, "{w}");
@@ -156,6 +160,7 @@ fn the_path_element_on_a_lan_delays_and_drops_per_member_and_leaves_the_others_a
         "c2 → s1 back through c2's port's 4 ms: {c2} ms"
     );
     let c4 = p50_ms(&name, "c4", s1);
+    eprintln!("tcp-rr medians to s1: from c1 {c1:.3} ms, c2 {c2:.3} ms, c4 {c4:.3} ms");
     assert!(c4 < 1.0, "c4 → s1, untouched: {c4} ms");
     // c3's loss: what udp-stream lost is what the element dropped of UDP, but for the data
     // hellos the client repeats while it sets up (UDP frames too, see lab_cli::loss_...).
@@ -179,6 +184,7 @@ fn the_path_element_on_a_lan_delays_and_drops_per_member_and_leaves_the_others_a
     let extra = d("received").saturating_sub(sent);
     assert!(extra <= 20, "{extra} frames beyond the data: {u} {after}");
     let dropped = d("dropped");
+    eprintln!("udp-stream from c3: lost {lost} of {sent}; the element's UDP dropped {dropped}, {extra} frames beyond the data");
     assert!(
         lost <= dropped + extra && dropped <= lost + extra,
         "lost {lost} against the element's UDP dropped {dropped} (with {extra} frames beyond the data): {u} {after}"
