@@ -94,7 +94,7 @@ pub fn element_set(
     from: &str,
     s: &Shape,
 ) -> Result<Option<ElementSet>, String> {
-    let Some(e) = state.elements.iter().find(|e| e.link == link) else {
+    let Some(e) = crate::lan_element::find(&state.elements, link, from) else {
         return Ok(None);
     };
     let cfg: &Config = &e.config;
@@ -349,7 +349,7 @@ pub fn set_by_hand(
     let mut shape = shape_of_words(words).map_err(|e| LabError::Spec(format!("lab set: {e}")))?;
     if reset && words.is_empty() {
         // Everything the lab built on that direction: its element's properties, rate and queue.
-        if state.elements.iter().any(|e| e.link == link) {
+        if crate::lan_element::find(&state.elements, link, host).is_some() {
             shape.delay = Some("0ms".into());
         }
         if let Some(d) = state.directions.iter().find(|d| d.link == link && d.from == host) {

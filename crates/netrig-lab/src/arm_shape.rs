@@ -107,10 +107,7 @@ pub fn plan(state: &LabState, link: &str, from: &str, s: &Shape) -> Result<Chang
         },
         (true, Some(e), None) => {
             // The element's other direction, which the lab left unshaped: it is there all the same.
-            let cfg = &state
-                .elements
-                .iter()
-                .find(|x| x.link == link)
+            let cfg = &crate::lan_element::find(&state.elements, link, from)
                 .expect("found")
                 .config;
             Change {

@@ -631,18 +631,25 @@ mod tests {
             let e = err(p("", shape, Kernel::default()));
             assert!(e.contains(want), "{shape}: {e}");
         }
-        // On a LAN the element is not built.
+        // On a LAN member the element serves it (crate::lan_element); on the host holding the
+        // bridge (no port to put the element in) it is refused by name.
         let lan = "[hosts.a]\n[hosts.b]\n[[lans]]\nname = 'sw'\nhosts = ['a', 'b']\n[lans.shape.a]\nrate = '10M'\nlimit_packets = 10\nred = true\n";
-        let e = crate::plan::plan(
-            &crate::model::parse(lan).unwrap(),
-            "abc123",
-            Kernel::default(),
-            std::path::Path::new("."),
-        )
-        .unwrap_err()
-        .to_string();
-        assert!(e.contains("red on link sw"), "{e}");
-        assert!(e.contains("point-to-point links only, not LANs"), "{e}");
+        let plan = |t: &str| {
+            crate::plan::plan(
+                &crate::model::parse(t).unwrap(),
+                "abc123",
+                Kernel::default(),
+                std::path::Path::new("."),
+            )
+        };
+        let ok = plan(lan).unwrap();
+        assert_eq!(ok.elements[0].config.link, "sw:a");
+        assert!(ok.elements[0].config.props[0].queue.is_some());
+        let e = plan(&lan.replace("hosts = ['a', 'b']\n", "hosts = ['a', 'b']\nswitch = 'a'\n"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("on LAN sw (a → LAN)"), "{e}");
+        assert!(e.contains("a holds the bridge itself"), "{e}");
     }
 
     #[test]

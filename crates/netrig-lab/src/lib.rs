@@ -16,6 +16,7 @@ pub mod arm_shape;
 pub mod build;
 pub mod element;
 pub mod element_plan;
+pub mod lan_element;
 pub mod model;
 pub mod pathmodel;
 pub mod plan;

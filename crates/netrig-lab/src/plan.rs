@@ -665,12 +665,22 @@ pub fn plan(topo: &Topology, id: &str, k: Kernel, dir: &std::path::Path) -> Resu
             } else {
                 let port = format!("p{j}-{h}");
                 let dev = format!("lan-{}", lan.name);
-                steps.push(cmd(
-                    &bridge_ns,
-                    &[
-                        "ip", "link", "add", &port, "type", "veth", "peer", "name", &dev, "netns", &ns,
-                    ],
-                ));
+                if crate::lan_element::needed(lan, h, k) {
+                    // The path element between the host and its port (crate::lan_element).
+                    let i = topo.links.len() + elements.len();
+                    let (st, e) =
+                        crate::lan_element::build(id, i, j, lan, h, &ns, &bridge_ns, mtu, k).map_err(spec)?;
+                    namespaces.push(e.ns.clone());
+                    steps.extend(st);
+                    elements.push(e);
+                } else {
+                    steps.push(cmd(
+                        &bridge_ns,
+                        &[
+                            "ip", "link", "add", &port, "type", "veth", "peer", "name", &dev, "netns", &ns,
+                        ],
+                    ));
+                }
                 steps.push(cmd(&bridge_ns, &["ip", "link", "set", &port, "master", &br]));
                 steps.push(cmd(
                     &bridge_ns,
@@ -701,7 +711,7 @@ pub fn plan(topo: &Topology, id: &str, k: Kernel, dir: &std::path::Path) -> Resu
                 .host
                 .clone();
             let label = format!("{} ({from} → LAN)", lan.name);
-            match shaping(&label, &m.ns, &m.dev, s, mtu, k, false) {
+            match shaping(&label, &m.ns, &m.dev, s, mtu, k, true) {
                 Ok((st, mechanism, rate_bps)) => {
                     bridge_steps.extend(st);
                     directions.push(Direction {
@@ -738,7 +748,7 @@ pub fn plan(topo: &Topology, id: &str, k: Kernel, dir: &std::path::Path) -> Resu
                 format!("p{j}-{to}"),
                 format!("{} (LAN → {to}, the switch's port)", lan.name),
             );
-            match shaping(&label, &bridge_ns, &dev, s, mtu, k, false) {
+            match shaping(&label, &bridge_ns, &dev, s, mtu, k, true) {
                 Ok((st, mechanism, rate_bps)) => {
                     bridge_steps.extend(st);
                     directions.push(Direction {
@@ -758,6 +768,7 @@ pub fn plan(topo: &Topology, id: &str, k: Kernel, dir: &std::path::Path) -> Resu
             }
         }
         check_offloads(&what, &lan.offloads, k, &mut refused)?;
+        refused.extend(crate::lan_element::refusals(lan, k));
         segments.push(Segment {
             name: lan.name.clone(),
             lan: true,

@@ -52,12 +52,20 @@ fn delay_us(s: &crate::model::Shape) -> f64 {
 /// The round trip the configured delays make from `d.from` to `d.to` and back: `d`'s delay
 /// plus that of the direction back (the other end's egress on the same link or LAN), none when
 /// neither direction has a delay.
+///
+/// On a LAN the round trip crosses four directions: what each end sends into the segment and
+/// what the switch sends to each (`port.HOST`, crate::lan_element), each counted once.
 pub fn configured_rtt_us(dirs: &[Direction], d: &Direction) -> Option<f64> {
-    let back = dirs
+    let ends = [d.from.as_str(), d.to.as_str()];
+    let total: f64 = dirs
         .iter()
-        .find(|b| b.link == d.link && b.from == d.to)
-        .map_or(0.0, |b| delay_us(&b.shape));
-    let total = delay_us(&d.shape) + back;
+        .filter(|b| b.link == d.link)
+        .filter(|b| match crate::lan_element::port_of(b) {
+            Some(to) => ends.contains(&to),
+            None => ends.contains(&b.from.as_str()),
+        })
+        .map(|b| delay_us(&b.shape))
+        .sum();
     (total > 0.0).then_some(total)
 }
 
