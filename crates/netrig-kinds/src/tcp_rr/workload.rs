@@ -56,6 +56,9 @@ struct Conn {
     resp_got: usize,
     /// The responses' send times (one-way delay), when they carry them.
     stamp_in: Option<StampIn>,
+    /// The stamp of the request being written (the worker's request buffer
+    /// is shared by its connections: put back before each write of it).
+    req_stamp: [u8; STAMP_LEN],
     // Responder.
     answer: Answerer,
 }
@@ -127,6 +130,7 @@ impl Workload for RrWorkload {
                     to_send: 0,
                     send_off: 0,
                     resp_got: 0,
+                    req_stamp: [0; STAMP_LEN],
                     stamp_in: if requester {
                         StampIn::new(self.txn.response_size, ctl.clock_ref)
                     } else {
@@ -537,9 +541,13 @@ impl RrWorkload {
     ) -> Result<bool, EngineError> {
         while c.to_send > 0 && !c.draining {
             let now = Instant::now();
-            if c.send_off == 0 && request.len() >= STAMP_LEN {
-                // Its send time, as its first byte goes (one-way delay).
-                request[..8].copy_from_slice(&ns_since(now, cx.ctl.start).to_le_bytes());
+            if request.len() >= STAMP_LEN && c.send_off < STAMP_LEN {
+                // Its send time, as its first byte goes (one-way delay); the
+                // rest of a request begun, its own stamp again.
+                if c.send_off == 0 {
+                    c.req_stamp = ns_since(now, cx.ctl.start).to_le_bytes();
+                }
+                request[..STAMP_LEN].copy_from_slice(&c.req_stamp);
             }
             match c.sock.write(&request[c.send_off..]) {
                 Ok(n) => {

@@ -30,10 +30,11 @@ fn p50(v: &Value, dir: &str) -> f64 {
 
 /// Loopback, 64-byte requests and responses: both directions are there and add up to the round
 /// trip (25 % + 3 µs, as udp-rr's), on the lone connection's path (one flow, one in flight)
-/// and on the event loop's (two in flight, so reads and writes carry several messages).
+/// and on the event loop's (two in flight, so reads and writes carry several messages; two
+/// connections on one worker, sharing its request buffer).
 #[test]
 fn tcp_rr_of_64_bytes_reports_both_directions_and_they_add_up_to_the_round_trip() {
-    for extra in [&[][..], &["--burst", "2"][..]] {
+    for extra in [&[][..], &["--burst", "2"][..], &["-P", "2", "-T", "1"][..]] {
         let mut a = vec!["tcp-rr", "-l", "1", "-r", "64", "--json"];
         a.extend(extra);
         let v = json(&run(&a));
