@@ -161,3 +161,10 @@ put("http_request", "pipelined", b"\x40\x13\x37" + b"GET /bytes/3 HTTP/1.1\r\n\r
 put("http_request", "refusals", b"\x00\x00\x01GET /bytes/99999999 HTTP/1.1\r\n\r\nPOST / HTTP/1.1\r\nContent-Length: 3\r\n\r\nabc")
 put("http_request", "http2", b"\x10\x22\x33PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n")
 put("http_request", "long-line", b"\x00\x09\x09GET /" + b"a" * 400)
+
+# tcp-rr's message stamps: u16 message size, u64 receive time since the reference (both LE), then the reads.
+def stamped(size, stamps):
+    return b"".join(struct.pack("<Q", s) + b"\x5a" * (size - 8) for s in stamps)
+put("msg_stamp", "64-bytes", struct.pack("<HQ", 64, 5_000_000) + stamped(64, [1_000_000, 2_000_000, 4_999_000]))
+put("msg_stamp", "8-bytes", struct.pack("<HQ", 8, 10) + stamped(8, [1, 2, 3, 2**63]))
+put("msg_stamp", "1-byte", struct.pack("<HQ", 1, 0) + b"\x01" * 20)

@@ -20,6 +20,7 @@ pub mod inq;
 pub mod intake;
 pub mod latencies;
 pub mod lowat;
+pub mod msg_stamp;
 pub mod notsent;
 pub mod nudge;
 pub mod pace;

@@ -474,6 +474,26 @@ pub struct Answerer {
     owed: u64,
     resp_off: usize,
     answered: u64,
+    /// One-way delay (tcp-rr), `None` when off (boxed: off the
+    /// unstamped path's way).
+    stamps: Option<Box<Stamps>>,
+}
+
+/// A responder's stamps: the requests' read (`None`: too small to carry
+/// one), and the responses' written (`None`: too small).
+#[derive(Debug)]
+struct Stamps {
+    input: Option<crate::msg_stamp::StampIn>,
+    out: Option<StampOut>,
+    recording: std::sync::Arc<std::sync::atomic::AtomicBool>,
+}
+
+/// A responder's stamped responses: its time zero, and a response it
+/// stamps before each is written.
+#[derive(Debug)]
+struct StampOut {
+    zero: Instant,
+    resp: Vec<u8>,
 }
 
 impl Answerer {
@@ -486,7 +506,41 @@ impl Answerer {
             owed: 0,
             resp_off: 0,
             answered: 0,
+            stamps: None,
         }
+    }
+
+    /// Times the messages (tcp-rr's one-way delay, see [`crate::msg_stamp`]):
+    /// records each request's one-way delay from its stamp while
+    /// `recording`, and stamps each response with its send time since
+    /// `zero` as its first byte is written. Either only where its
+    /// messages are at least 8 bytes.
+    pub fn with_stamps(
+        mut self,
+        zero: Instant,
+        clock_ref: Instant,
+        recording: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    ) -> Answerer {
+        let input = crate::msg_stamp::StampIn::new(self.request_size, clock_ref);
+        let out = (self.response_size >= crate::msg_stamp::STAMP_LEN).then(|| StampOut {
+            zero,
+            resp: vec![0xa5; self.response_size.min(256 * 1024)],
+        });
+        self.stamps = (input.is_some() || out.is_some()).then(|| {
+            Box::new(Stamps {
+                input,
+                out,
+                recording,
+            })
+        });
+        self
+    }
+
+    /// The one-way delays of the requests it read in the window (taken out).
+    pub fn take_one_way(&mut self) -> Option<netrig_metrics::LatencyRecorder> {
+        let s = self.stamps.as_mut()?.input.as_mut()?;
+        let h = std::mem::replace(&mut s.recorder, netrig_metrics::OneWayRecorder::new(0)).into_histogram();
+        (!h.is_empty()).then_some(h)
     }
 
     /// A response (or part of one) still to write: a writable socket is
@@ -547,6 +601,12 @@ impl Answerer {
                 }
                 Ok((n, empty)) => {
                     moved.bytes += n as u64;
+                    if let Some(st) = &mut self.stamps {
+                        if let Some(s) = &mut st.input {
+                            let rec = st.recording.load(std::sync::atomic::Ordering::Relaxed);
+                            s.feed(&buf[..n.min(buf.len())], Instant::now(), rec);
+                        }
+                    }
                     self.took(n)?;
                     if empty {
                         break; // (crate::inq: no read that finds nothing)
@@ -560,8 +620,27 @@ impl Answerer {
         // Answer what is owed, many responses per call when they queue up.
         while self.owed > 0 {
             let left = self.owed as u128 * self.response_size as u128 - self.resp_off as u128;
-            let chunk = left.min(response.len() as u128) as usize;
-            match sock.write(&response[..chunk]) {
+            let written = match self.stamps.as_mut().and_then(|s| s.out.as_mut()) {
+                // Stamped: one response (or the rest of one) a write, its
+                // first 8 bytes its send time.
+                Some(out) => {
+                    let (size, off) = (self.response_size, self.resp_off);
+                    let rest = size - off;
+                    let part = if off < crate::msg_stamp::STAMP_LEN {
+                        if off == 0 {
+                            let t = crate::msg_stamp::ns_since(Instant::now(), out.zero);
+                            out.resp[..8].copy_from_slice(&t.to_le_bytes());
+                        }
+                        &out.resp[off..rest.min(out.resp.len() - off) + off]
+                    } else {
+                        // Past the stamp: filler.
+                        &out.resp[8..8 + rest.min(out.resp.len() - 8)]
+                    };
+                    sock.write(part)
+                }
+                None => sock.write(&response[..left.min(response.len() as u128) as usize]),
+            };
+            match written {
                 Ok(n) => {
                     let _ = cap.spend(n);
                     moved.bytes += n as u64;
@@ -819,5 +898,64 @@ mod tests {
             .unwrap());
         assert_eq!((m.transactions, s.out.len()), (1, 3));
         assert!(Answerer::new(1, 1, 1).took(2).is_err(), "more than its limit");
+    }
+
+    /// Stamped (tcp-rr's one-way delay): the requests' stamps are read across reads that split
+    /// them, and recorded only while recording; each response goes out with its own send time in
+    /// its first 8 bytes, and its filler after.
+    #[test]
+    fn a_stamping_answerer_reads_the_requests_stamps_and_stamps_each_response() {
+        use std::sync::atomic::{AtomicBool, Ordering};
+        use std::sync::Arc;
+        let zero = Instant::now();
+        let recording = Arc::new(AtomicBool::new(true));
+        // Requests of 12 bytes sent "now" by the answerer's clock, so each one-way delay is small.
+        let sent = crate::msg_stamp::ns_since(Instant::now(), zero);
+        let mut input = Vec::new();
+        for _ in 0..5 {
+            input.extend_from_slice(&sent.to_le_bytes());
+            input.extend_from_slice(&[0x5a; 4]);
+        }
+        let mut a = Answerer::new(12, 10, u64::MAX).with_stamps(zero, zero, recording.clone());
+        let mut s = Mem {
+            input: std::io::Cursor::new(input),
+            out: vec![],
+            eof: false,
+        };
+        let mut m = Moved::default();
+        // A 7-byte buffer: every stamp split across reads.
+        let mut buf = [0u8; 7];
+        a.serve(
+            &mut s,
+            &mut buf,
+            &[0xa5; 10],
+            &mut m,
+            &crate::cap::SendCap::none(),
+        )
+        .unwrap();
+        assert_eq!((m.transactions, s.out.len()), (5, 50));
+        let after = crate::msg_stamp::ns_since(Instant::now(), zero);
+        for r in s.out.chunks(10) {
+            let t = u64::from_le_bytes(r[..8].try_into().unwrap());
+            assert!(sent <= t && t <= after, "{t} outside {sent}..{after}");
+            assert_eq!(&r[8..], &[0xa5; 2]);
+        }
+        // Not recording: read, not recorded.
+        recording.store(false, Ordering::Relaxed);
+        s.input = std::io::Cursor::new([sent.to_le_bytes().to_vec(), vec![0; 4]].concat());
+        a.serve(
+            &mut s,
+            &mut buf,
+            &[0xa5; 10],
+            &mut m,
+            &crate::cap::SendCap::none(),
+        )
+        .unwrap();
+        assert_eq!(m.transactions, 6);
+        let h = a.take_one_way().expect("the requests' one-way delays");
+        assert_eq!(h.len(), 5);
+        // Unstamped (1-byte messages, or no with_stamps): nothing recorded, the filler as given.
+        let mut plain = Answerer::new(1, 1, u64::MAX).with_stamps(zero, zero, recording);
+        assert!(plain.take_one_way().is_none());
     }
 }

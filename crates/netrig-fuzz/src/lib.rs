@@ -27,6 +27,7 @@ pub mod http_response;
 pub mod lab_frame;
 pub mod latency_histogram;
 pub mod message;
+pub mod msg_stamp;
 pub mod preamble;
 pub mod session;
 pub mod spec;
@@ -48,6 +49,7 @@ pub const TARGETS: &[Target] = &[
     ("latency_histogram", latency_histogram::run),
     ("message", message::run),
     ("preamble", preamble::run),
+    ("msg_stamp", msg_stamp::run),
     ("session", session::run),
     ("spec", spec::run),
     ("udp_datagram", udp_datagram::run),

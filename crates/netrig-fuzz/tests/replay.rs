@@ -99,6 +99,7 @@ replay_tests! {
     lab_frame
     latency_histogram
     message
+    msg_stamp
     preamble
     session
     spec

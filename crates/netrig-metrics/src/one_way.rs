@@ -81,6 +81,57 @@ impl OneWayRecorder {
     }
 }
 
+/// The bytes a message of a byte stream needs to carry a send time (tcp-rr's
+/// requests and responses: its first 8, u64 little-endian).
+pub const STAMP_LEN: usize = 8;
+
+/// Collects the stamp of each message in a byte stream of messages of one
+/// size, across reads that split them anywhere.
+#[derive(Debug, Clone)]
+pub struct StampReader {
+    size: usize,
+    /// Position in the current message.
+    pos: usize,
+    hdr: [u8; STAMP_LEN],
+}
+
+impl StampReader {
+    /// A reader of `size`-byte messages; `None` when they are too small to
+    /// carry a stamp.
+    pub fn new(size: usize) -> Option<StampReader> {
+        (size >= STAMP_LEN).then_some(StampReader {
+            size,
+            pos: 0,
+            hdr: [0; STAMP_LEN],
+        })
+    }
+
+    /// The next bytes of the stream; `on_stamp` is called with each stamp
+    /// completed in them, in order. Never panics, never allocates; work is
+    /// bounded by the number of messages in `data`.
+    #[inline]
+    pub fn feed(&mut self, data: &[u8], mut on_stamp: impl FnMut(u64)) {
+        let mut i = 0;
+        while i < data.len() {
+            if self.pos < STAMP_LEN {
+                let take = (STAMP_LEN - self.pos).min(data.len() - i);
+                self.hdr[self.pos..self.pos + take].copy_from_slice(&data[i..i + take]);
+                self.pos += take;
+                i += take;
+                if self.pos == STAMP_LEN {
+                    on_stamp(u64::from_le_bytes(self.hdr));
+                }
+            }
+            let skip = (self.size - self.pos).min(data.len() - i);
+            self.pos += skip;
+            i += skip;
+            if self.pos == self.size {
+                self.pos = 0;
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -118,5 +169,32 @@ mod tests {
         // Slightly before: early, recorded as the lowest value.
         assert!(r.record_since_ref(2_000, 1_000));
         assert_eq!(r.early(), 1);
+    }
+
+    fn stream(size: usize, stamps: &[u64]) -> Vec<u8> {
+        let mut v = Vec::new();
+        for s in stamps {
+            let mut m = vec![0xa5u8; size];
+            m[..8].copy_from_slice(&s.to_le_bytes());
+            v.extend_from_slice(&m);
+        }
+        v
+    }
+
+    #[test]
+    fn stamps_are_read_across_any_split() {
+        let stamps = [1u64, 0x0102_0304_0506_0708, u64::MAX, 42, 7];
+        for size in [8usize, 9, 13, 64, 1000] {
+            let s = stream(size, &stamps);
+            for chunk in [1usize, 3, 7, 8, 9, 64, 4096] {
+                let mut r = StampReader::new(size).unwrap();
+                let mut got = Vec::new();
+                for c in s.chunks(chunk) {
+                    r.feed(c, |v| got.push(v));
+                }
+                assert_eq!(got, stamps, "size {size} chunk {chunk}");
+            }
+        }
+        assert!(StampReader::new(7).is_none() && StampReader::new(1).is_none());
     }
 }

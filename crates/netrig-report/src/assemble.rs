@@ -361,15 +361,21 @@ pub fn assemble(
         directions,
         directions_fairness,
         http: None,
-        // udp-stream and udp-rr: each end timed the datagrams it received
-        // against one clock (udp-rr: requests one way, responses the other).
-        one_way_delay: (transport == netrig_proto::spec::kind::Transport::Udp).then(|| {
-            crate::one_way::one_way_delay(
-                local.report,
-                remote.report,
-                transactional || plan.contains(&Direction::Tx),
-                transactional || plan.contains(&Direction::Rx),
-            )
+        // udp-stream, udp-rr and tcp-rr: each end timed the messages it
+        // received against one clock (requests one way, responses the other).
+        one_way_delay: netrig_proto::clock::one_way_messages(spec).map(|m| match m {
+            Err(why) => crate::one_way::withheld(why),
+            Ok((tx, rx)) => crate::one_way::unstamped(
+                crate::one_way::one_way_delay(
+                    local.report,
+                    remote.report,
+                    transactional || plan.contains(&Direction::Tx),
+                    transactional || plan.contains(&Direction::Rx),
+                ),
+                spec,
+                tx,
+                rx,
+            ),
         }),
     };
     warnings.extend(crate::checks::fairness_warnings(&summary));

@@ -83,6 +83,37 @@ pub fn one_way_delay(local: &SideReport, remote: &SideReport, tx: bool, rx: bool
     }
 }
 
+/// No figures: `why`.
+pub fn withheld(why: String) -> OneWayDelay {
+    OneWayDelay {
+        withheld: Some(format!("one-way delay withheld: {why}")),
+        ..OneWayDelay::default()
+    }
+}
+
+/// `o` with the figures of a direction whose messages carry no send time
+/// (`tx`/`rx` false: tcp-rr messages under 8 bytes) withheld, naming the size.
+pub fn unstamped(mut o: OneWayDelay, spec: &netrig_proto::spec::TestSpec, tx: bool, rx: bool) -> OneWayDelay {
+    let (req, resp) = match &spec.test {
+        netrig_proto::spec::KindSpec::TcpRr(s) => (s.transactions.request_size, s.transactions.response_size),
+        _ => return o,
+    };
+    for (stamped, dir, what, size, opt) in [
+        (tx, &mut o.tx, "requests", req, "-r REQ,RESP with REQ"),
+        (rx, &mut o.rx, "responses", resp, "-r REQ,RESP with RESP"),
+    ] {
+        if let Some(f) = dir.as_mut().filter(|_| !stamped) {
+            *f = OneWayFigures {
+                withheld: Some(format!(
+                    "messages smaller than 8 bytes carry no time stamp ({what} of {size} B: ask for {opt} 8 or more)"
+                )),
+                ..OneWayFigures::default()
+            };
+        }
+    }
+    o
+}
+
 /// The figures of the datagrams `sender` sent and `receiver` received, the
 /// two reports on one clock to within `bound_ns`.
 fn direction(sender: &OneWayReport, receiver: &OneWayReport, who: &str, bound_ns: u64) -> OneWayFigures {

@@ -16,6 +16,7 @@ use netrig_engine::flow::SocketHandle;
 use netrig_engine::flow::WorkerEnd;
 use netrig_engine::inq::ReadInq;
 use netrig_engine::latencies::Latencies;
+use netrig_engine::msg_stamp::{ns_since, StampIn, STAMP_LEN};
 use netrig_engine::reactor::{Handler, Io, Now, Reactor, Ready, IDLE};
 use netrig_engine::sockopt;
 use netrig_engine::txn::{Answerer, Moved, Pacer, TIMER};
@@ -53,6 +54,11 @@ struct Conn {
     to_send: u64,
     send_off: usize,
     resp_got: usize,
+    /// The responses' send times (one-way delay), when they carry them.
+    stamp_in: Option<StampIn>,
+    /// The stamp of the request being written (the worker's request buffer
+    /// is shared by its connections: put back before each write of it).
+    req_stamp: [u8; STAMP_LEN],
     // Responder.
     answer: Answerer,
 }
@@ -110,21 +116,29 @@ impl Workload for RrWorkload {
                 .register(&mut sock, Token(i), Interest::READABLE | Interest::WRITABLE)
                 .map_err(setup)?;
             let requester = flow.role == Role::Requester;
-            let mut c = Conn {
-                flow,
-                sock,
-                done: false,
-                draining: false,
-                bytes: 0,
-                transactions: 0,
-                done_at: None,
-                final_buffers: None,
-                starts: VecDeque::with_capacity(if open_loop { 16 } else { self.txn.burst as usize }),
-                to_send: 0,
-                send_off: 0,
-                resp_got: 0,
-                answer: Answerer::new(self.txn.request_size, self.txn.response_size, u64::MAX),
-            };
+            let mut c =
+                Conn {
+                    flow,
+                    sock,
+                    done: false,
+                    draining: false,
+                    bytes: 0,
+                    transactions: 0,
+                    done_at: None,
+                    final_buffers: None,
+                    starts: VecDeque::with_capacity(if open_loop { 16 } else { self.txn.burst as usize }),
+                    to_send: 0,
+                    send_off: 0,
+                    resp_got: 0,
+                    req_stamp: [0; STAMP_LEN],
+                    stamp_in: if requester {
+                        StampIn::new(self.txn.response_size, ctl.clock_ref)
+                    } else {
+                        None
+                    },
+                    answer: Answerer::new(self.txn.request_size, self.txn.response_size, u64::MAX)
+                        .with_stamps(ctl.start, ctl.clock_ref, ctl.recording.clone()),
+                };
             if requester {
                 match &mut cx.pacer {
                     Some(p) => p.start(i, ctl.start),
@@ -184,7 +198,7 @@ impl Handler for Worker<'_> {
                     fin = cfg.read_responses(c, &mut self.rbuf, &mut self.cx)?;
                 }
                 if !fin && !c.draining {
-                    fin = cfg.write_requests(c, &self.request, &mut self.cx)?;
+                    fin = cfg.write_requests(c, &mut self.request, &mut self.cx)?;
                 }
                 fin
             }
@@ -224,7 +238,7 @@ impl Handler for Worker<'_> {
             c.starts.push_back(due);
             c.to_send += 1;
             pacer.issued(i, due, self.cx.ctl.recording.load(Ordering::Relaxed));
-            if cfg.write_requests(c, &self.request, &mut self.cx)? {
+            if cfg.write_requests(c, &mut self.request, &mut self.cx)? {
                 c.finish(io.registry);
                 self.live -= 1;
             }
@@ -256,10 +270,12 @@ impl Handler for Worker<'_> {
     }
 
     fn finish(self, _io: &Io<'_>) -> WorkerEnd {
+        let mut one_way = None;
         let flows = self
             .conns
             .into_iter()
             .map(|mut c| {
+                merge_one_way(&mut one_way, &mut c);
                 c.final_buffers
                     .get_or_insert_with(|| sockopt::buffers(&c.flow.socket));
                 FlowEnd {
@@ -277,8 +293,24 @@ impl Handler for Worker<'_> {
         WorkerEnd {
             flows,
             latency: Some(self.cx.latency.into_window()),
+            one_way,
             schedule: self.cx.pacer.map(|p| p.stats),
             ..WorkerEnd::default()
+        }
+    }
+}
+
+/// The one-way delays a connection recorded (its responses' as the
+/// requester, its requests' as the responder), added to `all`.
+fn merge_one_way(all: &mut Option<netrig_metrics::LatencyRecorder>, c: &mut Conn) {
+    let mine = match c.stamp_in.take() {
+        Some(s) => Some(s.recorder.into_histogram()).filter(|h| !h.is_empty()),
+        None => c.answer.take_one_way(),
+    };
+    if let Some(h) = mine {
+        match all {
+            Some(a) => a.merge(&h),
+            None => *all = Some(h),
         }
     }
 }
@@ -362,7 +394,7 @@ impl RrWorkload {
             }
             true
         };
-        let request = vec![0x5a_u8; self.txn.request_size.max(1)];
+        let mut request = vec![0x5a_u8; self.txn.request_size.max(1)];
         let response = vec![0xa5_u8; self.txn.response_size.clamp(1, 256 * 1024)];
         'conn: while go_on(&mut c) {
             cx.latency.flush();
@@ -395,6 +427,9 @@ impl RrWorkload {
                     // loopback the call itself carries the request to the
                     // responder, who may answer before it returns).
                     let now = Instant::now();
+                    if off == 0 && request.len() >= STAMP_LEN {
+                        request[..8].copy_from_slice(&ns_since(now, ctl.start).to_le_bytes());
+                    }
                     waiting();
                     match c.sock.write(&request[off..]) {
                         Ok(n) => {
@@ -434,6 +469,9 @@ impl RrWorkload {
                         c.bytes += n as u64;
                         c.resp_got += n;
                         c.flow.counters.set_bytes(c.bytes);
+                        if let Some(s) = &mut c.stamp_in {
+                            s.feed(&buf[..n], Instant::now(), ctl.recording.load(Ordering::Relaxed));
+                        }
                     }
                     Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted) => {
                         if !go_on(&mut c) {
@@ -448,6 +486,8 @@ impl RrWorkload {
             while self.complete_one(&mut c, now, &mut cx)? {}
         }
         c.done_at.get_or_insert_with(Instant::now);
+        let mut one_way = None;
+        merge_one_way(&mut one_way, &mut c);
         let final_buffers = *c
             .final_buffers
             .get_or_insert_with(|| sockopt::buffers(&c.flow.socket));
@@ -463,6 +503,7 @@ impl RrWorkload {
                 udp: None,
             }],
             latency: Some(cx.latency.into_window()),
+            one_way,
             schedule: None,
             ..WorkerEnd::default()
         })
@@ -492,9 +533,22 @@ impl RrWorkload {
     }
 
     /// Writes issued requests until the socket is full. Returns true if the flow ended.
-    fn write_requests(&self, c: &mut Conn, request: &[u8], cx: &mut Ctx<'_>) -> Result<bool, EngineError> {
+    fn write_requests(
+        &self,
+        c: &mut Conn,
+        request: &mut [u8],
+        cx: &mut Ctx<'_>,
+    ) -> Result<bool, EngineError> {
         while c.to_send > 0 && !c.draining {
             let now = Instant::now();
+            if request.len() >= STAMP_LEN && c.send_off < STAMP_LEN {
+                // Its send time, as its first byte goes (one-way delay); the
+                // rest of a request begun, its own stamp again.
+                if c.send_off == 0 {
+                    c.req_stamp = ns_since(now, cx.ctl.start).to_le_bytes();
+                }
+                request[..STAMP_LEN].copy_from_slice(&c.req_stamp);
+            }
             match c.sock.write(&request[c.send_off..]) {
                 Ok(n) => {
                     if c.send_off == 0 {
@@ -538,6 +592,9 @@ impl RrWorkload {
                 }
                 Ok((n, empty)) => {
                     let now = Instant::now();
+                    if let Some(s) = &mut c.stamp_in {
+                        s.feed(&buf[..n], now, cx.ctl.recording.load(Ordering::Relaxed));
+                    }
                     c.bytes += n as u64;
                     c.resp_got += n;
                     while self.complete_one(c, now, cx)? {

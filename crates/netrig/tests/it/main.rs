@@ -27,6 +27,7 @@ mod lab_owd;
 mod lab_owd2;
 mod lab_plan;
 mod lab_results;
+mod lab_tcprr;
 mod lab_topology;
 mod link_local;
 mod measure;
