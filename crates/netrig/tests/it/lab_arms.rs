@@ -210,31 +210,46 @@ element = true
             "arm {name}: tcp-rr median {p50:.3} ms against {ms} ms"
         );
     }
-    // Loss: 5 % of the datagrams, within 4 binomial standard deviations and the data hellos.
-    let u = arm(&udp, "loss");
-    let (sent, lost) = (
-        u["summary"]["udp"]["sent_datagrams"].as_u64().unwrap() as f64,
-        u["summary"]["udp"]["lost_datagrams"].as_u64().unwrap() as f64,
-    );
-    eprintln!("arm loss: udp-stream lost {lost} of {sent} datagrams (5 % configured)");
-    assert!(sent > 1000.0, "{sent} sent");
-    let sd = (sent * 0.05 * 0.95).sqrt();
-    assert!(
-        (lost - sent * 0.05).abs() <= 4.0 * sd + 3.0,
-        "loss arm: {lost} of {sent} lost, 5 % is {:.0} ± {:.0}",
-        sent * 0.05,
-        4.0 * sd + 3.0
-    );
-    let dropped = |r: &Value| -> u64 {
+    // Loss: 5 % of what the element saw, within 4 binomial standard deviations, judged by the
+    // element's own count (path_elements): udp-stream's loss also counts what the receiver's socket
+    // had no room for on a loaded machine (CI's full run read 449 of 2450 lost where 5 % is 122).
+    let dropped = |r: &Value, k: &str| -> u64 {
         r["path_elements"]
             .as_array()
             .unwrap()
             .iter()
             .filter(|d| d["from"] == "c1")
-            .map(|d| d["udp"]["dropped"].as_u64().unwrap())
+            .map(|d| d["udp"][k].as_u64().unwrap())
             .sum()
     };
-    assert!(dropped(&u) > 0, "the element dropped in the loss arm");
+    let u = arm(&udp, "loss");
+    let (sent, lost) = (
+        u["summary"]["udp"]["sent_datagrams"].as_u64().unwrap() as f64,
+        u["summary"]["udp"]["lost_datagrams"].as_u64().unwrap() as f64,
+    );
+    let (seen, gone) = (dropped(&u, "received") as f64, dropped(&u, "dropped") as f64);
+    eprintln!(
+        "arm loss: udp-stream lost {lost} of {sent} datagrams, the element dropped {gone} of {seen} (5 % configured)"
+    );
+    assert!(
+        sent > 1000.0 && seen >= sent,
+        "{sent} sent, {seen} through the element"
+    );
+    let sd = (seen * 0.05 * 0.95).sqrt();
+    assert!(
+        (gone - seen * 0.05).abs() <= 4.0 * sd,
+        "loss arm: the element dropped {gone} of {seen}, 5 % is {:.0} ± {:.0}",
+        seen * 0.05,
+        4.0 * sd
+    );
+    // What the element dropped udp-stream counts lost, but for the data hellos (UDP frames
+    // beyond the data datagrams, which the element may drop too).
+    let extra = seen - sent;
+    assert!(
+        lost + extra >= gone,
+        "udp-stream lost {lost}, the element dropped {gone}"
+    );
+    let dropped = |r: &Value| dropped(r, "dropped");
     // Put back: the lab's own properties (no loss) in the arms without it.
     for name in ["5ms", "20ms", "lab"] {
         assert_eq!(

@@ -638,6 +638,7 @@ fn loss_duplicates_and_reordering_by_the_path_element_are_what_udp_stream_counts
     let up = run(&["lab", "up", &file, "--name", &name, "--no-witness"]);
     assert!(up.status.success(), "lab up: {}\n{}", stdout(&up), stderr(&up));
     let before = element_counters(&name)["udp"].clone();
+    let rcvbuf_before = crate::lab_common::udp_snmp(&name, "b", "RcvbufErrors");
     // One datagram a frame (no GSO), paced at 20 Mbit/s: about 3400 datagrams in 2 s.
     let v = lab_json(
         &name,
@@ -657,14 +658,17 @@ fn loss_duplicates_and_reordering_by_the_path_element_are_what_udp_stream_counts
     let d = |k: &str| after[k].as_u64().unwrap() - before[k].as_u64().unwrap();
     let u = &v["summary"]["udp"];
     let sent = u["sent_datagrams"].as_u64().unwrap() as f64;
-    let lost = u["lost_datagrams"].as_u64().unwrap() as f64;
     assert!(sent > 1000.0, "{u}");
-    // Loss within 4 standard deviations of the binomial's mean.
-    let sd = (sent * 0.1 * 0.9).sqrt();
+    // The element's loss within 4 standard deviations of the binomial's mean, judged on what it
+    // saw and dropped: udp-stream's loss may also hold what the receiver's socket had no room for
+    // on a loaded machine (counted below as the receiving host's Udp RcvbufErrors).
+    let (seen, gone) = (d("received") as f64, d("dropped") as f64);
+    let sd = (seen * 0.1 * 0.9).sqrt();
     assert!(
-        (lost - 0.1 * sent).abs() < 4.0 * sd,
-        "lost {lost} of {sent}: not 10 % within 4 sigma ({sd:.1})"
+        (gone - 0.1 * seen).abs() < 4.0 * sd,
+        "the element dropped {gone} of {seen}: not 10 % within 4 sigma ({sd:.1})"
     );
+    let rcvbuf = crate::lab_common::udp_snmp(&name, "b", "RcvbufErrors") - rcvbuf_before;
     // What the receiver counts is what the element did, datagram for datagram, but for the data
     // hellos the client repeats during set-up: they are UDP frames too, and the element may drop,
     // duplicate or hold them back like any other. The frames it saw beyond the data datagrams
@@ -678,9 +682,10 @@ fn loss_duplicates_and_reordering_by_the_path_element_are_what_udp_stream_counts
     ] {
         let n = u[ours].as_u64().unwrap();
         let e = d(theirs);
+        let elsewhere = if ours == "lost_datagrams" { rcvbuf } else { 0 };
         assert!(
-            n <= e + extra && e <= n + extra,
-            "{ours} {n} against the element's {theirs} {e} (with {extra} frames beyond the data): {u} {after}"
+            n <= e + extra + elsewhere && e <= n + extra,
+            "{ours} {n} against the element's {theirs} {e} (with {extra} frames beyond the data, {elsewhere} lost for want of room in the receiver): {u} {after}"
         );
     }
     assert!(d("duplicated") > 0 && d("reordered") > 0, "{after}");

@@ -2,6 +2,7 @@
 //! rates and delays want the CPU: five lab files each with a lock of its own let a 1 Gbit/s
 //! five-client test run beside a 155 Mbit/s scavenger test), and whether a lab can be built here.
 
+use crate::helpers::{run, stdout};
 use std::process::Command;
 use std::sync::Mutex;
 
@@ -44,4 +45,17 @@ pub(crate) fn can_build(tools: &[&str]) -> bool {
     }
     eprintln!("skipped: {why}");
     false
+}
+
+/// Udp counter `key` (InCsumErrors, RcvbufErrors) in host `h`'s namespace (/proc/net/snmp).
+pub(crate) fn udp_snmp(name: &str, h: &str, key: &str) -> u64 {
+    let o = run(&["lab", "exec", name, h, "--", "cat", "/proc/net/snmp"]);
+    let text = stdout(&o);
+    let mut udp = text.lines().filter(|l| l.starts_with("Udp:"));
+    let (head, vals) = (udp.next().unwrap(), udp.next().unwrap());
+    let i = head
+        .split_whitespace()
+        .position(|k| k == key)
+        .unwrap_or_else(|| panic!("{key} in {head}"));
+    vals.split_whitespace().nth(i).unwrap().parse().unwrap()
 }

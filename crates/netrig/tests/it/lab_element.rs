@@ -10,6 +10,7 @@ use serde_json::Value;
 use std::process::Command;
 
 // One lab test at a time, across all the lab test files (crate::lab_common).
+use crate::lab_common::udp_snmp;
 use crate::lab_common::LAB_TESTS as ONE_AT_A_TIME;
 
 fn can_build() -> bool {
@@ -84,19 +85,6 @@ fn u(v: &Value, path: &[&str]) -> u64 {
         x = &x[*k];
     }
     x.as_u64().unwrap_or_else(|| panic!("{path:?} in {v}"))
-}
-
-/// Udp counter `key` (InCsumErrors, RcvbufErrors) in host `h`'s namespace (/proc/net/snmp).
-fn udp_snmp(name: &str, h: &str, key: &str) -> u64 {
-    let o = run(&["lab", "exec", name, h, "--", "cat", "/proc/net/snmp"]);
-    let text = stdout(&o);
-    let mut udp = text.lines().filter(|l| l.starts_with("Udp:"));
-    let (head, vals) = (udp.next().unwrap(), udp.next().unwrap());
-    let i = head
-        .split_whitespace()
-        .position(|k| k == key)
-        .unwrap_or_else(|| panic!("{key} in {head}"));
-    vals.split_whitespace().nth(i).unwrap().parse().unwrap()
 }
 
 /// The frames the element saw beyond udp-stream's data datagrams (its data hellos are UDP frames
