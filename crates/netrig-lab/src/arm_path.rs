@@ -160,8 +160,14 @@ pub fn element_set(
 /// netem's arguments for a shape (as the lab builds them, plan.rs): `limit`, delay [jitter],
 /// the loss model, duplicate, reorder, corrupt.
 pub fn netem_args(s: &Shape) -> Vec<String> {
+    netem_params(s, s.limit_packets)
+}
+
+/// netem's arguments for a shape with this queue limit (packets): what the lab builds (plan.rs)
+/// and what an arm changes it to.
+pub fn netem_params(s: &Shape, limit: Option<u32>) -> Vec<String> {
     let mut a = vec!["netem".to_string()];
-    if let Some(l) = s.limit_packets {
+    if let Some(l) = limit {
         a.extend(["limit".into(), l.to_string()]);
     }
     if let Some(d) = &s.delay {
@@ -171,6 +177,7 @@ pub fn netem_args(s: &Shape) -> Vec<String> {
         }
     }
     if let Some(g) = &s.loss_gemodel {
+        // All four given: tc's defaults for the ones left out are not the element's.
         let m = g.model();
         a.extend(["loss".into(), "gemodel".into()]);
         for v in [m.p, m.r, m.bad_loss, m.good_loss] {

@@ -351,34 +351,7 @@ fn shaping(
             .filter(|s| !s.is_empty())
             .map(|s| s.to_string()),
         );
-        a.push("netem".into());
-        if let Some(l) = limit {
-            a.extend(["limit".into(), l.to_string()]);
-        }
-        if let Some(d) = &s.delay {
-            a.extend(["delay".into(), d.clone()]);
-            if let Some(j) = &s.jitter {
-                a.push(j.clone());
-            }
-        }
-        if let Some(g) = &s.loss_gemodel {
-            // All four given: tc's defaults for the ones left out are not the element's.
-            let m = g.model();
-            a.extend(["loss".into(), "gemodel".into()]);
-            for v in [m.p, m.r, m.bad_loss, m.good_loss] {
-                a.push(format!("{}%", v * 100.0));
-            }
-        }
-        for (name, v) in [
-            ("loss", s.loss),
-            ("duplicate", s.duplicate),
-            ("reorder", s.reorder),
-            ("corrupt", s.corrupt),
-        ] {
-            if let Some(v) = v {
-                a.extend([name.to_string(), format!("{v}%")]);
-            }
-        }
+        a.extend(crate::arm_path::netem_params(s, limit));
         a
     };
     let fifo = |parent: &[&str]| -> Option<(Vec<String>, String)> {
