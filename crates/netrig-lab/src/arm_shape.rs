@@ -230,11 +230,15 @@ fn plan_queue(state: &LabState, link: &str, from: &str, s: &Shape) -> Result<Cha
         }
         Some(lab_rate) => {
             if let Some(r) = rate {
+                let (b, lb) = (
+                    crate::plan::htb_burst(r, d.mtu),
+                    crate::plan::htb_burst(lab_rate, d.mtu),
+                );
                 apply.push(format!(
-                    "tc class change dev {dev} parent 1: classid 1:1 htb rate {r}bit ceil {r}bit"
+                    "tc class change dev {dev} parent 1: classid 1:1 htb rate {r}bit ceil {r}bit burst {b} cburst {b}"
                 ));
                 restore.push(format!(
-                    "tc class change dev {dev} parent 1: classid 1:1 htb rate {lab_rate}bit ceil {lab_rate}bit"
+                    "tc class change dev {dev} parent 1: classid 1:1 htb rate {lab_rate}bit ceil {lab_rate}bit burst {lb} cburst {lb}"
                 ));
             }
             if let Some(f) = fifo(s.limit_packets, s.limit_bytes) {
@@ -322,11 +326,11 @@ mod tests {
         let c = plan(&s, "c1-s1", "c1", &rate("20M")).unwrap();
         assert_eq!(
             c.apply,
-            ["tc class change dev to-s1 parent 1: classid 1:1 htb rate 20000000bit ceil 20000000bit"]
+            ["tc class change dev to-s1 parent 1: classid 1:1 htb rate 20000000bit ceil 20000000bit burst 3028 cburst 3028"]
         );
         assert_eq!(
             c.restore,
-            ["tc class change dev to-s1 parent 1: classid 1:1 htb rate 50000000bit ceil 50000000bit"]
+            ["tc class change dev to-s1 parent 1: classid 1:1 htb rate 50000000bit ceil 50000000bit burst 6250 cburst 6250"]
         );
         assert_eq!(
             (c.ns.as_str(), c.to.as_str(), c.rate_bps),

@@ -281,7 +281,7 @@ mod tests {
         assert_eq!(pl.elements[0].config.link, "sw:c2");
         let c = argvs(&pl);
         assert!(
-            c.contains(&"nrabc123-c2 tc class add dev lan-sw parent 1: classid 1:1 htb rate 20000000bit ceil 20000000bit".to_string()),
+            c.contains(&"nrabc123-c2 tc class add dev lan-sw parent 1: classid 1:1 htb rate 20000000bit ceil 20000000bit burst 3028 cburst 3028".to_string()),
             "{c:#?}"
         );
         let d = pl.directions.iter().find(|d| d.from == "c2").unwrap();

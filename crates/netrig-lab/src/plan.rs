@@ -375,6 +375,7 @@ fn shaping(
         }
     } else if let Some(r) = rate {
         let rb = format!("{r}bit");
+        let hb = htb_burst(r, mtu).to_string();
         if shaper == "htb" {
             steps.push(cmd(
                 ns,
@@ -386,7 +387,7 @@ fn shaping(
                 ns,
                 &[
                     "tc", "class", "add", "dev", dev, "parent", "1:", "classid", "1:1", "htb", "rate", &rb,
-                    "ceil", &rb,
+                    "ceil", &rb, "burst", &hb, "cburst", &hb,
                 ],
             ));
             mech.push(format!("htb rate {rb}"));
@@ -1031,6 +1032,15 @@ pub fn address_of(p: &Plan, host: &str, from: &str) -> Option<IpAddr> {
         .map(|n| IpAddr::V4(n.addr()))
 }
 
+/// htb's bucket (`burst` and `cburst`, bytes) for a class of `rate` bits/s: 1 ms at the rate, at
+/// least two full frames. tc's default is one frame plus rate/HZ, and with the nanosecond clock
+/// of today's kernels (`/proc/net/psched`) that is about one frame (1375 bytes at 1 Gbit/s): the
+/// class then depends on a timer per frame and, on a busy or virtual machine, gives 90-97 % of
+/// its rate (measured here: 904-934 Mbit/s of TCP at 1 Gbit/s against 950-956 with 1 ms).
+pub(crate) fn htb_burst(rate_bps: u64, mtu: u32) -> u64 {
+    (rate_bps / 8 / 1000).max(2 * (mtu as u64 + 14))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1072,7 +1082,7 @@ mod tests {
         assert!(c.contains(&"nrabc123-server ip route add 198.18.0.0/24 via 198.18.1.1".to_string()));
         assert!(c.contains(&"nrabc123-client ip -6 route add 2001:db8:0:1::/64 via 2001:db8::2".to_string()));
         assert!(c.contains(&"nrabc123-router sysctl net.ipv4.ip_forward=1".to_string()));
-        assert!(c.contains(&"nrabc123-router tc class add dev to-server parent 1: classid 1:1 htb rate 50000000bit ceil 50000000bit".to_string()));
+        assert!(c.contains(&"nrabc123-router tc class add dev to-server parent 1: classid 1:1 htb rate 50000000bit ceil 50000000bit burst 6250 cburst 6250".to_string()));
         assert!(c.contains(
             &"nrabc123-router tc qdisc add dev to-server parent 1:1 handle 10: pfifo limit 100".to_string()
         ));

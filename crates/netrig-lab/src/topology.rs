@@ -679,11 +679,12 @@ pub fn class_steps(
         ],
     )];
     let rb = format!("{link}bit");
+    let hb = crate::plan::htb_burst(link, mtu).to_string();
     steps.push(cmd(
         ns,
         &[
             "tc", "class", "add", "dev", dev, "parent", "1:", "classid", "1:1", "htb", "rate", &rb, "ceil",
-            &rb,
+            &rb, "burst", &hb, "cburst", &hb,
         ],
     ));
     let mut text = Vec::new();
@@ -706,6 +707,10 @@ pub fn class_steps(
                 &r,
                 "ceil",
                 &ce,
+                "burst",
+                &crate::plan::htb_burst(c.rate_bps, mtu).to_string(),
+                "cburst",
+                &crate::plan::htb_burst(c.ceil_bps, mtu).to_string(),
                 "prio",
                 &c.prio.to_string(),
                 "quantum",
@@ -1141,12 +1146,12 @@ mod tests {
         let r = "nrabc123-r tc";
         has(&format!("{r} qdisc add dev to-s root handle 1: htb default 10"));
         has(&format!(
-            "{r} class add dev to-s parent 1: classid 1:1 htb rate 155000000bit ceil 155000000bit"
+            "{r} class add dev to-s parent 1: classid 1:1 htb rate 155000000bit ceil 155000000bit burst 19375 cburst 19375"
         ));
         // best effort: what the others leave (155 - 1.55 - 10 Mbit/s), may borrow all.
-        has(&format!("{r} class add dev to-s parent 1:1 classid 1:10 htb rate 143450000bit ceil 155000000bit prio 1 quantum 200000"));
-        has(&format!("{r} class add dev to-s parent 1:1 classid 1:11 htb rate 1550000bit ceil 155000000bit prio 1 quantum 19375"));
-        has(&format!("{r} class add dev to-s parent 1:1 classid 1:12 htb rate 10000000bit ceil 10000000bit prio 0 quantum 125000"));
+        has(&format!("{r} class add dev to-s parent 1:1 classid 1:10 htb rate 143450000bit ceil 155000000bit burst 17931 cburst 19375 prio 1 quantum 200000"));
+        has(&format!("{r} class add dev to-s parent 1:1 classid 1:11 htb rate 1550000bit ceil 155000000bit burst 3028 cburst 19375 prio 1 quantum 19375"));
+        has(&format!("{r} class add dev to-s parent 1:1 classid 1:12 htb rate 10000000bit ceil 10000000bit burst 3028 cburst 3028 prio 0 quantum 125000"));
         has(&format!(
             "{r} qdisc add dev to-s parent 1:10 handle 20: pfifo limit 1000"
         ));
@@ -1185,7 +1190,7 @@ mod tests {
         assert!(
             c.iter()
                 .any(|s| s
-                    .ends_with("classid 1:12 htb rate 143450000bit ceil 155000000bit prio 1 quantum 200000")),
+                    .ends_with("classid 1:12 htb rate 143450000bit ceil 155000000bit burst 17931 cburst 19375 prio 1 quantum 200000")),
             "{c:#?}"
         );
         assert!(c.iter().any(|s| s.ends_with("htb default 12")), "{c:#?}");

@@ -49,7 +49,7 @@ fn lab_json(name: &str, host: &str, args: &[&str]) -> Value {
 }
 
 /// The UDP counters of the element named `link`, direction from `from`.
-fn udp_counters(name: &str, link: &str, from: &str) -> Value {
+fn direction_counters(name: &str, link: &str, from: &str) -> Value {
     let s = state(name);
     let e = s["elements"]
         .as_array()
@@ -63,7 +63,7 @@ fn udp_counters(name: &str, link: &str, from: &str) -> Value {
         .expect("the element's counters")
         .iter()
         .find(|c| c["from"] == from)
-        .unwrap_or_else(|| panic!("no direction from {from}: {e}"))["udp"]
+        .unwrap_or_else(|| panic!("no direction from {from}: {e}"))
         .clone()
 }
 
@@ -164,30 +164,44 @@ fn the_path_element_on_a_lan_delays_and_drops_per_member_and_leaves_the_others_a
     assert!(c4 < 1.0, "c4 → s1, untouched: {c4} ms");
     // c3's loss: what udp-stream lost is what the element dropped of UDP, but for the data
     // hellos the client repeats while it sets up (UDP frames too, see lab_cli::loss_...).
-    let before = udp_counters(&name, "sw:c3", "c3");
+    let before = direction_counters(&name, "sw:c3", "c3");
+    let rcvbuf_before = crate::lab_common::udp_snmp(&name, "s1", "RcvbufErrors");
     let v = lab_json(
         &name,
         "c3",
         &["udp-stream", "-H", s1, "-l", "2", "-b", "20M", "--no-gso"],
     );
-    let after = udp_counters(&name, "sw:c3", "c3");
-    let d = |k: &str| after[k].as_u64().unwrap() - before[k].as_u64().unwrap();
+    let after = direction_counters(&name, "sw:c3", "c3");
+    let rcvbuf = crate::lab_common::udp_snmp(&name, "s1", "RcvbufErrors") - rcvbuf_before;
+    let d = |k: &str| after["udp"][k].as_u64().unwrap() - before["udp"][k].as_u64().unwrap();
+    // Frames of any kind the element lost beyond its loss model: its socket's queue full, the
+    // far side's full, its delay line's memory bound.
+    let missed: u64 = ["rx_drops", "send_errors", "overflow"]
+        .iter()
+        .map(|k| after[k].as_u64().unwrap_or(0) - before[k].as_u64().unwrap_or(0))
+        .sum();
     let u = &v["summary"]["udp"];
     let sent = u["sent_datagrams"].as_u64().unwrap();
     let lost = u["lost_datagrams"].as_u64().unwrap();
     assert!(sent > 1000, "{u}");
-    let sd = (sent as f64 * 0.1 * 0.9).sqrt();
+    // The element's 10 %, judged on what it saw and dropped (CI once saw udp-stream lose 571 of
+    // 3401: the receiver's socket may lose more on a loaded machine, counted as s1's Udp
+    // RcvbufErrors below).
+    let (seen, dropped) = (d("received"), d("dropped"));
+    let sd = (seen as f64 * 0.1 * 0.9).sqrt();
     assert!(
-        (lost as f64 - 0.1 * sent as f64).abs() < 4.0 * sd,
-        "lost {lost} of {sent}: not 10 % within 4 sigma ({sd:.1})"
+        (dropped as f64 - 0.1 * seen as f64).abs() < 4.0 * sd,
+        "the element dropped {dropped} of {seen}: not 10 % within 4 sigma ({sd:.1})"
     );
-    let extra = d("received").saturating_sub(sent);
+    // What udp-stream lost is what the element dropped of UDP, but for the data hellos the client
+    // repeats while it sets up (UDP frames too, see lab_cli::loss_...) and what s1's socket had
+    // no room for.
+    let extra = seen.saturating_sub(sent);
     assert!(extra <= 20, "{extra} frames beyond the data: {u} {after}");
-    let dropped = d("dropped");
-    eprintln!("udp-stream from c3: lost {lost} of {sent}; the element's UDP dropped {dropped}, {extra} frames beyond the data");
+    eprintln!("udp-stream from c3: lost {lost} of {sent}; the element's UDP dropped {dropped}, {extra} frames beyond the data, {rcvbuf} lost for want of room in s1's socket, {missed} frames the element could not carry");
     assert!(
-        lost <= dropped + extra && dropped <= lost + extra,
-        "lost {lost} against the element's UDP dropped {dropped} (with {extra} frames beyond the data): {u} {after}"
+        lost <= dropped + extra + rcvbuf + missed && dropped <= lost + extra,
+        "lost {lost} against the element's UDP dropped {dropped} (with {extra} frames beyond the data, {rcvbuf} lost for want of room in the receiver, {missed} the element could not carry): {u} {after}"
     );
     let down = run(&["lab", "down", &name]);
     assert!(down.status.success(), "lab down: {}", stderr(&down));
