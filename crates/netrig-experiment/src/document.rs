@@ -41,6 +41,9 @@ pub struct Experiment {
     /// links, shaped directions and the witness's figures); absent without a `[lab]`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lab: Option<serde_json::Value>,
+    /// With a `[study]`: its question answered in words from the measurements (netrig-studies).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answer: Option<crate::study::Answer>,
 }
 
 /// One test of the plan, over its points.

@@ -7,6 +7,8 @@ pub mod lab_counters;
 pub mod analysis;
 pub mod command;
 pub mod document;
+#[cfg(any(test, feature = "fixtures"))]
+pub mod fixtures;
 pub mod group;
 pub mod metric;
 pub mod multi;
@@ -15,4 +17,5 @@ pub mod plan;
 pub mod runner;
 pub mod saturation;
 pub mod store;
+pub mod study;
 pub mod sweep;

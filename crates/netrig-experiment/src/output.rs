@@ -255,6 +255,9 @@ pub fn render(e: &Experiment) -> String {
         out.push_str(&crate::group::render(g));
     }
     out.push_str(&crate::lab_counters::table_lines(e));
+    if let Some(a) = &e.answer {
+        out.push_str(&crate::study::render(a));
+    }
     if !e.warnings.is_empty() {
         let _ = writeln!(out);
         for w in &e.warnings {

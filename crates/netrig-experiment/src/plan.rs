@@ -47,6 +47,10 @@ pub struct Plan {
     /// its hosts (`target.client`, `target.server`, an arm's own).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lab: Option<netrig_lab::Topology>,
+    /// The study this plan reproduces (docs/STUDIES.md): its question, how long the full form
+    /// takes and what `--quick` reduces ([`crate::study`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub study: Option<crate::study::StudyPlan>,
 }
 
 fn default_command_timeout() -> f64 {

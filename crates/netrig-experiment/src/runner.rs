@@ -318,6 +318,7 @@ fn run_prepared(
         tests: Vec::new(),
         groups: Vec::new(),
         lab: lab.and_then(|(l, _)| serde_json::to_value(l.state).ok()),
+        answer: None,
     };
     let mut done = 0usize;
     'tests: for ((kind, points), t) in prepared.iter().zip(&plan.tests) {

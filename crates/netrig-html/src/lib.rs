@@ -289,6 +289,9 @@ pub fn experiment_report(e: &Experiment, command: &str) -> String {
     if let Some(d) = &e.plan.description {
         let _ = writeln!(b, "<p>{}</p>", esc(d));
     }
+    if let Some(a) = &e.answer {
+        answer(&mut b, a, e.plan.study.as_ref());
+    }
     let _ = writeln!(
         b,
         "<p class=\"muted\">netrig {}</p>\n<pre id=\"command\">{}</pre>",
@@ -356,6 +359,54 @@ pub fn experiment_report(e: &Experiment, command: &str) -> String {
     page(&format!("netrig experiment {}", e.plan.name), &b)
 }
 
+/// A study's answer: the question, the answer in words, each finding with its verdict.
+fn answer(
+    b: &mut String,
+    a: &netrig_experiment::study::Answer,
+    s: Option<&netrig_experiment::study::StudyPlan>,
+) {
+    let _ = writeln!(b, "<section id=\"answer\"><h2>The question</h2>");
+    let _ = writeln!(
+        b,
+        "<p class=\"question\"><strong>{}</strong></p>",
+        esc(&a.question)
+    );
+    if let Some(s) = s {
+        let _ = writeln!(
+            b,
+            "<p class=\"muted\">Study {}: {} (the full form takes about {} min).</p>",
+            esc(&a.study),
+            if a.quick {
+                "the quick form, fewer points and runs: the shape of the answer, not its figures"
+            } else {
+                "the full form"
+            },
+            s.full_minutes
+        );
+    }
+    let _ = writeln!(b, "<h2>The answer</h2>");
+    for line in &a.summary {
+        let _ = writeln!(b, "<p>{}</p>", esc(line));
+    }
+    if !a.findings.is_empty() {
+        let _ = writeln!(
+            b,
+            "<table class=\"findings\"><tr><th>Finding</th><th>Verdict</th><th>What was measured</th></tr>"
+        );
+        for f in &a.findings {
+            let _ = writeln!(
+                b,
+                "<tr><td>{}</td><td class=\"verdict\">{}</td><td>{}</td></tr>",
+                esc(&f.topic),
+                esc(&f.verdict),
+                esc(&f.text)
+            );
+        }
+        let _ = writeln!(b, "</table>");
+    }
+    let _ = writeln!(b, "</section>");
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -391,6 +442,50 @@ mod tests {
         for banned in ["href=\"http", "src=", "<link", "url(http", "@import"] {
             assert!(!html.contains(banned), "fetches {banned}");
         }
+    }
+
+    /// A study's answer opens the report: the question, the answer's sentences, each finding with
+    /// its verdict, and whether it was the quick form.
+    #[test]
+    fn a_study_s_answer_opens_the_report() {
+        let mut e = netrig_experiment::fixtures::experiment(
+            "tcp-stream",
+            "-m",
+            &["32", "2920"],
+            &["a", "b"],
+            |_, _, _, _| {},
+        );
+        e.plan.study = Some(netrig_experiment::study::StudyPlan {
+            kind: "ipqos".into(),
+            question: "What does the policy cost per packet?".into(),
+            full_minutes: 40.0,
+            quick: Default::default(),
+            ran_quick: true,
+        });
+        e.answer = Some(netrig_experiment::study::Answer {
+            study: "ipqos".into(),
+            question: "What does the policy cost per packet?".into(),
+            summary: vec!["The rule raised service demand by +12.0 % ± 3.0 % at 32 bytes & more.".into()],
+            findings: vec![netrig_experiment::study::Finding {
+                topic: "b at -m 32".into(),
+                text: "sd_local +12.0 % ± 3.0 %".into(),
+                verdict: "holds".into(),
+                figures: Default::default(),
+            }],
+            quick: true,
+        });
+        let html = experiment_report(&e, "netrig run plans/ipqos.toml --quick");
+        let q = html
+            .find("What does the policy cost per packet?")
+            .expect("the question");
+        assert!(
+            q < html.find("<h2>Result</h2>").unwrap(),
+            "the answer comes before the table"
+        );
+        assert!(html.contains("at 32 bytes &amp; more."));
+        assert!(html.contains("<td>b at -m 32</td><td class=\"verdict\">holds</td>"));
+        assert!(html.contains("the quick form"));
+        assert!(html.contains("about 40 min"));
     }
 
     #[test]

@@ -2,107 +2,8 @@
 //! experiment documents built of them.
 
 use super::*;
-use netrig_experiment::analysis;
-use netrig_experiment::document::{ArmOutcome, PointOutcome, TestOutcome, FORMAT};
-use netrig_experiment::metric::METRICS;
-use netrig_experiment::sweep::Point;
 
-pub fn fixture(name: &str) -> TestResult {
-    let path = format!(
-        "{}/../netrig-report/tests/fixtures/{name}.json",
-        env!("CARGO_MANIFEST_DIR")
-    );
-    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
-    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{path}: {e}"))
-}
-
-/// An experiment of `kind`'s fixture over `option`'s `values` (none: one
-/// unswept point) and `arms`, three runs each, `tweak` making each run's figures.
-pub fn experiment(
-    kind: &str,
-    option: &str,
-    values: &[&str],
-    arms: &[&str],
-    tweak: impl Fn(usize, usize, usize, &mut TestResult),
-) -> Experiment {
-    let base = fixture(kind);
-    let points: Vec<Point> = if values.is_empty() {
-        vec![Point { values: vec![] }]
-    } else {
-        values
-            .iter()
-            .map(|v| Point {
-                values: vec![(option.to_string(), v.to_string())],
-            })
-            .collect()
-    };
-    let points = points
-        .into_iter()
-        .enumerate()
-        .map(|(p, point)| {
-            let arms: Vec<ArmOutcome> = arms
-                .iter()
-                .enumerate()
-                .map(|(a, name)| {
-                    let runs: Vec<TestResult> = (0..3)
-                        .map(|r| {
-                            let mut run = base.clone();
-                            tweak(p, a, r, &mut run);
-                            run
-                        })
-                        .collect();
-                    let present = netrig_experiment::metric::present(&runs.iter().collect::<Vec<_>>());
-                    let estimates = METRICS
-                        .iter()
-                        .filter(|m| present.iter().any(|q| q.name == m.name))
-                        .map(|m| analysis::estimate(m, &runs, 95.0))
-                        .collect();
-                    ArmOutcome {
-                        arm: name.to_string(),
-                        runs,
-                        estimates,
-                        confident: None,
-                        lab: None,
-                        clients: Vec::new(),
-                    }
-                })
-                .collect();
-            let comparisons = arms[1..]
-                .iter()
-                .flat_map(|a| analysis::compare(&arms[0], a, 95.0))
-                .collect();
-            PointOutcome {
-                point,
-                arms,
-                comparisons,
-            }
-        })
-        .collect();
-    let plan = serde_json::from_value(serde_json::json!({
-        "name": "t", "test": [{"kind": kind, "args": []}]
-    }))
-    .expect("plan");
-    Experiment {
-        format: FORMAT.into(),
-        netrig_version: "test".into(),
-        plan,
-        started_unix_s: 0.0,
-        finished_unix_s: 1.0,
-        complete: true,
-        stopped: None,
-        seed: 1,
-        warnings: vec![],
-        commands: vec![],
-        lab: None,
-        groups: vec![],
-        tests: vec![TestOutcome {
-            kind: kind.into(),
-            args: vec![],
-            points,
-            saturation: vec![],
-        }],
-    }
-}
+pub use netrig_experiment::fixtures::{experiment, fixture, two_option_experiment};
 
 /// The SVG is an SVG document: opens with <svg, closes, tags balanced
 /// enough (as many `<text` as `</text>`), no font files referenced.
@@ -345,33 +246,6 @@ pub fn placed_texts(svg: &str) -> Vec<(f64, f64, String)> {
             Some((attr("x")?, attr("y")?, body))
         })
         .collect()
-}
-
-/// An experiment whose points are the product of `first` (the x axis)
-/// and `second` swept option's values, with `arms`.
-pub fn two_option_experiment(first: (&str, &[&str]), second: (&str, &[&str]), arms: &[&str]) -> Experiment {
-    let mut e = experiment(
-        "tcp-stream",
-        first.0,
-        &vec!["1"; first.1.len() * second.1.len()],
-        arms,
-        |p, a, r, run| {
-            run.summary.throughput_bps =
-                1e9 * (1.0 + p as f64 * 0.1) * (1.0 + 0.05 * a as f64) + 1e7 * r as f64;
-            run.summary.cpu.local_pct = Some(20.0 + p as f64);
-        },
-    );
-    let mut i = 0;
-    for s in second.1 {
-        for f in first.1 {
-            e.tests[0].points[i].point.values = vec![
-                (first.0.to_string(), f.to_string()),
-                (second.0.to_string(), s.to_string()),
-            ];
-            i += 1;
-        }
-    }
-    e
 }
 
 /// The plots' legends sit outside the data: below the x axis's tick

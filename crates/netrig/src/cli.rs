@@ -569,6 +569,10 @@ pub struct PlanArgs {
     /// Every test's length, in seconds, instead of the plan's (-l): a quick look at a long plan.
     #[arg(short = 'l', long = "length", value_parser = parse_seconds, value_name = "SECONDS", help_heading = "How long")]
     pub length: Option<f64>,
+    /// The plan's quick form: what its `[study.quick]` reduces (without one: 1 s tests, one run
+    /// per point, each sweep at its first and last value); a study's in at most 2 minutes.
+    #[arg(long, help_heading = "How long")]
+    pub quick: bool,
     /// Print the experiment document (JSON) on stdout instead of the table.
     #[arg(long, short_alias = 'J', help_heading = "Output")]
     pub json: bool,

@@ -92,6 +92,7 @@ pub fn plan_of(
         seed: None,
         command_timeout_s: 120.0,
         lab: None,
+        study: None,
     };
     plan.check().map_err(|e| Usage(e.to_string()))?;
     Ok(plan)
@@ -141,13 +142,16 @@ pub fn run_plan(
         let b = indicatif::ProgressBar::new(1);
         b.set_style(
             indicatif::ProgressStyle::with_template(
-                "{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} runs (at most; ETA {eta}) {msg}",
+                "{prefix}{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} runs (at most; ETA {eta}) {msg}",
             )
             .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
         );
         b
     });
-    let experiment = runner::run_in_lab(plan, lab, cancel, &mut |p| {
+    if let (Some(b), Some(s)) = (&bar, &plan.study) {
+        b.set_prefix(study_line(s));
+    }
+    let mut experiment = runner::run_in_lab(plan, lab, cancel, &mut |p| {
         if let Some(b) = &bar {
             b.set_length(p.most as u64);
             b.set_position(p.done as u64);
@@ -160,6 +164,9 @@ pub fn run_plan(
     .map_err(|e| Usage(e.to_string()))?;
     if let Some(b) = bar {
         b.finish_and_clear();
+    }
+    if plan.study.is_some() {
+        experiment.answer = netrig_studies::answer(&experiment);
     }
     if json {
         println!("{}", serde_json::to_string_pretty(&experiment)?);
@@ -197,6 +204,22 @@ pub fn run_plan(
         None => {}
     }
     Ok(experiment)
+}
+
+/// "study ipqos, full form (about 40 min): " or "study ipqos, quick form (about 2 min; the full
+/// form about 40): " — what the progress bar starts with and stderr says at the start.
+fn study_line(s: &netrig_experiment::study::StudyPlan) -> String {
+    match (s.ran_quick, s.quick.minutes) {
+        (false, _) => format!("study {}, full form (about {} min): ", s.kind, s.full_minutes),
+        (true, Some(m)) => format!(
+            "study {}, quick form (about {m} min; the full form about {} min): ",
+            s.kind, s.full_minutes
+        ),
+        (true, None) => format!(
+            "study {}, quick form (the full form about {} min): ",
+            s.kind, s.full_minutes
+        ),
+    }
 }
 
 /// The directory netrig started in (before a plan moved it to its own).
@@ -262,6 +285,24 @@ pub fn run_file(a: &PlanArgs, cancel: &Cancel) -> Result<()> {
     let plan_file = here.join(&a.plan);
     if let Some(dir) = a.plan.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::env::set_current_dir(dir).with_context(|| format!("entering {}", dir.display()))?;
+    }
+    if let Some(s) = &plan.study {
+        if !netrig_studies::known(&s.kind) {
+            return Err(Usage(format!(
+                "{}: study.kind {:?}: no such study (netrig knows {})",
+                a.plan.display(),
+                s.kind,
+                netrig_studies::kinds().join(", ")
+            ))
+            .into());
+        }
+    }
+    if a.quick {
+        netrig_experiment::study::apply_quick(&mut plan)
+            .map_err(|e| Usage(format!("{}: --quick: {e}", a.plan.display())))?;
+    }
+    if let Some(s) = &plan.study {
+        eprintln!("{}{}", study_line(s), s.question);
     }
     if let Some(l) = a.length {
         for t in &mut plan.tests {

@@ -908,3 +908,48 @@ fn a_rate_sweep_marks_its_saturation_point() {
     assert!(text.contains("<- saturated"), "{text}");
     assert!(text.contains("saturated at --rate 2000000 ("), "{text}");
 }
+
+/// `netrig run PLAN --quick`: without a `[study]`, 1 s tests, one run per point, each sweep at its
+/// ends (a plan of 60 s tests at four message sizes, three runs each, in about 2 s); a `[study]`
+/// naming no study netrig knows is refused by name.
+#[test]
+fn quick_runs_a_plan_reduced_and_an_unknown_study_is_refused() {
+    let tmp = TempDir::new("quick");
+    let plan = tmp.path().join("q.toml");
+    std::fs::write(
+        &plan,
+        "name = \"q\"\n[[test]]\nkind = \"tcp-stream\"\nargs = [\"-l\", \"60\"]\n\
+         sweep = { \"-m\" = [32, 64, 128, 2920] }\n[iterations]\nmax = 5\nmin = 3\n",
+    )
+    .unwrap();
+    let started = std::time::Instant::now();
+    let o = run(&["run", plan.to_str().unwrap(), "--quick", "--json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(started.elapsed().as_secs() < 50, "took {:?}", started.elapsed());
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let t = &v["tests"][0];
+    assert_eq!(t["args"], serde_json::json!(["-l", "1"]), "{}", t["args"]);
+    let sizes: Vec<&str> = t["points"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["point"]["values"][0][1].as_str().unwrap())
+        .collect();
+    assert_eq!(sizes, ["32", "2920"]);
+    for p in t["points"].as_array().unwrap() {
+        assert_eq!(p["arms"][0]["runs"].as_array().unwrap().len(), 1);
+    }
+    std::fs::write(
+        &plan,
+        "name = \"q\"\n[study]\nkind = \"nosuch\"\nquestion = \"?\"\nfull_minutes = 1\n\
+         [[test]]\nkind = \"tcp-rr\"\n",
+    )
+    .unwrap();
+    let o = run(&["run", plan.to_str().unwrap(), "--quick"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("study.kind \"nosuch\": no such study"),
+        "{}",
+        stderr(&o)
+    );
+}

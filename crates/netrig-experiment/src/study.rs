@@ -1,0 +1,366 @@
+//! A plan that reproduces a study (docs/STUDIES.md): its `[study]` section names the study (the
+//! module of `netrig-studies` that answers its question from the measurements), states the
+//! question and how long the full form takes, and says what `--quick` reduces; the experiment
+//! document then carries the answer in words ([`Answer`]), which the table, the HTML report and
+//! the JSON show.
+//!
+//! ```toml
+//! [study]
+//! kind = "ipqos"
+//! question = "What does the policy cost per packet, and does it grow with the packet rate?"
+//! full_minutes = 40
+//! [study.quick]          # what `netrig run PLAN --quick` changes
+//! length = 1             # every test's and group member's -l
+//! iterations = 2         # runs per point and arm (min = max)
+//! points = 2             # each sweep thinned to its first and last value (N: evenly spaced)
+//! ```
+
+use crate::plan::Plan;
+use serde::{Deserialize, Serialize};
+
+/// A plan's `[study]`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StudyPlan {
+    /// The study whose answer is written (a module of netrig-studies: "ipqos", "ipfilter",
+    /// "scavenger", "gigabit", "ia64").
+    pub kind: String,
+    /// The study's question, as the report states it.
+    pub question: String,
+    /// About how long the full form takes, in minutes (stated at the start and in the report).
+    pub full_minutes: f64,
+    /// What `--quick` changes; absent: [`QuickPlan::default`].
+    #[serde(default)]
+    pub quick: QuickPlan,
+    /// This run was the quick form (set by `--quick`, kept in the saved plan).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub ran_quick: bool,
+}
+
+/// What `--quick` reduces (each absent field leaves the plan's own).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct QuickPlan {
+    /// Every test's and group member's length (-l), seconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub length: Option<f64>,
+    /// Every test's and group member's warm-up left out (--omit), seconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub omit: Option<f64>,
+    /// Runs per point and arm (the iterations' max and min both).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub iterations: Option<u32>,
+    /// Each sweep thinned to this many of its values: the first, the last and evenly between.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub points: Option<usize>,
+    /// The tests kept (their indices in the plan's `[[test]]`, from 0); absent: all.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tests: Option<Vec<usize>>,
+    /// The groups kept, by name; absent: all.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub groups: Option<Vec<String>>,
+    /// The arms kept, by name (the baseline always); absent: all.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arms: Option<Vec<String>>,
+    /// About how long the quick form takes, in minutes (at most 2 for a study's CI test).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub minutes: Option<f64>,
+}
+
+impl Default for QuickPlan {
+    /// For a plan without a `[study.quick]`: 1 s tests, one run per point, sweeps at their ends.
+    fn default() -> QuickPlan {
+        QuickPlan {
+            length: Some(1.0),
+            omit: None,
+            iterations: Some(1),
+            points: Some(2),
+            tests: None,
+            groups: None,
+            arms: None,
+            minutes: None,
+        }
+    }
+}
+
+/// `n` of `values`: the first, the last and evenly spaced between (all when n ≥ len).
+pub fn thin<T: Clone>(values: &[T], n: usize) -> Vec<T> {
+    let len = values.len();
+    if n >= len || len == 0 {
+        return values.to_vec();
+    }
+    if n <= 1 {
+        return vec![values[0].clone()];
+    }
+    (0..n)
+        .map(|i| values[(i * (len - 1) + (n - 1) / 2) / (n - 1)].clone())
+        .collect()
+}
+
+/// Sets option `names[0]` (or whichever of `names` is there) to `value` in `args`.
+pub fn set_option(args: &[String], names: &[&str], value: &str) -> Vec<String> {
+    let mut out = Vec::with_capacity(args.len() + 2);
+    let mut i = 0;
+    let mut set = false;
+    while i < args.len() {
+        let a = &args[i];
+        if names.contains(&a.as_str()) {
+            out.push(a.clone());
+            out.push(value.to_string());
+            set = true;
+            i += 2;
+            continue;
+        }
+        if let Some(n) = names
+            .iter()
+            .find(|n| n.starts_with("--") && a.starts_with(&format!("{n}=")))
+        {
+            out.push(format!("{n}={value}"));
+            set = true;
+            i += 1;
+            continue;
+        }
+        out.push(a.clone());
+        i += 1;
+    }
+    if !set {
+        out.push(names[0].to_string());
+        out.push(value.to_string());
+    }
+    out
+}
+
+/// The plan reduced as its `[study.quick]` says (or [`QuickPlan::default`] without a study).
+/// Errors name what the quick section refers to and the plan lacks.
+pub fn apply_quick(plan: &mut Plan) -> Result<(), String> {
+    let q = plan.study.as_ref().map(|s| s.quick.clone()).unwrap_or_default();
+    if let Some(keep) = &q.tests {
+        if let Some(bad) = keep.iter().find(|&&i| i >= plan.tests.len()) {
+            return Err(format!(
+                "study.quick.tests: test {bad} (the plan has {} tests, numbered from 0)",
+                plan.tests.len()
+            ));
+        }
+        plan.tests = keep.iter().map(|&i| plan.tests[i].clone()).collect();
+    }
+    if let Some(keep) = &q.groups {
+        if let Some(bad) = keep.iter().find(|g| !plan.groups.iter().any(|x| &x.name == *g)) {
+            return Err(format!("study.quick.groups: no group named {bad:?}"));
+        }
+        plan.groups.retain(|g| keep.contains(&g.name));
+    }
+    if let Some(keep) = &q.arms {
+        if let Some(bad) = keep.iter().find(|a| !plan.arms.iter().any(|x| &x.name == *a)) {
+            return Err(format!("study.quick.arms: no arm named {bad:?}"));
+        }
+        let base = plan.arms.get(plan.baseline()).map(|a| a.name.clone());
+        plan.arms
+            .retain(|a| keep.contains(&a.name) || Some(&a.name) == base.as_ref());
+    }
+    let reduce = |args: &mut Vec<String>| {
+        if let Some(l) = q.length {
+            *args = set_option(args, &["-l", "--length", "-t", "--time"], &l.to_string());
+        }
+        if let Some(o) = q.omit {
+            *args = set_option(args, &["--omit", "-O"], &o.to_string());
+        }
+    };
+    for t in &mut plan.tests {
+        reduce(&mut t.args);
+        if let Some(n) = q.points {
+            for s in &mut t.sweep {
+                s.values = thin(&s.values, n.max(1));
+            }
+        }
+    }
+    for g in &mut plan.groups {
+        for m in &mut g.tests {
+            reduce(&mut m.args);
+        }
+    }
+    if let Some(n) = q.iterations {
+        let n = n.max(1);
+        plan.iterations.max = n;
+        plan.iterations.min = n;
+    }
+    if let Some(s) = &mut plan.study {
+        s.ran_quick = true;
+    }
+    Ok(())
+}
+
+/// A study's answer, written from the measurements by its module in netrig-studies.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Answer {
+    /// The study ("ipqos").
+    pub study: String,
+    pub question: String,
+    /// The answer in a few sentences, each from the figures in `findings`.
+    pub summary: Vec<String>,
+    /// Each finding: a sentence, what it rests on, and whether the measurements settle it.
+    pub findings: Vec<Finding>,
+    /// Made from a `--quick` run (fewer points and runs: the shape, not the figures).
+    #[serde(default)]
+    pub quick: bool,
+}
+
+/// One finding of a study's answer.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Finding {
+    /// What it is about, short ("dscp-rule at -m 32", "scavenger alone").
+    pub topic: String,
+    /// The sentence.
+    pub text: String,
+    /// "holds", "does not hold", "tie" (within the interval stated) or "withheld" (with the
+    /// reason in `text`).
+    pub verdict: String,
+    /// The figures it rests on (named, with units in their names).
+    #[serde(default)]
+    pub figures: serde_json::Map<String, serde_json::Value>,
+}
+
+/// "12.0 % ± 3.1 %" for a comparison's change and its interval (the half-width of the interval
+/// around the change; an asymmetric interval is given as [low, high]); "withheld (why)" when it
+/// has none.
+pub fn change_text(c: &crate::analysis::Comparison) -> String {
+    match (c.diff_pct, c.ci_low_pct, c.ci_high_pct) {
+        (Some(d), Some(lo), Some(hi)) => {
+            let (a, b) = (d - lo, hi - d);
+            if (a - b).abs() <= 0.05 * a.max(b).max(0.1) {
+                format!("{d:+.1} % ± {:.1} %", (a + b) / 2.0)
+            } else {
+                format!("{d:+.1} % [{lo:+.1} %, {hi:+.1} %]")
+            }
+        }
+        (Some(d), _, _) => format!("{d:+.1} % (no interval: {})", c.method),
+        _ => format!("withheld ({})", c.method),
+    }
+}
+
+/// The table's lines for an answer (after the experiment's table).
+pub fn render(a: &Answer) -> String {
+    let mut s = format!(
+        "\nStudy {}{}: {}\n",
+        a.study,
+        if a.quick {
+            " (quick form: the shape, not the figures)"
+        } else {
+            ""
+        },
+        a.question
+    );
+    for line in &a.summary {
+        s.push_str(&format!("  {line}\n"));
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn thinning_keeps_the_ends_and_spaces_the_rest() {
+        let v: Vec<u32> = (1..=20).collect();
+        assert_eq!(thin(&v, 2), vec![1, 20]);
+        assert_eq!(thin(&v, 3), vec![1, 11, 20]);
+        assert_eq!(thin(&v, 1), vec![1]);
+        assert_eq!(thin(&v, 30), v);
+        let seven = [32, 64, 128, 256, 512, 1024, 2920];
+        assert_eq!(thin(&seven, 4), vec![32, 128, 512, 2920]);
+    }
+
+    #[test]
+    fn set_option_replaces_or_appends() {
+        let a: Vec<String> = ["-l", "60", "-m", "32"].iter().map(|s| s.to_string()).collect();
+        assert_eq!(set_option(&a, &["-l", "--length"], "1"), ["-l", "1", "-m", "32"]);
+        let b: Vec<String> = ["--length=60"].iter().map(|s| s.to_string()).collect();
+        assert_eq!(set_option(&b, &["-l", "--length"], "1"), ["--length=1"]);
+        assert_eq!(set_option(&[], &["--omit"], "0"), ["--omit", "0"]);
+    }
+
+    const PLAN: &str = r#"
+name = "s"
+baseline = "a"
+[study]
+kind = "ipqos"
+question = "Q?"
+full_minutes = 40
+[study.quick]
+length = 1
+iterations = 2
+points = 2
+arms = ["c"]
+[[test]]
+kind = "tcp-stream"
+args = ["-l", "60", "--omit", "2"]
+sweep = { "-m" = [32, 64, 128, 2920] }
+[[test]]
+kind = "tcp-rr"
+[iterations]
+max = 10
+min = 3
+[[arm]]
+name = "a"
+[[arm]]
+name = "b"
+[[arm]]
+name = "c"
+"#;
+
+    #[test]
+    fn quick_reduces_lengths_runs_points_and_arms_as_the_plan_says() {
+        let mut p = Plan::from_toml(PLAN).unwrap();
+        apply_quick(&mut p).unwrap();
+        assert_eq!(p.tests[0].args, ["-l", "1", "--omit", "2"]);
+        assert_eq!(p.tests[1].args, ["-l", "1"]);
+        assert_eq!(p.tests[0].sweep[0].values, ["32", "2920"]);
+        assert_eq!((p.iterations.max, p.iterations.min), (2, 2));
+        let arms: Vec<&str> = p.arms.iter().map(|a| a.name.as_str()).collect();
+        assert_eq!(arms, ["a", "c"], "the baseline is kept");
+    }
+
+    #[test]
+    fn quick_refuses_what_the_plan_lacks_by_name() {
+        let bad = PLAN.replace("arms = [\"c\"]", "arms = [\"z\"]");
+        let mut p = Plan::from_toml(&bad).unwrap();
+        assert!(apply_quick(&mut p)
+            .unwrap_err()
+            .contains("study.quick.arms: no arm named \"z\""));
+        let bad = PLAN.replace("arms = [\"c\"]", "tests = [5]");
+        let mut p = Plan::from_toml(&bad).unwrap();
+        assert!(apply_quick(&mut p).unwrap_err().contains("test 5"));
+    }
+
+    #[test]
+    fn a_change_is_written_with_its_interval() {
+        let c = crate::analysis::Comparison {
+            metric: "sd_local".into(),
+            arm: "b".into(),
+            baseline: "a".into(),
+            higher_is_better: false,
+            diff_pct: Some(12.0),
+            ci_low_pct: Some(9.0),
+            ci_high_pct: Some(15.0),
+            p_value: Some(0.01),
+            verdict: crate::analysis::Verdict::Worse,
+            equal_within_pct: Some(5.0),
+            method: "welch+fieller".into(),
+        };
+        assert_eq!(change_text(&c), "+12.0 % ± 3.0 %");
+        let c2 = crate::analysis::Comparison {
+            ci_low_pct: Some(2.0),
+            ci_high_pct: Some(30.0),
+            ..c.clone()
+        };
+        assert_eq!(change_text(&c2), "+12.0 % [+2.0 %, +30.0 %]");
+        let c3 = crate::analysis::Comparison {
+            diff_pct: None,
+            method: "one run".into(),
+            ..c
+        };
+        assert_eq!(change_text(&c3), "withheld (one run)");
+    }
+}
