@@ -49,6 +49,7 @@ impl Study for Gigabit {
                 "no arm of the plan is a path this study reads (lan, long-path, jumbo): nothing to say which parameter limits a transfer",
             ));
         }
+        findings.extend(jumbo(e));
         findings.extend(loopback(e));
         findings.extend(udp_loss(e));
         findings.extend(bidir(e));
@@ -123,13 +124,12 @@ fn effect(e: &Experiment, kind: &str, option: &str, parameter: &'static str, arm
     })
 }
 
-/// The smallest round trip TCP measured on `arm` (TCP_INFO's smoothed RTT at a run's end, the
-/// least queued of them), ms.
+/// The smallest round trip TCP measured on `arm` in the buffer sweep (TCP_INFO's smoothed RTT at
+/// a run's end, the least queued of them), ms.
 fn min_rtt_ms(e: &Experiment, arm: &str) -> Option<f64> {
-    e.tests
+    let (t, _) = swept(e, "tcp-stream", "-s")?;
+    t.points
         .iter()
-        .filter(|t| t.kind.starts_with("tcp-"))
-        .flat_map(|t| &t.points)
         .flat_map(|p| p.arms.iter().filter(|a| a.arm == arm))
         .flat_map(|a| &a.runs)
         .flat_map(|r| &r.flows)
@@ -139,11 +139,11 @@ fn min_rtt_ms(e: &Experiment, arm: &str) -> Option<f64> {
         .map(|us| us as f64 / 1000.0)
 }
 
-/// The most throughput any run of `arm` carried (its estimates' means), Mbit/s.
+/// The most throughput one direction of `arm` carried (the tcp-stream estimates' means), Mbit/s.
 fn best_on(e: &Experiment, arm: &str) -> Option<f64> {
     e.tests
         .iter()
-        .filter(|t| t.kind != "udp-stream")
+        .filter(|t| t.kind == "tcp-stream")
         .flat_map(|t| &t.points)
         .filter_map(|p| thr(p, arm).map(|x| x.mean))
         .reduce(f64::max)
@@ -235,26 +235,51 @@ fn path_answer(e: &Experiment, arm: &str, name: &str) -> Option<(String, Vec<Fin
             ],
         ));
     }
-    let limiting = effects
-        .iter()
-        .filter(|f| f.raises)
-        .max_by(|a, b| (a.best.1 / a.first.1).total_cmp(&(b.best.1 / b.first.1)));
-    let summary = match (limiting, best) {
-        (Some(f), _) => format!(
-            "On {name} the limit is {}: from {} at {} to {} at {}.",
+    let mut limiting: Vec<&Effect> = effects.iter().filter(|f| f.raises).collect();
+    limiting.sort_by(|a, b| (b.best.1 / b.first.1).total_cmp(&(a.best.1 / a.first.1)));
+    let gain = |f: &Effect| {
+        format!(
+            "{} (×{:.2}: {} at {}, {} at {})",
             f.parameter,
+            f.best.1 / f.first.1,
             mbps(f.first.1),
             f.first.0,
             mbps(f.best.1),
             f.best.0
+        )
+    };
+    let others: Vec<&str> = effects
+        .iter()
+        .filter(|f| !f.raises)
+        .map(|f| f.parameter)
+        .collect();
+    let others = if others.is_empty() {
+        String::new()
+    } else {
+        format!(
+            "; {} {} not move it by more than {:.0} %",
+            others.join(" and "),
+            if others.len() > 1 || others[0].starts_with("both") {
+                "do"
+            } else {
+                "does"
+            },
+            MARGIN * 100.0
+        )
+    };
+    let most = best.map(|b| format!("; at most {}", mbps(b))).unwrap_or_default();
+    let summary = match limiting.split_first() {
+        Some((top, rest)) => format!(
+            "On {name} the limit is {}{}{others}{most}.",
+            gain(top),
+            rest.iter().map(|f| format!(", then {}", gain(f))).collect::<String>()
         ),
-        (None, Some(best)) if !effects.is_empty() => format!(
-            "On {name} none of the parameters swept ({}) moved throughput by more than {:.0} %: the path's own rate is the limit (at most {}).",
+        None if !effects.is_empty() => format!(
+            "On {name} none of the parameters swept ({}) moved throughput by more than {:.0} %: the path's own rate is the limit{most}.",
             effects.iter().map(|f| f.parameter).collect::<Vec<_>>().join(", "),
             MARGIN * 100.0,
-            mbps(best)
         ),
-        _ => {
+        None => {
             findings.push(withheld(
                 format!("limit on {arm}"),
                 format!("no sweep of {name} has two points with a throughput: which parameter limits it is not measured"),
@@ -266,6 +291,59 @@ fn path_answer(e: &Experiment, arm: &str, name: &str) -> Option<(String, Vec<Fin
         }
     };
     Some((summary, findings))
+}
+
+/// MTU 9000 against 1500 (the `jumbo` arm against the LAN) at the buffer sweep's largest
+/// buffer: throughput and the sender's service demand, each with its interval.
+fn jumbo(e: &Experiment) -> Option<Finding> {
+    use netrig_experiment::analysis::Verdict;
+    if !arm_in(e, "jumbo") {
+        return None;
+    }
+    let t = swept(e, "tcp-stream", "-s")
+        .map(|(t, _)| t)
+        .or_else(|| e.tests.iter().find(|t| t.kind == "tcp-stream"))?;
+    let p = t
+        .points
+        .iter()
+        .rev()
+        .find(|p| thr(p, "jumbo").is_some() && thr(p, "lan").is_some())?;
+    let (j, l) = (thr(p, "jumbo")?.mean, thr(p, "lan")?.mean);
+    let Some(c) = comparison(p, "jumbo", "throughput") else {
+        return Some(withheld(
+            "MTU 9000 against 1500",
+            format!(
+                "{} at MTU 9000 against {} at 1500 at {}, without a comparison (too few runs)",
+                mbps(j),
+                mbps(l),
+                p.point
+            ),
+        ));
+    };
+    let sd = comparison(p, "jumbo", "sd_local")
+        .map(|c| format!("; the sender's service demand {}", crate::change_text(c)))
+        .unwrap_or_default();
+    let verdict = match c.verdict {
+        Verdict::Better => "holds",
+        Verdict::Worse => "does not hold",
+        Verdict::Equal | Verdict::Undetermined => "tie",
+    };
+    Some(finding(
+        "MTU 9000 against 1500",
+        verdict,
+        format!(
+            "At MTU 9000 the switch carried {} against {} at 1500 at {}: {}{sd}.",
+            mbps(j),
+            mbps(l),
+            p.point,
+            crate::change_text(c)
+        ),
+        &[
+            ("jumbo_mbps", j),
+            ("lan_mbps", l),
+            ("change_pct", c.diff_pct.unwrap_or(f64::NAN)),
+        ],
+    ))
 }
 
 /// Loopback against the LAN at each point of the first test both ran.
@@ -520,6 +598,7 @@ mod tests {
     const ARMS: &[&str] = &[
         "lan",
         "long-path",
+        "jumbo",
         "loopback",
         "clients-1",
         "clients-2",
@@ -545,6 +624,7 @@ mod tests {
             let buf = 65536.0 * 2f64.powi(p as i32);
             let (mbps, rtt) = match ARMS[a] {
                 "lan" => (940.0, 100),
+                "jumbo" => (985.0, 100),
                 "long-path" => ((buf * 8.0 / 0.010 / 1e6).min(940.0), 10_000),
                 "loopback" => (20_000.0, 20),
                 c => (clients(c.trim_start_matches("clients-").parse().unwrap()), 200),
@@ -605,6 +685,9 @@ mod tests {
         assert!((b - 840.0e6 / 8.0 * 0.010).abs() < 0.05 * b, "{bdp:?}");
         assert_eq!(by_topic(&f, "bandwidth-delay product of lan").verdict, "holds");
         assert_eq!(by_topic(&f, "loopback against the link").verdict, "holds");
+        let j = by_topic(&f, "MTU 9000 against 1500");
+        assert_eq!(j.verdict, "holds", "{j:?}");
+        assert!(j.text.contains("+4.8 %"), "{}", j.text);
         assert_eq!(
             by_topic(&f, "rmem_max/wmem_max default against raised").verdict,
             "withheld"
