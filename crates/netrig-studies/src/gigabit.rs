@@ -724,6 +724,28 @@ mod tests {
     }
 
     #[test]
+    fn jumbo_frames_equal_and_a_loopback_no_faster_are_said_so() {
+        // Jumbo frames within noise of the LAN: a tie with the interval; loopback no faster than
+        // the link: the hosts' TCP/IP is the limit.
+        let arms = ["lan", "jumbo", "loopback"];
+        let e = experiment("tcp-stream", "-s,-S", BUFS, &arms, |_, a, r, run| {
+            let base = [940.0, 941.0, 945.0][a];
+            set(run, base + [0.0, 9.0, -9.0][r], 100, r)
+        });
+        let (_, f) = Gigabit.answer(&e);
+        let j = by_topic(&f, "MTU 9000 against 1500");
+        assert_eq!(j.verdict, "tie", "{j:?}");
+        assert!(
+            j.text.contains(" ± ") || j.text.contains("% ["),
+            "the interval stated: {}",
+            j.text
+        );
+        let l = by_topic(&f, "loopback against the link");
+        assert_eq!(l.verdict, "does not hold", "{l:?}");
+        assert!(l.text.contains("not the link, limits"), "{}", l.text);
+    }
+
+    #[test]
     fn what_the_runs_lack_is_withheld() {
         let e = experiment("tcp-stream", "-m", &["10", "1400"], &["other"], |_, _, _, run| {
             run.summary.throughput_bps = 1e8;
