@@ -872,8 +872,8 @@ mod tests {
         let five = p
             .arms()
             .into_iter()
-            .find(|a| a.name == "five-clients")
-            .expect("a five-clients arm");
+            .find(|a| a.name == "clients-5")
+            .expect("a clients-5 arm");
         assert_eq!(client_hosts(&p, &five).len(), 5);
     }
 

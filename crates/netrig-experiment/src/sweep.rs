@@ -9,6 +9,10 @@
 //! Values keep their suffixes (`64K`, `1M`): each is handed to the kind's
 //! own option parser as if typed, so a swept point is exactly the test a
 //! single run with that value is.
+//!
+//! Options swept together: an option written `-s,-S` (a plan's `sweep = { "-s,-S" =
+//! "64K..1M*2" }`) gives each of them the same value at every point, as netperf's
+//! `-s 64K -S 64K` loops set both ends' buffers — one sweep, not the cross product of two.
 
 use serde::{Deserialize, Serialize};
 use std::fmt;
@@ -28,7 +32,8 @@ pub struct SweepError {
 /// One swept option and its values, in order.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Sweep {
-    /// The option as typed, e.g. `-m` or `--rate`.
+    /// The option as typed, e.g. `-m` or `--rate`; several swept together as one,
+    /// comma-separated (`-s,-S`: both set to each value).
     pub option: String,
     pub values: Vec<String>,
 }
@@ -88,9 +93,19 @@ pub fn value(option: &str, text: &str) -> Option<f64> {
     number(text, is_size_option(option)).map(|(v, _)| v)
 }
 
+/// The options a sweep's `option` sets: one, or several swept together (`-s,-S`).
+pub fn options(option: &str) -> impl Iterator<Item = &str> {
+    option.split(',').map(str::trim)
+}
+
 /// Options whose K/M/G are powers of 1024 (sizes); others' are powers of
-/// 1000 (rates: `-b`, `--max-pacing-rate`) or have none.
+/// 1000 (rates: `-b`, `--max-pacing-rate`) or have none. Options swept together are
+/// sizes when every one of them is.
 fn is_size_option(option: &str) -> bool {
+    options(option).all(is_one_size_option)
+}
+
+fn is_one_size_option(option: &str) -> bool {
     matches!(
         option,
         "-m" | "--message-size"
@@ -198,15 +213,17 @@ impl fmt::Display for Point {
 
 impl Point {
     /// `args` with each swept option's value set: replaced where the option
-    /// is given, appended where it is not.
+    /// is given, appended where it is not (each of options swept together).
     pub fn apply(&self, args: &[String]) -> Vec<String> {
         let mut out = args.to_vec();
-        for (option, value) in &self.values {
-            match out.iter().position(|a| a == option) {
-                Some(i) if i + 1 < out.len() => out[i + 1] = value.clone(),
-                _ => {
-                    out.push(option.clone());
-                    out.push(value.clone());
+        for (joint, value) in &self.values {
+            for option in options(joint) {
+                match out.iter().position(|a| a == option) {
+                    Some(i) if i + 1 < out.len() => out[i + 1] = value.clone(),
+                    _ => {
+                        out.push(option.to_string());
+                        out.push(value.clone());
+                    }
                 }
             }
         }
@@ -215,8 +232,29 @@ impl Point {
 }
 
 /// Every combination of the sweeps' values, the first sweep varying slowest
-/// (the order they were given in).
+/// (the order they were given in). An option swept twice (alone or among options swept
+/// together) is an error naming it.
 pub fn points(sweeps: &[Sweep]) -> Result<Vec<Point>, SweepError> {
+    let mut seen: Vec<&str> = Vec::new();
+    for s in sweeps {
+        for o in options(&s.option) {
+            let why = if o.is_empty() {
+                "an empty option among options swept together (write them as \"-s,-S\")"
+            } else if seen.contains(&o) {
+                "this option is swept twice (alone or among options swept together)"
+            } else {
+                ""
+            };
+            if !why.is_empty() {
+                return Err(SweepError {
+                    option: s.option.clone(),
+                    text: o.to_string(),
+                    why: why.into(),
+                });
+            }
+            seen.push(o);
+        }
+    }
     let total = sweeps.iter().try_fold(1usize, |n, s| {
         n.checked_mul(s.values.len()).filter(|n| *n <= MAX_POINTS)
     });
@@ -353,6 +391,32 @@ mod tests {
         assert_eq!(points(&[]).unwrap(), vec![Point { values: vec![] }]);
         let big = [parse("-m", "1..200").unwrap(), parse("-P", "1..200").unwrap()];
         assert!(points(&big).is_err());
+    }
+
+    #[test]
+    fn options_swept_together_take_the_same_value() {
+        // Both ends' buffers at once: 64K..1M read as sizes (powers of 1024), as -s reads them.
+        let s = parse("-s,-S", "64K..1M*2").unwrap();
+        assert_eq!(s.values, ["64K", "128K", "256K", "512K", "1024K"]);
+        assert_eq!(value("-s,-S", "1M"), Some(1048576.0));
+        let p = points(&[s, parse("-P", "1,2").unwrap()]).unwrap();
+        assert_eq!(
+            p.len(),
+            10,
+            "one sweep of 5 by 2 flows, not the product of -s and -S"
+        );
+        assert_eq!(p[2].to_string(), "-s,-S 128K -P 1");
+        let args: Vec<String> = ["-l", "2", "-S", "9"].map(String::from).to_vec();
+        assert_eq!(
+            p[2].apply(&args),
+            ["-l", "2", "-S", "128K", "-s", "128K", "-P", "1"]
+        );
+        // An option swept twice, or an empty one, is refused by name.
+        let e = points(&[parse("-s,-S", "1,2").unwrap(), parse("-S", "3,4").unwrap()]).unwrap_err();
+        assert_eq!(e.option, "-S");
+        assert!(e.why.contains("swept twice"), "{e}");
+        let e = points(&[parse("-s,", "1,2").unwrap()]).unwrap_err();
+        assert!(e.why.contains("empty option"), "{e}");
     }
 
     #[test]

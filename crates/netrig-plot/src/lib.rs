@@ -7,6 +7,7 @@
 //! below the panels. A PNG of any plot with [`to_png`].
 
 mod chart;
+pub mod client_sum;
 pub mod compare;
 pub mod group;
 pub mod latency;
@@ -88,6 +89,10 @@ pub fn plots_for_experiment(e: &Experiment) -> Vec<Plot> {
                 (2.., Some(title)) => out.extend(plot_grid(format!("sweep{suffix}"), title, &c, 2)),
                 _ => out.extend(plot(format!("sweep{suffix}"), &c)),
             }
+        }
+        // Several client hosts at once (a lab plan's `clients` arms): the sum against their number.
+        if let Some(c) = client_sum::chart(t) {
+            out.extend(plot(format!("clients{suffix}"), &[c]));
         }
         if t.points.len() <= MAX_POINT_PLOTS {
             for (j, p) in t.points.iter().enumerate() {

@@ -3,6 +3,8 @@
 //! each sentence made from the figures it names ([`Answer`]). A new study is a new module here
 //! and one line in [`STUDIES`]; nothing else in netrig knows the studies by name.
 
+mod gigabit;
+
 use netrig_experiment::analysis::{Comparison, Estimate};
 use netrig_experiment::document::{ArmOutcome, Experiment, PointOutcome, TestOutcome};
 pub use netrig_experiment::study::{change_text, Answer, Finding};
@@ -17,7 +19,7 @@ pub trait Study: Sync {
 }
 
 /// Every study netrig knows.
-static STUDIES: &[&dyn Study] = &[];
+static STUDIES: &[&dyn Study] = &[&gigabit::Gigabit];
 
 /// The studies' names.
 pub fn kinds() -> Vec<&'static str> {

@@ -642,8 +642,8 @@ teardown = "tc qdisc del dev eth0 root"
 
 /// The shipped plans run to the end (short: 0.2 s a test, one run a
 /// point), each in a namespace of its own, where their nftables rules live
-/// and die. (plans/gigabit.toml changes host-wide sysctls, which a
-/// namespace cannot: it is checked, not run, here.)
+/// and die. (The lab plans are run by their own tests: plans/gigabit.toml
+/// by study_gigabit.)
 #[test]
 fn the_shipped_plans_run_to_the_end() {
     let plans = concat!(env!("CARGO_MANIFEST_DIR"), "/../../plans");
