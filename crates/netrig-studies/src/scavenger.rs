@@ -163,6 +163,24 @@ fn counter(runs: &[TestResult], remote: bool, key: &str) -> Option<i64> {
     any.then_some(sum)
 }
 
+/// The sending ends' TCP_INFO over the runs' connections: retransmitted segments (summed) and the
+/// highest reordering degree the sender's kernel saw (tcpi_reordering: 3 unless it met
+/// reordering, at most net.ipv4.tcp_max_reordering). Per connection, so two members sharing a
+/// client host do not mix.
+fn tcp_info(runs: &[TestResult]) -> Option<(u64, u32)> {
+    let infos: Vec<_> = runs
+        .iter()
+        .flat_map(|r| r.flows.iter())
+        .filter_map(|f| f.tcp_info.as_ref())
+        .collect();
+    (!infos.is_empty()).then(|| {
+        (
+            infos.iter().map(|i| u64::from(i.retransmits_total)).sum(),
+            infos.iter().map(|i| i.reordering).max().unwrap_or(0),
+        )
+    })
+}
+
 /// The configured rate of the router's egress towards the server (bits/s), from the lab as
 /// built (the document's `lab`).
 fn bottleneck_bps(e: &Experiment) -> Option<f64> {
@@ -233,8 +251,10 @@ impl Study for Scavenger {
                     ("scavenger_out_of_order_pct", o),
                 ]);
             }
-            if let Some(rt) = counter(&member(e, g, "best-effort"), false, "Tcp.RetransSegs") {
-                text.push_str(&format!("; best effort's sender retransmitted {rt} segments (Tcp.RetransSegs, client host, over its runs)"));
+            if let Some((rt, _)) = tcp_info(&member(e, g, "best-effort")) {
+                text.push_str(&format!(
+                    "; best effort's sender retransmitted {rt} segments (TCP_INFO of its connection, over its runs)"
+                ));
             }
             text.push_str(&format!(
                 ". Best effort keeps its throughput (at least {:.0} % of alone, the margin for this machine's noise): ",
@@ -498,7 +518,12 @@ impl Study for Scavenger {
                     let s = counter(r, true, "Tcp.OutSegs")?;
                     (s > 0).then(|| 100.0 * o as f64 / s as f64)
                 };
-                let rt = |r: &[TestResult]| counter(r, false, "Tcp.RetransSegs");
+                let (pi, fi) = (tcp_info(&pt), tcp_info(&ft));
+                let info = |x: Option<(u64, u32)>| {
+                    x.map_or("withheld (no TCP_INFO in its result)".to_string(), |(rt, ro)| {
+                        format!("{rt} segments retransmitted, reordering degree {ro}")
+                    })
+                };
                 let (po, fo) = (ofo(&pt), ofo(&ft));
                 let share = |x: Option<f64>| {
                     x.map_or(
@@ -518,22 +543,30 @@ impl Study for Scavenger {
                     "per-packet load balancing gives one TCP flow both circuits",
                     v,
                     format!(
-                        "One TCP flow with a 5.7 MB window: {} per packet against {} per flow ({:+.1} %; more than ±5 % decides). The receiver's segments queued out of order per segment it sent (TcpExt.TCPOFOQueue / Tcp.OutSegs in the server host's namespace; each such segment is answered at once by a selective acknowledgement, so this is a floor of the SACK share): {} per packet, {} per flow; the sender retransmitted {} and {} segments (Tcp.RetransSegs, client host).",
+                        "One TCP flow with a 5.7 MB window: {} per packet against {} per flow ({:+.1} %; more than ±5 % decides). The sender's connection (TCP_INFO, over its runs): per packet {}, per flow {} (3 is the kernel's default, met no reordering). The receiver's segments queued out of order per segment it sent (TcpExt.TCPOFOQueue / Tcp.OutSegs in the server host's namespace; each such segment is answered at once by a selective acknowledgement, so this is a floor of the SACK share, and it counts the segments behind a loss's hole as well as reordered ones): {} per packet, {} per flow.",
                         show(&p, "Mbit/s", 2),
                         show(&f, "Mbit/s", 2),
                         100.0 * (ratio - 1.0),
+                        info(pi),
+                        info(fi),
                         share(po),
                         share(fo),
-                        rt(&pt).map_or("?".into(), |x| x.to_string()),
-                        rt(&ft).map_or("?".into(), |x| x.to_string()),
                     ),
-                    &[("per_packet_mbps", p.mean), ("per_flow_mbps", f.mean), ("per_packet_ofo_pct", po.unwrap_or(f64::NAN)), ("per_flow_ofo_pct", fo.unwrap_or(f64::NAN))],
+                    &[
+                        ("per_packet_mbps", p.mean),
+                        ("per_flow_mbps", f.mean),
+                        ("per_packet_ofo_pct", po.unwrap_or(f64::NAN)),
+                        ("per_flow_ofo_pct", fo.unwrap_or(f64::NAN)),
+                        ("per_packet_reordering", pi.map_or(f64::NAN, |x| f64::from(x.1))),
+                        ("per_flow_reordering", fi.map_or(f64::NAN, |x| f64::from(x.1))),
+                    ],
                 ));
                 summary.push(format!(
-                    "One TCP flow carried {:.1} Mbit/s balanced per packet and {:.1} per flow, the receiver queuing {} of its segments out of order per packet.",
+                    "One TCP flow carried {:.1} Mbit/s balanced per packet and {:.1} per flow; its sender's reordering degree reached {} per packet and {} per flow.",
                     p.mean,
                     f.mean,
-                    share(po)
+                    pi.map_or("withheld".to_string(), |x| x.1.to_string()),
+                    fi.map_or("withheld".to_string(), |x| x.1.to_string()),
                 ));
             }
             _ => findings.push(withheld(
@@ -568,7 +601,10 @@ mod tests {
         t
     }
 
-    fn with_counters(mut t: TestResult, ofo: i64, out: i64) -> TestResult {
+    fn with_counters(mut t: TestResult, ofo: i64, out: i64, reordering: u32) -> TestResult {
+        for f in &mut t.flows {
+            f.tcp_info.as_mut().expect("the fixture's TCP_INFO").reordering = reordering;
+        }
         t.counters.remote = Some(
             serde_json::from_value(serde_json::json!({
                 "deltas": {"TcpExt.TCPOFOQueue": ofo, "Tcp.OutSegs": out}, "conntrack": null
@@ -680,8 +716,10 @@ mod tests {
         e.groups.push(group(
             "lb-tcp",
             &[
-                ("per-packet", &move |r| with_counters(tcp(pt, r), 9_000, 10_000)),
-                ("per-flow", &move |r| with_counters(tcp(ft, r), 10, 10_000)),
+                ("per-packet", &move |r| {
+                    with_counters(tcp(pt, r), 9_000, 10_000, 300)
+                }),
+                ("per-flow", &move |r| with_counters(tcp(ft, r), 10, 10_000, 3)),
             ],
         ));
         e
@@ -729,6 +767,9 @@ mod tests {
         let t = verdict(&f, "per-packet load balancing gives one TCP flow both circuits");
         assert_eq!(t.verdict, "holds", "{}", t.text);
         assert!(t.text.contains("90.0 % per packet, 0.1 % per flow"), "{}", t.text);
+        assert_eq!(t.figures["per_packet_reordering"], 300.0);
+        assert_eq!(t.figures["per_flow_reordering"], 3.0);
+        assert!(t.text.contains("reordering degree 300"), "{}", t.text);
         let s = summary.join(" ");
         for want in [
             "Scavenger traffic does not affect best effort",

@@ -109,4 +109,11 @@ fn the_scavenger_study_s_quick_form_yields_to_best_effort_fills_the_path_and_sho
     assert_eq!(r["verdict"], "holds", "{r:#}");
     assert!(fig(r, "per_packet_out_of_order_pct") >= 20.0, "{r:#}");
     assert!(fig(r, "per_flow_out_of_order_pct") <= 1.0, "{r:#}");
+    // One TCP flow's sender meets the reordering per packet (its reordering degree above the
+    // kernel's default of 3), not per flow.
+    let t = finding(&v, "per-packet load balancing gives one TCP flow both circuits");
+    assert!(
+        fig(t, "per_packet_reordering") > fig(t, "per_flow_reordering"),
+        "{t:#}"
+    );
 }
