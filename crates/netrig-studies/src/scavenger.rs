@@ -181,6 +181,32 @@ fn tcp_info(runs: &[TestResult]) -> Option<(u64, u32)> {
     })
 }
 
+/// The (best effort, scavenger) results of each run of group `g` in which both completed.
+fn pairs(e: &Experiment, g: &str) -> Vec<(TestResult, TestResult)> {
+    let Some(a) = e.groups.iter().find(|x| x.name == g).and_then(|x| x.arms.first()) else {
+        return vec![];
+    };
+    a.runs
+        .iter()
+        .filter_map(|r| {
+            let get = |n: &str| r.members.iter().find(|m| m.member == n)?.result.clone();
+            Some((get("best-effort")?, get("scavenger")?))
+        })
+        .collect()
+}
+
+/// The UDP payload the bottleneck carries, Mbit/s: its configured rate × the datagram over its
+/// frame (UDP 8, IPv4 20 and Ethernet 14 bytes of headers), the datagram read from group `g`'s
+/// best-effort member.
+fn probe_capacity(e: &Experiment, g: &str) -> Option<f64> {
+    let rate = bottleneck_bps(e)?;
+    let m = pairs(e, g)
+        .first()
+        .map(|p| p.0.config.message_size as f64)
+        .filter(|m| *m > 0.0)?;
+    Some(rate / 1e6 * m / (m + 42.0))
+}
+
 /// The configured rate of the router's egress towards the server (bits/s), from the lab as
 /// built (the document's `lab`).
 fn bottleneck_bps(e: &Experiment) -> Option<f64> {
@@ -203,13 +229,13 @@ impl Study for Scavenger {
 
         // 1. Does scavenger traffic affect best effort?
         let mut affect = Vec::new();
-        let mut pairs = vec![("together".to_string(), "a scavenger TCP flow".to_string())];
-        pairs.extend(
+        let mut cases = vec![("together".to_string(), "a scavenger TCP flow".to_string())];
+        cases.extend(
             rated_groups(e, "udp-")
                 .into_iter()
                 .map(|(n, g)| (g, format!("scavenger UDP at {n} Mbit/s"))),
         );
-        for (g, what) in &pairs {
+        for (g, what) in &cases {
             let beside = est(e, &member(e, g, "best-effort"), "throughput");
             let scav = member(e, g, "scavenger");
             let (Some(b), Some(alone)) = (beside.as_ref(), be.as_ref()) else {
@@ -386,11 +412,31 @@ impl Study for Scavenger {
             let mut failed_at: Option<(f64, f64)> = None;
             let mut harmed = Vec::new();
             let mut be_rx = Vec::new();
+            let capacity = probe_capacity(e, &probes[0].1);
             for (n, g) in &probes {
-                let s = member(e, g, "scavenger");
-                let b = member(e, g, "best-effort");
+                let all = pairs(e, g);
+                // A run in which best effort lost datagrams although the router had room for
+                // both classes (its rate plus the probe's below what the link carries) is
+                // disturbed: best effort is served first, so that loss is this machine's (a
+                // descheduled router, element or receiver), not the classes'.
+                let (judged, disturbed): (Vec<_>, Vec<_>) = all.into_iter().partition(|(b, _)| {
+                    let lost = b.summary.udp.as_ref().map_or(0.0, |u| u.loss_pct);
+                    let offered = b.config.rate_bps.map_or(b.summary.throughput_bps, |r| r as f64) / 1e6;
+                    !(lost > BE_HARM_PCT && capacity.is_some_and(|c| n + offered < c))
+                });
+                let s: Vec<TestResult> = judged.iter().map(|p| p.1.clone()).collect();
+                let b: Vec<TestResult> = judged.iter().map(|p| p.0.clone()).collect();
+                let left_out = if disturbed.is_empty() {
+                    String::new()
+                } else {
+                    format!(
+                        " ({} of its {} runs left out as disturbed: best effort lost more than {BE_HARM_PCT} % with room for both)",
+                        disturbed.len(),
+                        disturbed.len() + judged.len()
+                    )
+                };
                 let (Some(sl), Some(bl)) = (est(e, &s, "loss"), est(e, &b, "loss")) else {
-                    rows.push(format!("{n} Mbit/s: not measured"));
+                    rows.push(format!("{n} Mbit/s: not measured{left_out}"));
                     failed_at.get_or_insert((*n, f64::NAN));
                     continue;
                 };
@@ -412,6 +458,9 @@ impl Study for Scavenger {
                     bj.as_ref().map_or("withheld".into(), |j| show(j, "µs", 0)),
                     ooo_pct(&b).unwrap_or(f64::NAN),
                 ));
+                if let Some(last) = rows.last_mut() {
+                    last.push_str(&left_out);
+                }
                 if bl.mean > BE_HARM_PCT {
                     harmed.push(*n);
                 }
@@ -422,24 +471,12 @@ impl Study for Scavenger {
                 }
             }
             let be_mean = mean(be_rx.iter().copied());
-            let idle = match (
-                bottleneck_bps(e),
-                be_mean,
-                e.groups.iter().find(|g| g.name == probes[0].1),
-            ) {
-                (Some(rate), Some(bm), Some(_)) => {
-                    // UDP payload the link carries: the datagram over its frame (UDP 8, IPv4 20,
-                    // Ethernet 14 bytes of headers).
-                    let m = member(e, &probes[0].1, "best-effort")
-                        .first()
-                        .map(|r| r.config.message_size as f64)
-                        .filter(|m| *m > 0.0);
-                    m.map(|m| rate / 1e6 * m / (m + 42.0) - bm)
-                }
+            let idle = match (capacity, be_mean) {
+                (Some(c), Some(bm)) => Some(c - bm),
                 _ => None,
             };
             let method = format!(
-                "Method: best-effort UDP at a fixed rate beside scavenger UDP probes at rising rates; the estimate is the highest probe rate below the first one that lost {PROBE_LOSS_PCT} % or more of its datagrams or made best effort lose more than {BE_HARM_PCT} %"
+                "Method: best-effort UDP at a fixed rate beside scavenger UDP probes at rising rates; the estimate is the highest probe rate below the first one that lost {PROBE_LOSS_PCT} % or more of its datagrams or made best effort lose more than {BE_HARM_PCT} % (over its runs, less those in which best effort lost with room for both on the link: this machine's loss, not the classes')"
             );
             let idle_text = idle.map_or(
                 " (what best effort left idle is withheld: the lab's rate or the datagram size is not in the document)".to_string(),
@@ -532,7 +569,13 @@ impl Study for Scavenger {
                     )
                 };
                 let ratio = p.mean / f.mean;
-                let v = if ratio > 1.05 {
+                let overlap = match (p.ci_low, p.ci_high, f.ci_low, f.ci_high) {
+                    (Some(pl), Some(ph), Some(fl), Some(fh)) => pl <= fh && fl <= ph,
+                    _ => false,
+                };
+                let v = if overlap {
+                    "tie"
+                } else if ratio > 1.05 {
                     "holds"
                 } else if ratio < 0.95 {
                     "does not hold"
@@ -543,7 +586,7 @@ impl Study for Scavenger {
                     "per-packet load balancing gives one TCP flow both circuits",
                     v,
                     format!(
-                        "One TCP flow with a 5.7 MB window: {} per packet against {} per flow ({:+.1} %; more than ±5 % decides). The sender's connection (TCP_INFO, over its runs): per packet {}, per flow {} (3 is the kernel's default, met no reordering). The receiver's segments queued out of order per segment it sent (TcpExt.TCPOFOQueue / Tcp.OutSegs in the server host's namespace; each such segment is answered at once by a selective acknowledgement, so this is a floor of the SACK share, and it counts the segments behind a loss's hole as well as reordered ones): {} per packet, {} per flow.",
+                        "One TCP flow with a 5.7 MB window: {} per packet against {} per flow ({:+.1} %; more than ±5 % decides, unless the two intervals overlap: a tie). The sender's connection (TCP_INFO, over its runs): per packet {}, per flow {} (3 is the kernel's default, met no reordering). The receiver's segments queued out of order per segment it sent (TcpExt.TCPOFOQueue / Tcp.OutSegs in the server host's namespace; each such segment is answered at once by a selective acknowledgement, so this is a floor of the SACK share, and it counts the segments behind a loss's hole as well as reordered ones): {} per packet, {} per flow.",
                         show(&p, "Mbit/s", 2),
                         show(&f, "Mbit/s", 2),
                         100.0 * (ratio - 1.0),
@@ -844,6 +887,55 @@ mod tests {
         let q = verdict(&f, "the queue limit explains it");
         assert_eq!(q.verdict, "holds", "{}", q.text);
         assert!(q.text.contains("closes 78 % of the gap"), "{}", q.text);
+    }
+
+    #[test]
+    fn a_probe_run_disturbed_by_the_machine_is_left_out_only_with_room_on_the_link() {
+        let mut e = doc(&STUDY);
+        let g = e.groups.iter_mut().find(|g| g.name == "probe-30M").unwrap();
+        for (i, run) in g.arms[0].runs.iter_mut().enumerate() {
+            for m in &mut run.members {
+                let r = m.result.as_mut().unwrap();
+                r.config.message_size = 1472;
+                if m.member == "best-effort" {
+                    r.config.rate_bps = Some(100_000_000);
+                }
+                if i == 0 {
+                    // Both classes lost in one run: best effort too, with room for both.
+                    r.summary.udp.as_mut().unwrap().loss_pct = 3.0;
+                }
+            }
+        }
+        // Without the lab's rate the link's room is unknown: the run counts, and best effort
+        // was harmed at the first probe.
+        let (_, f) = Scavenger.answer(&e);
+        let a = verdict(&f, "available bandwidth from scavenger UDP");
+        assert_eq!(a.verdict, "withheld", "{}", a.text);
+        // 155 Mbit/s carries 150.7 Mbit/s of 1472-byte datagrams; 100 + 30 leave room.
+        e.lab = Some(serde_json::json!({"directions": [{"from": "router", "rate_bps": 155_000_000u64}]}));
+        let (_, f) = Scavenger.answer(&e);
+        let a = verdict(&f, "available bandwidth from scavenger UDP");
+        assert_eq!(a.verdict, "holds", "{}", a.text);
+        assert_eq!(a.figures["estimate_mbps"], 45.0);
+        assert!(
+            a.text.contains("1 of its 3 runs left out as disturbed"),
+            "{}",
+            a.text
+        );
+    }
+
+    #[test]
+    fn tcp_rates_whose_intervals_overlap_are_a_tie() {
+        let mut e = doc(&STUDY);
+        let g = e.groups.iter_mut().find(|g| g.name == "lb-tcp").unwrap();
+        // Per packet 100, 190, 280: a wide interval around 190 that holds per flow's 140.
+        for (i, run) in g.arms[0].runs.iter_mut().enumerate() {
+            let r = run.members[0].result.as_mut().unwrap();
+            r.summary.throughput_bps = (100.0 + 90.0 * i as f64) * 1e6;
+        }
+        let (_, f) = Scavenger.answer(&e);
+        let t = verdict(&f, "per-packet load balancing gives one TCP flow both circuits");
+        assert_eq!(t.verdict, "tie", "{}", t.text);
     }
 
     #[test]
