@@ -1199,7 +1199,12 @@ mod tests {
     #[test]
     fn the_shipped_scavenger_plan_builds_its_classes_behind_the_element_without_netem() {
         let topo = crate::model::parse(include_str!("../../../plans/scavenger.toml")).unwrap();
-        let p = plan(&topo, "abc123", Kernel::default(), std::path::Path::new(".")).unwrap();
+        // The plan turns offloads off (MTU-sized packets in the queues): ethtool is there.
+        let k = Kernel {
+            ethtool: true,
+            ..Kernel::default()
+        };
+        let p = plan(&topo, "abc123", k, std::path::Path::new(".")).unwrap();
         let d = p.directions.iter().find(|d| d.from == "router").unwrap();
         assert_eq!(d.rate_bps, Some(155_000_000));
         assert!(

@@ -9,6 +9,8 @@ use netrig_experiment::analysis::{Comparison, Estimate};
 use netrig_experiment::document::{ArmOutcome, Experiment, PointOutcome, TestOutcome};
 pub use netrig_experiment::study::{change_text, Answer, Finding};
 
+pub mod scavenger;
+
 /// One study: its name (a plan's `study.kind`) and how it answers its question.
 pub trait Study: Sync {
     /// The plan's `study.kind`.
@@ -19,7 +21,7 @@ pub trait Study: Sync {
 }
 
 /// Every study netrig knows.
-static STUDIES: &[&dyn Study] = &[&gigabit::Gigabit];
+static STUDIES: &[&dyn Study] = &[&gigabit::Gigabit, &scavenger::Scavenger];
 
 /// The studies' names.
 pub fn kinds() -> Vec<&'static str> {

@@ -39,5 +39,6 @@ mod rr;
 mod server_host;
 mod stream;
 mod study_gigabit;
+mod study_scavenger;
 mod truth;
 mod udp;

@@ -1,0 +1,119 @@
+//! plans/scavenger.toml in its quick form (the scavenger service and load balancing study,
+//! docs/studies/scavenger.md): the lab built, every test and group run, the answer written, and
+//! its shape checked — the scavenger yields to best effort and, given a long enough queue, fills
+//! the idle path; per-packet load balancing reorders a UDP flow where per-flow does not.
+
+use serde_json::Value;
+use std::io::Read;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// `netrig ARGS`, killed with SIGINT (which removes its lab) after `limit`.
+fn run_for(args: &[&str], limit: Duration) -> (bool, String, String) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_netrig"))
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn netrig");
+    let drain = |mut r: Box<dyn Read + Send>| {
+        std::thread::spawn(move || {
+            let mut buf = Vec::new();
+            let _ = r.read_to_end(&mut buf);
+            String::from_utf8_lossy(&buf).into_owned()
+        })
+    };
+    let (out, err) = (
+        drain(Box::new(child.stdout.take().unwrap())),
+        drain(Box::new(child.stderr.take().unwrap())),
+    );
+    let deadline = Instant::now() + limit;
+    let status = loop {
+        if let Some(s) = child.try_wait().expect("wait") {
+            break s;
+        }
+        if Instant::now() > deadline {
+            // SAFETY: the pid of a child of ours that has not been waited for.
+            unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+            let _ = child.wait();
+            panic!("netrig {args:?} ran over {limit:?}: {}", err.join().unwrap());
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    (status.success(), out.join().unwrap(), err.join().unwrap())
+}
+
+fn finding<'a>(v: &'a Value, topic: &str) -> &'a Value {
+    v["answer"]["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["topic"] == topic)
+        .unwrap_or_else(|| panic!("no finding {topic:?}: {:#}", v["answer"]))
+}
+
+fn fig(f: &Value, name: &str) -> f64 {
+    f["figures"][name]
+        .as_f64()
+        .unwrap_or_else(|| panic!("{name} in {f:#}"))
+}
+
+#[test]
+fn the_scavenger_study_s_quick_form_yields_to_best_effort_fills_the_path_and_shows_reordering() {
+    let _one = crate::lab_common::LAB_TESTS
+        .lock()
+        .unwrap_or_else(|e| e.into_inner());
+    if !crate::lab_common::can_build(&["ip", "tc", "ethtool", "nft"]) {
+        return;
+    }
+    let plan = concat!(env!("CARGO_MANIFEST_DIR"), "/../../plans/scavenger.toml");
+    let t0 = Instant::now();
+    // The quick form takes about 2 minutes; a loaded CI machine gets 4.
+    let (ok, out, err) = run_for(&["run", plan, "--quick", "--json"], Duration::from_secs(240));
+    let took = t0.elapsed();
+    eprintln!("the quick form took {took:?}");
+    assert!(ok, "{err}");
+    let v: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["complete"], true, "{}", v["stopped"]);
+    let id = v["lab"]["id"].as_str().unwrap().to_string();
+    let netns = Command::new("ip").args(["netns", "list"]).output().unwrap();
+    assert!(
+        !String::from_utf8_lossy(&netns.stdout).contains(&format!("nr{id}")),
+        "the lab {id} was left behind"
+    );
+    let a = &v["answer"];
+    assert_eq!(a["study"], "scavenger");
+    assert_eq!(a["quick"], true);
+    assert!(a["summary"].as_array().unwrap().len() >= 4, "{a:#}");
+
+    // The scavenger yields to best effort: beside it best effort keeps >= 90 % of its rate
+    // alone, and the scavenger gets a small share (its 1 % and what best effort leaves).
+    let y = finding(&v, "best effort beside a scavenger TCP flow");
+    assert_eq!(y["verdict"], "holds", "{y:#}");
+    assert!(fig(y, "ratio_pct") >= 90.0, "{y:#}");
+    assert!(
+        fig(y, "scavenger_mbps") < 0.1 * fig(y, "best_effort_beside_mbps"),
+        "{y:#}"
+    );
+
+    // It fills the idle path given a long queue (>= 80 % of best effort alone at 1024
+    // packets), and less at the study's 64 (the study's finding: it did not fill it).
+    let q = finding(&v, "the queue limit explains it");
+    assert_ne!(q["verdict"], "withheld", "{q:#}");
+    assert!(fig(q, "last_ratio_pct") >= 80.0, "{q:#}");
+    assert!(fig(q, "first_ratio_pct") < fig(q, "last_ratio_pct"), "{q:#}");
+
+    // Per packet, about half of a 20 Mbit/s UDP flow's datagrams arrive out of order over
+    // circuits of 58 and 59 ms; per flow none.
+    let r = finding(&v, "per-packet load balancing reorders a UDP flow");
+    assert_eq!(r["verdict"], "holds", "{r:#}");
+    assert!(fig(r, "per_packet_out_of_order_pct") >= 20.0, "{r:#}");
+    assert!(fig(r, "per_flow_out_of_order_pct") <= 1.0, "{r:#}");
+    // One TCP flow's sender meets the reordering per packet (its reordering degree above the
+    // kernel's default of 3), not per flow.
+    let t = finding(&v, "per-packet load balancing gives one TCP flow both circuits");
+    assert!(
+        fig(t, "per_packet_reordering") > fig(t, "per_flow_reordering"),
+        "{t:#}"
+    );
+}
