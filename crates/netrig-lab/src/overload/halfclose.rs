@@ -77,6 +77,8 @@ pub struct Report {
     pub connections_asked: u32,
     pub opened: u32,
     pub connect_failures: u32,
+    /// Connections whose request or shutdown failed (the server had reset them).
+    pub request_failures: u32,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub first_error: Option<String>,
     /// `vanish`: connections the server had closed (the client read its FIN) before the client went away.
@@ -87,7 +89,8 @@ pub struct Report {
     /// The server's sockets from this client on the port, watched in its namespace.
     pub server: View,
     /// Seconds from the last client going away until the watch saw none of them open (TIME_WAIT
-    /// aside); `None` if some were still open when the watch ended (see `left_at_end`).
+    /// aside; 0 when the server held none by then); `None` if some were still open when the
+    /// watch ended (see `left_at_end`).
     pub gone_after_s: Option<f64>,
     pub left_at_end: u64,
     /// The server host's net.ipv4.tcp_fin_timeout (what bounds an orphaned FIN_WAIT2).
@@ -101,6 +104,25 @@ fn source_towards(to: SocketAddr) -> Option<IpAddr> {
     let s = std::net::UdpSocket::bind(any).ok()?;
     s.connect(to).ok()?;
     Some(s.local_addr().ok()?.ip())
+}
+
+/// How long `vanish` lets the ACKs of the servers' FINs go out before the clients go away.
+pub const ACK_GRACE: Duration = Duration::from_millis(250);
+
+/// TCP_QUICKACK: ACK at once rather than on the delayed-ACK timer (the kernel clears it again
+/// after a while, so it is set before each read).
+fn set_quickack(s: &TcpStream) {
+    let on: libc::c_int = 1;
+    // SAFETY: setsockopt on an open socket with a c_int; a failure only leaves ACKs delayed.
+    unsafe {
+        libc::setsockopt(
+            s.as_raw_fd(),
+            libc::IPPROTO_TCP,
+            libc::TCP_QUICKACK,
+            (&on as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
 }
 
 /// Goes away without a word: TCP_REPAIR on, then close (no FIN, no RST).
@@ -163,29 +185,34 @@ pub fn run(o: &Options, stop: &AtomicBool) -> Result<Report, String> {
         bound,
         false,
     );
-    let (mut conns, mut failures, mut first_error) = (Vec::new(), 0u32, None);
+    let (mut conns, mut failures, mut request_failures, mut first_error) = (Vec::new(), 0u32, 0u32, None);
     for _ in 0..o.connections {
         if stop.load(Ordering::Relaxed) {
             break;
         }
-        let r = TcpStream::connect_timeout(&o.to, CONNECT_TIMEOUT).and_then(|mut s| {
-            s.write_all(&o.request)?;
-            if o.how == How::Shutdown {
-                s.shutdown(std::net::Shutdown::Write)?;
-            }
-            Ok(s)
-        });
-        match r {
-            Ok(s) => conns.push(s),
+        let mut c = match TcpStream::connect_timeout(&o.to, CONNECT_TIMEOUT) {
+            Ok(c) => c,
             Err(e) => {
                 failures += 1;
-                first_error.get_or_insert_with(|| e.to_string());
+                first_error.get_or_insert_with(|| format!("connect: {e}"));
                 // A server that refuses or times out every connection: stop after a few.
                 if failures >= 16 && conns.is_empty() {
                     break;
                 }
+                continue;
             }
+        };
+        // A request or shutdown the server cut short (it reset the connection) still leaves
+        // the connection counted as opened: what the server did is in its sockets' view.
+        let r = c.write_all(&o.request).and_then(|()| match o.how {
+            How::Shutdown => c.shutdown(std::net::Shutdown::Write),
+            How::Vanish => Ok(()),
+        });
+        if let Err(e) = r {
+            request_failures += 1;
+            first_error.get_or_insert_with(|| format!("request: {e}"));
         }
+        conns.push(c);
     }
     let opened = conns.len() as u32;
     let mut server_closed_first = None;
@@ -206,6 +233,7 @@ pub fn run(o: &Options, stop: &AtomicBool) -> Result<Report, String> {
                     }
                     // Bounded: each turn reads at most 64 KiB per connection.
                     for _ in 0..16 {
+                        set_quickack(s);
                         match s.read(&mut buf) {
                             Ok(0) => {
                                 closed[i] = true;
@@ -223,6 +251,14 @@ pub fn run(o: &Options, stop: &AtomicBool) -> Result<Report, String> {
                 std::thread::sleep(Duration::from_millis(5));
             }
             server_closed_first = Some(closed.iter().filter(|c| **c).count() as u32);
+            // The ACK of each server's FIN may wait for the delayed-ACK timer (40 to 200 ms): a
+            // client gone before it leaves the server in FIN_WAIT1, retransmitting its FIN into
+            // a host without the socket, which answers RST. Ask for the ACKs now, and give them
+            // the timer's longest wait.
+            for s in &conns {
+                set_quickack(s);
+            }
+            std::thread::sleep(ACK_GRACE);
             for s in conns.drain(..) {
                 if let Err(e) = vanish(s) {
                     first_error.get_or_insert(e);
@@ -238,6 +274,7 @@ pub fn run(o: &Options, stop: &AtomicBool) -> Result<Report, String> {
     // Watch until the server's sockets from this client are gone, or the watch's bound.
     let until = Instant::now() + o.watch;
     let mut seen_open = false;
+    let away = Instant::now();
     let gone_at = loop {
         std::thread::sleep(Duration::from_millis(100));
         if stop.load(Ordering::Relaxed) || Instant::now() >= until || watch.ended() {
@@ -246,8 +283,14 @@ pub fn run(o: &Options, stop: &AtomicBool) -> Result<Report, String> {
         // The watch's own samples are read at its end; here the kernel is asked directly.
         let open = count_open(&scope.target_ns, o.to.port(), me);
         seen_open |= open > 0;
-        if open == 0 && (seen_open || opened == 0) {
-            break Some(t0.elapsed().as_secs_f64());
+        // Gone: none left after some were there, or none at all a second after the clients
+        // went away (the server had closed them all already).
+        if open == 0 && (seen_open || away.elapsed() >= Duration::from_secs(1)) {
+            break Some(if seen_open {
+                t0.elapsed().as_secs_f64()
+            } else {
+                away_at_s
+            });
         }
     };
     std::thread::sleep(Duration::from_millis(150));
@@ -264,6 +307,7 @@ pub fn run(o: &Options, stop: &AtomicBool) -> Result<Report, String> {
         connections_asked: o.connections,
         opened,
         connect_failures: failures,
+        request_failures,
         first_error,
         server_closed_first,
         away_at_s,
