@@ -16,6 +16,7 @@ mod txn;
 pub mod units;
 
 mod http;
+mod syn_flood;
 mod tcp_crr;
 mod tcp_rr;
 mod tcp_stream;

@@ -185,6 +185,7 @@ fn every_kind_round_trips() {
                 congestion: None,
             },
         }),
+        KindSpec::SynFlood(crate::spec::kind::SynFloodSpec { rate_pps: 1234 }),
     ];
     assert_eq!(kinds.len(), KindSpec::NAMES.len());
     for (k, name) in kinds.into_iter().zip(KindSpec::NAMES) {

@@ -244,3 +244,74 @@ fn half_closed_connections_stay_in_fin_wait2_until_the_servers_fin_timeout() {
     drop(down);
     no_namespaces_left(&id);
 }
+
+/// The flood as a group member (kind `syn-flood`, from the attacker host a1) beside a tcp-crr
+/// probe from c1, started 1 s after it: both results in the document, each with its interval
+/// series and its start on the group's clock (the flood's about 1 s after the probe's), the
+/// flood's rate per interval near the 5,000 SYNs/s asked. And the kind refused outside a lab.
+#[test]
+fn a_group_puts_the_syn_flood_and_the_probe_on_one_time_axis() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    // Outside a lab: this process's namespace is none of a lab's hosts'.
+    let o = run(&["syn-flood", "-H", "127.0.0.1", "-p", "9", "-l", "0.2"]);
+    assert!(!o.status.success(), "syn-flood outside a lab ran");
+    assert!(
+        stderr(&o).contains("refused") && stderr(&o).contains("inside a host of a lab"),
+        "{}",
+        stderr(&o)
+    );
+    if !crate::lab_common::can_build(&["ip"]) {
+        return;
+    }
+    let dir = TempDir::new("ovgroup");
+    let plan = format!(
+        "name = \"ovgroup\"\n{LAB}\n[target]\nclient = \"c1\"\nserver = \"s1\"\n\
+         [iterations]\nmax = 1\nmin = 1\n\
+         [[group]]\nname = \"syn\"\ninterval = 0.25\n\
+         [[group.test]]\nname = \"probe\"\nkind = \"tcp-crr\"\nargs = [\"-l\", \"3\"]\n\
+         [[group.test]]\nname = \"flood\"\nkind = \"syn-flood\"\nclient = \"a1\"\n\
+         args = [\"-l\", \"1.5\", \"--rate\", \"5000\"]\nstart = \"1s\"\n"
+    );
+    let file = dir.path().join("ovgroup.toml");
+    std::fs::write(&file, plan).unwrap();
+    let o = run(&["run", file.to_str().unwrap(), "--json"]);
+    assert!(o.status.success(), "run: {}", stderr(&o));
+    let doc: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let mut results = Vec::new();
+    fn walk<'a>(v: &'a Value, out: &mut Vec<&'a Value>) {
+        match v {
+            Value::Object(m) if m.contains_key("intervals") && m.contains_key("test") => out.push(v),
+            Value::Object(m) => m.values().for_each(|x| walk(x, out)),
+            Value::Array(a) => a.iter().for_each(|x| walk(x, out)),
+            _ => {}
+        }
+    }
+    walk(&doc, &mut results);
+    let by = |t: &str| {
+        *results
+            .iter()
+            .find(|r| r["test"] == t)
+            .unwrap_or_else(|| panic!("no {t} result in the document"))
+    };
+    let (probe, flood) = (by("tcp-crr"), by("syn-flood"));
+    let offset = flood["started_unix_s"].as_f64().unwrap() - probe["started_unix_s"].as_f64().unwrap();
+    assert!(
+        (0.7..1.6).contains(&offset),
+        "the flood began {offset:.3} s after the probe"
+    );
+    let pps: Vec<f64> = flood["intervals"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["transactions_per_s"].as_f64().unwrap())
+        .collect();
+    assert!(pps.len() >= 4, "{pps:?}");
+    let mean = pps.iter().sum::<f64>() / pps.len() as f64;
+    assert!((4000.0..=5250.0).contains(&mean), "SYNs/s per interval: {pps:?}");
+    assert!(probe["intervals"].as_array().unwrap().len() >= 8, "{probe}");
+    assert!(
+        flood["summary"]["transactions"].as_u64().unwrap() >= 5000,
+        "{}",
+        flood["summary"]
+    );
+}

@@ -8,6 +8,7 @@
 //! netrig-kinds crate.
 
 mod http;
+mod syn_flood;
 mod tcp_crr;
 mod tcp_rr;
 mod tcp_stream;
@@ -19,6 +20,7 @@ pub use http::{
     HTTP_HEADER_RANGE, HTTP_TIMEOUT_RANGE_S, MAX_HTTP_BODY, MAX_HTTP_HEADERS, MAX_HTTP_LINE,
     MAX_HTTP_REQUESTS,
 };
+pub use syn_flood::{SynFloodSpec, MAX_SYN_FLOOD_RATE, MAX_SYN_FLOOD_S};
 pub use tcp_crr::{CloseFirst, PortRange, TcpCrrSpec};
 pub use tcp_rr::{Load, TcpRrSpec, Transactions};
 pub use tcp_stream::{StreamOptions, TcpBidirSpec, TcpMaertsSpec, TcpStreamSpec, MAX_NOTSENT_LOWAT};
@@ -212,6 +214,7 @@ kinds! {
     UdpStream(UdpStreamSpec) = "udp-stream",
     UdpRr(UdpRrSpec) = "udp-rr",
     Http(HttpSpec) = "http",
+    SynFlood(SynFloodSpec) = "syn-flood",
 }
 
 /// TCP options for the agent's end of a TCP kind's connections (the client
