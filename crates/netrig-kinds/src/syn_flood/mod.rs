@@ -12,9 +12,12 @@ use clap::Args;
 use netrig_engine::sockopt::SocketSettings;
 use netrig_engine::{EngineError, Flow, RunControl, WorkerControl, WorkerEnd, Workload};
 use netrig_lab::overload::flood;
+use netrig_lab::overload::watch::{View, Watch};
+use netrig_proto::report::host::{PeakEnd, SocketStates};
 use netrig_proto::spec::kind::{SynFloodSpec, MAX_SYN_FLOOD_S};
 use netrig_proto::spec::{KindSpec, Limit};
 use netrig_proto::TestSpec;
+use netrig_report::server_host::ServerHost;
 use netrig_report::{
     AgentInfo, CpuSummary, EndBuffers, IntervalResult, PerEnd, RunInfo, ServiceDemandSummary, Side, Summary,
     TableLayout, TestConfig, TestResult,
@@ -26,6 +29,62 @@ use std::sync::Arc;
 use std::time::Duration;
 
 pub struct SynFlood;
+
+/// How long the target is still watched after the flood.
+const SETTLE: Duration = Duration::from_millis(500);
+
+/// The target host's view, read in its namespace by this process (not by an agent): the kernel
+/// counter deltas from before the flood to [`SETTLE`] after it, and its sockets on the target
+/// port by state, every 100 ms. CPU is not read (the lab's hosts share this machine's CPUs).
+fn target_view(r: &flood::Report, v: Result<View, String>) -> ServerHost {
+    let name = format!(
+        "host {}'s namespace (read by syn-flood itself; sockets on port {} only)",
+        r.target_host,
+        r.target.port()
+    );
+    let withheld = |why: String| ServerHost {
+        agent: name.clone(),
+        window_s: 0.0,
+        samples: 0,
+        limit_s: None,
+        cpu: None,
+        busiest_cpu: None,
+        cpu_withheld: Some("not read by syn-flood (the lab's hosts share this machine's CPUs)".into()),
+        service_demand_us_per_transaction: None,
+        service_demand_withheld: Some("not read by syn-flood".into()),
+        counters: Default::default(),
+        counters_withheld: Some(why.clone()),
+        conntrack: None,
+        conntrack_withheld: Some("not read by syn-flood".into()),
+        sockets: None,
+        sockets_withheld: Some(why),
+        sysctls: Default::default(),
+    };
+    let v = match v {
+        Ok(v) => v,
+        Err(e) => return withheld(format!("the watch of host {} failed: {e}", r.target_host)),
+    };
+    let end = v.samples.last().map(|s| s.states).unwrap_or_default();
+    let pe = |peak: u64, end: u64| PeakEnd { peak, end };
+    ServerHost {
+        window_s: v.window_s,
+        samples: v.samples.len() as u32,
+        counters: v.counters.clone(),
+        counters_withheld: v.counters_withheld.clone(),
+        sockets: v.sockets_withheld.is_none().then(|| SocketStates {
+            established: pe(v.peak.established, end.established),
+            syn_recv: pe(v.peak.syn_recv, end.syn_recv),
+            time_wait: pe(v.peak.time_wait, end.time_wait),
+            close_wait: pe(v.peak.close_wait, end.close_wait),
+            fin_wait2: pe(v.peak.fin_wait2, end.fin_wait2),
+            sockstat_time_wait: None,
+            orphan: None,
+            partial: false,
+        }),
+        sockets_withheld: v.sockets_withheld.clone(),
+        ..withheld(String::new())
+    }
+}
 
 /// syn-flood's options.
 #[derive(Debug, Args)]
@@ -154,6 +213,18 @@ impl OneEnded for SynFlood {
             rate_pps: s.rate_pps,
             length: Duration::from_secs_f64(seconds),
         };
+        flood::check(&o)?;
+        // The rule first (the flood checks it again on its own thread): it names the target's
+        // host, whose namespace the watch reads.
+        let scope = netrig_lab::overload::scope::check_here(server.ip())?;
+        let watch = Watch::start(
+            &scope.target_host,
+            &scope.target_ns,
+            server.port(),
+            None,
+            o.length + SETTLE + Duration::from_secs(5),
+            false,
+        );
         let stop = Arc::new(AtomicBool::new(false));
         let (st, o2) = (stop.clone(), o.clone());
         let t = std::thread::spawn(move || flood::run(&o2, &st));
@@ -163,14 +234,24 @@ impl OneEnded for SynFlood {
             }
             std::thread::sleep(Duration::from_millis(20));
         }
-        let r = t
-            .join()
-            .map_err(|_| "the flood's thread panicked".to_string())??;
+        let r = t.join().map_err(|_| "the flood's thread panicked".to_string());
+        let r = match r {
+            Ok(Ok(r)) => r,
+            Ok(Err(e)) | Err(e) => {
+                let _ = watch.finish();
+                return Err(e);
+            }
+        };
+        if ctl.abort_reason().is_none() {
+            std::thread::sleep(SETTLE);
+        }
+        let view = watch.finish();
         let intervals = regroup(&r.intervals, spec.interval_s);
         for i in &intervals {
             observer(i);
         }
         let mut result = assemble(spec, s, server, &r, intervals);
+        result.server_host = Some(target_view(&r, view));
         result.warnings.extend(warnings(s, &result));
         Ok(result)
     }

@@ -248,7 +248,8 @@ fn half_closed_connections_stay_in_fin_wait2_until_the_servers_fin_timeout() {
 /// The flood as a group member (kind `syn-flood`, from the attacker host a1) beside a tcp-crr
 /// probe from c1, started 1 s after it: both results in the document, each with its interval
 /// series and its start on the group's clock (the flood's about 1 s after the probe's), the
-/// flood's rate per interval near the 5,000 SYNs/s asked. And the kind refused outside a lab.
+/// flood's rate per interval near the 5,000 SYNs/s asked, s1's counters and SYN_RECV sockets in
+/// the flood's result. And the kind refused outside a lab.
 #[test]
 fn a_group_puts_the_syn_flood_and_the_probe_on_one_time_axis() {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
@@ -314,4 +315,12 @@ fn a_group_puts_the_syn_flood_and_the_probe_on_one_time_axis() {
         "{}",
         flood["summary"]
     );
+    // The target host's view, read by the flood in s1's namespace: its listen queue full
+    // (4096 request sockets), then SYN cookies.
+    let sh = &flood["server_host"];
+    assert!(
+        sh["counters"]["TcpExt.SyncookiesSent"].as_i64().unwrap() > 0,
+        "{sh}"
+    );
+    assert!(sh["sockets"]["syn_recv"]["peak"].as_u64().unwrap() >= 512, "{sh}");
 }
