@@ -15,6 +15,7 @@ pub mod registry;
 mod txn;
 pub mod units;
 
+mod half_close;
 mod http;
 mod syn_flood;
 mod tcp_crr;

@@ -15,6 +15,7 @@ static KINDS: &[&dyn Kind] = &[
     &Def(crate::udp_rr::UdpRr),
     &Def(crate::http::Http),
     &Def(crate::syn_flood::SynFlood),
+    &Def(crate::half_close::HalfClose),
 ];
 
 /// Every kind.

@@ -358,6 +358,7 @@ fn assemble(
         udp: None,
         http: None,
         one_way_delay: None,
+        half_close: None,
     };
     let mut config = TestConfig::new(
         spec,

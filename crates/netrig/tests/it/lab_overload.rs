@@ -295,6 +295,7 @@ fn a_group_puts_the_syn_flood_and_the_probe_on_one_time_axis() {
             .unwrap_or_else(|| panic!("no {t} result in the document"))
     };
     let (probe, flood) = (by("tcp-crr"), by("syn-flood"));
+    crate::helpers::validate(flood);
     let offset = flood["started_unix_s"].as_f64().unwrap() - probe["started_unix_s"].as_f64().unwrap();
     assert!(
         (0.7..1.6).contains(&offset),
@@ -323,4 +324,61 @@ fn a_group_puts_the_syn_flood_and_the_probe_on_one_time_axis() {
         "{sh}"
     );
     assert!(sh["sockets"]["syn_recv"]["peak"].as_u64().unwrap() >= 512, "{sh}");
+}
+
+/// The kind `half-close` in a plan: an arm starts netrig's HTTP server in s1 and sets its
+/// tcp_fin_timeout to 2 s; 100 clients from c1 go away once it closed; the document's
+/// `summary.half_close` has s1's FIN_WAIT2 peak and the time until they were gone.
+#[test]
+fn a_plan_runs_half_close_and_its_document_holds_the_servers_fin_wait2() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    if !crate::lab_common::can_build(&["ip"]) {
+        return;
+    }
+    let exe = env!("CARGO_BIN_EXE_netrig");
+    let dir = TempDir::new("ovhcplan");
+    let plan = format!(
+        "name = \"ovhc\"\n{LAB}\n[target]\nclient = \"c1\"\nserver = \"s1\"\n\
+         [iterations]\nmax = 1\nmin = 1\n\
+         [[arm]]\nname = \"fin2\"\nin_host = \"s1\"\n\
+         setup = \"sysctl -qw net.ipv4.tcp_fin_timeout=2; {exe} http-serve -p 8080 --threads 1 >/dev/null 2>&1 & sleep 0.5\"\n\
+         teardown = \"sysctl -qw net.ipv4.tcp_fin_timeout=60\"\n\
+         [[test]]\nkind = \"half-close\"\nargs = [\"-n\", \"100\", \"--watch\", \"10\", \"--to-port\", \"8080\"]\n"
+    );
+    let file = dir.path().join("ovhc.toml");
+    std::fs::write(&file, plan).unwrap();
+    let o = run(&["run", file.to_str().unwrap(), "--json"]);
+    assert!(o.status.success(), "run: {}", stderr(&o));
+    let text = stdout(&o);
+    let doc: Value = serde_json::from_str(&text).unwrap();
+    fn find(v: &Value) -> Option<&Value> {
+        match v {
+            Value::Object(m) => m.get("half_close").or_else(|| m.values().find_map(find)),
+            Value::Array(a) => a.iter().find_map(find),
+            _ => None,
+        }
+    }
+    let h = find(&doc).unwrap_or_else(|| panic!("no summary.half_close in the document"));
+    // The whole result, as the schema describes it.
+    fn result(v: &Value) -> Option<&Value> {
+        match v {
+            Value::Object(m)
+                if m.get("test") == Some(&Value::from("half-close")) && m.contains_key("summary") =>
+            {
+                Some(v)
+            }
+            Value::Object(m) => m.values().find_map(result),
+            Value::Array(a) => a.iter().find_map(result),
+            _ => None,
+        }
+    }
+    crate::helpers::validate(result(&doc).expect("the half-close result"));
+    assert_eq!(h["opened"].as_u64(), Some(100), "{h}");
+    assert_eq!(h["server_fin_timeout_s"].as_u64(), Some(2), "{h}");
+    assert!(h["peak"]["fin_wait2"].as_u64().unwrap() >= 50, "{h}");
+    let gone = h["gone_after_s"]
+        .as_f64()
+        .unwrap_or_else(|| panic!("not gone: {h}"));
+    assert!((0.5..=10.0).contains(&gone), "gone after {gone} s");
+    assert!(h["samples"].as_array().unwrap().len() >= 5, "{h}");
 }

@@ -7,6 +7,7 @@
 //! command line, its summary and table) lives in the kind's folder of the
 //! netrig-kinds crate.
 
+mod half_close;
 mod http;
 mod syn_flood;
 mod tcp_crr;
@@ -15,6 +16,9 @@ mod tcp_stream;
 mod udp_rr;
 mod udp_stream;
 
+pub use half_close::{
+    HalfCloseHow, HalfCloseSpec, MAX_HALF_CLOSE_CONNECTIONS, MAX_HALF_CLOSE_REQUEST, MAX_HALF_CLOSE_WATCH_S,
+};
 pub use http::{
     HttpLoad, HttpMethod, HttpSpec, HttpTls, DEFAULT_HTTP_TIMEOUT_S, DEFAULT_MAX_BODY, DEFAULT_MAX_HEADER,
     HTTP_HEADER_RANGE, HTTP_TIMEOUT_RANGE_S, MAX_HTTP_BODY, MAX_HTTP_HEADERS, MAX_HTTP_LINE,
@@ -215,6 +219,7 @@ kinds! {
     UdpRr(UdpRrSpec) = "udp-rr",
     Http(HttpSpec) = "http",
     SynFlood(SynFloodSpec) = "syn-flood",
+    HalfClose(HalfCloseSpec) = "half-close",
 }
 
 /// TCP options for the agent's end of a TCP kind's connections (the client
