@@ -103,8 +103,9 @@ impl KindDef for HalfClose {
             watch_s: a.watch,
             to_port: a.to_port,
         };
-        // The run's length bounds it: the connections, the servers' closes and the watch.
-        let seconds = (a.watch + 60.0).min(MAX_HALF_CLOSE_WATCH_S + 60.0);
+        // The run's length bounds it: the connections (at most 60 s), the servers' closes and
+        // the watch.
+        let seconds = (a.watch + 70.0).min(MAX_HALF_CLOSE_WATCH_S + 70.0);
         let spec = TestSpec {
             flows: 1,
             measure_cpu: false,

@@ -26,6 +26,8 @@ pub const MAX_WATCH_S: f64 = 600.0;
 /// How long `vanish` waits, in all, for the server to close its halves.
 pub const SERVER_CLOSE_WAIT: Duration = Duration::from_secs(5);
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
+/// The longest the clients take to open their connections, in all.
+pub const CONNECT_PHASE: Duration = Duration::from_secs(60);
 /// The request unless one is given: HTTP/1.0, so an HTTP server closes after its reply.
 pub const DEFAULT_REQUEST: &str = "GET / HTTP/1.0\r\n\r\n";
 const MAX_REQUEST: usize = 8192;
@@ -172,10 +174,9 @@ pub fn run(o: &Options, stop: &AtomicBool) -> Result<Report, String> {
     let started_unix_s = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0.0, |d| d.as_secs_f64());
-    let bound = o.watch
-        + Duration::from_secs(2) * 2
-        + SERVER_CLOSE_WAIT
-        + CONNECT_TIMEOUT.mul_f64(f64::from(o.connections).min(30.0));
+    // The watch outlasts every phase: connecting, the servers' closes and the ACKs, watching.
+    let bound =
+        o.watch + CONNECT_PHASE + CONNECT_TIMEOUT + SERVER_CLOSE_WAIT + ACK_GRACE + Duration::from_secs(2);
     let t0 = Instant::now();
     let watch = Watch::start(
         &scope.target_host,
@@ -188,6 +189,16 @@ pub fn run(o: &Options, stop: &AtomicBool) -> Result<Report, String> {
     let (mut conns, mut failures, mut request_failures, mut first_error) = (Vec::new(), 0u32, 0u32, None);
     for _ in 0..o.connections {
         if stop.load(Ordering::Relaxed) {
+            break;
+        }
+        if t0.elapsed() >= CONNECT_PHASE {
+            first_error.get_or_insert_with(|| {
+                format!(
+                    "stopped opening connections after {} s (netrig's bound on that phase), {} opened",
+                    CONNECT_PHASE.as_secs(),
+                    conns.len()
+                )
+            });
             break;
         }
         let mut c = match TcpStream::connect_timeout(&o.to, CONNECT_TIMEOUT) {
