@@ -61,7 +61,9 @@ pub fn outcome(data: &[u8]) -> Outcome {
         }
         KindSpec::UdpStream(_) => &netrig_report::table::UDP_STREAM,
         KindSpec::TcpRr(_) | KindSpec::UdpRr(_) => &netrig_report::table::TRANSACTIONS,
-        KindSpec::TcpCrr(_) | KindSpec::Http(_) => &netrig_report::table::CONNECT_TRANSACTIONS,
+        KindSpec::TcpCrr(_) | KindSpec::Http(_) | KindSpec::SynFlood(_) | KindSpec::HalfClose(_) => {
+            &netrig_report::table::CONNECT_TRANSACTIONS
+        }
     };
     let kind = Plain(layout);
     let plan = spec.flow_plan();
@@ -240,8 +242,8 @@ pub fn seeds() -> Vec<(String, Vec<u8>)> {
     let results = |r: SideReport| AgentMsg::Results { report: Box::new(r) };
     let mut v = Vec::new();
     for (i, name) in KindSpec::NAMES.iter().enumerate() {
-        // http runs from the client alone: no agent session has it.
-        if *name == "http" {
+        // http, syn-flood and half-close run from the client alone: no agent session has them.
+        if ["http", "syn-flood", "half-close"].contains(name) {
             continue;
         }
         let (report, plan) = test(i as u8, 1);

@@ -406,8 +406,8 @@ pub fn whole_test(i: u8) -> Script {
 pub fn seeds() -> Vec<(String, Vec<u8>)> {
     let mut v = Vec::new();
     for (i, name) in KindSpec::NAMES.iter().enumerate() {
-        // http runs from the client alone: no agent session has it.
-        if *name == "http" {
+        // http, syn-flood and half-close run from the client alone: no agent session has them.
+        if ["http", "syn-flood", "half-close"].contains(name) {
             continue;
         }
         v.push((format!("whole-{name}"), whole_test(i as u8).bytes()));

@@ -199,6 +199,29 @@ pub fn assert_bounded(s: &TestSpec, limits: &AgentLimits) {
             assert!(h.max_body.is_none_or(|m| m <= MAX_HTTP_BODY));
             assert!(buffers <= 64 * 1024);
         }
+        KindSpec::SynFlood(f) => {
+            use netrig_proto::spec::kind::MAX_SYN_FLOOD_RATE;
+            assert_eq!(dirs, [Direction::Tx]);
+            assert_eq!(rules.transport(), Transport::Tcp);
+            assert!(
+                (1..=MAX_SYN_FLOOD_RATE).contains(&f.rate_pps),
+                "rate {}",
+                f.rate_pps
+            );
+            assert_eq!(buffers, 0);
+        }
+        KindSpec::HalfClose(h) => {
+            use netrig_proto::spec::kind::{
+                MAX_HALF_CLOSE_CONNECTIONS, MAX_HALF_CLOSE_REQUEST, MAX_HALF_CLOSE_WATCH_S,
+            };
+            assert_eq!(dirs, [Direction::Tx]);
+            assert_eq!(rules.transport(), Transport::Tcp);
+            assert!((1..=MAX_HALF_CLOSE_CONNECTIONS).contains(&h.connections));
+            assert!(!h.request.is_empty() && h.request.len() <= MAX_HALF_CLOSE_REQUEST);
+            assert!(h.watch_s > 0.0 && h.watch_s <= MAX_HALF_CLOSE_WATCH_S);
+            assert_ne!(h.to_port, Some(0));
+            assert!(buffers <= 4096);
+        }
         KindSpec::UdpStream(u) => {
             let want = if u.reverse { Direction::Rx } else { Direction::Tx };
             assert_eq!(dirs, [want]);

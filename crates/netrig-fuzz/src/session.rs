@@ -269,11 +269,11 @@ pub(crate) fn kind_at_defaults(i: u8) -> KindSpec {
         }),
         KindSpec::UdpRr(UdpRrSpec::default()),
     ];
-    // http runs from the client alone (an agent refuses it, by name): no
-    // session, report or merge of an agent's has it.
+    // http, syn-flood and half-close run from the client alone (an agent
+    // refuses them, by name): no session, report or merge of an agent's has them.
     assert_eq!(
         kinds.len(),
-        KindSpec::NAMES.len() - 1,
+        KindSpec::NAMES.len() - 3,
         "a kind without a default here"
     );
     kinds[usize::from(i) % kinds.len()].clone()
@@ -296,7 +296,7 @@ fn tcp_of(k: &mut KindSpec) -> Option<&mut TcpOptions> {
         KindSpec::TcpRr(r) => Some(&mut r.tcp),
         KindSpec::TcpCrr(c) => Some(&mut c.tcp),
         KindSpec::Http(h) => Some(&mut h.tcp),
-        KindSpec::UdpStream(_) | KindSpec::UdpRr(_) => None,
+        KindSpec::UdpStream(_) | KindSpec::UdpRr(_) | KindSpec::SynFlood(_) | KindSpec::HalfClose(_) => None,
     }
 }
 

@@ -62,8 +62,8 @@ fn seeds_are_committed_as_generated() {
 #[test]
 fn whole_tests_run_and_close() {
     for (i, kind) in KindSpec::NAMES.iter().enumerate() {
-        // http runs from the client alone: no agent session has it.
-        if *kind == "http" {
+        // http, syn-flood and half-close run from the client alone: no agent session has them.
+        if ["http", "syn-flood", "half-close"].contains(kind) {
             continue;
         }
         let s = states(&whole_test(i as u8).bytes());
@@ -114,8 +114,8 @@ fn report_seeds_merge_or_are_refused() {
     let seeds: Seeds = agent_report::seeds().into_iter().collect();
     let at = |name: &str| agent_report::outcome(&seeds[name]);
     for kind in KindSpec::NAMES {
-        // http runs from the client alone: no agent session has it.
-        if *kind == "http" {
+        // http, syn-flood and half-close run from the client alone: no agent session has them.
+        if ["http", "syn-flood", "half-close"].contains(kind) {
             continue;
         }
         let flows = if *kind == "tcp-bidir" { 4 } else { 2 };

@@ -15,7 +15,9 @@ pub mod registry;
 mod txn;
 pub mod units;
 
+mod half_close;
 mod http;
+mod syn_flood;
 mod tcp_crr;
 mod tcp_rr;
 mod tcp_stream;

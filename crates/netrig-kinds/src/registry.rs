@@ -14,6 +14,8 @@ static KINDS: &[&dyn Kind] = &[
     &Def(crate::udp_stream::UdpStream),
     &Def(crate::udp_rr::UdpRr),
     &Def(crate::http::Http),
+    &Def(crate::syn_flood::SynFlood),
+    &Def(crate::half_close::HalfClose),
 ];
 
 /// Every kind.

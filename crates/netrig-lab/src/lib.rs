@@ -18,6 +18,7 @@ pub mod element;
 pub mod element_plan;
 pub mod lan_element;
 pub mod model;
+pub mod overload;
 pub mod pathmodel;
 pub mod plan;
 #[cfg(test)]

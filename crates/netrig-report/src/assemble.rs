@@ -363,6 +363,7 @@ pub fn assemble(
         http: None,
         // udp-stream, udp-rr and tcp-rr: each end timed the messages it
         // received against one clock (requests one way, responses the other).
+        half_close: None,
         one_way_delay: netrig_proto::clock::one_way_messages(spec).map(|m| match m {
             Err(why) => crate::one_way::withheld(why),
             Ok((tx, rx)) => crate::one_way::unstamped(

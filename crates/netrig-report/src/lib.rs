@@ -8,6 +8,7 @@
 pub mod assemble;
 pub mod checks;
 pub mod export;
+pub mod half_close;
 pub mod kind;
 pub mod model;
 pub mod one_way;

@@ -374,6 +374,9 @@ pub struct Summary {
     /// clock; absent for other tests.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub one_way_delay: Option<OneWayDelay>,
+    /// half-close: the clients and the server's sockets from them; absent for other tests.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub half_close: Option<crate::half_close::HalfCloseSummary>,
 }
 
 /// One-way delay per direction (as iperf 2's `--trip-times`): the

@@ -74,6 +74,14 @@ pub enum LabCommand {
     /// Change a link's direction by hand, as an arm's shape does: `lab set LAB c1-s1 c1
     /// delay=20ms loss=1` (over the lab's own properties), `--reset` puts the lab's own back.
     Set(LabSetArgs),
+    /// A SYN flood from HOST towards another host of the lab (raw sockets, random sources in
+    /// HOST's segments, bounded rate and length; refused outside a lab), with the target host's
+    /// counters and SYN_RECV sockets over it.
+    Flood(crate::lab_overload::FloodArgs),
+    /// Half-closed connections from HOST to another host of the lab: clients that send a request,
+    /// close their half (or wait for the server's close) and go away; the server's FIN_WAIT2 /
+    /// CLOSE_WAIT sockets watched until gone.
+    HalfClose(crate::lab_overload::HalfCloseArgs),
     /// netrig's path element (started by `lab up` in an element's namespace).
     #[command(hide = true)]
     Element(LabElementArgs),

@@ -131,6 +131,8 @@ pub fn lab(a: LabArgs) -> Result<()> {
             }
             Ok(())
         }
+        LabCommand::Flood(x) => crate::lab_overload::flood(x),
+        LabCommand::HalfClose(x) => crate::lab_overload::half_close(x),
         LabCommand::Exec(x) => {
             let code = netrig_lab::exec(&x.name, &x.host, &x.cmd, &exe).map_err(lift)?;
             if code == 0 {

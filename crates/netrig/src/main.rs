@@ -6,6 +6,7 @@ mod deploy;
 mod experiment;
 mod http;
 mod lab;
+mod lab_overload;
 mod plot;
 mod progress;
 

@@ -220,6 +220,7 @@ pub(crate) fn assemble(
         udp: None,
         http: Some(http),
         one_way_delay: None,
+        half_close: None,
     };
     let config = TestConfig::new(
         spec,

@@ -185,6 +185,14 @@ fn every_kind_round_trips() {
                 congestion: None,
             },
         }),
+        KindSpec::SynFlood(crate::spec::kind::SynFloodSpec { rate_pps: 1234 }),
+        KindSpec::HalfClose(crate::spec::kind::HalfCloseSpec {
+            connections: 77,
+            how: crate::spec::kind::HalfCloseHow::Shutdown,
+            request: "x".into(),
+            watch_s: 3.5,
+            to_port: Some(8080),
+        }),
     ];
     assert_eq!(kinds.len(), KindSpec::NAMES.len());
     for (k, name) in kinds.into_iter().zip(KindSpec::NAMES) {

@@ -23,6 +23,7 @@ mod lab_common;
 mod lab_element;
 mod lab_groups;
 mod lab_lan;
+mod lab_overload;
 mod lab_owd;
 mod lab_owd2;
 mod lab_plan;

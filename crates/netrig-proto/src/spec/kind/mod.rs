@@ -7,18 +7,24 @@
 //! command line, its summary and table) lives in the kind's folder of the
 //! netrig-kinds crate.
 
+mod half_close;
 mod http;
+mod syn_flood;
 mod tcp_crr;
 mod tcp_rr;
 mod tcp_stream;
 mod udp_rr;
 mod udp_stream;
 
+pub use half_close::{
+    HalfCloseHow, HalfCloseSpec, MAX_HALF_CLOSE_CONNECTIONS, MAX_HALF_CLOSE_REQUEST, MAX_HALF_CLOSE_WATCH_S,
+};
 pub use http::{
     HttpLoad, HttpMethod, HttpSpec, HttpTls, DEFAULT_HTTP_TIMEOUT_S, DEFAULT_MAX_BODY, DEFAULT_MAX_HEADER,
     HTTP_HEADER_RANGE, HTTP_TIMEOUT_RANGE_S, MAX_HTTP_BODY, MAX_HTTP_HEADERS, MAX_HTTP_LINE,
     MAX_HTTP_REQUESTS,
 };
+pub use syn_flood::{SynFloodSpec, MAX_SYN_FLOOD_RATE, MAX_SYN_FLOOD_S};
 pub use tcp_crr::{CloseFirst, PortRange, TcpCrrSpec};
 pub use tcp_rr::{Load, TcpRrSpec, Transactions};
 pub use tcp_stream::{StreamOptions, TcpBidirSpec, TcpMaertsSpec, TcpStreamSpec, MAX_NOTSENT_LOWAT};
@@ -212,6 +218,8 @@ kinds! {
     UdpStream(UdpStreamSpec) = "udp-stream",
     UdpRr(UdpRrSpec) = "udp-rr",
     Http(HttpSpec) = "http",
+    SynFlood(SynFloodSpec) = "syn-flood",
+    HalfClose(HalfCloseSpec) = "half-close",
 }
 
 /// TCP options for the agent's end of a TCP kind's connections (the client
