@@ -617,13 +617,8 @@ pub(crate) fn run_in_host(
         .arg(exe)
         .arg(kind)
         .args(args)
-        .args([
-            "-H",
-            &addr.ip().to_string(),
-            "-p",
-            &addr.port().to_string(),
-            "--json",
-        ])
+        .args(crate::lab_one_end::target_args(kind, addr, true, None))
+        .arg("--json")
         .env("NETRIG_LAB_HOST", &place.client)
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::piped())
