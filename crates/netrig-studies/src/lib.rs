@@ -16,8 +16,10 @@ pub trait Study: Sync {
     fn answer(&self, e: &Experiment) -> (Vec<String>, Vec<Finding>);
 }
 
+mod ia64;
+
 /// Every study netrig knows.
-static STUDIES: &[&dyn Study] = &[];
+static STUDIES: &[&dyn Study] = &[&ia64::Ia64];
 
 /// The studies' names.
 pub fn kinds() -> Vec<&'static str> {

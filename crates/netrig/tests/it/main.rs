@@ -38,5 +38,6 @@ mod report;
 mod rr;
 mod server_host;
 mod stream;
+mod study_ia64;
 mod truth;
 mod udp;
