@@ -720,6 +720,43 @@ mod tests {
         command().debug_assert();
     }
 
+    /// A lab client host's share of a load several hosts offer (`--share K/N`, hidden).
+    #[test]
+    fn a_share_is_client_k_of_n() {
+        assert_eq!(parse_share("1/2"), Ok((1, 2)));
+        assert_eq!(parse_share("0/1"), Ok((0, 1)));
+        for bad in ["2/2", "0/0", "1", "a/2", "0/65"] {
+            assert!(parse_share(bad).is_err(), "{bad}");
+        }
+        let m = command()
+            .try_get_matches_from([
+                "netrig",
+                "http",
+                "--url",
+                "http://h:8080/",
+                "-R",
+                "1000",
+                "--share",
+                "1/2",
+            ])
+            .unwrap();
+        let (_, sm) = m.subcommand().unwrap();
+        assert_eq!(OneEndArgs::from_arg_matches(sm).unwrap().share, Some((1, 2)));
+        // Not with --clients, which splits among processes of its own.
+        assert!(command()
+            .try_get_matches_from([
+                "netrig",
+                "http",
+                "--url",
+                "http://h/",
+                "--clients",
+                "2",
+                "--share",
+                "0/2"
+            ])
+            .is_err());
+    }
+
     #[test]
     fn iperf3_spellings_are_accepted() {
         let m = command()

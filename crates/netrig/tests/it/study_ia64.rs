@@ -34,7 +34,10 @@ fn the_quick_form_answers_where_the_stack_stops_scaling_and_what_a_full_conntrac
         return;
     }
     if !std::path::Path::new("/usr/sbin/nginx").exists() {
-        assert!(std::env::var_os("CI").is_none(), "CI is set and nginx is not installed (nginx-light)");
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI is set and nginx is not installed (nginx-light)"
+        );
         eprintln!("skipped: the IA64 plan needs nginx (apt-get install nginx-light)");
         return;
     }
@@ -67,7 +70,11 @@ fn the_quick_form_answers_where_the_stack_stops_scaling_and_what_a_full_conntrac
             // SAFETY: signalling the child we started.
             unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
             let _ = child.wait();
-            panic!("the quick form ran over {:?}: {}", QUICK + SLACK, err.join().unwrap());
+            panic!(
+                "the quick form ran over {:?}: {}",
+                QUICK + SLACK,
+                err.join().unwrap()
+            );
         }
         std::thread::sleep(Duration::from_millis(100));
     };
@@ -117,8 +124,38 @@ fn the_quick_form_answers_where_the_stack_stops_scaling_and_what_a_full_conntrac
         .iter()
         .find(|a| a["arm"] == "ct-full")
         .unwrap()["runs"][0];
-    assert_eq!(first["summary"]["connect_errors"]["timed_out"], 0, "{}", first["summary"]);
-    assert!(first["server_host"]["conntrack"]["start"].as_u64().unwrap() > 200_000, "filled before the run");
+    assert_eq!(
+        first["summary"]["connect_errors"]["timed_out"], 0,
+        "{}",
+        first["summary"]
+    );
+    assert!(
+        first["server_host"]["conntrack"]["start"].as_u64().unwrap() > 200_000,
+        "filled before the run"
+    );
+    // Two client hosts offer together what one would (each its half), and the agent watched.
+    let arms = test["points"][0]["arms"].as_array().unwrap();
+    let two = arms.iter().find(|a| a["arm"] == "netrig-2c").unwrap();
+    let offered = two["estimates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["metric"] == "offered_per_s")
+        .unwrap()["mean"]
+        .as_f64()
+        .unwrap();
+    assert!(
+        (90.0..=110.0).contains(&offered),
+        "two clients offered {offered}/s at 100/s"
+    );
+    assert_eq!(two["clients"][0]["clients"].as_array().unwrap().len(), 2);
+    for a in arms {
+        assert!(
+            a["runs"][0]["server_host"]["cpu"].is_object(),
+            "arm {}: no server host view",
+            a["arm"]
+        );
+    }
     // The other arms ran with tracking off: their table is empty.
     let base = &test["points"][0]["arms"][0]["runs"][0]["server_host"]["conntrack"];
     assert_eq!(base["peak"], 0, "{base}");
@@ -126,7 +163,10 @@ fn the_quick_form_answers_where_the_stack_stops_scaling_and_what_a_full_conntrac
     // Nothing left: the lab, its nginx and its files.
     for ns in doc["lab"]["namespaces"].as_array().unwrap() {
         let ns = ns.as_str().unwrap();
-        assert!(!std::path::Path::new("/run/netns").join(ns).exists(), "{ns} is left");
+        assert!(
+            !std::path::Path::new("/run/netns").join(ns).exists(),
+            "{ns} is left"
+        );
         assert!(
             !std::path::Path::new(&format!("/tmp/netrig-ia64-nginx-{ns}")).exists(),
             "the nginx files of {ns} are left"
