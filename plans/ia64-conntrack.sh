@@ -22,7 +22,7 @@ track() {
   nft delete table inet netrig_notrack 2>/dev/null || true
   printf 'table inet netrig_ia64_ct {\n chain pre { type filter hook prerouting priority 0; ct state new counter; }\n chain out { type filter hook output priority 0; ct state new counter; }\n}\n' | nft -f -
   [ -n "${1:-}" ] && sysctl -qw "$tw=$1"
-  echo "conntrack on in $ns: TIME_WAIT held $(sysctl -n $tw) s"
+  echo "conntrack on in lab ${NETRIG_LAB:-?}, namespace $ns: TIME_WAIT held $(sysctl -n $tw) s"
 }
 case "${1:-}" in
 on) track "${2:-}" ;;
@@ -36,7 +36,7 @@ off)
   "${NETRIG:-netrig}" lab ct-fill --flush
   sysctl -qw "$tw=120"
   printf 'table inet netrig_notrack {\n chain pre { type filter hook prerouting priority -300; notrack; }\n chain out { type filter hook output priority -300; notrack; }\n}\n' | nft -f -
-  echo "conntrack off in $ns"
+  echo "conntrack off in lab ${NETRIG_LAB:-?}, namespace $ns"
   ;;
 *) echo "usage: ia64-conntrack.sh on [TIME_WAIT_S] | full FREE [TIME_WAIT_S] | off" >&2; exit 2 ;;
 esac

@@ -289,7 +289,12 @@ fn run_prepared(
     let env_of = |a: usize| -> Vec<(&'static str, String)> {
         match (&direct, lab) {
             (Some((t, _, _)), _) => agent_env(t),
-            (None, Some((_, places))) => places[a].as_ref().map(place_env).unwrap_or_default(),
+            (None, Some((l, places))) => {
+                let mut env = places[a].as_ref().map(place_env).unwrap_or_default();
+                // The lab's name, for a command that runs a lab tool on it (`netrig lab ...`).
+                env.push(("NETRIG_LAB", l.state.name.clone()));
+                env
+            }
             _ => Vec::new(),
         }
     };

@@ -180,6 +180,47 @@ fn a_full_conntrack_table_shows_in_the_servers_counters_and_the_clients_failures
     assert!(summary.iter().any(|s| s == &ct.text));
 }
 
+/// A busy machine's p99 may mark the baseline saturated at the same rate: the table's collapse
+/// still shows in replies far below the baseline's there.
+#[test]
+fn conntrack_full_holds_beside_a_baseline_saturated_by_its_p99_at_the_same_rate() {
+    let e = experiment(&["netrig-1c", "ct-full"], |arm, rate| {
+        match (arm, rate >= 1000.0) {
+            ("ct-full", true) => Run {
+                replies: 500.0,
+                conntrack: Some((262_144, 2_000)),
+                ..ok(rate)
+            },
+            ("netrig-1c", true) => Run {
+                p99_us: 60_000.0,
+                ..ok(rate)
+            },
+            _ => ok(rate),
+        }
+    });
+    let (_, f) = Ia64.answer(&e);
+    let ct = find(&f, "conntrack full");
+    assert_eq!(ct.verdict, "holds", "{}", ct.text);
+    assert!(ct.text.contains("at 1000/s it answered 100"), "{}", ct.text);
+    // The same replies as the baseline at the same rate: not the table's doing.
+    let e = experiment(&["netrig-1c", "ct-full"], |arm, rate| {
+        match (arm, rate >= 1000.0) {
+            ("ct-full", true) => Run {
+                p99_us: 60_000.0,
+                conntrack: Some((262_144, 20)),
+                ..ok(rate)
+            },
+            ("netrig-1c", true) => Run {
+                p99_us: 60_000.0,
+                ..ok(rate)
+            },
+            _ => ok(rate),
+        }
+    });
+    let (_, f) = Ia64.answer(&e);
+    assert_eq!(find(&f, "conntrack full").verdict, "does not hold");
+}
+
 #[test]
 fn conntrack_full_without_the_hosts_figures_is_withheld_and_without_a_collapse_does_not_hold() {
     let e = experiment(&["netrig-1c", "ct-full"], |arm, rate| match arm {

@@ -160,6 +160,19 @@ fn the_quick_form_answers_where_the_stack_stops_scaling_and_what_a_full_conntrac
     let base = &test["points"][0]["arms"][0]["runs"][0]["server_host"]["conntrack"];
     assert_eq!(base["peak"], 0, "{base}");
 
+    // The arm's commands ran in s1 and were told the lab's name (NETRIG_LAB) and netrig (NETRIG).
+    let lab = doc["lab"]["name"].as_str().unwrap();
+    let setup = doc["commands"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["phase"] == "setup" && c["arm"] == "ct-full")
+        .unwrap();
+    assert_eq!(setup["host"], "s1");
+    let out = setup["output"].as_str().unwrap();
+    assert!(out.contains(&format!("conntrack on in lab {lab},")), "{out}");
+    assert!(out.contains("idle established entries inserted"), "{out}");
+
     // Nothing left: the lab, its nginx and its files.
     for ns in doc["lab"]["namespaces"].as_array().unwrap() {
         let ns = ns.as_str().unwrap();
