@@ -283,3 +283,27 @@ fn without_a_rate_sweep_the_answer_is_withheld() {
     assert_eq!(f[0].verdict, "withheld");
     assert!(summary[0].contains("no http test sweeping --rate"));
 }
+
+/// A p99 tenfold the lightest load's while every request is still answered is stated, not
+/// taken for the stack's limit (on a machine shared with other work it is the others' noise).
+#[test]
+fn a_p99_rise_alone_is_stated_beside_replies_that_still_follow() {
+    let e = experiment(&["netrig-1c", "netrig-2c"], |arm, rate| match arm {
+        "netrig-1c" if rate >= 1500.0 => Run {
+            p99_us: 80_000.0,
+            ..ok(rate)
+        },
+        _ => ok(rate),
+    });
+    assert!(!e.tests[0].saturation.is_empty(), "the rule marks it");
+    let (_, f) = Ia64.answer(&e);
+    let one = find(&f, "netrig-1c: saturates within the sweep");
+    assert_eq!(one.verdict, "does not hold", "{}", one.text);
+    assert!(
+        one.text
+            .contains("p99 rose tenfold over the lightest load's from 1500/s"),
+        "{}",
+        one.text
+    );
+    assert_eq!(find(&f, "netrig: two client hosts against one").verdict, "tie");
+}
