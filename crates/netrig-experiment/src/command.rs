@@ -130,6 +130,11 @@ pub fn run_in(
         .arg(command)
         .env("NETRIG_ARM", arm)
         .env("NETRIG_PHASE", phase)
+        // This netrig binary, for commands that run one of its tools (`"$NETRIG" lab ct-fill`).
+        .env(
+            "NETRIG",
+            std::env::current_exe().unwrap_or_else(|_| "netrig".into()),
+        )
         .envs(env.iter().map(|(k, v)| (k, v)))
         .stdin(Stdio::null())
         .stdout(Stdio::piped())

@@ -3,6 +3,7 @@
 //! commands, saved results and regression checks, all on the run API.
 
 pub mod lab_counters;
+pub mod lab_one_end;
 
 pub mod analysis;
 pub mod command;

@@ -225,22 +225,21 @@ pub fn run(
             let _ = c.child.wait();
         }
     };
-    for place in places {
+    for (k, place) in places.iter().enumerate() {
         let addr: std::net::SocketAddr = place.address.parse().map_err(|e| format!("{e}"))?;
         let mut c = std::process::Command::new("ip");
         c.args(["netns", "exec", &place.client_ns])
             .arg(exe)
             .arg(kind)
             .args(args)
-            .args([
-                "-H",
-                &addr.ip().to_string(),
-                "-p",
-                &addr.port().to_string(),
-                "--json",
-                "--start-at",
-                &format!("{start_s:.6}"),
-            ])
+            // A kind with one end: each host its share, the first one's run watched by the agent.
+            .args(crate::lab_one_end::target_args(
+                kind,
+                addr,
+                k == 0,
+                Some((k, places.len())),
+            ))
+            .args(["--json", "--start-at", &format!("{start_s:.6}")])
             .env("NETRIG_LAB_HOST", &place.client)
             .stdin(std::process::Stdio::null())
             .stdout(std::process::Stdio::piped())
@@ -355,7 +354,19 @@ pub fn run(
     if !errors.is_empty() {
         return Err(errors.join("; "));
     }
-    sum(parts, start_s)
+    match crate::lab_one_end::kind_sum(kind, spec, &parts) {
+        // The kind's own sum (offered rate, errors by cause), with the hosts' parts and skew.
+        Some(own) => {
+            let own = own?;
+            let (generic, run) = sum(parts, start_s)?;
+            let mut own = own;
+            own.started_unix_s = generic.started_unix_s;
+            own.warnings = generic.warnings;
+            own.witness = generic.witness;
+            Ok((own, run))
+        }
+        None => sum(parts, start_s),
+    }
 }
 
 /// The clients' results as one run's result, and each one's part: bytes, rates, transactions,

@@ -289,7 +289,12 @@ fn run_prepared(
     let env_of = |a: usize| -> Vec<(&'static str, String)> {
         match (&direct, lab) {
             (Some((t, _, _)), _) => agent_env(t),
-            (None, Some((_, places))) => places[a].as_ref().map(place_env).unwrap_or_default(),
+            (None, Some((l, places))) => {
+                let mut env = places[a].as_ref().map(place_env).unwrap_or_default();
+                // The lab's name, for a command that runs a lab tool on it (`netrig lab ...`).
+                env.push(("NETRIG_LAB", l.state.name.clone()));
+                env
+            }
             _ => Vec::new(),
         }
     };
@@ -617,13 +622,8 @@ pub(crate) fn run_in_host(
         .arg(exe)
         .arg(kind)
         .args(args)
-        .args([
-            "-H",
-            &addr.ip().to_string(),
-            "-p",
-            &addr.port().to_string(),
-            "--json",
-        ])
+        .args(crate::lab_one_end::target_args(kind, addr, true, None))
+        .arg("--json")
         .env("NETRIG_LAB_HOST", &place.client)
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::piped())

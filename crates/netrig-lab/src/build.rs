@@ -77,6 +77,9 @@ pub struct HostState {
     pub ns: String,
     pub addrs: Vec<String>,
     pub agent: Option<AgentState>,
+    /// netrig's HTTP server beside the agent, on this port (the lab's `http_port`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub http_port: Option<u16>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -614,6 +617,7 @@ pub fn up(o: &UpOptions, say: &mut dyn FnMut(&str)) -> Result<LabState, LabError
                         ns: ns.clone(),
                         addrs,
                         agent: None,
+                        http_port: topo.hosts.get(h).and_then(|t| t.http_port),
                     },
                 )
             })
@@ -739,6 +743,10 @@ fn build(
     // Agents: `netrig serve` in each host, in its own process group (a terminal's Ctrl-C goes to
     // the lab's owner, which tears down), waited for until it listens.
     for (h, ns) in &p.hosts {
+        let http: Vec<String> = match state.hosts.get(h).and_then(|s| s.http_port) {
+            Some(port) => vec!["--http-port".into(), port.to_string()],
+            None => Vec::new(),
+        };
         let log = logs.join(format!("{h}.log"));
         let f = std::fs::File::create(&log).map_err(|e| other(format!("{}: {e}", log.display())))?;
         use std::os::unix::process::CommandExt;
@@ -746,6 +754,7 @@ fn build(
             .args(["netns", "exec", ns])
             .arg(&o.exe)
             .args(["serve", "-p", &port.to_string(), "-q"])
+            .args(&http)
             .stdin(Stdio::null())
             .stdout(f.try_clone().map_err(|e| other(e.to_string()))?)
             .stderr(f)
@@ -1059,7 +1068,11 @@ pub fn status_text(labs: &[LabState]) -> String {
                 .agent
                 .as_ref()
                 .map(|a| format!("agent on port {} (pid {})", a.port, a.pid))
-                .unwrap_or_else(|| "no agent".into());
+                .unwrap_or_else(|| "no agent".into())
+                + &hs
+                    .http_port
+                    .map(|p| format!(", netrig's HTTP server on port {p}"))
+                    .unwrap_or_default();
             o.push_str(&format!(
                 "  host {h}: namespace {}, {}, {agent}\n",
                 hs.ns,
@@ -1251,6 +1264,7 @@ mod tests {
                     pid: std::process::id(),
                     port: 1,
                 }),
+                http_port: None,
             },
         );
         assert!(!is_stale(&s));

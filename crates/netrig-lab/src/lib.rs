@@ -14,6 +14,7 @@ pub mod witness;
 pub mod arm_path;
 pub mod arm_shape;
 pub mod build;
+pub mod ctfill;
 pub mod element;
 pub mod element_plan;
 pub mod lan_element;

@@ -53,6 +53,10 @@ pub struct Host {
     /// refused where the kernel keeps it host-wide.
     #[serde(default)]
     pub conntrack_max: Option<u64>,
+    /// netrig's HTTP server on this port beside the host's agent, in its process (`netrig serve
+    /// --http-port`; the IA64 study's userver): a load (`http`) from another host goes to it.
+    #[serde(default)]
+    pub http_port: Option<u16>,
 }
 
 /// A point-to-point link between two hosts.

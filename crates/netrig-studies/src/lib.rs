@@ -20,8 +20,10 @@ pub trait Study: Sync {
     fn answer(&self, e: &Experiment) -> (Vec<String>, Vec<Finding>);
 }
 
+mod ia64;
+
 /// Every study netrig knows.
-static STUDIES: &[&dyn Study] = &[&gigabit::Gigabit, &scavenger::Scavenger];
+static STUDIES: &[&dyn Study] = &[&gigabit::Gigabit, &ia64::Ia64, &scavenger::Scavenger];
 
 /// The studies' names.
 pub fn kinds() -> Vec<&'static str> {

@@ -85,6 +85,30 @@ pub enum LabCommand {
     /// netrig's path element (started by `lab up` in an element's namespace).
     #[command(hide = true)]
     Element(LabElementArgs),
+    /// Fill the connection tracking table of the lab host this runs in (an arm's `in_host`
+    /// set-up, or `lab exec LAB HOST -- netrig lab ct-fill`) with idle established entries,
+    /// leaving --leave free; --flush empties it. Refused outside a lab host (docs/LAB.md).
+    #[command(name = "ct-fill")]
+    CtFill(LabCtFillArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct LabCtFillArgs {
+    /// Entries left free: the table the host's own connections get.
+    #[arg(long, default_value_t = 1000)]
+    pub leave: u64,
+    /// Empty the host's table instead (every IPv4 entry).
+    #[arg(long, conflicts_with = "leave")]
+    pub flush: bool,
+    /// The filler entries' first source address (then the next, every 64,512 ports).
+    #[arg(long, default_value = "198.18.255.1")]
+    pub from: std::net::Ipv4Addr,
+    /// Their destination (port 9).
+    #[arg(long, default_value = "198.18.255.2")]
+    pub to: std::net::Ipv4Addr,
+    /// Seconds each filler entry lives unless flushed (at most a day).
+    #[arg(long, default_value_t = 600, value_parser = clap::value_parser!(u32).range(1..=86400))]
+    pub timeout: u32,
 }
 
 #[derive(Debug, Args)]
@@ -447,6 +471,30 @@ pub struct OneEndArgs {
         help_heading = "Where"
     )]
     pub client_addrs: Vec<IpAddr>,
+    /// Run only client K's share of N (0-based; its share of the connections, threads, requests
+    /// and rate, as --clients splits them): a lab plan's several client hosts each offer their
+    /// part of one load (`clients = ["c1", "c2"]`).
+    #[arg(long = "share", value_name = "K/N", value_parser = parse_share, hide = true, conflicts_with = "clients")]
+    pub share: Option<(u32, u32)>,
+}
+
+/// `K/N` of `--share`: client K (from 0) of N (1 to 64).
+pub fn parse_share(text: &str) -> Result<(u32, u32), String> {
+    let (k, n) = text
+        .split_once('/')
+        .ok_or_else(|| format!("--share {text:?}: K/N, client K (from 0) of N"))?;
+    let k: u32 = k
+        .trim()
+        .parse()
+        .map_err(|e| format!("--share {text:?}: K: {e}"))?;
+    let n: u32 = n
+        .trim()
+        .parse()
+        .map_err(|e| format!("--share {text:?}: N: {e}"))?;
+    if n == 0 || n > 64 || k >= n {
+        return Err(format!("--share {text:?}: K from 0 to N-1, N from 1 to 64"));
+    }
+    Ok((k, n))
 }
 
 /// `args` (a kind's subcommand's, after its name) without the options
@@ -678,6 +726,43 @@ mod tests {
     #[test]
     fn the_command_line_is_consistent() {
         command().debug_assert();
+    }
+
+    /// A lab client host's share of a load several hosts offer (`--share K/N`, hidden).
+    #[test]
+    fn a_share_is_client_k_of_n() {
+        assert_eq!(parse_share("1/2"), Ok((1, 2)));
+        assert_eq!(parse_share("0/1"), Ok((0, 1)));
+        for bad in ["2/2", "0/0", "1", "a/2", "0/65"] {
+            assert!(parse_share(bad).is_err(), "{bad}");
+        }
+        let m = command()
+            .try_get_matches_from([
+                "netrig",
+                "http",
+                "--url",
+                "http://h:8080/",
+                "-R",
+                "1000",
+                "--share",
+                "1/2",
+            ])
+            .unwrap();
+        let (_, sm) = m.subcommand().unwrap();
+        assert_eq!(OneEndArgs::from_arg_matches(sm).unwrap().share, Some((1, 2)));
+        // Not with --clients, which splits among processes of its own.
+        assert!(command()
+            .try_get_matches_from([
+                "netrig",
+                "http",
+                "--url",
+                "http://h/",
+                "--clients",
+                "2",
+                "--share",
+                "0/2"
+            ])
+            .is_err());
     }
 
     #[test]

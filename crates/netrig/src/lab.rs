@@ -133,6 +133,34 @@ pub fn lab(a: LabArgs) -> Result<()> {
         }
         LabCommand::Flood(x) => crate::lab_overload::flood(x),
         LabCommand::HalfClose(x) => crate::lab_overload::half_close(x),
+        LabCommand::CtFill(f) => {
+            netrig_lab::ctfill::in_lab_host().map_err(Usage)?;
+            if f.flush {
+                let (before, _) = netrig_lab::ctfill::count_and_max()?;
+                netrig_lab::ctfill::flush().map_err(|e| anyhow::anyhow!("lab ct-fill --flush: {e}"))?;
+                let (after, max) = netrig_lab::ctfill::count_and_max()?;
+                println!("conntrack: flushed this host's table: {before} entries before, {after} after (nf_conntrack_max {max})");
+                return Ok(());
+            }
+            let r = netrig_lab::ctfill::fill(f.leave, f.from, f.to, f.timeout)
+                .map_err(|e| anyhow::anyhow!("lab ct-fill: {e}"))?;
+            println!(
+                "conntrack: this host's table holds {} of nf_conntrack_max {} ({} idle established entries inserted, {} there before; {} s to live), {} free",
+                r.after,
+                r.max,
+                r.inserted,
+                r.before,
+                f.timeout,
+                r.max.saturating_sub(r.after)
+            );
+            if let Some(s) = r.stopped {
+                return Err(anyhow::anyhow!(
+                    "lab ct-fill: stopped short of leaving {} free: {s}",
+                    f.leave
+                ));
+            }
+            Ok(())
+        }
         LabCommand::Exec(x) => {
             let code = netrig_lab::exec(&x.name, &x.host, &x.cmd, &exe).map_err(lift)?;
             if code == 0 {

@@ -531,7 +531,11 @@ fn test(kind: &'static dyn Kind, m: &clap::ArgMatches, args: Vec<String>, sweeps
     if let Some(c) = &plan.local.cpus {
         netrig_engine::affinity::check_cpus(c, plan.local.cpus_option).map_err(Usage)?;
     }
-    let spec = plan.spec;
+    let mut spec = plan.spec;
+    // A lab plan's client host running its share of a load several hosts offer together.
+    if let (Some((k, n)), netrig_kinds::Ends::ClientOnly(o)) = (one.share, kind.ends()) {
+        spec = o.share(&spec, k, n).map_err(Usage)?;
+    }
     let local = LocalOptions {
         sockets: plan.local.sockets,
         cpus: plan.local.cpus,

@@ -185,6 +185,7 @@ mod tests {
             ns: ns.into(),
             addrs: addrs.iter().map(|a| a.to_string()).collect(),
             agent: None,
+            http_port: None,
         };
         s.hosts.insert(
             "a1".into(),

@@ -40,6 +40,7 @@ mod rr;
 mod server_host;
 mod stream;
 mod study_gigabit;
+mod study_ia64;
 mod study_scavenger;
 mod truth;
 mod udp;
