@@ -417,6 +417,186 @@ fn conntrack_full(sweeps: &[&TestOutcome]) -> Option<Finding> {
     ))
 }
 
+/// Kernel counter `key` of the server host added up over `name`'s runs at every point of the
+/// sweeps, and the highest of a socket state's peaks; `None` when no run carries the view.
+fn server_totals(sweeps: &[&TestOutcome], name: &str, keys: &[&str]) -> Option<(Vec<i64>, u64, u64)> {
+    let mut sums = vec![0i64; keys.len()];
+    let (mut syn_recv, mut fin_wait2) = (0u64, 0u64);
+    let mut any = false;
+    for t in sweeps {
+        for p in &t.points {
+            let Some(a) = arm(p, name) else { continue };
+            for r in &a.runs {
+                let Some(h) = r.server_host.as_ref() else { continue };
+                any = true;
+                for (sum, k) in sums.iter_mut().zip(keys) {
+                    *sum += h.counters.get(*k).copied().unwrap_or(0);
+                }
+                if let Some(st) = &h.sockets {
+                    syn_recv = syn_recv.max(st.syn_recv.peak);
+                    fin_wait2 = fin_wait2.max(st.fin_wait2.peak);
+                }
+            }
+        }
+    }
+    any.then_some((sums, syn_recv, fin_wait2))
+}
+
+/// Where `name` answered clearly less than the baseline, or its p99 was at least twice the
+/// baseline's, at a rate both ran: the first such rate and what was seen there.
+fn client_harm(sweeps: &[&TestOutcome], name: &str) -> Option<(f64, String)> {
+    for t in sweeps {
+        for p in &t.points {
+            let (Some(r), Some(b)) = (
+                mean(p, name, "transactions_per_s"),
+                mean(p, BASE, "transactions_per_s"),
+            ) else {
+                continue;
+            };
+            let (q, qb) = (mean(p, name, "latency_p99"), mean(p, BASE, "latency_p99"));
+            let rate = rate_of(p).unwrap_or(f64::NAN);
+            if r < FEWER * b {
+                return Some((
+                    rate,
+                    format!("at {rate:.0} requests/s it answered {r:.0} replies/s against {b:.0} without"),
+                ));
+            }
+            if let (Some(q), Some(qb)) = (q, qb) {
+                if q >= 2.0 * qb && q - qb >= 1000.0 {
+                    return Some((
+                        rate,
+                        format!(
+                            "at {rate:.0} requests/s its p99 was {:.1} ms against {:.1} ms without",
+                            q / 1e3,
+                            qb / 1e3
+                        ),
+                    ));
+                }
+            }
+        }
+    }
+    None
+}
+
+/// What a SYN flood from the attacker host did (arm `syn-flood`): the server host's SYN
+/// cookies, listen-queue overflows and drops and its SYN_RECV sockets, beside the client's reply
+/// rate and latency against the baseline's.
+fn syn_flood(sweeps: &[&TestOutcome]) -> Option<Finding> {
+    let flood = fate(sweeps, "syn-flood")?;
+    let topic = "a SYN flood shows in the server's counters and the client's figures";
+    let keys = [
+        "TcpExt.SyncookiesSent",
+        "TcpExt.ListenOverflows",
+        "TcpExt.ListenDrops",
+        "TcpExt.TCPReqQFullDrop",
+    ];
+    let Some((sums, syn_recv, _)) = server_totals(sweeps, "syn-flood", &keys) else {
+        return Some(withheld(
+            topic,
+            format!(
+                "Under the SYN flood the server {}, but the runs carry no view of the server host (its agent's counters), so the runs cannot say what the flood did there.",
+                flood.text()
+            ),
+        ));
+    };
+    let shown = sums.iter().any(|v| *v > 0);
+    let harm = client_harm(sweeps, "syn-flood");
+    let base = fate(sweeps, BASE);
+    let earlier = base
+        .as_ref()
+        .is_some_and(|b| flood.saturated() && (!b.saturated() || flood.rate() < b.rate()));
+    let verdict = match (shown, earlier || harm.is_some()) {
+        (true, true) => "holds",
+        _ => "does not hold",
+    };
+    let client = match (&harm, earlier) {
+        (Some((_, h)), _) => format!("; the client saw it: {h}"),
+        (None, true) => "; the client saw it as an earlier saturation".into(),
+        (None, false) => {
+            "; the client's replies and p99 stayed within 10 % and twice the baseline's at every rate".into()
+        }
+    };
+    Some(finding(
+        topic,
+        verdict,
+        format!(
+            "Under a SYN flood of 20,000 SYNs/s from the attacker host the server {} (without: {}). Over the flood's runs the server host's kernel sent {} SYN cookies, counted {} listen-queue overflows, {} listen drops and {} SYNs dropped with a full request queue, with up to {syn_recv} sockets in SYN_RECV{client}.",
+            flood.text(),
+            base.as_ref().map_or_else(|| "not run".into(), |b| b.text()),
+            sums[0],
+            sums[1],
+            sums[2],
+            sums[3],
+        ),
+        &[
+            ("saturation_per_s", if flood.saturated() { flood.rate() } else { f64::NAN }),
+            ("syncookies_sent", sums[0] as f64),
+            ("listen_overflows", sums[1] as f64),
+            ("listen_drops", sums[2] as f64),
+            ("reqq_full_drops", sums[3] as f64),
+            ("syn_recv_peak", syn_recv as f64),
+            ("harmed_at_per_s", harm.map_or(f64::NAN, |h| h.0)),
+        ],
+    ))
+}
+
+/// What many half-closed connections did (arm `half-closed`): the server's FIN_WAIT2 sockets
+/// during the runs (its agent's view), the time the server took to close them (the arm's
+/// tear-down reads it from the generator: `"gone_after_s": X`), and the client's figures
+/// against the baseline's.
+fn half_closed(e: &Experiment, sweeps: &[&TestOutcome]) -> Option<Finding> {
+    let hc = fate(sweeps, "half-closed")?;
+    let topic = "half-closed connections: the server's FIN_WAIT2 and the time to close them";
+    let gone: Vec<f64> = e
+        .commands
+        .iter()
+        .filter(|c| c.arm == "half-closed" && c.phase == "teardown")
+        .filter_map(|c| {
+            let (_, rest) = c.output.split_once("\"gone_after_s\":")?;
+            rest.trim_start()
+                .split(|ch: char| !(ch.is_ascii_digit() || ch == '.'))
+                .next()?
+                .parse()
+                .ok()
+        })
+        .collect();
+    let Some((_, _, fin_wait2)) = server_totals(sweeps, "half-closed", &[]) else {
+        return Some(withheld(
+            topic,
+            format!(
+                "With half-closed connections the server {}, but the runs carry no view of the server host's sockets.",
+                hc.text()
+            ),
+        ));
+    };
+    let mut sorted = gone.clone();
+    sorted.sort_by(f64::total_cmp);
+    let median = sorted.get(sorted.len() / 2).copied();
+    let harm = client_harm(sweeps, "half-closed");
+    let verdict = if fin_wait2 > 0 { "holds" } else { "does not hold" };
+    Some(finding(
+        topic,
+        verdict,
+        format!(
+            "With 1,000 clients gone without a word before each run, the server host held up to {fin_wait2} sockets in FIN_WAIT2 during the runs; {}; meanwhile the server {}{}.",
+            match median {
+                Some(m) => format!(
+                    "it closed them {m:.1} s after the clients went (median of {} runs; its tcp_fin_timeout was 8 s)",
+                    gone.len()
+                ),
+                None => "the time it took to close them is withheld: no tear-down reported it".into(),
+            },
+            hc.text(),
+            harm.as_ref().map(|h| format!(", and {}", h.1)).unwrap_or_default()
+        ),
+        &[
+            ("fin_wait2_peak", fin_wait2 as f64),
+            ("gone_after_s_median", median.unwrap_or(f64::NAN)),
+            ("saturation_per_s", if hc.saturated() { hc.rate() } else { f64::NAN }),
+        ],
+    ))
+}
+
 impl Study for Ia64 {
     fn kind(&self) -> &'static str {
         "ia64"
@@ -541,6 +721,10 @@ impl Study for Ia64 {
             findings.push(f);
         }
         if let Some(f) = conntrack_full(&sw) {
+            summary.push(f.text.clone());
+            findings.push(f);
+        }
+        for f in [syn_flood(&sw), half_closed(e, &sw)].into_iter().flatten() {
             summary.push(f.text.clone());
             findings.push(f);
         }

@@ -307,3 +307,114 @@ fn a_p99_rise_alone_is_stated_beside_replies_that_still_follow() {
     );
     assert_eq!(find(&f, "netrig: two client hosts against one").verdict, "tie");
 }
+
+/// Sets, on every run of `arm`, the server host's counters and its SYN_RECV and FIN_WAIT2 peaks.
+fn server_view(e: &mut Experiment, arm_name: &str, counters: &[(&str, i64)], syn_recv: u64, fin_wait2: u64) {
+    for p in &mut e.tests[0].points {
+        for a in p.arms.iter_mut().filter(|a| a.arm == arm_name) {
+            for r in &mut a.runs {
+                let h = r.server_host.as_mut().expect("a server host view");
+                h.counters = counters.iter().map(|(k, v)| (k.to_string(), *v)).collect();
+                let pe = |n: u64| serde_json::json!({"peak": n, "end": 0});
+                h.sockets = Some(
+                    serde_json::from_value(serde_json::json!({
+                        "established": pe(10), "syn_recv": pe(syn_recv), "time_wait": pe(0),
+                        "close_wait": pe(0), "fin_wait2": pe(fin_wait2), "partial": false
+                    }))
+                    .expect("socket states"),
+                );
+            }
+        }
+    }
+}
+
+const FLOOD: &str = "a SYN flood shows in the server's counters and the client's figures";
+
+#[test]
+fn a_syn_flood_that_shows_in_the_counters_and_the_replies_holds() {
+    let mut e = experiment(&["netrig-1c", "syn-flood"], |arm, rate| match arm {
+        "syn-flood" if rate >= 1000.0 => Run {
+            replies: 0.5 * rate,
+            p99_us: 80_000.0,
+            ..ok(rate)
+        },
+        _ => ok(rate),
+    });
+    server_view(
+        &mut e,
+        "syn-flood",
+        &[("TcpExt.SyncookiesSent", 5000), ("TcpExt.ListenOverflows", 0)],
+        4097,
+        0,
+    );
+    let (_, f) = Ia64.answer(&e);
+    let x = find(&f, FLOOD);
+    assert_eq!(x.verdict, "holds", "{}", x.text);
+    // 4 rates x 3 runs, 5000 cookies each.
+    assert_eq!(x.figures["syncookies_sent"], 60_000.0);
+    assert_eq!(x.figures["syn_recv_peak"], 4097.0);
+    assert_eq!(x.figures["saturation_per_s"], 1000.0);
+    assert!(
+        x.text.contains("60000 SYN cookies") && x.text.contains("up to 4097 sockets in SYN_RECV"),
+        "{}",
+        x.text
+    );
+}
+
+#[test]
+fn a_flood_the_server_absorbs_does_not_hold_and_says_the_client_was_unharmed() {
+    let mut e = experiment(&["netrig-1c", "syn-flood"], |_, rate| ok(rate));
+    server_view(&mut e, "syn-flood", &[("TcpExt.SyncookiesSent", 300)], 4097, 0);
+    let (_, f) = Ia64.answer(&e);
+    let x = find(&f, FLOOD);
+    assert_eq!(x.verdict, "does not hold", "{}", x.text);
+    assert!(x.text.contains("stayed within 10 %"), "{}", x.text);
+    // A flood without the server host's view is withheld.
+    let mut e = experiment(&["netrig-1c", "syn-flood"], |_, rate| ok(rate));
+    for p in &mut e.tests[0].points {
+        for a in &mut p.arms {
+            for r in &mut a.runs {
+                r.server_host = None;
+            }
+        }
+    }
+    let (_, f) = Ia64.answer(&e);
+    assert_eq!(find(&f, FLOOD).verdict, "withheld");
+}
+
+#[test]
+fn half_closed_connections_are_counted_and_their_closing_time_read_from_the_tear_down() {
+    let topic = "half-closed connections: the server's FIN_WAIT2 and the time to close them";
+    let mut e = experiment(&["netrig-1c", "half-closed"], |_, rate| ok(rate));
+    server_view(&mut e, "half-closed", &[], 0, 998);
+    let (_, f) = Ia64.answer(&e);
+    let x = find(&f, topic);
+    assert_eq!(x.verdict, "holds", "{}", x.text);
+    assert!(
+        x.text.contains("withheld: no tear-down reported it"),
+        "{}",
+        x.text
+    );
+    for (i, g) in ["8.4", "8.1", "9.0"].iter().enumerate() {
+        e.commands.push(netrig_experiment::command::CommandRun {
+            phase: "teardown".into(),
+            arm: "half-closed".into(),
+            command: "./ia64-overload.sh half-close-stop".into(),
+            status: Some(0),
+            seconds: 8.0 + i as f64,
+            output: format!("\"gone_after_s\": {g}\n\"left_at_end\": 0\n"),
+            error: None,
+            host: Some("s1".into()),
+        });
+    }
+    let (_, f) = Ia64.answer(&e);
+    let x = find(&f, topic);
+    assert_eq!(x.figures["fin_wait2_peak"], 998.0);
+    assert_eq!(x.figures["gone_after_s_median"], 8.4);
+    assert!(
+        x.text
+            .contains("closed them 8.4 s after the clients went (median of 3 runs"),
+        "{}",
+        x.text
+    );
+}
