@@ -239,6 +239,14 @@ pub fn render(e: &Experiment) -> String {
             level = it.level,
             width = it.width,
         );
+        for a in arms.iter().filter(|a| a.baseline.is_some()) {
+            let _ = writeln!(
+                out,
+                "  arm {}: Δ against {} (its own baseline)",
+                a.name,
+                a.baseline.as_deref().unwrap_or_default()
+            );
+        }
     }
     out.push_str(&lab_lines(e));
     for t in &e.tests {

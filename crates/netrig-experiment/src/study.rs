@@ -153,9 +153,21 @@ pub fn apply_quick(plan: &mut Plan) -> Result<(), String> {
         if let Some(bad) = keep.iter().find(|a| !plan.arms.iter().any(|x| &x.name == *a)) {
             return Err(format!("study.quick.arms: no arm named {bad:?}"));
         }
-        let base = plan.arms.get(plan.baseline()).map(|a| a.name.clone());
+        // The baselines always: the plan's, and those the kept arms name.
+        let mut bases: Vec<String> = plan
+            .arms
+            .get(plan.baseline())
+            .map(|a| a.name.clone())
+            .into_iter()
+            .collect();
+        bases.extend(
+            plan.arms
+                .iter()
+                .filter(|a| keep.contains(&a.name))
+                .filter_map(|a| a.baseline.clone()),
+        );
         plan.arms
-            .retain(|a| keep.contains(&a.name) || Some(&a.name) == base.as_ref());
+            .retain(|a| keep.contains(&a.name) || bases.contains(&a.name));
     }
     let reduce = |args: &mut Vec<String>| {
         if let Some(l) = q.length {
