@@ -3,6 +3,9 @@
 //! each sentence made from the figures it names ([`Answer`]). A new study is a new module here
 //! and one line in [`STUDIES`]; nothing else in netrig knows the studies by name.
 
+mod ipqos;
+mod policy;
+
 use netrig_experiment::analysis::{Comparison, Estimate};
 use netrig_experiment::document::{ArmOutcome, Experiment, PointOutcome, TestOutcome};
 pub use netrig_experiment::study::{change_text, Answer, Finding};
@@ -17,7 +20,7 @@ pub trait Study: Sync {
 }
 
 /// Every study netrig knows.
-static STUDIES: &[&dyn Study] = &[];
+static STUDIES: &[&dyn Study] = &[&ipqos::IpQos];
 
 /// The studies' names.
 pub fn kinds() -> Vec<&'static str> {
