@@ -3,6 +3,7 @@
 //! each sentence made from the figures it names ([`Answer`]). A new study is a new module here
 //! and one line in [`STUDIES`]; nothing else in netrig knows the studies by name.
 
+mod ipfilter;
 mod ipqos;
 mod policy;
 
@@ -20,7 +21,7 @@ pub trait Study: Sync {
 }
 
 /// Every study netrig knows.
-static STUDIES: &[&dyn Study] = &[&ipqos::IpQos];
+static STUDIES: &[&dyn Study] = &[&ipqos::IpQos, &ipfilter::IpFilter];
 
 /// The studies' names.
 pub fn kinds() -> Vec<&'static str> {

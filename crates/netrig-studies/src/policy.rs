@@ -82,9 +82,15 @@ pub mod testing {
         let names: Vec<&str> = names.iter().map(String::as_str).collect();
         let mut tests = Vec::new();
         for (kind, option, values) in kinds {
-            let e = netrig_experiment::fixtures::experiment(kind, option, values, &names, |p, a, r, run| {
-                tweak(kind, p, a, r, run)
-            });
+            // tcp-maerts has no fixture of its own: a stream's, renamed.
+            let fixture = if *kind == "tcp-maerts" { "tcp-stream" } else { kind };
+            let mut e =
+                netrig_experiment::fixtures::experiment(fixture, option, values, &names, |p, a, r, run| {
+                    tweak(kind, p, a, r, run)
+                });
+            for t in &mut e.tests {
+                t.kind = kind.to_string();
+            }
             tests.extend(e.tests);
         }
         let mut e = netrig_experiment::fixtures::experiment("tcp-stream", "", &[], &names, |_, _, _, _| {});

@@ -38,5 +38,7 @@ mod report;
 mod rr;
 mod server_host;
 mod stream;
+mod study_ipfilter;
+mod study_ipqos;
 mod truth;
 mod udp;
