@@ -8,6 +8,7 @@
 
 mod chart;
 pub mod compare;
+pub mod delta;
 pub mod group;
 pub mod latency;
 pub mod series;
@@ -87,6 +88,17 @@ pub fn plots_for_experiment(e: &Experiment) -> Vec<Plot> {
             match (c.len(), sweep::sweep_title(t)) {
                 (2.., Some(title)) => out.extend(plot_grid(format!("sweep{suffix}"), title, &c, 2)),
                 _ => out.extend(plot(format!("sweep{suffix}"), &c)),
+            }
+        }
+        if let Some(c) = delta::delta_charts(t) {
+            match c.len() {
+                1 => out.extend(plot(format!("delta{suffix}"), &c)),
+                _ => out.extend(plot_grid(
+                    format!("delta{suffix}"),
+                    format!("{}: the change each arm makes against its baseline", t.kind),
+                    &c,
+                    2,
+                )),
             }
         }
         if t.points.len() <= MAX_POINT_PLOTS {
