@@ -467,9 +467,15 @@ fn render_stream_changes(out: &mut String, t: &TestOutcome) {
     let lead = point_header(t);
     let _ = writeln!(
         out,
-        "{lead}{:<18} {:<18} {:<32} {:<32} {:<32} {:<16} Δ SD/packet",
+        "{lead}{:<18} {:<18} {:<24} {:<24} {:<24} {:<16} Δ SD/packet",
         "Arm", "Baseline", "Δ CPU local", "Δ SD local", "Δ throughput", "SD/packet us"
     );
+    // The change and its interval only: the verdicts are the main table's.
+    let change = |c: Option<&Comparison>| match c.map(|c| (c.diff_pct, c.ci_low_pct, c.ci_high_pct)) {
+        Some((Some(d), Some(lo), Some(hi))) => format!("{d:+.1}% [{lo:+.1}, {hi:+.1}]"),
+        Some((Some(d), _, _)) => format!("{d:+.1}% (no interval)"),
+        _ => "-".into(),
+    };
     for p in &t.points {
         for a in &p.arms {
             if a.runs.is_empty() {
@@ -481,15 +487,15 @@ fn render_stream_changes(out: &mut String, t: &TestOutcome) {
                 .map_or("-", |c| c.baseline.as_str());
             let _ = writeln!(
                 out,
-                "{}{:<18} {:<18} {:<32} {:<32} {:<32} {:<16} {}",
+                "{}{:<18} {:<18} {:<24} {:<24} {:<24} {:<16} {}",
                 point_cells(p),
                 a.arm,
                 base,
-                delta(c("cpu_local")),
-                delta(c("sd_local")),
-                delta(c("throughput")),
+                change(c("cpu_local")),
+                change(c("sd_local")),
+                change(c("throughput")),
                 cell(a.estimate("sd_local_packet"), 3),
-                delta(c("sd_local_packet"))
+                change(c("sd_local_packet"))
             );
         }
     }
