@@ -334,6 +334,17 @@ name = "c"
         assert_eq!(arms, ["a", "c"], "the baseline is kept");
     }
 
+    /// An arm kept by `--quick` keeps the baseline it names (issue #39: the 1 Gbit/s policy
+    /// arms of plans/ipqos.toml are compared with no QoS on their own link).
+    #[test]
+    fn quick_keeps_the_baseline_a_kept_arm_names() {
+        let text = PLAN.replace("name = \"c\"\n", "name = \"c\"\nbaseline = \"b\"\n");
+        let mut p = Plan::from_toml(&text).unwrap();
+        apply_quick(&mut p).unwrap();
+        let arms: Vec<&str> = p.arms.iter().map(|a| a.name.as_str()).collect();
+        assert_eq!(arms, ["a", "b", "c"], "the plan's baseline and c's own");
+    }
+
     #[test]
     fn quick_refuses_what_the_plan_lacks_by_name() {
         let bad = PLAN.replace("arms = [\"c\"]", "arms = [\"z\"]");
