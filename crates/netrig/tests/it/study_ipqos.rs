@@ -153,4 +153,33 @@ fn the_quick_form_judges_each_policy_per_link_and_message_size() {
         .find(|c| c["arm"] == "dscp-rule-1g")
         .expect("a comparison of dscp-rule-1g");
     assert_eq!(c["baseline"], "no-qos-1g");
+    // The DSCP rule rewrote the test's packets, in tx only: its tear-down lists its counters.
+    let cmds = doc["commands"].as_array().unwrap();
+    assert!(
+        cmds.iter().all(|c| c["host"] == "tx" && c["status"] == 0),
+        "{cmds:?}"
+    );
+    for arm in ["dscp-rule-100m", "dscp-rule-1g"] {
+        let listed: Vec<u64> = cmds
+            .iter()
+            .filter(|c| c["arm"] == arm && c["phase"] == "teardown")
+            .flat_map(|c| {
+                c["output"]
+                    .as_str()
+                    .unwrap()
+                    .lines()
+                    .map(str::to_string)
+                    .collect::<Vec<_>>()
+            })
+            .filter(|l| l.contains("dscp set af11"))
+            .filter_map(|l| {
+                let w: Vec<&str> = l.split_whitespace().collect();
+                w.get(w.iter().position(|x| *x == "packets")? + 1)?.parse().ok()
+            })
+            .collect();
+        assert!(
+            listed.iter().any(|n| *n > 1000),
+            "{arm}: the rule's counters {listed:?}"
+        );
+    }
 }
