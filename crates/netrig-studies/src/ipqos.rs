@@ -20,6 +20,7 @@ pub struct IpQos;
 const RATE_SPREAD: f64 = 1.5;
 
 /// What one policy arm costs at one point.
+#[derive(Clone)]
 struct Cost {
     size: String,
     /// The baseline's packets (segments sent) per second.
@@ -53,6 +54,9 @@ impl Study for IpQos {
         }
         let mut points: Vec<&PointOutcome> = t.points.iter().collect();
         points.sort_by_key(|p| point_value(p, "-m").and_then(|v| v.parse::<u64>().ok()));
+        // A configuration on several places (dscp-rule-100m against no-qos-100m, dscp-rule-1g
+        // against no-qos-1g): its costs pooled over the places, by configuration.
+        let mut pooled: Vec<(String, Vec<Cost>, usize)> = Vec::new();
         for pol in &policies {
             let costs: Vec<Cost> = points
                 .iter()
@@ -67,9 +71,38 @@ impl Study for IpQos {
                 listed.join("; ")
             ));
             findings.push(growth(&pol.arm, &all, &mut summary));
+            if let Some((config, place)) = place(&pol.arm, &pol.baseline) {
+                let on = costs.into_iter().map(|c| Cost {
+                    size: format!("{} on {place}", c.size),
+                    ..c
+                });
+                match pooled.iter_mut().find(|p| p.0 == config) {
+                    Some(p) => {
+                        p.1.extend(on);
+                        p.2 += 1;
+                    }
+                    None => pooled.push((config.to_string(), on.collect(), 1)),
+                }
+            }
+        }
+        for (config, costs, places) in pooled.iter().filter(|p| p.2 > 1) {
+            let all: Vec<&Cost> = costs.iter().collect();
+            let f = growth(&format!("{config} over its {places} links"), &all, &mut summary);
+            findings.push(Finding {
+                topic: format!("{config}: cost against packet rate over the links"),
+                ..f
+            });
         }
         (summary, findings)
     }
+}
+
+/// The configuration and the place of a policy arm named `<configuration>-<place>` against a
+/// baseline named `<anything>-<place>` ("dscp-rule-1g" against "no-qos-1g": "dscp-rule", "1g").
+fn place<'a>(arm: &'a str, baseline: &str) -> Option<(&'a str, &'a str)> {
+    let (config, place) = arm.rsplit_once('-')?;
+    let (_, base_place) = baseline.rsplit_once('-')?;
+    (place == base_place).then_some((config, place))
 }
 
 /// The cost of `arm` against `base` at point `p`: a finding, and the phrase for the summary.
@@ -100,7 +133,7 @@ fn point_cost(p: &PointOutcome, arm_name: &str, base: &str, findings: &mut Vec<F
             format!("{arm_name} against {base} at {size}-byte messages: the change in service demand is withheld ({why})"),
         ));
         return Cost {
-            size: size.clone(),
+            size: format!("{size} bytes"),
             rate,
             change: None,
             text: format!("withheld at {size} bytes ({why})"),
@@ -151,7 +184,7 @@ fn point_cost(p: &PointOutcome, arm_name: &str, base: &str, findings: &mut Vec<F
     }
     findings.push(finding(topic, verdict, text, &figures));
     Cost {
-        size: size.clone(),
+        size: format!("{size} bytes"),
         rate,
         change: interval(c),
         text: format!("{} at {size} bytes{rate_text}", change_text(c)),
@@ -203,7 +236,7 @@ fn growth(arm_name: &str, costs: &[&Cost], summary: &mut Vec<String>) -> Finding
         ),
     };
     let text = format!(
-        "{arm_name}: the cost {how}: {:+.1} % [{:+.1} %, {:+.1} %] at {} bytes ({rl:.0} packets/s) against {:+.1} % [{:+.1} %, {:+.1} %] at {} bytes ({rh:.0} packets/s)",
+        "{arm_name}: the cost {how}: {:+.1} % [{:+.1} %, {:+.1} %] at {} ({rl:.0} packets/s) against {:+.1} % [{:+.1} %, {:+.1} %] at {} ({rh:.0} packets/s)",
         a.0, a.1, a.2, lo.size, b.0, b.1, b.2, hi.size
     );
     summary.push(format!("{text}."));
@@ -315,6 +348,21 @@ baseline = "no-qos-1g"
                 .iter()
                 .any(|s| s.starts_with("dscp-rule-1g against no-qos-1g: service demand +20.0 %")),
             "{summary:#?}"
+        );
+        // Over both links: the DSCP rule's lowest rate (8,000 packets/s on 100m, +5 %) against
+        // its highest (80,000 on 1g at 32 bytes, +20 %): it grows.
+        let both = verdict(&f, "dscp-rule: cost against packet rate over the links");
+        assert_eq!(both.verdict, "holds", "{both:#?}");
+        assert!(
+            both.text.contains("32 bytes on 1g (80000 packets/s)"),
+            "{}",
+            both.text
+        );
+        assert!(
+            both.text
+                .starts_with("dscp-rule over its 2 links: the cost grows"),
+            "{}",
+            both.text
         );
         // Only the policies are judged: no-qos-1g (a baseline) is not.
         assert!(f.iter().all(|f| !f.topic.starts_with("no-qos")));

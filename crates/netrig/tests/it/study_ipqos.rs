@@ -141,6 +141,18 @@ fn the_quick_form_judges_each_policy_per_link_and_message_size() {
             "{g:?}"
         );
     }
+    // Each configuration's cost against the packet rate over both links.
+    for config in ["empty-chain", "dscp-rule"] {
+        let topic = format!("{config}: cost against packet rate over the links");
+        let g = f
+            .iter()
+            .find(|(t, _, _)| *t == topic)
+            .unwrap_or_else(|| panic!("no finding {topic}: {f:#?}"));
+        assert!(
+            ["holds", "does not hold", "tie", "withheld"].contains(&g.1.as_str()),
+            "{g:?}"
+        );
+    }
     // The baselines are not judged; the summary is sentences.
     assert!(f.iter().all(|(t, _, _)| !t.starts_with("no-qos")));
     assert!(a["summary"].as_array().unwrap().len() >= 4);
