@@ -170,6 +170,26 @@ mod tests {
         }
         let charts = delta_charts(&placed.tests[0]);
         assert!(charts.is_none(), "{charts:?}");
+        // The comparison plot names an arm's own baseline (issue #39).
+        let mut own = experiment(
+            "tcp-stream",
+            "",
+            &[],
+            &["none", "none-1g", "rule-1g"],
+            |_, a, r, run| {
+                run.summary.throughput_bps = 1e9 * [1.0, 10.0, 9.0][a] + 1e6 * r as f64;
+            },
+        );
+        let p = &mut own.tests[0].points[0];
+        p.comparisons.retain(|c| c.arm != "rule-1g");
+        let ext = netrig_experiment::analysis::compare(&p.arms[1], &p.arms[2], 95.0);
+        p.comparisons.extend(ext);
+        let c = crate::compare::comparison(&own.tests[0], &own.tests[0].points[0]).expect("a comparison");
+        assert!(
+            c.marks.iter().any(|m| m.label.contains("vs none-1g")),
+            "{:?}",
+            c.marks.iter().map(|m| &m.label).collect::<Vec<_>>()
+        );
         // One point: nothing to draw against.
         let one = experiment("tcp-stream", "-m", &["32"], &["a", "b"], |_, _, _, _| {});
         assert!(delta_charts(&one.tests[0]).is_none());
