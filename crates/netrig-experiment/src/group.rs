@@ -934,12 +934,12 @@ fn finish(g: &mut GroupOutcome, plan: &Plan, warnings: &mut Vec<String>) {
             })
             .collect();
     }
-    let base = plan.baseline();
     if per_arm.len() > 1 {
         for (i, name) in g.members.iter().enumerate() {
             let mut comparisons = Vec::new();
             for (a, outs) in per_arm.iter().enumerate() {
-                if a != base {
+                let base = plan.baseline_of(a);
+                if a != base && base < per_arm.len() {
                     comparisons.extend(analysis::compare_within(
                         &per_arm[base][i],
                         &outs[i],

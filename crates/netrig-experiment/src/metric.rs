@@ -83,7 +83,34 @@ pub static METRICS: &[Metric] = &[
     m("sd_remote", "SD remote", "us/unit", false, |r| {
         r.summary.service_demand.remote
     }),
+    m(
+        "sd_local_packet",
+        "SD local/packet",
+        "us/segment",
+        false,
+        sd_local_per_segment,
+    ),
 ];
+
+/// Streams: the local end's CPU per TCP segment its kernel sent — its busy CPU time over the
+/// window (the service demand in µs/KB times the KB moved) divided by the kernel's Tcp.OutSegs
+/// of the local end (the witness's "TCP data segments" check: in a lab host, that namespace's
+/// own count, the test's data segments with its ACKs; on a shared host, every socket's, which
+/// makes it a lower bound). The IPQoS study's service demand per packet, from segments counted
+/// rather than µs/KB × MSS (small writes leave segments smaller than the MSS).
+fn sd_local_per_segment(r: &TestResult) -> Option<f64> {
+    if !streamlike(r) {
+        return None;
+    }
+    let sd = r.summary.service_demand.local?;
+    let segments = r
+        .witness
+        .checks
+        .iter()
+        .find(|c| c.end == "local" && c.figure == "TCP data segments")?
+        .kernel;
+    (segments > 0).then(|| sd * r.summary.bytes as f64 / 1024.0 / segments as f64)
+}
 
 /// The metric named `name`.
 pub fn by_name(name: &str) -> Option<&'static Metric> {
@@ -106,4 +133,38 @@ pub fn present(runs: &[&TestResult]) -> Vec<&'static Metric> {
         .iter()
         .filter(|m| !runs.is_empty() && runs.iter().all(|r| (m.get)(r).is_some_and(f64::is_finite)))
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Issue #39 (IPQoS): the service demand per packet is the local CPU time over the window
+    /// divided by the segments the local kernel sent (Tcp.OutSegs), not µs/KB × MSS.
+    #[test]
+    fn service_demand_per_packet_is_cpu_time_over_segments_sent() {
+        let mut r = crate::fixtures::fixture("tcp-stream");
+        let m = by_name("sd_local_packet").expect("the metric");
+        r.summary.service_demand.local = Some(2.0); // µs/KB
+        r.summary.bytes = 1024 * 1000; // 1,000 KB: 2,000 µs of CPU
+        for c in &mut r.witness.checks {
+            if c.figure == "TCP data segments" {
+                c.kernel = 4000;
+            }
+        }
+        let v = (m.get)(&r).expect("a stream with the kernel's segment count");
+        assert!((v - 0.5).abs() < 1e-9, "{v}");
+        r.witness.checks.retain(|c| c.figure != "TCP data segments");
+        assert_eq!(
+            (m.get)(&r),
+            None,
+            "no segment count: withheld, not guessed from the MSS"
+        );
+        let rr = crate::fixtures::fixture("tcp-rr");
+        assert_eq!(
+            (m.get)(&rr),
+            None,
+            "request/response: no per-packet stream figure"
+        );
+    }
 }

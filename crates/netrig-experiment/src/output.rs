@@ -239,6 +239,14 @@ pub fn render(e: &Experiment) -> String {
             level = it.level,
             width = it.width,
         );
+        for a in arms.iter().filter(|a| a.baseline.is_some()) {
+            let _ = writeln!(
+                out,
+                "  arm {}: Δ against {} (its own baseline)",
+                a.name,
+                a.baseline.as_deref().unwrap_or_default()
+            );
+        }
     }
     out.push_str(&lab_lines(e));
     for t in &e.tests {
@@ -433,6 +441,64 @@ fn render_streams(out: &mut String, t: &TestOutcome, compare: bool) {
             );
         }
     }
+    if compare {
+        render_stream_changes(out, t);
+    }
+}
+
+/// A stream test's changes against each arm's baseline beyond throughput — local CPU, local
+/// service demand and service demand per packet, each with its interval — and the service
+/// demand per packet of every arm (the IPQoS study's table: it multiplied µs/KB by 1.46).
+fn render_stream_changes(out: &mut String, t: &TestOutcome) {
+    let per_packet = t
+        .points
+        .iter()
+        .flat_map(|p| &p.arms)
+        .any(|a| a.estimate("sd_local_packet").is_some());
+    let _ = writeln!(
+        out,
+        "Changes against each arm's baseline (Δ with its interval){}",
+        if per_packet {
+            "; SD/packet: local CPU µs per TCP segment the local kernel sent (Tcp.OutSegs over the window)"
+        } else {
+            ""
+        }
+    );
+    let lead = point_header(t);
+    let _ = writeln!(
+        out,
+        "{lead}{:<18} {:<18} {:<24} {:<24} {:<24} {:<16} Δ SD/packet",
+        "Arm", "Baseline", "Δ CPU local", "Δ SD local", "Δ throughput", "SD/packet us"
+    );
+    // The change and its interval only: the verdicts are the main table's.
+    let change = |c: Option<&Comparison>| match c.map(|c| (c.diff_pct, c.ci_low_pct, c.ci_high_pct)) {
+        Some((Some(d), Some(lo), Some(hi))) => format!("{d:+.1}% [{lo:+.1}, {hi:+.1}]"),
+        Some((Some(d), _, _)) => format!("{d:+.1}% (no interval)"),
+        _ => "-".into(),
+    };
+    for p in &t.points {
+        for a in &p.arms {
+            if a.runs.is_empty() {
+                continue;
+            }
+            let c = |m: &str| p.comparisons.iter().find(|c| c.arm == a.arm && c.metric == m);
+            let base = c("throughput")
+                .or_else(|| p.comparisons.iter().find(|c| c.arm == a.arm))
+                .map_or("-", |c| c.baseline.as_str());
+            let _ = writeln!(
+                out,
+                "{}{:<18} {:<18} {:<24} {:<24} {:<24} {:<16} {}",
+                point_cells(p),
+                a.arm,
+                base,
+                change(c("cpu_local")),
+                change(c("sd_local")),
+                change(c("throughput")),
+                cell(a.estimate("sd_local_packet"), 3),
+                change(c("sd_local_packet"))
+            );
+        }
+    }
 }
 
 /// Request/response tests: transactions/s and latency, a row per point and arm.
@@ -621,5 +687,48 @@ mod lab_tests {
         let mut without = e.clone();
         without.lab = None;
         assert_eq!(lab_lines(&without), "");
+    }
+}
+
+#[cfg(test)]
+mod stream_change_tests {
+    use super::*;
+
+    /// Issue #39 (IPQoS): a stream experiment with arms shows, beside the throughput table, each
+    /// arm's change in local CPU and service demand against its baseline with the interval, and
+    /// the service demand per packet.
+    #[test]
+    fn the_stream_table_shows_cpu_and_service_demand_changes_and_per_packet() {
+        let e = crate::fixtures::experiment(
+            "tcp-stream",
+            "-m",
+            &["32", "2920"],
+            &["no-qos", "dscp"],
+            |_, a, r, run| {
+                let f = if a == 1 { 1.2 } else { 1.0 };
+                run.summary.service_demand.local = Some(2.0 * f * (1.0 + 0.001 * r as f64));
+                run.summary.cpu.local_pct = Some(50.0 * f * (1.0 + 0.001 * r as f64));
+            },
+        );
+        let mut e = e;
+        e.plan = crate::plan::Plan::from_toml(
+            "name = \"t\"\n[[test]]\nkind = \"tcp-stream\"\n[[arm]]\nname = \"no-qos\"\n[[arm]]\nname = \"dscp\"\n",
+        )
+        .unwrap();
+        let table = render(&e);
+        assert!(table.contains("Changes against each arm's baseline"), "{table}");
+        assert!(
+            table.contains("SD/packet: local CPU µs per TCP segment"),
+            "{table}"
+        );
+        let row = table
+            .lines()
+            .rev()
+            .find(|l| l.contains("dscp") && l.contains("no-qos"))
+            .unwrap_or_else(|| panic!("no dscp row against no-qos: {table}"));
+        assert!(
+            row.contains("+20.0% ["),
+            "the CPU and SD changes with intervals: {row}"
+        );
     }
 }

@@ -180,6 +180,12 @@ pub struct Arm {
     /// target's `client` or `clients`): `["c1"]` against `["c1", "c2"]` is one client against two.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub clients: Option<Vec<String>>,
+    /// The arm this one is compared against, in place of the plan's `baseline`: a plan whose
+    /// arms are configurations × places (no rule / a rule on a 100 Mbit/s link, the same on a
+    /// 1 Gbit/s link) compares each with the no-rule arm of its own place. That arm must not
+    /// name one of its own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub baseline: Option<String>,
 }
 
 /// Where one arm's runs go in a lab: the client's host, the server's, the path.
@@ -281,6 +287,7 @@ impl Plan {
                 server: None,
                 path: None,
                 clients: None,
+                baseline: None,
             }]
         } else {
             self.arms.clone()
@@ -293,6 +300,19 @@ impl Plan {
             .as_ref()
             .and_then(|b| self.arms.iter().position(|a| &a.name == b))
             .unwrap_or(0)
+    }
+
+    /// The index of the arm that arm `i` (of [`Plan::arms`]) is compared against: its own
+    /// `baseline`, else the plan's; `i` itself for a baseline (compared with nothing).
+    pub fn baseline_of(&self, i: usize) -> usize {
+        let base = self.baseline();
+        let Some(a) = self.arms.get(i) else {
+            return base;
+        };
+        a.baseline
+            .as_ref()
+            .and_then(|b| self.arms.iter().position(|x| &x.name == b))
+            .unwrap_or(base)
     }
 
     /// Checks what can be checked before anything runs (each point's test
@@ -313,6 +333,28 @@ impl Plan {
         if let Some(b) = &self.baseline {
             if !self.arms.iter().any(|a| &a.name == b) {
                 return bad(format!("baseline {b:?} is not an arm's name"));
+            }
+        }
+        for a in &self.arms {
+            let Some(b) = &a.baseline else { continue };
+            match self.arms.iter().find(|x| &x.name == b) {
+                None => return bad(format!("arm {:?}: baseline {b:?} is not an arm's name", a.name)),
+                Some(x) if x.name == a.name => {
+                    return bad(format!("arm {:?}: its baseline is itself", a.name))
+                }
+                Some(x) if x.baseline.is_some() => {
+                    return bad(format!(
+                        "arm {:?}: its baseline {b:?} names a baseline of its own (one level only)",
+                        a.name
+                    ))
+                }
+                Some(_) if self.arms[self.baseline()].name == a.name => {
+                    return bad(format!(
+                        "arm {:?} is the plan's baseline: it cannot name another",
+                        a.name
+                    ))
+                }
+                Some(_) => {}
             }
         }
         let it = &self.iterations;

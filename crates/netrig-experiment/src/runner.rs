@@ -722,10 +722,10 @@ fn finish_point(outcome: &mut PointOutcome, plan: &Plan, warnings: &mut Vec<Stri
             ));
         }
     }
-    let base = plan.baseline();
     if outcome.arms.len() > 1 {
         for (i, a) in outcome.arms.iter().enumerate() {
-            if i != base {
+            let base = plan.baseline_of(i);
+            if i != base && base < outcome.arms.len() {
                 outcome.comparisons.extend(analysis::compare_within(
                     &outcome.arms[base],
                     a,
@@ -740,6 +740,69 @@ fn finish_point(outcome: &mut PointOutcome, plan: &Plan, warnings: &mut Vec<Stri
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Issue #39: arms that are configurations × places (no rule / a rule on a 100 Mbit/s link,
+    /// the same on a 1 Gbit/s link) compare each with the no-rule arm of its own place, named
+    /// by the arm's `baseline`; the others with the plan's baseline.
+    #[test]
+    fn an_arm_is_compared_with_the_baseline_it_names() {
+        let plan = Plan::from_toml(
+            r#"
+            name = "x"
+            baseline = "none-100m"
+            [[test]]
+            kind = "tcp-stream"
+            [[arm]]
+            name = "none-100m"
+            [[arm]]
+            name = "rule-100m"
+            [[arm]]
+            name = "none-1g"
+            [[arm]]
+            name = "rule-1g"
+            baseline = "none-1g"
+            "#,
+        )
+        .unwrap();
+        plan.check().unwrap();
+        assert_eq!(
+            (0..4).map(|i| plan.baseline_of(i)).collect::<Vec<_>>(),
+            [0, 0, 0, 2]
+        );
+        let names = ["none-100m", "rule-100m", "none-1g", "rule-1g"];
+        let e = crate::fixtures::experiment("tcp-stream", "", &[], &names, |_, a, r, run| {
+            // The 1 Gbit/s arms ten times the 100 Mbit/s ones; each rule 10 % below its place's.
+            let place = if a >= 2 { 10.0 } else { 1.0 };
+            let rule = if a % 2 == 1 { 0.9 } else { 1.0 };
+            run.summary.throughput_bps = 1e8 * place * rule * (1.0 + 0.001 * r as f64);
+        });
+        let mut outcome = e.tests[0].points[0].clone();
+        outcome.comparisons.clear();
+        finish_point(&mut outcome, &plan, &mut Vec::new(), "tcp-stream");
+        let c = |arm: &str| {
+            outcome
+                .comparisons
+                .iter()
+                .find(|c| c.arm == arm && c.metric == "throughput")
+                .unwrap_or_else(|| panic!("no comparison of {arm}"))
+        };
+        assert_eq!(c("rule-1g").baseline, "none-1g");
+        let d = c("rule-1g").diff_pct.unwrap();
+        assert!((d + 10.0).abs() < 0.5, "rule-1g against none-1g: {d}");
+        assert_eq!(c("rule-100m").baseline, "none-100m");
+        assert_eq!(c("none-1g").baseline, "none-100m");
+        assert!(outcome.comparisons.iter().all(|c| c.arm != "none-100m"));
+        for (bad, why) in [
+            ("baseline = \"none-1g\"", "itself"),
+            ("baseline = \"zz\"", "not an arm's name"),
+        ] {
+            let text = format!(
+                "name = \"x\"\n[[test]]\nkind = \"tcp-rr\"\n[[arm]]\nname = \"a\"\n[[arm]]\nname = \"none-1g\"\n{bad}\n"
+            );
+            let err = Plan::from_toml(&text).and_then(|p| p.check().map(|_| p));
+            assert!(format!("{err:?}").contains(why), "{bad}: {err:?}");
+        }
+    }
 
     /// Ctrl-C (a cancelled handle) stops after the arm in hand is torn
     /// down, keeping what completed, marked incomplete.

@@ -153,9 +153,21 @@ pub fn apply_quick(plan: &mut Plan) -> Result<(), String> {
         if let Some(bad) = keep.iter().find(|a| !plan.arms.iter().any(|x| &x.name == *a)) {
             return Err(format!("study.quick.arms: no arm named {bad:?}"));
         }
-        let base = plan.arms.get(plan.baseline()).map(|a| a.name.clone());
+        // The baselines always: the plan's, and those the kept arms name.
+        let mut bases: Vec<String> = plan
+            .arms
+            .get(plan.baseline())
+            .map(|a| a.name.clone())
+            .into_iter()
+            .collect();
+        bases.extend(
+            plan.arms
+                .iter()
+                .filter(|a| keep.contains(&a.name))
+                .filter_map(|a| a.baseline.clone()),
+        );
         plan.arms
-            .retain(|a| keep.contains(&a.name) || Some(&a.name) == base.as_ref());
+            .retain(|a| keep.contains(&a.name) || bases.contains(&a.name));
     }
     let reduce = |args: &mut Vec<String>| {
         if let Some(l) = q.length {
@@ -320,6 +332,17 @@ name = "c"
         assert_eq!((p.iterations.max, p.iterations.min), (2, 2));
         let arms: Vec<&str> = p.arms.iter().map(|a| a.name.as_str()).collect();
         assert_eq!(arms, ["a", "c"], "the baseline is kept");
+    }
+
+    /// An arm kept by `--quick` keeps the baseline it names (issue #39: the 1 Gbit/s policy
+    /// arms of plans/ipqos.toml are compared with no QoS on their own link).
+    #[test]
+    fn quick_keeps_the_baseline_a_kept_arm_names() {
+        let text = PLAN.replace("name = \"c\"\n", "name = \"c\"\nbaseline = \"b\"\n");
+        let mut p = Plan::from_toml(&text).unwrap();
+        apply_quick(&mut p).unwrap();
+        let arms: Vec<&str> = p.arms.iter().map(|a| a.name.as_str()).collect();
+        assert_eq!(arms, ["a", "b", "c"], "the plan's baseline and c's own");
     }
 
     #[test]

@@ -48,11 +48,21 @@ pub fn comparison(test: &TestOutcome, p: &PointOutcome) -> Option<Chart> {
                 .iter()
                 .find(|c| c.metric == metric && c.arm == arm.arm)
             {
-                Some(c) => match (c.diff_pct, c.ci_low_pct, c.ci_high_pct) {
-                    (Some(d), Some(lo), Some(hi)) => format!("{} % [{}, {}]", pct(d), pct(lo), pct(hi)),
-                    (Some(d), _, _) => format!("{} %", pct(d)),
-                    _ => String::new(),
-                },
+                Some(c) => {
+                    // An arm compared against a baseline of its own (docs/EXPERIMENTS.md) says so.
+                    let own = if c.baseline != baseline {
+                        format!(" vs {}", c.baseline)
+                    } else {
+                        String::new()
+                    };
+                    match (c.diff_pct, c.ci_low_pct, c.ci_high_pct) {
+                        (Some(d), Some(lo), Some(hi)) => {
+                            format!("{} % [{}, {}]{own}", pct(d), pct(lo), pct(hi))
+                        }
+                        (Some(d), _, _) => format!("{} %{own}", pct(d)),
+                        _ => String::new(),
+                    }
+                }
                 None => String::new(),
             }
         };

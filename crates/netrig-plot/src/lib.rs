@@ -9,6 +9,7 @@
 mod chart;
 pub mod client_sum;
 pub mod compare;
+pub mod delta;
 pub mod group;
 pub mod latency;
 pub mod series;
@@ -93,6 +94,17 @@ pub fn plots_for_experiment(e: &Experiment) -> Vec<Plot> {
         // Several client hosts at once (a lab plan's `clients` arms): the sum against their number.
         if let Some(c) = client_sum::chart(t) {
             out.extend(plot(format!("clients{suffix}"), &[c]));
+        }
+        if let Some(c) = delta::delta_charts(t) {
+            match c.len() {
+                1 => out.extend(plot(format!("delta{suffix}"), &c)),
+                _ => out.extend(plot_grid(
+                    format!("delta{suffix}"),
+                    format!("{}: the change each arm makes against its baseline", t.kind),
+                    &c,
+                    2,
+                )),
+            }
         }
         if t.points.len() <= MAX_POINT_PLOTS {
             for (j, p) in t.points.iter().enumerate() {

@@ -4,6 +4,9 @@
 //! and one line in [`STUDIES`]; nothing else in netrig knows the studies by name.
 
 mod gigabit;
+mod ipfilter;
+mod ipqos;
+mod policy;
 
 use netrig_experiment::analysis::{Comparison, Estimate};
 use netrig_experiment::document::{ArmOutcome, Experiment, PointOutcome, TestOutcome};
@@ -23,7 +26,13 @@ pub trait Study: Sync {
 mod ia64;
 
 /// Every study netrig knows.
-static STUDIES: &[&dyn Study] = &[&gigabit::Gigabit, &ia64::Ia64, &scavenger::Scavenger];
+static STUDIES: &[&dyn Study] = &[
+    &ipqos::IpQos,
+    &ipfilter::IpFilter,
+    &scavenger::Scavenger,
+    &gigabit::Gigabit,
+    &ia64::Ia64,
+];
 
 /// The studies' names.
 pub fn kinds() -> Vec<&'static str> {

@@ -41,6 +41,8 @@ mod server_host;
 mod stream;
 mod study_gigabit;
 mod study_ia64;
+mod study_ipfilter;
+mod study_ipqos;
 mod study_scavenger;
 mod truth;
 mod udp;
