@@ -54,6 +54,40 @@ pub struct TestResult {
     pub started_unix_s: Option<f64>,
 }
 
+impl TestResult {
+    /// The result of a kind with one end (no agent: an HTTP load, a lab's overload generator):
+    /// `test`, its config, what it ran against and its summary, every per-end part empty; the
+    /// kind sets what it has beside (`TestResult { intervals, ..TestResult::one_ended(..) }`).
+    pub fn one_ended(test: &str, config: TestConfig, agent: AgentInfo, summary: Summary) -> TestResult {
+        TestResult {
+            netrig_version: netrig_proto::SOFTWARE_VERSION.to_string(),
+            test: test.into(),
+            config,
+            agent,
+            warnings: Vec::new(),
+            summary,
+            flows: Vec::new(),
+            intervals: Vec::new(),
+            counters: PerEnd {
+                local: None,
+                remote: None,
+            },
+            environment: PerEnd {
+                local: None,
+                remote: None,
+            },
+            path_elements: Vec::new(),
+            workers: PerEnd {
+                local: Vec::new(),
+                remote: Vec::new(),
+            },
+            witness: Default::default(),
+            server_host: None,
+            started_unix_s: None,
+        }
+    }
+}
+
 /// One value per end of the test.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PerEnd<T> {

@@ -15,8 +15,8 @@ use netrig_proto::spec::{KindSpec, Limit};
 use netrig_proto::TestSpec;
 use netrig_report::half_close::{HalfCloseSample, HalfCloseSummary};
 use netrig_report::{
-    AgentInfo, CpuSummary, EndBuffers, IntervalResult, PerEnd, RunInfo, ServiceDemandSummary, Summary,
-    TableLayout, TestConfig, TestResult,
+    AgentInfo, CpuSummary, EndBuffers, IntervalResult, RunInfo, ServiceDemandSummary, Summary, TableLayout,
+    TestConfig, TestResult,
 };
 use std::fmt::Write;
 use std::net::SocketAddr;
@@ -301,34 +301,18 @@ fn assemble(spec: &TestSpec, to: SocketAddr, r: &hc::Report) -> TestResult {
         ));
     }
     TestResult {
-        netrig_version: netrig_proto::SOFTWARE_VERSION.to_string(),
-        test: "half-close".into(),
-        config,
-        agent: AgentInfo {
-            address: to.to_string(),
-            software: format!("host {} of lab {} (no agent)", r.target_host, r.lab),
-            protocol_version: 0,
-        },
         warnings,
-        summary,
-        flows: Vec::new(),
-        intervals: Vec::new(),
-        counters: PerEnd {
-            local: None,
-            remote: None,
-        },
-        environment: PerEnd {
-            local: None,
-            remote: None,
-        },
-        path_elements: Vec::new(),
-        workers: PerEnd {
-            local: Vec::new(),
-            remote: Vec::new(),
-        },
-        witness: Default::default(),
-        server_host: None,
         started_unix_s: Some(r.started_unix_s),
+        ..TestResult::one_ended(
+            "half-close",
+            config,
+            AgentInfo {
+                address: to.to_string(),
+                software: format!("host {} of lab {} (no agent)", r.target_host, r.lab),
+                protocol_version: 0,
+            },
+            summary,
+        )
     }
 }
 

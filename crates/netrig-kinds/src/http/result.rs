@@ -240,27 +240,11 @@ pub(crate) fn assemble(
     config.request_size = Some(c.request.len() as u32);
     config.workers = Some(r.threads.len() as u32);
     TestResult {
-        netrig_version: netrig_proto::SOFTWARE_VERSION.to_string(),
-        test: "http".into(),
-        config,
-        agent: AgentInfo {
-            address: server.to_string(),
-            software: "any HTTP server (no agent)".into(),
-            protocol_version: 0,
-        },
-        warnings: Vec::new(),
-        summary,
-        flows: Vec::new(),
         intervals: r.intervals.iter().map(interval).collect(),
         counters: PerEnd {
             local: counters,
             remote: None,
         },
-        environment: PerEnd {
-            local: None,
-            remote: None,
-        },
-        path_elements: Vec::new(),
         workers: PerEnd {
             local: r
                 .threads
@@ -276,9 +260,16 @@ pub(crate) fn assemble(
                 .collect(),
             remote: Vec::new(),
         },
-        witness: Default::default(),
-        server_host: None,
-        started_unix_s: None,
+        ..TestResult::one_ended(
+            "http",
+            config,
+            AgentInfo {
+                address: server.to_string(),
+                software: "any HTTP server (no agent)".into(),
+                protocol_version: 0,
+            },
+            summary,
+        )
     }
 }
 

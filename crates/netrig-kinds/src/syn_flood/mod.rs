@@ -19,7 +19,7 @@ use netrig_proto::spec::{KindSpec, Limit};
 use netrig_proto::TestSpec;
 use netrig_report::server_host::ServerHost;
 use netrig_report::{
-    AgentInfo, CpuSummary, EndBuffers, IntervalResult, PerEnd, RunInfo, ServiceDemandSummary, Side, Summary,
+    AgentInfo, CpuSummary, EndBuffers, IntervalResult, RunInfo, ServiceDemandSummary, Side, Summary,
     TableLayout, TestConfig, TestResult,
 };
 use std::fmt::Write;
@@ -389,34 +389,19 @@ fn assemble(
     )];
     warnings.retain(|_| r.send_errors > 0);
     TestResult {
-        netrig_version: netrig_proto::SOFTWARE_VERSION.to_string(),
-        test: "syn-flood".into(),
-        config,
-        agent: AgentInfo {
-            address: server.to_string(),
-            software: format!("host {} of lab {} (no agent)", r.target_host, r.lab),
-            protocol_version: 0,
-        },
         warnings,
-        summary,
-        flows: Vec::new(),
         intervals,
-        counters: PerEnd {
-            local: None,
-            remote: None,
-        },
-        environment: PerEnd {
-            local: None,
-            remote: None,
-        },
-        path_elements: Vec::new(),
-        workers: PerEnd {
-            local: Vec::new(),
-            remote: Vec::new(),
-        },
-        witness: Default::default(),
-        server_host: None,
         started_unix_s: Some(r.started_unix_s),
+        ..TestResult::one_ended(
+            "syn-flood",
+            config,
+            AgentInfo {
+                address: server.to_string(),
+                software: format!("host {} of lab {} (no agent)", r.target_host, r.lab),
+                protocol_version: 0,
+            },
+            summary,
+        )
     }
 }
 
