@@ -189,8 +189,11 @@ fn the_quick_form_judges_each_policy_per_link_and_message_size() {
                 w.get(w.iter().position(|x| *x == "packets")? + 1)?.parse().ok()
             })
             .collect();
+        // The rule sees the test's traffic, not a handful of set-up packets: the output hook
+        // counts TSO super-frames (about 750 a 1 s run at 100 Mbit/s in a full CI-like run here,
+        // where the wire carries about 8,000 frames), so the bound is 100, not 1000.
         assert!(
-            listed.iter().any(|n| *n > 1000),
+            listed.iter().any(|n| *n > 100),
             "{arm}: the rule's counters {listed:?}"
         );
     }
