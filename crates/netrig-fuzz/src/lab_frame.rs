@@ -12,9 +12,12 @@
 //! are trusted no further than the frame's length); a frame's wire size is at least its length
 //! and a non-GSO frame's is exactly it; corruption leaves the length alone and flips a bit
 //! inside the frame, after the IP header, or does nothing.
+//!
+//! And it recognises pure TCP acknowledgements and their SACK option (counted per direction):
+//! no panic on any option list; only a TCP frame (protocol 6) can be one.
 
 use netrig_lab::element::{is_udp, Rng};
-use netrig_lab::pathmodel::{corrupt, dscp, is_gso, wire};
+use netrig_lab::pathmodel::{corrupt, dscp, is_gso, pure_ack, wire};
 
 /// Runs one input through the target, panicking when an invariant fails.
 pub fn run(data: &[u8]) {
@@ -46,6 +49,13 @@ pub fn run(data: &[u8]) {
     }
     if let Some(d) = dscp(data) {
         assert!(d < 64);
+    }
+    if pure_ack(data).is_some() {
+        let proto = match data.get(ETHERTYPE..ETHERTYPE + 2) {
+            Some([0x08, 0x00]) => data.get(IP + 9),
+            _ => data.get(IP + 6),
+        };
+        assert_eq!(proto, Some(&6), "a pure acknowledgement is TCP");
     }
     let mut f = data.to_vec();
     let seed = data

@@ -12,6 +12,7 @@
 //! docs); UDP datagrams are frames of their own.
 
 use crate::pathmodel::{Ge, GeModel, Queue, QueueCfg, QueueDrop};
+use crate::pathsched::{Sched, SchedCfg};
 use serde::{Deserialize, Serialize};
 use std::collections::BinaryHeap;
 use std::path::PathBuf;
@@ -43,6 +44,11 @@ pub struct Props {
     /// The element's own rate and queue (drop-tail or RED), in front of the delay line.
     #[serde(default)]
     pub queue: Option<QueueCfg>,
+    /// The element's own rate served from a queue per DSCP class (weighted fair queueing by
+    /// each class's guaranteed rate, drop-tail or WRED per class: [`crate::pathsched`]), in
+    /// front of the delay line; instead of `queue`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub classes: Option<SchedCfg>,
 }
 
 /// One element: the namespace, its two interfaces, and what each direction does.
@@ -115,6 +121,37 @@ pub struct Counters {
     /// frame), reordering judged among UDP datagrams only: what a UDP stream's receiver sees.
     #[serde(default)]
     pub udp: UdpCounters,
+    /// Pure TCP acknowledgements among the frames received (ACK set, no data), and those of
+    /// them that carry a SACK option: a TCP receiver's acknowledgements, and its selective ones.
+    #[serde(default)]
+    pub tcp_acks: u64,
+    #[serde(default)]
+    pub tcp_sack_acks: u64,
+    /// Each class of the element's class scheduler (`classes`), in its order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub classes: Vec<ClassCounters>,
+}
+
+/// What one class of the element's scheduler did, since lab up.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct ClassCounters {
+    pub class: String,
+    /// Its DSCP values (empty: the default class).
+    pub dscp: Vec<u8>,
+    /// Its guaranteed rate (bits/s) and its queue's limit (the scheduler's unit).
+    pub rate_bps: u64,
+    pub limit: u64,
+    /// Frames admitted to its queue.
+    pub enqueued: u64,
+    /// WRED's random drops, its drops at or above max, and drops at its limit.
+    pub early_drops: u64,
+    pub forced_drops: u64,
+    pub tail_drops: u64,
+    /// What it sent onto the link: packets (a super-frame's segments) and bytes on the wire.
+    pub sent_packets: u64,
+    pub sent_bytes: u64,
+    /// The class's backlog an arriving frame found, packets (mean over its arrivals).
+    pub found_mean_packets: f64,
 }
 
 /// What the element's own queue did, since lab up.
@@ -285,6 +322,8 @@ impl Line {
 
     /// In netem's order: the loss model, then the element's queue (served at its rate, a
     /// frame's delay counted from its departure), duplication, corruption, reordering or delay.
+    /// (With a class scheduler, the element itself calls [`Line::lose`], the scheduler, and
+    /// [`Line::release`] at the frame's departure.)
     pub fn admit_frame(&mut self, now: Instant, pending: usize, frame: FrameInfo) -> Fate {
         let mut fate = Fate {
             release: vec![],
@@ -294,29 +333,63 @@ impl Line {
             corrupt: false,
             found: None,
         };
+        if let Some(burst) = self.lose() {
+            fate.burst = burst;
+            fate.dropped = Some(Dropped::Loss);
+            return fate;
+        }
+        let (depart, found) = self.enqueue(now, frame);
+        fate.found = found;
+        match depart {
+            Ok(start) => Fate {
+                found,
+                ..self.release(start, pending)
+            },
+            Err(e) => {
+                fate.dropped = Some(Dropped::Queue(e));
+                fate
+            }
+        }
+    }
+
+    /// The element's own queue, if it has one, for a frame arriving at `now`: its departure
+    /// (`now` without a queue) or why it was dropped, and the backlog (bytes, packets) it found.
+    pub fn enqueue(
+        &mut self,
+        now: Instant,
+        frame: FrameInfo,
+    ) -> (Result<Instant, QueueDrop>, Option<(u64, u64)>) {
+        match &mut self.queue {
+            None => (Ok(now), None),
+            Some(q) => {
+                let a = q.admit_segments(now, frame.wire, frame.segments.max(1), frame.dscp, &mut self.rng);
+                (a.depart, Some((a.found_bytes, a.found_packets)))
+            }
+        }
+    }
+
+    /// The loss model's draw for the next frame: Some(the first of a burst) when it is lost.
+    pub fn lose(&mut self) -> Option<bool> {
         let lost = match &mut self.ge {
             Some(g) => g.lose(&mut self.rng),
             None => self.props.loss > 0.0 && self.rng.unit() < self.props.loss,
         };
-        if lost {
-            fate.burst = !self.lost_before;
-            self.lost_before = true;
-            fate.dropped = Some(Dropped::Loss);
-            return fate;
-        }
-        self.lost_before = false;
-        let mut start = now;
-        if let Some(q) = &mut self.queue {
-            let a = q.admit_segments(now, frame.wire, frame.segments.max(1), frame.dscp, &mut self.rng);
-            fate.found = Some((a.found_bytes, a.found_packets));
-            match a.depart {
-                Ok(d) => start = d,
-                Err(e) => {
-                    fate.dropped = Some(Dropped::Queue(e));
-                    return fate;
-                }
-            }
-        }
+        let burst = lost && !self.lost_before;
+        self.lost_before = lost;
+        lost.then_some(burst)
+    }
+
+    /// A frame that left the element's queue at `start` (or arrived then, without a queue):
+    /// duplication, corruption, reordering or delay. `pending`: frames in the delay line now.
+    pub fn release(&mut self, start: Instant, pending: usize) -> Fate {
+        let mut fate = Fate {
+            release: vec![],
+            reordered: false,
+            dropped: None,
+            burst: false,
+            corrupt: false,
+            found: None,
+        };
         let p = &self.props;
         let copies = if p.duplicate > 0.0 && self.rng.unit() < p.duplicate {
             2
@@ -518,7 +591,9 @@ fn send(fd: libc::c_int, f: &[u8]) -> bool {
 /// Shared counters of one direction (written by its thread, read by the writer of the file).
 #[derive(Default)]
 struct Shared {
-    v: [AtomicU64; 27],
+    v: [AtomicU64; 29],
+    /// Each class of the scheduler's counts (indices C_*).
+    classes: Vec<[AtomicU64; 8]>,
     /// New properties and their generation, taken by the direction's thread between batches.
     next: std::sync::Mutex<Option<(u64, Props)>>,
     pending: AtomicBool,
@@ -553,6 +628,18 @@ const Q_FOUND_PEAK: usize = 24;
 const Q_ARRIVALS: usize = 25;
 /// The configuration generation in force (acknowledged by the direction's thread).
 const GENERATION: usize = 26;
+const TCP_ACKS: usize = 27;
+const TCP_SACK_ACKS: usize = 28;
+
+/// Indices into Shared.classes' counts.
+const C_ENQUEUED: usize = 0;
+const C_EARLY: usize = 1;
+const C_FORCED: usize = 2;
+const C_TAIL: usize = 3;
+const C_SENT_PACKETS: usize = 4;
+const C_SENT_BYTES: usize = 5;
+const C_FOUND_PACKETS: usize = 6;
+const C_ARRIVALS: usize = 7;
 
 /// Frames the kernel dropped on this socket since the last call (PACKET_STATISTICS resets).
 fn socket_drops(fd: libc::c_int) -> u64 {
@@ -578,57 +665,198 @@ fn socket_drops(fd: libc::c_int) -> u64 {
     }
 }
 
+/// A frame waiting in the element's class scheduler.
+struct Waiting {
+    frame: Vec<u8>,
+    arrival: (u64, Option<u64>),
+    udp: bool,
+}
+
+/// One direction's output: the delay line and the frames sent, with their counts.
+struct Out {
+    tx: libc::c_int,
+    c: Arc<Shared>,
+    heap: BinaryHeap<Held>,
+    /// Bytes in the delay line.
+    held: usize,
+    seq: u64,
+    late: LateCount,
+    udp_late: LateCount,
+    /// The direction delays (delay or jitter): frames held count as delayed.
+    delaying: bool,
+}
+
+impl Out {
+    fn add(&self, i: usize, n: u64) {
+        self.c.v[i].fetch_add(n, Ordering::Relaxed);
+    }
+
+    fn emit(&mut self, frame: &[u8], arrival: Option<(u64, Option<u64>)>) {
+        if send(self.tx, frame) {
+            self.add(FORWARDED, 1);
+        } else {
+            self.add(SEND_ERRORS, 1);
+        }
+        if let Some((a, u)) = arrival {
+            if self.late.sent(a) {
+                self.add(REORDERED, 1);
+            }
+            if u.is_some_and(|u| self.udp_late.sent(u)) {
+                self.add(UDP_REORDERED, 1);
+            }
+        }
+    }
+
+    /// Sends the frames of the delay line due by `now`; the wait until the next (at most 100 ms).
+    fn release_due(&mut self, now: Instant) -> Duration {
+        while self.heap.peek().is_some_and(|h| h.at <= now) {
+            let h = self.heap.pop().expect("peeked");
+            self.held -= h.frame.len();
+            self.emit(&h.frame, h.arrival);
+        }
+        self.heap
+            .peek()
+            .map(|h| h.at.saturating_duration_since(now))
+            .unwrap_or(Duration::from_millis(100))
+            .min(Duration::from_millis(100))
+    }
+
+    /// A frame that left the element's queue at `start` (or arrived then, without one):
+    /// duplication, corruption, then sent at once or held in the delay line.
+    fn place(
+        &mut self,
+        line: &mut Line,
+        frame: &[u8],
+        arrival: (u64, Option<u64>),
+        udp: bool,
+        start: Instant,
+    ) {
+        let fate = line.release(start, self.heap.len());
+        // The first copy corrupted (netem corrupts the original after cloning the copy).
+        let mut corrupted = None;
+        if fate.corrupt {
+            let mut f = frame.to_vec();
+            if crate::pathmodel::corrupt(&mut f, line.rng()).is_some() {
+                self.add(CORRUPTED, 1);
+                if udp {
+                    self.add(UDP_CORRUPTED, 1);
+                }
+                corrupted = Some(f);
+            } else {
+                self.add(CORRUPT_SKIPPED, 1);
+            }
+        }
+        if fate.release.len() > 1 {
+            self.add(DUPLICATED, fate.release.len() as u64 - 1);
+            if udp {
+                self.add(UDP_DUPLICATED, fate.release.len() as u64 - 1);
+            }
+        }
+        let now = Instant::now();
+        for (k, at) in fate.release.into_iter().enumerate() {
+            let arrival = (k == 0).then_some(arrival);
+            let frame = match (&corrupted, k) {
+                (Some(f), 0) => f.as_slice(),
+                _ => frame,
+            };
+            if at <= now && self.heap.is_empty() {
+                self.emit(frame, arrival);
+            } else if self.held + frame.len() > LINE_BYTES {
+                self.add(OVERFLOW, 1);
+            } else {
+                self.held += frame.len();
+                if self.delaying && at > now {
+                    self.add(DELAYED, 1);
+                }
+                self.seq += 1;
+                self.heap.push(Held {
+                    at,
+                    seq: self.seq,
+                    frame: frame.to_vec(),
+                    arrival,
+                });
+            }
+        }
+    }
+
+    /// Counts a drop by the element's queue (or a class's).
+    fn queue_drop(&self, why: QueueDrop, udp: bool) {
+        self.add(
+            match why {
+                QueueDrop::Early => Q_EARLY,
+                QueueDrop::Forced => Q_FORCED,
+                QueueDrop::Tail => Q_TAIL,
+            },
+            1,
+        );
+        if udp {
+            self.add(UDP_QUEUE_DROPPED, 1);
+        }
+    }
+
+    /// Counts the backlog an arriving frame found.
+    fn found(&self, bytes: u64, packets: u64) {
+        self.add(Q_ARRIVALS, 1);
+        self.add(Q_FOUND_BYTES, bytes);
+        self.add(Q_FOUND_PACKETS, packets);
+        self.c.v[Q_FOUND_PEAK].fetch_max(bytes, Ordering::Relaxed);
+    }
+}
+
+/// Sends what the class scheduler serves by `until` into the delay line, counting each
+/// class's sends.
+fn serve(sched: &mut Sched<Waiting>, until: Instant, line: &mut Line, out: &mut Out) {
+    sched.serve(until, |k, depart, w| {
+        if let Some(cc) = out.c.classes.get(k) {
+            let (bytes, segs) = crate::pathmodel::wire(&w.frame);
+            cc[C_SENT_PACKETS].fetch_add(segs.max(1), Ordering::Relaxed);
+            cc[C_SENT_BYTES].fetch_add(bytes, Ordering::Relaxed);
+        }
+        out.place(line, &w.frame, w.arrival, w.udp, depart);
+    });
+}
+
 fn forward(rx: libc::c_int, tx: libc::c_int, props: Props, c: Arc<Shared>) {
     // Wake at a frame's release time, not up to 50 µs later (the default timer slack).
     // SAFETY: prctl on this thread only.
     unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong) };
+    let mut sched: Option<Sched<Waiting>> = props.classes.clone().map(Sched::new);
     let mut line = Line::new(props, Rng::seeded());
-    let mut delaying = line.props.delay_us > 0 || line.props.jitter_us > 0;
-    let mut heap: BinaryHeap<Held> = BinaryHeap::new();
-    let (mut seq, mut arrivals, mut udp_arrivals) = (0u64, 0u64, 0u64);
-    let (mut late, mut udp_late) = (LateCount::default(), LateCount::default());
+    let mut out = Out {
+        tx,
+        c: c.clone(),
+        heap: BinaryHeap::new(),
+        held: 0,
+        seq: 0,
+        late: LateCount::default(),
+        udp_late: LateCount::default(),
+        delaying: line.props.delay_us > 0 || line.props.jitter_us > 0,
+    };
+    let (mut arrivals, mut udp_arrivals) = (0u64, 0u64);
     let mut buf = vec![0u8; FRAME_MAX];
-    let mut held = 0usize;
     let mut last_arrival: Option<Instant> = None;
     let add = |i: usize, n: u64| {
         c.v[i].fetch_add(n, Ordering::Relaxed);
     };
-    let mut emit = |frame: &[u8], arrival: Option<(u64, Option<u64>)>| {
-        if send(tx, frame) {
-            add(FORWARDED, 1);
-        } else {
-            add(SEND_ERRORS, 1);
-        }
-        if let Some((a, u)) = arrival {
-            if late.sent(a) {
-                add(REORDERED, 1);
-            }
-            if u.is_some_and(|u| udp_late.sent(u)) {
-                add(UDP_REORDERED, 1);
-            }
-        }
-    };
     while !STOP.load(Ordering::Relaxed) {
         // New properties (SIGHUP), swapped between batches; acknowledged by their generation.
+        // (A reload never changes the queue or the classes: [`reloadable`].)
         if c.pending.swap(false, Ordering::AcqRel) {
             let next = c.next.lock().unwrap_or_else(|p| p.into_inner()).take();
             if let Some((generation, p)) = next {
                 line.set_props(p);
-                delaying = line.props.delay_us > 0 || line.props.jitter_us > 0;
+                out.delaying = line.props.delay_us > 0 || line.props.jitter_us > 0;
                 c.v[GENERATION].store(generation, Ordering::Release);
             }
         }
         let now = Instant::now();
-        while heap.peek().is_some_and(|h| h.at <= now) {
-            let h = heap.pop().expect("peeked");
-            held -= h.frame.len();
-            emit(&h.frame, h.arrival);
+        if let Some(s) = &mut sched {
+            serve(s, now, &mut line, &mut out);
         }
-        let wait = heap
-            .peek()
-            .map(|h| h.at.saturating_duration_since(now))
-            .unwrap_or(Duration::from_millis(100))
-            .min(Duration::from_millis(100));
+        let mut wait = out.release_due(now);
+        if let Some(t) = sched.as_ref().and_then(|s| s.next_start()) {
+            wait = wait.min(t.saturating_duration_since(now));
+        }
         let ts = libc::timespec {
             tv_sec: wait.as_secs() as libc::time_t,
             tv_nsec: wait.subsec_nanos() as libc::c_long,
@@ -680,93 +908,63 @@ fn forward(rx: libc::c_int, tx: libc::c_int, props: Props, c: Arc<Shared>) {
             );
             if udp {
                 add(UDP_RECEIVED, 1);
-            }
-            let now = Instant::now();
-            let (wire, segments) = crate::pathmodel::wire(frame);
-            let info = FrameInfo {
-                wire,
-                segments,
-                dscp: crate::pathmodel::dscp(frame),
-            };
-            let fate = line.admit_frame(arrived, heap.len(), info);
-            if let Some((bytes, packets)) = fate.found {
-                add(Q_ARRIVALS, 1);
-                add(Q_FOUND_BYTES, bytes);
-                add(Q_FOUND_PACKETS, packets);
-                c.v[Q_FOUND_PEAK].fetch_max(bytes, Ordering::Relaxed);
-            }
-            match fate.dropped {
-                Some(Dropped::Loss) => {
-                    add(DROPPED, 1);
-                    if fate.burst {
-                        add(LOSS_BURSTS, 1);
-                    }
-                    if udp {
-                        add(UDP_DROPPED, 1);
-                    }
-                    continue;
-                }
-                Some(Dropped::Queue(why)) => {
-                    add(
-                        match why {
-                            QueueDrop::Early => Q_EARLY,
-                            QueueDrop::Forced => Q_FORCED,
-                            QueueDrop::Tail => Q_TAIL,
-                        },
-                        1,
-                    );
-                    if udp {
-                        add(UDP_QUEUE_DROPPED, 1);
-                    }
-                    continue;
-                }
-                None => {}
-            }
-            if fate.found.is_some() {
-                add(Q_ENQUEUED, 1);
-            }
-            // The first copy corrupted (netem corrupts the original after cloning the copy).
-            let mut corrupted = None;
-            if fate.corrupt {
-                let mut f = frame.to_vec();
-                if crate::pathmodel::corrupt(&mut f, line.rng()).is_some() {
-                    add(CORRUPTED, 1);
-                    if udp {
-                        add(UDP_CORRUPTED, 1);
-                    }
-                    corrupted = Some(f);
-                } else {
-                    add(CORRUPT_SKIPPED, 1);
+            } else if let Some(sack) = crate::pathmodel::pure_ack(frame) {
+                add(TCP_ACKS, 1);
+                if sack {
+                    add(TCP_SACK_ACKS, 1);
                 }
             }
-            if fate.release.len() > 1 {
-                add(DUPLICATED, fate.release.len() as u64 - 1);
+            if let Some(burst) = line.lose() {
+                add(DROPPED, 1);
+                if burst {
+                    add(LOSS_BURSTS, 1);
+                }
                 if udp {
-                    add(UDP_DUPLICATED, fate.release.len() as u64 - 1);
+                    add(UDP_DROPPED, 1);
                 }
+                continue;
             }
-            for (k, at) in fate.release.into_iter().enumerate() {
-                let arrival = (k == 0).then_some(arrival);
-                let frame = match (&corrupted, k) {
-                    (Some(f), 0) => f.as_slice(),
-                    _ => frame,
+            let (wire, segments) = crate::pathmodel::wire(frame);
+            let dscp = crate::pathmodel::dscp(frame);
+            if let Some(s) = &mut sched {
+                // What left the classes' queues before this frame arrived, then the frame.
+                serve(s, arrived, &mut line, &mut out);
+                let w = Waiting {
+                    frame: frame.to_vec(),
+                    arrival,
+                    udp,
                 };
-                if at <= now && heap.is_empty() {
-                    emit(frame, arrival);
-                } else if held + frame.len() > LINE_BYTES {
-                    add(OVERFLOW, 1);
-                } else {
-                    held += frame.len();
-                    if delaying && at > now {
-                        add(DELAYED, 1);
+                let a = s.admit(arrived, wire, segments.max(1), dscp, w, line.rng());
+                out.found(a.total_bytes, a.total_packets);
+                if let Some(cc) = c.classes.get(a.class) {
+                    cc[C_ARRIVALS].fetch_add(1, Ordering::Relaxed);
+                    cc[C_FOUND_PACKETS].fetch_add(a.found_packets, Ordering::Relaxed);
+                    let i = match a.drop {
+                        None => C_ENQUEUED,
+                        Some(QueueDrop::Early) => C_EARLY,
+                        Some(QueueDrop::Forced) => C_FORCED,
+                        Some(QueueDrop::Tail) => C_TAIL,
+                    };
+                    cc[i].fetch_add(1, Ordering::Relaxed);
+                }
+                match a.drop {
+                    Some(why) => out.queue_drop(why, udp),
+                    None => add(Q_ENQUEUED, 1),
+                }
+                continue;
+            }
+            let info = FrameInfo { wire, segments, dscp };
+            let (depart, found) = line.enqueue(arrived, info);
+            if let Some((bytes, packets)) = found {
+                out.found(bytes, packets);
+            }
+            match depart {
+                Err(why) => out.queue_drop(why, udp),
+                Ok(start) => {
+                    if found.is_some() {
+                        add(Q_ENQUEUED, 1);
                     }
-                    seq += 1;
-                    heap.push(Held {
-                        at,
-                        seq,
-                        frame: frame.to_vec(),
-                        arrival,
-                    });
+                    out.place(&mut line, frame, arrival, udp, start);
                 }
             }
         }
@@ -793,7 +991,9 @@ fn snapshot(cfg: &Config, shared: &[Arc<Shared>; 2]) -> Vec<Counters> {
                 loss_bursts: v(LOSS_BURSTS),
                 corrupted: v(CORRUPTED),
                 corrupt_skipped: v(CORRUPT_SKIPPED),
-                queue: cfg.props[i].queue.as_ref().map(|_| {
+                tcp_acks: v(TCP_ACKS),
+                tcp_sack_acks: v(TCP_SACK_ACKS),
+                queue: (cfg.props[i].queue.is_some() || cfg.props[i].classes.is_some()).then(|| {
                     let n = v(Q_ARRIVALS).max(1) as f64;
                     QueueCounters {
                         enqueued: v(Q_ENQUEUED),
@@ -813,6 +1013,28 @@ fn snapshot(cfg: &Config, shared: &[Arc<Shared>; 2]) -> Vec<Counters> {
                     corrupted: v(UDP_CORRUPTED),
                     queue_dropped: v(UDP_QUEUE_DROPPED),
                 },
+                classes: cfg.props[i]
+                    .classes
+                    .iter()
+                    .flat_map(|s| s.classes.iter())
+                    .zip(&shared[i].classes)
+                    .map(|(k, cc)| {
+                        let v = |j: usize| cc[j].load(Ordering::Relaxed);
+                        ClassCounters {
+                            class: k.name.clone(),
+                            dscp: k.dscp.clone(),
+                            rate_bps: k.rate_bps,
+                            limit: k.limit,
+                            enqueued: v(C_ENQUEUED),
+                            early_drops: v(C_EARLY),
+                            forced_drops: v(C_FORCED),
+                            tail_drops: v(C_TAIL),
+                            sent_packets: v(C_SENT_PACKETS),
+                            sent_bytes: v(C_SENT_BYTES),
+                            found_mean_packets: v(C_FOUND_PACKETS) as f64 / v(C_ARRIVALS).max(1) as f64,
+                        }
+                    })
+                    .collect(),
             }
         })
         .collect()
@@ -850,7 +1072,7 @@ pub fn reloadable(old: &Config, new: &Config) -> Result<(), String> {
         ));
     }
     for i in 0..2 {
-        if new.props[i].queue != old.props[i].queue {
+        if new.props[i].queue != old.props[i].queue || new.props[i].classes != old.props[i].classes {
             return Err(format!(
                 "{} → {}: the element's own queue and rate are not changed by a reload",
                 old.ends[i],
@@ -871,7 +1093,14 @@ pub fn run_from(cfg: &Config, path: Option<&std::path::Path>) -> Result<(), Stri
         libc::signal(libc::SIGHUP, on_hup as *const () as libc::sighandler_t);
     }
     let fds = [packet_socket(&cfg.ifaces[0])?, packet_socket(&cfg.ifaces[1])?];
-    let shared = [Arc::new(Shared::default()), Arc::new(Shared::default())];
+    let shared = [0, 1].map(|i| {
+        Arc::new(Shared {
+            classes: (0..cfg.props[i].classes.as_ref().map_or(0, |s| s.classes.len()))
+                .map(|_| Default::default())
+                .collect(),
+            ..Default::default()
+        })
+    });
     for s in &shared {
         s.v[GENERATION].store(cfg.generation, Ordering::Relaxed);
     }

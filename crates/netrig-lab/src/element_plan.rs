@@ -5,6 +5,7 @@
 
 use crate::model::{Link, Shape};
 use crate::pathmodel::{GeModel, QueueCfg, RedCfg, Thresholds};
+use crate::pathsched::{ClassCfg, SchedCfg};
 use crate::plan::Kernel;
 use serde::{Deserialize, Deserializer, Serialize};
 use std::collections::BTreeMap;
@@ -117,7 +118,7 @@ pub fn dscp_value(name: &str) -> Option<u8> {
 /// thresholds per DSCP or a weight of its own (tc-red derives its weight from `burst`), beside
 /// netem properties (the red qdisc and netem cannot both be htb's leaf), or `element = true`.
 pub fn element_queue(s: &Shape, k: Kernel) -> bool {
-    s.element_rate == Some(true)
+    s.classes.is_empty() && s.element_rate == Some(true)
         || s.red.as_ref().is_some_and(|r| {
             !k.red
                 || !r.dscp.is_empty()
@@ -127,9 +128,92 @@ pub fn element_queue(s: &Shape, k: Kernel) -> bool {
         })
 }
 
+/// Does the element serve this direction's rate from a queue per DSCP class
+/// ([`crate::pathsched`])? When it has classes and asks for `element_rate = true`, or a class
+/// asks for RED (this kernel has no red qdisc for htb's classes).
+pub fn element_classes(s: &Shape) -> bool {
+    !s.classes.is_empty() && (s.element_rate == Some(true) || s.classes.iter().any(|c| c.red.is_some()))
+}
+
 /// Is this direction built (in part) by the element?
 pub fn by_element(s: &Shape, k: Kernel) -> bool {
-    s.by_element(k.netem) || element_queue(s, k)
+    s.by_element(k.netem) || element_queue(s, k) || element_classes(s)
+}
+
+/// The class scheduler of a direction with [`element_classes`]: each class's guaranteed rate
+/// (as htb's classes resolve them), its limit (its own, else the link's, else 1000 packets)
+/// and its WRED, in one unit for all (packets, or bytes when a limit is given in bytes).
+pub fn sched_cfg(label: &str, s: &Shape, rate: u64) -> Result<SchedCfg, String> {
+    let plans = crate::topology::plan_classes(label, rate, s, &[]).map_err(|e| e.to_string())?;
+    let bytes = s.limit_bytes.is_some() || s.classes.iter().any(|c| c.limit_bytes.is_some());
+    let mut classes = Vec::new();
+    for p in plans {
+        let spec = s.classes.iter().find(|c| c.name == p.name);
+        let clabel = format!("{label}, class {}", p.name);
+        let limit = match (spec.and_then(|c| c.limit_packets), spec.and_then(|c| c.limit_bytes)) {
+            (Some(n), _) if !bytes => n as u64,
+            (_, Some(b)) if bytes => b,
+            (None, None) if bytes => s.limit_bytes.unwrap_or(1000 * 1514),
+            (None, None) => s.limit_packets.map_or(1000, u64::from),
+            _ => {
+                return Err(format!(
+                    "classes on link {label}: their limits in one unit (limit_packets on every class, or limit_bytes on every class); class {} differs",
+                    p.name
+                ))
+            }
+        };
+        let red = spec
+            .and_then(|c| c.red.as_ref())
+            .map(|r| red_cfg(&clabel, r, limit))
+            .transpose()?;
+        classes.push(ClassCfg {
+            name: p.name,
+            dscp: p.dscp,
+            rate_bps: p.rate_bps,
+            limit,
+            red,
+        });
+    }
+    Ok(SchedCfg {
+        rate_bps: rate,
+        bytes,
+        classes,
+    })
+}
+
+/// The element's class scheduler as `lab status` names it.
+pub fn sched_mechanism(q: &SchedCfg) -> String {
+    let unit = if q.bytes { "bytes" } else { "packets" };
+    let classes: Vec<String> = q
+        .classes
+        .iter()
+        .map(|c| {
+            let red = match &c.red {
+                Some(r) => format!(
+                    ", WRED min {} max {} probability {} weight {}",
+                    r.default.min, r.default.max, r.default.max_p, r.weight
+                ),
+                None => ", drop-tail".into(),
+            };
+            let dscp = if c.dscp.is_empty() {
+                "default".to_string()
+            } else {
+                format!(
+                    "dscp {}",
+                    c.dscp.iter().map(|d| d.to_string()).collect::<Vec<_>>().join(",")
+                )
+            };
+            format!(
+                "{} ({dscp}): {}bit guaranteed, limit {} {unit}{red}",
+                c.name, c.rate_bps, c.limit
+            )
+        })
+        .collect();
+    format!(
+        "netrig element rate {}bit, weighted fair queueing over classes [{}]",
+        q.rate_bps,
+        classes.join("; ")
+    )
 }
 
 /// The queue's limit in its unit, and whether that unit is bytes: limit_packets, limit_bytes,
@@ -220,6 +304,10 @@ pub fn props(label: &str, s: &Shape, k: Kernel, rate: Option<u64>) -> Result<cra
         }
         _ => None,
     };
+    let classes = match (element_classes(s), rate) {
+        (true, Some(rate)) => Some(sched_cfg(label, s, rate)?),
+        _ => None,
+    };
     Ok(crate::element::Props {
         delay_us: us(&s.delay),
         jitter_us: us(&s.jitter),
@@ -229,6 +317,7 @@ pub fn props(label: &str, s: &Shape, k: Kernel, rate: Option<u64>) -> Result<cra
         gemodel: s.loss_gemodel.as_ref().map(GeSpec::model),
         corrupt: s.corrupt.unwrap_or(0.0) / 100.0,
         queue,
+        classes,
     })
 }
 
@@ -286,6 +375,9 @@ pub fn refusals(label: &str, s: &Shape, k: Kernel, element_ok: bool) -> Vec<Stri
             ));
         }
     }
+    if element_classes(s) {
+        r.extend(class_refusals(label, s, rate, element_ok));
+    }
     if let (Some(red), Some(rate)) = (&s.red, rate) {
         let (lim, _) = limit(s, rate);
         if s.limit_packets.is_none() && s.limit_bytes.is_none() {
@@ -293,6 +385,54 @@ pub fn refusals(label: &str, s: &Shape, k: Kernel, element_ok: bool) -> Vec<Stri
                 "red on link {label}: needs the queue's limit (limit_packets or limit_bytes), in whose unit min and max count"
             ));
         } else if let Err(e) = red_cfg(label, red, lim) {
+            r.push(e);
+        }
+    }
+    r
+}
+
+/// What a direction whose classes the element serves asks that it cannot build, by name.
+fn class_refusals(label: &str, s: &Shape, rate: Option<u64>, element_ok: bool) -> Vec<String> {
+    let mut r = Vec::new();
+    let why =
+        "the classes are served by netrig's path element (a class asks for red, or element_rate = true)";
+    let Some(rate) = rate else {
+        return vec![format!(
+            "classes on link {label}: need the direction's rate ({why})"
+        )];
+    };
+    if !element_ok {
+        r.push(format!(
+            "classes on link {label}: {why}, which is built on point-to-point links only, not LANs"
+        ));
+    }
+    if s.element == Some(false) {
+        r.push(format!(
+            "classes on link {label}: {why}, which element = false keeps out"
+        ));
+    }
+    if s.shaper.is_some() {
+        r.push(format!("shaper on link {label}: {why}, not by htb or tbf"));
+    }
+    for c in &s.classes {
+        if c.prio.is_some() {
+            r.push(format!(
+                "prio of class {} on link {label}: {why}, which shares the link by the classes' rates (weighted fair queueing), without priorities",
+                c.name
+            ));
+        }
+        if c.ceil
+            .as_deref()
+            .is_some_and(|v| crate::model::parse_rate(v).ok() != Some(rate) && v.trim() != "100%")
+        {
+            r.push(format!(
+                "ceil of class {} on link {label}: {why}, where every class may borrow the whole link",
+                c.name
+            ));
+        }
+    }
+    if r.is_empty() {
+        if let Err(e) = sched_cfg(label, s, rate) {
             r.push(e);
         }
     }
@@ -406,6 +546,14 @@ pub fn status_extra(c: &crate::element::Counters) -> String {
         o.push_str(&format!(
             "    corrupted {} (UDP {}), drawn but not corruptible (not IP, or a GSO super-frame) {}\n",
             c.corrupted, c.udp.corrupted, c.corrupt_skipped
+        ));
+    }
+    for k in &c.classes {
+        o.push_str(&format!(
+            "    class {} ({}): enqueued {}, WRED early drops {}, forced drops {}, tail drops {}; sent {} packets, {} bytes; its backlog found by arriving frames: mean {:.1} packets (of {})\n",
+            k.class,
+            if k.dscp.is_empty() { "default".to_string() } else { format!("dscp {}", k.dscp.iter().map(|d| d.to_string()).collect::<Vec<_>>().join(",")) },
+            k.enqueued, k.early_drops, k.forced_drops, k.tail_drops, k.sent_packets, k.sent_bytes, k.found_mean_packets, k.limit
         ));
     }
     if let Some(q) = &c.queue {
@@ -585,6 +733,107 @@ mod tests {
         .unwrap();
         let q = dt.elements[0].config.props[0].queue.clone().unwrap();
         assert_eq!((q.bytes, q.limit, q.red), (true, 30000, None));
+    }
+
+    #[test]
+    fn classes_with_wred_are_the_element_s_class_scheduler_and_what_it_cannot_do_is_refused() {
+        let shape = "rate = '155M'\ndelay = '58ms'\nlimit_packets = 1000\nclasses = [\n  { name = 'best-effort' },\n  { name = 'scavenger', dscp = 'CS1', rate = '1%', limit_packets = 64, red = { min = 22, max = 40, probability = 0.1, weight = 0.002 } },\n  { name = 'q256', dscp = 'CS2', rate = '1%', limit_packets = 256 },\n]";
+        let el = p("", shape, Kernel::default()).unwrap();
+        let props = &el.elements[0].config.props[0];
+        assert!(props.queue.is_none());
+        let s = props.classes.clone().expect("the element's classes");
+        assert_eq!((s.rate_bps, s.bytes), (155_000_000, false));
+        let names: Vec<(&str, &[u8], u64, u64, bool)> = s
+            .classes
+            .iter()
+            .map(|c| {
+                (
+                    c.name.as_str(),
+                    c.dscp.as_slice(),
+                    c.rate_bps,
+                    c.limit,
+                    c.red.is_some(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            names,
+            [
+                ("best-effort", &[][..], 151_900_000, 1000, false),
+                ("scavenger", &[8][..], 1_550_000, 64, true),
+                ("q256", &[16][..], 1_550_000, 256, false),
+            ]
+        );
+        let red = s.classes[1].red.clone().unwrap();
+        assert_eq!(
+            (red.default.min, red.default.max, red.default.max_p, red.weight),
+            (22.0, 40.0, 0.1, 0.002)
+        );
+        assert_eq!(props.delay_us, 58_000);
+        // No htb, u32 filters or fifo: the element serves the rate.
+        let c = argvs(&el);
+        assert!(
+            !c.iter()
+                .any(|c| c.contains("htb") || c.contains("fifo") || c.contains("u32")),
+            "{c:#?}"
+        );
+        assert!(
+            el.directions[0].mechanism.starts_with("netrig element rate 155000000bit, weighted fair queueing over classes [best-effort (default): 151900000bit guaranteed, limit 1000 packets, drop-tail; scavenger (dscp 8): 1550000bit guaranteed, limit 64 packets, WRED min 22 max 40 probability 0.1 weight 0.002; q256"),
+            "{}",
+            el.directions[0].mechanism
+        );
+        // Without red, classes stay htb's; element_rate = true moves them to the element.
+        let htb = p(
+            "",
+            "rate = '10M'\nclasses = [{ name = 'a', dscp = 'CS1', rate = '1M' }]",
+            Kernel::default(),
+        )
+        .unwrap();
+        assert!(htb.elements.is_empty() && argvs(&htb).iter().any(|c| c.contains("htb")));
+        let el = p(
+            "",
+            "rate = '10M'\nelement_rate = true\nclasses = [{ name = 'a', dscp = 'CS1', rate = '1M' }]",
+            Kernel::default(),
+        )
+        .unwrap();
+        assert_eq!(
+            el.elements[0].config.props[0]
+                .classes
+                .as_ref()
+                .unwrap()
+                .classes
+                .len(),
+            2
+        );
+        for (shape, want) in [
+            (
+                "rate = '10M'\nclasses = [{ name = 'a', dscp = 'CS1', rate = '1M', prio = 0, red = true }]",
+                "prio of class a on link a-b (a → b): the classes are served by netrig's path element",
+            ),
+            (
+                "rate = '10M'\nclasses = [{ name = 'a', dscp = 'CS1', rate = '1M', ceil = '2M', red = true }]",
+                "ceil of class a on link a-b (a → b)",
+            ),
+            (
+                "rate = '10M'\nlimit_packets = 100\nred = true\nelement_rate = true\nclasses = [{ name = 'a', dscp = 'CS1', rate = '1M' }]",
+                "red on link a-b (a → b): with classes, RED is each class's own",
+            ),
+            (
+                "classes = [{ name = 'a', dscp = 'CS1', rate = '1M', red = true }]",
+                "classes on link a-b (a → b): need the direction's rate",
+            ),
+            (
+                "rate = '10M'\nclasses = [{ name = 'a', dscp = 'CS1', rate = '1M', limit_packets = 10, red = { min = 5, max = 20 } }]",
+                "min 5 and max 20 must be 0 <= min < max <= the queue's limit 10",
+            ),
+            (
+                "rate = '10M'\nclasses = [{ name = 'a', dscp = 'CS1', rate = '1M', limit_bytes = 10000, red = true }, { name = 'b', limit_packets = 10 }]",
+                "their limits in one unit",
+            ),
+        ] {
+            let e = err(p("", shape, Kernel::default()));
+            assert!(e.contains(want), "{shape}: {e}");
+        }
     }
 
     #[test]

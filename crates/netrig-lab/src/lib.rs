@@ -21,6 +21,7 @@ pub mod lan_element;
 pub mod model;
 pub mod overload;
 pub mod pathmodel;
+pub mod pathsched;
 pub mod plan;
 #[cfg(test)]
 mod port_tests;

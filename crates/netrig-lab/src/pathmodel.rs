@@ -107,6 +107,11 @@ pub enum QueueDrop {
     Tail,
 }
 
+/// How long `wire` bytes take on the wire at `rate_bps`.
+pub fn serialise_at(rate_bps: u64, wire: u64) -> Duration {
+    Duration::from_nanos((wire as u128 * 8 * 1_000_000_000 / rate_bps.max(1) as u128) as u64)
+}
+
 /// A queue served at a rate, modelled by departure times: a frame admitted at `now` leaves when
 /// the frames ahead of it have been serialised and it has itself (its departure is when it is
 /// handed to the delay line). The backlog is the frames not yet departed.
@@ -118,9 +123,7 @@ pub struct Queue {
     backlog_bytes: u64,
     backlog_packets: u64,
     busy_until: Option<Instant>,
-    /// RED's average queue, and per DSCP the frames since its last drop (-1: below min).
-    avg: f64,
-    count: [i64; 64],
+    red: RedState,
 }
 
 /// What the queue did with a frame.
@@ -134,7 +137,76 @@ pub struct Queued {
 }
 
 /// RED's typical frame, for the average's decay over an idle period (tc-red's `avpkt`).
-const AVPKT: f64 = 1000.0;
+pub const AVPKT: f64 = 1000.0;
+
+/// RED's state over one queue: the average queue (an EWMA of the queue each arriving frame
+/// finds) and, per DSCP, the frames admitted since its last drop (-1: the average below min).
+#[derive(Debug, Clone)]
+pub struct RedState {
+    avg: f64,
+    count: [i64; 64],
+}
+
+impl Default for RedState {
+    fn default() -> Self {
+        RedState {
+            avg: 0.0,
+            count: [-1; 64],
+        }
+    }
+}
+
+impl RedState {
+    /// The average queue now.
+    pub fn avg(&self) -> f64 {
+        self.avg
+    }
+
+    /// A frame with `dscp` arrives and finds `q` (in the queue's unit). `idle`: how long the
+    /// queue has been empty, if it is (the average then decays as if a frame of [`AVPKT`] bytes
+    /// had found it empty every `avpkt_time`: Floyd & Jacobson's idle-time rule). `Some`: the
+    /// frame is dropped, and why.
+    pub fn judge(
+        &mut self,
+        red: &RedCfg,
+        q: f64,
+        idle: Option<Duration>,
+        avpkt_time: Duration,
+        dscp: Option<u8>,
+        rng: &mut Rng,
+    ) -> Option<QueueDrop> {
+        let w = red.weight;
+        match idle {
+            Some(idle) => {
+                let m = idle.as_secs_f64() / avpkt_time.as_secs_f64().max(1e-9);
+                self.avg *= (1.0 - w).powf(m.min(1e9));
+            }
+            None => self.avg = (1.0 - w) * self.avg + w * q,
+        }
+        let th = dscp
+            .and_then(|d| red.dscp.get(&d))
+            .copied()
+            .unwrap_or(red.default);
+        let c = &mut self.count[dscp.unwrap_or(0) as usize & 63];
+        if self.avg >= th.max {
+            *c = 0;
+            return Some(QueueDrop::Forced);
+        }
+        if self.avg >= th.min {
+            *c += 1;
+            let pb = th.max_p * (self.avg - th.min) / (th.max - th.min).max(1e-9);
+            let left = 1.0 - *c as f64 * pb;
+            let pa = if left <= 0.0 { 1.0 } else { pb / left };
+            if rng.unit() < pa {
+                *c = 0;
+                return Some(QueueDrop::Early);
+            }
+        } else {
+            *c = -1;
+        }
+        None
+    }
+}
 
 impl Queue {
     pub fn new(cfg: QueueCfg) -> Self {
@@ -144,18 +216,17 @@ impl Queue {
             backlog_bytes: 0,
             backlog_packets: 0,
             busy_until: None,
-            avg: 0.0,
-            count: [-1; 64],
+            red: RedState::default(),
         }
     }
 
     fn serialise(&self, wire: u64) -> Duration {
-        Duration::from_nanos((wire as u128 * 8 * 1_000_000_000 / self.cfg.rate_bps.max(1) as u128) as u64)
+        serialise_at(self.cfg.rate_bps, wire)
     }
 
     /// RED's average queue now.
     pub fn avg(&self) -> f64 {
-        self.avg
+        self.red.avg
     }
 
     /// A frame of `wire` bytes with DSCP `dscp` arrives at `now` (one packet).
@@ -190,37 +261,14 @@ impl Queue {
             found_packets,
         };
         if let Some(red) = &self.cfg.red {
-            let w = red.weight;
-            match self.busy_until {
-                // Idle since the last departure: the average decays as if m small frames had
-                // found an empty queue (Floyd & Jacobson's idle-time rule).
-                Some(idle) if found_packets == 0 && now > idle => {
-                    let m = now.duration_since(idle).as_secs_f64()
-                        / self.serialise(AVPKT as u64).as_secs_f64().max(1e-9);
-                    self.avg *= (1.0 - w).powf(m.min(1e9));
-                }
-                _ => self.avg = (1.0 - w) * self.avg + w * q,
-            }
-            let th = dscp
-                .and_then(|d| red.dscp.get(&d))
-                .copied()
-                .unwrap_or(red.default);
-            let c = &mut self.count[dscp.unwrap_or(0) as usize & 63];
-            if self.avg >= th.max {
-                *c = 0;
-                return out(Err(QueueDrop::Forced));
-            }
-            if self.avg >= th.min {
-                *c += 1;
-                let pb = th.max_p * (self.avg - th.min) / (th.max - th.min).max(1e-9);
-                let left = 1.0 - *c as f64 * pb;
-                let pa = if left <= 0.0 { 1.0 } else { pb / left };
-                if rng.unit() < pa {
-                    *c = 0;
-                    return out(Err(QueueDrop::Early));
-                }
-            } else {
-                *c = -1;
+            // Idle since the last departure: the average decays (Floyd & Jacobson's idle-time rule).
+            let idle = match self.busy_until {
+                Some(idle) if found_packets == 0 && now > idle => Some(now.duration_since(idle)),
+                _ => None,
+            };
+            let avpkt = self.serialise(AVPKT as u64);
+            if let Some(d) = self.red.judge(red, q, idle, avpkt, dscp, rng) {
+                return out(Err(d));
             }
         }
         let fits = if self.cfg.bytes {
@@ -258,6 +306,44 @@ fn ip(f: &[u8]) -> Option<(u8, usize)> {
         [0x86, 0xdd] => Some((*e.get(ETH + 6)?, ETH + 40)),
         _ => None,
     }
+}
+
+/// A pure TCP acknowledgement (ACK set, no data; IPv4 or IPv6 without extension headers):
+/// Some(whether it carries a SACK option, kind 5); None for any other frame.
+pub fn pure_ack(f: &[u8]) -> Option<bool> {
+    let (proto, off) = ip(f)?;
+    if proto != 6 {
+        return None;
+    }
+    let e = f.get(VNET..)?;
+    let be16 = |i: usize| Some(u16::from_be_bytes([*e.get(i)?, *e.get(i + 1)?]) as usize);
+    // Where the IP packet ends, from its own length fields (not the frame's, which may be padded).
+    let end = match e.get(12..14)? {
+        [0x08, 0x00] => ETH + be16(ETH + 2)?,
+        _ => ETH + 40 + be16(ETH + 4)?,
+    };
+    let t = e.get(off..)?;
+    let doff = (*t.get(12)? >> 4) as usize * 4;
+    if doff < 20 || t.get(13)? & 0x10 == 0 || end != off + doff {
+        return None;
+    }
+    let opts = t.get(20..doff)?;
+    let mut i = 0;
+    while let Some(&kind) = opts.get(i) {
+        match kind {
+            0 => break,
+            1 => i += 1,
+            5 => return Some(true),
+            _ => {
+                let len = *opts.get(i + 1)? as usize;
+                if len < 2 {
+                    break;
+                }
+                i += len;
+            }
+        }
+    }
+    Some(false)
 }
 
 /// The frame's DSCP (IPv4 or IPv6), None for other frames.
@@ -574,6 +660,59 @@ mod tests {
             f[u + 6..u + 8].copy_from_slice(&(!(s as u16)).to_be_bytes());
         }
         f
+    }
+
+    /// An IPv4 (or IPv6) TCP segment with `opts` (padded to 4 bytes) and `data` bytes, ACK set,
+    /// in a frame padded by `pad` bytes (Ethernet's minimum).
+    fn tcp(v6: bool, opts: &[u8], data: usize, pad: usize) -> Vec<u8> {
+        let olen = opts.len().div_ceil(4) * 4;
+        let (iph, tcp_len) = (if v6 { 40 } else { 20 }, 20 + olen + data);
+        let mut f = vec![0u8; VNET + ETH + iph + tcp_len + pad];
+        let ip = VNET + ETH;
+        if v6 {
+            f[VNET + 12..VNET + 14].copy_from_slice(&[0x86, 0xdd]);
+            f[ip] = 0x60;
+            f[ip + 4..ip + 6].copy_from_slice(&(tcp_len as u16).to_be_bytes());
+            f[ip + 6] = 6;
+        } else {
+            f[VNET + 12] = 0x08;
+            f[ip] = 0x45;
+            f[ip + 2..ip + 4].copy_from_slice(&((20 + tcp_len) as u16).to_be_bytes());
+            f[ip + 9] = 6;
+        }
+        let t = ip + iph;
+        f[t + 12] = ((20 + olen) / 4) as u8 * 16;
+        f[t + 13] = 0x10;
+        f[t + 20..t + 20 + opts.len()].copy_from_slice(opts);
+        f
+    }
+
+    #[test]
+    fn pure_acknowledgements_and_their_sack_option_are_recognised() {
+        // NOP, NOP, timestamps (kind 8, 10 bytes): a plain acknowledgement.
+        let ts = [1, 1, 8, 10, 0, 0, 0, 1, 0, 0, 0, 2];
+        // ... then SACK (kind 5) with one block.
+        let mut sack = ts.to_vec();
+        sack.extend_from_slice(&[1, 1, 5, 10, 0, 0, 0, 9, 0, 0, 0, 19]);
+        for v6 in [false, true] {
+            assert_eq!(pure_ack(&tcp(v6, &ts, 0, 0)), Some(false));
+            assert_eq!(pure_ack(&tcp(v6, &sack, 0, 0)), Some(true));
+            // Padding after the packet (a short frame) is not data.
+            assert_eq!(pure_ack(&tcp(v6, &ts, 0, 6)), Some(false));
+            // A segment with data is not a pure acknowledgement, nor is one without ACK.
+            assert_eq!(pure_ack(&tcp(v6, &sack, 100, 0)), None);
+            let mut syn = tcp(v6, &ts, 0, 0);
+            let t = VNET + ETH + if v6 { 40 } else { 20 } + 13;
+            syn[t] = 0x02;
+            assert_eq!(pure_ack(&syn), None);
+        }
+        assert_eq!(pure_ack(&udp4(10, false)), None);
+        // A truncated frame or an option running past the header is no panic.
+        let f = tcp(false, &sack, 0, 0);
+        for n in 0..f.len() {
+            let _ = pure_ack(&f[..n]);
+        }
+        assert_eq!(pure_ack(&tcp(false, &[1, 1, 8, 0], 0, 0)), Some(false));
     }
 
     /// Does the UDP checksum verify (the sum over pseudo-header and datagram is 0xffff)?

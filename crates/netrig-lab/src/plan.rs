@@ -246,11 +246,9 @@ fn shaping(
     let by_element = crate::element_plan::by_element(s, k);
     let element_queue = crate::element_plan::element_queue(s, k);
     refused.extend(crate::element_plan::refusals(dir_label, s, k, element_ok));
-    if !s.classes.is_empty() && (s.element_rate == Some(true) || s.red.is_some()) {
-        // The element's own queue is one queue (with RED thresholds per DSCP, `red.dscp`); DSCP
-        // classes are htb's, which the element's rate leaves out.
+    if !s.classes.is_empty() && s.red.is_some() {
         refused.push(format!(
-            "classes on link {dir_label}: htb's DSCP classes cannot sit beside the element's own queue (element_rate or red); for drops weighted per DSCP use red = {{ dscp = {{ ... }} }}"
+            "red on link {dir_label}: with classes, RED is each class's own (red on the class: its classes are then served by netrig's path element)"
         ));
     }
     if !asked.is_empty() && !k.netem && s.element == Some(false) {
@@ -329,7 +327,8 @@ fn shaping(
             "shaper on link {dir_label}: htb or tbf, not {shaper:?}"
         )));
     }
-    if !s.classes.is_empty() {
+    let element_classes = crate::element_plan::element_classes(s);
+    if !s.classes.is_empty() && !element_classes {
         // DSCP classes under the rate (crate::topology).
         let (steps, m) = crate::topology::class_steps(dir_label, ns, dev, s, rate, shaper, &netem, mtu)?;
         let mut mech = vec![m];
@@ -372,10 +371,13 @@ fn shaping(
         a.extend([kind.to_string(), "limit".into(), lim.clone()]);
         Some((a, format!("{kind} limit {lim}")))
     };
-    if element_queue {
+    if element_queue || element_classes {
         let props = crate::element_plan::props(dir_label, s, k, rate).map_err(spec)?;
         if let Some(q) = &props.queue {
             mech.push(crate::element_plan::queue_mechanism(q));
+        }
+        if let Some(q) = &props.classes {
+            mech.push(crate::element_plan::sched_mechanism(q));
         }
     } else if let Some(r) = rate {
         let rb = format!("{r}bit");

@@ -408,9 +408,12 @@ pub struct Class {
     pub limit_packets: Option<u32>,
     #[serde(default)]
     pub limit_bytes: Option<u64>,
-    /// RED on this class's queue: refused (no red qdisc here; not built by netrig).
-    #[serde(default)]
-    pub red: Option<bool>,
+    /// WRED on this class's queue: `true` (thresholds from its limit) or
+    /// `{ min, max, probability, weight, dscp = { ... } }` as a link's `red`. This kernel has no
+    /// red qdisc, so a direction with a class asking for it has its classes served by netrig's
+    /// path element ([`crate::pathsched`]) instead of htb.
+    #[serde(default, deserialize_with = "crate::element_plan::red_or_bool")]
+    pub red: Option<crate::element_plan::RedSpec>,
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
@@ -488,7 +491,7 @@ fn class_rate(label: &str, what: &str, v: &str, link: u64) -> Result<u64, LabErr
 
 /// The classes of one direction as built (the default class last when it was added), checked:
 /// names, DSCP values, rates (the guaranteed rates add up to at most the direction's rate,
-/// ceil between rate and it), prio; RED refused by name.
+/// ceil between rate and it), prio.
 pub fn plan_classes(
     dir_label: &str,
     link_rate: u64,
@@ -498,7 +501,6 @@ pub fn plan_classes(
     if s.classes.len() > 15 {
         return Err(spec(format!("classes on link {dir_label}: at most 15")));
     }
-    let mut refused = Vec::new();
     let mut out = Vec::new();
     let mut seen_dscp: BTreeMap<u8, String> = BTreeMap::new();
     let mut defaults = 0;
@@ -524,11 +526,6 @@ pub fn plan_classes(
         }
         if out.iter().any(|o: &ClassPlan| o.name == c.name) {
             return Err(spec(format!("{label}: the name is given twice")));
-        }
-        if c.red == Some(true) {
-            refused.push(format!(
-                "red on {label}: needs the red qdisc (not built by netrig per class; netrig's path element does RED for a whole direction only)"
-            ));
         }
         let dscp: Vec<u8> = match &c.dscp {
             None => Vec::new(),
@@ -600,9 +597,6 @@ pub fn plan_classes(
         return Err(spec(format!(
             "classes on link {dir_label}: {defaults} without dscp (only the default class has none)"
         )));
-    }
-    if !refused.is_empty() {
-        return Err(LabError::Refused(refused));
     }
     let given: u64 = out.iter().map(|c| c.rate_bps).sum();
     if given > link_rate {
@@ -859,7 +853,11 @@ pub fn parse_tc_classes(text: &str) -> BTreeMap<String, (u64, u64, u64, u64)> {
 /// A direction whose namespace is gone is left out.
 pub fn read_class_counters(directions: &[Direction]) -> Vec<ClassCounters> {
     let mut out = Vec::new();
-    for d in directions.iter().filter(|d| !d.shape.classes.is_empty()) {
+    // (Classes the path element serves are counted by it: its counters file.)
+    for d in directions
+        .iter()
+        .filter(|d| !d.shape.classes.is_empty() && !crate::element_plan::element_classes(&d.shape))
+    {
         let Some(rate) = d.rate_bps else {
             continue;
         };
@@ -1197,7 +1195,7 @@ mod tests {
     }
 
     #[test]
-    fn the_shipped_scavenger_plan_builds_its_classes_behind_the_element_without_netem() {
+    fn the_shipped_scavenger_plan_builds_its_classes_with_wred_in_the_element_without_netem() {
         let topo = crate::model::parse(include_str!("../../../plans/scavenger.toml")).unwrap();
         // The plan turns offloads off (MTU-sized packets in the queues): ethtool is there.
         let k = Kernel {
@@ -1207,12 +1205,20 @@ mod tests {
         let p = plan(&topo, "abc123", k, std::path::Path::new(".")).unwrap();
         let d = p.directions.iter().find(|d| d.from == "router").unwrap();
         assert_eq!(d.rate_bps, Some(155_000_000));
+        // WRED on the scavenger classes: the classes are the element's (no red qdisc here).
         assert!(
-            d.mechanism
-                .contains("scavenger 1:11 (dscp 8) rate 1550000bit ceil 155000000bit")
+            d.mechanism.starts_with("netrig element rate 155000000bit, weighted fair queueing over classes [best-effort (default): 150350000bit guaranteed, limit 1000 packets, drop-tail; scavenger (dscp 8): 1550000bit guaranteed, limit 64 packets, WRED min 22 max 40 probability 0.1 weight 0.002;")
                 && d.mechanism.ends_with("+ netrig element (delay)"),
             "{}",
             d.mechanism
+        );
+        let classes = p.elements[0].config.props[0]
+            .classes
+            .clone()
+            .expect("the element's classes");
+        assert_eq!(
+            classes.classes.iter().map(|c| c.limit).collect::<Vec<_>>(),
+            [1000, 64, 256, 1024]
         );
         assert_eq!(p.elements[0].config.props[0].delay_us, 58_000);
         assert_eq!(p.elements[0].config.props[1].delay_us, 58_000);
@@ -1220,23 +1226,24 @@ mod tests {
 
     #[test]
     fn classes_that_cannot_be_built_are_refused_by_name() {
+        // WRED on a class puts the classes in the path element, which has no priorities or
+        // capped classes: the voice class's prio and ceil are refused there, by name.
         let red = QBSS.replace("limit_packets = 64 }", "limit_packets = 64, red = true }");
         let e = steps(&red, Kernel::default()).unwrap_err();
         assert!(matches!(e, LabError::Refused(_)), "{e}");
+        for want in [
+            "prio of class voice on link r-s (r → s): the classes are served by netrig's path element",
+            "ceil of class voice on link r-s (r → s)",
+        ] {
+            assert!(e.to_string().contains(want), "{want}: {e}");
+        }
+        // RED for the whole direction beside classes: each class has its own.
+        let text = QBSS.replace("limit_packets = 1000\n", "limit_packets = 1000\nred = true\n");
+        let e = steps(&text, Kernel::default()).unwrap_err().to_string();
         assert!(
-            e.to_string()
-                .contains("red on class scavenger on link r-s (r → s)"),
+            e.contains("red on link r-s (r → s): with classes, RED is each class's own"),
             "{e}"
         );
-        // The element's own queue is one queue: classes beside it are refused.
-        for own in ["element_rate = true\n", "red = true\n"] {
-            let text = QBSS.replace("limit_packets = 1000\n", &format!("limit_packets = 1000\n{own}"));
-            let e = steps(&text, Kernel::default()).unwrap_err().to_string();
-            assert!(
-                e.contains("classes on link r-s (r → s): htb's DSCP classes cannot sit beside the element's own queue"),
-                "{own}: {e}"
-            );
-        }
         let over = QBSS.replace("rate = '10M', ceil = '10M'", "rate = '160M'");
         let e = steps(&over, Kernel::default()).unwrap_err().to_string();
         assert!(

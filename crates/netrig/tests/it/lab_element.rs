@@ -380,3 +380,107 @@ fn wred_drops_the_class_with_lower_thresholds_first() {
         "{q}"
     );
 }
+
+/// The counters of one class of the element's scheduler (direction a → b).
+fn class_counters(c: &Value, class: &str) -> Value {
+    c["classes"]
+        .as_array()
+        .unwrap_or_else(|| panic!("the element's classes in {c}"))
+        .iter()
+        .find(|k| k["class"] == class)
+        .unwrap_or_else(|| panic!("class {class} in {c}"))
+        .clone()
+}
+
+#[test]
+fn the_element_s_classes_share_the_link_by_rate_borrow_it_alone_and_wred_drops_in_its_class() {
+    if !can_build() {
+        return;
+    }
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = TempDir::new("lab-element-classes");
+    // The scavenger study's router in small: 20 Mbit/s, best effort beside a scavenger class
+    // (CS1, 10 % guaranteed, 64 packets, WRED from an average of 10 packets). A class with red
+    // has the whole direction's classes served by the element (the kernel has no red qdisc).
+    let (name, _down) = up(
+        &dir,
+        "cls",
+        "offloads = { tso = false, gso = false }",
+        "rate = \"20M\"\nclasses = [\n  { name = \"best-effort\", limit_packets = 100 },\n  { name = \"scavenger\", dscp = \"CS1\", rate = \"10%\", limit_packets = 64, red = { min = 10, max = 30, probability = 0.1 } },\n]",
+    );
+    let status = stdout(&run(&["lab", "status", &name]));
+    assert!(
+        status.contains("weighted fair queueing over classes [best-effort (default): 18000000bit guaranteed, limit 100 packets, drop-tail; scavenger (dscp 8): 2000000bit guaranteed, limit 64 packets, WRED min 10 max 30 probability 0.1"),
+        "{status}"
+    );
+    let flow = |dscp: &'static str, rate: &'static str| {
+        let name = name.clone();
+        std::thread::spawn(move || {
+            lab_json(
+                &name,
+                "a",
+                &[
+                    "udp-stream",
+                    "-H",
+                    "198.18.0.2",
+                    "-l",
+                    "2",
+                    "-b",
+                    rate,
+                    "--no-gso",
+                    "--dscp",
+                    dscp,
+                ],
+            )
+        })
+    };
+    let loss = |v: &Value| v["summary"]["udp"]["loss_pct"].as_f64().unwrap();
+    let before = counters(&name);
+    // Together, 30 Mbit/s offered to 20: best effort (15 Mbit/s, under its 18 guaranteed) keeps
+    // its rate; the scavenger has what is left, and loses the rest in its own class.
+    let (be, cs1) = (flow("0", "15M"), flow("8", "15M"));
+    let (be, cs1) = (be.join().expect("be"), cs1.join().expect("cs1"));
+    let after = counters(&name);
+    let d = |class: &str, what: &str| {
+        class_counters(&after, class)[what].as_u64().unwrap()
+            - class_counters(&before, class)[what].as_u64().unwrap()
+    };
+    eprintln!(
+        "together: best effort lost {:.1} %, the scavenger {:.1} %; classes {}",
+        loss(&be),
+        loss(&cs1),
+        after["classes"]
+    );
+    assert!(
+        loss(&be) < 5.0 && loss(&cs1) > 40.0,
+        "best effort lost {:.1} %, the scavenger {:.1} %",
+        loss(&be),
+        loss(&cs1)
+    );
+    assert!(
+        d("scavenger", "early_drops") > 0,
+        "WRED dropped nothing: {}",
+        after["classes"]
+    );
+    assert!(
+        d("best-effort", "tail_drops") + d("best-effort", "early_drops") < d("scavenger", "early_drops") / 10,
+        "best effort's queue dropped too: {}",
+        after["classes"]
+    );
+    // Alone, the scavenger borrows the whole link: 30 Mbit/s offered, at least 85 % of what 20
+    // Mbit/s carries as UDP payload (1472 of every 1514 bytes) received.
+    let alone = flow("8", "30M").join().expect("alone");
+    let got = alone["summary"]["throughput_bps"].as_f64().unwrap();
+    let carries = 20e6 * 1472.0 / 1514.0;
+    eprintln!(
+        "the scavenger alone: {:.2} Mbit/s of {:.2}",
+        got / 1e6,
+        carries / 1e6
+    );
+    assert!(
+        got > 0.85 * carries && got < 1.03 * carries,
+        "the scavenger alone received {:.2} Mbit/s; the link carries {:.2}",
+        got / 1e6,
+        carries / 1e6
+    );
+}
