@@ -104,6 +104,8 @@ pub fn delta(
                     reordered: d(a.udp.reordered, b.udp.reordered),
                     duplicated: d(a.udp.duplicated, b.udp.duplicated),
                 },
+                tcp_acks: d(a.tcp_acks, b.tcp_acks),
+                tcp_sack_acks: d(a.tcp_sack_acks, b.tcp_sack_acks),
             })
         })
         .collect()

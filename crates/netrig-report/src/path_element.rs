@@ -35,6 +35,12 @@ pub struct PathElementCounts {
     pub rx_drops: u64,
     /// The same for the UDP datagrams among the frames.
     pub udp: PathElementUdp,
+    /// Pure TCP acknowledgements among the frames received (ACK set, no data), and those that
+    /// carry a SACK option.
+    #[serde(default)]
+    pub tcp_acks: u64,
+    #[serde(default)]
+    pub tcp_sack_acks: u64,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -49,7 +55,7 @@ impl PathElementCounts {
     /// One line as the tables print it.
     pub fn line(&self) -> String {
         format!(
-            "path element {} → {} on {}: received {}, forwarded {}, dropped {}, delayed {}, reordered {}, duplicated {}, send errors {}, overflow {}, dropped unread {}; UDP: received {}, dropped {}, reordered {}, duplicated {} (frames over {:.2} s: the element's counter files, written every 100 ms)",
+            "path element {} → {} on {}: received {}, forwarded {}, dropped {}, delayed {}, reordered {}, duplicated {}, send errors {}, overflow {}, dropped unread {}; UDP: received {}, dropped {}, reordered {}, duplicated {}; TCP pure acknowledgements {} ({} with SACK) (frames over {:.2} s: the element's counter files, written every 100 ms)",
             self.from,
             self.to,
             self.link,
@@ -66,6 +72,8 @@ impl PathElementCounts {
             self.udp.dropped,
             self.udp.reordered,
             self.udp.duplicated,
+            self.tcp_acks,
+            self.tcp_sack_acks,
             self.window_end_unix_s - self.window_start_unix_s
         )
     }
