@@ -33,7 +33,7 @@ pub const BE_HARM_PCT: f64 = 0.5;
 /// A share of datagrams out of order that counts as reordering a flow.
 pub const REORDERED_PCT: f64 = 1.0;
 
-/// The queue limit (packets) of the plan's scavenger classes, by DSCP.
+/// The queue limit (packets) of the plan's scavenger classes with WRED, by DSCP.
 pub fn queue_of(dscp: &str) -> Option<u32> {
     match dscp {
         "8" => Some(64),
@@ -42,6 +42,13 @@ pub fn queue_of(dscp: &str) -> Option<u32> {
         _ => None,
     }
 }
+
+/// The DSCP of the plan's scavenger class with the longest queue and no WRED (drop-tail).
+pub const DROP_TAIL_DSCP: &str = "32";
+
+/// How much more of the path (in points of best effort's throughput alone) the drop-tail queue
+/// must fill than the same queue with WRED for WRED to count as what holds the scavenger back.
+pub const WRED_POINTS: f64 = 10.0;
 
 fn has(args: &[String], opt: &str) -> bool {
     args.iter().any(|a| a == opt || a.starts_with(&format!("{opt}=")))
@@ -79,6 +86,19 @@ fn be_alone(e: &Experiment) -> Option<&[TestResult]> {
             && t.points[0].point.values.is_empty()
     })?;
     let runs = &t.points[0].arms.first()?.runs;
+    (!runs.is_empty()).then_some(runs.as_slice())
+}
+
+/// The scavenger alone with the drop-tail queue: the runs of the tcp-stream test whose args
+/// give `--dscp` [`DROP_TAIL_DSCP`].
+fn drop_tail_alone(e: &Experiment) -> Option<&[TestResult]> {
+    let t = e.tests.iter().find(|t| {
+        t.kind == "tcp-stream"
+            && t.args
+                .windows(2)
+                .any(|w| w[0] == "--dscp" && w[1] == DROP_TAIL_DSCP)
+    })?;
+    let runs = &t.points.first()?.arms.first()?.runs;
     (!runs.is_empty()).then_some(runs.as_slice())
 }
 
@@ -161,6 +181,22 @@ fn counter(runs: &[TestResult], remote: bool, key: &str) -> Option<i64> {
         }
     }
     any.then_some(sum)
+}
+
+/// The share of a TCP receiver's acknowledgements that were selective, as the path elements of
+/// the circuits counted them on their way back (pure acknowledgements sent by `from`, the
+/// receiver's side of the circuit pair, with a SACK option / all of them), over the runs.
+fn sack_pct(runs: &[TestResult], from: &str) -> Option<f64> {
+    let (mut acks, mut sack) = (0u64, 0u64);
+    for p in runs
+        .iter()
+        .flat_map(|r| &r.path_elements)
+        .filter(|p| p.from == from)
+    {
+        acks += p.tcp_acks;
+        sack += p.tcp_sack_acks;
+    }
+    (acks > 0).then(|| 100.0 * sack as f64 / acks as f64)
 }
 
 /// The sending ends' TCP_INFO over the runs' connections: retransmitted segments (summed) and the
@@ -320,7 +356,7 @@ impl Study for Scavenger {
             (Some(alone), Some((d, q, s))) => {
                 let ratio = s.mean / alone.mean;
                 let qtext = q.map_or(format!("DSCP {d}"), |q| {
-                    format!("its {q}-packet queue (DSCP {d})")
+                    format!("its {q}-packet queue with WRED (DSCP {d})")
                 });
                 let v = if ratio >= KEPT { "holds" } else { "does not hold" };
                 findings.push(finding(
@@ -388,6 +424,47 @@ impl Study for Scavenger {
                         "does not hold" => format!("The queue limit does not explain it: with {lq} the scavenger alone still reached only {:.1} %.", 100.0 * rl),
                         _ => format!("The queue limit has nothing to explain here ({:.1} % with {lq}).", 100.0 * rl),
                     });
+                    // WRED's part: the longest queue with WRED against the same queue drop-tail.
+                    let dt = drop_tail_alone(e).and_then(|r| est(e, r, "throughput"));
+                    match (dt, ql) {
+                        (Some(dt), Some(ql)) => {
+                            let rd = dt.mean / alone.mean;
+                            let gain = 100.0 * (rd - rl);
+                            let v = if gain >= WRED_POINTS {
+                                "holds"
+                            } else if gain <= -WRED_POINTS {
+                                "does not hold"
+                            } else {
+                                "tie"
+                            };
+                            findings.push(finding(
+                                "WRED holds the scavenger below the path",
+                                v,
+                                format!(
+                                    "The scavenger alone with its {ql}-packet queue: {} with WRED ({:.1} % of best effort alone), {} drop-tail ({:.1} %): {:+.1} points without WRED (WRED counts as holding it back at {WRED_POINTS:.0} points or more: {v}). WRED drops from an average queue well below the limit, so the queue that matters to a Reno flow is its thresholds, not the limit.",
+                                    show(l, "Mbit/s", 2),
+                                    100.0 * rl,
+                                    show(&dt, "Mbit/s", 2),
+                                    100.0 * rd,
+                                    gain
+                                ),
+                                &[("wred_ratio_pct", 100.0 * rl), ("drop_tail_ratio_pct", 100.0 * rd), ("queue_packets", f64::from(*ql))],
+                            ));
+                            summary.push(format!(
+                                "With the same {ql}-packet queue drop-tail it reached {:.1} % ({}).",
+                                100.0 * rd,
+                                match v {
+                                    "holds" => "WRED's early drops hold it back",
+                                    "does not hold" => "WRED did better than drop-tail",
+                                    _ => "WRED makes no clear difference",
+                                }
+                            ));
+                        }
+                        _ => findings.push(withheld(
+                            "WRED holds the scavenger below the path",
+                            "the scavenger alone with the drop-tail queue (--dscp 32) or with the longest WRED queue was not measured",
+                        )),
+                    }
                 }
             }
             _ => {
@@ -562,6 +639,14 @@ impl Study for Scavenger {
                     })
                 };
                 let (po, fo) = (ofo(&pt), ofo(&ft));
+                // The acknowledgements come back from the circuits' far routers, p2 and f2.
+                let (ps, fs) = (sack_pct(&pt, "p2"), sack_pct(&ft, "f2"));
+                let sack = |x: Option<f64>| {
+                    x.map_or(
+                        "withheld (no path element counted acknowledgements)".to_string(),
+                        |x| format!("{x:.1} %"),
+                    )
+                };
                 let share = |x: Option<f64>| {
                     x.map_or(
                         "withheld (the server host's counters were not read)".to_string(),
@@ -586,12 +671,14 @@ impl Study for Scavenger {
                     "per-packet load balancing gives one TCP flow both circuits",
                     v,
                     format!(
-                        "One TCP flow with a 5.7 MB window: {} per packet against {} per flow ({:+.1} %; more than ±5 % decides, unless the two intervals overlap: a tie). The sender's connection (TCP_INFO, over its runs): per packet {}, per flow {} (3 is the kernel's default, met no reordering). The receiver's segments queued out of order per segment it sent (TcpExt.TCPOFOQueue / Tcp.OutSegs in the server host's namespace; each such segment is answered at once by a selective acknowledgement, so this is a floor of the SACK share, and it counts the segments behind a loss's hole as well as reordered ones): {} per packet, {} per flow.",
+                        "One TCP flow with a 5.7 MB window: {} per packet against {} per flow ({:+.1} %; more than ±5 % decides, unless the two intervals overlap: a tie). The sender's connection (TCP_INFO, over its runs): per packet {}, per flow {} (3 is the kernel's default, met no reordering). Its acknowledgements that were selective (pure TCP acknowledgements with a SACK option over all of them, counted by the path elements on the way back): {} per packet, {} per flow. The receiver's segments queued out of order per segment it sent (TcpExt.TCPOFOQueue / Tcp.OutSegs in the server host's namespace, which counts the segments behind a loss's hole as well as reordered ones): {} per packet, {} per flow.",
                         show(&p, "Mbit/s", 2),
                         show(&f, "Mbit/s", 2),
                         100.0 * (ratio - 1.0),
                         info(pi),
                         info(fi),
+                        sack(ps),
+                        sack(fs),
                         share(po),
                         share(fo),
                     ),
@@ -600,14 +687,18 @@ impl Study for Scavenger {
                         ("per_flow_mbps", f.mean),
                         ("per_packet_ofo_pct", po.unwrap_or(f64::NAN)),
                         ("per_flow_ofo_pct", fo.unwrap_or(f64::NAN)),
+                        ("per_packet_sack_pct", ps.unwrap_or(f64::NAN)),
+                        ("per_flow_sack_pct", fs.unwrap_or(f64::NAN)),
                         ("per_packet_reordering", pi.map_or(f64::NAN, |x| f64::from(x.1))),
                         ("per_flow_reordering", fi.map_or(f64::NAN, |x| f64::from(x.1))),
                     ],
                 ));
                 summary.push(format!(
-                    "One TCP flow carried {:.1} Mbit/s balanced per packet and {:.1} per flow; its sender's reordering degree reached {} per packet and {} per flow.",
+                    "One TCP flow carried {:.1} Mbit/s balanced per packet and {:.1} per flow; {} of its acknowledgements were selective per packet and {} per flow; its sender's reordering degree reached {} per packet and {} per flow.",
                     p.mean,
                     f.mean,
+                    sack(ps),
+                    sack(fs),
                     pi.map_or("withheld".to_string(), |x| x.1.to_string()),
                     fi.map_or("withheld".to_string(), |x| x.1.to_string()),
                 ));
