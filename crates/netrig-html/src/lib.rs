@@ -279,6 +279,16 @@ pub fn suite_report(name: &str, results: &[(TestResult, String)], command: &str)
 /// The report of an experiment: `command` is the command line or plan that
 /// ran it.
 pub fn experiment_report(e: &Experiment, command: &str) -> String {
+    experiment_page(e, command, None)
+}
+
+/// [`experiment_report`] without the JSON document embedded (a long experiment's is megabytes):
+/// the report names `source`, the saved document it was made from, instead.
+pub fn experiment_report_without_data(e: &Experiment, command: &str, source: &str) -> String {
+    experiment_page(e, command, Some(source))
+}
+
+fn experiment_page(e: &Experiment, command: &str, source: Option<&str>) -> String {
     let mut b = String::new();
     let _ = writeln!(
         b,
@@ -355,7 +365,16 @@ pub fn experiment_report(e: &Experiment, command: &str) -> String {
         }
         let _ = writeln!(b, "</pre>");
     }
-    json(&mut b, e);
+    match source {
+        None => json(&mut b, e),
+        Some(f) => {
+            let _ = writeln!(
+                b,
+                "<h2>The whole result</h2>\n<p>Not embedded here: the saved document <code>{}</code> holds it (<code>netrig report</code> without <code>--no-data</code> embeds it).</p>",
+                esc(f)
+            );
+        }
+    }
     page(&format!("netrig experiment {}", e.plan.name), &b)
 }
 

@@ -659,6 +659,10 @@ pub struct ReportArgs {
     /// The HTML file to write (default: FILE with .html).
     #[arg(short = 'o', long = "output", value_name = "FILE")]
     pub output: Option<PathBuf>,
+    /// Leave a saved experiment's JSON document out of the report (it names FILE instead): a
+    /// long experiment's document is megabytes.
+    #[arg(long = "no-data")]
+    pub no_data: bool,
 }
 
 #[derive(Debug, Args)]

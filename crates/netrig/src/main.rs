@@ -627,6 +627,9 @@ fn report(a: &cli::ReportArgs) -> Result<()> {
     let out = a.output.clone().unwrap_or_else(|| a.file.with_extension("html"));
     let command = format!("netrig report {}  (from {})", a.file.display(), command_line());
     let html = match netrig_experiment::document::Experiment::from_json(&text) {
+        Ok(e) if a.no_data => {
+            netrig_html::experiment_report_without_data(&e, &command, &a.file.display().to_string())
+        }
         Ok(e) => netrig_html::experiment_report(&e, &command),
         Err(_) => {
             let r: TestResult = serde_json::from_str(&text).map_err(|e| {

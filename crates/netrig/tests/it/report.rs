@@ -159,6 +159,33 @@ fn sweep_and_comparison_reports_render_offline() {
     assert!(html.contains("id=\"plot-compare\""), "{}", &html[..400]);
     let figures = html.matches("<figure class=\"plot\"").count();
     check_in_browser(&cmp, figures);
+    // A saved experiment's report without its JSON document (a study's is megabytes): the same
+    // page but the document, which it names instead.
+    let store = dir.join("store");
+    let o = run(&["run", plan.to_str().unwrap(), "--save", store.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let doc = std::fs::read_dir(&store)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|x| x == "json"))
+        .expect("the saved experiment");
+    let (full, lite) = (dir.join("full.html"), dir.join("lite.html"));
+    for (out, extra) in [(&full, None), (&lite, Some("--no-data"))] {
+        let mut a = vec!["report", doc.to_str().unwrap(), "-o", out.to_str().unwrap()];
+        a.extend(extra);
+        let o = run(&a);
+        assert!(o.status.success(), "{}", stderr(&o));
+    }
+    let (full, lite) = (
+        std::fs::read_to_string(&full).unwrap(),
+        std::fs::read_to_string(&lite).unwrap(),
+    );
+    assert!(full.contains("<pre id=\"json\">") && !lite.contains("<pre id=\"json\">"));
+    assert!(
+        lite.contains(&format!("<code>{}</code>", doc.display())),
+        "{lite}"
+    );
+    assert!(lite.contains("id=\"plot-compare\"") && lite.len() < full.len());
     // A saved result's report, later.
     let saved = dir.join("saved.json");
     std::fs::write(&saved, serde_json::to_string(&json).unwrap()).unwrap();
