@@ -71,6 +71,7 @@ impl Study for IpQos {
                 listed.join("; ")
             ));
             findings.push(growth(&pol.arm, &all, &mut summary));
+            findings.push(across_sizes(&pol.arm, &pol.baseline, &all, e.plan.order, &mut summary));
             if let Some((config, place)) = place(&pol.arm, &pol.baseline) {
                 let on = costs.into_iter().map(|c| Cost {
                     size: format!("{} on {place}", c.size),
@@ -191,6 +192,85 @@ fn point_cost(p: &PointOutcome, arm_name: &str, base: &str, findings: &mut Vec<F
     }
 }
 
+/// Two-sided exact sign test: the probability, with no effect (each change as likely above 0 as
+/// below), of a split of `n` at least as uneven as `k` above and `n - k` below.
+pub fn sign_test(k: usize, n: usize) -> f64 {
+    if n == 0 {
+        return 1.0;
+    }
+    let m = k.max(n - k);
+    // P(X >= m) for X ~ Binomial(n, 1/2), by the binomial coefficients (n is a sweep's length).
+    let mut c = 1.0f64;
+    let mut tail = 0.0;
+    for i in 0..=n {
+        if i >= m {
+            tail += c;
+        }
+        c = c * (n - i) as f64 / (i + 1) as f64;
+    }
+    (2.0 * tail / 2f64.powi(n as i32)).min(1.0)
+}
+
+/// Across the message sizes: is `arm`'s change in service demand above 0 at more of them than
+/// chance allows (the sign test), when no single size's interval decides? Each size's runs are
+/// runs of their own, so the sizes are independent measurements of one policy.
+fn across_sizes(
+    arm_name: &str,
+    base: &str,
+    costs: &[&Cost],
+    order: netrig_experiment::plan::Order,
+    summary: &mut Vec<String>,
+) -> Finding {
+    let topic = format!("{arm_name}: cost across the message sizes");
+    let changes: Vec<f64> = costs
+        .iter()
+        .filter_map(|c| c.change.map(|x| x.0))
+        .filter(|d| *d != 0.0)
+        .collect();
+    let n = changes.len();
+    if n < 5 {
+        return withheld(
+            topic,
+            format!("{arm_name} across the message sizes: withheld: {n} sizes have a change (the sign test needs 5 or more to reach p < 0.05)"),
+        );
+    }
+    let k = changes.iter().filter(|d| **d > 0.0).count();
+    let p = sign_test(k, n);
+    let mut sorted = changes.clone();
+    sorted.sort_by(f64::total_cmp);
+    let median = if n % 2 == 1 {
+        sorted[n / 2]
+    } else {
+        (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0
+    };
+    let verdict = match (p < 0.05, 2 * k > n) {
+        (true, true) => "holds",
+        (true, false) => "does not hold",
+        _ => "tie",
+    };
+    let caveat = match order {
+        netrig_experiment::plan::Order::Interleaved => "; the arms ran in the same order every round, so a steady effect of their order is not excluded (order = \"randomised\" excludes it)",
+        netrig_experiment::plan::Order::Randomised => "; the arms ran in a random order each round",
+    };
+    let text = format!(
+        "{arm_name} against {base} across {n} message sizes: service demand above it at {k} of {n} (two-sided sign test p = {p:.3}; median change {median:+.1} %){caveat}: {}",
+        match verdict {
+            "holds" => "the policy costs more, consistently, even where no single size's interval shows it",
+            "does not hold" => "it measured cheaper, consistently",
+            _ => "no consistent direction",
+        }
+    );
+    if verdict != "tie" {
+        summary.push(format!("{text}."));
+    }
+    finding(
+        topic,
+        verdict,
+        text,
+        &[("sizes", n as f64), ("sizes_above", k as f64), ("sign_test_p", p), ("median_change_pct", median)],
+    )
+}
+
 /// Whether `arm`'s cost grows with the packet rate: its change at the lowest packet rate
 /// against the highest, by their intervals.
 fn growth(arm_name: &str, costs: &[&Cost], summary: &mut Vec<String>) -> Finding {
@@ -297,6 +377,36 @@ baseline = "no-qos-1g"
         )
     }
 
+    #[test]
+    fn a_small_cost_at_every_one_of_seven_sizes_holds_across_them() {
+        // The DSCP rule 1 % dearer per packet at each of seven sizes on 1g; on 100m alternately
+        // dearer and cheaper.
+        let sizes = ["32", "64", "128", "256", "512", "1024", "2920"];
+        let e = experiment(PLAN, &[("tcp-stream", "-m", &sizes)], |_, p, a, r, run| {
+            run.summary.elapsed_s = 1.0;
+            run.summary.bytes = 10_000_000;
+            let jitter = 1.0 + 0.002 * r as f64;
+            // Arms: no-qos-100m, dscp-rule-100m, no-qos-1g, dscp-rule-1g.
+            let cost = match a {
+                3 => 1.01,
+                1 if p % 2 == 0 => 1.01,
+                1 => 0.99,
+                _ => 1.0,
+            };
+            run.summary.service_demand.local = Some(20.0 * cost * jitter);
+            run.summary.cpu.local_pct = Some(100.0);
+            set_segments(run, 10_000);
+        });
+        let (summary, f) = IpQos.answer(&e);
+        let d = verdict(&f, "dscp-rule-1g: cost across the message sizes");
+        assert_eq!(d.verdict, "holds", "{}", d.text);
+        assert!(d.text.contains("above it at 7 of 7 (two-sided sign test p = 0.016"), "{}", d.text);
+        assert!(d.text.contains("same order every round"), "{}", d.text);
+        let c = verdict(&f, "dscp-rule-100m: cost across the message sizes");
+        assert_eq!(c.verdict, "tie", "{}", c.text);
+        assert!(summary.iter().any(|s| s.starts_with("dscp-rule-1g against no-qos-1g across 7 message sizes")));
+    }
+
     fn verdict<'a>(f: &'a [Finding], topic: &str) -> &'a Finding {
         f.iter()
             .find(|f| f.topic == topic)
@@ -366,6 +476,21 @@ baseline = "no-qos-1g"
         );
         // Only the policies are judged: no-qos-1g (a baseline) is not.
         assert!(f.iter().all(|f| !f.topic.starts_with("no-qos")));
+    }
+
+    #[test]
+    fn the_sign_test_is_the_binomial_tail_both_ways() {
+        assert!((sign_test(7, 7) - 2.0 / 128.0).abs() < 1e-12);
+        assert!((sign_test(0, 7) - 2.0 / 128.0).abs() < 1e-12);
+        assert!((sign_test(5, 7) - 2.0 * 29.0 / 128.0).abs() < 1e-12);
+        assert_eq!(sign_test(3, 6), 1.0);
+        assert_eq!(sign_test(0, 0), 1.0);
+        // Two sizes cannot decide: the finding is withheld with the reason.
+        let e = study(|_, _| 10_000, |_, a| if a == 2 { 1.5 } else { 1.0 });
+        let (_, f) = IpQos.answer(&e);
+        let w = verdict(&f, "dscp-rule-100m: cost across the message sizes");
+        assert_eq!(w.verdict, "withheld", "{w:#?}");
+        assert!(w.text.contains("sizes have a change (the sign test needs 5"), "{}", w.text);
     }
 
     #[test]

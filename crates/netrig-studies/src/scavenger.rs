@@ -879,7 +879,7 @@ mod tests {
         let fill = verdict(&f, "the scavenger alone fills the idle path");
         assert_eq!(fill.verdict, "does not hold", "{}", fill.text);
         assert!(
-            fill.text.contains("its 64-packet queue (DSCP 8)"),
+            fill.text.contains("its 64-packet queue with WRED (DSCP 8)"),
             "{}",
             fill.text
         );
@@ -887,6 +887,9 @@ mod tests {
         let q = verdict(&f, "the queue limit explains it");
         assert_eq!(q.verdict, "holds", "{}", q.text);
         assert!(q.text.contains("1024 packets: 135.10"), "{}", q.text);
+        // The figures have no drop-tail run (--dscp 32): WRED's part is withheld, saying why.
+        let w = verdict(&f, "WRED holds the scavenger below the path");
+        assert_eq!(w.verdict, "withheld", "{}", w.text);
         let a = verdict(&f, "available bandwidth from scavenger UDP");
         assert_eq!(a.verdict, "holds", "{}", a.text);
         assert_eq!(a.figures["estimate_mbps"], 45.0);

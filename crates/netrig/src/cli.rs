@@ -663,6 +663,10 @@ pub struct ReportArgs {
     /// long experiment's document is megabytes.
     #[arg(long = "no-data")]
     pub no_data: bool,
+    /// Derive a study's answer again from the saved runs with this netrig's study code (the
+    /// report shows it; the file is not changed).
+    #[arg(long = "answer-again")]
+    pub answer_again: bool,
 }
 
 #[derive(Debug, Args)]

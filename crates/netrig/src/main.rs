@@ -626,7 +626,14 @@ fn report(a: &cli::ReportArgs) -> Result<()> {
     let text = std::fs::read_to_string(&a.file).with_context(|| format!("reading {}", a.file.display()))?;
     let out = a.output.clone().unwrap_or_else(|| a.file.with_extension("html"));
     let command = format!("netrig report {}  (from {})", a.file.display(), command_line());
-    let html = match netrig_experiment::document::Experiment::from_json(&text) {
+    let html = match netrig_experiment::document::Experiment::from_json(&text).map(|mut e| {
+        if a.answer_again && e.plan.study.is_some() {
+            // The answer is a function of the document's runs alone: derive it again with this
+            // netrig's study code (the file itself is left as it is).
+            e.answer = netrig_studies::answer(&e);
+        }
+        e
+    }) {
         Ok(e) if a.no_data => {
             netrig_html::experiment_report_without_data(&e, &command, &a.file.display().to_string())
         }
