@@ -268,7 +268,7 @@ pub struct FrameInfo {
 }
 
 /// A frame's fate.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct Fate {
     /// Its release times: none (lost), one, or two (duplicated).
     pub release: Vec<Instant>,
@@ -325,14 +325,7 @@ impl Line {
     /// (With a class scheduler, the element itself calls [`Line::lose`], the scheduler, and
     /// [`Line::release`] at the frame's departure.)
     pub fn admit_frame(&mut self, now: Instant, pending: usize, frame: FrameInfo) -> Fate {
-        let mut fate = Fate {
-            release: vec![],
-            reordered: false,
-            dropped: None,
-            burst: false,
-            corrupt: false,
-            found: None,
-        };
+        let mut fate = Fate::default();
         if let Some(burst) = self.lose() {
             fate.burst = burst;
             fate.dropped = Some(Dropped::Loss);
@@ -382,14 +375,7 @@ impl Line {
     /// A frame that left the element's queue at `start` (or arrived then, without a queue):
     /// duplication, corruption, reordering or delay. `pending`: frames in the delay line now.
     pub fn release(&mut self, start: Instant, pending: usize) -> Fate {
-        let mut fate = Fate {
-            release: vec![],
-            reordered: false,
-            dropped: None,
-            burst: false,
-            corrupt: false,
-            found: None,
-        };
+        let mut fate = Fate::default();
         let p = &self.props;
         let copies = if p.duplicate > 0.0 && self.rng.unit() < p.duplicate {
             2

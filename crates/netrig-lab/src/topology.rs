@@ -1207,7 +1207,7 @@ mod tests {
         assert_eq!(d.rate_bps, Some(155_000_000));
         // WRED on the scavenger classes: the classes are the element's (no red qdisc here).
         assert!(
-            d.mechanism.starts_with("netrig element rate 155000000bit, weighted fair queueing over classes [best-effort (default): 150350000bit guaranteed, limit 1000 packets, drop-tail; scavenger (dscp 8): 1550000bit guaranteed, limit 64 packets, WRED min 22 max 40 probability 0.1 weight 0.002;")
+            d.mechanism.starts_with("netrig element rate 155000000bit, weighted fair queueing over classes [best-effort (default): 148800000bit guaranteed, limit 1000 packets, drop-tail; scavenger (dscp 8): 1550000bit guaranteed, limit 64 packets, WRED min 22 max 40 probability 0.1 weight 0.002;")
                 && d.mechanism.ends_with("+ netrig element (delay)"),
             "{}",
             d.mechanism
@@ -1218,7 +1218,7 @@ mod tests {
             .expect("the element's classes");
         assert_eq!(
             classes.classes.iter().map(|c| c.limit).collect::<Vec<_>>(),
-            [1000, 64, 256, 1024]
+            [1000, 64, 256, 1024, 1024]
         );
         assert_eq!(p.elements[0].config.props[0].delay_us, 58_000);
         assert_eq!(p.elements[0].config.props[1].delay_us, 58_000);

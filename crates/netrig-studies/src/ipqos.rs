@@ -71,7 +71,13 @@ impl Study for IpQos {
                 listed.join("; ")
             ));
             findings.push(growth(&pol.arm, &all, &mut summary));
-            findings.push(across_sizes(&pol.arm, &pol.baseline, &all, e.plan.order, &mut summary));
+            findings.push(across_sizes(
+                &pol.arm,
+                &pol.baseline,
+                &all,
+                e.plan.order,
+                &mut summary,
+            ));
             if let Some((config, place)) = place(&pol.arm, &pol.baseline) {
                 let on = costs.into_iter().map(|c| Cost {
                     size: format!("{} on {place}", c.size),
@@ -267,7 +273,12 @@ fn across_sizes(
         topic,
         verdict,
         text,
-        &[("sizes", n as f64), ("sizes_above", k as f64), ("sign_test_p", p), ("median_change_pct", median)],
+        &[
+            ("sizes", n as f64),
+            ("sizes_above", k as f64),
+            ("sign_test_p", p),
+            ("median_change_pct", median),
+        ],
     )
 }
 
@@ -400,11 +411,18 @@ baseline = "no-qos-1g"
         let (summary, f) = IpQos.answer(&e);
         let d = verdict(&f, "dscp-rule-1g: cost across the message sizes");
         assert_eq!(d.verdict, "holds", "{}", d.text);
-        assert!(d.text.contains("above it at 7 of 7 (two-sided sign test p = 0.016"), "{}", d.text);
+        assert!(
+            d.text
+                .contains("above it at 7 of 7 (two-sided sign test p = 0.016"),
+            "{}",
+            d.text
+        );
         assert!(d.text.contains("same order every round"), "{}", d.text);
         let c = verdict(&f, "dscp-rule-100m: cost across the message sizes");
         assert_eq!(c.verdict, "tie", "{}", c.text);
-        assert!(summary.iter().any(|s| s.starts_with("dscp-rule-1g against no-qos-1g across 7 message sizes")));
+        assert!(summary
+            .iter()
+            .any(|s| s.starts_with("dscp-rule-1g against no-qos-1g across 7 message sizes")));
     }
 
     fn verdict<'a>(f: &'a [Finding], topic: &str) -> &'a Finding {
@@ -490,7 +508,11 @@ baseline = "no-qos-1g"
         let (_, f) = IpQos.answer(&e);
         let w = verdict(&f, "dscp-rule-100m: cost across the message sizes");
         assert_eq!(w.verdict, "withheld", "{w:#?}");
-        assert!(w.text.contains("sizes have a change (the sign test needs 5"), "{}", w.text);
+        assert!(
+            w.text.contains("sizes have a change (the sign test needs 5"),
+            "{}",
+            w.text
+        );
     }
 
     #[test]

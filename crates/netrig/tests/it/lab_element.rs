@@ -338,28 +338,7 @@ fn wred_drops_the_class_with_lower_thresholds_first() {
         "rate = \"20M\"\nlimit_packets = 100\nred = { min = 30, max = 90, probability = 0.1, dscp = { cs1 = { min = 2, max = 10, probability = 0.5 } } }",
     );
     // Two UDP flows at 15 Mbit/s each, together half again the rate: best effort and CS1.
-    let flow = |dscp: &'static str| {
-        let name = name.clone();
-        std::thread::spawn(move || {
-            lab_json(
-                &name,
-                "a",
-                &[
-                    "udp-stream",
-                    "-H",
-                    "198.18.0.2",
-                    "-l",
-                    "2",
-                    "-b",
-                    "15M",
-                    "--no-gso",
-                    "--dscp",
-                    dscp,
-                ],
-            )
-        })
-    };
-    let (be, cs1) = (flow("0"), flow("8"));
+    let (be, cs1) = (udp_flow(&name, "0", "15M"), udp_flow(&name, "8", "15M"));
     let (be, cs1) = (be.join().expect("be"), cs1.join().expect("cs1"));
     let loss = |v: &Value| v["summary"]["udp"]["loss_pct"].as_f64().unwrap();
     let q = counters(&name)["queue"].clone();
@@ -379,6 +358,29 @@ fn wred_drops_the_class_with_lower_thresholds_first() {
         q["early_drops"].as_u64().unwrap() + q["forced_drops"].as_u64().unwrap() > 0,
         "{q}"
     );
+}
+
+/// udp-stream from a to b for 2 s at `rate`, marked `dscp`, unsegmented, in a thread of its own.
+fn udp_flow(name: &str, dscp: &'static str, rate: &'static str) -> std::thread::JoinHandle<Value> {
+    let name = name.to_string();
+    std::thread::spawn(move || {
+        lab_json(
+            &name,
+            "a",
+            &[
+                "udp-stream",
+                "-H",
+                "198.18.0.2",
+                "-l",
+                "2",
+                "-b",
+                rate,
+                "--no-gso",
+                "--dscp",
+                dscp,
+            ],
+        )
+    })
 }
 
 /// The counters of one class of the element's scheduler (direction a → b).
@@ -413,32 +415,11 @@ fn the_element_s_classes_share_the_link_by_rate_borrow_it_alone_and_wred_drops_i
         status.contains("weighted fair queueing over classes [best-effort (default): 18000000bit guaranteed, limit 100 packets, drop-tail; scavenger (dscp 8): 2000000bit guaranteed, limit 64 packets, WRED min 10 max 30 probability 0.1"),
         "{status}"
     );
-    let flow = |dscp: &'static str, rate: &'static str| {
-        let name = name.clone();
-        std::thread::spawn(move || {
-            lab_json(
-                &name,
-                "a",
-                &[
-                    "udp-stream",
-                    "-H",
-                    "198.18.0.2",
-                    "-l",
-                    "2",
-                    "-b",
-                    rate,
-                    "--no-gso",
-                    "--dscp",
-                    dscp,
-                ],
-            )
-        })
-    };
     let loss = |v: &Value| v["summary"]["udp"]["loss_pct"].as_f64().unwrap();
     let before = counters(&name);
     // Together, 30 Mbit/s offered to 20: best effort (15 Mbit/s, under its 18 guaranteed) keeps
     // its rate; the scavenger has what is left, and loses the rest in its own class.
-    let (be, cs1) = (flow("0", "15M"), flow("8", "15M"));
+    let (be, cs1) = (udp_flow(&name, "0", "15M"), udp_flow(&name, "8", "15M"));
     let (be, cs1) = (be.join().expect("be"), cs1.join().expect("cs1"));
     let after = counters(&name);
     let d = |class: &str, what: &str| {
@@ -469,7 +450,7 @@ fn the_element_s_classes_share_the_link_by_rate_borrow_it_alone_and_wred_drops_i
     );
     // Alone, the scavenger borrows the whole link: 30 Mbit/s offered, at least 85 % of what 20
     // Mbit/s carries as UDP payload (1472 of every 1514 bytes) received.
-    let alone = flow("8", "30M").join().expect("alone");
+    let alone = udp_flow(&name, "8", "30M").join().expect("alone");
     let got = alone["summary"]["throughput_bps"].as_f64().unwrap();
     let carries = 20e6 * 1472.0 / 1514.0;
     eprintln!(

@@ -189,13 +189,20 @@ fn sweep_and_comparison_reports_render_offline() {
     // A study's answer is derived again from the saved runs with --answer-again (here the
     // answer is taken out of the file first: the report shows it only when derived again).
     let mut saved: Value = serde_json::from_str(&std::fs::read_to_string(&doc).unwrap()).unwrap();
-    saved["plan"]["study"] = serde_json::json!({"kind": "ipqos", "question": "What does it cost?", "full_minutes": 1.0});
+    saved["plan"]["study"] =
+        serde_json::json!({"kind": "ipqos", "question": "What does it cost?", "full_minutes": 1.0});
     saved["answer"] = Value::Null;
     let bare = dir.join("bare.json");
     std::fs::write(&bare, serde_json::to_string(&saved).unwrap()).unwrap();
     let (again, kept) = (dir.join("again.html"), dir.join("kept.html"));
     for (out, extra) in [(&again, Some("--answer-again")), (&kept, None)] {
-        let mut a = vec!["report", bare.to_str().unwrap(), "--no-data", "-o", out.to_str().unwrap()];
+        let mut a = vec![
+            "report",
+            bare.to_str().unwrap(),
+            "--no-data",
+            "-o",
+            out.to_str().unwrap(),
+        ];
         a.extend(extra);
         let o = run(&a);
         assert!(o.status.success(), "{}", stderr(&o));
@@ -207,7 +214,9 @@ fn sweep_and_comparison_reports_render_offline() {
     );
     // (The plan ran tcp-rr: the IPQoS answer says what it lacks.)
     assert!(again.contains("no tcp-stream test"), "{again}");
-    assert!(!std::fs::read_to_string(&kept).unwrap().contains("<section id=\"answer\">"));
+    assert!(!std::fs::read_to_string(&kept)
+        .unwrap()
+        .contains("<section id=\"answer\">"));
     // A saved result's report, later.
     let saved = dir.join("saved.json");
     std::fs::write(&saved, serde_json::to_string(&json).unwrap()).unwrap();
