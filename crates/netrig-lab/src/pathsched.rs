@@ -239,7 +239,11 @@ impl<T> Sched<T> {
                 return a;
             }
         }
-        if found + add > cls.map_or(u64::MAX, |c| c.limit) {
+        // The class's limit; and, whatever the limits configured, no more than the element's
+        // memory bound for a direction's frames in all classes together.
+        if found + add > cls.map_or(u64::MAX, |c| c.limit)
+            || self.backlog_bytes + wire > crate::element::LINE_BYTES as u64
+        {
             a.drop = Some(QueueDrop::Tail);
             return a;
         }
@@ -403,6 +407,25 @@ mod tests {
         let mut dt = two(64, None);
         let (_, tail, early) = offer(&mut dt, [None, Some(Duration::from_micros(500))], 4);
         assert!(tail[1] > 1000 && early[1] == 0);
+    }
+
+    #[test]
+    fn a_huge_configured_limit_still_holds_no_more_than_the_element_s_memory_bound() {
+        let mut s = two(u64::MAX, None);
+        let t = Instant::now();
+        let mut rng = Rng::new(3);
+        let mut tail = 0;
+        for _ in 0..2_000 {
+            if s.admit(t, 65_536, 1, Some(8), 0, &mut rng).drop == Some(QueueDrop::Tail) {
+                tail += 1;
+            }
+        }
+        assert!(
+            s.backlog().0 <= crate::element::LINE_BYTES as u64,
+            "{:?}",
+            s.backlog()
+        );
+        assert!(tail > 0);
     }
 
     #[test]
