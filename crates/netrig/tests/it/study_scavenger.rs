@@ -96,17 +96,26 @@ fn the_scavenger_study_s_quick_form_yields_to_best_effort_fills_the_path_and_sho
         "{y:#}"
     );
 
-    // With WRED it fills less of the idle path at the study's 64 packets than at 1024 (the
-    // study's finding: it did not fill it, and it blamed the queue); with the 1024-packet queue
-    // drop-tail it fills the idle path (>= 80 % of best effort alone), more than the same queue
-    // with WRED: the thresholds, not the limit, hold a Reno flow back.
+    // WRED, not the queue's limit, holds a Reno flow back: with the 1024-packet queue drop-tail
+    // the scavenger fills the idle path (>= 80 % of best effort alone); with WRED at the same
+    // limit, and at the study's 64 packets, it stays at least 20 points below that. Whether the
+    // longer WRED queue does better than the 64-packet one is the full form's question (10 s
+    // windows: 35.5 % against 54.3 %); the quick form's 3 s are 26 round trips, in which a Reno
+    // flow that halved its window after slow start regains only 26 of the ~1,300 packets the
+    // path holds, so both queues show their slow start's exit (a CI run gave 33.0 % and 32.8 %).
     let q = finding(&v, "the queue limit explains it");
     assert_ne!(q["verdict"], "withheld", "{q:#}");
-    assert!(fig(q, "first_ratio_pct") < fig(q, "last_ratio_pct"), "{q:#}");
     let w = finding(&v, "WRED holds the scavenger below the path");
-    assert_ne!(w["verdict"], "withheld", "{w:#}");
+    assert_eq!(w["verdict"], "holds", "{w:#}");
     assert!(fig(w, "drop_tail_ratio_pct") >= 80.0, "{w:#}");
-    assert!(fig(w, "drop_tail_ratio_pct") > fig(w, "wred_ratio_pct"), "{w:#}");
+    assert!(
+        fig(w, "drop_tail_ratio_pct") - fig(w, "wred_ratio_pct") >= 20.0,
+        "{w:#}"
+    );
+    assert!(
+        fig(w, "drop_tail_ratio_pct") - fig(q, "first_ratio_pct") >= 20.0,
+        "{q:#} {w:#}"
+    );
 
     // Per packet, about half of a 20 Mbit/s UDP flow's datagrams arrive out of order over
     // circuits of 58 and 59 ms; per flow none.
