@@ -5,6 +5,11 @@
 //! netrig reports the whole machine. These tests would fail if it reported
 //! its own process only, or a window other than the measured one.
 
+// Only `missing` is used here.
+#[allow(dead_code)]
+#[path = "it/skip.rs"]
+mod skip;
+
 use serde_json::Value;
 use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -104,7 +109,7 @@ fn cpu_utilisation_matches_an_independent_sample_around_a_known_busy_loop() {
     let ns = match Netns::create() {
         Ok(ns) => ns,
         Err(e) => {
-            eprintln!("skipped: needs root, iproute2 and tbf to build a slow path ({e})");
+            skip::missing(format!("needs root, iproute2 and tbf to build a slow path ({e})"));
             return;
         }
     };

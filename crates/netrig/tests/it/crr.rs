@@ -213,7 +213,9 @@ fn crr_counts_an_exhausted_port_range() {
     }) {
         Ok(ns) => ns,
         Err(e) => {
-            eprintln!("skipped: needs root and iproute2 for a namespace of its own ({e})");
+            crate::skip::missing(format!(
+                "needs root and iproute2 for a namespace of its own ({e})"
+            ));
             return;
         }
     };
@@ -574,7 +576,7 @@ fn crr_workers_share_the_lent_listener() {
 #[test]
 fn crr_alone_the_agent_waits_in_accept_not_in_epoll() {
     if !strace_works() {
-        eprintln!("skipped: strace is missing or cannot trace here");
+        crate::skip::missing("strace is missing or cannot trace here (apt-get install strace)");
         return;
     }
     let calls = |extra: &[&str]| -> (u64, u64, u64, u64) {

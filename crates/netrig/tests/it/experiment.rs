@@ -673,7 +673,7 @@ fn the_shipped_plans_run_to_the_end() {
             run_in(&ns, &args)
         };
         if stderr(&o).contains("nft: not found") || stderr(&o).contains("nft: command not found") {
-            eprintln!("skipped: needs nft");
+            crate::skip::missing("needs nft (apt-get install nftables)");
             return;
         }
         let v = json_of(&o);

@@ -336,7 +336,9 @@ impl Netns {
     pub fn or_skip(tag: &str) -> Option<Netns> {
         Netns::create(tag)
             .map_err(|e| {
-                eprintln!("skipped: needs root and iproute2 for a network namespace of its own ({e})")
+                crate::skip::missing(format!(
+                    "needs root and iproute2 for a network namespace of its own ({e})"
+                ))
             })
             .ok()
     }
@@ -539,7 +541,7 @@ pub struct Receives {
 /// trace here.
 pub fn straced_receives(args: &[&str]) -> Option<Receives> {
     if !strace_works() {
-        eprintln!("skipped: strace is missing or cannot trace here");
+        crate::skip::missing("strace is missing or cannot trace here (apt-get install strace)");
         return None;
     }
     let (o, text) = straced("recvfrom,recvmsg,read", args);
@@ -559,7 +561,7 @@ pub fn straced_receives(args: &[&str]) -> Option<Receives> {
 /// is skipped, where strace cannot trace here.
 pub fn agent_for_strace() -> Option<Served> {
     if !strace_works() {
-        eprintln!("skipped: strace is missing or cannot trace here");
+        crate::skip::missing("strace is missing or cannot trace here (apt-get install strace)");
         return None;
     }
     Some(Served::start(&[]))

@@ -162,7 +162,7 @@ impl Nginx {
     /// when it is not installed.
     fn start(workers: u32) -> Option<Nginx> {
         if !std::path::Path::new("/usr/sbin/nginx").exists() {
-            eprintln!("skipped: /usr/sbin/nginx is absent (apt-get install nginx-light)");
+            crate::skip::missing("/usr/sbin/nginx is absent (apt-get install nginx-light)");
             return None;
         }
         let dir = TempDir::new("nginx");

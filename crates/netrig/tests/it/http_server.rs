@@ -185,11 +185,11 @@ fn ten_thousand_idle_keepalive_connections_are_held_in_bounded_memory_and_an_hon
     // SAFETY: a valid out-pointer; then a valid pointer to an initialised struct.
     unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) };
     if lim.rlim_max < (N + 200) as u64 {
-        eprintln!(
-            "skipped: RLIMIT_NOFILE's hard limit is {} here, under {} (raise it to run this case)",
+        crate::skip::not_here(format!(
+            "RLIMIT_NOFILE's hard limit is {} here, under {} (raise it to run this case)",
             lim.rlim_max,
             N + 200
-        );
+        ));
         return;
     }
     let raised = libc::rlimit {

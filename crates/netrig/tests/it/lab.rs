@@ -158,7 +158,9 @@ macro_rules! lab_or_skip {
         match $e {
             Ok(lab) => lab,
             Err(e) => {
-                eprintln!("skipped: needs root, iproute2 and veth for namespaces of its own ({e})");
+                $crate::skip::missing(format!(
+                    "needs root, iproute2 and veth for namespaces of its own ({e})"
+                ));
                 return;
             }
         }

@@ -411,7 +411,7 @@ fn lab_up_without_net_admin_and_sys_admin_refuses_naming_them() {
     ])
     .arg(env!("CARGO_BIN_EXE_netrig"));
     if Command::new("setpriv").arg("--version").output().is_err() {
-        eprintln!("skipped: no setpriv to drop capabilities with");
+        crate::skip::missing("no setpriv (util-linux) to drop capabilities with");
         return;
     }
     let o = run_cmd(c, &["lab", "up", &file, "--name", "it-caps"]);

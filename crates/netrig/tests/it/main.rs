@@ -4,6 +4,7 @@
 mod helpers;
 mod lab;
 mod probe;
+mod skip;
 
 mod admission;
 mod agent;

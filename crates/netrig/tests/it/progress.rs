@@ -59,7 +59,7 @@ fn segments(screen: &str) -> Vec<String> {
 #[test]
 fn a_long_run_shows_its_time_left_on_a_terminal_only() {
     let Some(screen) = on_a_terminal(&["tcp-rr", "-l", "3", "-i", "1"]) else {
-        eprintln!("skipped: no `script` (util-linux) for a pseudo-terminal");
+        crate::skip::missing("no `script` (util-linux) for a pseudo-terminal");
         return;
     };
     let seg = segments(&screen);

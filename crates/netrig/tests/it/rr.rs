@@ -479,7 +479,9 @@ fn rr_bad_input() {
 fn ten_thousand_flows_on_two_workers() {
     let (hard, limit) = descriptor_hard_limit();
     if limit < 10_500 {
-        eprintln!("skipped: the descriptor hard limit here is {hard}, under the 10,500 this test needs");
+        crate::skip::not_here(format!(
+            "the descriptor hard limit here is {hard}, under the 10,500 this test needs"
+        ));
         return;
     }
     let agent = Served::start(&[]);
@@ -598,7 +600,9 @@ fn flows_to_the_descriptor_limit_fit_in_little_memory() {
     // Room beside the flows' sockets for each end's own descriptors.
     let flows = limit.saturating_sub(1_000).min(19_000);
     if flows < 10_000 {
-        eprintln!("skipped: the descriptor hard limit here is {hard}, under the 11,000 this test needs");
+        crate::skip::not_here(format!(
+            "the descriptor hard limit here is {hard}, under the 11,000 this test needs"
+        ));
         return;
     }
     let n = flows.to_string();
@@ -711,7 +715,9 @@ fn busy_wait_polls_instead_of_sleeping_and_says_so() {
     );
 
     if !strace_works() {
-        eprintln!("skipped the strace part: strace is missing or cannot trace here");
+        crate::skip::missing(
+            "the strace part: strace is missing or cannot trace here (apt-get install strace)",
+        );
         return;
     }
     let empty_receives = |extra: &[&str]| -> (u64, u64) {
@@ -796,7 +802,7 @@ fn a_lone_udp_requester_gives_up_each_request_at_its_timeout() {
 #[test]
 fn many_flows_take_ports_of_either_parity_only_past_the_even_half() {
     if !strace_works() {
-        eprintln!("skipped: strace is missing or cannot trace here");
+        crate::skip::missing("strace is missing or cannot trace here (apt-get install strace)");
         return;
     }
     let Some(ns) = Netns::or_skip("parity") else {

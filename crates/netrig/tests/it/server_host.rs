@@ -234,14 +234,16 @@ fn conntrack_is_counted_and_a_full_table_named_where_the_kernel_allows() {
     if !loaded(&ns) {
         let _ = Command::new("modprobe").arg("nf_conntrack").output();
         if !loaded(&ns) {
-            eprintln!("skipped: nf_conntrack is not loaded and `modprobe nf_conntrack` did not load it");
+            crate::skip::missing("nf_conntrack is not loaded and `modprobe nf_conntrack` did not load it");
             return;
         }
     }
     // Connection tracking works in a namespace only once a rule there uses it.
     let rules = "table inet hv { chain out { type filter hook output priority 0; ct state new counter; }; }";
     if let Err(e) = ns.exec(&["nft", rules]) {
-        eprintln!("skipped: no nftables rule with conntrack could be added in the namespace ({e})");
+        crate::skip::missing(format!(
+            "no nftables rule with conntrack could be added in the namespace ({e})"
+        ));
         return;
     }
     let small = 64u64;
@@ -294,12 +296,14 @@ fn conntrack_is_counted_and_a_full_table_named_where_the_kernel_allows() {
     // The agent's control connection at least, and the flood's connections.
     assert!(ct.peak >= 1 && ct.peak >= ct.start && ct.peak >= ct.end, "{ct:?}");
     if !per_netns_max {
-        eprintln!(
-            "skipped the full-table part: this kernel ({}) keeps net.netfilter.nf_conntrack_max global (read-only \
+        crate::skip::not_here(format!(
+            "the full-table part: this kernel ({}) keeps net.netfilter.nf_conntrack_max global (read-only \
              in a network namespace), and setting it in the initial one would shrink every test's table; the \
              count was read: {ct:?}",
-            std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default().trim()
-        );
+            std::fs::read_to_string("/proc/sys/kernel/osrelease")
+                .unwrap_or_default()
+                .trim()
+        ));
         return;
     }
     assert_eq!(ct.max, Some(small), "{ct:?}");

@@ -560,14 +560,16 @@ fn zerocopy_sends_with_sendfile_not_send() {
         .output()
     {
         Err(e) => {
-            eprintln!("skipped: strace is not installed ({e}); apt-get install strace to run this test");
+            crate::skip::missing(format!(
+                "strace is not installed ({e}); apt-get install strace to run this test"
+            ));
             return;
         }
         Ok(o) if !o.status.success() => {
-            eprintln!(
-                "skipped: strace cannot trace here: {}",
+            crate::skip::missing(format!(
+                "strace cannot trace here: {}",
                 String::from_utf8_lossy(&o.stderr).trim()
-            );
+            ));
             return;
         }
         Ok(_) => {}
@@ -832,7 +834,9 @@ fn skip_rx_copy_discards_in_the_kernel_and_counts_exactly() {
     assert_eq!(v["config"]["skip_rx_copy"], false);
 
     if !strace_works() {
-        eprintln!("skipped the strace part: strace is missing or cannot trace here");
+        crate::skip::missing(
+            "the strace part: strace is missing or cannot trace here (apt-get install strace)",
+        );
         return;
     }
     let traced = |extra: &[&str]| -> (u64, Value) {

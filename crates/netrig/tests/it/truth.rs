@@ -103,7 +103,7 @@ fn summary_jitter_describes_the_window() {
         ])
     };
     if let Err(e) = setup() {
-        eprintln!("skipped: needs htb and nftables numgen ({e})");
+        crate::skip::missing(format!("needs htb and nftables numgen ({e})"));
         return;
     }
     let _agent = lab.serve(&[]).unwrap();
@@ -188,7 +188,7 @@ fn duplicates_do_not_inflate_throughput() {
         ])
     };
     if let Err(e) = setup() {
-        eprintln!("skipped: needs nftables with dup ({e})");
+        crate::skip::missing(format!("needs nftables with dup ({e})"));
         return;
     }
     let _agent = lab.serve(&[]).unwrap();

@@ -71,7 +71,7 @@ fn paced_rate_is_kept_and_nothing_is_lost_on_loopback() {
 #[test]
 fn unpaced_no_gso_sends_separate_datagrams_in_batches_and_times_each_calls_first() {
     if !strace_works() {
-        eprintln!("skipped: strace is missing or cannot trace here");
+        crate::skip::missing("strace is missing or cannot trace here (apt-get install strace)");
         return;
     }
     let args = ["udp-stream", "-l", "1", "-m", "64", "--no-gso", "--json"];
@@ -112,7 +112,7 @@ fn unpaced_no_gso_sends_separate_datagrams_in_batches_and_times_each_calls_first
 #[test]
 fn a_paced_sender_batches_only_when_behind_and_says_it_fell_behind() {
     if !strace_works() {
-        eprintln!("skipped: strace is missing or cannot trace here");
+        crate::skip::missing("strace is missing or cannot trace here (apt-get install strace)");
         return;
     }
     let traced = |rate: &str| {
@@ -171,7 +171,7 @@ fn a_paced_sender_batches_only_when_behind_and_says_it_fell_behind() {
 #[test]
 fn udp_sockets_stay_out_of_the_poll_while_they_need_no_wake_up() {
     if !strace_works() {
-        eprintln!("skipped: strace is missing or cannot trace here");
+        crate::skip::missing("strace is missing or cannot trace here (apt-get install strace)");
         return;
     }
     let args = ["udp-stream", "-l", "1", "-m", "64", "--no-gso", "--json"];
