@@ -466,6 +466,16 @@ pub fn resolve_target(target: &Target) -> Result<(), RunError> {
     }
 }
 
+/// The port a host given without one means for this test: a kind with one end goes to its
+/// server's own port (an HTTP load's URL, `--url http://h:8080/`), not the agent's; a kind with
+/// an agent has none (the agent's default port). A single run and an experiment read it alike.
+pub fn own_port(kind: &dyn Kind, spec: &TestSpec) -> Option<u16> {
+    match kind.ends() {
+        Ends::ClientOnly(one) => one.own_server(spec).map(|(_, port)| port),
+        Ends::Both => None,
+    }
+}
+
 /// What `--server-agent` with a kind of two ends is told.
 pub fn server_agent_not_needed(what: &str) -> String {
     format!(

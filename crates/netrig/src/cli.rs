@@ -208,13 +208,6 @@ pub struct KeygenArgs {
     pub comment: Option<String>,
 }
 
-/// `serve --bind`: an address of this host, with its scope when link-local.
-pub(crate) fn parse_listen_ip(text: &str) -> Result<ScopedIp, String> {
-    netrig_engine::addr::parse_ip(text)?.ok_or_else(|| {
-        format!("{text:?} is not an IP address (give one of this host's addresses, not a name)")
-    })
-}
-
 /// The whole command line: netrig's subcommands, then a subcommand per test
 /// kind (its options, and where the test goes and how it is shown).
 pub fn command() -> clap::Command {
@@ -251,7 +244,7 @@ pub struct QuickArgs {
 pub struct ServeArgs {
     /// Address to listen on (default: every IPv6 and IPv4 address); a link-local IPv6 address with
     /// its interface, as fe80::1%eth0.
-    #[arg(long = "bind", value_name = "ADDR", value_parser = parse_listen_ip, help_heading = "Where")]
+    #[arg(long = "bind", value_name = "ADDR", value_parser = crate::values::parse_listen_ip, help_heading = "Where")]
     pub bind: Option<ScopedIp>,
     /// Port for control and data connections.
     #[arg(short = 'p', long = "port", default_value_t = netrig_proto::DEFAULT_PORT, help_heading = "Where")]

@@ -179,9 +179,9 @@ pub fn run_plan(
         crate::plot::write_beside(&netrig_plot::plots_for_experiment(&experiment), dir, true)?;
     }
     if let Some(path) = &out.html {
-        crate::write_report(
+        crate::report::write_report(
             path,
-            &netrig_html::experiment_report(&experiment, &crate::command_line()),
+            &netrig_html::experiment_report(&experiment, &crate::report::command_line()),
         )?;
     }
     if let Some(dir) = &out.save {

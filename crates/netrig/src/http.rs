@@ -14,7 +14,7 @@ use std::time::Duration;
 #[derive(Debug, Args)]
 pub struct HttpServeArgs {
     /// Address to listen on (default: every IPv6 and IPv4 address).
-    #[arg(long = "bind", value_name = "ADDR", value_parser = crate::cli::parse_listen_ip, help_heading = "Where")]
+    #[arg(long = "bind", value_name = "ADDR", value_parser = crate::values::parse_listen_ip, help_heading = "Where")]
     pub bind: Option<ScopedIp>,
     /// Port to serve HTTP on.
     #[arg(short = 'p', long = "port", default_value_t = 8080, help_heading = "Where")]
