@@ -8,7 +8,6 @@
 //! them started. Arms and iterations apply to the group as a unit.
 
 use crate::analysis::{self, Comparison, Estimate};
-use crate::command;
 use crate::document::{ArmOutcome, Experiment, LabPlace};
 use crate::metric;
 use crate::plan::{Arm, Plan, PlanError};
@@ -737,35 +736,10 @@ pub(crate) fn run_all(
     let it = &plan.iterations;
     let no_point = crate::sweep::Point { values: Vec::new() };
     for (g, members) in plan.groups.iter().zip(prepared) {
-        let mut places: Vec<Vec<Option<LabPlace>>> = match ctx
-            .arms
-            .iter()
-            .map(|a| places(ctx, a, g))
-            .collect::<Result<_, _>>()
-        {
+        let (places, shapes) = match places_and_shapes(ctx, g) {
             Ok(p) => p,
-            Err(e) => return Some(e.to_string()),
+            Err(e) => return Some(e),
         };
-        // Each arm's lab changes (a link's rate, queue, delay, loss, ...), checked against the lab
-        // as built, applied before each of the arm's group runs and put back after, as for single
-        // runs; every member's place records them.
-        let shapes: Vec<Vec<netrig_lab::arm_shape::Change>> = match ctx.lab {
-            Some(l) => match ctx
-                .arms
-                .iter()
-                .map(|a| crate::lab_counters::arm_shape(l.state, a))
-                .collect::<Result<_, _>>()
-            {
-                Ok(s) => s,
-                Err(e) => return Some(format!("group {:?}: {e}", g.name)),
-            },
-            None => vec![Vec::new(); ctx.arms.len()],
-        };
-        for (ps, s) in places.iter_mut().zip(&shapes) {
-            for p in ps.iter_mut().flatten() {
-                p.shape = s.clone();
-            }
-        }
         let mut outcome = GroupOutcome {
             name: g.name.clone(),
             members: members.iter().map(|m| m.name.clone()).collect(),
@@ -785,11 +759,10 @@ pub(crate) fn run_all(
         'rounds: for round in 0..it.max {
             let order = runner::round_order(ctx.arms.len(), plan.order, rng);
             for &a in &order {
-                let arm = &ctx.arms[a];
                 progress(&Progress {
                     kind: &what,
                     point: &no_point,
-                    arm: &arm.name,
+                    arm: &ctx.arms[a].name,
                     iteration: round + 1,
                     done: *done,
                     most,
@@ -798,64 +771,20 @@ pub(crate) fn run_all(
                     stop = Some("interrupted".to_string());
                     break 'rounds;
                 }
-                let env = env(ctx, &places[a]);
-                let ns = arm.in_host.as_deref().and_then(|h| {
-                    let l = ctx.lab?;
-                    Some((h, l.state.hosts.get(h)?.ns.clone()))
-                });
-                let in_ns = ns.as_ref().map(|(h, n)| (*h, n.as_str()));
-                let shape = &shapes[a][..];
-                if let Some(f) =
-                    crate::lab_counters::shape(&mut doc.commands, &arm.name, shape, ctx.limit, &env)
-                {
-                    stop = Some(f);
-                    break 'rounds;
-                }
-                if let Some(c) = &arm.setup {
-                    let r = command::run_in("setup", &arm.name, c, ctx.limit, &env, in_ns);
-                    let (ok, failure) = (r.ok(), r.failure());
-                    doc.commands.push(r);
-                    if !ok {
-                        runner::teardown(&mut doc.commands, arm, ctx.limit, &env, in_ns);
-                        crate::lab_counters::unshape(&mut doc.commands, &arm.name, shape, ctx.limit, &env);
-                        stop = Some(failure);
-                        break 'rounds;
-                    }
-                }
-                // The path elements' counters over the whole group run: one window for the group,
-                // the same counts in every member's result (the members share the links).
-                let elements = ctx.lab.map(|l| crate::lab_counters::before(l.state));
-                let (mut run, failed) = run_once(ctx, members, a, &places[a], cancel);
-                if let (Some(l), Some(b)) = (ctx.lab, elements) {
-                    let counts = crate::lab_counters::after(l.state, &b, std::time::SystemTime::now());
-                    for m in run.members.iter_mut() {
-                        if let Some(r) = m.result.as_mut() {
-                            r.path_elements = counts.clone();
-                        }
-                    }
-                }
-                let failed_teardown = runner::teardown(&mut doc.commands, arm, ctx.limit, &env, in_ns)
-                    .into_iter()
-                    .chain(crate::lab_counters::unshape(
-                        &mut doc.commands,
-                        &arm.name,
-                        shape,
-                        ctx.limit,
-                        &env,
-                    ))
-                    .next();
-                *done += 1;
-                outcome.arms[a].runs.push(run);
-                if let Some(f) = failed {
-                    stop = Some(if cancel.is_cancelled() {
-                        "interrupted".into()
-                    } else {
-                        format!("{what} (arm {:?}): {f}", arm.name)
-                    });
-                    break 'rounds;
-                }
-                if let Some(f) = failed_teardown {
-                    stop = Some(f);
+                let once = Once {
+                    ctx,
+                    what: &what,
+                    members,
+                    a,
+                    places: &places[a],
+                    shape: &shapes[a],
+                    cancel,
+                };
+                let (run, failed) = once.run(&mut doc.commands);
+                *done += usize::from(run.is_some());
+                outcome.arms[a].runs.extend(run);
+                if failed.is_some() {
+                    stop = failed;
                     break 'rounds;
                 }
             }
@@ -876,6 +805,95 @@ pub(crate) fn run_all(
         }
     }
     None
+}
+
+/// Each arm's places for the group's members, and its lab changes (a link's rate, queue, delay,
+/// loss, ...), checked against the lab as built: applied before each of the arm's group runs
+/// and put back after, as for single runs; every member's place records them.
+#[allow(clippy::type_complexity)]
+fn places_and_shapes(
+    ctx: &Context,
+    g: &GroupPlan,
+) -> Result<
+    (
+        Vec<Vec<Option<LabPlace>>>,
+        Vec<Vec<netrig_lab::arm_shape::Change>>,
+    ),
+    String,
+> {
+    let mut places: Vec<Vec<Option<LabPlace>>> = ctx
+        .arms
+        .iter()
+        .map(|a| places(ctx, a, g))
+        .collect::<Result<_, _>>()
+        .map_err(|e| e.to_string())?;
+    let shapes: Vec<Vec<netrig_lab::arm_shape::Change>> = match ctx.lab {
+        Some(l) => ctx
+            .arms
+            .iter()
+            .map(|a| crate::lab_counters::arm_shape(l.state, a))
+            .collect::<Result<_, _>>()
+            .map_err(|e| format!("group {:?}: {e}", g.name))?,
+        None => vec![Vec::new(); ctx.arms.len()],
+    };
+    for (ps, s) in places.iter_mut().zip(&shapes) {
+        for p in ps.iter_mut().flatten() {
+            p.shape = s.clone();
+        }
+    }
+    Ok((places, shapes))
+}
+
+/// One run of a group in arm `a`, between the arm's commands.
+struct Once<'a> {
+    ctx: &'a Context<'a>,
+    /// "group NAME", for messages.
+    what: &'a str,
+    members: &'a [PreparedMember],
+    a: usize,
+    places: &'a [Option<LabPlace>],
+    shape: &'a [netrig_lab::arm_shape::Change],
+    cancel: &'a Cancel,
+}
+
+impl Once<'_> {
+    /// The run (None when the arm's commands failed before it), and why the experiment stops.
+    fn run(&self, commands: &mut Vec<crate::command::CommandRun>) -> (Option<GroupRun>, Option<String>) {
+        let (ctx, arm) = (self.ctx, &self.ctx.arms[self.a]);
+        let ns = arm.in_host.as_deref().and_then(|h| {
+            let l = ctx.lab?;
+            Some((h, l.state.hosts.get(h)?.ns.clone()))
+        });
+        let around = runner::Around {
+            arm,
+            shape: self.shape,
+            limit: ctx.limit,
+            env: env(ctx, self.places),
+            in_ns: ns.as_ref().map(|(h, n)| (*h, n.as_str())),
+        };
+        if let Err(f) = around.before(commands) {
+            return (None, Some(f));
+        }
+        // The path elements' counters over the whole group run: one window for the group,
+        // the same counts in every member's result (the members share the links).
+        let elements = ctx.lab.map(|l| crate::lab_counters::before(l.state));
+        let (mut run, failed) = run_once(ctx, self.members, self.a, self.places, self.cancel);
+        if let (Some(l), Some(b)) = (ctx.lab, elements) {
+            let counts = crate::lab_counters::after(l.state, &b, std::time::SystemTime::now());
+            for m in run.members.iter_mut() {
+                if let Some(r) = m.result.as_mut() {
+                    r.path_elements = counts.clone();
+                }
+            }
+        }
+        let failed_teardown = around.after(commands);
+        let stop = match failed {
+            Some(_) if self.cancel.is_cancelled() => Some("interrupted".into()),
+            Some(f) => Some(format!("{} (arm {:?}): {f}", self.what, arm.name)),
+            None => failed_teardown,
+        };
+        (Some(run), stop)
+    }
 }
 
 /// Member `i`'s results over an arm's runs (those that completed).

@@ -215,65 +215,17 @@ pub fn run(
     spec: &netrig_proto::TestSpec,
     cancel: &netrig_run::Cancel,
 ) -> Result<(TestResult, ClientsRun), String> {
-    use std::io::Read;
     let start_at = SystemTime::now() + start_lead(places.len());
     let start_s = unix_s(start_at);
     let mut children: Vec<Child> = Vec::new();
-    let kill = |children: &mut Vec<Child>| {
-        for c in children.iter_mut() {
-            let _ = c.child.kill();
-            let _ = c.child.wait();
-        }
-    };
     for (k, place) in places.iter().enumerate() {
-        let addr: std::net::SocketAddr = place.address.parse().map_err(|e| format!("{e}"))?;
-        let mut c = std::process::Command::new("ip");
-        c.args(["netns", "exec", &place.client_ns])
-            .arg(exe)
-            .arg(kind)
-            .args(args)
-            // A kind with one end: each host its share, the first one's run watched by the agent.
-            .args(crate::lab_one_end::target_args(
-                kind,
-                addr,
-                k == 0,
-                Some((k, places.len())),
-            ))
-            .args(["--json", "--start-at", &format!("{start_s:.6}")])
-            .env("NETRIG_LAB_HOST", &place.client)
-            .stdin(std::process::Stdio::null())
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped());
-        let mut child = match c.spawn() {
-            Ok(c) => c,
+        match spawn(exe, place, kind, args, (k, places.len()), start_s) {
+            Ok(c) => children.push(c),
             Err(e) => {
                 kill(&mut children);
-                return Err(format!(
-                    "{kind} in lab host {}: cannot start ip netns exec: {e}",
-                    place.client
-                ));
+                return Err(e);
             }
-        };
-        let mut o = child.stdout.take().expect("piped");
-        let mut e = child.stderr.take().expect("piped");
-        let out = std::thread::spawn(move || {
-            let mut v = Vec::new();
-            let _ = (&mut o).take(MAX_CHILD_OUTPUT).read_to_end(&mut v);
-            let _ = std::io::copy(&mut o, &mut std::io::sink());
-            v
-        });
-        let err = std::thread::spawn(move || {
-            let mut v = Vec::new();
-            let _ = (&mut e).take(1 << 20).read_to_end(&mut v);
-            let _ = std::io::copy(&mut e, &mut std::io::sink());
-            v
-        });
-        children.push(Child {
-            place: place.clone(),
-            child,
-            out,
-            err,
-        });
+        }
     }
     let length = match spec.limit {
         netrig_proto::spec::Limit::Duration { seconds } => seconds.clamp(0.0, 1e6),
@@ -282,11 +234,102 @@ pub fn run(
     let deadline = Instant::now()
         + start_lead(places.len())
         + Duration::from_secs_f64(length + spec.omit_s.clamp(0.0, 1e6) + 60.0);
+    let failed = wait_all(&mut children, kind, deadline, cancel);
+    if failed.is_some() {
+        kill(&mut children);
+    }
+    let parts = collect(children, kind, failed)?;
+    match crate::lab_one_end::kind_sum(kind, spec, &parts) {
+        // The kind's own sum (offered rate, errors by cause), with the hosts' parts and skew.
+        Some(own) => {
+            let own = own?;
+            let (generic, run) = sum(parts, start_s)?;
+            let mut own = own;
+            own.started_unix_s = generic.started_unix_s;
+            own.warnings = generic.warnings;
+            own.witness = generic.witness;
+            Ok((own, run))
+        }
+        None => sum(parts, start_s),
+    }
+}
+
+fn kill(children: &mut [Child]) {
+    for c in children.iter_mut() {
+        let _ = c.child.kill();
+        let _ = c.child.wait();
+    }
+}
+
+/// Client `share.0` of `share.1`: this binary in its host's namespace, its output read (bounded)
+/// by a thread each.
+fn spawn(
+    exe: &std::path::Path,
+    place: &LabPlace,
+    kind: &str,
+    args: &[String],
+    share: (usize, usize),
+    start_s: f64,
+) -> Result<Child, String> {
+    use std::io::Read;
+    let addr: std::net::SocketAddr = place.address.parse().map_err(|e| format!("{e}"))?;
+    let mut c = std::process::Command::new("ip");
+    c.args(["netns", "exec", &place.client_ns])
+        .arg(exe)
+        .arg(kind)
+        .args(args)
+        // A kind with one end: each host its share, the first one's run watched by the agent.
+        .args(crate::lab_one_end::target_args(
+            kind,
+            addr,
+            share.0 == 0,
+            Some(share),
+        ))
+        .args(["--json", "--start-at", &format!("{start_s:.6}")])
+        .env("NETRIG_LAB_HOST", &place.client)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let mut child = c.spawn().map_err(|e| {
+        format!(
+            "{kind} in lab host {}: cannot start ip netns exec: {e}",
+            place.client
+        )
+    })?;
+    let mut o = child.stdout.take().expect("piped");
+    let mut e = child.stderr.take().expect("piped");
+    let out = std::thread::spawn(move || {
+        let mut v = Vec::new();
+        let _ = (&mut o).take(MAX_CHILD_OUTPUT).read_to_end(&mut v);
+        let _ = std::io::copy(&mut o, &mut std::io::sink());
+        v
+    });
+    let err = std::thread::spawn(move || {
+        let mut v = Vec::new();
+        let _ = (&mut e).take(1 << 20).read_to_end(&mut v);
+        let _ = std::io::copy(&mut e, &mut std::io::sink());
+        v
+    });
+    Ok(Child {
+        place: place.clone(),
+        child,
+        out,
+        err,
+    })
+}
+
+/// Until every child has ended, one fails, `cancel` fires or the deadline passes: what ended it
+/// badly, if anything.
+fn wait_all(
+    children: &mut [Child],
+    kind: &str,
+    deadline: Instant,
+    cancel: &netrig_run::Cancel,
+) -> Option<String> {
     let mut failed: Option<String> = None;
     loop {
         if cancel.is_cancelled() {
-            failed = Some("interrupted".into());
-            break;
+            return Some("interrupted".into());
         }
         let mut all = true;
         for c in children.iter_mut() {
@@ -308,20 +351,24 @@ pub fn run(
             }
         }
         if all || failed.is_some() {
-            break;
+            return failed;
         }
         if Instant::now() >= deadline {
-            failed = Some(format!(
+            return Some(format!(
                 "{kind} from {} client hosts: no result within the start lead, its length and 60 s (killed)",
                 children.len()
             ));
-            break;
         }
         std::thread::sleep(Duration::from_millis(10));
     }
-    if failed.is_some() {
-        kill(&mut children);
-    }
+}
+
+/// Every child's result, or every error (the failure first, then each host's last line).
+fn collect(
+    children: Vec<Child>,
+    kind: &str,
+    failed: Option<String>,
+) -> Result<Vec<(LabPlace, TestResult)>, String> {
     let mut parts = Vec::new();
     let mut errors = Vec::new();
     for c in children {
@@ -354,19 +401,7 @@ pub fn run(
     if !errors.is_empty() {
         return Err(errors.join("; "));
     }
-    match crate::lab_one_end::kind_sum(kind, spec, &parts) {
-        // The kind's own sum (offered rate, errors by cause), with the hosts' parts and skew.
-        Some(own) => {
-            let own = own?;
-            let (generic, run) = sum(parts, start_s)?;
-            let mut own = own;
-            own.started_unix_s = generic.started_unix_s;
-            own.warnings = generic.warnings;
-            own.witness = generic.witness;
-            Ok((own, run))
-        }
-        None => sum(parts, start_s),
-    }
+    Ok(parts)
 }
 
 /// The clients' results as one run's result, and each one's part: bytes, rates, transactions,
@@ -385,141 +420,9 @@ pub fn sum(
     };
     let mut out = first.1.clone();
     let mut withheld = Vec::new();
-    let starts: Option<Vec<f64>> = parts.iter().map(|(_, r)| r.started_unix_s).collect();
-    let earliest = starts
-        .as_ref()
-        .map(|s| s.iter().copied().fold(f64::INFINITY, f64::min));
-    let start_skew_s = starts.as_ref().map(|s| {
-        let latest = s.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-        latest - earliest.unwrap_or(latest)
-    });
-    if start_skew_s.is_none() {
-        withheld.push(
-            "start skew and the common window: a client's result has no started_unix_s (a netrig before it)"
-                .into(),
-        );
-    }
-    let omit = out.config.omit_s;
-    let overlap = starts.as_ref().map(|s| {
-        let from = s.iter().map(|t| t + omit).fold(f64::NEG_INFINITY, f64::max);
-        let to = s
-            .iter()
-            .zip(&parts)
-            .map(|(t, (_, r))| t + omit + r.summary.elapsed_s)
-            .fold(f64::INFINITY, f64::min);
-        let shortest = parts
-            .iter()
-            .map(|(_, r)| r.summary.elapsed_s)
-            .fold(f64::INFINITY, f64::min);
-        let length_s = (to - from).max(0.0);
-        Overlap {
-            start_unix_s: from,
-            end_unix_s: to,
-            length_s,
-            of_shortest_window: if shortest > 0.0 { length_s / shortest } else { 0.0 },
-        }
-    });
-
-    // Latency: merged histograms, or nothing.
-    let mut latency: Option<LatencyRecorder> = None;
-    let mut latency_missing = false;
-    let any_latency = parts.iter().any(|(_, r)| r.summary.latency_us.is_some());
-    for (p, r) in &parts {
-        match r.summary.latency_us.as_ref().and_then(|l| l.histogram.as_ref()) {
-            Some(b64) => {
-                let h = LatencyRecorder::from_base64(b64, MAX_HISTOGRAM)
-                    .map_err(|e| format!("client {}'s latency histogram: {e}", p.client))?;
-                match &mut latency {
-                    Some(m) => m.merge(&h),
-                    None => latency = Some(h),
-                }
-            }
-            None => latency_missing |= any_latency,
-        }
-    }
-
-    let s = &mut out.summary;
-    let all = |f: &dyn Fn(&TestResult) -> Option<f64>| -> Option<f64> {
-        parts.iter().map(|(_, r)| f(r)).sum::<Option<f64>>()
-    };
-    s.bytes = parts
-        .iter()
-        .map(|(_, r)| r.summary.bytes)
-        .fold(0, u64::saturating_add);
-    s.throughput_bps = parts.iter().map(|(_, r)| r.summary.throughput_bps).sum();
-    s.elapsed_s = parts.iter().map(|(_, r)| r.summary.elapsed_s).fold(0.0, f64::max);
-    s.tx_throughput_bps = all(&|r| r.summary.tx_throughput_bps);
-    s.rx_throughput_bps = all(&|r| r.summary.rx_throughput_bps);
-    s.send_throughput_bps = all(&|r| r.summary.send_throughput_bps);
-    s.recv_throughput_bps = all(&|r| r.summary.recv_throughput_bps);
-    s.transactions = parts
-        .iter()
-        .map(|(_, r)| r.summary.transactions)
-        .sum::<Option<u64>>();
-    s.transactions_per_s = all(&|r| r.summary.transactions_per_s);
-    s.latency_us = match (latency, latency_missing) {
-        (Some(l), false) if !l.is_empty() => {
-            let wire = netrig_proto::report::measure::LatencySummary::from(&l.summary());
-            Some(LatencyUs {
-                histogram: Some(l.to_base64()),
-                ..LatencyUs::from(&wire)
-            })
-        }
-        _ => {
-            if any_latency {
-                withheld.push(format!(
-                    "latency of the {n} clients together: a client's result carries no histogram to merge, and \
-                     percentiles do not add (each client's own are in its part)"
-                ));
-            }
-            None
-        }
-    };
-    s.udp = udp_sum(
-        parts.iter().map(|(_, r)| r.summary.udp.as_ref()).collect(),
-        &mut withheld,
-    );
-    // Flows: every client's, numbered on; each direction summed over them.
-    let mut flows = Vec::new();
-    for (_, r) in &parts {
-        for f in &r.flows {
-            let mut f = f.clone();
-            f.id = flows.len() as u32;
-            flows.push(f);
-        }
-    }
-    s.directions = s
-        .directions
-        .iter()
-        .map(|d| {
-            let of: Vec<&DirectionSummary> = parts
-                .iter()
-                .flat_map(|(_, r)| r.summary.directions.iter().filter(|x| x.direction == d.direction))
-                .collect();
-            let per_flow: Vec<f64> = flows
-                .iter()
-                .filter(|f| f.direction == d.direction)
-                .map(|f| f.throughput_bps)
-                .collect();
-            DirectionSummary {
-                direction: d.direction,
-                flows: of.iter().map(|x| x.flows).sum(),
-                bytes: of.iter().map(|x| x.bytes).fold(0, u64::saturating_add),
-                elapsed_s: of.iter().map(|x| x.elapsed_s).fold(0.0, f64::max),
-                throughput_bps: of.iter().map(|x| x.throughput_bps).sum(),
-                sender_bytes: of.iter().map(|x| x.sender_bytes).fold(0, u64::saturating_add),
-                sender_elapsed_s: of.iter().map(|x| x.sender_elapsed_s).fold(0.0, f64::max),
-                sender_throughput_bps: of.iter().map(|x| x.sender_throughput_bps).sum(),
-                flow_throughput_bps: Spread::of(&per_flow),
-                fairness: jain_index(&per_flow),
-            }
-        })
-        .collect();
-    s.directions_fairness = jain_index(&s.directions.iter().map(|d| d.throughput_bps).collect::<Vec<_>>());
-    s.service_demand.local = None;
-    s.service_demand.remote = None;
-    s.service_demand.local_per_packet_us = None;
-    s.service_demand.remote_per_packet_us = None;
+    let (earliest, start_skew_s, overlap) = timing(&parts, out.config.omit_s, &mut withheld);
+    let latency = merged_latency(&parts, &mut withheld)?;
+    sum_summary(&mut out, &parts, latency, &mut withheld);
     withheld.push(format!(
         "service demand of the {n} clients together: CPU per unit over windows that differ by the start skew \
          (each client's own is in its part)"
@@ -529,55 +432,8 @@ pub fn sum(
          each namespace has its own counters (each client's are in its part)",
         first.0.client
     ));
-    out.flows = flows;
-    // Intervals by index: counts and rates add (each client's on its own clock from its own start).
-    let mut intervals: Vec<IntervalResult> = Vec::new();
-    for (_, r) in &parts {
-        for iv in &r.intervals {
-            match intervals.iter_mut().find(|o| o.index == iv.index) {
-                Some(o) => {
-                    o.bytes = o.bytes.saturating_add(iv.bytes);
-                    o.throughput_bps += iv.throughput_bps;
-                    o.rx_throughput_bps = add_opt(o.rx_throughput_bps, iv.rx_throughput_bps);
-                    o.tx_throughput_bps = add_opt(o.tx_throughput_bps, iv.tx_throughput_bps);
-                    o.transactions_per_s = add_opt(o.transactions_per_s, iv.transactions_per_s);
-                    o.retransmits = o
-                        .retransmits
-                        .zip(iv.retransmits)
-                        .map(|(a, b)| a.saturating_add(b));
-                    o.failed_transactions = o
-                        .failed_transactions
-                        .zip(iv.failed_transactions)
-                        .map(|(a, b)| a.saturating_add(b));
-                    o.flows.extend(iv.flows.iter().cloned());
-                    (o.tx_fairness, o.rx_fairness, o.directions_fairness) = (None, None, None);
-                    o.udp = None;
-                    o.latency_us = None;
-                }
-                None => intervals.push(iv.clone()),
-            }
-        }
-    }
-    if n > 1 {
-        for i in &mut intervals {
-            i.latency_us = None;
-        }
-    }
-    intervals.sort_by_key(|i| i.index);
-    out.intervals = intervals;
-    // Each client's workers, and the agent's for each client, numbered on.
-    for (_, r) in parts.iter().skip(1) {
-        for (all, more) in [
-            (&mut out.workers.local, &r.workers.local),
-            (&mut out.workers.remote, &r.workers.remote),
-        ] {
-            let base = all.len() as u32;
-            all.extend(more.iter().cloned().map(|mut w| {
-                w.worker += base;
-                w
-            }));
-        }
-    }
+    out.intervals = summed_intervals(&parts);
+    number_workers_on(&mut out, &parts);
     out.config.flows = parts.iter().map(|(_, r)| r.config.flows).sum();
     out.config.workers = parts.iter().map(|(_, r)| r.config.workers).sum::<Option<u32>>();
     out.started_unix_s = earliest;
@@ -618,6 +474,223 @@ pub fn sum(
     };
     out.warnings.extend(skew_warning(&run));
     Ok((out, run))
+}
+
+/// The earliest start, the start skew and the window every client measured at once (each
+/// after its own omitted seconds); withheld, said, when a result has no start time.
+fn timing(
+    parts: &[(LabPlace, TestResult)],
+    omit: f64,
+    withheld: &mut Vec<String>,
+) -> (Option<f64>, Option<f64>, Option<Overlap>) {
+    let starts: Option<Vec<f64>> = parts.iter().map(|(_, r)| r.started_unix_s).collect();
+    let earliest = starts
+        .as_ref()
+        .map(|s| s.iter().copied().fold(f64::INFINITY, f64::min));
+    let start_skew_s = starts.as_ref().map(|s| {
+        let latest = s.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        latest - earliest.unwrap_or(latest)
+    });
+    if start_skew_s.is_none() {
+        withheld.push(
+            "start skew and the common window: a client's result has no started_unix_s (a netrig before it)"
+                .into(),
+        );
+    }
+    let overlap = starts.as_ref().map(|s| {
+        let from = s.iter().map(|t| t + omit).fold(f64::NEG_INFINITY, f64::max);
+        let to = s
+            .iter()
+            .zip(parts)
+            .map(|(t, (_, r))| t + omit + r.summary.elapsed_s)
+            .fold(f64::INFINITY, f64::min);
+        let shortest = parts
+            .iter()
+            .map(|(_, r)| r.summary.elapsed_s)
+            .fold(f64::INFINITY, f64::min);
+        let length_s = (to - from).max(0.0);
+        Overlap {
+            start_unix_s: from,
+            end_unix_s: to,
+            length_s,
+            of_shortest_window: if shortest > 0.0 { length_s / shortest } else { 0.0 },
+        }
+    });
+    (earliest, start_skew_s, overlap)
+}
+
+/// The clients' latency histograms merged, or nothing (said, when some had latency but not every
+/// one a histogram: percentiles do not add).
+fn merged_latency(
+    parts: &[(LabPlace, TestResult)],
+    withheld: &mut Vec<String>,
+) -> Result<Option<LatencyUs>, String> {
+    let mut latency: Option<LatencyRecorder> = None;
+    let mut latency_missing = false;
+    let any_latency = parts.iter().any(|(_, r)| r.summary.latency_us.is_some());
+    for (p, r) in parts {
+        match r.summary.latency_us.as_ref().and_then(|l| l.histogram.as_ref()) {
+            Some(b64) => {
+                let h = LatencyRecorder::from_base64(b64, MAX_HISTOGRAM)
+                    .map_err(|e| format!("client {}'s latency histogram: {e}", p.client))?;
+                match &mut latency {
+                    Some(m) => m.merge(&h),
+                    None => latency = Some(h),
+                }
+            }
+            None => latency_missing |= any_latency,
+        }
+    }
+    Ok(match (latency, latency_missing) {
+        (Some(l), false) if !l.is_empty() => {
+            let wire = netrig_proto::report::measure::LatencySummary::from(&l.summary());
+            Some(LatencyUs {
+                histogram: Some(l.to_base64()),
+                ..LatencyUs::from(&wire)
+            })
+        }
+        _ => {
+            if any_latency {
+                withheld.push(format!(
+                    "latency of the {} clients together: a client's result carries no histogram to merge, and \
+                     percentiles do not add (each client's own are in its part)",
+                    parts.len()
+                ));
+            }
+            None
+        }
+    })
+}
+
+/// The summary's counts and rates added, its flows numbered on, each direction summed over
+/// them; service demand left out (the windows differ).
+fn sum_summary(
+    out: &mut TestResult,
+    parts: &[(LabPlace, TestResult)],
+    latency: Option<LatencyUs>,
+    withheld: &mut Vec<String>,
+) {
+    let s = &mut out.summary;
+    let all = |f: &dyn Fn(&TestResult) -> Option<f64>| -> Option<f64> {
+        parts.iter().map(|(_, r)| f(r)).sum::<Option<f64>>()
+    };
+    s.bytes = parts
+        .iter()
+        .map(|(_, r)| r.summary.bytes)
+        .fold(0, u64::saturating_add);
+    s.throughput_bps = parts.iter().map(|(_, r)| r.summary.throughput_bps).sum();
+    s.elapsed_s = parts.iter().map(|(_, r)| r.summary.elapsed_s).fold(0.0, f64::max);
+    s.tx_throughput_bps = all(&|r| r.summary.tx_throughput_bps);
+    s.rx_throughput_bps = all(&|r| r.summary.rx_throughput_bps);
+    s.send_throughput_bps = all(&|r| r.summary.send_throughput_bps);
+    s.recv_throughput_bps = all(&|r| r.summary.recv_throughput_bps);
+    s.transactions = parts
+        .iter()
+        .map(|(_, r)| r.summary.transactions)
+        .sum::<Option<u64>>();
+    s.transactions_per_s = all(&|r| r.summary.transactions_per_s);
+    s.latency_us = latency;
+    s.udp = udp_sum(
+        parts.iter().map(|(_, r)| r.summary.udp.as_ref()).collect(),
+        withheld,
+    );
+    // Flows: every client's, numbered on; each direction summed over them.
+    let mut flows = Vec::new();
+    for (_, r) in parts {
+        for f in &r.flows {
+            let mut f = f.clone();
+            f.id = flows.len() as u32;
+            flows.push(f);
+        }
+    }
+    s.directions = s
+        .directions
+        .iter()
+        .map(|d| {
+            let of: Vec<&DirectionSummary> = parts
+                .iter()
+                .flat_map(|(_, r)| r.summary.directions.iter().filter(|x| x.direction == d.direction))
+                .collect();
+            let per_flow: Vec<f64> = flows
+                .iter()
+                .filter(|f| f.direction == d.direction)
+                .map(|f| f.throughput_bps)
+                .collect();
+            DirectionSummary {
+                direction: d.direction,
+                flows: of.iter().map(|x| x.flows).sum(),
+                bytes: of.iter().map(|x| x.bytes).fold(0, u64::saturating_add),
+                elapsed_s: of.iter().map(|x| x.elapsed_s).fold(0.0, f64::max),
+                throughput_bps: of.iter().map(|x| x.throughput_bps).sum(),
+                sender_bytes: of.iter().map(|x| x.sender_bytes).fold(0, u64::saturating_add),
+                sender_elapsed_s: of.iter().map(|x| x.sender_elapsed_s).fold(0.0, f64::max),
+                sender_throughput_bps: of.iter().map(|x| x.sender_throughput_bps).sum(),
+                flow_throughput_bps: Spread::of(&per_flow),
+                fairness: jain_index(&per_flow),
+            }
+        })
+        .collect();
+    s.directions_fairness = jain_index(&s.directions.iter().map(|d| d.throughput_bps).collect::<Vec<_>>());
+    s.service_demand.local = None;
+    s.service_demand.remote = None;
+    s.service_demand.local_per_packet_us = None;
+    s.service_demand.remote_per_packet_us = None;
+    out.flows = flows;
+}
+
+/// Intervals by index: counts and rates add (each client's on its own clock from its own start);
+/// what does not add (fairness, UDP, latency of several clients) left out.
+fn summed_intervals(parts: &[(LabPlace, TestResult)]) -> Vec<IntervalResult> {
+    let mut intervals: Vec<IntervalResult> = Vec::new();
+    for (_, r) in parts {
+        for iv in &r.intervals {
+            match intervals.iter_mut().find(|o| o.index == iv.index) {
+                Some(o) => {
+                    o.bytes = o.bytes.saturating_add(iv.bytes);
+                    o.throughput_bps += iv.throughput_bps;
+                    o.rx_throughput_bps = add_opt(o.rx_throughput_bps, iv.rx_throughput_bps);
+                    o.tx_throughput_bps = add_opt(o.tx_throughput_bps, iv.tx_throughput_bps);
+                    o.transactions_per_s = add_opt(o.transactions_per_s, iv.transactions_per_s);
+                    o.retransmits = o
+                        .retransmits
+                        .zip(iv.retransmits)
+                        .map(|(a, b)| a.saturating_add(b));
+                    o.failed_transactions = o
+                        .failed_transactions
+                        .zip(iv.failed_transactions)
+                        .map(|(a, b)| a.saturating_add(b));
+                    o.flows.extend(iv.flows.iter().cloned());
+                    (o.tx_fairness, o.rx_fairness, o.directions_fairness) = (None, None, None);
+                    o.udp = None;
+                    o.latency_us = None;
+                }
+                None => intervals.push(iv.clone()),
+            }
+        }
+    }
+    if parts.len() > 1 {
+        for i in &mut intervals {
+            i.latency_us = None;
+        }
+    }
+    intervals.sort_by_key(|i| i.index);
+    intervals
+}
+
+/// Each client's workers, and the agent's for each client, after the first's, numbered on.
+fn number_workers_on(out: &mut TestResult, parts: &[(LabPlace, TestResult)]) {
+    for (_, r) in parts.iter().skip(1) {
+        for (all, more) in [
+            (&mut out.workers.local, &r.workers.local),
+            (&mut out.workers.remote, &r.workers.remote),
+        ] {
+            let base = all.len() as u32;
+            all.extend(more.iter().cloned().map(|mut w| {
+                w.worker += base;
+                w
+            }));
+        }
+    }
 }
 
 /// A start skew above [`SKEW_WARN_FRACTION`] of the shortest client's window, said.

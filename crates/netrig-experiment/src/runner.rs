@@ -9,7 +9,7 @@ use crate::document::{ArmOutcome, Experiment, LabPlace, PointOutcome, TestOutcom
 use crate::metric;
 use crate::plan::{Order, Plan, PlanError};
 use crate::sweep::{self, Point};
-use netrig_kinds::{Ends, Kind, Planned};
+use netrig_kinds::{Kind, Planned};
 use netrig_run::{AddressFamily, Cancel, LocalOptions, Target};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -110,10 +110,7 @@ fn target_of(plan: &Plan, prepared: &[PreparedTest]) -> Result<Target, PlanError
         points
             .iter()
             .flat_map(|p| &p.arms)
-            .map(move |planned| match kind.ends() {
-                Ends::ClientOnly(one) => one.own_server(&planned.spec).map(|(_, port)| port),
-                Ends::Both => None,
-            })
+            .map(move |planned| netrig_run::own_port(*kind, &planned.spec))
     });
     let first = ports.next().flatten();
     let default_port = first.filter(|f| ports.all(|p| p == Some(*f)));
@@ -286,27 +283,65 @@ fn run_prepared(
     cancel: &Cancel,
     progress: &mut dyn FnMut(&Progress),
 ) -> Result<Experiment, PlanError> {
-    let env_of = |a: usize| -> Vec<(&'static str, String)> {
-        match (&direct, lab) {
-            (Some((t, _, _)), _) => agent_env(t),
-            (None, Some((l, places))) => {
-                let mut env = places[a].as_ref().map(place_env).unwrap_or_default();
-                // The lab's name, for a command that runs a lab tool on it (`netrig lab ...`).
-                env.push(("NETRIG_LAB", l.state.name.clone()));
-                env
-            }
-            _ => Vec::new(),
-        }
-    };
-    let ns_of = |host: &str| -> Option<String> {
-        lab.and_then(|(l, _)| l.state.hosts.get(host))
-            .map(|h| h.ns.clone())
-    };
-    let limit = Duration::from_secs_f64(plan.command_timeout_s);
     let it = &plan.iterations;
     let most: usize =
         (prepared.iter().map(|(_, p)| p.len()).sum::<usize>() + groups.len()) * arms.len() * it.max as usize;
-    let mut doc = Experiment {
+    let mut r = Rounds {
+        plan,
+        arms,
+        lab,
+        direct: direct.as_ref(),
+        cancel,
+        limit: Duration::from_secs_f64(plan.command_timeout_s),
+        most,
+        done: 0,
+        doc: new_document(plan, seed, lab.map(|(l, _)| l)),
+    };
+    'tests: for ((kind, points), t) in prepared.iter().zip(&plan.tests) {
+        r.doc.tests.push(TestOutcome {
+            kind: t.kind.clone(),
+            args: t.args.clone(),
+            points: Vec::new(),
+            saturation: Vec::new(),
+        });
+        for prep in points {
+            let (mut outcome, stop) = r.point(*kind, prep, rng, progress);
+            finish_point(&mut outcome, plan, &mut r.doc.warnings, kind.name());
+            let test = r.doc.tests.last_mut().expect("pushed above");
+            test.points.push(outcome);
+            test.saturation = crate::saturation::of_test(test);
+            if let Some(s) = stop {
+                r.doc.complete = false;
+                r.doc.stopped = Some(s);
+                break 'tests;
+            }
+        }
+    }
+    let mut doc = r.doc;
+    let mut done = r.done;
+    if doc.complete && !groups.is_empty() {
+        let ctx = crate::group::Context {
+            plan,
+            arms,
+            lab: lab.map(|(l, _)| l),
+            target: direct.as_ref().map(|d| d.0),
+            server_agent: direct.as_ref().and_then(|d| d.1.clone()),
+            clients: direct.as_ref().and_then(|d| d.2.clone()),
+            limit: r.limit,
+        };
+        if let Some(s) = crate::group::run_all(&ctx, groups, &mut doc, rng, cancel, progress, &mut done, most)
+        {
+            doc.complete = false;
+            doc.stopped = Some(s);
+        }
+    }
+    doc.finished_unix_s = now_s();
+    Ok(doc)
+}
+
+/// The document before its first run: the plan as run (with its seed), the lab as built.
+fn new_document(plan: &Plan, seed: u64, lab: Option<&Lab>) -> Experiment {
+    Experiment {
         format: FORMAT.into(),
         netrig_version: netrig_proto::SOFTWARE_VERSION.into(),
         plan: Plan {
@@ -322,191 +357,202 @@ fn run_prepared(
         commands: Vec::new(),
         tests: Vec::new(),
         groups: Vec::new(),
-        lab: lab.and_then(|(l, _)| serde_json::to_value(l.state).ok()),
+        lab: lab.and_then(|l| serde_json::to_value(l.state).ok()),
         answer: None,
-    };
-    let mut done = 0usize;
-    'tests: for ((kind, points), t) in prepared.iter().zip(&plan.tests) {
-        doc.tests.push(TestOutcome {
-            kind: t.kind.clone(),
-            args: t.args.clone(),
-            points: Vec::new(),
-            saturation: Vec::new(),
-        });
-        for prep in points {
-            let mut outcome = PointOutcome {
-                point: prep.point.clone(),
-                arms: arms
-                    .iter()
-                    .map(|a| ArmOutcome {
-                        arm: a.name.clone(),
-                        runs: Vec::new(),
-                        estimates: Vec::new(),
-                        confident: None,
-                        lab: None,
-                        clients: Vec::new(),
-                    })
-                    .collect(),
-                comparisons: Vec::new(),
-            };
-            let mut stop: Option<String> = None;
-            for round in 0..it.max {
-                let order = round_order(arms.len(), plan.order, rng);
-                for &a in &order {
-                    let arm = &arms[a];
-                    progress(&Progress {
-                        kind: kind.name(),
-                        point: &prep.point,
-                        arm: &arm.name,
-                        iteration: round + 1,
-                        done,
-                        most,
-                    });
-                    if cancel.is_cancelled() {
-                        stop = Some("interrupted".into());
-                        break;
-                    }
-                    let planned = &prep.arms[a];
-                    let env = env_of(a);
-                    let shape = lab
-                        .and_then(|(_, p)| p[a].as_ref())
-                        .map_or(&[][..], |p| &p.shape[..]);
-                    if let Some(f) =
-                        crate::lab_counters::shape(&mut doc.commands, &arm.name, shape, limit, &env)
-                    {
-                        stop = Some(f);
-                        break;
-                    }
-                    let in_ns = arm.in_host.as_deref().and_then(|h| Some((h, ns_of(h)?)));
-                    let in_ns = in_ns.as_ref().map(|(h, ns)| (*h, ns.as_str()));
-                    if let Some(c) = &arm.setup {
-                        let r = command::run_in("setup", &arm.name, c, limit, &env, in_ns);
-                        let ok = r.ok();
-                        let failure = r.failure();
-                        doc.commands.push(r);
-                        if !ok {
-                            teardown(&mut doc.commands, arm, limit, &env, in_ns);
-                            crate::lab_counters::unshape(&mut doc.commands, &arm.name, shape, limit, &env);
-                            stop = Some(failure);
-                            break;
-                        }
-                    }
-                    let elements = lab.map(|(l, _)| crate::lab_counters::before(l.state));
-                    let result = match (&direct, lab) {
-                        (Some((target, server_agent, clients)), _) => {
-                            let local = LocalOptions {
-                                sockets: planned.local.sockets.clone(),
-                                cpus: planned.local.cpus.clone(),
-                                udp_size_default: planned.fit_to_path,
-                                server_agent: server_agent.clone(),
-                                clients: clients.clone(),
-                                ..LocalOptions::default()
-                            };
-                            netrig_run::run(target, local, &planned.spec, cancel, &mut |_| {})
-                                .map_err(|e| e.to_string())
-                        }
-                        (None, Some((l, places))) => {
-                            let place = places[a].as_ref().expect("a place for every arm");
-                            outcome.arms[a].lab = Some(place.clone());
-                            if place.clients.is_empty() {
-                                run_in_host(&l.exe, place, kind.name(), &prep.args[a], &planned.spec, cancel)
-                            } else {
-                                crate::multi::places(plan, arm, l.state, place.address.starts_with('[')) // IPv6: [addr]:port
-                                    .map_err(|e| e.to_string())
-                                    .and_then(|ps| {
-                                        crate::multi::run(
-                                            &l.exe,
-                                            &ps,
-                                            kind.name(),
-                                            &prep.args[a],
-                                            &planned.spec,
-                                            cancel,
-                                        )
-                                    })
-                                    .map(|(sum, parts)| {
-                                        doc.warnings.extend(crate::multi::skew_warning(&parts).map(|w| {
-                                            format!(
-                                                "{} {} (arm {:?}): {w}",
-                                                kind.name(),
-                                                prep.point,
-                                                arm.name
-                                            )
-                                        }));
-                                        outcome.arms[a].clients.push(parts);
-                                        sum
-                                    })
-                            }
-                        }
-                        (None, None) => unreachable!("a target or a lab"),
-                    };
-                    let result =
-                        crate::lab_counters::with_elements(result, lab.map(|(l, _)| l.state), elements);
-                    let failed_teardown = teardown(&mut doc.commands, arm, limit, &env, in_ns)
-                        .into_iter()
-                        .chain(crate::lab_counters::unshape(
-                            &mut doc.commands,
-                            &arm.name,
-                            shape,
-                            limit,
-                            &env,
-                        ))
-                        .next();
-                    done += 1;
-                    match result {
-                        Ok(r) => outcome.arms[a].runs.push(r),
-                        Err(e) => {
-                            stop = Some(if cancel.is_cancelled() {
-                                "interrupted".into()
-                            } else {
-                                format!("{} {} (arm {:?}) failed: {e}", kind.name(), prep.point, arm.name)
-                            });
-                            break;
-                        }
-                    }
-                    if let Some(f) = failed_teardown {
-                        stop = Some(f);
-                        break;
-                    }
+    }
+}
+
+/// The tests' rounds: each point's arms in each round's order, each run between its arm's
+/// set-up and teardown, until the point is confident or the iterations run out.
+struct Rounds<'a> {
+    plan: &'a Plan,
+    arms: &'a [crate::plan::Arm],
+    lab: Option<(&'a Lab<'a>, &'a [Option<LabPlace>])>,
+    direct: Option<&'a Direct<'a>>,
+    cancel: &'a Cancel,
+    /// Each command's time limit.
+    limit: Duration,
+    /// Runs done so far, and the most the plan may make (for progress).
+    most: usize,
+    done: usize,
+    doc: Experiment,
+}
+
+impl Rounds<'_> {
+    /// What arm `a`'s commands are told: the agent's address, or its lab place and the lab.
+    fn env_of(&self, a: usize) -> Vec<(&'static str, String)> {
+        match (self.direct, self.lab) {
+            (Some((t, _, _)), _) => agent_env(t),
+            (None, Some((l, places))) => {
+                let mut env = places[a].as_ref().map(place_env).unwrap_or_default();
+                // The lab's name, for a command that runs a lab tool on it (`netrig lab ...`).
+                env.push(("NETRIG_LAB", l.state.name.clone()));
+                env
+            }
+            _ => Vec::new(),
+        }
+    }
+
+    fn ns_of(&self, host: &str) -> Option<String> {
+        self.lab
+            .and_then(|(l, _)| l.state.hosts.get(host))
+            .map(|h| h.ns.clone())
+    }
+
+    /// One point of a test: its rounds, and why it stopped the experiment, if it did.
+    fn point(
+        &mut self,
+        kind: &'static dyn Kind,
+        prep: &Prepared,
+        rng: &mut fastrand::Rng,
+        progress: &mut dyn FnMut(&Progress),
+    ) -> (PointOutcome, Option<String>) {
+        let it = &self.plan.iterations;
+        let mut outcome = PointOutcome {
+            point: prep.point.clone(),
+            arms: self
+                .arms
+                .iter()
+                .map(|a| ArmOutcome {
+                    arm: a.name.clone(),
+                    runs: Vec::new(),
+                    estimates: Vec::new(),
+                    confident: None,
+                    lab: None,
+                    clients: Vec::new(),
+                })
+                .collect(),
+            comparisons: Vec::new(),
+        };
+        for round in 0..it.max {
+            let order = round_order(self.arms.len(), self.plan.order, rng);
+            for &a in &order {
+                progress(&Progress {
+                    kind: kind.name(),
+                    point: &prep.point,
+                    arm: &self.arms[a].name,
+                    iteration: round + 1,
+                    done: self.done,
+                    most: self.most,
+                });
+                if self.cancel.is_cancelled() {
+                    return (outcome, Some("interrupted".into()));
                 }
-                if stop.is_some() {
+                if let Err(stop) = self.arm_run(kind, prep, a, &mut outcome) {
+                    return (outcome, Some(stop));
+                }
+            }
+            if round + 1 >= it.min && round + 1 < it.max && it.max > 1 {
+                let all = outcome.arms.iter().all(|a| analysis::confident(&a.runs, it));
+                if all {
                     break;
                 }
-                if round + 1 >= it.min && round + 1 < it.max && it.max > 1 {
-                    let all = outcome.arms.iter().all(|a| analysis::confident(&a.runs, it));
-                    if all {
-                        break;
-                    }
-                }
-            }
-            finish_point(&mut outcome, plan, &mut doc.warnings, kind.name());
-            let test = doc.tests.last_mut().expect("pushed above");
-            test.points.push(outcome);
-            test.saturation = crate::saturation::of_test(test);
-            if let Some(s) = stop {
-                doc.complete = false;
-                doc.stopped = Some(s);
-                break 'tests;
             }
         }
+        (outcome, None)
     }
-    if doc.complete && !groups.is_empty() {
-        let ctx = crate::group::Context {
-            plan,
-            arms,
-            lab: lab.map(|(l, _)| l),
-            target: direct.as_ref().map(|d| d.0),
-            server_agent: direct.as_ref().and_then(|d| d.1.clone()),
-            clients: direct.as_ref().and_then(|d| d.2.clone()),
-            limit,
+
+    /// Arm `a`'s run at this point: its lab shaping and set-up, the run, its teardown. Err: why
+    /// the experiment stops (a failed command or run, or Ctrl-C).
+    fn arm_run(
+        &mut self,
+        kind: &'static dyn Kind,
+        prep: &Prepared,
+        a: usize,
+        outcome: &mut PointOutcome,
+    ) -> Result<(), String> {
+        let arms = self.arms;
+        let arm = &arms[a];
+        let ns = arm.in_host.as_deref().and_then(|h| Some((h, self.ns_of(h)?)));
+        let around = Around {
+            arm,
+            shape: self
+                .lab
+                .and_then(|(_, p)| p[a].as_ref())
+                .map_or(&[][..], |p| &p.shape[..]),
+            limit: self.limit,
+            env: self.env_of(a),
+            in_ns: ns.as_ref().map(|(h, ns)| (*h, ns.as_str())),
         };
-        if let Some(s) = crate::group::run_all(&ctx, groups, &mut doc, rng, cancel, progress, &mut done, most)
-        {
-            doc.complete = false;
-            doc.stopped = Some(s);
+        around.before(&mut self.doc.commands)?;
+        let elements = self.lab.map(|(l, _)| crate::lab_counters::before(l.state));
+        let result = self.measure(kind, prep, a, outcome);
+        let result = crate::lab_counters::with_elements(result, self.lab.map(|(l, _)| l.state), elements);
+        let failed_teardown = around.after(&mut self.doc.commands);
+        self.done += 1;
+        match result {
+            Ok(r) => outcome.arms[a].runs.push(r),
+            Err(_) if self.cancel.is_cancelled() => return Err("interrupted".into()),
+            Err(e) => {
+                return Err(format!(
+                    "{} {} (arm {:?}) failed: {e}",
+                    kind.name(),
+                    prep.point,
+                    arm.name
+                ))
+            }
+        }
+        failed_teardown.map_or(Ok(()), Err)
+    }
+
+    /// The run itself: through the run API to the target, or from the arm's lab place (from
+    /// several client hosts at once when it has them).
+    fn measure(
+        &mut self,
+        kind: &'static dyn Kind,
+        prep: &Prepared,
+        a: usize,
+        outcome: &mut PointOutcome,
+    ) -> Result<netrig_report::TestResult, String> {
+        let arms = self.arms;
+        let (arm, planned) = (&arms[a], &prep.arms[a]);
+        match (self.direct, self.lab) {
+            (Some((target, server_agent, clients)), _) => {
+                let local = LocalOptions {
+                    sockets: planned.local.sockets.clone(),
+                    cpus: planned.local.cpus.clone(),
+                    udp_size_default: planned.fit_to_path,
+                    server_agent: server_agent.clone(),
+                    clients: clients.clone(),
+                    ..LocalOptions::default()
+                };
+                netrig_run::run(target, local, &planned.spec, self.cancel, &mut |_| {})
+                    .map_err(|e| e.to_string())
+            }
+            (None, Some((l, places))) => {
+                let place = places[a].as_ref().expect("a place for every arm");
+                outcome.arms[a].lab = Some(place.clone());
+                if place.clients.is_empty() {
+                    return run_in_host(
+                        &l.exe,
+                        place,
+                        kind.name(),
+                        &prep.args[a],
+                        &planned.spec,
+                        self.cancel,
+                    );
+                }
+                // IPv6: [addr]:port
+                let ps = crate::multi::places(self.plan, arm, l.state, place.address.starts_with('['))
+                    .map_err(|e| e.to_string())?;
+                let (sum, parts) = crate::multi::run(
+                    &l.exe,
+                    &ps,
+                    kind.name(),
+                    &prep.args[a],
+                    &planned.spec,
+                    self.cancel,
+                )?;
+                self.doc.warnings.extend(
+                    crate::multi::skew_warning(&parts)
+                        .map(|w| format!("{} {} (arm {:?}): {w}", kind.name(), prep.point, arm.name)),
+                );
+                outcome.arms[a].clients.push(parts);
+                Ok(sum)
+            }
+            (None, None) => unreachable!("a target or a lab"),
         }
     }
-    doc.finished_unix_s = now_s();
-    Ok(doc)
 }
 
 /// What an arm's commands are told of the agent the plan's runs go to:
@@ -699,6 +745,49 @@ pub(crate) fn teardown(
     let failure = (!r.ok()).then(|| r.failure());
     commands.push(r);
     failure
+}
+
+/// An arm's commands around each of its runs (a single test's or a group's): the arm's lab
+/// changes and its set-up before, its teardown and the lab put back after, each recorded.
+pub(crate) struct Around<'a> {
+    pub arm: &'a crate::plan::Arm,
+    pub shape: &'a [netrig_lab::arm_shape::Change],
+    pub limit: Duration,
+    pub env: Vec<(&'static str, String)>,
+    /// The lab host the arm's commands run in (`in_host`) and its namespace.
+    pub in_ns: Option<(&'a str, &'a str)>,
+}
+
+impl Around<'_> {
+    /// The lab changes and the set-up. Err: the failure, with whatever was done put back.
+    pub fn before(&self, commands: &mut Vec<CommandRun>) -> Result<(), String> {
+        let (arm, limit, env) = (self.arm, self.limit, &self.env[..]);
+        if let Some(f) = crate::lab_counters::shape(commands, &arm.name, self.shape, limit, env) {
+            return Err(f);
+        }
+        if let Some(c) = &arm.setup {
+            let r = command::run_in("setup", &arm.name, c, limit, env, self.in_ns);
+            let (ok, failure) = (r.ok(), r.failure());
+            commands.push(r);
+            if !ok {
+                teardown(commands, arm, limit, env, self.in_ns);
+                crate::lab_counters::unshape(commands, &arm.name, self.shape, limit, env);
+                return Err(failure);
+            }
+        }
+        Ok(())
+    }
+
+    /// The teardown and the lab put back: the first failure.
+    pub fn after(&self, commands: &mut Vec<CommandRun>) -> Option<String> {
+        let (arm, limit, env) = (self.arm, self.limit, &self.env[..]);
+        teardown(commands, arm, limit, env, self.in_ns)
+            .into_iter()
+            .chain(crate::lab_counters::unshape(
+                commands, &arm.name, self.shape, limit, env,
+            ))
+            .next()
+    }
 }
 
 /// A point's estimates, confidence and comparisons, from its runs.
