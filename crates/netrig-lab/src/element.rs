@@ -11,7 +11,9 @@
 //! element (a TCP super-frame from a veth with TSO is one unit for loss and duplication: see the
 //! docs); UDP datagrams are frames of their own.
 
-use crate::pathmodel::{Ge, GeModel, Queue, QueueCfg, QueueDrop};
+// The random numbers the element draws, still named element::Rng (netrig-fuzz uses it).
+pub use crate::pathmodel::Rng;
+use crate::pathmodel::{Ge, GeModel, Queue, QueueCfg, QueueDrop, LINE_BYTES};
 use crate::pathsched::{Sched, SchedCfg};
 use serde::{Deserialize, Serialize};
 use std::collections::BinaryHeap;
@@ -212,28 +214,6 @@ impl LateCount {
                 false
             }
         }
-    }
-}
-
-/// A small, fast generator for the element's random choices (xorshift64*), seeded from the
-/// kernel.
-pub struct Rng(u64);
-
-impl Rng {
-    pub fn new(seed: u64) -> Self {
-        Rng(seed | 1)
-    }
-    pub fn seeded() -> Self {
-        let mut b = [0u8; 8];
-        getrandom::fill(&mut b).expect("the kernel's random numbers");
-        Rng::new(u64::from_le_bytes(b))
-    }
-    /// Uniform in [0, 1).
-    pub fn unit(&mut self) -> f64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        (self.0.wrapping_mul(0x2545_f491_4f6c_dd1d) >> 11) as f64 / (1u64 << 53) as f64
     }
 }
 
@@ -443,8 +423,6 @@ extern "C" fn on_hup(_: libc::c_int) {
 
 const PACKET_VNET_HDR: libc::c_int = 15;
 const PACKET_IGNORE_OUTGOING: libc::c_int = 23;
-/// The most bytes one direction's delay line holds (64 MiB: 1 Gbit/s for 0.5 s).
-pub const LINE_BYTES: usize = 64 << 20;
 
 /// The largest frame read: a GSO super-frame (64 KiB) with its virtio-net header.
 const FRAME_MAX: usize = 65_536 + 64;
