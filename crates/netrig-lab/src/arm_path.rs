@@ -53,12 +53,7 @@ pub fn merge(lab: &Shape, arm: &Shape) -> Shape {
 }
 
 fn check_merged(label: &str, m: &Shape) -> Result<(), String> {
-    for (name, v) in [
-        ("loss", m.loss),
-        ("duplicate", m.duplicate),
-        ("reorder", m.reorder),
-        ("corrupt", m.corrupt),
-    ] {
+    for (name, v) in m.percentages() {
         if let Some(v) = v {
             if !(0.0..=100.0).contains(&v) {
                 return Err(format!("{name} on {label}: {v} is not a percentage (0 to 100)"));
@@ -184,12 +179,7 @@ pub fn netem_params(s: &Shape, limit: Option<u32>) -> Vec<String> {
             a.push(format!("{}%", v * 100.0));
         }
     }
-    for (name, v) in [
-        ("loss", s.loss),
-        ("duplicate", s.duplicate),
-        ("reorder", s.reorder),
-        ("corrupt", s.corrupt),
-    ] {
+    for (name, v) in s.percentages() {
         if let Some(v) = v {
             a.extend([name.to_string(), format!("{v}%")]);
         }

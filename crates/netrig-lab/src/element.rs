@@ -11,7 +11,9 @@
 //! element (a TCP super-frame from a veth with TSO is one unit for loss and duplication: see the
 //! docs); UDP datagrams are frames of their own.
 
-use crate::pathmodel::{Ge, GeModel, Queue, QueueCfg, QueueDrop};
+// The random numbers the element draws, still named element::Rng (netrig-fuzz uses it).
+pub use crate::pathmodel::Rng;
+use crate::pathmodel::{Ge, GeModel, Queue, QueueCfg, QueueDrop, LINE_BYTES};
 use crate::pathsched::{Sched, SchedCfg};
 use serde::{Deserialize, Serialize};
 use std::collections::BinaryHeap;
@@ -212,28 +214,6 @@ impl LateCount {
                 false
             }
         }
-    }
-}
-
-/// A small, fast generator for the element's random choices (xorshift64*), seeded from the
-/// kernel.
-pub struct Rng(u64);
-
-impl Rng {
-    pub fn new(seed: u64) -> Self {
-        Rng(seed | 1)
-    }
-    pub fn seeded() -> Self {
-        let mut b = [0u8; 8];
-        getrandom::fill(&mut b).expect("the kernel's random numbers");
-        Rng::new(u64::from_le_bytes(b))
-    }
-    /// Uniform in [0, 1).
-    pub fn unit(&mut self) -> f64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        (self.0.wrapping_mul(0x2545_f491_4f6c_dd1d) >> 11) as f64 / (1u64 << 53) as f64
     }
 }
 
@@ -443,8 +423,6 @@ extern "C" fn on_hup(_: libc::c_int) {
 
 const PACKET_VNET_HDR: libc::c_int = 15;
 const PACKET_IGNORE_OUTGOING: libc::c_int = 23;
-/// The most bytes one direction's delay line holds (64 MiB: 1 Gbit/s for 0.5 s).
-pub const LINE_BYTES: usize = 64 << 20;
 
 /// The largest frame read: a GSO super-frame (64 KiB) with its virtio-net header.
 const FRAME_MAX: usize = 65_536 + 64;
@@ -787,6 +765,94 @@ impl Out {
         self.add(Q_FOUND_PACKETS, packets);
         self.c.v[Q_FOUND_PEAK].fetch_max(bytes, Ordering::Relaxed);
     }
+
+    /// Counts a frame received, and what it is: a UDP datagram, or a pure TCP ACK (with SACK
+    /// blocks or not).
+    #[inline]
+    fn received(&self, frame: &[u8], udp: bool) {
+        self.add(RECEIVED, 1);
+        if udp {
+            self.add(UDP_RECEIVED, 1);
+        } else if let Some(sack) = crate::pathmodel::pure_ack(frame) {
+            self.add(TCP_ACKS, 1);
+            if sack {
+                self.add(TCP_SACK_ACKS, 1);
+            }
+        }
+    }
+
+    /// Counts a frame the loss model took (`burst`: the first of a burst).
+    #[inline]
+    fn lost(&self, burst: bool, udp: bool) {
+        self.add(DROPPED, 1);
+        if burst {
+            self.add(LOSS_BURSTS, 1);
+        }
+        if udp {
+            self.add(UDP_DROPPED, 1);
+        }
+    }
+
+    /// New properties (SIGHUP), swapped between batches; acknowledged by their generation.
+    /// (A reload never changes the queue or the classes: [`reloadable`].)
+    fn reload(&mut self, line: &mut Line) {
+        if self.c.pending.swap(false, Ordering::AcqRel) {
+            let next = self.c.next.lock().unwrap_or_else(|p| p.into_inner()).take();
+            if let Some((generation, p)) = next {
+                line.set_props(p);
+                self.delaying = line.props.delay_us > 0 || line.props.jitter_us > 0;
+                self.c.v[GENERATION].store(generation, Ordering::Release);
+            }
+        }
+    }
+}
+
+/// A direction's arrivals: their numbers (all frames, and UDP datagrams apart) and the last
+/// one's time.
+#[derive(Default)]
+struct Arrivals {
+    all: u64,
+    udp: u64,
+    last: Option<Instant>,
+}
+
+impl Arrivals {
+    /// The next frame's arrival numbers: its own, and its UDP one if it is a datagram.
+    #[inline]
+    fn number(&mut self, udp: bool) -> (u64, Option<u64>) {
+        self.all += 1;
+        let udp = udp.then(|| {
+            self.udp += 1;
+            self.udp
+        });
+        (self.all, udp)
+    }
+
+    /// When a frame stamped `stamp` (by the kernel, CLOCK_REALTIME) arrived, on Instant's clock;
+    /// `now` holds both clocks as read for this batch.
+    #[inline]
+    fn arrived(&mut self, stamp: Option<Duration>, now: &mut (Instant, Duration)) -> Instant {
+        // When the kernel received it (the element may have been off the CPU since): the
+        // queue and the delay count from there, never before the frame ahead.
+        // A stamp from another clock (a sender's monotonic departure time kept across the
+        // veth) or more than a second old is not an arrival time: read time instead.
+        if stamp.is_some_and(|t| t > now.1) {
+            // It arrived after the clocks were read (the element was off the CPU during this
+            // batch, say): read them again, or it would be placed at the earlier reading and
+            // released early (a lab test saw a 10 ms delay deliver in under 8.5 ms).
+            *now = clocks();
+        }
+        let (mono, real) = *now;
+        let arrived = match stamp {
+            Some(t) if t <= real && real - t < Duration::from_secs(1) => {
+                mono.checked_sub(real - t).unwrap_or(mono)
+            }
+            _ => mono,
+        };
+        let arrived = self.last.map_or(arrived, |l: Instant| l.max(arrived));
+        self.last = Some(arrived);
+        arrived
+    }
 }
 
 /// Sends what the class scheduler serves by `until` into the delay line, counting each
@@ -802,6 +868,55 @@ fn serve(sched: &mut Sched<Waiting>, until: Instant, line: &mut Line, out: &mut 
     });
 }
 
+/// Admits a frame that arrived at `arrived` to the class scheduler, after what left the
+/// classes' queues before it; counts its class's arrival and the verdict.
+#[inline]
+fn admit(
+    sched: &mut Sched<Waiting>,
+    line: &mut Line,
+    out: &mut Out,
+    arrived: Instant,
+    info: FrameInfo,
+    w: Waiting,
+) {
+    // What left the classes' queues before this frame arrived, then the frame.
+    serve(sched, arrived, line, out);
+    let udp = w.udp;
+    let a = sched.admit(arrived, info.wire, info.segments.max(1), info.dscp, w, line.rng());
+    out.found(a.total_bytes, a.total_packets);
+    if let Some(cc) = out.c.classes.get(a.class) {
+        cc[C_ARRIVALS].fetch_add(1, Ordering::Relaxed);
+        cc[C_FOUND_PACKETS].fetch_add(a.found_packets, Ordering::Relaxed);
+        let i = match a.drop {
+            None => C_ENQUEUED,
+            Some(QueueDrop::Early) => C_EARLY,
+            Some(QueueDrop::Forced) => C_FORCED,
+            Some(QueueDrop::Tail) => C_TAIL,
+        };
+        cc[i].fetch_add(1, Ordering::Relaxed);
+    }
+    match a.drop {
+        Some(why) => out.queue_drop(why, udp),
+        None => out.add(Q_ENQUEUED, 1),
+    }
+}
+
+/// Waits up to `wait` for a frame on `rx`: is there one to read?
+fn readable(rx: libc::c_int, wait: Duration) -> bool {
+    let ts = libc::timespec {
+        tv_sec: wait.as_secs() as libc::time_t,
+        tv_nsec: wait.subsec_nanos() as libc::c_long,
+    };
+    let mut pfd = libc::pollfd {
+        fd: rx,
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: one pollfd owned here; a timeout; no signal mask change.
+    let r = unsafe { libc::ppoll(&mut pfd, 1, &ts, std::ptr::null()) };
+    r > 0
+}
+
 fn forward(rx: libc::c_int, tx: libc::c_int, props: Props, c: Arc<Shared>) {
     // Wake at a frame's release time, not up to 50 µs later (the default timer slack).
     // SAFETY: prctl on this thread only.
@@ -810,7 +925,7 @@ fn forward(rx: libc::c_int, tx: libc::c_int, props: Props, c: Arc<Shared>) {
     let mut line = Line::new(props, Rng::seeded());
     let mut out = Out {
         tx,
-        c: c.clone(),
+        c,
         heap: BinaryHeap::new(),
         held: 0,
         seq: 0,
@@ -818,23 +933,10 @@ fn forward(rx: libc::c_int, tx: libc::c_int, props: Props, c: Arc<Shared>) {
         udp_late: LateCount::default(),
         delaying: line.props.delay_us > 0 || line.props.jitter_us > 0,
     };
-    let (mut arrivals, mut udp_arrivals) = (0u64, 0u64);
+    let mut arrivals = Arrivals::default();
     let mut buf = vec![0u8; FRAME_MAX];
-    let mut last_arrival: Option<Instant> = None;
-    let add = |i: usize, n: u64| {
-        c.v[i].fetch_add(n, Ordering::Relaxed);
-    };
     while !STOP.load(Ordering::Relaxed) {
-        // New properties (SIGHUP), swapped between batches; acknowledged by their generation.
-        // (A reload never changes the queue or the classes: [`reloadable`].)
-        if c.pending.swap(false, Ordering::AcqRel) {
-            let next = c.next.lock().unwrap_or_else(|p| p.into_inner()).take();
-            if let Some((generation, p)) = next {
-                line.set_props(p);
-                out.delaying = line.props.delay_us > 0 || line.props.jitter_us > 0;
-                c.v[GENERATION].store(generation, Ordering::Release);
-            }
-        }
+        out.reload(&mut line);
         let now = Instant::now();
         if let Some(s) = &mut sched {
             serve(s, now, &mut line, &mut out);
@@ -843,103 +945,39 @@ fn forward(rx: libc::c_int, tx: libc::c_int, props: Props, c: Arc<Shared>) {
         if let Some(t) = sched.as_ref().and_then(|s| s.next_start()) {
             wait = wait.min(t.saturating_duration_since(now));
         }
-        let ts = libc::timespec {
-            tv_sec: wait.as_secs() as libc::time_t,
-            tv_nsec: wait.subsec_nanos() as libc::c_long,
-        };
-        let mut pfd = libc::pollfd {
-            fd: rx,
-            events: libc::POLLIN,
-            revents: 0,
-        };
-        // SAFETY: one pollfd owned here; a timeout; no signal mask change.
-        let r = unsafe { libc::ppoll(&mut pfd, 1, &ts, std::ptr::null()) };
-        if r <= 0 {
+        if !readable(rx, wait) {
             continue;
         }
         // The clocks now, to place each frame's kernel arrival time (CLOCK_REALTIME) on Instant's.
-        let (mut mono, mut real) = clocks();
+        let mut clocks_now = clocks();
         for _ in 0..64 {
             let Some((n, stamp)) = recv_stamped(rx, &mut buf) else {
                 break;
             };
             let frame = &buf[..n];
-            // When the kernel received it (the element may have been off the CPU since): the
-            // queue and the delay count from there, never before the frame ahead.
-            // A stamp from another clock (a sender's monotonic departure time kept across the
-            // veth) or more than a second old is not an arrival time: read time instead.
-            if stamp.is_some_and(|t| t > real) {
-                // It arrived after the clocks were read (the element was off the CPU during this
-                // batch, say): read them again, or it would be placed at the earlier reading and
-                // released early (a lab test saw a 10 ms delay deliver in under 8.5 ms).
-                (mono, real) = clocks();
-            }
-            let arrived = match stamp {
-                Some(t) if t <= real && real - t < Duration::from_secs(1) => {
-                    mono.checked_sub(real - t).unwrap_or(mono)
-                }
-                _ => mono,
-            };
-            let arrived = last_arrival.map_or(arrived, |l: Instant| l.max(arrived));
-            last_arrival = Some(arrived);
+            let arrived = arrivals.arrived(stamp, &mut clocks_now);
             let udp = is_udp(frame);
-            add(RECEIVED, 1);
-            arrivals += 1;
-            let arrival = (
-                arrivals,
-                udp.then(|| {
-                    udp_arrivals += 1;
-                    udp_arrivals
-                }),
-            );
-            if udp {
-                add(UDP_RECEIVED, 1);
-            } else if let Some(sack) = crate::pathmodel::pure_ack(frame) {
-                add(TCP_ACKS, 1);
-                if sack {
-                    add(TCP_SACK_ACKS, 1);
-                }
-            }
+            let arrival = arrivals.number(udp);
+            out.received(frame, udp);
             if let Some(burst) = line.lose() {
-                add(DROPPED, 1);
-                if burst {
-                    add(LOSS_BURSTS, 1);
-                }
-                if udp {
-                    add(UDP_DROPPED, 1);
-                }
+                out.lost(burst, udp);
                 continue;
             }
             let (wire, segments) = crate::pathmodel::wire(frame);
-            let dscp = crate::pathmodel::dscp(frame);
+            let info = FrameInfo {
+                wire,
+                segments,
+                dscp: crate::pathmodel::dscp(frame),
+            };
             if let Some(s) = &mut sched {
-                // What left the classes' queues before this frame arrived, then the frame.
-                serve(s, arrived, &mut line, &mut out);
                 let w = Waiting {
                     frame: frame.to_vec(),
                     arrival,
                     udp,
                 };
-                let a = s.admit(arrived, wire, segments.max(1), dscp, w, line.rng());
-                out.found(a.total_bytes, a.total_packets);
-                if let Some(cc) = c.classes.get(a.class) {
-                    cc[C_ARRIVALS].fetch_add(1, Ordering::Relaxed);
-                    cc[C_FOUND_PACKETS].fetch_add(a.found_packets, Ordering::Relaxed);
-                    let i = match a.drop {
-                        None => C_ENQUEUED,
-                        Some(QueueDrop::Early) => C_EARLY,
-                        Some(QueueDrop::Forced) => C_FORCED,
-                        Some(QueueDrop::Tail) => C_TAIL,
-                    };
-                    cc[i].fetch_add(1, Ordering::Relaxed);
-                }
-                match a.drop {
-                    Some(why) => out.queue_drop(why, udp),
-                    None => add(Q_ENQUEUED, 1),
-                }
+                admit(s, &mut line, &mut out, arrived, info, w);
                 continue;
             }
-            let info = FrameInfo { wire, segments, dscp };
             let (depart, found) = line.enqueue(arrived, info);
             if let Some((bytes, packets)) = found {
                 out.found(bytes, packets);
@@ -948,7 +986,7 @@ fn forward(rx: libc::c_int, tx: libc::c_int, props: Props, c: Arc<Shared>) {
                 Err(why) => out.queue_drop(why, udp),
                 Ok(start) => {
                     if found.is_some() {
-                        add(Q_ENQUEUED, 1);
+                        out.add(Q_ENQUEUED, 1);
                     }
                     out.place(&mut line, frame, arrival, udp, start);
                 }

@@ -203,6 +203,16 @@ impl Shape {
         } == Shape::default()
     }
 
+    /// The properties given as percentages (netem's order), by name.
+    pub fn percentages(&self) -> [(&'static str, Option<f64>); 4] {
+        [
+            ("loss", self.loss),
+            ("duplicate", self.duplicate),
+            ("reorder", self.reorder),
+            ("corrupt", self.corrupt),
+        ]
+    }
+
     /// Are this direction's netem properties built by netrig's path element (`netem`: the kernel
     /// has netem)?
     pub fn by_element(&self, netem: bool) -> bool {

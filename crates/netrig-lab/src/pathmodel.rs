@@ -5,10 +5,35 @@
 //! Frames here are what the element reads from its AF_PACKET sockets: a 10-byte virtio-net
 //! header, then the Ethernet frame.
 
-use crate::element::Rng;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, VecDeque};
 use std::time::{Duration, Instant};
+
+/// The most bytes one direction of the path element holds: its delay line's bound, and apart
+/// its class queues' bound ([`crate::pathsched`]) (64 MiB: 1 Gbit/s for 0.5 s).
+pub const LINE_BYTES: usize = 64 << 20;
+
+/// A small, fast generator for the element's random choices (xorshift64*), seeded from the
+/// kernel.
+pub struct Rng(u64);
+
+impl Rng {
+    pub fn new(seed: u64) -> Self {
+        Rng(seed | 1)
+    }
+    pub fn seeded() -> Self {
+        let mut b = [0u8; 8];
+        getrandom::fill(&mut b).expect("the kernel's random numbers");
+        Rng::new(u64::from_le_bytes(b))
+    }
+    /// Uniform in [0, 1).
+    pub fn unit(&mut self) -> f64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        (self.0.wrapping_mul(0x2545_f491_4f6c_dd1d) >> 11) as f64 / (1u64 << 53) as f64
+    }
+}
 
 /// Gilbert–Elliott loss with netem's parameters (`loss gemodel p r 1-h 1-k`), as probabilities
 /// (0..1): `p` good → bad, `r` bad → good, `bad_loss` (netem's 1-h) the loss in the bad state,

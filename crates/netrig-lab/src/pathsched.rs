@@ -21,8 +21,7 @@
 //! decisions lag the wire by the element's read latency (tens of µs), never reorder a class
 //! and never idle the link while a frame waits.
 
-use crate::element::Rng;
-use crate::pathmodel::{serialise_at, QueueDrop, RedCfg, RedState, AVPKT};
+use crate::pathmodel::{serialise_at, QueueDrop, RedCfg, RedState, Rng, AVPKT, LINE_BYTES};
 use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
 use std::time::Instant;
@@ -241,9 +240,7 @@ impl<T> Sched<T> {
         }
         // The class's limit; and, whatever the limits configured, no more than the element's
         // memory bound for a direction's frames in all classes together.
-        if found + add > cls.map_or(u64::MAX, |c| c.limit)
-            || self.backlog_bytes + wire > crate::element::LINE_BYTES as u64
-        {
+        if found + add > cls.map_or(u64::MAX, |c| c.limit) || self.backlog_bytes + wire > LINE_BYTES as u64 {
             a.drop = Some(QueueDrop::Tail);
             return a;
         }
@@ -420,11 +417,7 @@ mod tests {
                 tail += 1;
             }
         }
-        assert!(
-            s.backlog().0 <= crate::element::LINE_BYTES as u64,
-            "{:?}",
-            s.backlog()
-        );
+        assert!(s.backlog().0 <= LINE_BYTES as u64, "{:?}", s.backlog());
         assert!(tail > 0);
     }
 

@@ -2,7 +2,7 @@
 //! as a list of commands. Pure: the kernel's abilities come in as [`Kernel`], so every refusal
 //! and every command is testable without root.
 
-use crate::model::{parse_rate, Shape, Topology};
+use crate::model::{parse_rate, Lan, Link, Shape, Topology};
 use crate::LabError;
 use ipnet::{IpNet, Ipv4Net, Ipv6Net};
 use serde::{Deserialize, Serialize};
@@ -239,82 +239,16 @@ fn shaping(
     k: Kernel,
     element_ok: bool,
 ) -> Result<(Vec<Step>, String, Option<u64>), LabError> {
-    let mut refused = Vec::new();
     let asked = s.netem_properties();
     // Without netem, netrig's path element builds delay, jitter, loss, duplicate and reorder on
     // a point-to-point link; what it cannot build is refused by name.
     let by_element = crate::element_plan::by_element(s, k);
-    let element_queue = crate::element_plan::element_queue(s, k);
-    refused.extend(crate::element_plan::refusals(dir_label, s, k, element_ok));
-    if !s.classes.is_empty() && s.red.is_some() {
-        refused.push(format!(
-            "red on link {dir_label}: with classes, RED is each class's own (red on the class: its classes are then served by netrig's path element)"
-        ));
-    }
-    if !asked.is_empty() && !k.netem && s.element == Some(false) {
-        for p in &asked {
-            refused.push(format!(
-                "{p} on link {dir_label}: needs netem (not in this kernel; element = false keeps netrig's path element out)"
-            ));
-        }
-    }
-    if by_element {
-        for p in &asked {
-            if !element_ok {
-                refused.push(format!(
-                    "{p} on link {dir_label}: needs netem (not in this kernel); netrig's path element is built on point-to-point links only, not LANs"
-                ));
-            }
-        }
-    }
-    let netem: Vec<&str> = if by_element { Vec::new() } else { asked.clone() };
+    let refused = shaping_refusals(dir_label, s, k, element_ok, &asked, by_element);
     if !refused.is_empty() {
         return Err(LabError::Refused(refused));
     }
-    if s.limit_packets.is_some() && s.limit_bytes.is_some() {
-        return Err(spec(format!(
-            "link {dir_label}: limit_packets or limit_bytes, not both"
-        )));
-    }
-    if s.jitter.is_some() && s.delay.is_none() {
-        return Err(spec(format!("jitter on link {dir_label}: needs a delay")));
-    }
-    if s.reorder.is_some() && s.delay.is_none() {
-        return Err(spec(format!(
-            "reorder on link {dir_label}: needs a delay (netem reorders by sending some packets without it)"
-        )));
-    }
-    if !netem.is_empty() && s.limit_bytes.is_some() {
-        return Err(spec(format!(
-            "limit_bytes on link {dir_label}: with netem the queue counts packets (limit_packets)"
-        )));
-    }
-    for (name, v) in [
-        ("loss", s.loss),
-        ("duplicate", s.duplicate),
-        ("reorder", s.reorder),
-        ("corrupt", s.corrupt),
-    ] {
-        if let Some(v) = v {
-            if !(0.0..=100.0).contains(&v) {
-                return Err(spec(format!(
-                    "{name} on link {dir_label}: a percentage, 0 to 100 (got {v})"
-                )));
-            }
-        }
-    }
-    for (name, v) in [("delay", &s.delay), ("jitter", &s.jitter)] {
-        if let Some(v) = v {
-            let d = humantime::parse_duration(v).map_err(|_| {
-                spec(format!(
-                    "{name} on link {dir_label}: {v:?} is not a duration (as 10ms)"
-                ))
-            })?;
-            if d > std::time::Duration::from_secs(10) {
-                return Err(spec(format!("{name} on link {dir_label}: at most 10s")));
-            }
-        }
-    }
+    let netem: Vec<&str> = if by_element { Vec::new() } else { asked.clone() };
+    check_shape(dir_label, s, !netem.is_empty())?;
     let rate = s
         .rate
         .as_deref()
@@ -337,120 +271,215 @@ fn shaping(
         }
         return Ok((steps, mech.join(" + "), rate));
     }
-    let mut steps = Vec::new();
-    let mut mech = Vec::new();
-    let netem_args = |limit: Option<u32>| {
-        let mut a: Vec<String> = ["tc", "qdisc", "add", "dev", dev]
-            .iter()
-            .map(|s| s.to_string())
-            .collect();
-        a.extend(
-            if rate.is_some() {
-                ["parent", "1:1", "handle", "10:"]
-            } else {
-                ["root", "handle", "1:", ""]
-            }
-            .iter()
-            .filter(|s| !s.is_empty())
-            .map(|s| s.to_string()),
-        );
-        a.extend(crate::arm_path::netem_params(s, limit));
-        a
-    };
-    let fifo = |parent: &[&str]| -> Option<(Vec<String>, String)> {
-        let (kind, lim) = match (s.limit_packets, s.limit_bytes) {
-            (Some(p), _) => ("pfifo", p.to_string()),
-            (_, Some(b)) => ("bfifo", b.to_string()),
-            _ => return None,
-        };
-        let mut a: Vec<String> = ["tc", "qdisc", "add", "dev", dev]
-            .iter()
-            .map(|s| s.to_string())
-            .collect();
-        a.extend(parent.iter().map(|s| s.to_string()));
-        a.extend([kind.to_string(), "limit".into(), lim.clone()]);
-        Some((a, format!("{kind} limit {lim}")))
-    };
-    if element_queue || element_classes {
+    let (steps, mut mech) = if crate::element_plan::element_queue(s, k) || element_classes {
+        // The element's queue or class scheduler serves the rate: no qdisc.
         let props = crate::element_plan::props(dir_label, s, k, rate).map_err(spec)?;
-        if let Some(q) = &props.queue {
-            mech.push(crate::element_plan::queue_mechanism(q));
-        }
-        if let Some(q) = &props.classes {
-            mech.push(crate::element_plan::sched_mechanism(q));
-        }
-    } else if let Some(r) = rate {
-        let rb = format!("{r}bit");
-        let hb = htb_burst(r, mtu).to_string();
-        if shaper == "htb" {
-            steps.push(cmd(
-                ns,
-                &[
-                    "tc", "qdisc", "add", "dev", dev, "root", "handle", "1:", "htb", "default", "1",
-                ],
-            ));
-            steps.push(cmd(
-                ns,
-                &[
-                    "tc", "class", "add", "dev", dev, "parent", "1:", "classid", "1:1", "htb", "rate", &rb,
-                    "ceil", &rb, "burst", &hb, "cburst", &hb,
-                ],
-            ));
-            mech.push(format!("htb rate {rb}"));
-        } else {
-            // tbf: a 4 ms bucket (at least three full frames); a queue of 50 ms at the rate
-            // unless a limit is given.
-            let burst = ((r / 8) / 250).max(3 * (mtu as u64 + 14));
-            let limit = match (s.limit_bytes, s.limit_packets) {
-                (Some(b), _) => b,
-                (_, Some(p)) => p as u64 * (mtu as u64 + 14),
-                _ => ((r / 8) / 20).max(2 * burst),
-            };
-            steps.push(cmd(
-                ns,
-                &[
-                    "tc",
-                    "qdisc",
-                    "add",
-                    "dev",
-                    dev,
-                    "root",
-                    "handle",
-                    "1:",
-                    "tbf",
-                    "rate",
-                    &rb,
-                    "burst",
-                    &burst.to_string(),
-                    "limit",
-                    &limit.to_string(),
-                ],
-            ));
-            mech.push(format!("tbf rate {rb} burst {burst} limit {limit}"));
-        }
-        if !netem.is_empty() {
-            steps.push(cmd_s(ns, netem_args(s.limit_packets)));
-            mech.push(format!("netem ({})", netem.join(", ")));
-        } else if shaper == "htb" {
-            if let Some((a, m)) = crate::element_plan::red_qdisc(dev, s, r, mtu) {
-                steps.push(cmd_s(ns, a));
-                mech.push(m);
-            } else if let Some((a, m)) = fifo(&["parent", "1:1", "handle", "10:"]) {
-                steps.push(cmd_s(ns, a));
-                mech.push(m);
-            }
-        }
-    } else if !netem.is_empty() {
-        steps.push(cmd_s(ns, netem_args(s.limit_packets)));
-        mech.push(format!("netem ({})", netem.join(", ")));
-    } else if let Some((a, m)) = fifo(&["root", "handle", "1:"]) {
-        steps.push(cmd_s(ns, a));
-        mech.push(m);
-    }
+        let queue = props.queue.as_ref().map(crate::element_plan::queue_mechanism);
+        let classes = props.classes.as_ref().map(crate::element_plan::sched_mechanism);
+        (Vec::new(), queue.into_iter().chain(classes).collect())
+    } else {
+        qdiscs(ns, dev, s, mtu, rate, shaper, &netem)
+    };
     if by_element && !asked.is_empty() {
         mech.push(format!("netrig element ({})", asked.join(", ")));
     }
     Ok((steps, mech.join(" + "), rate))
+}
+
+/// What this kernel cannot build of one direction's shape, each by name (`asked`: its netem
+/// properties; `by_element`: the path element builds them).
+fn shaping_refusals(
+    dir_label: &str,
+    s: &Shape,
+    k: Kernel,
+    element_ok: bool,
+    asked: &[&str],
+    by_element: bool,
+) -> Vec<String> {
+    let mut refused = crate::element_plan::refusals(dir_label, s, k, element_ok);
+    if !s.classes.is_empty() && s.red.is_some() {
+        refused.push(format!(
+            "red on link {dir_label}: with classes, RED is each class's own (red on the class: its classes are then served by netrig's path element)"
+        ));
+    }
+    if !asked.is_empty() && !k.netem && s.element == Some(false) {
+        for p in asked {
+            refused.push(format!(
+                "{p} on link {dir_label}: needs netem (not in this kernel; element = false keeps netrig's path element out)"
+            ));
+        }
+    }
+    if by_element && !element_ok {
+        for p in asked {
+            refused.push(format!(
+                "{p} on link {dir_label}: needs netem (not in this kernel); netrig's path element is built on point-to-point links only, not LANs"
+            ));
+        }
+    }
+    refused
+}
+
+/// Refuses a shape whose values do not hold together: both limits, jitter or reorder without a
+/// delay, a limit in bytes under netem (`with_netem`), a percentage or duration out of range.
+fn check_shape(dir_label: &str, s: &Shape, with_netem: bool) -> Result<(), LabError> {
+    if s.limit_packets.is_some() && s.limit_bytes.is_some() {
+        return Err(spec(format!(
+            "link {dir_label}: limit_packets or limit_bytes, not both"
+        )));
+    }
+    if s.jitter.is_some() && s.delay.is_none() {
+        return Err(spec(format!("jitter on link {dir_label}: needs a delay")));
+    }
+    if s.reorder.is_some() && s.delay.is_none() {
+        return Err(spec(format!(
+            "reorder on link {dir_label}: needs a delay (netem reorders by sending some packets without it)"
+        )));
+    }
+    if with_netem && s.limit_bytes.is_some() {
+        return Err(spec(format!(
+            "limit_bytes on link {dir_label}: with netem the queue counts packets (limit_packets)"
+        )));
+    }
+    for (name, v) in s.percentages() {
+        if let Some(v) = v {
+            if !(0.0..=100.0).contains(&v) {
+                return Err(spec(format!(
+                    "{name} on link {dir_label}: a percentage, 0 to 100 (got {v})"
+                )));
+            }
+        }
+    }
+    for (name, v) in [("delay", &s.delay), ("jitter", &s.jitter)] {
+        if let Some(v) = v {
+            let d = humantime::parse_duration(v).map_err(|_| {
+                spec(format!(
+                    "{name} on link {dir_label}: {v:?} is not a duration (as 10ms)"
+                ))
+            })?;
+            if d > std::time::Duration::from_secs(10) {
+                return Err(spec(format!("{name} on link {dir_label}: at most 10s")));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The kernel's qdiscs of a direction without classes and without the element's queue: htb or
+/// tbf at the rate with netem, RED or a fifo under it; or, without a rate, netem or a fifo
+/// alone. Their commands and their mechanisms.
+fn qdiscs(
+    ns: &str,
+    dev: &str,
+    s: &Shape,
+    mtu: u32,
+    rate: Option<u64>,
+    shaper: &str,
+    netem: &[&str],
+) -> (Vec<Step>, Vec<String>) {
+    let netem_leaf = || {
+        let mut a = tc_qdisc_add(
+            dev,
+            if rate.is_some() {
+                &["parent", "1:1", "handle", "10:"]
+            } else {
+                &["root", "handle", "1:"]
+            },
+        );
+        a.extend(crate::arm_path::netem_params(s, s.limit_packets));
+        (a, format!("netem ({})", netem.join(", ")))
+    };
+    let Some(r) = rate else {
+        let leaf = if !netem.is_empty() {
+            Some(netem_leaf())
+        } else {
+            fifo(dev, s, &["root", "handle", "1:"])
+        };
+        return leaf
+            .map(|(a, m)| (vec![cmd_s(ns, a)], vec![m]))
+            .unwrap_or_default();
+    };
+    let (mut steps, root) = rate_root(ns, dev, s, r, shaper, mtu);
+    let mut mech = vec![root];
+    let leaf = if !netem.is_empty() {
+        Some(netem_leaf())
+    } else if shaper == "htb" {
+        crate::element_plan::red_qdisc(dev, s, r, mtu)
+            .or_else(|| fifo(dev, s, &["parent", "1:1", "handle", "10:"]))
+    } else {
+        None
+    };
+    if let Some((a, m)) = leaf {
+        steps.push(cmd_s(ns, a));
+        mech.push(m);
+    }
+    (steps, mech)
+}
+
+/// The root qdisc that holds a direction to `r` bit/s, htb (its leaf goes under class 1:1) or
+/// tbf; its commands and mechanism.
+fn rate_root(ns: &str, dev: &str, s: &Shape, r: u64, shaper: &str, mtu: u32) -> (Vec<Step>, String) {
+    let rb = format!("{r}bit");
+    if shaper == "htb" {
+        return (htb_root(ns, dev, "1", r, mtu).to_vec(), format!("htb rate {rb}"));
+    }
+    // tbf: a 4 ms bucket (at least three full frames); a queue of 50 ms at the rate unless a
+    // limit is given.
+    let burst = ((r / 8) / 250).max(3 * (mtu as u64 + 14));
+    let limit = match (s.limit_bytes, s.limit_packets) {
+        (Some(b), _) => b,
+        (_, Some(p)) => p as u64 * (mtu as u64 + 14),
+        _ => ((r / 8) / 20).max(2 * burst),
+    };
+    let (b, l) = (burst.to_string(), limit.to_string());
+    let mut a = tc_qdisc_add(dev, &["root", "handle", "1:"]);
+    let tbf: [&str; 7] = ["tbf", "rate", &rb, "burst", &b, "limit", &l];
+    a.extend(tbf.map(String::from));
+    (
+        vec![cmd_s(ns, a)],
+        format!("tbf rate {rb} burst {burst} limit {limit}"),
+    )
+}
+
+/// htb at the root of `dev`, unclassified traffic to class 1:`default`, and its class 1:1 at
+/// `rate` bit/s (which the classes under it share).
+pub(crate) fn htb_root(ns: &str, dev: &str, default: &str, rate: u64, mtu: u32) -> [Step; 2] {
+    let rb = format!("{rate}bit");
+    let hb = htb_burst(rate, mtu).to_string();
+    [
+        cmd(
+            ns,
+            &[
+                "tc", "qdisc", "add", "dev", dev, "root", "handle", "1:", "htb", "default", default,
+            ],
+        ),
+        cmd(
+            ns,
+            &[
+                "tc", "class", "add", "dev", dev, "parent", "1:", "classid", "1:1", "htb", "rate", &rb,
+                "ceil", &rb, "burst", &hb, "cburst", &hb,
+            ],
+        ),
+    ]
+}
+
+/// `tc qdisc add dev DEV` and where (`root ...` or `parent ...`).
+fn tc_qdisc_add(dev: &str, at: &[&str]) -> Vec<String> {
+    let mut a = Vec::from(["tc", "qdisc", "add", "dev", dev].map(String::from));
+    a.extend(at.iter().map(|s| s.to_string()));
+    a
+}
+
+/// A fifo of the shape's limit (pfifo in packets, bfifo in bytes) at `at`, and its mechanism;
+/// none without a limit.
+fn fifo(dev: &str, s: &Shape, at: &[&str]) -> Option<(Vec<String>, String)> {
+    let (kind, lim) = match (s.limit_packets, s.limit_bytes) {
+        (Some(p), _) => ("pfifo", p.to_string()),
+        (_, Some(b)) => ("bfifo", b.to_string()),
+        _ => return None,
+    };
+    let mut a = tc_qdisc_add(dev, at);
+    a.extend([kind.to_string(), "limit".into(), lim.clone()]);
+    Some((a, format!("{kind} limit {lim}")))
 }
 
 /// Plans the lab `topo` under run id `id` (6 hex digits). `dir` resolves nft files.
@@ -461,8 +490,56 @@ pub fn plan(topo: &Topology, id: &str, k: Kernel, dir: &std::path::Path) -> Resu
     if topo.hosts.len() > 64 || topo.links.len() > 256 || topo.lans.len() > 64 {
         return Err(spec("a lab has at most 64 hosts, 256 links and 64 LANs"));
     }
-    let mut refused = Vec::new();
-    let mut steps = Vec::new();
+    let (hosts, namespaces) = host_namespaces(topo, id)?;
+    let mut parts = Parts::new(id, k, &hosts, topo.links.len(), namespaces);
+    // Parallel links (several between the same two hosts): crate::topology.
+    let groups = crate::topology::groups(topo)?;
+    let ordinal = crate::topology::ordinals(topo);
+    let host_steps_ct = crate::topology::conntrack_max(topo, &hosts, k.conntrack_max, &mut parts.refused)?;
+    for (i, l) in topo.links.iter().enumerate() {
+        parts.link(i, l, ordinal[i])?;
+    }
+    for (j, lan) in topo.lans.iter().enumerate() {
+        parts.lan(j, lan)?;
+    }
+    if !parts.refused.is_empty() {
+        return Err(LabError::Refused(parts.refused));
+    }
+    let Parts {
+        namespaces,
+        steps,
+        bridge_steps,
+        segments,
+        directions,
+        elements,
+        ..
+    } = parts;
+    check_overlaps(&segments)?;
+    let addr_steps = interface_steps(topo, &segments);
+    let mut host_steps = forwarding_steps(topo, &hosts);
+    host_steps.extend(route_steps(topo, &segments, &hosts, &groups)?);
+    host_steps.extend(host_steps_ct);
+    host_steps.extend(host_config_steps(topo, &hosts, dir)?);
+    let mut all = namespace_steps(&namespaces);
+    all.extend(steps);
+    all.extend(addr_steps);
+    all.extend(host_steps);
+    all.extend(bridge_steps);
+    let groups = crate::topology::group_states(&groups, &segments);
+    Ok(Plan {
+        id: id.to_string(),
+        hosts,
+        namespaces,
+        segments,
+        directions,
+        steps: all,
+        elements,
+        groups,
+    })
+}
+
+/// Each host's namespace (host name → namespace), and the namespaces in that order.
+fn host_namespaces(topo: &Topology, id: &str) -> Result<(BTreeMap<String, String>, Vec<String>), LabError> {
     let mut hosts = BTreeMap::new();
     let mut namespaces = Vec::new();
     for name in topo.hosts.keys() {
@@ -471,116 +548,109 @@ pub fn plan(topo: &Topology, id: &str, k: Kernel, dir: &std::path::Path) -> Resu
         hosts.insert(name.clone(), ns.clone());
         namespaces.push(ns);
     }
-    let known = |what: &str, h: &str| -> Result<String, LabError> {
-        hosts
+    Ok((hosts, namespaces))
+}
+
+/// What planning the links and LANs gathers, in the order the builder needs it.
+struct Parts<'a> {
+    id: &'a str,
+    k: Kernel,
+    /// Host name → namespace.
+    hosts: &'a BTreeMap<String, String>,
+    /// How many links the lab has (a LAN's path elements are numbered after the links').
+    links: usize,
+    namespaces: Vec<String>,
+    /// The interfaces' making: veth pairs, bridges, path elements' namespaces.
+    steps: Vec<Step>,
+    /// The shaping, run last.
+    bridge_steps: Vec<Step>,
+    segments: Vec<Segment>,
+    directions: Vec<Direction>,
+    elements: Vec<ElementPlan>,
+    /// What this kernel cannot build, all named before anything is refused.
+    refused: Vec<String>,
+}
+
+/// A LAN's bridge: the LAN (the `j`-th), the namespace that holds the bridge, the bridge's
+/// name and the LAN's MTU.
+struct Bridge<'a> {
+    j: usize,
+    lan: &'a Lan,
+    ns: String,
+    br: String,
+    mtu: u32,
+}
+
+impl<'a> Parts<'a> {
+    fn new(
+        id: &'a str,
+        k: Kernel,
+        hosts: &'a BTreeMap<String, String>,
+        links: usize,
+        namespaces: Vec<String>,
+    ) -> Self {
+        Parts {
+            id,
+            k,
+            hosts,
+            links,
+            namespaces,
+            steps: Vec::new(),
+            bridge_steps: Vec::new(),
+            segments: Vec::new(),
+            directions: Vec::new(),
+            elements: Vec::new(),
+            refused: Vec::new(),
+        }
+    }
+
+    fn known(&self, what: &str, h: &str) -> Result<String, LabError> {
+        self.hosts
             .get(h)
             .cloned()
             .ok_or_else(|| spec(format!("{what}: no host {h:?} in [lab.hosts]")))
-    };
-    let mut segments = Vec::new();
-    let mut directions = Vec::new();
-    let mut bridge_steps = Vec::new();
-    let mut elements = Vec::new();
-    // Parallel links (several between the same two hosts): crate::topology.
-    let groups = crate::topology::groups(topo)?;
-    let ordinal = crate::topology::ordinals(topo);
-    let host_steps_ct = crate::topology::conntrack_max(topo, &hosts, k.conntrack_max, &mut refused)?;
-    for (i, l) in topo.links.iter().enumerate() {
+    }
+
+    /// Link `i`, the `ordinal`-th between its two ends: a veth pair (or two through a path
+    /// element's namespace), its segment, and the shaping of what each end sends.
+    fn link(&mut self, i: usize, l: &Link, ordinal: usize) -> Result<(), LabError> {
         let [a, b] = &l.ends;
-        let name = crate::topology::link_name(a, b, ordinal[i]);
+        let name = crate::topology::link_name(a, b, ordinal);
         let (na, nb) = (
-            known(&format!("link {name}"), a)?,
-            known(&format!("link {name}"), b)?,
+            self.known(&format!("link {name}"), a)?,
+            self.known(&format!("link {name}"), b)?,
         );
         if a == b {
             return Err(spec(format!("link {name}: joins a host to itself")));
         }
-        let members = vec![a.clone(), b.clone()];
-        let addrs = addresses(&format!("link {name}"), &members, &l.addrs, i as u32)?;
+        let addrs = addresses(&format!("link {name}"), &l.ends, &l.addrs, i as u32)?;
         let (da, db) = (
-            crate::topology::link_dev(b, ordinal[i]),
-            crate::topology::link_dev(a, ordinal[i]),
+            crate::topology::link_dev(b, ordinal),
+            crate::topology::link_dev(a, ordinal),
         );
         let mtu = l.mtu.unwrap_or(1500);
-        let by_element = l.shape.values().any(|s| crate::element_plan::by_element(s, k));
-        refused.extend(crate::element_plan::link_refusals(&name, l, k));
+        let by_element = l
+            .shape
+            .values()
+            .any(|s| crate::element_plan::by_element(s, self.k));
+        self.refused
+            .extend(crate::element_plan::link_refusals(&name, l, self.k));
         if by_element {
-            // Two veth pairs through the element's namespace: a:to-b <-> E:to-a, E:to-b <-> b:to-a.
-            // E's interfaces carry no address and no bridge: only the element forwards there.
-            let ne = format!("nr{id}.e{i}");
-            namespaces.push(ne.clone());
-            steps.push(cmd(&ne, &["sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1"]));
-            steps.push(cmd(
-                &ne,
-                &["sysctl", "-qw", "net.ipv6.conf.default.disable_ipv6=1"],
-            ));
-            steps.push(cmd(
-                &na,
-                &[
-                    "ip", "link", "add", &da, "type", "veth", "peer", "name", &db, "netns", &ne,
-                ],
-            ));
-            steps.push(cmd(
-                &nb,
-                &[
-                    "ip", "link", "add", &db, "type", "veth", "peer", "name", &da, "netns", &ne,
-                ],
-            ));
-            for d in [&db, &da] {
-                steps.push(cmd(&ne, &["ip", "link", "set", d, "mtu", &mtu.to_string()]));
-                steps.push(cmd(&ne, &["ip", "link", "set", d, "up"]));
-            }
-            let props = |h: &String| -> Result<crate::element::Props, LabError> {
-                let Some(s) = l.shape.get(h) else {
-                    return Ok(Default::default());
-                };
-                if !crate::element_plan::by_element(s, k) {
-                    // Built by netem on that end's egress.
-                    return Ok(Default::default());
-                }
-                let rate = s.rate.as_deref().and_then(|r| parse_rate(r).ok());
-                crate::element_plan::props(&name, s, k, rate).map_err(spec)
-            };
-            elements.push(ElementPlan {
-                ns: ne,
-                config: crate::element::Config {
-                    link: name.clone(),
-                    ifaces: [db.clone(), da.clone()],
-                    ends: [a.clone(), b.clone()],
-                    props: [props(a)?, props(b)?],
-                    counters: std::path::Path::new(crate::build::STATE_DIR)
-                        .join(id)
-                        .join(format!("element-{i}.json")),
-                    generation: 0,
-                },
-            });
+            self.element_link(i, l, &name, [&na, &nb], [&da, &db], mtu)?;
         } else {
-            steps.push(cmd(
-                &na,
-                &[
-                    "ip", "link", "add", &da, "type", "veth", "peer", "name", &db, "netns", &nb,
-                ],
-            ));
+            self.steps.push(veth(&na, &da, &db, &nb));
         }
-        segments.push(Segment {
+        let member = |k: usize, ns: &String, dev: &String| Member {
+            host: l.ends[k].clone(),
+            ns: ns.clone(),
+            dev: dev.clone(),
+            v4: addrs[k].0,
+            v6: addrs[k].1,
+        };
+        self.segments.push(Segment {
             name: name.clone(),
             lan: false,
-            members: vec![
-                Member {
-                    host: a.clone(),
-                    ns: na.clone(),
-                    dev: da.clone(),
-                    v4: addrs[0].0,
-                    v6: addrs[0].1,
-                },
-                Member {
-                    host: b.clone(),
-                    ns: nb.clone(),
-                    dev: db.clone(),
-                    v4: addrs[1].0,
-                    v6: addrs[1].1,
-                },
-            ],
+            members: vec![member(0, &na, &da), member(1, &nb, &db)],
             mtu,
         });
         for from in l.shape.keys() {
@@ -593,81 +663,105 @@ pub fn plan(topo: &Topology, id: &str, k: Kernel, dir: &std::path::Path) -> Resu
         for (from, to, ns, dev) in [(a, b, &na, &da), (b, a, &nb, &db)] {
             if let Some(s) = l.shape.get(from).filter(|s| !s.is_empty()) {
                 let label = format!("{name} ({from} → {to})");
-                match shaping(&label, ns, dev, s, mtu, k, true) {
-                    Ok((st, mechanism, rate_bps)) => {
-                        bridge_steps.extend(st);
-                        directions.push(Direction {
-                            link: name.clone(),
-                            from: from.clone(),
-                            to: to.clone(),
-                            ns: ns.clone(),
-                            dev: dev.clone(),
-                            shape: s.clone(),
-                            rate_bps,
-                            mechanism,
-                            mtu,
-                        });
-                    }
-                    Err(LabError::Refused(r)) => refused.extend(r),
-                    Err(e) => return Err(e),
-                }
+                self.shaped(&label, ns, unshaped(&name, from, to, (ns, dev), s, mtu), "")?;
             }
         }
-        check_offloads(&format!("link {name}"), &l.offloads, k, &mut refused)?;
+        check_offloads(&format!("link {name}"), &l.offloads, self.k, &mut self.refused)
     }
-    for (j, lan) in topo.lans.iter().enumerate() {
+
+    /// Link `i` through a path element (what netem would build where the kernel has no
+    /// netem): two veth pairs through the element's namespace, a:to-b <-> E:to-a, E:to-b <->
+    /// b:to-a. E's interfaces carry no address and no bridge: only the element forwards there.
+    fn element_link(
+        &mut self,
+        i: usize,
+        l: &Link,
+        name: &str,
+        [na, nb]: [&String; 2],
+        [da, db]: [&String; 2],
+        mtu: u32,
+    ) -> Result<(), LabError> {
+        let ne = format!("nr{}.e{i}", self.id);
+        self.namespaces.push(ne.clone());
+        self.steps
+            .push(cmd(&ne, &["sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1"]));
+        self.steps.push(cmd(
+            &ne,
+            &["sysctl", "-qw", "net.ipv6.conf.default.disable_ipv6=1"],
+        ));
+        self.steps.push(veth(na, da, db, &ne));
+        self.steps.push(veth(nb, db, da, &ne));
+        for d in [db, da] {
+            self.steps
+                .push(cmd(&ne, &["ip", "link", "set", d, "mtu", &mtu.to_string()]));
+            self.steps.push(cmd(&ne, &["ip", "link", "set", d, "up"]));
+        }
+        let k = self.k;
+        let props = |h: &String| -> Result<crate::element::Props, LabError> {
+            let Some(s) = l.shape.get(h) else {
+                return Ok(Default::default());
+            };
+            if !crate::element_plan::by_element(s, k) {
+                // Built by netem on that end's egress.
+                return Ok(Default::default());
+            }
+            let rate = s.rate.as_deref().and_then(|r| parse_rate(r).ok());
+            crate::element_plan::props(name, s, k, rate).map_err(spec)
+        };
+        let [a, b] = &l.ends;
+        self.elements.push(ElementPlan {
+            ns: ne,
+            config: crate::element::Config {
+                link: name.to_string(),
+                ifaces: [db.clone(), da.clone()],
+                ends: [a.clone(), b.clone()],
+                props: [props(a)?, props(b)?],
+                counters: std::path::Path::new(crate::build::STATE_DIR)
+                    .join(self.id)
+                    .join(format!("element-{i}.json")),
+                generation: 0,
+            },
+        });
+        Ok(())
+    }
+
+    /// LAN `j`: its bridge (in the switch host or a namespace of its own), a port per member,
+    /// its segment, and the shaping of what each member sends and what each port sends.
+    fn lan(&mut self, j: usize, lan: &Lan) -> Result<(), LabError> {
         check_name("LAN", &lan.name)?;
         let what = format!("LAN {}", lan.name);
         if lan.hosts.len() < 2 || lan.hosts.len() > 250 {
             return Err(spec(format!("{what}: joins 2 to 250 hosts")));
         }
         let bridge_ns = match &lan.switch {
-            Some(sw) => known(&format!("{what}'s switch"), sw)?,
+            Some(sw) => self.known(&format!("{what}'s switch"), sw)?,
             None => {
-                let ns = format!("nr{id}.{}", lan.name);
-                namespaces.push(ns.clone());
+                let ns = format!("nr{}.{}", self.id, lan.name);
+                self.namespaces.push(ns.clone());
                 ns
             }
         };
-        let br = format!("br-{}", lan.name);
-        steps.push(cmd(&bridge_ns, &["ip", "link", "add", &br, "type", "bridge"]));
-        steps.push(cmd(&bridge_ns, &["ip", "link", "set", &br, "up"]));
+        let b = Bridge {
+            j,
+            lan,
+            br: format!("br-{}", lan.name),
+            ns: bridge_ns,
+            mtu: lan.mtu.unwrap_or(1500),
+        };
+        self.steps
+            .push(cmd(&b.ns, &["ip", "link", "add", &b.br, "type", "bridge"]));
+        self.steps.push(cmd(&b.ns, &["ip", "link", "set", &b.br, "up"]));
         let addrs = addresses(&what, &lan.hosts, &lan.addrs, 511 - j as u32)?;
-        let mtu = lan.mtu.unwrap_or(1500);
         let mut members = Vec::new();
         for (h, (v4, v6)) in lan.hosts.iter().zip(addrs) {
-            let ns = known(&what, h)?;
+            let ns = self.known(&what, h)?;
             if members.iter().any(|m: &Member| &m.host == h) {
                 return Err(spec(format!("{what}: {h} is listed twice")));
             }
             let dev = if lan.switch.as_deref() == Some(h.as_str()) {
-                br.clone()
+                b.br.clone()
             } else {
-                let port = format!("p{j}-{h}");
-                let dev = format!("lan-{}", lan.name);
-                if crate::lan_element::needed(lan, h, k) {
-                    // The path element between the host and its port (crate::lan_element).
-                    let i = topo.links.len() + elements.len();
-                    let (st, e) =
-                        crate::lan_element::build(id, i, j, lan, h, &ns, &bridge_ns, mtu, k).map_err(spec)?;
-                    namespaces.push(e.ns.clone());
-                    steps.extend(st);
-                    elements.push(e);
-                } else {
-                    steps.push(cmd(
-                        &bridge_ns,
-                        &[
-                            "ip", "link", "add", &port, "type", "veth", "peer", "name", &dev, "netns", &ns,
-                        ],
-                    ));
-                }
-                steps.push(cmd(&bridge_ns, &["ip", "link", "set", &port, "master", &br]));
-                steps.push(cmd(
-                    &bridge_ns,
-                    &["ip", "link", "set", &port, "mtu", &mtu.to_string()],
-                ));
-                steps.push(cmd(&bridge_ns, &["ip", "link", "set", &port, "up"]));
-                dev
+                self.lan_port(&b, h, &ns)?
             };
             members.push(Member {
                 host: h.clone(),
@@ -677,6 +771,48 @@ pub fn plan(topo: &Topology, id: &str, k: Kernel, dir: &std::path::Path) -> Resu
                 v6,
             });
         }
+        self.lan_shapes(&b, &what, &members)?;
+        check_offloads(&what, &lan.offloads, self.k, &mut self.refused)?;
+        self.refused.extend(crate::lan_element::refusals(lan, self.k));
+        self.segments.push(Segment {
+            name: lan.name.clone(),
+            lan: true,
+            members,
+            mtu: b.mtu,
+        });
+        Ok(())
+    }
+
+    /// Host `h`'s port on bridge `b`: a veth pair from its namespace `ns`, or a path element
+    /// between the host and its port (crate::lan_element). The name of the host's side.
+    fn lan_port(&mut self, b: &Bridge, h: &str, ns: &str) -> Result<String, LabError> {
+        let port = format!("p{}-{h}", b.j);
+        let dev = format!("lan-{}", b.lan.name);
+        if crate::lan_element::needed(b.lan, h, self.k) {
+            // The path element between the host and its port (crate::lan_element).
+            let i = self.links + self.elements.len();
+            let (st, e) = crate::lan_element::build(self.id, i, b.j, b.lan, h, ns, &b.ns, b.mtu, self.k)
+                .map_err(spec)?;
+            self.namespaces.push(e.ns.clone());
+            self.steps.extend(st);
+            self.elements.push(e);
+        } else {
+            self.steps.push(veth(&b.ns, &port, &dev, ns));
+        }
+        self.steps
+            .push(cmd(&b.ns, &["ip", "link", "set", &port, "master", &b.br]));
+        self.steps.push(cmd(
+            &b.ns,
+            &["ip", "link", "set", &port, "mtu", &b.mtu.to_string()],
+        ));
+        self.steps.push(cmd(&b.ns, &["ip", "link", "set", &port, "up"]));
+        Ok(dev)
+    }
+
+    /// The shaping of what each member sends into the LAN of bridge `b`, and of what the
+    /// switch's ports send to the members.
+    fn lan_shapes(&mut self, b: &Bridge, what: &str, members: &[Member]) -> Result<(), LabError> {
+        let lan = b.lan;
         for (from, s) in &lan.shape {
             let Some(m) = members.iter().find(|m| &m.host == from) else {
                 return Err(spec(format!("shape of {what}: {from} is not on it")));
@@ -684,31 +820,10 @@ pub fn plan(topo: &Topology, id: &str, k: Kernel, dir: &std::path::Path) -> Resu
             if s.is_empty() {
                 continue;
             }
-            let to = members
-                .iter()
-                .find(|o| &o.host != from)
-                .expect("2 or more")
-                .host
-                .clone();
+            let to = &members.iter().find(|o| &o.host != from).expect("2 or more").host;
             let label = format!("{} ({from} → LAN)", lan.name);
-            match shaping(&label, &m.ns, &m.dev, s, mtu, k, true) {
-                Ok((st, mechanism, rate_bps)) => {
-                    bridge_steps.extend(st);
-                    directions.push(Direction {
-                        link: lan.name.clone(),
-                        from: from.clone(),
-                        to,
-                        ns: m.ns.clone(),
-                        dev: m.dev.clone(),
-                        shape: s.clone(),
-                        rate_bps,
-                        mechanism,
-                        mtu,
-                    });
-                }
-                Err(LabError::Refused(r)) => refused.extend(r),
-                Err(e) => return Err(e),
-            }
+            let d = unshaped(&lan.name, from, to, (&m.ns, &m.dev), s, b.mtu);
+            self.shaped(&label, &m.ns, d, "")?;
         }
         // What the switch sends to a host: its port's egress, in the bridge's namespace; the
         // witness measures it from the first other member.
@@ -725,43 +840,71 @@ pub fn plan(topo: &Topology, id: &str, k: Kernel, dir: &std::path::Path) -> Resu
                 return Err(spec(format!("port of {what}: {to} is not on it")));
             };
             let (dev, label) = (
-                format!("p{j}-{to}"),
+                format!("p{}-{to}", b.j),
                 format!("{} (LAN → {to}, the switch's port)", lan.name),
             );
-            match shaping(&label, &bridge_ns, &dev, s, mtu, k, true) {
-                Ok((st, mechanism, rate_bps)) => {
-                    bridge_steps.extend(st);
-                    directions.push(Direction {
-                        link: lan.name.clone(),
-                        from: from.host.clone(),
-                        to: m.host.clone(),
-                        ns: from.ns.clone(),
-                        dev,
-                        shape: s.clone(),
-                        rate_bps,
-                        mechanism: format!("{mechanism} on the switch's port to {to}"),
-                        mtu,
-                    });
-                }
-                Err(LabError::Refused(r)) => refused.extend(r),
-                Err(e) => return Err(e),
-            }
+            let d = unshaped(&lan.name, &from.host, &m.host, (&from.ns, &dev), s, b.mtu);
+            self.shaped(&label, &b.ns, d, &format!(" on the switch's port to {to}"))?;
         }
-        check_offloads(&what, &lan.offloads, k, &mut refused)?;
-        refused.extend(crate::lan_element::refusals(lan, k));
-        segments.push(Segment {
-            name: lan.name.clone(),
-            lan: true,
-            members,
-            mtu,
-        });
+        Ok(())
     }
-    if !refused.is_empty() {
-        return Err(LabError::Refused(refused));
+
+    /// Plans the shaping of `d` on its interface in namespace `ns` and keeps `d` with its rate
+    /// and mechanism (followed by `suffix`); what this kernel cannot build joins the refusals.
+    fn shaped(&mut self, label: &str, ns: &str, mut d: Direction, suffix: &str) -> Result<(), LabError> {
+        match shaping(label, ns, &d.dev, &d.shape, d.mtu, self.k, true) {
+            Ok((st, mechanism, rate_bps)) => {
+                self.bridge_steps.extend(st);
+                d.mechanism = mechanism + suffix;
+                d.rate_bps = rate_bps;
+                self.directions.push(d);
+            }
+            Err(LabError::Refused(r)) => self.refused.extend(r),
+            Err(e) => return Err(e),
+        }
+        Ok(())
     }
-    // Segments' networks must not overlap.
+}
+
+/// What `from` sends towards `to` on segment `link`, shaped by `s` on interface `at.1` (seen
+/// from namespace `at.0`); its rate and mechanism come from planning its shaping.
+fn unshaped(link: &str, from: &str, to: &str, (ns, dev): (&str, &str), s: &Shape, mtu: u32) -> Direction {
+    Direction {
+        link: link.to_string(),
+        from: from.to_string(),
+        to: to.to_string(),
+        ns: ns.to_string(),
+        dev: dev.to_string(),
+        shape: s.clone(),
+        rate_bps: None,
+        mechanism: String::new(),
+        mtu,
+    }
+}
+
+/// A veth pair made in `ns`: `dev` there, `peer` in `peer_ns`.
+fn veth(ns: &str, dev: &str, peer: &str, peer_ns: &str) -> Step {
+    cmd(
+        ns,
+        &[
+            "ip", "link", "add", dev, "type", "veth", "peer", "name", peer, "netns", peer_ns,
+        ],
+    )
+}
+
+/// `sysctl -w KEY=VALUE` in `ns`.
+fn sysctl(ns: &str, key: &str, value: &str) -> Step {
+    Step::Sysctl {
+        ns: ns.to_string(),
+        key: key.to_string(),
+        value: value.to_string(),
+    }
+}
+
+/// Refuses segments whose networks overlap.
+fn check_overlaps(segments: &[Segment]) -> Result<(), LabError> {
     let mut nets: Vec<(IpNet, &str)> = Vec::new();
-    for s in &segments {
+    for s in segments {
         let mut mine: Vec<IpNet> = Vec::new();
         for m in &s.members {
             for n in [
@@ -786,8 +929,12 @@ pub fn plan(topo: &Topology, id: &str, k: Kernel, dir: &std::path::Path) -> Resu
             nets.push((n, &s.name));
         }
     }
-    // Interfaces: MTU, offloads, addresses, up.
-    let mut addr_steps = Vec::new();
+    Ok(())
+}
+
+/// Interfaces: MTU, offloads, addresses, up (the segments are the links', then the LANs').
+fn interface_steps(topo: &Topology, segments: &[Segment]) -> Vec<Step> {
+    let mut steps = Vec::new();
     for (s, l_offloads) in segments.iter().zip(
         topo.links
             .iter()
@@ -797,46 +944,54 @@ pub fn plan(topo: &Topology, id: &str, k: Kernel, dir: &std::path::Path) -> Resu
         for m in &s.members {
             let ns = &m.ns;
             if s.mtu != 1500 {
-                addr_steps.push(cmd(ns, &["ip", "link", "set", &m.dev, "mtu", &s.mtu.to_string()]));
+                steps.push(cmd(ns, &["ip", "link", "set", &m.dev, "mtu", &s.mtu.to_string()]));
             }
             for (o, on) in l_offloads {
-                addr_steps.push(cmd(
+                steps.push(cmd(
                     ns,
                     &["ethtool", "-K", &m.dev, o, if *on { "on" } else { "off" }],
                 ));
             }
             if let Some(v4) = m.v4 {
-                addr_steps.push(cmd(ns, &["ip", "addr", "add", &v4.to_string(), "dev", &m.dev]));
+                steps.push(cmd(ns, &["ip", "addr", "add", &v4.to_string(), "dev", &m.dev]));
             }
             if let Some(v6) = m.v6 {
-                addr_steps.push(cmd(
+                steps.push(cmd(
                     ns,
                     &["ip", "addr", "add", &v6.to_string(), "dev", &m.dev, "nodad"],
                 ));
             }
-            addr_steps.push(cmd(ns, &["ip", "link", "set", &m.dev, "up"]));
+            steps.push(cmd(ns, &["ip", "link", "set", &m.dev, "up"]));
         }
     }
-    // Routers forward; every host gets routes to every segment it is not on.
-    let mut host_steps = Vec::new();
+    steps
+}
+
+/// Routers forward, IPv4 and IPv6.
+fn forwarding_steps(topo: &Topology, hosts: &BTreeMap<String, String>) -> Vec<Step> {
+    let mut steps = Vec::new();
     for (name, h) in &topo.hosts {
-        let ns = &hosts[name];
         if h.router {
-            host_steps.push(Step::Sysctl {
-                ns: ns.clone(),
-                key: "net.ipv4.ip_forward".into(),
-                value: "1".into(),
-            });
-            host_steps.push(Step::Sysctl {
-                ns: ns.clone(),
-                key: "net.ipv6.conf.all.forwarding".into(),
-                value: "1".into(),
-            });
+            let ns = &hosts[name];
+            steps.push(sysctl(ns, "net.ipv4.ip_forward", "1"));
+            steps.push(sysctl(ns, "net.ipv6.conf.all.forwarding", "1"));
         }
     }
+    steps
+}
+
+/// Every host's routes to every segment it is not on: via the first hop's address, or over
+/// parallel links a multipath route (or round robin: crate::topology).
+fn route_steps(
+    topo: &Topology,
+    segments: &[Segment],
+    hosts: &BTreeMap<String, String>,
+    groups: &[crate::topology::Group],
+) -> Result<Vec<Step>, LabError> {
+    let mut steps = Vec::new();
     let mut balanced: BTreeMap<(String, usize), Vec<usize>> = BTreeMap::new();
-    for (from, via_seg, via_host, dest_seg) in routes(topo, &segments)? {
-        if let Some(g) = crate::topology::group_of(&groups, via_seg) {
+    for (from, via_seg, via_host, dest_seg) in routes(topo, segments)? {
+        if let Some(g) = crate::topology::group_of(groups, via_seg) {
             // Over parallel links: a multipath route (or round robin), below.
             balanced.entry((from, g)).or_default().push(dest_seg);
             continue;
@@ -848,13 +1003,13 @@ pub fn plan(topo: &Topology, id: &str, k: Kernel, dir: &std::path::Path) -> Resu
         let d4 = dest.members.iter().find_map(|m| m.v4.map(|n| n.trunc()));
         let d6 = dest.members.iter().find_map(|m| m.v6.map(|n| n.trunc()));
         if let (Some(d), Some(v)) = (d4, nh.v4) {
-            host_steps.push(cmd(
+            steps.push(cmd(
                 ns,
                 &["ip", "route", "add", &d.to_string(), "via", &v.addr().to_string()],
             ));
         }
         if let (Some(d), Some(v)) = (d6, nh.v6) {
-            host_steps.push(cmd(
+            steps.push(cmd(
                 ns,
                 &[
                     "ip",
@@ -868,10 +1023,18 @@ pub fn plan(topo: &Topology, id: &str, k: Kernel, dir: &std::path::Path) -> Resu
             ));
         }
     }
-    host_steps.extend(crate::topology::group_steps(
-        &groups, &segments, &hosts, &balanced,
-    ));
-    host_steps.extend(host_steps_ct);
+    steps.extend(crate::topology::group_steps(groups, segments, hosts, &balanced));
+    Ok(steps)
+}
+
+/// Each host's own settings: its sysctls (among [`SYSCTLS`]), connection tracking on or off,
+/// its nftables rulesets (a file under `dir`, or inline).
+fn host_config_steps(
+    topo: &Topology,
+    hosts: &BTreeMap<String, String>,
+    dir: &std::path::Path,
+) -> Result<Vec<Step>, LabError> {
+    let mut steps = Vec::new();
     for (name, h) in &topo.hosts {
         let ns = &hosts[name];
         for (key, value) in &h.sysctl {
@@ -881,55 +1044,34 @@ pub fn plan(topo: &Topology, id: &str, k: Kernel, dir: &std::path::Path) -> Resu
                     SYSCTLS.join(", ")
                 )));
             }
-            host_steps.push(Step::Sysctl {
-                ns: ns.clone(),
-                key: key.clone(),
-                value: value.clone(),
-            });
+            steps.push(sysctl(ns, key, value));
         }
         match h.conntrack {
-            Some(true) => host_steps.push(nft_inline(ns, "table inet netrig_conntrack {\n chain pre { type filter hook prerouting priority 0; ct state new counter; }\n chain out { type filter hook output priority 0; ct state new counter; }\n}\n")),
-            Some(false) => host_steps.push(nft_inline(ns, "table inet netrig_notrack {\n chain pre { type filter hook prerouting priority -300; notrack; }\n chain out { type filter hook output priority -300; notrack; }\n}\n")),
+            Some(true) => steps.push(nft_inline(ns, "table inet netrig_conntrack {\n chain pre { type filter hook prerouting priority 0; ct state new counter; }\n chain out { type filter hook output priority 0; ct state new counter; }\n}\n")),
+            Some(false) => steps.push(nft_inline(ns, "table inet netrig_notrack {\n chain pre { type filter hook prerouting priority -300; notrack; }\n chain out { type filter hook output priority -300; notrack; }\n}\n")),
             None => {}
         }
         if let Some(f) = &h.nft {
             let p = dir.join(f);
-            host_steps.push(cmd(ns, &["nft", "-f", &p.to_string_lossy()]));
+            steps.push(cmd(ns, &["nft", "-f", &p.to_string_lossy()]));
         }
         if let Some(text) = &h.nft_inline {
-            host_steps.push(nft_inline(ns, text));
+            steps.push(nft_inline(ns, text));
         }
     }
-    let mut all = Vec::new();
-    for ns in &namespaces {
-        all.push(root(&["ip", "netns", "add", ns]));
-        all.push(cmd(ns, &["ip", "link", "set", "lo", "up"]));
-        all.push(Step::Sysctl {
-            ns: ns.clone(),
-            key: "net.ipv6.conf.all.accept_dad".into(),
-            value: "0".into(),
-        });
-        all.push(Step::Sysctl {
-            ns: ns.clone(),
-            key: "net.ipv6.conf.default.accept_dad".into(),
-            value: "0".into(),
-        });
+    Ok(steps)
+}
+
+/// Every namespace: made, its loopback up, IPv6's duplicate address detection off.
+fn namespace_steps(namespaces: &[String]) -> Vec<Step> {
+    let mut steps = Vec::new();
+    for ns in namespaces {
+        steps.push(root(&["ip", "netns", "add", ns]));
+        steps.push(cmd(ns, &["ip", "link", "set", "lo", "up"]));
+        steps.push(sysctl(ns, "net.ipv6.conf.all.accept_dad", "0"));
+        steps.push(sysctl(ns, "net.ipv6.conf.default.accept_dad", "0"));
     }
-    all.extend(steps);
-    all.extend(addr_steps);
-    all.extend(host_steps);
-    all.extend(bridge_steps);
-    let groups = crate::topology::group_states(&groups, &segments);
-    Ok(Plan {
-        id: id.to_string(),
-        hosts,
-        namespaces,
-        segments,
-        directions,
-        steps: all,
-        elements,
-        groups,
-    })
+    steps
 }
 
 fn nft_inline(ns: &str, text: &str) -> Step {

@@ -655,153 +655,143 @@ pub fn class_steps(
     }
     let classes = plan_classes(dir_label, link, s, netem)?;
     let def = classes.iter().find(|c| c.default).expect("one default");
-    let minor = |c: &ClassPlan| c.classid.trim_start_matches("1:").to_string();
-    let mut steps = vec![cmd(
+    let minor = def.classid.trim_start_matches("1:");
+    let mut steps = crate::plan::htb_root(ns, dev, minor, link, mtu).to_vec();
+    let mut text = Vec::new();
+    for (i, c) in classes.iter().enumerate() {
+        steps.push(htb_class(ns, dev, c, mtu));
+        steps.extend(class_leaf(ns, dev, s, c, i, netem));
+        for d in &c.dscp {
+            steps.extend(dscp_filters(ns, dev, *d, &c.classid));
+        }
+        text.push(class_text(c));
+    }
+    Ok((
+        steps,
+        format!("htb rate {link}bit with classes [{}]", text.join("; ")),
+    ))
+}
+
+/// Class `c`'s htb class under 1:1: its rate, ceil, buckets, priority and quantum.
+fn htb_class(ns: &str, dev: &str, c: &ClassPlan, mtu: u32) -> Step {
+    let (r, ce) = (format!("{}bit", c.rate_bps), format!("{}bit", c.ceil_bps));
+    cmd(
         ns,
         &[
             "tc",
-            "qdisc",
+            "class",
             "add",
             "dev",
             dev,
-            "root",
-            "handle",
-            "1:",
+            "parent",
+            "1:1",
+            "classid",
+            &c.classid,
             "htb",
-            "default",
-            &minor(def),
+            "rate",
+            &r,
+            "ceil",
+            &ce,
+            "burst",
+            &crate::plan::htb_burst(c.rate_bps, mtu).to_string(),
+            "cburst",
+            &crate::plan::htb_burst(c.ceil_bps, mtu).to_string(),
+            "prio",
+            &c.prio.to_string(),
+            "quantum",
+            &quantum(c.rate_bps, mtu).to_string(),
         ],
-    )];
-    let rb = format!("{link}bit");
-    let hb = crate::plan::htb_burst(link, mtu).to_string();
-    steps.push(cmd(
-        ns,
-        &[
-            "tc", "class", "add", "dev", dev, "parent", "1:", "classid", "1:1", "htb", "rate", &rb, "ceil",
-            &rb, "burst", &hb, "cburst", &hb,
-        ],
-    ));
-    let mut text = Vec::new();
-    for (i, c) in classes.iter().enumerate() {
-        let (r, ce) = (format!("{}bit", c.rate_bps), format!("{}bit", c.ceil_bps));
-        steps.push(cmd(
+    )
+}
+
+/// The queue under class `c` (the `i`-th): netem with the direction's properties, or a fifo of
+/// the class's limit (else the direction's); none (htb's own) without either.
+fn class_leaf(ns: &str, dev: &str, s: &Shape, c: &ClassPlan, i: usize, netem: &[&str]) -> Option<Step> {
+    let handle = format!("{:x}:", 0x20 + i);
+    let mut leaf: Vec<String> = [
+        "tc", "qdisc", "add", "dev", dev, "parent", &c.classid, "handle", &handle,
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    let spec_c = s.classes.iter().find(|x| x.name == c.name);
+    let lp = spec_c.and_then(|x| x.limit_packets).or(s.limit_packets);
+    let lb = spec_c.and_then(|x| x.limit_bytes).or(s.limit_bytes);
+    if !netem.is_empty() {
+        leaf.push("netem".into());
+        if let Some(l) = lp {
+            leaf.extend(["limit".into(), l.to_string()]);
+        }
+        if let Some(d) = &s.delay {
+            leaf.extend(["delay".into(), d.clone()]);
+            if let Some(j) = &s.jitter {
+                leaf.push(j.clone());
+            }
+        }
+        for (name, v) in s.percentages() {
+            if let Some(v) = v {
+                leaf.extend([name.to_string(), format!("{v}%")]);
+            }
+        }
+    } else if let Some(p) = lp {
+        leaf.extend(["pfifo".into(), "limit".into(), p.to_string()]);
+    } else if let Some(b) = lb {
+        leaf.extend(["bfifo".into(), "limit".into(), b.to_string()]);
+    } else {
+        return None;
+    }
+    Some(Step::Cmd {
+        ns: Some(ns.into()),
+        argv: leaf,
+        stdin: None,
+    })
+}
+
+/// The u32 filters that send DSCP `dscp` to class `classid`: IPv4's DS field, IPv6's traffic
+/// class.
+fn dscp_filters(ns: &str, dev: &str, dscp: u8, classid: &str) -> [Step; 2] {
+    let tos = format!("{:#04x}", dscp << 2);
+    [
+        cmd(
             ns,
             &[
-                "tc",
-                "class",
-                "add",
-                "dev",
-                dev,
-                "parent",
-                "1:1",
-                "classid",
-                &c.classid,
-                "htb",
-                "rate",
-                &r,
-                "ceil",
-                &ce,
-                "burst",
-                &crate::plan::htb_burst(c.rate_bps, mtu).to_string(),
-                "cburst",
-                &crate::plan::htb_burst(c.ceil_bps, mtu).to_string(),
-                "prio",
-                &c.prio.to_string(),
-                "quantum",
-                &quantum(c.rate_bps, mtu).to_string(),
+                "tc", "filter", "add", "dev", dev, "parent", "1:", "protocol", "ip", "prio", "1", "u32",
+                "match", "ip", "dsfield", &tos, "0xfc", "flowid", classid,
             ],
-        ));
-        let handle = format!("{:x}:", 0x20 + i);
-        let mut leaf: Vec<String> = [
-            "tc", "qdisc", "add", "dev", dev, "parent", &c.classid, "handle", &handle,
-        ]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
-        let spec_c = s.classes.iter().find(|x| x.name == c.name);
-        let lp = spec_c.and_then(|x| x.limit_packets).or(s.limit_packets);
-        let lb = spec_c.and_then(|x| x.limit_bytes).or(s.limit_bytes);
-        if !netem.is_empty() {
-            leaf.push("netem".into());
-            if let Some(l) = lp {
-                leaf.extend(["limit".into(), l.to_string()]);
-            }
-            if let Some(d) = &s.delay {
-                leaf.extend(["delay".into(), d.clone()]);
-                if let Some(j) = &s.jitter {
-                    leaf.push(j.clone());
-                }
-            }
-            for (name, v) in [
-                ("loss", s.loss),
-                ("duplicate", s.duplicate),
-                ("reorder", s.reorder),
-                ("corrupt", s.corrupt),
-            ] {
-                if let Some(v) = v {
-                    leaf.extend([name.to_string(), format!("{v}%")]);
-                }
-            }
-            steps.push(Step::Cmd {
-                ns: Some(ns.into()),
-                argv: leaf,
-                stdin: None,
-            });
-        } else if let Some(p) = lp {
-            leaf.extend(["pfifo".into(), "limit".into(), p.to_string()]);
-            steps.push(Step::Cmd {
-                ns: Some(ns.into()),
-                argv: leaf,
-                stdin: None,
-            });
-        } else if let Some(b) = lb {
-            leaf.extend(["bfifo".into(), "limit".into(), b.to_string()]);
-            steps.push(Step::Cmd {
-                ns: Some(ns.into()),
-                argv: leaf,
-                stdin: None,
-            });
+        ),
+        cmd(
+            ns,
+            &[
+                "tc", "filter", "add", "dev", dev, "parent", "1:", "protocol", "ipv6", "prio", "2", "u32",
+                "match", "ip6", "priority", &tos, "0xfc", "flowid", classid,
+            ],
+        ),
+    ]
+}
+
+/// Class `c` in the mechanism's text: "NAME 1:ID (dscp ...) rate ... ceil ... prio N, LEAF".
+fn class_text(c: &ClassPlan) -> String {
+    format!(
+        "{} {}{} rate {}bit ceil {}bit prio {}{}",
+        c.name,
+        c.classid,
+        if c.default {
+            " (default)".to_string()
+        } else {
+            format!(
+                " (dscp {})",
+                c.dscp.iter().map(|d| d.to_string()).collect::<Vec<_>>().join(",")
+            )
+        },
+        c.rate_bps,
+        c.ceil_bps,
+        c.prio,
+        if c.leaf.is_empty() {
+            String::new()
+        } else {
+            format!(", {}", c.leaf)
         }
-        for d in &c.dscp {
-            let tos = format!("{:#04x}", d << 2);
-            steps.push(cmd(
-                ns,
-                &[
-                    "tc", "filter", "add", "dev", dev, "parent", "1:", "protocol", "ip", "prio", "1", "u32",
-                    "match", "ip", "dsfield", &tos, "0xfc", "flowid", &c.classid,
-                ],
-            ));
-            steps.push(cmd(
-                ns,
-                &[
-                    "tc", "filter", "add", "dev", dev, "parent", "1:", "protocol", "ipv6", "prio", "2",
-                    "u32", "match", "ip6", "priority", &tos, "0xfc", "flowid", &c.classid,
-                ],
-            ));
-        }
-        text.push(format!(
-            "{} {}{} rate {}bit ceil {}bit prio {}{}",
-            c.name,
-            c.classid,
-            if c.default {
-                " (default)".to_string()
-            } else {
-                format!(
-                    " (dscp {})",
-                    c.dscp.iter().map(|d| d.to_string()).collect::<Vec<_>>().join(",")
-                )
-            },
-            c.rate_bps,
-            c.ceil_bps,
-            c.prio,
-            if c.leaf.is_empty() {
-                String::new()
-            } else {
-                format!(", {}", c.leaf)
-            }
-        ));
-    }
-    Ok((steps, format!("htb rate {rb} with classes [{}]", text.join("; "))))
+    )
 }
 
 /// What one class carried, from `tc -s class show` (since the lab was built).

@@ -166,6 +166,158 @@ fn fin_timeout(ns: &str) -> Option<u64> {
     .flatten()
 }
 
+/// The clients' connections and what went wrong opening them.
+struct Clients {
+    conns: Vec<TcpStream>,
+    connect_failures: u32,
+    request_failures: u32,
+    first_error: Option<String>,
+}
+
+impl Clients {
+    /// Opens up to `o.connections` connections (within [`CONNECT_PHASE`] from `t0`), each sending
+    /// the request and, for `shutdown`, closing its write half.
+    fn open(o: &Options, stop: &AtomicBool, t0: Instant) -> Clients {
+        let mut c = Clients {
+            conns: Vec::new(),
+            connect_failures: 0,
+            request_failures: 0,
+            first_error: None,
+        };
+        for _ in 0..o.connections {
+            if stop.load(Ordering::Relaxed) {
+                break;
+            }
+            if t0.elapsed() >= CONNECT_PHASE {
+                let opened = c.conns.len();
+                c.first_error.get_or_insert_with(|| {
+                    format!(
+                        "stopped opening connections after {} s (netrig's bound on that phase), {opened} opened",
+                        CONNECT_PHASE.as_secs(),
+                    )
+                });
+                break;
+            }
+            let mut s = match TcpStream::connect_timeout(&o.to, CONNECT_TIMEOUT) {
+                Ok(s) => s,
+                Err(e) => {
+                    c.connect_failures += 1;
+                    c.first_error.get_or_insert_with(|| format!("connect: {e}"));
+                    // A server that refuses or times out every connection: stop after a few.
+                    if c.connect_failures >= 16 && c.conns.is_empty() {
+                        break;
+                    }
+                    continue;
+                }
+            };
+            // A request or shutdown the server cut short (it reset the connection) still leaves
+            // the connection counted as opened: what the server did is in its sockets' view.
+            let r = s.write_all(&o.request).and_then(|()| match o.how {
+                How::Shutdown => s.shutdown(std::net::Shutdown::Write),
+                How::Vanish => Ok(()),
+            });
+            if let Err(e) = r {
+                c.request_failures += 1;
+                c.first_error.get_or_insert_with(|| format!("request: {e}"));
+            }
+            c.conns.push(s);
+        }
+        c
+    }
+
+    /// `vanish`: reads until the server has closed its halves (bounded), lets the ACKs of its
+    /// FINs go out, then goes away from every connection without a word. How many the server
+    /// had closed first.
+    fn go_away(&mut self, stop: &AtomicBool) -> u32 {
+        let closed = read_until_closed(&self.conns, stop);
+        // The ACK of each server's FIN may wait for the delayed-ACK timer (40 to 200 ms): a
+        // client gone before it leaves the server in FIN_WAIT1, retransmitting its FIN into
+        // a host without the socket, which answers RST. Ask for the ACKs now, and give them
+        // the timer's longest wait.
+        for s in &self.conns {
+            set_quickack(s);
+        }
+        std::thread::sleep(ACK_GRACE);
+        for s in self.conns.drain(..) {
+            if let Err(e) = vanish(s) {
+                self.first_error.get_or_insert(e);
+            }
+        }
+        closed
+    }
+}
+
+/// Reads each connection until the server has closed its half (EOF), in all at most
+/// [`SERVER_CLOSE_WAIT`]; how many it closed.
+fn read_until_closed(conns: &[TcpStream], stop: &AtomicBool) -> u32 {
+    let deadline = Instant::now() + SERVER_CLOSE_WAIT;
+    let mut closed = vec![false; conns.len()];
+    let mut buf = [0u8; 4096];
+    for s in conns {
+        let _ = s.set_nonblocking(true);
+    }
+    while Instant::now() < deadline && closed.iter().any(|c| !c) && !stop.load(Ordering::Relaxed) {
+        for (i, mut s) in conns.iter().enumerate() {
+            if closed[i] {
+                continue;
+            }
+            // Bounded: each turn reads at most 64 KiB per connection.
+            for _ in 0..16 {
+                set_quickack(s);
+                match s.read(&mut buf) {
+                    Ok(0) => {
+                        closed[i] = true;
+                        break;
+                    }
+                    Ok(_) => continue,
+                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
+                    Err(_) => {
+                        closed[i] = true;
+                        break;
+                    }
+                }
+            }
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    closed.iter().filter(|c| **c).count() as u32
+}
+
+/// Asks the kernel of namespace `ns`, every 100 ms, for the sockets on `port` from `me` until
+/// none is open, within `o.watch`; when that was, in seconds from `t0` (`away_at_s` when the
+/// server held none by then), or `None` if some were still open at the end.
+fn gone_at(
+    o: &Options,
+    stop: &AtomicBool,
+    watch: &Watch,
+    ns: &str,
+    me: IpAddr,
+    t0: Instant,
+    away_at_s: f64,
+) -> Option<f64> {
+    let until = Instant::now() + o.watch;
+    let mut seen_open = false;
+    let away = Instant::now();
+    loop {
+        std::thread::sleep(Duration::from_millis(100));
+        if stop.load(Ordering::Relaxed) || Instant::now() >= until || watch.ended() {
+            return None;
+        }
+        // The watch's own samples are read at its end; here the kernel is asked directly.
+        let open = count_open(ns, o.to.port(), me);
+        seen_open |= open > 0;
+        // Gone: none left after some were there, or none at all a second after the clients
+        // went away (the server had closed them all already).
+        if open == 0 && (seen_open || away.elapsed() >= Duration::from_secs(1)) {
+            return Some(if seen_open {
+                t0.elapsed().as_secs_f64()
+            } else {
+                away_at_s
+            });
+        }
+    }
+}
+
 /// Runs from the calling thread's namespace, which must be a lab host's.
 pub fn run(o: &Options, stop: &AtomicBool) -> Result<Report, String> {
     check(o)?;
@@ -186,126 +338,21 @@ pub fn run(o: &Options, stop: &AtomicBool) -> Result<Report, String> {
         bound,
         false,
     );
-    let (mut conns, mut failures, mut request_failures, mut first_error) = (Vec::new(), 0u32, 0u32, None);
-    for _ in 0..o.connections {
-        if stop.load(Ordering::Relaxed) {
-            break;
-        }
-        if t0.elapsed() >= CONNECT_PHASE {
-            first_error.get_or_insert_with(|| {
-                format!(
-                    "stopped opening connections after {} s (netrig's bound on that phase), {} opened",
-                    CONNECT_PHASE.as_secs(),
-                    conns.len()
-                )
-            });
-            break;
-        }
-        let mut c = match TcpStream::connect_timeout(&o.to, CONNECT_TIMEOUT) {
-            Ok(c) => c,
-            Err(e) => {
-                failures += 1;
-                first_error.get_or_insert_with(|| format!("connect: {e}"));
-                // A server that refuses or times out every connection: stop after a few.
-                if failures >= 16 && conns.is_empty() {
-                    break;
-                }
-                continue;
-            }
-        };
-        // A request or shutdown the server cut short (it reset the connection) still leaves
-        // the connection counted as opened: what the server did is in its sockets' view.
-        let r = c.write_all(&o.request).and_then(|()| match o.how {
-            How::Shutdown => c.shutdown(std::net::Shutdown::Write),
-            How::Vanish => Ok(()),
-        });
-        if let Err(e) = r {
-            request_failures += 1;
-            first_error.get_or_insert_with(|| format!("request: {e}"));
-        }
-        conns.push(c);
-    }
-    let opened = conns.len() as u32;
-    let mut server_closed_first = None;
-    let away_at_s;
-    match o.how {
-        How::Vanish => {
-            // Read until each server half is closed (EOF), in all at most SERVER_CLOSE_WAIT.
-            let deadline = Instant::now() + SERVER_CLOSE_WAIT;
-            let mut closed = vec![false; conns.len()];
-            let mut buf = [0u8; 4096];
-            for s in &conns {
-                let _ = s.set_nonblocking(true);
-            }
-            while Instant::now() < deadline && closed.iter().any(|c| !c) && !stop.load(Ordering::Relaxed) {
-                for (i, mut s) in conns.iter().enumerate() {
-                    if closed[i] {
-                        continue;
-                    }
-                    // Bounded: each turn reads at most 64 KiB per connection.
-                    for _ in 0..16 {
-                        set_quickack(s);
-                        match s.read(&mut buf) {
-                            Ok(0) => {
-                                closed[i] = true;
-                                break;
-                            }
-                            Ok(_) => continue,
-                            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
-                            Err(_) => {
-                                closed[i] = true;
-                                break;
-                            }
-                        }
-                    }
-                }
-                std::thread::sleep(Duration::from_millis(5));
-            }
-            server_closed_first = Some(closed.iter().filter(|c| **c).count() as u32);
-            // The ACK of each server's FIN may wait for the delayed-ACK timer (40 to 200 ms): a
-            // client gone before it leaves the server in FIN_WAIT1, retransmitting its FIN into
-            // a host without the socket, which answers RST. Ask for the ACKs now, and give them
-            // the timer's longest wait.
-            for s in &conns {
-                set_quickack(s);
-            }
-            std::thread::sleep(ACK_GRACE);
-            for s in conns.drain(..) {
-                if let Err(e) = vanish(s) {
-                    first_error.get_or_insert(e);
-                }
-            }
-            away_at_s = t0.elapsed().as_secs_f64();
-        }
-        How::Shutdown => {
-            // Held without reading: the clients are gone, their half closed.
-            away_at_s = t0.elapsed().as_secs_f64();
-        }
-    }
+    let mut clients = Clients::open(o, stop, t0);
+    let opened = clients.conns.len() as u32;
+    // shutdown: held without reading, the clients are gone, their half closed.
+    let server_closed_first = (o.how == How::Vanish).then(|| clients.go_away(stop));
+    let away_at_s = t0.elapsed().as_secs_f64();
     // Watch until the server's sockets from this client are gone, or the watch's bound.
-    let until = Instant::now() + o.watch;
-    let mut seen_open = false;
-    let away = Instant::now();
-    let gone_at = loop {
-        std::thread::sleep(Duration::from_millis(100));
-        if stop.load(Ordering::Relaxed) || Instant::now() >= until || watch.ended() {
-            break None;
-        }
-        // The watch's own samples are read at its end; here the kernel is asked directly.
-        let open = count_open(&scope.target_ns, o.to.port(), me);
-        seen_open |= open > 0;
-        // Gone: none left after some were there, or none at all a second after the clients
-        // went away (the server had closed them all already).
-        if open == 0 && (seen_open || away.elapsed() >= Duration::from_secs(1)) {
-            break Some(if seen_open {
-                t0.elapsed().as_secs_f64()
-            } else {
-                away_at_s
-            });
-        }
-    };
+    let gone_at = gone_at(o, stop, &watch, &scope.target_ns, me, t0, away_at_s);
     std::thread::sleep(Duration::from_millis(150));
     let server = watch.finish()?;
+    let Clients {
+        conns,
+        connect_failures,
+        request_failures,
+        first_error,
+    } = clients;
     drop(conns); // shutdown: the held halves go now (after the watch).
     let left_at_end = server.samples.last().map_or(0, |s| s.states.open());
     Ok(Report {
@@ -317,7 +364,7 @@ pub fn run(o: &Options, stop: &AtomicBool) -> Result<Report, String> {
         started_unix_s,
         connections_asked: o.connections,
         opened,
-        connect_failures: failures,
+        connect_failures,
         request_failures,
         first_error,
         server_closed_first,
