@@ -112,242 +112,337 @@ pub fn measured(w: Option<&Value>) -> String {
     out
 }
 
-/// The diagram of the experiment's lab, a `<figure>` with an inline SVG; none without a lab.
-pub fn diagram(e: &Experiment) -> Option<String> {
-    let lab = e.lab.as_ref()?;
-    let topo = e.plan.lab.as_ref();
-    let hosts: Vec<String> = lab["hosts"].as_object()?.keys().cloned().collect();
-    let segments = lab["segments"].as_array().cloned().unwrap_or_default();
-    let directions = lab["directions"].as_array().cloned().unwrap_or_default();
-    let witness = lab["witness"].as_array().cloned().unwrap_or_default();
-    let router = |h: &str| topo.and_then(|t| t.hosts.get(h)).is_some_and(|x| x.router);
+/// The hosts of a segment of the lab as built.
+fn members(s: &Value) -> Vec<String> {
+    s["members"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|m| m["host"].as_str().map(String::from))
+        .collect()
+}
 
-    // The graph: a link joins two hosts, a LAN is a node joined to each member.
-    let mut adj: BTreeMap<Node, BTreeSet<Node>> = BTreeMap::new();
-    for h in &hosts {
-        adj.entry(Node::Host(h.clone())).or_default();
-    }
-    let members = |s: &Value| -> Vec<String> {
-        s["members"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(|m| m["host"].as_str().map(String::from))
-            .collect()
-    };
-    for s in &segments {
-        let name = s["name"].as_str().unwrap_or("?").to_string();
-        let m = members(s);
-        if s["lan"].as_bool() == Some(true) {
-            for h in &m {
-                adj.entry(Node::Lan(name.clone()))
-                    .or_default()
-                    .insert(Node::Host(h.clone()));
-                adj.entry(Node::Host(h.clone()))
-                    .or_default()
-                    .insert(Node::Lan(name.clone()));
-            }
-        } else if m.len() == 2 {
-            adj.entry(Node::Host(m[0].clone()))
-                .or_default()
-                .insert(Node::Host(m[1].clone()));
-            adj.entry(Node::Host(m[1].clone()))
-                .or_default()
-                .insert(Node::Host(m[0].clone()));
-        }
-    }
-    // Layers: breadth first from the client hosts (the plan's and its arms', with the hosts
-    // that are not routers on a LAN with one of them), then from each host not reached yet.
-    let plan = serde_json::to_value(&e.plan).unwrap_or(Value::Null);
-    let mut named: BTreeSet<String> = BTreeSet::new();
-    let t = &plan["target"];
-    let arms = plan["arm"].as_array().cloned().unwrap_or_default();
-    for c in std::iter::once(&t["client"])
-        .chain(t["clients"].as_array().into_iter().flatten())
-        .chain(arms.iter().map(|a| &a["client"]))
-    {
-        if let Some(c) = c.as_str().filter(|c| hosts.iter().any(|h| h == c)) {
-            named.insert(c.to_string());
-        }
-    }
-    let mut first: BTreeSet<Node> = named.iter().map(|h| Node::Host(h.clone())).collect();
-    for s in segments.iter().filter(|s| s["lan"].as_bool() == Some(true)) {
-        let m = members(s);
-        if m.iter().any(|h| named.contains(h)) {
-            first.extend(m.iter().filter(|h| !router(h)).map(|h| Node::Host(h.clone())));
-        }
-    }
-    let mut roots: Vec<Vec<Node>> = vec![first.into_iter().collect()];
-    roots.extend(
-        hosts
-            .iter()
-            .filter(|h| !router(h))
-            .map(|h| vec![Node::Host(h.clone())]),
-    );
-    roots.extend(hosts.iter().map(|h| vec![Node::Host(h.clone())]));
-    let mut layer: BTreeMap<Node, usize> = BTreeMap::new();
-    for r in roots {
-        let r: Vec<Node> = r.into_iter().filter(|n| !layer.contains_key(n)).collect();
-        if r.is_empty() {
-            continue;
-        }
-        let base = layer.values().max().map_or(0, |m| m + 1);
-        let mut q: VecDeque<(Node, usize)> = r.iter().map(|n| (n.clone(), base)).collect();
-        for n in r {
-            layer.insert(n, base);
-        }
-        while let Some((n, l)) = q.pop_front() {
-            for m in adj.get(&n).into_iter().flatten() {
-                if !layer.contains_key(m) {
-                    layer.insert(m.clone(), l + 1);
-                    q.push_back((m.clone(), l + 1));
-                }
-            }
-        }
-    }
-    let mut columns: BTreeMap<usize, Vec<Node>> = BTreeMap::new();
-    for (n, l) in &layer {
-        columns.entry(*l).or_default().push(n.clone());
-    }
-    let tallest = columns.values().map(Vec::len).max().unwrap_or(1);
-    let mut pos: BTreeMap<Node, (f64, f64)> = BTreeMap::new();
-    for (c, nodes) in &columns {
-        let top = (tallest - nodes.len()) as f64 * ROW / 2.0;
-        for (i, n) in nodes.iter().enumerate() {
-            pos.insert(
-                n.clone(),
-                (
-                    40.0 + BOX_W / 2.0 + *c as f64 * COL,
-                    60.0 + BOX_H / 2.0 + top + i as f64 * ROW,
-                ),
-            );
-        }
-    }
-    let width = 80.0 + BOX_W + (columns.len().max(1) - 1) as f64 * COL + 80.0;
-    let height = 120.0 + BOX_H + (tallest - 1) as f64 * ROW + 80.0;
+fn is_lan(s: &Value) -> bool {
+    s["lan"].as_bool() == Some(true)
+}
 
-    let mut lines = String::new();
-    let mut labels = String::new();
-    let text = |out: &mut String, x: f64, y: f64, class: &str, t: &str| {
-        let _ = writeln!(
-            out,
-            "<text x=\"{x:.0}\" y=\"{y:.0}\" class=\"{class}\" text-anchor=\"middle\">{}</text>",
-            esc(t)
-        );
-    };
-    for s in &segments {
-        let name = s["name"].as_str().unwrap_or("?");
-        let lan = s["lan"].as_bool() == Some(true);
-        let m = members(s);
-        let ends: Vec<(f64, f64)> = if lan {
-            let Some(&bus) = pos.get(&Node::Lan(name.to_string())) else {
-                continue;
-            };
-            // The bus spans its members' rows; each member joins it with a horizontal line.
-            let ys: Vec<f64> = m
-                .iter()
-                .filter_map(|h| pos.get(&Node::Host(h.clone())).map(|p| p.1))
-                .chain([bus.1])
-                .collect();
-            let (top, bottom) = (
-                ys.iter().copied().fold(f64::INFINITY, f64::min) - 24.0,
-                ys.iter().copied().fold(f64::NEG_INFINITY, f64::max) + 24.0,
-            );
-            let _ = writeln!(
-                lines,
-                "<rect x=\"{:.0}\" y=\"{top:.0}\" width=\"10\" height=\"{:.0}\" class=\"bus\"/>",
-                bus.0 - 5.0,
-                bottom - top
-            );
-            text(&mut labels, bus.0, top - 8.0, "name", name);
-            for h in &m {
-                if let Some(&(x, y)) = pos.get(&Node::Host(h.clone())) {
-                    let _ = writeln!(
-                        lines,
-                        "<line x1=\"{x:.0}\" y1=\"{y:.0}\" x2=\"{:.0}\" y2=\"{y:.0}\" class=\"link\"/>",
-                        bus.0
-                    );
+/// The lab as built (the document's `lab`) and the plan's, with what the diagram reads of them.
+struct Lab<'a> {
+    lab: &'a Value,
+    hosts: Vec<String>,
+    segments: Vec<Value>,
+    /// The hosts the plan makes routers.
+    routers: BTreeSet<String>,
+}
+
+impl Lab<'_> {
+    fn router(&self, h: &str) -> bool {
+        self.routers.contains(h)
+    }
+
+    /// The graph: a link joins two hosts, a LAN is a node joined to each member.
+    fn graph(&self) -> BTreeMap<Node, BTreeSet<Node>> {
+        let mut adj: BTreeMap<Node, BTreeSet<Node>> = BTreeMap::new();
+        for h in &self.hosts {
+            adj.entry(Node::Host(h.clone())).or_default();
+        }
+        for s in &self.segments {
+            let name = s["name"].as_str().unwrap_or("?").to_string();
+            let m = members(s);
+            if is_lan(s) {
+                for h in &m {
+                    adj.entry(Node::Lan(name.clone()))
+                        .or_default()
+                        .insert(Node::Host(h.clone()));
+                    adj.entry(Node::Host(h.clone()))
+                        .or_default()
+                        .insert(Node::Lan(name.clone()));
                 }
+            } else if m.len() == 2 {
+                adj.entry(Node::Host(m[0].clone()))
+                    .or_default()
+                    .insert(Node::Host(m[1].clone()));
+                adj.entry(Node::Host(m[1].clone()))
+                    .or_default()
+                    .insert(Node::Host(m[0].clone()));
             }
-            vec![(bus.0, bottom - BOX_H / 2.0)]
-        } else {
-            let p: Vec<(f64, f64)> = m
-                .iter()
-                .filter_map(|h| pos.get(&Node::Host(h.clone())).copied())
-                .collect();
-            if p.len() == 2 {
-                let _ = writeln!(
-                    lines,
-                    "<line x1=\"{:.0}\" y1=\"{:.0}\" x2=\"{:.0}\" y2=\"{:.0}\" class=\"link\"/>",
-                    p[0].0, p[0].1, p[1].0, p[1].1
+        }
+        adj
+    }
+
+    /// Where breadth-first layering starts, in turn: the client hosts (the plan's and its
+    /// arms', with the hosts that are not routers on a LAN with one of them), then each host
+    /// that is not a router, then each host.
+    fn roots(&self, e: &Experiment) -> Vec<Vec<Node>> {
+        let plan = serde_json::to_value(&e.plan).unwrap_or(Value::Null);
+        let mut named: BTreeSet<String> = BTreeSet::new();
+        let t = &plan["target"];
+        let arms = plan["arm"].as_array().cloned().unwrap_or_default();
+        for c in std::iter::once(&t["client"])
+            .chain(t["clients"].as_array().into_iter().flatten())
+            .chain(arms.iter().map(|a| &a["client"]))
+        {
+            if let Some(c) = c.as_str().filter(|c| self.hosts.iter().any(|h| h == c)) {
+                named.insert(c.to_string());
+            }
+        }
+        let mut first: BTreeSet<Node> = named.iter().map(|h| Node::Host(h.clone())).collect();
+        for s in self.segments.iter().filter(|s| is_lan(s)) {
+            let m = members(s);
+            if m.iter().any(|h| named.contains(h)) {
+                first.extend(
+                    m.iter()
+                        .filter(|h| !self.router(h))
+                        .map(|h| Node::Host(h.clone())),
                 );
             }
-            p
-        };
+        }
+        let mut roots: Vec<Vec<Node>> = vec![first.into_iter().collect()];
+        roots.extend(
+            self.hosts
+                .iter()
+                .filter(|h| !self.router(h))
+                .map(|h| vec![Node::Host(h.clone())]),
+        );
+        roots.extend(self.hosts.iter().map(|h| vec![Node::Host(h.clone())]));
+        roots
+    }
+
+    /// Each node's layer: breadth first from the first roots, then from each root not reached
+    /// yet, a layer past the last.
+    fn layers(&self, e: &Experiment) -> BTreeMap<Node, usize> {
+        let adj = self.graph();
+        let mut layer: BTreeMap<Node, usize> = BTreeMap::new();
+        for r in self.roots(e) {
+            let r: Vec<Node> = r.into_iter().filter(|n| !layer.contains_key(n)).collect();
+            if r.is_empty() {
+                continue;
+            }
+            let base = layer.values().max().map_or(0, |m| m + 1);
+            let mut q: VecDeque<(Node, usize)> = r.iter().map(|n| (n.clone(), base)).collect();
+            for n in r {
+                layer.insert(n, base);
+            }
+            while let Some((n, l)) = q.pop_front() {
+                for m in adj.get(&n).into_iter().flatten() {
+                    if !layer.contains_key(m) {
+                        layer.insert(m.clone(), l + 1);
+                        q.push_back((m.clone(), l + 1));
+                    }
+                }
+            }
+        }
+        layer
+    }
+}
+
+/// Where the nodes stand: each node's centre, and the drawing's width and height.
+struct Layout {
+    pos: BTreeMap<Node, (f64, f64)>,
+    width: f64,
+    height: f64,
+}
+
+impl Layout {
+    /// A column per layer, its nodes in name order, each column centred on the tallest.
+    fn of(layer: &BTreeMap<Node, usize>) -> Layout {
+        let mut columns: BTreeMap<usize, Vec<Node>> = BTreeMap::new();
+        for (n, l) in layer {
+            columns.entry(*l).or_default().push(n.clone());
+        }
+        let tallest = columns.values().map(Vec::len).max().unwrap_or(1);
+        let mut pos: BTreeMap<Node, (f64, f64)> = BTreeMap::new();
+        for (c, nodes) in &columns {
+            let top = (tallest - nodes.len()) as f64 * ROW / 2.0;
+            for (i, n) in nodes.iter().enumerate() {
+                pos.insert(
+                    n.clone(),
+                    (
+                        40.0 + BOX_W / 2.0 + *c as f64 * COL,
+                        60.0 + BOX_H / 2.0 + top + i as f64 * ROW,
+                    ),
+                );
+            }
+        }
+        Layout {
+            pos,
+            width: 80.0 + BOX_W + (columns.len().max(1) - 1) as f64 * COL + 80.0,
+            height: 120.0 + BOX_H + (tallest - 1) as f64 * ROW + 80.0,
+        }
+    }
+
+    fn host(&self, h: &str) -> Option<(f64, f64)> {
+        self.pos.get(&Node::Host(h.to_string())).copied()
+    }
+}
+
+/// A line of text centred at (x, y).
+fn text(out: &mut String, x: f64, y: f64, class: &str, t: &str) {
+    let _ = writeln!(
+        out,
+        "<text x=\"{x:.0}\" y=\"{y:.0}\" class=\"{class}\" text-anchor=\"middle\">{}</text>",
+        esc(t)
+    );
+}
+
+/// Draws segment `s`: its line (or its bus, and a line from each member) into `lines`; its
+/// name and label into `labels`. Where its label goes: the line's two ends, or the bus's foot.
+fn segment_lines(s: &Value, at: &Layout, lines: &mut String, labels: &mut String) -> Vec<(f64, f64)> {
+    let m = members(s);
+    if !is_lan(s) {
+        let p: Vec<(f64, f64)> = m.iter().filter_map(|h| at.host(h)).collect();
+        if p.len() == 2 {
+            let _ = writeln!(
+                lines,
+                "<line x1=\"{:.0}\" y1=\"{:.0}\" x2=\"{:.0}\" y2=\"{:.0}\" class=\"link\"/>",
+                p[0].0, p[0].1, p[1].0, p[1].1
+            );
+        }
+        return p;
+    }
+    let name = s["name"].as_str().unwrap_or("?");
+    let Some(&bus) = at.pos.get(&Node::Lan(name.to_string())) else {
+        return vec![];
+    };
+    // The bus spans its members' rows; each member joins it with a horizontal line.
+    let ys: Vec<f64> = m
+        .iter()
+        .filter_map(|h| at.host(h).map(|p| p.1))
+        .chain([bus.1])
+        .collect();
+    let (top, bottom) = (
+        ys.iter().copied().fold(f64::INFINITY, f64::min) - 24.0,
+        ys.iter().copied().fold(f64::NEG_INFINITY, f64::max) + 24.0,
+    );
+    let _ = writeln!(
+        lines,
+        "<rect x=\"{:.0}\" y=\"{top:.0}\" width=\"10\" height=\"{:.0}\" class=\"bus\"/>",
+        bus.0 - 5.0,
+        bottom - top
+    );
+    text(labels, bus.0, top - 8.0, "name", name);
+    for h in &m {
+        if let Some((x, y)) = at.host(h) {
+            let _ = writeln!(
+                lines,
+                "<line x1=\"{x:.0}\" y1=\"{y:.0}\" x2=\"{:.0}\" y2=\"{y:.0}\" class=\"link\"/>",
+                bus.0
+            );
+        }
+    }
+    vec![(bus.0, bottom - BOX_H / 2.0)]
+}
+
+/// The label of segment `s`: the segment and its MTU, then each direction over it as
+/// configured, the mechanism that builds it, and as the witness measured it; (class, line).
+fn segment_label(s: &Value, lab: &Value) -> Vec<(&'static str, String)> {
+    let name = s["name"].as_str().unwrap_or("?");
+    let directions = lab["directions"]
+        .as_array()
+        .map(Vec::as_slice)
+        .unwrap_or_default();
+    let witness = lab["witness"].as_array().map(Vec::as_slice).unwrap_or_default();
+    let mut t: Vec<(&str, String)> = vec![(
+        "seg",
+        format!(
+            "{} {name} (MTU {})",
+            if is_lan(s) { "LAN" } else { "link" },
+            s["mtu"]
+        ),
+    )];
+    for d in directions.iter().filter(|d| d["link"] == name) {
+        let (from, to) = (d["from"].as_str().unwrap_or("?"), d["to"].as_str().unwrap_or("?"));
+        let w = witness
+            .iter()
+            .find(|w| w["link"] == name && w["from"] == from && w["to"] == to);
+        t.push(("dir", format!("{from} → {to}: {}", configured(d))));
+        t.push(("mech", format!("by {}", d["mechanism"].as_str().unwrap_or("?"))));
+        t.push(("meas", measured(w)));
+    }
+    if t.len() == 1 {
+        t.push(("mech", "unshaped both ways".into()));
+    }
+    t
+}
+
+/// Draws each segment's lines into `lines` and its labels into `labels`.
+fn segments(lab: &Lab, at: &Layout, lines: &mut String, labels: &mut String) {
+    for s in &lab.segments {
+        let ends = segment_lines(s, at, lines, labels);
         let (cx, cy) = match ends.as_slice() {
             [a, b] => ((a.0 + b.0) / 2.0, (a.1 + b.1) / 2.0),
             [a] => (a.0, a.1 + BOX_H / 2.0 + 16.0),
             _ => continue,
         };
-        // The label: the segment, its MTU, then each direction configured, built, measured.
-        let mut t: Vec<(&str, String)> = vec![(
-            "seg",
-            format!("{} {name} (MTU {})", if lan { "LAN" } else { "link" }, s["mtu"]),
-        )];
-        for d in directions.iter().filter(|d| d["link"] == name) {
-            let (from, to) = (d["from"].as_str().unwrap_or("?"), d["to"].as_str().unwrap_or("?"));
-            let w = witness
-                .iter()
-                .find(|w| w["link"] == name && w["from"] == from && w["to"] == to);
-            t.push(("dir", format!("{from} → {to}: {}", configured(d))));
-            t.push(("mech", format!("by {}", d["mechanism"].as_str().unwrap_or("?"))));
-            t.push(("meas", measured(w)));
-        }
-        if t.len() == 1 {
-            t.push(("mech", "unshaped both ways".into()));
-        }
         // Below the line's middle (below a bus), clear of the line itself.
-        let y0 = if lan { cy } else { cy + 18.0 };
-        for (i, (class, s)) in t.iter().enumerate() {
-            text(&mut labels, cx, y0 + i as f64 * LINE_H, class, s);
+        let y0 = if is_lan(s) { cy } else { cy + 18.0 };
+        for (i, (class, t)) in segment_label(s, lab.lab).iter().enumerate() {
+            text(labels, cx, y0 + i as f64 * LINE_H, class, t);
         }
     }
+}
+
+/// The hosts' boxes: each with its name, its role and agent, and its first two IPv4 addresses.
+fn boxes(lab: &Lab, at: &Layout) -> String {
     let mut boxes = String::new();
-    for (n, &(x, y)) in &pos {
-        match n {
-            Node::Host(h) => {
-                let info = &lab["hosts"][h];
-                let _ = writeln!(
-                    boxes,
-                    "<rect x=\"{:.0}\" y=\"{:.0}\" width=\"{BOX_W:.0}\" height=\"{BOX_H:.0}\" rx=\"{}\" class=\"{}\"/>",
-                    x - BOX_W / 2.0,
-                    y - BOX_H / 2.0,
-                    if router(h) { 18 } else { 4 },
-                    if router(h) { "host router" } else { "host" }
-                );
-                text(&mut boxes, x, y - 16.0, "name", h);
-                let role = match (router(h), info["agent"]["port"].as_u64()) {
-                    (true, Some(p)) => format!("router · agent :{p}"),
-                    (false, Some(p)) => format!("agent :{p}"),
-                    (true, None) => "router · no agent".into(),
-                    (false, None) => "no agent".into(),
-                };
-                text(&mut boxes, x, y + 2.0, "small", &role);
-                let addrs: Vec<&str> = info["addrs"]
-                    .as_array()
-                    .into_iter()
-                    .flatten()
-                    .filter_map(Value::as_str)
-                    .filter(|a| !a.contains(':'))
-                    .take(2)
-                    .collect();
-                for (i, a) in addrs.iter().enumerate() {
-                    text(&mut boxes, x, y + 16.0 + i as f64 * 12.0, "small", a);
-                }
-            }
-            Node::Lan(_) => {} // drawn with its segment
+    for (n, &(x, y)) in &at.pos {
+        let Node::Host(h) = n else {
+            continue; // a LAN is drawn with its segment
+        };
+        let info = &lab.lab["hosts"][h];
+        let router = lab.router(h);
+        let _ = writeln!(
+            boxes,
+            "<rect x=\"{:.0}\" y=\"{:.0}\" width=\"{BOX_W:.0}\" height=\"{BOX_H:.0}\" rx=\"{}\" class=\"{}\"/>",
+            x - BOX_W / 2.0,
+            y - BOX_H / 2.0,
+            if router { 18 } else { 4 },
+            if router { "host router" } else { "host" }
+        );
+        text(&mut boxes, x, y - 16.0, "name", h);
+        let role = match (router, info["agent"]["port"].as_u64()) {
+            (true, Some(p)) => format!("router · agent :{p}"),
+            (false, Some(p)) => format!("agent :{p}"),
+            (true, None) => "router · no agent".into(),
+            (false, None) => "no agent".into(),
+        };
+        text(&mut boxes, x, y + 2.0, "small", &role);
+        let addrs: Vec<&str> = info["addrs"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .filter(|a| !a.contains(':'))
+            .take(2)
+            .collect();
+        for (i, a) in addrs.iter().enumerate() {
+            text(&mut boxes, x, y + 16.0 + i as f64 * 12.0, "small", a);
         }
     }
+    boxes
+}
+
+/// The diagram of the experiment's lab, a `<figure>` with an inline SVG; none without a lab.
+pub fn diagram(e: &Experiment) -> Option<String> {
+    let built = e.lab.as_ref()?;
+    let lab = Lab {
+        lab: built,
+        hosts: built["hosts"].as_object()?.keys().cloned().collect(),
+        segments: built["segments"].as_array().cloned().unwrap_or_default(),
+        routers: e
+            .plan
+            .lab
+            .iter()
+            .flat_map(|t| &t.hosts)
+            .filter(|(_, x)| x.router)
+            .map(|(h, _)| h.clone())
+            .collect(),
+    };
+    let at = Layout::of(&lab.layers(e));
+    let (width, height) = (at.width, at.height);
+    let mut lines = String::new();
+    let mut labels = String::new();
+    segments(&lab, &at, &mut lines, &mut labels);
     let mut svg = String::new();
     let _ = writeln!(
         svg,
@@ -360,11 +455,11 @@ pub fn diagram(e: &Experiment) -> Option<String> {
          </style>"
     );
     svg.push_str(&lines);
-    svg.push_str(&boxes);
+    svg.push_str(&boxes(&lab, &at));
     svg.push_str(&labels);
     svg.push_str("</svg>");
-    let name = lab["name"].as_str().unwrap_or("?");
-    let id = lab["id"].as_str().unwrap_or("?");
+    let name = built["name"].as_str().unwrap_or("?");
+    let id = built["id"].as_str().unwrap_or("?");
     Some(format!(
         "<h2>The lab</h2>\n<figure class=\"lab\" id=\"lab-diagram\">{svg}<figcaption>lab {} (id {}): hosts (routers with round corners) and links; each shaped direction with what is configured, the mechanism that builds it, and what the witness measured after building it (TCP payload over its stream, tcp-rr median round trip, UDP probe loss). Built for this plan and removed after it.</figcaption></figure>",
         esc(name),

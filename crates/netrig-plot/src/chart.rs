@@ -3,6 +3,7 @@
 //! dashed, or on a secondary y axis; plus marks (a dashed y = x line, a
 //! labelled point). Every plot module fills a [`Chart`] and [`draw`]s it.
 
+use plotters::chart::DualCoordChartContext;
 use plotters::coord::ranged1d::{DefaultFormatting, KeyPointHint};
 use plotters::coord::types::RangedCoordf64;
 use plotters::coord::Shift;
@@ -267,7 +268,7 @@ fn draw_legend(
     legend: &[Entry],
     at: &[(i32, i32)],
     y0: i32,
-) -> Result<(), Box<dyn std::error::Error>> {
+) -> Result<(), DrawError> {
     for (e, (x, row)) in legend.iter().zip(at) {
         let y = y0 + row * LEGEND_ROW + LEGEND_ROW / 2;
         let style = e.colour.stroke_width(if e.thin { 1 } else { 2 });
@@ -454,15 +455,36 @@ macro_rules! whiskers {
     }};
 }
 
-/// Draws one panel; its plotting area's pixel ranges (x, y). `small`: a
-/// panel of a grid under the figure's title (a smaller caption).
-#[allow(clippy::type_complexity)]
-fn draw(
-    chart: &Chart,
-    area: &DrawingArea<SVGBackend, Shift>,
-    small: bool,
-) -> Result<(std::ops::Range<i32>, std::ops::Range<i32>), Box<dyn std::error::Error>> {
-    let text = |size: u32| (FONT, size).into_font().color(&INK);
+/// A panel's ranges: x (transformed for a log axis, with its margin), the primary y axis's and
+/// the secondary's.
+struct Ranges {
+    x: (f64, f64),
+    y: (f64, f64),
+    y2: (f64, f64),
+}
+
+impl Ranges {
+    fn of(chart: &Chart) -> Ranges {
+        Ranges {
+            x: x_range(chart),
+            y: y_range(chart, false),
+            y2: y_range(chart, true),
+        }
+    }
+
+    /// The range of the y axis `s` is drawn on.
+    fn y_of(&self, s: &Series) -> (f64, f64) {
+        if s.secondary {
+            self.y2
+        } else {
+            self.y
+        }
+    }
+}
+
+/// The x axis's range: the points' and the ticks'. No margin past the data but a little each
+/// side, for markers (half a category for bars).
+fn x_range(chart: &Chart) -> (f64, f64) {
     let xs: Vec<f64> = chart
         .series
         .iter()
@@ -470,8 +492,6 @@ fn draw(
         .chain(chart.x.ticks.iter().map(|t| tx(&chart.x, t.0)))
         .collect();
     let (mut x0, mut x1) = range(xs.iter().copied(), false);
-    // No margin on x past the data but a little each side, for markers
-    // (half a category for bars).
     let bars = chart.series.iter().any(|s| s.bars);
     let pad = if bars { 0.5 } else { (x1 - x0) * 0.03 };
     if bars {
@@ -479,27 +499,33 @@ fn draw(
     }
     x0 -= pad;
     x1 += pad;
-    let y_of = |secondary: bool| {
-        let mut v: Vec<f64> = Vec::new();
-        for s in chart.series.iter().filter(|s| s.secondary == secondary) {
-            v.extend(s.points.iter().map(|p| p.1));
-            v.extend(s.band.iter().map(|b| b.1));
-        }
-        // Intervals reach up to the axis no further than a little past
-        // the highest mean: an interval of a few scattered runs would
-        // otherwise flatten every line to the floor.
-        let top = v.iter().copied().filter(|v| v.is_finite()).fold(0f64, f64::max);
-        for s in chart.series.iter().filter(|s| s.secondary == secondary) {
-            v.extend(s.band.iter().map(|b| b.2.min(top * BAND_REACH)));
-        }
-        if chart.diagonal && !secondary {
-            v.extend(chart.series.iter().flat_map(|s| s.points.iter().map(|p| p.0)));
-        }
-        let shared = if secondary { chart.y2_range } else { chart.y_range };
-        shared.unwrap_or_else(|| range(v.into_iter(), true))
-    };
-    let (y0, y1) = y_of(false);
-    let ticks: Vec<(f64, String)> = if chart.x.ticks.is_empty() {
+    (x0, x1)
+}
+
+/// The range of the primary y axis, or of the `secondary`: the panels' shared one when given.
+fn y_range(chart: &Chart, secondary: bool) -> (f64, f64) {
+    let mut v: Vec<f64> = Vec::new();
+    for s in chart.series.iter().filter(|s| s.secondary == secondary) {
+        v.extend(s.points.iter().map(|p| p.1));
+        v.extend(s.band.iter().map(|b| b.1));
+    }
+    // Intervals reach up to the axis no further than a little past
+    // the highest mean: an interval of a few scattered runs would
+    // otherwise flatten every line to the floor.
+    let top = v.iter().copied().filter(|v| v.is_finite()).fold(0f64, f64::max);
+    for s in chart.series.iter().filter(|s| s.secondary == secondary) {
+        v.extend(s.band.iter().map(|b| b.2.min(top * BAND_REACH)));
+    }
+    if chart.diagonal && !secondary {
+        v.extend(chart.series.iter().flat_map(|s| s.points.iter().map(|p| p.0)));
+    }
+    let shared = if secondary { chart.y2_range } else { chart.y_range };
+    shared.unwrap_or_else(|| range(v.into_iter(), true))
+}
+
+/// The x axis's ticks: the chart's own (transformed for a log axis), else round ones.
+fn x_ticks(chart: &Chart, (x0, x1): (f64, f64)) -> Vec<(f64, String)> {
+    if chart.x.ticks.is_empty() {
         auto_ticks(&chart.x, x0, x1)
     } else {
         chart
@@ -508,7 +534,33 @@ fn draw(
             .iter()
             .map(|(v, l)| (tx(&chart.x, *v), l.clone()))
             .collect()
-    };
+    }
+}
+
+fn text(size: u32) -> TextStyle<'static> {
+    (FONT, size).into_font().color(&INK)
+}
+
+/// What drawing a panel fails with (plotters' errors, boxed).
+type DrawError = Box<dyn std::error::Error>;
+
+/// A panel's coordinates: x with its own ticks, the primary y axis and the secondary.
+type Panel<'a, 'b> = DualCoordChartContext<
+    'a,
+    SVGBackend<'b>,
+    Cartesian2d<Ticked, RangedCoordf64>,
+    Cartesian2d<Ticked, RangedCoordf64>,
+>;
+
+/// Draws a panel's caption, axes and grid into `area`; `small` as [`draw`]'s.
+fn axes<'a, 'b>(
+    chart: &Chart,
+    area: &'a DrawingArea<SVGBackend<'b>, Shift>,
+    small: bool,
+    r: &Ranges,
+) -> Result<Panel<'a, 'b>, DrawError> {
+    let ((x0, x1), (y0, y1), (z0, z1)) = (r.x, r.y, r.y2);
+    let ticks = x_ticks(chart, r.x);
     let key: Vec<f64> = ticks.iter().map(|t| t.0).collect();
     let label_of = |v: &f64| {
         ticks
@@ -526,7 +578,6 @@ fn draw(
     if chart.y2.is_some() {
         builder.right_y_label_area_size(64);
     }
-    let (z0, z1) = y_of(true);
     // The secondary coordinate first: it takes the right label area, so
     // the primary's labels are not drawn there too.
     let mut ctx = builder
@@ -566,68 +617,62 @@ fn draw(
             .axis_desc_style(text(14))
             .draw()?;
     }
+    Ok(ctx)
+}
 
-    if chart.diagonal {
-        // Inside both axes' ranges: plotters clamps a point outside them
-        // (it does not clip the line), which would bend y = x.
-        let (lo, hi) = (x0.max(y0), x1.min(y1));
-        // Thin and solid: the dashed lines are the right axis's.
-        ctx.draw_series(LineSeries::new([(lo, lo), (hi, hi)], INK.stroke_width(1)))?;
+/// Draws series `s` on its y axis (`lo..hi`, where its intervals are cut): bars from 0 with
+/// error bars, or its band, error bars, line and markers.
+fn plot_series(ctx: &mut Panel, chart: &Chart, s: &Series, (lo, hi): (f64, f64)) -> Result<(), DrawError> {
+    let c = colour(s.colour);
+    let pts: Vec<(f64, f64)> = s.points.iter().map(|p| (tx(&chart.x, p.0), p.1)).collect();
+    // (x, low, high, high cut at the axis)
+    let band: Vec<(f64, f64, f64, bool)> = s
+        .band
+        .iter()
+        .map(|b| (tx(&chart.x, b.0), b.1.clamp(lo, hi), b.2.clamp(lo, hi), b.2 > hi))
+        .collect();
+    if s.bars {
+        ctx.draw_series(
+            pts.iter()
+                .map(|p| Rectangle::new([(p.0 - 0.3, 0.0), (p.0 + 0.3, p.1)], c.mix(0.75).filled())),
+        )?;
+        whiskers!(ctx.draw_series, band, INK.stroke_width(2), 7, |x: f64, y: f64| {
+            ctx.backend_coord(&(x, y))
+        });
+        return Ok(());
     }
-
-    for s in &chart.series {
-        let c = colour(s.colour);
-        let pts: Vec<(f64, f64)> = s.points.iter().map(|p| (tx(&chart.x, p.0), p.1)).collect();
-        let (lo, hi) = if s.secondary { (z0, z1) } else { (y0, y1) };
-        // (x, low, high, high cut at the axis)
-        let band: Vec<(f64, f64, f64, bool)> = s
-            .band
-            .iter()
-            .map(|b| (tx(&chart.x, b.0), b.1.clamp(lo, hi), b.2.clamp(lo, hi), b.2 > hi))
-            .collect();
-        if s.bars {
-            ctx.draw_series(
-                pts.iter()
-                    .map(|p| Rectangle::new([(p.0 - 0.3, 0.0), (p.0 + 0.3, p.1)], c.mix(0.75).filled())),
-            )?;
-            whiskers!(ctx.draw_series, band, INK.stroke_width(2), 7, |x: f64, y: f64| {
-                ctx.backend_coord(&(x, y))
-            });
-            continue;
-        }
-        macro_rules! series {
-            ($draw:ident, $px:expr) => {{
-                if band.len() > 1 {
-                    let mut poly: Vec<(f64, f64)> = band.iter().map(|b| (b.0, b.2)).collect();
-                    poly.extend(band.iter().rev().map(|b| (b.0, b.1)));
-                    ctx.$draw(std::iter::once(Polygon::new(poly, c.mix(0.18).filled())))?;
-                }
-                whiskers!(ctx.$draw, band, c.stroke_width(1), 4, $px);
-                // One point draws no line (its marker shows it), still with its legend.
-                let line = if pts.len() > 1 {
-                    pts.clone()
-                } else {
-                    Vec::new()
-                };
-                if s.dashed {
-                    ctx.$draw(DashedLineSeries::new(line, 7, 5, c.stroke_width(2)))?;
-                } else {
-                    ctx.$draw(LineSeries::new(line, c.stroke_width(2)))?;
-                }
-                if pts.len() <= 60 {
-                    ctx.$draw(pts.iter().map(|p| Circle::new(*p, 3, c.filled())))?;
-                }
-            }};
-        }
-        if s.secondary {
-            series!(draw_secondary_series, |x: f64, y: f64| ctx
-                .borrow_secondary()
-                .backend_coord(&(x, y)))
-        } else {
-            series!(draw_series, |x: f64, y: f64| ctx.backend_coord(&(x, y)))
-        }
+    macro_rules! series {
+        ($draw:ident, $px:expr) => {{
+            if band.len() > 1 {
+                let mut poly: Vec<(f64, f64)> = band.iter().map(|b| (b.0, b.2)).collect();
+                poly.extend(band.iter().rev().map(|b| (b.0, b.1)));
+                ctx.$draw(std::iter::once(Polygon::new(poly, c.mix(0.18).filled())))?;
+            }
+            whiskers!(ctx.$draw, band, c.stroke_width(1), 4, $px);
+            // One point draws no line (its marker shows it), still with its legend.
+            let line = if pts.len() > 1 { pts.clone() } else { Vec::new() };
+            if s.dashed {
+                ctx.$draw(DashedLineSeries::new(line, 7, 5, c.stroke_width(2)))?;
+            } else {
+                ctx.$draw(LineSeries::new(line, c.stroke_width(2)))?;
+            }
+            if pts.len() <= 60 {
+                ctx.$draw(pts.iter().map(|p| Circle::new(*p, 3, c.filled())))?;
+            }
+        }};
     }
+    if s.secondary {
+        series!(draw_secondary_series, |x: f64, y: f64| ctx
+            .borrow_secondary()
+            .backend_coord(&(x, y)))
+    } else {
+        series!(draw_series, |x: f64, y: f64| ctx.backend_coord(&(x, y)))
+    }
+    Ok(())
+}
 
+/// Draws the chart's marks: each a labelled point, ringed or not.
+fn draw_marks(ctx: &mut Panel, chart: &Chart) -> Result<(), DrawError> {
     for m in &chart.marks {
         let p = (tx(&chart.x, m.at.0), m.at.1);
         let ring = Circle::new(
@@ -644,7 +689,30 @@ fn draw(
         let at = if m.ring { (-w - 4, -24) } else { (-w / 2, -18) };
         ctx.draw_series([EmptyElement::at(p) + ring + Text::new(m.label.clone(), at, text(12))])?;
     }
+    Ok(())
+}
 
+/// Draws one panel; its plotting area's pixel ranges (x, y). `small`: a
+/// panel of a grid under the figure's title (a smaller caption).
+#[allow(clippy::type_complexity)]
+fn draw(
+    chart: &Chart,
+    area: &DrawingArea<SVGBackend, Shift>,
+    small: bool,
+) -> Result<(std::ops::Range<i32>, std::ops::Range<i32>), DrawError> {
+    let r = Ranges::of(chart);
+    let mut ctx = axes(chart, area, small, &r)?;
+    if chart.diagonal {
+        // Inside both axes' ranges: plotters clamps a point outside them
+        // (it does not clip the line), which would bend y = x.
+        let (lo, hi) = (r.x.0.max(r.y.0), r.x.1.min(r.y.1));
+        // Thin and solid: the dashed lines are the right axis's.
+        ctx.draw_series(LineSeries::new([(lo, lo), (hi, hi)], INK.stroke_width(1)))?;
+    }
+    for s in &chart.series {
+        plot_series(&mut ctx, chart, s, r.y_of(s))?;
+    }
+    draw_marks(&mut ctx, chart)?;
     Ok(ctx.plotting_area().get_pixel_range())
 }
 

@@ -115,34 +115,30 @@ pub fn series_name(arm: &ArmOutcome, values: &[(String, String)], arms: usize) -
 /// a line in each.
 pub const MAX_SERIES: usize = 8;
 
-/// The sweep plot of `test`, when it has a swept option and more than one
-/// point: one panel, or (more than [`MAX_SERIES`] lines of two or more
-/// arms) one panel per value of the other swept options, their y axes
-/// shared, each arm one colour throughout.
-pub fn sweep_charts(test: &TestOutcome) -> Option<Vec<Chart>> {
-    if test.points.len() < 2 {
-        return None;
-    }
-    let (option, x, ticks, log) = xs(test)?;
-    let (metric, y_label) = headline(test)?;
-    let arms: Vec<&str> = {
-        let mut v: Vec<&str> = Vec::new();
-        for a in test.points.iter().flat_map(|p| &p.arms) {
-            if !v.contains(&a.arm.as_str()) {
-                v.push(&a.arm);
-            }
+/// The arms of `test`, each once, in the order they first appear.
+fn arm_names(test: &TestOutcome) -> Vec<&str> {
+    let mut v: Vec<&str> = Vec::new();
+    for a in test.points.iter().flat_map(|p| &p.arms) {
+        if !v.contains(&a.arm.as_str()) {
+            v.push(&a.arm);
         }
-        v
-    };
-    // Each line: (panel, its label, arm index, throughput, CPU).
-    let others = |values: &[(String, String)]| -> String {
-        values
-            .iter()
-            .skip(1)
-            .map(|(o, v)| format!("{o} {v}"))
-            .collect::<Vec<_>>()
-            .join(" ")
-    };
+    }
+    v
+}
+
+/// The values of the swept options but the first, as words ("-P 4 -s 64K").
+fn others(values: &[(String, String)]) -> String {
+    values
+        .iter()
+        .skip(1)
+        .map(|(o, v)| format!("{o} {v}"))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Whether `test` wants one panel per value of the other swept options: more than
+/// [`MAX_SERIES`] lines (an arm at the other options' values) of two or more arms.
+fn wants_facets(test: &TestOutcome, arms: usize) -> bool {
     let lines = test
         .points
         .iter()
@@ -158,70 +154,138 @@ pub fn sweep_charts(test: &TestOutcome) -> Option<Vec<Chart>> {
             v
         })
         .len();
-    let facets = lines > MAX_SERIES && arms.len() > 1 && test.points[0].point.values.len() > 1;
-    let mut panels: Vec<(String, Vec<Series>, Vec<Series>)> = Vec::new();
-    for (p, x) in test.points.iter().zip(&x) {
-        let panel = if facets {
+    lines > MAX_SERIES && arms > 1 && test.points[0].point.values.len() > 1
+}
+
+/// One panel's lines as they are gathered: its name (the other swept options' values; empty
+/// for the one panel), each line's headline and each line's CPU, a dashed companion.
+struct Facet {
+    name: String,
+    series: Vec<Series>,
+    cpu: Vec<Series>,
+}
+
+impl Facet {
+    /// The index of the line `name`, added with its CPU companion in `colour` when new.
+    fn line(&mut self, name: String, colour: usize) -> usize {
+        if let Some(i) = self.series.iter().position(|s| s.label == name) {
+            return i;
+        }
+        self.series.push(Series {
+            label: name.clone(),
+            colour,
+            ..Series::default()
+        });
+        self.cpu.push(Series {
+            label: format!("{name}: CPU local"),
+            colour,
+            dashed: true,
+            secondary: true,
+            no_legend: true,
+            ..Series::default()
+        });
+        self.series.len() - 1
+    }
+}
+
+/// Each point's arms as lines (`metric` with its interval, and CPU) at its `x`, gathered into
+/// panels when `facets`, else into one; `arms` as [`arm_names`].
+fn gather(test: &TestOutcome, x: &[f64], metric: &str, facets: bool, arms: &[&str]) -> Vec<Facet> {
+    let mut panels: Vec<Facet> = Vec::new();
+    for (p, x) in test.points.iter().zip(x) {
+        let name = if facets {
             others(&p.point.values)
         } else {
             String::new()
         };
-        let at = match panels.iter().position(|q| q.0 == panel) {
+        let at = match panels.iter().position(|q| q.name == name) {
             Some(i) => i,
             None => {
-                panels.push((panel, Vec::new(), Vec::new()));
+                panels.push(Facet {
+                    name,
+                    series: Vec::new(),
+                    cpu: Vec::new(),
+                });
                 panels.len() - 1
             }
         };
-        let (_, series, cpu) = &mut panels[at];
+        let panel = &mut panels[at];
         for arm in &p.arms {
-            let name = if facets {
-                arm.arm.clone()
+            let i = if facets {
+                // An arm's colour in every panel.
+                let c = arms.iter().position(|a| *a == arm.arm).unwrap_or(0);
+                panel.line(arm.arm.clone(), c)
             } else {
-                series_name(arm, &p.point.values, arms.len())
-            };
-            let i = match series.iter().position(|s| s.label == name) {
-                Some(i) => i,
-                None => {
-                    // An arm's colour in every panel; without panels, each line its own.
-                    let c = match facets {
-                        true => arms.iter().position(|a| *a == arm.arm).unwrap_or(0),
-                        false => series.len(),
-                    };
-                    series.push(Series {
-                        label: name.clone(),
-                        colour: c,
-                        ..Series::default()
-                    });
-                    cpu.push(Series {
-                        label: format!("{name}: CPU local"),
-                        colour: c,
-                        dashed: true,
-                        secondary: true,
-                        no_legend: true,
-                        ..Series::default()
-                    });
-                    series.len() - 1
-                }
+                // Without panels, each line its own.
+                let c = panel.series.len();
+                panel.line(series_name(arm, &p.point.values, arms.len()), c)
             };
             if let Some(e) = arm.estimate(metric) {
-                series[i].points.push((*x, e.mean));
+                panel.series[i].points.push((*x, e.mean));
                 if let (Some(lo), Some(hi)) = (e.ci_low, e.ci_high) {
                     // A rate is never below 0: an interval wide enough to
                     // reach past it is drawn to 0 (the JSON keeps its bound).
-                    series[i].band.push((*x, lo.max(0.0), hi));
+                    panel.series[i].band.push((*x, lo.max(0.0), hi));
                 }
             }
             if let Some(e) = arm.estimate("cpu_local") {
-                cpu[i].points.push((*x, e.mean));
+                panel.cpu[i].points.push((*x, e.mean));
             }
         }
     }
-    let has_cpu = panels.iter().any(|p| p.2.iter().any(|s| !s.points.is_empty()));
+    panels
+}
+
+/// Gives panels to compare the same y axes: from 0 to past the highest mean (and its
+/// intervals, as one panel would reach: [`crate::chart::BAND_REACH`]), on each side.
+fn share_axes(charts: &mut [Chart]) {
+    let span = |secondary: bool| {
+        let of = |s: &&Series| s.secondary == secondary;
+        let series = || charts.iter().flat_map(|c| &c.series).filter(of);
+        let mean = series()
+            .flat_map(|s| s.points.iter().map(|p| p.1))
+            .fold(0f64, f64::max);
+        let band = series()
+            .flat_map(|s| s.band.iter().map(|b| b.2))
+            .fold(0f64, f64::max);
+        let hi = mean.max(band.min(mean * crate::chart::BAND_REACH));
+        (0.0, if hi > 0.0 { hi * 1.08 } else { 1.0 })
+    };
+    let (y, y2) = (span(false), span(true));
+    for c in charts {
+        c.y_range = Some(y);
+        c.y2_range = Some(y2);
+    }
+}
+
+/// A sweep's title: its headline (`y_label` but its unit) against the first swept `option`.
+fn title_of(test: &TestOutcome, option: &str, y_label: &str) -> String {
     let what = y_label.split(" (").next().unwrap_or(y_label);
-    let title = format!("{}: {what} against {option}", test.kind);
+    format!("{}: {what} against {option}", test.kind)
+}
+
+/// The sweep plot of `test`, when it has a swept option and more than one
+/// point: one panel, or (more than [`MAX_SERIES`] lines of two or more
+/// arms) one panel per value of the other swept options, their y axes
+/// shared, each arm one colour throughout.
+pub fn sweep_charts(test: &TestOutcome) -> Option<Vec<Chart>> {
+    if test.points.len() < 2 {
+        return None;
+    }
+    let (option, x, ticks, log) = xs(test)?;
+    let (metric, y_label) = headline(test)?;
+    let arms = arm_names(test);
+    let faceted = wants_facets(test, arms.len());
+    let panels = gather(test, &x, metric, faceted, &arms);
+    let has_cpu = panels.iter().any(|p| p.cpu.iter().any(|s| !s.points.is_empty()));
+    let title = title_of(test, &option, y_label);
     let mut charts: Vec<Chart> = Vec::new();
-    for (panel, mut series, cpu) in panels {
+    for Facet {
+        name,
+        mut series,
+        cpu,
+    } in panels
+    {
         series.retain(|s| !s.points.is_empty());
         if series.is_empty() {
             continue;
@@ -230,7 +294,7 @@ pub fn sweep_charts(test: &TestOutcome) -> Option<Vec<Chart>> {
             series.extend(cpu.into_iter().filter(|s| !s.points.is_empty()));
         }
         charts.push(Chart {
-            title: if facets { panel } else { title.clone() },
+            title: if faceted { name } else { title.clone() },
             x: Axis {
                 label: option_label(&option),
                 log,
@@ -256,25 +320,7 @@ pub fn sweep_charts(test: &TestOutcome) -> Option<Vec<Chart>> {
         return None;
     }
     if charts.len() > 1 {
-        // Panels to compare share their axes.
-        let span = |secondary: bool| {
-            let of = |s: &&Series| s.secondary == secondary;
-            let series = || charts.iter().flat_map(|c| &c.series).filter(of);
-            let mean = series()
-                .flat_map(|s| s.points.iter().map(|p| p.1))
-                .fold(0f64, f64::max);
-            let band = series()
-                .flat_map(|s| s.band.iter().map(|b| b.2))
-                .fold(0f64, f64::max);
-            // As one panel would (crate::chart::BAND_REACH).
-            let hi = mean.max(band.min(mean * crate::chart::BAND_REACH));
-            (0.0, if hi > 0.0 { hi * 1.08 } else { 1.0 })
-        };
-        let (y, y2) = (span(false), span(true));
-        for c in &mut charts {
-            c.y_range = Some(y);
-            c.y2_range = Some(y2);
-        }
+        share_axes(&mut charts);
     }
     Some(charts)
 }
@@ -283,8 +329,7 @@ pub fn sweep_charts(test: &TestOutcome) -> Option<Vec<Chart>> {
 pub fn sweep_title(test: &TestOutcome) -> Option<String> {
     let (_, y_label) = headline(test)?;
     let option = &test.points.first()?.point.values.first()?.0;
-    let what = y_label.split(" (").next().unwrap_or(y_label);
-    Some(format!("{}: {what} against {option}", test.kind))
+    Some(title_of(test, option, y_label))
 }
 
 /// The sweep plot of `test` as one panel (see [`sweep_charts`]).

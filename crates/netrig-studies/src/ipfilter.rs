@@ -202,15 +202,11 @@ fn hidden(p: &PointOutcome, on: &str, off: &str, kind: &str, direction: &str, me
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::policy::testing::experiment;
+    use crate::policy::testing::{experiment, study_plan};
 
+    /// The plan but its name and its `[study]` ([`study_plan`]).
     const PLAN: &str = r#"
-name = "ipfilter"
 baseline = "no-filter"
-[study]
-kind = "ipfilter"
-question = "What does each kind of rule cost?"
-full_minutes = 25
 [[test]]
 kind = "tcp-stream"
 [[test]]
@@ -237,7 +233,7 @@ baseline = "no-filter-nogro"
     fn study(factor: impl Fn(&str, usize) -> f64) -> Experiment {
         let none: &[&str] = &[];
         experiment(
-            PLAN,
+            &study_plan("ipfilter", "What does each kind of rule cost?", 25, PLAN),
             &[
                 ("tcp-stream", "", none),
                 ("tcp-maerts", "", none),

@@ -347,16 +347,12 @@ fn growth(arm_name: &str, costs: &[&Cost], summary: &mut Vec<String>) -> Finding
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::policy::testing::{experiment, set_segments};
+    use crate::policy::testing::{experiment, set_segments, study_plan};
     use netrig_experiment::document::Experiment;
 
+    /// The plan but its name and its `[study]` ([`plan`]).
     const PLAN: &str = r#"
-name = "ipqos"
 baseline = "no-qos-100m"
-[study]
-kind = "ipqos"
-question = "What does the policy cost per packet, and does it grow with the packet rate?"
-full_minutes = 30
 [[test]]
 kind = "tcp-stream"
 sweep = { "-m" = [32, 2920] }
@@ -371,11 +367,16 @@ name = "dscp-rule-1g"
 baseline = "no-qos-1g"
 "#;
 
+    fn plan() -> String {
+        let question = "What does the policy cost per packet, and does it grow with the packet rate?";
+        study_plan("ipqos", question, 30, PLAN)
+    }
+
     /// Each run: 1 s, 100 % of 2 CPUs; `packets(point, arm)` segments; the DSCP arms' service
     /// demand `cost(point, arm)` times their baseline's.
     fn study(packets: impl Fn(usize, usize) -> u64, cost: impl Fn(usize, usize) -> f64) -> Experiment {
         experiment(
-            PLAN,
+            &plan(),
             &[("tcp-stream", "-m", &["32", "2920"])],
             |_, p, a, r, run| {
                 run.summary.elapsed_s = 1.0;
@@ -393,7 +394,7 @@ baseline = "no-qos-1g"
         // The DSCP rule 1 % dearer per packet at each of seven sizes on 1g; on 100m alternately
         // dearer and cheaper.
         let sizes = ["32", "64", "128", "256", "512", "1024", "2920"];
-        let e = experiment(PLAN, &[("tcp-stream", "-m", &sizes)], |_, p, a, r, run| {
+        let e = experiment(&plan(), &[("tcp-stream", "-m", &sizes)], |_, p, a, r, run| {
             run.summary.elapsed_s = 1.0;
             run.summary.bytes = 10_000_000;
             let jitter = 1.0 + 0.002 * r as f64;

@@ -69,6 +69,15 @@ pub mod testing {
     use netrig_experiment::plan::Plan;
     use netrig_report::TestResult;
 
+    /// The TOML plan of study `kind` (its name too): `plan`, the plan but its name and its
+    /// `[study]`, then the study's `question` and its full run's minutes.
+    pub fn study_plan(kind: &str, question: &str, full_minutes: u32, plan: &str) -> String {
+        format!(
+            "name = \"{kind}\"\n{plan}\n[study]\nkind = \"{kind}\"\nquestion = \"{question}\"\n\
+             full_minutes = {full_minutes}\n"
+        )
+    }
+
     /// `fixtures::experiment` with `plan`'s arms (each compared with its own baseline) and
     /// its `[study]`; `tweak(point, arm, run, result)` makes each run's figures.
     pub fn experiment(

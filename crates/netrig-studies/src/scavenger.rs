@@ -253,463 +253,557 @@ fn bottleneck_bps(e: &Experiment) -> Option<f64> {
         .as_f64()
 }
 
+/// What one of the study's questions says: its summary lines and its findings, each in the
+/// order the answer gives them.
+type Said = (Vec<String>, Vec<Finding>);
+
 impl Study for Scavenger {
     fn kind(&self) -> &'static str {
         "scavenger"
     }
 
     fn answer(&self, e: &Experiment) -> (Vec<String>, Vec<Finding>) {
-        let mut summary = Vec::new();
-        let mut findings = Vec::new();
         let be = be_alone(e).and_then(|r| est(e, r, "throughput"));
-
-        // 1. Does scavenger traffic affect best effort?
-        let mut affect = Vec::new();
-        let mut cases = vec![("together".to_string(), "a scavenger TCP flow".to_string())];
-        cases.extend(
-            rated_groups(e, "udp-")
-                .into_iter()
-                .map(|(n, g)| (g, format!("scavenger UDP at {n} Mbit/s"))),
-        );
-        for (g, what) in &cases {
-            let beside = est(e, &member(e, g, "best-effort"), "throughput");
-            let scav = member(e, g, "scavenger");
-            let (Some(b), Some(alone)) = (beside.as_ref(), be.as_ref()) else {
-                if e.groups.iter().any(|x| &x.name == g) {
-                    findings.push(withheld(
-                        format!("best effort beside {what}"),
-                        "best effort alone or beside it was not measured (no run completed)",
-                    ));
-                }
-                continue;
-            };
-            let ratio = b.mean / alone.mean;
-            let sc = est(e, &scav, "throughput");
-            let mut text = format!(
-                "Beside {what} (group {g}), best effort carried {} against {} alone: {:.1} % of it",
-                show(b, "Mbit/s", 2),
-                show(alone, "Mbit/s", 2),
-                100.0 * ratio
-            );
-            let mut figs = vec![
-                ("best_effort_beside_mbps", b.mean),
-                ("best_effort_alone_mbps", alone.mean),
-                ("ratio_pct", 100.0 * ratio),
-            ];
-            if let Some(s) = &sc {
-                text.push_str(&format!("; the scavenger got {}", show(s, "Mbit/s", 2)));
-                figs.push(("scavenger_mbps", s.mean));
-            }
-            if let (Some(l), Some(j)) = (est(e, &scav, "loss"), est(e, &scav, "jitter")) {
-                let o = ooo_pct(&scav).unwrap_or(f64::NAN);
-                text.push_str(&format!(
-                    ", losing {} of its datagrams, jitter {}, {o:.2} % out of order",
-                    show(&l, "%", 2),
-                    show(&j, "µs", 0)
-                ));
-                figs.extend([
-                    ("scavenger_loss_pct", l.mean),
-                    ("scavenger_jitter_us", j.mean),
-                    ("scavenger_out_of_order_pct", o),
-                ]);
-            }
-            if let Some((rt, _)) = tcp_info(&member(e, g, "best-effort")) {
-                text.push_str(&format!(
-                    "; best effort's sender retransmitted {rt} segments (TCP_INFO of its connection, over its runs)"
-                ));
-            }
-            text.push_str(&format!(
-                ". Best effort keeps its throughput (at least {:.0} % of alone, the margin for this machine's noise): ",
-                100.0 * KEPT
-            ));
-            let v = if ratio >= KEPT { "holds" } else { "does not hold" };
-            text.push_str(v);
-            text.push('.');
-            affect.push((what.clone(), ratio, v));
-            findings.push(finding(format!("best effort beside {what}"), v, text, &figs));
-        }
-        if affect.is_empty() {
-            findings.push(withheld(
-                "best effort beside the scavenger",
-                "no group ran best effort beside the scavenger together with best effort alone",
-            ));
-            summary.push("Whether scavenger traffic affects best effort is withheld: the runs that would show it did not complete.".into());
-        } else {
-            let worst = affect.iter().map(|a| a.1).fold(f64::INFINITY, f64::min);
-            let all = affect.iter().all(|a| a.2 == "holds");
-            summary.push(format!(
-                "Scavenger traffic {} best effort: beside it best effort kept {:.1} % of its throughput alone at worst ({} case{}).",
-                if all { "does not affect" } else { "does affect" },
-                100.0 * worst,
-                affect.len(),
-                if affect.len() == 1 { "" } else { "s" }
-            ));
-        }
-
-        // 2. Does the scavenger fill the idle path, and does the queue limit explain it?
-        let scav = scav_alone(e);
-        let at: Vec<(String, Option<u32>, Estimate)> = scav
-            .iter()
-            .filter_map(|(d, q, r)| Some((d.clone(), *q, est(e, r, "throughput")?)))
-            .collect();
-        match (&be, at.first()) {
-            (Some(alone), Some((d, q, s))) => {
-                let ratio = s.mean / alone.mean;
-                let qtext = q.map_or(format!("DSCP {d}"), |q| {
-                    format!("its {q}-packet queue with WRED (DSCP {d})")
-                });
-                let v = if ratio >= KEPT { "holds" } else { "does not hold" };
-                findings.push(finding(
-                    "the scavenger alone fills the idle path",
-                    v,
-                    format!(
-                        "Alone on the path, the scavenger with {qtext} carried {} against best effort's {} alone: {:.1} % (it fills the path at {:.0} % or more: {v}).",
-                        show(s, "Mbit/s", 2),
-                        show(alone, "Mbit/s", 2),
-                        100.0 * ratio,
-                        100.0 * KEPT
-                    ),
-                    &[("scavenger_alone_mbps", s.mean), ("best_effort_alone_mbps", alone.mean), ("ratio_pct", 100.0 * ratio), ("queue_packets", q.map_or(f64::NAN, f64::from))],
-                ));
-                summary.push(format!(
-                    "Alone, the scavenger {} the bandwidth best effort leaves idle: {:.1} % of best effort's throughput alone with {qtext}.",
-                    if ratio >= KEPT { "uses" } else { "does not use" },
-                    100.0 * ratio
-                ));
-                // The sweep: the largest queue against the first.
-                if at.len() < 2 {
-                    findings.push(withheld(
-                        "the queue limit explains it",
-                        "the scavenger ran at one queue limit only: nothing to compare",
-                    ));
-                } else {
-                    let (dl, ql, l) = at.last().expect("two");
-                    let rl = l.mean / alone.mean;
-                    let steps: Vec<String> = at
-                        .iter()
-                        .map(|(d, q, x)| {
-                            format!(
-                                "{} {} ({:.1} %)",
-                                q.map_or(format!("DSCP {d}"), |q| format!("{q} packets:")),
-                                show(x, "Mbit/s", 2),
-                                100.0 * x.mean / alone.mean
-                            )
-                        })
-                        .collect();
-                    let lq = ql.map_or(format!("DSCP {dl}"), |q| format!("{q} packets"));
-                    // The share of the gap to best effort alone that the longest queue closes.
-                    let closed = (rl - ratio) / (1.0 - ratio);
-                    let (v, why) = if ratio >= KEPT {
-                        (
-                            "tie",
-                            "nothing to explain: at the first queue it already filled the path".to_string(),
-                        )
-                    } else if rl >= KEPT || closed >= EXPLAINED {
-                        ("holds", format!("with {lq} it closes {:.0} % of the gap to best effort alone (the queue explains it when it fills the path at {:.0} % or closes {:.0} % of the gap)", 100.0 * closed, 100.0 * KEPT, 100.0 * EXPLAINED))
-                    } else {
-                        ("does not hold", format!("with {lq} it closes only {:.0} % of the gap to best effort alone (the queue explains it when it fills the path at {:.0} % or closes {:.0} % of the gap)", 100.0 * closed, 100.0 * KEPT, 100.0 * EXPLAINED))
-                    };
-                    findings.push(finding(
-                        "the queue limit explains it",
-                        v,
-                        format!("The scavenger alone by queue limit: {}; {why}.", steps.join(", ")),
-                        &[
-                            ("first_ratio_pct", 100.0 * ratio),
-                            ("last_ratio_pct", 100.0 * rl),
-                            ("last_queue_packets", ql.map_or(f64::NAN, f64::from)),
-                        ],
-                    ));
-                    summary.push(match v {
-                        "holds" => format!("The queue limit explains it: with {lq} the scavenger alone reached {:.1} % of best effort alone.", 100.0 * rl),
-                        "does not hold" => format!("The queue limit does not explain it: with {lq} the scavenger alone still reached only {:.1} %.", 100.0 * rl),
-                        _ => format!("The queue limit has nothing to explain here ({:.1} % with {lq}).", 100.0 * rl),
-                    });
-                    // WRED's part: the longest queue with WRED against the same queue drop-tail.
-                    let dt = drop_tail_alone(e).and_then(|r| est(e, r, "throughput"));
-                    match (dt, ql) {
-                        (Some(dt), Some(ql)) => {
-                            let rd = dt.mean / alone.mean;
-                            let gain = 100.0 * (rd - rl);
-                            let v = if gain >= WRED_POINTS {
-                                "holds"
-                            } else if gain <= -WRED_POINTS {
-                                "does not hold"
-                            } else {
-                                "tie"
-                            };
-                            findings.push(finding(
-                                "WRED holds the scavenger below the path",
-                                v,
-                                format!(
-                                    "The scavenger alone with its {ql}-packet queue: {} with WRED ({:.1} % of best effort alone), {} drop-tail ({:.1} %): {:+.1} points without WRED (WRED counts as holding it back at {WRED_POINTS:.0} points or more: {v}). WRED drops from an average queue well below the limit, so the queue that matters to a Reno flow is its thresholds, not the limit.",
-                                    show(l, "Mbit/s", 2),
-                                    100.0 * rl,
-                                    show(&dt, "Mbit/s", 2),
-                                    100.0 * rd,
-                                    gain
-                                ),
-                                &[("wred_ratio_pct", 100.0 * rl), ("drop_tail_ratio_pct", 100.0 * rd), ("queue_packets", f64::from(*ql))],
-                            ));
-                            summary.push(format!(
-                                "With the same {ql}-packet queue drop-tail it reached {:.1} % ({}).",
-                                100.0 * rd,
-                                match v {
-                                    "holds" => "WRED's early drops hold it back",
-                                    "does not hold" => "WRED did better than drop-tail",
-                                    _ => "WRED makes no clear difference",
-                                }
-                            ));
-                        }
-                        _ => findings.push(withheld(
-                            "WRED holds the scavenger below the path",
-                            "the scavenger alone with the drop-tail queue (--dscp 32) or with the longest WRED queue was not measured",
-                        )),
-                    }
-                }
-            }
-            _ => {
-                findings.push(withheld(
-                    "the scavenger alone fills the idle path",
-                    "best effort alone or the scavenger alone was not measured (no run completed)",
-                ));
-                summary.push("Whether the scavenger fills the idle path is withheld: the runs that would show it did not complete.".into());
-            }
-        }
-
-        // 3. The available-bandwidth estimate from scavenger UDP.
-        let probes = rated_groups(e, "probe-");
-        if probes.is_empty() {
-            findings.push(withheld(
-                "available bandwidth",
-                "the plan ran no probe-<rate> group",
-            ));
-        } else {
-            let mut rows = Vec::new();
-            let mut estimate: Option<f64> = None;
-            let mut failed_at: Option<(f64, f64)> = None;
-            let mut harmed = Vec::new();
-            let mut be_rx = Vec::new();
-            let capacity = probe_capacity(e, &probes[0].1);
-            for (n, g) in &probes {
-                let all = pairs(e, g);
-                // A run in which best effort lost datagrams although the router had room for
-                // both classes (its rate plus the probe's below what the link carries) is
-                // disturbed: best effort is served first, so that loss is this machine's (a
-                // descheduled router, element or receiver), not the classes'.
-                let (judged, disturbed): (Vec<_>, Vec<_>) = all.into_iter().partition(|(b, _)| {
-                    let lost = b.summary.udp.as_ref().map_or(0.0, |u| u.loss_pct);
-                    let offered = b.config.rate_bps.map_or(b.summary.throughput_bps, |r| r as f64) / 1e6;
-                    !(lost > BE_HARM_PCT && capacity.is_some_and(|c| n + offered < c))
-                });
-                let s: Vec<TestResult> = judged.iter().map(|p| p.1.clone()).collect();
-                let b: Vec<TestResult> = judged.iter().map(|p| p.0.clone()).collect();
-                let left_out = if disturbed.is_empty() {
-                    String::new()
-                } else {
-                    format!(
-                        " ({} of its {} runs left out as disturbed: best effort lost more than {BE_HARM_PCT} % with room for both)",
-                        disturbed.len(),
-                        disturbed.len() + judged.len()
-                    )
-                };
-                let (Some(sl), Some(bl)) = (est(e, &s, "loss"), est(e, &b, "loss")) else {
-                    rows.push(format!("{n} Mbit/s: not measured{left_out}"));
-                    failed_at.get_or_insert((*n, f64::NAN));
-                    continue;
-                };
-                if let Some(t) = est(e, &b, "throughput") {
-                    be_rx.push(t.mean);
-                }
-                let (sj, bj) = (est(e, &s, "jitter"), est(e, &b, "jitter"));
-                let rcvbuf = counter(&s, true, "Udp.RcvbufErrors").map_or(String::new(), |x| {
-                    format!(
-                        " (the receiving host's sockets dropped {x} of both: Udp.RcvbufErrors, server host)"
-                    )
-                });
-                rows.push(format!(
-                    "{n} Mbit/s: scavenger lost {} (jitter {}, {:.2} % out of order), best effort lost {} (jitter {}, {:.2} % out of order){rcvbuf}",
-                    show(&sl, "%", 2),
-                    sj.as_ref().map_or("withheld".into(), |j| show(j, "µs", 0)),
-                    ooo_pct(&s).unwrap_or(f64::NAN),
-                    show(&bl, "%", 2),
-                    bj.as_ref().map_or("withheld".into(), |j| show(j, "µs", 0)),
-                    ooo_pct(&b).unwrap_or(f64::NAN),
-                ));
-                if let Some(last) = rows.last_mut() {
-                    last.push_str(&left_out);
-                }
-                if bl.mean > BE_HARM_PCT {
-                    harmed.push(*n);
-                }
-                if failed_at.is_none() && sl.mean < PROBE_LOSS_PCT && bl.mean <= BE_HARM_PCT {
-                    estimate = Some(*n);
-                } else {
-                    failed_at.get_or_insert((*n, sl.mean));
-                }
-            }
-            let be_mean = mean(be_rx.iter().copied());
-            let idle = match (capacity, be_mean) {
-                (Some(c), Some(bm)) => Some(c - bm),
-                _ => None,
-            };
-            let method = format!(
-                "Method: best-effort UDP at a fixed rate beside scavenger UDP probes at rising rates; the estimate is the highest probe rate below the first one that lost {PROBE_LOSS_PCT} % or more of its datagrams or made best effort lose more than {BE_HARM_PCT} % (over its runs, less those in which best effort lost with room for both on the link: this machine's loss, not the classes')"
-            );
-            let idle_text = idle.map_or(
-                " (what best effort left idle is withheld: the lab's rate or the datagram size is not in the document)".to_string(),
-                |i| format!(" (what best effort left idle: {i:.1} Mbit/s of UDP payload, the link's rate less best effort's received rate)"),
-            );
-            match estimate {
-                Some(x) => {
-                    let v = if harmed.is_empty() {
-                        "holds"
-                    } else {
-                        "does not hold"
-                    };
-                    findings.push(finding(
-                        "available bandwidth from scavenger UDP",
-                        v,
-                        format!(
-                            "{method}. Estimate: {x} Mbit/s{}{idle_text}; best effort unharmed at every probe: {v}. {}.",
-                            failed_at.map_or(" (every probe passed: the estimate is a floor)".to_string(), |(n, l)| format!(" (the next probe, {n} Mbit/s, lost {l:.2} %)")),
-                            rows.join("; ")
-                        ),
-                        &[("estimate_mbps", x), ("idle_mbps", idle.unwrap_or(f64::NAN)), ("best_effort_mbps", be_mean.unwrap_or(f64::NAN))],
-                    ));
-                    summary.push(format!(
-                        "Scavenger UDP estimated {x} Mbit/s of available bandwidth{idle_text}, best effort {}.",
-                        if harmed.is_empty() { "unharmed at every probe rate" } else { "losing datagrams at some probe rates" }
-                    ));
-                }
-                None => {
-                    findings.push(withheld(
-                        "available bandwidth from scavenger UDP",
-                        format!(
-                            "{method}: even the lowest probe failed it, so the runs bound no estimate. {}.",
-                            rows.join("; ")
-                        ),
-                    ));
-                    summary.push("The available-bandwidth estimate is withheld: even the lowest scavenger probe lost datagrams or harmed best effort.".into());
-                }
-            }
-        }
-
-        // 4. Per-packet against per-flow load balancing.
-        let (pu, fu) = (member(e, "lb-udp", "per-packet"), member(e, "lb-udp", "per-flow"));
-        match (ooo_pct(&pu), ooo_pct(&fu)) {
-            (Some(p), Some(f)) => {
-                let v = if p >= REORDERED_PCT && p > f {
-                    "holds"
-                } else {
-                    "does not hold"
-                };
-                findings.push(finding(
-                    "per-packet load balancing reorders a UDP flow",
-                    v,
-                    format!(
-                        "UDP at 20 Mbit/s over the two circuits: {p:.1} % of the datagrams received arrived out of order balanced per packet, {f:.2} % per flow (a share of {REORDERED_PCT} % or more counts as reordering: {v})."
-                    ),
-                    &[("per_packet_out_of_order_pct", p), ("per_flow_out_of_order_pct", f)],
-                ));
-                summary.push(format!(
-                    "Per-packet load balancing {} fit for traffic that needs its packets in order: {p:.1} % of a 20 Mbit/s UDP flow's datagrams arrived out of order, against {f:.2} % per flow.",
-                    if v == "holds" { "is not" } else { "is" }
-                ));
-            }
-            _ => {
-                findings.push(withheld(
-                    "per-packet load balancing reorders a UDP flow",
-                    "the lb-udp group did not complete (its udp-stream results are missing)",
-                ));
-                summary.push("Whether per-packet load balancing reorders is withheld: the lb-udp runs did not complete.".into());
-            }
-        }
-        let (pt, ft) = (member(e, "lb-tcp", "per-packet"), member(e, "lb-tcp", "per-flow"));
-        match (est(e, &pt, "throughput"), est(e, &ft, "throughput")) {
-            (Some(p), Some(f)) => {
-                let ofo = |r: &[TestResult]| {
-                    let o = counter(r, true, "TcpExt.TCPOFOQueue")?;
-                    let s = counter(r, true, "Tcp.OutSegs")?;
-                    (s > 0).then(|| 100.0 * o as f64 / s as f64)
-                };
-                let (pi, fi) = (tcp_info(&pt), tcp_info(&ft));
-                let info = |x: Option<(u64, u32)>| {
-                    x.map_or("withheld (no TCP_INFO in its result)".to_string(), |(rt, ro)| {
-                        format!("{rt} segments retransmitted, reordering degree {ro}")
-                    })
-                };
-                let (po, fo) = (ofo(&pt), ofo(&ft));
-                // The acknowledgements come back from the circuits' far routers, p2 and f2.
-                let (ps, fs) = (sack_pct(&pt, "p2"), sack_pct(&ft, "f2"));
-                let sack = |x: Option<f64>| {
-                    x.map_or(
-                        "withheld (no path element counted acknowledgements)".to_string(),
-                        |x| format!("{x:.1} %"),
-                    )
-                };
-                let share = |x: Option<f64>| {
-                    x.map_or(
-                        "withheld (the server host's counters were not read)".to_string(),
-                        |x| format!("{x:.1} %"),
-                    )
-                };
-                let ratio = p.mean / f.mean;
-                let overlap = match (p.ci_low, p.ci_high, f.ci_low, f.ci_high) {
-                    (Some(pl), Some(ph), Some(fl), Some(fh)) => pl <= fh && fl <= ph,
-                    _ => false,
-                };
-                let v = if overlap {
-                    "tie"
-                } else if ratio > 1.05 {
-                    "holds"
-                } else if ratio < 0.95 {
-                    "does not hold"
-                } else {
-                    "tie"
-                };
-                findings.push(finding(
-                    "per-packet load balancing gives one TCP flow both circuits",
-                    v,
-                    format!(
-                        "One TCP flow with a 5.7 MB window: {} per packet against {} per flow ({:+.1} %; more than ±5 % decides, unless the two intervals overlap: a tie). The sender's connection (TCP_INFO, over its runs): per packet {}, per flow {} (3 is the kernel's default, met no reordering). Its acknowledgements that were selective (pure TCP acknowledgements with a SACK option over all of them, counted by the path elements on the way back): {} per packet, {} per flow. The receiver's segments queued out of order per segment it sent (TcpExt.TCPOFOQueue / Tcp.OutSegs in the server host's namespace, which counts the segments behind a loss's hole as well as reordered ones): {} per packet, {} per flow.",
-                        show(&p, "Mbit/s", 2),
-                        show(&f, "Mbit/s", 2),
-                        100.0 * (ratio - 1.0),
-                        info(pi),
-                        info(fi),
-                        sack(ps),
-                        sack(fs),
-                        share(po),
-                        share(fo),
-                    ),
-                    &[
-                        ("per_packet_mbps", p.mean),
-                        ("per_flow_mbps", f.mean),
-                        ("per_packet_ofo_pct", po.unwrap_or(f64::NAN)),
-                        ("per_flow_ofo_pct", fo.unwrap_or(f64::NAN)),
-                        ("per_packet_sack_pct", ps.unwrap_or(f64::NAN)),
-                        ("per_flow_sack_pct", fs.unwrap_or(f64::NAN)),
-                        ("per_packet_reordering", pi.map_or(f64::NAN, |x| f64::from(x.1))),
-                        ("per_flow_reordering", fi.map_or(f64::NAN, |x| f64::from(x.1))),
-                    ],
-                ));
-                summary.push(format!(
-                    "One TCP flow carried {:.1} Mbit/s balanced per packet and {:.1} per flow; {} of its acknowledgements were selective per packet and {} per flow; its sender's reordering degree reached {} per packet and {} per flow.",
-                    p.mean,
-                    f.mean,
-                    sack(ps),
-                    sack(fs),
-                    pi.map_or("withheld".to_string(), |x| x.1.to_string()),
-                    fi.map_or("withheld".to_string(), |x| x.1.to_string()),
-                ));
-            }
-            _ => findings.push(withheld(
-                "per-packet load balancing gives one TCP flow both circuits",
-                "the lb-tcp group did not complete (its tcp-stream results are missing)",
-            )),
-        }
-        (summary, findings)
+        let parts = [
+            affect(e, be.as_ref()),
+            fill(e, be.as_ref()),
+            available_bandwidth(e),
+            reorders_udp(e),
+            both_circuits_tcp(e),
+        ];
+        let (summary, findings): (Vec<_>, Vec<_>) = parts.into_iter().unzip();
+        (summary.concat(), findings.concat())
     }
+}
+
+/// Question 1: does scavenger traffic affect best effort? Best effort beside a scavenger TCP
+/// flow (group `together`) and beside scavenger UDP at each rate (`udp-<rate>`), against best
+/// effort alone (`be`).
+fn affect(e: &Experiment, be: Option<&Estimate>) -> Said {
+    let mut summary = Vec::new();
+    let mut findings = Vec::new();
+    let mut affect = Vec::new();
+    let mut cases = vec![("together".to_string(), "a scavenger TCP flow".to_string())];
+    cases.extend(
+        rated_groups(e, "udp-")
+            .into_iter()
+            .map(|(n, g)| (g, format!("scavenger UDP at {n} Mbit/s"))),
+    );
+    for (g, what) in &cases {
+        let beside = est(e, &member(e, g, "best-effort"), "throughput");
+        let (Some(b), Some(alone)) = (beside.as_ref(), be) else {
+            if e.groups.iter().any(|x| &x.name == g) {
+                findings.push(withheld(
+                    format!("best effort beside {what}"),
+                    "best effort alone or beside it was not measured (no run completed)",
+                ));
+            }
+            continue;
+        };
+        let (ratio, v, f) = beside_case(e, g, what, b, alone);
+        affect.push((what.clone(), ratio, v));
+        findings.push(f);
+    }
+    if affect.is_empty() {
+        findings.push(withheld(
+            "best effort beside the scavenger",
+            "no group ran best effort beside the scavenger together with best effort alone",
+        ));
+        summary.push("Whether scavenger traffic affects best effort is withheld: the runs that would show it did not complete.".into());
+    } else {
+        let worst = affect.iter().map(|a| a.1).fold(f64::INFINITY, f64::min);
+        let all = affect.iter().all(|a| a.2 == "holds");
+        summary.push(format!(
+            "Scavenger traffic {} best effort: beside it best effort kept {:.1} % of its throughput alone at worst ({} case{}).",
+            if all { "does not affect" } else { "does affect" },
+            100.0 * worst,
+            affect.len(),
+            if affect.len() == 1 { "" } else { "s" }
+        ));
+    }
+    (summary, findings)
+}
+
+/// Best effort beside `what` (group `g`): its throughput `b` there against `alone`, with what
+/// the scavenger got and what best effort's sender retransmitted. Its share of best effort
+/// alone, the verdict, and the finding.
+fn beside_case(
+    e: &Experiment,
+    g: &str,
+    what: &str,
+    b: &Estimate,
+    alone: &Estimate,
+) -> (f64, &'static str, Finding) {
+    let scav = member(e, g, "scavenger");
+    let ratio = b.mean / alone.mean;
+    let sc = est(e, &scav, "throughput");
+    let mut text = format!(
+        "Beside {what} (group {g}), best effort carried {} against {} alone: {:.1} % of it",
+        show(b, "Mbit/s", 2),
+        show(alone, "Mbit/s", 2),
+        100.0 * ratio
+    );
+    let mut figs = vec![
+        ("best_effort_beside_mbps", b.mean),
+        ("best_effort_alone_mbps", alone.mean),
+        ("ratio_pct", 100.0 * ratio),
+    ];
+    if let Some(s) = &sc {
+        text.push_str(&format!("; the scavenger got {}", show(s, "Mbit/s", 2)));
+        figs.push(("scavenger_mbps", s.mean));
+    }
+    if let (Some(l), Some(j)) = (est(e, &scav, "loss"), est(e, &scav, "jitter")) {
+        let o = ooo_pct(&scav).unwrap_or(f64::NAN);
+        text.push_str(&format!(
+            ", losing {} of its datagrams, jitter {}, {o:.2} % out of order",
+            show(&l, "%", 2),
+            show(&j, "µs", 0)
+        ));
+        figs.extend([
+            ("scavenger_loss_pct", l.mean),
+            ("scavenger_jitter_us", j.mean),
+            ("scavenger_out_of_order_pct", o),
+        ]);
+    }
+    if let Some((rt, _)) = tcp_info(&member(e, g, "best-effort")) {
+        text.push_str(&format!(
+            "; best effort's sender retransmitted {rt} segments (TCP_INFO of its connection, over its runs)"
+        ));
+    }
+    text.push_str(&format!(
+        ". Best effort keeps its throughput (at least {:.0} % of alone, the margin for this machine's noise): ",
+        100.0 * KEPT
+    ));
+    let v = if ratio >= KEPT { "holds" } else { "does not hold" };
+    text.push_str(v);
+    text.push('.');
+    (
+        ratio,
+        v,
+        finding(format!("best effort beside {what}"), v, text, &figs),
+    )
+}
+
+/// The scavenger alone at one queue limit: its DSCP, the queue (packets) and its throughput.
+type AtQueue = (String, Option<u32>, Estimate);
+
+/// Question 2: does the scavenger fill the bandwidth best effort leaves idle? The scavenger
+/// alone at the sweep's first queue (the study's 64 packets) against best effort alone (`be`);
+/// then whether the queue limit explains it.
+fn fill(e: &Experiment, be: Option<&Estimate>) -> Said {
+    let mut summary = Vec::new();
+    let mut findings = Vec::new();
+    let at: Vec<AtQueue> = scav_alone(e)
+        .iter()
+        .filter_map(|(d, q, r)| Some((d.clone(), *q, est(e, r, "throughput")?)))
+        .collect();
+    let (Some(alone), Some((d, q, s))) = (be, at.first()) else {
+        findings.push(withheld(
+            "the scavenger alone fills the idle path",
+            "best effort alone or the scavenger alone was not measured (no run completed)",
+        ));
+        summary.push("Whether the scavenger fills the idle path is withheld: the runs that would show it did not complete.".into());
+        return (summary, findings);
+    };
+    let ratio = s.mean / alone.mean;
+    let qtext = q.map_or(format!("DSCP {d}"), |q| {
+        format!("its {q}-packet queue with WRED (DSCP {d})")
+    });
+    let v = if ratio >= KEPT { "holds" } else { "does not hold" };
+    findings.push(finding(
+        "the scavenger alone fills the idle path",
+        v,
+        format!(
+            "Alone on the path, the scavenger with {qtext} carried {} against best effort's {} alone: {:.1} % (it fills the path at {:.0} % or more: {v}).",
+            show(s, "Mbit/s", 2),
+            show(alone, "Mbit/s", 2),
+            100.0 * ratio,
+            100.0 * KEPT
+        ),
+        &[("scavenger_alone_mbps", s.mean), ("best_effort_alone_mbps", alone.mean), ("ratio_pct", 100.0 * ratio), ("queue_packets", q.map_or(f64::NAN, f64::from))],
+    ));
+    summary.push(format!(
+        "Alone, the scavenger {} the bandwidth best effort leaves idle: {:.1} % of best effort's throughput alone with {qtext}.",
+        if ratio >= KEPT { "uses" } else { "does not use" },
+        100.0 * ratio
+    ));
+    if at.len() < 2 {
+        findings.push(withheld(
+            "the queue limit explains it",
+            "the scavenger ran at one queue limit only: nothing to compare",
+        ));
+    } else {
+        let (s, f) = queue_limit(e, alone, &at);
+        summary.extend(s);
+        findings.extend(f);
+    }
+    (summary, findings)
+}
+
+/// Whether the queue limit explains what the scavenger alone leaves idle: the sweep's largest
+/// queue against its first (`at` holds two or more); then WRED's part at the largest queue.
+fn queue_limit(e: &Experiment, alone: &Estimate, at: &[AtQueue]) -> Said {
+    let mut summary = Vec::new();
+    let mut findings = Vec::new();
+    let ratio = at[0].2.mean / alone.mean;
+    let (dl, ql, l) = at.last().expect("two");
+    let rl = l.mean / alone.mean;
+    let steps: Vec<String> = at
+        .iter()
+        .map(|(d, q, x)| {
+            format!(
+                "{} {} ({:.1} %)",
+                q.map_or(format!("DSCP {d}"), |q| format!("{q} packets:")),
+                show(x, "Mbit/s", 2),
+                100.0 * x.mean / alone.mean
+            )
+        })
+        .collect();
+    let lq = ql.map_or(format!("DSCP {dl}"), |q| format!("{q} packets"));
+    // The share of the gap to best effort alone that the longest queue closes.
+    let closed = (rl - ratio) / (1.0 - ratio);
+    let (v, why) = if ratio >= KEPT {
+        (
+            "tie",
+            "nothing to explain: at the first queue it already filled the path".to_string(),
+        )
+    } else if rl >= KEPT || closed >= EXPLAINED {
+        ("holds", format!("with {lq} it closes {:.0} % of the gap to best effort alone (the queue explains it when it fills the path at {:.0} % or closes {:.0} % of the gap)", 100.0 * closed, 100.0 * KEPT, 100.0 * EXPLAINED))
+    } else {
+        ("does not hold", format!("with {lq} it closes only {:.0} % of the gap to best effort alone (the queue explains it when it fills the path at {:.0} % or closes {:.0} % of the gap)", 100.0 * closed, 100.0 * KEPT, 100.0 * EXPLAINED))
+    };
+    findings.push(finding(
+        "the queue limit explains it",
+        v,
+        format!("The scavenger alone by queue limit: {}; {why}.", steps.join(", ")),
+        &[
+            ("first_ratio_pct", 100.0 * ratio),
+            ("last_ratio_pct", 100.0 * rl),
+            ("last_queue_packets", ql.map_or(f64::NAN, f64::from)),
+        ],
+    ));
+    summary.push(match v {
+        "holds" => format!("The queue limit explains it: with {lq} the scavenger alone reached {:.1} % of best effort alone.", 100.0 * rl),
+        "does not hold" => format!("The queue limit does not explain it: with {lq} the scavenger alone still reached only {:.1} %.", 100.0 * rl),
+        _ => format!("The queue limit has nothing to explain here ({:.1} % with {lq}).", 100.0 * rl),
+    });
+    let (s, f) = wred(e, alone, *ql, l);
+    summary.extend(s);
+    findings.extend(f);
+    (summary, findings)
+}
+
+/// WRED's part: the scavenger alone with the longest queue `ql` with WRED (`l`) against the same
+/// queue drop-tail.
+fn wred(e: &Experiment, alone: &Estimate, ql: Option<u32>, l: &Estimate) -> Said {
+    let rl = l.mean / alone.mean;
+    let dt = drop_tail_alone(e).and_then(|r| est(e, r, "throughput"));
+    let (Some(dt), Some(ql)) = (dt, ql) else {
+        let f = withheld(
+            "WRED holds the scavenger below the path",
+            "the scavenger alone with the drop-tail queue (--dscp 32) or with the longest WRED queue was not measured",
+        );
+        return (vec![], vec![f]);
+    };
+    let rd = dt.mean / alone.mean;
+    let gain = 100.0 * (rd - rl);
+    let v = if gain >= WRED_POINTS {
+        "holds"
+    } else if gain <= -WRED_POINTS {
+        "does not hold"
+    } else {
+        "tie"
+    };
+    let f = finding(
+        "WRED holds the scavenger below the path",
+        v,
+        format!(
+            "The scavenger alone with its {ql}-packet queue: {} with WRED ({:.1} % of best effort alone), {} drop-tail ({:.1} %): {:+.1} points without WRED (WRED counts as holding it back at {WRED_POINTS:.0} points or more: {v}). WRED drops from an average queue well below the limit, so the queue that matters to a Reno flow is its thresholds, not the limit.",
+            show(l, "Mbit/s", 2),
+            100.0 * rl,
+            show(&dt, "Mbit/s", 2),
+            100.0 * rd,
+            gain
+        ),
+        &[("wred_ratio_pct", 100.0 * rl), ("drop_tail_ratio_pct", 100.0 * rd), ("queue_packets", f64::from(ql))],
+    );
+    let s = format!(
+        "With the same {ql}-packet queue drop-tail it reached {:.1} % ({}).",
+        100.0 * rd,
+        match v {
+            "holds" => "WRED's early drops hold it back",
+            "does not hold" => "WRED did better than drop-tail",
+            _ => "WRED makes no clear difference",
+        }
+    );
+    (vec![s], vec![f])
+}
+
+/// What the available-bandwidth probes showed, rate by rate, as [`Probes::read`] reads them.
+#[derive(Default)]
+struct Probes {
+    /// A line per probe rate, for the finding.
+    rows: Vec<String>,
+    /// The highest rate below the first that failed.
+    estimate: Option<f64>,
+    /// The first rate that failed, and what its scavenger lost (NaN: not measured).
+    failed_at: Option<(f64, f64)>,
+    /// The rates at which best effort lost more than [`BE_HARM_PCT`].
+    harmed: Vec<f64>,
+    /// Best effort's received rate at each rate measured, Mbit/s.
+    be_rx: Vec<f64>,
+}
+
+impl Probes {
+    /// Reads the probe at `n` Mbit/s (group `g`); `capacity` is what the link carries of the
+    /// probes' datagrams ([`probe_capacity`]).
+    fn read(&mut self, e: &Experiment, n: f64, g: &str, capacity: Option<f64>) {
+        let all = pairs(e, g);
+        // A run in which best effort lost datagrams although the router had room for
+        // both classes (its rate plus the probe's below what the link carries) is
+        // disturbed: best effort is served first, so that loss is this machine's (a
+        // descheduled router, element or receiver), not the classes'.
+        let (judged, disturbed): (Vec<_>, Vec<_>) = all.into_iter().partition(|(b, _)| {
+            let lost = b.summary.udp.as_ref().map_or(0.0, |u| u.loss_pct);
+            let offered = b.config.rate_bps.map_or(b.summary.throughput_bps, |r| r as f64) / 1e6;
+            !(lost > BE_HARM_PCT && capacity.is_some_and(|c| n + offered < c))
+        });
+        let s: Vec<TestResult> = judged.iter().map(|p| p.1.clone()).collect();
+        let b: Vec<TestResult> = judged.iter().map(|p| p.0.clone()).collect();
+        let left_out = if disturbed.is_empty() {
+            String::new()
+        } else {
+            format!(
+                " ({} of its {} runs left out as disturbed: best effort lost more than {BE_HARM_PCT} % with room for both)",
+                disturbed.len(),
+                disturbed.len() + judged.len()
+            )
+        };
+        let (Some(sl), Some(bl)) = (est(e, &s, "loss"), est(e, &b, "loss")) else {
+            self.rows.push(format!("{n} Mbit/s: not measured{left_out}"));
+            self.failed_at.get_or_insert((n, f64::NAN));
+            return;
+        };
+        if let Some(t) = est(e, &b, "throughput") {
+            self.be_rx.push(t.mean);
+        }
+        let (sj, bj) = (est(e, &s, "jitter"), est(e, &b, "jitter"));
+        let rcvbuf = counter(&s, true, "Udp.RcvbufErrors").map_or(String::new(), |x| {
+            format!(" (the receiving host's sockets dropped {x} of both: Udp.RcvbufErrors, server host)")
+        });
+        self.rows.push(format!(
+            "{n} Mbit/s: scavenger lost {} (jitter {}, {:.2} % out of order), best effort lost {} (jitter {}, {:.2} % out of order){rcvbuf}{left_out}",
+            show(&sl, "%", 2),
+            sj.as_ref().map_or("withheld".into(), |j| show(j, "µs", 0)),
+            ooo_pct(&s).unwrap_or(f64::NAN),
+            show(&bl, "%", 2),
+            bj.as_ref().map_or("withheld".into(), |j| show(j, "µs", 0)),
+            ooo_pct(&b).unwrap_or(f64::NAN),
+        ));
+        if bl.mean > BE_HARM_PCT {
+            self.harmed.push(n);
+        }
+        if self.failed_at.is_none() && sl.mean < PROBE_LOSS_PCT && bl.mean <= BE_HARM_PCT {
+            self.estimate = Some(n);
+        } else {
+            self.failed_at.get_or_insert((n, sl.mean));
+        }
+    }
+}
+
+/// Question 3: how much can scavenger UDP find without harming best effort? The probes at
+/// rising rates (groups `probe-<rate>`) beside best-effort UDP at a fixed rate.
+fn available_bandwidth(e: &Experiment) -> Said {
+    let probes = rated_groups(e, "probe-");
+    if probes.is_empty() {
+        let f = withheld("available bandwidth", "the plan ran no probe-<rate> group");
+        return (vec![], vec![f]);
+    }
+    let capacity = probe_capacity(e, &probes[0].1);
+    let mut p = Probes::default();
+    for (n, g) in &probes {
+        p.read(e, *n, g, capacity);
+    }
+    let be_mean = mean(p.be_rx.iter().copied());
+    let idle = match (capacity, be_mean) {
+        (Some(c), Some(bm)) => Some(c - bm),
+        _ => None,
+    };
+    let method = format!(
+        "Method: best-effort UDP at a fixed rate beside scavenger UDP probes at rising rates; the estimate is the highest probe rate below the first one that lost {PROBE_LOSS_PCT} % or more of its datagrams or made best effort lose more than {BE_HARM_PCT} % (over its runs, less those in which best effort lost with room for both on the link: this machine's loss, not the classes')"
+    );
+    let idle_text = idle.map_or(
+        " (what best effort left idle is withheld: the lab's rate or the datagram size is not in the document)".to_string(),
+        |i| format!(" (what best effort left idle: {i:.1} Mbit/s of UDP payload, the link's rate less best effort's received rate)"),
+    );
+    let Some(x) = p.estimate else {
+        let f = withheld(
+            "available bandwidth from scavenger UDP",
+            format!(
+                "{method}: even the lowest probe failed it, so the runs bound no estimate. {}.",
+                p.rows.join("; ")
+            ),
+        );
+        return (vec!["The available-bandwidth estimate is withheld: even the lowest scavenger probe lost datagrams or harmed best effort.".into()], vec![f]);
+    };
+    let v = if p.harmed.is_empty() {
+        "holds"
+    } else {
+        "does not hold"
+    };
+    let f = finding(
+        "available bandwidth from scavenger UDP",
+        v,
+        format!(
+            "{method}. Estimate: {x} Mbit/s{}{idle_text}; best effort unharmed at every probe: {v}. {}.",
+            p.failed_at.map_or(
+                " (every probe passed: the estimate is a floor)".to_string(),
+                |(n, l)| format!(" (the next probe, {n} Mbit/s, lost {l:.2} %)")
+            ),
+            p.rows.join("; ")
+        ),
+        &[
+            ("estimate_mbps", x),
+            ("idle_mbps", idle.unwrap_or(f64::NAN)),
+            ("best_effort_mbps", be_mean.unwrap_or(f64::NAN)),
+        ],
+    );
+    let s = format!(
+        "Scavenger UDP estimated {x} Mbit/s of available bandwidth{idle_text}, best effort {}.",
+        if p.harmed.is_empty() {
+            "unharmed at every probe rate"
+        } else {
+            "losing datagrams at some probe rates"
+        }
+    );
+    (vec![s], vec![f])
+}
+
+/// Question 4: is per-packet load balancing fit for traffic that needs its packets in order?
+/// A UDP flow's datagrams out of order balanced per packet against per flow (group `lb-udp`).
+fn reorders_udp(e: &Experiment) -> Said {
+    let (pu, fu) = (member(e, "lb-udp", "per-packet"), member(e, "lb-udp", "per-flow"));
+    let (Some(p), Some(f)) = (ooo_pct(&pu), ooo_pct(&fu)) else {
+        let w = withheld(
+            "per-packet load balancing reorders a UDP flow",
+            "the lb-udp group did not complete (its udp-stream results are missing)",
+        );
+        return (
+            vec![
+                "Whether per-packet load balancing reorders is withheld: the lb-udp runs did not complete."
+                    .into(),
+            ],
+            vec![w],
+        );
+    };
+    let v = if p >= REORDERED_PCT && p > f {
+        "holds"
+    } else {
+        "does not hold"
+    };
+    let found = finding(
+        "per-packet load balancing reorders a UDP flow",
+        v,
+        format!(
+            "UDP at 20 Mbit/s over the two circuits: {p:.1} % of the datagrams received arrived out of order balanced per packet, {f:.2} % per flow (a share of {REORDERED_PCT} % or more counts as reordering: {v})."
+        ),
+        &[("per_packet_out_of_order_pct", p), ("per_flow_out_of_order_pct", f)],
+    );
+    let s = format!(
+        "Per-packet load balancing {} fit for traffic that needs its packets in order: {p:.1} % of a 20 Mbit/s UDP flow's datagrams arrived out of order, against {f:.2} % per flow.",
+        if v == "holds" { "is not" } else { "is" }
+    );
+    (vec![s], vec![found])
+}
+
+/// Question 5: does per-packet load balancing give one TCP flow both circuits? Its throughput
+/// balanced per packet against per flow (group `lb-tcp`), with what reordering cost its
+/// connection.
+fn both_circuits_tcp(e: &Experiment) -> Said {
+    let (pt, ft) = (member(e, "lb-tcp", "per-packet"), member(e, "lb-tcp", "per-flow"));
+    let (Some(p), Some(f)) = (est(e, &pt, "throughput"), est(e, &ft, "throughput")) else {
+        let w = withheld(
+            "per-packet load balancing gives one TCP flow both circuits",
+            "the lb-tcp group did not complete (its tcp-stream results are missing)",
+        );
+        return (vec![], vec![w]);
+    };
+    let ofo = |r: &[TestResult]| {
+        let o = counter(r, true, "TcpExt.TCPOFOQueue")?;
+        let s = counter(r, true, "Tcp.OutSegs")?;
+        (s > 0).then(|| 100.0 * o as f64 / s as f64)
+    };
+    let (pi, fi) = (tcp_info(&pt), tcp_info(&ft));
+    let info = |x: Option<(u64, u32)>| {
+        x.map_or("withheld (no TCP_INFO in its result)".to_string(), |(rt, ro)| {
+            format!("{rt} segments retransmitted, reordering degree {ro}")
+        })
+    };
+    let (po, fo) = (ofo(&pt), ofo(&ft));
+    // The acknowledgements come back from the circuits' far routers, p2 and f2.
+    let (ps, fs) = (sack_pct(&pt, "p2"), sack_pct(&ft, "f2"));
+    let sack = |x: Option<f64>| {
+        x.map_or(
+            "withheld (no path element counted acknowledgements)".to_string(),
+            |x| format!("{x:.1} %"),
+        )
+    };
+    let share = |x: Option<f64>| {
+        x.map_or(
+            "withheld (the server host's counters were not read)".to_string(),
+            |x| format!("{x:.1} %"),
+        )
+    };
+    let ratio = p.mean / f.mean;
+    let overlap = match (p.ci_low, p.ci_high, f.ci_low, f.ci_high) {
+        (Some(pl), Some(ph), Some(fl), Some(fh)) => pl <= fh && fl <= ph,
+        _ => false,
+    };
+    let v = if overlap {
+        "tie"
+    } else if ratio > 1.05 {
+        "holds"
+    } else if ratio < 0.95 {
+        "does not hold"
+    } else {
+        "tie"
+    };
+    let found = finding(
+        "per-packet load balancing gives one TCP flow both circuits",
+        v,
+        format!(
+            "One TCP flow with a 5.7 MB window: {} per packet against {} per flow ({:+.1} %; more than ±5 % decides, unless the two intervals overlap: a tie). The sender's connection (TCP_INFO, over its runs): per packet {}, per flow {} (3 is the kernel's default, met no reordering). Its acknowledgements that were selective (pure TCP acknowledgements with a SACK option over all of them, counted by the path elements on the way back): {} per packet, {} per flow. The receiver's segments queued out of order per segment it sent (TcpExt.TCPOFOQueue / Tcp.OutSegs in the server host's namespace, which counts the segments behind a loss's hole as well as reordered ones): {} per packet, {} per flow.",
+            show(&p, "Mbit/s", 2),
+            show(&f, "Mbit/s", 2),
+            100.0 * (ratio - 1.0),
+            info(pi),
+            info(fi),
+            sack(ps),
+            sack(fs),
+            share(po),
+            share(fo),
+        ),
+        &[
+            ("per_packet_mbps", p.mean),
+            ("per_flow_mbps", f.mean),
+            ("per_packet_ofo_pct", po.unwrap_or(f64::NAN)),
+            ("per_flow_ofo_pct", fo.unwrap_or(f64::NAN)),
+            ("per_packet_sack_pct", ps.unwrap_or(f64::NAN)),
+            ("per_flow_sack_pct", fs.unwrap_or(f64::NAN)),
+            ("per_packet_reordering", pi.map_or(f64::NAN, |x| f64::from(x.1))),
+            ("per_flow_reordering", fi.map_or(f64::NAN, |x| f64::from(x.1))),
+        ],
+    );
+    let s = format!(
+        "One TCP flow carried {:.1} Mbit/s balanced per packet and {:.1} per flow; {} of its acknowledgements were selective per packet and {} per flow; its sender's reordering degree reached {} per packet and {} per flow.",
+        p.mean,
+        f.mean,
+        sack(ps),
+        sack(fs),
+        pi.map_or("withheld".to_string(), |x| x.1.to_string()),
+        fi.map_or("withheld".to_string(), |x| x.1.to_string()),
+    );
+    (vec![s], vec![found])
 }
 
 #[cfg(test)]
