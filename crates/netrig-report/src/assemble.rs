@@ -1,6 +1,6 @@
 //! Merging the two ends' reports into one result.
 
-use crate::kind::KindReport;
+use crate::kind::{KindReport, Side};
 use crate::model::measure::{CpuUsage, Environment, TcpInfo};
 use crate::model::*;
 use netrig_proto::report::measure::SeqInterval;
@@ -8,13 +8,6 @@ use netrig_proto::report::{BufPair, FlowReport, IntervalSample, SideReport, Sock
 use netrig_proto::spec::Exchange;
 use netrig_proto::{Direction, TestSpec};
 use std::collections::{BTreeMap, HashMap};
-
-/// One end's measurements: its report and its interim samples.
-#[derive(Debug, Clone, Copy)]
-pub struct Side<'a> {
-    pub report: &'a SideReport,
-    pub intervals: &'a [IntervalSample],
-}
 
 /// Merges the client's (`local`) and the agent's (`remote`) measurements.
 /// Fails when either end's report lacks a flow of the test.
