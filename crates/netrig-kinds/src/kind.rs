@@ -227,6 +227,24 @@ pub struct Planned {
     pub fit_to_path: bool,
 }
 
+impl Planned {
+    /// The plan of a kind with one end: `spec`, within netrig's bounds, run
+    /// on this host's sockets as they are, its workers on `cpus` (`--cpus`).
+    pub(crate) fn one_ended(spec: TestSpec, cpus: Option<Vec<u32>>) -> Result<Planned, String> {
+        spec.validate_bounds().map_err(|e| e.to_string())?;
+        Ok(Planned {
+            spec,
+            local: LocalEnd {
+                sockets: SocketSettings::default(),
+                bind: None,
+                cpus,
+                cpus_option: "--cpus",
+            },
+            fit_to_path: false,
+        })
+    }
+}
+
 /// This end's side of a test, beside the spec the agent gets.
 #[derive(Debug, Clone, Default)]
 pub struct LocalEnd {

@@ -11,6 +11,7 @@
 
 pub mod args;
 mod kind;
+mod lab_host;
 pub mod registry;
 mod txn;
 pub mod units;

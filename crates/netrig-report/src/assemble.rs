@@ -1,20 +1,15 @@
 //! Merging the two ends' reports into one result.
 
-use crate::kind::KindReport;
+use crate::checks::{cpu_resolution, CpuResolution};
+use crate::kind::{KindReport, Side};
 use crate::model::measure::{CpuUsage, Environment, TcpInfo};
 use crate::model::*;
+use crate::witness::WitnessResult;
 use netrig_proto::report::measure::SeqInterval;
-use netrig_proto::report::{BufPair, FlowReport, IntervalSample, SideReport, SockBufReport};
-use netrig_proto::spec::Exchange;
+use netrig_proto::report::{BufPair, ConnectErrors, FlowReport, IntervalSample, SideReport, SockBufReport};
+use netrig_proto::spec::{Exchange, Limit};
 use netrig_proto::{Direction, TestSpec};
 use std::collections::{BTreeMap, HashMap};
-
-/// One end's measurements: its report and its interim samples.
-#[derive(Debug, Clone, Copy)]
-pub struct Side<'a> {
-    pub report: &'a SideReport,
-    pub intervals: &'a [IntervalSample],
-}
 
 /// Merges the client's (`local`) and the agent's (`remote`) measurements.
 /// Fails when either end's report lacks a flow of the test.
@@ -27,391 +22,42 @@ pub fn assemble(
     remote: Side<'_>,
     mut warnings: Vec<String>,
 ) -> Result<TestResult, String> {
-    let plan = spec.flow_plan();
-    let exchange = spec.rules().exchange();
-    let transactional = exchange.is_transactional();
-    let per_transaction = exchange == Exchange::ConnectionPerTransaction;
-    let batched = kind.batches_datagrams(spec);
-    let transport = spec.rules().transport();
-    let index = |side: &'_ SideReport| -> HashMap<u32, FlowReport> {
-        side.flows.iter().map(|f| (f.id, f.clone())).collect()
-    };
-    let (lmap, rmap) = (index(local.report), index(remote.report));
+    let m = Merge::new(spec, local, remote);
     warnings.extend(local.report.warnings.iter().cloned());
     warnings.extend(remote.report.warnings.iter().cloned());
-
-    let mut flows = Vec::with_capacity(plan.len());
-    for (id, dir) in plan.iter().enumerate() {
-        let id = id as u32;
-        let l = lmap
-            .get(&id)
-            .ok_or_else(|| format!("the client's report lacks flow {id}"))?;
-        let r = rmap
-            .get(&id)
-            .ok_or_else(|| format!("the agent's report lacks flow {id}"))?;
-        // The end whose count is reported: the receiver of a stream, the
-        // requester (the client) of a request/response flow.
-        let (rx_end, tx_end) = match (transactional, dir) {
-            (true, _) | (false, Direction::Rx) => (l, r),
-            (false, Direction::Tx) => (r, l),
-        };
-        if matches!(spec.limit, netrig_proto::spec::Limit::Bytes { .. })
-            && rx_end.total_bytes != tx_end.total_bytes
-        {
-            warnings.push(format!(
-                "flow {id}: the receiver got {} bytes of the {} sent",
-                rx_end.total_bytes, tx_end.total_bytes
-            ));
-        }
-        let end = |f: &FlowReport| FlowEnd {
-            role: f.role,
-            total_bytes: f.total_bytes,
-            socket_buffers: f.socket_buffers,
-            applied: f.applied.clone(),
-            tcp_info: f.tcp_info.as_ref().map(TcpInfo::from),
-            zerocopy: f.zerocopy,
-            reads: f.reads,
-            sends: f.sends,
-        };
-        flows.push(FlowResult {
-            id,
-            direction: *dir,
-            bytes: rx_end.window_bytes,
-            elapsed_s: rx_end.window_s,
-            throughput_bps: bps(rx_end.window_bytes, rx_end.window_s),
-            sender_bytes: tx_end.window_bytes,
-            sender_elapsed_s: tx_end.window_s,
-            sender_throughput_bps: bps(tx_end.window_bytes, tx_end.window_s),
-            tcp_info: if transactional {
-                &l.tcp_info
-            } else {
-                &tx_end.tcp_info
-            }
-            .as_ref()
-            .map(TcpInfo::from),
-            transactions: transactional.then_some(l.window_transactions),
-            transactions_per_s: transactional.then(|| rate(l.window_transactions, l.window_s)),
-            // The requester keeps a request/response flow's books; strays reach either end.
-            udp: if transactional {
-                udp_flow(l, l, false).map(|mut u| {
-                    u.stray = u.stray.saturating_add(r.udp.as_ref().map_or(0, |x| x.stray));
-                    u
-                })
-            } else {
-                udp_flow(rx_end, tx_end, true)
-            },
-            connect_errors: per_transaction.then(|| l.connect_errors.unwrap_or_default()),
-            local: end(l),
-            remote: end(r),
-        });
-    }
-
-    let directions: Vec<DirectionSummary> = spec
-        .directions()
-        .iter()
-        .map(|d| {
-            let fs: Vec<&FlowResult> = flows.iter().filter(|f| f.direction == *d).collect();
-            let bytes = total(fs.iter().map(|f| f.bytes));
-            let elapsed_s = fs.iter().map(|f| f.elapsed_s).fold(0.0, f64::max);
-            let sender_bytes = total(fs.iter().map(|f| f.sender_bytes));
-            let sender_elapsed_s = fs.iter().map(|f| f.sender_elapsed_s).fold(0.0, f64::max);
-            let per_flow: Vec<f64> = fs.iter().map(|f| f.throughput_bps).collect();
-            DirectionSummary {
-                direction: *d,
-                flows: fs.len() as u32,
-                bytes,
-                elapsed_s,
-                throughput_bps: bps(bytes, elapsed_s),
-                sender_bytes,
-                sender_elapsed_s,
-                sender_throughput_bps: bps(sender_bytes, sender_elapsed_s),
-                flow_throughput_bps: Spread::of(&per_flow),
-                fairness: jain_index(&per_flow),
-            }
-        })
-        .collect();
-    let directions_fairness = jain_index(&directions.iter().map(|d| d.throughput_bps).collect::<Vec<_>>());
-    let bytes: u64 = total(directions.iter().map(|d| d.bytes));
-    let elapsed_s = directions.iter().map(|d| d.elapsed_s).fold(0.0, f64::max);
-    let dir_bps = |d: Direction| {
-        directions
-            .iter()
-            .find(|s| s.direction == d)
-            .map(|s| s.throughput_bps)
-    };
-    // An end's CPU below /proc/stat's resolution is withheld (utilisation,
-    // its split and service demand), with the reason; a coarse one is shown
-    // and warned of.
-    use crate::checks::{cpu_resolution, CpuResolution};
-    let (res_local, res_remote) = (cpu_resolution(local.report), cpu_resolution(remote.report));
-    let withheld = |r: &CpuResolution| match r {
-        CpuResolution::Withheld(why) => Some(why.clone()),
-        _ => None,
-    };
-    let measured = |side: &'_ SideReport, r: &CpuResolution| -> bool {
-        side.cpu.is_some() && !matches!(r, CpuResolution::Withheld(_))
-    };
-    let cpu_local = local
-        .report
-        .cpu
-        .as_ref()
-        .filter(|_| measured(local.report, &res_local));
-    let cpu_remote = remote
-        .report
-        .cpu
-        .as_ref()
-        .filter(|_| measured(remote.report, &res_remote));
-    let cpu = CpuSummary {
-        local_pct: cpu_local.map(|c| c.busy_pct),
-        remote_pct: cpu_remote.map(|c| c.busy_pct),
-        local: cpu_local.map(CpuUsage::from),
-        remote: cpu_remote.map(CpuUsage::from),
-        local_accounted_pct: crate::checks::accounted_pct(local.report),
-        remote_accounted_pct: crate::checks::accounted_pct(remote.report),
-        local_withheld: withheld(&res_local),
-        remote_withheld: withheld(&res_remote),
-    };
-    let transactions = transactional.then(|| total(flows.iter().filter_map(|f| f.transactions)));
-    let mss = flows
-        .first()
-        .and_then(|f| f.tcp_info.as_ref())
-        .map(|t| t.snd_mss)
-        .filter(|m| *m > 0);
-    // Units of work: KB for streams, transactions for request/response.
-    let (units, unit) = match transactions {
-        Some(t) => (t as f64, "us/tran"),
-        None => (bytes as f64 / 1024.0, "us/KB"),
-    };
-    let demand = |side: &SideReport, c: Option<&netrig_proto::report::measure::CpuUsage>| {
-        let c = c?;
-        let cpus = match c.cpus {
-            0 => side.environment.as_ref().map_or(0, |e| e.cpus_online),
-            n => n,
-        };
-        netrig_metrics::service_demand(c.busy_pct, elapsed_s, cpus, units)
-    };
-    let (sd_local, sd_remote) = (demand(local.report, cpu_local), demand(remote.report, cpu_remote));
-    let per_packet = |sd: Option<f64>| {
-        if transactional {
-            return None;
-        }
-        Some(netrig_metrics::per_packet_us(sd?, mss?))
-    };
-    let service_demand = ServiceDemandSummary {
-        local: sd_local,
-        remote: sd_remote,
-        unit: unit.into(),
-        mss,
-        local_per_packet_us: per_packet(sd_local),
-        remote_per_packet_us: per_packet(sd_remote),
-    };
+    let flows = m.flows(&mut warnings)?;
+    let cpu = [EndCpu::of(local.report), EndCpu::of(remote.report)];
+    let summary = m.summary(&flows, &cpu);
     let v6 = agent
         .address
         .parse::<std::net::SocketAddr>()
         .is_ok_and(|a| a.is_ipv6());
-    // The largest payload a TCP segment on these paths can carry, for the
-    // witness's least segment count: the path MTU less the IP and TCP
-    // headers without options. Not the MSS: TCP_INFO's snd_mss is the
-    // sender's size at the moment it was read, which the kernel holds to
-    // half the largest window the peer offered (tcp_bound_to_half_wnd), so
-    // a flow read at 32,768 had sent most of its bytes in 65,483-byte
-    // segments, and payload / 32,768 came out above Tcp.OutSegs.
-    let headers = if v6 { 60 } else { 40 };
-    let max_segment = flows
-        .iter()
-        .flat_map(|f| [&f.local.tcp_info, &f.remote.tcp_info])
-        .filter_map(|t| t.as_ref())
-        .map(|t| t.pmtu.saturating_sub(headers))
-        .max()
-        .filter(|m| *m > 0);
     let (witness, witness_warnings) = crate::witness::judge(
         spec,
         local.report.witness.as_ref(),
         remote.report.witness.as_ref(),
         v6,
-        max_segment,
-    );
-    let host_counter = |w: &str| w.contains(") during the test") || w.contains("connection-tracking");
-    warnings.extend(
-        crate::checks::side_warnings(local.report, "local", transport, batched)
-            .into_iter()
-            .map(|w| match w.strip_prefix("local: ") {
-                // One host's counters: they speak for both ends.
-                Some(rest) if witness.shared_counters && host_counter(&w) => {
-                    format!("both ends (one host): {rest}")
-                }
-                _ => w,
-            }),
+        max_segment(&flows, v6),
     );
     // What local's warnings already said of the same machine (its CPU) or the
     // same host counters (one network namespace) is not said again for remote.
     let same_machine =
         crate::witness::same_machine(local.report.witness.as_ref(), remote.report.witness.as_ref());
-    warnings.extend(
-        crate::checks::side_warnings(remote.report, "remote", transport, batched)
-            .into_iter()
-            .filter(|w| {
-                let counters = host_counter(w);
-                let cpu = w.contains("(steal;") || w.contains("/proc/stat accounted");
-                let said = (witness.shared_counters && counters) || (same_machine && cpu);
-                !said
-            }),
+    m.side_warnings(
+        kind.batches_datagrams(spec),
+        &witness,
+        same_machine,
+        &mut warnings,
     );
     warnings.extend(witness_warnings);
-    // The CPU's resolution, once for one machine when both ends say the same.
-    let cpu_said = |r: &crate::checks::CpuResolution| match r {
-        CpuResolution::Fine => None,
-        CpuResolution::Coarse(w) | CpuResolution::Withheld(w) => Some(w.clone()),
-    };
-    match (cpu_said(&res_local), cpu_said(&res_remote)) {
-        (Some(l), Some(_))
-            if same_machine && std::mem::discriminant(&res_local) == std::mem::discriminant(&res_remote) =>
-        {
-            warnings.push(format!("both ends (one host): {l}"))
-        }
-        (l, r) => {
-            warnings.extend(l.map(|w| format!("local: {w}")));
-            warnings.extend(r.map(|w| format!("remote: {w}")));
-        }
-    }
-    if let Some(sch) = &local.report.schedule {
-        if sch.due > 0 && sch.late as f64 > sch.due as f64 * 0.01 {
-            warnings.push(format!(
-                "the generator fell behind its schedule: {} of {} requests left more than 1 ms after they were due \
-                 (at most {:.1} ms late); latencies count from the due time, but the offered rate was not met",
-                sch.late,
-                sch.due,
-                sch.max_behind_us / 1e3
-            ));
-        }
-    }
-    let connect_errors = per_transaction.then(|| {
-        let mut all = netrig_proto::report::ConnectErrors::default();
-        for e in flows.iter().filter_map(|f| f.connect_errors.as_ref()) {
-            all.add(e);
-        }
-        all
-    });
-    if let Some(e) = connect_errors.filter(|e| e.total() > 0) {
-        warnings.push(format!(
-            "{} transaction(s) failed and are not counted as transactions: refused {}, timed out {}, \
-             address not available {} (local ports exhausted: TIME_WAIT holds them; see \
-             net.ipv4.ip_local_port_range, or --local-ports if given, and tcp_tw_reuse, which lets a \
-             port connect() picks go again a second after its TIME_WAIT began (one --local-ports \
-             binds, at once; both only with tcp_timestamps), or let the agent close first: \
-             --close-first responder), reset {}, other {}",
-            e.total(),
-            e.refused,
-            e.timed_out,
-            e.addr_not_available,
-            e.reset,
-            e.other
-        ));
-    }
-    let udp = flows.iter().any(|f| f.udp.is_some()).then(|| udp_total(&flows));
-    if let Some(u) = &udp {
-        if u.stray > 0 {
-            warnings.push(format!(
-                "{} datagram(s) of no flow of this test reached the receivers' sockets (counted as stray, not received)",
-                u.stray
-            ));
-        }
-    }
-    // Send times no sender's clock can have stamped (peer input): said even
-    // where too few to withhold the jitter.
-    let windows: Vec<&SeqInterval> = [local.report, remote.report]
-        .iter()
-        .flat_map(|side| &side.flows)
-        .filter_map(|f| f.udp.as_ref()?.window.as_ref())
-        .collect();
-    let far = total(windows.iter().map(|w| w.far));
-    if far > 0 {
-        warnings.push(format!(
-            "{far} of {} datagram(s) received in the window carried a send time more than {} s from the receiver's \
-             clock (since each end's time zero, a control message apart): no sender's clock stamped them (a peer's \
-             forged or broken timestamp), so they are counted as untimed and left out of jitter",
-            total(windows.iter().map(|w| w.received)),
-            netrig_metrics::udp_seq::MAX_STAMP_SKEW_NS / 1_000_000_000
-        ));
-    }
-    let streamlike = !transactional;
-    let summary = Summary {
-        send_throughput_bps: streamlike.then(|| directions.iter().map(|d| d.sender_throughput_bps).sum()),
-        recv_throughput_bps: streamlike.then(|| directions.iter().map(|d| d.throughput_bps).sum()),
-        udp,
-        transactions,
-        transactions_per_s: transactions.map(|t| rate(t, elapsed_s)),
-        latency_us: local.report.latency.as_ref().map(|l| LatencyUs {
-            histogram: local.report.latency_histogram.clone(),
-            ..LatencyUs::from(l)
-        }),
-        schedule: local.report.schedule.clone(),
-        connect_errors,
-        cpu,
-        service_demand,
-        throughput_bps: bps(bytes, elapsed_s),
-        bytes,
-        elapsed_s,
-        tx_throughput_bps: dir_bps(Direction::Tx),
-        rx_throughput_bps: dir_bps(Direction::Rx),
-        socket_buffers: EndBuffers {
-            local: largest(flows.iter().map(|f| &f.local.socket_buffers)),
-            remote: largest(flows.iter().map(|f| &f.remote.socket_buffers)),
-        },
-        directions,
-        directions_fairness,
-        http: None,
-        // udp-stream, udp-rr and tcp-rr: each end timed the messages it
-        // received against one clock (requests one way, responses the other).
-        half_close: None,
-        one_way_delay: netrig_proto::clock::one_way_messages(spec).map(|m| match m {
-            Err(why) => crate::one_way::withheld(why),
-            Ok((tx, rx)) => crate::one_way::unstamped(
-                crate::one_way::one_way_delay(
-                    local.report,
-                    remote.report,
-                    transactional || plan.contains(&Direction::Tx),
-                    transactional || plan.contains(&Direction::Rx),
-                ),
-                spec,
-                tx,
-                rx,
-            ),
-        }),
-    };
+    resolution_warnings(&cpu, same_machine, &mut warnings);
+    warnings.extend(schedule_warning(local.report));
+    warnings.extend(summary.connect_errors.as_ref().and_then(connect_errors_warning));
+    m.datagram_warnings(summary.udp.as_ref(), &mut warnings);
     warnings.extend(crate::checks::fairness_warnings(&summary));
-    if let netrig_proto::spec::Limit::Duration { seconds } = spec.limit {
-        let asked = seconds - spec.omit_s;
-        for (end, w) in [
-            ("local", local.report.window_s),
-            ("remote", remote.report.window_s),
-        ] {
-            if w > asked * 1.25 + 1.0 {
-                warnings.push(format!(
-                    "{end}: the measured window lasted {w:.2} s for a {asked} s test: that end was stopped or \
-                     starved (a stalled process, a paused VM) and its figures cover the stall"
-                ));
-            }
-        }
-    }
-    let intervals = merge_intervals(&plan, transactional, local.intervals, remote.intervals);
-    // An interval's latencies are handed over by the workers within a
-    // bound; one that came too late is left out, and said so here.
-    let short: Vec<u32> = intervals
-        .iter()
-        .filter(|i| {
-            i.latency_us
-                .as_ref()
-                .is_some_and(|l| l.count != total(i.flows.iter().filter_map(|f| f.transactions)))
-        })
-        .map(|i| i.index)
-        .collect();
-    if !short.is_empty() {
-        warnings.push(format!(
-            "interval(s) {short:?}: a worker handed its latencies over late, so intervals[].latency_us \
-             counts fewer transactions than the interval (the window's summary has them all)"
-        ));
-    }
+    m.window_warnings(&mut warnings);
+    let intervals = merge_intervals(&m.plan, m.transactional, local.intervals, remote.intervals);
+    warnings.extend(late_latencies_warning(&intervals));
     let mut result = TestResult {
         netrig_version: netrig_proto::SOFTWARE_VERSION.to_string(),
         test: spec.kind().to_string(),
@@ -443,6 +89,491 @@ pub fn assemble(
     let short = crate::checks::pace_warnings(result.config.rate_bps, &result.summary);
     result.warnings.extend(short);
     Ok(result)
+}
+
+/// What the merge goes by: the test, both ends' measurements, and how the
+/// test's flows count.
+struct Merge<'s, 'a> {
+    spec: &'s TestSpec,
+    local: Side<'a>,
+    remote: Side<'a>,
+    /// Each flow's direction, by flow id.
+    plan: Vec<Direction>,
+    /// Request/response: the requester (the client) counts each flow, not
+    /// the receiver of a stream.
+    transactional: bool,
+    /// A connection per transaction: failed connections are counted.
+    per_transaction: bool,
+}
+
+impl<'s, 'a> Merge<'s, 'a> {
+    fn new(spec: &'s TestSpec, local: Side<'a>, remote: Side<'a>) -> Self {
+        let exchange = spec.rules().exchange();
+        Merge {
+            spec,
+            local,
+            remote,
+            plan: spec.flow_plan(),
+            transactional: exchange.is_transactional(),
+            per_transaction: exchange == Exchange::ConnectionPerTransaction,
+        }
+    }
+
+    /// Every flow of the plan, from both ends' reports of it. A byte-limited
+    /// flow whose receiver got fewer bytes than were sent is warned of.
+    fn flows(&self, warnings: &mut Vec<String>) -> Result<Vec<FlowResult>, String> {
+        let index = |side: &'a SideReport| -> HashMap<u32, &'a FlowReport> {
+            side.flows.iter().map(|f| (f.id, f)).collect()
+        };
+        let (lmap, rmap) = (index(self.local.report), index(self.remote.report));
+        let mut flows = Vec::with_capacity(self.plan.len());
+        for (id, dir) in self.plan.iter().enumerate() {
+            let id = id as u32;
+            let l = lmap
+                .get(&id)
+                .ok_or_else(|| format!("the client's report lacks flow {id}"))?;
+            let r = rmap
+                .get(&id)
+                .ok_or_else(|| format!("the agent's report lacks flow {id}"))?;
+            flows.push(self.flow(id, *dir, l, r, warnings));
+        }
+        Ok(flows)
+    }
+
+    /// Flow `id` from the client's (`l`) and the agent's (`r`) report of it.
+    fn flow(
+        &self,
+        id: u32,
+        dir: Direction,
+        l: &FlowReport,
+        r: &FlowReport,
+        warnings: &mut Vec<String>,
+    ) -> FlowResult {
+        let transactional = self.transactional;
+        // The end whose count is reported: the receiver of a stream, the
+        // requester (the client) of a request/response flow.
+        let (rx_end, tx_end) = match (transactional, dir) {
+            (true, _) | (false, Direction::Rx) => (l, r),
+            (false, Direction::Tx) => (r, l),
+        };
+        if matches!(self.spec.limit, Limit::Bytes { .. }) && rx_end.total_bytes != tx_end.total_bytes {
+            warnings.push(format!(
+                "flow {id}: the receiver got {} bytes of the {} sent",
+                rx_end.total_bytes, tx_end.total_bytes
+            ));
+        }
+        let end = |f: &FlowReport| FlowEnd {
+            role: f.role,
+            total_bytes: f.total_bytes,
+            socket_buffers: f.socket_buffers,
+            applied: f.applied.clone(),
+            tcp_info: f.tcp_info.as_ref().map(TcpInfo::from),
+            zerocopy: f.zerocopy,
+            reads: f.reads,
+            sends: f.sends,
+        };
+        FlowResult {
+            id,
+            direction: dir,
+            bytes: rx_end.window_bytes,
+            elapsed_s: rx_end.window_s,
+            throughput_bps: bps(rx_end.window_bytes, rx_end.window_s),
+            sender_bytes: tx_end.window_bytes,
+            sender_elapsed_s: tx_end.window_s,
+            sender_throughput_bps: bps(tx_end.window_bytes, tx_end.window_s),
+            tcp_info: if transactional {
+                &l.tcp_info
+            } else {
+                &tx_end.tcp_info
+            }
+            .as_ref()
+            .map(TcpInfo::from),
+            transactions: transactional.then_some(l.window_transactions),
+            transactions_per_s: transactional.then(|| rate(l.window_transactions, l.window_s)),
+            // The requester keeps a request/response flow's books; strays reach either end.
+            udp: if transactional {
+                udp_flow(l, l, false).map(|mut u| {
+                    u.stray = u.stray.saturating_add(r.udp.as_ref().map_or(0, |x| x.stray));
+                    u
+                })
+            } else {
+                udp_flow(rx_end, tx_end, true)
+            },
+            connect_errors: self.per_transaction.then(|| l.connect_errors.unwrap_or_default()),
+            local: end(l),
+            remote: end(r),
+        }
+    }
+
+    /// The test's summary, from its flows and both ends' reports.
+    fn summary(&self, flows: &[FlowResult], cpu: &[EndCpu<'_>; 2]) -> Summary {
+        let (local, remote) = (self.local.report, self.remote.report);
+        let directions = direction_summaries(self.spec, flows);
+        let directions_fairness =
+            jain_index(&directions.iter().map(|d| d.throughput_bps).collect::<Vec<_>>());
+        let bytes: u64 = total(directions.iter().map(|d| d.bytes));
+        let elapsed_s = directions.iter().map(|d| d.elapsed_s).fold(0.0, f64::max);
+        let dir_bps = |d: Direction| {
+            directions
+                .iter()
+                .find(|s| s.direction == d)
+                .map(|s| s.throughput_bps)
+        };
+        let transactions = self
+            .transactional
+            .then(|| total(flows.iter().filter_map(|f| f.transactions)));
+        let connect_errors = self.per_transaction.then(|| {
+            let mut all = ConnectErrors::default();
+            for e in flows.iter().filter_map(|f| f.connect_errors.as_ref()) {
+                all.add(e);
+            }
+            all
+        });
+        let streamlike = !self.transactional;
+        Summary {
+            send_throughput_bps: streamlike.then(|| directions.iter().map(|d| d.sender_throughput_bps).sum()),
+            recv_throughput_bps: streamlike.then(|| directions.iter().map(|d| d.throughput_bps).sum()),
+            udp: flows.iter().any(|f| f.udp.is_some()).then(|| udp_total(flows)),
+            transactions,
+            transactions_per_s: transactions.map(|t| rate(t, elapsed_s)),
+            latency_us: local.latency.as_ref().map(|l| LatencyUs {
+                histogram: local.latency_histogram.clone(),
+                ..LatencyUs::from(l)
+            }),
+            schedule: local.schedule.clone(),
+            connect_errors,
+            cpu: cpu_summary(cpu),
+            service_demand: self.service_demand(flows, cpu, transactions, bytes, elapsed_s),
+            throughput_bps: bps(bytes, elapsed_s),
+            bytes,
+            elapsed_s,
+            tx_throughput_bps: dir_bps(Direction::Tx),
+            rx_throughput_bps: dir_bps(Direction::Rx),
+            socket_buffers: EndBuffers {
+                local: largest(flows.iter().map(|f| &f.local.socket_buffers)),
+                remote: largest(flows.iter().map(|f| &f.remote.socket_buffers)),
+            },
+            directions,
+            directions_fairness,
+            http: None,
+            half_close: None,
+            // udp-stream, udp-rr and tcp-rr: each end timed the messages it
+            // received against one clock (requests one way, responses the other).
+            one_way_delay: netrig_proto::clock::one_way_messages(self.spec).map(|m| match m {
+                Err(why) => crate::one_way::withheld(why),
+                Ok((tx, rx)) => crate::one_way::unstamped(
+                    crate::one_way::one_way_delay(
+                        local,
+                        remote,
+                        self.transactional || self.plan.contains(&Direction::Tx),
+                        self.transactional || self.plan.contains(&Direction::Rx),
+                    ),
+                    self.spec,
+                    tx,
+                    rx,
+                ),
+            }),
+        }
+    }
+
+    /// Each end's CPU time per unit of work: per KB for streams, per
+    /// transaction for request/response; per packet too for streams.
+    fn service_demand(
+        &self,
+        flows: &[FlowResult],
+        cpu: &[EndCpu<'_>; 2],
+        transactions: Option<u64>,
+        bytes: u64,
+        elapsed_s: f64,
+    ) -> ServiceDemandSummary {
+        let mss = flows
+            .first()
+            .and_then(|f| f.tcp_info.as_ref())
+            .map(|t| t.snd_mss)
+            .filter(|m| *m > 0);
+        // Units of work: KB for streams, transactions for request/response.
+        let (units, unit) = match transactions {
+            Some(t) => (t as f64, "us/tran"),
+            None => (bytes as f64 / 1024.0, "us/KB"),
+        };
+        let [sd_local, sd_remote] = [&cpu[0], &cpu[1]].map(|c| c.demand(elapsed_s, units));
+        let per_packet = |sd: Option<f64>| {
+            if self.transactional {
+                return None;
+            }
+            Some(netrig_metrics::per_packet_us(sd?, mss?))
+        };
+        ServiceDemandSummary {
+            local: sd_local,
+            remote: sd_remote,
+            unit: unit.into(),
+            mss,
+            local_per_packet_us: per_packet(sd_local),
+            remote_per_packet_us: per_packet(sd_remote),
+        }
+    }
+
+    /// Each end's own warnings of its host and CPU; what one host's counters
+    /// or one machine's CPU say is said once, for both ends.
+    fn side_warnings(
+        &self,
+        batched: bool,
+        witness: &WitnessResult,
+        same_machine: bool,
+        warnings: &mut Vec<String>,
+    ) {
+        let transport = self.spec.rules().transport();
+        let host_counter = |w: &str| w.contains(") during the test") || w.contains("connection-tracking");
+        warnings.extend(
+            crate::checks::side_warnings(self.local.report, "local", transport, batched)
+                .into_iter()
+                .map(|w| match w.strip_prefix("local: ") {
+                    // One host's counters: they speak for both ends.
+                    Some(rest) if witness.shared_counters && host_counter(&w) => {
+                        format!("both ends (one host): {rest}")
+                    }
+                    _ => w,
+                }),
+        );
+        warnings.extend(
+            crate::checks::side_warnings(self.remote.report, "remote", transport, batched)
+                .into_iter()
+                .filter(|w| {
+                    let counters = host_counter(w);
+                    let cpu = w.contains("(steal;") || w.contains("/proc/stat accounted");
+                    let said = (witness.shared_counters && counters) || (same_machine && cpu);
+                    !said
+                }),
+        );
+    }
+
+    /// Datagrams of no flow of the test, and send times no sender's clock
+    /// can have stamped (peer input): said even where too few to withhold
+    /// the jitter.
+    fn datagram_warnings(&self, udp: Option<&UdpSummary>, warnings: &mut Vec<String>) {
+        if let Some(u) = udp.filter(|u| u.stray > 0) {
+            warnings.push(format!(
+                "{} datagram(s) of no flow of this test reached the receivers' sockets (counted as stray, not received)",
+                u.stray
+            ));
+        }
+        let windows: Vec<&SeqInterval> = [self.local.report, self.remote.report]
+            .iter()
+            .flat_map(|side| &side.flows)
+            .filter_map(|f| f.udp.as_ref()?.window.as_ref())
+            .collect();
+        let far = total(windows.iter().map(|w| w.far));
+        if far > 0 {
+            warnings.push(format!(
+                "{far} of {} datagram(s) received in the window carried a send time more than {} s from the receiver's \
+                 clock (since each end's time zero, a control message apart): no sender's clock stamped them (a peer's \
+                 forged or broken timestamp), so they are counted as untimed and left out of jitter",
+                total(windows.iter().map(|w| w.received)),
+                netrig_metrics::udp_seq::MAX_STAMP_SKEW_NS / 1_000_000_000
+            ));
+        }
+    }
+
+    /// An end whose window lasted far beyond the test's length was stopped
+    /// or starved for part of it.
+    fn window_warnings(&self, warnings: &mut Vec<String>) {
+        let Limit::Duration { seconds } = self.spec.limit else {
+            return;
+        };
+        let asked = seconds - self.spec.omit_s;
+        for (end, w) in [
+            ("local", self.local.report.window_s),
+            ("remote", self.remote.report.window_s),
+        ] {
+            if w > asked * 1.25 + 1.0 {
+                warnings.push(format!(
+                    "{end}: the measured window lasted {w:.2} s for a {asked} s test: that end was stopped or \
+                     starved (a stalled process, a paused VM) and its figures cover the stall"
+                ));
+            }
+        }
+    }
+}
+
+/// Each direction's flows summed, with their spread and fairness.
+fn direction_summaries(spec: &TestSpec, flows: &[FlowResult]) -> Vec<DirectionSummary> {
+    spec.directions()
+        .iter()
+        .map(|d| {
+            let fs: Vec<&FlowResult> = flows.iter().filter(|f| f.direction == *d).collect();
+            let bytes = total(fs.iter().map(|f| f.bytes));
+            let elapsed_s = fs.iter().map(|f| f.elapsed_s).fold(0.0, f64::max);
+            let sender_bytes = total(fs.iter().map(|f| f.sender_bytes));
+            let sender_elapsed_s = fs.iter().map(|f| f.sender_elapsed_s).fold(0.0, f64::max);
+            let per_flow: Vec<f64> = fs.iter().map(|f| f.throughput_bps).collect();
+            DirectionSummary {
+                direction: *d,
+                flows: fs.len() as u32,
+                bytes,
+                elapsed_s,
+                throughput_bps: bps(bytes, elapsed_s),
+                sender_bytes,
+                sender_elapsed_s,
+                sender_throughput_bps: bps(sender_bytes, sender_elapsed_s),
+                flow_throughput_bps: Spread::of(&per_flow),
+                fairness: jain_index(&per_flow),
+            }
+        })
+        .collect()
+}
+
+/// An end's CPU as the result may show it: below /proc/stat's resolution
+/// it is withheld (utilisation, its split and service demand), with the
+/// reason; a coarse one is shown and warned of.
+struct EndCpu<'a> {
+    report: &'a SideReport,
+    resolution: CpuResolution,
+}
+
+impl<'a> EndCpu<'a> {
+    fn of(report: &'a SideReport) -> Self {
+        EndCpu {
+            report,
+            resolution: cpu_resolution(report),
+        }
+    }
+
+    /// The end's CPU, unless withheld.
+    fn measured(&self) -> Option<&'a netrig_proto::report::measure::CpuUsage> {
+        self.report
+            .cpu
+            .as_ref()
+            .filter(|_| !matches!(self.resolution, CpuResolution::Withheld(_)))
+    }
+
+    /// Why its CPU is withheld, if it is.
+    fn withheld(&self) -> Option<String> {
+        match &self.resolution {
+            CpuResolution::Withheld(why) => Some(why.clone()),
+            _ => None,
+        }
+    }
+
+    /// What is said of its CPU's resolution, if anything.
+    fn said(&self) -> Option<String> {
+        match &self.resolution {
+            CpuResolution::Fine => None,
+            CpuResolution::Coarse(w) | CpuResolution::Withheld(w) => Some(w.clone()),
+        }
+    }
+
+    /// Its CPU time per unit of work, over `elapsed_s`.
+    fn demand(&self, elapsed_s: f64, units: f64) -> Option<f64> {
+        let c = self.measured()?;
+        let cpus = match c.cpus {
+            0 => self.report.environment.as_ref().map_or(0, |e| e.cpus_online),
+            n => n,
+        };
+        netrig_metrics::service_demand(c.busy_pct, elapsed_s, cpus, units)
+    }
+}
+
+/// Both ends' CPU, as measured or withheld.
+fn cpu_summary([local, remote]: &[EndCpu<'_>; 2]) -> CpuSummary {
+    let (cpu_local, cpu_remote) = (local.measured(), remote.measured());
+    CpuSummary {
+        local_pct: cpu_local.map(|c| c.busy_pct),
+        remote_pct: cpu_remote.map(|c| c.busy_pct),
+        local: cpu_local.map(CpuUsage::from),
+        remote: cpu_remote.map(CpuUsage::from),
+        local_accounted_pct: crate::checks::accounted_pct(local.report),
+        remote_accounted_pct: crate::checks::accounted_pct(remote.report),
+        local_withheld: local.withheld(),
+        remote_withheld: remote.withheld(),
+    }
+}
+
+/// The CPU's resolution, once for one machine when both ends say the same.
+fn resolution_warnings([local, remote]: &[EndCpu<'_>; 2], same_machine: bool, warnings: &mut Vec<String>) {
+    let (res_local, res_remote) = (&local.resolution, &remote.resolution);
+    match (local.said(), remote.said()) {
+        (Some(l), Some(_))
+            if same_machine && std::mem::discriminant(res_local) == std::mem::discriminant(res_remote) =>
+        {
+            warnings.push(format!("both ends (one host): {l}"))
+        }
+        (l, r) => {
+            warnings.extend(l.map(|w| format!("local: {w}")));
+            warnings.extend(r.map(|w| format!("remote: {w}")));
+        }
+    }
+}
+
+/// The largest payload a TCP segment on these paths can carry, for the
+/// witness's least segment count: the path MTU less the IP and TCP
+/// headers without options. Not the MSS: TCP_INFO's snd_mss is the
+/// sender's size at the moment it was read, which the kernel holds to
+/// half the largest window the peer offered (tcp_bound_to_half_wnd), so
+/// a flow read at 32,768 had sent most of its bytes in 65,483-byte
+/// segments, and payload / 32,768 came out above Tcp.OutSegs.
+fn max_segment(flows: &[FlowResult], v6: bool) -> Option<u32> {
+    let headers = if v6 { 60 } else { 40 };
+    flows
+        .iter()
+        .flat_map(|f| [&f.local.tcp_info, &f.remote.tcp_info])
+        .filter_map(|t| t.as_ref())
+        .map(|t| t.pmtu.saturating_sub(headers))
+        .max()
+        .filter(|m| *m > 0)
+}
+
+/// An open loop's generator that fell behind its schedule.
+fn schedule_warning(local: &SideReport) -> Option<String> {
+    let sch = local.schedule.as_ref()?;
+    (sch.due > 0 && sch.late as f64 > sch.due as f64 * 0.01).then(|| {
+        format!(
+            "the generator fell behind its schedule: {} of {} requests left more than 1 ms after they were due \
+             (at most {:.1} ms late); latencies count from the due time, but the offered rate was not met",
+            sch.late,
+            sch.due,
+            sch.max_behind_us / 1e3
+        )
+    })
+}
+
+/// Transactions whose connection failed, by reason, and what to look at.
+fn connect_errors_warning(e: &ConnectErrors) -> Option<String> {
+    (e.total() > 0).then(|| {
+        format!(
+            "{} transaction(s) failed and are not counted as transactions: refused {}, timed out {}, \
+             address not available {} (local ports exhausted: TIME_WAIT holds them; see \
+             net.ipv4.ip_local_port_range, or --local-ports if given, and tcp_tw_reuse, which lets a \
+             port connect() picks go again a second after its TIME_WAIT began (one --local-ports \
+             binds, at once; both only with tcp_timestamps), or let the agent close first: \
+             --close-first responder), reset {}, other {}",
+            e.total(),
+            e.refused,
+            e.timed_out,
+            e.addr_not_available,
+            e.reset,
+            e.other
+        )
+    })
+}
+
+/// An interval's latencies are handed over by the workers within a bound;
+/// one that came too late is left out, and said so here.
+fn late_latencies_warning(intervals: &[IntervalResult]) -> Option<String> {
+    let short: Vec<u32> = intervals
+        .iter()
+        .filter(|i| {
+            i.latency_us
+                .as_ref()
+                .is_some_and(|l| l.count != total(i.flows.iter().filter_map(|f| f.transactions)))
+        })
+        .map(|i| i.index)
+        .collect();
+    (!short.is_empty()).then(|| {
+        format!(
+            "interval(s) {short:?}: a worker handed its latencies over late, so intervals[].latency_us \
+             counts fewer transactions than the interval (the window's summary has them all)"
+        )
+    })
 }
 
 /// A UDP flow's accounting: the receiver's sequence tracking, completed

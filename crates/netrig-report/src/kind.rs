@@ -4,9 +4,16 @@
 //! [`KindReport`] in its own module (crate netrig-kinds); the merge in
 //! [`crate::assemble`] is the same for all.
 
-use crate::assemble::Side;
-use crate::model::{IntervalResult, TestConfig, TestResult};
+use crate::model::{IntervalResult, RunInfo, TestConfig, TestResult};
+use netrig_proto::report::{IntervalSample, SideReport};
 use netrig_proto::TestSpec;
+
+/// One end's measurements: its report and its interim samples.
+#[derive(Debug, Clone, Copy)]
+pub struct Side<'a> {
+    pub report: &'a SideReport,
+    pub intervals: &'a [IntervalSample],
+}
 
 /// A kind's part of its result.
 pub trait KindReport: Sync {
@@ -46,4 +53,61 @@ pub trait TableLayout: Sync {
     fn interval_header(&self) -> String;
     /// The rows of one interval: a row per flow when `per_flow`, then the sums.
     fn interval_rows(&self, i: &IntervalResult, per_flow: bool) -> String;
+}
+
+// A result's config is made here, beside the kind that fills in its own part of it, so that
+// the model knows nothing of kinds.
+impl TestConfig {
+    /// The config of a run of `spec`: the common options from the spec and
+    /// `run`, then the kind's own ([`KindReport::config`]).
+    pub fn new(spec: &netrig_proto::TestSpec, kind: &dyn KindReport, run: RunInfo) -> TestConfig {
+        use netrig_proto::spec::Limit;
+        let mut c = TestConfig {
+            embedded: run.host.is_none(),
+            host: run.host,
+            port: run.port,
+            length_s: match spec.limit {
+                Limit::Duration { seconds } => Some(seconds),
+                Limit::Bytes { .. } => None,
+            },
+            bytes: match spec.limit {
+                Limit::Bytes { bytes } => Some(bytes),
+                Limit::Duration { .. } => None,
+            },
+            omit_s: spec.omit_s,
+            interval_s: spec.interval_s,
+            flows: spec.flows,
+            message_size: 0,
+            message_size_default: None,
+            recv_size: 0,
+            request_size: None,
+            response_size: None,
+            burst: None,
+            rate: None,
+            poisson: None,
+            timeout_s: None,
+            spin_us: None,
+            pacing_us: None,
+            rate_bps: None,
+            workers: spec.workers,
+            zerocopy: false,
+            skip_rx_copy: false,
+            no_rcvlowat: false,
+            notsent_lowat: None,
+            msg_zerocopy: false,
+            busy_wait: false,
+            close_first: None,
+            local_ports: None,
+            cpus: run.cpus,
+            remote_cpus: spec.remote_cpus.clone(),
+            udp_rate_bps: None,
+            reverse: None,
+            local: run.local,
+            remote: run.remote,
+            bind: run.bind,
+            family: run.family,
+        };
+        kind.config(spec, &mut c);
+        c
+    }
 }

@@ -21,6 +21,6 @@ pub mod witness;
 pub use export::json::to_json;
 pub use export::json_stream::event_line;
 
-pub use assemble::{assemble, merge_interval, Side};
-pub use kind::{KindReport, TableLayout};
+pub use assemble::{assemble, merge_interval};
+pub use kind::{KindReport, Side, TableLayout};
 pub use model::*;

@@ -254,59 +254,6 @@ pub struct RunInfo {
 }
 
 impl TestConfig {
-    /// The config of a run of `spec`: the common options from the spec and
-    /// `run`, then the kind's own ([`KindReport::config`](crate::KindReport::config)).
-    pub fn new(spec: &netrig_proto::TestSpec, kind: &dyn crate::KindReport, run: RunInfo) -> TestConfig {
-        use netrig_proto::spec::Limit;
-        let mut c = TestConfig {
-            embedded: run.host.is_none(),
-            host: run.host,
-            port: run.port,
-            length_s: match spec.limit {
-                Limit::Duration { seconds } => Some(seconds),
-                Limit::Bytes { .. } => None,
-            },
-            bytes: match spec.limit {
-                Limit::Bytes { bytes } => Some(bytes),
-                Limit::Duration { .. } => None,
-            },
-            omit_s: spec.omit_s,
-            interval_s: spec.interval_s,
-            flows: spec.flows,
-            message_size: 0,
-            message_size_default: None,
-            recv_size: 0,
-            request_size: None,
-            response_size: None,
-            burst: None,
-            rate: None,
-            poisson: None,
-            timeout_s: None,
-            spin_us: None,
-            pacing_us: None,
-            rate_bps: None,
-            workers: spec.workers,
-            zerocopy: false,
-            skip_rx_copy: false,
-            no_rcvlowat: false,
-            notsent_lowat: None,
-            msg_zerocopy: false,
-            busy_wait: false,
-            close_first: None,
-            local_ports: None,
-            cpus: run.cpus,
-            remote_cpus: spec.remote_cpus.clone(),
-            udp_rate_bps: None,
-            reverse: None,
-            local: run.local,
-            remote: run.remote,
-            bind: run.bind,
-            family: run.family,
-        };
-        kind.config(spec, &mut c);
-        c
-    }
-
     /// A paced stream's rate and quantum (`-b`, `--pacing-us`).
     pub fn set_pace(&mut self, pace: Option<&netrig_proto::spec::Pace>) {
         self.rate_bps = pace.map(|p| p.rate_bps);

@@ -291,6 +291,41 @@ fn receivers_line(out: &mut String, r: &TestResult) {
 fn render_stream(r: &TestResult) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "{}", title(r));
+    stream_options(&mut out, r);
+    senders_line(&mut out, r);
+    limits_line(&mut out, r);
+    receivers_line(&mut out, r);
+    let table = StreamTable::of(r);
+    table.header(&mut out, &r.summary.service_demand.unit);
+    if !table.multi || r.flows.len() <= 64 {
+        table.flow_rows(&mut out, r);
+    }
+    if table.multi {
+        table.sum_rows(&mut out, r);
+        let _ = writeln!(out);
+        spread_lines(&mut out, r);
+    }
+    let _ = writeln!(out);
+    for d in &r.summary.directions {
+        let _ = writeln!(
+            out,
+            "{}: sender sent {} bytes in {:.2} s ({} 10^6bits/sec); receiver got {} bytes in {:.2} s",
+            d.direction.name(),
+            d.sender_bytes,
+            d.sender_elapsed_s,
+            mbps(d.sender_throughput_bps),
+            d.bytes,
+            d.elapsed_s
+        );
+    }
+    socket_buffer_lines(&mut out, r);
+    out.push_str(&details(r));
+    out
+}
+
+/// How the streams were sent and received, where an option changed it:
+/// a rate (-b), sendfile (-Z), MSG_ZEROCOPY, MSG_TRUNC.
+fn stream_options(out: &mut String, r: &TestResult) {
     if let Some(b) = r.config.rate_bps {
         let _ = writeln!(
             out,
@@ -329,60 +364,84 @@ fn render_stream(r: &TestResult) -> String {
              its CPU and throughput leave out the receive copy"
         );
     }
-    senders_line(&mut out, r);
-    limits_line(&mut out, r);
-    receivers_line(&mut out, r);
-    let multi = r.flows.len() > 1;
-    let lead = |a: &str, b: &str| {
-        if multi {
+}
+
+/// A utilisation's cell, or "-" where there is none.
+fn pct_cell(v: Option<f64>) -> String {
+    v.map_or_else(|| "-".to_string(), |v| format!("{v:.2}"))
+}
+
+/// A service demand's cell, or "-" where there is none.
+fn demand_cell(v: Option<f64>) -> String {
+    v.map_or_else(|| "-".to_string(), |v| format!("{v:.3}"))
+}
+
+/// The stream table's rows: with several flows each begins with its flow
+/// and direction; the CPU's cells end the one row that stands for the test.
+struct StreamTable {
+    multi: bool,
+    cpu_cells: String,
+}
+
+impl StreamTable {
+    fn of(r: &TestResult) -> StreamTable {
+        let cpu = &r.summary.cpu;
+        let sd = &r.summary.service_demand;
+        StreamTable {
+            multi: r.flows.len() > 1,
+            cpu_cells: format!(
+                "  {:<8} {:<8} {:<8} {:<8}",
+                pct_cell(cpu.local_pct),
+                pct_cell(cpu.remote_pct),
+                demand_cell(sd.local),
+                demand_cell(sd.remote)
+            ),
+        }
+    }
+
+    fn lead(&self, a: &str, b: &str) -> String {
+        if self.multi {
             format!("{a:>5} {b:<3} ")
         } else {
             String::new()
         }
-    };
-    let cpu = &r.summary.cpu;
-    let sd = &r.summary.service_demand;
-    let pct = |v: Option<f64>| v.map_or_else(|| "-".to_string(), |v| format!("{v:.2}"));
-    let dem = |v: Option<f64>| v.map_or_else(|| "-".to_string(), |v| format!("{v:.3}"));
-    let cpu_cells = format!(
-        "  {:<8} {:<8} {:<8} {:<8}",
-        pct(cpu.local_pct),
-        pct(cpu.remote_pct),
-        dem(sd.local),
-        dem(sd.remote)
-    );
-    let blank_cells = String::new();
-    let _ = writeln!(
-        out,
-        "{}Recv     Send     Send                                Utilization       Service Demand",
-        lead("", "")
-    );
-    let _ = writeln!(
-        out,
-        "{}Socket   Socket   Message  Elapsed                    local    remote   local    remote",
-        lead("", "")
-    );
-    let _ = writeln!(
-        out,
-        "{}Size     Size     Size     Time     Throughput        %        %        {:<8} {}",
-        lead("", ""),
-        sd.unit,
-        sd.unit
-    );
-    let _ = writeln!(
-        out,
-        "{}bytes    bytes    bytes    secs.    10^6bits/sec",
-        lead("Flow", "Dir")
-    );
-    let _ = writeln!(out);
-    let show_flows = !multi || r.flows.len() <= 64;
-    if show_flows {
+    }
+
+    /// The column heads, service demand in `unit`.
+    fn header(&self, out: &mut String, unit: &str) {
+        let _ = writeln!(
+            out,
+            "{}Recv     Send     Send                                Utilization       Service Demand",
+            self.lead("", "")
+        );
+        let _ = writeln!(
+            out,
+            "{}Socket   Socket   Message  Elapsed                    local    remote   local    remote",
+            self.lead("", "")
+        );
+        let _ = writeln!(
+            out,
+            "{}Size     Size     Size     Time     Throughput        %        %        {:<8} {}",
+            self.lead("", ""),
+            unit,
+            unit
+        );
+        let _ = writeln!(
+            out,
+            "{}bytes    bytes    bytes    secs.    10^6bits/sec",
+            self.lead("Flow", "Dir")
+        );
+        let _ = writeln!(out);
+    }
+
+    /// A row per flow; with one flow, the test's row.
+    fn flow_rows(&self, out: &mut String, r: &TestResult) {
         for f in &r.flows {
             let (rx, tx) = ends(f);
             let _ = writeln!(
                 out,
                 "{}{:<8} {:<8} {:<8} {:<8.2} {:<16}{}",
-                lead(&f.id.to_string(), f.direction.name()),
+                self.lead(&f.id.to_string(), f.direction.name()),
                 // The size when the window closed (netperf's *_SIZE_END): with -s/-S the size
                 // granted, which stays; without, where autotuning took it. The experiment's
                 // table shows the same.
@@ -391,73 +450,71 @@ fn render_stream(r: &TestResult) -> String {
                 r.config.message_size,
                 f.elapsed_s,
                 mbps(f.throughput_bps),
-                if multi { &blank_cells } else { &cpu_cells }
+                if self.multi { "" } else { self.cpu_cells.as_str() }
             );
         }
     }
-    if multi {
+
+    /// Several flows: a sum per direction, and of both where there are two;
+    /// the last sum carries the CPU's cells.
+    fn sum_rows(&self, out: &mut String, r: &TestResult) {
         let ndir = r.summary.directions.len();
         for (i, d) in r.summary.directions.iter().enumerate() {
             let last = ndir == 1 && i == 0;
             let _ = writeln!(
                 out,
                 "{}{:<8} {:<8} {:<8} {:<8.2} {:<16}{}",
-                lead("sum", d.direction.name()),
+                self.lead("sum", d.direction.name()),
                 "",
                 "",
                 "",
                 d.elapsed_s,
                 mbps(d.throughput_bps),
-                if last { &cpu_cells } else { &blank_cells }
+                if last { self.cpu_cells.as_str() } else { "" }
             );
         }
         if ndir > 1 {
             let _ = writeln!(
                 out,
                 "{}{:<8} {:<8} {:<8} {:<8.2} {:<16}{}",
-                lead("sum", "all"),
+                self.lead("sum", "all"),
                 "",
                 "",
                 "",
                 r.summary.elapsed_s,
                 mbps(r.summary.throughput_bps),
-                cpu_cells
-            );
-        }
-        let _ = writeln!(out);
-        for d in &r.summary.directions {
-            let s = d.flow_throughput_bps;
-            let _ = writeln!(
-                out,
-                "{} per-flow throughput (10^6bits/sec): min {}  median {}  max {}  over {} flows; {}",
-                d.direction.name(),
-                mbps(s.min),
-                mbps(s.median),
-                mbps(s.max),
-                d.flows,
-                fairness_cell(d.fairness, d.flows)
-            );
-        }
-        if let Some(j) = r.summary.directions_fairness {
-            let _ = writeln!(
-                out,
-                "between directions (tx, rx throughput): Jain's fairness index {j:.3} (1 = equal shares)"
+                self.cpu_cells
             );
         }
     }
-    let _ = writeln!(out);
+}
+
+/// Several flows: each direction's spread of per-flow throughput and its
+/// fairness, and the fairness between directions.
+fn spread_lines(out: &mut String, r: &TestResult) {
     for d in &r.summary.directions {
+        let s = d.flow_throughput_bps;
         let _ = writeln!(
             out,
-            "{}: sender sent {} bytes in {:.2} s ({} 10^6bits/sec); receiver got {} bytes in {:.2} s",
+            "{} per-flow throughput (10^6bits/sec): min {}  median {}  max {}  over {} flows; {}",
             d.direction.name(),
-            d.sender_bytes,
-            d.sender_elapsed_s,
-            mbps(d.sender_throughput_bps),
-            d.bytes,
-            d.elapsed_s
+            mbps(s.min),
+            mbps(s.median),
+            mbps(s.max),
+            d.flows,
+            fairness_cell(d.fairness, d.flows)
         );
     }
+    if let Some(j) = r.summary.directions_fairness {
+        let _ = writeln!(
+            out,
+            "between directions (tx, rx throughput): Jain's fairness index {j:.3} (1 = equal shares)"
+        );
+    }
+}
+
+/// Each end's socket buffers, as requested, at the start and at the end.
+fn socket_buffer_lines(out: &mut String, r: &TestResult) {
     let b = &r.summary.socket_buffers;
     let _ = writeln!(out, "socket buffers (bytes)   requested    initial      final");
     let mut line =
@@ -474,8 +531,6 @@ fn render_stream(r: &TestResult) -> String {
     line("local  SO_RCVBUF", |p| p.rcv, &b.local);
     line("remote SO_SNDBUF", |p| p.snd, &b.remote);
     line("remote SO_RCVBUF", |p| p.rcv, &b.remote);
-    out.push_str(&details(r));
-    out
 }
 
 /// UDP stream results, after netperf's UDP_STREAM table: the sender's row,
@@ -657,8 +712,6 @@ fn render_rr(r: &TestResult) -> String {
     }
     let cpu = &r.summary.cpu;
     let sd = &r.summary.service_demand;
-    let pct = |v: Option<f64>| v.map_or_else(|| "-".to_string(), |v| format!("{v:.2}"));
-    let dem = |v: Option<f64>| v.map_or_else(|| "-".to_string(), |v| format!("{v:.3}"));
     let (req, resp) = (
         r.config.request_size.unwrap_or(0),
         r.config.response_size.unwrap_or(0),
@@ -688,10 +741,10 @@ fn render_rr(r: &TestResult) -> String {
         resp,
         r.summary.elapsed_s,
         r.summary.transactions_per_s.unwrap_or(0.0),
-        pct(cpu.local_pct),
-        pct(cpu.remote_pct),
-        dem(sd.local),
-        dem(sd.remote)
+        pct_cell(cpu.local_pct),
+        pct_cell(cpu.remote_pct),
+        demand_cell(sd.local),
+        demand_cell(sd.remote)
     );
     let rb = &r.summary.socket_buffers.remote;
     let _ = writeln!(out, "{:<8} {:<9}", opt(rb.initial.snd), opt(rb.initial.rcv));
@@ -752,54 +805,76 @@ fn same_host(r: &TestResult) -> bool {
 /// CPU split, worker threads, TCP_INFO, kernel counters and environment.
 fn details(r: &TestResult) -> String {
     let mut out = String::new();
-    let cpu = &r.summary.cpu;
-    if cpu.local.is_some() || cpu.remote.is_some() {
-        let _ = writeln!(
-            out,
-            "\nCPU utilization, % of the whole machine over the measured window (/proc/stat)"
-        );
-        let _ = writeln!(
-            out,
-            "  {:<7} {:>6} {:>6} {:>6} {:>6} {:>8} {:>6} {:>5}  busiest CPU",
-            "", "busy", "user", "system", "irq", "softirq", "steal", "CPUs"
-        );
-        let same = same_host(r);
-        for (end, u) in [("local", &cpu.local), ("remote", &cpu.remote)] {
-            let Some(u) = u else { continue };
-            let busiest = u
-                .busiest_cpu
-                .map_or_else(|| "-".into(), |c| format!("cpu{c} {:.1}%", u.busiest_cpu_pct));
-            let _ = writeln!(
-                out,
-                "  {end:<7} {:>6.2} {:>6.2} {:>6.2} {:>6.2} {:>8.2} {:>6.2} {:>5}  {busiest}{}",
-                u.busy_pct,
-                u.user_pct + u.nice_pct,
-                u.system_pct,
-                u.irq_pct,
-                u.softirq_pct,
-                u.steal_pct,
-                u.cpus,
-                if end == "remote" && same {
-                    "  (same host as local)"
-                } else {
-                    ""
-                }
-            );
-        }
-        let sd = &r.summary.service_demand;
-        if let (Some(mss), true) = (
-            sd.mss,
-            sd.local_per_packet_us.is_some() || sd.remote_per_packet_us.is_some(),
-        ) {
-            let v = |x: Option<f64>| x.map_or_else(|| "-".into(), |x| format!("{x:.3}"));
-            let _ = writeln!(
-                out,
-                "  service demand per packet (estimate at MSS {mss}): local {} us, remote {} us",
-                v(sd.local_per_packet_us),
-                v(sd.remote_per_packet_us)
-            );
+    cpu_lines(&mut out, r);
+    worker_lines(&mut out, r);
+    tcp_info_lines(&mut out, r);
+    counter_lines(&mut out, r);
+    if !r.path_elements.is_empty() {
+        let _ = writeln!(out, "\nThe lab's path elements over the test");
+        for e in &r.path_elements {
+            let _ = writeln!(out, "  {}", e.line());
         }
     }
+    out.push_str(&witness_lines(r, "over the same window"));
+    environment_lines(&mut out, r);
+    out
+}
+
+/// Each end's CPU utilisation, split, and service demand per packet.
+fn cpu_lines(out: &mut String, r: &TestResult) {
+    let cpu = &r.summary.cpu;
+    if cpu.local.is_none() && cpu.remote.is_none() {
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "\nCPU utilization, % of the whole machine over the measured window (/proc/stat)"
+    );
+    let _ = writeln!(
+        out,
+        "  {:<7} {:>6} {:>6} {:>6} {:>6} {:>8} {:>6} {:>5}  busiest CPU",
+        "", "busy", "user", "system", "irq", "softirq", "steal", "CPUs"
+    );
+    let same = same_host(r);
+    for (end, u) in [("local", &cpu.local), ("remote", &cpu.remote)] {
+        let Some(u) = u else { continue };
+        let busiest = u
+            .busiest_cpu
+            .map_or_else(|| "-".into(), |c| format!("cpu{c} {:.1}%", u.busiest_cpu_pct));
+        let _ = writeln!(
+            out,
+            "  {end:<7} {:>6.2} {:>6.2} {:>6.2} {:>6.2} {:>8.2} {:>6.2} {:>5}  {busiest}{}",
+            u.busy_pct,
+            u.user_pct + u.nice_pct,
+            u.system_pct,
+            u.irq_pct,
+            u.softirq_pct,
+            u.steal_pct,
+            u.cpus,
+            if end == "remote" && same {
+                "  (same host as local)"
+            } else {
+                ""
+            }
+        );
+    }
+    let sd = &r.summary.service_demand;
+    if let (Some(mss), true) = (
+        sd.mss,
+        sd.local_per_packet_us.is_some() || sd.remote_per_packet_us.is_some(),
+    ) {
+        let v = |x: Option<f64>| x.map_or_else(|| "-".into(), |x| format!("{x:.3}"));
+        let _ = writeln!(
+            out,
+            "  service demand per packet (estimate at MSS {mss}): local {} us, remote {} us",
+            v(sd.local_per_packet_us),
+            v(sd.remote_per_packet_us)
+        );
+    }
+}
+
+/// Each end's netrig worker threads: their CPU, flows and pinning.
+fn worker_lines(out: &mut String, r: &TestResult) {
     for (end, ws) in [("local", &r.workers.local), ("remote", &r.workers.remote)] {
         if ws.is_empty() {
             continue;
@@ -819,65 +894,74 @@ fn details(r: &TestResult) -> String {
             .collect();
         let _ = writeln!(out, "  netrig {end}: {}", cells.join(", "));
     }
+}
+
+/// The first 16 flows' senders' TCP_INFO when their windows closed.
+fn tcp_info_lines(out: &mut String, r: &TestResult) {
     let with_info: Vec<&FlowResult> = r.flows.iter().filter(|f| f.tcp_info.is_some()).take(16).collect();
-    if !with_info.is_empty() {
-        let _ = writeln!(out, "\nTCP_INFO of each flow's sender when its window closed");
+    if with_info.is_empty() {
+        return;
+    }
+    let _ = writeln!(out, "\nTCP_INFO of each flow's sender when its window closed");
+    let _ = writeln!(
+        out,
+        "  {:>4} {:<3} {:<8} {:>8} {:>8} {:>7} {:>8} {:>8} {:>6} {:>6} {:>6} {:>14}",
+        "flow",
+        "dir",
+        "cc",
+        "rtt us",
+        "rttvar",
+        "cwnd",
+        "ssthresh",
+        "retrans",
+        "reord",
+        "pmtu",
+        "mss",
+        "delivery Mb/s"
+    );
+    for f in with_info {
+        let t = f.tcp_info.as_ref().expect("filtered");
+        let ssthresh = if t.snd_ssthresh >= netrig_metrics::tcp_info::TCP_INFINITE_SSTHRESH {
+            "inf".to_string()
+        } else {
+            t.snd_ssthresh.to_string()
+        };
         let _ = writeln!(
             out,
             "  {:>4} {:<3} {:<8} {:>8} {:>8} {:>7} {:>8} {:>8} {:>6} {:>6} {:>6} {:>14}",
-            "flow",
-            "dir",
-            "cc",
-            "rtt us",
-            "rttvar",
-            "cwnd",
-            "ssthresh",
-            "retrans",
-            "reord",
-            "pmtu",
-            "mss",
-            "delivery Mb/s"
+            f.id,
+            f.direction.name(),
+            t.congestion_control.as_deref().unwrap_or("-"),
+            t.rtt_us,
+            t.rttvar_us,
+            t.snd_cwnd,
+            ssthresh,
+            t.retransmits_total,
+            t.reordering,
+            t.pmtu,
+            t.snd_mss,
+            delivery_cell(t)
         );
-        for f in with_info {
-            let t = f.tcp_info.as_ref().expect("filtered");
-            let ssthresh = if t.snd_ssthresh >= netrig_metrics::tcp_info::TCP_INFINITE_SSTHRESH {
-                "inf".to_string()
-            } else {
-                t.snd_ssthresh.to_string()
-            };
-            let _ = writeln!(
-                out,
-                "  {:>4} {:<3} {:<8} {:>8} {:>8} {:>7} {:>8} {:>8} {:>6} {:>6} {:>6} {:>14}",
-                f.id,
-                f.direction.name(),
-                t.congestion_control.as_deref().unwrap_or("-"),
-                t.rtt_us,
-                t.rttvar_us,
-                t.snd_cwnd,
-                ssthresh,
-                t.retransmits_total,
-                t.reordering,
-                t.pmtu,
-                t.snd_mss,
-                delivery_cell(t)
-            );
-        }
-        if r.flows
-            .iter()
-            .filter_map(|f| f.tcp_info.as_ref())
-            .any(|t| t.delivery_rate_app_limited == Some(true))
-        {
-            let _ = writeln!(
-                out,
-                "  delivery: the kernel's rate over its last delivery interval; \"app-limited\": the sender had no \
-                 data waiting then, so that rate measures the application, not the path (the figure is in --json)"
-            );
-        }
-        if r.flows.len() > 16 {
-            let _ = writeln!(out, "  ({} more flows in the JSON output)", r.flows.len() - 16);
-        }
     }
-    let mut counter_lines = Vec::new();
+    if r.flows
+        .iter()
+        .filter_map(|f| f.tcp_info.as_ref())
+        .any(|t| t.delivery_rate_app_limited == Some(true))
+    {
+        let _ = writeln!(
+            out,
+            "  delivery: the kernel's rate over its last delivery interval; \"app-limited\": the sender had no \
+             data waiting then, so that rate measures the application, not the path (the figure is in --json)"
+        );
+    }
+    if r.flows.len() > 16 {
+        let _ = writeln!(out, "  ({} more flows in the JSON output)", r.flows.len() - 16);
+    }
+}
+
+/// Each end's headline kernel counters that changed, and its conntrack table.
+fn counter_lines(out: &mut String, r: &TestResult) {
+    let mut lines = Vec::new();
     for (end, c) in [("local", &r.counters.local), ("remote", &r.counters.remote)] {
         let Some(c) = c else { continue };
         let changed: Vec<String> = netrig_metrics::counters::HEADLINE
@@ -892,7 +976,7 @@ fn details(r: &TestResult) -> String {
         let ct = c.conntrack.map_or_else(String::new, |ct| {
             format!("; conntrack {} of {}", ct.count, ct.max)
         });
-        counter_lines.push(format!(
+        lines.push(format!(
             "  {end:<7} {}{ct}",
             if changed.is_empty() {
                 "no headline counter changed".to_string()
@@ -901,22 +985,19 @@ fn details(r: &TestResult) -> String {
             }
         ));
     }
-    if !counter_lines.is_empty() {
+    if !lines.is_empty() {
         let _ = writeln!(
             out,
             "\nKernel counters over the test (/proc/net/snmp, /proc/net/netstat; all changes in --json)"
         );
-        for l in counter_lines {
+        for l in lines {
             let _ = writeln!(out, "{l}");
         }
     }
-    if !r.path_elements.is_empty() {
-        let _ = writeln!(out, "\nThe lab's path elements over the test");
-        for e in &r.path_elements {
-            let _ = writeln!(out, "  {}", e.line());
-        }
-    }
-    out.push_str(&witness_lines(r, "over the same window"));
+}
+
+/// Each end's machine: kernel, CPUs and the sysctls that bound a test.
+fn environment_lines(out: &mut String, r: &TestResult) {
     let env_line = |e: &crate::model::measure::Environment| {
         let s = |k: &str| e.sysctls.get(k).cloned().unwrap_or_else(|| "?".into());
         format!(
@@ -944,7 +1025,6 @@ fn details(r: &TestResult) -> String {
             let _ = writeln!(out, "remote: {}", env_line(e));
         }
     }
-    out
 }
 
 /// Jain's fairness index over a direction's flows, or why there is none.

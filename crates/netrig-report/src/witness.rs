@@ -15,7 +15,8 @@
 //!   netrig's own, since whole-host figures (CPU, the interface) then
 //!   include it.
 
-use netrig_proto::report::{Role, WitnessReport};
+use netrig_proto::report::measure::InterfaceCounters;
+use netrig_proto::report::{ConnectionWitness, Role, WitnessReport};
 use netrig_proto::spec::TestSpec;
 use netrig_proto::spec::{Exchange, Transport};
 use serde::{Deserialize, Serialize};
@@ -74,7 +75,29 @@ struct Judge<'a> {
     warnings: Vec<String>,
 }
 
-impl Judge<'_> {
+impl<'a> Judge<'a> {
+    fn new(end: &'a str) -> Self {
+        Judge {
+            end,
+            checks: Vec::new(),
+            warnings: Vec::new(),
+        }
+    }
+
+    /// Only its warnings of a figure above the kernel's count: for counts
+    /// that other sockets' traffic makes larger, where only a shortfall is
+    /// worth a word.
+    fn exceeding_only(mut self) -> Self {
+        self.warnings.retain(|w| w.contains("exceeds"));
+        self
+    }
+
+    /// Takes another judge's checks and warnings, after its own.
+    fn absorb(&mut self, mut other: Judge<'_>) {
+        self.checks.append(&mut other.checks);
+        self.warnings.append(&mut other.warnings);
+    }
+
     #[allow(clippy::too_many_arguments)]
     fn check(
         &mut self,
@@ -159,11 +182,7 @@ fn udp_sum(map: &std::collections::BTreeMap<String, i64>, name: &str) -> Option<
 
 /// The per-socket checks of one end: exact equalities.
 fn judge_sockets(spec: &TestSpec, w: &WitnessReport, end: &str) -> (Vec<WitnessCheck>, Vec<String>) {
-    let mut j = Judge {
-        end,
-        checks: Vec::new(),
-        warnings: Vec::new(),
-    };
+    let mut j = Judge::new(end);
     let (send, recv) = spec.rules().call_sizes();
     if let Some(t) = &w.tcp {
         let f = u64::from(t.flows);
@@ -219,25 +238,56 @@ fn judge_host(
     max_segment: Option<u32>,
     peer: Option<&WitnessReport>,
 ) -> (Vec<WitnessCheck>, Vec<String>) {
-    let peer_of = |f: fn(&WitnessReport) -> u64| peer.map_or(0, f);
-    let mut j = Judge {
-        end,
-        checks: Vec::new(),
-        warnings: Vec::new(),
+    let h = Host {
+        spec,
+        w,
+        peer,
+        flows: u64::from(spec.flows) * spec.directions().len() as u64,
     };
-    let host = true;
-    let flows = u64::from(spec.flows) * spec.directions().len() as u64;
-    let rules = spec.rules();
-    let udp_stream = rules.transport() == Transport::Udp && rules.exchange() == Exchange::Stream;
-    let (send, recv) = rules.call_sizes();
-    let size = u64::from(send.max(1));
-    // UDP + IP + Ethernet headers of one datagram.
-    let header = 8 + if v6 { 40 } else { 20 } + 14;
+    let mut j = Judge::new(end);
     // udp-rr's ends send too (requests, responses): its datagrams sent are
     // bounded the same way, and its transactions by the datagrams received
     // (each took one: the response that completed it, the request answered).
-    if host && rules.transport() == Transport::Udp {
-        let slack = 2 * flows * CALL_MESSAGES;
+    if spec.rules().transport() == Transport::Udp {
+        h.udp(&mut j);
+    }
+    if let Some(c) = &w.connections {
+        h.connections(&mut j, c);
+    }
+    if let (Some(seg), Some(_), Some(k)) = (
+        max_segment.filter(|m| *m > 0),
+        &w.tcp,
+        w.kernel.get("Tcp.OutSegs"),
+    ) {
+        h.segments(&mut j, u64::from(seg), (*k).max(0) as u64);
+    }
+    if !w.interfaces.is_empty() {
+        h.interfaces(&mut j, v6);
+    }
+    (j.checks, j.warnings)
+}
+
+/// What one end's host checks go by: the test, what the end read, and its
+/// peer's report where both read the same host counters.
+struct Host<'a> {
+    spec: &'a TestSpec,
+    w: &'a WitnessReport,
+    peer: Option<&'a WitnessReport>,
+    /// The test's flows, every direction's.
+    flows: u64,
+}
+
+impl Host<'_> {
+    /// A figure of the peer's, or 0 where its traffic is not on these counters.
+    fn peer_of(&self, f: fn(&WitnessReport) -> u64) -> u64 {
+        self.peer.map_or(0, f)
+    }
+
+    /// UDP: messages sent and buffers received, within the datagrams one
+    /// call moves per flow at each edge.
+    fn udp(&self, j: &mut Judge<'_>) {
+        let w = self.w;
+        let slack = 2 * self.flows * CALL_MESSAGES;
         // netrig's count, what it is and its unit; the kernel's counter and its unit.
         type UdpCheck = (
             fn(&WitnessReport) -> u64,
@@ -275,17 +325,19 @@ fn judge_host(
                     true,
                     slack,
                     both_inner(w, counter).unwrap_or(k),
-                    n.saturating_add(peer_of(count)),
+                    n.saturating_add(self.peer_of(count)),
                 );
             }
         }
     }
-    // A connection per transaction: each transaction this end completed (or
-    // answered) was a connection the kernel opened (or accepted), counted
-    // in its host's Tcp.ActiveOpens (PassiveOpens); the connections in
-    // flight at the window's edges are the tolerance. The other end opens
-    // (accepts) none, so on one host nothing of the peer's is explained.
-    if let Some(c) = &w.connections {
+
+    /// A connection per transaction: each transaction this end completed (or
+    /// answered) was a connection the kernel opened (or accepted), counted
+    /// in its host's Tcp.ActiveOpens (PassiveOpens); the connections in
+    /// flight at the window's edges are the tolerance. The other end opens
+    /// (accepts) none, so on one host nothing of the peer's is explained.
+    fn connections(&self, j: &mut Judge<'_>, c: &ConnectionWitness) {
+        let w = self.w;
         let (counter, figure, unit, kernel_unit) = match c.role {
             Role::Requester => (
                 "Tcp.ActiveOpens",
@@ -304,7 +356,8 @@ fn judge_host(
         // what the kernel opened is then all in `other` or the failures.
         if let Some(k) = w.kernel.get(counter) {
             let k = (*k).max(0) as u64;
-            let in_flight = u64::from(spec.flows).saturating_mul(u64::from(rules.in_flight()));
+            let in_flight =
+                u64::from(self.spec.flows).saturating_mul(u64::from(self.spec.rules().in_flight()));
             j.check(
                 figure,
                 c.transactions,
@@ -319,67 +372,60 @@ fn judge_host(
             );
         }
     }
-    // TCP: the payload that left the sockets (written less the growth of
-    // the unsent queue: bytes written into a socket buffer that fills are
-    // not segments yet) needs at least payload / largest segment segments
-    // (the path MTU less the headers: no segment carries more, whatever
-    // MSS the sender had at each send), and the kernel counts every segment
-    // it sends (ACKs too, per MSS under TSO) in Tcp.OutSegs. (An older
-    // peer's report has no payload_out: no check of it.)
-    if let (Some(seg), Some(_), Some(k)) = (
-        max_segment.filter(|m| *m > 0),
-        &w.tcp,
-        w.kernel.get("Tcp.OutSegs"),
-    ) {
-        let seg = u64::from(seg);
-        if w.payload_out > 0 {
-            let least = w.payload_out / seg;
-            let mut jj = Judge {
-                end,
-                checks: Vec::new(),
-                warnings: Vec::new(),
-            };
-            jj.check(
-                "TCP data segments",
-                least,
-                "segments at least (payload / largest segment the path MTU allows)",
-                (*k).max(0) as u64,
-                "Tcp.OutSegs",
-                "segments sent (data, ACKs and retransmissions of every socket)",
-                true,
-                2 * flows * u64::from(send).div_ceil(seg),
-                w.kernel_inner
-                    .get("Tcp.OutSegs")
-                    .map_or((*k).max(0) as u64, |v| (*v).max(0) as u64),
-                least.saturating_add(peer_of(|p| p.payload_out) / seg),
-            );
-            j.checks.append(&mut jj.checks);
-            // ACKs and other sockets make the kernel's count larger: only a
-            // shortfall is worth a word.
-            j.warnings
-                .extend(jj.warnings.into_iter().filter(|w| w.contains("exceeds")));
+
+    /// TCP: the payload that left the sockets (written less the growth of
+    /// the unsent queue: bytes written into a socket buffer that fills are
+    /// not segments yet) needs at least payload / largest segment `seg`
+    /// segments (the path MTU less the headers: no segment carries more,
+    /// whatever MSS the sender had at each send), and the kernel counts every
+    /// segment it sends (ACKs too, per MSS under TSO) in Tcp.OutSegs, `k`.
+    /// (An older peer's report has no payload_out: no check of it.)
+    fn segments(&self, j: &mut Judge<'_>, seg: u64, k: u64) {
+        let w = self.w;
+        if w.payload_out == 0 {
+            return;
         }
+        let (send, _) = self.spec.rules().call_sizes();
+        let least = w.payload_out / seg;
+        let mut jj = Judge::new(j.end);
+        jj.check(
+            "TCP data segments",
+            least,
+            "segments at least (payload / largest segment the path MTU allows)",
+            k,
+            "Tcp.OutSegs",
+            "segments sent (data, ACKs and retransmissions of every socket)",
+            true,
+            2 * self.flows * u64::from(send).div_ceil(seg),
+            w.kernel_inner
+                .get("Tcp.OutSegs")
+                .map_or(k, |v| (*v).max(0) as u64),
+            least.saturating_add(self.peer_of(|p| p.payload_out) / seg),
+        );
+        // ACKs and other sockets make the kernel's count larger: only a
+        // shortfall is worth a word.
+        j.absorb(jj.exceeding_only());
     }
-    // The interfaces: every frame, headers included.
-    if !w.interfaces.is_empty() {
+
+    /// The interfaces: every frame, headers included.
+    fn interfaces(&self, j: &mut Judge<'_>, v6: bool) {
+        let w = self.w;
+        let rules = self.spec.rules();
+        let udp_stream = rules.transport() == Transport::Udp && rules.exchange() == Exchange::Stream;
+        let (send, recv) = rules.call_sizes();
+        let size = u64::from(send.max(1));
+        // UDP + IP + Ethernet headers of one datagram.
+        let header = 8 + if v6 { 40 } else { 20 } + 14;
         let names: Vec<&str> = w.interfaces.iter().map(|i| i.name.as_str()).collect();
         let names = names.join("+");
-        let tx: u64 = w
-            .interfaces
-            .iter()
-            .fold(0u64, |n, i| n.saturating_add(i.tx_bytes));
-        let rx: u64 = w
-            .interfaces
-            .iter()
-            .fold(0u64, |n, i| n.saturating_add(i.rx_bytes));
+        let (tx, rx) = interface_bytes(&w.interfaces);
         let inner = if w.interfaces_inner.is_empty() {
             &w.interfaces
         } else {
             &w.interfaces_inner
         };
-        let tx_inner: u64 = inner.iter().fold(0u64, |n, i| n.saturating_add(i.tx_bytes));
-        let rx_inner: u64 = inner.iter().fold(0u64, |n, i| n.saturating_add(i.rx_bytes));
-        let slack = 2 * flows * size.max(u64::from(recv)) * if udp_stream { CALL_MESSAGES } else { 1 };
+        let (tx_inner, rx_inner) = interface_bytes(inner);
+        let slack = 2 * self.flows * size.max(u64::from(recv)) * if udp_stream { CALL_MESSAGES } else { 1 };
         // UDP: the headers are known, so what is beyond them is other traffic.
         let explained = |payload: u64| {
             if udp_stream {
@@ -406,7 +452,7 @@ fn judge_host(
         };
         let (out, inn) = (out_of(w), in_of(w));
         // On one host the interface carries the peer's frames too.
-        let (peer_out, peer_in) = peer.map_or((0, 0), |p| (out_of(p), in_of(p)));
+        let (peer_out, peer_in) = self.peer.map_or((0, 0), |p| (out_of(p), in_of(p)));
         for (figure, payload, peer_payload, kernel, kernel_inner, dir, unit) in [
             (
                 "payload sent",
@@ -430,11 +476,7 @@ fn judge_host(
             if payload == 0 {
                 continue;
             }
-            let mut jj = Judge {
-                end,
-                checks: Vec::new(),
-                warnings: Vec::new(),
-            };
+            let mut jj = Judge::new(j.end);
             jj.check(
                 figure,
                 payload,
@@ -447,19 +489,23 @@ fn judge_host(
                 kernel_inner,
                 explained(payload).saturating_add(explained(peer_payload)),
             );
-            j.checks.append(&mut jj.checks);
             // TCP's headers and acknowledgements are not known here, nor
             // what a receiving host dropped: only a figure above the
             // interface's count is worth a word there.
             if udp_stream && figure == "payload sent" {
-                j.warnings.append(&mut jj.warnings);
+                j.absorb(jj);
             } else {
-                j.warnings
-                    .extend(jj.warnings.into_iter().filter(|w| w.contains("exceeds")));
+                j.absorb(jj.exceeding_only());
             }
         }
     }
-    (j.checks, j.warnings)
+}
+
+/// The bytes the interfaces sent and received, summed.
+fn interface_bytes(interfaces: &[InterfaceCounters]) -> (u64, u64) {
+    let tx = interfaces.iter().fold(0u64, |n, i| n.saturating_add(i.tx_bytes));
+    let rx = interfaces.iter().fold(0u64, |n, i| n.saturating_add(i.rx_bytes));
+    (tx, rx)
 }
 
 /// How the http kind's witness begins when `--clients N` withholds it.
@@ -486,23 +532,50 @@ pub fn judge_http(
     local: Result<&WitnessReport, &str>,
     server: Result<&std::collections::BTreeMap<String, i64>, &str>,
 ) -> (Vec<WitnessCheck>, Vec<String>, Vec<String>) {
-    // What of a count is netrig's cannot be told apart (ACKs, handshakes,
-    // headers, the server's own bytes on loopback): no `other` for it.
-    const UNSPLIT: u64 = u64::MAX;
-    let mut withheld = Vec::new();
-    let mut checks = Vec::new();
-    let mut warnings = Vec::new();
-    let opened = "HTTP connections opened";
-    let opened_unit = "connections (connect(2) succeeded)";
-    let mut judge = |end: &str,
-                     rows: &[(&str, u64, &str, &str, &str, u64, u64)],
-                     counters: &dyn Fn(&str) -> Option<u64>,
-                     withheld: &mut Vec<String>| {
-        let mut j = Judge {
-            end,
-            checks: Vec::new(),
-            warnings: Vec::new(),
-        };
+    let mut h = HttpJudge::default();
+    match local {
+        Ok(w) => {
+            h.local_host(total, w);
+            // A request per connection may still sit in its socket's queue
+            // when the run ends.
+            h.local_interfaces(total, w, u64::from(connections).saturating_mul(request_len));
+        }
+        Err(why) => h.withheld.push(format!("local: this host's counts: {why}")),
+    }
+    match server {
+        Ok(c) => h.server_host(total, c),
+        Err(why) => h.withheld.push(format!(
+            "remote: the server host's counts (Tcp.PassiveOpens, Tcp.OutSegs): {why}"
+        )),
+    }
+    (h.checks, h.warnings, h.withheld)
+}
+
+/// What of a count is netrig's cannot be told apart (ACKs, handshakes,
+/// headers, the server's own bytes on loopback): no `other` for it.
+const UNSPLIT: u64 = u64::MAX;
+const HTTP_OPENED: &str = "HTTP connections opened";
+const HTTP_OPENED_UNIT: &str = "connections (connect(2) succeeded)";
+
+/// One of the http kind's bounds: netrig's figure, its count and unit, the
+/// kernel's counter and its unit, the tolerance, and what of the kernel's
+/// count netrig's traffic explains.
+type HttpRow<'s> = (&'s str, u64, &'s str, &'s str, &'s str, u64, u64);
+
+/// The http kind's witness as it is judged: its checks, their warnings, and
+/// the checks that could not be made.
+#[derive(Default)]
+struct HttpJudge {
+    checks: Vec<WitnessCheck>,
+    warnings: Vec<String>,
+    withheld: Vec<String>,
+}
+
+impl HttpJudge {
+    /// `end`'s bounds, each against its counter in `counters` (withheld
+    /// where the kernel's count was not read).
+    fn judge(&mut self, end: &str, rows: &[HttpRow<'_>], counters: &dyn Fn(&str) -> Option<u64>) {
+        let mut j = Judge::new(end);
         for &(figure, netrig, unit, source, kernel_unit, tolerance, explained) in rows {
             match counters(source) {
                 Some(k) => j.check(
@@ -517,132 +590,131 @@ pub fn judge_http(
                     k,
                     explained,
                 ),
-                None => withheld.push(format!(
+                None => self.withheld.push(format!(
                     "{end}: {figure} against {source}: the kernel's count was not read"
                 )),
             }
         }
-        checks.append(&mut j.checks);
         // Other sockets on the host add to every count: only a count below
         // netrig's (which cannot be) is worth a word.
-        warnings.extend(j.warnings.into_iter().filter(|w| w.contains("exceeds")));
-    };
-    match local {
-        Ok(w) => {
-            let k = |name: &str| w.kernel.get(name).map(|v| (*v).max(0) as u64);
-            let rows = [
-                (
-                    opened,
-                    total.connections_opened,
-                    opened_unit,
-                    "Tcp.ActiveOpens",
-                    "connections opened (connect(2) on every socket, failed ones too)",
-                    0,
-                    total.connections_opened.saturating_add(total.errors),
-                ),
-                (
-                    "HTTP requests sent",
-                    total.requests_sent,
-                    "requests (each leaves in one TCP segment at least)",
-                    "Tcp.OutSegs",
-                    "segments sent (data, ACKs, handshakes of every socket)",
-                    0,
-                    UNSPLIT,
-                ),
-                (
-                    "HTTP responses received",
-                    total.responses,
-                    "responses (each came in one TCP segment at least)",
-                    "Tcp.InSegs",
-                    "segments received (every socket)",
-                    0,
-                    UNSPLIT,
-                ),
-            ];
-            judge("local", &rows, &k, &mut withheld);
-            if w.interfaces.is_empty() {
-                withheld.push(
-                    "local: HTTP bytes against the interface's: no interface holds the address the \
-                     connections leave from"
-                        .into(),
-                );
+        let mut j = j.exceeding_only();
+        self.checks.append(&mut j.checks);
+        self.warnings.append(&mut j.warnings);
+    }
+
+    /// This host's connections, requests and responses against its TCP counters.
+    fn local_host(&mut self, total: &crate::http::HttpTotals, w: &WitnessReport) {
+        let k = |name: &str| w.kernel.get(name).map(|v| (*v).max(0) as u64);
+        let rows = [
+            (
+                HTTP_OPENED,
+                total.connections_opened,
+                HTTP_OPENED_UNIT,
+                "Tcp.ActiveOpens",
+                "connections opened (connect(2) on every socket, failed ones too)",
+                0,
+                total.connections_opened.saturating_add(total.errors),
+            ),
+            (
+                "HTTP requests sent",
+                total.requests_sent,
+                "requests (each leaves in one TCP segment at least)",
+                "Tcp.OutSegs",
+                "segments sent (data, ACKs, handshakes of every socket)",
+                0,
+                UNSPLIT,
+            ),
+            (
+                "HTTP responses received",
+                total.responses,
+                "responses (each came in one TCP segment at least)",
+                "Tcp.InSegs",
+                "segments received (every socket)",
+                0,
+                UNSPLIT,
+            ),
+        ];
+        self.judge("local", &rows, &k);
+    }
+
+    /// This host's HTTP bytes against the interface the connections leave
+    /// from; `unsent` is what of the requests may not have left yet.
+    fn local_interfaces(&mut self, total: &crate::http::HttpTotals, w: &WitnessReport, unsent: u64) {
+        if w.interfaces.is_empty() {
+            self.withheld.push(
+                "local: HTTP bytes against the interface's: no interface holds the address the \
+                 connections leave from"
+                    .into(),
+            );
+            return;
+        }
+        let names: Vec<&str> = w.interfaces.iter().map(|i| i.name.as_str()).collect();
+        let names = names.join("+");
+        let (tx, rx) = interface_bytes(&w.interfaces);
+        let (tx_src, rx_src) = (format!("{names} tx_bytes"), format!("{names} rx_bytes"));
+        let bytes = |s: &str| {
+            if s == tx_src {
+                Some(tx)
             } else {
-                let names: Vec<&str> = w.interfaces.iter().map(|i| i.name.as_str()).collect();
-                let names = names.join("+");
-                let tx: u64 = w.interfaces.iter().fold(0, |n, i| n.saturating_add(i.tx_bytes));
-                let rx: u64 = w.interfaces.iter().fold(0, |n, i| n.saturating_add(i.rx_bytes));
-                let (tx_src, rx_src) = (format!("{names} tx_bytes"), format!("{names} rx_bytes"));
-                let bytes = |s: &str| {
-                    if s == tx_src {
-                        Some(tx)
-                    } else {
-                        Some(rx)
-                    }
-                };
-                let rows = [
-                    (
-                        "HTTP request bytes sent",
-                        total.request_bytes,
-                        "bytes (HTTP: the plaintext under TLS)",
-                        tx_src.as_str(),
-                        "bytes on the wire, headers included",
-                        // A request per connection may still sit in its
-                        // socket's queue when the run ends.
-                        u64::from(connections).saturating_mul(request_len),
-                        UNSPLIT,
-                    ),
-                    (
-                        "HTTP response bytes received",
-                        total.response_bytes,
-                        "bytes (HTTP: the plaintext under TLS)",
-                        rx_src.as_str(),
-                        "bytes on the wire, headers included",
-                        0,
-                        UNSPLIT,
-                    ),
-                ];
-                judge("local", &rows, &bytes, &mut withheld);
+                Some(rx)
             }
-        }
-        Err(why) => withheld.push(format!("local: this host's counts: {why}")),
+        };
+        let rows = [
+            (
+                "HTTP request bytes sent",
+                total.request_bytes,
+                "bytes (HTTP: the plaintext under TLS)",
+                tx_src.as_str(),
+                "bytes on the wire, headers included",
+                unsent,
+                UNSPLIT,
+            ),
+            (
+                "HTTP response bytes received",
+                total.response_bytes,
+                "bytes (HTTP: the plaintext under TLS)",
+                rx_src.as_str(),
+                "bytes on the wire, headers included",
+                0,
+                UNSPLIT,
+            ),
+        ];
+        self.judge("local", &rows, &bytes);
     }
-    match server {
-        Ok(c) => {
-            let k = |name: &str| c.get(name).map(|v| (*v).max(0) as u64);
-            // A handshake whose last ACK a full listen queue dropped is a
-            // connection to the client and none to the server's kernel.
-            let dropped = k("TcpExt.ListenDrops")
-                .unwrap_or(0)
-                .max(k("TcpExt.ListenOverflows").unwrap_or(0));
-            let rows = [
-                (
-                    opened,
-                    total.connections_opened,
-                    opened_unit,
-                    "Tcp.PassiveOpens",
-                    "connections accepted on the server host (handshakes completed, every listener; \
-                     those a full listen queue dropped are the tolerance)",
-                    dropped,
-                    total.connections_opened,
-                ),
-                (
-                    "HTTP responses received",
-                    total.responses,
-                    "responses (each left in one TCP segment at least)",
-                    "Tcp.OutSegs",
-                    "segments the server host sent (every socket)",
-                    0,
-                    UNSPLIT,
-                ),
-            ];
-            // The server's end is the result's remote one.
-            judge("remote", &rows, &k, &mut withheld);
-        }
-        Err(why) => withheld.push(format!(
-            "remote: the server host's counts (Tcp.PassiveOpens, Tcp.OutSegs): {why}"
-        )),
+
+    /// The server host's accepted connections and segments sent, from its
+    /// counter deltas `c`.
+    fn server_host(&mut self, total: &crate::http::HttpTotals, c: &std::collections::BTreeMap<String, i64>) {
+        let k = |name: &str| c.get(name).map(|v| (*v).max(0) as u64);
+        // A handshake whose last ACK a full listen queue dropped is a
+        // connection to the client and none to the server's kernel.
+        let dropped = k("TcpExt.ListenDrops")
+            .unwrap_or(0)
+            .max(k("TcpExt.ListenOverflows").unwrap_or(0));
+        let rows = [
+            (
+                HTTP_OPENED,
+                total.connections_opened,
+                HTTP_OPENED_UNIT,
+                "Tcp.PassiveOpens",
+                "connections accepted on the server host (handshakes completed, every listener; \
+                 those a full listen queue dropped are the tolerance)",
+                dropped,
+                total.connections_opened,
+            ),
+            (
+                "HTTP responses received",
+                total.responses,
+                "responses (each left in one TCP segment at least)",
+                "Tcp.OutSegs",
+                "segments the server host sent (every socket)",
+                0,
+                UNSPLIT,
+            ),
+        ];
+        // The server's end is the result's remote one.
+        self.judge("remote", &rows, &k);
     }
-    (checks, warnings, withheld)
 }
 
 /// Whether both ends ran on one machine (the same boot), whatever their

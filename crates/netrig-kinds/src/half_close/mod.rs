@@ -5,22 +5,18 @@
 //! in its namespace every 100 ms until gone (`summary.half_close`). Refused outside a lab.
 
 use crate::kind::{Ends, KindDef, LocalEnd, OneEnded, Planned, Workloads};
+use crate::lab_host::{self, NoAgentEnd, Target};
 use crate::units::parse_seconds;
 use clap::{Args, ValueEnum};
-use netrig_engine::sockopt::SocketSettings;
-use netrig_engine::{EngineError, Flow, RunControl, WorkerControl, WorkerEnd, Workload};
+use netrig_engine::RunControl;
 use netrig_lab::overload::halfclose as hc;
 use netrig_proto::spec::kind::{HalfCloseHow, HalfCloseSpec, MAX_HALF_CLOSE_WATCH_S};
 use netrig_proto::spec::{KindSpec, Limit};
 use netrig_proto::TestSpec;
 use netrig_report::half_close::{HalfCloseSample, HalfCloseSummary};
-use netrig_report::{
-    AgentInfo, CpuSummary, EndBuffers, IntervalResult, RunInfo, ServiceDemandSummary, Summary, TableLayout,
-    TestConfig, TestResult,
-};
+use netrig_report::{IntervalResult, Summary, TableLayout, TestConfig, TestResult};
 use std::fmt::Write;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -111,20 +107,10 @@ impl KindDef for HalfClose {
             measure_cpu: false,
             ..TestSpec::new(KindSpec::HalfClose(own), Limit::Duration { seconds })
         };
-        spec.validate_bounds().map_err(|e| e.to_string())?;
-        Ok(Planned {
-            spec,
-            local: LocalEnd {
-                sockets: SocketSettings::default(),
-                bind: None,
-                cpus: None,
-                cpus_option: "--cpus",
-            },
-            fit_to_path: false,
-        })
+        Planned::one_ended(spec, None)
     }
     fn workload(&self, _: &HalfCloseSpec, _: &TestSpec) -> Workloads {
-        Workloads::Connected(Arc::new(NoAgentEnd))
+        Workloads::Connected(Arc::new(NoAgentEnd("half-close")))
     }
     fn config(&self, s: &HalfCloseSpec, c: &mut TestConfig) {
         c.message_size = s.request.len() as u32;
@@ -136,16 +122,6 @@ impl KindDef for HalfClose {
     }
     fn ends(&self) -> Ends<'_> {
         Ends::ClientOnly(self)
-    }
-}
-
-struct NoAgentEnd;
-
-impl Workload for NoAgentEnd {
-    fn run_worker(&self, _: Vec<Flow>, _: &WorkerControl) -> Result<WorkerEnd, EngineError> {
-        Err(EngineError::Setup(
-            "half-close runs from a lab host alone: an agent has no part in it".into(),
-        ))
     }
 }
 
@@ -173,17 +149,7 @@ impl OneEnded for HalfClose {
             watch: Duration::from_secs_f64(s.watch_s),
         };
         hc::check(&o)?;
-        let stop = Arc::new(AtomicBool::new(false));
-        let (st, o2) = (stop.clone(), o.clone());
-        let t = std::thread::spawn(move || hc::run(&o2, &st));
-        while !t.is_finished() {
-            if ctl.abort_reason().is_some() {
-                stop.store(true, Ordering::Relaxed);
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        let r = t
-            .join()
+        let r = lab_host::run_stoppable(&ctl, move |stop| hc::run(&o, stop))
             .map_err(|_| "the half-close thread panicked".to_string())??;
         Ok(assemble(spec, to, &r))
     }
@@ -234,63 +200,18 @@ pub(crate) fn summary_of(r: &hc::Report) -> HalfCloseSummary {
 }
 
 fn assemble(spec: &TestSpec, to: SocketAddr, r: &hc::Report) -> TestResult {
-    let window = r.server.window_s;
     let summary = Summary {
-        throughput_bps: 0.0,
-        bytes: 0,
-        elapsed_s: window,
-        tx_throughput_bps: None,
-        rx_throughput_bps: None,
-        directions: Vec::new(),
-        directions_fairness: None,
-        socket_buffers: EndBuffers {
-            local: Default::default(),
-            remote: Default::default(),
-        },
-        cpu: CpuSummary {
-            local_pct: None,
-            remote_pct: None,
-            local: None,
-            remote: None,
-            local_accounted_pct: None,
-            remote_accounted_pct: None,
-            local_withheld: Some("half-close does not measure this host's CPU".into()),
-            remote_withheld: None,
-        },
-        service_demand: ServiceDemandSummary {
-            local: None,
-            remote: None,
-            unit: "us/tran".into(),
-            mss: None,
-            local_per_packet_us: None,
-            remote_per_packet_us: None,
-        },
         // One connection opened, one transaction.
         transactions: Some(u64::from(r.opened)),
-        transactions_per_s: None,
-        latency_us: None,
-        schedule: None,
-        connect_errors: None,
-        send_throughput_bps: None,
-        recv_throughput_bps: None,
-        udp: None,
-        http: None,
-        one_way_delay: None,
         half_close: Some(summary_of(r)),
+        ..lab_host::summary(r.server.window_s, "half-close does not measure this host's CPU")
     };
-    let config = TestConfig::new(
-        spec,
-        &crate::kind::Def(HalfClose),
-        RunInfo {
-            host: Some(to.ip().to_string()),
-            port: to.port(),
-            cpus: None,
-            bind: None,
-            family: Some(if to.is_ipv4() { "ipv4" } else { "ipv6" }.into()),
-            local: Default::default(),
-            remote: Default::default(),
-        },
-    );
+    let target = Target {
+        to,
+        host: &r.target_host,
+        lab: &r.lab,
+    };
+    let config = target.config(spec, &crate::kind::Def(HalfClose));
     let mut warnings = Vec::new();
     if r.connect_failures > 0 || r.request_failures > 0 {
         warnings.push(format!(
@@ -303,16 +224,7 @@ fn assemble(spec: &TestSpec, to: SocketAddr, r: &hc::Report) -> TestResult {
     TestResult {
         warnings,
         started_unix_s: Some(r.started_unix_s),
-        ..TestResult::one_ended(
-            "half-close",
-            config,
-            AgentInfo {
-                address: to.to_string(),
-                software: format!("host {} of lab {} (no agent)", r.target_host, r.lab),
-                protocol_version: 0,
-            },
-            summary,
-        )
+        ..target.result("half-close", config, summary)
     }
 }
 

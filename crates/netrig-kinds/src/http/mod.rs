@@ -14,7 +14,6 @@ mod witness;
 use crate::kind::{Ends, KindDef, LocalEnd, OneEnded, Planned, Workloads};
 use crate::units::{parse_seconds, parse_size};
 use clap::{Args, ValueEnum};
-use netrig_engine::sockopt::SocketSettings;
 use netrig_engine::{EngineError, Flow, RunControl, WorkerControl, WorkerEnd, Workload};
 use netrig_proto::spec::kind::{HttpLoad, HttpMethod, HttpSpec, HttpTls};
 use netrig_proto::spec::{KindSpec, Limit};
@@ -258,17 +257,7 @@ impl KindDef for Http {
                 Limit::Duration { seconds },
             )
         };
-        spec.validate_bounds().map_err(|e| e.to_string())?;
-        Ok(Planned {
-            spec,
-            local: LocalEnd {
-                sockets: SocketSettings::default(),
-                bind: None,
-                cpus: a.cpus.map(|c| c.0),
-                cpus_option: "--cpus",
-            },
-            fit_to_path: false,
-        })
+        Planned::one_ended(spec, a.cpus.map(|c| c.0))
     }
 
     /// An agent never runs it (it refuses the spec by name); this end that

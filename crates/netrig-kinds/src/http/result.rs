@@ -68,7 +68,6 @@ pub(crate) fn assemble(
     r: &Report,
     counters: Option<CounterReport>,
 ) -> TestResult {
-    let w = &r.window;
     let secs = r.window_s;
     let mut withheld = vec![
         "interval latency percentiles: not kept per interval (the window's histogram is in summary.latency_us)"
@@ -88,7 +87,64 @@ pub(crate) fn assemble(
             ..LatencyUs::from(&wire)
         })
     };
-    let (cpu_local, cpu_reason) = match &r.cpu {
+    let (cpu_local, cpu_reason) = this_cpu(r);
+    if let Some(why) = &cpu_reason {
+        withheld.push(format!("this host's CPU: {why}"));
+    }
+    // Per successful reply: a 404 answered fast is not the work asked for.
+    let demand = cpu_local
+        .as_ref()
+        .and_then(|u| netrig_metrics::service_demand(u.busy_pct, secs, u.cpus, r.window.successes as f64));
+    if cpu_local.is_some() && demand.is_none() {
+        withheld.push("service demand: no successful (2xx or 3xx) response in the window".into());
+    }
+    let cpu = CpuSummary {
+        local_pct: cpu_local.as_ref().map(|u| u.busy_pct),
+        remote_pct: None,
+        local: cpu_local,
+        remote: None,
+        local_accounted_pct: None,
+        remote_accounted_pct: None,
+        local_withheld: cpu_reason,
+        remote_withheld: None,
+    };
+    let service_demand = ServiceDemandSummary {
+        local: demand,
+        remote: None,
+        unit: "us/tran".into(),
+        mss: None,
+        local_per_packet_us: None,
+        remote_per_packet_us: None,
+    };
+    let http = http_summary(s, c, r, withheld);
+    let summary = summary(r, http, latency_us, cpu, service_demand);
+    TestResult {
+        intervals: r.intervals.iter().map(interval).collect(),
+        counters: PerEnd {
+            local: counters,
+            remote: None,
+        },
+        workers: PerEnd {
+            local: workers(c, r),
+            remote: Vec::new(),
+        },
+        ..TestResult::one_ended(
+            "http",
+            config(spec, c, server, r),
+            AgentInfo {
+                address: server.to_string(),
+                software: "any HTTP server (no agent)".into(),
+                protocol_version: 0,
+            },
+            summary,
+        )
+    }
+}
+
+/// This host's CPU over the window, or why it is withheld.
+fn this_cpu(r: &Report) -> (Option<CpuUsage>, Option<String>) {
+    let secs = r.window_s;
+    match &r.cpu {
         Ok(_) if secs < 0.5 => (
             None,
             Some(format!(
@@ -103,17 +159,14 @@ pub(crate) fn assemble(
             }
         }
         Err(e) => (None, Some(e.clone())),
-    };
-    if let Some(why) = &cpu_reason {
-        withheld.push(format!("this host's CPU: {why}"));
     }
-    // Per successful reply: a 404 answered fast is not the work asked for.
-    let demand = cpu_local
-        .as_ref()
-        .and_then(|u| netrig_metrics::service_demand(u.busy_pct, secs, u.cpus, w.successes as f64));
-    if cpu_local.is_some() && demand.is_none() {
-        withheld.push("service demand: no successful (2xx or 3xx) response in the window".into());
-    }
+}
+
+/// `summary.http`: the window's requests, replies, bytes and errors, and
+/// the whole run's totals; `withheld` says what it could not measure.
+fn http_summary(s: &HttpSpec, c: &Config, r: &Report, withheld: Vec<String>) -> HttpSummary {
+    let w = &r.window;
+    let secs = r.window_s;
     let statuses = w.statuses.iter().map(|(k, v)| (k.to_string(), *v)).collect();
     let open = c.load != netrig_http_load::Load::Closed;
     let mut http = HttpSummary {
@@ -166,8 +219,21 @@ pub(crate) fn assemble(
         ..Default::default()
     };
     http.classify();
+    http
+}
+
+/// The result's summary: the window's figures, `http` among them.
+fn summary(
+    r: &Report,
+    http: HttpSummary,
+    latency_us: Option<LatencyUs>,
+    cpu: CpuSummary,
+    service_demand: ServiceDemandSummary,
+) -> Summary {
+    let w = &r.window;
+    let secs = r.window_s;
     let e = &w.errors;
-    let summary = Summary {
+    Summary {
         throughput_bps: netrig_report::bps(w.bytes_in, secs),
         bytes: w.bytes_in,
         elapsed_s: secs,
@@ -179,24 +245,8 @@ pub(crate) fn assemble(
             local: Default::default(),
             remote: Default::default(),
         },
-        cpu: CpuSummary {
-            local_pct: cpu_local.as_ref().map(|u| u.busy_pct),
-            remote_pct: None,
-            local: cpu_local.clone(),
-            remote: None,
-            local_accounted_pct: None,
-            remote_accounted_pct: None,
-            local_withheld: cpu_reason,
-            remote_withheld: None,
-        },
-        service_demand: ServiceDemandSummary {
-            local: demand,
-            remote: None,
-            unit: "us/tran".into(),
-            mss: None,
-            local_per_packet_us: None,
-            remote_per_packet_us: None,
-        },
+        cpu,
+        service_demand,
         // The successful replies (2xx, 3xx): what a rate sweep's
         // saturation and plots follow (all replies are in summary.http).
         transactions: Some(http.success_responses),
@@ -221,8 +271,13 @@ pub(crate) fn assemble(
         http: Some(http),
         one_way_delay: None,
         half_close: None,
-    };
-    let config = TestConfig::new(
+    }
+}
+
+/// The run's config: the spec's, against `server`, with the requests' size
+/// and the load's threads.
+fn config(spec: &TestSpec, c: &Config, server: SocketAddr, r: &Report) -> TestConfig {
+    let mut config = TestConfig::new(
         spec,
         &crate::kind::Def(Http),
         RunInfo {
@@ -235,42 +290,25 @@ pub(crate) fn assemble(
             remote: Default::default(),
         },
     );
-    let mut config = config;
     config.message_size = c.request.len() as u32;
     config.request_size = Some(c.request.len() as u32);
     config.workers = Some(r.threads.len() as u32);
-    TestResult {
-        intervals: r.intervals.iter().map(interval).collect(),
-        counters: PerEnd {
-            local: counters,
-            remote: None,
-        },
-        workers: PerEnd {
-            local: r
-                .threads
-                .iter()
-                .map(|t| WorkerCpu {
-                    worker: t.thread,
-                    flows: t.connections,
-                    cpu_s: t.cpu_s,
-                    busy_pct: t.busy_pct,
-                    cpu: c.cpus.as_ref().map(|l| l[t.thread as usize % l.len()]),
-                    last_cpu: None,
-                })
-                .collect(),
-            remote: Vec::new(),
-        },
-        ..TestResult::one_ended(
-            "http",
-            config,
-            AgentInfo {
-                address: server.to_string(),
-                software: "any HTTP server (no agent)".into(),
-                protocol_version: 0,
-            },
-            summary,
-        )
-    }
+    config
+}
+
+/// The load's threads as the result's workers, each on its CPU of `--cpus`.
+fn workers(c: &Config, r: &Report) -> Vec<WorkerCpu> {
+    r.threads
+        .iter()
+        .map(|t| WorkerCpu {
+            worker: t.thread,
+            flows: t.connections,
+            cpu_s: t.cpu_s,
+            busy_pct: t.busy_pct,
+            cpu: c.cpus.as_ref().map(|l| l[t.thread as usize % l.len()]),
+            last_cpu: None,
+        })
+        .collect()
 }
 
 /// What the figures say that a reader should not miss.

@@ -7,10 +7,10 @@
 //! target host's counters come from `--server-agent` (the server host's view), as for http.
 
 use crate::kind::{Ends, KindDef, LocalEnd, OneEnded, Planned, Workloads};
+use crate::lab_host::{self, NoAgentEnd, Target};
 use crate::units::parse_seconds;
 use clap::Args;
-use netrig_engine::sockopt::SocketSettings;
-use netrig_engine::{EngineError, Flow, RunControl, WorkerControl, WorkerEnd, Workload};
+use netrig_engine::RunControl;
 use netrig_lab::overload::flood;
 use netrig_lab::overload::watch::{View, Watch};
 use netrig_proto::report::host::{PeakEnd, SocketStates};
@@ -18,13 +18,9 @@ use netrig_proto::spec::kind::{SynFloodSpec, MAX_SYN_FLOOD_S};
 use netrig_proto::spec::{KindSpec, Limit};
 use netrig_proto::TestSpec;
 use netrig_report::server_host::ServerHost;
-use netrig_report::{
-    AgentInfo, CpuSummary, EndBuffers, IntervalResult, RunInfo, ServiceDemandSummary, Side, Summary,
-    TableLayout, TestConfig, TestResult,
-};
+use netrig_report::{IntervalResult, Side, Summary, TableLayout, TestConfig, TestResult};
 use std::fmt::Write;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -138,20 +134,10 @@ impl KindDef for SynFlood {
                 Limit::Duration { seconds: a.length },
             )
         };
-        spec.validate_bounds().map_err(|e| e.to_string())?;
-        Ok(Planned {
-            spec,
-            local: LocalEnd {
-                sockets: SocketSettings::default(),
-                bind: None,
-                cpus: None,
-                cpus_option: "--cpus",
-            },
-            fit_to_path: false,
-        })
+        Planned::one_ended(spec, None)
     }
     fn workload(&self, _: &SynFloodSpec, _: &TestSpec) -> Workloads {
-        Workloads::Connected(Arc::new(NoAgentEnd))
+        Workloads::Connected(Arc::new(NoAgentEnd("syn-flood")))
     }
     fn config(&self, s: &SynFloodSpec, c: &mut TestConfig) {
         c.message_size = netrig_lab::overload::packet::V4_LEN as u32;
@@ -181,16 +167,6 @@ fn warnings(s: &SynFloodSpec, r: &TestResult) -> Vec<String> {
         ));
     }
     w
-}
-
-struct NoAgentEnd;
-
-impl Workload for NoAgentEnd {
-    fn run_worker(&self, _: Vec<Flow>, _: &WorkerControl) -> Result<WorkerEnd, EngineError> {
-        Err(EngineError::Setup(
-            "syn-flood runs from a lab host alone: an agent has no part in it".into(),
-        ))
-    }
 }
 
 impl OneEnded for SynFlood {
@@ -225,16 +201,8 @@ impl OneEnded for SynFlood {
             o.length + SETTLE + Duration::from_secs(5),
             false,
         );
-        let stop = Arc::new(AtomicBool::new(false));
-        let (st, o2) = (stop.clone(), o.clone());
-        let t = std::thread::spawn(move || flood::run(&o2, &st));
-        while !t.is_finished() {
-            if ctl.abort_reason().is_some() {
-                stop.store(true, Ordering::Relaxed);
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        let r = t.join().map_err(|_| "the flood's thread panicked".to_string());
+        let r = lab_host::run_stoppable(&ctl, move |stop| flood::run(&o, stop))
+            .map_err(|_| "the flood's thread panicked".to_string());
         let r = match r {
             Ok(Ok(r)) => r,
             Ok(Err(e)) | Err(e) => {
@@ -320,59 +288,18 @@ fn assemble(
     let summary = Summary {
         throughput_bps: netrig_report::bps(bytes, r.window_s),
         bytes,
-        elapsed_s: r.window_s,
         tx_throughput_bps: Some(netrig_report::bps(bytes, r.window_s)),
-        rx_throughput_bps: None,
-        directions: Vec::new(),
-        directions_fairness: None,
-        socket_buffers: EndBuffers {
-            local: Default::default(),
-            remote: Default::default(),
-        },
-        cpu: CpuSummary {
-            local_pct: None,
-            remote_pct: None,
-            local: None,
-            remote: None,
-            local_accounted_pct: None,
-            remote_accounted_pct: None,
-            local_withheld: Some("syn-flood does not measure this host's CPU".into()),
-            remote_withheld: None,
-        },
-        service_demand: ServiceDemandSummary {
-            local: None,
-            remote: None,
-            unit: "us/tran".into(),
-            mss: None,
-            local_per_packet_us: None,
-            remote_per_packet_us: None,
-        },
         // One SYN a transaction: what a group's plot of rates follows.
         transactions: Some(r.sent),
         transactions_per_s: Some(r.rate_pps),
-        latency_us: None,
-        schedule: None,
-        connect_errors: None,
-        send_throughput_bps: None,
-        recv_throughput_bps: None,
-        udp: None,
-        http: None,
-        one_way_delay: None,
-        half_close: None,
+        ..lab_host::summary(r.window_s, "syn-flood does not measure this host's CPU")
     };
-    let mut config = TestConfig::new(
-        spec,
-        &crate::kind::Def(SynFlood),
-        RunInfo {
-            host: Some(server.ip().to_string()),
-            port: server.port(),
-            cpus: None,
-            bind: None,
-            family: Some(if server.is_ipv4() { "ipv4" } else { "ipv6" }.into()),
-            local: Default::default(),
-            remote: Default::default(),
-        },
-    );
+    let target = Target {
+        to: server,
+        host: &r.target_host,
+        lab: &r.lab,
+    };
+    let mut config = target.config(spec, &crate::kind::Def(SynFlood));
     config.message_size = size as u32;
     let mut warnings = vec![format!(
         "syn-flood from host {} of lab {} to host {} ({}): sources random in {}; {} send error(s){}",
@@ -392,16 +319,7 @@ fn assemble(
         warnings,
         intervals,
         started_unix_s: Some(r.started_unix_s),
-        ..TestResult::one_ended(
-            "syn-flood",
-            config,
-            AgentInfo {
-                address: server.to_string(),
-                software: format!("host {} of lab {} (no agent)", r.target_host, r.lab),
-                protocol_version: 0,
-            },
-            summary,
-        )
+        ..target.result("syn-flood", config, summary)
     }
 }
 

@@ -31,7 +31,7 @@
 use super::ports::PortCycle;
 use mio::{Interest, Registry, Token};
 use netrig_engine::cap::SendCap;
-use netrig_engine::flow::{FirstConnection, FlowSlot, TransientEnd, WorkerEnd};
+use netrig_engine::flow::{FirstConnection, FlowCounters, FlowSlot, TransientEnd, WorkerEnd};
 use netrig_engine::intake::{
     accept_again, watch_door, Door, WorkerIntake, DOOR, DOOR_BACKOFF, DOOR_BATCH, READ_AHEAD,
 };
@@ -472,11 +472,27 @@ impl FlowState {
         self.slot.counters.add_bytes(moved.bytes);
         if moved.transactions > 0 {
             let _ = self.slot.counters.add_transactions(moved.transactions);
-            if !self.first_done {
-                self.first_done = true;
-                if let Some(first) = &mut self.first {
-                    first.done = sockopt::buffers(sock);
-                }
+            self.note_done(sock);
+        }
+    }
+
+    /// Counts a requester's transaction whose whole response came at `now`,
+    /// its latency from `t0`.
+    fn completed(&mut self, latency: &mut Latencies, t0: Instant, now: Instant, sock: &TcpStream) {
+        if let Some(mark) = self.slot.counters.count_transactions(1) {
+            let ns = now.saturating_duration_since(t0).as_nanos();
+            latency.record(mark, ns.min(u64::MAX as u128) as u64);
+        }
+        self.note_done(sock);
+    }
+
+    /// Keeps the first connection's buffers once its transaction is done;
+    /// later ones change nothing.
+    fn note_done(&mut self, sock: &TcpStream) {
+        if !self.first_done {
+            self.first_done = true;
+            if let Some(first) = &mut self.first {
+                first.done = sockopt::buffers(sock);
             }
         }
     }
@@ -1477,20 +1493,10 @@ impl Worker<'_> {
             }
         }
         let now = Instant::now();
-        let f = &mut self.flows[0];
-        if let Some(mark) = f.slot.counters.count_transactions(1) {
-            let ns = now.saturating_duration_since(t0).as_nanos();
-            self.latency.record(mark, ns.min(u64::MAX as u128) as u64);
-        }
-        if !f.first_done {
-            f.first_done = true;
-            if let Some(first) = &mut f.first {
-                first.done = sockopt::buffers(&sock);
-            }
-        }
+        self.flows[0].completed(&mut self.latency, t0, now, &sock);
         if self.cfg.close_first == CloseFirst::Responder {
             // Counted; nothing may follow the response but the responder's close.
-            let id = f.slot.id;
+            let id = self.flows[0].slot.id;
             loop {
                 waiting();
                 match (&sock).read(&mut self.rbuf) {
@@ -1543,148 +1549,59 @@ impl Worker<'_> {
                 .connect
                 .as_ref()
                 .is_some_and(|k| k.options.nothing_after_connect());
-            match &mut c.step {
+            let progress = match &mut c.step {
                 Step::Connecting if direct => {
                     // Nothing to set once connected: the request's write
                     // tells whether the connect is done (EAGAIN while it is
                     // not, its error if it failed), without getsockopt(2)
                     // and getpeername(2) first.
                     c.step = Step::Sending(0);
+                    continue;
                 }
-                Step::Connecting => {
-                    match c.sock.take_error() {
-                        Ok(None) => {}
-                        Ok(Some(e)) | Err(e) => {
-                            self.fail(slot, e);
-                            return Ok(());
-                        }
+                Step::Connecting => match connect_done(&c.sock) {
+                    Progress::Done => {
+                        let f = &mut self.flows[i];
+                        let opts = &f.slot.connect.as_ref().expect("requester").options;
+                        sockopt::apply_connected(&c.sock, opts, false, "-s/--local-sockbuf")
+                            .map_err(|e| EngineError::Setup(format!("local {e}")))?;
+                        f.note_first(&c.sock);
+                        c.step = Step::Sending(0);
+                        continue;
                     }
-                    match c.sock.peer_addr() {
-                        Ok(_) => {}
-                        Err(e) if e.kind() == io::ErrorKind::NotConnected => return Ok(()),
-                        Err(e) => {
-                            self.fail(slot, e);
-                            return Ok(());
-                        }
-                    }
-                    let f = &mut self.flows[i];
-                    let opts = &f.slot.connect.as_ref().expect("requester").options;
-                    sockopt::apply_connected(&c.sock, opts, false, "-s/--local-sockbuf")
-                        .map_err(|e| EngineError::Setup(format!("local {e}")))?;
-                    f.note_first(&c.sock);
-                    c.step = Step::Sending(0);
-                }
+                    not_yet => not_yet,
+                },
                 Step::Sending(off) => {
-                    let hello = &self.flows[i].hello;
-                    let total = self.outgoing.len();
-                    while *off < total {
-                        // Another flow's greeting may be there since this one's last call.
-                        if *off < hello.len() {
-                            self.outgoing[..hello.len()].copy_from_slice(hello);
+                    let f = &self.flows[i];
+                    match send_request(&c.sock, off, &mut self.outgoing, &f.hello, &f.slot.counters) {
+                        Progress::Done => {
+                            c.step = Step::Receiving(0);
+                            // Connected (the write went out): the first connection's figures.
+                            self.flows[i].note_first(&c.sock);
+                            // The response is seldom there yet (the responder has
+                            // yet to run): its arrival wakes the poll.
+                            return Ok(());
                         }
-                        match (&c.sock).write(&self.outgoing[*off..]) {
-                            Ok(n) => {
-                                let payload =
-                                    (*off + n).saturating_sub(hello.len()) - off.saturating_sub(hello.len());
-                                self.flows[i].slot.counters.add_bytes(payload as u64);
-                                *off += n;
-                            }
-                            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(()),
-                            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                            Err(e) => {
-                                self.fail(slot, e);
-                                return Ok(());
-                            }
-                        }
+                        not_yet => not_yet,
                     }
-                    c.step = Step::Receiving(0);
-                    // Connected (the write went out): the first connection's figures.
-                    self.flows[i].note_first(&c.sock);
-                    // The response is seldom there yet (the responder has
-                    // yet to run): its arrival wakes the poll.
-                    return Ok(());
                 }
                 Step::Receiving(got) => {
                     let want = self.cfg.txn.response_size;
-                    loop {
-                        match (&c.sock).read(&mut self.rbuf) {
-                            Ok(0) => {
-                                let e = io::Error::new(
-                                    io::ErrorKind::UnexpectedEof,
-                                    format!("closed after {got} of the {want} response bytes"),
-                                );
-                                self.fail(slot, e);
-                                return Ok(());
+                    match receive_response(&c.sock, got, want, &mut self.rbuf, &self.flows[i].slot.counters) {
+                        // The whole response: the transaction is done; the requester closes first
+                        // (or, the responder closing first, once it has).
+                        Progress::Done => {
+                            let now = Instant::now();
+                            self.flows[i].completed(&mut self.latency, c.t0, now, &c.sock);
+                            if self.cfg.close_first == CloseFirst::Responder {
+                                c.step = Step::Draining;
+                                continue;
                             }
-                            Ok(n) => {
-                                self.flows[i].slot.counters.add_bytes(n as u64);
-                                *got += n;
-                                if *got > want {
-                                    let e = io::Error::new(
-                                        io::ErrorKind::InvalidData,
-                                        format!("{got} response bytes, not {want}"),
-                                    );
-                                    self.fail(slot, e);
-                                    return Ok(());
-                                }
-                                if *got == want {
-                                    break;
-                                }
-                            }
-                            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(()),
-                            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                            Err(e) => {
-                                self.fail(slot, e);
-                                return Ok(());
-                            }
+                            Progress::Done
                         }
+                        not_yet => not_yet,
                     }
-                    // The whole response: the transaction is done; the requester closes first
-                    // (or, the responder closing first, once it has).
-                    let now = Instant::now();
-                    let f = &mut self.flows[i];
-                    if let Some(mark) = f.slot.counters.count_transactions(1) {
-                        let ns = now.saturating_duration_since(c.t0).as_nanos();
-                        self.latency.record(mark, ns.min(u64::MAX as u128) as u64);
-                    }
-                    if !f.first_done {
-                        f.first_done = true;
-                        if let Some(first) = &mut f.first {
-                            first.done = sockopt::buffers(&c.sock);
-                        }
-                    }
-                    if self.cfg.close_first == CloseFirst::Responder {
-                        c.step = Step::Draining;
-                        continue;
-                    }
-                    self.close(slot);
-                    self.ended(i);
-                    return Ok(());
                 }
-                Step::Draining => {
-                    // Nothing may follow the response but the responder's close.
-                    loop {
-                        match (&c.sock).read(&mut self.rbuf) {
-                            Ok(0) => break,
-                            Ok(n) => {
-                                log::debug!(
-                                    "flow {}: {n} bytes after the response; closed",
-                                    self.flows[i].slot.id
-                                );
-                                break;
-                            }
-                            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(()),
-                            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                            Err(e) => {
-                                log::debug!("flow {}: after the response: {e}", self.flows[i].slot.id);
-                                break;
-                            }
-                        }
-                    }
-                    self.close(slot);
-                    self.ended(i);
-                    return Ok(());
-                }
+                Step::Draining => await_close(&c.sock, &mut self.rbuf, self.flows[i].slot.id),
                 Step::Answering(answer) => {
                     let mut moved = Moved::default();
                     let r = answer.serve(&mut c.sock, &mut self.rbuf, &self.response, &mut moved, &self.cap);
@@ -1709,6 +1626,127 @@ impl Worker<'_> {
                     }
                     return Ok(());
                 }
+            };
+            match progress {
+                Progress::Blocked => {}
+                Progress::Failed(e) => self.fail(slot, e),
+                // The requester's transaction is over: its response read
+                // (and, the responder closing first, that close seen).
+                Progress::Done => {
+                    self.close(slot);
+                    self.ended(i);
+                }
+            }
+            return Ok(());
+        }
+    }
+}
+
+/// How far a requester's step on its nonblocking socket went.
+enum Progress {
+    /// The whole step.
+    Done,
+    /// As far as the socket allows for now: its next event goes on.
+    Blocked,
+    /// The transaction failed.
+    Failed(io::Error),
+}
+
+/// Whether a nonblocking connect(2) is done: blocked while the handshake
+/// goes on, its error if it failed.
+fn connect_done(sock: &TcpStream) -> Progress {
+    match sock.take_error() {
+        Ok(None) => {}
+        Ok(Some(e)) | Err(e) => return Progress::Failed(e),
+    }
+    match sock.peer_addr() {
+        Ok(_) => Progress::Done,
+        Err(e) if e.kind() == io::ErrorKind::NotConnected => Progress::Blocked,
+        Err(e) => Progress::Failed(e),
+    }
+}
+
+/// Writes the greeting `hello` and the request (`outgoing`, which begins
+/// with the greeting's room) from `*off` on, counting the request's bytes.
+fn send_request(
+    mut sock: &TcpStream,
+    off: &mut usize,
+    outgoing: &mut [u8],
+    hello: &[u8],
+    counters: &FlowCounters,
+) -> Progress {
+    let total = outgoing.len();
+    while *off < total {
+        // Another flow's greeting may be there since this one's last call.
+        if *off < hello.len() {
+            outgoing[..hello.len()].copy_from_slice(hello);
+        }
+        match sock.write(&outgoing[*off..]) {
+            Ok(n) => {
+                let payload = (*off + n).saturating_sub(hello.len()) - off.saturating_sub(hello.len());
+                counters.add_bytes(payload as u64);
+                *off += n;
+            }
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Progress::Blocked,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Progress::Failed(e),
+        }
+    }
+    Progress::Done
+}
+
+/// Reads the response, `want` bytes (`*got` so far), counting them: the
+/// stream's end before them, or more than them, fails the transaction.
+fn receive_response(
+    mut sock: &TcpStream,
+    got: &mut usize,
+    want: usize,
+    rbuf: &mut [u8],
+    counters: &FlowCounters,
+) -> Progress {
+    loop {
+        match sock.read(rbuf) {
+            Ok(0) => {
+                return Progress::Failed(io::Error::new(
+                    io::ErrorKind::UnexpectedEof,
+                    format!("closed after {got} of the {want} response bytes"),
+                ));
+            }
+            Ok(n) => {
+                counters.add_bytes(n as u64);
+                *got += n;
+                if *got > want {
+                    return Progress::Failed(io::Error::new(
+                        io::ErrorKind::InvalidData,
+                        format!("{got} response bytes, not {want}"),
+                    ));
+                }
+                if *got == want {
+                    return Progress::Done;
+                }
+            }
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Progress::Blocked,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Progress::Failed(e),
+        }
+    }
+}
+
+/// Waits for the responder's close after the response (flow `id`'s): nothing
+/// may follow the response but that close, so anything else ends it too.
+fn await_close(mut sock: &TcpStream, rbuf: &mut [u8], id: u32) -> Progress {
+    loop {
+        match sock.read(rbuf) {
+            Ok(0) => return Progress::Done,
+            Ok(n) => {
+                log::debug!("flow {id}: {n} bytes after the response; closed");
+                return Progress::Done;
+            }
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Progress::Blocked,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => {
+                log::debug!("flow {id}: after the response: {e}");
+                return Progress::Done;
             }
         }
     }

@@ -82,6 +82,24 @@ impl Conn {
             let _ = registry.deregister(&mut self.sock);
         }
     }
+
+    /// What the connection's flow did, once its worker is done with it (its
+    /// final buffers read now where they were not before).
+    fn end(&mut self) -> FlowEnd {
+        let final_buffers = *self
+            .final_buffers
+            .get_or_insert_with(|| sockopt::buffers(&self.flow.socket));
+        FlowEnd {
+            zerocopy: None,
+            reads: None,
+            sends: None,
+            id: self.flow.id,
+            total_bytes: self.bytes,
+            done_at: self.done_at,
+            final_buffers,
+            udp: None,
+        }
+    }
 }
 
 /// Per-worker state shared by the handlers.
@@ -276,18 +294,7 @@ impl Handler for Worker<'_> {
             .into_iter()
             .map(|mut c| {
                 merge_one_way(&mut one_way, &mut c);
-                c.final_buffers
-                    .get_or_insert_with(|| sockopt::buffers(&c.flow.socket));
-                FlowEnd {
-                    zerocopy: None,
-                    reads: None,
-                    sends: None,
-                    id: c.flow.id,
-                    total_bytes: c.bytes,
-                    done_at: c.done_at,
-                    final_buffers: c.final_buffers.unwrap_or_default(),
-                    udp: None,
-                }
+                c.end()
             })
             .collect();
         WorkerEnd {
@@ -358,18 +365,7 @@ impl RrWorkload {
     /// a receive that finds nothing). Counts, latencies and the window are
     /// the event loop's.
     fn run_alone(&self, mut c: Conn, mut cx: Ctx<'_>, mut buf: Vec<u8>) -> Result<WorkerEnd, EngineError> {
-        let setup = |e: io::Error| EngineError::Setup(format!("worker socket: {e}"));
-        let tcp = c.flow.socket.tcp().map_err(setup)?;
-        // --busy-wait: the socket stays non-blocking, and the loops below
-        // spin on WouldBlock, checking the window and the abort each time.
-        let watch = (!self.txn.busy_wait).then(crate::txn::watch_alone).flatten();
-        if !self.txn.busy_wait {
-            tcp.set_nonblocking(false).map_err(setup)?;
-            if watch.is_none() {
-                tcp.set_write_timeout(Some(ALONE_POLL)).map_err(setup)?;
-                tcp.set_read_timeout(Some(ALONE_POLL)).map_err(setup)?;
-            }
-        }
+        let watch = self.alone_socket(&c)?;
         let waiting = || netrig_engine::nudge::waiting(watch.as_ref());
         let ctl = cx.ctl;
         let mut deadline: Option<Instant> = None;
@@ -488,25 +484,32 @@ impl RrWorkload {
         c.done_at.get_or_insert_with(Instant::now);
         let mut one_way = None;
         merge_one_way(&mut one_way, &mut c);
-        let final_buffers = *c
-            .final_buffers
-            .get_or_insert_with(|| sockopt::buffers(&c.flow.socket));
         Ok(WorkerEnd {
-            flows: vec![FlowEnd {
-                zerocopy: None,
-                reads: None,
-                sends: None,
-                id: c.flow.id,
-                total_bytes: c.bytes,
-                done_at: c.done_at,
-                final_buffers,
-                udp: None,
-            }],
+            flows: vec![c.end()],
             latency: Some(cx.latency.into_window()),
             one_way,
             schedule: None,
             ..WorkerEnd::default()
         })
+    }
+
+    /// Readies a connection alone on its worker for [`Self::run_alone`]: a
+    /// blocking socket whose waits the returned watch bounds or, without
+    /// one, timeouts of [`ALONE_POLL`].
+    fn alone_socket(&self, c: &Conn) -> Result<Option<netrig_engine::nudge::Watch>, EngineError> {
+        let setup = |e: io::Error| EngineError::Setup(format!("worker socket: {e}"));
+        let tcp = c.flow.socket.tcp().map_err(setup)?;
+        // --busy-wait: the socket stays non-blocking, and the loops of
+        // run_alone spin on WouldBlock, checking the window and the abort each time.
+        let watch = (!self.txn.busy_wait).then(crate::txn::watch_alone).flatten();
+        if !self.txn.busy_wait {
+            tcp.set_nonblocking(false).map_err(setup)?;
+            if watch.is_none() {
+                tcp.set_write_timeout(Some(ALONE_POLL)).map_err(setup)?;
+                tcp.set_read_timeout(Some(ALONE_POLL)).map_err(setup)?;
+            }
+        }
+        Ok(watch)
     }
 
     /// Completes the oldest transaction if its whole response has come
