@@ -23,10 +23,11 @@
 
 use std::collections::HashMap;
 use std::net::{IpAddr, Shutdown, TcpStream};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-/// A client's key as [`crate::listener::client_key`] makes it, written for people.
+/// A client's key as [`crate::peer::client_key`] makes it, written for people.
 pub(crate) fn whose(key: IpAddr) -> String {
     match key {
         IpAddr::V6(_) => format!("{key}/64"),
@@ -191,6 +192,15 @@ struct SlotEntry {
 #[derive(Default)]
 pub(crate) struct Slots {
     inner: Mutex<SlotsInner>,
+    /// Sessions holding a place (a mirror of `inner`'s count, read without the lock).
+    count: AtomicUsize,
+}
+
+impl Slots {
+    /// Sessions holding a place.
+    pub(crate) fn len(&self) -> usize {
+        self.count.load(Ordering::Relaxed)
+    }
 }
 
 #[derive(Default)]
@@ -219,17 +229,15 @@ pub(crate) type Busy = String;
 /// A session's place; dropping it gives it back (unless it was taken
 /// from it to make room: [`Admission::evicted`]).
 pub(crate) struct Admission {
-    shared: Arc<crate::listener::Shared>,
+    slots: Arc<Slots>,
     id: u64,
 }
 
 impl Drop for Admission {
     fn drop(&mut self) {
-        let mut inner = self.shared.slots.inner.lock().expect("slots lock");
+        let mut inner = self.slots.inner.lock().expect("slots lock");
         if inner.remove(self.id).is_some() {
-            self.shared
-                .sessions
-                .store(inner.entries.len(), std::sync::atomic::Ordering::Relaxed);
+            self.slots.count.store(inner.entries.len(), Ordering::Relaxed);
         }
     }
 }
@@ -239,7 +247,7 @@ impl Admission {
     /// watch). Err when its place was taken to make room for another client
     /// (its connection is closed for reading): the session must end.
     pub(crate) fn set_idle(&self, idle: bool) -> Result<(), ()> {
-        let mut inner = self.shared.slots.inner.lock().expect("slots lock");
+        let mut inner = self.slots.inner.lock().expect("slots lock");
         let e = inner.entries.get_mut(&self.id).ok_or(())?;
         e.idle_since = idle.then(Instant::now);
         e.ever_busy |= !idle;
@@ -248,7 +256,7 @@ impl Admission {
 
     /// Whether it is marked idle.
     pub(crate) fn is_idle(&self) -> bool {
-        let inner = self.shared.slots.inner.lock().expect("slots lock");
+        let inner = self.slots.inner.lock().expect("slots lock");
         inner
             .entries
             .get(&self.id)
@@ -258,7 +266,6 @@ impl Admission {
     /// Whether its place was taken to make room for another client.
     pub(crate) fn evicted(&self) -> bool {
         !self
-            .shared
             .slots
             .inner
             .lock()
@@ -270,16 +277,16 @@ impl Admission {
 
 /// Gives a session of `key` (authenticated or not; `stream`: a handle on
 /// its connection) a place, closing an idle session to make room if that is
-/// fair (see the module's documentation); or says why not.
+/// fair (see the module's documentation); or says why not. `max`: the
+/// agent's `--max-sessions`; `per_client`: its `--max-sessions-per-client`.
 pub(crate) fn take_slot(
-    shared: &Arc<crate::listener::Shared>,
+    slots: &Arc<Slots>,
+    (max, per_client): (usize, u32),
     key: IpAddr,
     authenticated: bool,
     stream: TcpStream,
 ) -> Result<(Admission, Option<IpAddr>), Busy> {
-    let max = shared.config.limits.max_sessions as usize;
-    let per_client = shared.config.max_sessions_per_client;
-    let mut inner = shared.slots.inner.lock().expect("slots lock");
+    let mut inner = slots.inner.lock().expect("slots lock");
     let mine = inner.held.get(&key).copied().unwrap_or(0);
     if mine >= per_client {
         return Err(format!(
@@ -339,12 +346,10 @@ pub(crate) fn take_slot(
         },
     );
     *inner.held.entry(key).or_default() += 1;
-    shared
-        .sessions
-        .store(inner.entries.len(), std::sync::atomic::Ordering::Relaxed);
+    slots.count.store(inner.entries.len(), Ordering::Relaxed);
     Ok((
         Admission {
-            shared: shared.clone(),
+            slots: slots.clone(),
             id,
         },
         evicted,

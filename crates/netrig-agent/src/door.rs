@@ -11,76 +11,18 @@
 //! listener at a time: with two (IPv6 and IPv4, the default), the one of
 //! its client's address family, the accept loop keeping the other.
 
-use crate::listener::{allowed, Shared, LISTENERS};
-use crate::session::canonical_ip;
-use mio::unix::SourceFd;
-use mio::{Interest, Poll, Registry, Token, Waker};
+use crate::doorway::Returned;
+use crate::peer::{allowed, canonical_ip};
+use crate::shared::Shared;
 use netrig_engine::intake::Door;
 use netrig_proto::{DataHello, SessionCookie};
 use socket2::SockRef;
-use std::collections::VecDeque;
 use std::io;
 use std::net::{IpAddr, SocketAddr, TcpStream};
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::os::fd::{AsFd, BorrowedFd};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
-
-/// Starts the accept loop's watch on listener `i` (again).
-pub(crate) fn watch(registry: &Registry, listener: &mio::net::TcpListener, i: usize) -> io::Result<()> {
-    registry.register(
-        &mut SourceFd(&listener.as_raw_fd()),
-        LISTENERS[i],
-        Interest::READABLE,
-    )
-}
-
-/// [`Doorway`]'s `lent` when no run holds a listener.
-const NOT_LENT: usize = usize::MAX;
-
-/// A connection a run gave back, with what it read of it.
-pub(crate) struct Returned {
-    pub stream: TcpStream,
-    pub peer: SocketAddr,
-    /// Its first bytes, if the run read them (at most a DataHello's length
-    /// and `READ_AHEAD`): the accept loop takes them before the socket's.
-    pub read: Vec<u8>,
-}
-
-/// The accept loop's side: whether the listener is lent, and what comes back.
-pub(crate) struct Doorway {
-    /// Which listener is lent (its index in `Shared::listeners`), or
-    /// [`NOT_LENT`]: one atomic, so that the accept loop never sees a run
-    /// holding a listener with the index of another.
-    lent: AtomicUsize,
-    /// The accept loop's registry (to stop and start watching the listener).
-    registry: Registry,
-    /// Wakes the accept loop for what comes back.
-    waker: Waker,
-    returned: Mutex<VecDeque<Returned>>,
-}
-
-impl Doorway {
-    pub(crate) fn new(poll: &Poll, token: Token) -> io::Result<Doorway> {
-        Ok(Doorway {
-            lent: AtomicUsize::new(NOT_LENT),
-            registry: poll.registry().try_clone()?,
-            waker: Waker::new(poll.registry(), token)?,
-            returned: Mutex::new(VecDeque::new()),
-        })
-    }
-
-    /// Which listener a run holds, if one does (the accept loop must not
-    /// accept on it).
-    pub(crate) fn lent(&self) -> Option<usize> {
-        Some(self.lent.load(Ordering::Acquire)).filter(|&i| i != NOT_LENT)
-    }
-
-    /// What came back since last asked.
-    pub(crate) fn returned(&self) -> VecDeque<Returned> {
-        std::mem::take(&mut *self.returned.lock().expect("doorway lock"))
-    }
-}
 
 /// Lends the listener of `client`'s address family (with two; the only one
 /// otherwise) to the run of session `cookie`, whose connections come from
@@ -90,7 +32,6 @@ pub(crate) fn lend(
     cookie: SessionCookie,
     client: Option<IpAddr>,
 ) -> Option<Box<dyn Door>> {
-    let d = &shared.doorway;
     // A client's data connections come the way its control connection came.
     let which = match client.map(canonical_ip) {
         Some(IpAddr::V4(_)) => shared
@@ -100,18 +41,7 @@ pub(crate) fn lend(
         _ => None,
     }
     .unwrap_or(0);
-    if d.lent
-        .compare_exchange(NOT_LENT, which, Ordering::AcqRel, Ordering::Acquire)
-        .is_err()
-    {
-        return None;
-    }
-    if let Err(e) = d
-        .registry
-        .deregister(&mut SourceFd(&shared.listeners[which].as_raw_fd()))
-    {
-        log::debug!("cannot lend the listener to a run: {e}");
-        d.lent.store(NOT_LENT, Ordering::Release);
+    if !shared.doorway.lend(which, &shared.listeners[which]) {
         return None;
     }
     Some(Box::new(Lent {
@@ -160,21 +90,14 @@ impl Door for Lent {
                 return;
             }
         }
-        let d = &self.shared.doorway;
-        let mut q = d.returned.lock().expect("doorway lock");
-        // As many as may wait for their greeting in the accept loop; past
-        // that, as it would, the connection is closed.
-        if q.len() >= self.shared.config.max_pending {
-            log::debug!("{peer}: closed: too many connections given back to the accept loop");
-            return;
-        }
-        q.push_back(Returned {
-            stream,
-            peer,
-            read: read.to_vec(),
-        });
-        drop(q);
-        let _ = d.waker.wake();
+        self.shared.doorway.give_back(
+            Returned {
+                stream,
+                peer,
+                read: read.to_vec(),
+            },
+            self.shared.config.max_pending,
+        );
     }
 
     fn block(&self, wait: Option<Duration>) -> io::Result<()> {
@@ -213,7 +136,6 @@ impl Lent {
 impl Drop for Lent {
     /// The listener goes back to the accept loop, which accepts what queued.
     fn drop(&mut self) {
-        let d = &self.shared.doorway;
         if self.blocked.load(Ordering::Relaxed) {
             // Before the accept loop may accept on it again.
             if let Err(e) = unblock(SockRef::from(self.mine())) {
@@ -221,11 +143,7 @@ impl Drop for Lent {
                 return;
             }
         }
-        if let Err(e) = watch(&d.registry, self.mine(), self.which) {
-            log::error!("cannot take the listener back from a run: {e}; no longer accepting");
-        }
-        d.lent.store(NOT_LENT, Ordering::Release);
-        let _ = d.waker.wake();
+        self.shared.doorway.take_back(self.which, self.mine());
     }
 }
 

@@ -13,18 +13,25 @@
 mod accept_failures;
 mod admission;
 pub mod budget;
+mod config;
 mod door;
+mod doorway;
 pub mod hooks;
 mod listener;
 mod memory;
+mod peer;
+mod rate_limit;
+mod registry;
 mod session;
+mod shared;
 mod udp;
 mod watch;
 mod writer;
 
 pub use budget::Totals;
+pub use config::AgentConfig;
 pub use hooks::{HookError, Hooks};
-pub use listener::{Agent, AgentConfig, AgentError, AgentHandle};
+pub use listener::{Agent, AgentError, AgentHandle};
 
 /// What an agent's results tell a client that did not authenticate about
 /// the agent's host (`netrig serve --disclose`). Authenticated clients are

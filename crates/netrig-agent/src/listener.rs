@@ -8,83 +8,26 @@
 //! A control connection, once greeted, gets a thread of its own for its
 //! session; a data connection is handed to its session's channel directly.
 
-use crate::session::{serve_control, Registry};
+use crate::config::AgentConfig;
+use crate::doorway::LISTENERS;
+use crate::peer::{allowed, canonical_ip, client_key};
+use crate::rate_limit::{RateLimit, WARNINGS_PER_SECOND};
+use crate::registry::Registry;
+use crate::session::serve_control;
+use crate::shared::Shared;
 use mio::net::TcpListener as MioListener;
 use mio::net::TcpStream as MioStream;
 use mio::{Events, Interest, Poll, Token};
 use netrig_proto::preamble::ConnKind;
-use netrig_proto::{AgentLimits, ControlPreamble, DataHello};
+use netrig_proto::{ControlPreamble, DataHello};
 use socket2::{Domain, Protocol, Socket, Type};
 use std::collections::{HashMap, VecDeque};
 use std::io::{self, Read, Write};
 use std::net::{IpAddr, Ipv6Addr, SocketAddr, TcpListener, TcpStream};
 use std::os::fd::AsFd;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-
-/// How an agent listens and what it allows.
-#[derive(Debug, Clone)]
-pub struct AgentConfig {
-    /// Address to listen on. `[::]` listens on IPv6 and IPv4 alike: two
-    /// sockets on one port, an IPv6-only one and an IPv4 one (see
-    /// [`Shared::listeners`]).
-    pub bind: SocketAddr,
-    pub limits: AgentLimits,
-    /// Connections that have not finished their greeting yet; when one more
-    /// comes, the oldest of the client with the most of them is closed to
-    /// make room.
-    pub max_pending: usize,
-    /// How long a new connection may take to send its greeting, and a
-    /// control connection its hello after the welcome.
-    pub greeting_timeout: Duration,
-    /// Control connections welcomed whose hello is not in yet (they hold no
-    /// session place): when one more comes, one of them is closed, the
-    /// oldest of the client holding the most ([`crate::admission`]).
-    pub max_presessions: usize,
-    /// How long a control session may go without asking for a test, from
-    /// its welcome or the end of its last test: a deadline that nothing the
-    /// client sends renews (a byte every few seconds, refused requests).
-    pub idle_timeout: Duration,
-    /// Sessions from one client at once (one IPv4 address, or one IPv6 /64).
-    pub max_sessions_per_client: u32,
-    /// What all running tests may take together.
-    pub totals: crate::budget::Totals,
-    /// The client networks served (`--allow`); empty: any.
-    pub allow: Vec<ipnet::IpNet>,
-    /// What the environment report tells a client that did not authenticate.
-    pub disclose: crate::Disclose,
-    /// The hooks tests may ask for (`--hooks DIR`); `None`: none. The
-    /// welcome's limits offer their names ([`Agent::bind`] writes them there).
-    pub hooks: Option<crate::Hooks>,
-    /// The agent's key (`--key`) and the clients it serves
-    /// (`--authorized-keys`); the default: no key, any client.
-    pub auth: netrig_proto::auth::AgentAuth,
-}
-
-impl AgentConfig {
-    pub fn new(bind: SocketAddr) -> Self {
-        AgentConfig {
-            bind,
-            limits: AgentLimits::default(),
-            max_pending: 256,
-            greeting_timeout: Duration::from_secs(5),
-            max_presessions: 64,
-            idle_timeout: Duration::from_secs(60),
-            max_sessions_per_client: 16,
-            totals: crate::budget::Totals::for_host(),
-            allow: Vec::new(),
-            disclose: crate::Disclose::Full,
-            hooks: None,
-            auth: Default::default(),
-        }
-    }
-
-    /// The default listening address: every IPv6 and IPv4 address.
-    pub fn default_bind(port: u16) -> SocketAddr {
-        SocketAddr::new(IpAddr::V6(Ipv6Addr::UNSPECIFIED), port)
-    }
-}
 
 #[derive(Debug, thiserror::Error)]
 pub enum AgentError {
@@ -101,33 +44,6 @@ pub struct Agent {
     poll: Poll,
     udp: std::net::UdpSocket,
     pub(crate) shared: Arc<Shared>,
-}
-
-pub(crate) struct Shared {
-    /// The listening sockets, each the accept loop's or lent to a run (see
-    /// [`crate::door`]): the bind address's, or with `[::]` (the default) an
-    /// IPv6-only socket and an IPv4 one on the same port, so that IPv4
-    /// clients' connections are AF_INET sockets rather than v4-mapped
-    /// AF_INET6 ones, which cost the kernel about 1 % more per connection
-    /// (tcp-crr, every end on one CPU: CHANGELOG, #12). At most two, the
-    /// first the one named in messages.
-    pub listeners: Vec<MioListener>,
-    /// Lending the listener to a run, and the connections given back.
-    pub doorway: crate::door::Doorway,
-    pub config: AgentConfig,
-    pub registry: Registry,
-    /// Sessions holding a place (a mirror of `slots`' count).
-    pub sessions: AtomicUsize,
-    /// The sessions' places, by client (see [`client_key`]).
-    pub slots: crate::admission::Slots,
-    /// Control connections waiting for their hello.
-    pub pre: Arc<crate::admission::PrePool>,
-    pub budget: crate::budget::Budget,
-    pub shutdown: AtomicBool,
-    /// The agent's UDP address (same port as TCP).
-    pub udp_local: SocketAddr,
-    /// Accepts that failed (out of descriptors?), for sessions to tell why.
-    pub accept_failures: crate::accept_failures::AcceptFailures,
 }
 
 impl Agent {
@@ -176,7 +92,8 @@ impl Agent {
         };
         let udp_local = udp.local_addr().map_err(|e| listen_error(config.bind, e))?;
         let (poll, listeners) = event_loop(listeners).map_err(|e| listen_error(udp_local, e))?;
-        let doorway = crate::door::Doorway::new(&poll, HANDBACK).map_err(|e| listen_error(udp_local, e))?;
+        let doorway =
+            crate::doorway::Doorway::new(&poll, HANDBACK).map_err(|e| listen_error(udp_local, e))?;
         let max_presessions = config.max_presessions;
         Ok(Agent {
             poll,
@@ -187,7 +104,6 @@ impl Agent {
                 budget: crate::budget::Budget::new(config.totals),
                 config,
                 registry: Registry::default(),
-                sessions: AtomicUsize::new(0),
                 slots: Default::default(),
                 pre: Arc::new(crate::admission::PrePool::new(max_presessions)),
                 shutdown: AtomicBool::new(false),
@@ -265,7 +181,7 @@ impl AgentHandle {
 
     /// Sessions being served right now.
     pub fn active_sessions(&self) -> usize {
-        self.shared.sessions.load(Ordering::Relaxed)
+        self.shared.slots.len()
     }
 
     pub fn shutdown(&mut self) {
@@ -333,7 +249,7 @@ fn event_loop(listeners: Vec<TcpListener>) -> io::Result<(Poll, Vec<MioListener>
     for (i, l) in listeners.into_iter().enumerate() {
         l.set_nonblocking(true)?;
         let l = MioListener::from_std(l);
-        crate::door::watch(poll.registry(), &l, i)?;
+        crate::doorway::watch(poll.registry(), &l, i)?;
         mio.push(l);
     }
     Ok((poll, mio))
@@ -355,9 +271,6 @@ fn listen_error(addr: SocketAddr, source: io::Error) -> AgentError {
     }
 }
 
-/// The listeners' tokens (by their index in [`Shared::listeners`]);
-/// connections still greeting use their slot index.
-pub(crate) const LISTENERS: [Token; 2] = [Token(usize::MAX), Token(usize::MAX - 2)];
 /// The waker's: connections a run that holds the listener gave back, or
 /// the listener given back.
 const HANDBACK: Token = Token(usize::MAX - 1);
@@ -365,8 +278,6 @@ const HANDBACK: Token = Token(usize::MAX - 1);
 const MAX_WAIT: Duration = Duration::from_millis(100);
 /// How long to stop accepting after accept fails (out of descriptors, memory).
 const ACCEPT_BACKOFF: Duration = Duration::from_millis(50);
-/// Warnings about peers per second, per kind; the rest are counted.
-pub(crate) const WARNINGS_PER_SECOND: u32 = 20;
 
 enum Greeting {
     Control(ControlPreamble),
@@ -452,59 +363,6 @@ impl Pending {
             Some(Ok(g)) => Progress::Done(g),
             Some(Err(e)) => Progress::Failed(e.to_string()),
             None => Progress::Failed("greeting too short".into()),
-        }
-    }
-}
-
-/// At most `WARNINGS_PER_SECOND` warnings of one kind a second; the rest are
-/// counted and summed up once the second is over.
-pub(crate) struct RateLimit {
-    what: &'static str,
-    per_second: u32,
-    since: Option<Instant>,
-    shown: u32,
-    suppressed: u64,
-}
-
-impl RateLimit {
-    pub(crate) const fn new(what: &'static str, per_second: u32) -> Self {
-        RateLimit {
-            what,
-            per_second,
-            since: None,
-            shown: 0,
-            suppressed: 0,
-        }
-    }
-
-    /// Starts a new second when the last one is over.
-    fn tick(&mut self, now: Instant) {
-        if self
-            .since
-            .is_some_and(|s| now.saturating_duration_since(s) >= Duration::from_secs(1))
-        {
-            if self.suppressed > 0 {
-                log::warn!(
-                    "{} more warning(s) about {} not shown",
-                    self.suppressed,
-                    self.what
-                );
-            }
-            self.since = None;
-            self.shown = 0;
-            self.suppressed = 0;
-        }
-    }
-
-    pub(crate) fn allow(&mut self, now: Instant) -> bool {
-        self.tick(now);
-        self.since.get_or_insert(now);
-        if self.shown < self.per_second {
-            self.shown += 1;
-            true
-        } else {
-            self.suppressed += 1;
-            false
         }
     }
 }
@@ -929,46 +787,16 @@ fn refuse_outsider(mut stream: MioStream, peer: SocketAddr, allow: &[ipnet::IpNe
         message: format!(
             "this agent serves only clients from {nets} (its --allow); this client's address {} is not among \
              them",
-            crate::session::canonical_ip(peer.ip())
+            canonical_ip(peer.ip())
         ),
     });
     // Into an empty send buffer: all of it or nothing, never a wait.
     let _ = stream.write(&answer);
 }
 
-/// Whether `--allow` lets `ip` in (an IPv4-mapped address counts as IPv4).
-pub(crate) fn allowed(allow: &[ipnet::IpNet], ip: IpAddr) -> bool {
-    let ip = crate::session::canonical_ip(ip);
-    allow.is_empty() || allow.iter().any(|n| n.contains(&ip))
-}
-
-/// Whose share of `--max-sessions-per-client` a session takes: its IPv4
-/// address, or its IPv6 address's /64 (one host can have a whole /64).
-pub(crate) fn client_key(ip: IpAddr) -> IpAddr {
-    match crate::session::canonical_ip(ip) {
-        IpAddr::V6(v6) => {
-            let s = v6.segments();
-            IpAddr::V6(Ipv6Addr::new(s[0], s[1], s[2], s[3], 0, 0, 0, 0))
-        }
-        v4 => v4,
-    }
-}
-
 #[cfg(test)]
 mod access_tests {
     use super::*;
-
-    #[test]
-    fn the_allow_list_takes_mapped_addresses_as_ipv4_and_empty_means_any() {
-        let allow: Vec<ipnet::IpNet> = vec!["10.0.0.0/8".parse().unwrap(), "fd00::/8".parse().unwrap()];
-        let ip = |s: &str| s.parse::<IpAddr>().unwrap();
-        assert!(allowed(&allow, ip("10.1.2.3")));
-        assert!(allowed(&allow, ip("::ffff:10.1.2.3")));
-        assert!(allowed(&allow, ip("fd12::1")));
-        assert!(!allowed(&allow, ip("127.0.0.1")));
-        assert!(!allowed(&allow, ip("::1")));
-        assert!(allowed(&[], ip("192.0.2.1")));
-    }
 
     /// Answers to connections from outside --allow: 2 a second per client,
     /// 50 in all, counted again each second.
@@ -983,19 +811,5 @@ mod access_tests {
         assert_eq!(told, 48, "50 in all");
         let later = t + Duration::from_millis(1001);
         assert!(r.allow(ip(1), later), "a new second");
-    }
-
-    #[test]
-    fn an_ipv6_client_is_its_slash_64() {
-        let ip = |s: &str| s.parse::<IpAddr>().unwrap();
-        assert_eq!(
-            client_key(ip("2001:db8:1:2:aaaa::1")),
-            client_key(ip("2001:db8:1:2:bbbb::9"))
-        );
-        assert_ne!(
-            client_key(ip("2001:db8:1:2::1")),
-            client_key(ip("2001:db8:1:3::1"))
-        );
-        assert_eq!(client_key(ip("::ffff:192.0.2.7")), ip("192.0.2.7"));
     }
 }

@@ -1,13 +1,17 @@
 //! One control session: handshake, then tests one after another.
 
 use crate::hooks::{HookEnv, Phase, TestOutcome};
-use crate::listener::Shared;
+use crate::peer::canonical_ip;
+use crate::rate_limit::{RateLimit, WARNINGS_PER_SECOND};
+use crate::registry::{DataConn, Registration};
+use crate::shared::Shared;
 use netrig_engine::runner::{run_side, RunControl, RunPlan, SideFlows, SideOutcome};
 use netrig_engine::sockopt::SocketSettings;
 use netrig_engine::{sockopt, Flow, FlowSlot, FlowSocket};
 use netrig_kinds::{Ends, Workloads};
 use netrig_proto::conn::{ConnError, FramedConn};
-use netrig_proto::report::{BufPair, CounterReport, Role, SideReport};
+use netrig_proto::message::SILENCE_LIMIT;
+use netrig_proto::report::{AppliedOptions, BufPair, CounterReport, Role, SideReport};
 use netrig_proto::session::{AgentEvent, AgentSession};
 use netrig_proto::spec::Limit;
 use netrig_proto::spec::Transport;
@@ -15,235 +19,15 @@ use netrig_proto::{
     encode_frame, negotiate, AgentMsg, ClientMsg, ControlPreamble, DataHello, Direction, SessionCookie,
     TestSpec, MIN_PROTOCOL_VERSION, PROTOCOL_VERSION, SOFTWARE_VERSION,
 };
-use std::collections::HashMap;
-use std::net::{IpAddr, SocketAddr, TcpStream};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::collections::{HashMap, HashSet};
+use std::net::{IpAddr, TcpStream};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// Sessions that end in an error, as warnings: a few a second at most.
-static SESSION_END_LOG: Mutex<crate::listener::RateLimit> = Mutex::new(crate::listener::RateLimit::new(
-    "sessions ended in an error",
-    crate::listener::WARNINGS_PER_SECOND,
-));
-
-/// A data connection as it reaches a session: a TCP connection, or the
-/// address a UDP flow's hello came from.
-pub(crate) enum DataConn {
-    /// A TCP connection (still non-blocking, as the accept loop had it) and
-    /// its peer's address.
-    Tcp(TcpStream, SocketAddr),
-    Udp(SocketAddr),
-}
-
-/// Where a session takes its data connections: at set-up, TCP connections
-/// or UDP hellos; during a connection-per-transaction run, TCP connections
-/// straight to the engine's intake.
-#[derive(Clone)]
-enum QueueTx {
-    Setup(mpsc::SyncSender<(DataHello, DataConn)>),
-    /// Dealt to the run's workers on the accept loop's thread: no thread
-    /// between the listener and the worker that answers.
-    Run(Arc<netrig_engine::intake::Intake>),
-}
-
-/// A session's queue of new data connections, how many connections it
-/// turned away because it was full, and its control connection's address:
-/// the only one its TCP data connections may come from.
-type Queue = (QueueTx, Arc<AtomicU64>, Option<IpAddr>);
-
-/// Sessions waiting for their data connections, by cookie.
-#[derive(Default)]
-pub(crate) struct Registry {
-    waiting: Mutex<HashMap<SessionCookie, Queue>>,
-}
-
-impl Registry {
-    /// `peer`: the control connection's address (canonical), from which
-    /// alone TCP data connections are taken.
-    fn register(
-        &self,
-        cookie: SessionCookie,
-        capacity: usize,
-        peer: Option<IpAddr>,
-    ) -> mpsc::Receiver<(DataHello, DataConn)> {
-        let (tx, rx) = mpsc::sync_channel(capacity);
-        self.waiting
-            .lock()
-            .expect("registry lock")
-            .insert(cookie, (QueueTx::Setup(tx), Arc::default(), peer));
-        rx
-    }
-
-    /// For a connection-per-transaction run: TCP connections only, for the engine's intake.
-    fn register_run(
-        &self,
-        cookie: SessionCookie,
-        capacity: usize,
-        peer: Option<IpAddr>,
-    ) -> Arc<netrig_engine::intake::Intake> {
-        let intake = Arc::new(netrig_engine::intake::Intake::new(capacity));
-        self.waiting
-            .lock()
-            .expect("registry lock")
-            .insert(cookie, (QueueTx::Run(intake.clone()), Arc::default(), peer));
-        intake
-    }
-
-    /// Connections turned away so far because the session's queue was full.
-    fn dropped(&self, cookie: &SessionCookie) -> u64 {
-        self.waiting
-            .lock()
-            .expect("registry lock")
-            .get(cookie)
-            .map_or(0, |(_, d, _)| d.load(Ordering::Relaxed))
-    }
-
-    fn unregister(&self, cookie: &SessionCookie) {
-        self.waiting.lock().expect("registry lock").remove(cookie);
-    }
-
-    /// Hands a data connection (non-blocking, from `peer`) to the session
-    /// that awaits it. `read_past`: bytes past its greeting read with it
-    /// (by a run holding the listener: the first bytes of a
-    /// connection-per-transaction request), counted by the run that takes
-    /// it. A set-up connection has no business sending before its test
-    /// starts: one that did is closed.
-    pub(crate) fn deliver(
-        &self,
-        hello: DataHello,
-        stream: TcpStream,
-        peer: SocketAddr,
-        read_past: usize,
-    ) -> Result<(), Undelivered> {
-        self.deliver_conn(hello, DataConn::Tcp(stream, peer), read_past)
-    }
-
-    /// Hands a UDP flow's hello (and where it came from) to its session.
-    pub(crate) fn deliver_udp(&self, hello: DataHello, from: SocketAddr) -> Result<(), Undelivered> {
-        self.deliver_conn(hello, DataConn::Udp(from), 0)
-    }
-
-    fn deliver_conn(&self, hello: DataHello, conn: DataConn, read_past: usize) -> Result<(), Undelivered> {
-        let tx = self
-            .waiting
-            .lock()
-            .expect("registry lock")
-            .get(&hello.cookie)
-            .cloned();
-        match tx {
-            Some((tx, dropped, peer)) => {
-                // The agent sends only to its client: a TCP data connection
-                // with the cookie from another address (one who learnt the
-                // cookie, or a second client) is closed. UDP hellos are
-                // checked by their session, which counts them.
-                if let (DataConn::Tcp(_, from), Some(want)) = (&conn, peer) {
-                    let ip = canonical_ip(from.ip());
-                    if ip != want {
-                        return Err(Undelivered::refused(format!(
-                            "data connection for session {} from {ip}, not from its control connection's \
-                             address {want}; closed",
-                            hello.cookie
-                        )));
-                    }
-                }
-                let sent = match (tx, conn) {
-                    (QueueTx::Setup(_), _) if read_past > 0 => {
-                        return Err(Undelivered::refused(format!(
-                            "session {}: a data connection sent {read_past} bytes past its greeting before \
-                             its test started; closed",
-                            hello.cookie
-                        )))
-                    }
-                    (QueueTx::Setup(tx), c) => {
-                        // Set-up configures its connections with blocking calls.
-                        if let DataConn::Tcp(s, _) = &c {
-                            s.set_nonblocking(false).map_err(|e| {
-                                Undelivered::refused(format!("cannot make the socket blocking: {e}"))
-                            })?;
-                        }
-                        tx.try_send((hello, c))
-                            .map_err(|e| matches!(e, mpsc::TrySendError::Full(_)))
-                    }
-                    // The worker that takes it keeps it non-blocking.
-                    (QueueTx::Run(intake), DataConn::Tcp(stream, _)) => intake
-                        .give(netrig_engine::intake::Arrival {
-                            hello,
-                            stream,
-                            read_past,
-                        })
-                        .map_err(|r| r == netrig_engine::intake::Refused::Full),
-                    (QueueTx::Run(_), DataConn::Udp(_)) => {
-                        return Err(Undelivered::refused("a UDP hello for a TCP test; ignored".into()))
-                    }
-                };
-                sent.map_err(|full| {
-                    if full {
-                        Undelivered::refused(format!(
-                            "session {}: its queue of new data connections is full; closed one ({} so far)",
-                            hello.cookie,
-                            dropped.fetch_add(1, Ordering::Relaxed) + 1
-                        ))
-                    } else {
-                        Undelivered {
-                            why: format!(
-                                "session {} is not accepting more data connections: its run is over; closed",
-                                hello.cookie
-                            ),
-                            late: true,
-                        }
-                    }
-                })
-            }
-            None => Err(Undelivered::refused(
-                "data connection with an unknown or expired session cookie; closed".into(),
-            )),
-        }
-    }
-}
-
-/// Why a data connection or hello went to no session.
-#[derive(Debug)]
-pub(crate) struct Undelivered {
-    pub(crate) why: String,
-    /// Its session's run was over: a connection-per-transaction client's
-    /// last connections arrive so, as its run ends (outside the window,
-    /// counted by neither end); not worth a warning.
-    pub(crate) late: bool,
-}
-
-impl Undelivered {
-    fn refused(why: String) -> Undelivered {
-        Undelivered { why, late: false }
-    }
-}
-
-impl std::fmt::Display for Undelivered {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.why)
-    }
-}
-
-/// An IPv4-mapped IPv6 address as the IPv4 address it maps.
-pub(crate) fn canonical_ip(ip: IpAddr) -> IpAddr {
-    match ip {
-        IpAddr::V6(v6) => v6.to_ipv4_mapped().map(IpAddr::V4).unwrap_or(IpAddr::V6(v6)),
-        v4 => v4,
-    }
-}
-
-/// Removes a cookie from the registry however the test ends.
-struct Registration<'a> {
-    registry: &'a Registry,
-    cookie: SessionCookie,
-}
-
-impl Drop for Registration<'_> {
-    fn drop(&mut self) {
-        self.registry.unregister(&self.cookie);
-    }
-}
+static SESSION_END_LOG: Mutex<RateLimit> =
+    Mutex::new(RateLimit::new("sessions ended in an error", WARNINGS_PER_SECOND));
 
 /// A control connection's preamble read: the protocol version its session
 /// speaks, or the answer that refuses it (a frame) and why, for the log.
@@ -281,7 +65,7 @@ enum SessionError {
 
 /// `read`: what was read of the connection past its preamble before it
 /// came here (by a run holding the listener), the start of its first frame.
-/// `key`: the client's, for its places ([`crate::listener::client_key`]);
+/// `key`: the client's, for its places ([`crate::peer::client_key`]);
 /// `pre`: its place among the connections waiting for their hello, given
 /// back once the hello is in (for a session place) or the session ends.
 pub(crate) fn serve_control(
@@ -290,29 +74,98 @@ pub(crate) fn serve_control(
     peer: &str,
     key: IpAddr,
     version: u16,
-    shared_arc: Arc<Shared>,
+    shared: Arc<Shared>,
     pre: crate::admission::PreSlot,
 ) {
-    let shared: &Shared = &shared_arc;
     let mut pre = Some(pre);
     let _ = stream.set_nodelay(true);
     let mut conn = match FramedConn::with_read(stream, netrig_proto::MAX_CLIENT_FRAME_LEN, read) {
         Ok(c) => c,
         // A frame over the limit in what came with the preamble.
         Err(e) => {
-            if SESSION_END_LOG
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .allow(Instant::now())
-            {
-                log::warn!("{peer}: session ended: {e}");
-            }
+            warn_session_end(peer, &e.to_string());
             return;
         }
     };
-    let limits = &shared.config.limits;
-    let idle_timeout = shared.config.idle_timeout;
-    let result = (|| -> Result<(), SessionError> {
+    // The session's state (its place, a watch) is gone before the error is sent.
+    let result =
+        Control::start(&mut conn, &shared, (peer, key, version), &mut pre).and_then(|mut c| c.serve());
+    if let Err(e) = result {
+        let msg = e.to_string();
+        if msg.contains("client aborted") {
+            log::info!("{peer}: session ended: {msg}");
+        } else {
+            // A peer may open sessions only to end them (a truncated frame
+            // and a FIN, say): their warnings are rate-limited.
+            warn_session_end(peer, &msg);
+        }
+        let _ = conn.send(&AgentMsg::Error {
+            message: e.to_string(),
+        });
+    }
+}
+
+/// A session's end in an error, as a warning (a few a second at most).
+fn warn_session_end(peer: &str, msg: &str) {
+    if SESSION_END_LOG
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .allow(Instant::now())
+    {
+        log::warn!("{peer}: session ended: {msg}");
+    }
+}
+
+/// What the session does once a message is handled.
+#[derive(Debug, PartialEq)]
+enum Then {
+    /// Reads the next message.
+    Next,
+    /// Marks the session idle if it is (a test ended or was refused, a
+    /// watch ended or was not started), then reads the next message.
+    CheckIdle,
+    /// Ends the session, without an error.
+    End,
+}
+
+/// A control session between its messages: what it read of its client so
+/// far, and what it holds.
+struct Control<'a> {
+    conn: &'a mut FramedConn,
+    shared: &'a Arc<Shared>,
+    peer: &'a str,
+    /// The client's key, for its places.
+    key: IpAddr,
+    /// The protocol the session speaks.
+    version: u16,
+    welcome_auth: netrig_proto::auth::WelcomeAuth,
+    sm: AgentSession,
+    /// Set by the hello: the client's key, if it proved one.
+    auth: Option<netrig_proto::auth::AgentAuthSession>,
+    /// The hello must be whole by then: until it is, the connection holds
+    /// no session place, only one in the pre-session pool.
+    hello_by: Instant,
+    /// Nothing the client sends moves this: only the end of a test does.
+    idle_until: Instant,
+    /// When the client was last heard (a watch's silence).
+    last_heard: Instant,
+    /// A watch of this host (protocol 6) and the thread it holds.
+    watch: Option<(crate::watch::Watch, crate::budget::Reservation<'a>)>,
+    /// Its session place, once its hello is in.
+    admission: Option<crate::admission::Admission>,
+    /// Its place in the pre-session pool, until then.
+    pre: &'a mut Option<crate::admission::PreSlot>,
+}
+
+impl<'a> Control<'a> {
+    /// Welcomes the client: the session, awaiting its hello.
+    fn start(
+        conn: &'a mut FramedConn,
+        shared: &'a Arc<Shared>,
+        (peer, key, version): (&'a str, IpAddr, u16),
+        pre: &'a mut Option<crate::admission::PreSlot>,
+    ) -> Result<Control<'a>, SessionError> {
+        let limits = &shared.config.limits;
         let welcome_auth = shared.config.auth.welcome();
         conn.send(&AgentMsg::Welcome {
             version,
@@ -321,332 +174,423 @@ pub(crate) fn serve_control(
             auth: welcome_auth.clone(),
             clock: agent_clock(&welcome_auth.nonce.0),
         })?;
-        let mut auth_session = None;
-        let mut sm = AgentSession::new(limits.clone(), Instant::now());
-        // The hello must be whole within the greeting's time: until then the
-        // connection holds no session place, only one in the pre-session pool.
-        let greeting = shared.config.greeting_timeout;
-        let hello_by = Instant::now() + greeting;
-        let mut admission: Option<crate::admission::Admission> = None;
-        let evicted = || {
-            SessionError::Test(format!(
-                "the agent closed this idle session to make room for a client from another address: all its \
-                 sessions (its --max-sessions, {}) were taken, and {} held more of them than the newcomer's",
-                limits.max_sessions,
-                crate::admission::whose(key)
-            ))
-        };
-        // Nothing the client sends moves this: only the end of a test does.
-        let mut idle_until = Instant::now() + idle_timeout;
-        // A watch of this host (protocol 6) and the thread it holds.
-        let mut watch: Option<(crate::watch::Watch, crate::budget::Reservation)> = None;
-        let mut last_heard = Instant::now();
-        let silence = netrig_proto::message::SILENCE_LIMIT;
-        let grace = Duration::from_secs(limits.setup_timeout_s);
+        let sm = AgentSession::new(limits.clone(), Instant::now());
+        let hello_by = Instant::now() + shared.config.greeting_timeout;
+        Ok(Control {
+            conn,
+            shared,
+            peer,
+            key,
+            version,
+            welcome_auth,
+            sm,
+            auth: None,
+            hello_by,
+            idle_until: Instant::now() + shared.config.idle_timeout,
+            last_heard: Instant::now(),
+            watch: None,
+            admission: None,
+            pre,
+        })
+    }
+
+    /// Messages until the client leaves, is silent past a deadline or breaks
+    /// the protocol.
+    fn serve(&mut self) -> Result<(), SessionError> {
         loop {
-            // Before the hello both hold: the hello's set-up step and the
-            // idle deadline, which runs from the welcome. A watch has its
-            // own: the client's heartbeats, and its limit.
-            let deadline = match &watch {
-                Some((w, _)) => (last_heard + silence).min(w.hard_deadline(grace)),
-                None if admission.is_none() => hello_by.min(idle_until),
-                None => sm.deadline().map_or(idle_until, |d| d.min(idle_until)),
-            };
-            let msg: ClientMsg = match conn.recv(deadline.saturating_duration_since(Instant::now())) {
+            let wait = self.deadline().saturating_duration_since(Instant::now());
+            let msg: ClientMsg = match self.conn.recv(wait) {
                 Ok(m) => m,
                 Err(ConnError::Timeout(_)) => {
-                    let now = Instant::now();
-                    if let Some((w, _)) = &watch {
-                        if now >= w.hard_deadline(grace) {
-                            return Err(SessionError::Test(format!(
-                                "the watch reached its limit of {} s and no watch_end came within {} s; closing",
-                                watch_limit(limits).as_secs(),
-                                grace.as_secs()
-                            )));
-                        }
-                        if now >= last_heard + silence {
-                            return Err(SessionError::Test(format!(
-                                "the client sent nothing for {} s during a watch (no heartbeat): it is stopped \
-                                 or gone; the watch ends",
-                                silence.as_secs()
-                            )));
-                        }
-                        continue;
-                    }
-                    if admission.is_none() && now < idle_until {
-                        if now < hello_by {
-                            continue;
-                        }
-                        return Err(SessionError::Test(format!(
-                            "no whole hello within {} s of the welcome (the agent's greeting timeout); closing",
-                            greeting.as_secs_f64()
-                        )));
-                    }
-                    sm.check_deadline(now)?;
-                    if now < idle_until {
-                        continue;
-                    }
-                    return Err(SessionError::Test(format!(
-                        "no test asked for within {} s of the welcome or of the last test (the agent's \
-                         --idle-timeout); closing",
-                        idle_timeout.as_secs()
-                    )));
+                    self.timed_out(Instant::now())?;
+                    continue;
                 }
-                Err(ConnError::Closed) if admission.as_ref().is_some_and(|a| a.evicted()) => {
-                    return Err(evicted())
+                Err(ConnError::Closed) if self.admission.as_ref().is_some_and(|a| a.evicted()) => {
+                    return Err(self.evicted())
                 }
                 Err(ConnError::Closed) => return Ok(()),
                 Err(e) => return Err(e.into()),
             };
-            last_heard = Instant::now();
-            // A request or a watch makes the session busy: no longer one to
-            // close for room (unless that happened already).
-            if matches!(msg, ClientMsg::TestRequest { .. } | ClientMsg::WatchStart) {
-                if let Some(a) = &admission {
-                    a.set_idle(false).map_err(|()| evicted())?;
-                }
+            match self.on_message(msg)? {
+                Then::Next => {}
+                Then::CheckIdle => self.check_idle()?,
+                Then::End => return Ok(()),
             }
-            // Heartbeats sent while the test ended may follow it; they say
-            // nothing else (and renew no deadline but a watch's silence).
-            if matches!(msg, ClientMsg::Heartbeat) && version >= netrig_proto::message::HEARTBEAT_VERSION {
-                continue;
-            }
-            // A clock probe's arrival, read first (the clock probe's t2).
-            let probe_received = if matches!(msg, ClientMsg::ClockProbe { .. }) {
-                agent_realtime_ns()
-            } else {
-                0
-            };
-            if matches!(msg, ClientMsg::ClockProbe { .. })
-                && version < netrig_proto::clock::CLOCK_PROBE_VERSION
-            {
+        }
+    }
+
+    /// Until when the session waits for the client's next message. Before
+    /// the hello both hold: the hello's set-up step and the idle deadline,
+    /// which runs from the welcome. A watch has its own: the client's
+    /// heartbeats, and its limit.
+    fn deadline(&self) -> Instant {
+        match &self.watch {
+            Some((w, _)) => (self.last_heard + SILENCE_LIMIT).min(w.hard_deadline(self.grace())),
+            None if self.admission.is_none() => self.hello_by.min(self.idle_until),
+            None => self
+                .sm
+                .deadline()
+                .map_or(self.idle_until, |d| d.min(self.idle_until)),
+        }
+    }
+
+    /// A watch's time past its limit for its end to come: the set-up steps'.
+    fn grace(&self) -> Duration {
+        Duration::from_secs(self.shared.config.limits.setup_timeout_s)
+    }
+
+    /// Nothing came by the deadline at `now`: Ok when the session waits on
+    /// (another deadline than the one that passed), or why it ends.
+    fn timed_out(&self, now: Instant) -> Result<(), SessionError> {
+        let config = &self.shared.config;
+        if let Some((w, _)) = &self.watch {
+            if now >= w.hard_deadline(self.grace()) {
                 return Err(SessionError::Test(format!(
-                    "clock_probe needs protocol v{}; this session speaks v{version}",
-                    netrig_proto::clock::CLOCK_PROBE_VERSION
+                    "the watch reached its limit of {} s and no watch_end came within {} s; closing",
+                    watch_limit(&config.limits).as_secs(),
+                    self.grace().as_secs()
                 )));
             }
-            if matches!(msg, ClientMsg::WatchStart | ClientMsg::WatchEnd)
-                && version < netrig_proto::message::WATCH_VERSION
-            {
+            if now >= self.last_heard + SILENCE_LIMIT {
                 return Err(SessionError::Test(format!(
-                    "{} needs protocol v{}; this session speaks v{version}",
-                    msg.name(),
-                    netrig_proto::message::WATCH_VERSION
+                    "the client sent nothing for {} s during a watch (no heartbeat): it is stopped \
+                     or gone; the watch ends",
+                    SILENCE_LIMIT.as_secs()
                 )));
             }
-            // An authenticated session's requests are checked before anything else.
-            if let (ClientMsg::TestRequest { spec, auth }, Some(a)) = (&msg, auth_session.as_mut()) {
-                let a: &mut netrig_proto::auth::AgentAuthSession = a;
-                if let Err(e) = a.check_request(spec, auth.as_ref()) {
-                    return Err(SessionError::Test(format!("authentication failed: {e}")));
-                }
+            return Ok(());
+        }
+        if self.admission.is_none() && now < self.idle_until {
+            if now < self.hello_by {
+                return Ok(());
             }
-            match sm.on_client(msg, Instant::now())? {
-                AgentEvent::Hello { software, auth } => {
-                    match shared.config.auth.on_hello(version, &welcome_auth, Some(&auth)) {
-                        Ok((signature, a)) => {
-                            // Now, and only now, a session place.
-                            let handle = conn
-                                .try_clone_stream()
-                                .map_err(|e| SessionError::Test(format!("control socket: {e}")))?;
-                            match crate::admission::take_slot(
-                                &shared_arc,
-                                key,
-                                a.client_key.is_some(),
-                                handle,
-                            ) {
-                                Ok((adm, closed)) => {
-                                    if let Some(k) = closed {
-                                        log::info!(
-                                            "{peer}: closed an idle session of {} to make room (--max-sessions {})",
-                                            crate::admission::whose(k),
-                                            limits.max_sessions
-                                        );
-                                    }
-                                    admission = Some(adm);
-                                    pre = None;
-                                }
-                                Err(reason) => {
-                                    log::info!("{peer}: refused: {reason}");
-                                    conn.send(&AgentMsg::Busy { reason })?;
-                                    return Ok(());
-                                }
-                            }
-                            match &a.client_key {
-                                Some(k) => log::info!(
-                                    "{peer}: client netrig {software}, protocol {version}, authenticated as {k}"
-                                ),
-                                None => log::info!("{peer}: client netrig {software}, protocol {version}"),
-                            }
-                            auth_session = Some(a);
-                            conn.send(&AgentMsg::HelloAccepted { signature })?;
-                        }
-                        Err(e) => {
-                            return Err(SessionError::Test(format!("authentication failed: {e}")));
-                        }
-                    }
-                }
-                AgentEvent::TestInvalid(reason) => {
-                    log::info!("{peer}: test refused: {reason}");
-                    conn.send(&AgentMsg::TestRejected { reason })?;
-                }
-                AgentEvent::TestRequested(spec) => {
-                    // Checked before anything is allocated, the operator's
-                    // caps first, then what this host can hold; the share is
-                    // taken once the data connections are in (run_test).
-                    let checked = shared
-                        .budget
-                        .check(share_of(&spec))
-                        .and_then(|()| host_can_run(&spec, &shared.config.limits));
-                    match checked {
-                        Ok(()) => {}
-                        Err(reason) => {
-                            log::info!("{peer}: test refused: {reason}");
-                            sm.reject();
-                            conn.send(&AgentMsg::TestRejected { reason })?;
-                            continue;
-                        }
-                    };
-                    let env = HookEnv {
-                        kind: spec.kind(),
-                        peer: conn.stream().peer_addr().ok().map(|a| canonical_ip(a.ip())),
-                        agent_port: shared.udp_local.port(),
-                        outcome: None,
-                    };
-                    if let Err(reason) = set_up(&spec, shared, &env, peer) {
-                        log::info!("{peer}: test refused: {reason}");
-                        sm.reject();
-                        conn.send(&AgentMsg::TestRejected { reason })?;
-                        continue;
-                    }
-                    // The client's set-up steps get their whole time after the hook's.
-                    sm.set_up_done(Instant::now());
-                    log::info!("{peer}: {} {} flow(s), {}", spec.kind(), spec.flows, spec.limit);
-                    let authenticated = auth_session.as_ref().is_some_and(|a| a.client_key.is_some());
-                    let test = TestContext {
-                        shared: &shared_arc,
-                        peer,
-                        heartbeats: version >= netrig_proto::message::HEARTBEAT_VERSION,
-                        disclose: if authenticated {
-                            crate::Disclose::Full
-                        } else {
-                            shared.config.disclose
-                        },
-                    };
-                    let mut writer = None;
-                    let report = run_test(&mut conn, &mut sm, &spec, &test, &mut writer);
-                    // Its buffers are freed: back to the system, not kept by the allocator.
-                    crate::memory::release_freed();
-                    // Before the results go (a failure is among their warnings),
-                    // and before an error ends the session.
-                    let outcome = match report {
-                        Ok(_) => TestOutcome::Completed,
-                        Err(_) => TestOutcome::Failed,
-                    };
-                    let warning = tear_down(&spec, shared, &env, outcome, peer);
-                    // Heartbeats until here: the tear-down hook may take a while.
-                    let dropped = writer.take().map_or(0, crate::writer::ControlWriter::finish);
-                    let mut report = report?;
-                    report.warnings.extend(warning);
-                    if dropped > 0 {
-                        report.warnings.push(format!(
-                            "remote: the agent dropped {dropped} interval sample(s) and heartbeat(s): the client \
-                             did not read its control connection fast enough"
-                        ));
-                    }
-                    conn.send(&AgentMsg::Results {
-                        report: Box::new(report),
-                    })?;
-                    sm.finish();
-                    idle_until = Instant::now() + idle_timeout;
-                }
-                AgentEvent::WatchStart => {
-                    let authenticated = auth_session.as_ref().is_some_and(|a| a.client_key.is_some());
-                    let started = if shared.config.disclose == crate::Disclose::Minimal && !authenticated {
-                        Err(
-                            "the agent tells clients that did not authenticate nothing of its host's \
-                             counters (its --disclose minimal): give this client's key with --key"
-                                .to_string(),
-                        )
-                    } else {
-                        // The sampler's thread, among all tests' threads.
-                        let share = crate::budget::Share {
-                            threads: 1,
-                            ..Default::default()
-                        };
-                        shared.budget.reserve(share).and_then(|r| {
-                            crate::watch::Watch::start(watch_limit(limits))
-                                .map(|w| (w, r))
-                                .map_err(|e| format!("cannot start the watch's thread: {e}"))
-                        })
-                    };
-                    match started {
-                        Ok(w) => {
-                            log::info!("{peer}: watching this host for the client");
-                            watch = Some(w);
-                            conn.send(&AgentMsg::WatchStarted {
-                                limit_s: watch_limit(limits).as_secs(),
-                            })?;
-                        }
-                        Err(reason) => {
-                            log::info!("{peer}: watch refused: {reason}");
-                            sm.end_watch();
-                            conn.send(&AgentMsg::WatchRejected { reason })?;
-                        }
-                    }
-                }
-                AgentEvent::WatchRefused(reason) => conn.send(&AgentMsg::WatchRejected { reason })?,
-                AgentEvent::WatchEnd => {
-                    let (w, reservation) = watch.take().ok_or_else(|| {
-                        SessionError::Test("watch_end without a watch (the agent lost it)".into())
-                    })?;
-                    let view = w.end().map_err(SessionError::Test)?;
-                    drop(reservation);
-                    log::info!("{peer}: watch ended after {:.1} s", view.window_s);
-                    conn.send(&AgentMsg::HostView {
-                        view: Box::new((&view).into()),
-                    })?;
-                    idle_until = Instant::now() + idle_timeout;
-                }
-                // An abort ends a watch without an answer.
-                AgentEvent::Abort(_) if watch.is_some() => {
-                    watch = None;
-                    idle_until = Instant::now() + idle_timeout;
-                }
-                AgentEvent::ClockProbe { seq } => conn.send(&AgentMsg::ClockEcho {
+            return Err(SessionError::Test(format!(
+                "no whole hello within {} s of the welcome (the agent's greeting timeout); closing",
+                config.greeting_timeout.as_secs_f64()
+            )));
+        }
+        self.sm.check_deadline(now)?;
+        if now < self.idle_until {
+            return Ok(());
+        }
+        Err(SessionError::Test(format!(
+            "no test asked for within {} s of the welcome or of the last test (the agent's \
+             --idle-timeout); closing",
+            config.idle_timeout.as_secs()
+        )))
+    }
+
+    /// Why the session ends when its place was taken to make room.
+    fn evicted(&self) -> SessionError {
+        SessionError::Test(format!(
+            "the agent closed this idle session to make room for a client from another address: all its \
+             sessions (its --max-sessions, {}) were taken, and {} held more of them than the newcomer's",
+            self.shared.config.limits.max_sessions,
+            crate::admission::whose(self.key)
+        ))
+    }
+
+    /// Whether the client proved its key in its hello.
+    fn authenticated(&self) -> bool {
+        self.auth.as_ref().is_some_and(|a| a.client_key.is_some())
+    }
+
+    /// One message of the client, through the session's state machine.
+    fn on_message(&mut self, msg: ClientMsg) -> Result<Then, SessionError> {
+        self.last_heard = Instant::now();
+        // A request or a watch makes the session busy: no longer one to
+        // close for room (unless that happened already).
+        if matches!(msg, ClientMsg::TestRequest { .. } | ClientMsg::WatchStart) {
+            if let Some(a) = &self.admission {
+                a.set_idle(false).map_err(|()| self.evicted())?;
+            }
+        }
+        // Heartbeats sent while the test ended may follow it; they say
+        // nothing else (and renew no deadline but a watch's silence).
+        if matches!(msg, ClientMsg::Heartbeat) && self.version >= netrig_proto::message::HEARTBEAT_VERSION {
+            return Ok(Then::Next);
+        }
+        // A clock probe's arrival, read first (the clock probe's t2).
+        let probe_received = if matches!(msg, ClientMsg::ClockProbe { .. }) {
+            agent_realtime_ns()
+        } else {
+            0
+        };
+        beyond_protocol(&msg, self.version)?;
+        // An authenticated session's requests are checked before anything else.
+        if let (ClientMsg::TestRequest { spec, auth }, Some(a)) = (&msg, self.auth.as_mut()) {
+            if let Err(e) = a.check_request(spec, auth.as_ref()) {
+                return Err(SessionError::Test(format!("authentication failed: {e}")));
+            }
+        }
+        Ok(match self.sm.on_client(msg, Instant::now())? {
+            AgentEvent::Hello { software, auth } => self.on_hello(&software, &auth)?,
+            AgentEvent::TestInvalid(reason) => {
+                log::info!("{}: test refused: {reason}", self.peer);
+                self.conn.send(&AgentMsg::TestRejected { reason })?;
+                Then::CheckIdle
+            }
+            AgentEvent::TestRequested(spec) => self.on_test_request(&spec)?,
+            AgentEvent::WatchStart => self.on_watch_start()?,
+            AgentEvent::WatchRefused(reason) => {
+                self.conn.send(&AgentMsg::WatchRejected { reason })?;
+                Then::CheckIdle
+            }
+            AgentEvent::WatchEnd => self.on_watch_end()?,
+            // An abort ends a watch without an answer.
+            AgentEvent::Abort(_) if self.watch.is_some() => {
+                self.watch = None;
+                self.idle_until = Instant::now() + self.shared.config.idle_timeout;
+                Then::CheckIdle
+            }
+            AgentEvent::ClockProbe { seq } => {
+                self.conn.send(&AgentMsg::ClockEcho {
                     seq,
                     received_ns: probe_received,
                     sent_ns: agent_realtime_ns().max(probe_received),
-                })?,
-                AgentEvent::Bye => return Ok(()),
-                AgentEvent::Go | AgentEvent::Abort(_) => {}
+                })?;
+                Then::CheckIdle
             }
-            // Idle again (a test ended or was refused, a watch ended or was
-            // not started): a session that may be closed to make room.
-            if let Some(a) = &admission {
-                if sm.is_idle() && watch.is_none() && !a.is_idle() {
-                    a.set_idle(true).map_err(|()| evicted())?;
-                }
-            }
-        }
-    })();
-    if let Err(e) = result {
-        let msg = e.to_string();
-        if msg.contains("client aborted") {
-            log::info!("{peer}: session ended: {msg}");
-        } else if SESSION_END_LOG
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .allow(Instant::now())
-        {
-            // A peer may open sessions only to end them (a truncated frame
-            // and a FIN, say): their warnings are rate-limited.
-            log::warn!("{peer}: session ended: {msg}");
-        }
-        let _ = conn.send(&AgentMsg::Error {
-            message: e.to_string(),
-        });
+            AgentEvent::Bye => Then::End,
+            AgentEvent::Go | AgentEvent::Abort(_) => Then::CheckIdle,
+        })
     }
+
+    /// Idle again (no test, no watch): a session that may be closed to make room.
+    fn check_idle(&self) -> Result<(), SessionError> {
+        if let Some(a) = &self.admission {
+            if self.sm.is_idle() && self.watch.is_none() && !a.is_idle() {
+                a.set_idle(true).map_err(|()| self.evicted())?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The hello: authenticated (or refused), then a session place (or
+    /// `busy`, which ends the session).
+    fn on_hello(
+        &mut self,
+        software: &str,
+        auth: &netrig_proto::auth::HelloAuth,
+    ) -> Result<Then, SessionError> {
+        let (signature, a) = self
+            .shared
+            .config
+            .auth
+            .on_hello(self.version, &self.welcome_auth, Some(auth))
+            .map_err(|e| SessionError::Test(format!("authentication failed: {e}")))?;
+        // Now, and only now, a session place.
+        let handle = self
+            .conn
+            .try_clone_stream()
+            .map_err(|e| SessionError::Test(format!("control socket: {e}")))?;
+        let config = &self.shared.config;
+        let caps = (
+            config.limits.max_sessions as usize,
+            config.max_sessions_per_client,
+        );
+        let peer = self.peer;
+        match crate::admission::take_slot(&self.shared.slots, caps, self.key, a.client_key.is_some(), handle)
+        {
+            Ok((adm, closed)) => {
+                if let Some(k) = closed {
+                    log::info!(
+                        "{peer}: closed an idle session of {} to make room (--max-sessions {})",
+                        crate::admission::whose(k),
+                        config.limits.max_sessions
+                    );
+                }
+                self.admission = Some(adm);
+                *self.pre = None;
+            }
+            Err(reason) => {
+                log::info!("{peer}: refused: {reason}");
+                self.conn.send(&AgentMsg::Busy { reason })?;
+                return Ok(Then::End);
+            }
+        }
+        let version = self.version;
+        match &a.client_key {
+            Some(k) => {
+                log::info!("{peer}: client netrig {software}, protocol {version}, authenticated as {k}")
+            }
+            None => log::info!("{peer}: client netrig {software}, protocol {version}"),
+        }
+        self.auth = Some(a);
+        self.conn.send(&AgentMsg::HelloAccepted { signature })?;
+        Ok(Then::CheckIdle)
+    }
+
+    /// A valid request: refused when the agent's caps or this host cannot
+    /// take it or its set-up hook fails; else run, its results sent.
+    fn on_test_request(&mut self, spec: &TestSpec) -> Result<Then, SessionError> {
+        let shared = self.shared;
+        // Checked before anything is allocated, the operator's caps first,
+        // then what this host can hold; the share is taken once the data
+        // connections are in (run_test).
+        let checked = shared
+            .budget
+            .check(share_of(spec))
+            .and_then(|()| host_can_run(spec, &shared.config.limits));
+        if let Err(reason) = checked {
+            return self.refuse_test(reason);
+        }
+        let env = HookEnv {
+            kind: spec.kind(),
+            peer: self.conn.stream().peer_addr().ok().map(|a| canonical_ip(a.ip())),
+            agent_port: shared.udp_local.port(),
+            outcome: None,
+        };
+        if let Err(reason) = set_up(spec, shared, &env, self.peer) {
+            return self.refuse_test(reason);
+        }
+        // The client's set-up steps get their whole time after the hook's.
+        self.sm.set_up_done(Instant::now());
+        log::info!(
+            "{}: {} {} flow(s), {}",
+            self.peer,
+            spec.kind(),
+            spec.flows,
+            spec.limit
+        );
+        let test = TestContext {
+            shared,
+            peer: self.peer,
+            heartbeats: self.version >= netrig_proto::message::HEARTBEAT_VERSION,
+            disclose: if self.authenticated() {
+                crate::Disclose::Full
+            } else {
+                shared.config.disclose
+            },
+        };
+        let mut writer = None;
+        let report = run_test(self.conn, &mut self.sm, spec, &test, &mut writer);
+        // Its buffers are freed: back to the system, not kept by the allocator.
+        crate::memory::release_freed();
+        // Before the results go (a failure is among their warnings),
+        // and before an error ends the session.
+        let outcome = match report {
+            Ok(_) => TestOutcome::Completed,
+            Err(_) => TestOutcome::Failed,
+        };
+        let warning = tear_down(spec, shared, &env, outcome, self.peer);
+        // Heartbeats until here: the tear-down hook may take a while.
+        let dropped = writer.take().map_or(0, crate::writer::ControlWriter::finish);
+        let report = with_end_warnings(report?, warning, dropped);
+        self.conn.send(&AgentMsg::Results {
+            report: Box::new(report),
+        })?;
+        self.sm.finish();
+        self.idle_until = Instant::now() + shared.config.idle_timeout;
+        Ok(Then::CheckIdle)
+    }
+
+    /// Tells the client why its test will not run; the session stays as it
+    /// was (busy, until a message that is not refused so).
+    fn refuse_test(&mut self, reason: String) -> Result<Then, SessionError> {
+        log::info!("{}: test refused: {reason}", self.peer);
+        self.sm.reject();
+        self.conn.send(&AgentMsg::TestRejected { reason })?;
+        Ok(Then::Next)
+    }
+
+    /// A watch of this host, unless the agent tells this client nothing of
+    /// it or has no thread to spare.
+    fn on_watch_start(&mut self) -> Result<Then, SessionError> {
+        let limits = &self.shared.config.limits;
+        let started = match watch_refusal(self.shared.config.disclose, self.authenticated()) {
+            Some(why) => Err(why),
+            None => {
+                // The sampler's thread, among all tests' threads.
+                let share = crate::budget::Share {
+                    threads: 1,
+                    ..Default::default()
+                };
+                self.shared.budget.reserve(share).and_then(|r| {
+                    crate::watch::Watch::start(watch_limit(limits))
+                        .map(|w| (w, r))
+                        .map_err(|e| format!("cannot start the watch's thread: {e}"))
+                })
+            }
+        };
+        match started {
+            Ok(w) => {
+                log::info!("{}: watching this host for the client", self.peer);
+                self.watch = Some(w);
+                self.conn.send(&AgentMsg::WatchStarted {
+                    limit_s: watch_limit(limits).as_secs(),
+                })?;
+            }
+            Err(reason) => {
+                log::info!("{}: watch refused: {reason}", self.peer);
+                self.sm.end_watch();
+                self.conn.send(&AgentMsg::WatchRejected { reason })?;
+            }
+        }
+        Ok(Then::CheckIdle)
+    }
+
+    /// The watch's end: what it saw of the host.
+    fn on_watch_end(&mut self) -> Result<Then, SessionError> {
+        let (w, reservation) = self
+            .watch
+            .take()
+            .ok_or_else(|| SessionError::Test("watch_end without a watch (the agent lost it)".into()))?;
+        let view = w.end().map_err(SessionError::Test)?;
+        drop(reservation);
+        log::info!("{}: watch ended after {:.1} s", self.peer, view.window_s);
+        self.conn.send(&AgentMsg::HostView {
+            view: Box::new((&view).into()),
+        })?;
+        self.idle_until = Instant::now() + self.shared.config.idle_timeout;
+        Ok(Then::CheckIdle)
+    }
+}
+
+/// A message the session's protocol `version` does not have: the error
+/// that ends the session.
+fn beyond_protocol(msg: &ClientMsg, version: u16) -> Result<(), SessionError> {
+    if matches!(msg, ClientMsg::ClockProbe { .. }) && version < netrig_proto::clock::CLOCK_PROBE_VERSION {
+        return Err(SessionError::Test(format!(
+            "clock_probe needs protocol v{}; this session speaks v{version}",
+            netrig_proto::clock::CLOCK_PROBE_VERSION
+        )));
+    }
+    if matches!(msg, ClientMsg::WatchStart | ClientMsg::WatchEnd)
+        && version < netrig_proto::message::WATCH_VERSION
+    {
+        return Err(SessionError::Test(format!(
+            "{} needs protocol v{}; this session speaks v{version}",
+            msg.name(),
+            netrig_proto::message::WATCH_VERSION
+        )));
+    }
+    Ok(())
+}
+
+/// Why a watch is refused to a client, whatever the host can spare: the
+/// agent's `--disclose minimal` tells a client that did not authenticate
+/// nothing of its host's counters.
+fn watch_refusal(disclose: crate::Disclose, authenticated: bool) -> Option<String> {
+    (disclose == crate::Disclose::Minimal && !authenticated).then(|| {
+        "the agent tells clients that did not authenticate nothing of its host's \
+         counters (its --disclose minimal): give this client's key with --key"
+            .to_string()
+    })
+}
+
+/// A test's report with what came after its run: the tear-down hook's
+/// failure, and the interval samples and heartbeats the agent dropped for a
+/// client that did not read them.
+fn with_end_warnings(mut report: SideReport, teardown: Option<String>, dropped: u64) -> SideReport {
+    report.warnings.extend(teardown);
+    if dropped > 0 {
+        report.warnings.push(format!(
+            "remote: the agent dropped {dropped} interval sample(s) and heartbeat(s): the client \
+             did not read its control connection fast enough"
+        ));
+    }
+    report
 }
 
 /// How long a watch may run: the agent's longest test and its set-up
@@ -769,47 +713,18 @@ fn run_test(
     test: &TestContext<'_>,
     writer: &mut Option<crate::writer::ControlWriter>,
 ) -> Result<SideReport, SessionError> {
-    let (shared, peer) = (test.shared, test.peer);
+    let shared = test.shared;
     let mut cookie = [0u8; 16];
     getrandom::fill(&mut cookie)
         .map_err(|e| SessionError::Test(format!("no randomness for a cookie: {e}")))?;
     let cookie = SessionCookie(cookie);
-    let expected = spec.connections() as usize;
     // A connection-per-transaction test's connections all come during the
     // run, straight to the engine, and the cookie stays registered for all of it.
     let workload = netrig_kinds::of(spec).workload(spec);
     let per_transaction = matches!(workload, Workloads::Transient(_));
-    let udp = spec.rules().transport() == Transport::Udp;
     let remote = SocketSettings::new(&spec.remote, spec.rules().tcp());
     let control_ip = conn.stream().peer_addr().map(|a| canonical_ip(a.ip())).ok();
-    let (data_rx, crr_rx) = if per_transaction {
-        (
-            None,
-            Some({
-                let intake = shared
-                    .registry
-                    .register_run(cookie, run_intake_capacity(spec), control_ip);
-                let arc = shared.clone();
-                intake.offer_door(Box::new(move || crate::door::lend(&arc, cookie, control_ip)));
-                intake
-            }),
-        )
-    } else {
-        // Room for the client's repeated UDP hellos too.
-        (
-            Some(
-                shared
-                    .registry
-                    .register(cookie, expected.saturating_mul(4).max(16), control_ip),
-            ),
-            None,
-        )
-    };
-    let mut udp_seen: std::collections::HashSet<u32> = std::collections::HashSet::new();
-    let mut foreign_hellos = 0u64;
-    let mut foreign_log = Instant::now()
-        .checked_sub(Duration::from_secs(1))
-        .unwrap_or_else(Instant::now);
+    let arrivals = register(shared, spec, cookie, control_ip, per_transaction);
     let _registration = Registration {
         registry: &shared.registry,
         cookie,
@@ -822,43 +737,334 @@ fn run_test(
     let counters_before = netrig_metrics::read_kernel_counters().ok();
 
     // Collect the data connections, configure each as it arrives.
-    let plan = spec.flow_plan();
-    let mut flows = Vec::with_capacity(expected);
-    let mut buffers = Vec::with_capacity(expected);
-    let mut warnings = Vec::new();
-    let requested = BufPair {
-        snd: spec.remote.sndbuf,
-        rcv: spec.remote.rcvbuf,
+    let mut got = Gathered::new(spec, &remote, control_ip);
+    let data_rx = match &arrivals {
+        Arrivals::Setup(rx) => Some(rx),
+        Arrivals::Run(_) => None,
     };
-    let mut index_in_dir: HashMap<Direction, u32> = HashMap::new();
-    let mut first_index = HashMap::new();
-    for (i, d) in plan.iter().enumerate() {
-        first_index.entry(*d).or_insert(i as u32);
-        *index_in_dir.entry(*d).or_default() += 1;
+    gather(conn, sm, test, data_rx, &mut got)?;
+    if !per_transaction && !got.udp {
+        close_extra(shared, cookie, data_rx, test.peer);
     }
+    // The test's share of the agent's totals, taken now that its data
+    // connections are in (checked when it was asked for; another test may
+    // have taken it since), held until the test ends.
+    let _reservation = shared
+        .budget
+        .reserve(share_of(spec))
+        .map_err(|reason| SessionError::Test(format!("the test cannot start: {reason}")))?;
+    let ready_at = ready_and_go(conn, sm, shared)?;
+    let start = Instant::now();
+    let w = crate::writer::ControlWriter::start(
+        conn.try_clone_stream()
+            .map_err(|e| SessionError::Test(format!("control socket: {e}")))?,
+        test.heartbeats.then_some(netrig_proto::message::HEARTBEAT),
+    )
+    .map_err(|e| SessionError::Test(format!("cannot start the control writer: {e}")))?;
+    let sink = w.sink();
+    *writer = Some(w);
+    let plan = spec.flow_plan();
+    // The set-up queue stays open until the test ends (a UDP client repeats
+    // its hellos until it reads data_ready).
+    let side = match workload {
+        Workloads::Transient(workload) => SideFlows::Transient {
+            workload,
+            flows: plan
+                .iter()
+                .enumerate()
+                .map(|(id, d)| FlowSlot::new(id as u32, *d, spec.role(*d, true), None))
+                .collect(),
+            intake: match &arrivals {
+                Arrivals::Run(intake) => Some(intake.clone()),
+                Arrivals::Setup(_) => None,
+            },
+        },
+        Workloads::Connected(workload) => SideFlows::Connected {
+            workload,
+            flows: std::mem::take(&mut got.flows),
+        },
+    };
+    let outcome = run_flows(
+        conn,
+        sm,
+        spec,
+        side,
+        (start, ready_at),
+        test,
+        sink,
+        cookie.test_id(),
+    )?;
+    if per_transaction {
+        let dropped = shared.registry.dropped(&cookie) + outcome.dropped_connections;
+        got.warnings
+            .extend(transient_warnings(&outcome, got.requested, &remote, dropped));
+    }
+    got.warnings
+        .extend(cap_warning(outcome.send_cap, outcome.window_s));
+    let counters = match (counters_before, netrig_metrics::read_kernel_counters()) {
+        (Some(b), Ok(a)) => Some(CounterReport::between(&b, &a, netrig_metrics::read_conntrack())),
+        _ => None,
+    };
+    log::info!(
+        "{}: done, {} bytes",
+        test.peer,
+        outcome.flows.iter().map(|f| f.window_bytes).sum::<u64>()
+    );
+    let mut report = got.report(outcome, counters, environment);
+    if test.disclose == crate::Disclose::Minimal {
+        withhold_host(&mut report);
+    }
+    Ok(report)
+}
+
+/// Where a test's data connections reach it: at set-up, through the
+/// registry's queue; a connection-per-transaction test's, during the run,
+/// through the engine's intake.
+enum Arrivals {
+    Setup(mpsc::Receiver<(DataHello, DataConn)>),
+    Run(Arc<netrig_engine::intake::Intake>),
+}
+
+/// Registers the test's cookie, so that its data connections (from
+/// `control_ip` alone, over TCP) reach it.
+fn register(
+    shared: &Arc<Shared>,
+    spec: &TestSpec,
+    cookie: SessionCookie,
+    control_ip: Option<IpAddr>,
+    per_transaction: bool,
+) -> Arrivals {
+    if per_transaction {
+        let intake = shared
+            .registry
+            .register_run(cookie, run_intake_capacity(spec), control_ip);
+        let arc = shared.clone();
+        intake.offer_door(Box::new(move || crate::door::lend(&arc, cookie, control_ip)));
+        Arrivals::Run(intake)
+    } else {
+        // Room for the client's repeated UDP hellos too.
+        let expected = spec.connections() as usize;
+        Arrivals::Setup(
+            shared
+                .registry
+                .register(cookie, expected.saturating_mul(4).max(16), control_ip),
+        )
+    }
+}
+
+/// A test's data connections as set-up took them, each configured, and
+/// what configuring them found.
+struct Gathered<'s> {
+    spec: &'s TestSpec,
+    plan: Vec<Direction>,
+    /// The flows the test has.
+    expected: usize,
+    /// Each direction's first flow (a sender's byte quota is counted from it).
+    first_index: HashMap<Direction, u32>,
+    udp: bool,
+    /// The only address UDP flows may come from: the control connection's.
+    control_ip: Option<IpAddr>,
+    remote: &'s SocketSettings,
+    requested: BufPair,
+    flows: Vec<Flow>,
+    /// Each flow's buffers and options as set-up found them.
+    buffers: Vec<(u32, BufPair, AppliedOptions)>,
+    warnings: Vec<String>,
+    /// UDP flows whose hello came (the client repeats them).
+    udp_seen: HashSet<u32>,
+    foreign: ForeignHellos,
+}
+
+impl<'s> Gathered<'s> {
+    fn new(spec: &'s TestSpec, remote: &'s SocketSettings, control_ip: Option<IpAddr>) -> Self {
+        let plan = spec.flow_plan();
+        let expected = spec.connections() as usize;
+        let mut first_index = HashMap::new();
+        for (i, d) in plan.iter().enumerate() {
+            first_index.entry(*d).or_insert(i as u32);
+        }
+        Gathered {
+            spec,
+            plan,
+            expected,
+            first_index,
+            udp: spec.rules().transport() == Transport::Udp,
+            control_ip,
+            remote,
+            requested: BufPair {
+                snd: spec.remote.sndbuf,
+                rcv: spec.remote.rcvbuf,
+            },
+            flows: Vec::with_capacity(expected),
+            buffers: Vec::with_capacity(expected),
+            warnings: Vec::new(),
+            udp_seen: HashSet::new(),
+            foreign: ForeignHellos::new(Instant::now()),
+        }
+    }
+
+    /// What `hello` brought: its flow's socket, configured; `None` for what
+    /// the test does not take (a repeated or stranger's UDP hello, the
+    /// wrong protocol).
+    fn socket(
+        &mut self,
+        hello: &DataHello,
+        data: DataConn,
+        sm: &mut AgentSession,
+        test: &TestContext<'_>,
+    ) -> Result<Option<FlowSocket>, SessionError> {
+        let peer = test.peer;
+        Ok(Some(match data {
+            DataConn::Tcp(stream, _) if !self.udp => {
+                sm.on_data_connection(hello.flow, Instant::now())?;
+                sockopt::apply_connected(&stream, self.remote, true, "-S/--remote-sockbuf")
+                    .map_err(|e| SessionError::Test(format!("agent {e}")))?;
+                stream.into()
+            }
+            DataConn::Udp(from) if self.udp => {
+                // Only the client's own address may open UDP flows: the agent
+                // must never be made to send to a third party.
+                if self.control_ip != Some(canonical_ip(from.ip())) {
+                    // Said once a second at most, with how many: a peer must
+                    // not be able to fill the log (40,000 hellos made 29,082
+                    // lines).
+                    if let Some(n) = self.foreign.count(Instant::now()) {
+                        log::warn!(
+                            "{peer}: {n} UDP hello(s) (the last for flow {} from {from}) not from the \
+                             control connection's address; ignored",
+                            hello.flow
+                        );
+                    }
+                    return Ok(None);
+                }
+                if !self.udp_seen.insert(hello.flow) {
+                    return Ok(None); // a repeated hello
+                }
+                sm.on_data_connection(hello.flow, Instant::now())?;
+                let sock = crate::udp::flow_socket(test.shared.udp_local, from).map_err(|e| {
+                    SessionError::Test(format!("agent: UDP socket for flow {}: {e}", hello.flow))
+                })?;
+                sockopt::apply_connected(&sock, self.remote, true, "-S/--remote-sockbuf")
+                    .map_err(|e| SessionError::Test(format!("agent {e}")))?;
+                sock.into()
+            }
+            _ => {
+                log::warn!(
+                    "{peer}: data connection of the wrong protocol for {}; ignored",
+                    self.spec.kind()
+                );
+                return Ok(None);
+            }
+        }))
+    }
+
+    /// Flow `id`'s socket, configured: its buffers and options are read
+    /// back, the first flow's warned about.
+    fn add(&mut self, id: u32, socket: FlowSocket) {
+        let spec = self.spec;
+        let direction = self.plan[id as usize];
+        let initial = sockopt::buffers(&socket);
+        let applied = sockopt::applied(&socket);
+        if self.flows.is_empty() {
+            let got = (initial, &applied);
+            let warned = sockopt::setup_warnings(self.requested, self.remote, got, "remote", "-S");
+            self.warnings.extend(warned);
+        }
+        let role = spec.role(direction, true);
+        let quota = match role {
+            Role::Sender => spec.byte_quota(id - self.first_index[&direction]),
+            _ => None,
+        };
+        self.buffers.push((id, initial, applied));
+        self.flows.push(Flow::new(id, direction, role, socket, quota));
+    }
+
+    /// This end's report of the run: its flows with what set-up found of
+    /// them, the warnings, the host's counters and environment.
+    fn report(
+        self,
+        outcome: SideOutcome,
+        counters: Option<CounterReport>,
+        environment: netrig_proto::report::measure::Environment,
+    ) -> SideReport {
+        let by_id: HashMap<u32, _> = self.buffers.into_iter().map(|(id, b, a)| (id, (b, a))).collect();
+        let flows = outcome
+            .flows
+            .iter()
+            .map(|f| f.report(self.spec, self.requested, by_id.get(&f.id).cloned()))
+            .collect();
+        SideReport {
+            flows,
+            window_s: outcome.window_s,
+            warnings: self.warnings,
+            cpu: outcome.cpu,
+            cpu_window_s: outcome.cpu_window_s,
+            workers: outcome.workers,
+            counters,
+            environment: Some(environment),
+            latency: outcome.latency,
+            latency_histogram: None,
+            schedule: outcome.schedule,
+            witness: outcome.witness,
+            one_way: outcome.one_way.map(|mut o| {
+                o.zero_ns = skewed(o.zero_ns);
+                o.ref_ns = skewed(o.ref_ns);
+                o
+            }),
+        }
+    }
+}
+
+/// UDP hellos from a stranger's address, counted between two warnings.
+struct ForeignHellos {
+    since_warned: u64,
+    warned: Instant,
+}
+
+impl ForeignHellos {
+    fn new(now: Instant) -> Self {
+        ForeignHellos {
+            since_warned: 0,
+            // The first is warned about at once.
+            warned: now.checked_sub(Duration::from_secs(1)).unwrap_or(now),
+        }
+    }
+
+    /// One more at `now`: how many to warn about, once a second at most.
+    fn count(&mut self, now: Instant) -> Option<u64> {
+        self.since_warned += 1;
+        if now.saturating_duration_since(self.warned) < Duration::from_secs(1) {
+            return None;
+        }
+        self.warned = now;
+        Some(std::mem::take(&mut self.since_warned))
+    }
+}
+
+/// Takes the test's data connections as they come, until it has them all.
+///
+/// Each data connection within [`DATA_STALL`] of the last (of
+/// test_accepted for the first): a client that opens none, or stops,
+/// holds its sockets and session no longer than that (and none of the
+/// budget, taken only before data_ready). The client opens them one after
+/// another: 10 s leaves room for a connect that lost three SYNs (1, 2 and
+/// 4 s of retransmission).
+fn gather(
+    conn: &mut FramedConn,
+    sm: &mut AgentSession,
+    test: &TestContext<'_>,
+    data_rx: Option<&mpsc::Receiver<(DataHello, DataConn)>>,
+    got: &mut Gathered<'_>,
+) -> Result<(), SessionError> {
+    let shared = test.shared;
+    let expected = got.expected;
     let mut last_control_check = Instant::now();
     let failed_accepts = shared.accept_failures.count();
-    // Each data connection within DATA_STALL of the last (of test_accepted
-    // for the first): a client that opens none, or stops, holds its
-    // sockets and session no longer than that (and none of the budget,
-    // taken only before data_ready). The client opens them one after
-    // another: 10 s leaves room for a connect that lost three SYNs (1, 2
-    // and 4 s of retransmission).
     let stall = DATA_STALL;
     let mut next_by = Instant::now() + stall;
-    while flows.len() < expected {
+    while got.flows.len() < expected {
         if data_rx.is_some() && Instant::now() >= next_by {
-            return Err(SessionError::Test(format!(
-                "no data connection within {} s of {} ({} of the test's {expected} arrived); the test is \
-                 given up",
-                stall.as_secs_f64(),
-                if flows.is_empty() {
-                    "test_accepted"
-                } else {
-                    "the last one"
-                },
-                flows.len()
-            )));
+            return Err(SessionError::Test(stalled(stall, got.flows.len(), expected)));
         }
         // Data connections the agent could not accept are the likeliest cause.
         sm.check_deadline(Instant::now()).map_err(|e| {
@@ -876,7 +1082,7 @@ fn run_test(
                 return Err(SessionError::Test("client aborted during set-up".into()));
             }
         }
-        let Some(data_rx) = &data_rx else { break };
+        let Some(data_rx) = data_rx else { break };
         let (hello, data) = match data_rx.recv_timeout(Duration::from_millis(50)) {
             Ok(x) => x,
             Err(mpsc::RecvTimeoutError::Timeout) => continue,
@@ -884,96 +1090,60 @@ fn run_test(
                 return Err(SessionError::Test("registry closed".into()))
             }
         };
-        let socket: FlowSocket = match data {
-            DataConn::Tcp(stream, _) if !udp => {
-                sm.on_data_connection(hello.flow, Instant::now())?;
-                sockopt::apply_connected(&stream, &remote, true, "-S/--remote-sockbuf")
-                    .map_err(|e| SessionError::Test(format!("agent {e}")))?;
-                stream.into()
-            }
-            DataConn::Udp(from) if udp => {
-                // Only the client's own address may open UDP flows: the agent
-                // must never be made to send to a third party.
-                if control_ip != Some(canonical_ip(from.ip())) {
-                    // Said once a second at most, with how many: a peer must
-                    // not be able to fill the log (40,000 hellos made 29,082
-                    // lines).
-                    foreign_hellos += 1;
-                    if foreign_log.elapsed() >= Duration::from_secs(1) {
-                        log::warn!(
-                            "{peer}: {foreign_hellos} UDP hello(s) (the last for flow {} from {from}) not from the \
-                             control connection's address; ignored",
-                            hello.flow
-                        );
-                        foreign_hellos = 0;
-                        foreign_log = Instant::now();
-                    }
-                    continue;
-                }
-                if !udp_seen.insert(hello.flow) {
-                    continue; // a repeated hello
-                }
-                sm.on_data_connection(hello.flow, Instant::now())?;
-                let sock = crate::udp::flow_socket(shared.udp_local, from).map_err(|e| {
-                    SessionError::Test(format!("agent: UDP socket for flow {}: {e}", hello.flow))
-                })?;
-                sockopt::apply_connected(&sock, &remote, true, "-S/--remote-sockbuf")
-                    .map_err(|e| SessionError::Test(format!("agent {e}")))?;
-                sock.into()
-            }
-            _ => {
-                log::warn!(
-                    "{peer}: data connection of the wrong protocol for {}; ignored",
-                    spec.kind()
-                );
-                continue;
-            }
+        let Some(socket) = got.socket(&hello, data, sm, test)? else {
+            continue;
         };
         next_by = Instant::now() + stall;
-        let direction = plan[hello.flow as usize];
-        let initial = sockopt::buffers(&socket);
-        if flows.is_empty() {
-            warnings.extend(sockopt::buffer_warnings(requested, initial, "remote", "-S"));
-        }
-        let role = spec.role(direction, true);
-        let quota = match role {
-            Role::Sender => spec.byte_quota(hello.flow - first_index[&direction]),
-            _ => None,
-        };
-        let applied = match &socket {
-            FlowSocket::Tcp(t) => sockopt::applied(t),
-            FlowSocket::Udp(u) => sockopt::applied(u),
-        };
-        if buffers.is_empty() {
-            warnings.extend(sockopt::option_warnings(&remote, &applied, "remote"));
-        }
-        buffers.push((hello.flow, initial, applied));
-        flows.push(Flow::new(hello.flow, direction, role, socket, quota));
+        got.add(hello.flow, socket);
     }
-    if !per_transaction && !udp {
-        // Every flow is here: a data connection that comes now is one too
-        // many, closed at once rather than held until the test ends. (UDP
-        // keeps its registration: the client repeats its hellos until it
-        // reads data_ready, and those are expected.)
-        shared.registry.unregister(&cookie);
-        if let Some(rx) = &data_rx {
-            while let Ok((hello, extra)) = rx.try_recv() {
-                if matches!(extra, DataConn::Tcp(..)) {
-                    log::info!(
-                        "{peer}: data connection for flow {} beyond the test's flows; closed",
-                        hello.flow
-                    );
-                }
+    Ok(())
+}
+
+/// Why set-up gave up: no data connection within `stall`, with `arrived` of
+/// the test's `expected` in.
+fn stalled(stall: Duration, arrived: usize, expected: usize) -> String {
+    format!(
+        "no data connection within {} s of {} ({arrived} of the test's {expected} arrived); the test is \
+         given up",
+        stall.as_secs_f64(),
+        if arrived == 0 {
+            "test_accepted"
+        } else {
+            "the last one"
+        },
+    )
+}
+
+/// Every flow of a TCP test is here: a data connection that comes now is
+/// one too many, closed at once rather than held until the test ends. (UDP
+/// keeps its registration: the client repeats its hellos until it reads
+/// data_ready, and those are expected.)
+fn close_extra(
+    shared: &Shared,
+    cookie: SessionCookie,
+    data_rx: Option<&mpsc::Receiver<(DataHello, DataConn)>>,
+    peer: &str,
+) {
+    shared.registry.unregister(&cookie);
+    if let Some(rx) = data_rx {
+        while let Ok((hello, extra)) = rx.try_recv() {
+            if matches!(extra, DataConn::Tcp(..)) {
+                log::info!(
+                    "{peer}: data connection for flow {} beyond the test's flows; closed",
+                    hello.flow
+                );
             }
         }
     }
-    // The test's share of the agent's totals, taken now that its data
-    // connections are in (checked when it was asked for; another test may
-    // have taken it since), held until the test ends.
-    let _reservation = shared
-        .budget
-        .reserve(share_of(spec))
-        .map_err(|reason| SessionError::Test(format!("the test cannot start: {reason}")))?;
+}
+
+/// Tells the client its data connections are in and waits for its go:
+/// the instant data_ready left.
+fn ready_and_go(
+    conn: &mut FramedConn,
+    sm: &mut AgentSession,
+    shared: &Shared,
+) -> Result<Instant, SessionError> {
     // Before data_ready leaves, so no later than the client's time zero,
     // which it takes on reading it: this end's receivers count one-way
     // delay from here (netrig_proto::clock).
@@ -993,92 +1163,33 @@ fn run_test(
             e => e.into(),
         })?;
     match sm.on_client(msg, Instant::now())? {
-        AgentEvent::Go => {}
-        AgentEvent::Abort(r) => return Err(SessionError::Test(format!("client aborted: {r}"))),
-        other => return Err(SessionError::Test(format!("expected go, got {other}"))),
+        AgentEvent::Go => Ok(ready_at),
+        AgentEvent::Abort(r) => Err(SessionError::Test(format!("client aborted: {r}"))),
+        other => Err(SessionError::Test(format!("expected go, got {other}"))),
     }
-    let start = Instant::now();
-    let w = crate::writer::ControlWriter::start(
-        conn.try_clone_stream()
-            .map_err(|e| SessionError::Test(format!("control socket: {e}")))?,
-        test.heartbeats.then_some(netrig_proto::message::HEARTBEAT),
-    )
-    .map_err(|e| SessionError::Test(format!("cannot start the control writer: {e}")))?;
-    let sink = w.sink();
-    *writer = Some(w);
-    let side = match workload {
-        Workloads::Transient(workload) => SideFlows::Transient {
-            workload,
-            flows: plan
-                .iter()
-                .enumerate()
-                .map(|(id, d)| FlowSlot::new(id as u32, *d, spec.role(*d, true), None))
-                .collect(),
-            intake: crr_rx,
-        },
-        Workloads::Connected(workload) => SideFlows::Connected { workload, flows },
-    };
-    let outcome = run_flows(
-        conn,
-        sm,
-        spec,
-        side,
-        (start, ready_at),
-        test,
-        sink,
-        cookie.test_id(),
-    )?;
-    if per_transaction {
-        if let Some(c) = outcome.flows.iter().find_map(|f| f.first_connection.as_ref()) {
-            warnings.extend(sockopt::buffer_warnings(requested, c.initial, "remote", "-S"));
-            warnings.extend(sockopt::option_warnings(&remote, &c.applied, "remote"));
-        }
-        let dropped = shared.registry.dropped(&cookie) + outcome.dropped_connections;
-        if dropped > 0 {
-            warnings.push(format!(
-                "remote: the agent closed {dropped} connection(s) unanswered: more arrived at once than its \
-                 queues hold (the client counts them as reset)"
-            ));
-        }
+}
+
+/// What a connection-per-transaction run's outcome warns of: its first
+/// connection's buffers and options, and the connections closed unanswered
+/// (`dropped`, the registry's and the engine's).
+fn transient_warnings(
+    outcome: &SideOutcome,
+    requested: BufPair,
+    remote: &SocketSettings,
+    dropped: u64,
+) -> Vec<String> {
+    let mut warnings = Vec::new();
+    if let Some(c) = outcome.flows.iter().find_map(|f| f.first_connection.as_ref()) {
+        let got = (c.initial, &c.applied);
+        warnings.extend(sockopt::setup_warnings(requested, remote, got, "remote", "-S"));
     }
-    warnings.extend(cap_warning(outcome.send_cap, outcome.window_s));
-    let counters = match (counters_before, netrig_metrics::read_kernel_counters()) {
-        (Some(b), Ok(a)) => Some(CounterReport::between(&b, &a, netrig_metrics::read_conntrack())),
-        _ => None,
-    };
-    log::info!(
-        "{peer}: done, {} bytes",
-        outcome.flows.iter().map(|f| f.window_bytes).sum::<u64>()
-    );
-    let by_id: HashMap<u32, _> = buffers.into_iter().map(|(id, b, a)| (id, (b, a))).collect();
-    let flows = outcome
-        .flows
-        .iter()
-        .map(|f| f.report(spec, requested, by_id.get(&f.id).cloned()))
-        .collect();
-    let mut report = SideReport {
-        flows,
-        window_s: outcome.window_s,
-        warnings,
-        cpu: outcome.cpu,
-        cpu_window_s: outcome.cpu_window_s,
-        workers: outcome.workers,
-        counters,
-        environment: Some(environment),
-        latency: outcome.latency,
-        latency_histogram: None,
-        schedule: outcome.schedule,
-        witness: outcome.witness,
-        one_way: outcome.one_way.map(|mut o| {
-            o.zero_ns = skewed(o.zero_ns);
-            o.ref_ns = skewed(o.ref_ns);
-            o
-        }),
-    };
-    if test.disclose == crate::Disclose::Minimal {
-        withhold_host(&mut report);
+    if dropped > 0 {
+        warnings.push(format!(
+            "remote: the agent closed {dropped} connection(s) unanswered: more arrived at once than its \
+             queues hold (the client counts them as reset)"
+        ));
     }
-    Ok(report)
+    warnings
 }
 
 /// This agent's `CLOCK_REALTIME` as it tells the client (the clock probe's
@@ -1249,7 +1360,60 @@ fn run_flows(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::net::TcpListener;
+
+    /// A message the session's protocol does not have ends it, naming the
+    /// protocol that has it; the others pass.
+    #[test]
+    fn messages_beyond_the_sessions_protocol_end_it() {
+        let probe = ClientMsg::ClockProbe { seq: 0 };
+        let v = netrig_proto::clock::CLOCK_PROBE_VERSION;
+        assert!(beyond_protocol(&probe, v).is_ok());
+        let e = beyond_protocol(&probe, v - 1).unwrap_err().to_string();
+        assert!(e.starts_with("clock_probe needs protocol v"), "{e}");
+        let w = netrig_proto::message::WATCH_VERSION;
+        assert!(beyond_protocol(&ClientMsg::WatchEnd, w).is_ok());
+        let e = beyond_protocol(&ClientMsg::WatchStart, w - 1)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("needs protocol v") && e.contains(&format!("speaks v{}", w - 1)),
+            "{e}"
+        );
+        assert!(beyond_protocol(&ClientMsg::Bye, 1).is_ok());
+    }
+
+    /// A watch is refused only to a client that did not authenticate, by an
+    /// agent that discloses the minimum.
+    #[test]
+    fn a_watch_is_refused_only_to_the_unauthenticated_under_minimal_disclosure() {
+        assert!(watch_refusal(crate::Disclose::Minimal, false).is_some_and(|w| w.contains("--key")));
+        assert_eq!(watch_refusal(crate::Disclose::Minimal, true), None);
+        assert_eq!(watch_refusal(crate::Disclose::Full, false), None);
+    }
+
+    /// Hellos from a stranger are told at once, then once a second with how
+    /// many came since.
+    #[test]
+    fn foreign_hellos_are_told_once_a_second_with_their_count() {
+        let t = Instant::now();
+        let mut f = ForeignHellos::new(t);
+        assert_eq!(f.count(t), Some(1));
+        assert_eq!(f.count(t + Duration::from_millis(10)), None);
+        assert_eq!(f.count(t + Duration::from_millis(500)), None);
+        assert_eq!(f.count(t + Duration::from_millis(1000)), Some(3));
+    }
+
+    /// Set-up gives up naming what it waited after and how many came.
+    #[test]
+    fn a_stalled_set_up_says_since_when_and_how_many_came() {
+        let none = stalled(DATA_STALL, 0, 4);
+        assert!(
+            none.contains("within 10 s of test_accepted (0 of the test's 4 arrived)"),
+            "{none}"
+        );
+        let some = stalled(DATA_STALL, 3, 4);
+        assert!(some.contains("of the last one (3 of the test's 4"), "{some}");
+    }
 
     /// The cap's warning says the cap and how long it held the sends, and
     /// only when it held them for more than 1 % of the window.
@@ -1270,78 +1434,5 @@ mod tests {
             w.contains("--max-rate 100 Mbit/s held its sends") && w.contains("waited 2.50 s"),
             "{w}"
         );
-    }
-
-    /// A connection to a loopback listener and the address it came from.
-    fn conn(l: &TcpListener) -> (TcpStream, SocketAddr) {
-        let c = TcpStream::connect(l.local_addr().unwrap()).unwrap();
-        let from = c.local_addr().unwrap();
-        (c, from)
-    }
-
-    fn hello(cookie: SessionCookie) -> DataHello {
-        DataHello {
-            version: netrig_proto::PROTOCOL_VERSION,
-            cookie,
-            flow: 0,
-        }
-    }
-
-    /// A connection for a run that is over is late (said at debug level: a
-    /// connection-per-transaction client's last ones arrive so); one for a
-    /// full queue, a stranger's address or an unknown cookie is refused (a
-    /// warning).
-    #[test]
-    fn a_connection_after_its_run_is_late_and_the_others_are_refused() {
-        let l = TcpListener::bind("127.0.0.1:0").unwrap();
-        let r = Registry::default();
-        let cookie = SessionCookie([7; 16]);
-        let intake = r.register_run(cookie, 1, Some(IpAddr::from([127, 0, 0, 1])));
-        let (c, from) = conn(&l);
-        r.deliver(hello(cookie), c, from, 0).expect("queued");
-        let (c, from) = conn(&l);
-        let full = r.deliver(hello(cookie), c, from, 0).unwrap_err();
-        assert!(!full.late && full.why.contains("full"), "{full}");
-        let (c, _) = conn(&l);
-        let stranger = r
-            .deliver(hello(cookie), c, SocketAddr::from(([127, 0, 0, 2], 9)), 0)
-            .unwrap_err();
-        assert!(!stranger.late && stranger.why.contains("not from"), "{stranger}");
-        intake.close();
-        let (c, from) = conn(&l);
-        let late = r.deliver(hello(cookie), c, from, 0).unwrap_err();
-        assert!(late.late && late.why.contains("run is over"), "{late}");
-        let (c, from) = conn(&l);
-        let unknown = r.deliver(hello(SessionCookie([8; 16])), c, from, 0).unwrap_err();
-        assert!(!unknown.late && unknown.why.contains("unknown"), "{unknown}");
-    }
-
-    /// What a run holding the listener read past a greeting goes with the
-    /// connection to its run; a set-up connection that sent before its test
-    /// started is refused.
-    #[test]
-    fn bytes_read_past_a_greeting_go_to_a_run_and_are_refused_at_set_up() {
-        let l = TcpListener::bind("127.0.0.1:0").unwrap();
-        let r = Registry::default();
-        let peer = Some(IpAddr::from([127, 0, 0, 1]));
-        let run = SessionCookie([7; 16]);
-        let intake = r.register_run(run, 4, peer);
-        let (c, from) = conn(&l);
-        r.deliver(hello(run), c, from, 33).expect("queued");
-        let (dealer, intakes) = netrig_engine::intake::deal(1, 4).unwrap();
-        intake.start(dealer);
-        let a = intakes[0].arrivals.try_recv().expect("dealt");
-        assert_eq!(a.read_past, 33);
-        let setup = SessionCookie([9; 16]);
-        let _rx = r.register(setup, 4, peer);
-        let (c, from) = conn(&l);
-        let early = r.deliver(hello(setup), c, from, 1).unwrap_err();
-        assert!(
-            !early.late && early.why.contains("before its test started"),
-            "{early}"
-        );
-        let (c, from) = conn(&l);
-        r.deliver(hello(setup), c, from, 0)
-            .expect("nothing read past: queued");
     }
 }

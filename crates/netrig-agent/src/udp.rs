@@ -4,7 +4,7 @@
 //! that the kernel delivers that flow's datagrams to it (a connected socket
 //! is a better match than the unconnected one) and workers own their flows.
 
-use crate::listener::Shared;
+use crate::shared::Shared;
 use netrig_proto::DataHello;
 use socket2::{Domain, Protocol, Socket, Type};
 use std::io;

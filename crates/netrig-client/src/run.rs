@@ -7,8 +7,9 @@ use netrig_engine::{sockopt, Connector, Flow, FlowSlot, FlowSocket};
 use netrig_kinds::Workloads;
 use netrig_proto::clock::{AgentClock, ClockCheck};
 use netrig_proto::conn::{ConnError, FramedConn};
+use netrig_proto::message::{HEARTBEAT, SILENCE_LIMIT};
 use netrig_proto::neighbour;
-use netrig_proto::report::{BufPair, CounterReport, IntervalSample, Role, SideReport};
+use netrig_proto::report::{AppliedOptions, BufPair, CounterReport, IntervalSample, Role, SideReport};
 use netrig_proto::session::{ClientEvent, ClientSession};
 use netrig_proto::spec::{Exchange, Limit, Transport};
 use netrig_proto::{
@@ -245,6 +246,108 @@ fn link_local_hint(ip: IpAddr, agent: SocketAddr) -> &'static str {
     }
 }
 
+/// Opens the control connection to `addr` and sends netrig's greeting: the
+/// connection, once the peer's first byte may start a netrig frame, and
+/// when the greeting left.
+fn greet(addr: SocketAddr, opts: &ClientOptions) -> Result<(FramedConn, Instant), ClientError> {
+    let opening = Instant::now();
+    let mut stream = connect_socket(addr, opts, |_| Ok(()))?;
+    let round_trip = opening.elapsed();
+    let _ = stream.set_nodelay(true);
+    let preamble = ControlPreamble {
+        min_version: MIN_PROTOCOL_VERSION,
+        max_version: PROTOCOL_VERSION,
+    };
+    stream
+        .write_all(&preamble.encode())
+        .map_err(|error| ClientError::Connect { addr, error })?;
+    let greeted = Instant::now();
+    let first_wait = (FIRST_REPLY_MIN + round_trip * FIRST_REPLY_RTTS).min(WELCOME_TIMEOUT);
+    first_reply(&stream, addr, first_wait)?;
+    Ok((FramedConn::new(stream, AGENT_FRAME_LIMIT), greeted))
+}
+
+/// An agent's welcome, as the client takes it.
+struct Welcome {
+    version: u16,
+    software: String,
+    limits: AgentLimits,
+    auth: netrig_proto::auth::WelcomeAuth,
+    clock: Option<AgentClock>,
+}
+
+/// What the peer at `addr` answered netrig's greeting with (`msg`, as
+/// read), through the session's state machine: its welcome, or why it is
+/// not an agent or refused this client.
+fn welcomed(
+    sm: &mut ClientSession,
+    msg: Result<AgentMsg, ConnError>,
+    addr: SocketAddr,
+) -> Result<Welcome, ClientError> {
+    let msg = msg.map_err(|e| ClientError::NotAgent {
+        addr,
+        detail: match e {
+            ConnError::Closed => "it closed the connection without a welcome".into(),
+            ConnError::Timeout(_) => format!(
+                "no whole welcome in the {} s this client waits for one",
+                WELCOME_TIMEOUT.as_secs()
+            ),
+            other => other.to_string(),
+        },
+    })?;
+    // An agent that refuses this client's address says so in place of a welcome.
+    if let AgentMsg::Error { message } = &msg {
+        return Err(ClientError::Handshake(format!(
+            "the agent at {addr} refused this client: {message}"
+        )));
+    }
+    match sm.on_agent(msg) {
+        Ok(ClientEvent::Welcome {
+            version,
+            software,
+            limits,
+            auth: welcome_auth,
+            clock,
+        }) => Ok(Welcome {
+            version,
+            software,
+            limits,
+            auth: welcome_auth,
+            clock,
+        }),
+        Ok(other) => Err(ClientError::NotAgent {
+            addr,
+            detail: format!("it answered {other}"),
+        }),
+        Err(e) => Err(ClientError::Handshake(format!("agent at {addr}: {e}"))),
+    }
+}
+
+/// What the agent at `addr` answered the hello with (`answer`, as read):
+/// its signature if it accepted it, or why the session is not to be.
+fn hello_answered(
+    answer: Result<AgentMsg, ConnError>,
+    addr: SocketAddr,
+) -> Result<Option<netrig_proto::auth::Signature>, ClientError> {
+    match answer {
+        Ok(AgentMsg::HelloAccepted { signature }) => Ok(signature),
+        Ok(AgentMsg::Error { message }) => Err(ClientError::Handshake(format!(
+            "the agent at {addr} refused this client: {message}"
+        ))),
+        // Its sessions are all taken (a place is given once the hello is in).
+        Ok(AgentMsg::Busy { reason }) => Err(ClientError::Handshake(format!(
+            "agent at {addr}: agent is busy: {reason}"
+        ))),
+        Ok(other) => Err(ClientError::Handshake(format!(
+            "the agent at {addr} answered the hello with {}, not hello_accepted",
+            other.name()
+        ))),
+        Err(e) => Err(ClientError::Handshake(format!(
+            "the agent at {addr} did not answer the hello: {e}"
+        ))),
+    }
+}
+
 fn proto_err(e: impl std::fmt::Display) -> ClientError {
     ClientError::Protocol(e.to_string())
 }
@@ -272,61 +375,14 @@ impl Client {
     }
 
     fn connect_one(addr: SocketAddr, opts: ClientOptions) -> Result<Client, ClientError> {
-        let opening = Instant::now();
-        let mut stream = connect_socket(addr, &opts, |_| Ok(()))?;
-        let round_trip = opening.elapsed();
-        let _ = stream.set_nodelay(true);
-        let preamble = ControlPreamble {
-            min_version: MIN_PROTOCOL_VERSION,
-            max_version: PROTOCOL_VERSION,
-        };
-        stream
-            .write_all(&preamble.encode())
-            .map_err(|error| ClientError::Connect { addr, error })?;
-        let greeted = Instant::now();
-        let first_wait = (FIRST_REPLY_MIN + round_trip * FIRST_REPLY_RTTS).min(WELCOME_TIMEOUT);
-        first_reply(&stream, addr, first_wait)?;
-        let mut conn = FramedConn::new(stream, AGENT_FRAME_LIMIT);
+        let (mut conn, greeted) = greet(addr, &opts)?;
         let mut sm = ClientSession::new();
-        let msg: AgentMsg = conn
-            .recv(WELCOME_TIMEOUT.saturating_sub(greeted.elapsed()))
-            .map_err(|e| ClientError::NotAgent {
-                addr,
-                detail: match e {
-                    ConnError::Closed => "it closed the connection without a welcome".into(),
-                    ConnError::Timeout(_) => format!(
-                        "no whole welcome in the {} s this client waits for one",
-                        WELCOME_TIMEOUT.as_secs()
-                    ),
-                    other => other.to_string(),
-                },
-            })?;
-        // An agent that refuses this client's address says so in place of a welcome.
-        if let AgentMsg::Error { message } = &msg {
-            return Err(ClientError::Handshake(format!(
-                "the agent at {addr} refused this client: {message}"
-            )));
-        }
-        let (software, version, limits, welcome_auth, clock) = match sm.on_agent(msg) {
-            Ok(ClientEvent::Welcome {
-                version,
-                software,
-                limits,
-                auth,
-                clock,
-            }) => (software, version, limits, auth, clock),
-            Ok(other) => {
-                return Err(ClientError::NotAgent {
-                    addr,
-                    detail: format!("it answered {other}"),
-                })
-            }
-            Err(e) => return Err(ClientError::Handshake(format!("agent at {addr}: {e}"))),
-        };
+        let msg = conn.recv(WELCOME_TIMEOUT.saturating_sub(greeted.elapsed()));
+        let welcome = welcomed(&mut sm, msg, addr)?;
         let refuse = |e: netrig_proto::auth::AuthError| {
             ClientError::Handshake(format!("refusing the agent at {addr}: {e}"))
         };
-        let (hello_auth, auth) = match opts.auth.hello(version, &welcome_auth) {
+        let (hello_auth, auth) = match opts.auth.hello(welcome.version, &welcome.auth) {
             Ok(h) => h,
             Err(netrig_proto::auth::AuthError::Required) => {
                 return Err(ClientError::Handshake(format!(
@@ -341,33 +397,16 @@ impl Client {
             auth: hello_auth,
         })
         .map_err(proto_err)?;
-        match conn.recv(Duration::from_secs(10)) {
-            Ok(AgentMsg::HelloAccepted { signature }) => auth
-                .check_accepted(signature.as_ref(), opts.auth.agent_key.is_some())
-                .map_err(refuse)?,
-            Ok(AgentMsg::Error { message }) => {
-                return Err(ClientError::Handshake(format!(
-                    "the agent at {addr} refused this client: {message}"
-                )))
-            }
-            // Its sessions are all taken (a place is given once the hello is in).
-            Ok(AgentMsg::Busy { reason }) => {
-                return Err(ClientError::Handshake(format!(
-                    "agent at {addr}: agent is busy: {reason}"
-                )))
-            }
-            Ok(other) => {
-                return Err(ClientError::Handshake(format!(
-                    "the agent at {addr} answered the hello with {}, not hello_accepted",
-                    other.name()
-                )))
-            }
-            Err(e) => {
-                return Err(ClientError::Handshake(format!(
-                    "the agent at {addr} did not answer the hello: {e}"
-                )))
-            }
-        }
+        let signature = hello_answered(conn.recv(Duration::from_secs(10)), addr)?;
+        auth.check_accepted(signature.as_ref(), opts.auth.agent_key.is_some())
+            .map_err(refuse)?;
+        let Welcome {
+            version,
+            software,
+            limits,
+            auth: welcome_auth,
+            clock,
+        } = welcome;
         Ok(Client {
             conn,
             sm,
@@ -518,18 +557,8 @@ impl Client {
         } else {
             None
         };
-        let size_default = sized.is_some();
         let spec = sized.as_ref().unwrap_or(spec);
-        let rules = spec.rules();
-        let udp = rules.transport() == Transport::Udp;
-        // The agent's limits, and the hooks it offers (a hook it does not is
-        // refused here, naming what it offers, before anything runs there).
-        spec.validate(&self.limits)
-            .map_err(|e| ClientError::Option(e.at_agent(&self.agent_name())))?;
-        // This end's sockets (twice over when the agent runs in this process).
-        let sockets = netrig_engine::files::sockets_needed(spec)
-            .saturating_mul(if self.opts.host.is_none() { 2 } else { 1 });
-        netrig_engine::files::check_open_files(sockets, "this client").map_err(ClientError::Option)?;
+        self.check_spec(spec)?;
         // The agent runs the hooks asked for beside the test: before it
         // answers the request (the set-up, and the tear-down when that
         // fails), and before its results (the tear-down).
@@ -541,6 +570,193 @@ impl Client {
         } else {
             self.clocks.clone()
         };
+        let (cookie, mut warnings) = self.request_test(spec, hook_time)?;
+
+        let environment = netrig_proto::report::measure::Environment::from(&netrig_metrics::collect());
+        let counters_before = netrig_metrics::read_kernel_counters().ok();
+        let requested = BufPair {
+            snd: self.opts.local.sndbuf,
+            rcv: self.opts.local.rcvbuf,
+        };
+        // A connection-per-transaction test opens its connections during the run.
+        let workload = kind.workload(spec);
+        let per_transaction = matches!(workload, Workloads::Transient(_));
+        let opened = self.open_flows(spec, cookie, per_transaction, requested)?;
+        warnings.extend(opened.warnings);
+        self.await_data_ready(spec, &opened.udp_hellos)?;
+        drop(opened.udp_hellos); // their duplicate descriptors are not needed past set-up
+                                 // Time zero before `go` leaves: the agent starts when it reads `go`, so
+                                 // its window never closes before ours (a client descheduled between
+                                 // sending and reading the clock would otherwise start late, and its
+                                 // last transactions could reach an agent whose run had ended).
+        self.wait_for_start(&ctl)?;
+        let start = Instant::now();
+        let started_wall = std::time::SystemTime::now();
+        self.conn.send(&ClientMsg::Go).map_err(proto_err)?;
+        self.sm.go_sent().map_err(proto_err)?;
+
+        let mut run_plan = RunPlan::for_spec(spec, start, cookie.test_id());
+        run_plan.cpus = self.opts.cpus.clone();
+        let side = match workload {
+            Workloads::Transient(workload) => SideFlows::Transient {
+                workload,
+                flows: opened.slots,
+                intake: None,
+            },
+            Workloads::Connected(workload) => SideFlows::Connected {
+                workload,
+                flows: opened.flows,
+            },
+        };
+        let LocalRun {
+            outcome,
+            samples: local_samples,
+            agent,
+            reader,
+        } = self.run_local(spec, side, &run_plan, &ctl, hook_time, observer)?;
+        log::debug!("local side done; awaiting the agent's results");
+        if let Some(c) = outcome.flows.first().and_then(|f| f.first_connection.as_ref()) {
+            let got = (c.initial, &c.applied);
+            warnings.extend(sockopt::setup_warnings(
+                requested,
+                &self.opts.local,
+                got,
+                "local",
+                "-s",
+            ));
+        }
+        let counters = match (counters_before, netrig_metrics::read_kernel_counters()) {
+            (Some(b), Ok(a)) => Some(CounterReport::between(&b, &a, netrig_metrics::read_conntrack())),
+            _ => None,
+        };
+        let deadline = Instant::now() + Duration::from_secs(60) + hook_time;
+        let (remote_report, remote_samples) = agent.results(&mut self.sm, observer, &reader, deadline);
+        let _ = reader.join();
+        let remote_report = remote_report?;
+
+        let clocks = self.clocks_after_test(clocks)?;
+        let measured = Measured {
+            outcome: &outcome,
+            requested,
+            setup_info: &opened.setup_info,
+            counters,
+            environment,
+        };
+        let local_report = measured.report(spec, clocks);
+        let mut config = TestConfig::new(spec, kind.report(), self.run_info(spec));
+        if sized.is_some() {
+            config.message_size_default = Some(true);
+        }
+        let local = Side {
+            report: &local_report,
+            intervals: &local_samples,
+        };
+        let remote = Side {
+            report: &remote_report,
+            intervals: &remote_samples,
+        };
+        assemble(
+            spec,
+            kind.report(),
+            config,
+            self.agent_info(),
+            local,
+            remote,
+            warnings,
+        )
+        .map(|mut r| {
+            r.started_unix_s = started_wall
+                .duration_since(std::time::UNIX_EPOCH)
+                .ok()
+                .map(|d| d.as_secs_f64());
+            r
+        })
+        .map_err(ClientError::Test)
+    }
+
+    /// Runs this end's flows (`side`) by `plan` while a reader thread takes
+    /// the agent's messages from the control connection: what this end
+    /// measured, and the agent's side as far as it came. A failure of this
+    /// end aborts the test, telling the agent why.
+    fn run_local<'c>(
+        &mut self,
+        spec: &TestSpec,
+        side: SideFlows,
+        plan: &RunPlan,
+        ctl: &'c Arc<RunControl>,
+        hook_time: Duration,
+        observer: &mut dyn FnMut(&IntervalResult),
+    ) -> Result<LocalRun<'c>, ClientError> {
+        // The agent's interim reports and results arrive on the control
+        // connection while this thread runs its own flows.
+        let (tx, rx) = mpsc::channel::<Result<AgentMsg, String>>();
+        let mut reader = self.conn.try_clone_stream().map_err(proto_err)?;
+        let until = plan.start + run_bound(spec, &self.limits) + hook_time;
+        let reader = std::thread::Builder::new()
+            .name("netrig-control".into())
+            .spawn({
+                let ctl = ctl.clone();
+                let heartbeats = self.version >= netrig_proto::message::HEARTBEAT_VERSION;
+                move || read_agent(&mut reader, tx, until, heartbeats, &ctl)
+            })
+            .map_err(|e| ClientError::Test(format!("cannot start the control reader: {e}")))?;
+        let mut agent = AgentSide {
+            rx,
+            merger: Merger::new(spec.flow_plan(), spec.rules().exchange().is_transactional()),
+            report: None,
+            failure: None,
+            max_samples: max_samples(spec.limit, spec.interval_s, self.limits.max_duration_s),
+            ctl,
+        };
+        let mut samples = Vec::new();
+        let sm = &mut self.sm;
+        let outcome = run_side(side, plan, ctl, &mut |s: &IntervalSample| {
+            samples.push(s.clone());
+            agent.merger.push_local(s.clone(), observer);
+            agent.pump(sm, observer, None);
+        });
+        match outcome {
+            Ok(outcome) => Ok(LocalRun {
+                outcome,
+                samples,
+                agent,
+                reader,
+            }),
+            Err(e) => {
+                let mut w = self.conn.try_clone_stream().map_err(proto_err)?;
+                let _ = w.write_all(&netrig_proto::encode_frame(&ClientMsg::Abort {
+                    reason: e.to_string(),
+                }));
+                Err(ClientError::Test(e.to_string()))
+            }
+        }
+    }
+
+    /// What this end checks before it asks for `spec`: the agent's limits,
+    /// and the hooks it offers (a hook it does not is refused here, naming
+    /// what it offers, before anything runs there); the descriptors this
+    /// end's sockets take (twice over when the agent runs in this process).
+    fn check_spec(&self, spec: &TestSpec) -> Result<(), ClientError> {
+        spec.validate(&self.limits)
+            .map_err(|e| ClientError::Option(e.at_agent(&self.agent_name())))?;
+        let sockets = netrig_engine::files::sockets_needed(spec)
+            .saturating_mul(if self.opts.host.is_none() { 2 } else { 1 });
+        netrig_engine::files::check_open_files(sockets, "this client").map_err(ClientError::Option)
+    }
+
+    /// How long the agent may take to set a test up (its data connections
+    /// in): its set-up timeout and 5 s.
+    fn setup_wait(&self) -> Duration {
+        Duration::from_secs(self.limits.setup_timeout_s + 5)
+    }
+
+    /// Asks for `spec`: the test's cookie and the agent's warnings, or why
+    /// it refused. `hook_time`: what its hooks may take besides.
+    fn request_test(
+        &mut self,
+        spec: &TestSpec,
+        hook_time: Duration,
+    ) -> Result<(SessionCookie, Vec<String>), ClientError> {
         self.conn
             .send(&ClientMsg::TestRequest {
                 spec: spec.clone(),
@@ -549,37 +765,32 @@ impl Client {
             .map_err(proto_err)?;
         self.sm.request_sent().map_err(proto_err)?;
         log::debug!("test request sent: {} {} flow(s)", spec.kind(), spec.flows);
-        let setup = Duration::from_secs(self.limits.setup_timeout_s + 5);
-        let msg: AgentMsg = self.conn.recv(setup + hook_time).map_err(proto_err)?;
-        let (cookie, mut warnings) = match self.sm.on_agent(msg).map_err(proto_err)? {
-            ClientEvent::Accepted(AgentMsg::TestAccepted { cookie, warnings }) => (cookie, warnings),
-            ClientEvent::Rejected(reason) => {
-                return Err(ClientError::Rejected {
-                    agent: self.agent_name(),
-                    reason,
-                })
-            }
-            other => {
-                return Err(proto_err(format!(
-                    "unexpected answer to the test request: {other}"
-                )))
-            }
-        };
+        let msg: AgentMsg = self.conn.recv(self.setup_wait() + hook_time).map_err(proto_err)?;
+        match self.sm.on_agent(msg).map_err(proto_err)? {
+            ClientEvent::Accepted(AgentMsg::TestAccepted { cookie, warnings }) => Ok((cookie, warnings)),
+            ClientEvent::Rejected(reason) => Err(ClientError::Rejected {
+                agent: self.agent_name(),
+                reason,
+            }),
+            other => Err(proto_err(format!(
+                "unexpected answer to the test request: {other}"
+            ))),
+        }
+    }
 
-        let environment = netrig_proto::report::measure::Environment::from(&netrig_metrics::collect());
-        let counters_before = netrig_metrics::read_kernel_counters().ok();
+    /// This end's flows for the test of `cookie`: their data connections
+    /// opened, each configured and read back (the first one's warnings
+    /// kept); or, for a connection-per-transaction test, their slots, which
+    /// open connections during the run. A connection that cannot be opened
+    /// aborts the test, telling the agent why.
+    fn open_flows(
+        &mut self,
+        spec: &TestSpec,
+        cookie: SessionCookie,
+        per_transaction: bool,
+        requested: BufPair,
+    ) -> Result<Opened, ClientError> {
         let plan = spec.flow_plan();
-        let requested = BufPair {
-            snd: self.opts.local.sndbuf,
-            rcv: self.opts.local.rcvbuf,
-        };
-        let mut flows = Vec::with_capacity(plan.len());
-        let mut udp_hellos: Vec<(std::io::Result<UdpSocket>, DataHello)> = Vec::new();
-        let mut setup_info = BTreeMap::new();
-        let mut in_dir: BTreeMap<Direction, u32> = BTreeMap::new();
-        // A connection-per-transaction test opens its connections during the run.
-        let workload = kind.workload(spec);
-        let per_transaction = matches!(workload, Workloads::Transient(_));
         let connector = Arc::new(Connector {
             addr: self.addr,
             bind: self.opts.bind,
@@ -587,41 +798,22 @@ impl Client {
             version: self.version,
             cookie,
         });
-        let mut slots = Vec::new();
         let either_parity_from = sockopt::either_parity_from(sockopt::local_port_range());
+        let mut opened = Opened::default();
+        let mut in_dir: BTreeMap<Direction, u32> = BTreeMap::new();
         for (id, dir) in plan.iter().enumerate() {
             let id = id as u32;
+            let role = spec.role(*dir, false);
             if per_transaction {
-                let role = spec.role(*dir, false);
-                slots.push(FlowSlot::new(id, *dir, role, Some(connector.clone())));
+                opened
+                    .slots
+                    .push(FlowSlot::new(id, *dir, role, Some(connector.clone())));
                 continue;
             }
             let k = in_dir.entry(*dir).or_default();
             let index_in_dir = *k;
             *k += 1;
-            let opened: Result<FlowSocket, ClientError> = if udp {
-                let hello = DataHello {
-                    version: self.version,
-                    cookie,
-                    flow: id,
-                };
-                let datagram = rules
-                    .datagram_size()
-                    .unwrap_or(netrig_proto::spec::MAX_UDP_PAYLOAD);
-                let flag = if rules.exchange() == Exchange::Stream {
-                    "-m"
-                } else {
-                    "-r"
-                };
-                self.open_udp(&hello, datagram, flag).map(|u| {
-                    udp_hellos.push((u.try_clone(), hello));
-                    FlowSocket::from(u)
-                })
-            } else {
-                self.open_data(cookie, id, id >= either_parity_from)
-                    .map(FlowSocket::from)
-            };
-            let stream = match opened {
+            let stream = match self.open_flow(spec, cookie, id, id >= either_parity_from, &mut opened) {
                 Ok(s) => s,
                 Err(e) => {
                     let _ = self.conn.send(&ClientMsg::Abort {
@@ -631,27 +823,61 @@ impl Client {
                 }
             };
             let initial = sockopt::buffers(&stream);
+            let applied = sockopt::applied(&stream);
             if id == 0 {
-                warnings.extend(sockopt::buffer_warnings(requested, initial, "local", "-s"));
+                let got = (initial, &applied);
+                let warned = sockopt::setup_warnings(requested, &self.opts.local, got, "local", "-s");
+                opened.warnings.extend(warned);
             }
-            let role = spec.role(*dir, false);
             let quota = if role == Role::Sender {
                 spec.byte_quota(index_in_dir)
             } else {
                 None
             };
-            let applied = match &stream {
-                FlowSocket::Tcp(t) => sockopt::applied(t),
-                FlowSocket::Udp(u) => sockopt::applied(u),
-            };
-            if id == 0 {
-                warnings.extend(sockopt::option_warnings(&self.opts.local, &applied, "local"));
-            }
-            setup_info.insert(id, (initial, applied));
-            flows.push(Flow::new(id, *dir, role, stream, quota));
+            opened.setup_info.insert(id, (initial, applied));
+            opened.flows.push(Flow::new(id, *dir, role, stream, quota));
         }
         log::debug!("{} data connections open", plan.len());
-        // UDP hellos may be lost: repeat them until the agent has them all.
+        Ok(opened)
+    }
+
+    /// Flow `id`'s socket: a TCP data connection, or a UDP socket whose
+    /// hello `opened` keeps, to repeat until the agent has it.
+    fn open_flow(
+        &self,
+        spec: &TestSpec,
+        cookie: SessionCookie,
+        id: u32,
+        either_parity: bool,
+        opened: &mut Opened,
+    ) -> Result<FlowSocket, ClientError> {
+        let rules = spec.rules();
+        if rules.transport() != Transport::Udp {
+            return self.open_data(cookie, id, either_parity).map(FlowSocket::from);
+        }
+        let hello = DataHello {
+            version: self.version,
+            cookie,
+            flow: id,
+        };
+        let datagram = rules
+            .datagram_size()
+            .unwrap_or(netrig_proto::spec::MAX_UDP_PAYLOAD);
+        let flag = if rules.exchange() == Exchange::Stream {
+            "-m"
+        } else {
+            "-r"
+        };
+        self.open_udp(&hello, datagram, flag).map(|u| {
+            opened.udp_hellos.push((u.try_clone(), hello));
+            FlowSocket::from(u)
+        })
+    }
+
+    /// Waits for data_ready; UDP hellos may be lost: repeats them until the
+    /// agent has them all.
+    fn await_data_ready(&mut self, spec: &TestSpec, udp_hellos: &[UdpHello]) -> Result<(), ClientError> {
+        let setup = self.setup_wait();
         let ready_by = Instant::now() + setup;
         let msg: AgentMsg = loop {
             match self
@@ -664,7 +890,7 @@ impl Client {
                     return Err(ClientError::Test(format!(
                         "the agent did not get every data connection within {} s{}",
                         setup.as_secs(),
-                        if udp {
+                        if spec.rules().transport() == Transport::Udp {
                             " (is UDP to the agent's port blocked?)"
                         } else {
                             ""
@@ -672,7 +898,7 @@ impl Client {
                     )))
                 }
                 None => {
-                    for (sock, hello) in &udp_hellos {
+                    for (sock, hello) in udp_hellos {
                         if let Ok(s) = sock {
                             let _ = s.send(&hello.encode());
                         }
@@ -681,251 +907,267 @@ impl Client {
             }
         };
         match self.sm.on_agent(msg).map_err(proto_err)? {
-            ClientEvent::DataReady => {}
-            other => return Err(proto_err(format!("expected data_ready, got {other}"))),
+            ClientEvent::DataReady => Ok(()),
+            other => Err(proto_err(format!("expected data_ready, got {other}"))),
         }
-        drop(udp_hellos); // their duplicate descriptors are not needed past set-up
-                          // Time zero before `go` leaves: the agent starts when it reads `go`, so
-                          // its window never closes before ours (a client descheduled between
-                          // sending and reading the clock would otherwise start late, and its
-                          // last transactions could reach an agent whose run had ended).
-        if let Some(at) = self.opts.start_at {
-            // The common start of several clients: wait for it (bounded), still abortable.
-            let until = Instant::now()
-                + at.duration_since(std::time::SystemTime::now())
-                    .unwrap_or_default()
-                    .min(MAX_START_WAIT);
-            while let Some(left) = until
-                .checked_duration_since(Instant::now())
-                .filter(|d| !d.is_zero())
-            {
-                if let Some(reason) = ctl.abort_reason() {
-                    return Err(ClientError::Test(reason));
-                }
-                std::thread::sleep(left.min(Duration::from_millis(20)));
-            }
-        }
-        let start = Instant::now();
-        let started_wall = std::time::SystemTime::now();
-        self.conn.send(&ClientMsg::Go).map_err(proto_err)?;
-        self.sm.go_sent().map_err(proto_err)?;
+    }
 
-        // The agent's interim reports and results arrive on the control
-        // connection while this thread runs its own flows.
-        let (tx, rx) = mpsc::channel::<Result<AgentMsg, String>>();
-        let mut reader = self.conn.try_clone_stream().map_err(proto_err)?;
-        let bound = match spec.limit {
-            Limit::Duration { seconds } => Duration::from_secs_f64(seconds) + Duration::from_secs(60),
-            Limit::Bytes { .. } => Duration::from_secs(self.limits.max_duration_s + 60),
-        } + hook_time;
-        let reader_thread = std::thread::Builder::new()
-            .name("netrig-control".into())
-            .spawn({
-                let ctl = ctl.clone();
-                let heartbeats = self.version >= netrig_proto::message::HEARTBEAT_VERSION;
-                move || read_agent(&mut reader, tx, start + bound, heartbeats, &ctl)
-            })
-            .map_err(|e| ClientError::Test(format!("cannot start the control reader: {e}")))?;
-
-        let mut merger = Merger::new(plan.clone(), rules.exchange().is_transactional());
-        // What an agent may send of interval samples: one per -i period of
-        // the longest the test may last, and a few more; each with a value
-        // per flow at most. More is refused, not kept (a hostile agent could
-        // otherwise grow this client's memory for as long as the test runs).
-        let max_samples = {
-            let longest = match spec.limit {
-                Limit::Duration { seconds } => seconds,
-                Limit::Bytes { .. } => self.limits.max_duration_s as f64,
-            };
-            spec.interval_s.map_or(0.0, |i| (longest / i).ceil()).min(1e7) as usize + 16
+    /// The common start of several clients (`--start-at`): waits for it
+    /// (bounded), still abortable.
+    fn wait_for_start(&self, ctl: &RunControl) -> Result<(), ClientError> {
+        let Some(at) = self.opts.start_at else {
+            return Ok(());
         };
-        let mut remote_report = None;
-        let mut failure = None;
-        let mut pump = |merger: &mut Merger,
-                        remote_report: &mut Option<SideReport>,
-                        failure: &mut Option<ClientError>,
-                        observer: &mut dyn FnMut(&IntervalResult),
-                        block: Option<Duration>| {
-            loop {
-                let next = match block {
-                    Some(d) => rx.recv_timeout(d).map_err(|_| ()),
-                    None => rx.try_recv().map_err(|_| ()),
-                };
-                let Ok(msg) = next else { return };
-                match msg
-                    .map_err(proto_err)
-                    .and_then(|m| self.sm.on_agent(m).map_err(proto_err))
-                {
-                    Ok(ClientEvent::Interval(AgentMsg::Interval { sample })) => {
-                        let flows = merger.plan.len();
-                        if merger.remote_all.len() >= max_samples
-                            || [sample.ids.len(), sample.bytes.len(), sample.tcp_info.len()]
-                                .into_iter()
-                                .chain([sample.transactions.len(), sample.retransmits.len()])
-                                .chain([sample.udp.len(), sample.failures.len()])
-                                .any(|n| n > flows)
-                        {
-                            let why = format!(
-                                "the agent sent an interval sample beyond what the test can have ({max_samples} \
-                                 samples at most, a value per flow of {flows}): refused"
-                            );
-                            ctl.abort(why.clone());
-                            failure.get_or_insert(proto_err(why));
-                            return;
-                        }
-                        merger.push_remote(*sample, observer)
-                    }
-                    Ok(ClientEvent::Results(AgentMsg::Results { report })) => {
-                        *remote_report = Some(*report);
-                        return;
-                    }
-                    Ok(other) => {
-                        failure
-                            .get_or_insert(proto_err(format!("unexpected message during the test: {other}")));
-                        return;
-                    }
-                    Err(e) => {
-                        failure.get_or_insert(e);
-                        return;
-                    }
-                }
+        let until = Instant::now()
+            + at.duration_since(std::time::SystemTime::now())
+                .unwrap_or_default()
+                .min(MAX_START_WAIT);
+        while let Some(left) = until
+            .checked_duration_since(Instant::now())
+            .filter(|d| !d.is_zero())
+        {
+            if let Some(reason) = ctl.abort_reason() {
+                return Err(ClientError::Test(reason));
             }
-        };
-
-        let mut run_plan = RunPlan::for_spec(spec, start, cookie.test_id());
-        run_plan.cpus = self.opts.cpus.clone();
-        let mut local_samples = Vec::new();
-        let side = match workload {
-            Workloads::Transient(workload) => SideFlows::Transient {
-                workload,
-                flows: slots,
-                intake: None,
-            },
-            Workloads::Connected(workload) => SideFlows::Connected { workload, flows },
-        };
-        let outcome = run_side(side, &run_plan, &ctl, &mut |s: &IntervalSample| {
-            local_samples.push(s.clone());
-            merger.push_local(s.clone(), observer);
-            pump(&mut merger, &mut remote_report, &mut failure, observer, None);
-        });
-        let outcome = match outcome {
-            Ok(o) => o,
-            Err(e) => {
-                let mut w = self.conn.try_clone_stream().map_err(proto_err)?;
-                let _ = w.write_all(&netrig_proto::encode_frame(&ClientMsg::Abort {
-                    reason: e.to_string(),
-                }));
-                return Err(ClientError::Test(e.to_string()));
-            }
-        };
-        log::debug!("local side done; awaiting the agent's results");
-        if let Some(c) = outcome.flows.first().and_then(|f| f.first_connection.as_ref()) {
-            warnings.extend(sockopt::buffer_warnings(requested, c.initial, "local", "-s"));
-            warnings.extend(sockopt::option_warnings(&self.opts.local, &c.applied, "local"));
+            std::thread::sleep(left.min(Duration::from_millis(20)));
         }
-        let counters = match (counters_before, netrig_metrics::read_kernel_counters()) {
-            (Some(b), Ok(a)) => Some(CounterReport::between(&b, &a, netrig_metrics::read_conntrack())),
-            _ => None,
-        };
-        let deadline = Instant::now() + Duration::from_secs(60) + hook_time;
-        while remote_report.is_none() && failure.is_none() && Instant::now() < deadline {
-            pump(
-                &mut merger,
-                &mut remote_report,
-                &mut failure,
-                observer,
-                Some(Duration::from_millis(200)),
-            );
-            if reader_thread.is_finished() && remote_report.is_none() {
-                pump(&mut merger, &mut remote_report, &mut failure, observer, None);
-                break;
-            }
-        }
-        merger.flush(observer);
-        log::debug!(
-            "results: {}",
-            if remote_report.is_some() {
-                "received"
-            } else {
-                "missing"
-            }
-        );
-        let _ = reader_thread.join();
-        if let Some(e) = failure {
-            return Err(e);
-        }
-        let remote_report =
-            remote_report.ok_or_else(|| ClientError::Test("the agent sent no results".into()))?;
+        Ok(())
+    }
 
-        let clocks = self.clocks_after_test(clocks)?;
+    /// The agent as the result names it.
+    fn agent_info(&self) -> AgentInfo {
+        AgentInfo {
+            address: self.addr.to_string(),
+            software: self.software.clone(),
+            protocol_version: self.version,
+        }
+    }
+
+    /// How the test was run, as the result says it.
+    fn run_info(&self, spec: &TestSpec) -> RunInfo {
+        RunInfo {
+            host: self.opts.host.clone(),
+            port: self.addr.port(),
+            cpus: self.opts.cpus.clone(),
+            bind: self.opts.bind.map(|b| b.to_string()),
+            family: self.opts.family.name().map(str::to_string),
+            local: shown(&self.opts.local),
+            remote: shown(&SocketSettings::new(&spec.remote, spec.rules().tcp())),
+        }
+    }
+}
+
+/// This end's run: what it measured, its interim samples, and the agent's
+/// side with the thread that reads its messages.
+struct LocalRun<'c> {
+    outcome: netrig_engine::runner::SideOutcome,
+    samples: Vec<IntervalSample>,
+    agent: AgentSide<'c>,
+    reader: std::thread::JoinHandle<()>,
+}
+
+/// What this end measured of a test, and what it read of its host around it.
+struct Measured<'m> {
+    outcome: &'m netrig_engine::runner::SideOutcome,
+    /// The buffers `-s` asked for.
+    requested: BufPair,
+    /// Each flow's buffers and options read back at set-up.
+    setup_info: &'m BTreeMap<u32, (BufPair, AppliedOptions)>,
+    counters: Option<CounterReport>,
+    environment: netrig_proto::report::measure::Environment,
+}
+
+impl Measured<'_> {
+    /// This end's report of `spec`'s run; `clocks`: how its one-way delay
+    /// reads the two ends' clocks.
+    fn report(self, spec: &TestSpec, clocks: ClockCheck) -> SideReport {
+        let outcome = self.outcome;
         let one_way = outcome.one_way.clone().map(|mut o| {
             o.clocks = clocks;
             o
         });
-        let local_report = SideReport {
+        SideReport {
             flows: outcome
                 .flows
                 .iter()
-                .map(|f| f.report(spec, requested, setup_info.get(&f.id).cloned()))
+                .map(|f| f.report(spec, self.requested, self.setup_info.get(&f.id).cloned()))
                 .collect(),
             window_s: outcome.window_s,
             warnings: vec![],
             cpu: outcome.cpu.clone(),
             cpu_window_s: outcome.cpu_window_s,
             workers: outcome.workers.clone(),
-            counters,
-            environment: Some(environment),
+            counters: self.counters,
+            environment: Some(self.environment),
             latency: outcome.latency.clone(),
             latency_histogram: outcome.latency_histogram.clone(),
             schedule: outcome.schedule.clone(),
             witness: outcome.witness.clone(),
             one_way,
-        };
-        let mut config = TestConfig::new(
-            spec,
-            kind.report(),
-            RunInfo {
-                host: self.opts.host.clone(),
-                port: self.addr.port(),
-                cpus: self.opts.cpus.clone(),
-                bind: self.opts.bind.map(|b| b.to_string()),
-                family: self.opts.family.name().map(str::to_string),
-                local: shown(&self.opts.local),
-                remote: shown(&SocketSettings::new(&spec.remote, rules.tcp())),
-            },
-        );
-        if size_default {
-            config.message_size_default = Some(true);
         }
-        let agent = AgentInfo {
-            address: self.addr.to_string(),
-            software: self.software.clone(),
-            protocol_version: self.version,
-        };
-        let remote_samples = merger.remote_samples();
-        assemble(
-            spec,
-            kind.report(),
-            config,
-            agent,
-            Side {
-                report: &local_report,
-                intervals: &local_samples,
-            },
-            Side {
-                report: &remote_report,
-                intervals: &remote_samples,
-            },
-            warnings,
+    }
+}
+
+/// A UDP flow's socket (a second handle on it) and its hello.
+type UdpHello = (std::io::Result<UdpSocket>, DataHello);
+
+/// This end's flows as set-up left them.
+#[derive(Default)]
+struct Opened {
+    /// Flows with a data connection of their own.
+    flows: Vec<Flow>,
+    /// Connection-per-transaction flows.
+    slots: Vec<FlowSlot>,
+    /// UDP flows' hellos, repeated until the agent has them all.
+    udp_hellos: Vec<UdpHello>,
+    /// Each flow's buffers and options read back at set-up.
+    setup_info: BTreeMap<u32, (BufPair, AppliedOptions)>,
+    /// What the first flow's read-back warns of.
+    warnings: Vec<String>,
+}
+
+/// The longest a test may run past `go`, whatever the agent does: its
+/// length, or for a byte count the agent's longest test, and a minute.
+fn run_bound(spec: &TestSpec, limits: &AgentLimits) -> Duration {
+    match spec.limit {
+        Limit::Duration { seconds } => Duration::from_secs_f64(seconds) + Duration::from_secs(60),
+        Limit::Bytes { .. } => Duration::from_secs(limits.max_duration_s + 60),
+    }
+}
+
+/// What an agent may send of interval samples: one per -i period of the
+/// longest the test may last, and a few more; each with a value per flow at
+/// most. More is refused, not kept (a hostile agent could otherwise grow
+/// this client's memory for as long as the test runs).
+/// `limit` and `interval_s`: the test's; `max_duration_s`: the agent's
+/// longest test (what a byte count may last).
+fn max_samples(limit: Limit, interval_s: Option<f64>, max_duration_s: u64) -> usize {
+    let longest = match limit {
+        Limit::Duration { seconds } => seconds,
+        Limit::Bytes { .. } => max_duration_s as f64,
+    };
+    interval_s.map_or(0.0, |i| (longest / i).ceil()).min(1e7) as usize + 16
+}
+
+/// Why an interval sample from the agent is refused: more samples than
+/// `max_samples` (`have` taken already), or more values than the test's
+/// `flows`.
+fn sample_refusal(sample: &IntervalSample, have: usize, max_samples: usize, flows: usize) -> Option<String> {
+    let too_wide = [sample.ids.len(), sample.bytes.len(), sample.tcp_info.len()]
+        .into_iter()
+        .chain([sample.transactions.len(), sample.retransmits.len()])
+        .chain([sample.udp.len(), sample.failures.len()])
+        .any(|n| n > flows);
+    (have >= max_samples || too_wide).then(|| {
+        format!(
+            "the agent sent an interval sample beyond what the test can have ({max_samples} samples at most, a \
+             value per flow of {flows}): refused"
         )
-        .map(|mut r| {
-            r.started_unix_s = started_wall
-                .duration_since(std::time::UNIX_EPOCH)
-                .ok()
-                .map(|d| d.as_secs_f64());
-            r
-        })
-        .map_err(ClientError::Test)
+    })
+}
+
+/// The agent's side of a running test, as its messages come from the
+/// control reader: its interim reports merged with this end's, then its
+/// results, or what went wrong.
+struct AgentSide<'c> {
+    rx: mpsc::Receiver<Result<AgentMsg, String>>,
+    merger: Merger,
+    report: Option<SideReport>,
+    failure: Option<ClientError>,
+    max_samples: usize,
+    ctl: &'c RunControl,
+}
+
+impl AgentSide<'_> {
+    /// Takes what the reader passed on: what is there (`block`: `None`), or
+    /// what comes within `block`; until the results, a failure, or nothing more.
+    fn pump(
+        &mut self,
+        sm: &mut ClientSession,
+        observer: &mut dyn FnMut(&IntervalResult),
+        block: Option<Duration>,
+    ) {
+        loop {
+            let next = match block {
+                Some(d) => self.rx.recv_timeout(d).map_err(|_| ()),
+                None => self.rx.try_recv().map_err(|_| ()),
+            };
+            let Ok(msg) = next else { return };
+            let event = msg
+                .map_err(proto_err)
+                .and_then(|m| sm.on_agent(m).map_err(proto_err));
+            if !self.take(event, observer) {
+                return;
+            }
+        }
+    }
+
+    /// One message of the agent, through the session's state machine:
+    /// whether more may follow.
+    fn take(
+        &mut self,
+        event: Result<ClientEvent, ClientError>,
+        observer: &mut dyn FnMut(&IntervalResult),
+    ) -> bool {
+        match event {
+            Ok(ClientEvent::Interval(AgentMsg::Interval { sample })) => {
+                let have = self.merger.remote_all.len();
+                if let Some(why) = sample_refusal(&sample, have, self.max_samples, self.merger.plan.len()) {
+                    self.ctl.abort(why.clone());
+                    self.failure.get_or_insert(proto_err(why));
+                    return false;
+                }
+                self.merger.push_remote(*sample, observer);
+                true
+            }
+            Ok(ClientEvent::Results(AgentMsg::Results { report })) => {
+                self.report = Some(*report);
+                false
+            }
+            Ok(other) => {
+                self.failure
+                    .get_or_insert(proto_err(format!("unexpected message during the test: {other}")));
+                false
+            }
+            Err(e) => {
+                self.failure.get_or_insert(e);
+                false
+            }
+        }
+    }
+
+    /// Once this end is done: the agent's results (by `deadline`, or until
+    /// the reader gives up), and its interval samples, every interim report
+    /// flushed to `observer`.
+    fn results(
+        mut self,
+        sm: &mut ClientSession,
+        observer: &mut dyn FnMut(&IntervalResult),
+        reader: &std::thread::JoinHandle<()>,
+        deadline: Instant,
+    ) -> (Result<SideReport, ClientError>, Vec<IntervalSample>) {
+        while self.report.is_none() && self.failure.is_none() && Instant::now() < deadline {
+            self.pump(sm, observer, Some(Duration::from_millis(200)));
+            if reader.is_finished() && self.report.is_none() {
+                self.pump(sm, observer, None);
+                break;
+            }
+        }
+        self.merger.flush(observer);
+        log::debug!(
+            "results: {}",
+            if self.report.is_some() {
+                "received"
+            } else {
+                "missing"
+            }
+        );
+        let samples = self.merger.remote_samples();
+        let report = match (self.failure, self.report) {
+            (Some(e), _) => Err(e),
+            (None, r) => r.ok_or_else(|| ClientError::Test("the agent sent no results".into())),
+        };
+        (report, samples)
     }
 }
 
@@ -1102,7 +1344,6 @@ fn read_agent(
     heartbeats: bool,
     ctl: &RunControl,
 ) {
-    use netrig_proto::message::{HEARTBEAT, SILENCE_LIMIT};
     let fail = |tx: &mpsc::Sender<Result<AgentMsg, String>>, why: String| {
         ctl.abort(why.clone());
         let _ = tx.send(Err(why));
@@ -1110,8 +1351,7 @@ fn read_agent(
     let mut decoder = netrig_proto::FrameDecoder::with_limit(AGENT_FRAME_LIMIT);
     let mut buf = vec![0u8; 64 * 1024];
     let beat = netrig_proto::encode_frame(&ClientMsg::Heartbeat);
-    let mut last_heard = Instant::now();
-    let mut last_beat = Instant::now();
+    let mut pulse = Pulse::new(heartbeats, Instant::now());
     loop {
         loop {
             let next = decoder.next_body().and_then(|b| {
@@ -1120,14 +1360,8 @@ fn read_agent(
                     .map_err(|e| netrig_proto::ProtoError::Malformed(e.to_string()))
             });
             match next {
-                // Heartbeats only say the agent is alive.
-                Ok(Some(AgentMsg::Heartbeat)) if heartbeats => {}
                 Ok(Some(m)) => {
-                    if let AgentMsg::Error { message } = &m {
-                        ctl.abort(format!("the agent gave up: {message}"));
-                    }
-                    let last = matches!(m, AgentMsg::Results { .. } | AgentMsg::Error { .. });
-                    if tx.send(Ok(m)).is_err() || last {
+                    if !pass_on(m, heartbeats, ctl, &tx) {
                         return;
                     }
                 }
@@ -1143,21 +1377,13 @@ fn read_agent(
             fail(&tx, "the agent sent no results in time".into());
             return;
         }
-        if heartbeats && now.duration_since(last_beat) >= HEARTBEAT {
-            last_beat = now;
+        if pulse.beat_due(now) {
             // A write that blocks for long means the agent stopped reading:
             // the silence check below ends the test then.
             let _ = stream.set_write_timeout(Some(HEARTBEAT));
             let _ = stream.write_all(&beat);
         }
-        let wait = (deadline - now).min(if heartbeats {
-            HEARTBEAT
-                .saturating_sub(now.duration_since(last_beat))
-                .max(Duration::from_millis(10))
-        } else {
-            Duration::from_secs(1)
-        });
-        let _ = stream.set_read_timeout(Some(wait));
+        let _ = stream.set_read_timeout(Some(pulse.wait(now, deadline)));
         match stream.read(&mut buf) {
             Ok(0) => {
                 fail(
@@ -1167,7 +1393,7 @@ fn read_agent(
                 return;
             }
             Ok(n) => {
-                last_heard = Instant::now();
+                pulse.heard(Instant::now());
                 if let Err(e) = decoder.push(&buf[..n]) {
                     fail(&tx, format!("the agent's messages: {e}"));
                     return;
@@ -1182,15 +1408,8 @@ fn read_agent(
                 // Silence is judged only after a read found nothing: a client
                 // the host starved for a while must not take the frames
                 // waiting in its socket for a silent agent.
-                if heartbeats && Instant::now().duration_since(last_heard) > SILENCE_LIMIT {
-                    fail(
-                        &tx,
-                        format!(
-                            "the agent sent nothing for {} s during the test (no interval, no heartbeat): it \
-                             is stopped, or its host is gone or starved; the test is given up",
-                            SILENCE_LIMIT.as_secs()
-                        ),
-                    );
+                if let Some(why) = pulse.silence(Instant::now()) {
+                    fail(&tx, why);
                     return;
                 }
             }
@@ -1199,6 +1418,81 @@ fn read_agent(
                 return;
             }
         }
+    }
+}
+
+/// Passes one of the agent's messages on (heartbeats only say it is
+/// alive, with protocol 5: `heartbeats`); its error gives the test up.
+/// Whether more may follow.
+fn pass_on(
+    m: AgentMsg,
+    heartbeats: bool,
+    ctl: &RunControl,
+    tx: &mpsc::Sender<Result<AgentMsg, String>>,
+) -> bool {
+    if heartbeats && matches!(m, AgentMsg::Heartbeat) {
+        return true;
+    }
+    if let AgentMsg::Error { message } = &m {
+        ctl.abort(format!("the agent gave up: {message}"));
+    }
+    let last = matches!(m, AgentMsg::Results { .. } | AgentMsg::Error { .. });
+    tx.send(Ok(m)).is_ok() && !last
+}
+
+/// The control connection's heartbeats during a test (protocol 5): when
+/// this end sends its next one, and how long the agent has said nothing.
+struct Pulse {
+    heartbeats: bool,
+    last_heard: Instant,
+    last_beat: Instant,
+}
+
+impl Pulse {
+    fn new(heartbeats: bool, now: Instant) -> Pulse {
+        Pulse {
+            heartbeats,
+            last_heard: now,
+            last_beat: now,
+        }
+    }
+
+    /// Whether a heartbeat is due at `now` (it is then taken as sent).
+    fn beat_due(&mut self, now: Instant) -> bool {
+        if !self.heartbeats || now.duration_since(self.last_beat) < HEARTBEAT {
+            return false;
+        }
+        self.last_beat = now;
+        true
+    }
+
+    /// How long the next read may wait at `now`: until the next heartbeat
+    /// (a second without them), never past `deadline`.
+    fn wait(&self, now: Instant, deadline: Instant) -> Duration {
+        (deadline - now).min(if self.heartbeats {
+            HEARTBEAT
+                .saturating_sub(now.duration_since(self.last_beat))
+                .max(Duration::from_millis(10))
+        } else {
+            Duration::from_secs(1)
+        })
+    }
+
+    /// The agent said something at `now`.
+    fn heard(&mut self, now: Instant) {
+        self.last_heard = now;
+    }
+
+    /// Why the test is given up at `now`: the agent sent nothing for
+    /// [`SILENCE_LIMIT`] (stopped, or its host gone); never without heartbeats.
+    fn silence(&self, now: Instant) -> Option<String> {
+        (self.heartbeats && now.duration_since(self.last_heard) > SILENCE_LIMIT).then(|| {
+            format!(
+                "the agent sent nothing for {} s during the test (no interval, no heartbeat): it \
+                 is stopped, or its host is gone or starved; the test is given up",
+                SILENCE_LIMIT.as_secs()
+            )
+        })
     }
 }
 
@@ -1267,6 +1561,126 @@ impl Merger {
 
     fn remote_samples(&self) -> Vec<IntervalSample> {
         self.remote_all.clone()
+    }
+}
+
+#[cfg(test)]
+mod agent_side_tests {
+    use super::*;
+
+    /// An agent's interval samples are refused past the test's count, or
+    /// with more values than it has flows.
+    #[test]
+    fn samples_beyond_what_the_test_can_have_are_refused() {
+        let sample = |flows: usize| IntervalSample {
+            bytes: vec![0; flows],
+            ..IntervalSample::default()
+        };
+        assert_eq!(sample_refusal(&sample(2), 0, 16, 2), None);
+        assert!(sample_refusal(&sample(3), 0, 16, 2).is_some_and(|w| w.contains("a value per flow of 2")));
+        assert!(sample_refusal(&sample(2), 16, 16, 2).is_some_and(|w| w.contains("16 samples at most")));
+    }
+
+    /// A message out of place, or the agent's results, ends what the pump
+    /// takes; an interval is merged and more may follow.
+    #[test]
+    fn the_agent_side_takes_intervals_until_its_results() {
+        let (_tx, rx) = mpsc::channel();
+        let ctl = RunControl::new();
+        let mut side = AgentSide {
+            rx,
+            merger: Merger::new(vec![Direction::Tx], false),
+            report: None,
+            failure: None,
+            max_samples: 16,
+            ctl: &ctl,
+        };
+        let mut seen = 0;
+        let interval = AgentMsg::Interval {
+            sample: Box::new(IntervalSample {
+                bytes: vec![1],
+                ..IntervalSample::default()
+            }),
+        };
+        assert!(side.take(Ok(ClientEvent::Interval(interval)), &mut |_| seen += 1));
+        assert_eq!(side.merger.remote_all.len(), 1);
+        let results = AgentMsg::Results {
+            report: Box::default(),
+        };
+        assert!(!side.take(Ok(ClientEvent::Results(results)), &mut |_| {}));
+        assert!(side.report.is_some() && side.failure.is_none());
+        assert!(!side.take(Ok(ClientEvent::DataReady), &mut |_| {}));
+        assert!(side
+            .failure
+            .as_ref()
+            .is_some_and(|e| e.to_string().contains("unexpected message")));
+        assert_eq!(ctl.abort_reason(), None);
+    }
+
+    /// What a peer answers the greeting and the hello with decides what it
+    /// is taken for, and the message that says so.
+    #[test]
+    fn the_handshake_answers_are_judged_by_what_they_say() {
+        let addr: SocketAddr = "192.0.2.1:6387".parse().unwrap();
+        let mut sm = ClientSession::new();
+        match welcomed(&mut sm, Err(ConnError::Closed), addr) {
+            Err(ClientError::NotAgent { detail, .. }) => {
+                assert_eq!(detail, "it closed the connection without a welcome")
+            }
+            _ => panic!("a silent close is no agent"),
+        }
+        let refused = AgentMsg::Error {
+            message: "not from here".into(),
+        };
+        match welcomed(&mut sm, Ok(refused), addr) {
+            Err(ClientError::Handshake(m)) => {
+                assert_eq!(
+                    m,
+                    "the agent at 192.0.2.1:6387 refused this client: not from here"
+                )
+            }
+            _ => panic!("an agent's error refuses"),
+        }
+        let busy = AgentMsg::Busy {
+            reason: "full".into(),
+        };
+        match hello_answered(Ok(busy), addr) {
+            Err(ClientError::Handshake(m)) => assert_eq!(m, "agent at 192.0.2.1:6387: agent is busy: full"),
+            _ => panic!("busy refuses"),
+        }
+        let accepted = AgentMsg::HelloAccepted { signature: None };
+        assert!(matches!(hello_answered(Ok(accepted), addr), Ok(None)));
+        match hello_answered(Ok(AgentMsg::DataReady), addr) {
+            Err(ClientError::Handshake(m)) => {
+                assert!(m.ends_with("with data_ready, not hello_accepted"), "{m}")
+            }
+            _ => panic!("anything else refuses"),
+        }
+    }
+
+    /// A heartbeat a period; an agent silent past the limit is given up,
+    /// and only with heartbeats.
+    #[test]
+    fn a_silent_agent_is_given_up_only_with_heartbeats() {
+        let t = Instant::now();
+        let p = Pulse::new(true, t);
+        assert_eq!(p.silence(t + SILENCE_LIMIT), None);
+        assert!(p.silence(t + SILENCE_LIMIT + Duration::from_millis(1)).is_some());
+        assert_eq!(Pulse::new(false, t).silence(t + SILENCE_LIMIT * 2), None);
+        let mut p = Pulse::new(true, t);
+        assert!(!p.beat_due(t + HEARTBEAT / 2));
+        assert!(p.beat_due(t + HEARTBEAT));
+        assert!(!p.beat_due(t + HEARTBEAT));
+        assert_eq!(p.wait(t + HEARTBEAT, t + HEARTBEAT * 10), HEARTBEAT);
+    }
+
+    /// As many samples as -i periods in the longest the test may last, and 16.
+    #[test]
+    fn an_agent_may_send_a_sample_a_period_and_a_few_more() {
+        let ten = Limit::Duration { seconds: 10.0 };
+        assert_eq!(max_samples(ten, Some(1.0), 3600), 26);
+        assert_eq!(max_samples(ten, None, 3600), 16);
+        assert_eq!(max_samples(Limit::Bytes { bytes: 1 }, Some(1.0), 60), 76);
     }
 }
 

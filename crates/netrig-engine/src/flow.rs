@@ -242,6 +242,22 @@ impl From<UdpSocket> for FlowSocket {
     }
 }
 
+/// The option code reads a flow's socket back as it does a TCP or UDP one.
+impl crate::sockopt::Connected for FlowSocket {
+    fn local(&self) -> std::io::Result<SocketAddr> {
+        match self {
+            FlowSocket::Tcp(t) => t.local_addr(),
+            FlowSocket::Udp(u) => u.local_addr(),
+        }
+    }
+    fn peer(&self) -> std::io::Result<SocketAddr> {
+        match self {
+            FlowSocket::Tcp(t) => t.peer_addr(),
+            FlowSocket::Udp(u) => u.peer_addr(),
+        }
+    }
+}
+
 impl FlowSocket {
     pub fn set_nonblocking(&self, on: bool) -> std::io::Result<()> {
         match self {

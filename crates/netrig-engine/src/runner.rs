@@ -386,16 +386,17 @@ fn mark(meta: &[Meta], clocks: &[WorkerClock], measure_cpu: bool) -> Mark {
     }
 }
 
-/// Runs this end's flows to the end of the test and returns what it measured.
-/// `on_interval` sees each interim sample as soon as it is taken.
-pub fn run_side(
-    flows: SideFlows,
-    plan: &RunPlan,
-    ctl: &RunControl,
-    on_interval: &mut dyn FnMut(&IntervalSample),
-) -> Result<SideOutcome, EngineError> {
-    let meta =
-        |id, direction, role, counters: &Arc<FlowCounters>, socket: Option<Arc<crate::FlowSocket>>| Meta {
+impl Meta {
+    /// A flow as the sampler sees it: `socket`, the flow's own, or `None`
+    /// for flows whose connections come and go (tcp-crr).
+    fn new(
+        id: u32,
+        direction: Direction,
+        role: Role,
+        counters: &Arc<FlowCounters>,
+        socket: Option<Arc<crate::FlowSocket>>,
+    ) -> Meta {
+        Meta {
             id,
             direction,
             role,
@@ -406,22 +407,41 @@ pub fn run_side(
                     .is_some_and(|s| matches!(s, crate::FlowSocket::Udp(_))),
             counts_failures: role == Role::Requester && socket.is_none(),
             socket,
-        };
-    let (meta, shares, intake): (Vec<Meta>, Vec<Share>, _) = match flows {
+        }
+    }
+
+    /// The flow as the witness reads the kernel's counts of it.
+    fn witnessed(&self) -> WitnessFlow {
+        WitnessFlow {
+            role: self.role,
+            counters: self.counters.clone(),
+            socket: self.socket.clone(),
+        }
+    }
+}
+
+/// An intake's dealer, and the intake that starts dealing with it once the
+/// workers run.
+type Dealing = (crate::intake::Dealer, Arc<crate::intake::Intake>);
+
+/// The flows as the sampler sees them, and each worker's share of them (at
+/// most `plan.workers`); with an intake, the dealer that feeds the workers.
+type Assigned = (Vec<Meta>, Vec<Share>, Option<Dealing>);
+
+/// Deals this end's flows to its workers ([`Assigned`]).
+fn assign(flows: SideFlows, plan: &RunPlan) -> Result<Assigned, EngineError> {
+    match flows {
         SideFlows::Connected { workload, flows } => {
             let m = flows
                 .iter()
-                .map(|f| meta(f.id, f.direction, f.role, &f.counters, Some(f.socket.clone())))
+                .map(|f| Meta::new(f.id, f.direction, f.role, &f.counters, Some(f.socket.clone())))
                 .collect();
             let n = plan.workers.clamp(1, flows.len().max(1));
-            (
-                m,
-                buckets(flows, n)
-                    .into_iter()
-                    .map(|b| Share::Connected(workload.clone(), b))
-                    .collect(),
-                None,
-            )
+            let shares = buckets(flows, n)
+                .into_iter()
+                .map(|b| Share::Connected(workload.clone(), b))
+                .collect();
+            Ok((m, shares, None))
         }
         SideFlows::Transient {
             workload,
@@ -430,58 +450,45 @@ pub fn run_side(
         } => {
             let m = flows
                 .iter()
-                .map(|f| meta(f.id, f.direction, f.role, &f.counters, None))
+                .map(|f| Meta::new(f.id, f.direction, f.role, &f.counters, None))
                 .collect();
             let n = plan.workers.clamp(1, flows.len().max(1));
-            match intake {
-                None => (
-                    m,
-                    buckets(flows, n)
-                        .into_iter()
-                        .map(|b| Share::Transient(workload.clone(), b, None))
-                        .collect(),
-                    None,
-                ),
-                Some(intake) => {
-                    let (dealer, mut intakes) = crate::intake::deal(n, crate::intake::WORKER_CAPACITY)
-                        .map_err(|e| EngineError::Setup(format!("worker intake: {e}")))?;
-                    // The listener, if offered, goes to every worker: each
-                    // accepts on it (the agent's thread deals only what
-                    // comes while it is not lent).
-                    if let Some(door) = intake.take_door() {
-                        let door: std::sync::Arc<dyn crate::intake::Door> = std::sync::Arc::from(door);
-                        for i in &mut intakes {
-                            i.door = Some(door.clone());
-                        }
-                    }
-                    let shares = intakes
-                        .into_iter()
-                        .map(|i| Share::Transient(workload.clone(), flows.clone(), Some(i)))
-                        .collect();
-                    (m, shares, Some((dealer, intake)))
+            let Some(intake) = intake else {
+                let shares = buckets(flows, n)
+                    .into_iter()
+                    .map(|b| Share::Transient(workload.clone(), b, None))
+                    .collect();
+                return Ok((m, shares, None));
+            };
+            let (dealer, mut intakes) = crate::intake::deal(n, crate::intake::WORKER_CAPACITY)
+                .map_err(|e| EngineError::Setup(format!("worker intake: {e}")))?;
+            // The listener, if offered, goes to every worker: each
+            // accepts on it (the agent's thread deals only what
+            // comes while it is not lent).
+            if let Some(door) = intake.take_door() {
+                let door: std::sync::Arc<dyn crate::intake::Door> = std::sync::Arc::from(door);
+                for i in &mut intakes {
+                    i.door = Some(door.clone());
                 }
             }
+            let shares = intakes
+                .into_iter()
+                .map(|i| Share::Transient(workload.clone(), flows.clone(), Some(i)))
+                .collect();
+            Ok((m, shares, Some((dealer, intake))))
         }
-    };
-    let ids: Vec<u32> = meta.iter().map(|m| m.id).collect();
-    let witness = Witness::new(
-        meta.iter()
-            .map(|m| WitnessFlow {
-                role: m.role,
-                counters: m.counters.clone(),
-                socket: m.socket.clone(),
-            })
-            .collect(),
-    );
-    let recording = Arc::new(AtomicBool::new(false));
-    // Requesters record latencies; with interim reports, per period too.
-    let period_latencies =
-        (plan.interval.is_some() && meta.iter().any(|m| m.role == Role::Requester)).then(|| {
-            Arc::new(IntervalLatencies::new(
-                shares.iter().filter(|s| s.flows() > 0).count(),
-            ))
-        });
-    let wctl = WorkerControl {
+    }
+}
+
+/// What every worker is told of the run (each then gets its own index and
+/// share of the send cap).
+fn worker_control(
+    plan: &RunPlan,
+    ctl: &RunControl,
+    recording: &Arc<AtomicBool>,
+    intervals: Option<Arc<IntervalLatencies>>,
+) -> WorkerControl {
+    WorkerControl {
         stop: ctl.stop.clone(),
         aborted: ctl.aborted.clone(),
         drain: plan.drain,
@@ -495,14 +502,49 @@ pub fn run_side(
             Limit::Bytes { .. } => None,
         },
         test_id: plan.test_id,
-        intervals: period_latencies.clone(),
+        intervals,
         worker: 0,
         send_cap: None,
         clock_ref: plan.clock_ref.unwrap_or(plan.start),
-    };
-    // The cap, split over the workers by the flows each sends on.
-    let cap_waited = Arc::new(std::sync::atomic::AtomicU64::new(0));
-    let cap_spent = Arc::new(std::sync::atomic::AtomicU64::new(0));
+    }
+}
+
+/// The end's send cap as its workers spend it: how long they waited for
+/// it, and what they sent under it, all together.
+#[derive(Default)]
+struct CapSpent {
+    waited: Arc<std::sync::atomic::AtomicU64>,
+    spent: Arc<std::sync::atomic::AtomicU64>,
+}
+
+impl CapSpent {
+    /// What the cap did, if the end had one.
+    fn used(&self, cap_bps: Option<u64>) -> Option<crate::cap::CapUse> {
+        cap_bps.map(|cap_bps| crate::cap::CapUse {
+            cap_bps,
+            waited: Duration::from_nanos(self.waited.load(Ordering::Relaxed)),
+            bytes: self.spent.load(Ordering::Relaxed),
+        })
+    }
+}
+
+/// The workers' threads, their CPU clocks, and where they say they are done.
+type Started = (
+    Vec<std::thread::JoinHandle<()>>,
+    Vec<WorkerClock>,
+    mpsc::Receiver<WorkerDone>,
+);
+
+/// The workers, started: each on its share (those with flows), pinned as
+/// the plan says, with its part of the send cap (split over the workers by
+/// the flows each sends on). Their threads, their CPU clocks, and where
+/// they say they are done.
+fn start_workers(
+    shares: Vec<Share>,
+    plan: &RunPlan,
+    wctl: &WorkerControl,
+    cap: &CapSpent,
+) -> Result<Started, EngineError> {
     let all_senders: usize = shares.iter().map(Share::senders).sum();
     let (done_tx, done_rx) = mpsc::channel::<WorkerDone>();
     let mut handles = Vec::new();
@@ -514,8 +556,8 @@ pub fn run_side(
                 bps,
                 share.senders(),
                 all_senders,
-                cap_waited.clone(),
-                cap_spent.clone(),
+                cap.waited.clone(),
+                cap.spent.clone(),
             )
         });
         let flows = share.flows() as u32;
@@ -558,7 +600,31 @@ pub fn run_side(
         });
         handles.push(h);
     }
-    drop(done_tx);
+    Ok((handles, clocks, done_rx))
+}
+
+/// Runs this end's flows to the end of the test and returns what it measured.
+/// `on_interval` sees each interim sample as soon as it is taken.
+pub fn run_side(
+    flows: SideFlows,
+    plan: &RunPlan,
+    ctl: &RunControl,
+    on_interval: &mut dyn FnMut(&IntervalSample),
+) -> Result<SideOutcome, EngineError> {
+    let (meta, shares, intake) = assign(flows, plan)?;
+    let ids: Vec<u32> = meta.iter().map(|m| m.id).collect();
+    let witness = Witness::new(meta.iter().map(Meta::witnessed).collect());
+    let recording = Arc::new(AtomicBool::new(false));
+    // Requesters record latencies; with interim reports, per period too.
+    let period_latencies =
+        (plan.interval.is_some() && meta.iter().any(|m| m.role == Role::Requester)).then(|| {
+            Arc::new(IntervalLatencies::new(
+                shares.iter().filter(|s| s.flows() > 0).count(),
+            ))
+        });
+    let wctl = worker_control(plan, ctl, &recording, period_latencies.clone());
+    let cap = CapSpent::default();
+    let (handles, clocks, done_rx) = start_workers(shares, plan, &wctl, &cap)?;
     // The peer's connections go straight to the workers from now on (those
     // that came before wait in the intake until here).
     let mut dropped_early = 0;
@@ -566,33 +632,90 @@ pub fn run_side(
         dropped_early = intake.start(dealer);
         intake
     });
-    let mut waiter = Waiter {
-        rx: done_rx,
-        pending: handles.len(),
-        ends: Vec::new(),
-        exit_cpu: vec![None; clocks.len()],
-        last_cpu: vec![None; clocks.len()],
-        stop: ctl.stop.clone(),
-        latency: None,
-        one_way: None,
-        schedule: None,
-        transient: HashMap::new(),
-    };
+    let mut waiter = Waiter::new(done_rx, handles.len(), clocks.len(), ctl);
     log::debug!("{} flow(s) on {} worker(s)", meta.len(), handles.len());
-    let result = sample(
-        &meta,
-        &ids,
-        &clocks,
-        &recording,
-        period_latencies.as_deref(),
+    let result = Sampler {
+        meta: &meta,
+        ids: &ids,
+        clocks: &clocks,
+        recording: &recording,
+        periods: period_latencies.as_deref(),
         plan,
         ctl,
-        &mut waiter,
+        witness: &witness,
         on_interval,
-        &witness,
-    );
+        intervals: Vec::new(),
+    }
+    .run(&mut waiter);
+    let joined = stop_workers(ctl, plan, &mut waiter, handles);
+    if let Some(i) = &intake {
+        i.close();
+    }
+    let (window, intervals, first, last) = result?;
+    joined?;
+    if let Some(reason) = ctl.aborted() {
+        return Err(EngineError::Aborted(reason));
+    }
+    let edges = Edges {
+        window: &window,
+        first: &first,
+        last: &last,
+        start: plan.start,
+    };
+    let flows = edges.flows(&meta, &waiter);
+    let window_s = flows.iter().map(|f| f.window_s).fold(0.0, f64::max);
+    let cpu = match (&first.cpu, &last.cpu) {
+        (Some(a), Some(b)) => Some(measure::CpuUsage::from(&b.usage_since(a))),
+        _ => None,
+    };
+    let wall = edges.wall();
+    let clocks_now = clocks_now();
+    Ok(SideOutcome {
+        flows,
+        window_s,
+        intervals,
+        cpu_window_s: cpu.as_ref().map(|_| wall),
+        cpu,
+        workers: edges.workers(&clocks, &waiter),
+        latency: waiter
+            .latency
+            .as_ref()
+            .filter(|l| !l.is_empty())
+            .map(|l| measure::LatencySummary::from(&l.summary())),
+        latency_histogram: waiter
+            .latency
+            .as_ref()
+            .filter(|l| !l.is_empty())
+            .map(LatencyRecorder::to_base64),
+        schedule: waiter.schedule.map(schedule_report),
+        dropped_connections: dropped_early,
+        send_cap: cap.used(plan.send_cap_bps),
+        witness: match (&first.witness, &last.witness) {
+            (Some(a), Some(b)) => Some(witness.report(a, b)),
+            _ => None,
+        },
+        one_way: Some(netrig_proto::clock::OneWayReport {
+            zero_ns: realtime_at(plan.start, clocks_now),
+            ref_ns: realtime_at(plan.clock_ref.unwrap_or(plan.start), clocks_now),
+            received: waiter
+                .one_way
+                .as_ref()
+                .filter(|l| !l.is_empty())
+                .map(LatencyRecorder::to_base64),
+            clocks: Default::default(),
+        }),
+    })
+}
+
+/// Stops the workers, whatever happened, and waits for them (bounded by
+/// the drain): Err when one failed or did not finish in time.
+fn stop_workers(
+    ctl: &RunControl,
+    plan: &RunPlan,
+    waiter: &mut Waiter,
+    handles: Vec<std::thread::JoinHandle<()>>,
+) -> Result<(), EngineError> {
     log::debug!("window closed; waiting for workers to drain");
-    // Whatever happened, stop the workers and wait for them (bounded).
     ctl.stop.store(true, Ordering::Relaxed);
     let join_deadline = Instant::now() + plan.drain + Duration::from_secs(5);
     let joined = waiter.wait_all(join_deadline);
@@ -611,138 +734,119 @@ pub fn run_side(
             let _ = h.join();
         }
     }
-    if let Some(i) = &intake {
-        i.close();
-    }
-    let dropped_connections = dropped_early;
-    let (window, intervals, first, last) = result?;
-    joined?;
-    if let Some(reason) = ctl.aborted() {
-        return Err(EngineError::Aborted(reason));
-    }
-    let ends: HashMap<u32, FlowEnd> = waiter.ends.into_iter().map(|e| (e.id, e)).collect();
-    let transient = waiter.transient;
-    let flows = meta
-        .iter()
-        .enumerate()
-        .map(|(i, m)| {
-            let end = ends.get(&m.id);
-            let seen = transient.get(&m.id);
-            let (window_bytes, window_s) = match &window {
-                Window::Timed { seconds } => (
-                    last.counts.bytes[i].saturating_sub(first.counts.bytes[i]),
-                    *seconds,
-                ),
-                Window::Counted { end_at } => {
-                    let done = end.and_then(|e| e.done_at).unwrap_or(*end_at);
-                    let total = end.map(|e| e.total_bytes).unwrap_or_else(|| m.counters.bytes());
-                    (total, done.saturating_duration_since(plan.start).as_secs_f64())
-                }
-            };
-            FlowOutcome {
-                id: m.id,
-                direction: m.direction,
-                role: m.role,
-                window_bytes,
-                total_bytes: end.map(|e| e.total_bytes).unwrap_or_else(|| m.counters.bytes()),
-                window_s,
-                final_buffers: end
-                    .map(|e| e.final_buffers)
-                    .or_else(|| Some(seen?.first.as_ref()?.done))
-                    .unwrap_or_default(),
-                tcp_info: last.counts.tcp.get(i).cloned().flatten(),
-                window_transactions: last.counts.transactions[i].saturating_sub(first.counts.transactions[i]),
-                window_udp: match (&window, &first.counts.udp[i], &last.counts.udp[i]) {
-                    // Counted from the start of the test.
-                    (Window::Counted { .. }, _, Some(b)) => Some(b.since(&SeqLive::default())),
-                    (_, Some(a), Some(b)) => Some(b.since(a)),
-                    _ => None,
-                },
-                udp: end.and_then(|e| e.udp.clone()),
-                connect_errors: seen.and_then(|t| t.connect_errors),
-                first_connection: seen.and_then(|t| t.first.clone()),
-                zerocopy: end.and_then(|e| e.zerocopy),
-                reads: end.and_then(|e| e.reads),
-                sends: end.and_then(|e| e.sends),
-            }
-        })
-        .collect::<Vec<_>>();
-    let window_s = flows.iter().map(|f| f.window_s).fold(0.0, f64::max);
-    let cpu = match (&first.cpu, &last.cpu) {
-        (Some(a), Some(b)) => Some(measure::CpuUsage::from(&b.usage_since(a))),
-        _ => None,
-    };
-    let wall = last
-        .counts
-        .at
-        .saturating_duration_since(first.counts.at)
-        .as_secs_f64();
-    let workers = clocks
-        .iter()
-        .enumerate()
-        .filter_map(|(w, c)| {
-            let start = first.workers.get(w).copied().flatten()?;
-            let end = last.workers.get(w).copied().flatten().or(waiter.exit_cpu[w])?;
-            let cpu_s = end.saturating_sub(start).as_secs_f64();
-            Some(WorkerCpu {
-                worker: w as u32,
-                flows: c.flows,
-                cpu_s,
-                busy_pct: if wall > 0.0 { cpu_s / wall * 100.0 } else { 0.0 },
-                cpu: c.cpu,
-                last_cpu: waiter.last_cpu[w],
-            })
-        })
-        .collect();
-    let clocks_now = clocks_now();
-    Ok(SideOutcome {
-        flows,
-        window_s,
-        intervals,
-        cpu_window_s: cpu.as_ref().map(|_| wall),
-        cpu,
-        workers,
-        latency: waiter
-            .latency
-            .as_ref()
-            .filter(|l| !l.is_empty())
-            .map(|l| measure::LatencySummary::from(&l.summary())),
-        latency_histogram: waiter
-            .latency
-            .as_ref()
-            .filter(|l| !l.is_empty())
-            .map(LatencyRecorder::to_base64),
-        schedule: waiter.schedule.map(|s| ScheduleReport {
-            due: s.due,
-            late: s.late,
-            max_behind_us: s.behind_max_ns as f64 / 1e3,
-            mean_behind_us: if s.due > 0 {
-                s.behind_sum_ns as f64 / s.due as f64 / 1e3
-            } else {
-                0.0
-            },
-        }),
-        dropped_connections,
-        send_cap: plan.send_cap_bps.map(|cap_bps| crate::cap::CapUse {
-            cap_bps,
-            waited: Duration::from_nanos(cap_waited.load(Ordering::Relaxed)),
-            bytes: cap_spent.load(Ordering::Relaxed),
-        }),
-        witness: match (&first.witness, &last.witness) {
-            (Some(a), Some(b)) => Some(witness.report(a, b)),
-            _ => None,
+    joined
+}
+
+/// An open loop's schedule keeping, as the report has it.
+fn schedule_report(s: ScheduleStats) -> ScheduleReport {
+    ScheduleReport {
+        due: s.due,
+        late: s.late,
+        max_behind_us: s.behind_max_ns as f64 / 1e3,
+        mean_behind_us: if s.due > 0 {
+            s.behind_sum_ns as f64 / s.due as f64 / 1e3
+        } else {
+            0.0
         },
-        one_way: Some(netrig_proto::clock::OneWayReport {
-            zero_ns: realtime_at(plan.start, clocks_now),
-            ref_ns: realtime_at(plan.clock_ref.unwrap_or(plan.start), clocks_now),
-            received: waiter
-                .one_way
-                .as_ref()
-                .filter(|l| !l.is_empty())
-                .map(LatencyRecorder::to_base64),
-            clocks: Default::default(),
-        }),
-    })
+    }
+}
+
+/// The measured window and the sampler's marks at its edges: what turns
+/// the workers' ends into the end's figures.
+struct Edges<'e> {
+    window: &'e Window,
+    first: &'e Mark,
+    last: &'e Mark,
+    /// This end's time zero.
+    start: Instant,
+}
+
+impl Edges<'_> {
+    /// Wall time between the window's two marks.
+    fn wall(&self) -> f64 {
+        self.last
+            .counts
+            .at
+            .saturating_duration_since(self.first.counts.at)
+            .as_secs_f64()
+    }
+
+    /// Each flow as this end measured it: over the window's marks (a timed
+    /// test), or from the start to its end (a byte count).
+    fn flows(&self, meta: &[Meta], waiter: &Waiter) -> Vec<FlowOutcome> {
+        let (first, last) = (&self.first.counts, &self.last.counts);
+        let ends: HashMap<u32, &FlowEnd> = waiter.ends.iter().map(|e| (e.id, e)).collect();
+        meta.iter()
+            .enumerate()
+            .map(|(i, m)| {
+                let end = ends.get(&m.id).copied();
+                let seen = waiter.transient.get(&m.id);
+                let (window_bytes, window_s) = match self.window {
+                    Window::Timed { seconds } => (last.bytes[i].saturating_sub(first.bytes[i]), *seconds),
+                    Window::Counted { end_at } => {
+                        let done = end.and_then(|e| e.done_at).unwrap_or(*end_at);
+                        let total = end.map(|e| e.total_bytes).unwrap_or_else(|| m.counters.bytes());
+                        (total, done.saturating_duration_since(self.start).as_secs_f64())
+                    }
+                };
+                FlowOutcome {
+                    id: m.id,
+                    direction: m.direction,
+                    role: m.role,
+                    window_bytes,
+                    total_bytes: end.map(|e| e.total_bytes).unwrap_or_else(|| m.counters.bytes()),
+                    window_s,
+                    final_buffers: end
+                        .map(|e| e.final_buffers)
+                        .or_else(|| Some(seen?.first.as_ref()?.done))
+                        .unwrap_or_default(),
+                    tcp_info: last.tcp.get(i).cloned().flatten(),
+                    window_transactions: last.transactions[i].saturating_sub(first.transactions[i]),
+                    window_udp: match (self.window, &first.udp[i], &last.udp[i]) {
+                        // Counted from the start of the test.
+                        (Window::Counted { .. }, _, Some(b)) => Some(b.since(&SeqLive::default())),
+                        (_, Some(a), Some(b)) => Some(b.since(a)),
+                        _ => None,
+                    },
+                    udp: end.and_then(|e| e.udp.clone()),
+                    connect_errors: seen.and_then(|t| t.connect_errors),
+                    first_connection: seen.and_then(|t| t.first.clone()),
+                    zerocopy: end.and_then(|e| e.zerocopy),
+                    reads: end.and_then(|e| e.reads),
+                    sends: end.and_then(|e| e.sends),
+                }
+            })
+            .collect()
+    }
+
+    /// Each worker's CPU time over the window (to its exit, for one that
+    /// ended before the window did), against the window's wall time.
+    fn workers(&self, clocks: &[WorkerClock], waiter: &Waiter) -> Vec<WorkerCpu> {
+        let wall = self.wall();
+        clocks
+            .iter()
+            .enumerate()
+            .filter_map(|(w, c)| {
+                let start = self.first.workers.get(w).copied().flatten()?;
+                let end = self
+                    .last
+                    .workers
+                    .get(w)
+                    .copied()
+                    .flatten()
+                    .or(waiter.exit_cpu[w])?;
+                let cpu_s = end.saturating_sub(start).as_secs_f64();
+                Some(WorkerCpu {
+                    worker: w as u32,
+                    flows: c.flows,
+                    cpu_s,
+                    busy_pct: if wall > 0.0 { cpu_s / wall * 100.0 } else { 0.0 },
+                    cpu: c.cpu,
+                    last_cpu: waiter.last_cpu[w],
+                })
+            })
+            .collect()
+    }
 }
 
 /// `CLOCK_REALTIME` at `t`, ns since the epoch, by `now` (a reading of
@@ -811,6 +915,23 @@ struct Waiter {
 }
 
 impl Waiter {
+    /// Waits for `pending` workers (of `workers` with a CPU clock) to say
+    /// they are done; a worker's error stops the others (`ctl`).
+    fn new(rx: mpsc::Receiver<WorkerDone>, pending: usize, workers: usize, ctl: &RunControl) -> Waiter {
+        Waiter {
+            rx,
+            pending,
+            ends: Vec::new(),
+            exit_cpu: vec![None; workers],
+            last_cpu: vec![None; workers],
+            stop: ctl.stop.clone(),
+            latency: None,
+            one_way: None,
+            schedule: None,
+            transient: HashMap::new(),
+        }
+    }
+
     /// Waits until `until` for a worker to finish; a worker's error stops all.
     fn wait(&mut self, until: Instant) -> Result<(), EngineError> {
         if self.pending == 0 {
@@ -974,188 +1095,252 @@ fn delta(to: &[u64], from: &[u64]) -> Vec<u64> {
     to.iter().zip(from).map(|(b, a)| b.saturating_sub(*a)).collect()
 }
 
-#[allow(clippy::too_many_arguments)]
-fn sample(
-    meta: &[Meta],
-    ids: &[u32],
-    clocks: &[WorkerClock],
-    recording: &AtomicBool,
-    periods: Option<&IntervalLatencies>,
-    plan: &RunPlan,
-    ctl: &RunControl,
-    waiter: &mut Waiter,
-    on_interval: &mut dyn FnMut(&IntervalSample),
-    witness: &Witness,
-) -> Result<(Window, Vec<IntervalSample>, Mark, Mark), EngineError> {
-    let secs = |t: Instant| t.saturating_duration_since(plan.start).as_secs_f64();
-    let mut intervals = Vec::new();
-    // Each period's latencies, once its workers have handed them over.
-    let latency_of = |period: u32| periods.map(|p| p.collect(period, PERIOD_HANDOVER_WAIT));
-    let mut emit = |index: u32, from: &Point, to: &Point, latency: Option<LatencySummary>| {
-        let retransmits: Vec<Option<u32>> = from
-            .tcp
-            .iter()
-            .zip(&to.tcp)
-            .map(|(a, b)| {
-                Some(
-                    b.as_ref()?
-                        .retransmits_total
-                        .saturating_sub(a.as_ref()?.retransmits_total),
-                )
-            })
-            .collect();
-        let udp: Vec<Option<measure::SeqInterval>> = from
-            .udp
-            .iter()
-            .zip(&to.udp)
-            .map(|(a, b)| Some(measure::SeqInterval::from(&b.as_ref()?.since(a.as_ref()?))))
-            .collect();
-        let s = IntervalSample {
-            index,
-            start_s: secs(from.at),
-            end_s: secs(to.at),
-            ids: ids.to_vec(),
-            bytes: delta(&to.bytes, &from.bytes),
-            tcp_info: to
-                .tcp
-                .iter()
-                .map(|t| t.as_ref().map(measure::TcpInfo::from))
-                .collect(),
-            transactions: delta(&to.transactions, &from.transactions),
-            retransmits: if retransmits.iter().any(Option::is_some) {
-                retransmits
-            } else {
-                Vec::new()
-            },
-            udp: if udp.iter().any(Option::is_some) {
-                udp
-            } else {
-                Vec::new()
-            },
-            failures: if meta.iter().any(|m| m.counts_failures) {
-                delta(&to.failures, &from.failures)
-            } else {
-                Vec::new()
-            },
-            latency: latency.as_ref().map(measure::LatencySummary::from),
-        };
-        on_interval(&s);
-        intervals.push(s);
-    };
+/// The sampler: what it reads of the flows and the workers, on the plan's
+/// schedule, and where its interim samples go.
+struct Sampler<'s> {
+    meta: &'s [Meta],
+    ids: &'s [u32],
+    clocks: &'s [WorkerClock],
+    /// On while the window is open (the workers record latencies then).
+    recording: &'s AtomicBool,
+    /// Each period's latencies, handed over by the workers.
+    periods: Option<&'s IntervalLatencies>,
+    plan: &'s RunPlan,
+    ctl: &'s RunControl,
+    witness: &'s Witness,
+    on_interval: &'s mut dyn FnMut(&IntervalSample),
+    intervals: Vec<IntervalSample>,
+}
 
-    match plan.limit {
-        Limit::Duration { seconds } => {
-            let end = plan.start + Duration::from_secs_f64(seconds);
-            let window_start = plan.start + plan.omit;
-            sleep_until(window_start, ctl, waiter)?;
-            let mut first = mark(meta, clocks, plan.measure_cpu);
-            first.counts.transactions = open_windows(meta);
-            recording.store(true, Ordering::Relaxed);
-            first.witness = Some(witness.mark());
-            if plan.interval.is_some() {
-                first.counts.tcp = tcp_infos(meta);
+impl Sampler<'_> {
+    /// Samples the run to its end: the window, the interim samples, and the
+    /// marks at the window's edges.
+    fn run(self, waiter: &mut Waiter) -> Result<(Window, Vec<IntervalSample>, Mark, Mark), EngineError> {
+        match self.plan.limit {
+            Limit::Duration { seconds } => self.timed(seconds, waiter),
+            Limit::Bytes { .. } => self.counted(waiter),
+        }
+    }
+
+    /// The window opens: the counts, the CPU clocks, each flow's
+    /// transaction counter switched into it, the workers recording, the
+    /// kernel's counts.
+    fn open(&self) -> Mark {
+        let mut first = mark(self.meta, self.clocks, self.plan.measure_cpu);
+        first.counts.transactions = open_windows(self.meta);
+        self.recording.store(true, Ordering::Relaxed);
+        first.witness = Some(self.witness.mark());
+        first
+    }
+
+    /// The window closes: as it opened, and TCP_INFO as the window closes
+    /// (read before `stop`, or a quick sender has already shut down its
+    /// side: FIN_WAIT1).
+    fn close(&self) -> Mark {
+        let mut last = mark(self.meta, self.clocks, self.plan.measure_cpu);
+        last.counts.transactions = close_windows(self.meta);
+        self.recording.store(false, Ordering::Relaxed);
+        last.counts.tcp = tcp_infos(self.meta);
+        last.witness = Some(self.witness.mark());
+        last
+    }
+
+    /// A test of `seconds`: the window from the omitted start to its end,
+    /// an interim sample every period, the last one cut short at the end.
+    fn timed(
+        mut self,
+        seconds: f64,
+        waiter: &mut Waiter,
+    ) -> Result<(Window, Vec<IntervalSample>, Mark, Mark), EngineError> {
+        let (plan, meta) = (self.plan, self.meta);
+        let end = plan.start + Duration::from_secs_f64(seconds);
+        let window_start = plan.start + plan.omit;
+        sleep_until(window_start, self.ctl, waiter)?;
+        let mut first = self.open();
+        if plan.interval.is_some() {
+            first.counts.tcp = tcp_infos(meta);
+        }
+        let mut prev = first.counts.clone();
+        let mut index = 0;
+        if let Some(iv) = plan.interval {
+            let mut tick = window_start + iv;
+            while tick < end {
+                sleep_until(tick, self.ctl, waiter)?;
+                let cur = point(meta, index + 1);
+                let latency = self.latency_of(index);
+                self.emit(index, &prev, &cur, latency);
+                index += 1;
+                prev = cur;
+                tick += iv;
             }
-            let mut prev = first.counts.clone();
-            let mut index = 0;
-            if let Some(iv) = plan.interval {
-                let mut tick = window_start + iv;
-                while tick < end {
-                    sleep_until(tick, ctl, waiter)?;
+        }
+        sleep_until(end, self.ctl, waiter)?;
+        let last = self.close();
+        self.ctl.stop.store(true, Ordering::Relaxed);
+        if plan.interval.is_some()
+            && last.counts.at.saturating_duration_since(prev.at) > Duration::from_millis(1)
+        {
+            let latency = self.latency_of(index);
+            self.emit(index, &prev, &last.counts, latency);
+        }
+        let seconds = last
+            .counts
+            .at
+            .saturating_duration_since(first.counts.at)
+            .as_secs_f64();
+        Ok((Window::Timed { seconds }, self.intervals, first, last))
+    }
+
+    /// A test of a byte count: the window from the start of the test until
+    /// every worker is done, an interim sample every period meanwhile; a
+    /// test where nothing moves for the plan's stall timeout fails.
+    fn counted(
+        mut self,
+        waiter: &mut Waiter,
+    ) -> Result<(Window, Vec<IntervalSample>, Mark, Mark), EngineError> {
+        let (plan, meta) = (self.plan, self.meta);
+        let first = self.open();
+        // Counted from the start of the test: the window is all of it.
+        let mut prev = Point {
+            at: plan.start,
+            bytes: vec![0; meta.len()],
+            transactions: vec![0; meta.len()],
+            tcp: if plan.interval.is_some() {
+                tcp_infos(meta)
+            } else {
+                Vec::new()
+            },
+            udp: meta
+                .iter()
+                .map(|m| m.udp_receiver.then(SeqLive::default))
+                .collect(),
+            failures: vec![0; meta.len()],
+        };
+        let mut index = 0;
+        let mut last_progress = (Instant::now(), 0u64);
+        let mut next_tick = plan.interval.map(|iv| plan.start + iv);
+        while waiter.pending > 0 {
+            if let Some(reason) = self.ctl.aborted() {
+                return Err(EngineError::Aborted(reason));
+            }
+            let wake = next_tick
+                .unwrap_or_else(|| Instant::now() + Duration::from_millis(100))
+                .min(Instant::now() + Duration::from_millis(100));
+            waiter.wait(wake)?;
+            let now = Instant::now();
+            let total: u64 = meta.iter().map(|m| m.counters.bytes()).sum();
+            if total != last_progress.1 {
+                last_progress = (now, total);
+            } else if now.duration_since(last_progress.0) >= plan.stall_timeout {
+                return Err(EngineError::Stalled(plan.stall_timeout.as_secs()));
+            }
+            if let (Some(t), Some(iv)) = (next_tick, plan.interval) {
+                if now >= t && waiter.pending > 0 {
                     let cur = point(meta, index + 1);
-                    emit(index, &prev, &cur, latency_of(index));
+                    self.emit(index, &prev, &cur, None);
                     index += 1;
                     prev = cur;
-                    tick += iv;
+                    next_tick = Some(t + iv);
                 }
             }
-            sleep_until(end, ctl, waiter)?;
-            let mut last = mark(meta, clocks, plan.measure_cpu);
-            last.counts.transactions = close_windows(meta);
-            recording.store(false, Ordering::Relaxed);
-            // TCP_INFO as the window closes: read before `stop`, or a quick
-            // sender has already shut down its side (FIN_WAIT1).
-            last.counts.tcp = tcp_infos(meta);
-            last.witness = Some(witness.mark());
-            ctl.stop.store(true, Ordering::Relaxed);
-            if plan.interval.is_some()
-                && last.counts.at.saturating_duration_since(prev.at) > Duration::from_millis(1)
-            {
-                emit(index, &prev, &last.counts, latency_of(index));
-            }
-            let seconds = last
-                .counts
-                .at
-                .saturating_duration_since(first.counts.at)
-                .as_secs_f64();
-            Ok((Window::Timed { seconds }, intervals, first, last))
         }
-        Limit::Bytes { .. } => {
-            let mut first = mark(meta, clocks, plan.measure_cpu);
-            first.counts.transactions = open_windows(meta);
-            recording.store(true, Ordering::Relaxed);
-            first.witness = Some(witness.mark());
-            // Counted from the start of the test: the window is all of it.
-            let mut prev = Point {
-                at: plan.start,
-                bytes: vec![0; meta.len()],
-                transactions: vec![0; meta.len()],
-                tcp: if plan.interval.is_some() {
-                    tcp_infos(meta)
-                } else {
-                    Vec::new()
-                },
-                udp: meta
-                    .iter()
-                    .map(|m| m.udp_receiver.then(SeqLive::default))
-                    .collect(),
-                failures: vec![0; meta.len()],
-            };
-            let mut index = 0;
-            let mut last_progress = (Instant::now(), 0u64);
-            let mut next_tick = plan.interval.map(|iv| plan.start + iv);
-            while waiter.pending > 0 {
-                if let Some(reason) = ctl.aborted() {
-                    return Err(EngineError::Aborted(reason));
-                }
-                let wake = next_tick
-                    .unwrap_or_else(|| Instant::now() + Duration::from_millis(100))
-                    .min(Instant::now() + Duration::from_millis(100));
-                waiter.wait(wake)?;
-                let now = Instant::now();
-                let total: u64 = meta.iter().map(|m| m.counters.bytes()).sum();
-                if total != last_progress.1 {
-                    last_progress = (now, total);
-                } else if now.duration_since(last_progress.0) >= plan.stall_timeout {
-                    return Err(EngineError::Stalled(plan.stall_timeout.as_secs()));
-                }
-                if let (Some(t), Some(iv)) = (next_tick, plan.interval) {
-                    if now >= t && waiter.pending > 0 {
-                        let cur = point(meta, index + 1);
-                        emit(index, &prev, &cur, None);
-                        index += 1;
-                        prev = cur;
-                        next_tick = Some(t + iv);
-                    }
-                }
-            }
-            let mut last = mark(meta, clocks, plan.measure_cpu);
-            last.counts.transactions = close_windows(meta);
-            recording.store(false, Ordering::Relaxed);
-            last.counts.tcp = tcp_infos(meta);
-            last.witness = Some(witness.mark());
-            let end_at = waiter
-                .ends
-                .iter()
-                .filter_map(|e| e.done_at)
-                .max()
-                .unwrap_or_else(Instant::now);
-            if plan.interval.is_some() && end_at > prev.at {
-                let mut to = last.counts.clone();
-                to.at = end_at;
-                emit(index, &prev, &to, None);
-            }
-            Ok((Window::Counted { end_at }, intervals, first, last))
+        let last = self.close();
+        let end_at = waiter
+            .ends
+            .iter()
+            .filter_map(|e| e.done_at)
+            .max()
+            .unwrap_or_else(Instant::now);
+        if plan.interval.is_some() && end_at > prev.at {
+            let mut to = last.counts.clone();
+            to.at = end_at;
+            self.emit(index, &prev, &to, None);
         }
+        Ok((Window::Counted { end_at }, self.intervals, first, last))
+    }
+
+    /// Period `period`'s latencies, once its workers have handed them over.
+    fn latency_of(&self, period: u32) -> Option<LatencySummary> {
+        self.periods.map(|p| p.collect(period, PERIOD_HANDOVER_WAIT))
+    }
+
+    /// The interim sample of period `index`, from `from` to `to`: to
+    /// `on_interval` at once, and kept.
+    fn emit(&mut self, index: u32, from: &Point, to: &Point, latency: Option<LatencySummary>) {
+        let counts_failures = self.meta.iter().any(|m| m.counts_failures);
+        let s = interval_sample(
+            index,
+            (from, to),
+            self.plan.start,
+            self.ids,
+            counts_failures,
+            latency,
+        );
+        (self.on_interval)(&s);
+        self.intervals.push(s);
+    }
+}
+
+/// The interim sample of period `index`, between two points (`start`: this
+/// end's time zero, which its times count from): each flow's bytes and
+/// transactions in it, TCP_INFO at its end, and where any flow has them,
+/// retransmits, datagram accounting and (`counts_failures`) failed
+/// transactions in it.
+fn interval_sample(
+    index: u32,
+    (from, to): (&Point, &Point),
+    start: Instant,
+    ids: &[u32],
+    counts_failures: bool,
+    latency: Option<LatencySummary>,
+) -> IntervalSample {
+    let secs = |t: Instant| t.saturating_duration_since(start).as_secs_f64();
+    let retransmits: Vec<Option<u32>> = from
+        .tcp
+        .iter()
+        .zip(&to.tcp)
+        .map(|(a, b)| {
+            Some(
+                b.as_ref()?
+                    .retransmits_total
+                    .saturating_sub(a.as_ref()?.retransmits_total),
+            )
+        })
+        .collect();
+    let udp: Vec<Option<measure::SeqInterval>> = from
+        .udp
+        .iter()
+        .zip(&to.udp)
+        .map(|(a, b)| Some(measure::SeqInterval::from(&b.as_ref()?.since(a.as_ref()?))))
+        .collect();
+    IntervalSample {
+        index,
+        start_s: secs(from.at),
+        end_s: secs(to.at),
+        ids: ids.to_vec(),
+        bytes: delta(&to.bytes, &from.bytes),
+        tcp_info: to
+            .tcp
+            .iter()
+            .map(|t| t.as_ref().map(measure::TcpInfo::from))
+            .collect(),
+        transactions: delta(&to.transactions, &from.transactions),
+        retransmits: if retransmits.iter().any(Option::is_some) {
+            retransmits
+        } else {
+            Vec::new()
+        },
+        udp: if udp.iter().any(Option::is_some) {
+            udp
+        } else {
+            Vec::new()
+        },
+        failures: if counts_failures {
+            delta(&to.failures, &from.failures)
+        } else {
+            Vec::new()
+        },
+        latency: latency.as_ref().map(measure::LatencySummary::from),
     }
 }
 

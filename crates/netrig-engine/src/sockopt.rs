@@ -380,6 +380,22 @@ pub fn buffer_warnings(requested: BufPair, granted: BufPair, end: &str, flag: &s
     out
 }
 
+/// Warnings for an end's first flow: buffers ([`buffer_warnings`]), then
+/// options ([`option_warnings`]), not as `requested` and `asked`; `got`:
+/// the buffers and options read back. `end` is "local" or "remote"; `flag`
+/// the CLI flag that asked for the buffers.
+pub fn setup_warnings(
+    requested: BufPair,
+    asked: &SocketSettings,
+    got: (BufPair, &AppliedOptions),
+    end: &str,
+    flag: &str,
+) -> Vec<String> {
+    let mut out = buffer_warnings(requested, got.0, end, flag);
+    out.extend(option_warnings(asked, got.1, end));
+    out
+}
+
 /// Warnings for options the kernel did not take as asked (read back after
 /// setting). `end` is "local" or "remote".
 pub fn option_warnings(asked: &SocketSettings, got: &AppliedOptions, end: &str) -> Vec<String> {

@@ -404,6 +404,20 @@ pub fn whole_test(i: u8) -> Script {
 /// The committed seeds (fuzz/seeds/agent_session/), by name: whole tests of
 /// every kind, and byte streams cut, garbled, late or out of order.
 pub fn seeds() -> Vec<(String, Vec<u8>)> {
+    let mut v = whole_tests();
+    v.extend(cut_streams());
+    v.extend(sessions());
+    v.extend(refused());
+    v
+}
+
+/// tcp-rr's index in `KindSpec::NAMES`.
+const TCP_RR: u8 = 3;
+/// tcp-crr's.
+const TCP_CRR: u8 = 4;
+
+/// A whole test of every kind an agent runs.
+fn whole_tests() -> Vec<(String, Vec<u8>)> {
     let mut v = Vec::new();
     for (i, name) in KindSpec::NAMES.iter().enumerate() {
         // http, syn-flood and half-close run from the client alone: no agent session has them.
@@ -412,8 +426,13 @@ pub fn seeds() -> Vec<(String, Vec<u8>)> {
         }
         v.push((format!("whole-{name}"), whole_test(i as u8).bytes()));
     }
-    let tcp_rr = 3;
-    let tcp_crr = 4;
+    v
+}
+
+/// Byte streams in one read, byte by byte, cut, garbled, over the frame
+/// limit, or too late.
+fn cut_streams() -> Vec<(String, Vec<u8>)> {
+    let mut v = Vec::new();
     let stream = whole_test(0).bytes();
     // The whole stream in one read: go comes while the agent awaits data
     // connections.
@@ -421,7 +440,7 @@ pub fn seeds() -> Vec<(String, Vec<u8>)> {
         "one-read".into(),
         Script::new()
             .raw(&encode_frame(&hello()))
-            .raw(&encode_frame(&request(tcp_rr)))
+            .raw(&encode_frame(&request(TCP_RR)))
             .raw(&encode_frame(&ClientMsg::Go))
             .raw(&encode_frame(&ClientMsg::Bye))
             .bytes(),
@@ -456,32 +475,39 @@ pub fn seeds() -> Vec<(String, Vec<u8>)> {
         "late".into(),
         Script::new()
             .send(&hello())
-            .send(&request(tcp_rr))
+            .send(&request(TCP_RR))
             .step(3, 31)
             .step(4, 0)
             .bytes(),
     ));
+    v
+}
+
+/// Sessions that do the unusual: abort, tests refused, watches, clock
+/// probes, messages out of order.
+fn sessions() -> Vec<(String, Vec<u8>)> {
+    let mut v = Vec::new();
     // A test without data connections aborted while it runs, a second
     // refused by the host, an invalid one, then bye and more.
     let invalid = ClientMsg::TestRequest {
-        spec: spec_at_defaults(tcp_crr, 0, 1.0),
+        spec: spec_at_defaults(TCP_CRR, 0, 1.0),
         auth: None,
     };
     v.push((
         "abort-reject-invalid-bye".into(),
         Script::new()
             .send(&hello())
-            .send(&request(tcp_crr))
+            .send(&request(TCP_CRR))
             .step(7, 0)
             .send(&ClientMsg::Go)
             .step(2, 100)
             .send(&ClientMsg::Abort { reason: "^C".into() })
-            .send(&request(tcp_crr))
+            .send(&request(TCP_CRR))
             .step(6, 0)
             .send(&invalid)
             .send(&ClientMsg::Bye)
             .send(&hello())
-            .send(&request(tcp_crr))
+            .send(&request(TCP_CRR))
             .step(5, 0)
             .bytes(),
     ));
@@ -508,7 +534,7 @@ pub fn seeds() -> Vec<(String, Vec<u8>)> {
             .send(&ClientMsg::WatchStart)
             .send(&ClientMsg::Abort { reason: "^C".into() })
             .send(&ClientMsg::WatchStart)
-            .send(&request(tcp_rr))
+            .send(&request(TCP_RR))
             .bytes(),
     ));
     // Protocol 7: clock probes, a test, then more probes than the agent
@@ -517,7 +543,7 @@ pub fn seeds() -> Vec<(String, Vec<u8>)> {
     for seq in 0..3 {
         probes = probes.send(&ClientMsg::ClockProbe { seq });
     }
-    probes = probes.send(&request(tcp_rr));
+    probes = probes.send(&request(TCP_RR));
     v.push(("clock-probes".into(), probes.bytes()));
     let mut probes = Script::new().send(&hello());
     for seq in 0..=netrig_proto::clock::MAX_PROBES_PER_TEST {
@@ -538,6 +564,13 @@ pub fn seeds() -> Vec<(String, Vec<u8>)> {
             .step(5, 1)
             .bytes(),
     ));
+    v
+}
+
+/// What the agent refuses before a session: a bad signature, an older
+/// protocol, another magic.
+fn refused() -> Vec<(String, Vec<u8>)> {
+    let mut v = Vec::new();
     // A hello with a key and a signature that cannot be right.
     v.push((
         "hello-bad-signature".into(),

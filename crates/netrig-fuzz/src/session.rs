@@ -495,156 +495,188 @@ fn client(ops: &[ClientOp]) {
     let mut c = ClientSession::new();
     let mut m = Model::AwaitWelcome;
     for op in ops {
-        let msg = match op {
-            ClientOp::Welcome(version, l, clock) => Some(AgentMsg::Welcome {
-                version: *version,
-                software: "x".into(),
-                limits: AgentLimits {
-                    max_sessions: l.max_sessions,
-                    max_flows: l.max_flows,
-                    max_duration_s: l.max_duration_s,
-                    max_message_size: l.max_message_size,
-                    setup_timeout_s: l.setup_timeout_s,
-                    ..AgentLimits::default()
-                },
-                auth: netrig_proto::auth::WelcomeAuth {
-                    required: false,
-                    nonce: netrig_proto::auth::Bytes([0; 32]),
-                    agent_key: None,
-                },
-                clock: clock
-                    .clone()
-                    .map(|boot_hash| netrig_proto::clock::AgentClock { boot_hash }),
-            }),
-            ClientOp::Mismatch(a, b) => Some(AgentMsg::VersionMismatch {
-                agent_min: *a,
-                agent_max: *b,
-                software: "y".into(),
-            }),
-            ClientOp::Busy => Some(AgentMsg::Busy {
-                reason: "full".into(),
-            }),
-            ClientOp::Accepted(c, w) => Some(AgentMsg::TestAccepted {
-                cookie: SessionCookie(*c),
-                warnings: w.clone(),
-            }),
-            ClientOp::Rejected(r) => Some(AgentMsg::TestRejected { reason: r.clone() }),
-            ClientOp::DataReady => Some(AgentMsg::DataReady),
-            ClientOp::Interval => Some(AgentMsg::Interval {
-                sample: Box::new(IntervalSample::default()),
-            }),
-            ClientOp::Results => Some(AgentMsg::Results {
-                report: Box::new(SideReport::default()),
-            }),
-            ClientOp::Error(e) => Some(AgentMsg::Error { message: e.clone() }),
-            ClientOp::Json(b) => serde_json::from_slice(b).ok(),
-            ClientOp::Echo(seq, received_ns, sent_ns) => Some(AgentMsg::ClockEcho {
-                seq: *seq,
-                received_ns: *received_ns,
-                sent_ns: *sent_ns,
-            }),
-            ClientOp::ProbeSent => {
-                let r = c.clock_probe_sent();
-                assert_eq!(r.is_ok(), m == Model::Ready, "clock_probe_sent while {m:?}");
-                if r.is_ok() {
-                    m = Model::AwaitClockEcho;
-                }
-                None
-            }
-            ClientOp::RequestSent => {
-                let r = c.request_sent();
-                assert_eq!(r.is_ok(), m == Model::Ready, "request_sent while {m:?}");
-                if r.is_ok() {
-                    m = Model::AwaitAccept;
-                }
-                None
-            }
-            ClientOp::GoSent => {
-                let r = c.go_sent();
-                assert_eq!(r.is_ok(), m == Model::AwaitDataReady, "go_sent while {m:?}");
-                if r.is_ok() {
-                    m = Model::Running;
-                }
-                None
-            }
+        let Some(msg) = agent_message(op, &mut c, &mut m) else {
+            continue;
         };
-        let Some(msg) = msg else { continue };
         let name = msg.name();
         let r = c.on_agent(msg);
-        use Model as M;
-        let (ok, next) = match (m, name) {
-            (_, "error") => (false, M::Closed),
-            (M::AwaitWelcome, "welcome") => (true, M::Ready),
-            (M::AwaitWelcome, "version_mismatch" | "busy") => (false, M::Closed),
-            (M::AwaitAccept, "test_accepted") => (true, M::AwaitDataReady),
-            (M::AwaitAccept, "test_rejected") => (true, M::Ready),
-            (M::AwaitDataReady, "data_ready") => (true, M::AwaitDataReady),
-            (M::Running, "interval") => (true, M::Running),
-            (M::Running, "results") => (true, M::Ready),
-            (M::AwaitClockEcho, "clock_echo") => (true, M::Ready),
-            (s, _) => (false, s),
-        };
-        if m == M::Closed {
+        let (ok, next) = expected(m, name);
+        if m == Model::Closed {
             assert!(r.is_err(), "{name} accepted after the session closed");
         }
-        match r {
-            Ok(ClientEvent::Welcome { limits, clock, .. }) => {
-                assert!(ok && name == "welcome", "welcome while {m:?}");
-                // A clock the client takes is a boot hash's shape.
-                if let Some(c) = clock {
-                    assert!(
-                        c.boot_hash.len() == netrig_proto::clock::BOOT_HASH_LEN
-                            && c.boot_hash
-                                .bytes()
-                                .all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')),
-                        "{c:?}"
-                    );
-                }
-                // What the client derives from the agent's limits: the set-up
-                // wait and the bound on a byte-count test.
-                let t = Instant::now();
-                let setup = limits.setup_timeout_s.checked_add(5).map(Duration::from_secs);
-                let bytes_run = limits.max_duration_s.checked_add(60).map(Duration::from_secs);
-                assert!(
-                    setup.and_then(|d| t.checked_add(d)).is_some(),
-                    "welcome's setup_timeout_s {} overflows the client's deadline",
-                    limits.setup_timeout_s
-                );
-                assert!(
-                    bytes_run.and_then(|d| t.checked_add(d)).is_some(),
-                    "welcome's max_duration_s {} overflows the client's deadline",
-                    limits.max_duration_s
-                );
-                assert!(limits.setup_timeout_s <= MAX_SETUP_TIMEOUT_S);
-                assert!(limits.max_duration_s <= MAX_AGENT_DURATION_S);
-                m = next;
+        m = answered(r, (ok, next), name, m);
+    }
+}
+
+/// The agent's message `op` makes; `None` for a step of the client's own
+/// (what it sent), taken here: allowed only where the model says.
+fn agent_message(op: &ClientOp, c: &mut ClientSession, m: &mut Model) -> Option<AgentMsg> {
+    match op {
+        ClientOp::Welcome(version, l, clock) => Some(AgentMsg::Welcome {
+            version: *version,
+            software: "x".into(),
+            limits: AgentLimits {
+                max_sessions: l.max_sessions,
+                max_flows: l.max_flows,
+                max_duration_s: l.max_duration_s,
+                max_message_size: l.max_message_size,
+                setup_timeout_s: l.setup_timeout_s,
+                ..AgentLimits::default()
+            },
+            auth: netrig_proto::auth::WelcomeAuth {
+                required: false,
+                nonce: netrig_proto::auth::Bytes([0; 32]),
+                agent_key: None,
+            },
+            clock: clock
+                .clone()
+                .map(|boot_hash| netrig_proto::clock::AgentClock { boot_hash }),
+        }),
+        ClientOp::Mismatch(a, b) => Some(AgentMsg::VersionMismatch {
+            agent_min: *a,
+            agent_max: *b,
+            software: "y".into(),
+        }),
+        ClientOp::Busy => Some(AgentMsg::Busy {
+            reason: "full".into(),
+        }),
+        ClientOp::Accepted(c, w) => Some(AgentMsg::TestAccepted {
+            cookie: SessionCookie(*c),
+            warnings: w.clone(),
+        }),
+        ClientOp::Rejected(r) => Some(AgentMsg::TestRejected { reason: r.clone() }),
+        ClientOp::DataReady => Some(AgentMsg::DataReady),
+        ClientOp::Interval => Some(AgentMsg::Interval {
+            sample: Box::new(IntervalSample::default()),
+        }),
+        ClientOp::Results => Some(AgentMsg::Results {
+            report: Box::new(SideReport::default()),
+        }),
+        ClientOp::Error(e) => Some(AgentMsg::Error { message: e.clone() }),
+        ClientOp::Json(b) => serde_json::from_slice(b).ok(),
+        ClientOp::Echo(seq, received_ns, sent_ns) => Some(AgentMsg::ClockEcho {
+            seq: *seq,
+            received_ns: *received_ns,
+            sent_ns: *sent_ns,
+        }),
+        ClientOp::ProbeSent => {
+            let r = c.clock_probe_sent();
+            assert_eq!(r.is_ok(), *m == Model::Ready, "clock_probe_sent while {m:?}");
+            if r.is_ok() {
+                *m = Model::AwaitClockEcho;
             }
-            Ok(ClientEvent::ClockEcho {
-                received_ns, sent_ns, ..
-            }) => {
-                assert!(ok, "clock_echo accepted while {m:?}");
-                // An echo the client takes says the agent held the probe a bounded time.
-                assert!(sent_ns
-                    .checked_sub(received_ns)
-                    .is_some_and(|h| h <= netrig_proto::clock::MAX_ECHO_HOLD_NS));
-                m = next;
+            None
+        }
+        ClientOp::RequestSent => {
+            let r = c.request_sent();
+            assert_eq!(r.is_ok(), *m == Model::Ready, "request_sent while {m:?}");
+            if r.is_ok() {
+                *m = Model::AwaitAccept;
             }
-            Ok(_) => {
-                assert!(ok, "{name} accepted while {m:?}");
-                m = next;
+            None
+        }
+        ClientOp::GoSent => {
+            let r = c.go_sent();
+            assert_eq!(r.is_ok(), *m == Model::AwaitDataReady, "go_sent while {m:?}");
+            if r.is_ok() {
+                *m = Model::Running;
             }
-            Err(_) if ok && name == "clock_echo" => {
-                // An echo that holds the probe too long (or backwards) closes the session.
-                m = M::Closed;
-            }
-            Err(_) if ok && name == "welcome" => {
-                // A welcome refused for its limits closes the session.
-                m = M::Closed;
-            }
-            Err(_) => {
-                assert!(!ok, "{name} refused while {m:?}");
-                m = next;
-            }
+            None
         }
     }
+}
+
+/// Whether the client takes the message `name` in state `m`, and the state
+/// it leads to.
+fn expected(m: Model, name: &str) -> (bool, Model) {
+    use Model as M;
+    match (m, name) {
+        (_, "error") => (false, M::Closed),
+        (M::AwaitWelcome, "welcome") => (true, M::Ready),
+        (M::AwaitWelcome, "version_mismatch" | "busy") => (false, M::Closed),
+        (M::AwaitAccept, "test_accepted") => (true, M::AwaitDataReady),
+        (M::AwaitAccept, "test_rejected") => (true, M::Ready),
+        (M::AwaitDataReady, "data_ready") => (true, M::AwaitDataReady),
+        (M::Running, "interval") => (true, M::Running),
+        (M::Running, "results") => (true, M::Ready),
+        (M::AwaitClockEcho, "clock_echo") => (true, M::Ready),
+        (s, _) => (false, s),
+    }
+}
+
+/// The model's state once the client answered the message `name` with `r`
+/// in state `m`, checked against what was `expected` of it; what the
+/// client takes of a welcome or a clock echo, checked too.
+fn answered(
+    r: Result<ClientEvent, netrig_proto::ProtoError>,
+    (ok, next): (bool, Model),
+    name: &str,
+    m: Model,
+) -> Model {
+    use Model as M;
+    match r {
+        Ok(ClientEvent::Welcome { limits, clock, .. }) => {
+            assert!(ok && name == "welcome", "welcome while {m:?}");
+            assert_welcome(&limits, clock.as_ref());
+            next
+        }
+        Ok(ClientEvent::ClockEcho {
+            received_ns, sent_ns, ..
+        }) => {
+            assert!(ok, "clock_echo accepted while {m:?}");
+            // An echo the client takes says the agent held the probe a bounded time.
+            assert!(sent_ns
+                .checked_sub(received_ns)
+                .is_some_and(|h| h <= netrig_proto::clock::MAX_ECHO_HOLD_NS));
+            next
+        }
+        Ok(_) => {
+            assert!(ok, "{name} accepted while {m:?}");
+            next
+        }
+        Err(_) if ok && name == "clock_echo" => {
+            // An echo that holds the probe too long (or backwards) closes the session.
+            M::Closed
+        }
+        Err(_) if ok && name == "welcome" => {
+            // A welcome refused for its limits closes the session.
+            M::Closed
+        }
+        Err(_) => {
+            assert!(!ok, "{name} refused while {m:?}");
+            next
+        }
+    }
+}
+
+/// What the client takes of a welcome: a clock of a boot hash's shape, and
+/// limits whose deadlines it can compute.
+fn assert_welcome(limits: &AgentLimits, clock: Option<&netrig_proto::clock::AgentClock>) {
+    // A clock the client takes is a boot hash's shape.
+    if let Some(c) = clock {
+        assert!(
+            c.boot_hash.len() == netrig_proto::clock::BOOT_HASH_LEN
+                && c.boot_hash
+                    .bytes()
+                    .all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')),
+            "{c:?}"
+        );
+    }
+    // What the client derives from the agent's limits: the set-up
+    // wait and the bound on a byte-count test.
+    let t = Instant::now();
+    let setup = limits.setup_timeout_s.checked_add(5).map(Duration::from_secs);
+    let bytes_run = limits.max_duration_s.checked_add(60).map(Duration::from_secs);
+    assert!(
+        setup.and_then(|d| t.checked_add(d)).is_some(),
+        "welcome's setup_timeout_s {} overflows the client's deadline",
+        limits.setup_timeout_s
+    );
+    assert!(
+        bytes_run.and_then(|d| t.checked_add(d)).is_some(),
+        "welcome's max_duration_s {} overflows the client's deadline",
+        limits.max_duration_s
+    );
+    assert!(limits.setup_timeout_s <= MAX_SETUP_TIMEOUT_S);
+    assert!(limits.max_duration_s <= MAX_AGENT_DURATION_S);
 }

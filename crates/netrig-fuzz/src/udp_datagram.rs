@@ -19,7 +19,7 @@
 use crate::alloc_count;
 use arbitrary::Arbitrary;
 use netrig_metrics::udp_seq::SEQ_WINDOW;
-use netrig_metrics::{Arrival, SeqTracker, Timing};
+use netrig_metrics::{Arrival, SeqLive, SeqTracker, Timing};
 use netrig_proto::{DatagramHeader, DATA_MAGIC};
 use std::collections::HashSet;
 
@@ -67,56 +67,17 @@ pub fn run(data: &[u8]) {
     if let Some(z) = input.zero {
         t.set_zero(z);
     }
-    let mut far = 0u64;
     if let Some(h) = input.sent_hint {
         t.sent_total_hint(h);
     }
-    let mut seen: HashSet<u64> = HashSet::new();
-    let mut highest: Option<u64> = None;
-    let (mut accounted, mut news, mut dups, mut stray, mut untimed) = (0u64, 0u64, 0u64, 0u64, 0u64);
-    let mut implausible = 0u64;
-    let mut prev_live = t.live();
+    let mut m = Model {
+        prev_live: t.live(),
+        ..Model::default()
+    };
+    let mut stray = 0u64;
     for b in &input.buffers {
         // The bytes of the buffer as the socket would hand them over.
-        let mut whole = Vec::new();
-        for d in &b.datagrams {
-            match d {
-                Dgram::Raw(bytes) => whole.extend_from_slice(bytes),
-                Dgram::Ours { seq, stamp, pad } => {
-                    let h = DatagramHeader {
-                        test_id: input.test_id,
-                        flow: input.flow,
-                        seq: *seq,
-                        stamp_ns: *stamp,
-                    };
-                    whole.extend_from_slice(&h.encode());
-                    whole.resize(whole.len() + usize::from(*pad), 0xa5);
-                }
-                Dgram::Near { back, stamp } => {
-                    let seq = highest.unwrap_or(0).wrapping_sub(*back as i64 as u64);
-                    let h = DatagramHeader {
-                        test_id: input.test_id,
-                        flow: input.flow,
-                        seq,
-                        stamp_ns: *stamp,
-                    };
-                    whole.extend_from_slice(&h.encode());
-                }
-                Dgram::Hello => {
-                    whole.extend_from_slice(&DATA_MAGIC);
-                    whole.resize(whole.len() + 28, 0);
-                }
-                Dgram::OtherFlow { seq } => {
-                    let h = DatagramHeader {
-                        test_id: input.test_id,
-                        flow: input.flow.wrapping_add(1),
-                        seq: *seq,
-                        stamp_ns: 0,
-                    };
-                    whole.extend_from_slice(&h.encode());
-                }
-            }
-        }
+        let whole = buffer_bytes(&input, b, m.highest);
         let len = whole.len();
         let seg = b
             .gro_seg
@@ -148,91 +109,165 @@ pub fn run(data: &[u8]) {
             let live = t.live();
             assert_eq!(alloc_count::allocations(), before, "on_arrival allocated");
             if r == Arrival::Implausible {
-                // Further ahead than a sender can have sent: not accounted.
-                assert!(
-                    h.seq
-                        > highest
-                            .unwrap_or(0)
-                            .saturating_add(netrig_metrics::udp_seq::PLAUSIBLE_SLACK),
-                    "{} refused as implausible",
-                    h.seq
-                );
-                implausible += 1;
-                assert_eq!(t.implausible(), implausible);
+                m.implausible(&h, &t);
                 continue;
             }
-            accounted += 1;
-            let in_window = highest.is_none_or(|top| h.seq > top || top - h.seq < SEQ_WINDOW);
-            match r {
-                Arrival::New => {
-                    news += 1;
-                    let off = |z: u64| {
-                        (i128::from(b.rx_ns) - i128::from(z) - i128::from(h.sent_ns())).unsigned_abs()
-                    };
-                    if timing == Timing::Shared {
-                        untimed += 1;
-                    } else if input
-                        .zero
-                        .is_some_and(|z| off(z) > u128::from(netrig_metrics::udp_seq::MAX_STAMP_SKEW_NS))
-                    {
-                        untimed += 1;
-                        far += 1;
-                    }
-                    assert!(
-                        !(seen.contains(&h.seq) && in_window),
-                        "duplicate of {} within the window taken as new",
-                        h.seq
-                    );
-                }
-                Arrival::Implausible => unreachable!("handled above"),
-                Arrival::Duplicate => {
-                    dups += 1;
-                    assert!(
-                        seen.contains(&h.seq),
-                        "{} called a duplicate on its first arrival",
-                        h.seq
-                    );
-                }
-            }
-            seen.insert(h.seq);
-            highest = Some(highest.map_or(h.seq, |top| top.max(h.seq)));
-            assert_eq!(live.received + live.duplicates, accounted);
-            assert_eq!(
-                (live.received, live.duplicates, live.untimed, live.far),
-                (news, dups, untimed, far)
-            );
-            assert!(live.far <= live.untimed);
-            assert!(live.out_of_order <= live.received);
-            assert!(t.outside_window() <= live.out_of_order);
-            assert_eq!(live.expected, highest.map_or(0, |top| top.saturating_add(1)));
-            assert!(live.d_count <= news - untimed);
-            assert!(
-                live.jitter_ns.is_finite() && live.jitter_ns >= 0.0,
-                "jitter {}",
-                live.jitter_ns
-            );
-            assert!(live.d_sum_ns.is_finite() && live.d_sum_ns >= 0.0);
-            let iv = live.since(&prev_live);
-            assert!(iv.received <= live.received && iv.lost <= live.expected - prev_live.expected);
-            assert!(iv.far <= iv.untimed && iv.untimed <= iv.received);
-            prev_live = live;
+            let far = timing != Timing::Shared
+                && input.zero.is_some_and(|z| {
+                    let off = (i128::from(b.rx_ns) - i128::from(z) - i128::from(h.sent_ns())).unsigned_abs();
+                    off > u128::from(netrig_metrics::udp_seq::MAX_STAMP_SKEW_NS)
+                });
+            m.arrival(h.seq, r, timing == Timing::Shared, far);
+            m.agrees(&t, live);
         }
     }
-    let s = t.summary();
-    let expected = highest
-        .map_or(0, |top| top.saturating_add(1))
-        .max(input.sent_hint.unwrap_or(0));
-    assert_eq!(s.expected, expected);
-    assert_eq!(s.received, news);
-    assert_eq!(s.duplicates, dups);
-    assert_eq!(s.highest_seq, highest);
-    assert_eq!(s.lost, expected.saturating_sub(news));
-    assert!(s.lost <= s.expected);
-    assert!(
-        s.loss_pct.is_finite() && (0.0..=100.0).contains(&s.loss_pct),
-        "loss {} %",
-        s.loss_pct
-    );
-    assert!(s.jitter_us.is_finite() && s.jitter_us >= 0.0);
+    m.summary_agrees(&t, input.sent_hint);
     let _ = stray;
+}
+
+/// The bytes of buffer `b` as the socket would hand them over: its
+/// datagrams one after another (`highest`: the highest sequence number
+/// accounted so far, which `Near` datagrams are near).
+fn buffer_bytes(input: &Input, b: &Buffer, highest: Option<u64>) -> Vec<u8> {
+    let header = |flow: u32, seq: u64, stamp_ns: u64| {
+        DatagramHeader {
+            test_id: input.test_id,
+            flow,
+            seq,
+            stamp_ns,
+        }
+        .encode()
+    };
+    let mut whole = Vec::new();
+    for d in &b.datagrams {
+        match d {
+            Dgram::Raw(bytes) => whole.extend_from_slice(bytes),
+            Dgram::Ours { seq, stamp, pad } => {
+                whole.extend_from_slice(&header(input.flow, *seq, *stamp));
+                whole.resize(whole.len() + usize::from(*pad), 0xa5);
+            }
+            Dgram::Near { back, stamp } => {
+                let seq = highest.unwrap_or(0).wrapping_sub(*back as i64 as u64);
+                whole.extend_from_slice(&header(input.flow, seq, *stamp));
+            }
+            Dgram::Hello => {
+                whole.extend_from_slice(&DATA_MAGIC);
+                whole.resize(whole.len() + 28, 0);
+            }
+            Dgram::OtherFlow { seq } => {
+                whole.extend_from_slice(&header(input.flow.wrapping_add(1), *seq, 0));
+            }
+        }
+    }
+    whole
+}
+
+/// What the tracker's counts must be, kept apart from it.
+#[derive(Default)]
+struct Model {
+    seen: HashSet<u64>,
+    highest: Option<u64>,
+    accounted: u64,
+    news: u64,
+    dups: u64,
+    untimed: u64,
+    far: u64,
+    implausible: u64,
+    prev_live: SeqLive,
+}
+
+impl Model {
+    /// A datagram the tracker refused as implausible: further ahead than a
+    /// sender can have sent, not accounted.
+    fn implausible(&mut self, h: &DatagramHeader, t: &SeqTracker) {
+        assert!(
+            h.seq
+                > self
+                    .highest
+                    .unwrap_or(0)
+                    .saturating_add(netrig_metrics::udp_seq::PLAUSIBLE_SLACK),
+            "{} refused as implausible",
+            h.seq
+        );
+        self.implausible += 1;
+        assert_eq!(t.implausible(), self.implausible);
+    }
+
+    /// A datagram the tracker accounted as `r`: `shared`, its stamp shared
+    /// with others (untimed); `far`, its send time too far from its arrival.
+    fn arrival(&mut self, seq: u64, r: Arrival, shared: bool, far: bool) {
+        self.accounted += 1;
+        let in_window = self.highest.is_none_or(|top| seq > top || top - seq < SEQ_WINDOW);
+        match r {
+            Arrival::New => {
+                self.news += 1;
+                if shared || far {
+                    self.untimed += 1;
+                }
+                if far {
+                    self.far += 1;
+                }
+                assert!(
+                    !(self.seen.contains(&seq) && in_window),
+                    "duplicate of {seq} within the window taken as new"
+                );
+            }
+            Arrival::Implausible => unreachable!("handled above"),
+            Arrival::Duplicate => {
+                self.dups += 1;
+                assert!(
+                    self.seen.contains(&seq),
+                    "{seq} called a duplicate on its first arrival"
+                );
+            }
+        }
+        self.seen.insert(seq);
+        self.highest = Some(self.highest.map_or(seq, |top| top.max(seq)));
+    }
+
+    /// The tracker's running counts (`live`) agree with the model's.
+    fn agrees(&mut self, t: &SeqTracker, live: SeqLive) {
+        assert_eq!(live.received + live.duplicates, self.accounted);
+        assert_eq!(
+            (live.received, live.duplicates, live.untimed, live.far),
+            (self.news, self.dups, self.untimed, self.far)
+        );
+        assert!(live.far <= live.untimed);
+        assert!(live.out_of_order <= live.received);
+        assert!(t.outside_window() <= live.out_of_order);
+        assert_eq!(live.expected, self.highest.map_or(0, |top| top.saturating_add(1)));
+        assert!(live.d_count <= self.news - self.untimed);
+        assert!(
+            live.jitter_ns.is_finite() && live.jitter_ns >= 0.0,
+            "jitter {}",
+            live.jitter_ns
+        );
+        assert!(live.d_sum_ns.is_finite() && live.d_sum_ns >= 0.0);
+        let iv = live.since(&self.prev_live);
+        assert!(iv.received <= live.received && iv.lost <= live.expected - self.prev_live.expected);
+        assert!(iv.far <= iv.untimed && iv.untimed <= iv.received);
+        self.prev_live = live;
+    }
+
+    /// The tracker's summary agrees with the model's counts (`sent_hint`:
+    /// what the sender said it sent).
+    fn summary_agrees(&self, t: &SeqTracker, sent_hint: Option<u64>) {
+        let s = t.summary();
+        let expected = self
+            .highest
+            .map_or(0, |top| top.saturating_add(1))
+            .max(sent_hint.unwrap_or(0));
+        assert_eq!(s.expected, expected);
+        assert_eq!(s.received, self.news);
+        assert_eq!(s.duplicates, self.dups);
+        assert_eq!(s.highest_seq, self.highest);
+        assert_eq!(s.lost, expected.saturating_sub(self.news));
+        assert!(s.lost <= s.expected);
+        assert!(
+            s.loss_pct.is_finite() && (0.0..=100.0).contains(&s.loss_pct),
+            "loss {} %",
+            s.loss_pct
+        );
+        assert!(s.jitter_us.is_finite() && s.jitter_us >= 0.0);
+    }
 }

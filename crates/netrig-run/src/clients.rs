@@ -20,7 +20,7 @@ use serde::{Deserialize, Serialize};
 use std::io::{Read, Write};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -136,83 +136,131 @@ pub(crate) fn run(
     let addrs = addresses(clients, server)?;
     let n = clients.n;
     let shares: Vec<TestSpec> = (0..n).map(|k| one.share(spec, k, n)).collect::<Result<_, _>>()?;
-    let mut running: Vec<Running> = Vec::new();
-    let kill_all = |running: &mut Vec<Running>| {
-        for r in running.iter_mut() {
-            let _ = r.child.kill();
-            let _ = r.child.wait();
-        }
-    };
     // Every child first, then the common start: a slow exec of one must not
     // hand a later one a start already past.
+    let mut running: Vec<Running> = Vec::new();
     let mut stdins = Vec::with_capacity(n as usize);
     for k in 0..n {
-        let mut cmd = Command::new(&clients.exe);
-        cmd.arg("client-share")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        die_with_parent(&mut cmd);
-        let spawned = cmd.spawn();
-        let mut child = match spawned {
-            Ok(c) => c,
+        match start_client(&clients.exe, k) {
+            Ok((r, stdin)) => {
+                running.push(r);
+                stdins.push(stdin);
+            }
             Err(e) => {
                 kill_all(&mut running);
-                return Err(format!(
-                    "--clients: starting client {k} ({}): {e}",
-                    clients.exe.display()
-                ));
+                return Err(e);
             }
-        };
-        stdins.push(child.stdin.take());
-        let mut stdout = child.stdout.take().expect("piped");
-        let mut stderr = child.stderr.take().expect("piped");
-        // Both readers keep what they may and drain the rest, so a child
-        // that writes more never dies of a closed pipe.
-        let out = std::thread::spawn(move || {
-            let mut buf = Vec::new();
-            (&mut stdout).take(MAX_RESULT_BYTES + 1).read_to_end(&mut buf)?;
-            std::io::copy(&mut stdout, &mut std::io::sink())?;
-            Ok(buf)
-        });
-        let err = std::thread::spawn(move || {
-            let mut buf = Vec::new();
-            let _ = (&mut stderr).take(64 << 10).read_to_end(&mut buf);
-            let _ = std::io::copy(&mut stderr, &mut std::io::sink());
-            String::from_utf8_lossy(&buf).into_owned()
-        });
-        running.push(Running { child, out, err });
+        }
     }
+    if let Err(e) = send_jobs(shares, &addrs, stdins, server) {
+        kill_all(&mut running);
+        return Err(e);
+    }
+    let failed = wait_for(&mut running, &addrs, allowance(spec), ctl);
+    if failed.is_some() {
+        kill_all(&mut running);
+    }
+    let mut parts = Vec::new();
+    let mut errors = Vec::new();
+    for (k, r) in running.into_iter().enumerate() {
+        let out = r.out.join().unwrap_or_else(|_| Ok(Vec::new()));
+        let err = r.err.join().unwrap_or_default();
+        match judge(k, addrs[k], out, &err, failed.is_some()) {
+            Some(Ok(r)) => parts.push(r),
+            Some(Err(e)) => errors.push(e),
+            None => {}
+        }
+    }
+    if let Some(f) = failed {
+        errors.insert(0, f);
+    }
+    if !errors.is_empty() {
+        return Err(format!("--clients {n}: {}", errors.join("; ")));
+    }
+    one.sum(spec, addrs.into_iter().zip(parts).collect())
+}
+
+/// Stops every client started.
+fn kill_all(running: &mut [Running]) {
+    for r in running.iter_mut() {
+        let _ = r.child.kill();
+        let _ = r.child.wait();
+    }
+}
+
+/// Starts client `k` (`exe client-share`), with the threads that read what
+/// it says: it and its standard input, where its job goes.
+fn start_client(exe: &std::path::Path, k: u32) -> Result<(Running, Option<ChildStdin>), String> {
+    let mut cmd = Command::new(exe);
+    cmd.arg("client-share")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    die_with_parent(&mut cmd);
+    let mut child = cmd
+        .spawn()
+        .map_err(|e| format!("--clients: starting client {k} ({}): {e}", exe.display()))?;
+    let stdin = child.stdin.take();
+    let mut stdout = child.stdout.take().expect("piped");
+    let mut stderr = child.stderr.take().expect("piped");
+    // Both readers keep what they may and drain the rest, so a child
+    // that writes more never dies of a closed pipe.
+    let out = std::thread::spawn(move || {
+        let mut buf = Vec::new();
+        (&mut stdout).take(MAX_RESULT_BYTES + 1).read_to_end(&mut buf)?;
+        std::io::copy(&mut stdout, &mut std::io::sink())?;
+        Ok(buf)
+    });
+    let err = std::thread::spawn(move || {
+        let mut buf = Vec::new();
+        let _ = (&mut stderr).take(64 << 10).read_to_end(&mut buf);
+        let _ = std::io::copy(&mut stderr, &mut std::io::sink());
+        String::from_utf8_lossy(&buf).into_owned()
+    });
+    Ok((Running { child, out, err }, stdin))
+}
+
+/// Gives each client its job: its share, from its address, all starting
+/// [`START_LEAD`] from now.
+fn send_jobs(
+    shares: Vec<TestSpec>,
+    addrs: &[IpAddr],
+    stdins: Vec<Option<ChildStdin>>,
+    server: SocketAddr,
+) -> Result<(), String> {
+    let clients = shares.len() as u32;
     let start = SystemTime::now() + START_LEAD;
-    for (k, ((share, bind), stdin)) in shares.into_iter().zip(&addrs).zip(stdins).enumerate() {
+    for (k, ((share, bind), stdin)) in shares.into_iter().zip(addrs).zip(stdins).enumerate() {
         let job = Job {
             spec: share,
             server,
             bind: Some(*bind),
             start_unix_ns: unix_ns(start),
             client: k as u32,
-            clients: n,
+            clients,
         };
-        let job = match serde_json::to_vec(&job) {
-            Ok(j) => j,
-            Err(e) => {
-                kill_all(&mut running);
-                return Err(format!("--clients: client {k}'s job: {e}"));
-            }
-        };
+        let job = serde_json::to_vec(&job).map_err(|e| format!("--clients: client {k}'s job: {e}"))?;
         // Dropping stdin after the write is the job's end of file.
         if let Some(mut stdin) = stdin {
             let _ = stdin.write_all(&job);
         }
     }
-    // Wait for every client, as long as the test may last; an abort (Ctrl-C)
-    // or one client failing stops them all.
-    let deadline = Instant::now() + allowance(spec);
+    Ok(())
+}
+
+/// Waits for every client, for `allowance` at most; an abort (Ctrl-C) or
+/// one client failing stops the wait: why, when one of them did.
+fn wait_for(
+    running: &mut [Running],
+    addrs: &[IpAddr],
+    allowance: Duration,
+    ctl: &RunControl,
+) -> Option<String> {
+    let deadline = Instant::now() + allowance;
     let mut failed: Option<String> = None;
     loop {
         if let Some(reason) = ctl.abort_reason() {
-            failed = Some(reason);
-            break;
+            return Some(reason);
         }
         let mut all = true;
         for (k, r) in running.iter_mut().enumerate() {
@@ -228,55 +276,43 @@ pub(crate) fn run(
             }
         }
         if all || failed.is_some() {
-            break;
+            return failed;
         }
         if Instant::now() >= deadline {
-            failed = Some(format!(
+            return Some(format!(
                 "the clients had not reported {} s after their test should have ended",
                 REPORT_GRACE.as_secs()
             ));
-            break;
         }
         std::thread::sleep(Duration::from_millis(20));
     }
-    if failed.is_some() {
-        kill_all(&mut running);
+}
+
+/// What client `k` (from `addr`) came to, from what it wrote (`out`, its
+/// result, read only when no client failed: `failed`) and the last line it
+/// said of itself (of `err`): its result, what went wrong, or nothing to
+/// say.
+fn judge(
+    k: usize,
+    addr: IpAddr,
+    out: std::io::Result<Vec<u8>>,
+    err: &str,
+    failed: bool,
+) -> Option<Result<TestResult, String>> {
+    // The last line it said of itself.
+    let last = err.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("");
+    match out {
+        Ok(b) if b.len() as u64 > MAX_RESULT_BYTES => Some(Err(format!(
+            "client {k}: its result is over {} MiB (the parent's bound)",
+            MAX_RESULT_BYTES >> 20
+        ))),
+        Ok(b) if !failed => Some(
+            serde_json::from_slice::<TestResult>(&b)
+                .map_err(|e| format!("client {k}: not a result ({e}): {last}")),
+        ),
+        Ok(_) => (!last.is_empty()).then(|| Err(format!("client {k} ({addr}): {last}"))),
+        Err(e) => Some(Err(format!("client {k}: reading its result: {e}"))),
     }
-    let mut parts = Vec::new();
-    let mut errors = Vec::new();
-    for (k, r) in running.into_iter().enumerate() {
-        let out = r.out.join().unwrap_or_else(|_| Ok(Vec::new()));
-        let err = r.err.join().unwrap_or_default();
-        let last = err
-            .lines()
-            .rev()
-            .find(|l| !l.trim().is_empty())
-            .unwrap_or("")
-            .to_string();
-        match out {
-            Ok(b) if b.len() as u64 > MAX_RESULT_BYTES => errors.push(format!(
-                "client {k}: its result is over {} MiB (the parent's bound)",
-                MAX_RESULT_BYTES >> 20
-            )),
-            Ok(b) if failed.is_none() => match serde_json::from_slice::<TestResult>(&b) {
-                Ok(r) => parts.push(r),
-                Err(e) => errors.push(format!("client {k}: not a result ({e}): {last}")),
-            },
-            Ok(_) => {
-                if !last.is_empty() {
-                    errors.push(format!("client {k} ({}): {last}", addrs[k]));
-                }
-            }
-            Err(e) => errors.push(format!("client {k}: reading its result: {e}")),
-        }
-    }
-    if let Some(f) = failed {
-        errors.insert(0, f);
-    }
-    if !errors.is_empty() {
-        return Err(format!("--clients {n}: {}", errors.join("; ")));
-    }
-    one.sum(spec, addrs.into_iter().zip(parts).collect())
 }
 
 /// A child killed when its parent dies (PR_SET_PDEATHSIG), so that a
@@ -335,6 +371,23 @@ mod tests {
             addrs: addrs.iter().map(|a| a.parse().unwrap()).collect(),
             exe: PathBuf::from("netrig"),
         }
+    }
+
+    /// A client's output is read as a result only when no client failed;
+    /// otherwise its last words, if it said any, are what went wrong.
+    #[test]
+    fn a_result_is_read_only_when_no_client_failed() {
+        let addr: IpAddr = "127.0.0.2".parse().unwrap();
+        let not = judge(1, addr, Ok(b"{".to_vec()), "warming up\nbad thing\n\n", false);
+        assert!(
+            matches!(&not, Some(Err(e)) if e.starts_with("client 1: not a result (") && e.ends_with("): bad thing")),
+            "{not:?}"
+        );
+        let failed = judge(1, addr, Ok(Vec::new()), "refused\n", true);
+        assert_eq!(failed, Some(Err("client 1 (127.0.0.2): refused".into())));
+        assert_eq!(judge(1, addr, Ok(Vec::new()), " \n", true), None);
+        let unread = judge(0, addr, Err(std::io::Error::other("gone")), "", false);
+        assert_eq!(unread, Some(Err("client 0: reading its result: gone".into())));
     }
 
     #[test]
