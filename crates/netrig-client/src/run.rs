@@ -565,7 +565,7 @@ impl Client {
         let hook_time = self.limits.hook_time(&spec.remote_hooks);
         // One-way delay between two clocks: their offset, measured now (and
         // again after the test, for the drift).
-        let clocks = if matches!(netrig_proto::clock::one_way_messages(spec), Some(Ok(_))) {
+        let clocks = if matches!(netrig_proto::spec::one_way_messages(spec), Some(Ok(_))) {
             self.clocks_for_test()?
         } else {
             self.clocks.clone()

@@ -219,35 +219,6 @@ impl OneWayReport {
     }
 }
 
-/// Which of a test's directions carry send times to be timed one way
-/// (client to agent, agent to client), or why none does (shown as the
-/// withheld reason); `None`: a kind that never reports one-way delay.
-/// udp-stream and udp-rr stamp every datagram; tcp-rr stamps each message
-/// of at least 8 bytes; tcp-crr does not stamp.
-pub fn one_way_messages(spec: &crate::spec::TestSpec) -> Option<Result<(bool, bool), String>> {
-    use crate::spec::{kind::Transport, KindSpec};
-    match &spec.test {
-        KindSpec::TcpRr(s) => {
-            let t = &s.transactions;
-            let (tx, rx) = (t.request_size >= 8, t.response_size >= 8);
-            Some(if tx || rx {
-                Ok((tx, rx))
-            } else {
-                Err(format!(
-                    "messages smaller than 8 bytes carry no time stamp (requests of {} B, responses of {} B: \
-                     ask for -r REQ,RESP of 8 bytes or more, as `-r 64`)",
-                    t.request_size, t.response_size
-                ))
-            })
-        }
-        KindSpec::TcpCrr(_) => Some(Err(
-            "tcp-crr does not stamp its messages (a connection per transaction: its round trip only is timed)".into(),
-        )),
-        _ if spec.rules().transport() == Transport::Udp => Some(Ok((true, true))),
-        _ => None,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

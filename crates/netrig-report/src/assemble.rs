@@ -259,7 +259,7 @@ impl<'s, 'a> Merge<'s, 'a> {
             half_close: None,
             // udp-stream, udp-rr and tcp-rr: each end timed the messages it
             // received against one clock (requests one way, responses the other).
-            one_way_delay: netrig_proto::clock::one_way_messages(self.spec).map(|m| match m {
+            one_way_delay: netrig_proto::spec::one_way_messages(self.spec).map(|m| match m {
                 Err(why) => crate::one_way::withheld(why),
                 Ok((tx, rx)) => crate::one_way::unstamped(
                     crate::one_way::one_way_delay(

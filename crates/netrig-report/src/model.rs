@@ -5,6 +5,7 @@
 
 pub mod http;
 pub mod measure;
+pub mod server_host;
 
 use measure::{CpuUsage, Environment, TcpInfo};
 use netrig_proto::report::{
@@ -43,7 +44,7 @@ pub struct TestResult {
     /// server's host saw over the run (docs/RESULTS.md, "The server
     /// host"); absent otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub server_host: Option<crate::server_host::ServerHost>,
+    pub server_host: Option<server_host::ServerHost>,
     /// When the test began by this client's wall clock, seconds since the Unix epoch: the
     /// instant the client sent `go` (time zero of the window, `omit_s` before it opens, and of
     /// `intervals[].start_s`). Several clients started together (a lab plan's `clients`) are

@@ -15,6 +15,7 @@ mod crr;
 mod experiment;
 mod hooks;
 mod hostile;
+mod house;
 mod http;
 mod http_server;
 mod lab_arms;
