@@ -19,6 +19,7 @@
 //!   network namespace have its own (probed; refused by name where it is host-wide).
 
 use crate::model::{parse_rate, Shape, Topology};
+pub use crate::model::{Class, Dscp, DscpCode};
 use crate::plan::{Direction, Plan, Segment, Step};
 use crate::LabError;
 use serde::{Deserialize, Serialize};
@@ -383,52 +384,6 @@ pub fn address_on(p: &Plan, d: &Direction) -> Option<IpAddr> {
 }
 
 // ---------------------------------------------------------------- DSCP classes
-
-/// One DSCP class on a direction's egress (under its htb rate).
-#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
-#[serde(deny_unknown_fields)]
-pub struct Class {
-    /// 1 to 16 of a-z, 0-9, '-'.
-    pub name: String,
-    /// The DSCP values it takes (0-63 or a name: CS0-CS7, AF11-AF43, EF, LE, BE); absent: the
-    /// default class (what no other class matches). Without one, a class "default" is added.
-    #[serde(default)]
-    pub dscp: Option<Dscp>,
-    /// Guaranteed rate: bits/s ("1.5M") or a share of the direction's rate ("1%"). The default
-    /// class's defaults to what the others leave.
-    #[serde(default)]
-    pub rate: Option<String>,
-    /// What it may borrow up to when others are idle (default: the direction's rate).
-    #[serde(default)]
-    pub ceil: Option<String>,
-    /// htb priority, 0 (first) to 7; default 1.
-    #[serde(default)]
-    pub prio: Option<u8>,
-    #[serde(default)]
-    pub limit_packets: Option<u32>,
-    #[serde(default)]
-    pub limit_bytes: Option<u64>,
-    /// WRED on this class's queue: `true` (thresholds from its limit) or
-    /// `{ min, max, probability, weight, dscp = { ... } }` as a link's `red`. This kernel has no
-    /// red qdisc, so a direction with a class asking for it has its classes served by netrig's
-    /// path element ([`crate::pathsched`]) instead of htb.
-    #[serde(default, deserialize_with = "crate::element_plan::red_or_bool")]
-    pub red: Option<crate::element_plan::RedSpec>,
-}
-
-#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
-#[serde(untagged)]
-pub enum Dscp {
-    One(DscpCode),
-    Many(Vec<DscpCode>),
-}
-
-#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
-#[serde(untagged)]
-pub enum DscpCode {
-    Num(i64),
-    Name(String),
-}
 
 /// A DSCP code point from a number or its name.
 pub fn dscp_value(c: &DscpCode) -> Result<u8, String> {
