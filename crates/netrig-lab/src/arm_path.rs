@@ -9,7 +9,7 @@
 use crate::build::LabState;
 use crate::element::{Config, Props};
 use crate::model::Shape;
-use crate::plan::Direction;
+use crate::steps::Direction;
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};

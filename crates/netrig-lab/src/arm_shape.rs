@@ -6,7 +6,7 @@
 
 use crate::build::LabState;
 use crate::model::{parse_rate, Shape};
-use crate::plan::Direction;
+use crate::steps::Direction;
 use serde::{Deserialize, Serialize};
 
 /// One direction's change for an arm: what it sets, and the commands (run in the sending host's

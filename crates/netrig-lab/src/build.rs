@@ -3,7 +3,9 @@
 //! `/run/netrig/labs/<id>.json`, written before the first namespace is made, so whatever a crash
 //! leaves behind is found and removed by `lab down --stale` (and the next `lab up`).
 
-use crate::plan::{self, address_of, tcp_goodput, Direction, Kernel, Plan, Segment, Step};
+use crate::plan::{self, address_of, tcp_goodput};
+pub use crate::steps::STATE_DIR;
+use crate::steps::{Direction, Kernel, Plan, Segment, Step};
 use crate::{interrupted, LabError, Topology};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -11,8 +13,6 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
-
-pub const STATE_DIR: &str = "/run/netrig/labs";
 
 /// What a lab is made of, as recorded in its state file (and printed by `lab status --json`).
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -7,7 +7,7 @@ pub use crate::model::{red_or_bool, GeSpec, RedClass, RedSpec};
 use crate::model::{Link, Shape};
 use crate::pathmodel::{QueueCfg, RedCfg, Thresholds};
 use crate::pathsched::{ClassCfg, SchedCfg};
-use crate::plan::Kernel;
+use crate::steps::Kernel;
 use std::collections::BTreeMap;
 
 /// A DSCP by name or value.

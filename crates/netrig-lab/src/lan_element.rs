@@ -8,7 +8,7 @@
 //! (`element_rate`, `red`).
 
 use crate::model::{parse_rate, Lan, Shape};
-use crate::plan::{ElementPlan, Kernel, Step};
+use crate::steps::{ElementPlan, Kernel, Step};
 
 /// The element's name for a LAN member: `<lan>:<host>` (its counters, `lab status`, the
 /// per-run `path_elements` name it so; an arm names the direction as `"<lan>".HOST`).
@@ -33,7 +33,7 @@ pub fn find<'a>(
 
 /// The host a LAN's switch-port direction sends to (`[lab.lans.port.HOST]`: its `from` is the
 /// member the witness measures from), or None for a member's own egress or a link's direction.
-pub fn port_of(d: &crate::plan::Direction) -> Option<&str> {
+pub fn port_of(d: &crate::steps::Direction) -> Option<&str> {
     d.mechanism
         .ends_with(&format!(" on the switch's port to {}", d.to))
         .then_some(d.to.as_str())
@@ -152,7 +152,7 @@ pub fn build(
                 k,
             )?,
         ],
-        counters: std::path::Path::new(crate::build::STATE_DIR)
+        counters: std::path::Path::new(crate::steps::STATE_DIR)
             .join(id)
             .join(format!("element-{i}.json")),
         generation: 0,

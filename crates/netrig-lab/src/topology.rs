@@ -20,7 +20,8 @@
 
 use crate::model::{parse_rate, Shape, Topology};
 pub use crate::model::{Class, Dscp, DscpCode};
-use crate::plan::{Direction, Plan, Segment, Step};
+pub use crate::steps::{Balance, GroupState};
+use crate::steps::{Direction, Plan, Segment, Step};
 use crate::LabError;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -42,15 +43,6 @@ fn cmd(ns: &str, argv: &[&str]) -> Step {
 
 /// At most this many links between two hosts.
 pub const MAX_PARALLEL: usize = 8;
-
-/// How traffic is spread over parallel links.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub enum Balance {
-    /// Per flow: an ECMP route, L4 hash (addresses, protocol, ports).
-    Flow,
-    /// Per packet: round robin (nftables numgen + fwmark routing).
-    Packet,
-}
 
 /// Links joining the same two hosts.
 #[derive(Debug, Clone, PartialEq)]
@@ -164,18 +156,6 @@ pub fn groups(topo: &Topology) -> Result<Vec<Group>, LabError> {
         });
     }
     Ok(out)
-}
-
-/// A group of parallel links as built, for the lab's state and `lab status`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct GroupState {
-    pub ends: [String; 2],
-    /// The links' names, in order.
-    pub links: Vec<String>,
-    pub balance: Balance,
-    /// How: "per flow: ECMP route, L4 hash" or "per packet: round robin (nftables numgen, fwmark
-    /// tables 1001-1002)".
-    pub how: String,
 }
 
 pub fn group_states(groups: &[Group], segs: &[Segment]) -> Vec<GroupState> {
