@@ -231,8 +231,8 @@ fn plan_queue(state: &LabState, link: &str, from: &str, s: &Shape) -> Result<Cha
         Some(lab_rate) => {
             if let Some(r) = rate {
                 let (b, lb) = (
-                    crate::plan::htb_burst(r, d.mtu),
-                    crate::plan::htb_burst(lab_rate, d.mtu),
+                    crate::topology::htb_burst(r, d.mtu),
+                    crate::topology::htb_burst(lab_rate, d.mtu),
                 );
                 apply.push(format!(
                     "tc class change dev {dev} parent 1: classid 1:1 htb rate {r}bit ceil {r}bit burst {b} cburst {b}"

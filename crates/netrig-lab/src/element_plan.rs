@@ -8,6 +8,7 @@ use crate::model::{Link, Shape};
 use crate::pathmodel::{QueueCfg, RedCfg, Thresholds};
 use crate::pathsched::{ClassCfg, SchedCfg};
 use crate::steps::Kernel;
+pub use crate::topology::element_classes;
 use std::collections::BTreeMap;
 
 /// A DSCP by name or value.
@@ -44,13 +45,6 @@ pub fn element_queue(s: &Shape, k: Kernel) -> bool {
                 || s.element == Some(true)
                 || !s.netem_properties().is_empty()
         })
-}
-
-/// Does the element serve this direction's rate from a queue per DSCP class
-/// ([`crate::pathsched`])? When it has classes and asks for `element_rate = true`, or a class
-/// asks for RED (this kernel has no red qdisc for htb's classes).
-pub fn element_classes(s: &Shape) -> bool {
-    !s.classes.is_empty() && (s.element_rate == Some(true) || s.classes.iter().any(|c| c.red.is_some()))
 }
 
 /// Is this direction built (in part) by the element?

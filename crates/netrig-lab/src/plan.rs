@@ -4,6 +4,7 @@
 
 use crate::model::{parse_rate, Lan, Link, Shape, Topology};
 pub use crate::steps::{Direction, ElementPlan, Kernel, Member, Plan, Segment, Step};
+use crate::topology::htb_root;
 use crate::LabError;
 use ipnet::{IpNet, Ipv4Net, Ipv6Net};
 use std::collections::{BTreeMap, VecDeque};
@@ -351,28 +352,6 @@ fn rate_root(ns: &str, dev: &str, s: &Shape, r: u64, shaper: &str, mtu: u32) -> 
         vec![cmd_s(ns, a)],
         format!("tbf rate {rb} burst {burst} limit {limit}"),
     )
-}
-
-/// htb at the root of `dev`, unclassified traffic to class 1:`default`, and its class 1:1 at
-/// `rate` bit/s (which the classes under it share).
-pub(crate) fn htb_root(ns: &str, dev: &str, default: &str, rate: u64, mtu: u32) -> [Step; 2] {
-    let rb = format!("{rate}bit");
-    let hb = htb_burst(rate, mtu).to_string();
-    [
-        cmd(
-            ns,
-            &[
-                "tc", "qdisc", "add", "dev", dev, "root", "handle", "1:", "htb", "default", default,
-            ],
-        ),
-        cmd(
-            ns,
-            &[
-                "tc", "class", "add", "dev", dev, "parent", "1:", "classid", "1:1", "htb", "rate", &rb,
-                "ceil", &rb, "burst", &hb, "cburst", &hb,
-            ],
-        ),
-    ]
 }
 
 /// `tc qdisc add dev DEV` and where (`root ...` or `parent ...`).
@@ -1091,15 +1070,6 @@ pub fn address_of(p: &Plan, host: &str, from: &str) -> Option<IpAddr> {
         .find(|m| m.host == host)?
         .v4
         .map(|n| IpAddr::V4(n.addr()))
-}
-
-/// htb's bucket (`burst` and `cburst`, bytes) for a class of `rate` bits/s: 1 ms at the rate, at
-/// least two full frames. tc's default is one frame plus rate/HZ, and with the nanosecond clock
-/// of today's kernels (`/proc/net/psched`) that is about one frame (1375 bytes at 1 Gbit/s): the
-/// class then depends on a timer per frame and, on a busy or virtual machine, gives 90-97 % of
-/// its rate (measured here: 904-934 Mbit/s of TCP at 1 Gbit/s against 950-956 with 1 ms).
-pub(crate) fn htb_burst(rate_bps: u64, mtu: u32) -> u64 {
-    (rate_bps / 8 / 1000).max(2 * (mtu as u64 + 14))
 }
 
 #[cfg(test)]
