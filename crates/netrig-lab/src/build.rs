@@ -1108,7 +1108,7 @@ pub fn status_text(labs: &[LabState]) -> String {
                     c.udp.received, c.udp.dropped, c.udp.reordered, c.udp.duplicated
                 ));
                 o.push_str(&crate::element_plan::status_extra(c));
-                o.push_str(&crate::arm_path::status_line(e, c));
+                o.push_str(&status_line(e, c));
             }
         }
         o.push_str(&crate::topology::classes_text(&s.classes));
@@ -1168,6 +1168,36 @@ pub fn status_text(labs: &[LabState]) -> String {
         }
     }
     o
+}
+
+/// `lab status`: the properties in force in one direction of an element, where an arm or
+/// `lab set` changed them (its configuration file's generation above 0); empty otherwise.
+pub fn status_line(e: &ElementState, c: &crate::element::Counters) -> String {
+    if c.generation == 0 {
+        return String::new();
+    }
+    let conf = e.config.counters.with_extension("conf.json");
+    let now = std::fs::read(&conf)
+        .ok()
+        .and_then(|t| serde_json::from_slice::<crate::element::Config>(&t).ok());
+    let dir = e.config.ends.iter().position(|h| *h == c.from).unwrap_or(0);
+    match now {
+        Some(n) if n.props[dir] != e.config.props[dir] => format!(
+            "    in force (generation {}, changed by an arm or lab set): {}; the lab's own: {}\n",
+            c.generation,
+            crate::element_plan::describe(&n.props[dir]),
+            crate::element_plan::describe(&e.config.props[dir])
+        ),
+        Some(_) => format!(
+            "    in force (generation {}): the lab's own properties\n",
+            c.generation
+        ),
+        None => format!(
+            "    generation {}: its configuration {} cannot be read\n",
+            c.generation,
+            conf.display()
+        ),
+    }
 }
 
 #[cfg(test)]

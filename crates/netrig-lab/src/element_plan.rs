@@ -477,6 +477,34 @@ pub fn status_extra(c: &crate::element::Counters) -> String {
     o
 }
 
+/// Props as the arm's table names them.
+pub fn describe(p: &crate::element::Props) -> String {
+    let mut v = vec![format!("delay {} µs", p.delay_us)];
+    if p.jitter_us > 0 {
+        v.push(format!("jitter {} µs", p.jitter_us));
+    }
+    match &p.gemodel {
+        Some(g) => v.push(format!(
+            "loss gemodel p {}% r {}% 1-h {}% 1-k {}%",
+            g.p * 100.0,
+            g.r * 100.0,
+            g.bad_loss * 100.0,
+            g.good_loss * 100.0
+        )),
+        None => v.push(format!("loss {}%", p.loss * 100.0)),
+    }
+    for (n, x) in [
+        ("duplicate", p.duplicate),
+        ("reorder", p.reorder),
+        ("corrupt", p.corrupt),
+    ] {
+        if x > 0.0 {
+            v.push(format!("{n} {}%", x * 100.0));
+        }
+    }
+    v.join(", ")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

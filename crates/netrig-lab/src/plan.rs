@@ -299,7 +299,7 @@ fn qdiscs(
                 &["root", "handle", "1:"]
             },
         );
-        a.extend(crate::arm_path::netem_params(s, s.limit_packets));
+        a.extend(netem_params(s, s.limit_packets));
         (a, format!("netem ({})", netem.join(", ")))
     };
     let Some(r) = rate else {
@@ -327,6 +327,35 @@ fn qdiscs(
         mech.push(m);
     }
     (steps, mech)
+}
+
+/// netem's arguments for a shape with this queue limit (packets): what the lab builds (plan.rs)
+/// and what an arm changes it to.
+pub fn netem_params(s: &Shape, limit: Option<u32>) -> Vec<String> {
+    let mut a = vec!["netem".to_string()];
+    if let Some(l) = limit {
+        a.extend(["limit".into(), l.to_string()]);
+    }
+    if let Some(d) = &s.delay {
+        a.extend(["delay".into(), d.clone()]);
+        if let Some(j) = &s.jitter {
+            a.push(j.clone());
+        }
+    }
+    if let Some(g) = &s.loss_gemodel {
+        // All four given: tc's defaults for the ones left out are not the element's.
+        let m = g.model();
+        a.extend(["loss".into(), "gemodel".into()]);
+        for v in [m.p, m.r, m.bad_loss, m.good_loss] {
+            a.push(format!("{}%", v * 100.0));
+        }
+    }
+    for (name, v) in s.percentages() {
+        if let Some(v) = v {
+            a.extend([name.to_string(), format!("{v}%")]);
+        }
+    }
+    a
 }
 
 /// The root qdisc that holds a direction to `r` bit/s, htb (its leaf goes under class 1:1) or
