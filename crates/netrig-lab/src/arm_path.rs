@@ -6,10 +6,12 @@
 //! built can change: a link without an element or netem is refused by name (an arm does not add
 //! the element to a link). Put back after each run, as rate.
 
-use crate::build::LabState;
+use crate::build::{ElementState, LabState};
 use crate::element::{Config, Props};
+pub use crate::element_plan::describe;
 use crate::model::Shape;
-use crate::plan::Direction;
+pub use crate::plan::netem_params;
+use crate::steps::Direction;
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -31,6 +33,17 @@ pub struct ElementSet {
     /// What the arm sets, and the lab's own (put back after each run).
     pub props: Props,
     pub lab_props: Props,
+}
+
+/// The element an arm or `lab set` means by `link` and the sending host `from`: a link's (named
+/// as the link), or a LAN member's (`"<lan>".HOST`: what HOST sends into the segment; the
+/// switch's direction to HOST is not named by a sending host, so arms do not reach it).
+pub fn find<'a>(elements: &'a [ElementState], link: &str, from: &str) -> Option<&'a ElementState> {
+    let lan = crate::lan_element::element_link(link, from);
+    elements
+        .iter()
+        .find(|e| e.link == link)
+        .or_else(|| elements.iter().find(|e| e.link == lan))
 }
 
 /// The lab's shape of a direction with the arm's path properties over it (loss and
@@ -89,7 +102,7 @@ pub fn element_set(
     from: &str,
     s: &Shape,
 ) -> Result<Option<ElementSet>, String> {
-    let Some(e) = crate::lan_element::find(&state.elements, link, from) else {
+    let Some(e) = find(&state.elements, link, from) else {
         return Ok(None);
     };
     let cfg: &Config = &e.config;
@@ -158,35 +171,6 @@ pub fn netem_args(s: &Shape) -> Vec<String> {
     netem_params(s, s.limit_packets)
 }
 
-/// netem's arguments for a shape with this queue limit (packets): what the lab builds (plan.rs)
-/// and what an arm changes it to.
-pub fn netem_params(s: &Shape, limit: Option<u32>) -> Vec<String> {
-    let mut a = vec!["netem".to_string()];
-    if let Some(l) = limit {
-        a.extend(["limit".into(), l.to_string()]);
-    }
-    if let Some(d) = &s.delay {
-        a.extend(["delay".into(), d.clone()]);
-        if let Some(j) = &s.jitter {
-            a.push(j.clone());
-        }
-    }
-    if let Some(g) = &s.loss_gemodel {
-        // All four given: tc's defaults for the ones left out are not the element's.
-        let m = g.model();
-        a.extend(["loss".into(), "gemodel".into()]);
-        for v in [m.p, m.r, m.bad_loss, m.good_loss] {
-            a.push(format!("{}%", v * 100.0));
-        }
-    }
-    for (name, v) in s.percentages() {
-        if let Some(v) = v {
-            a.extend([name.to_string(), format!("{v}%")]);
-        }
-    }
-    a
-}
-
 /// `tc qdisc change` of the netem qdisc the lab built on `d` with the arm's properties over the
 /// lab's, and the command that puts the lab's back.
 pub fn netem_change(d: &Direction, s: &Shape) -> Result<(String, String), String> {
@@ -206,34 +190,6 @@ pub fn netem_change(d: &Direction, s: &Shape) -> Result<(String, String), String
     };
     let cmd = |sh: &Shape| format!("tc qdisc change dev {} {at} {}", d.dev, netem_args(sh).join(" "));
     Ok((cmd(&m), cmd(&d.shape)))
-}
-
-/// Props as the arm's table names them.
-pub fn describe(p: &Props) -> String {
-    let mut v = vec![format!("delay {} µs", p.delay_us)];
-    if p.jitter_us > 0 {
-        v.push(format!("jitter {} µs", p.jitter_us));
-    }
-    match &p.gemodel {
-        Some(g) => v.push(format!(
-            "loss gemodel p {}% r {}% 1-h {}% 1-k {}%",
-            g.p * 100.0,
-            g.r * 100.0,
-            g.bad_loss * 100.0,
-            g.good_loss * 100.0
-        )),
-        None => v.push(format!("loss {}%", p.loss * 100.0)),
-    }
-    for (n, x) in [
-        ("duplicate", p.duplicate),
-        ("reorder", p.reorder),
-        ("corrupt", p.corrupt),
-    ] {
-        if x > 0.0 {
-            v.push(format!("{n} {}%", x * 100.0));
-        }
-    }
-    v.join(", ")
 }
 
 /// Sets (or, `restore`, puts back) one direction of an element: writes its configuration with
@@ -325,95 +281,4 @@ pub fn shape_of_words(words: &[String]) -> Result<Shape, String> {
     toml::Value::Table(t)
         .try_into()
         .map_err(|e: toml::de::Error| e.message().to_string())
-}
-
-/// `netrig lab set LAB LINK HOST key=value ...`: the change an arm's shape makes, by hand, over
-/// the lab's own properties (each `set` replaces the last); `reset` puts the lab's own back.
-/// Returns what was done, a line each.
-pub fn set_by_hand(
-    which: &str,
-    link: &str,
-    host: &str,
-    words: &[String],
-    reset: bool,
-) -> Result<Vec<String>, crate::LabError> {
-    use crate::LabError;
-    crate::build::check_rights()?;
-    let state = crate::build::list()
-        .into_iter()
-        .find(|s| s.name == which || s.id == which)
-        .ok_or_else(|| LabError::Spec(format!("no lab named {which:?} (netrig lab status lists them)")))?;
-    let mut shape = shape_of_words(words).map_err(|e| LabError::Spec(format!("lab set: {e}")))?;
-    if reset && words.is_empty() {
-        // Everything the lab built on that direction: its element's properties, rate and queue.
-        if crate::lan_element::find(&state.elements, link, host).is_some() {
-            shape.delay = Some("0ms".into());
-        }
-        if let Some(d) = state.directions.iter().find(|d| d.link == link && d.from == host) {
-            shape.rate = d.rate_bps.map(|r| r.to_string());
-            shape.limit_packets = d.shape.limit_packets;
-            shape.limit_bytes = d.shape.limit_bytes;
-            if d.mechanism.contains("netem") && shape.delay.is_none() {
-                shape.delay = d.shape.delay.clone().or(Some("0ms".into()));
-            }
-        }
-    }
-    let c = crate::arm_shape::plan(&state, link, host, &shape)
-        .map_err(|e| LabError::Spec(format!("lab set: {e}")))?;
-    let mut done = Vec::new();
-    let run = |cmd: &str| -> Result<(), LabError> {
-        let o = std::process::Command::new("ip")
-            .args(["netns", "exec", &c.ns, "sh", "-c", cmd])
-            .output()
-            .map_err(|e| LabError::Other(format!("`{cmd}`: {e}")))?;
-        if !o.status.success() {
-            return Err(LabError::Command {
-                cmd: cmd.to_string(),
-                status: o.status.to_string(),
-                stderr: String::from_utf8_lossy(&o.stderr).trim().to_string(),
-            });
-        }
-        Ok(())
-    };
-    if let (Some(e), false) = (&c.element, reset) {
-        done.push(apply(e, false).map_err(LabError::Other)?);
-    }
-    for cmd in if reset { &c.restore } else { &c.apply } {
-        run(cmd)?;
-        done.push(format!("{host}: {cmd}"));
-    }
-    if let (Some(e), true) = (&c.element, reset) {
-        done.push(apply(e, true).map_err(LabError::Other)?);
-    }
-    Ok(done)
-}
-
-/// `lab status`: the properties in force in one direction of an element, where an arm or
-/// `lab set` changed them (its configuration file's generation above 0); empty otherwise.
-pub fn status_line(e: &crate::build::ElementState, c: &crate::element::Counters) -> String {
-    if c.generation == 0 {
-        return String::new();
-    }
-    let conf = e.config.counters.with_extension("conf.json");
-    let now = std::fs::read(&conf)
-        .ok()
-        .and_then(|t| serde_json::from_slice::<Config>(&t).ok());
-    let dir = e.config.ends.iter().position(|h| *h == c.from).unwrap_or(0);
-    match now {
-        Some(n) if n.props[dir] != e.config.props[dir] => format!(
-            "    in force (generation {}, changed by an arm or lab set): {}; the lab's own: {}\n",
-            c.generation,
-            describe(&n.props[dir]),
-            describe(&e.config.props[dir])
-        ),
-        Some(_) => format!(
-            "    in force (generation {}): the lab's own properties\n",
-            c.generation
-        ),
-        None => format!(
-            "    generation {}: its configuration {} cannot be read\n",
-            c.generation,
-            conf.display()
-        ),
-    }
 }

@@ -6,7 +6,7 @@
 
 use crate::build::LabState;
 use crate::model::{parse_rate, Shape};
-use crate::plan::Direction;
+use crate::steps::Direction;
 use serde::{Deserialize, Serialize};
 
 /// One direction's change for an arm: what it sets, and the commands (run in the sending host's
@@ -107,7 +107,7 @@ pub fn plan(state: &LabState, link: &str, from: &str, s: &Shape) -> Result<Chang
         },
         (true, Some(e), None) => {
             // The element's other direction, which the lab left unshaped: it is there all the same.
-            let cfg = &crate::lan_element::find(&state.elements, link, from)
+            let cfg = &crate::arm_path::find(&state.elements, link, from)
                 .expect("found")
                 .config;
             Change {
@@ -231,8 +231,8 @@ fn plan_queue(state: &LabState, link: &str, from: &str, s: &Shape) -> Result<Cha
         Some(lab_rate) => {
             if let Some(r) = rate {
                 let (b, lb) = (
-                    crate::plan::htb_burst(r, d.mtu),
-                    crate::plan::htb_burst(lab_rate, d.mtu),
+                    crate::topology::htb_burst(r, d.mtu),
+                    crate::topology::htb_burst(lab_rate, d.mtu),
                 );
                 apply.push(format!(
                     "tc class change dev {dev} parent 1: classid 1:1 htb rate {r}bit ceil {r}bit burst {b} cburst {b}"
@@ -273,6 +273,67 @@ fn plan_queue(state: &LabState, link: &str, from: &str, s: &Shape) -> Result<Cha
         restore,
         element: None,
     })
+}
+
+/// `netrig lab set LAB LINK HOST key=value ...`: the change an arm's shape makes, by hand, over
+/// the lab's own properties (each `set` replaces the last); `reset` puts the lab's own back.
+/// Returns what was done, a line each.
+pub fn set_by_hand(
+    which: &str,
+    link: &str,
+    host: &str,
+    words: &[String],
+    reset: bool,
+) -> Result<Vec<String>, crate::LabError> {
+    use crate::LabError;
+    crate::build::check_rights()?;
+    let state = crate::build::list()
+        .into_iter()
+        .find(|s| s.name == which || s.id == which)
+        .ok_or_else(|| LabError::Spec(format!("no lab named {which:?} (netrig lab status lists them)")))?;
+    let mut shape =
+        crate::arm_path::shape_of_words(words).map_err(|e| LabError::Spec(format!("lab set: {e}")))?;
+    if reset && words.is_empty() {
+        // Everything the lab built on that direction: its element's properties, rate and queue.
+        if crate::arm_path::find(&state.elements, link, host).is_some() {
+            shape.delay = Some("0ms".into());
+        }
+        if let Some(d) = state.directions.iter().find(|d| d.link == link && d.from == host) {
+            shape.rate = d.rate_bps.map(|r| r.to_string());
+            shape.limit_packets = d.shape.limit_packets;
+            shape.limit_bytes = d.shape.limit_bytes;
+            if d.mechanism.contains("netem") && shape.delay.is_none() {
+                shape.delay = d.shape.delay.clone().or(Some("0ms".into()));
+            }
+        }
+    }
+    let c = plan(&state, link, host, &shape).map_err(|e| LabError::Spec(format!("lab set: {e}")))?;
+    let mut done = Vec::new();
+    let run = |cmd: &str| -> Result<(), LabError> {
+        let o = std::process::Command::new("ip")
+            .args(["netns", "exec", &c.ns, "sh", "-c", cmd])
+            .output()
+            .map_err(|e| LabError::Other(format!("`{cmd}`: {e}")))?;
+        if !o.status.success() {
+            return Err(LabError::Command {
+                cmd: cmd.to_string(),
+                status: o.status.to_string(),
+                stderr: String::from_utf8_lossy(&o.stderr).trim().to_string(),
+            });
+        }
+        Ok(())
+    };
+    if let (Some(e), false) = (&c.element, reset) {
+        done.push(crate::arm_path::apply(e, false).map_err(LabError::Other)?);
+    }
+    for cmd in if reset { &c.restore } else { &c.apply } {
+        run(cmd)?;
+        done.push(format!("{host}: {cmd}"));
+    }
+    if let (Some(e), true) = (&c.element, reset) {
+        done.push(crate::arm_path::apply(e, true).map_err(LabError::Other)?);
+    }
+    Ok(done)
 }
 
 #[cfg(test)]

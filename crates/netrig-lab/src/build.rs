@@ -3,7 +3,9 @@
 //! `/run/netrig/labs/<id>.json`, written before the first namespace is made, so whatever a crash
 //! leaves behind is found and removed by `lab down --stale` (and the next `lab up`).
 
-use crate::plan::{self, address_of, tcp_goodput, Direction, Kernel, Plan, Segment, Step};
+use crate::plan::{self, address_of, tcp_goodput};
+pub use crate::steps::STATE_DIR;
+use crate::steps::{Direction, Kernel, Plan, Segment, Step};
 use crate::{interrupted, LabError, Topology};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -11,8 +13,6 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
-
-pub const STATE_DIR: &str = "/run/netrig/labs";
 
 /// What a lab is made of, as recorded in its state file (and printed by `lab status --json`).
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -1108,7 +1108,7 @@ pub fn status_text(labs: &[LabState]) -> String {
                     c.udp.received, c.udp.dropped, c.udp.reordered, c.udp.duplicated
                 ));
                 o.push_str(&crate::element_plan::status_extra(c));
-                o.push_str(&crate::arm_path::status_line(e, c));
+                o.push_str(&status_line(e, c));
             }
         }
         o.push_str(&crate::topology::classes_text(&s.classes));
@@ -1168,6 +1168,36 @@ pub fn status_text(labs: &[LabState]) -> String {
         }
     }
     o
+}
+
+/// `lab status`: the properties in force in one direction of an element, where an arm or
+/// `lab set` changed them (its configuration file's generation above 0); empty otherwise.
+pub fn status_line(e: &ElementState, c: &crate::element::Counters) -> String {
+    if c.generation == 0 {
+        return String::new();
+    }
+    let conf = e.config.counters.with_extension("conf.json");
+    let now = std::fs::read(&conf)
+        .ok()
+        .and_then(|t| serde_json::from_slice::<crate::element::Config>(&t).ok());
+    let dir = e.config.ends.iter().position(|h| *h == c.from).unwrap_or(0);
+    match now {
+        Some(n) if n.props[dir] != e.config.props[dir] => format!(
+            "    in force (generation {}, changed by an arm or lab set): {}; the lab's own: {}\n",
+            c.generation,
+            crate::element_plan::describe(&n.props[dir]),
+            crate::element_plan::describe(&e.config.props[dir])
+        ),
+        Some(_) => format!(
+            "    in force (generation {}): the lab's own properties\n",
+            c.generation
+        ),
+        None => format!(
+            "    generation {}: its configuration {} cannot be read\n",
+            c.generation,
+            conf.display()
+        ),
+    }
 }
 
 #[cfg(test)]

@@ -3,94 +3,13 @@
 //! its own with drop-tail or RED (weighted per DSCP); what the red qdisc builds instead where the
 //! kernel has it; and what is refused, by name.
 
+pub use crate::model::{red_or_bool, GeSpec, RedClass, RedSpec};
 use crate::model::{Link, Shape};
-use crate::pathmodel::{GeModel, QueueCfg, RedCfg, Thresholds};
+use crate::pathmodel::{QueueCfg, RedCfg, Thresholds};
 use crate::pathsched::{ClassCfg, SchedCfg};
-use crate::plan::Kernel;
-use serde::{Deserialize, Deserializer, Serialize};
+use crate::steps::Kernel;
+pub use crate::topology::element_classes;
 use std::collections::BTreeMap;
-
-/// `loss_gemodel`: netem's `loss gemodel p r 1-h 1-k`, in percent. `p`: good → bad; `r`: bad →
-/// good; `1-h`: loss in the bad state (default 100); `1-k`: loss in the good state (default 0).
-#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
-#[serde(deny_unknown_fields)]
-pub struct GeSpec {
-    pub p: f64,
-    pub r: f64,
-    #[serde(rename = "1-h", default)]
-    pub one_minus_h: Option<f64>,
-    #[serde(rename = "1-k", default)]
-    pub one_minus_k: Option<f64>,
-}
-
-impl GeSpec {
-    pub fn model(&self) -> GeModel {
-        GeModel {
-            p: self.p / 100.0,
-            r: self.r / 100.0,
-            bad_loss: self.one_minus_h.unwrap_or(100.0) / 100.0,
-            good_loss: self.one_minus_k.unwrap_or(0.0) / 100.0,
-        }
-    }
-}
-
-/// One class's RED thresholds (in the queue's unit: packets with `limit_packets`, bytes with
-/// `limit_bytes`) and its drop probability at `max` (0..1).
-#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
-#[serde(deny_unknown_fields)]
-pub struct RedClass {
-    #[serde(default)]
-    pub min: Option<f64>,
-    #[serde(default)]
-    pub max: Option<f64>,
-    #[serde(default)]
-    pub probability: Option<f64>,
-}
-
-/// `red`: `true` or a table. Thresholds default to a third and a half of the queue's limit,
-/// the probability to 0.1, the EWMA weight to 0.002 (Floyd & Jacobson's); `dscp` gives classes
-/// thresholds of their own by DSCP name (be, cs0-cs7, af11-af43, ef) or value (0-63).
-#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
-#[serde(deny_unknown_fields)]
-pub struct RedSpec {
-    #[serde(default)]
-    pub min: Option<f64>,
-    #[serde(default)]
-    pub max: Option<f64>,
-    #[serde(default)]
-    pub probability: Option<f64>,
-    #[serde(default)]
-    pub weight: Option<f64>,
-    #[serde(default)]
-    pub dscp: BTreeMap<String, RedClass>,
-}
-
-/// `red = true`, `red = false` (none) or `red = { ... }`, naming a misspelt field.
-pub fn red_or_bool<'de, D: Deserializer<'de>>(d: D) -> Result<Option<RedSpec>, D::Error> {
-    struct V;
-    impl<'de> serde::de::Visitor<'de> for V {
-        type Value = Option<RedSpec>;
-        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-            f.write_str("true, false or a table { min, max, probability, weight, dscp }")
-        }
-        fn visit_bool<E: serde::de::Error>(self, b: bool) -> Result<Self::Value, E> {
-            Ok(b.then(RedSpec::default))
-        }
-        fn visit_unit<E: serde::de::Error>(self) -> Result<Self::Value, E> {
-            Ok(None)
-        }
-        fn visit_none<E: serde::de::Error>(self) -> Result<Self::Value, E> {
-            Ok(None)
-        }
-        fn visit_some<D2: Deserializer<'de>>(self, d: D2) -> Result<Self::Value, D2::Error> {
-            d.deserialize_any(V)
-        }
-        fn visit_map<A: serde::de::MapAccess<'de>>(self, m: A) -> Result<Self::Value, A::Error> {
-            RedSpec::deserialize(serde::de::value::MapAccessDeserializer::new(m)).map(Some)
-        }
-    }
-    d.deserialize_any(V)
-}
 
 /// A DSCP by name or value.
 pub fn dscp_value(name: &str) -> Option<u8> {
@@ -126,13 +45,6 @@ pub fn element_queue(s: &Shape, k: Kernel) -> bool {
                 || s.element == Some(true)
                 || !s.netem_properties().is_empty()
         })
-}
-
-/// Does the element serve this direction's rate from a queue per DSCP class
-/// ([`crate::pathsched`])? When it has classes and asks for `element_rate = true`, or a class
-/// asks for RED (this kernel has no red qdisc for htb's classes).
-pub fn element_classes(s: &Shape) -> bool {
-    !s.classes.is_empty() && (s.element_rate == Some(true) || s.classes.iter().any(|c| c.red.is_some()))
 }
 
 /// Is this direction built (in part) by the element?
@@ -563,6 +475,34 @@ pub fn status_extra(c: &crate::element::Counters) -> String {
         ));
     }
     o
+}
+
+/// Props as the arm's table names them.
+pub fn describe(p: &crate::element::Props) -> String {
+    let mut v = vec![format!("delay {} µs", p.delay_us)];
+    if p.jitter_us > 0 {
+        v.push(format!("jitter {} µs", p.jitter_us));
+    }
+    match &p.gemodel {
+        Some(g) => v.push(format!(
+            "loss gemodel p {}% r {}% 1-h {}% 1-k {}%",
+            g.p * 100.0,
+            g.r * 100.0,
+            g.bad_loss * 100.0,
+            g.good_loss * 100.0
+        )),
+        None => v.push(format!("loss {}%", p.loss * 100.0)),
+    }
+    for (n, x) in [
+        ("duplicate", p.duplicate),
+        ("reorder", p.reorder),
+        ("corrupt", p.corrupt),
+    ] {
+        if x > 0.0 {
+            v.push(format!("{n} {}%", x * 100.0));
+        }
+    }
+    v.join(", ")
 }
 
 #[cfg(test)]

@@ -8,7 +8,7 @@
 //! (`element_rate`, `red`).
 
 use crate::model::{parse_rate, Lan, Shape};
-use crate::plan::{ElementPlan, Kernel, Step};
+use crate::steps::{ElementPlan, Kernel, Step};
 
 /// The element's name for a LAN member: `<lan>:<host>` (its counters, `lab status`, the
 /// per-run `path_elements` name it so; an arm names the direction as `"<lan>".HOST`).
@@ -16,24 +16,9 @@ pub fn element_link(lan: &str, host: &str) -> String {
     format!("{lan}:{host}")
 }
 
-/// The element an arm or `lab set` means by `link` and the sending host `from`: a link's (named
-/// as the link), or a LAN member's (`"<lan>".HOST`: what HOST sends into the segment; the
-/// switch's direction to HOST is not named by a sending host, so arms do not reach it).
-pub fn find<'a>(
-    elements: &'a [crate::build::ElementState],
-    link: &str,
-    from: &str,
-) -> Option<&'a crate::build::ElementState> {
-    let lan = element_link(link, from);
-    elements
-        .iter()
-        .find(|e| e.link == link)
-        .or_else(|| elements.iter().find(|e| e.link == lan))
-}
-
 /// The host a LAN's switch-port direction sends to (`[lab.lans.port.HOST]`: its `from` is the
 /// member the witness measures from), or None for a member's own egress or a link's direction.
-pub fn port_of(d: &crate::plan::Direction) -> Option<&str> {
+pub fn port_of(d: &crate::steps::Direction) -> Option<&str> {
     d.mechanism
         .ends_with(&format!(" on the switch's port to {}", d.to))
         .then_some(d.to.as_str())
@@ -152,7 +137,7 @@ pub fn build(
                 k,
             )?,
         ],
-        counters: std::path::Path::new(crate::build::STATE_DIR)
+        counters: std::path::Path::new(crate::steps::STATE_DIR)
             .join(id)
             .join(format!("element-{i}.json")),
         generation: 0,

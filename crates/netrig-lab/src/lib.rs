@@ -25,6 +25,7 @@ pub mod pathsched;
 pub mod plan;
 #[cfg(test)]
 mod port_tests;
+pub mod steps;
 pub mod topology;
 
 pub use build::{down, down_stale, exec, list, status_text, up, LabState, UpOptions};

@@ -2,6 +2,9 @@
 //! Every table refuses fields it does not know, so a misspelt property is an
 //! error, never silently ignored.
 
+mod parts;
+
+pub use parts::{red_or_bool, Class, Dscp, DscpCode, GeSpec, RedClass, RedSpec};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -148,19 +151,19 @@ pub struct Shape {
     /// Bursty loss, Gilbert–Elliott, with netem's parameters in percent:
     /// `{ p = 1.0, r = 25.0, "1-h" = 100.0, "1-k" = 0.0 }` (netem's `loss gemodel p r 1-h 1-k`).
     #[serde(default)]
-    pub loss_gemodel: Option<crate::element_plan::GeSpec>,
+    pub loss_gemodel: Option<GeSpec>,
     /// RED before the queue's limit: `true` (default thresholds) or
     /// `{ min, max, probability, weight, dscp = { cs1 = { min, max, probability } } }`.
-    #[serde(default, deserialize_with = "crate::element_plan::red_or_bool")]
-    pub red: Option<crate::element_plan::RedSpec>,
+    #[serde(default, deserialize_with = "red_or_bool")]
+    pub red: Option<RedSpec>,
     /// The rate and queue served by netrig's path element (its own queue, drop-tail or RED)
     /// instead of htb/tbf on the sender's egress.
     #[serde(default)]
     pub element_rate: Option<bool>,
     /// DSCP classes under the rate (htb classes with u32 filters on the DSCP): see
-    /// [`crate::topology::Class`].
+    /// [`Class`].
     #[serde(default)]
-    pub classes: Vec<crate::topology::Class>,
+    pub classes: Vec<Class>,
     /// Who builds delay, jitter, loss, duplicate and reorder: absent, netem where the kernel has
     /// it, else netrig's path element; `true`: the element even where netem exists; `false`:
     /// netem only (refused without it).

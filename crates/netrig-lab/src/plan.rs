@@ -3,9 +3,10 @@
 //! and every command is testable without root.
 
 use crate::model::{parse_rate, Lan, Link, Shape, Topology};
+pub use crate::steps::{Direction, ElementPlan, Kernel, Member, Plan, Segment, Step};
+use crate::topology::htb_root;
 use crate::LabError;
 use ipnet::{IpNet, Ipv4Net, Ipv6Net};
-use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, VecDeque};
 use std::net::IpAddr;
 
@@ -23,93 +24,6 @@ pub const SYSCTLS: &[&str] = &[
     // fell to 150).
     "net.ipv4.tcp_tw_reuse",
 ];
-
-/// What the running kernel and system can build (probed by the builder).
-#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq)]
-pub struct Kernel {
-    pub netem: bool,
-    pub red: bool,
-    pub ethtool: bool,
-    /// A network namespace may set its own net.netfilter.nf_conntrack_max.
-    #[serde(default)]
-    pub conntrack_max: bool,
-}
-
-/// One command, run in a host's namespace (`ip netns exec NS ...`) or in the root one.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub enum Step {
-    Cmd {
-        ns: Option<String>,
-        argv: Vec<String>,
-        /// Given on standard input (an inline nftables ruleset).
-        stdin: Option<String>,
-    },
-    /// `sysctl -w KEY=VALUE` in NS, then read back.
-    Sysctl { ns: String, key: String, value: String },
-}
-
-/// One member of a segment: a host's interface on it.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct Member {
-    pub host: String,
-    pub ns: String,
-    pub dev: String,
-    pub v4: Option<Ipv4Net>,
-    pub v6: Option<Ipv6Net>,
-}
-
-/// A link or a LAN segment.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct Segment {
-    /// "a-b" for a link, the LAN's name for a LAN.
-    pub name: String,
-    pub lan: bool,
-    pub members: Vec<Member>,
-    pub mtu: u32,
-}
-
-/// One shaped direction: what `from` sends on `dev` (its egress).
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct Direction {
-    pub link: String,
-    pub from: String,
-    /// The host the witness measures towards (the other end, or the first other LAN member).
-    pub to: String,
-    pub ns: String,
-    pub dev: String,
-    pub shape: Shape,
-    pub rate_bps: Option<u64>,
-    /// The qdiscs that build it, as "htb rate + pfifo limit 100".
-    pub mechanism: String,
-    pub mtu: u32,
-}
-
-/// Everything the builder makes, named by the lab's id.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct Plan {
-    pub id: String,
-    /// Host name → namespace.
-    pub hosts: BTreeMap<String, String>,
-    /// Every namespace made, hosts' and bridges' alike.
-    pub namespaces: Vec<String>,
-    pub segments: Vec<Segment>,
-    pub directions: Vec<Direction>,
-    pub steps: Vec<Step>,
-    /// netrig's path elements (a link's netem properties where the kernel has no netem), each
-    /// started in its namespace after `steps`.
-    #[serde(default)]
-    pub elements: Vec<ElementPlan>,
-    /// Parallel links and how they are balanced.
-    #[serde(default)]
-    pub groups: Vec<crate::topology::GroupState>,
-}
-
-/// One path element: the process `netrig lab element CONFIG` in namespace `ns`.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct ElementPlan {
-    pub ns: String,
-    pub config: crate::element::Config,
-}
 
 fn cmd(ns: &str, argv: &[&str]) -> Step {
     Step::Cmd {
@@ -385,7 +299,7 @@ fn qdiscs(
                 &["root", "handle", "1:"]
             },
         );
-        a.extend(crate::arm_path::netem_params(s, s.limit_packets));
+        a.extend(netem_params(s, s.limit_packets));
         (a, format!("netem ({})", netem.join(", ")))
     };
     let Some(r) = rate else {
@@ -415,6 +329,35 @@ fn qdiscs(
     (steps, mech)
 }
 
+/// netem's arguments for a shape with this queue limit (packets): what the lab builds (plan.rs)
+/// and what an arm changes it to.
+pub fn netem_params(s: &Shape, limit: Option<u32>) -> Vec<String> {
+    let mut a = vec!["netem".to_string()];
+    if let Some(l) = limit {
+        a.extend(["limit".into(), l.to_string()]);
+    }
+    if let Some(d) = &s.delay {
+        a.extend(["delay".into(), d.clone()]);
+        if let Some(j) = &s.jitter {
+            a.push(j.clone());
+        }
+    }
+    if let Some(g) = &s.loss_gemodel {
+        // All four given: tc's defaults for the ones left out are not the element's.
+        let m = g.model();
+        a.extend(["loss".into(), "gemodel".into()]);
+        for v in [m.p, m.r, m.bad_loss, m.good_loss] {
+            a.push(format!("{}%", v * 100.0));
+        }
+    }
+    for (name, v) in s.percentages() {
+        if let Some(v) = v {
+            a.extend([name.to_string(), format!("{v}%")]);
+        }
+    }
+    a
+}
+
 /// The root qdisc that holds a direction to `r` bit/s, htb (its leaf goes under class 1:1) or
 /// tbf; its commands and mechanism.
 fn rate_root(ns: &str, dev: &str, s: &Shape, r: u64, shaper: &str, mtu: u32) -> (Vec<Step>, String) {
@@ -438,28 +381,6 @@ fn rate_root(ns: &str, dev: &str, s: &Shape, r: u64, shaper: &str, mtu: u32) -> 
         vec![cmd_s(ns, a)],
         format!("tbf rate {rb} burst {burst} limit {limit}"),
     )
-}
-
-/// htb at the root of `dev`, unclassified traffic to class 1:`default`, and its class 1:1 at
-/// `rate` bit/s (which the classes under it share).
-pub(crate) fn htb_root(ns: &str, dev: &str, default: &str, rate: u64, mtu: u32) -> [Step; 2] {
-    let rb = format!("{rate}bit");
-    let hb = htb_burst(rate, mtu).to_string();
-    [
-        cmd(
-            ns,
-            &[
-                "tc", "qdisc", "add", "dev", dev, "root", "handle", "1:", "htb", "default", default,
-            ],
-        ),
-        cmd(
-            ns,
-            &[
-                "tc", "class", "add", "dev", dev, "parent", "1:", "classid", "1:1", "htb", "rate", &rb,
-                "ceil", &rb, "burst", &hb, "cburst", &hb,
-            ],
-        ),
-    ]
 }
 
 /// `tc qdisc add dev DEV` and where (`root ...` or `parent ...`).
@@ -716,7 +637,7 @@ impl<'a> Parts<'a> {
                 ifaces: [db.clone(), da.clone()],
                 ends: [a.clone(), b.clone()],
                 props: [props(a)?, props(b)?],
-                counters: std::path::Path::new(crate::build::STATE_DIR)
+                counters: std::path::Path::new(crate::steps::STATE_DIR)
                     .join(self.id)
                     .join(format!("element-{i}.json")),
                 generation: 0,
@@ -1178,15 +1099,6 @@ pub fn address_of(p: &Plan, host: &str, from: &str) -> Option<IpAddr> {
         .find(|m| m.host == host)?
         .v4
         .map(|n| IpAddr::V4(n.addr()))
-}
-
-/// htb's bucket (`burst` and `cburst`, bytes) for a class of `rate` bits/s: 1 ms at the rate, at
-/// least two full frames. tc's default is one frame plus rate/HZ, and with the nanosecond clock
-/// of today's kernels (`/proc/net/psched`) that is about one frame (1375 bytes at 1 Gbit/s): the
-/// class then depends on a timer per frame and, on a busy or virtual machine, gives 90-97 % of
-/// its rate (measured here: 904-934 Mbit/s of TCP at 1 Gbit/s against 950-956 with 1 ms).
-pub(crate) fn htb_burst(rate_bps: u64, mtu: u32) -> u64 {
-    (rate_bps / 8 / 1000).max(2 * (mtu as u64 + 14))
 }
 
 #[cfg(test)]

@@ -2,7 +2,7 @@
 //! say what a shaped direction's round trip and loss should be, how long a UDP probe must run for
 //! a binomial bound, and when a measured figure is off enough to warn, naming the link.
 
-use crate::plan::Direction;
+use crate::steps::Direction;
 use serde::{Deserialize, Serialize};
 
 /// The delay check's tolerance: 10 % of the configured round trip, plus this floor. The floor

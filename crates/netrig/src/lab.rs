@@ -124,8 +124,8 @@ pub fn lab(a: LabArgs) -> Result<()> {
             if x.set.is_empty() && !x.reset {
                 return Err(Usage("lab set: nothing to set (key=value ..., or --reset)".into()).into());
             }
-            for line in
-                netrig_lab::arm_path::set_by_hand(&x.name, &x.link, &x.host, &x.set, x.reset).map_err(lift)?
+            for line in netrig_lab::arm_shape::set_by_hand(&x.name, &x.link, &x.host, &x.set, x.reset)
+                .map_err(lift)?
             {
                 println!("{line}");
             }
