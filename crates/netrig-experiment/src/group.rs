@@ -10,10 +10,10 @@
 use crate::analysis;
 use crate::document::estimate::Estimate;
 use crate::document::{ArmOutcome, Experiment, LabPlace};
+use crate::execute::{self, Lab, Progress};
 use crate::metric;
 use crate::plan::group::member_arm;
 use crate::plan::{Arm, Plan, PlanError};
-use crate::runner::{self, Lab, Progress};
 use netrig_kinds::{Kind, Planned};
 use netrig_report::{IntervalResult, TestResult};
 use netrig_run::{Cancel, LocalOptions, Target};
@@ -66,10 +66,10 @@ pub(crate) fn prepare(plan: &Plan) -> Result<Vec<Vec<PreparedMember>>, PlanError
                         arm.name
                     ))
                 };
-                let mut p = runner::plan_args(kind, &args).map_err(|e| what(&args, e))?;
+                let mut p = execute::plan_args(kind, &args).map_err(|e| what(&args, e))?;
                 if p.spec.interval_s.is_none() {
                     args.extend(["-i".to_string(), g.interval_s().to_string()]);
-                    p = runner::plan_args(kind, &args).map_err(|e| what(&args, e))?;
+                    p = execute::plan_args(kind, &args).map_err(|e| what(&args, e))?;
                 }
                 per_arm.push((p, args));
             }
@@ -229,7 +229,7 @@ fn places(ctx: &Context, arm: &Arm, group: &GroupPlan) -> Result<Vec<Option<LabP
                 .plan
                 .lab_route(&member_arm(arm, t))?
                 .expect("a plan with a lab");
-            runner::lab_place(lab.state, &route, v6).map(Some).map_err(|e| {
+            execute::lab_place(lab.state, &route, v6).map(Some).map_err(|e| {
                 PlanError::Invalid(format!(
                     "group {:?} test {n:?} (arm {:?}): {e}",
                     group.name, arm.name
@@ -242,8 +242,8 @@ fn places(ctx: &Context, arm: &Arm, group: &GroupPlan) -> Result<Vec<Option<LabP
 /// What an arm's commands are told in a group: its first member's agent and hosts.
 fn env(ctx: &Context, places: &[Option<LabPlace>]) -> Vec<(&'static str, String)> {
     match (ctx.target, places.first().and_then(|p| p.as_ref())) {
-        (Some(t), _) => runner::agent_env(t),
-        (None, Some(p)) => runner::place_env(p),
+        (Some(t), _) => execute::agent_env(t),
+        (None, Some(p)) => execute::place_env(p),
         _ => Vec::new(),
     }
 }
@@ -261,7 +261,7 @@ fn run_once(
     // The first member to fail, which stops the others: they would measure a different group
     // than the one asked for.
     let first_failure: std::sync::Mutex<Option<String>> = std::sync::Mutex::new(None);
-    let started_unix_s = runner::now_s();
+    let started_unix_s = execute::now_s();
     let base = Instant::now();
     let outcomes: Vec<Result<TestResult, String>> = std::thread::scope(|s| {
         let handles: Vec<_> = members
@@ -371,7 +371,7 @@ fn run_member(
     }
     let (planned, args) = &m.arms[a];
     match (ctx.lab, place) {
-        (Some(l), Some(place)) => runner::run_in_host(&l.exe, place, m.kind.name(), args, &planned.spec, c),
+        (Some(l), Some(place)) => execute::run_in_host(&l.exe, place, m.kind.name(), args, &planned.spec, c),
         _ => {
             let target = ctx.target.expect("a target without a lab");
             let local = LocalOptions {
@@ -448,7 +448,7 @@ pub(crate) fn run_all(
         let what = format!("group {}", g.name);
         let mut stop = None;
         'rounds: for round in 0..it.max {
-            let order = runner::round_order(ctx.arms.len(), plan.order, rng);
+            let order = execute::round_order(ctx.arms.len(), plan.order, rng);
             for &a in &order {
                 progress(&Progress {
                     kind: &what,
@@ -555,7 +555,7 @@ impl Once<'_> {
             let l = ctx.lab?;
             Some((h, l.state.hosts.get(h)?.ns.clone()))
         });
-        let around = runner::Around {
+        let around = execute::Around {
             arm,
             shape: self.shape,
             limit: ctx.limit,

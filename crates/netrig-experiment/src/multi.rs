@@ -9,7 +9,7 @@
 //! ([`ClientsRun`]), with the window over which every client was measuring (the overlap).
 
 use crate::document::LabPlace;
-use crate::plan::{Arm, Plan, PlanError, TargetClients};
+use crate::plan::{Arm, Plan, PlanError};
 use netrig_metrics::latency::LatencyRecorder;
 use netrig_report::{
     jain_index, DirectionSummary, IntervalResult, LatencyUs, Spread, TestResult, UdpSummary,
@@ -46,7 +46,7 @@ pub fn places(
                 client: h.clone(),
                 ..route.clone()
             };
-            crate::runner::lab_place(state, &r, v6)
+            crate::execute::lab_place(state, &r, v6)
                 .map_err(|e| PlanError::Invalid(format!("arm {:?}: client {h}: {e}", arm.name)))
         })
         .collect()
@@ -621,6 +621,7 @@ fn udp_sum(parts: Vec<Option<&UdpSummary>>, withheld: &mut Vec<String>) -> Optio
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::plan::TargetClients;
 
     fn fixture(name: &str) -> TestResult {
         let path = format!(
