@@ -20,7 +20,6 @@ const LONG_FNS_TO_CUT: &[&str] = &[];
 /// (experiment), the lab model's and the plan's steps (lab) want a module of their own below
 /// the rest.
 const CYCLES_TO_UNTANGLE: &[&str] = &[
-    "netrig-experiment: analysis <-> document <-> group <-> lab_counters <-> lab_one_end <-> multi <-> plan <-> runner <-> saturation <-> study",
     "netrig-lab: arm_path <-> arm_shape <-> build <-> element_plan <-> lan_element <-> model <-> plan <-> topology <-> witness",
 ];
 
