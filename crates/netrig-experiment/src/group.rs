@@ -7,195 +7,25 @@
 //! responsiveness (round trips per minute) while the others run, beside its value before any of
 //! them started. Arms and iterations apply to the group as a unit.
 
-use crate::analysis::{self, Comparison, Estimate};
+use crate::analysis;
+use crate::document::estimate::Estimate;
 use crate::document::{ArmOutcome, Experiment, LabPlace};
+use crate::execute::{self, Lab, Progress};
 use crate::metric;
+use crate::plan::group::member_arm;
 use crate::plan::{Arm, Plan, PlanError};
-use crate::runner::{self, Lab, Progress};
 use netrig_kinds::{Kind, Planned};
 use netrig_report::{IntervalResult, TestResult};
 use netrig_run::{Cancel, LocalOptions, Target};
-use serde::{Deserialize, Deserializer, Serialize};
 use std::time::{Duration, Instant};
 
-/// Most tests in one group (the agent serves 16 sessions from one client at once).
-pub const MAX_MEMBERS: usize = 16;
-/// Most groups in one plan.
-pub const MAX_GROUPS: usize = 100;
-/// The interim period given to a member that sets none (`-i`), in seconds: flent's step.
-pub const DEFAULT_INTERVAL_S: f64 = 0.2;
-/// Latest a member may start after its group, in seconds.
-pub const MAX_START_S: f64 = 3600.0;
-
-/// Tests started together, as a plan's `[[group]]` writes them.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct GroupPlan {
-    pub name: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub description: Option<String>,
-    /// The interim period (`-i`, seconds) given to members that set none, so every member has a
-    /// time series; default 0.2.
-    #[serde(
-        default,
-        skip_serializing_if = "Option::is_none",
-        deserialize_with = "seconds_opt"
-    )]
-    pub interval: Option<f64>,
-    /// The members, each a test of its own.
-    #[serde(rename = "test")]
-    pub tests: Vec<MemberPlan>,
-}
-
-/// One test of a group.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct MemberPlan {
-    /// Its name in the group's results (default: its kind, with its position when two share it).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub name: Option<String>,
-    pub kind: String,
-    #[serde(default)]
-    pub args: Vec<String>,
-    /// Seconds after the group's start at which it starts (`2`, `2.5`, `"2s"`, `"500ms"`);
-    /// default 0. A probe that starts first measures the idle path before the load joins.
-    #[serde(default, deserialize_with = "seconds", skip_serializing_if = "is_zero")]
-    pub start: f64,
-    /// With a `[lab]`: the hosts and path of this member (else the arm's, else the target's).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub client: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub server: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub path: Option<String>,
-}
-
-fn is_zero(x: &f64) -> bool {
-    *x == 0.0
-}
-
-/// Seconds as a number or a duration's text ("2s", "500ms").
-fn parse_seconds(v: toml::Value) -> Result<f64, String> {
-    match v {
-        toml::Value::Integer(i) => Ok(i as f64),
-        toml::Value::Float(f) => Ok(f),
-        toml::Value::String(s) => humantime::parse_duration(s.trim())
-            .map(|d| d.as_secs_f64())
-            .map_err(|e| format!("{s:?} is not a duration (\"2s\", \"500ms\", or seconds as a number): {e}")),
-        other => Err(format!("{other} is not a duration in seconds")),
-    }
-}
-
-fn seconds<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
-    parse_seconds(toml::Value::deserialize(d)?).map_err(serde::de::Error::custom)
-}
-
-fn seconds_opt<'de, D: Deserializer<'de>>(d: D) -> Result<Option<f64>, D::Error> {
-    seconds(d).map(Some)
-}
-
-impl GroupPlan {
-    /// Each member's name: its own, or its kind (with its position when two share a kind).
-    pub fn member_names(&self) -> Vec<String> {
-        self.tests
-            .iter()
-            .enumerate()
-            .map(|(i, m)| match &m.name {
-                Some(n) => n.clone(),
-                None if self.tests.iter().filter(|o| o.kind == m.kind).count() > 1 => {
-                    format!("{}-{}", m.kind, i + 1)
-                }
-                None => m.kind.clone(),
-            })
-            .collect()
-    }
-
-    /// The interim period members that set none get.
-    pub fn interval_s(&self) -> f64 {
-        self.interval.unwrap_or(DEFAULT_INTERVAL_S)
-    }
-}
-
-/// Checks a plan's groups as far as can be without the kinds.
-pub(crate) fn check(plan: &Plan) -> Result<(), PlanError> {
-    let bad = |m: String| Err(PlanError::Invalid(m));
-    if plan.groups.len() > MAX_GROUPS {
-        return bad(format!("at most {MAX_GROUPS} groups"));
-    }
-    let mut names: Vec<&str> = plan.groups.iter().map(|g| g.name.as_str()).collect();
-    names.sort_unstable();
-    if names.windows(2).any(|w| w[0] == w[1]) {
-        return bad("two groups have the same name".into());
-    }
-    for g in &plan.groups {
-        if g.tests.is_empty() || g.tests.len() > MAX_MEMBERS {
-            return bad(format!(
-                "group {:?}: {} tests; a group has 1 to {MAX_MEMBERS} ([[group.test]])",
-                g.name,
-                g.tests.len()
-            ));
-        }
-        let mut m = g.member_names();
-        m.sort_unstable();
-        if m.windows(2).any(|w| w[0] == w[1]) {
-            return bad(format!("group {:?}: two tests have the same name", g.name));
-        }
-        let i = g.interval_s();
-        if !(i.is_finite() && (0.01..=60.0).contains(&i)) {
-            return bad(format!(
-                "group {:?}: interval {i} s must be from 0.01 to 60 seconds",
-                g.name
-            ));
-        }
-        for (t, n) in g.tests.iter().zip(g.member_names()) {
-            if !(t.start.is_finite() && (0.0..=MAX_START_S).contains(&t.start)) {
-                return bad(format!(
-                    "group {:?} test {n:?}: start {} s must be from 0 to {MAX_START_S} seconds",
-                    g.name, t.start
-                ));
-            }
-            if plan.lab.is_none() && (t.client.is_some() || t.server.is_some() || t.path.is_some()) {
-                return bad(format!(
-                    "group {:?} test {n:?}: client, server and path name lab hosts: the plan has no [lab]",
-                    g.name
-                ));
-            }
-        }
-        if plan.lab.is_some() {
-            for a in plan.arms() {
-                // A member runs from one client host (run_member: one place); several client
-                // hosts per member are not built for groups, so refused rather than ignored.
-                if let Some(c) = &a.clients {
-                    return bad(format!(
-                        "group {:?}: arm {:?} sets clients = {c:?}: a group's test runs from one client host (give each [[group.test]] its own client); several client hosts per group test are not built",
-                        g.name, a.name
-                    ));
-                }
-                for (t, n) in g.tests.iter().zip(g.member_names()) {
-                    plan.lab_route(&member_arm(&a, t))
-                        .map_err(|e| PlanError::Invalid(format!("group {:?} test {n:?}: {e}", g.name)))?;
-                }
-            }
-        }
-    }
-    Ok(())
-}
-
-/// The arm a member's runs follow in a lab: the arm's client, server and path where it names
-/// them (an arm changes the whole group), else the member's own, else the target's.
-fn member_arm(arm: &Arm, m: &MemberPlan) -> Arm {
-    let mut a = arm.clone();
-    if a.path.is_none() {
-        a.path = m.path.clone();
-        if a.client.is_none() {
-            a.client = m.client.clone();
-        }
-    }
-    if a.server.is_none() {
-        a.server = m.server.clone();
-    }
-    a
-}
+pub use crate::document::group::{
+    GroupArm, GroupOutcome, GroupRun, MemberComparison, MemberEstimates, MemberRun, Responsiveness,
+    RpmWindow, SeriesPoint,
+};
+pub use crate::plan::group::{
+    GroupPlan, MemberPlan, DEFAULT_INTERVAL_S, MAX_GROUPS, MAX_MEMBERS, MAX_START_S,
+};
 
 /// A member checked for every arm before anything runs.
 pub(crate) struct PreparedMember {
@@ -236,10 +66,10 @@ pub(crate) fn prepare(plan: &Plan) -> Result<Vec<Vec<PreparedMember>>, PlanError
                         arm.name
                     ))
                 };
-                let mut p = runner::plan_args(kind, &args).map_err(|e| what(&args, e))?;
+                let mut p = execute::plan_args(kind, &args).map_err(|e| what(&args, e))?;
                 if p.spec.interval_s.is_none() {
                     args.extend(["-i".to_string(), g.interval_s().to_string()]);
-                    p = runner::plan_args(kind, &args).map_err(|e| what(&args, e))?;
+                    p = execute::plan_args(kind, &args).map_err(|e| what(&args, e))?;
                 }
                 per_arm.push((p, args));
             }
@@ -253,145 +83,6 @@ pub(crate) fn prepare(plan: &Plan) -> Result<Vec<Vec<PreparedMember>>, PlanError
         out.push(members);
     }
     Ok(out)
-}
-
-/// One group over the plan's arms.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct GroupOutcome {
-    pub name: String,
-    /// The members' names, in the plan's order.
-    pub members: Vec<String>,
-    pub arms: Vec<GroupArm>,
-    /// Each member's figures in each arm against the baseline arm's.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub comparisons: Vec<MemberComparison>,
-}
-
-/// One arm of a group: its runs (each all the members started together), and each member's
-/// estimates over them.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct GroupArm {
-    pub arm: String,
-    pub runs: Vec<GroupRun>,
-    pub members: Vec<MemberEstimates>,
-}
-
-/// One member's estimates over an arm's runs (each run one sample).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct MemberEstimates {
-    pub member: String,
-    pub estimates: Vec<Estimate>,
-    /// With iterations: whether the watched metric's interval narrowed as asked.
-    pub confident: Option<bool>,
-}
-
-/// One member of a group against the baseline arm.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct MemberComparison {
-    pub member: String,
-    pub comparisons: Vec<Comparison>,
-}
-
-/// One run of a group: every member started together.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct GroupRun {
-    /// The group's time zero on the wall clock (Unix seconds): when its members were started.
-    /// Every `t_s` below counts from it.
-    pub started_unix_s: f64,
-    pub members: Vec<MemberRun>,
-    /// Each request/response member's round trips as responsiveness, idle and under load.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub responsiveness: Vec<Responsiveness>,
-}
-
-/// One member's run within a group run.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct MemberRun {
-    pub member: String,
-    pub kind: String,
-    /// When the plan asked it to start, seconds after the group's time zero.
-    pub start_s: f64,
-    /// Its time zero on the group's clock, measured: its result's `started_unix_s` less the
-    /// group's (`null` when its result has none, with the reason in `offset_withheld`).
-    pub offset_s: Option<f64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub offset_withheld: Option<String>,
-    /// With a `[lab]`: where its run went.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub lab: Option<LabPlace>,
-    /// Its interval samples on the group's clock (empty when `offset_s` is null).
-    pub series: Vec<SeriesPoint>,
-    /// Its whole result (absent when it failed: `error` says why).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub result: Option<TestResult>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub error: Option<String>,
-}
-
-/// One interval of a member, on the group's clock.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct SeriesPoint {
-    /// The interval's start and end, seconds after the group's time zero.
-    pub start_s: f64,
-    pub end_s: f64,
-    /// Payload bits/s in the interval (both directions).
-    pub throughput_bps: f64,
-    /// Request/response: transactions per second, the number timed and their latency (µs).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub transactions_per_s: Option<f64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub latency_count: Option<u64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub latency_mean_us: Option<f64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub latency_p50_us: Option<f64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub latency_p99_us: Option<f64>,
-}
-
-/// A request/response member's round trips as responsiveness: round trips per minute, 60 / the
-/// mean round trip of the transactions completed in the window (the IETF responsiveness
-/// draft's RPM and iperf 2's bounceback report it so), idle and under working conditions.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Responsiveness {
-    pub member: String,
-    /// Before any other member started: its intervals that ended before the first other
-    /// member's time zero.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub idle: Option<RpmWindow>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub idle_withheld: Option<String>,
-    /// Under working conditions: its intervals wholly inside the span in which every other
-    /// member was measuring (from the last one's first interval to the first one's last).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub working: Option<RpmWindow>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub working_withheld: Option<String>,
-}
-
-/// Round trips over one window of the group's clock.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RpmWindow {
-    /// The window: from the first interval's start to the last one's end, group clock.
-    pub start_s: f64,
-    pub end_s: f64,
-    pub intervals: usize,
-    /// Transactions completed (round trips timed) in it.
-    pub transactions: u64,
-    /// Their mean round trip, µs, and the median of the intervals' medians.
-    pub mean_rtt_us: f64,
-    pub median_interval_p50_us: f64,
-    /// 60 / mean round trip (s).
-    pub rpm: f64,
 }
 
 /// `r`'s intervals on the group's clock: its time zero less the group's, added to each
@@ -538,7 +229,7 @@ fn places(ctx: &Context, arm: &Arm, group: &GroupPlan) -> Result<Vec<Option<LabP
                 .plan
                 .lab_route(&member_arm(arm, t))?
                 .expect("a plan with a lab");
-            runner::lab_place(lab.state, &route, v6).map(Some).map_err(|e| {
+            execute::lab_place(lab.state, &route, v6).map(Some).map_err(|e| {
                 PlanError::Invalid(format!(
                     "group {:?} test {n:?} (arm {:?}): {e}",
                     group.name, arm.name
@@ -551,8 +242,8 @@ fn places(ctx: &Context, arm: &Arm, group: &GroupPlan) -> Result<Vec<Option<LabP
 /// What an arm's commands are told in a group: its first member's agent and hosts.
 fn env(ctx: &Context, places: &[Option<LabPlace>]) -> Vec<(&'static str, String)> {
     match (ctx.target, places.first().and_then(|p| p.as_ref())) {
-        (Some(t), _) => runner::agent_env(t),
-        (None, Some(p)) => runner::place_env(p),
+        (Some(t), _) => execute::agent_env(t),
+        (None, Some(p)) => execute::place_env(p),
         _ => Vec::new(),
     }
 }
@@ -570,7 +261,7 @@ fn run_once(
     // The first member to fail, which stops the others: they would measure a different group
     // than the one asked for.
     let first_failure: std::sync::Mutex<Option<String>> = std::sync::Mutex::new(None);
-    let started_unix_s = runner::now_s();
+    let started_unix_s = execute::now_s();
     let base = Instant::now();
     let outcomes: Vec<Result<TestResult, String>> = std::thread::scope(|s| {
         let handles: Vec<_> = members
@@ -680,7 +371,7 @@ fn run_member(
     }
     let (planned, args) = &m.arms[a];
     match (ctx.lab, place) {
-        (Some(l), Some(place)) => runner::run_in_host(&l.exe, place, m.kind.name(), args, &planned.spec, c),
+        (Some(l), Some(place)) => execute::run_in_host(&l.exe, place, m.kind.name(), args, &planned.spec, c),
         _ => {
             let target = ctx.target.expect("a target without a lab");
             let local = LocalOptions {
@@ -757,7 +448,7 @@ pub(crate) fn run_all(
         let what = format!("group {}", g.name);
         let mut stop = None;
         'rounds: for round in 0..it.max {
-            let order = runner::round_order(ctx.arms.len(), plan.order, rng);
+            let order = execute::round_order(ctx.arms.len(), plan.order, rng);
             for &a in &order {
                 progress(&Progress {
                     kind: &what,
@@ -864,7 +555,7 @@ impl Once<'_> {
             let l = ctx.lab?;
             Some((h, l.state.hosts.get(h)?.ns.clone()))
         });
-        let around = runner::Around {
+        let around = execute::Around {
             arm,
             shape: self.shape,
             limit: ctx.limit,

@@ -8,6 +8,7 @@ pub mod lab_one_end;
 pub mod analysis;
 pub mod command;
 pub mod document;
+pub mod execute;
 #[cfg(any(test, feature = "fixtures"))]
 pub mod fixtures;
 pub mod group;

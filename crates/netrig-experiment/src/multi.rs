@@ -9,154 +9,22 @@
 //! ([`ClientsRun`]), with the window over which every client was measuring (the overlap).
 
 use crate::document::LabPlace;
-use crate::plan::{Arm, Plan, PlanError, TargetClients};
+use crate::plan::{Arm, Plan, PlanError};
 use netrig_metrics::latency::LatencyRecorder;
 use netrig_report::{
     jain_index, DirectionSummary, IntervalResult, LatencyUs, Spread, TestResult, UdpSummary,
 };
-use serde::{Deserialize, Serialize};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-/// Most client hosts one test may run from at once.
-pub const MAX_CLIENT_HOSTS: usize = 64;
+pub use crate::document::clients::{ClientPart, ClientsRun, Overlap};
+pub use crate::plan::clients::{check, client_hosts, MAX_CLIENT_HOSTS};
+
 /// A start skew above this share of the shortest client's window is a warning.
 pub const SKEW_WARN_FRACTION: f64 = 0.05;
 /// The most latency histogram bytes read from one client's result.
 const MAX_HISTOGRAM: usize = 16 << 20;
 /// Most bytes of a client's result read back, and of its error output kept.
 const MAX_CHILD_OUTPUT: u64 = 256 << 20;
-
-/// One run from several client hosts: each one's part, the start skew, the common window.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ClientsRun {
-    /// The instant every client was told to begin at (`--start-at`), seconds since the Unix epoch.
-    pub start_at_unix_s: f64,
-    /// The spread of the clients' own start times (their results' `started_unix_s`: when each
-    /// sent `go`), latest minus earliest, in seconds; absent (with `withheld` saying why) when a
-    /// client's result has no start time.
-    pub start_skew_s: Option<f64>,
-    /// The window over which every client was measuring at once: from the latest window start
-    /// (start + `omit_s`) to the earliest window end, seconds since the Unix epoch, and its
-    /// length. The sum of rates holds over it; each client's figure is over its own window.
-    pub overlap: Option<Overlap>,
-    /// Each client's part, in the order of the plan's list.
-    pub clients: Vec<ClientPart>,
-    /// Figures of the sum that are not given, each with the reason.
-    pub withheld: Vec<String>,
-}
-
-/// The window every client measured in.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Overlap {
-    pub start_unix_s: f64,
-    pub end_unix_s: f64,
-    /// end − start, seconds (0 when the windows did not overlap at all).
-    pub length_s: f64,
-    /// `length_s` over the shortest client window.
-    pub of_shortest_window: f64,
-}
-
-/// One client host's run.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ClientPart {
-    /// The lab host it ran in, and its namespace; the agent's address it went to.
-    pub host: String,
-    pub namespace: String,
-    pub address: String,
-    /// When it sent `go` by its clock, seconds since the Unix epoch; and that less the earliest.
-    pub started_unix_s: Option<f64>,
-    pub start_offset_s: Option<f64>,
-    /// Its own figures over its own window (`elapsed_s`): received payload bits/s, bytes,
-    /// transactions/s (request/response kinds).
-    pub throughput_bps: f64,
-    pub bytes: u64,
-    pub elapsed_s: f64,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub transactions_per_s: Option<f64>,
-    /// Its whole result, as `netrig KIND --json` printed it in that host.
-    pub result: TestResult,
-}
-
-/// The client hosts an arm's runs go from, several at once: the arm's `clients`, else (unless
-/// the arm names one `client`) the target's list; empty: one client, as before.
-pub fn client_hosts(plan: &Plan, arm: &Arm) -> Vec<String> {
-    if let Some(c) = &arm.clients {
-        return c.clone();
-    }
-    if arm.client.is_some() || arm.path.as_deref() == Some("loopback") {
-        return Vec::new();
-    }
-    match plan.target.as_ref().and_then(|t| t.clients.as_ref()) {
-        Some(TargetClients::Hosts(h)) => h.clone(),
-        _ => Vec::new(),
-    }
-}
-
-/// What a list of client hosts may be: lab hosts, at least one, distinct, not the server, not
-/// with one `client` beside it, not over loopback.
-pub fn check(plan: &Plan, arm: &Arm) -> Result<(), PlanError> {
-    let bad = |m: String| Err(PlanError::Invalid(m));
-    let t = plan.target.as_ref();
-    if let Some(TargetClients::Hosts(_)) = t.and_then(|t| t.clients.as_ref()) {
-        if t.is_some_and(|t| t.client.is_some()) {
-            return bad("target: client names one client host and clients several: give one of them".into());
-        }
-    }
-    if arm.clients.is_some() && arm.client.is_some() {
-        return bad(format!(
-            "arm {:?}: client names one client host and clients several: give one of them",
-            arm.name
-        ));
-    }
-    let hosts = client_hosts(plan, arm);
-    let explicit =
-        arm.clients.is_some() || matches!(t.and_then(|t| t.clients.as_ref()), Some(TargetClients::Hosts(_)));
-    if hosts.is_empty() {
-        if explicit && arm.client.is_none() && arm.path.as_deref() != Some("loopback") {
-            return bad(format!("arm {:?}: clients = [] names no client host", arm.name));
-        }
-        return Ok(());
-    }
-    if hosts.len() > MAX_CLIENT_HOSTS {
-        return bad(format!(
-            "arm {:?}: {} client hosts; at most {MAX_CLIENT_HOSTS}",
-            arm.name,
-            hosts.len()
-        ));
-    }
-    let Some(route) = plan.lab_route(arm)? else {
-        return Ok(());
-    };
-    if route.loopback {
-        return bad(format!(
-            "arm {:?}: path \"loopback\" runs one client in the server's host; clients = [...] runs several over the lab's links",
-            arm.name
-        ));
-    }
-    let lab = plan.lab.as_ref().expect("a route needs a lab");
-    for (i, h) in hosts.iter().enumerate() {
-        if !lab.hosts.contains_key(h) {
-            return bad(format!(
-                "arm {:?}: clients: {h:?} is not a host of the [lab] (hosts: {})",
-                arm.name,
-                lab.hosts.keys().cloned().collect::<Vec<_>>().join(", ")
-            ));
-        }
-        if *h == route.server {
-            return bad(format!(
-                "arm {:?}: clients: {h} is the server's host (a client there is path = \"loopback\")",
-                arm.name
-            ));
-        }
-        if hosts[..i].contains(h) {
-            return bad(format!("arm {:?}: clients: {h} is listed twice", arm.name));
-        }
-    }
-    Ok(())
-}
 
 /// Each client host's place in the built lab (the server's address as seen from each), when the
 /// arm runs from two or more hosts at once; empty otherwise.
@@ -178,7 +46,7 @@ pub fn places(
                 client: h.clone(),
                 ..route.clone()
             };
-            crate::runner::lab_place(state, &r, v6)
+            crate::execute::lab_place(state, &r, v6)
                 .map_err(|e| PlanError::Invalid(format!("arm {:?}: client {h}: {e}", arm.name)))
         })
         .collect()
@@ -753,6 +621,7 @@ fn udp_sum(parts: Vec<Option<&UdpSummary>>, withheld: &mut Vec<String>) -> Optio
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::plan::TargetClients;
 
     fn fixture(name: &str) -> TestResult {
         let path = format!(

@@ -20,7 +20,8 @@
 //! offered rate (closed loop, streams) has no saturation point.
 
 use crate::document::TestOutcome;
-use serde::{Deserialize, Serialize};
+
+pub use crate::document::saturation::Saturation;
 
 /// Replies/s below this share of the offered rate: not keeping up.
 pub const FOLLOW: f64 = 0.95;
@@ -30,26 +31,6 @@ pub const ERRORS_PCT: f64 = 1.0;
 pub const LATENCY_FACTOR: f64 = 10.0;
 /// ... and at least this much above it, in µs.
 pub const LATENCY_FLOOR_US: f64 = 1000.0;
-
-/// Where one arm of a rate sweep saturated.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Saturation {
-    pub arm: String,
-    /// The point (index into the test's points) where it saturated.
-    pub point: usize,
-    /// That point's swept values, as typed (`[["--rate", "1800"]]`).
-    pub values: Vec<(String, String)>,
-    /// Requests per second offered there (due in the window / window).
-    pub offered_per_s: f64,
-    /// Replies (completed transactions) per second there.
-    pub replies_per_s: f64,
-    /// Which rule it met, in words, with the figures.
-    pub reason: String,
-    /// The highest offered rate before it that met none of the rules
-    /// (`null` when the first point already saturated).
-    pub highest_kept_per_s: Option<f64>,
-}
 
 /// The saturation point of each arm of `test`, for arms that have one.
 pub fn of_test(test: &TestOutcome) -> Vec<Saturation> {

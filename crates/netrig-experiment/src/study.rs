@@ -16,72 +16,9 @@
 //! ```
 
 use crate::plan::Plan;
-use serde::{Deserialize, Serialize};
 
-/// A plan's `[study]`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct StudyPlan {
-    /// The study whose answer is written (a module of netrig-studies: "ipqos", "ipfilter",
-    /// "scavenger", "gigabit", "ia64").
-    pub kind: String,
-    /// The study's question, as the report states it.
-    pub question: String,
-    /// About how long the full form takes, in minutes (stated at the start and in the report).
-    pub full_minutes: f64,
-    /// What `--quick` changes; absent: [`QuickPlan::default`].
-    #[serde(default)]
-    pub quick: QuickPlan,
-    /// This run was the quick form (set by `--quick`, kept in the saved plan).
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub ran_quick: bool,
-}
-
-/// What `--quick` reduces (each absent field leaves the plan's own).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct QuickPlan {
-    /// Every test's and group member's length (-l), seconds.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub length: Option<f64>,
-    /// Every test's and group member's warm-up left out (--omit), seconds.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub omit: Option<f64>,
-    /// Runs per point and arm (the iterations' max and min both).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub iterations: Option<u32>,
-    /// Each sweep thinned to this many of its values: the first, the last and evenly between.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub points: Option<usize>,
-    /// The tests kept (their indices in the plan's `[[test]]`, from 0); absent: all.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub tests: Option<Vec<usize>>,
-    /// The groups kept, by name; absent: all.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub groups: Option<Vec<String>>,
-    /// The arms kept, by name (the baseline always); absent: all.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub arms: Option<Vec<String>>,
-    /// About how long the quick form takes, in minutes (at most 2 for a study's CI test).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub minutes: Option<f64>,
-}
-
-impl Default for QuickPlan {
-    /// For a plan without a `[study.quick]`: 1 s tests, one run per point, sweeps at their ends.
-    fn default() -> QuickPlan {
-        QuickPlan {
-            length: Some(1.0),
-            omit: None,
-            iterations: Some(1),
-            points: Some(2),
-            tests: None,
-            groups: None,
-            arms: None,
-            minutes: None,
-        }
-    }
-}
+pub use crate::document::study::{Answer, Finding};
+pub use crate::plan::study::{QuickPlan, StudyPlan};
 
 /// `n` of `values`: the first, the last and evenly spaced between (all when n ≥ len).
 pub fn thin<T: Clone>(values: &[T], n: usize) -> Vec<T> {
@@ -199,38 +136,6 @@ pub fn apply_quick(plan: &mut Plan) -> Result<(), String> {
         s.ran_quick = true;
     }
     Ok(())
-}
-
-/// A study's answer, written from the measurements by its module in netrig-studies.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Answer {
-    /// The study ("ipqos").
-    pub study: String,
-    pub question: String,
-    /// The answer in a few sentences, each from the figures in `findings`.
-    pub summary: Vec<String>,
-    /// Each finding: a sentence, what it rests on, and whether the measurements settle it.
-    pub findings: Vec<Finding>,
-    /// Made from a `--quick` run (fewer points and runs: the shape, not the figures).
-    #[serde(default)]
-    pub quick: bool,
-}
-
-/// One finding of a study's answer.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Finding {
-    /// What it is about, short ("dscp-rule at -m 32", "scavenger alone").
-    pub topic: String,
-    /// The sentence.
-    pub text: String,
-    /// "holds", "does not hold", "tie" (within the interval stated) or "withheld" (with the
-    /// reason in `text`).
-    pub verdict: String,
-    /// The figures it rests on (named, with units in their names).
-    #[serde(default)]
-    pub figures: serde_json::Map<String, serde_json::Value>,
 }
 
 /// "12.0 % ± 3.1 %" for a comparison's change and its interval (the half-width of the interval

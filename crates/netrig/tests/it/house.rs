@@ -15,12 +15,9 @@ const MAIN_RS_LINES: usize = 250;
 /// Functions over [`LONGEST_FN`] lines still to be cut: "crate/src/file.rs name".
 const LONG_FNS_TO_CUT: &[&str] = &[];
 
-/// Rings of sibling modules still to be untangled, as the test prints them. Each is a crate
-/// whose data types live beside the logic that uses them: the plan's and the document's types
-/// (experiment) want a module of their own below the rest.
-const CYCLES_TO_UNTANGLE: &[&str] = &[
-    "netrig-experiment: analysis <-> document <-> group <-> lab_counters <-> lab_one_end <-> multi <-> plan <-> runner <-> saturation <-> study",
-];
+/// Rings of sibling modules still to be untangled, as the test prints them (none left: a new
+/// one is moved apart, its shared types below the logic that uses them, before it lands).
+const CYCLES_TO_UNTANGLE: &[&str] = &[];
 
 /// Whether main.rs is still over [`MAIN_RS_LINES`].
 const MAIN_RS_TO_CUT: bool = false;

@@ -4,6 +4,10 @@
 //! command line (`netrig tcp-stream -m 32,64,128 --iterations 10,3`); the
 //! saved result holds it.
 
+pub mod clients;
+pub mod group;
+pub mod study;
+
 use crate::sweep::{self, Sweep, SweepError};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -25,7 +29,7 @@ pub struct Plan {
     /// Tests started together (flent's RRUL), each group run for every arm after the tests
     /// ([`crate::group`]).
     #[serde(default, rename = "group", skip_serializing_if = "Vec::is_empty")]
-    pub groups: Vec<crate::group::GroupPlan>,
+    pub groups: Vec<group::GroupPlan>,
     /// The configurations compared; absent: one arm, "default".
     #[serde(default, rename = "arm", skip_serializing_if = "Vec::is_empty")]
     pub arms: Vec<Arm>,
@@ -50,7 +54,7 @@ pub struct Plan {
     /// The study this plan reproduces (docs/STUDIES.md): its question, how long the full form
     /// takes and what `--quick` reduces ([`crate::study`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub study: Option<crate::study::StudyPlan>,
+    pub study: Option<study::StudyPlan>,
 }
 
 fn default_command_timeout() -> f64 {
@@ -391,7 +395,7 @@ impl Plan {
             sweep::points(&t.sweep)?;
         }
         self.check_lab()?;
-        crate::group::check(self)?;
+        group::check(self)?;
         Ok(())
     }
 
@@ -423,7 +427,7 @@ impl Plan {
         };
         // An arm's loopback runs the client in the server's host, whatever client the target
         // names (a target's own loopback with a client elsewhere is refused below).
-        let hosts = crate::multi::client_hosts(self, arm);
+        let hosts = clients::client_hosts(self, arm);
         let client = match (&arm.client, loopback) {
             (Some(c), _) => Some(c.clone()),
             (None, _) if !hosts.is_empty() => Some(hosts[0].clone()),
@@ -509,7 +513,7 @@ impl Plan {
             }
         }
         for a in self.arms() {
-            crate::multi::check(self, &a)?;
+            clients::check(self, &a)?;
             // A plan of groups alone may leave the hosts to its groups' tests.
             if !self.tests.is_empty() {
                 self.lab_route(&a)?;

@@ -2,10 +2,16 @@
 //! set-up and tear-down commands as they ran, and each point's estimates
 //! and comparisons. It is what `--json` prints and what `--save` keeps.
 
-use crate::analysis::{Comparison, Estimate};
+pub mod clients;
+pub mod estimate;
+pub mod group;
+pub mod saturation;
+pub mod study;
+
 use crate::command::CommandRun;
 use crate::plan::Plan;
 use crate::sweep::Point;
+use estimate::{Comparison, Estimate};
 use netrig_report::TestResult;
 use serde::{Deserialize, Serialize};
 
@@ -36,14 +42,14 @@ pub struct Experiment {
     pub tests: Vec<TestOutcome>,
     /// The plan's groups (tests started together), each over the arms.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub groups: Vec<crate::group::GroupOutcome>,
+    pub groups: Vec<group::GroupOutcome>,
     /// The plan's lab as built (netrig_lab::LabState: hosts, namespaces, addresses, agents,
     /// links, shaped directions and the witness's figures); absent without a `[lab]`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lab: Option<serde_json::Value>,
     /// With a `[study]`: its question answered in words from the measurements (netrig-studies).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub answer: Option<crate::study::Answer>,
+    pub answer: Option<study::Answer>,
 }
 
 /// One test of the plan, over its points.
@@ -56,7 +62,7 @@ pub struct TestOutcome {
     /// A rate sweep's saturation point, per arm that reached one
     /// ([`crate::saturation`]); empty otherwise.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub saturation: Vec<crate::saturation::Saturation>,
+    pub saturation: Vec<saturation::Saturation>,
 }
 
 /// One point of a sweep (or the one point of an unswept test).
@@ -88,7 +94,7 @@ pub struct ArmOutcome {
     /// `runs` (each of which is the clients' sum), each client's part, the start skew and the
     /// window the sum holds over (crate::multi).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub clients: Vec<crate::multi::ClientsRun>,
+    pub clients: Vec<clients::ClientsRun>,
 }
 
 /// Where an arm's runs went in the plan's lab.
