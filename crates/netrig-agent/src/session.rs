@@ -485,13 +485,15 @@ impl<'a> Control<'a> {
         Ok(Then::CheckIdle)
     }
 
-    /// Tells the client why its test will not run; the session stays as it
-    /// was (busy, until a message that is not refused so).
+    /// Tells the client why its test will not run; the session is idle
+    /// again, as after a test refused by its spec: one that may be closed
+    /// to make room (it stayed marked busy, so a client whose test was
+    /// refused once kept its place for good).
     fn refuse_test(&mut self, reason: String) -> Result<Then, SessionError> {
         log::info!("{}: test refused: {reason}", self.peer);
         self.sm.reject();
         self.conn.send(&AgentMsg::TestRejected { reason })?;
-        Ok(Then::Next)
+        Ok(Then::CheckIdle)
     }
 
     /// A watch of this host, unless the agent tells this client nothing of

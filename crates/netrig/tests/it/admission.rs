@@ -519,6 +519,51 @@ fn an_idle_session_gives_its_place_to_a_client_holding_fewer_and_is_told_why() {
     }
 }
 
+/// A session whose test the agent refused before running it (here for want of threads, from
+/// the totals all tests share) is idle again: it gives its place to a newcomer as any idle
+/// session does. It stayed marked busy until its next message, so a client whose test was
+/// refused kept its place for good (a session that asked for a test once was never closed for
+/// room).
+#[test]
+fn a_session_whose_test_was_refused_is_idle_again_and_gives_its_place() {
+    let agent = Served::start(&["--max-sessions", "1", "--max-threads", "2"]);
+    let mut refused = Raw::open_from("127.0.0.2", agent.port);
+    refused.send(&ClientMsg::TestRequest {
+        spec: serde_json::from_value(json!({
+            "test": {"kind": "tcp-crr", "transactions": {
+                "request_size": 1, "response_size": 1, "load": {"closed": {"burst": 1}}}},
+            "limit": {"duration": {"seconds": 1.0}}, "flows": 8}))
+        .unwrap(),
+        auth: None,
+    });
+    match refused.next() {
+        AgentMsg::TestRejected { reason } => assert!(reason.contains("thread"), "{reason}"),
+        other => panic!("the test was to be refused for want of threads: {other:?}"),
+    }
+    // 127.0.0.3 holds none: the refused session, idle, gives way.
+    let mut new = Raw::greet("127.0.0.3", agent.port);
+    assert!(matches!(new.next(), AgentMsg::Welcome { .. }));
+    new.send(&ClientMsg::Hello {
+        software: "newcomer".into(),
+        auth: netrig_proto::auth::HelloAuth {
+            nonce: netrig_proto::auth::Nonce::random(),
+            client_key: None,
+            signature: None,
+        },
+    });
+    match new.next() {
+        AgentMsg::HelloAccepted { .. } => {}
+        other => panic!("the refused session kept its place; the newcomer was told: {other:?}"),
+    }
+    match refused.wait(Duration::from_secs(5)) {
+        Waited::Msg(AgentMsg::Error { message }) => assert!(
+            message.contains("to make room") && message.contains("--max-sessions"),
+            "{message}"
+        ),
+        other => panic!("the refused session kept its place: {other:?}"),
+    }
+}
+
 /// Connections that have not sent their greeting yet (at most 256 wait):
 /// when one more comes, the oldest of the address with the most waiting is
 /// closed, so 300 silent connections from one address do not push out
