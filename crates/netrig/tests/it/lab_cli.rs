@@ -639,6 +639,7 @@ fn loss_duplicates_and_reordering_by_the_path_element_are_what_udp_stream_counts
     assert!(up.status.success(), "lab up: {}\n{}", stdout(&up), stderr(&up));
     let before = element_counters(&name)["udp"].clone();
     let rcvbuf_before = crate::lab_common::udp_snmp(&name, "b", "RcvbufErrors");
+    let noports_before = crate::lab_common::udp_snmp(&name, "b", "NoPorts");
     // One datagram a frame (no GSO), paced at 20 Mbit/s: about 3400 datagrams in 2 s.
     let v = lab_json(
         &name,
@@ -654,6 +655,9 @@ fn loss_duplicates_and_reordering_by_the_path_element_are_what_udp_stream_counts
             "--no-gso",
         ],
     );
+    // What the element still held when the receiver stopped reaches b after it (counted there
+    // as Udp NoPorts, the flow's socket gone): the counters are read once that has settled.
+    std::thread::sleep(std::time::Duration::from_secs(1));
     let after = element_counters(&name)["udp"].clone();
     let d = |k: &str| after[k].as_u64().unwrap() - before[k].as_u64().unwrap();
     let u = &v["summary"]["udp"];
@@ -669,6 +673,11 @@ fn loss_duplicates_and_reordering_by_the_path_element_are_what_udp_stream_counts
         "the element dropped {gone} of {seen}: not 10 % within 4 sigma ({sd:.1})"
     );
     let rcvbuf = crate::lab_common::udp_snmp(&name, "b", "RcvbufErrors") - rcvbuf_before;
+    // On a loaded machine the element (a debug build here) may fall behind by more than the
+    // receiver's drain (300 ms of quiet): what it forwarded after the receiver had stopped is
+    // lost to the run, not dropped by the element, and b's kernel counts it at a closed port.
+    // (A full local suite once saw 1,788 lost against 336 dropped.)
+    let late = crate::lab_common::udp_snmp(&name, "b", "NoPorts") - noports_before;
     // What the receiver counts is what the element did, datagram for datagram, but for the data
     // hellos the client repeats during set-up: they are UDP frames too, and the element may drop,
     // duplicate or hold them back like any other. The frames it saw beyond the data datagrams
@@ -682,10 +691,14 @@ fn loss_duplicates_and_reordering_by_the_path_element_are_what_udp_stream_counts
     ] {
         let n = u[ours].as_u64().unwrap();
         let e = d(theirs);
-        let elsewhere = if ours == "lost_datagrams" { rcvbuf } else { 0 };
+        let elsewhere = if ours == "lost_datagrams" {
+            rcvbuf + late
+        } else {
+            0
+        };
         assert!(
-            n <= e + extra + elsewhere && e <= n + extra,
-            "{ours} {n} against the element's {theirs} {e} (with {extra} frames beyond the data, {elsewhere} lost for want of room in the receiver): {u} {after}"
+            n <= e + extra + elsewhere && e <= n + extra + late,
+            "{ours} {n} against the element's {theirs} {e} (with {extra} frames beyond the data, {rcvbuf} lost for want of room in the receiver, {late} arrived after it had stopped): {u} {after}"
         );
     }
     assert!(d("duplicated") > 0 && d("reordered") > 0, "{after}");
