@@ -18,7 +18,6 @@ use crate::shared::Shared;
 use mio::net::TcpListener as MioListener;
 use mio::net::TcpStream as MioStream;
 use mio::{Events, Interest, Poll, Token};
-use netrig_proto::preamble::ConnKind;
 use netrig_proto::{ControlPreamble, DataHello};
 use socket2::{Domain, Protocol, Socket, Type};
 use std::collections::{HashMap, VecDeque};
@@ -313,16 +312,10 @@ impl Pending {
     /// before: [`Pending::past`]).
     fn advance(&mut self) -> Progress {
         loop {
-            let want = if self.len < 4 {
-                // Until the kind is known, no more than the shorter greeting.
-                ControlPreamble::LEN.min(DataHello::LEN)
-            } else {
-                let magic = [self.buf[0], self.buf[1], self.buf[2], self.buf[3]];
-                match ConnKind::from_magic(magic) {
-                    Ok(ConnKind::Control) => ControlPreamble::LEN,
-                    Ok(ConnKind::Data) => DataHello::LEN,
-                    Err(e) => return Progress::Failed(e.to_string()),
-                }
+            // Until the kind is known, no more than the shorter greeting.
+            let want = match netrig_proto::preamble::greeting_len(&self.buf[..self.len]) {
+                Ok(n) => n,
+                Err(e) => return Progress::Failed(e.to_string()),
             };
             if self.len >= want {
                 return self.decode();

@@ -71,6 +71,21 @@ impl ControlPreamble {
     }
 }
 
+/// How long the greeting that begins with `first` is, so that a reader
+/// takes no byte past it (what follows belongs to the session, or is test
+/// traffic): until the magic is whole, the shorter greeting's length; then
+/// the control preamble's or the data hello's, by the magic; an error for a
+/// magic that is neither.
+pub fn greeting_len(first: &[u8]) -> Result<usize, ProtoError> {
+    match first.first_chunk::<4>() {
+        None => Ok(ControlPreamble::LEN.min(DataHello::LEN)),
+        Some(magic) => Ok(match ConnKind::from_magic(*magic)? {
+            ConnKind::Control => ControlPreamble::LEN,
+            ConnKind::Data => DataHello::LEN,
+        }),
+    }
+}
+
 /// A random 128-bit identifier the agent gives each test. Data connections
 /// must present it: without it the agent closes them.
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
@@ -156,6 +171,20 @@ impl DataHello {
         Self::decode_with(b, DATA_MAGIC)
     }
 
+    /// Whether `first`, a connection's first bytes (as many as came), may
+    /// begin a data connection's greeting: they agree with [`DATA_MAGIC`]
+    /// as far as they go.
+    pub fn may_begin(first: &[u8]) -> bool {
+        let n = first.len().min(DATA_MAGIC.len());
+        first[..n] == DATA_MAGIC[..n]
+    }
+
+    /// Whether `first` is a data greeting begun and not yet whole: more of
+    /// it is worth waiting for.
+    pub fn partial(first: &[u8]) -> bool {
+        !first.is_empty() && first.len() < Self::LEN && Self::may_begin(first)
+    }
+
     /// The agent's acknowledgement of a UDP flow's hello: the same 32 bytes
     /// with [`UDP_ACK_MAGIC`], sent from the flow's own socket.
     pub fn encode_ack(&self) -> [u8; Self::LEN] {
@@ -220,6 +249,29 @@ pub fn foreign(first: [u8; 4]) -> Option<&'static str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A greeting is read to its end and never past it, however its bytes
+    /// come; a data greeting in part is told from anything else at once.
+    #[test]
+    fn greetings_are_measured_by_their_first_bytes() {
+        assert_eq!(greeting_len(b"").unwrap(), ControlPreamble::LEN);
+        assert_eq!(greeting_len(b"NRG").unwrap(), ControlPreamble::LEN);
+        assert_eq!(greeting_len(b"NRGC").unwrap(), ControlPreamble::LEN);
+        assert_eq!(greeting_len(b"NRGD\0").unwrap(), DataHello::LEN);
+        assert!(greeting_len(b"GET /").is_err());
+        let whole = DataHello {
+            version: crate::PROTOCOL_VERSION,
+            cookie: SessionCookie([1; 16]),
+            flow: 2,
+        }
+        .encode();
+        assert!(DataHello::may_begin(b"") && DataHello::may_begin(b"NR") && DataHello::may_begin(&whole));
+        assert!(!DataHello::may_begin(b"NRGC") && !DataHello::may_begin(b"X"));
+        assert!(DataHello::partial(&whole[..5]) && DataHello::partial(b"N"));
+        assert!(!DataHello::partial(b""), "nothing yet is not a greeting begun");
+        assert!(!DataHello::partial(&whole), "whole");
+        assert!(!DataHello::partial(b"NRGC0000"), "a control preamble");
+    }
 
     /// Issue #11: an iperf3 client and an HTTP request are named, not only
     /// "not a netrig peer"; a data hello of another version or with bytes
