@@ -3,7 +3,7 @@
 
 use crate::sockopt::SocketSettings;
 use netrig_metrics::SeqLive;
-use netrig_proto::report::{AppliedOptions, BufPair, ConnectErrors, Role};
+use netrig_proto::report::{AppliedOptions, BufPair, KindCounts, Role};
 use netrig_proto::{DataHello, Direction, SessionCookie};
 use std::net::{IpAddr, SocketAddr, TcpStream, UdpSocket};
 use std::os::fd::{AsFd, BorrowedFd};
@@ -427,8 +427,6 @@ pub struct FirstConnection {
 #[derive(Debug, Clone, Default)]
 pub struct TransientEnd {
     pub id: u32,
-    /// Failed transactions while recording, by reason (requesters only).
-    pub connect_errors: Option<ConnectErrors>,
     pub first: Option<FirstConnection>,
 }
 
@@ -483,6 +481,10 @@ pub struct WorkerEnd {
     pub schedule: Option<ScheduleStats>,
     /// Connection-per-transaction flows it served (instead of `flows`).
     pub transient: Vec<TransientEnd>,
+    /// The kind's own counts of its flows while recording was on, by flow
+    /// id (tcp-crr's requesters: their failed transactions by reason):
+    /// carried to the report as the kind names them, summed over workers.
+    pub counts: Vec<(u32, KindCounts)>,
 }
 
 /// Schedule keeping of an open-loop worker.

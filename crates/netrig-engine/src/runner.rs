@@ -26,7 +26,7 @@ use crate::{
 use netrig_metrics::{CpuSnapshot, SeqInterval, SeqLive, TcpInfo};
 use netrig_metrics::{LatencyRecorder, LatencySummary};
 use netrig_proto::report::{measure, ScheduleReport};
-use netrig_proto::report::{BufPair, ConnectErrors, IntervalSample, Role, WorkerCpu};
+use netrig_proto::report::{BufPair, IntervalSample, KindCounts, Role, WorkerCpu};
 use netrig_proto::spec::{Exchange, Limit, Transport};
 use netrig_proto::Direction;
 use std::collections::HashMap;
@@ -208,8 +208,8 @@ pub struct FlowOutcome {
     pub window_udp: Option<SeqInterval>,
     /// UDP flows: datagram accounting over the whole test.
     pub udp: Option<crate::flow::UdpAccount>,
-    /// Connection-per-transaction requesters: transactions that failed inside the window.
-    pub connect_errors: Option<ConnectErrors>,
+    /// The kind's own counts of the flow over the window (see [`KindCounts`]).
+    pub counts: KindCounts,
     /// Connection-per-transaction flows: buffers and options of the first connection.
     pub first_connection: Option<FirstConnection>,
     /// TCP stream senders with `--msg-zerocopy`: the kernel's completion notices.
@@ -274,7 +274,7 @@ impl FlowOutcome {
                     }
                     u
                 }),
-            connect_errors: self.connect_errors,
+            counts: self.counts.clone(),
             zerocopy: self.zerocopy,
             reads: self.reads,
             sends: self.sends,
@@ -809,7 +809,7 @@ impl Edges<'_> {
                         _ => None,
                     },
                     udp: end.and_then(|e| e.udp.clone()),
-                    connect_errors: seen.and_then(|t| t.connect_errors),
+                    counts: waiter.counts.get(&m.id).cloned().unwrap_or_default(),
                     first_connection: seen.and_then(|t| t.first.clone()),
                     zerocopy: end.and_then(|e| e.zerocopy),
                     reads: end.and_then(|e| e.reads),
@@ -912,6 +912,8 @@ struct Waiter {
     schedule: Option<ScheduleStats>,
     /// Connection-per-transaction flows, merged across the workers that served them.
     transient: HashMap<u32, TransientEnd>,
+    /// The kind's own counts of each flow, summed across the workers that served it.
+    counts: HashMap<u32, KindCounts>,
 }
 
 impl Waiter {
@@ -929,6 +931,7 @@ impl Waiter {
             one_way: None,
             schedule: None,
             transient: HashMap::new(),
+            counts: HashMap::new(),
         }
     }
 
@@ -970,16 +973,14 @@ impl Waiter {
                                 .get_or_insert_with(ScheduleStats::default)
                                 .merge(&sch);
                         }
+                        for (id, c) in end.counts {
+                            self.counts.entry(id).or_default().add(&c);
+                        }
                         for t in end.transient {
                             let all = self.transient.entry(t.id).or_insert_with(|| TransientEnd {
                                 id: t.id,
                                 ..TransientEnd::default()
                             });
-                            if let Some(e) = t.connect_errors {
-                                all.connect_errors
-                                    .get_or_insert_with(ConnectErrors::default)
-                                    .add(&e);
-                            }
                             if all.first.is_none() {
                                 all.first = t.first;
                             }

@@ -1,7 +1,7 @@
 //! The figures an experiment estimates and compares, each read from one
 //! run's whole result (a run is one sample; interim samples never are).
 
-use netrig_report::TestResult;
+use netrig_report::{TestResult, FAILURES};
 
 /// One figure of a run.
 #[derive(Debug, Clone, Copy)]
@@ -51,7 +51,7 @@ pub static METRICS: &[Metric] = &[
         (r.summary.elapsed_s > 0.0).then(|| s.due as f64 / r.summary.elapsed_s)
     }),
     m("errors_pct", "Errors", "%", false, |r| {
-        let e = r.summary.connect_errors.as_ref()?.total() as f64;
+        let e = r.summary.counts.group(FAILURES)?.total() as f64;
         let all = e + r.summary.transactions? as f64;
         (all > 0.0).then(|| 100.0 * e / all)
     }),

@@ -195,7 +195,7 @@ fn side_report(spec: &TestSpec, plan: &[Direction], agent: bool) -> SideReport {
                 tcp_info: None,
                 window_transactions: 1000,
                 udp: None,
-                connect_errors: None,
+                counts: Default::default(),
                 zerocopy: None,
                 reads: None,
                 sends: None,

@@ -81,7 +81,7 @@ pub(crate) fn summary(elapsed_s: f64, cpu_withheld: &str) -> Summary {
         transactions_per_s: None,
         latency_us: None,
         schedule: None,
-        connect_errors: None,
+        counts: Default::default(),
         send_throughput_bps: None,
         recv_throughput_bps: None,
         udp: None,

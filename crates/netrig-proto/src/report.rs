@@ -3,10 +3,12 @@
 //! The measurements inside are this crate's own types ([`measure`]), not
 //! netrig-metrics': the engine converts them as it builds a report.
 
+pub mod counts;
 pub mod host;
 pub mod measure;
 
 use crate::Direction;
+pub use counts::{Counts, KindCounts};
 use measure::{
     Conntrack, CpuUsage, Environment, InterfaceCounters, LatencySummary, SeqInterval, SeqSummary, TcpInfo,
 };
@@ -93,9 +95,11 @@ pub struct FlowReport {
     /// UDP flows: datagram accounting over the whole test.
     #[serde(default)]
     pub udp: Option<UdpFlowReport>,
-    /// Connection-per-transaction requesters: transactions that failed inside the window.
-    #[serde(default)]
-    pub connect_errors: Option<ConnectErrors>,
+    /// The kind's own counts of this flow over the window (tcp-crr's
+    /// requesters: `connect_errors`, transactions that failed, by reason),
+    /// each group a key of its own.
+    #[serde(flatten)]
+    pub counts: KindCounts,
     /// TCP stream senders with `--msg-zerocopy`: the kernel's completion notices.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub zerocopy: Option<ZeroCopyReport>,
@@ -162,39 +166,6 @@ pub struct ZeroCopyReport {
     /// (SO_EE_CODE_ZEROCOPY_COPIED): always on loopback and other local
     /// delivery, and on devices without scatter-gather or checksum offload.
     pub copied: u64,
-}
-
-/// Transactions of a connection-per-transaction test (tcp-crr) that failed,
-/// by reason. A failed transaction is not counted as a transaction; the
-/// flow carries on with the next one.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ConnectErrors {
-    /// ECONNREFUSED: nothing listened there, or something refused for it.
-    pub refused: u64,
-    /// No connection, or no whole response, within the transaction timeout
-    /// (`--timeout`), or ETIMEDOUT.
-    pub timed_out: u64,
-    /// EADDRNOTAVAIL (or EADDRINUSE with `--bind`): no local port left, the
-    /// ephemeral range is exhausted (TIME_WAIT holds ports for 60 s).
-    pub addr_not_available: u64,
-    /// The connection was reset, or closed, before the whole response came.
-    pub reset: u64,
-    /// Any other error (too many open files, no route, ...).
-    pub other: u64,
-}
-
-impl ConnectErrors {
-    pub fn total(&self) -> u64 {
-        self.refused + self.timed_out + self.addr_not_available + self.reset + self.other
-    }
-
-    pub fn add(&mut self, o: &ConnectErrors) {
-        self.refused += o.refused;
-        self.timed_out += o.timed_out;
-        self.addr_not_available += o.addr_not_available;
-        self.reset += o.reset;
-        self.other += o.other;
-    }
 }
 
 /// One end's datagram accounting of a UDP flow, over the whole test (the

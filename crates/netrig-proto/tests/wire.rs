@@ -75,7 +75,12 @@ fn side_report() -> SideReport {
                 window: Some(seq),
                 ..UdpFlowReport::default()
             }),
-            connect_errors: Some(ConnectErrors::default()),
+            // tcp-crr's, as its requesters count them: a kind's own counts
+            // travel as the kind names them.
+            counts: KindCounts::one(
+                "connect_errors",
+                Counts::zeroed(&["refused", "timed_out", "addr_not_available", "reset", "other"]),
+            ),
             zerocopy: None,
             reads: None,
             sends: Some(SendReport {

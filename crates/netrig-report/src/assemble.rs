@@ -6,8 +6,8 @@ use crate::model::measure::{CpuUsage, Environment, TcpInfo};
 use crate::model::*;
 use crate::witness::WitnessResult;
 use netrig_proto::report::measure::SeqInterval;
-use netrig_proto::report::{BufPair, ConnectErrors, FlowReport, IntervalSample, SideReport, SockBufReport};
-use netrig_proto::spec::{Exchange, Limit};
+use netrig_proto::report::{BufPair, FlowReport, IntervalSample, KindCounts, SideReport, SockBufReport};
+use netrig_proto::spec::Limit;
 use netrig_proto::{Direction, TestSpec};
 use std::collections::{BTreeMap, HashMap};
 
@@ -52,7 +52,6 @@ pub fn assemble(
     warnings.extend(witness_warnings);
     resolution_warnings(&cpu, same_machine, &mut warnings);
     warnings.extend(schedule_warning(local.report));
-    warnings.extend(summary.connect_errors.as_ref().and_then(connect_errors_warning));
     m.datagram_warnings(summary.udp.as_ref(), &mut warnings);
     warnings.extend(crate::checks::fairness_warnings(&summary));
     m.window_warnings(&mut warnings);
@@ -102,8 +101,6 @@ struct Merge<'s, 'a> {
     /// Request/response: the requester (the client) counts each flow, not
     /// the receiver of a stream.
     transactional: bool,
-    /// A connection per transaction: failed connections are counted.
-    per_transaction: bool,
 }
 
 impl<'s, 'a> Merge<'s, 'a> {
@@ -115,7 +112,6 @@ impl<'s, 'a> Merge<'s, 'a> {
             remote,
             plan: spec.flow_plan(),
             transactional: exchange.is_transactional(),
-            per_transaction: exchange == Exchange::ConnectionPerTransaction,
         }
     }
 
@@ -199,7 +195,7 @@ impl<'s, 'a> Merge<'s, 'a> {
             } else {
                 udp_flow(rx_end, tx_end, true)
             },
-            connect_errors: self.per_transaction.then(|| l.connect_errors.unwrap_or_default()),
+            counts: l.counts.clone(),
             local: end(l),
             remote: end(r),
         }
@@ -222,13 +218,6 @@ impl<'s, 'a> Merge<'s, 'a> {
         let transactions = self
             .transactional
             .then(|| total(flows.iter().filter_map(|f| f.transactions)));
-        let connect_errors = self.per_transaction.then(|| {
-            let mut all = ConnectErrors::default();
-            for e in flows.iter().filter_map(|f| f.connect_errors.as_ref()) {
-                all.add(e);
-            }
-            all
-        });
         let streamlike = !self.transactional;
         Summary {
             send_throughput_bps: streamlike.then(|| directions.iter().map(|d| d.sender_throughput_bps).sum()),
@@ -241,7 +230,7 @@ impl<'s, 'a> Merge<'s, 'a> {
                 ..LatencyUs::from(l)
             }),
             schedule: local.schedule.clone(),
-            connect_errors,
+            counts: KindCounts::sum(flows.iter().map(|f| &f.counts)),
             cpu: cpu_summary(cpu),
             service_demand: self.service_demand(flows, cpu, transactions, bytes, elapsed_s),
             throughput_bps: bps(bytes, elapsed_s),
@@ -532,26 +521,6 @@ fn schedule_warning(local: &SideReport) -> Option<String> {
             sch.late,
             sch.due,
             sch.max_behind_us / 1e3
-        )
-    })
-}
-
-/// Transactions whose connection failed, by reason, and what to look at.
-fn connect_errors_warning(e: &ConnectErrors) -> Option<String> {
-    (e.total() > 0).then(|| {
-        format!(
-            "{} transaction(s) failed and are not counted as transactions: refused {}, timed out {}, \
-             address not available {} (local ports exhausted: TIME_WAIT holds them; see \
-             net.ipv4.ip_local_port_range, or --local-ports if given, and tcp_tw_reuse, which lets a \
-             port connect() picks go again a second after its TIME_WAIT began (one --local-ports \
-             binds, at once; both only with tcp_timestamps), or let the agent close first: \
-             --close-first responder), reset {}, other {}",
-            e.total(),
-            e.refused,
-            e.timed_out,
-            e.addr_not_available,
-            e.reset,
-            e.other
         )
     })
 }
@@ -997,7 +966,7 @@ mod tests {
             tcp_info: None,
             window_transactions: 0,
             udp: None,
-            connect_errors: None,
+            counts: KindCounts::default(),
             zerocopy: None,
             reads: None,
             sends: None,

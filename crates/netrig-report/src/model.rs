@@ -8,9 +8,9 @@ pub mod measure;
 pub mod server_host;
 
 use measure::{CpuUsage, Environment, TcpInfo};
-use netrig_proto::report::{
-    AppliedOptions, ConnectErrors, CounterReport, Role, ScheduleReport, SockBufReport, WorkerCpu,
-};
+/// A kind's own counts, as the result carries them.
+pub use netrig_proto::report::counts::{Counts, KindCounts, FAILURES};
+use netrig_proto::report::{AppliedOptions, CounterReport, Role, ScheduleReport, SockBufReport, WorkerCpu};
 use netrig_proto::Direction;
 use serde::{Deserialize, Serialize};
 
@@ -340,9 +340,12 @@ pub struct Summary {
     pub latency_us: Option<LatencyUs>,
     /// Open loop (`--rate`): how far the generator fell behind its schedule.
     pub schedule: Option<ScheduleReport>,
-    /// tcp-crr: transactions that failed inside the window, by reason (not
-    /// counted in `transactions`); null for other tests.
-    pub connect_errors: Option<ConnectErrors>,
+    /// The kind's own counts, all flows (the sum of `flows[].counts`),
+    /// each group a key of its own (tcp-crr: `connect_errors`, transactions
+    /// that failed inside the window, by reason, not counted in
+    /// `transactions`); no key for a kind without counts of its own.
+    #[serde(flatten)]
+    pub counts: KindCounts,
     /// Senders' payload rate over their windows, all directions (null for request/response).
     pub send_throughput_bps: Option<f64>,
     /// Receivers' payload rate over their windows, all directions (null for request/response).
@@ -585,8 +588,10 @@ pub struct FlowResult {
     pub transactions_per_s: Option<f64>,
     /// UDP tests: this flow's datagram accounting.
     pub udp: Option<UdpSummary>,
-    /// tcp-crr: this flow's failed transactions, by reason; null for other tests.
-    pub connect_errors: Option<ConnectErrors>,
+    /// The kind's own counts of this flow, as the requester's end counted
+    /// them (tcp-crr: `connect_errors`, its failed transactions by reason).
+    #[serde(flatten)]
+    pub counts: KindCounts,
     pub local: FlowEnd,
     pub remote: FlowEnd,
 }
@@ -643,7 +648,7 @@ pub struct IntervalResult {
     #[serde(default)]
     pub udp: Option<IntervalUdp>,
     /// tcp-crr: transactions that failed in the interval, all reasons (the
-    /// test's split by reason is `summary.connect_errors`); null otherwise.
+    /// test's split by reason is the kind's `summary.connect_errors`); null otherwise.
     #[serde(default)]
     pub failed_transactions: Option<u64>,
     /// Request/response: the latency of exactly the transactions completed

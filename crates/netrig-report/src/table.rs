@@ -2,6 +2,7 @@
 
 use crate::kind::TableLayout;
 use crate::model::*;
+use netrig_proto::report::counts::FAILURES;
 use netrig_proto::report::BufPair;
 use netrig_proto::Direction;
 use std::fmt::Write;
@@ -758,11 +759,14 @@ fn render_rr(r: &TestResult) -> String {
     if let Some(o) = &r.summary.one_way_delay {
         one_way_lines(&mut out, o);
     }
-    if let Some(e) = &r.summary.connect_errors {
+    // The failures group of the kind's counts, by the names tcp-crr and the
+    // http kind give their reasons (this layout goes to tcp-crr's folder).
+    if let Some(e) = r.summary.counts.group(FAILURES) {
+        let n = |k| e.get(k);
         let _ = writeln!(
             out,
             "connect errors (failed transactions, not counted): refused {}  timed out {}  address not available {}  reset {}  other {}",
-            e.refused, e.timed_out, e.addr_not_available, e.reset, e.other
+            n("refused"), n("timed_out"), n("addr_not_available"), n("reset"), n("other")
         );
     }
     if let Some(s) = &r.summary.schedule {

@@ -13,6 +13,7 @@ use crate::{arm, comparison, cost_verdict, finding, point_value, tests, withheld
 use netrig_experiment::analysis::Verdict;
 use netrig_experiment::document::{Experiment, PointOutcome, TestOutcome};
 use netrig_experiment::saturation::Saturation;
+use netrig_report::FAILURES;
 
 pub struct Ia64;
 
@@ -188,10 +189,10 @@ fn failures(p: &PointOutcome, name: &str) -> Option<(u64, u64, u64)> {
     let mut any = false;
     let (mut timed_out, mut refused, mut all) = (0, 0, 0);
     for r in &a.runs {
-        if let Some(c) = &r.summary.connect_errors {
+        if let Some(c) = r.summary.counts.group(FAILURES) {
             any = true;
-            timed_out += c.timed_out;
-            refused += c.refused;
+            timed_out += c.get("timed_out");
+            refused += c.get("refused");
             all += c.total();
         }
     }

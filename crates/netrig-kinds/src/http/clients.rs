@@ -128,9 +128,7 @@ pub(crate) fn sum(
             x.late += y.late;
             x.max_behind_us = x.max_behind_us.max(y.max_behind_us);
         }
-        if let (Some(x), Some(y)) = (&mut a.connect_errors, &b.connect_errors) {
-            x.add(y);
-        }
+        a.counts.add(&b.counts);
         if let (Some(x), Some(y)) = (&mut a.http, &b.http) {
             x.connections += y.connections;
             x.threads += y.threads;

@@ -2,7 +2,8 @@
 
 use super::Http;
 use netrig_http_load::{Config, Ended, IntervalSample, Report};
-use netrig_proto::report::{ConnectErrors, CounterReport, ScheduleReport, WorkerCpu};
+use netrig_proto::report::counts::{Counts, KindCounts, FAILURES};
+use netrig_proto::report::{CounterReport, ScheduleReport, WorkerCpu};
 use netrig_proto::spec::kind::HttpSpec;
 use netrig_proto::TestSpec;
 use netrig_report::http::{HttpErrors, HttpSummary, HttpTotals, HttpUnsent};
@@ -258,13 +259,17 @@ fn summary(
             max_behind_us: sc.max_behind_us,
             mean_behind_us: sc.mean_behind_us,
         }),
-        connect_errors: Some(ConnectErrors {
-            refused: e.connect_refused,
-            timed_out: e.client_timeout,
-            addr_not_available: e.no_local_port,
-            reset: e.connect_reset,
-            other: e.no_descriptor + e.bad_response + e.other,
-        }),
+        // Its failed requests as tcp-crr says its failed transactions, by the same reasons.
+        counts: KindCounts::one(
+            FAILURES,
+            Counts::of([
+                ("refused", e.connect_refused),
+                ("timed_out", e.client_timeout),
+                ("addr_not_available", e.no_local_port),
+                ("reset", e.connect_reset),
+                ("other", e.no_descriptor + e.bad_response + e.other),
+            ]),
+        ),
         send_throughput_bps: None,
         recv_throughput_bps: None,
         udp: None,

@@ -2,13 +2,29 @@
 //! transaction (netperf TCP_CRR): transactions per second, their latency,
 //! and failed connections by reason.
 
+mod alone;
 mod ceiling;
+mod conn;
+mod door;
+mod failure;
+mod greeting;
+mod lone;
+mod params;
 mod ports;
+mod requester;
+mod responder;
+mod steps;
+mod worker;
 mod workload;
+
+#[cfg(test)]
+mod door_tests;
+#[cfg(test)]
+mod tests;
 
 pub use ports::PortCycle;
 
-pub use workload::CrrWorkload;
+pub use params::CrrWorkload;
 
 use crate::args::{parse_timeout, CommonArgs, TxnArgs};
 use crate::kind::{KindDef, Planned, Workloads};
@@ -106,6 +122,7 @@ impl KindDef for TcpCrr {
 
     fn warnings(&self, s: &TcpCrrSpec, _: &TestSpec, local: Side<'_>, r: &TestResult) -> Vec<String> {
         let mut w = crate::txn::open_loop_warnings(&s.transactions, local);
+        w.extend(failure::warning(r));
         w.extend(ceiling::port_ceiling_warning(s, r, ceiling::PortLimits::here()));
         w
     }

@@ -6,6 +6,7 @@
 
 use super::Exporter;
 use crate::{IntervalResult, TestResult};
+use netrig_proto::report::counts::{Counts, FAILURES};
 use std::io::{self, Write};
 
 /// The columns, in order.
@@ -209,7 +210,7 @@ impl Exporter for CsvExporter {
                 throughput_bps: Some(f.throughput_bps),
                 transactions: f.transactions,
                 transactions_per_s: f.transactions_per_s,
-                failed: f.connect_errors.as_ref().map(|e| e.total()),
+                failed: f.counts.group(FAILURES).map(Counts::total),
                 ..Row::default()
             }
             .udp(f.udp.as_ref())
@@ -224,7 +225,7 @@ impl Exporter for CsvExporter {
             throughput_bps: Some(s.throughput_bps),
             transactions: s.transactions,
             transactions_per_s: s.transactions_per_s,
-            failed: s.connect_errors.as_ref().map(|e| e.total()),
+            failed: s.counts.group(FAILURES).map(Counts::total),
             p50: s.latency_us.as_ref().map(|l| l.p50),
             p99: s.latency_us.as_ref().map(|l| l.p99),
             ..Row::default()

@@ -36,9 +36,9 @@ fn set(run: &mut TestResult, rate: f64, r: &Run, jitter: f64) {
         "due": (rate * elapsed) as u64, "late": 0, "max_behind_us": 0.0, "mean_behind_us": 0.0
     }))
     .expect("a schedule");
-    run.summary.connect_errors = serde_json::from_value(serde_json::json!({
+    run.summary.counts = serde_json::from_value(serde_json::json!({"connect_errors": {
         "refused": 0, "timed_out": r.timed_out, "addr_not_available": 0, "reset": 0, "other": 0
-    }))
+    }}))
     .expect("connection errors");
     if let Some(l) = run.summary.latency_us.as_mut() {
         l.p99 = r.p99_us * (1.0 + jitter);
