@@ -115,7 +115,9 @@ impl KindDef for HalfClose {
     fn config(&self, s: &HalfCloseSpec, c: &mut TestConfig) {
         c.message_size = s.request.len() as u32;
         c.recv_size = 4096;
-        c.request_size = Some(s.request.len() as u32);
+        c.set_kind_part(&HalfCloseConfig {
+            request_size: Some(s.request.len() as u32),
+        });
     }
     fn table(&self) -> &'static dyn TableLayout {
         &LAYOUT
@@ -226,6 +228,14 @@ fn assemble(spec: &TestSpec, to: SocketAddr, r: &hc::Report) -> TestResult {
         started_unix_s: Some(r.started_unix_s),
         ..target.result("half-close", config, summary)
     }
+}
+
+/// half-close's options in the result's config.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
+pub struct HalfCloseConfig {
+    /// The request's bytes each client sends before it goes away.
+    pub request_size: Option<u32>,
 }
 
 pub struct Layout;

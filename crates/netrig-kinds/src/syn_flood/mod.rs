@@ -143,7 +143,9 @@ impl KindDef for SynFlood {
         c.message_size = netrig_lab::overload::packet::V4_LEN as u32;
         // Nothing is received: the size of what the target answers (a SYN-ACK) is its own.
         c.recv_size = c.message_size;
-        c.rate = Some(f64::from(s.rate_pps));
+        c.set_kind_part(&SynFloodConfig {
+            rate: Some(f64::from(s.rate_pps)),
+        });
     }
     fn warnings(&self, s: &SynFloodSpec, _: &TestSpec, _: Side<'_>, r: &TestResult) -> Vec<String> {
         warnings(s, r)
@@ -154,6 +156,14 @@ impl KindDef for SynFlood {
     fn ends(&self) -> Ends<'_> {
         Ends::ClientOnly(self)
     }
+}
+
+/// syn-flood's options in the result's config.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
+pub struct SynFloodConfig {
+    /// SYNs per second asked (`--rate`).
+    pub rate: Option<f64>,
 }
 
 fn warnings(s: &SynFloodSpec, r: &TestResult) -> Vec<String> {
@@ -339,7 +349,10 @@ impl TableLayout for Layout {
             s.transactions.unwrap_or(0),
             s.elapsed_s,
             s.transactions_per_s.unwrap_or(0.0),
-            r.config.rate.unwrap_or(0.0)
+            r.config
+                .kind_part::<SynFloodConfig>()
+                .and_then(|c| c.rate)
+                .unwrap_or(0.0)
         );
         o
     }
