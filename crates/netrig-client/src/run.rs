@@ -645,7 +645,10 @@ impl Client {
         let local_report = measured.report(spec, clocks);
         let mut config = TestConfig::new(spec, kind.report(), self.run_info(spec));
         if sized.is_some() {
-            config.message_size_default = Some(true);
+            config.set_kind_part(&netrig_kinds::UdpStreamConfig {
+                message_size_default: Some(true),
+                ..config.kind_part().unwrap_or_default()
+            });
         }
         let local = Side {
             report: &local_report,

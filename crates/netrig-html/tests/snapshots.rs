@@ -4,7 +4,7 @@
 
 use netrig_html::HtmlExporter;
 use netrig_report::export::Exporter;
-use netrig_report::{table, TableLayout, TestResult};
+use netrig_report::TestResult;
 
 fn fixture(name: &str) -> TestResult {
     let path = format!(
@@ -16,11 +16,9 @@ fn fixture(name: &str) -> TestResult {
 
 #[test]
 fn report_pages() {
-    for (name, layout) in [
-        ("tcp-stream", &table::TCP_STREAM as &'static dyn TableLayout),
-        ("tcp-rr", &table::TRANSACTIONS),
-    ] {
+    for name in ["tcp-stream", "tcp-rr"] {
         let r = fixture(name);
+        let layout = netrig_kinds::by_name(name).expect("a kind").table();
         let mut e = HtmlExporter::new(format!("netrig {name} -i 1"), layout, r.flows.len());
         let mut out = Vec::new();
         for i in &r.intervals {

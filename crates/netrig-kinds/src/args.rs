@@ -241,6 +241,28 @@ impl PaceArgs {
     }
 }
 
+/// A paced stream's rate and quantum (`-b`, `--pacing-us`) in the result's
+/// config: the part the stream kinds (TCP and UDP) share.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
+pub struct PaceConfig {
+    /// With `-b`: the pacing quantum in µs (`--pacing-us`, or its default); null otherwise.
+    pub pacing_us: Option<u32>,
+    /// `-b`, the rate each flow's sender keeps, in bits/s of payload; null:
+    /// as fast as possible.
+    pub rate_bps: Option<u64>,
+}
+
+impl PaceConfig {
+    /// The config of `pace`.
+    pub fn of(pace: Option<&Pace>) -> PaceConfig {
+        PaceConfig {
+            rate_bps: pace.map(|p| p.rate_bps),
+            pacing_us: pace.map(|p| p.pacing().as_micros() as u32),
+        }
+    }
+}
+
 /// The options of every request/response kind.
 #[derive(Debug, Clone, Args)]
 pub struct TxnArgs {

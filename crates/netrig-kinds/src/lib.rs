@@ -27,3 +27,14 @@ mod udp_stream;
 
 pub use kind::{Def, Ends, Kind, KindDef, LocalEnd, OneEnded, Planned, Workloads};
 pub use registry::{all, by_name, of};
+
+// Each kind's options in the result's config, as its type
+// (`netrig_report::TestConfig::kind_part`).
+pub use args::PaceConfig;
+pub use half_close::HalfCloseConfig;
+pub use syn_flood::SynFloodConfig;
+pub use tcp_crr::CrrConfig;
+pub use tcp_stream::StreamConfig;
+pub use txn::TransactionsConfig;
+pub use udp_rr::UdpRrConfig;
+pub use udp_stream::UdpStreamConfig;

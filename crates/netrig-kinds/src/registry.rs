@@ -78,4 +78,38 @@ mod tests {
             assert!(c.message_size > 0 && c.recv_size > 0, "{}", kind.name());
         }
     }
+
+    /// A kind's options are in its result's config as its type reads them,
+    /// and another kind's are absent (docs/RESULTS.md, "config").
+    #[test]
+    fn a_kinds_config_has_its_own_options_alone() {
+        let config = |name: &str, args: &[&str]| {
+            let kind = by_name(name).unwrap();
+            let cmd = kind.args(clap::Command::new(kind.name()));
+            let m = cmd.try_get_matches_from([name].iter().chain(args)).unwrap();
+            let plan = kind.plan(&m).unwrap();
+            netrig_report::TestConfig::new(&plan.spec, kind.report(), Default::default())
+        };
+        let keys = |c: &netrig_report::TestConfig| c.kind.keys().cloned().collect::<Vec<_>>();
+        let stream = config("tcp-stream", &["-b", "10M"]);
+        let s: crate::StreamConfig = stream.kind_part().unwrap();
+        assert_eq!(s.pace.rate_bps, Some(10_000_000));
+        assert!(!stream.kind.contains_key("request_size"), "{:?}", keys(&stream));
+        let rr = config("tcp-rr", &["--burst", "4"]);
+        let t: crate::TransactionsConfig = rr.kind_part().unwrap();
+        assert_eq!(t.burst, Some(4));
+        assert!(rr.kind.contains_key("timeout_s") && rr.kind["timeout_s"].is_null());
+        assert!(!rr.kind.contains_key("zerocopy") && !rr.kind.contains_key("close_first"));
+        let crr = config("tcp-crr", &["--close-first", "responder"]);
+        let c: crate::CrrConfig = crr.kind_part().unwrap();
+        assert_eq!(c.close_first.as_deref(), Some("responder"));
+        assert!(crr.kind.contains_key("local_ports"), "{:?}", keys(&crr));
+        let udp = config("udp-stream", &["-b", "1M"]);
+        let u: crate::UdpStreamConfig = udp.kind_part().unwrap();
+        assert_eq!(
+            (u.udp_rate_bps, u.message_size_default),
+            (Some(1_000_000), Some(false))
+        );
+        assert!(!udp.kind.contains_key("burst"), "{:?}", keys(&udp));
+    }
 }

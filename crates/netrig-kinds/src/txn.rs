@@ -1,8 +1,53 @@
 //! What the request/response kinds (tcp-rr, tcp-crr, udp-rr) share beyond
 //! the engine's transaction machinery.
 
+pub mod table;
+
 use netrig_proto::spec::Transactions;
-use netrig_report::Side;
+use netrig_report::{Side, TestConfig};
+
+/// The request/response kinds' options in the result's config: tcp-rr,
+/// tcp-crr and udp-rr share them (`-r`, `--burst`, `--rate`, `--poisson`,
+/// `--spin-us`, `--busy-wait`, `--timeout`).
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
+pub struct TransactionsConfig {
+    /// What the client sends per transaction, and what the agent answers (`-r`).
+    pub request_size: Option<u32>,
+    pub response_size: Option<u32>,
+    /// Closed loop: transactions in flight per flow (`--burst`).
+    pub burst: Option<u32>,
+    /// Open loop: transactions per second per flow (`--rate`); null: closed loop.
+    pub rate: Option<f64>,
+    pub poisson: Option<bool>,
+    /// tcp-crr and udp-rr: longest a transaction may take (`--timeout`); null for tcp-rr.
+    pub timeout_s: Option<f64>,
+    /// Open loop: the pacer's fixed wake-up lead in µs (`--spin-us`); null
+    /// when it is learned from the timer, or for closed loop.
+    pub spin_us: Option<u32>,
+    /// `--busy-wait`: both ends waited for the peer polling their sockets
+    /// instead of sleeping.
+    pub busy_wait: bool,
+}
+
+impl TransactionsConfig {
+    /// The config of `t`, with its timeout if the kind has one; the sizes
+    /// are also `c`'s message and receive sizes.
+    pub(crate) fn of(t: &Transactions, timeout_s: Option<f64>, c: &mut TestConfig) -> TransactionsConfig {
+        c.message_size = t.request_size;
+        c.recv_size = t.response_size;
+        TransactionsConfig {
+            request_size: Some(t.request_size),
+            response_size: Some(t.response_size),
+            burst: Some(t.burst()),
+            rate: t.rate(),
+            poisson: Some(t.poisson()),
+            timeout_s,
+            spin_us: t.spin_us(),
+            busy_wait: t.busy_wait,
+        }
+    }
+}
 
 /// Open loop: the local CPU includes the pacer spinning up to each due time.
 pub(crate) fn open_loop_warnings(t: &Transactions, local: Side<'_>) -> Vec<String> {

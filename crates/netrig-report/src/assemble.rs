@@ -85,8 +85,6 @@ pub fn assemble(
     };
     let more = kind.warnings(spec, local, remote, &result);
     result.warnings.extend(more);
-    let short = crate::checks::pace_warnings(result.config.rate_bps, &result.summary);
-    result.warnings.extend(short);
     Ok(result)
 }
 
@@ -931,7 +929,7 @@ mod tests {
     impl KindReport for Plain {
         fn config(&self, _: &TestSpec, _: &mut TestConfig) {}
         fn table(&self) -> &'static dyn TableLayout {
-            &crate::table::TCP_STREAM
+            &crate::table::TEST_LAYOUT
         }
     }
 
@@ -984,34 +982,15 @@ mod tests {
             interval_s: Some(1.0),
             flows: 1,
             message_size: 1000,
-            message_size_default: None,
             recv_size: 1000,
-            request_size: None,
-            response_size: None,
-            burst: None,
-            rate: None,
-            poisson: None,
-            timeout_s: None,
-            spin_us: None,
-            pacing_us: None,
-            rate_bps: None,
             cpus: None,
             remote_cpus: None,
             workers: None,
-            zerocopy: false,
-            skip_rx_copy: false,
-            no_rcvlowat: false,
-            notsent_lowat: None,
-            msg_zerocopy: false,
-            busy_wait: false,
-            close_first: None,
-            local_ports: None,
-            udp_rate_bps: None,
-            reverse: None,
             local: SocketOptions::default(),
             remote: SocketOptions::default(),
             bind: None,
             family: None,
+            kind: Default::default(),
         }
     }
 
@@ -1383,7 +1362,7 @@ mod tests {
             w[0].starts_with("tx: the 2 flows shared unequally: Jain's fairness index 0.606"),
             "{w:?}"
         );
-        let table = crate::table::TCP_STREAM.render(&r);
+        let table = crate::table::TEST_LAYOUT.render(&r);
         assert!(
             table.contains("over 2 flows; Jain's fairness index 0.606"),
             "{table}"
@@ -1448,7 +1427,7 @@ mod tests {
                 json["flows"][0]["tcp_info"]["delivery_rate_app_limited"],
                 serde_json::json!(flag)
             );
-            let table = crate::table::TRANSACTIONS.render(&r);
+            let table = crate::table::TEST_LAYOUT.render(&r);
             assert_eq!(table.contains("87654.00"), shown, "{flag:?}: {table}");
             assert_eq!(table.contains("app-limited"), !shown, "{flag:?}: {table}");
         }

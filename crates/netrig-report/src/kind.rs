@@ -17,8 +17,9 @@ pub struct Side<'a> {
 
 /// A kind's part of its result.
 pub trait KindReport: Sync {
-    /// Its own options, as the result's config shows them ([`TestConfig::new`]
-    /// has filled in the common ones).
+    /// Its sizes in the result's config, and its own options as its part of it
+    /// ([`TestConfig::set_kind_part`]); [`TestConfig::new`] has filled in the
+    /// common ones.
     fn config(&self, spec: &TestSpec, config: &mut TestConfig);
 
     /// Whether its receivers may take datagrams in batches (UDP GRO), so
@@ -44,8 +45,8 @@ pub trait KindReport: Sync {
 }
 
 /// How a kind's results read as a table: the summary after the run, and
-/// the interim rows as the run goes. [`crate::table`] has the layouts of
-/// the streams and of request/response; a kind may bring its own.
+/// the interim rows as the run goes. Each kind's is in its folder (crate
+/// netrig-kinds), most of them built of [`crate::table`]'s kit.
 pub trait TableLayout: Sync {
     /// The result's table (without interval rows, which are printed as they come).
     fn render(&self, r: &TestResult) -> String;
@@ -78,34 +79,15 @@ impl TestConfig {
             interval_s: spec.interval_s,
             flows: spec.flows,
             message_size: 0,
-            message_size_default: None,
             recv_size: 0,
-            request_size: None,
-            response_size: None,
-            burst: None,
-            rate: None,
-            poisson: None,
-            timeout_s: None,
-            spin_us: None,
-            pacing_us: None,
-            rate_bps: None,
             workers: spec.workers,
-            zerocopy: false,
-            skip_rx_copy: false,
-            no_rcvlowat: false,
-            notsent_lowat: None,
-            msg_zerocopy: false,
-            busy_wait: false,
-            close_first: None,
-            local_ports: None,
             cpus: run.cpus,
             remote_cpus: spec.remote_cpus.clone(),
-            udp_rate_bps: None,
-            reverse: None,
             local: run.local,
             remote: run.remote,
             bind: run.bind,
             family: run.family,
+            kind: Default::default(),
         };
         kind.config(spec, &mut c);
         c

@@ -135,8 +135,12 @@ pub struct ServiceDemandSummary {
     pub remote_per_packet_us: Option<f64>,
 }
 
-/// What the user asked for.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// What the user asked for: the options every test has, and the kind's own
+/// ([`TestConfig::kind`]).
+// Serialize is below: it puts the kind's keys where netrig has always printed them. The
+// derive makes `TestConfig::deserialize` of its own, which the Deserialize below calls.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(remote = "Self")]
 pub struct TestConfig {
     /// `-H`, or null for the embedded loopback agent.
     pub host: Option<String>,
@@ -152,81 +156,17 @@ pub struct TestConfig {
     /// request/response kinds: the request size, what the client sends per
     /// transaction).
     pub message_size: u32,
-    /// udp-stream: true when `-m` was not given and netrig chose the datagram
-    /// size for the path to the agent; false when `-m` was given; null for
-    /// other tests.
-    #[serde(default)]
-    pub message_size_default: Option<bool>,
     /// Bytes per recv() call (`-M`; udp-stream: the datagram's payload;
     /// request/response kinds: the response size).
     pub recv_size: u32,
-    /// Request/response tests (`-r`, `--burst`, `--rate`, `--poisson`); null otherwise.
-    pub request_size: Option<u32>,
-    pub response_size: Option<u32>,
-    pub burst: Option<u32>,
-    pub rate: Option<f64>,
-    pub poisson: Option<bool>,
-    /// tcp-crr and udp-rr: longest a transaction may take (`--timeout`); null otherwise.
-    pub timeout_s: Option<f64>,
-    /// Open loop: the pacer's fixed wake-up lead in µs (`--spin-us`); null
-    /// when it is learned from the timer, or for closed loop.
-    pub spin_us: Option<u32>,
-    /// Stream tests with `-b`: the pacing quantum in µs (`--pacing-us`, or
-    /// its default); null otherwise.
-    pub pacing_us: Option<u32>,
-    /// Stream tests (udp-stream, tcp-stream, tcp-maerts, tcp-bidir): `-b`,
-    /// the rate each flow's sender keeps, in bits/s of payload; null: as
-    /// fast as possible.
-    #[serde(default)]
-    pub rate_bps: Option<u64>,
     /// Worker threads per end (`-T`); null: the number of CPUs.
     pub workers: Option<u32>,
-    /// TCP streams: `-Z`, the senders sent with sendfile(2) from an
-    /// in-memory file instead of send(2); false otherwise.
-    #[serde(default)]
-    pub zerocopy: bool,
-    /// TCP streams: `--skip-rx-copy`, the receivers discarded what they read
-    /// (MSG_TRUNC) instead of copying it to user memory; false otherwise.
-    #[serde(default)]
-    pub skip_rx_copy: bool,
-    /// TCP streams: `--no-rcvlowat`, the receivers never set SO_RCVLOWAT
-    /// and were woken for every arrival; false otherwise.
-    #[serde(default)]
-    pub no_rcvlowat: bool,
-    /// TCP streams: `--notsent-lowat`, the TCP_NOTSENT_LOWAT the senders
-    /// set, 0 for `off` (none set); null: netrig's default (each sender's is
-    /// its end's `sends.notsent_lowat`).
-    #[serde(default)]
-    pub notsent_lowat: Option<u32>,
-    /// TCP streams: `--msg-zerocopy`, the senders sent with MSG_ZEROCOPY
-    /// (what the kernel did with the pages is each flow end's `zerocopy`);
-    /// false otherwise.
-    #[serde(default)]
-    pub msg_zerocopy: bool,
-    /// Request/response with `--busy-wait`: both ends waited for the peer
-    /// polling their sockets instead of sleeping; false otherwise.
-    #[serde(default)]
-    pub busy_wait: bool,
-    /// tcp-crr: which end closed each connection first, and so held its
-    /// TIME_WAIT (`--close-first`): "requester" or "responder"; null otherwise.
-    #[serde(default)]
-    pub close_first: Option<String>,
-    /// tcp-crr: `--local-ports`, the range the client bound each
-    /// connection's port from in turn ("5000-65535"); null: the kernel
-    /// picked each at connect(), or not tcp-crr.
-    #[serde(default)]
-    pub local_ports: Option<String>,
     /// The CPUs this end's / the agent's workers were pinned to, round
     /// robin (`--cpus`, `--remote-cpus`, `-A`); null: not pinned.
     #[serde(default)]
     pub cpus: Option<Vec<u32>>,
     #[serde(default)]
     pub remote_cpus: Option<Vec<u32>>,
-    /// UDP tests: `-b` in bits/s (null: as fast as possible; the same as
-    /// `rate_bps`, kept for scripts written before TCP streams took `-b`)
-    /// and `-R`.
-    pub udp_rate_bps: Option<u64>,
-    pub reverse: Option<bool>,
     /// Options on the client's sockets (`-s` and the shared options).
     pub local: SocketOptions,
     /// Options on the agent's sockets (`-S` and the shared options).
@@ -234,6 +174,134 @@ pub struct TestConfig {
     pub bind: Option<String>,
     /// "ipv4", "ipv6" or null (either).
     pub family: Option<String>,
+    /// The kind's own options, beside the common ones in the document (each
+    /// kind's type is in its folder, crate netrig-kinds: read and write them
+    /// with [`TestConfig::kind_part`] and [`TestConfig::set_kind_part`]). A
+    /// kind's keys are absent from another kind's result; a document saved
+    /// before they were the kind's, with every kind's keys, keeps them all.
+    #[serde(flatten)]
+    pub kind: serde_json::Map<String, serde_json::Value>,
+}
+
+/// The kind's keys that netrig has printed among the common ones since
+/// before the kinds took their own, each group after the common key it
+/// follows, so that a result reads as it did; a key of none of them (a new
+/// kind's) follows the common ones.
+const KIND_KEYS_AFTER: &[(&str, &[&str])] = &[
+    ("message_size", &["message_size_default"]),
+    (
+        "recv_size",
+        &[
+            "request_size",
+            "response_size",
+            "burst",
+            "rate",
+            "poisson",
+            "timeout_s",
+            "spin_us",
+            "pacing_us",
+            "rate_bps",
+        ],
+    ),
+    (
+        "workers",
+        &[
+            "zerocopy",
+            "skip_rx_copy",
+            "no_rcvlowat",
+            "notsent_lowat",
+            "msg_zerocopy",
+            "busy_wait",
+            "close_first",
+            "local_ports",
+        ],
+    ),
+    ("remote_cpus", &["udp_rate_bps", "reverse"]),
+];
+
+/// A common key of a config, then the kind's keys that follow it ([`KIND_KEYS_AFTER`]).
+fn entry<M: serde::ser::SerializeMap, T: Serialize + ?Sized>(
+    m: &mut M,
+    kind: &serde_json::Map<String, serde_json::Value>,
+    key: &str,
+    v: &T,
+) -> Result<(), M::Error> {
+    m.serialize_entry(key, v)?;
+    let after = KIND_KEYS_AFTER.iter().find(|(k, _)| *k == key);
+    for k in after.map_or(&[][..], |(_, keys)| keys) {
+        if let Some(v) = kind.get(*k) {
+            m.serialize_entry(k, v)?;
+        }
+    }
+    Ok(())
+}
+
+impl Serialize for TestConfig {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut m = s.serialize_map(Some(17 + self.kind.len()))?;
+        let kind = &self.kind;
+        entry(&mut m, kind, "host", &self.host)?;
+        entry(&mut m, kind, "port", &self.port)?;
+        entry(&mut m, kind, "embedded", &self.embedded)?;
+        entry(&mut m, kind, "length_s", &self.length_s)?;
+        entry(&mut m, kind, "bytes", &self.bytes)?;
+        entry(&mut m, kind, "omit_s", &self.omit_s)?;
+        entry(&mut m, kind, "interval_s", &self.interval_s)?;
+        entry(&mut m, kind, "flows", &self.flows)?;
+        entry(&mut m, kind, "message_size", &self.message_size)?;
+        entry(&mut m, kind, "recv_size", &self.recv_size)?;
+        entry(&mut m, kind, "workers", &self.workers)?;
+        entry(&mut m, kind, "cpus", &self.cpus)?;
+        entry(&mut m, kind, "remote_cpus", &self.remote_cpus)?;
+        entry(&mut m, kind, "local", &self.local)?;
+        entry(&mut m, kind, "remote", &self.remote)?;
+        entry(&mut m, kind, "bind", &self.bind)?;
+        entry(&mut m, kind, "family", &self.family)?;
+        let placed = |k: &str| KIND_KEYS_AFTER.iter().any(|(_, keys)| keys.contains(&k));
+        for (k, v) in self.kind.iter().filter(|(k, _)| !placed(k)) {
+            m.serialize_entry(k, v)?;
+        }
+        m.end()
+    }
+}
+
+/// Keys every config had before the kinds took their own, of kinds no
+/// kind's config is of all at once now: a result saved then has them all.
+const LEGACY_KEYS: &[&str] = &["request_size", "pacing_us", "udp_rate_bps"];
+
+/// The keys a config read then by their defaults (false, or null) when a
+/// result saved before they were added lacked them.
+const LEGACY_DEFAULTED: &[(&str, bool)] = &[
+    ("message_size_default", false),
+    ("rate_bps", false),
+    ("zerocopy", true),
+    ("skip_rx_copy", true),
+    ("no_rcvlowat", true),
+    ("notsent_lowat", false),
+    ("msg_zerocopy", true),
+    ("busy_wait", true),
+    ("close_first", false),
+    ("local_ports", false),
+];
+
+impl<'de> Deserialize<'de> for TestConfig {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let mut c = TestConfig::deserialize(d)?;
+        // A result saved before the kinds took their own keys reads as it did then (and is
+        // written again so): the keys added since that it lacks by their defaults.
+        if LEGACY_KEYS.iter().all(|k| c.kind.contains_key(*k)) {
+            for (k, flag) in LEGACY_DEFAULTED {
+                let default = if *flag {
+                    serde_json::Value::Bool(false)
+                } else {
+                    serde_json::Value::Null
+                };
+                c.kind.entry(*k).or_insert(default);
+            }
+        }
+        Ok(c)
+    }
 }
 
 /// What the client knows of a run besides its spec: where it went and with
@@ -255,25 +323,20 @@ pub struct RunInfo {
 }
 
 impl TestConfig {
-    /// A paced stream's rate and quantum (`-b`, `--pacing-us`).
-    pub fn set_pace(&mut self, pace: Option<&netrig_proto::spec::Pace>) {
-        self.rate_bps = pace.map(|p| p.rate_bps);
-        self.pacing_us = pace.map(|p| p.pacing().as_micros() as u32);
+    /// The kind's own options as its type `T` (a kind's type in netrig-kinds,
+    /// or a view of some of its keys); `None` when they do not read as `T`.
+    /// Keys of `T` that the config lacks read as `T` says (its defaults).
+    pub fn kind_part<T: serde::de::DeserializeOwned>(&self) -> Option<T> {
+        T::deserialize(serde_json::Value::Object(self.kind.clone())).ok()
     }
 
-    /// A request/response kind's sizes and load (`-r`, `--burst`,
-    /// `--rate`, `--poisson`, `--spin-us`) and, if it has one, its timeout.
-    pub fn set_transactions(&mut self, t: &netrig_proto::spec::Transactions, timeout_s: Option<f64>) {
-        self.message_size = t.request_size;
-        self.recv_size = t.response_size;
-        self.request_size = Some(t.request_size);
-        self.response_size = Some(t.response_size);
-        self.burst = Some(t.burst());
-        self.rate = t.rate();
-        self.poisson = Some(t.poisson());
-        self.spin_us = t.spin_us();
-        self.busy_wait = t.busy_wait;
-        self.timeout_s = timeout_s;
+    /// Sets the kind's own options to `part`'s (its keys, beside any others).
+    pub fn set_kind_part<T: Serialize>(&mut self, part: &T) {
+        match serde_json::to_value(part) {
+            Ok(serde_json::Value::Object(keys)) => self.kind.extend(keys),
+            // A kind's options are a struct: anything else is a defect here.
+            other => debug_assert!(false, "a kind's config is not an object: {other:?}"),
+        }
     }
 }
 
@@ -719,6 +782,87 @@ pub fn bps(bytes: u64, seconds: f64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn config() -> TestConfig {
+        serde_json::from_value(serde_json::json!({
+            "host": null, "port": 1, "embedded": true, "length_s": 1.0, "bytes": null, "omit_s": 0.0,
+            "interval_s": null, "flows": 1, "message_size": 8, "recv_size": 8, "workers": null,
+            "local": {}, "remote": {}, "bind": null, "family": null
+        }))
+        .unwrap()
+    }
+
+    #[derive(Debug, Default, PartialEq, Serialize, Deserialize)]
+    #[serde(default)]
+    struct Own {
+        burst: Option<u32>,
+        close_first: Option<String>,
+        brand_new: bool,
+    }
+
+    /// A kind's part reads back as its type; its keys print where netrig
+    /// has always printed them, a key of none of those after the common
+    /// ones, and no other kind's key at all.
+    #[test]
+    fn a_kinds_part_reads_back_and_prints_in_place() {
+        let mut c = config();
+        assert!(c.kind.is_empty());
+        let own = Own {
+            burst: Some(4),
+            close_first: Some("responder".into()),
+            brand_new: true,
+        };
+        c.set_kind_part(&own);
+        assert_eq!(c.kind_part::<Own>(), Some(own));
+        let text = serde_json::to_string(&c).unwrap();
+        let at = |k: &str| {
+            text.find(&format!("\"{k}\""))
+                .unwrap_or_else(|| panic!("{k} in {text}"))
+        };
+        assert!(
+            at("recv_size") < at("burst") && at("burst") < at("workers"),
+            "{text}"
+        );
+        assert!(
+            at("workers") < at("close_first") && at("close_first") < at("cpus"),
+            "{text}"
+        );
+        assert!(at("family") < at("brand_new"), "{text}");
+        assert!(
+            !text.contains("request_size") && !text.contains("zerocopy"),
+            "{text}"
+        );
+        let back: TestConfig = serde_json::from_str(&text).unwrap();
+        assert_eq!(back, c);
+    }
+
+    /// A result saved before the kinds took their own keys (every kind's,
+    /// without those added later) reads as it did then: the later keys by
+    /// their defaults.
+    #[test]
+    fn a_config_saved_before_the_kinds_parts_reads_as_then() {
+        // Then every config had every kind's keys, null where not its kind's.
+        let mut old = serde_json::to_value(config()).unwrap();
+        for k in [
+            "request_size",
+            "burst",
+            "spin_us",
+            "pacing_us",
+            "udp_rate_bps",
+            "reverse",
+        ] {
+            old[k] = serde_json::Value::Null;
+        }
+        let c: TestConfig = serde_json::from_value(old).unwrap();
+        assert_eq!(c.kind["zerocopy"], false);
+        assert_eq!(c.kind["busy_wait"], false);
+        assert!(c.kind["close_first"].is_null());
+        // A config of now has its kind's keys alone, nothing added.
+        let mut now = config();
+        now.set_kind_part(&Own::default());
+        let back: TestConfig = serde_json::from_str(&serde_json::to_string(&now).unwrap()).unwrap();
+        assert_eq!(back, now);
+    }
 
     #[test]
     fn jain_index_of_known_shares() {

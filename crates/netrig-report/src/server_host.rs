@@ -370,7 +370,13 @@ fn rejudge_http(result: &mut TestResult) {
     let (checks, warnings, withheld) = crate::witness::judge_http(
         &h.total,
         h.connections,
-        u64::from(result.config.request_size.unwrap_or(0)),
+        u64::from(
+            result
+                .config
+                .kind_part::<HttpRequest>()
+                .and_then(|c| c.request_size)
+                .unwrap_or(0),
+        ),
         local,
         server,
     );
@@ -381,6 +387,14 @@ fn rejudge_http(result: &mut TestResult) {
     }
     result.witness.checks = checks;
     result.witness.withheld = withheld;
+}
+
+/// The one option of the http kind's config that its judge needs, the
+/// request's bytes (its type, the request/response kinds'
+/// `TransactionsConfig`, is in crate netrig-kinds above this one).
+#[derive(serde::Deserialize)]
+struct HttpRequest {
+    request_size: Option<u32>,
 }
 
 /// How a one-ended kind's withheld figures begin when no agent watched the
@@ -539,7 +553,7 @@ mod tests {
         attach(&mut r, "the agent at 192.0.2.1:6387".into(), &view());
         assert!(r.warnings.len() > before);
         let mut out = Vec::new();
-        TableExporter::new(&crate::table::TCP_STREAM, 1)
+        TableExporter::new(&crate::table::TEST_LAYOUT, 1)
             .result(&mut out, &r)
             .unwrap();
         let text = String::from_utf8(out).unwrap();

@@ -640,7 +640,7 @@ mod tests {
     impl netrig_report::KindReport for Knock {
         fn config(&self, _: &TestSpec, _: &mut netrig_report::TestConfig) {}
         fn table(&self) -> &'static dyn netrig_report::TableLayout {
-            &netrig_report::table::TCP_STREAM
+            netrig_kinds::by_name("tcp-stream").expect("a kind").table()
         }
     }
 

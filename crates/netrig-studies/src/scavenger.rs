@@ -15,6 +15,7 @@ use crate::{finding, withheld, Finding, Study};
 use netrig_experiment::analysis::{self, Estimate};
 use netrig_experiment::document::Experiment;
 use netrig_experiment::metric;
+use netrig_kinds::PaceConfig;
 use netrig_report::TestResult;
 
 pub struct Scavenger;
@@ -565,7 +566,8 @@ impl Probes {
         // descheduled router, element or receiver), not the classes'.
         let (judged, disturbed): (Vec<_>, Vec<_>) = all.into_iter().partition(|(b, _)| {
             let lost = b.summary.udp.as_ref().map_or(0.0, |u| u.loss_pct);
-            let offered = b.config.rate_bps.map_or(b.summary.throughput_bps, |r| r as f64) / 1e6;
+            let rate = b.config.kind_part::<PaceConfig>().and_then(|p| p.rate_bps);
+            let offered = rate.map_or(b.summary.throughput_bps, |r| r as f64) / 1e6;
             !(lost > BE_HARM_PCT && capacity.is_some_and(|c| n + offered < c))
         });
         let s: Vec<TestResult> = judged.iter().map(|p| p.1.clone()).collect();
@@ -1086,7 +1088,10 @@ mod tests {
                 let r = m.result.as_mut().unwrap();
                 r.config.message_size = 1472;
                 if m.member == "best-effort" {
-                    r.config.rate_bps = Some(100_000_000);
+                    r.config.set_kind_part(&PaceConfig {
+                        rate_bps: Some(100_000_000),
+                        ..r.config.kind_part().unwrap_or_default()
+                    });
                 }
                 if i == 0 {
                     // Both classes lost in one run: best effort too, with room for both.

@@ -50,10 +50,11 @@ pub fn report(a: &cli::ReportArgs) -> Result<()> {
                     a.file.display()
                 ))
             })?;
-            let mut table = netrig_kinds::by_name(&r.test).map_or_else(
-                || netrig_report::TableLayout::render(&netrig_report::table::TCP_STREAM, &r),
-                |k| k.table().render(&r),
-            );
+            // A kind this build lacks reads as a TCP stream.
+            let kind = netrig_kinds::by_name(&r.test)
+                .or_else(|| netrig_kinds::by_name("tcp-stream"))
+                .expect("tcp-stream is a kind");
+            let mut table = kind.table().render(&r);
             if let Some(h) = &r.server_host {
                 table.push_str(&h.table());
             }

@@ -4,6 +4,8 @@
 //! away without a FIN or RST (`--how vanish`); the server host's sockets from them are counted
 //! in its namespace every 100 ms until gone (`summary.half_close`). Refused outside a lab.
 
+mod table;
+
 use crate::kind::{Ends, KindDef, LocalEnd, OneEnded, Planned, Workloads};
 use crate::lab_host::{self, NoAgentEnd, Target};
 use crate::units::parse_seconds;
@@ -15,7 +17,6 @@ use netrig_proto::spec::{KindSpec, Limit};
 use netrig_proto::TestSpec;
 use netrig_report::half_close::{HalfCloseSample, HalfCloseSummary};
 use netrig_report::{IntervalResult, Summary, TableLayout, TestConfig, TestResult};
-use std::fmt::Write;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
@@ -115,10 +116,12 @@ impl KindDef for HalfClose {
     fn config(&self, s: &HalfCloseSpec, c: &mut TestConfig) {
         c.message_size = s.request.len() as u32;
         c.recv_size = 4096;
-        c.request_size = Some(s.request.len() as u32);
+        c.set_kind_part(&HalfCloseConfig {
+            request_size: Some(s.request.len() as u32),
+        });
     }
     fn table(&self) -> &'static dyn TableLayout {
-        &LAYOUT
+        &table::LAYOUT
     }
     fn ends(&self) -> Ends<'_> {
         Ends::ClientOnly(self)
@@ -228,53 +231,12 @@ fn assemble(spec: &TestSpec, to: SocketAddr, r: &hc::Report) -> TestResult {
     }
 }
 
-pub struct Layout;
-
-pub static LAYOUT: Layout = Layout;
-
-impl TableLayout for Layout {
-    fn render(&self, r: &TestResult) -> String {
-        let mut o = String::new();
-        let Some(h) = &r.summary.half_close else {
-            return "no half-close figures in this result\n".into();
-        };
-        let _ = writeln!(
-            o,
-            "HALF-CLOSE to {} ({}), {}: {} of {} connections opened; the clients all gone {:.2} s in",
-            r.agent.address, r.agent.software, h.how, h.opened, h.connections_asked, h.away_at_s
-        );
-        let _ = writeln!(
-            o,
-            "  the server's sockets from them (every 100 ms, {} samples): peak FIN_WAIT2 {}, CLOSE_WAIT {}, FIN_WAIT1 {}, LAST_ACK {}, ESTABLISHED {}",
-            h.samples.len(),
-            h.peak.fin_wait2,
-            h.peak.close_wait,
-            h.peak.fin_wait1,
-            h.peak.last_ack,
-            h.peak.established
-        );
-        let fin = h
-            .server_fin_timeout_s
-            .map_or("unread".to_string(), |t| format!("{t} s"));
-        let _ = match (h.gone_after_s, &h.gone_withheld) {
-            (Some(g), _) => writeln!(
-                o,
-                "  gone {g:.2} s after the clients went away (the server's tcp_fin_timeout: {fin})"
-            ),
-            (None, why) => writeln!(
-                o,
-                "  time until gone withheld: {} (tcp_fin_timeout: {fin})",
-                why.as_deref().unwrap_or("not measured")
-            ),
-        };
-        o
-    }
-    fn interval_header(&self) -> String {
-        String::new()
-    }
-    fn interval_rows(&self, _: &IntervalResult, _: bool) -> String {
-        String::new()
-    }
+/// half-close's options in the result's config.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
+pub struct HalfCloseConfig {
+    /// The request's bytes each client sends before it goes away.
+    pub request_size: Option<u32>,
 }
 
 #[cfg(test)]

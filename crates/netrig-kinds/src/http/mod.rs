@@ -12,6 +12,7 @@ mod table;
 mod witness;
 
 use crate::kind::{Ends, KindDef, LocalEnd, OneEnded, Planned, Workloads};
+use crate::txn::TransactionsConfig;
 use crate::units::{parse_seconds, parse_size};
 use clap::{Args, ValueEnum};
 use netrig_engine::{EngineError, Flow, RunControl, WorkerControl, WorkerEnd, Workload};
@@ -270,10 +271,15 @@ impl KindDef for Http {
         let host = s.host_header.as_deref().unwrap_or("");
         c.message_size = request_of(s, host).len() as u32;
         c.recv_size = 64 * 1024;
-        c.request_size = Some(c.message_size);
-        c.rate = s.rate();
-        c.poisson = Some(matches!(s.load, HttpLoad::Open { poisson: true, .. }));
-        c.timeout_s = Some(s.timeout().as_secs_f64());
+        // The request/response kinds' options, those an HTTP load has: its
+        // request's bytes, its rate and its timeout.
+        c.set_kind_part(&TransactionsConfig {
+            request_size: Some(c.message_size),
+            rate: s.rate(),
+            poisson: Some(matches!(s.load, HttpLoad::Open { poisson: true, .. })),
+            timeout_s: Some(s.timeout().as_secs_f64()),
+            ..Default::default()
+        });
     }
 
     fn warnings(&self, s: &HttpSpec, _: &TestSpec, _: Side<'_>, r: &TestResult) -> Vec<String> {

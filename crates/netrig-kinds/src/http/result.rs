@@ -296,7 +296,10 @@ fn config(spec: &TestSpec, c: &Config, server: SocketAddr, r: &Report) -> TestCo
         },
     );
     config.message_size = c.request.len() as u32;
-    config.request_size = Some(c.request.len() as u32);
+    config.set_kind_part(&crate::txn::TransactionsConfig {
+        request_size: Some(c.request.len() as u32),
+        ..config.kind_part().unwrap_or_default()
+    });
     config.workers = Some(r.threads.len() as u32);
     config
 }

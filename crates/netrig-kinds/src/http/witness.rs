@@ -93,7 +93,12 @@ pub(crate) fn judge(r: &mut TestResult, local: Result<WitnessReport, String>) {
     let (checks, warnings, withheld) = judge_http(
         &h.total,
         h.connections,
-        u64::from(r.config.request_size.unwrap_or(0)),
+        u64::from(
+            r.config
+                .kind_part::<crate::txn::TransactionsConfig>()
+                .and_then(|c| c.request_size)
+                .unwrap_or(0),
+        ),
         local.as_ref().map_err(String::as_str),
         Err(netrig_report::witness::SERVER_NOT_WATCHED),
     );

@@ -6,6 +6,8 @@
 //! SYNs sent (`summary.transactions`, one a transaction) and their rate per interval; the
 //! target host's counters come from `--server-agent` (the server host's view), as for http.
 
+mod table;
+
 use crate::kind::{Ends, KindDef, LocalEnd, OneEnded, Planned, Workloads};
 use crate::lab_host::{self, NoAgentEnd, Target};
 use crate::units::parse_seconds;
@@ -19,7 +21,6 @@ use netrig_proto::spec::{KindSpec, Limit};
 use netrig_proto::TestSpec;
 use netrig_report::server_host::ServerHost;
 use netrig_report::{IntervalResult, Side, Summary, TableLayout, TestConfig, TestResult};
-use std::fmt::Write;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
@@ -143,17 +144,27 @@ impl KindDef for SynFlood {
         c.message_size = netrig_lab::overload::packet::V4_LEN as u32;
         // Nothing is received: the size of what the target answers (a SYN-ACK) is its own.
         c.recv_size = c.message_size;
-        c.rate = Some(f64::from(s.rate_pps));
+        c.set_kind_part(&SynFloodConfig {
+            rate: Some(f64::from(s.rate_pps)),
+        });
     }
     fn warnings(&self, s: &SynFloodSpec, _: &TestSpec, _: Side<'_>, r: &TestResult) -> Vec<String> {
         warnings(s, r)
     }
     fn table(&self) -> &'static dyn TableLayout {
-        &LAYOUT
+        &table::LAYOUT
     }
     fn ends(&self) -> Ends<'_> {
         Ends::ClientOnly(self)
     }
+}
+
+/// syn-flood's options in the result's config.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
+pub struct SynFloodConfig {
+    /// SYNs per second asked (`--rate`).
+    pub rate: Option<f64>,
 }
 
 fn warnings(s: &SynFloodSpec, r: &TestResult) -> Vec<String> {
@@ -320,39 +331,6 @@ fn assemble(
         intervals,
         started_unix_s: Some(r.started_unix_s),
         ..target.result("syn-flood", config, summary)
-    }
-}
-
-pub struct Layout;
-
-pub static LAYOUT: Layout = Layout;
-
-impl TableLayout for Layout {
-    fn render(&self, r: &TestResult) -> String {
-        let mut o = String::new();
-        let s = &r.summary;
-        let _ = writeln!(
-            o,
-            "SYN FLOOD to {} ({}): {} SYNs in {:.3} s = {:.0} SYNs/s (asked {:.0}/s)",
-            r.agent.address,
-            r.agent.software,
-            s.transactions.unwrap_or(0),
-            s.elapsed_s,
-            s.transactions_per_s.unwrap_or(0.0),
-            r.config.rate.unwrap_or(0.0)
-        );
-        o
-    }
-    fn interval_header(&self) -> String {
-        format!("{:>16} {:>12}", "Interval (s)", "SYNs/s")
-    }
-    fn interval_rows(&self, i: &IntervalResult, _: bool) -> String {
-        format!(
-            "{:>7.2}-{:<8.2} {:>12.0}\n",
-            i.start_s,
-            i.end_s,
-            i.transactions_per_s.unwrap_or(0.0)
-        )
     }
 }
 

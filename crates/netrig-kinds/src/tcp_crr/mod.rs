@@ -15,6 +15,7 @@ mod requester;
 mod responder;
 mod steps;
 mod worker;
+mod table;
 mod workload;
 
 #[cfg(test)]
@@ -28,15 +29,31 @@ pub use params::CrrWorkload;
 
 use crate::args::{parse_timeout, CommonArgs, TxnArgs};
 use crate::kind::{KindDef, Planned, Workloads};
+use crate::txn::TransactionsConfig;
 use clap::Args;
 use netrig_engine::sockopt::SocketSettings;
 use netrig_engine::TxnParams;
 use netrig_proto::spec::{CloseFirst, KindSpec, PortRange, TcpCrrSpec};
 use netrig_proto::TestSpec;
-use netrig_report::{table, Side, TableLayout, TestConfig, TestResult};
+use netrig_report::{Side, TableLayout, TestConfig, TestResult};
 use std::sync::Arc;
 
 pub struct TcpCrr;
+
+/// tcp-crr's options in the result's config: the request/response kinds',
+/// and how its connections end and are bound.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
+pub struct CrrConfig {
+    #[serde(flatten)]
+    pub txn: TransactionsConfig,
+    /// Which end closed each connection first, and so held its TIME_WAIT
+    /// (`--close-first`): "requester", "responder" or "requester-reset".
+    pub close_first: Option<String>,
+    /// `--local-ports`, the range the client bound each connection's port
+    /// from in turn ("5000-65535"); null: the kernel picked each at connect().
+    pub local_ports: Option<String>,
+}
 
 /// tcp-crr's options on the command line.
 #[derive(Debug, Args)]
@@ -115,9 +132,12 @@ impl KindDef for TcpCrr {
     }
 
     fn config(&self, s: &TcpCrrSpec, c: &mut TestConfig) {
-        c.set_transactions(&s.transactions, Some(s.timeout().as_secs_f64()));
-        c.close_first = Some(s.close_first.as_str().to_string());
-        c.local_ports = s.local_ports.map(|r| r.to_string());
+        let part = CrrConfig {
+            txn: TransactionsConfig::of(&s.transactions, Some(s.timeout().as_secs_f64()), c),
+            close_first: Some(s.close_first.as_str().to_string()),
+            local_ports: s.local_ports.map(|r| r.to_string()),
+        };
+        c.set_kind_part(&part);
     }
 
     fn warnings(&self, s: &TcpCrrSpec, _: &TestSpec, local: Side<'_>, r: &TestResult) -> Vec<String> {

@@ -8,11 +8,12 @@ pub use workload::RrWorkload;
 
 use crate::args::{CommonArgs, TxnArgs};
 use crate::kind::{KindDef, Planned, Workloads};
+use crate::txn::{table, TransactionsConfig};
 use clap::Args;
 use netrig_engine::TxnParams;
 use netrig_proto::spec::{KindSpec, Load, TcpRrSpec};
 use netrig_proto::TestSpec;
-use netrig_report::{table, Side, TableLayout, TestConfig, TestResult};
+use netrig_report::{Side, TableLayout, TestConfig, TestResult};
 use std::sync::Arc;
 
 pub struct TcpRr;
@@ -57,7 +58,8 @@ impl KindDef for TcpRr {
     }
 
     fn config(&self, s: &TcpRrSpec, c: &mut TestConfig) {
-        c.set_transactions(&s.transactions, None);
+        let part = TransactionsConfig::of(&s.transactions, None, c);
+        c.set_kind_part(&part);
     }
 
     fn warnings(&self, s: &TcpRrSpec, _: &TestSpec, local: Side<'_>, _: &TestResult) -> Vec<String> {

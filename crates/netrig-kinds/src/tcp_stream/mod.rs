@@ -3,18 +3,37 @@
 //! at once on separate connections. One module, three kinds: the kind is
 //! the direction.
 
+mod table;
 mod workload;
 
 pub use workload::StreamWorkload;
 
-use crate::args::{parse_bytes, CommonArgs, PaceArgs};
+use crate::args::{parse_bytes, CommonArgs, PaceArgs, PaceConfig};
 use crate::kind::{Def, KindDef, Planned, Workloads};
 use crate::units::{parse_size_or_off, parse_size_u32};
 use clap::Args;
 use netrig_proto::spec::{KindSpec, StreamOptions, TcpBidirSpec, TcpMaertsSpec, TcpStreamSpec};
 use netrig_proto::TestSpec;
-use netrig_report::{table, TableLayout, TestConfig};
+use netrig_report::{Side, TableLayout, TestConfig, TestResult};
 use std::sync::Arc;
+
+/// The TCP streams' options in the result's config.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
+pub struct StreamConfig {
+    #[serde(flatten)]
+    pub pace: PaceConfig,
+    /// `-Z`: the senders sent with sendfile(2) from an in-memory file.
+    pub zerocopy: bool,
+    /// `--skip-rx-copy`: the receivers discarded what they read (MSG_TRUNC).
+    pub skip_rx_copy: bool,
+    /// `--no-rcvlowat`: the receivers never set SO_RCVLOWAT.
+    pub no_rcvlowat: bool,
+    /// `--notsent-lowat`, 0 for `off`; null: netrig's default.
+    pub notsent_lowat: Option<u32>,
+    /// `--msg-zerocopy`: the senders sent with MSG_ZEROCOPY.
+    pub msg_zerocopy: bool,
+}
 
 /// A TCP stream kind: the three differ in their wire variant alone.
 pub struct TcpStreamKind {
@@ -150,12 +169,20 @@ impl KindDef for TcpStreamKind {
     fn config(&self, o: &StreamOptions, c: &mut TestConfig) {
         c.message_size = o.message_size;
         c.recv_size = o.recv_size;
-        c.set_pace(o.pace.as_ref());
-        c.zerocopy = o.zerocopy;
-        c.skip_rx_copy = o.skip_rx_copy;
-        c.msg_zerocopy = o.msg_zerocopy;
-        c.no_rcvlowat = o.no_rcvlowat;
-        c.notsent_lowat = o.notsent_lowat;
+        c.set_kind_part(&StreamConfig {
+            pace: PaceConfig::of(o.pace.as_ref()),
+            zerocopy: o.zerocopy,
+            skip_rx_copy: o.skip_rx_copy,
+            no_rcvlowat: o.no_rcvlowat,
+            notsent_lowat: o.notsent_lowat,
+            msg_zerocopy: o.msg_zerocopy,
+        });
+    }
+
+    /// A paced sender that fell behind its rate.
+    fn warnings(&self, o: &StreamOptions, _: &TestSpec, _: Side<'_>, result: &TestResult) -> Vec<String> {
+        let rate = o.pace.as_ref().map(|p| p.rate_bps);
+        netrig_report::checks::pace_warnings(rate, &result.summary)
     }
 
     fn table(&self) -> &'static dyn TableLayout {

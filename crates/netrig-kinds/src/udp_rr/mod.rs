@@ -7,14 +7,25 @@ pub use workload::UdpRrWorkload;
 
 use crate::args::{parse_timeout, CommonArgs, TxnArgs};
 use crate::kind::{KindDef, Planned, Workloads};
+use crate::txn::{table, TransactionsConfig};
 use clap::Args;
 use netrig_engine::TxnParams;
 use netrig_proto::spec::{KindSpec, UdpRrSpec, UDP_HEADER_LEN};
 use netrig_proto::TestSpec;
-use netrig_report::{table, Side, TableLayout, TestConfig, TestResult};
+use netrig_report::{Side, TableLayout, TestConfig, TestResult};
 use std::sync::Arc;
 
 pub struct UdpRr;
+
+/// udp-rr's options in the result's config: the request/response kinds',
+/// and its direction as udp-stream's reads (`reverse`: always false).
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
+pub struct UdpRrConfig {
+    #[serde(flatten)]
+    pub txn: TransactionsConfig,
+    pub reverse: Option<bool>,
+}
 
 /// udp-rr's options on the command line.
 #[derive(Debug, Args)]
@@ -60,8 +71,11 @@ impl KindDef for UdpRr {
     }
 
     fn config(&self, s: &UdpRrSpec, c: &mut TestConfig) {
-        c.set_transactions(&s.transactions, Some(s.timeout().as_secs_f64()));
-        c.reverse = Some(false);
+        let part = UdpRrConfig {
+            txn: TransactionsConfig::of(&s.transactions, Some(s.timeout().as_secs_f64()), c),
+            reverse: Some(false),
+        };
+        c.set_kind_part(&part);
     }
 
     fn warnings(&self, s: &UdpRrSpec, spec: &TestSpec, local: Side<'_>, result: &TestResult) -> Vec<String> {

@@ -2,20 +2,37 @@
 //! client: loss, jitter, reordering and duplicates (iperf3 -u), with UDP
 //! GSO/GRO unless `--no-gso`.
 
+mod table;
 mod workload;
 
 pub use workload::UdpStreamWorkload;
 
-use crate::args::{CommonArgs, PaceArgs};
+use crate::args::{CommonArgs, PaceArgs, PaceConfig};
 use crate::kind::{KindDef, Planned, Workloads};
 use crate::units::parse_size_u32;
 use clap::Args;
 use netrig_proto::spec::{KindSpec, UdpStreamSpec};
 use netrig_proto::TestSpec;
-use netrig_report::{table, Side, TableLayout, TestConfig, TestResult};
+use netrig_report::{Side, TableLayout, TestConfig, TestResult};
 use std::sync::Arc;
 
 pub struct UdpStream;
+
+/// udp-stream's options in the result's config.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
+pub struct UdpStreamConfig {
+    /// True when `-m` was not given and netrig chose the datagram size for
+    /// the path to the agent (the client sets it); false when `-m` was given.
+    pub message_size_default: Option<bool>,
+    #[serde(flatten)]
+    pub pace: PaceConfig,
+    /// `-b` in bits/s (null: as fast as possible): the same as `rate_bps`,
+    /// kept for scripts written before TCP streams took `-b`.
+    pub udp_rate_bps: Option<u64>,
+    /// `-R`: agent to client.
+    pub reverse: Option<bool>,
+}
 
 /// udp-stream's options on the command line.
 #[derive(Debug, Args)]
@@ -94,19 +111,25 @@ impl KindDef for UdpStream {
     fn config(&self, s: &UdpStreamSpec, c: &mut TestConfig) {
         c.message_size = s.datagram_size;
         c.recv_size = s.datagram_size;
-        // The client says so when it chose the size for the path.
-        c.message_size_default = Some(false);
-        c.set_pace(s.pace.as_ref());
-        c.udp_rate_bps = c.rate_bps;
-        c.reverse = Some(s.reverse);
+        let pace = PaceConfig::of(s.pace.as_ref());
+        c.set_kind_part(&UdpStreamConfig {
+            // The client says so when it chose the size for the path.
+            message_size_default: Some(false),
+            udp_rate_bps: pace.rate_bps,
+            pace,
+            reverse: Some(s.reverse),
+        });
     }
 
     fn batches_datagrams(&self, s: &UdpStreamSpec) -> bool {
         !s.no_gso
     }
 
-    fn warnings(&self, _: &UdpStreamSpec, spec: &TestSpec, _: Side<'_>, result: &TestResult) -> Vec<String> {
-        pacing_rate_warning(spec, result).into_iter().collect()
+    fn warnings(&self, s: &UdpStreamSpec, spec: &TestSpec, _: Side<'_>, result: &TestResult) -> Vec<String> {
+        let mut w: Vec<String> = pacing_rate_warning(spec, result).into_iter().collect();
+        let rate = s.pace.as_ref().map(|p| p.rate_bps);
+        w.extend(netrig_report::checks::pace_warnings(rate, &result.summary));
+        w
     }
 
     fn table(&self) -> &'static dyn TableLayout {

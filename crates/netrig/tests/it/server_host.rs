@@ -80,7 +80,7 @@ impl Kind for Flood {
 impl netrig_report::KindReport for Flood {
     fn config(&self, _: &TestSpec, _: &mut netrig_report::TestConfig) {}
     fn table(&self) -> &'static dyn netrig_report::TableLayout {
-        &netrig_report::table::TCP_STREAM
+        netrig_kinds::by_name("tcp-stream").expect("a kind").table()
     }
 }
 
