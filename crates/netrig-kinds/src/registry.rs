@@ -74,7 +74,11 @@ mod tests {
                 Workloads::Transient(_) => assert!(per_transaction, "{}", kind.name()),
                 Workloads::Connected(_) => assert!(!per_transaction, "{}", kind.name()),
             }
-            let c = netrig_report::TestConfig::new(&plan.spec, kind.report(), Default::default());
+            let c = <netrig_report::TestConfig as netrig_report::NewConfig>::new(
+                &plan.spec,
+                kind.report(),
+                Default::default(),
+            );
             assert!(c.message_size > 0 && c.recv_size > 0, "{}", kind.name());
         }
     }
