@@ -2,13 +2,14 @@
 //! (hyperfine's `export/`). Every format of a test implements [`Exporter`]: it sees each
 //! interval as it closes, then the result (or the error that ended the run), and writes to the
 //! stream it is given. Each format lives in its own module: the table ([`table`], laid out as
-//! the kind says: [`TableLayout`]), [`json`], [`json_stream`], [`csv`] and [`html`]; an
-//! experiment's table and CSV are [`experiment`]'s.
+//! the kind says: [`TableLayout`]), [`json`], [`json_stream`], [`csv`] and `html` (feature
+//! `html`, on by default: it draws plots); an experiment's table and CSV are [`experiment`]'s.
 //!
 //! It reads the documents (netrig-document) and nothing that runs a test.
 
 pub mod csv;
 pub mod experiment;
+#[cfg(feature = "html")]
 pub mod html;
 pub mod json;
 pub mod json_stream;
