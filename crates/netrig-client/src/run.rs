@@ -16,6 +16,7 @@ use netrig_proto::{
     AgentLimits, AgentMsg, ClientMsg, ControlPreamble, DataHello, Direction, SessionCookie, TestSpec,
     MIN_PROTOCOL_VERSION, PROTOCOL_VERSION, SOFTWARE_VERSION,
 };
+use netrig_report::NewConfig;
 use netrig_report::{
     assemble, merge_interval, AgentInfo, IntervalResult, RunInfo, Side, SocketOptions, TestConfig, TestResult,
 };

@@ -4,7 +4,6 @@
 //! Every command has a time limit, after which its process group is killed,
 //! and its output is kept up to a bound.
 
-use serde::{Deserialize, Serialize};
 use std::io::Read;
 use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};
@@ -13,52 +12,7 @@ use std::time::{Duration, Instant};
 /// Output kept of one command (the end of it, where errors are).
 pub const OUTPUT_KEPT: usize = 16 * 1024;
 
-/// What one command did.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct CommandRun {
-    /// "setup" or "teardown".
-    pub phase: String,
-    pub arm: String,
-    pub command: String,
-    /// Exit status; `None` when it was killed (time limit, signal) or did not start.
-    pub status: Option<i32>,
-    pub seconds: f64,
-    /// The end of its combined standard output and error.
-    pub output: String,
-    /// Why it failed, if it did.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub error: Option<String>,
-    /// The lab host it ran in (an arm's `in_host`); absent: this host.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub host: Option<String>,
-}
-
-impl CommandRun {
-    pub fn ok(&self) -> bool {
-        self.status == Some(0) && self.error.is_none()
-    }
-
-    /// The failure as a person reads it.
-    pub fn failure(&self) -> String {
-        let why = match (&self.error, self.status) {
-            (Some(e), _) => e.clone(),
-            (None, Some(s)) => format!("exit status {s}"),
-            (None, None) => "killed".into(),
-        };
-        let out = self.output.trim_end();
-        format!(
-            "arm {:?}: {} command `{}` failed ({why}){}",
-            self.arm,
-            self.phase,
-            self.command,
-            if out.is_empty() {
-                String::new()
-            } else {
-                format!(":\n{out}")
-            }
-        )
-    }
-}
+pub use netrig_document::experiment::command::CommandRun;
 
 /// Keeps the last `OUTPUT_KEPT` bytes of a stream.
 fn drain(mut r: impl Read) -> Vec<u8> {

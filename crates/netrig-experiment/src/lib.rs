@@ -1,23 +1,24 @@
 //! Experiments, not runs: sweeps of any numeric option, iterations until
 //! confident, interleaved comparisons of arms with set-up and tear-down
 //! commands, saved results and regression checks, all on the run API.
+//!
+//! The experiment document, its plan and sweeps, and the analysis on them are
+//! netrig-document's, re-exported here where they were; how an experiment is
+//! printed (its table, CSV, HTML) is netrig-export's.
 
 pub mod lab_counters;
 pub mod lab_one_end;
 
-pub mod analysis;
 pub mod command;
-pub mod document;
 pub mod execute;
-#[cfg(any(test, feature = "fixtures"))]
-pub mod fixtures;
 pub mod group;
-pub mod metric;
 pub mod multi;
-pub mod output;
-pub mod plan;
 pub mod runner;
-pub mod saturation;
 pub mod store;
 pub mod study;
-pub mod sweep;
+
+/// The experiment document (netrig-document's `experiment`), where it was.
+pub use netrig_document::experiment as document;
+#[cfg(any(test, feature = "fixtures"))]
+pub use netrig_document::fixtures;
+pub use netrig_document::{analysis, metric, plan, saturation, sweep};

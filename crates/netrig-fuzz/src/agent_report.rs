@@ -17,6 +17,7 @@
 use netrig_proto::report::{FlowReport, IntervalSample, SideReport, SockBufReport};
 use netrig_proto::spec::KindSpec;
 use netrig_proto::{AgentMsg, Direction, TestSpec};
+use netrig_report::NewConfig;
 use netrig_report::{
     assemble, merge_interval, AgentInfo, KindReport, RunInfo, Side, SocketOptions, TableLayout, TestConfig,
 };

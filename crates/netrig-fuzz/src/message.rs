@@ -51,7 +51,7 @@ pub fn run(data: &[u8]) {
                 assert!(view.window_s.is_finite() && view.window_s >= 0.0);
                 let h = netrig_report::server_host::ServerHost::new("a".into(), view, Some(1));
                 assert!(h.service_demand_us_per_transaction.is_none_or(f64::is_finite));
-                let _ = (h.warnings(), h.table());
+                let _ = (h.warnings(), netrig_export::table::server_host(&h));
             }
         }
     }

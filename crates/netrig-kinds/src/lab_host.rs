@@ -4,6 +4,7 @@
 
 use netrig_engine::{EngineError, Flow, RunControl, WorkerControl, WorkerEnd, Workload};
 use netrig_proto::TestSpec;
+use netrig_report::NewConfig;
 use netrig_report::{
     AgentInfo, CpuSummary, EndBuffers, KindReport, RunInfo, ServiceDemandSummary, Summary, TestConfig,
     TestResult,

@@ -5,8 +5,8 @@
 //! diff to review: run `INSTA_UPDATE=always cargo test -p netrig-kinds
 //! --test tables` (or `cargo insta review`) to accept it.
 
-use netrig_report::export::table::TableExporter;
-use netrig_report::export::Exporter;
+use netrig_export::table::TableExporter;
+use netrig_export::Exporter;
 use netrig_report::TestResult;
 
 const FIXTURES: &[&str] = &["tcp-stream", "udp-stream", "tcp-rr", "tcp-crr"];

@@ -7,7 +7,7 @@
 //! "c1"` beside `clients = ["c1", "c2"]`); other arms (another path, loopback) are left out.
 
 use crate::chart::{Axis, Chart, Series};
-use netrig_experiment::document::{ArmOutcome, TestOutcome};
+use netrig_document::experiment::{ArmOutcome, TestOutcome};
 
 /// How many client hosts `arm` ran from, if it is one of the test's client-count arms.
 fn count(arm: &ArmOutcome, hosts: &[&str], server: &str) -> Option<usize> {
@@ -94,8 +94,8 @@ pub fn chart(test: &TestOutcome) -> Option<Chart> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use netrig_experiment::document::LabPlace;
-    use netrig_experiment::fixtures::experiment;
+    use netrig_document::experiment::LabPlace;
+    use netrig_document::fixtures::experiment;
 
     fn place(clients: &[&str], server: &str, path: &str) -> LabPlace {
         LabPlace {

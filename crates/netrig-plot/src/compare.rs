@@ -4,7 +4,7 @@
 
 use crate::chart::{Axis, Chart, Mark, Series};
 use crate::sweep;
-use netrig_experiment::document::{PointOutcome, TestOutcome};
+use netrig_document::experiment::{PointOutcome, TestOutcome};
 
 /// Signed percent: "+3.2 %", "−1.0 %".
 fn pct(v: f64) -> String {
@@ -164,7 +164,7 @@ pub fn rate_sweep(test: &TestOutcome) -> Option<Chart> {
     if series.is_empty() {
         return None;
     }
-    // The experiment's saturation points (netrig_experiment::saturation);
+    // The experiment's saturation points (netrig_document::saturation);
     // a document saved before they were recorded: where achieved fell
     // below 95 % of offered.
     let marks: Vec<Mark> = if test.saturation.is_empty() {

@@ -6,7 +6,7 @@
 
 use crate::chart::{Axis, Chart, Series};
 use crate::sweep;
-use netrig_experiment::document::TestOutcome;
+use netrig_document::experiment::TestOutcome;
 
 /// The figures whose change is drawn, in order, when the comparisons hold them: the headline,
 /// then service demand per packet (else per unit), then local CPU.
@@ -182,7 +182,7 @@ mod tests {
         );
         let p = &mut own.tests[0].points[0];
         p.comparisons.retain(|c| c.arm != "rule-1g");
-        let ext = netrig_experiment::analysis::compare(&p.arms[1], &p.arms[2], 95.0);
+        let ext = netrig_document::analysis::compare(&p.arms[1], &p.arms[2], 95.0);
         p.comparisons.extend(ext);
         let c = crate::compare::comparison(&own.tests[0], &own.tests[0].points[0]).expect("a comparison");
         assert!(

@@ -3,7 +3,7 @@
 //! against load (flent's RRUL plot).
 
 use crate::chart::{Axis, Chart, Series};
-use netrig_experiment::group::{GroupOutcome, GroupRun};
+use netrig_document::experiment::group::{GroupOutcome, GroupRun};
 
 /// The chart of one run of a group; `None` when no member has a placed series.
 pub fn timeline(g: &GroupOutcome, arm: &str, run: &GroupRun) -> Option<Chart> {

@@ -3,8 +3,8 @@
 //! percentiles).
 
 use crate::chart::{Axis, Chart, Series};
+use netrig_document::result::TestResult;
 use netrig_metrics::LatencyRecorder;
-use netrig_report::TestResult;
 
 /// Longest histogram read (netrig's encoding is far smaller).
 const MAX_LEN: usize = 1 << 20;

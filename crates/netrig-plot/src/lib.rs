@@ -17,8 +17,8 @@ pub mod sweep;
 
 pub use chart::{Axis, Chart, Layout, Mark, Series};
 
-use netrig_experiment::document::Experiment;
-use netrig_report::TestResult;
+use netrig_document::experiment::Experiment;
+use netrig_document::result::TestResult;
 
 /// One plot: `name` is a file name's stem (`sweep-0`, `timeseries`, …).
 #[derive(Debug, Clone, PartialEq)]
@@ -153,7 +153,7 @@ pub fn plots_for_experiment(e: &Experiment) -> Vec<Plot> {
 }
 
 /// " at -m 64K" of a swept point, "" of an unswept one.
-fn point_title(p: &netrig_experiment::sweep::Point) -> String {
+fn point_title(p: &netrig_document::sweep::Point) -> String {
     if p.values.is_empty() {
         String::new()
     } else {
@@ -201,7 +201,7 @@ mod png_tests {
     /// drawn (a font found); without a sans font it says what to install.
     #[test]
     fn a_plot_renders_to_png() {
-        let r: netrig_report::TestResult = serde_json::from_str(
+        let r: netrig_document::result::TestResult = serde_json::from_str(
             &std::fs::read_to_string(concat!(
                 env!("CARGO_MANIFEST_DIR"),
                 "/../netrig-report/tests/fixtures/tcp-rr.json"

@@ -3,7 +3,7 @@
 //! a flow's colour is the same in both, named once in the legend.
 
 use crate::chart::{Axis, Chart, Series};
-use netrig_report::TestResult;
+use netrig_document::result::TestResult;
 
 fn flow_name(id: u32, direction: impl std::fmt::Debug) -> String {
     format!("flow {id} {}", format!("{direction:?}").to_lowercase())

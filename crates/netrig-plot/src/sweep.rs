@@ -2,12 +2,12 @@
 //! line per arm with its interval, CPU on a secondary axis.
 
 use crate::chart::{Axis, Chart, Series};
-use netrig_experiment::document::{ArmOutcome, TestOutcome};
-use netrig_experiment::metric;
+use netrig_document::experiment::{ArmOutcome, TestOutcome};
+use netrig_document::metric;
 
 /// A swept value as a number, as its option reads it (netrig-experiment's rule).
 pub fn value(option: &str, text: &str) -> Option<f64> {
-    netrig_experiment::sweep::value(option, text)
+    netrig_document::sweep::value(option, text)
 }
 
 /// The axis label of a swept option, with its unit.

@@ -3,7 +3,7 @@
 
 use super::*;
 
-pub use netrig_experiment::fixtures::{experiment, fixture, two_option_experiment};
+pub use netrig_document::fixtures::{experiment, fixture, two_option_experiment};
 
 /// The SVG is an SVG document: opens with <svg, closes, tags balanced
 /// enough (as many `<text` as `</text>`), no font files referenced.

@@ -4,7 +4,9 @@
 //! [`KindReport`] in its own module (crate netrig-kinds); the merge in
 //! [`crate::assemble`] is the same for all.
 
-use crate::model::{IntervalResult, RunInfo, TestConfig, TestResult};
+use crate::model::{RunInfo, TestConfig, TestResult};
+/// How a kind's results read as a table (the trait is the table exporter's, netrig-export's).
+pub use netrig_export::TableLayout;
 use netrig_proto::report::{IntervalSample, SideReport};
 use netrig_proto::TestSpec;
 
@@ -44,24 +46,17 @@ pub trait KindReport: Sync {
     fn table(&self) -> &'static dyn TableLayout;
 }
 
-/// How a kind's results read as a table: the summary after the run, and
-/// the interim rows as the run goes. Each kind's is in its folder (crate
-/// netrig-kinds), most of them built of [`crate::table`]'s kit.
-pub trait TableLayout: Sync {
-    /// The result's table (without interval rows, which are printed as they come).
-    fn render(&self, r: &TestResult) -> String;
-    /// The header over the interval rows.
-    fn interval_header(&self) -> String;
-    /// The rows of one interval: a row per flow when `per_flow`, then the sums.
-    fn interval_rows(&self, i: &IntervalResult, per_flow: bool) -> String;
-}
-
-// A result's config is made here, beside the kind that fills in its own part of it, so that
-// the model knows nothing of kinds.
-impl TestConfig {
+/// A result's config is made here, beside the kind that fills in its own part of it, so that
+/// the result's types (netrig-document's) know nothing of kinds: `TestConfig::new` with this
+/// trait in scope.
+pub trait NewConfig {
     /// The config of a run of `spec`: the common options from the spec and
     /// `run`, then the kind's own ([`KindReport::config`]).
-    pub fn new(spec: &netrig_proto::TestSpec, kind: &dyn KindReport, run: RunInfo) -> TestConfig {
+    fn new(spec: &netrig_proto::TestSpec, kind: &dyn KindReport, run: RunInfo) -> Self;
+}
+
+impl NewConfig for TestConfig {
+    fn new(spec: &netrig_proto::TestSpec, kind: &dyn KindReport, run: RunInfo) -> TestConfig {
         use netrig_proto::spec::Limit;
         let mut c = TestConfig {
             embedded: run.host.is_none(),

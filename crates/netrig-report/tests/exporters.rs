@@ -5,10 +5,10 @@
 //! `cargo insta review`) to accept it. The table's are with the kinds'
 //! layouts (crates/netrig-kinds/tests/tables.rs).
 
-use netrig_report::export::csv::CsvExporter;
-use netrig_report::export::json::JsonExporter;
-use netrig_report::export::json_stream::JsonStreamExporter;
-use netrig_report::export::Exporter;
+use netrig_export::csv::CsvExporter;
+use netrig_export::json::JsonExporter;
+use netrig_export::json_stream::JsonStreamExporter;
+use netrig_export::Exporter;
 use netrig_report::TestResult;
 
 const FIXTURES: &[&str] = &["tcp-stream", "udp-stream", "tcp-rr", "tcp-crr"];
@@ -75,7 +75,7 @@ fn csv_rows_are_the_jsons_numbers() {
         let text = export(&mut CsvExporter::default(), &r);
         let mut rd = csv::Reader::from_reader(text.as_bytes());
         let header: Vec<String> = rd.headers().unwrap().iter().map(String::from).collect();
-        assert_eq!(header, netrig_report::export::csv::COLUMNS);
+        assert_eq!(header, netrig_export::csv::COLUMNS);
         let rows: Vec<csv::StringRecord> = rd.records().map(|r| r.unwrap()).collect();
         let per_interval: usize = r.intervals.iter().map(|i| i.flows.len() + 1).sum();
         assert_eq!(rows.len(), per_interval + r.flows.len() + 1, "{name}");

@@ -9,7 +9,8 @@ use anyhow::{bail, Context, Result};
 use netrig_experiment::document::Experiment;
 use netrig_experiment::plan::{Iterations, Plan, TargetPlan, TestPlan};
 use netrig_experiment::sweep::Sweep;
-use netrig_experiment::{output, runner, store};
+use netrig_experiment::{runner, store};
+use netrig_export::experiment as output;
 use netrig_run::Cancel;
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
@@ -181,7 +182,7 @@ pub fn run_plan(
     if let Some(path) = &out.html {
         crate::report::write_report(
             path,
-            &netrig_html::experiment_report(&experiment, &crate::report::command_line()),
+            &netrig_export::html::experiment_report(&experiment, &crate::report::command_line()),
         )?;
     }
     if let Some(dir) = &out.save {

@@ -8,8 +8,8 @@ use crate::{cancel, experiment, plot, progress, Usage, EXPERIMENT};
 use anyhow::{bail, Result};
 use clap::FromArgMatches;
 use netrig_experiment::sweep::Sweep;
+use netrig_export::{exporter, Exporter, Format};
 use netrig_kinds::Kind;
-use netrig_report::export::{exporter, Exporter, Format};
 use netrig_run::{LocalOptions, Target};
 use std::time::Duration;
 
@@ -129,7 +129,7 @@ pub fn test(
         plot::write_beside(&netrig_plot::plots_for_result(&result), dir, true)?;
     }
     if let Some(path) = &run.experiment.html {
-        let mut page = netrig_html::HtmlExporter::new(command_line(), kind.table(), flows);
+        let mut page = netrig_export::html::HtmlExporter::new(command_line(), kind.table(), flows);
         let mut html = Vec::new();
         for i in &result.intervals {
             page.interval(&mut html, i)?;

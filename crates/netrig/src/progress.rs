@@ -4,9 +4,9 @@
 //! stderr is not a terminal. Interim (`-i`) lines are printed through
 //! [`Progress::suspend`], so that the bar never cuts into them.
 
+use netrig_export::Format;
 use netrig_proto::spec::Limit;
 use netrig_proto::TestSpec;
-use netrig_report::export::Format;
 use std::io::IsTerminal;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;

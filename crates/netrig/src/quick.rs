@@ -4,7 +4,8 @@ use crate::cancel;
 use crate::cli::QuickArgs;
 use crate::report::{command_line, write_report};
 use anyhow::{Context, Result};
-use netrig_report::{table, to_json, TestResult};
+use netrig_export::json::to_json;
+use netrig_report::{table, TestResult};
 use netrig_run::{LocalOptions, Session, Target};
 
 #[derive(serde::Serialize)]
@@ -44,7 +45,10 @@ pub fn quick(a: QuickArgs) -> Result<()> {
                 (r.clone(), t)
             })
             .collect();
-        write_report(path, &netrig_html::suite_report("quick", &rows, &command_line()))?;
+        write_report(
+            path,
+            &netrig_export::html::suite_report("quick", &rows, &command_line()),
+        )?;
     }
     if a.json {
         println!(

@@ -40,9 +40,9 @@ pub fn report(a: &cli::ReportArgs) -> Result<()> {
         e
     }) {
         Ok(e) if a.no_data => {
-            netrig_html::experiment_report_without_data(&e, &command, &a.file.display().to_string())
+            netrig_export::html::experiment_report_without_data(&e, &command, &a.file.display().to_string())
         }
-        Ok(e) => netrig_html::experiment_report(&e, &command),
+        Ok(e) => netrig_export::html::experiment_report(&e, &command),
         Err(_) => {
             let r: TestResult = serde_json::from_str(&text).map_err(|e| {
                 Usage(format!(
@@ -56,9 +56,9 @@ pub fn report(a: &cli::ReportArgs) -> Result<()> {
                 .expect("tcp-stream is a kind");
             let mut table = kind.table().render(&r);
             if let Some(h) = &r.server_host {
-                table.push_str(&h.table());
+                table.push_str(&netrig_export::table::server_host(h));
             }
-            netrig_html::run_report(&r, &command, &table)
+            netrig_export::html::run_report(&r, &command, &table)
         }
     };
     write_report(&out, &html)

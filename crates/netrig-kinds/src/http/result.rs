@@ -8,6 +8,7 @@ use netrig_proto::spec::kind::HttpSpec;
 use netrig_proto::TestSpec;
 use netrig_report::http::{HttpErrors, HttpSummary, HttpTotals, HttpUnsent};
 use netrig_report::measure::CpuUsage;
+use netrig_report::NewConfig;
 use netrig_report::{
     AgentInfo, CpuSummary, EndBuffers, IntervalResult, LatencyUs, PerEnd, RunInfo, ServiceDemandSummary,
     Summary, TestConfig, TestResult,

@@ -210,7 +210,7 @@ fn a_listen_queue_overflow_is_reported_from_the_server_host() {
     doc["test"] = "tcp-stream".into();
     validate(&doc);
     // The table's block says it too.
-    let table = h.table();
+    let table = netrig_export::table::server_host(h);
     eprintln!("{table}\n{:#?}", result.warnings);
     assert!(
         table.contains("server host (the agent at 127.0.0.1:6387"),
