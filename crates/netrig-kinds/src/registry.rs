@@ -92,7 +92,11 @@ mod tests {
             let cmd = kind.args(clap::Command::new(kind.name()));
             let m = cmd.try_get_matches_from([name].iter().chain(args)).unwrap();
             let plan = kind.plan(&m).unwrap();
-            <netrig_report::TestConfig as netrig_report::NewConfig>::new(&plan.spec, kind.report(), Default::default())
+            <netrig_report::TestConfig as netrig_report::NewConfig>::new(
+                &plan.spec,
+                kind.report(),
+                Default::default(),
+            )
         };
         let keys = |c: &netrig_report::TestConfig| c.kind.keys().cloned().collect::<Vec<_>>();
         let stream = config("tcp-stream", &["-b", "10M"]);

@@ -929,7 +929,7 @@ mod tests {
     impl KindReport for Plain {
         fn config(&self, _: &TestSpec, _: &mut TestConfig) {}
         fn table(&self) -> &'static dyn TableLayout {
-            &crate::table::TEST_LAYOUT
+            &netrig_export::table::kit::BARE
         }
     }
 
@@ -1362,7 +1362,7 @@ mod tests {
             w[0].starts_with("tx: the 2 flows shared unequally: Jain's fairness index 0.606"),
             "{w:?}"
         );
-        let table = crate::table::TEST_LAYOUT.render(&r);
+        let table = netrig_export::table::kit::BARE.render(&r);
         assert!(
             table.contains("over 2 flows; Jain's fairness index 0.606"),
             "{table}"
@@ -1427,7 +1427,7 @@ mod tests {
                 json["flows"][0]["tcp_info"]["delivery_rate_app_limited"],
                 serde_json::json!(flag)
             );
-            let table = crate::table::TEST_LAYOUT.render(&r);
+            let table = netrig_export::table::kit::BARE.render(&r);
             assert_eq!(table.contains("87654.00"), shown, "{flag:?}: {table}");
             assert_eq!(table.contains("app-limited"), !shown, "{flag:?}: {table}");
         }

@@ -16,15 +16,16 @@ pub mod checks;
 pub mod kind;
 pub mod one_way;
 pub mod server_host;
-pub mod table;
 pub mod witness;
 
 /// The result's types, where they were before they had a crate of their own.
 pub use netrig_document::result as model;
 pub use netrig_document::result::{half_close, path_element};
-/// The JSON helpers, where they were before the exporters had a crate.
 pub use netrig_export::json::to_json;
 pub use netrig_export::json_stream::event_line;
+/// The JSON helpers, where they were before the exporters had a crate.
+/// The table kit the kinds' layouts are built of (netrig-export's).
+pub use netrig_export::table::kit as table;
 
 pub use assemble::{assemble, merge_interval};
 pub use kind::{KindReport, NewConfig, Side, TableLayout};

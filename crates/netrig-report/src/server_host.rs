@@ -216,7 +216,7 @@ mod tests {
         attach(&mut r, "the agent at 192.0.2.1:6387".into(), &view());
         assert!(r.warnings.len() > before);
         let mut out = Vec::new();
-        TableExporter::new(&crate::table::TEST_LAYOUT, 1)
+        TableExporter::new(&netrig_export::table::kit::BARE, 1)
             .result(&mut out, &r)
             .unwrap();
         let text = String::from_utf8(out).unwrap();

@@ -14,8 +14,8 @@ mod ports;
 mod requester;
 mod responder;
 mod steps;
-mod worker;
 mod table;
+mod worker;
 mod workload;
 
 #[cfg(test)]

@@ -3,14 +3,16 @@
 //! table, both laid out as the test's kind says ([`TableLayout`]), then the
 //! server host's block when an agent watched it ([`server_host`]).
 
+pub mod kit;
+
 use super::Exporter;
 use netrig_document::result::server_host::{thousands, ServerHost};
 use netrig_document::result::{IntervalResult, TestResult};
 use std::io::{self, Write};
 
 /// How a kind's results read as a table: the summary after the run, and
-/// the interim rows as the run goes. netrig-report's `table` has the layouts
-/// of the streams and of request/response; a kind may bring its own (its `KindReport::table`).
+/// the interim rows as the run goes. Each kind's layout is in its folder (crate netrig-kinds,
+/// its `KindReport::table`), most of them built of [`kit`]'s parts.
 pub trait TableLayout: Sync {
     /// The result's table (without interval rows, which are printed as they come).
     fn render(&self, r: &TestResult) -> String;

@@ -4,8 +4,8 @@
 //! quick suite's table). Each kind's own layout is in its folder (crate
 //! netrig-kinds: `tcp_stream/table.rs`, `txn/table.rs`, ...), built of these.
 
-use crate::kind::TableLayout;
-use crate::model::*;
+use super::TableLayout;
+use netrig_document::result::*;
 use netrig_proto::Direction;
 use std::fmt::Write;
 
@@ -171,7 +171,7 @@ pub fn spread_lines(out: &mut String, r: &TestResult) {
 
 /// One-way delay per direction, each with its clock's offset bound, or why
 /// it is withheld.
-pub fn one_way_lines(out: &mut String, o: &crate::model::OneWayDelay) {
+pub fn one_way_lines(out: &mut String, o: &netrig_document::result::OneWayDelay) {
     if let Some(why) = &o.withheld {
         let _ = writeln!(out, "{why}");
         return;
@@ -410,7 +410,7 @@ fn counter_lines(out: &mut String, r: &TestResult) {
 
 /// Each end's machine: kernel, CPUs and the sysctls that bound a test.
 fn environment_lines(out: &mut String, r: &TestResult) {
-    let env_line = |e: &crate::model::measure::Environment| {
+    let env_line = |e: &netrig_document::result::measure::Environment| {
         let s = |k: &str| e.sysctls.get(k).cloned().unwrap_or_else(|| "?".into());
         format!(
             "{} Linux {} {}, {} x {}; rmem_max {} wmem_max {} tcp_rmem [{}] tcp_wmem [{}] cc {} somaxconn {}",
@@ -451,7 +451,7 @@ pub fn fairness_cell(j: Option<f64>, flows: u32) -> String {
 /// TCP_INFO's delivery rate in 10^6 bits/s, or why it is withheld: a rate
 /// the kernel flagged app-limited measured what the application offered,
 /// and would read as a plausible (and wrong) link rate.
-fn delivery_cell(t: &crate::model::measure::TcpInfo) -> String {
+fn delivery_cell(t: &netrig_document::result::measure::TcpInfo) -> String {
     match (t.delivery_rate_bps, t.delivery_rate_app_limited) {
         (None, _) => "-".into(),
         (Some(_), Some(true)) => "app-limited".into(),
@@ -591,11 +591,10 @@ pub fn witness_lines(r: &TestResult, span: &str) -> String {
     out
 }
 
-/// A layout of the kit's parts alone, for this crate's tests (the kinds'
-/// layouts are theirs, above this crate): the title, the flows' spread and
-/// the details.
-#[cfg(test)]
-pub(crate) static TEST_LAYOUT: Layout = Layout {
+/// A layout of the kit's parts alone: the title, the flows' spread and the
+/// details (netrig-report's tests lay results out with it; the kinds'
+/// layouts are theirs, in their folders).
+pub static BARE: Layout = Layout {
     summary: |r| {
         let mut out = format!("{}\n", title(r));
         spread_lines(&mut out, r);
