@@ -47,7 +47,7 @@ use netrig_proto::preamble::DATA_MAGIC;
 use netrig_proto::report::{ConnectErrors, Role};
 use netrig_proto::spec::{CloseFirst, MAX_CRR_IN_FLIGHT};
 use netrig_proto::DataHello;
-use socket2::{Domain, Protocol, Socket, Type};
+use socket2::{Domain, Socket, Type};
 use std::collections::{HashMap, VecDeque};
 use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpStream};
@@ -857,7 +857,7 @@ impl Worker<'_> {
         let sock = match Socket::new(
             Domain::for_address(addr),
             Type::STREAM.nonblocking(),
-            Some(Protocol::TCP),
+            Some(connector.options.protocol()),
         ) {
             Ok(s) => s,
             Err(e) => return Ok(self.failed_at_once(i, e)),
@@ -1388,7 +1388,11 @@ impl Worker<'_> {
         // Each blocking call is marked: the watch interrupts it past ALONE_POLL.
         let waiting = || netrig_engine::nudge::waiting(watch);
         let setup = |e: io::Error| EngineError::Setup(format!("local socket: {e}"));
-        let sock = match Socket::new(Domain::for_address(to.addr), Type::STREAM, Some(Protocol::TCP)) {
+        let sock = match Socket::new(
+            Domain::for_address(to.addr),
+            Type::STREAM,
+            Some(to.options.protocol()),
+        ) {
             Ok(s) => s,
             Err(e) => return Ok(self.failed_alone(&e, Alone::Retry)),
         };
