@@ -232,14 +232,7 @@ fn listen_all(bind: SocketAddr, mptcp: bool) -> Result<Vec<TcpListener>, (Socket
 }
 
 fn listen(addr: SocketAddr, only_v6: bool, mptcp: bool) -> io::Result<TcpListener> {
-    let sock = netrig_engine::transport::listening_socket(addr, mptcp)?;
-    if addr.is_ipv6() {
-        sock.set_only_v6(only_v6)?;
-    }
-    sock.set_reuse_address(true)?;
-    sock.bind(&addr.into())?;
-    sock.listen(4096)?;
-    Ok(sock.into())
+    netrig_engine::transport::listen(addr, only_v6, 4096, mptcp)
 }
 
 /// The accept loop's poller, with the listeners registered in it.

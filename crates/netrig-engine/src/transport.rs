@@ -6,7 +6,7 @@
 use netrig_proto::spec::Transport;
 use socket2::{Domain, Protocol, Socket, Type};
 use std::io;
-use std::net::SocketAddr;
+use std::net::{SocketAddr, TcpListener};
 use std::os::fd::{AsFd, AsRawFd};
 
 /// IPPROTO_MPTCP.
@@ -72,22 +72,35 @@ pub fn unsupported(transport: Transport, end: &str, error: &io::Error) -> Option
     })
 }
 
-/// The agent's listening socket for `addr`: with `mptcp`, MPTCP when the
-/// kernel makes it, else TCP. An MPTCP listener takes plain TCP connections
-/// as well, and hands each out as a plain TCP socket (the kernel switches it
-/// back to TCP's operations at accept), so tests without `--mptcp` see TCP
-/// as before, and those with it need no listener of their own. One thing
-/// differs: its accept(2) ignores SO_RCVTIMEO (Linux 6.18: the timeout is
-/// the listening subflow's, which the option does not reach), see
-/// [`accept_times_out`].
-pub fn listening_socket(addr: SocketAddr, mptcp: bool) -> io::Result<Socket> {
-    let domain = Domain::for_address(addr);
-    let made = if mptcp {
-        Socket::new(domain, Type::STREAM, Some(Protocol::from(IPPROTO_MPTCP)))
-    } else {
-        Err(io::Error::from_raw_os_error(libc::EPROTONOSUPPORT))
-    };
-    made.or_else(|_| Socket::new(domain, Type::STREAM, Some(Protocol::TCP)))
+/// The agent's listener on `addr` (`only_v6`: an IPv6 one beside an IPv4
+/// twin), SO_REUSEADDR, with `backlog`. With `mptcp`, MPTCP where the kernel
+/// makes it, else (and for a scoped link-local address, whose scope an
+/// MPTCP socket's bind drops: Linux 6.18) TCP. An MPTCP listener takes
+/// plain TCP connections as well, and hands each out as a plain TCP socket
+/// (the kernel switches it back to TCP's operations at accept), so tests
+/// without `--mptcp` see TCP as before, and those with it need no listener
+/// of their own. One thing differs: its accept(2) ignores SO_RCVTIMEO (the
+/// timeout is the listening subflow's, which the option does not reach),
+/// see [`accept_times_out`].
+pub fn listen(addr: SocketAddr, only_v6: bool, backlog: i32, mptcp: bool) -> io::Result<TcpListener> {
+    let scoped = matches!(addr, SocketAddr::V6(a) if a.scope_id() != 0);
+    if mptcp && !scoped {
+        if let Ok(l) = listen_as(addr, only_v6, backlog, Protocol::from(IPPROTO_MPTCP)) {
+            return Ok(l);
+        }
+    }
+    listen_as(addr, only_v6, backlog, Protocol::TCP)
+}
+
+fn listen_as(addr: SocketAddr, only_v6: bool, backlog: i32, protocol: Protocol) -> io::Result<TcpListener> {
+    let sock = Socket::new(Domain::for_address(addr), Type::STREAM, Some(protocol))?;
+    if addr.is_ipv6() {
+        sock.set_only_v6(only_v6)?;
+    }
+    sock.set_reuse_address(true)?;
+    sock.bind(&addr.into())?;
+    sock.listen(backlog)?;
+    Ok(sock.into())
 }
 
 /// Whether a blocking accept(2) on `listener` returns when its SO_RCVTIMEO
@@ -113,7 +126,7 @@ pub fn mptcp_state<S: AsFd>(s: &S) -> Option<bool> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::net::{TcpListener, TcpStream};
+    use std::net::TcpStream;
 
     fn mptcp_on() -> bool {
         check_kernel(Transport::Mptcp, "test").is_ok()
@@ -137,13 +150,24 @@ mod tests {
 
     #[test]
     fn the_listener_takes_mptcp_and_hands_plain_tcp_out_as_tcp() {
-        let tcp = listening_socket("127.0.0.1:0".parse().unwrap(), false).unwrap();
-        assert!(accept_times_out(&tcp));
-        let l = listening_socket("127.0.0.1:0".parse().unwrap(), true).unwrap();
-        l.bind(&"127.0.0.1:0".parse::<SocketAddr>().unwrap().into())
-            .unwrap();
-        l.listen(8).unwrap();
-        let l: TcpListener = l.into();
+        let any: SocketAddr = "127.0.0.1:0".parse().unwrap();
+        assert!(accept_times_out(&listen(any, false, 8, false).unwrap()));
+        // A scoped address is TCP's alone.
+        if let Ok(scoped) = listen(
+            "[::1]:0"
+                .parse::<std::net::SocketAddrV6>()
+                .map(|mut a| {
+                    a.set_scope_id(1);
+                    a.into()
+                })
+                .unwrap(),
+            true,
+            8,
+            true,
+        ) {
+            assert!(accept_times_out(&scoped));
+        }
+        let l = listen(any, false, 8, true).unwrap();
         let at = l.local_addr().unwrap();
         let plain = TcpStream::connect(at).unwrap();
         let (accepted, _) = l.accept().unwrap();
