@@ -848,6 +848,59 @@ mod tests {
         }
     }
 
+    /// Over MPTCP, tcp-crr's transactions are bounded by the MPTCP handshakes
+    /// too: a connection that fell back to TCP is a TCP open, not an MPTCP
+    /// one, so the check disagrees, and the fallback counters are warned of.
+    #[test]
+    fn mptcp_connections_are_bounded_by_its_handshakes_and_fallbacks_warned_of() {
+        let spec = TestSpec::new(
+            netrig_proto::KindSpec::TcpCrr(netrig_proto::spec::TcpCrrSpec {
+                tcp: netrig_proto::spec::TcpOptions {
+                    mptcp: true,
+                    ..Default::default()
+                },
+                ..Default::default()
+            }),
+            netrig_proto::spec::Limit::Duration { seconds: 1.0 },
+        );
+        let mut client = crr(Role::Requester, 1_000, 0, 1_000);
+        client.kernel.insert("MPTcpExt.MPCapableSYNACKRX".into(), 1_000);
+        let mut agent = crr(Role::Responder, 1_000, 0, 1_000);
+        agent.kernel.insert("MPTcpExt.MPCapableACKRX".into(), 1_000);
+        let (r, warn) = judge(&spec, Some(&client), Some(&agent), false, None);
+        assert!(warn.is_empty(), "{warn:?}");
+        let sources: Vec<&str> = r.checks.iter().map(|c| c.kernel_source.as_str()).collect();
+        assert_eq!(
+            sources,
+            [
+                "Tcp.ActiveOpens",
+                "MPTcpExt.MPCapableSYNACKRX",
+                "Tcp.PassiveOpens",
+                "MPTcpExt.MPCapableACKRX"
+            ]
+        );
+        assert_eq!(r.checks[1].figure, "MPTCP connections opened");
+        // Half the client's connections fell back.
+        client.kernel.insert("MPTcpExt.MPCapableSYNACKRX".into(), 500);
+        client
+            .kernel
+            .insert("MPTcpExt.MPCapableFallbackSYNACK".into(), 500);
+        let (r, warn) = judge(&spec, Some(&client), Some(&agent), false, None);
+        assert_eq!(r.checks[1].verdict, "disagrees");
+        assert!(
+            warn.iter()
+                .any(|w| w.starts_with("local: 500 connection(s) fell back from MPTCP to TCP")),
+            "{warn:?}"
+        );
+        // Without --mptcp, no MPTCP check.
+        let tcp = TestSpec::new(
+            netrig_proto::KindSpec::TcpCrr(Default::default()),
+            netrig_proto::spec::Limit::Duration { seconds: 1.0 },
+        );
+        let (r, _) = judge(&tcp, Some(&client), Some(&agent), false, None);
+        assert!(r.checks.iter().all(|c| c.kernel_source.starts_with("Tcp.")));
+    }
+
     /// tcp-crr's transactions are bounded by the connections the kernel
     /// opened (client) and accepted (agent), within those in flight at the
     /// window's edges; failed ones that opened a connection are netrig's
