@@ -41,6 +41,10 @@ pub struct AgentConfig {
     /// The agent's key (`--key`) and the clients it serves
     /// (`--authorized-keys`); the default: no key, any client.
     pub auth: netrig_proto::auth::AgentAuth,
+    /// Whether its listeners are MPTCP where the kernel makes it (the
+    /// default), taking `--mptcp` tests' connections and plain TCP alike;
+    /// false: plain TCP (MPTCP tests then fall back to TCP, with a warning).
+    pub mptcp_listener: bool,
 }
 
 impl AgentConfig {
@@ -58,6 +62,7 @@ impl AgentConfig {
             disclose: crate::Disclose::Full,
             hooks: None,
             auth: Default::default(),
+            mptcp_listener: true,
         }
     }
 

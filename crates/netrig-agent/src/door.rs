@@ -101,6 +101,13 @@ impl Door for Lent {
     }
 
     fn block(&self, wait: Option<Duration>) -> io::Result<()> {
+        if wait.is_some() && !netrig_engine::transport::accept_times_out(self.mine()) {
+            // An MPTCP listener would wait in accept(2) past the timeout.
+            return Err(io::Error::new(
+                io::ErrorKind::Unsupported,
+                "accept(2) ignores timeouts here",
+            ));
+        }
         let l = SockRef::from(self.mine());
         self.blocked.store(true, Ordering::Relaxed);
         if let Some(wait) = wait {
@@ -170,7 +177,15 @@ mod tests {
 
     /// A running agent on loopback, its listener lent to session `cookie`'s run.
     fn lent_agent(cookie: SessionCookie) -> (Arc<Shared>, crate::AgentHandle, Box<dyn Door>) {
-        let agent = Agent::bind(AgentConfig::new("127.0.0.1:0".parse().unwrap())).unwrap();
+        lent_agent_on(cookie, true)
+    }
+
+    /// [`lent_agent`] with an MPTCP listener where the kernel makes it, or
+    /// with a plain TCP one.
+    fn lent_agent_on(cookie: SessionCookie, mptcp: bool) -> (Arc<Shared>, crate::AgentHandle, Box<dyn Door>) {
+        let mut config = AgentConfig::new("127.0.0.1:0".parse().unwrap());
+        config.mptcp_listener = mptcp;
+        let agent = Agent::bind(config).unwrap();
         let shared = agent.shared.clone();
         let handle = agent.spawn();
         let door = lend(&shared, cookie, None).expect("free");
@@ -323,7 +338,8 @@ mod tests {
     /// and the accept loop serves both.
     #[test]
     fn a_blocking_door_undoes_it_on_what_it_gives_back() {
-        let (shared, handle, door) = lent_agent(SessionCookie([6; 16]));
+        // A TCP listener: an MPTCP one refuses a timeout (see below).
+        let (shared, handle, door) = lent_agent_on(SessionCookie([6; 16]), false);
         let wait = Duration::from_millis(30);
         door.block(Some(wait)).unwrap();
         let l = SockRef::from(&shared.listeners[0]);
@@ -346,5 +362,22 @@ mod tests {
         let mut c = TcpStream::connect(handle.addr()).unwrap();
         std::io::Write::write_all(&mut c, b"XXXX").unwrap();
         assert!(closed_by_agent(&mut c), "the accept loop accepts again");
+    }
+
+    /// An MPTCP listener's accept(2) ignores SO_RCVTIMEO: a run may block on
+    /// it only with no timeout (its waits bounded by signals), and a door
+    /// asked for one says no, so the run uses its event loop instead.
+    #[test]
+    fn a_door_on_an_mptcp_listener_refuses_a_timeout() {
+        let (shared, _handle, door) = lent_agent(SessionCookie([7; 16]));
+        if netrig_engine::transport::accept_times_out(&shared.listeners[0]) {
+            return; // a kernel without MPTCP: a TCP listener, tested above
+        }
+        let e = door.block(Some(Duration::from_millis(30))).unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::Unsupported);
+        let l = SockRef::from(&shared.listeners[0]);
+        assert!(l.nonblocking().unwrap(), "left as it was");
+        door.block(None).unwrap();
+        assert!(!l.nonblocking().unwrap());
     }
 }

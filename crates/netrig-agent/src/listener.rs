@@ -19,7 +19,6 @@ use mio::net::TcpListener as MioListener;
 use mio::net::TcpStream as MioStream;
 use mio::{Events, Interest, Poll, Token};
 use netrig_proto::{ControlPreamble, DataHello};
-use socket2::{Domain, Protocol, Socket, Type};
 use std::collections::{HashMap, VecDeque};
 use std::io::{self, Read, Write};
 use std::net::{IpAddr, Ipv6Addr, SocketAddr, TcpListener, TcpStream};
@@ -67,7 +66,7 @@ impl Agent {
         let mut attempt = 0;
         let (listeners, udp) = loop {
             attempt += 1;
-            let listeners = match listen_all(config.bind) {
+            let listeners = match listen_all(config.bind, config.mptcp_listener) {
                 Ok(l) => l,
                 // Port 0: the IPv4 twin of the IPv6 port chosen may be taken.
                 Err((addr, e))
@@ -209,8 +208,9 @@ impl Drop for AgentHandle {
 
 /// The listeners for `bind`: itself, or for `[::]` an IPv6-only socket and
 /// an IPv4 one on its port (IPv4 alone on a host without IPv6). A failure
-/// names the address that failed.
-fn listen_all(bind: SocketAddr) -> Result<Vec<TcpListener>, (SocketAddr, io::Error)> {
+/// names the address that failed. `mptcp`: MPTCP listeners where the kernel makes them.
+fn listen_all(bind: SocketAddr, mptcp: bool) -> Result<Vec<TcpListener>, (SocketAddr, io::Error)> {
+    let listen = |addr, only_v6| listen(addr, only_v6, mptcp);
     if bind.ip() != IpAddr::V6(Ipv6Addr::UNSPECIFIED) {
         return Ok(vec![listen(bind, false).map_err(|e| (bind, e))?]);
     }
@@ -230,15 +230,8 @@ fn listen_all(bind: SocketAddr) -> Result<Vec<TcpListener>, (SocketAddr, io::Err
     Ok(vec![six, four])
 }
 
-fn listen(addr: SocketAddr, only_v6: bool) -> io::Result<TcpListener> {
-    let sock = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))?;
-    if addr.is_ipv6() {
-        sock.set_only_v6(only_v6)?;
-    }
-    sock.set_reuse_address(true)?;
-    sock.bind(&addr.into())?;
-    sock.listen(4096)?;
-    Ok(sock.into())
+fn listen(addr: SocketAddr, only_v6: bool, mptcp: bool) -> io::Result<TcpListener> {
+    netrig_engine::transport::listen(addr, only_v6, 4096, mptcp)
 }
 
 /// The accept loop's poller, with the listeners registered in it.

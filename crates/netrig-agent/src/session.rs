@@ -14,7 +14,6 @@ use netrig_proto::message::SILENCE_LIMIT;
 use netrig_proto::report::{AppliedOptions, BufPair, CounterReport, Role, SideReport};
 use netrig_proto::session::{AgentEvent, AgentSession};
 use netrig_proto::spec::Limit;
-use netrig_proto::spec::Transport;
 use netrig_proto::{
     encode_frame, negotiate, AgentMsg, ClientMsg, ControlPreamble, DataHello, Direction, SessionCookie,
     TestSpec, MIN_PROTOCOL_VERSION, PROTOCOL_VERSION, SOFTWARE_VERSION,
@@ -664,6 +663,8 @@ fn host_can_run(spec: &TestSpec, limits: &netrig_proto::AgentLimits) -> Result<(
         netrig_engine::affinity::check_cpus(cpus, "--remote-cpus (or -A's second CPU)")
             .map_err(|e| format!("on the agent's host, {e}"))?;
     }
+    // Its transport, which this host's kernel may lack (MPTCP).
+    netrig_engine::transport::check_kernel(spec.rules().transport(), "agent")?;
     let share = share_of(spec);
     // Its sockets, against the descriptors this process may still open.
     netrig_engine::files::check_open_files(share.flows, "the agent's host")?;
@@ -890,7 +891,7 @@ impl<'s> Gathered<'s> {
             plan,
             expected,
             first_index,
-            udp: spec.rules().transport() == Transport::Udp,
+            udp: spec.rules().transport().datagrams(),
             control_ip,
             remote,
             requested: BufPair {

@@ -3,7 +3,7 @@
 use crate::ClientError;
 use netrig_engine::runner::{run_side, RunControl, RunPlan, SideFlows};
 use netrig_engine::sockopt::SocketSettings;
-use netrig_engine::{sockopt, Connector, Flow, FlowSlot, FlowSocket};
+use netrig_engine::{sockopt, transport, Connector, Flow, FlowSlot, FlowSocket};
 use netrig_kinds::Workloads;
 use netrig_proto::clock::{AgentClock, ClockCheck};
 use netrig_proto::conn::{ConnError, FramedConn};
@@ -20,7 +20,7 @@ use netrig_report::NewConfig;
 use netrig_report::{
     assemble, merge_interval, AgentInfo, IntervalResult, RunInfo, Side, SocketOptions, TestConfig, TestResult,
 };
-use socket2::{Domain, Protocol, Socket, Type};
+use socket2::Socket;
 use std::collections::BTreeMap;
 use std::io::{self, Read, Write};
 use std::net::{IpAddr, SocketAddr, TcpStream, UdpSocket};
@@ -91,13 +91,21 @@ pub struct Client {
     agent_clock: bool,
 }
 
+/// A connection to the agent at `addr` over `transport` (TCP for the
+/// control connection, the test's own for data), `before` applied to its
+/// socket before it connects.
 fn connect_socket(
     addr: SocketAddr,
     opts: &ClientOptions,
+    transport: Transport,
     before: impl FnOnce(&Socket) -> Result<(), ClientError>,
 ) -> Result<TcpStream, ClientError> {
-    let sock = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))
-        .map_err(|error| ClientError::Connect { addr, error })?;
+    let sock = transport::socket(transport, addr).map_err(|error| {
+        match transport::unsupported(transport, "client", &error) {
+            Some(said) => ClientError::Option(said),
+            None => ClientError::Connect { addr, error },
+        }
+    })?;
     before(&sock)?;
     if let Some(ip) = opts.bind {
         if ip.is_ipv4() != addr.is_ipv4() {
@@ -252,7 +260,7 @@ fn link_local_hint(ip: IpAddr, agent: SocketAddr) -> &'static str {
 /// when the greeting left.
 fn greet(addr: SocketAddr, opts: &ClientOptions) -> Result<(FramedConn, Instant), ClientError> {
     let opening = Instant::now();
-    let mut stream = connect_socket(addr, opts, |_| Ok(()))?;
+    let mut stream = connect_socket(addr, opts, Transport::Tcp, |_| Ok(()))?;
     let round_trip = opening.elapsed();
     let _ = stream.set_nodelay(true);
     let preamble = ControlPreamble {
@@ -473,7 +481,8 @@ impl Client {
         flow: u32,
         either_parity: bool,
     ) -> Result<TcpStream, ClientError> {
-        let mut s = connect_socket(self.addr, &self.opts, |sock| {
+        let transport = self.opts.local.tcp().transport();
+        let mut s = connect_socket(self.addr, &self.opts, transport, |sock| {
             if either_parity {
                 sockopt::either_port_parity(sock);
             }
@@ -500,8 +509,8 @@ impl Client {
     /// `flag` names the option that set the size, for the error when it cannot pass.
     fn open_udp(&self, hello: &DataHello, datagram: u32, flag: &str) -> Result<UdpSocket, ClientError> {
         let addr = self.addr;
-        let sock = Socket::new(Domain::for_address(addr), Type::DGRAM, Some(Protocol::UDP))
-            .map_err(|error| ClientError::Connect { addr, error })?;
+        let sock =
+            transport::socket(Transport::Udp, addr).map_err(|error| ClientError::Connect { addr, error })?;
         sockopt::apply_before_connect(
             &sock,
             &SocketSettings {
@@ -739,10 +748,12 @@ impl Client {
     /// What this end checks before it asks for `spec`: the agent's limits,
     /// and the hooks it offers (a hook it does not is refused here, naming
     /// what it offers, before anything runs there); the descriptors this
-    /// end's sockets take (twice over when the agent runs in this process).
+    /// end's sockets take (twice over when the agent runs in this process);
+    /// that this end's kernel makes the test's transport's sockets.
     fn check_spec(&self, spec: &TestSpec) -> Result<(), ClientError> {
         spec.validate(&self.limits)
             .map_err(|e| ClientError::Option(e.at_agent(&self.agent_name())))?;
+        transport::check_kernel(spec.rules().transport(), "client").map_err(ClientError::Option)?;
         let sockets = netrig_engine::files::sockets_needed(spec)
             .saturating_mul(if self.opts.host.is_none() { 2 } else { 1 });
         netrig_engine::files::check_open_files(sockets, "this client").map_err(ClientError::Option)
@@ -856,7 +867,7 @@ impl Client {
         opened: &mut Opened,
     ) -> Result<FlowSocket, ClientError> {
         let rules = spec.rules();
-        if rules.transport() != Transport::Udp {
+        if !rules.transport().datagrams() {
             return self.open_data(cookie, id, either_parity).map(FlowSocket::from);
         }
         let hello = DataHello {
@@ -894,7 +905,7 @@ impl Client {
                     return Err(ClientError::Test(format!(
                         "the agent did not get every data connection within {} s{}",
                         setup.as_secs(),
-                        if spec.rules().transport() == Transport::Udp {
+                        if spec.rules().transport().datagrams() {
                             " (is UDP to the agent's port blocked?)"
                         } else {
                             ""
@@ -1329,6 +1340,7 @@ fn shown(s: &SocketSettings) -> SocketOptions {
         congestion: s.congestion.clone(),
         mss: s.mss,
         max_pacing_rate_bps: s.max_pacing_rate_bps,
+        mptcp: s.mptcp,
     }
 }
 

@@ -366,6 +366,10 @@ pub struct SocketOptions {
     /// SO_MAX_PACING_RATE in bits/s.
     #[serde(default)]
     pub max_pacing_rate_bps: Option<u64>,
+    /// `--mptcp`: the data connections were made MPTCP (each flow's
+    /// `applied.mptcp` says whether it stayed so); absent for TCP.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub mptcp: bool,
 }
 
 /// Who served the test.

@@ -27,6 +27,7 @@ pub mod pace;
 pub mod reactor;
 pub mod runner;
 pub mod sockopt;
+pub mod transport;
 pub mod txn;
 mod witness;
 pub mod workload;

@@ -68,6 +68,8 @@ pub struct RunPlan {
     /// one-way delay ([`netrig_proto::clock`]); `None`: `start` (the
     /// client's zero precedes the agent's).
     pub clock_ref: Option<Instant>,
+    /// The test's transport: the witness keeps its own counters.
+    pub transport: Transport,
 }
 
 impl RunPlan {
@@ -92,6 +94,7 @@ impl RunPlan {
             cpus_option: "--cpus",
             send_cap_bps: None,
             clock_ref: None,
+            transport: spec.rules().transport(),
         }
     }
 }
@@ -256,7 +259,7 @@ impl FlowOutcome {
             udp: self
                 .udp
                 .as_ref()
-                .filter(|_| rules.transport() == Transport::Udp)
+                .filter(|_| rules.transport().datagrams())
                 .map(|u| {
                     let mut u = netrig_proto::report::UdpFlowReport {
                         sent_datagrams: u.sent_datagrams,
@@ -613,7 +616,7 @@ pub fn run_side(
 ) -> Result<SideOutcome, EngineError> {
     let (meta, shares, intake) = assign(flows, plan)?;
     let ids: Vec<u32> = meta.iter().map(|m| m.id).collect();
-    let witness = Witness::new(meta.iter().map(Meta::witnessed).collect());
+    let witness = Witness::new(meta.iter().map(Meta::witnessed).collect(), plan.transport);
     let recording = Arc::new(AtomicBool::new(false));
     // Requesters record latencies; with interim reports, per period too.
     let period_latencies =
@@ -1415,6 +1418,7 @@ mod tests {
             cpus_option: "--cpus",
             send_cap_bps: None,
             clock_ref: None,
+            transport: Transport::Tcp,
         };
         let flows: Vec<FlowSlot> = (0..3)
             .map(|id| FlowSlot::new(id, Direction::Tx, Role::Responder, None))

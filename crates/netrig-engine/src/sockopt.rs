@@ -24,6 +24,8 @@ pub struct SocketSettings {
     /// TCP_MAXSEG before connect: the client's only.
     pub mss: Option<u32>,
     pub max_pacing_rate_bps: Option<u64>,
+    /// `--mptcp`: the data connections are MPTCP.
+    pub mptcp: bool,
 }
 
 impl SocketSettings {
@@ -39,7 +41,14 @@ impl SocketSettings {
             congestion: tcp.congestion,
             mss: None,
             max_pacing_rate_bps: common.max_pacing_rate_bps,
+            mptcp: tcp.mptcp,
         }
+    }
+
+    /// The protocol this end's stream sockets are made with (MPTCP with
+    /// `--mptcp`).
+    pub fn protocol(&self) -> socket2::Protocol {
+        crate::transport::socket_kind(self.tcp().transport()).1
     }
 
     /// Whether [`apply_connected`] (without buffers) has nothing to set:
@@ -70,6 +79,7 @@ impl SocketSettings {
         TcpOptions {
             nodelay: self.nodelay,
             congestion: self.congestion.clone(),
+            mptcp: self.mptcp,
         }
     }
 
@@ -349,6 +359,7 @@ pub fn applied<S: Connected>(stream: &S) -> AppliedOptions {
             .map(|v| String::from_utf8_lossy(&v).trim_end_matches('\0').to_string()),
         mss: sock.tcp_mss().ok(),
         max_pacing_rate_bps: max_pacing_rate(stream),
+        mptcp: crate::transport::mptcp_state(stream),
     }
 }
 
@@ -414,6 +425,20 @@ pub fn option_warnings(asked: &SocketSettings, got: &AppliedOptions, end: &str) 
                 "{end} SO_PRIORITY: asked for {want}, the kernel reports {have}"
             ));
         }
+    }
+    if asked.mptcp && got.mptcp != Some(true) {
+        out.push(format!(
+            "{end} MPTCP: --mptcp asked for it, but the connection {}: the test ran over TCP",
+            match (got.mptcp, end) {
+                (Some(_), _) => "fell back to plain TCP (the peer, or a middlebox, did not take MPTCP)",
+                // An MPTCP listener hands plain TCP connections out as TCP
+                // sockets: the agent's was made while MPTCP was off.
+                (None, "remote") =>
+                    "is a plain TCP one (the agent's listener is not MPTCP: it was made while \
+                                     its kernel had MPTCP off)",
+                (None, _) => "is a plain TCP one",
+            }
+        ));
     }
     out
 }

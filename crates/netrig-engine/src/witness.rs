@@ -9,28 +9,10 @@
 use crate::{FlowCounters, FlowSocket};
 use netrig_metrics::{InterfaceCounters, KernelCounters};
 use netrig_proto::report::{measure, ConnectionWitness, Role, TcpWitness, WitnessReport};
+use netrig_proto::spec::transport::{Transport, WITNESS_COUNTERS};
 use std::collections::BTreeMap;
 use std::os::fd::AsFd;
 use std::sync::Arc;
-
-/// Host counters the witness keeps (the rest are in the test's counter deltas).
-const KERNEL_KEYS: &[&str] = &[
-    "Udp.InDatagrams",
-    "Udp.OutDatagrams",
-    "Udp.RcvbufErrors",
-    "Udp.SndbufErrors",
-    "Udp.InErrors",
-    "Udp6.InDatagrams",
-    "Udp6.OutDatagrams",
-    "Udp6.RcvbufErrors",
-    "Udp6.SndbufErrors",
-    "Udp6.InErrors",
-    "Tcp.InSegs",
-    "Tcp.OutSegs",
-    "Tcp.RetransSegs",
-    "Tcp.ActiveOpens",
-    "Tcp.PassiveOpens",
-];
 
 /// One flow as the witness sees it.
 pub(crate) struct WitnessFlow {
@@ -45,6 +27,9 @@ pub(crate) struct Witness {
     interfaces: Vec<String>,
     /// Per flow: whether its socket is read (see [`SOCKETS_READ`]).
     read: Vec<bool>,
+    /// Host counters it keeps beyond [`WITNESS_COUNTERS`]: the test's
+    /// transport's own (the rest are in the test's counter deltas).
+    transport_counters: &'static [&'static str],
 }
 
 /// The counts at one instant: the host's read just before and just after
@@ -112,7 +97,8 @@ impl Witness {
         }
     }
 
-    pub fn new(flows: Vec<WitnessFlow>) -> Witness {
+    /// The witness of `flows`, which run over `transport`.
+    pub fn new(flows: Vec<WitnessFlow>, transport: Transport) -> Witness {
         // The interfaces of the flows' local addresses (one getifaddrs for all), at most 8.
         let mut interfaces = netrig_metrics::interfaces_of(flows.iter().filter_map(|f| {
             match f.socket.as_deref() {
@@ -141,6 +127,7 @@ impl Witness {
             flows,
             interfaces,
             read,
+            transport_counters: transport.rules().witness_counters(),
         }
     }
 
@@ -315,19 +302,26 @@ impl Witness {
         }
         r.tcp = (tcp.flows > 0).then_some(tcp);
         r.connections = connections;
-        (r.kernel, r.interfaces) = host_delta(&first.host_before, &last.host_after);
-        (r.kernel_inner, r.interfaces_inner) = host_delta(&first.host_after, &last.host_before);
+        let keys = self.transport_counters;
+        (r.kernel, r.interfaces) = host_delta(&first.host_before, &last.host_after, keys);
+        (r.kernel_inner, r.interfaces_inner) = host_delta(&first.host_after, &last.host_before, keys);
         r
     }
 }
 
-/// The witness's host counters between two readings.
-fn host_delta(a: &Host, b: &Host) -> (BTreeMap<String, i64>, Vec<measure::InterfaceCounters>) {
+/// The witness's host counters between two readings: those of every test,
+/// and `transport_counters`.
+fn host_delta(
+    a: &Host,
+    b: &Host,
+    transport_counters: &[&str],
+) -> (BTreeMap<String, i64>, Vec<measure::InterfaceCounters>) {
     let kernel = match (&a.kernel, &b.kernel) {
         (Some(a), Some(b)) => {
             let d = b.delta_since(a);
-            KERNEL_KEYS
+            WITNESS_COUNTERS
                 .iter()
+                .chain(transport_counters)
                 .filter_map(|k| Some((k.to_string(), d.get(k)?)))
                 .collect()
         }

@@ -1,21 +1,24 @@
 //! Shared by the targets: the bounds every spec the agent accepts must hold.
 
 use netrig_proto::report::Role;
+use netrig_proto::spec::kind::{KindBounds, Line};
 use netrig_proto::spec::{
-    Direction, Exchange, KindRules, KindSpec, Limit, Load, Pace, StreamOptions, TcpBidirSpec, TcpMaertsSpec,
-    TcpOptions, TcpStreamSpec, Transactions, Transport, DEFAULT_PACING_US, DEFAULT_TXN_TIMEOUT_S, MAX_CPU,
-    MAX_CPU_LIST, MAX_CRR_IN_FLIGHT, MAX_IN_FLIGHT, MAX_MESSAGE_SIZE, MAX_PACING_RATE_BPS, MAX_PACING_US,
-    MAX_RATE, MAX_RATE_BPS, MAX_SOCKET_BUFFER, MAX_SPIN_US, MAX_UDP_PAYLOAD, MAX_WORKERS, MIN_INTERVAL_S,
-    TXN_TIMEOUT_RANGE_S, UDP_BATCH, UDP_BUFFER_MAX, UDP_HEADER_LEN,
+    Direction, Exchange, KindRules, KindSpec, Limit, Load, Pace, TcpOptions, Transactions, DEFAULT_PACING_US,
+    DEFAULT_TXN_TIMEOUT_S, MAX_CPU, MAX_CPU_LIST, MAX_CRR_IN_FLIGHT, MAX_IN_FLIGHT, MAX_MESSAGE_SIZE,
+    MAX_PACING_RATE_BPS, MAX_PACING_US, MAX_RATE, MAX_RATE_BPS, MAX_SOCKET_BUFFER, MAX_SPIN_US,
+    MAX_UDP_PAYLOAD, MAX_WORKERS, MIN_INTERVAL_S, TXN_TIMEOUT_RANGE_S, UDP_BATCH, UDP_BUFFER_MAX,
+    UDP_HEADER_LEN,
 };
 use netrig_proto::{AgentLimits, TestSpec};
 use std::time::Duration;
 
 /// Asserts that a spec `TestSpec::validate(limits)` accepted is bounded:
 /// flows, every size of its kind, durations, rates and lists, by netrig's
-/// own bounds and by the agent's `limits`; that its kind's rules describe
-/// it as its kind is (directions, transport, exchange, in flight, call
-/// sizes, buffers); and that what the agent derives from it (flow plan,
+/// own bounds and by the agent's `limits`; that its kind's rules hold
+/// together by its transport and its exchange (directions, in flight, call
+/// sizes, datagrams, TCP options) and its options within the bounds the
+/// kind states (`KindRules::bounds`, buffers among them), no kind named
+/// here; and that what the agent derives from it (flow plan,
 /// byte quotas, timeouts, quanta) can be computed without panicking.
 pub fn assert_bounded(s: &TestSpec, limits: &AgentLimits) {
     assert!(
@@ -44,20 +47,6 @@ pub fn assert_bounded(s: &TestSpec, limits: &AgentLimits) {
     // Whatever the kind, a bound that holds for all: what the agent's
     // --max-buffer multiplies by the workers.
     assert!(buffers <= 3 * u64::from(max_size) + UDP_BATCHES + (4 << 20));
-    if rules.exchange().is_transactional() {
-        // A call may carry at least one whole request or response.
-        let t = match &s.test {
-            KindSpec::TcpRr(r) => &r.transactions,
-            KindSpec::TcpCrr(c) => &c.transactions,
-            KindSpec::UdpRr(u) => &u.transactions,
-            _ => unreachable!("{} is transactional", s.kind()),
-        };
-        let most = t.request_size.max(t.response_size);
-        assert!(
-            send >= most && recv >= most,
-            "call sizes {send}, {recv} under {most}"
-        );
-    }
     let n = rules.in_flight();
     assert!((1..=MAX_IN_FLIGHT).contains(&n), "{n} in flight");
     assert_remote(s);
@@ -169,8 +158,8 @@ fn assert_remote(s: &TestSpec) {
     }
 }
 
-/// A spec, its kind's rules and what they derive: what each kind's own
-/// checks read.
+/// A spec, its kind's rules and what they derive: what the checks by
+/// transport, by exchange and of the kind's own bounds read.
 #[derive(Clone, Copy)]
 struct Derived<'a> {
     s: &'a TestSpec,
@@ -185,20 +174,15 @@ struct Derived<'a> {
 }
 
 impl Derived<'_> {
-    /// The kind's own options, and its rules.
+    /// The kind as its rules describe it: by its transport, by its
+    /// exchange, and each of its options within the bound it states
+    /// ([`KindRules::bounds`]). No kind is named: a new one is checked as
+    /// these are.
     fn assert_kind(&self) {
-        match &self.s.test {
-            KindSpec::TcpStream(TcpStreamSpec(o))
-            | KindSpec::TcpMaerts(TcpMaertsSpec(o))
-            | KindSpec::TcpBidir(TcpBidirSpec(o)) => self.tcp_stream(o),
-            KindSpec::TcpRr(r) => self.tcp_rr(r),
-            KindSpec::TcpCrr(c) => self.tcp_crr(c),
-            KindSpec::Http(h) => self.http(h),
-            KindSpec::SynFlood(f) => self.syn_flood(f),
-            KindSpec::HalfClose(h) => self.half_close(h),
-            KindSpec::UdpStream(u) => self.udp_stream(u),
-            KindSpec::UdpRr(u) => self.udp_rr(u),
-        }
+        let b = self.rules.bounds();
+        self.assert_transport(&b);
+        self.assert_exchange(&b);
+        self.assert_own(&b);
     }
 
     /// A size of the kind's: 1 to the largest message the agent takes.
@@ -207,217 +191,123 @@ impl Derived<'_> {
         assert!(v >= 1 && v <= max_size, "{what} {v} (at most {max_size})");
     }
 
-    /// A TCP stream (stream, maerts, bidir): sizes, rate, TCP options; one
-    /// buffer of each size (two of the send size with zerocopy).
-    fn tcp_stream(&self, o: &StreamOptions) {
-        let Derived {
-            s,
-            rules,
-            dirs,
-            buffers,
-            max_size,
-            calls: (send, recv),
-            ..
-        } = *self;
-        let size = |what: &str, v: u32| self.size(what, v);
-        let want: &[Direction] = match &s.test {
-            KindSpec::TcpStream(_) => &[Direction::Tx],
-            KindSpec::TcpMaerts(_) => &[Direction::Rx],
-            _ => &[Direction::Tx, Direction::Rx],
-        };
-        assert_eq!(dirs, want, "{}", s.kind());
-        assert_eq!(rules.transport(), Transport::Tcp);
-        assert_eq!(rules.exchange(), Exchange::Stream);
-        assert!(rules.counts_bytes());
-        assert_eq!(rules.tcp(), Some(&o.tcp));
-        assert_eq!(rules.in_flight(), 1);
-        assert_eq!(rules.datagram_size(), None);
-        assert_stream(o, &size);
-        assert_eq!((send, recv), (o.message_size, o.recv_size));
-        let copies = if o.zerocopy { 2 } else { 1 };
-        assert!(buffers <= (copies + 1) * u64::from(max_size), "buffers {buffers}");
-    }
-
-    /// tcp-rr: its transactions and TCP options.
-    fn tcp_rr(&self, r: &netrig_proto::spec::kind::TcpRrSpec) {
-        self.tcp_requests(Exchange::Transactions, &r.transactions, MAX_IN_FLIGHT, &r.tcp);
-        assert_eq!(self.rules.in_flight(), r.transactions.in_flight());
-        self.tcp_request_buffers(&r.tcp);
-    }
-
-    /// tcp-crr: its transactions, connections in flight, timeout, TCP options.
-    fn tcp_crr(&self, c: &netrig_proto::spec::kind::TcpCrrSpec) {
-        self.tcp_requests(
-            Exchange::ConnectionPerTransaction,
-            &c.transactions,
-            MAX_CRR_IN_FLIGHT,
-            &c.tcp,
-        );
-        let n = self.rules.in_flight();
-        assert!(
-            (1..=MAX_CRR_IN_FLIGHT).contains(&n),
-            "{n} connections in flight per flow"
-        );
-        assert_timeout(c.timeout_s, c.timeout());
-        self.tcp_request_buffers(&c.tcp);
-    }
-
-    /// A TCP kind of requests and responses (tcp-rr, tcp-crr): one
-    /// direction, its `exchange`, no byte counts, its `tcp` options, its
-    /// transactions `t` (`max_burst`: its bound on them in flight).
-    fn tcp_requests(&self, exchange: Exchange, t: &Transactions, max_burst: u32, tcp: &TcpOptions) {
-        let Derived { rules, dirs, .. } = *self;
-        let size = |what: &str, v: u32| self.size(what, v);
-        assert_eq!(dirs, [Direction::Tx]);
-        assert_eq!(rules.transport(), Transport::Tcp);
-        assert_eq!(rules.exchange(), exchange);
-        assert!(!rules.counts_bytes());
-        assert_eq!(rules.tcp(), Some(tcp));
-        assert_eq!(rules.datagram_size(), None);
-        assert_transactions(t, max_burst, &size);
-    }
-
-    /// A TCP kind of requests and responses: its TCP options, and its
-    /// buffers (a request and a response, and 4 MiB).
-    fn tcp_request_buffers(&self, tcp: &TcpOptions) {
-        let Derived {
-            buffers, max_size, ..
-        } = *self;
-        assert_tcp(tcp);
-        assert!(
-            buffers <= 2 * u64::from(max_size) + (4 << 20),
-            "buffers {buffers}"
-        );
-    }
-
-    /// http: what goes on its request and header lines, its load and bounds.
-    fn http(&self, h: &netrig_proto::spec::kind::HttpSpec) {
-        let Derived {
-            rules, dirs, buffers, ..
-        } = *self;
-        use netrig_proto::spec::kind::{
-            HttpLoad, HTTP_HEADER_RANGE, HTTP_TIMEOUT_RANGE_S, MAX_HTTP_BODY, MAX_HTTP_HEADERS,
-            MAX_HTTP_LINE, MAX_HTTP_REQUESTS,
-        };
-        assert_eq!(dirs, [Direction::Tx]);
-        assert_eq!(rules.transport(), Transport::Tcp);
-        assert_eq!(rules.exchange(), Exchange::Transactions);
-        assert_eq!(rules.tcp(), Some(&h.tcp));
-        assert_tcp(&h.tcp);
-        // What goes on a request line or header line: bounded, no line breaks.
-        let line = |v: &str| {
-            !v.is_empty() && v.len() <= MAX_HTTP_LINE && !v.bytes().any(|b| b == b'\r' || b == b'\n')
-        };
-        assert!(line(&h.path) && (h.path.starts_with('/') || h.path == "*") && !h.path.contains(' '));
-        assert!(h.host_header.as_deref().is_none_or(line));
-        assert!(h.headers.len() <= MAX_HTTP_HEADERS && h.headers.iter().all(|x| line(x) && x.contains(':')));
-        assert!(h.requests.is_none_or(|n| (1..=MAX_HTTP_REQUESTS).contains(&n)));
-        if let HttpLoad::Open { rate, .. } = h.load {
-            assert!(rate.is_finite() && rate > 0.0 && rate <= MAX_RATE);
+    /// Datagrams: no TCP options, a datagram size netrig's header to the
+    /// largest UDP payload that holds every call (or, for requests and
+    /// responses, each of them). A stream: no datagram size, and TCP
+    /// options (where the kind has them) that choose its transport.
+    fn assert_transport(&self, b: &KindBounds<'_>) {
+        let Derived { s, rules, calls, .. } = *self;
+        let transport = rules.transport();
+        if !transport.datagrams() {
+            assert_eq!(rules.datagram_size(), None, "{}", s.kind());
+            if let Some(tcp) = rules.tcp() {
+                assert_tcp(tcp);
+                assert_eq!(
+                    transport,
+                    tcp.transport(),
+                    "{}: its TCP options choose its transport",
+                    s.kind()
+                );
+            }
+            return;
         }
-        let (lo, hi) = HTTP_TIMEOUT_RANGE_S;
-        assert!(h.timeout_s.is_none_or(|t| (lo..=hi).contains(&t)));
-        let (lo, hi) = HTTP_HEADER_RANGE;
-        assert!(h.max_header.is_none_or(|m| (lo..=hi).contains(&m)));
-        assert!(h.max_body.is_none_or(|m| m <= MAX_HTTP_BODY));
-        assert!(buffers <= 64 * 1024);
-    }
-
-    /// syn-flood: its rate; no buffers.
-    fn syn_flood(&self, f: &netrig_proto::spec::kind::SynFloodSpec) {
-        let Derived {
-            rules, dirs, buffers, ..
-        } = *self;
-        use netrig_proto::spec::kind::MAX_SYN_FLOOD_RATE;
-        assert_eq!(dirs, [Direction::Tx]);
-        assert_eq!(rules.transport(), Transport::Tcp);
-        assert!(
-            (1..=MAX_SYN_FLOOD_RATE).contains(&f.rate_pps),
-            "rate {}",
-            f.rate_pps
+        assert_eq!(
+            rules.tcp(),
+            None,
+            "{}: TCP options over {}",
+            s.kind(),
+            transport.name()
         );
-        assert_eq!(buffers, 0);
-    }
-
-    /// half-close: its connections, request and watch.
-    fn half_close(&self, h: &netrig_proto::spec::kind::HalfCloseSpec) {
-        let Derived {
-            rules, dirs, buffers, ..
-        } = *self;
-        use netrig_proto::spec::kind::{
-            MAX_HALF_CLOSE_CONNECTIONS, MAX_HALF_CLOSE_REQUEST, MAX_HALF_CLOSE_WATCH_S,
-        };
-        assert_eq!(dirs, [Direction::Tx]);
-        assert_eq!(rules.transport(), Transport::Tcp);
-        assert!((1..=MAX_HALF_CLOSE_CONNECTIONS).contains(&h.connections));
-        assert!(!h.request.is_empty() && h.request.len() <= MAX_HALF_CLOSE_REQUEST);
-        assert!(h.watch_s > 0.0 && h.watch_s <= MAX_HALF_CLOSE_WATCH_S);
-        assert_ne!(h.to_port, Some(0));
-        assert!(buffers <= 4096);
-    }
-
-    /// udp-stream: its datagram size and rate.
-    fn udp_stream(&self, u: &netrig_proto::spec::kind::UdpStreamSpec) {
-        let Derived {
-            rules, dirs, buffers, ..
-        } = *self;
-        let size = |what: &str, v: u32| self.size(what, v);
-        let want = if u.reverse { Direction::Rx } else { Direction::Tx };
-        assert_eq!(dirs, [want]);
-        assert_eq!(rules.transport(), Transport::Udp);
-        assert_eq!(rules.exchange(), Exchange::Stream);
-        assert!(rules.counts_bytes());
-        assert_eq!(rules.tcp(), None);
-        assert_eq!(rules.in_flight(), 1);
-        size("-m", u.datagram_size);
-        assert!(
-            u.datagram_size >= UDP_HEADER_LEN && u.datagram_size <= MAX_UDP_PAYLOAD,
-            "datagram size {}",
-            u.datagram_size
-        );
-        assert_eq!(rules.datagram_size(), Some(u.datagram_size));
-        assert_eq!(self.calls, (u.datagram_size, u.datagram_size));
-        assert_pace(u.pace.as_ref());
-        assert!(buffers <= UDP_BATCHES, "buffers {buffers}");
-    }
-
-    /// udp-rr: its transactions, datagram size and timeout.
-    fn udp_rr(&self, u: &netrig_proto::spec::kind::UdpRrSpec) {
-        let Derived {
-            rules, dirs, buffers, ..
-        } = *self;
-        let size = |what: &str, v: u32| self.size(what, v);
-        let t = &u.transactions;
-        assert_eq!(dirs, [Direction::Tx]);
-        assert_eq!(rules.transport(), Transport::Udp);
-        assert_eq!(rules.exchange(), Exchange::Transactions);
-        assert!(!rules.counts_bytes());
-        assert_eq!(rules.tcp(), None);
-        assert_transactions(t, MAX_IN_FLIGHT, &size);
-        assert_eq!(rules.in_flight(), t.in_flight());
-        for v in [t.request_size, t.response_size] {
-            assert!((1..=MAX_UDP_PAYLOAD).contains(&v), "udp-rr size {v}");
-        }
-        let d = rules.datagram_size().expect("a UDP kind's datagram size");
+        let d = rules.datagram_size().expect("a datagram kind's datagram size");
         assert!(
             (UDP_HEADER_LEN..=MAX_UDP_PAYLOAD).contains(&d),
             "datagram size {d}"
         );
-        assert!(d >= t.request_size && d >= t.response_size);
-        assert_timeout(u.timeout_s, u.timeout());
-        assert!(
-            buffers <= UDP_BATCHES + 2 * u64::from(MAX_UDP_PAYLOAD),
-            "buffers {buffers}"
-        );
+        match b.transactions {
+            Some(t) => assert!(
+                d >= t.request_size && d >= t.response_size,
+                "datagram size {d} under {t:?}"
+            ),
+            None => assert_eq!(calls, (d, d), "{}: every call a datagram", s.kind()),
+        }
     }
-}
 
-/// A TCP stream's sizes, rate and TCP options.
-fn assert_stream(o: &StreamOptions, size: &dyn Fn(&str, u32)) {
-    size("-m", o.message_size);
-    size("-M", o.recv_size);
-    assert_pace(o.pace.as_ref());
-    assert_tcp(&o.tcp);
+    /// A stream: one message in flight, counted in bytes (`-n`), its rate.
+    /// Requests and responses: from the client, counted in transactions,
+    /// each call room for a whole request or response, and their load
+    /// within the exchange's bound on what is in flight; and their timeout.
+    fn assert_exchange(&self, b: &KindBounds<'_>) {
+        let Derived { s, rules, dirs, .. } = *self;
+        let exchange = rules.exchange();
+        if !exchange.is_transactional() {
+            assert!(rules.counts_bytes(), "{}", s.kind());
+            assert_eq!(rules.in_flight(), 1);
+            assert_pace(b.pace);
+            return;
+        }
+        assert_eq!(
+            dirs,
+            [Direction::Tx],
+            "{}: the client initiates every transaction",
+            s.kind()
+        );
+        assert!(!rules.counts_bytes(), "{}", s.kind());
+        assert_eq!(b.pace, None, "{}", s.kind());
+        let max_burst = if exchange == Exchange::ConnectionPerTransaction {
+            MAX_CRR_IN_FLIGHT
+        } else {
+            MAX_IN_FLIGHT
+        };
+        let n = rules.in_flight();
+        assert!((1..=max_burst).contains(&n), "{n} in flight per flow");
+        if let Some(t) = b.transactions {
+            assert_transactions(t, max_burst, &|what, v| self.size(what, v));
+            if exchange == Exchange::Transactions {
+                assert_eq!(n, t.in_flight());
+            }
+            // A call may carry at least one whole request or response.
+            let (send, recv) = self.calls;
+            let most = t.request_size.max(t.response_size);
+            assert!(
+                send >= most && recv >= most,
+                "call sizes {send}, {recv} under {most}"
+            );
+        }
+        if let Some((timeout_s, d)) = b.timeout {
+            assert_timeout(timeout_s, d);
+        }
+    }
+
+    /// The kind's own options within the bounds it states, and its buffers
+    /// within what it says they take of the agent's largest message.
+    fn assert_own(&self, b: &KindBounds<'_>) {
+        if let Some(calls) = b.calls {
+            assert_eq!(self.calls, calls, "{}", self.s.kind());
+        }
+        for (what, v) in &b.sizes {
+            self.size(what, *v);
+        }
+        for (what, v, lo, hi) in &b.ranges {
+            assert!(*lo <= *v && *v <= *hi, "{what} {v} (from {lo} to {hi})");
+        }
+        for (what, v, most, line) in &b.lines {
+            assert!(
+                !v.is_empty() && v.len() <= *most && !v.bytes().any(|b| b == b'\r' || b == b'\n'),
+                "{what} {v:?}"
+            );
+            match line {
+                Line::Text => {}
+                Line::Target => assert!(
+                    (v.starts_with('/') || *v == "*") && !v.contains(' '),
+                    "{what} {v:?}"
+                ),
+                Line::Header => assert!(v.contains(':'), "{what} {v:?}"),
+            }
+        }
+        let (messages, besides) = b.buffers;
+        let most = messages * u64::from(self.max_size) + besides;
+        assert!(self.buffers <= most, "buffers {} over {most}", self.buffers);
+    }
 }
 
 /// A rate: 1..=MAX_RATE_BPS bits/s, a quantum of 1..=MAX_PACING_US µs.
@@ -489,4 +379,73 @@ fn assert_timeout(timeout_s: Option<f64>, d: Duration) {
         Duration::from_secs_f64(timeout_s.unwrap_or(DEFAULT_TXN_TIMEOUT_S))
     );
     assert!(d <= Duration::from_secs_f64(hi) && d >= Duration::from_secs_f64(lo));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use netrig_proto::spec::kind::{HalfCloseSpec, SynFloodSpec};
+    use netrig_proto::spec::{
+        TcpBidirSpec, TcpCrrSpec, TcpMaertsSpec, TcpRrSpec, TcpStreamSpec, UdpRrSpec, UdpStreamSpec,
+    };
+
+    fn bounded(test: KindSpec) {
+        let limits = AgentLimits::default();
+        let s = TestSpec::new(test, Limit::Duration { seconds: 1.0 });
+        s.validate(&limits)
+            .unwrap_or_else(|e| panic!("{}: {e}", s.kind()));
+        assert_bounded(&s, &limits);
+    }
+
+    /// Every kind's defaults, and the TCP kinds over MPTCP, are within the
+    /// bounds their rules state.
+    #[test]
+    fn every_kind_is_checked_by_its_rules() {
+        let mptcp = TcpOptions {
+            mptcp: true,
+            ..TcpOptions::default()
+        };
+        let stream = |tcp: &TcpOptions| netrig_proto::spec::StreamOptions {
+            tcp: tcp.clone(),
+            ..Default::default()
+        };
+        for tcp in [TcpOptions::default(), mptcp] {
+            bounded(KindSpec::TcpStream(TcpStreamSpec(stream(&tcp))));
+            bounded(KindSpec::TcpMaerts(TcpMaertsSpec(stream(&tcp))));
+            bounded(KindSpec::TcpBidir(TcpBidirSpec(stream(&tcp))));
+            bounded(KindSpec::TcpRr(TcpRrSpec {
+                tcp: tcp.clone(),
+                ..Default::default()
+            }));
+            bounded(KindSpec::TcpCrr(TcpCrrSpec {
+                tcp: tcp.clone(),
+                ..Default::default()
+            }));
+        }
+        bounded(KindSpec::UdpStream(UdpStreamSpec::default()));
+        bounded(KindSpec::UdpRr(UdpRrSpec::default()));
+        bounded(KindSpec::SynFlood(SynFloodSpec { rate_pps: 100 }));
+        bounded(KindSpec::HalfClose(HalfCloseSpec::default()));
+    }
+
+    /// A kind whose options break a bound it states is caught.
+    #[test]
+    #[should_panic(expected = "buffers")]
+    fn a_kind_past_its_stated_buffers_is_caught() {
+        let s = TestSpec::new(
+            KindSpec::TcpRr(TcpRrSpec::default()),
+            Limit::Duration { seconds: 1.0 },
+        );
+        s.validate(&AgentLimits::default()).unwrap();
+        let rules = s.rules();
+        let k = Derived {
+            s: &s,
+            rules,
+            dirs: s.directions(),
+            calls: rules.call_sizes(),
+            buffers: 2 * u64::from(MAX_MESSAGE_SIZE) + (4 << 20) + 1,
+            max_size: MAX_MESSAGE_SIZE,
+        };
+        k.assert_own(&rules.bounds());
+    }
 }

@@ -150,6 +150,7 @@ impl ArbTcp {
         TcpOptions {
             nodelay: self.nodelay,
             congestion: self.congestion.clone(),
+            mptcp: false,
         }
     }
 }

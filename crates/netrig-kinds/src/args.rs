@@ -62,6 +62,10 @@ pub struct CommonArgs {
     /// Congestion control algorithm on both ends (TCP tests; e.g. cubic, bbr, reno).
     #[arg(long = "cc", value_name = "ALGO", help_heading = "TCP")]
     pub cc: Option<String>,
+    /// Multipath TCP on both ends' data connections (iperf3's --mptcp; TCP tests): IPPROTO_MPTCP
+    /// sockets, which fall back to TCP (with a warning) where the path does not take MPTCP.
+    #[arg(long, help_heading = "TCP")]
+    pub mptcp: bool,
     /// TCP_MAXSEG on the client's sockets, before connect (TCP tests; it caps both directions).
     #[arg(long, value_name = "BYTES", help_heading = "TCP")]
     pub mss: Option<u32>,
@@ -96,12 +100,13 @@ pub struct CommonArgs {
 }
 
 impl CommonArgs {
-    /// The agent's TCP options, for a TCP kind's spec (`--nodelay` and
-    /// `--cc` apply to both ends).
+    /// The agent's TCP options, for a TCP kind's spec (`--nodelay`,
+    /// `--cc` and `--mptcp` apply to both ends).
     pub fn tcp(&self) -> TcpOptions {
         TcpOptions {
             nodelay: self.nodelay,
             congestion: self.cc.clone(),
+            mptcp: self.mptcp,
         }
     }
 
@@ -122,6 +127,9 @@ impl CommonArgs {
                     "--mss applies to TCP tests, not to UDP ({})",
                     test.name()
                 ));
+            }
+            if self.mptcp {
+                return Err(format!("--mptcp applies to TCP tests, not to {}", test.name()));
             }
         }
         if self.cc.as_deref() == Some("") {

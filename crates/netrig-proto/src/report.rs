@@ -209,6 +209,10 @@ pub struct AppliedOptions {
     /// SO_MAX_PACING_RATE in bits/s; null when unlimited or unknown.
     #[serde(default)]
     pub max_pacing_rate_bps: Option<u64>,
+    /// Whether the connection is MPTCP: true, or false when it fell back to
+    /// TCP; absent for a plain TCP (or UDP) socket.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mptcp: Option<bool>,
 }
 
 /// One interim sample: bytes each of this end's flows moved in the period,

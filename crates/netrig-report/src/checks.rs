@@ -112,43 +112,6 @@ pub fn cpu_resolution_of(cpu: &CpuUsage, window_s: Option<f64>, cpus_online: Opt
     }
 }
 
-/// Counters whose increase means a test may have lost something, the
-/// transport whose sockets they count, and what they mean. The kernel keeps
-/// them for the whole network namespace (every program's sockets, not only
-/// the test's), so each is warned of only for kinds of its transport: a UDP
-/// drop elsewhere on the host says nothing of a TCP test, nor a listen
-/// overflow of a UDP one (whose one TCP connection is its control).
-const COUNTER_WARNINGS: &[(&str, Transport, &str)] = &[
-    (
-        "TcpExt.ListenOverflows",
-        Transport::Tcp,
-        "listen-queue overflows: a listener's accept queue was full (raise its backlog and net.core.somaxconn)",
-    ),
-    ("TcpExt.ListenDrops", Transport::Tcp, "connection requests dropped at a listener"),
-    (
-        "Udp.RcvbufErrors",
-        Transport::Udp,
-        "UDP datagrams dropped because a socket's receive buffer was full (see -s/-S and net.core.rmem_max)",
-    ),
-    ("Udp.SndbufErrors", Transport::Udp, "UDP sends that failed for lack of send buffer"),
-    (
-        "Udp6.RcvbufErrors",
-        Transport::Udp,
-        "UDP datagrams dropped because a socket's receive buffer was full (see -s/-S and net.core.rmem_max)",
-    ),
-    ("Udp6.SndbufErrors", Transport::Udp, "UDP sends that failed for lack of send buffer"),
-    (
-        "TcpExt.TCPRcvQDrop",
-        Transport::Tcp,
-        "TCP segments dropped because a socket's receive queue was full",
-    ),
-    (
-        "TcpExt.TCPBacklogDrop",
-        Transport::Tcp,
-        "TCP segments dropped because a socket's backlog was full",
-    ),
-];
-
 /// Where a host-wide counter's count comes from, said after it.
 pub const HOST_WIDE: &str =
     "counted for the whole host (every program's sockets in its network namespace), not necessarily by this test";
@@ -186,7 +149,9 @@ pub fn side_warnings(side: &SideReport, end: &str, transport: Transport, batched
         }
     }
     if let Some(c) = &side.counters {
-        for (name, _, what) in COUNTER_WARNINGS.iter().filter(|(_, t, _)| *t == transport) {
+        // Only the test's transport's: the counters are the whole host's
+        // (see `TransportRules::loss_counters`).
+        for (name, what) in transport.rules().loss_counters() {
             if let Some(n) = c.deltas.get(*name).filter(|n| **n > 0) {
                 if batched && name.starts_with("Udp") {
                     // The kernel counts a GSO send or a GRO buffer once.

@@ -17,8 +17,8 @@
 
 use netrig_proto::report::measure::InterfaceCounters;
 use netrig_proto::report::{ConnectionWitness, Role, WitnessReport};
+use netrig_proto::spec::Exchange;
 use netrig_proto::spec::TestSpec;
-use netrig_proto::spec::{Exchange, Transport};
 
 /// Datagrams one sendmmsg/recvmmsg call moves at most (the engine's batch).
 const CALL_MESSAGES: u64 = 64;
@@ -207,12 +207,13 @@ fn judge_host(
     // udp-rr's ends send too (requests, responses): its datagrams sent are
     // bounded the same way, and its transactions by the datagrams received
     // (each took one: the response that completed it, the request answered).
-    if spec.rules().transport() == Transport::Udp {
+    if spec.rules().transport().datagrams() {
         h.udp(&mut j);
     }
     if let Some(c) = &w.connections {
         h.connections(&mut j, c);
     }
+    h.fallbacks(&mut j);
     if let (Some(seg), Some(_), Some(k)) = (
         max_segment.filter(|m| *m > 0),
         &w.tcp,
@@ -292,33 +293,53 @@ impl Host<'_> {
 
     /// A connection per transaction: each transaction this end completed (or
     /// answered) was a connection the kernel opened (or accepted), counted
-    /// in its host's Tcp.ActiveOpens (PassiveOpens); the connections in
-    /// flight at the window's edges are the tolerance. The other end opens
-    /// (accepts) none, so on one host nothing of the peer's is explained.
+    /// in its host's Tcp.ActiveOpens (PassiveOpens), and for a transport with
+    /// its own handshake (MPTCP) in that transport's count of them too; the
+    /// connections in flight at the window's edges are the tolerance. The
+    /// other end opens (accepts) none, so on one host nothing of the peer's
+    /// is explained.
     fn connections(&self, j: &mut Judge<'_>, c: &ConnectionWitness) {
         let w = self.w;
-        let (counter, figure, unit, kernel_unit) = match c.role {
-            Role::Requester => (
-                "Tcp.ActiveOpens",
-                "TCP connections opened",
-                "transactions completed (a connection each)",
-                "connections opened (connect(2) on every socket)",
-            ),
-            _ => (
-                "Tcp.PassiveOpens",
-                "TCP connections accepted",
+        let active = c.role == Role::Requester;
+        let (figure, unit) = if active {
+            ("connections opened", "transactions completed (a connection each)")
+        } else {
+            (
+                "connections accepted",
                 "transactions answered (a connection each)",
-                "connections accepted (handshakes completed, every listener)",
-            ),
+            )
         };
-        // Judged even with no transaction (a run whose every connect failed):
-        // what the kernel opened is then all in `other` or the failures.
-        if let Some(k) = w.kernel.get(counter) {
+        let tcp = if active {
+            (
+                "Tcp.ActiveOpens",
+                "connections opened (connect(2) on every socket)",
+            )
+        } else {
+            (
+                "Tcp.PassiveOpens",
+                "connections accepted (handshakes completed, every listener)",
+            )
+        };
+        let transport = self.spec.rules().transport();
+        let own = transport.rules().handshakes().map(|[opened, accepted]| {
+            (
+                transport.name().to_uppercase(),
+                (
+                    if active { opened } else { accepted },
+                    "handshakes completed as it (every socket of the host)",
+                ),
+            )
+        });
+        let in_flight = u64::from(self.spec.flows).saturating_mul(u64::from(self.spec.rules().in_flight()));
+        for (name, (counter, kernel_unit)) in std::iter::once(("TCP".to_string(), tcp)).chain(own) {
+            // Judged even with no transaction (a run whose every connect failed):
+            // what the kernel opened is then all in `other` or the failures.
+            let Some(k) = w.kernel.get(counter) else {
+                continue;
+            };
             let k = (*k).max(0) as u64;
-            let in_flight =
-                u64::from(self.spec.flows).saturating_mul(u64::from(self.spec.rules().in_flight()));
             j.check(
-                figure,
+                &format!("{name} {figure}"),
                 c.transactions,
                 unit,
                 k,
@@ -329,6 +350,23 @@ impl Host<'_> {
                 w.kernel_inner.get(counter).map_or(k, |v| (*v).max(0) as u64),
                 c.transactions.saturating_add(c.failures),
             );
+        }
+    }
+
+    /// Connections of the test's transport that fell back to another (MPTCP
+    /// to TCP) in the window, by the host's counters.
+    fn fallbacks(&self, j: &mut Judge<'_>) {
+        let transport = self.spec.rules().transport();
+        let counters = transport.rules().fallbacks();
+        let n: i64 = counters.iter().filter_map(|c| self.w.kernel.get(*c)).sum();
+        if n > 0 {
+            j.warnings.push(format!(
+                "{}: {n} connection(s) fell back from {} to TCP in the window ({}), {}",
+                j.end,
+                transport.name().to_uppercase(),
+                counters.join(" + "),
+                crate::checks::HOST_WIDE
+            ));
         }
     }
 
@@ -370,7 +408,7 @@ impl Host<'_> {
     fn interfaces(&self, j: &mut Judge<'_>, v6: bool) {
         let w = self.w;
         let rules = self.spec.rules();
-        let udp_stream = rules.transport() == Transport::Udp && rules.exchange() == Exchange::Stream;
+        let udp_stream = rules.transport().datagrams() && rules.exchange() == Exchange::Stream;
         let (send, recv) = rules.call_sizes();
         let size = u64::from(send.max(1));
         // UDP + IP + Ethernet headers of one datagram.
@@ -767,6 +805,59 @@ mod tests {
             kernel: [(counter.to_string(), opens)].into_iter().collect(),
             ..Default::default()
         }
+    }
+
+    /// Over MPTCP, tcp-crr's transactions are bounded by the MPTCP handshakes
+    /// too: a connection that fell back to TCP is a TCP open, not an MPTCP
+    /// one, so the check disagrees, and the fallback counters are warned of.
+    #[test]
+    fn mptcp_connections_are_bounded_by_its_handshakes_and_fallbacks_warned_of() {
+        let spec = TestSpec::new(
+            netrig_proto::KindSpec::TcpCrr(netrig_proto::spec::TcpCrrSpec {
+                tcp: netrig_proto::spec::TcpOptions {
+                    mptcp: true,
+                    ..Default::default()
+                },
+                ..Default::default()
+            }),
+            netrig_proto::spec::Limit::Duration { seconds: 1.0 },
+        );
+        let mut client = crr(Role::Requester, 1_000, 0, 1_000);
+        client.kernel.insert("MPTcpExt.MPCapableSYNACKRX".into(), 1_000);
+        let mut agent = crr(Role::Responder, 1_000, 0, 1_000);
+        agent.kernel.insert("MPTcpExt.MPCapableACKRX".into(), 1_000);
+        let (r, warn) = judge(&spec, Some(&client), Some(&agent), false, None);
+        assert!(warn.is_empty(), "{warn:?}");
+        let sources: Vec<&str> = r.checks.iter().map(|c| c.kernel_source.as_str()).collect();
+        assert_eq!(
+            sources,
+            [
+                "Tcp.ActiveOpens",
+                "MPTcpExt.MPCapableSYNACKRX",
+                "Tcp.PassiveOpens",
+                "MPTcpExt.MPCapableACKRX"
+            ]
+        );
+        assert_eq!(r.checks[1].figure, "MPTCP connections opened");
+        // Half the client's connections fell back.
+        client.kernel.insert("MPTcpExt.MPCapableSYNACKRX".into(), 500);
+        client
+            .kernel
+            .insert("MPTcpExt.MPCapableFallbackSYNACK".into(), 500);
+        let (r, warn) = judge(&spec, Some(&client), Some(&agent), false, None);
+        assert_eq!(r.checks[1].verdict, "disagrees");
+        assert!(
+            warn.iter()
+                .any(|w| w.starts_with("local: 500 connection(s) fell back from MPTCP to TCP")),
+            "{warn:?}"
+        );
+        // Without --mptcp, no MPTCP check.
+        let tcp = TestSpec::new(
+            netrig_proto::KindSpec::TcpCrr(Default::default()),
+            netrig_proto::spec::Limit::Duration { seconds: 1.0 },
+        );
+        let (r, _) = judge(&tcp, Some(&client), Some(&agent), false, None);
+        assert!(r.checks.iter().all(|c| c.kernel_source.starts_with("Tcp.")));
     }
 
     /// tcp-crr's transactions are bounded by the connections the kernel

@@ -98,6 +98,9 @@ fn shaping(r: &TestResult) -> Vec<String> {
     if l.nodelay || re.nodelay {
         o.push("TCP_NODELAY".into());
     }
+    if l.mptcp || re.mptcp {
+        o.push("MPTCP".into());
+    }
     if let Some(m) = l.mss {
         o.push(format!("MSS {m} (local)"));
     }

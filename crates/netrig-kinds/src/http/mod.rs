@@ -253,6 +253,7 @@ impl KindDef for Http {
                     tcp: netrig_proto::spec::TcpOptions {
                         nodelay: a.nodelay,
                         congestion: None,
+                        mptcp: false,
                     },
                 }),
                 Limit::Duration { seconds },

@@ -9,7 +9,7 @@ use netrig_engine::sockopt;
 use netrig_engine::EngineError;
 use netrig_proto::report::Role;
 use netrig_proto::spec::CloseFirst;
-use socket2::{Domain, Protocol, Socket, Type};
+use socket2::{Domain, Socket, Type};
 use std::io::{self, Read, Write};
 use std::net::TcpStream;
 use std::os::fd::OwnedFd;
@@ -124,7 +124,11 @@ impl Worker<'_> {
         // Each blocking call is marked: the watch interrupts it past ALONE_POLL.
         let waiting = || netrig_engine::nudge::waiting(watch);
         let setup = |e: io::Error| EngineError::Setup(format!("local socket: {e}"));
-        let sock = match Socket::new(Domain::for_address(to.addr), Type::STREAM, Some(Protocol::TCP)) {
+        let sock = match Socket::new(
+            Domain::for_address(to.addr),
+            Type::STREAM,
+            Some(to.options.protocol()),
+        ) {
             Ok(s) => s,
             Err(e) => return Ok(self.failed_alone(&e, Alone::Retry)),
         };

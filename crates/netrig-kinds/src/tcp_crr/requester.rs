@@ -7,7 +7,7 @@ use mio::Registry;
 use netrig_engine::sockopt;
 use netrig_engine::EngineError;
 use netrig_proto::report::Role;
-use socket2::{Domain, Protocol, Socket, Type};
+use socket2::{Domain, Socket, Type};
 use std::io::{self};
 use std::time::Instant;
 
@@ -29,7 +29,7 @@ impl Worker<'_> {
         let sock = match Socket::new(
             Domain::for_address(addr),
             Type::STREAM.nonblocking(),
-            Some(Protocol::TCP),
+            Some(connector.options.protocol()),
         ) {
             Ok(s) => s,
             Err(e) => return Ok(self.failed_at_once(i, e)),

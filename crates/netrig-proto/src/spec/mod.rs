@@ -14,6 +14,7 @@
 //! `--hooks` directory; a client never says what runs (docs/SECURITY.md).
 
 pub mod kind;
+pub mod transport;
 
 use crate::AgentLimits;
 pub use kind::{

@@ -106,6 +106,7 @@ fn every_kind_round_trips() {
     let tcp = TcpOptions {
         nodelay: true,
         congestion: Some("reno".into()),
+        mptcp: true,
     };
     let pace = Some(Pace {
         rate_bps: 1_000_000,
@@ -183,6 +184,7 @@ fn every_kind_round_trips() {
             tcp: TcpOptions {
                 nodelay: true,
                 congestion: None,
+                mptcp: false,
             },
         }),
         KindSpec::SynFlood(crate::spec::kind::SynFloodSpec { rate_pps: 1234 }),
@@ -538,6 +540,7 @@ fn validation_names_the_option() {
         tcp: TcpOptions {
             nodelay: false,
             congestion: Some("../../etc".into()),
+            mptcp: false,
         },
         ..StreamOptions::default()
     })));

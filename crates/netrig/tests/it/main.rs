@@ -34,6 +34,7 @@ mod lab_tcprr;
 mod lab_topology;
 mod link_local;
 mod measure;
+mod mptcp;
 mod neighbours;
 mod plot;
 mod progress;

@@ -85,10 +85,10 @@ impl netrig_report::KindReport for Flood {
 }
 
 /// `netrig serve` inside `ns` on port 6387, waited for; killed on drop.
-struct AgentIn(Child);
+pub(crate) struct AgentIn(Child);
 
 impl AgentIn {
-    fn start(ns: &Netns) -> Result<AgentIn, String> {
+    pub(crate) fn start(ns: &Netns) -> Result<AgentIn, String> {
         let child = Command::new("ip")
             .args([
                 "netns",

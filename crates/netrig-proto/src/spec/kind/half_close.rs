@@ -94,6 +94,37 @@ impl KindRules for HalfCloseSpec {
     fn worker_buffer_bytes(&self) -> u64 {
         4096
     }
+    /// Its connections, request and watch; 4 KiB of buffers.
+    fn bounds(&self) -> super::KindBounds<'_> {
+        let mut ranges = vec![
+            (
+                "--connections",
+                f64::from(self.connections),
+                1.0,
+                f64::from(MAX_HALF_CLOSE_CONNECTIONS),
+            ),
+            (
+                "--request (bytes)",
+                self.request.len() as f64,
+                1.0,
+                MAX_HALF_CLOSE_REQUEST as f64,
+            ),
+            (
+                "--watch",
+                self.watch_s,
+                super::KindBounds::ABOVE_ZERO,
+                MAX_HALF_CLOSE_WATCH_S,
+            ),
+        ];
+        if let Some(p) = self.to_port {
+            ranges.push(("--to-port", f64::from(p), 1.0, f64::from(u16::MAX)));
+        }
+        super::KindBounds {
+            ranges,
+            buffers: (0, 4096),
+            ..Default::default()
+        }
+    }
     fn offered(&self) -> Offered {
         Offered::SelfClocked
     }

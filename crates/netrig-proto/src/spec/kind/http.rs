@@ -3,7 +3,7 @@
 //! connections are the spec's flows (`-c`, netrig's `-P`), its threads the
 //! spec's workers (`-t`, netrig's `-T`).
 
-use super::{Exchange, KindRules, Offered, TcpOptions, Transport};
+use super::{Exchange, KindBounds, KindRules, Line, Offered, TcpOptions, Transport};
 use crate::spec::{is_default, out_of_range, Bounds, Direction, SpecError, MAX_RATE};
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
@@ -260,10 +260,65 @@ impl KindRules for HttpSpec {
         if let Some(f) = self.tls.as_ref().and_then(|t| t.ca_file.as_ref()) {
             check_line("--cacert", f, "a file name")?;
         }
+        if self.tcp.mptcp {
+            // The HTTP server and load generator make their own sockets.
+            return Err(crate::spec::SpecError::Invalid {
+                option: "--mptcp",
+                value: "with http".into(),
+                rule: "MPTCP is for the TCP kinds (tcp-stream, tcp-maerts, tcp-bidir, tcp-rr, tcp-crr)"
+                    .into(),
+            });
+        }
         self.tcp.check()
     }
     fn worker_buffer_bytes(&self) -> u64 {
         64 * 1024
+    }
+    /// What goes on its request and header lines, its load, timeout and
+    /// bounds; 64 KiB of buffers.
+    fn bounds(&self) -> KindBounds<'_> {
+        let mut lines = vec![("--path", self.path.as_str(), MAX_HTTP_LINE, Line::Target)];
+        lines.extend(
+            self.host_header
+                .as_deref()
+                .map(|h| ("--host-header", h, MAX_HTTP_LINE, Line::Text)),
+        );
+        lines.extend(
+            self.headers
+                .iter()
+                .map(|h| ("-H/--header", h.as_str(), MAX_HTTP_LINE, Line::Header)),
+        );
+        let mut ranges = vec![(
+            "-H/--header (count)",
+            self.headers.len() as f64,
+            0.0,
+            MAX_HTTP_HEADERS as f64,
+        )];
+        let (lo, hi) = HTTP_TIMEOUT_RANGE_S;
+        ranges.extend(self.timeout_s.map(|t| ("--timeout", t, lo, hi)));
+        let (lo, hi) = HTTP_HEADER_RANGE;
+        ranges.extend(
+            self.max_header
+                .map(|m| ("--max-header", f64::from(m), f64::from(lo), f64::from(hi))),
+        );
+        ranges.extend(
+            self.max_body
+                .map(|m| ("--max-body", m as f64, 0.0, MAX_HTTP_BODY as f64)),
+        );
+        ranges.extend(
+            self.requests
+                .map(|n| ("--requests", n as f64, 1.0, MAX_HTTP_REQUESTS as f64)),
+        );
+        ranges.extend(
+            self.rate()
+                .map(|r| ("--rate", r, KindBounds::ABOVE_ZERO, crate::spec::MAX_RATE)),
+        );
+        KindBounds {
+            lines,
+            ranges,
+            buffers: (0, 64 * 1024),
+            ..KindBounds::default()
+        }
     }
     fn offered(&self) -> Offered {
         Offered::SelfClocked

@@ -35,12 +35,7 @@ use super::{Bounds, Direction, SpecError};
 use crate::report::Role;
 use serde::{Deserialize, Serialize};
 
-/// The transport a kind's flows use.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Transport {
-    Tcp,
-    Udp,
-}
+pub use super::transport::Transport;
 
 /// How a kind's flows move data.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -128,6 +123,55 @@ pub trait KindRules {
     /// The payload rate one flow offers, as far as its options state it:
     /// what an agent's `--max-rate` is checked against.
     fn offered(&self) -> Offered;
+    /// Its options as checks that know no kind read them, each with the
+    /// bound netrig holds it to (what the fuzz targets assert of every spec
+    /// an agent accepted).
+    fn bounds(&self) -> KindBounds<'_>;
+}
+
+/// A kind's options for checks that know no kind: the parts it has, each
+/// of its own numbers and texts with its bound, and what its workers may
+/// allocate. What [`KindRules::check`] accepts must be within them.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct KindBounds<'a> {
+    /// Its requests and responses (sizes, load).
+    pub transactions: Option<&'a Transactions>,
+    /// Its sending rate.
+    pub pace: Option<&'a crate::spec::Pace>,
+    /// Its transaction timeout (`--timeout`) and the duration it makes.
+    pub timeout: Option<(Option<f64>, std::time::Duration)>,
+    /// The sizes its send and receive calls take, as its options set them
+    /// ([`KindRules::call_sizes`] must be these).
+    pub calls: Option<(u32, u32)>,
+    /// Message sizes: each 1 to the largest message the agent takes.
+    pub sizes: Vec<(&'static str, u32)>,
+    /// Other numbers, each within its range: the option, its value, the
+    /// least and the most it may be.
+    pub ranges: Vec<(&'static str, f64, f64, f64)>,
+    /// Texts that go on a protocol line as they are: the option, the text,
+    /// the most bytes it may have (and at least 1, no line break), and what
+    /// else it must be.
+    pub lines: Vec<(&'static str, &'a str, usize, Line)>,
+    /// The most a worker allocates ([`KindRules::worker_buffer_bytes`]):
+    /// so many of the largest message the agent takes, and so many bytes
+    /// besides.
+    pub buffers: (u64, u64),
+}
+
+/// What a text of [`KindBounds::lines`] must be beyond its length.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Line {
+    /// Anything.
+    Text,
+    /// An HTTP request target: a path ('/...', no space) or "*".
+    Target,
+    /// An HTTP header: "Name: value".
+    Header,
+}
+
+impl KindBounds<'_> {
+    /// The smallest number above 0, as the least of a range that excludes 0.
+    pub const ABOVE_ZERO: f64 = f64::from_bits(1);
 }
 
 /// The payload rate one flow of a test offers.
@@ -237,9 +281,22 @@ pub struct TcpOptions {
         deserialize_with = "crate::spec::not_null::congestion"
     )]
     pub congestion: Option<String>,
+    /// `--mptcp`: the data connections are MPTCP (IPPROTO_MPTCP) at both
+    /// ends, for the kinds whose options these are (not http's).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub mptcp: bool,
 }
 
 impl TcpOptions {
+    /// The transport these options choose: MPTCP with `--mptcp`, else TCP.
+    pub fn transport(&self) -> Transport {
+        if self.mptcp {
+            Transport::Mptcp
+        } else {
+            Transport::Tcp
+        }
+    }
+
     pub fn check(&self) -> Result<(), SpecError> {
         match &self.congestion {
             Some(cc) if !valid_congestion(cc) => Err(super::out_of_range(

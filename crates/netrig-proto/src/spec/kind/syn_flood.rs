@@ -51,6 +51,18 @@ impl KindRules for SynFloodSpec {
     fn worker_buffer_bytes(&self) -> u64 {
         0
     }
+    /// Its rate; no buffers.
+    fn bounds(&self) -> super::KindBounds<'_> {
+        super::KindBounds {
+            ranges: vec![(
+                "--rate",
+                f64::from(self.rate_pps),
+                1.0,
+                f64::from(MAX_SYN_FLOOD_RATE),
+            )],
+            ..Default::default()
+        }
+    }
     fn offered(&self) -> Offered {
         Offered::SelfClocked
     }

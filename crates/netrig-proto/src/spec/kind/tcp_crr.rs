@@ -1,7 +1,7 @@
 //! tcp-crr: connect, request, response, close, a new connection per
 //! transaction (netperf TCP_CRR).
 
-use super::{Exchange, KindRules, TcpOptions, Transactions, Transport};
+use super::{Exchange, KindBounds, KindRules, TcpOptions, Transactions, Transport};
 use crate::spec::{
     is_default, out_of_range, Bounds, Direction, SpecError, DEFAULT_TXN_TIMEOUT_S, MAX_CRR_IN_FLIGHT,
     TXN_TIMEOUT_RANGE_S,
@@ -152,7 +152,7 @@ impl KindRules for TcpCrrSpec {
         &[Direction::Tx]
     }
     fn transport(&self) -> Transport {
-        Transport::Tcp
+        self.tcp.transport()
     }
     fn exchange(&self) -> Exchange {
         Exchange::ConnectionPerTransaction
@@ -191,5 +191,11 @@ impl KindRules for TcpCrrSpec {
     }
     fn offered(&self) -> super::Offered {
         super::Offered::transactions(&self.transactions)
+    }
+    fn bounds(&self) -> KindBounds<'_> {
+        KindBounds {
+            timeout: Some((self.timeout_s, self.timeout())),
+            ..self.transactions.bounds()
+        }
     }
 }

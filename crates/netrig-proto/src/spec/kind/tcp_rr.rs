@@ -1,7 +1,7 @@
 //! tcp-rr: request/response on persistent TCP connections (netperf
 //! TCP_RR), and the transactions every request/response kind shares.
 
-use super::{Exchange, KindRules, TcpOptions, Transport};
+use super::{Exchange, KindBounds, KindRules, TcpOptions, Transport};
 use crate::spec::{
     is_default, out_of_range, Bounds, Direction, SpecError, MAX_IN_FLIGHT, MAX_RATE, MAX_SPIN_US,
 };
@@ -156,6 +156,16 @@ impl Transactions {
         (n, n)
     }
 
+    /// A TCP request/response kind's bounds: its transactions; a request, a
+    /// response and 4 MiB of buffers ([`Transactions::buffer_bytes`]).
+    pub fn bounds(&self) -> KindBounds<'_> {
+        KindBounds {
+            transactions: Some(self),
+            buffers: (2, 4 << 20),
+            ..KindBounds::default()
+        }
+    }
+
     /// Request and response buffers, and a receive buffer for a burst of
     /// responses of at most 4 MiB.
     pub fn buffer_bytes(&self) -> u64 {
@@ -178,7 +188,7 @@ impl KindRules for TcpRrSpec {
         &[Direction::Tx]
     }
     fn transport(&self) -> Transport {
-        Transport::Tcp
+        self.tcp.transport()
     }
     fn exchange(&self) -> Exchange {
         Exchange::Transactions
@@ -204,5 +214,8 @@ impl KindRules for TcpRrSpec {
     }
     fn offered(&self) -> super::Offered {
         super::Offered::transactions(&self.transactions)
+    }
+    fn bounds(&self) -> KindBounds<'_> {
+        self.transactions.bounds()
     }
 }

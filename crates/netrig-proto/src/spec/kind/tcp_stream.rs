@@ -1,6 +1,6 @@
 //! tcp-stream, tcp-maerts and tcp-bidir: TCP byte streams, one way or both.
 
-use super::{Exchange, KindRules, TcpOptions, Transport};
+use super::{Exchange, KindBounds, KindRules, TcpOptions, Transport};
 use crate::spec::{is_default, out_of_range, Bounds, Direction, Pace, SpecError};
 use serde::{Deserialize, Serialize};
 
@@ -104,6 +104,17 @@ impl StreamOptions {
         let (m, r) = (u64::from(self.message_size), u64::from(self.recv_size));
         m * if self.zerocopy { 2 } else { 1 } + r
     }
+
+    /// Its sizes and rate; a message of each size (two sends' with `-Z`).
+    fn bounds(&self) -> KindBounds<'_> {
+        KindBounds {
+            pace: self.pace.as_ref(),
+            calls: Some((self.message_size, self.recv_size)),
+            sizes: vec![("-m", self.message_size), ("-M", self.recv_size)],
+            buffers: (if self.zerocopy { 3 } else { 2 }, 0),
+            ..KindBounds::default()
+        }
+    }
 }
 
 /// One wire type per stream kind around the same options: the kind is the
@@ -120,7 +131,7 @@ macro_rules! stream_kind {
                 $dirs
             }
             fn transport(&self) -> Transport {
-                Transport::Tcp
+                self.0.tcp.transport()
             }
             fn exchange(&self) -> Exchange {
                 Exchange::Stream
@@ -139,6 +150,9 @@ macro_rules! stream_kind {
             }
             fn worker_buffer_bytes(&self) -> u64 {
                 self.0.worker_buffer_bytes()
+            }
+            fn bounds(&self) -> KindBounds<'_> {
+                self.0.bounds()
             }
             fn offered(&self) -> super::Offered {
                 super::Offered::stream(self.0.pace.as_ref(), $dirs)

@@ -1,8 +1,10 @@
 //! udp-rr: request/response over UDP (netperf UDP_RR), surviving lost datagrams.
 
 use super::tcp_crr::{check_timeout, timeout};
-use super::{Exchange, KindRules, Transactions, Transport};
-use crate::spec::{Bounds, Direction, SpecError, MAX_IN_FLIGHT, UDP_BATCH, UDP_BUFFER_MAX, UDP_HEADER_LEN};
+use super::{Exchange, KindBounds, KindRules, Transactions, Transport};
+use crate::spec::{
+    Bounds, Direction, SpecError, MAX_IN_FLIGHT, MAX_UDP_PAYLOAD, UDP_BATCH, UDP_BUFFER_MAX, UDP_HEADER_LEN,
+};
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
 
@@ -71,5 +73,21 @@ impl KindRules for UdpRrSpec {
     }
     fn offered(&self) -> super::Offered {
         super::Offered::transactions(&self.transactions)
+    }
+    /// Its transactions, each size a UDP payload, and its timeout; its
+    /// batches of buffers, a request and a response.
+    fn bounds(&self) -> KindBounds<'_> {
+        let t = &self.transactions;
+        let payload = |option, v: u32| (option, f64::from(v), 1.0, f64::from(MAX_UDP_PAYLOAD));
+        KindBounds {
+            transactions: Some(t),
+            timeout: Some((self.timeout_s, self.timeout())),
+            ranges: vec![
+                payload("request size", t.request_size),
+                payload("response size", t.response_size),
+            ],
+            buffers: (0, 2 * UDP_BATCH * UDP_BUFFER_MAX + 2 * u64::from(MAX_UDP_PAYLOAD)),
+            ..KindBounds::default()
+        }
     }
 }

@@ -1,8 +1,10 @@
 //! udp-stream: datagrams at a set rate, client to agent or (`-R`) agent to
 //! client: loss, jitter, reordering, duplicates (iperf3 -u).
 
-use super::{Exchange, KindRules, Transport};
-use crate::spec::{Bounds, Direction, Pace, SpecError, UDP_BATCH, UDP_BUFFER_MAX, UDP_HEADER_LEN};
+use super::{Exchange, KindBounds, KindRules, Transport};
+use crate::spec::{
+    Bounds, Direction, Pace, SpecError, MAX_UDP_PAYLOAD, UDP_BATCH, UDP_BUFFER_MAX, UDP_HEADER_LEN,
+};
 use serde::{Deserialize, Serialize};
 
 /// udp-stream's options.
@@ -70,6 +72,24 @@ impl KindRules for UdpStreamSpec {
     /// Batches of up to [`UDP_BATCH`] buffers of [`UDP_BUFFER_MAX`] each way.
     fn worker_buffer_bytes(&self) -> u64 {
         2 * UDP_BATCH * UDP_BUFFER_MAX
+    }
+    /// Its datagram size (netrig's header to the largest UDP payload) and
+    /// rate; its batches of buffers.
+    fn bounds(&self) -> KindBounds<'_> {
+        let m = self.datagram_size;
+        KindBounds {
+            pace: self.pace.as_ref(),
+            calls: Some((m, m)),
+            sizes: vec![("-m", m)],
+            ranges: vec![(
+                "-m",
+                f64::from(m),
+                f64::from(UDP_HEADER_LEN),
+                f64::from(MAX_UDP_PAYLOAD),
+            )],
+            buffers: (0, 2 * UDP_BATCH * UDP_BUFFER_MAX),
+            ..KindBounds::default()
+        }
     }
     fn offered(&self) -> super::Offered {
         super::Offered::stream(self.pace.as_ref(), self.directions())
