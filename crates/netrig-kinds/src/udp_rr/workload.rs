@@ -358,6 +358,7 @@ impl UdpRrWorkload {
             registry: reactor.registry(),
             timer: None,
             stopped_at,
+            drain_until: deadline,
         };
         Ok(w.finish(&io))
     }
