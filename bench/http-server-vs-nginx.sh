@@ -5,6 +5,9 @@
 # rounds (the order flips each round), medians and their ratio.
 #
 #   bench/http-server-vs-nginx.sh [ROUNDS=5] [SECONDS=5] [WORKERS="1 2"] [WRK_THREADS=1] [CONNS=50]
+#   OLD=path/to/netrig bench/http-server-vs-nginx.sh ...   # also that build's http-serve, in
+#                                                         # the same rounds (the three in
+#                                                         # rotated order): the ratio new/old
 #
 # nginx runs as tuned for the case: access_log off, sendfile and tcp_nopush on, an open-file
 # cache, and keepalive_requests 1000000 (its default of 1000 would make wrk reconnect, which
@@ -19,6 +22,7 @@ SECS=${2:-5}
 WORKERS=${3:-"1 2"}
 WRK_THREADS=${4:-1}
 CONNS=${5:-50}
+OLD=${OLD:-}
 WRK=${WRK:-$(command -v wrk || echo ../shared/peers/wrk)}
 [ -x "$WRK" ] || WRK=/work/shared/peers/wrk
 [ -x "$WRK" ] || { echo "wrk not found: set WRK=path (../shared/peers/wrk)" >&2; exit 2; }
@@ -69,10 +73,24 @@ for w in $WORKERS; do
   $NETRIG http-serve --bind 127.0.0.1 -p "$NPORT" --threads "$w" >"$OUT/logs/netrig.$w.out" 2>&1 &
   BG_PIDS+=($!); NPID=$!
   wait_port "$GPORT"; wait_port "$NPORT"
+  if [ -n "$OLD" ]; then
+    OPORT=$(free_port)
+    "$OLD" http-serve --bind 127.0.0.1 -p "$OPORT" --threads "$w" >"$OUT/logs/old.$w.out" 2>&1 &
+    BG_PIDS+=($!); OPID=$!
+    wait_port "$OPORT"
+  fi
   curl -s -D - -o /dev/null "http://127.0.0.1:$GPORT/1k" > "$OUT/head.nginx" || true
   curl -s -D - -o /dev/null "http://127.0.0.1:$NPORT/bytes/1024" > "$OUT/head.netrig" || true
   for r in $(seq 1 "$ROUNDS"); do
-    if [ $((r % 2)) = 1 ]; then
+    if [ -n "$OLD" ]; then
+      for s in $(rotated "$r" nginx netrig old); do
+        case $s in
+          nginx) one nginx "http://127.0.0.1:$GPORT/1k" "$r" "$w" ;;
+          netrig) one netrig "http://127.0.0.1:$NPORT/bytes/1024" "$r" "$w" ;;
+          old) one old "http://127.0.0.1:$OPORT/bytes/1024" "$r" "$w" ;;
+        esac
+      done
+    elif [ $((r % 2)) = 1 ]; then
       one nginx "http://127.0.0.1:$GPORT/1k" "$r" "$w"; one netrig "http://127.0.0.1:$NPORT/bytes/1024" "$r" "$w"
     else
       one netrig "http://127.0.0.1:$NPORT/bytes/1024" "$r" "$w"; one nginx "http://127.0.0.1:$GPORT/1k" "$r" "$w"
@@ -81,6 +99,7 @@ for w in $WORKERS; do
   # The server's own count beside wrk's.
   curl -s "http://127.0.0.1:$NPORT/.netrig/stats" > "$OUT/netrig.$w.stats.json" || true
   kill "$NPID" "$GPID" 2>/dev/null || true; wait "$NPID" "$GPID" 2>/dev/null || true
+  if [ -n "$OLD" ]; then kill "$OPID" 2>/dev/null || true; wait "$OPID" 2>/dev/null || true; fi
 done
 
 echo "== response heads (1 KiB body each)"
@@ -113,6 +132,12 @@ for w in workers:
         continue
     mg, mn = statistics.median(g), statistics.median(n)
     print(f"{w:>7} | {mg:12.0f} | {mn:13.0f} | {mn/mg:5.2f} | {' '.join(f'{x:.0f}' for x in g)} / {' '.join(f'{x:.0f}' for x in n)}")
+    import os
+    if os.path.exists(f"{out}/old.{w}.1.txt"):
+        o = [x for x in (rps("old", w, r) for r in range(1, rounds + 1)) if x is not None]
+        if o:
+            print(f"{'':>7}   old build: median {statistics.median(o):.0f} ({' '.join(f'{x:.0f}' for x in o)}); "
+                  f"ratio new/old {mn / statistics.median(o):.3f}")
     try:
         st = json.load(open(f"{out}/netrig.{w}.stats.json"))
         print(f"{'':>7}   netrig's own count over all its rounds: {st['requests']} requests, responses {st['responses']}, "

@@ -17,7 +17,8 @@ use crate::session::serve_control;
 use crate::shared::Shared;
 use mio::net::TcpListener as MioListener;
 use mio::net::TcpStream as MioStream;
-use mio::{Events, Interest, Poll, Token};
+use mio::{Interest, Poll, Token};
+use netrig_io::{Handler, Io, LoopError, Now, Reactor, Ready, Wake};
 use netrig_proto::{ControlPreamble, DataHello};
 use std::collections::{HashMap, VecDeque};
 use std::io::{self, Read, Write};
@@ -145,7 +146,7 @@ impl Agent {
         if let Err(e) = self.start_udp() {
             log::warn!("{e}: UDP tests will not work");
         }
-        Acceptor::new(self.poll, self.shared).run()
+        Acceptor::run(self.poll, self.shared)
     }
 
     /// Runs the agent on a background thread (the embedded default, tests).
@@ -265,7 +266,7 @@ fn listen_error(addr: SocketAddr, source: io::Error) -> AgentError {
 
 /// The waker's: connections a run that holds the listener gave back, or
 /// the listener given back.
-const HANDBACK: Token = Token(usize::MAX - 1);
+const HANDBACK: Token = netrig_io::reserved(1);
 /// The longest the loop sleeps: bounds how late it sees `shutdown`.
 const MAX_WAIT: Duration = Duration::from_millis(100);
 /// How long to stop accepting after accept fails (out of descriptors, memory).
@@ -355,8 +356,11 @@ impl Pending {
 
 /// The accept loop: the listener and the connections still greeting.
 struct Acceptor {
-    poll: Poll,
+    /// The loop's registry (a handle on the reactor's poll).
+    registry: mio::Registry,
     shared: Arc<Shared>,
+    /// Listeners to accept on, by index: readable, or to try again after a back-off.
+    accept_due: [bool; 2],
     /// Connections still greeting, by token; never more than `max_pending`.
     slots: Vec<Option<Pending>>,
     free: Vec<usize>,
@@ -380,10 +384,12 @@ struct Acceptor {
 }
 
 impl Acceptor {
-    fn new(poll: Poll, shared: Arc<Shared>) -> Self {
+    fn new(registry: mio::Registry, shared: Arc<Shared>) -> Self {
         Acceptor {
-            poll,
+            registry,
             shared,
+            // Connections may have queued before the loop started.
+            accept_due: [true; 2],
             slots: Vec::new(),
             free: Vec::new(),
             live: 0,
@@ -400,74 +406,26 @@ impl Acceptor {
         }
     }
 
-    fn run(mut self) {
+    /// Runs the accept loop on `poll` until the agent shuts down.
+    fn run(poll: Poll, shared: Arc<Shared>) {
         // Said once, at debug level: `netrig serve` prints its own line.
-        for l in &self.shared.listeners {
+        for l in &shared.listeners {
             log::debug!(
                 "listening on {}",
                 l.local_addr().map(|a| a.to_string()).unwrap_or_default()
             );
         }
-        let mut events = Events::with_capacity(1024);
-        // Connections may have queued before the loop started.
-        let mut accept_due = [true; 2];
-        loop {
-            let now = Instant::now();
-            if let Some(i) = self.shared.doorway.lent() {
-                // A run holds that listener and accepts; what it does not
-                // keep comes back through HANDBACK, and so does the listener.
-                accept_due[i] = false;
-            }
-            if accept_due.contains(&true) && !matches!(self.backoff_until, Some(t) if now < t) {
-                self.backoff_until = None;
-                for (i, due) in accept_due.iter_mut().enumerate() {
-                    if *due && i < self.shared.listeners.len() {
-                        *due = self.accept_all(i);
-                    }
-                }
-            }
-            let now = Instant::now();
-            self.expire(now);
-            for l in [
-                &mut self.full_log,
-                &mut self.accept_log,
-                &mut self.drop_log,
-                &mut self.deny_log,
-                &mut self.refuse_log,
-            ] {
-                l.tick(now);
-            }
-            let mut wait = MAX_WAIT;
-            if let Some(p) = self.oldest() {
-                wait = wait.min(p.deadline.saturating_duration_since(now));
-            }
-            if let (true, Some(t)) = (accept_due.contains(&true), self.backoff_until) {
-                wait = wait.min(t.saturating_duration_since(now));
-            }
-            if let Err(e) = self.poll.poll(&mut events, Some(wait)) {
-                if e.kind() == io::ErrorKind::Interrupted {
-                    continue;
-                }
-                log::error!("accept loop: waiting for events failed: {e}; no longer accepting");
-                return;
-            }
-            if self.shared.shutdown.load(Ordering::Relaxed) {
-                return;
-            }
-            for event in events.iter() {
-                match event.token() {
-                    t if t == LISTENERS[0] => accept_due[0] = true,
-                    t if t == LISTENERS[1] => accept_due[1] = true,
-                    HANDBACK => {
-                        // The listener may be back, with connections queued.
-                        accept_due = [true; 2];
-                        for r in self.shared.doorway.returned() {
-                            self.admit(MioStream::from_std(r.stream), r.peer, r.read);
-                        }
-                    }
-                    Token(slot) => self.on_readable(slot),
-                }
-            }
+        let started = poll
+            .registry()
+            .try_clone()
+            .and_then(|registry| Ok((registry, Reactor::with_poll(poll, false)?)));
+        let (registry, mut reactor) = match started {
+            Ok(r) => r,
+            Err(e) => return log::error!("accept loop: cannot start: {e}; not accepting"),
+        };
+        let acceptor = Acceptor::new(registry, shared.clone());
+        if let Err(LoopError::Poll(e)) = reactor.run(acceptor, &shared.shutdown, None) {
+            log::error!("accept loop: waiting for events failed: {e}; no longer accepting");
         }
     }
 
@@ -556,8 +514,7 @@ impl Acceptor {
             }
         };
         if let Err(e) = self
-            .poll
-            .registry()
+            .registry
             .register(&mut p.stream, Token(slot), Interest::READABLE)
         {
             self.free.push(slot);
@@ -597,7 +554,7 @@ impl Acceptor {
     /// Takes a connection out of the loop.
     fn remove(&mut self, slot: usize) -> Option<Pending> {
         let mut p = self.slots.get_mut(slot)?.take()?;
-        let _ = self.poll.registry().deregister(&mut p.stream);
+        let _ = self.registry.deregister(&mut p.stream);
         self.free.push(slot);
         self.live -= 1;
         let key = client_key(p.peer.ip());
@@ -720,6 +677,98 @@ impl Acceptor {
                 }
             }
         }
+    }
+}
+
+/// The accept loop on the I/O core: each turn accepts what is due,
+/// closes overdue greetings and sleeps until the next deadline; `shutdown`
+/// ends it at once.
+impl Handler for Acceptor {
+    type Error = std::convert::Infallible;
+    type Output = ();
+
+    fn on_ready(&mut self, _io: &Io<'_>, slot: usize, _ready: Ready) -> Result<(), Self::Error> {
+        if !self.shutting_down() {
+            self.on_readable(slot);
+        }
+        Ok(())
+    }
+
+    fn on_token(&mut self, _io: &Io<'_>, token: Token) -> Result<(), Self::Error> {
+        match token {
+            _ if self.shutting_down() => {}
+            t if t == LISTENERS[0] => self.accept_due[0] = true,
+            t if t == LISTENERS[1] => self.accept_due[1] = true,
+            HANDBACK => {
+                // The listener may be back, with connections queued.
+                self.accept_due = [true; 2];
+                for r in self.shared.doorway.returned() {
+                    self.admit(MioStream::from_std(r.stream), r.peer, r.read);
+                }
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    fn on_tick(&mut self, io: &Io<'_>, _now: &Now) -> Result<Option<Duration>, Self::Error> {
+        if io.draining() {
+            return Ok(Some(Duration::ZERO));
+        }
+        let now = Instant::now();
+        if let Some(i) = self.shared.doorway.lent() {
+            // A run holds that listener and accepts; what it does not
+            // keep comes back through HANDBACK, and so does the listener.
+            self.accept_due[i] = false;
+        }
+        let due = self.accept_due.contains(&true);
+        if due && !matches!(self.backoff_until, Some(t) if now < t) {
+            self.backoff_until = None;
+            for i in 0..self.accept_due.len() {
+                if self.accept_due[i] && i < self.shared.listeners.len() {
+                    self.accept_due[i] = self.accept_all(i);
+                }
+            }
+        }
+        let now = Instant::now();
+        self.expire(now);
+        for l in [
+            &mut self.full_log,
+            &mut self.accept_log,
+            &mut self.drop_log,
+            &mut self.deny_log,
+            &mut self.refuse_log,
+        ] {
+            l.tick(now);
+        }
+        let mut wake = Wake::new(now);
+        wake.after(MAX_WAIT);
+        if let Some(p) = self.oldest() {
+            wake.at(p.deadline);
+        }
+        if let (true, Some(t)) = (self.accept_due.contains(&true), self.backoff_until) {
+            wake.at(t);
+        }
+        Ok(wake.wait())
+    }
+
+    /// Shut down: no drain, no more accepts.
+    fn on_stop(&mut self, _io: &Io<'_>, _now: Instant) -> Duration {
+        Duration::ZERO
+    }
+
+    fn is_done(&self, io: &Io<'_>, _now: &Now) -> bool {
+        io.draining()
+    }
+
+    fn finish(self, _io: &Io<'_>) {}
+}
+
+impl Acceptor {
+    /// The agent is shutting down: what a poll brought is left alone, as
+    /// the loop ends before its next turn.
+    fn shutting_down(&self) -> bool {
+        self.shared.shutdown.load(Ordering::Relaxed)
     }
 }
 

@@ -7,7 +7,8 @@
 use crate::parse::{ParseError, Response, ResponseParser};
 use crate::{Cause, Config, Counts, Ended, Error, IntervalSample, Load, Report, Schedule, Shared, ThreadCpu};
 use mio::net::TcpStream;
-use mio::{Events, Interest, Poll, Token};
+use mio::{Interest, Poll, Token};
+use netrig_io::{Handler, Io, LoopError, Now, Reactor, Ready, Wake};
 use netrig_metrics::LatencyRecorder;
 use std::collections::VecDeque;
 use std::io::{self, Read, Write};
@@ -25,9 +26,6 @@ const RETRY_AFTER: Duration = Duration::from_millis(10);
 const READ_BUF: usize = 64 * 1024;
 
 /// What one thread does.
-/// The open loop's timer's token: above every connection's index.
-const TIMER: mio::Token = mio::Token(usize::MAX - 1);
-
 pub(crate) struct Plan {
     server: SocketAddr,
     bind: Option<std::net::IpAddr>,
@@ -116,12 +114,15 @@ pub(crate) struct End {
 pub(crate) struct Worker {
     p: Plan,
     index: usize,
-    poll: Poll,
-    events: Events,
+    /// The thread's event loop, until it runs. Open loop: with the core's
+    /// timer, which wakes the poll when the next request is due, to the
+    /// microsecond (epoll's own timeout rounds up to the millisecond, which
+    /// would add up to 1 ms of the generator's lateness to each latency).
+    reactor: Option<Reactor>,
+    /// The loop's registry (a handle on the reactor's poll).
+    registry: mio::Registry,
     conns: Vec<Conn>,
     buf: Vec<u8>,
-    /// The tokens of one poll's events.
-    ready: Vec<usize>,
     /// Open loop: connections free for the next request.
     idle: Vec<usize>,
     /// Closed loop: connections to start again after a failed connect.
@@ -129,10 +130,6 @@ pub(crate) struct Worker {
     /// Open loop: due times of requests waiting for a connection.
     backlog: VecDeque<Instant>,
     next_due: Option<Instant>,
-    /// Open loop: wakes the poll when the next request is due, to the
-    /// microsecond (epoll's own timeout rounds up to the millisecond, which
-    /// would add up to 1 ms of the generator's lateness to each latency).
-    timer: Option<netrig_engine::txn::Timer>,
     rng: fastrand::Rng,
     in_flight: usize,
     window_start: Instant,
@@ -145,16 +142,6 @@ pub(crate) struct Worker {
     tls_fresh: u64,
     tls_cert: bool,
     tls_ok_told: bool,
-}
-
-fn cpu_now() -> f64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: ts is a valid timespec to write.
-    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9
 }
 
 impl Worker {
@@ -172,21 +159,18 @@ impl Worker {
             })
             .collect();
         let now = Instant::now();
-        let timer = match p.rate {
-            Some(_) => Some(
-                netrig_engine::txn::Timer::registered(poll.registry(), TIMER)
-                    .map_err(|e| Error::Thread(format!("timerfd: {e}")))?,
-            ),
-            None => None,
-        };
+        let registry = poll
+            .registry()
+            .try_clone()
+            .map_err(|e| Error::Thread(format!("epoll: {e}")))?;
+        let reactor =
+            Reactor::with_poll(poll, p.rate.is_some()).map_err(|e| Error::Thread(format!("timerfd: {e}")))?;
         Ok(Worker {
             index,
-            timer,
-            poll,
-            events: Events::with_capacity(1024),
+            reactor: Some(reactor),
+            registry,
             conns,
             buf: vec![0; READ_BUF],
-            ready: Vec::with_capacity(1024),
             idle: Vec::new(),
             retry: VecDeque::new(),
             backlog: VecDeque::new(),
@@ -227,7 +211,7 @@ impl Worker {
 
     pub(crate) fn run(mut self, shared: &Shared) -> Result<End, Error> {
         let start = *shared.start.get().expect("the start is set before go");
-        let cpu0 = cpu_now();
+        let cpu0 = netrig_io::thread_cpu_time();
         self.window_start = start + self.p.omit;
         self.window_end = (!self.p.counted).then(|| start + self.p.duration);
         let open = self.p.rate.is_some();
@@ -248,78 +232,25 @@ impl Worker {
                 self.start_request(i, shared, Instant::now());
             }
         }
-        let mut next_scan = start + TIMEOUT_SCAN;
-        let mut drain_until = None;
-        loop {
-            let now = Instant::now();
-            if !self.stopping && shared.stop.load(Ordering::Relaxed) {
-                self.stopping = true;
-                drain_until = Some(now + self.p.timeout);
-            }
-            if self.stopping {
-                if self.in_flight == 0 || drain_until.is_some_and(|d| now >= d) {
-                    break;
-                }
-            } else {
-                if open {
-                    self.schedule(shared, now);
-                } else {
-                    while let Some(&(at, i)) = self.retry.front() {
-                        if at > now {
-                            break;
-                        }
-                        self.retry.pop_front();
-                        self.start_request(i, shared, now);
-                    }
-                }
-                if self.p.counted
-                    && self.in_flight == 0
-                    && self.backlog.is_empty()
-                    && self.budget_gone(shared)
-                {
-                    break;
-                }
-            }
-            if now >= next_scan {
-                self.scan_timeouts(shared, now);
-                next_scan = now + TIMEOUT_SCAN;
-            }
-            let mut wait = next_scan.saturating_duration_since(now);
-            if !self.stopping {
-                if let Some(d) = self.next_due {
-                    match &self.timer {
-                        // The timer wakes the poll at `d`; the poll's own
-                        // timeout stays a millisecond behind, as a backstop.
-                        Some(t) => {
-                            t.arm_at(d);
-                            wait = wait.min(d.saturating_duration_since(now) + Duration::from_millis(1));
-                        }
-                        None => wait = wait.min(d.saturating_duration_since(now)),
-                    }
-                }
-                if let Some(&(at, _)) = self.retry.front() {
-                    wait = wait.min(at.saturating_duration_since(now));
-                }
-            }
-            if let Err(e) = self.poll.poll(&mut self.events, Some(wait)) {
-                if e.kind() != io::ErrorKind::Interrupted {
-                    return Err(Error::Thread(format!("epoll_wait: {e}")));
-                }
-            }
-            let mut ready = std::mem::take(&mut self.ready);
-            ready.clear();
-            ready.extend(self.events.iter().map(|e| e.token().0));
-            for &i in &ready {
-                if i < self.conns.len() {
-                    self.on_ready(i, shared);
-                }
-            }
-            self.ready = ready;
-            self.publish(shared);
-            if self.tls_fresh > 0 {
-                self.tls_give_up(shared);
-            }
-        }
+        let mut reactor = self.reactor.take().expect("a worker runs once");
+        let running = Running {
+            next_scan: start + TIMEOUT_SCAN,
+            done: false,
+            w: self,
+            shared,
+            open,
+            start,
+            cpu0,
+        };
+        reactor.run(running, &shared.stop, None).map_err(|e| match e {
+            LoopError::Poll(e) => Error::Thread(format!("epoll_wait: {e}")),
+            LoopError::Handler(never) => match never {},
+        })
+    }
+
+    /// The run's end, once the loop has ended: what was left in flight or
+    /// unsent, the schedule's lateness, the thread's CPU.
+    fn end_of_run(mut self, shared: &Shared, start: Instant, cpu0: Duration) -> End {
         let now = Instant::now();
         self.end.abandoned = self.in_flight as u64;
         if let Some(s) = &mut self.end.schedule {
@@ -339,12 +270,23 @@ impl Worker {
             .budget
             .as_ref()
             .is_some_and(|b| b.load(Ordering::Relaxed) > 0);
-        let cpu_s = cpu_now() - cpu0;
+        let cpu_s = (netrig_io::thread_cpu_time().saturating_sub(cpu0)).as_secs_f64();
         let ran = (now - start).as_secs_f64();
         self.end.cpu.cpu_s = cpu_s;
         self.end.cpu.busy_pct = if ran > 0.0 { cpu_s / ran * 100.0 } else { 0.0 };
         self.publish(shared);
-        Ok(self.end)
+        self.end
+    }
+
+    /// The loop ends now: stopping, with nothing in flight or past the
+    /// drain's deadline; or, counted, every request of the budget answered.
+    fn finished(&self, io: &Io<'_>, shared: &Shared, now: Instant) -> bool {
+        match io.draining() {
+            true => self.in_flight == 0 || io.drain_over(now),
+            false => {
+                self.p.counted && self.in_flight == 0 && self.backlog.is_empty() && self.budget_gone(shared)
+            }
+        }
     }
 
     /// Adds this thread's TLS failures to the shared count; when they reach
@@ -470,8 +412,7 @@ impl Worker {
         if self.p.nodelay {
             let _ = s.set_nodelay(true);
         }
-        self.poll
-            .registry()
+        self.registry
             .register(&mut s, Token(i), Interest::READABLE | Interest::WRITABLE)
             .map_err(|e| Cause::of(&e))?;
         let c = &mut self.conns[i];
@@ -712,7 +653,7 @@ impl Worker {
     fn close(&mut self, i: usize) {
         let c = &mut self.conns[i];
         if let Some(mut s) = c.sock.take() {
-            let _ = self.poll.registry().deregister(&mut s);
+            let _ = self.registry.deregister(&mut s);
         }
         c.tls = None;
         c.phase = Phase::Closed;
@@ -814,6 +755,104 @@ impl Worker {
                 self.after_fail(i, Cause::Timeout, shared, now);
             }
         }
+    }
+}
+
+/// A worker while its loop runs, with what the loop needs beside it.
+struct Running<'a> {
+    w: Worker,
+    shared: &'a Shared,
+    /// Open loop (a rate), else closed.
+    open: bool,
+    start: Instant,
+    /// The thread's CPU clock at the start.
+    cpu0: Duration,
+    /// When requests in flight are next checked against the timeout.
+    next_scan: Instant,
+    /// This turn found the loop [finished](Worker::finished), before its
+    /// timeout scan (whose failures wait for the next turn's look).
+    done: bool,
+}
+
+/// One load thread on the I/O core: each turn issues what is due (open
+/// loop) or retries failed connects (closed loop), checks timeouts and
+/// sleeps until the next deadline; the stop drains what is in flight for up
+/// to the request timeout.
+impl Handler for Running<'_> {
+    type Error = std::convert::Infallible;
+    type Output = End;
+
+    fn on_ready(&mut self, _io: &Io<'_>, i: usize, _ready: Ready) -> Result<(), Self::Error> {
+        if i < self.w.conns.len() {
+            self.w.on_ready(i, self.shared);
+        }
+        Ok(())
+    }
+
+    fn on_events_done(&mut self, _io: &Io<'_>) -> Result<(), Self::Error> {
+        self.w.publish(self.shared);
+        if self.w.tls_fresh > 0 {
+            self.w.tls_give_up(self.shared);
+        }
+        Ok(())
+    }
+
+    fn on_tick(&mut self, io: &Io<'_>, now: &Now) -> Result<Option<Duration>, Self::Error> {
+        let (w, shared, now) = (&mut self.w, self.shared, now.get());
+        if !io.draining() {
+            if self.open {
+                w.schedule(shared, now);
+            } else {
+                while let Some(&(at, i)) = w.retry.front() {
+                    if at > now {
+                        break;
+                    }
+                    w.retry.pop_front();
+                    w.start_request(i, shared, now);
+                }
+            }
+        }
+        self.done = w.finished(io, shared, now);
+        if self.done {
+            return Ok(Some(Duration::ZERO));
+        }
+        if now >= self.next_scan {
+            w.scan_timeouts(shared, now);
+            self.next_scan = now + TIMEOUT_SCAN;
+        }
+        let mut wake = Wake::new(now);
+        wake.at(self.next_scan);
+        if !io.draining() {
+            if let Some(d) = w.next_due {
+                match io.timer {
+                    // The timer wakes the poll at `d`; the poll's own
+                    // timeout stays a millisecond behind, as a backstop.
+                    Some(t) => {
+                        t.arm_at(d);
+                        wake.after(d.saturating_duration_since(now) + Duration::from_millis(1));
+                    }
+                    None => wake.at(d),
+                }
+            }
+            if let Some(&(at, _)) = w.retry.front() {
+                wake.at(at);
+            }
+        }
+        Ok(wake.wait())
+    }
+
+    /// The stop: no new requests; those in flight get up to the timeout.
+    fn on_stop(&mut self, _io: &Io<'_>, _now: Instant) -> Duration {
+        self.w.stopping = true;
+        self.w.p.timeout
+    }
+
+    fn is_done(&self, _io: &Io<'_>, _now: &Now) -> bool {
+        self.done
+    }
+
+    fn finish(self, _io: &Io<'_>) -> End {
+        self.w.end_of_run(self.shared, self.start, self.cpu0)
     }
 }
 

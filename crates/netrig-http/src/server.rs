@@ -14,7 +14,8 @@
 use crate::parse::{self, Method, ParseLimits, Parsed, Route};
 use crate::stats::{bump, Close, Refusal, Snapshot, WorkerCounts};
 use mio::net::{TcpListener, TcpStream};
-use mio::{Events, Interest, Poll, Token, Waker};
+use mio::{Interest, Poll, Token, Waker};
+use netrig_io::{Handler, Io, LoopError, Now, Reactor, Ready, Wake};
 use slab::Slab;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -25,8 +26,8 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime};
 
-const LISTENER: Token = Token(usize::MAX - 1);
-const WAKER: Token = Token(usize::MAX - 2);
+const LISTENER: Token = netrig_io::reserved(1);
+const WAKER: Token = netrig_io::reserved(2);
 /// Answers smaller than this are copied whole into the write buffer (one write per answer, or
 /// per batch of pipelined answers); larger bodies are written from the pattern with writev.
 const COPY_BODY: u64 = 16 * 1024;
@@ -237,8 +238,15 @@ impl Server {
             poll.registry()
                 .register(&mut listener, LISTENER, Interest::READABLE)
                 .map_err(|source| ServerError::Worker { worker, source })?;
-            let mut w = Worker {
-                poll,
+            let registry = poll
+                .registry()
+                .try_clone()
+                .map_err(|source| ServerError::Worker { worker, source })?;
+            let reactor =
+                Reactor::with_poll(poll, false).map_err(|source| ServerError::Worker { worker, source })?;
+            let w = Worker {
+                registry,
+                next_sweep: Instant::now() + SWEEP,
                 listener,
                 conns: Slab::new(),
                 accept_retry: None,
@@ -260,7 +268,7 @@ impl Server {
             };
             let t = std::thread::Builder::new()
                 .name(format!("http-{worker}"))
-                .spawn(move || w.run())
+                .spawn(move || w.run(reactor))
                 .map_err(|source| ServerError::Worker { worker, source })?;
             threads.push(t);
         }
@@ -407,7 +415,10 @@ struct Ctx {
 }
 
 struct Worker {
-    poll: Poll,
+    /// The loop's registry (a handle on the reactor's poll).
+    registry: mio::Registry,
+    /// When deadlines are next checked.
+    next_sweep: Instant,
     listener: TcpListener,
     conns: Slab<Conn>,
     accept_retry: Option<Instant>,
@@ -415,77 +426,25 @@ struct Worker {
 }
 
 impl Worker {
-    fn run(&mut self) {
-        let mut events = Events::with_capacity(1024);
-        let mut next_sweep = Instant::now() + SWEEP;
-        loop {
-            let shared = self.ctx.shared.clone();
-            if shared.shutdown.load(Relaxed) {
-                let keys: Vec<usize> = self.conns.iter().map(|(k, _)| k).collect();
-                for k in keys {
-                    self.close(k, Close::Shutdown);
-                }
-                return;
-            }
+    /// Serves until the server shuts down.
+    fn run(self, mut reactor: Reactor) {
+        let shared = self.ctx.shared.clone();
+        if let Err(LoopError::Poll(e)) = reactor.run(self, &shared.shutdown, None) {
+            log::error!("http worker: poll failed: {e}");
+        }
+    }
+
+    /// A whole-server stall: this thread does nothing until it ends (in
+    /// slices, so a shutdown is still seen).
+    fn sit_out_stall(&self) {
+        let shared = &self.ctx.shared;
+        while !shared.shutdown.load(Relaxed) {
             let stall = shared.stall_until.load(Relaxed);
             let elapsed = shared.start.elapsed().as_nanos() as u64;
-            if elapsed < stall {
-                // A whole-server stall: this thread does nothing until it ends (in slices, so
-                // a shutdown is still seen).
-                std::thread::sleep(Duration::from_nanos(stall - elapsed).min(Duration::from_millis(20)));
-                continue;
+            if elapsed >= stall {
+                return;
             }
-            let now = Instant::now();
-            let mut wake = if self.conns.is_empty() {
-                None
-            } else {
-                Some(next_sweep)
-            };
-            if let Some(Reverse((due, _, _))) = self.ctx.timers.peek() {
-                wake = Some(wake.map_or(*due, |w| w.min(*due)));
-            }
-            if let Some(r) = self.accept_retry {
-                wake = Some(wake.map_or(r, |w| w.min(r)));
-            }
-            let timeout = wake.map(|w| w.saturating_duration_since(now));
-            if let Err(e) = self.poll.poll(&mut events, timeout) {
-                if e.kind() != io::ErrorKind::Interrupted {
-                    log::error!("http worker: poll failed: {e}");
-                    return;
-                }
-            }
-            self.ctx.now = Instant::now();
-            self.ctx.date.refresh();
-            for ev in events.iter() {
-                match ev.token() {
-                    WAKER => {}
-                    LISTENER => self.accept(),
-                    Token(k) => self.drive(k),
-                }
-            }
-            let now = self.ctx.now;
-            if self.accept_retry.is_some_and(|r| r <= now) {
-                self.accept_retry = None;
-                self.accept();
-            }
-            while let Some(&Reverse((due, k, id))) = self.ctx.timers.peek() {
-                if due > now {
-                    break;
-                }
-                self.ctx.timers.pop();
-                let Some(c) = self.conns.get_mut(k) else { continue };
-                if c.id != id {
-                    continue;
-                }
-                if let Some(d) = c.delayed.as_mut() {
-                    d.ready = true;
-                    self.drive(k);
-                }
-            }
-            if now >= next_sweep {
-                next_sweep = now + SWEEP;
-                self.sweep();
-            }
+            std::thread::sleep(Duration::from_nanos(stall - elapsed).min(Duration::from_millis(20)));
         }
     }
 
@@ -536,11 +495,10 @@ impl Worker {
                     let _ = sock.set_nodelay(true);
                     let entry = self.conns.vacant_entry();
                     let key = entry.key();
-                    if let Err(e) = self.poll.registry().register(
-                        &mut sock,
-                        Token(key),
-                        Interest::READABLE | Interest::WRITABLE,
-                    ) {
+                    if let Err(e) =
+                        self.registry
+                            .register(&mut sock, Token(key), Interest::READABLE | Interest::WRITABLE)
+                    {
                         log::warn!("http: cannot register a connection: {e}");
                         self.ctx.shared.open.fetch_sub(1, Relaxed);
                         continue;
@@ -620,7 +578,7 @@ impl Worker {
 
     fn close(&mut self, k: usize, cause: Close) {
         let mut c = self.conns.remove(k);
-        let _ = self.poll.registry().deregister(&mut c.sock);
+        let _ = self.registry.deregister(&mut c.sock);
         self.ctx.shared.open.fetch_sub(1, Relaxed);
         self.ctx.counts.close(cause);
     }
@@ -655,6 +613,92 @@ impl Worker {
                 Deadline::Linger => self.conns[k].closing.unwrap_or(Close::Server),
             };
             self.close(k, cause);
+        }
+    }
+}
+
+/// A worker on the I/O core: connections by their slab key, the listener
+/// and the waker on reserved tokens; delayed answers, a failed accept's
+/// retry and the deadline sweep between polls.
+impl Handler for Worker {
+    type Error = std::convert::Infallible;
+    type Output = ();
+
+    fn on_ready(&mut self, _io: &Io<'_>, k: usize, _ready: Ready) -> Result<(), Self::Error> {
+        self.drive(k);
+        Ok(())
+    }
+
+    fn on_token(&mut self, _io: &Io<'_>, token: Token) -> Result<(), Self::Error> {
+        if token == LISTENER {
+            self.accept();
+        }
+        Ok(())
+    }
+
+    fn on_woken(&mut self, _io: &Io<'_>) {
+        self.ctx.now = Instant::now();
+        self.ctx.date.refresh();
+    }
+
+    /// What came due while the poll slept: a failed accept's retry, delayed
+    /// answers, the deadline sweep.
+    fn on_events_done(&mut self, _io: &Io<'_>) -> Result<(), Self::Error> {
+        let now = self.ctx.now;
+        if self.accept_retry.is_some_and(|r| r <= now) {
+            self.accept_retry = None;
+            self.accept();
+        }
+        while let Some(&Reverse((due, k, id))) = self.ctx.timers.peek() {
+            if due > now {
+                break;
+            }
+            self.ctx.timers.pop();
+            let Some(c) = self.conns.get_mut(k) else { continue };
+            if c.id != id {
+                continue;
+            }
+            if let Some(d) = c.delayed.as_mut() {
+                d.ready = true;
+                self.drive(k);
+            }
+        }
+        if now >= self.next_sweep {
+            self.next_sweep = now + SWEEP;
+            self.sweep();
+        }
+        Ok(())
+    }
+
+    fn on_tick(&mut self, _io: &Io<'_>, _now: &Now) -> Result<Option<Duration>, Self::Error> {
+        self.sit_out_stall();
+        let mut wake = Wake::new(Instant::now());
+        if !self.conns.is_empty() {
+            wake.at(self.next_sweep);
+        }
+        if let Some(Reverse((due, _, _))) = self.ctx.timers.peek() {
+            wake.at(*due);
+        }
+        if let Some(r) = self.accept_retry {
+            wake.at(r);
+        }
+        Ok(wake.wait())
+    }
+
+    /// Shutting down: no drain.
+    fn on_stop(&mut self, _io: &Io<'_>, _now: Instant) -> Duration {
+        Duration::ZERO
+    }
+
+    /// Shut down, seen at the turn's start or during a stall.
+    fn is_done(&self, _io: &Io<'_>, _now: &Now) -> bool {
+        self.ctx.shared.shutdown.load(Relaxed)
+    }
+
+    fn finish(mut self, _io: &Io<'_>) {
+        let keys: Vec<usize> = self.conns.iter().map(|(k, _)| k).collect();
+        for k in keys {
+            self.close(k, Close::Shutdown);
         }
     }
 }

@@ -341,31 +341,15 @@ impl CpuSnapshot {
     }
 }
 
-fn clock_time(clock: libc::clockid_t) -> Duration {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `ts` is a valid, writable timespec for the duration of the call.
-    let rc = unsafe { libc::clock_gettime(clock, &mut ts) };
-    if rc != 0 || ts.tv_sec < 0 || !(0..1_000_000_000).contains(&ts.tv_nsec) {
-        return Duration::ZERO;
-    }
-    Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
-}
-
-/// CPU time consumed so far by the calling thread
-/// (`clock_gettime(CLOCK_THREAD_CPUTIME_ID)`). Returns zero if the clock is
-/// unavailable. Does not include softirq work done on the thread's behalf.
-pub fn thread_cpu_time() -> Duration {
-    clock_time(libc::CLOCK_THREAD_CPUTIME_ID)
-}
+/// CPU time consumed so far by the calling thread: the I/O core's reading
+/// (crate netrig-io), the one in netrig.
+pub use netrig_io::thread_cpu_time;
 
 /// CPU time consumed so far by the whole process, all threads
 /// (`clock_gettime(CLOCK_PROCESS_CPUTIME_ID)`). Returns zero if the clock is
 /// unavailable.
 pub fn process_cpu_time() -> Duration {
-    clock_time(libc::CLOCK_PROCESS_CPUTIME_ID)
+    netrig_io::cpu_clock(libc::CLOCK_PROCESS_CPUTIME_ID)
 }
 
 /// netperf service demand: microseconds of CPU consumed per unit of work,
