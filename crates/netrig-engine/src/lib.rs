@@ -24,6 +24,7 @@ pub mod msg_stamp;
 pub mod notsent;
 pub mod nudge;
 pub mod pace;
+pub mod raw_opt;
 pub mod reactor;
 pub mod runner;
 pub mod sockopt;

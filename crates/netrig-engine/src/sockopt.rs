@@ -8,6 +8,8 @@ use netrig_proto::spec::{validate_mss, validate_socket_options, SocketOptions, S
 use socket2::SockRef;
 use std::io;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, TcpStream, UdpSocket};
+// The raw int options, below this module and transport.rs alike.
+pub use crate::raw_opt::{get_int, set_int};
 
 /// What one end applies to its data sockets: the spec's options for every
 /// socket, the kind's TCP options, and on the client `--mss`. The engine's
@@ -474,46 +476,6 @@ pub fn default_udp_payload(mtu: Option<u32>, v6: bool, max: u32) -> u32 {
 
 fn int_option<S: std::os::fd::AsFd>(s: &S, level: libc::c_int, opt: libc::c_int) -> io::Result<libc::c_int> {
     get_int(std::os::fd::AsRawFd::as_raw_fd(&s.as_fd()), level, opt)
-}
-
-/// getsockopt(2) of an int option (those socket2 does not cover: TCP_INQ,
-/// SO_RCVLOWAT, UDP_SEGMENT, ...).
-pub fn get_int(fd: std::os::fd::RawFd, level: libc::c_int, opt: libc::c_int) -> io::Result<libc::c_int> {
-    let mut v: libc::c_int = 0;
-    let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
-    // SAFETY: out-pointers of the sizes given, for the duration of the call;
-    // a stale descriptor only makes the call fail.
-    let rc = unsafe { libc::getsockopt(fd, level, opt, (&mut v as *mut libc::c_int).cast(), &mut len) };
-    if rc == 0 {
-        Ok(v)
-    } else {
-        Err(io::Error::last_os_error())
-    }
-}
-
-/// setsockopt(2) of an int option (those socket2 does not cover).
-pub fn set_int(
-    fd: std::os::fd::RawFd,
-    level: libc::c_int,
-    opt: libc::c_int,
-    v: libc::c_int,
-) -> io::Result<()> {
-    // SAFETY: a c_int of the size given, for the duration of the call; a
-    // stale descriptor only makes the call fail.
-    let rc = unsafe {
-        libc::setsockopt(
-            fd,
-            level,
-            opt,
-            (&v as *const libc::c_int).cast(),
-            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-        )
-    };
-    if rc == 0 {
-        Ok(())
-    } else {
-        Err(io::Error::last_os_error())
-    }
 }
 
 /// Never fragment this UDP socket's datagrams (IP_PMTUDISC_DO /

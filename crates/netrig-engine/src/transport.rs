@@ -108,7 +108,7 @@ fn listen_as(addr: SocketAddr, only_v6: bool, backlog: i32, protocol: Protocol) 
 /// signal) however long.
 pub fn accept_times_out<S: AsFd>(listener: &S) -> bool {
     let fd = listener.as_fd().as_raw_fd();
-    crate::sockopt::get_int(fd, libc::SOL_SOCKET, libc::SO_PROTOCOL).ok() != Some(IPPROTO_MPTCP)
+    crate::raw_opt::get_int(fd, libc::SOL_SOCKET, libc::SO_PROTOCOL).ok() != Some(IPPROTO_MPTCP)
 }
 
 /// For a stream socket: `Some(true)` when it is MPTCP and has not fallen
@@ -116,11 +116,11 @@ pub fn accept_times_out<S: AsFd>(listener: &S) -> bool {
 /// `None` when it is a plain TCP socket (or not a stream one).
 pub fn mptcp_state<S: AsFd>(s: &S) -> Option<bool> {
     let fd = s.as_fd().as_raw_fd();
-    let protocol = crate::sockopt::get_int(fd, libc::SOL_SOCKET, libc::SO_PROTOCOL).ok()?;
+    let protocol = crate::raw_opt::get_int(fd, libc::SOL_SOCKET, libc::SO_PROTOCOL).ok()?;
     if protocol != IPPROTO_MPTCP {
         return None;
     }
-    Some(crate::sockopt::get_int(fd, libc::IPPROTO_TCP, TCP_IS_MPTCP).ok() == Some(1))
+    Some(crate::raw_opt::get_int(fd, libc::IPPROTO_TCP, TCP_IS_MPTCP).ok() == Some(1))
 }
 
 #[cfg(test)]
@@ -137,7 +137,7 @@ mod tests {
         let addr: SocketAddr = "127.0.0.1:9".parse().unwrap();
         for t in [Transport::Tcp, Transport::Udp] {
             let s = socket(t, addr).unwrap();
-            let p = crate::sockopt::get_int(s.as_raw_fd(), libc::SOL_SOCKET, libc::SO_PROTOCOL).unwrap();
+            let p = crate::raw_opt::get_int(s.as_raw_fd(), libc::SOL_SOCKET, libc::SO_PROTOCOL).unwrap();
             assert_eq!(p, t.rules().ip_protocol());
             assert_eq!(s.r#type().unwrap() == Type::DGRAM, t.datagrams());
         }

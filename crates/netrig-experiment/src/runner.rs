@@ -626,6 +626,16 @@ mod tests {
         }
     }
 
+    /// A plan of short tcp-rr runs, exactly `runs` of them, in one arm `a`
+    /// whose commands are `commands` (TOML lines).
+    fn one_arm_rr_plan(name: &str, runs: u32, commands: &str) -> Plan {
+        Plan::from_toml(&format!(
+            "name = \"{name}\"\n[[test]]\nkind = \"tcp-rr\"\nargs = [\"-l\", \"0.2\"]\n\
+             [iterations]\nmax = {runs}\nmin = {runs}\n[[arm]]\nname = \"a\"\n{commands}\n"
+        ))
+        .unwrap()
+    }
+
     /// Ctrl-C (a cancelled handle) stops after the arm in hand is torn
     /// down, keeping what completed, marked incomplete.
     #[test]
@@ -634,23 +644,14 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         let log = dir.join("log");
         let _ = std::fs::remove_file(&log);
-        let plan = Plan::from_toml(&format!(
-            r#"
-            name = "cancel"
-            [[test]]
-            kind = "tcp-rr"
-            args = ["-l", "0.2"]
-            [iterations]
-            max = 5
-            min = 5
-            [[arm]]
-            name = "a"
-            setup = "echo setup >> {log}"
-            teardown = "echo teardown >> {log}"
-            "#,
-            log = log.display()
-        ))
-        .unwrap();
+        let plan = one_arm_rr_plan(
+            "cancel",
+            5,
+            &format!(
+                "setup = \"echo setup >> {log}\"\nteardown = \"echo teardown >> {log}\"",
+                log = log.display()
+            ),
+        );
         let cancel = Cancel::new();
         let e = run(&plan, &cancel, &mut |p| {
             if p.done == 2 {
@@ -675,22 +676,14 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("netrig-agent-env-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let log = dir.join("log");
-        let plan = Plan::from_toml(&format!(
-            r#"
-            name = "env"
-            [[test]]
-            kind = "tcp-rr"
-            args = ["-l", "0.2"]
-            [iterations]
-            max = 2
-            min = 2
-            [[arm]]
-            name = "a"
-            setup = "echo $NETRIG_AGENT_HOST $NETRIG_AGENT_PORT >> {log}"
-            "#,
-            log = log.display()
-        ))
-        .unwrap();
+        let plan = one_arm_rr_plan(
+            "env",
+            2,
+            &format!(
+                "setup = \"echo $NETRIG_AGENT_HOST $NETRIG_AGENT_PORT >> {log}\"",
+                log = log.display()
+            ),
+        );
         let e = run(&plan, &Cancel::new(), &mut |_| {}).unwrap();
         let runs = &e.tests[0].points[0].arms[0].runs;
         assert_eq!(runs.len(), 2);
