@@ -63,6 +63,8 @@ done
 drop_ns
 python3 - "$OUT" "$ROUNDS" "$SECS" <<'PY'
 import json, os, statistics, sys
+sys.path.insert(0, "bench")
+from rounds import paired, per_tx
 out, rounds, secs = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 med = statistics.median
 def netrig(name):
@@ -93,20 +95,11 @@ print(f"ratio netrig/netperf, netperf's workload (bound ports): {med(nb) / med(p
       f"   (kernel's ports: {med(n) / med(p):.3f})")
 print(f"service demand, both ends, us/tran: netrig {med(nbsd):.1f}  netperf {med(psd):.1f}"
       f"  ratio {med(nbsd) / med(psd):.3f} (lower is better)")
-hz = os.sysconf("SC_CLK_TCK")
-def ticks(step, r):
-    b0, b1 = map(float, open(f"{out}/{step}.{r}.cpu").read().split())
-    return (b1 - b0) / hz
-def per_tx(step, rates):
-    return [ticks(step, r) / (rates[r - 1] * float(secs)) * 1e6 for r in range(1, rounds + 1)]
-nb_cpu, p_cpu = per_tx("netrig-np", nb), per_tx("netperf", p)
+# Both tools' CPU per transaction measured the same way (bench/rounds.py).
+nb_cpu, p_cpu = per_tx(out, "netrig-np", nb, secs), per_tx(out, "netperf", p, secs)
 print(f"CPU per transaction, whole machine (/proc/stat around each run): "
       f"netrig {med(nb_cpu):.1f}  netperf {med(p_cpu):.1f} us  ratio {med(nb_cpu) / med(p_cpu):.3f} (lower is better)")
-# The same, paired by round: the median of each round's netrig/netperf, with how many rounds netrig led.
-def paired(a, b, lower=False):
-    r = [x / y for x, y in zip(a, b) if y]
-    led = sum((x < 1) if lower else (x > 1) for x in r)
-    return f"{med(r):.3f} ({'lower' if lower else 'ahead'} in {led} of {len(r)})"
+# The same, paired by round (bench/rounds.py).
 print(f"paired ratio by round, netrig/netperf (bound ports): {paired(nb, p)}"
       f"   kernel's ports {paired(n, p)}   service demand {paired(nbsd, psd, True)}"
       f"   CPU per transaction (/proc/stat) {paired(nb_cpu, p_cpu, True)}")
