@@ -83,6 +83,8 @@ done
 drop_ns
 python3 - "$OUT" "$ROUNDS" "$SECS" <<'PY'
 import json, os, re, statistics, sys
+sys.path.insert(0, "bench")
+from rounds import paired, per_tx
 out, rounds, secs = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 def netrig(name):
     docs = [json.load(open(f"{out}/{name}.{r}.json"))["summary"] for r in range(1, rounds + 1)]
@@ -122,25 +124,11 @@ print(f"ratio netrig/neper, requester first: {med(n) / med(q):.3f}"
       f"   requester resets (neper's default): {med(nx) / med(qr):.3f}")
 print(f"service demand, both ends, us/tran, netperf's workload: netrig {med(nbsd):.1f}  netperf {med(psd):.1f}"
       f"  ratio {med(nbsd) / med(psd):.3f} (lower is better; kernel's ports: {med(nrsd) / med(psd):.3f})")
-# CPU per transaction measured the same way for both tools: the whole machine's busy ticks
-# from /proc/stat around each run (both ends are on this host), over the transactions the run
-# made (each tool's rate x the test's length), the client's command alone in the window. Each tool's own service demand above is
-# measured its own way (netperf -c -C from its own CPU sampling), which this is a check of.
-hz = os.sysconf("SC_CLK_TCK")
-def ticks(step, r):
-    b0, b1 = map(float, open(f"{out}/{step}.{r}.cpu").read().split())
-    return (b1 - b0) / hz
-def per_tx(step, rates):
-    return [ticks(step, r) / (rates[r - 1] * float(secs)) * 1e6 for r in range(1, rounds + 1)]
-nb_cpu, p_cpu = per_tx("netrig-np", nb), per_tx("netperf", p)
+# CPU per transaction measured the same way for both tools (bench/rounds.py).
+nb_cpu, p_cpu = per_tx(out, "netrig-np", nb, secs), per_tx(out, "netperf", p, secs)
 print(f"CPU per transaction, whole machine (/proc/stat around each run), netperf's workload: "
       f"netrig {med(nb_cpu):.1f}  netperf {med(p_cpu):.1f} us  ratio {med(nb_cpu) / med(p_cpu):.3f} (lower is better)")
-# The same, paired by round: the median of each round's netrig/peer, which a slow round or a
-# drift over the rounds sways less, with how many rounds netrig led.
-def paired(a, b, lower=False):
-    r = [x / y for x, y in zip(a, b) if y]
-    led = sum((x < 1) if lower else (x > 1) for x in r)
-    return f"{med(r):.3f} ({'lower' if lower else 'ahead'} in {led} of {len(r)})"
+# The same, paired by round (bench/rounds.py).
 print(f"paired ratio by round, netrig/netperf, netperf's workload: {paired(nb, p)}"
       f"   service demand {paired(nbsd, psd, True)}   CPU per transaction (/proc/stat) {paired(nb_cpu, p_cpu, True)}")
 print(f"paired ratio by round, netrig/neper: requester first {paired(n, q)}"

@@ -17,6 +17,7 @@ use arbitrary::Arbitrary;
 use netrig_proto::message::{MAX_AGENT_DURATION_S, MAX_SETUP_TIMEOUT_S};
 use netrig_proto::report::{IntervalSample, SideReport};
 use netrig_proto::session::{ClientEvent, ClientSession};
+use netrig_proto::spec::kind::TcpCcSpec;
 use netrig_proto::spec::{
     CloseFirst, KindSpec, Limit, Load, Pace, PortRange, StreamOptions, TcpBidirSpec, TcpCrrSpec,
     TcpMaertsSpec, TcpOptions, TcpRrSpec, TcpStreamSpec, Transactions, UdpRrSpec, UdpStreamSpec,
@@ -195,6 +196,7 @@ enum ArbKind {
     TcpBidir(ArbStream),
     TcpRr(ArbTransactions, ArbTcp),
     TcpCrr(ArbTransactions, Option<f64>, ArbTcp, u8, Option<(u16, u16)>),
+    TcpCc(ArbLoad, Option<f64>, ArbTcp, Option<(u16, u16)>),
     UdpStream(u32, Option<ArbPace>, bool, bool),
     UdpRr(ArbTransactions, Option<f64>),
 }
@@ -236,6 +238,12 @@ impl ArbKind {
                 },
                 local_ports: ports.map(|(low, high)| PortRange { low, high }),
             }),
+            ArbKind::TcpCc(load, timeout_s, tcp, ports) => KindSpec::TcpCc(TcpCcSpec {
+                load: load.build(),
+                timeout_s: *timeout_s,
+                tcp: tcp.build(),
+                local_ports: ports.map(|(low, high)| PortRange { low, high }),
+            }),
             ArbKind::UdpStream(datagram_size, pace, reverse, no_gso) => KindSpec::UdpStream(UdpStreamSpec {
                 datagram_size: *datagram_size,
                 pace: pace.as_ref().map(ArbPace::build),
@@ -264,6 +272,7 @@ pub(crate) fn kind_at_defaults(i: u8) -> KindSpec {
         KindSpec::TcpBidir(TcpBidirSpec(stream)),
         KindSpec::TcpRr(TcpRrSpec::default()),
         KindSpec::TcpCrr(TcpCrrSpec::default()),
+        KindSpec::TcpCc(TcpCcSpec::default()),
         KindSpec::UdpStream(UdpStreamSpec {
             datagram_size: 1024,
             ..UdpStreamSpec::default()
@@ -296,6 +305,7 @@ fn tcp_of(k: &mut KindSpec) -> Option<&mut TcpOptions> {
         | KindSpec::TcpBidir(TcpBidirSpec(o)) => Some(&mut o.tcp),
         KindSpec::TcpRr(r) => Some(&mut r.tcp),
         KindSpec::TcpCrr(c) => Some(&mut c.tcp),
+        KindSpec::TcpCc(c) => Some(&mut c.tcp),
         KindSpec::Http(h) => Some(&mut h.tcp),
         KindSpec::UdpStream(_) | KindSpec::UdpRr(_) | KindSpec::SynFlood(_) | KindSpec::HalfClose(_) => None,
     }
@@ -375,9 +385,13 @@ impl ArbSpec {
                     x.request_size = *q;
                     x.response_size = *r;
                 }),
-                Override::Load(l) => transactions_of(t).into_iter().for_each(|x| x.load = l.build()),
+                Override::Load(l) => match t {
+                    KindSpec::TcpCc(c) => c.load = l.build(),
+                    _ => transactions_of(t).into_iter().for_each(|x| x.load = l.build()),
+                },
                 Override::Timeout(x) => match t {
                     KindSpec::TcpCrr(c) => c.timeout_s = *x,
+                    KindSpec::TcpCc(c) => c.timeout_s = *x,
                     KindSpec::UdpRr(u) => u.timeout_s = *x,
                     _ => {}
                 },

@@ -67,7 +67,8 @@ fn whole_tests_run_and_close() {
             continue;
         }
         let s = states(&whole_test(i as u8).bytes());
-        let setup = if *kind == "tcp-crr" {
+        // A connection per transaction (tcp-crr, tcp-cc): none to await at set-up.
+        let setup = if ["tcp-crr", "tcp-cc"].contains(kind) {
             "awaiting go"
         } else {
             "awaiting data connections"

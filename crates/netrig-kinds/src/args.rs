@@ -277,6 +277,33 @@ pub struct TxnArgs {
     /// Request and response sizes in bytes, as netperf's -r: "1,1", "64,1K", "128" (both); K = 1024.
     #[arg(short = 'r', long = "request-response", value_name = "REQ[,RESP]", default_value = "1,1", value_parser = parse_req_resp, help_heading = "Sizes and buffers")]
     pub request_response: (u32, u32),
+    #[command(flatten)]
+    pub load: LoadArgs,
+    /// Each end waits for the other by polling its socket (non-blocking receives in a loop)
+    /// instead of sleeping in the kernel until woken, as sockperf's users compare modes: lower
+    /// latency, a CPU kept busy per flow on each end (it shows in the CPU figures and service
+    /// demand). Closed loop, --burst 1, one flow per worker thread (-T at least -P).
+    #[arg(long = "busy-wait", conflicts_with = "rate", help_heading = "Rate")]
+    pub busy_wait: bool,
+}
+
+impl TxnArgs {
+    /// The transactions these options ask for.
+    pub fn transactions(&self) -> Result<Transactions, String> {
+        Ok(Transactions {
+            request_size: self.request_response.0,
+            response_size: self.request_response.1,
+            load: self.load.load()?,
+            busy_wait: self.busy_wait,
+        })
+    }
+}
+
+/// How the request/response kinds offer their transactions: closed loop
+/// (`--burst`) or open (`--rate` and its shape); tcp-cc's too, which has
+/// no sizes.
+#[derive(Debug, Clone, Args)]
+pub struct LoadArgs {
     /// Transactions in flight per flow, closed loop (netperf's -b).
     #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=65_536), help_heading = "Rate")]
     pub burst: u32,
@@ -294,36 +321,23 @@ pub struct TxnArgs {
     /// utilisation, service demand and the workers' busy %.
     #[arg(long = "spin-us", value_name = "US", requires = "rate", help_heading = "Rate")]
     pub spin_us: Option<u32>,
-    /// Each end waits for the other by polling its socket (non-blocking receives in a loop)
-    /// instead of sleeping in the kernel until woken, as sockperf's users compare modes: lower
-    /// latency, a CPU kept busy per flow on each end (it shows in the CPU figures and service
-    /// demand). Closed loop, --burst 1, one flow per worker thread (-T at least -P).
-    #[arg(long = "busy-wait", conflicts_with = "rate", help_heading = "Rate")]
-    pub busy_wait: bool,
 }
 
-impl TxnArgs {
-    /// The transactions these options ask for.
-    pub fn transactions(&self) -> Result<Transactions, String> {
-        let load =
-            match self.rate {
-                Some(_) if self.burst != 1 => return Err(
-                    "--burst sets the closed loop's transactions in flight; with --rate the schedule decides"
-                        .into(),
-                ),
-                Some(rate) => Load::Open {
-                    rate,
-                    poisson: self.poisson,
-                    spin_us: self.spin_us,
-                },
-                None => Load::Closed { burst: self.burst },
-            };
-        Ok(Transactions {
-            request_size: self.request_response.0,
-            response_size: self.request_response.1,
-            load,
-            busy_wait: self.busy_wait,
-        })
+impl LoadArgs {
+    /// The load these options ask for.
+    pub fn load(&self) -> Result<Load, String> {
+        match self.rate {
+            Some(_) if self.burst != 1 => Err(
+                "--burst sets the closed loop's transactions in flight; with --rate the schedule decides"
+                    .into(),
+            ),
+            Some(rate) => Ok(Load::Open {
+                rate,
+                poisson: self.poisson,
+                spin_us: self.spin_us,
+            }),
+            None => Ok(Load::Closed { burst: self.burst }),
+        }
     }
 }
 
@@ -474,10 +488,12 @@ mod tests {
         let t = |burst, rate| {
             TxnArgs {
                 request_response: (1, 1),
-                burst,
-                rate,
-                poisson: false,
-                spin_us: None,
+                load: LoadArgs {
+                    burst,
+                    rate,
+                    poisson: false,
+                    spin_us: None,
+                },
                 busy_wait: false,
             }
             .transactions()

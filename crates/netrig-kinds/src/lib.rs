@@ -19,6 +19,7 @@ pub mod units;
 mod half_close;
 mod http;
 mod syn_flood;
+mod tcp_cc;
 mod tcp_crr;
 mod tcp_rr;
 mod tcp_stream;

@@ -11,6 +11,7 @@ static KINDS: &[&dyn Kind] = &[
     &crate::tcp_stream::TCP_BIDIR,
     &Def(crate::tcp_rr::TcpRr),
     &Def(crate::tcp_crr::TcpCrr),
+    &Def(crate::tcp_cc::TcpCc),
     &Def(crate::udp_stream::UdpStream),
     &Def(crate::udp_rr::UdpRr),
     &Def(crate::http::Http),

@@ -196,9 +196,12 @@ impl Worker<'_> {
         }
         let want = self.cfg.txn.response_size;
         let mut got = 0;
-        while got < want {
+        // No data (tcp-cc): the responder's close is the response.
+        let till_close = self.cfg.no_data();
+        while got < want || till_close {
             waiting();
             match (&sock).read(&mut self.rbuf) {
+                Ok(0) if till_close => break,
                 Ok(0) => {
                     let e = io::Error::new(
                         io::ErrorKind::UnexpectedEof,
@@ -234,7 +237,7 @@ impl Worker<'_> {
         }
         let now = Instant::now();
         self.flows[0].completed(&mut self.latency, t0, now, &sock);
-        if self.cfg.close_first == CloseFirst::Responder {
+        if self.cfg.close_first == CloseFirst::Responder && !till_close {
             // Counted; nothing may follow the response but the responder's close.
             let id = self.flows[0].slot.id;
             loop {

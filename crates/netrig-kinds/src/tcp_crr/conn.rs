@@ -1,8 +1,8 @@
 //! A connection's steps: where each is in its transaction, and the
 //! requester's steps on a nonblocking socket (connect, greeting and
 //! request, response, the responder's close), each as far as the socket
-//! allows. A kind without data on its connections (netperf's TCP_CC:
-//! connect, close) would take `connect_done` and skip the middle steps.
+//! allows. A connection without data (tcp-cc, netperf's TCP_CC) writes
+//! its greeting alone, and its response is the responder's close.
 
 use netrig_engine::flow::FlowCounters;
 use netrig_engine::txn::Answerer;
@@ -102,6 +102,8 @@ pub(super) fn send_request(
 
 /// Reads the response, `want` bytes (`*got` so far), counting them: the
 /// stream's end before them, or more than them, fails the transaction.
+/// Without a response (`want` 0, tcp-cc) the stream's end is the whole of
+/// it: the responder's close.
 pub(super) fn receive_response(
     mut sock: &TcpStream,
     got: &mut usize,
@@ -111,6 +113,7 @@ pub(super) fn receive_response(
 ) -> Progress {
     loop {
         match sock.read(rbuf) {
+            Ok(0) if want == 0 => return Progress::Done,
             Ok(0) => {
                 return Progress::Failed(io::Error::new(
                     io::ErrorKind::UnexpectedEof,

@@ -63,7 +63,7 @@ impl Failures {
 }
 
 /// Transactions whose connection failed, by reason, and what to look at.
-pub(super) fn warning(r: &TestResult) -> Option<String> {
+pub(crate) fn warning(r: &TestResult) -> Option<String> {
     let e = r.summary.counts.group(GROUP)?;
     (e.total() > 0).then(|| {
         format!(

@@ -10,7 +10,6 @@ use netrig_engine::flow::WorkerEnd;
 use netrig_engine::intake::{accept_again, Door, DOOR_BACKOFF, READ_AHEAD};
 use netrig_engine::txn::Moved;
 use netrig_engine::EngineError;
-use netrig_proto::spec::CloseFirst;
 use netrig_proto::DataHello;
 use std::io::{self, Read, Write};
 use std::net::TcpStream;
@@ -226,6 +225,9 @@ impl Worker<'_> {
         let Some((i, mut answer)) = self.accepted(&hello, &sock, taken)? else {
             return Ok(());
         };
+        if self.cfg.closes_now(&answer) {
+            return Ok(()); // Nothing to answer (no data): closed as it goes.
+        }
         let deadline = Instant::now() + self.cfg.timeout;
         let mut drain_by = None;
         let ctl = self.ctl;
@@ -246,7 +248,7 @@ impl Worker<'_> {
             );
             self.flows[i].answered(&moved, &sock);
             match r {
-                Ok(false) if self.cfg.close_first == CloseFirst::Responder && answer.finished() => break,
+                Ok(false) if self.cfg.closes_now(&answer) => break,
                 // A call waited ALONE_POLL: look at the clock and the run.
                 Ok(false) => {
                     let now = Instant::now();

@@ -27,6 +27,15 @@ pub use ports::PortCycle;
 
 pub use params::CrrWorkload;
 
+// What tcp-cc (tcp-crr without data) takes of the result's parts.
+pub(crate) use failure::warning as failure_warning;
+
+/// The table of a connection per transaction: the request/response kinds',
+/// with how the connections ended and were bound, and their failures.
+pub(crate) fn table() -> &'static dyn TableLayout {
+    &table::CONNECT_TRANSACTIONS
+}
+
 use crate::args::{parse_timeout, CommonArgs, TxnArgs};
 use crate::kind::{KindDef, Planned, Workloads};
 use crate::txn::TransactionsConfig;
@@ -148,6 +157,6 @@ impl KindDef for TcpCrr {
     }
 
     fn table(&self) -> &'static dyn TableLayout {
-        &table::CONNECT_TRANSACTIONS
+        table()
     }
 }

@@ -35,6 +35,25 @@ pub struct CrrWorkload {
 }
 
 impl CrrWorkload {
+    /// Whether its connections carry no data (tcp-cc, netperf's TCP_CC:
+    /// the greeting alone): no request, no response; the responder, which
+    /// closes first, answers nothing but that close, and the requester's
+    /// transaction ends when it sees it.
+    pub fn no_data(&self) -> bool {
+        self.txn.request_size == 0 && self.txn.response_size == 0
+    }
+
+    /// Requests a connection carries: one, or none without data.
+    pub(super) fn requests(&self) -> u64 {
+        u64::from(!self.no_data())
+    }
+
+    /// Whether a responder closes its connection now: it closes first and
+    /// has answered all the connection carries (without data, nothing).
+    pub(super) fn closes_now(&self, answer: &Answerer) -> bool {
+        self.close_first == CloseFirst::Responder && answer.finished()
+    }
+
     /// Readies a requester's new socket to end with a reset, if asked
     /// (`--close-first requester-reset`): SO_LINGER 0 now, so that its
     /// close(2) aborts the connection.

@@ -5,7 +5,7 @@ use super::conn::*;
 use super::worker::*;
 use mio::Registry;
 use netrig_engine::sockopt;
-use netrig_engine::txn::Answerer;
+use netrig_engine::txn::{Answerer, Moved};
 use netrig_engine::EngineError;
 use netrig_proto::DataHello;
 use std::io::Read;
@@ -24,6 +24,9 @@ impl Worker<'_> {
         let Some((i, answer)) = self.accepted(&hello, &sock, taken)? else {
             return Ok(());
         };
+        if self.cfg.closes_now(&answer) {
+            return Ok(()); // Nothing to answer (no data): closed as it goes.
+        }
         // Answered first, watched after: the request has mostly come with
         // the greeting, and the event loop's bookkeeping (and, the responder
         // closing first, all of it) stays off the requester's wait.
@@ -65,7 +68,8 @@ impl Worker<'_> {
         sockopt::apply_connected(sock, &self.cfg.accepted_options, true, "-S/--remote-sockbuf")
             .map_err(|e| EngineError::Setup(format!("agent {e}")))?;
         self.flows[i].note_first(sock);
-        let mut answer = Answerer::new(self.cfg.txn.request_size, self.cfg.txn.response_size, 1);
+        let requests = self.cfg.requests();
+        let mut answer = Answerer::new(self.cfg.txn.request_size, self.cfg.txn.response_size, requests);
         let request = match taken {
             Taken::Read(request) => request,
             Taken::Peeked => {
@@ -93,6 +97,14 @@ impl Worker<'_> {
                 log::debug!("flow {}: {what}: {e}; closed", hello.flow);
                 return Ok(None);
             }
+        }
+        if requests == 0 {
+            // No data (tcp-cc): the greeting is the transaction.
+            let moved = Moved {
+                bytes: 0,
+                transactions: 1,
+            };
+            self.flows[i].answered(&moved, sock);
         }
         Ok(Some((i, answer)))
     }

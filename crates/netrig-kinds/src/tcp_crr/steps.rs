@@ -72,11 +72,12 @@ impl Worker<'_> {
                     let want = self.cfg.txn.response_size;
                     match receive_response(&c.sock, got, want, &mut self.rbuf, &self.flows[i].slot.counters) {
                         // The whole response: the transaction is done; the requester closes first
-                        // (or, the responder closing first, once it has).
+                        // (or, the responder closing first, once it has: without a response, that
+                        // close was the response).
                         Progress::Done => {
                             let now = Instant::now();
                             self.flows[i].completed(&mut self.latency, c.t0, now, &c.sock);
-                            if self.cfg.close_first == CloseFirst::Responder {
+                            if self.cfg.close_first == CloseFirst::Responder && want > 0 {
                                 c.step = Step::Draining;
                                 continue;
                             }
@@ -92,7 +93,7 @@ impl Worker<'_> {
                     self.flows[i].answered(&moved, &c.sock);
                     match r {
                         // Closing first: as soon as the response is out.
-                        Ok(false) if self.cfg.close_first == CloseFirst::Responder && answer.finished() => {
+                        Ok(false) if self.cfg.closes_now(answer) => {
                             self.close(slot);
                         }
                         Ok(false) => return Ok(()),

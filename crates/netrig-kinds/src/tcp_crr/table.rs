@@ -1,4 +1,4 @@
-//! tcp-crr's table: the request/response kinds' (`txn/table.rs`), with how
+//! tcp-crr's table (and tcp-cc's): the request/response kinds' (`txn/table.rs`), with how
 //! its connections ended and were bound, and its failures in the interim
 //! rows.
 
@@ -19,11 +19,13 @@ pub(crate) static CONNECT_TRANSACTIONS: Layout = Layout {
 /// the client bound them to (`--local-ports`).
 fn connection_lines(out: &mut String, r: &TestResult) {
     let c: CrrConfig = r.config.kind_part().unwrap_or_default();
+    // netperf's test of the same name: TCP_CRR, or TCP_CC (tcp-cc, its connections without data).
+    let netperf = r.test.to_uppercase().replace('-', "_");
     match c.close_first.as_deref() {
         Some("responder") => {
             let _ = writeln!(
                 out,
-                "the agent closed each connection first (--close-first responder, as netperf TCP_CRR): \
+                "the agent closed each connection first (--close-first responder, as netperf {netperf}): \
                  TIME_WAIT on the agent's host; the client waited for that close"
             );
         }
@@ -47,7 +49,7 @@ fn connection_lines(out: &mut String, r: &TestResult) {
         let _ = writeln!(
             out,
             "the client bound each connection to the next local port of {range} in turn (--local-ports, as \
-             netperf TCP_CRR), instead of the kernel picking one inside connect()"
+             netperf {netperf}), instead of the kernel picking one inside connect()"
         );
     }
 }

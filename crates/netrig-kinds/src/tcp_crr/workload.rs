@@ -36,11 +36,11 @@
 //! handler), then the worker's parts: `steps` (a connection moved on),
 //! `requester`, `responder`, `door` (accepting from the lent listener),
 //! `alone` and `lone` (one flow on blocking sockets, requester and
-//! responder); this file picks the path a worker takes. A kind that opens
-//! and closes a connection per transaction without data (netperf's
-//! TCP_CC) would reuse them all but the request's and response's steps: a
-//! folder of its own with its parameters, its steps (connect, then close)
-//! and this choice of path.
+//! responder); this file picks the path a worker takes. tcp-cc (netperf's
+//! TCP_CC: connect, close) runs them all without data
+//! (`CrrWorkload::no_data`): its requester writes its greeting alone and
+//! takes the responder's close for the response; its responder, closing
+//! first, answers the greeting with that close.
 
 use super::alone::*;
 use super::failure::*;
@@ -127,7 +127,7 @@ impl TransientWorkload for CrrWorkload {
             serial: 0,
             latency: ctl.latencies(),
             pacer,
-            outgoing: [vec![0; DataHello::LEN], vec![0x5a; self.txn.request_size.max(1)]].concat(),
+            outgoing: [vec![0; DataHello::LEN], vec![0x5a; self.txn.request_size]].concat(),
             response: vec![0xa5; self.txn.response_size.clamp(1, 256 * 1024)],
             rbuf: vec![0; 64 * 1024],
             restart: Vec::new(),

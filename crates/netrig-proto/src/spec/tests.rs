@@ -144,11 +144,20 @@ fn every_kind_round_trips() {
         KindSpec::TcpCrr(TcpCrrSpec {
             transactions: open.clone(),
             timeout_s: Some(0.5),
-            tcp,
+            tcp: tcp.clone(),
             close_first: crate::spec::CloseFirst::Responder,
             local_ports: Some(crate::spec::PortRange {
                 low: 5000,
                 high: 65535,
+            }),
+        }),
+        KindSpec::TcpCc(crate::spec::kind::TcpCcSpec {
+            load: open.load.clone(),
+            timeout_s: Some(0.25),
+            tcp,
+            local_ports: Some(crate::spec::PortRange {
+                low: 6000,
+                high: 7000,
             }),
         }),
         KindSpec::UdpStream(UdpStreamSpec {

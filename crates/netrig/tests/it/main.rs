@@ -11,6 +11,7 @@ mod agent;
 mod auth;
 mod bad_input;
 mod bounds;
+mod cc;
 mod crr;
 mod experiment;
 mod hooks;

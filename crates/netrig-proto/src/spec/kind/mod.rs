@@ -10,6 +10,7 @@
 mod half_close;
 mod http;
 mod syn_flood;
+mod tcp_cc;
 mod tcp_crr;
 mod tcp_rr;
 mod tcp_stream;
@@ -25,6 +26,7 @@ pub use http::{
     MAX_HTTP_REQUESTS,
 };
 pub use syn_flood::{SynFloodSpec, MAX_SYN_FLOOD_RATE, MAX_SYN_FLOOD_S};
+pub use tcp_cc::TcpCcSpec;
 pub use tcp_crr::{CloseFirst, PortRange, TcpCrrSpec};
 pub use tcp_rr::{Load, TcpRrSpec, Transactions};
 pub use tcp_stream::{StreamOptions, TcpBidirSpec, TcpMaertsSpec, TcpStreamSpec, MAX_NOTSENT_LOWAT};
@@ -259,6 +261,7 @@ kinds! {
     TcpBidir(TcpBidirSpec) = "tcp-bidir",
     TcpRr(TcpRrSpec) = "tcp-rr",
     TcpCrr(TcpCrrSpec) = "tcp-crr",
+    TcpCc(TcpCcSpec) = "tcp-cc",
     UdpStream(UdpStreamSpec) = "udp-stream",
     UdpRr(UdpRrSpec) = "udp-rr",
     Http(HttpSpec) = "http",

@@ -73,7 +73,7 @@ impl PortRange {
         Ok(r)
     }
 
-    fn check(&self) -> Result<(), SpecError> {
+    pub(crate) fn check(&self) -> Result<(), SpecError> {
         if self.low == 0 || self.high < self.low {
             return Err(SpecError::Invalid {
                 option: "--local-ports",
@@ -158,10 +158,7 @@ impl KindRules for TcpCrrSpec {
         Exchange::ConnectionPerTransaction
     }
     fn in_flight(&self) -> u32 {
-        match self.transactions.load {
-            crate::spec::Load::Closed { burst } => burst,
-            crate::spec::Load::Open { .. } => MAX_CRR_IN_FLIGHT,
-        }
+        self.transactions.load.connections_in_flight()
     }
     fn tcp(&self) -> Option<&TcpOptions> {
         Some(&self.tcp)

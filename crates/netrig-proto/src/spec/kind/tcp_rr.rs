@@ -3,7 +3,8 @@
 
 use super::{Exchange, KindBounds, KindRules, TcpOptions, Transport};
 use crate::spec::{
-    is_default, out_of_range, Bounds, Direction, SpecError, MAX_IN_FLIGHT, MAX_RATE, MAX_SPIN_US,
+    is_default, out_of_range, Bounds, Direction, SpecError, MAX_CRR_IN_FLIGHT, MAX_IN_FLIGHT, MAX_RATE,
+    MAX_SPIN_US,
 };
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
@@ -32,6 +33,44 @@ pub enum Load {
         )]
         spin_us: Option<u32>,
     },
+}
+
+impl Load {
+    /// Most connections a flow of a connection-per-transaction kind has
+    /// open at once: the closed loop's burst, or the cap an open loop's
+    /// backlog may build to.
+    pub fn connections_in_flight(&self) -> u32 {
+        match *self {
+            Load::Closed { burst } => burst,
+            Load::Open { .. } => MAX_CRR_IN_FLIGHT,
+        }
+    }
+
+    /// Bounds on the load: `max_in_flight` bounds `--burst` (with what it
+    /// counts, for the message); a rate and its spin within netrig's.
+    pub fn check(&self, max_in_flight: (u32, &str)) -> Result<(), SpecError> {
+        match *self {
+            Load::Closed { burst } => {
+                let (max, unit) = max_in_flight;
+                if burst == 0 || burst > max.min(MAX_IN_FLIGHT) {
+                    return Err(out_of_range("--burst", burst, format!("1..={max}{unit}")));
+                }
+            }
+            Load::Open { rate, spin_us, .. } => {
+                if !(rate.is_finite() && rate > 0.0 && rate <= MAX_RATE) {
+                    return Err(out_of_range(
+                        "--rate",
+                        rate,
+                        format!("(0, {MAX_RATE}] transactions/s per flow"),
+                    ));
+                }
+                if let Some(us) = spin_us.filter(|us| *us > MAX_SPIN_US) {
+                    return Err(out_of_range("--spin-us", us, format!("0..={MAX_SPIN_US} µs")));
+                }
+            }
+        }
+        Ok(())
+    }
 }
 
 /// What the request/response kinds share: the sizes and the load.
@@ -124,27 +163,7 @@ impl Transactions {
                 rule: "busy-waiting is for the closed loop with one transaction in flight".into(),
             });
         }
-        match self.load {
-            Load::Closed { burst } => {
-                let (max, unit) = max_in_flight;
-                if burst == 0 || burst > max.min(MAX_IN_FLIGHT) {
-                    return Err(out_of_range("--burst", burst, format!("1..={max}{unit}")));
-                }
-            }
-            Load::Open { rate, spin_us, .. } => {
-                if !(rate.is_finite() && rate > 0.0 && rate <= MAX_RATE) {
-                    return Err(out_of_range(
-                        "--rate",
-                        rate,
-                        format!("(0, {MAX_RATE}] transactions/s per flow"),
-                    ));
-                }
-                if let Some(us) = spin_us.filter(|us| *us > MAX_SPIN_US) {
-                    return Err(out_of_range("--spin-us", us, format!("0..={MAX_SPIN_US} µs")));
-                }
-            }
-        }
-        Ok(())
+        self.load.check(max_in_flight)
     }
 
     /// What a flow's calls may have in flight at once: a burst of the larger
