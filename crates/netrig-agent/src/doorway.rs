@@ -13,7 +13,7 @@ use std::sync::Mutex;
 /// The listeners' tokens (by their index in
 /// `Shared::listeners`); connections still greeting use
 /// their slot index.
-pub(crate) const LISTENERS: [Token; 2] = [Token(usize::MAX), Token(usize::MAX - 2)];
+pub(crate) const LISTENERS: [Token; 2] = [netrig_io::reserved(0), netrig_io::reserved(2)];
 
 /// Starts the accept loop's watch on listener `i` (again).
 pub(crate) fn watch(registry: &Registry, listener: &mio::net::TcpListener, i: usize) -> io::Result<()> {

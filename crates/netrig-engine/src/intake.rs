@@ -59,10 +59,10 @@ impl Arrival {
 pub const READ_AHEAD: usize = 4096;
 
 /// Token of the intake's Waker in a worker's event loop.
-pub const WAKE: Token = Token(usize::MAX - 1);
+pub const WAKE: Token = netrig_io::reserved(1);
 
 /// Token of a lent [`Door`]'s listener in a worker's event loop.
-pub const DOOR: Token = Token(usize::MAX - 3);
+pub const DOOR: Token = netrig_io::reserved(3);
 
 /// Connections a worker accepts from a [`Door`] per wake-up, so that a
 /// flood of them cannot keep it from its own connections.
