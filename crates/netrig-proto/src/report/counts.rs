@@ -20,6 +20,16 @@ use std::marker::PhantomData;
 /// failed.
 pub const FAILURES: &str = "connect_errors";
 
+/// Bounds on what a peer's report may carry in the slot (a kind has a
+/// handful of each): summing goes name by name, so unbounded names from a
+/// hostile peer would cost time as their square. Beyond them a report is
+/// refused, naming the bound.
+pub const MAX_GROUPS: usize = 8;
+/// Counts in one group, at most.
+pub const MAX_COUNTS: usize = 32;
+/// Bytes of a group's or a count's name, at most.
+pub const MAX_NAME_BYTES: usize = 64;
+
 /// Counts by name, in the order the kind gave them.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Counts(Vec<(String, u64)>);
@@ -44,7 +54,8 @@ impl Counts {
     /// Adds `n` to the count of `name` (after the others if it is new).
     pub fn bump(&mut self, name: &str, n: u64) {
         match self.0.iter_mut().find(|(k, _)| k == name) {
-            Some((_, v)) => *v += n,
+            // Saturating: a peer's counts are its own to state, never a panic here.
+            Some((_, v)) => *v = v.saturating_add(n),
             None => self.0.push((name.to_string(), n)),
         }
     }
@@ -57,7 +68,7 @@ impl Counts {
     }
 
     pub fn total(&self) -> u64 {
-        self.0.iter().map(|(_, v)| v).sum()
+        self.0.iter().fold(0u64, |t, (_, v)| t.saturating_add(*v))
     }
 
     pub fn iter(&self) -> impl Iterator<Item = (&str, u64)> {
@@ -125,8 +136,10 @@ impl Serialize for Counts {
     }
 }
 
-/// Reads a JSON object's entries in order, keeping those `keep` takes.
-struct Named<V, F>(F, PhantomData<V>);
+/// Reads a JSON object's entries in order, keeping those `keep` takes: at
+/// most `max` of them (`what` names them in the error), names of at most
+/// [`MAX_NAME_BYTES`].
+struct Named<V, F>(F, usize, &'static str, PhantomData<V>);
 
 impl<'de, V: Deserialize<'de>, T, F: Fn(V) -> Option<T>> Visitor<'de> for Named<V, F> {
     type Value = Vec<(String, T)>;
@@ -136,7 +149,15 @@ impl<'de, V: Deserialize<'de>, T, F: Fn(V) -> Option<T>> Visitor<'de> for Named<
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
         let mut kept = Vec::new();
         while let Some((n, v)) = map.next_entry::<String, V>()? {
-            kept.extend((self.0)(v).map(|t| (n, t)));
+            let Some(t) = (self.0)(v) else { continue };
+            if kept.len() == self.1 || n.len() > MAX_NAME_BYTES {
+                return Err(serde::de::Error::custom(format!(
+                    "a kind's counts: more than {} {} or a name over {MAX_NAME_BYTES} bytes \
+                     (netrig's bound on a report's counts)",
+                    self.1, self.2
+                )));
+            }
+            kept.push((n, t));
         }
         Ok(kept)
     }
@@ -144,7 +165,8 @@ impl<'de, V: Deserialize<'de>, T, F: Fn(V) -> Option<T>> Visitor<'de> for Named<
 
 impl<'de> Deserialize<'de> for Counts {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        d.deserialize_map(Named(Some::<u64>, PhantomData)).map(Counts)
+        d.deserialize_map(Named(Some::<u64>, MAX_COUNTS, "counts in a group", PhantomData))
+            .map(Counts)
     }
 }
 
@@ -156,7 +178,8 @@ impl Serialize for KindCounts {
 }
 
 /// Flattened, it is offered every key its owner does not know: it keeps
-/// those whose value is an object of counts, and passes over the rest (a
+/// those whose value is an object of counts (within [`MAX_COUNTS`]), at most
+/// [`MAX_GROUPS`] of them, and passes over the rest (a
 /// `null` of an older result's `"connect_errors": null`, a field of a later
 /// version).
 impl<'de> Deserialize<'de> for KindCounts {
@@ -171,7 +194,8 @@ impl<'de> Deserialize<'de> for KindCounts {
             Entry::Counts(c) => Some(c),
             Entry::Other(_) => None,
         };
-        d.deserialize_map(Named(counts, PhantomData)).map(KindCounts)
+        d.deserialize_map(Named(counts, MAX_GROUPS, "groups", PhantomData))
+            .map(KindCounts)
     }
 }
 
@@ -208,6 +232,35 @@ mod tests {
         assert!(o.counts.is_empty());
         let o: Owner = serde_json::from_str(r#"{"id":1}"#).unwrap();
         assert!(o.counts.is_empty());
+    }
+
+    /// A hostile peer's report: too many counts or groups, or a long name, is
+    /// refused naming the bound; counts at the top saturate, never panic.
+    #[test]
+    fn a_peers_counts_are_bounded() {
+        // A group of too many counts is not one: passed over, as any other value.
+        let many: String = (0..=MAX_COUNTS)
+            .map(|i| format!("\"c{i}\":1"))
+            .collect::<Vec<_>>()
+            .join(",");
+        let o = serde_json::from_str::<Owner>(&format!(r#"{{"id":1,"g":{{{many}}}}}"#)).unwrap();
+        assert!(o.counts.group("g").is_none());
+        let e =
+            Counts::deserialize(serde_json::from_str::<serde_json::Value>(&format!("{{{many}}}")).unwrap())
+                .unwrap_err();
+        assert!(e.to_string().contains("more than 32 counts in a group"), "{e}");
+        let groups: String = (0..=MAX_GROUPS)
+            .map(|i| format!("\"g{i}\":{{}}"))
+            .collect::<Vec<_>>()
+            .join(",");
+        let e = serde_json::from_str::<Owner>(&format!(r#"{{"id":1,{groups}}}"#)).unwrap_err();
+        assert!(e.to_string().contains("more than 8 groups"), "{e}");
+        let long = "x".repeat(MAX_NAME_BYTES + 1);
+        assert!(serde_json::from_str::<Owner>(&format!(r#"{{"id":1,"{long}":{{"a":1}}}}"#)).is_err());
+        let top = KindCounts::one("g", Counts::of([("a", u64::MAX), ("b", 1)]));
+        let s = KindCounts::sum([&top, &top]);
+        assert_eq!(s.group("g").unwrap().get("a"), u64::MAX);
+        assert_eq!(s.group("g").unwrap().total(), u64::MAX);
     }
 
     #[test]
