@@ -165,6 +165,7 @@ fn every_kind_round_trips() {
             pace,
             reverse: true,
             no_gso: true,
+            datagram: Default::default(),
         }),
         KindSpec::UdpRr(UdpRrSpec {
             transactions: open,
