@@ -300,3 +300,6 @@ impl Iperf3Rx {
         t.clamp(0, i128::from(!STAMP_MARKS)) as u64
     }
 }
+
+#[cfg(test)]
+mod tests;

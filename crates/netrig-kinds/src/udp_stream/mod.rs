@@ -4,6 +4,8 @@
 
 mod datagram;
 mod table;
+#[cfg(test)]
+mod tests;
 mod workload;
 
 pub use workload::UdpStreamWorkload;

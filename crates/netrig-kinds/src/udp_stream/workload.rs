@@ -595,8 +595,9 @@ impl Workload for UdpStreamWorkload {
             received: 0,
             last_receipt: None,
             send_cap: SendCap::of(ctl),
-            // One-way delay, from the instant the run gave (no later than the sender's zero).
-            one_way: (!all_send).then(|| {
+            // One-way delay, from the instant the run gave (no later than the sender's zero);
+            // not from iperf3's stamps, whose clock this end does not know (see `datagram`).
+            one_way: (!all_send && self.datagram.is_netrig()).then(|| {
                 OneWayRecorder::new(
                     now_realtime_ns().saturating_sub(ctl.clock_ref.elapsed().as_nanos() as u64),
                 )
