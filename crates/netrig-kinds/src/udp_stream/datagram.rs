@@ -28,58 +28,10 @@
 
 use netrig_metrics::{SeqTracker, Timing};
 use netrig_proto::datagram::{DatagramHeader, STAMP_MARKS};
+use netrig_proto::iperf3::{UdpHeader, UDP_CONNECT_MSG, UDP_CONNECT_REPLY, UDP_LEGACY_REPLY};
 use netrig_proto::spec::DatagramFormat;
 use netrig_proto::DATA_MAGIC;
 use std::time::Instant;
-
-// TEMP: until the lead's wire module (netrig_proto::iperf3) is on main.
-use temp_iperf3::{UdpHeader, UDP_CONNECT_MSG, UDP_CONNECT_REPLY, UDP_LEGACY_REPLY};
-
-/// TEMP: a private stand-in for `netrig_proto::iperf3`'s UDP part, replaced
-/// by it once merged.
-mod temp_iperf3 {
-    pub const UDP_CONNECT_MSG: [u8; 4] = *b"9876";
-    pub const UDP_CONNECT_REPLY: [u8; 4] = *b"6789";
-    pub const UDP_LEGACY_REPLY: [u8; 4] = [0xb1, 0x68, 0xde, 0x3a];
-    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-    pub struct UdpHeader {
-        pub sec: u32,
-        pub usec: u32,
-        pub seq: u64,
-    }
-    impl UdpHeader {
-        pub fn len(counters64: bool) -> usize {
-            if counters64 {
-                16
-            } else {
-                12
-            }
-        }
-        pub fn encode(&self, buf: &mut [u8], counters64: bool) {
-            buf[0..4].copy_from_slice(&self.sec.to_be_bytes());
-            buf[4..8].copy_from_slice(&self.usec.to_be_bytes());
-            if counters64 {
-                buf[8..16].copy_from_slice(&self.seq.to_be_bytes());
-            } else {
-                buf[8..12].copy_from_slice(&(self.seq as u32).to_be_bytes());
-            }
-        }
-        pub fn decode(buf: &[u8], counters64: bool) -> Option<UdpHeader> {
-            let b = buf.get(..Self::len(counters64))?;
-            let be4 = |i: usize| u32::from_be_bytes([b[i], b[i + 1], b[i + 2], b[i + 3]]);
-            let seq = if counters64 {
-                u64::from_be_bytes(b[8..16].try_into().ok()?)
-            } else {
-                u64::from(be4(8))
-            };
-            Some(UdpHeader {
-                sec: be4(0),
-                usec: be4(4),
-                seq,
-            })
-        }
-    }
-}
 
 /// iperf3's header with the 64-bit counter.
 fn counters64(format: DatagramFormat) -> bool {
@@ -218,10 +170,9 @@ impl Reader {
         let Some(seq) = widen(h.seq, wide, highest) else {
             return Incoming::Stray; // iperf3 counts from 1: 0 is no datagram of its
         };
-        let stamp_ns = u64::from(h.sec) * 1_000_000_000 + u64::from(h.usec) * 1_000;
         Incoming::Data(Datagram {
             seq,
-            sent_ns: self.iperf3.rebase(stamp_ns, rx_ns),
+            sent_ns: self.iperf3.rebase(h.nanos(), rx_ns),
             timing: if own_rx { Timing::Own } else { Timing::Shared },
             one_way: false,
         })

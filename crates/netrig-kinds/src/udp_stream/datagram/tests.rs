@@ -223,7 +223,7 @@ fn real_iperf3_datagrams_are_read_and_counted() {
         // Our own sender's header for the same time and number is iperf3's byte for byte.
         let d = hex(real[1]);
         let h = UdpHeader::decode(&d, counters64(format)).unwrap();
-        let wall = u64::from(h.sec) * 1_000_000_000 + u64::from(h.usec) * 1_000;
+        let wall = h.nanos();
         let ours = iperf3_datagram(format, 0, wall);
         let n = format.header_len() as usize;
         assert_eq!(&ours[..n], &d[..n], "{format:?}");

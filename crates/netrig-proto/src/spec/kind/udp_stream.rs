@@ -2,6 +2,7 @@
 //! client: loss, jitter, reordering, duplicates (iperf3 -u).
 
 use super::{Exchange, KindBounds, KindRules, Transport};
+use crate::iperf3::UdpHeader;
 use crate::spec::{
     out_of_range, Bounds, Direction, Pace, SpecError, MAX_UDP_PAYLOAD, UDP_BATCH, UDP_BUFFER_MAX,
     UDP_HEADER_LEN,
@@ -41,9 +42,8 @@ impl DatagramFormat {
     pub fn header_len(self) -> u32 {
         match self {
             DatagramFormat::Netrig => UDP_HEADER_LEN,
-            // TEMP: netrig_proto::iperf3::UdpHeader::len(false/true) once the wire module is on main.
-            DatagramFormat::Iperf3 => 12,
-            DatagramFormat::Iperf3Counter64 => 16,
+            DatagramFormat::Iperf3 => UdpHeader::len(false) as u32,
+            DatagramFormat::Iperf3Counter64 => UdpHeader::len(true) as u32,
         }
     }
 
