@@ -162,10 +162,11 @@ fn iperf3_stamps_are_rebased_on_the_first_and_far_ones_are_judged() {
     assert_eq!(r.iperf3.rebase(0, ZERO), 0);
 }
 
-/// Datagrams an iperf3 3.21 client sent (`iperf3 -c 127.0.0.1 -u -b 1M -t 1
-/// -l 64`, and with `--udp-counters-64bit`), read off loopback: its UDP
-/// connect message, then its first five datagrams. Its stamps are
-/// CLOCK_MONOTONIC (an uptime of 65,662 s), about 512 µs apart.
+/// Datagrams an iperf3 3.21 client sent to `iperf3 -s` (`iperf3 -c
+/// 127.0.0.1 -u -b 1M -t 1 -l 64`, and with `--udp-counters-64bit`), read
+/// with an AF_PACKET socket on loopback: its UDP connect message, then its
+/// first five datagrams. Its stamps are CLOCK_MONOTONIC (an uptime of
+/// 65,662 s), about 512 µs apart.
 const REAL_32: [&str; 6] = [
     "39383736",
     "0001007e000ee52f0000000108972cc20e0fb81ce033e9bd75ae63f7c0406e49efd276c4e3568025bfef7589a2db9e738342fc66a4f8cc040d33009c9a1aa7da",
