@@ -155,12 +155,12 @@ impl Params {
         let mut put = |k: &str, v: Value| {
             o.insert(k.to_string(), v);
         };
-        if self.udp {
-            put("udp", json!(true));
-        } else if self.sctp {
-            put("sctp", json!(true));
-        } else {
-            put("tcp", json!(true));
+        // The protocol as the caller set it: a client sends one of them;
+        // a server that reads none runs TCP.
+        for (k, on) in [("tcp", self.tcp), ("udp", self.udp), ("sctp", self.sctp)] {
+            if on {
+                put(k, json!(true));
+            }
         }
         put("omit", json!(self.omit));
         if let Some(a) = self.server_affinity {
