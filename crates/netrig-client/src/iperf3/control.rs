@@ -1,0 +1,240 @@
+//! The control connection to an iperf3 server, driving iperf3's client
+//! state machine ([`ClientMachine`]) with a bound on every wait: its set-up
+//! states, a watch over it while the test runs (which sends TEST_END when
+//! this end's window closes), and the results exchange.
+
+use crate::ClientError;
+use netrig_engine::RunControl;
+use netrig_proto::iperf3::{errors, ClientAction, ClientMachine, Control, Iperf3Error, State};
+use std::net::{SocketAddr, TcpStream};
+use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// How long each set-up state, and the results, may take to come.
+pub(crate) const STEP_WAIT: Duration = Duration::from_secs(15);
+
+/// A busy iperf3 server, in words.
+pub(crate) fn busy(addr: SocketAddr) -> ClientError {
+    ClientError::Iperf3 {
+        addr,
+        what: "is busy: it answered ACCESS_DENIED, as iperf3 answers every client while it runs another \
+               client's test; try again when that test is over"
+            .into(),
+    }
+}
+
+/// A server's SERVER_ERROR, in iperf3's own words.
+fn server_error(addr: SocketAddr, code: i32, errno: i32) -> ClientError {
+    let errno = if errno != 0 {
+        format!(" ({})", std::io::Error::from_raw_os_error(errno))
+    } else {
+        String::new()
+    };
+    ClientError::Iperf3 {
+        addr,
+        what: format!(
+            "gave up the test with SERVER_ERROR: iperf3 error {code}, \"{}\"{errno}",
+            errors::describe(code)
+        ),
+    }
+}
+
+/// The control connection and where it is in iperf3's order.
+pub(crate) struct Ctl {
+    pub control: Control<TcpStream>,
+    pub machine: ClientMachine,
+    pub addr: SocketAddr,
+}
+
+impl Ctl {
+    pub fn new(stream: TcpStream, addr: SocketAddr) -> Ctl {
+        Ctl {
+            control: Control::new(stream),
+            machine: ClientMachine::new(),
+            addr,
+        }
+    }
+
+    /// An error of the control connection in words naming the server and
+    /// what was waited for.
+    pub fn failed(&self, e: Iperf3Error, waiting: &str) -> ClientError {
+        let what = if e.is_timeout() {
+            format!(
+                "sent nothing within {} s while netrig waited for {waiting}",
+                STEP_WAIT.as_secs()
+            )
+        } else {
+            format!("(waiting for {waiting}): {e}")
+        };
+        ClientError::Iperf3 {
+            addr: self.addr,
+            what,
+        }
+    }
+
+    /// The server's next state, within [`STEP_WAIT`], through the machine:
+    /// the action it asks for, or the error its refusal or failure is.
+    pub fn next(&mut self, waiting: &str) -> Result<ClientAction, ClientError> {
+        let _ = self.control.get_ref().set_read_timeout(Some(STEP_WAIT));
+        let state = self.control.read_state().map_err(|e| self.failed(e, waiting))?;
+        self.on_state(state, None)
+    }
+
+    /// `state` (with its error numbers, read already, after SERVER_ERROR)
+    /// through the machine.
+    pub fn on_state(&mut self, state: State, error: Option<(i32, i32)>) -> Result<ClientAction, ClientError> {
+        let addr = self.addr;
+        match self.machine.on_server_state(state) {
+            Ok(ClientAction::AccessDenied) => Err(busy(addr)),
+            Ok(ClientAction::ServerError) => {
+                let (code, errno) = match error {
+                    Some(e) => e,
+                    None => {
+                        let _ = self.control.get_ref().set_read_timeout(Some(STEP_WAIT));
+                        self.control
+                            .read_server_error()
+                            .map_err(|e| self.failed(e, "the server's error number"))?
+                    }
+                };
+                Err(server_error(addr, code, errno))
+            }
+            Ok(ClientAction::ServerTerminated) => Err(ClientError::Iperf3 {
+                addr,
+                what: "ended the test (SERVER_TERMINATE: it was stopped)".into(),
+            }),
+            Ok(action) => Ok(action),
+            Err(e) => Err(ClientError::Iperf3 {
+                addr,
+                what: format!("broke iperf3's protocol: {e}"),
+            }),
+        }
+    }
+
+    /// Sends `s`, checked against the order.
+    pub fn send(&mut self, s: State) -> Result<(), ClientError> {
+        let addr = self.addr;
+        self.machine
+            .send(s)
+            .map_err(|e| ClientError::Protocol(e.to_string()))?;
+        let _ = self.control.get_ref().set_write_timeout(Some(STEP_WAIT));
+        self.control.write_state(s).map_err(|e| ClientError::Iperf3 {
+            addr,
+            what: format!("(sending {}): {e}", s.name()),
+        })
+    }
+}
+
+/// What this end's run tells the watch: still running, over, or failed.
+pub(crate) const RUNNING: u8 = 0;
+pub(crate) const OVER: u8 = 1;
+pub(crate) const FAILED: u8 = 2;
+
+/// What the server said after this end's TEST_END (or instead of it).
+pub(crate) struct Answer {
+    pub state: State,
+    /// After SERVER_ERROR: its error number and errno.
+    pub error: Option<(i32, i32)>,
+    /// Whether TEST_END went (CLIENT_TERMINATE otherwise).
+    pub ended: bool,
+}
+
+/// The watch over the control connection while the test runs: it sends
+/// TEST_END at `end_at` (the window's end on this end's clock) or when the
+/// run is over (`local`: a byte count), CLIENT_TERMINATE when it failed,
+/// and gives the run up (`ctl`) when the server speaks or closes first.
+pub(crate) struct Watch {
+    pub stream: TcpStream,
+    pub addr: SocketAddr,
+    pub end_at: Option<Instant>,
+    pub local: Arc<AtomicU8>,
+    pub ctl: Arc<RunControl>,
+}
+
+impl Watch {
+    /// Runs until the server's first state after TEST_END (bounded by
+    /// [`STEP_WAIT`] after it), or until it fails.
+    pub fn run(self) -> Result<Answer, ClientError> {
+        let addr = self.addr;
+        let fail = |what: String| ClientError::Iperf3 { addr, what };
+        let mut control = Control::new(self.stream);
+        let mut sent: Option<(Instant, bool)> = None;
+        loop {
+            let now = Instant::now();
+            let local = self.local.load(Ordering::Relaxed);
+            if sent.is_none() {
+                let (due, state) = match local {
+                    FAILED => (true, State::ClientTerminate),
+                    _ if self.ctl.abort_reason().is_some() => (true, State::ClientTerminate),
+                    OVER => (true, State::TestEnd),
+                    _ => (self.end_at.is_some_and(|e| now >= e), State::TestEnd),
+                };
+                if due {
+                    let _ = control.get_ref().set_write_timeout(Some(STEP_WAIT));
+                    control
+                        .write_state(state)
+                        .map_err(|e| fail(format!("(sending {}): {e}", state.name())))?;
+                    if state == State::ClientTerminate {
+                        return Ok(Answer {
+                            state,
+                            error: None,
+                            ended: false,
+                        });
+                    }
+                    sent = Some((now, true));
+                }
+            }
+            if let Some((at, _)) = sent.filter(|(at, _)| now.duration_since(*at) > STEP_WAIT) {
+                let _ = at;
+                return Err(fail(format!(
+                    "did not answer TEST_END within {} s (no EXCHANGE_RESULTS)",
+                    STEP_WAIT.as_secs()
+                )));
+            }
+            let wait = match (sent, self.end_at) {
+                (None, Some(e)) => e.saturating_duration_since(now).min(Duration::from_millis(50)),
+                _ => Duration::from_millis(50),
+            };
+            let _ = control
+                .get_ref()
+                .set_read_timeout(Some(wait.max(Duration::from_millis(1))));
+            match control.read_state() {
+                Ok(state) => {
+                    let error = if state == State::ServerError {
+                        let _ = control.get_ref().set_read_timeout(Some(STEP_WAIT));
+                        Some(control.read_server_error().map_err(|e| fail(format!("{e}")))?)
+                    } else {
+                        None
+                    };
+                    if sent.is_none() {
+                        self.ctl.abort(format!(
+                            "the iperf3 server at {addr} sent {} during the test",
+                            state.name()
+                        ));
+                    }
+                    return Ok(Answer {
+                        state,
+                        error,
+                        ended: sent.is_some(),
+                    });
+                }
+                Err(e) if e.is_timeout() => {}
+                Err(e) => {
+                    let why = format!("the iperf3 server at {addr}: the control connection failed: {e}");
+                    self.ctl.abort(why.clone());
+                    return Err(ClientError::Test(why));
+                }
+            }
+        }
+    }
+}
+
+impl Ctl {
+    /// A state in the machine's order that is not the one this end waits for.
+    pub fn out_of_order(&self, got: ClientAction) -> ClientError {
+        ClientError::Iperf3 {
+            addr: self.addr,
+            what: format!("broke iperf3's order: {got:?} where netrig waited for another state"),
+        }
+    }
+}
