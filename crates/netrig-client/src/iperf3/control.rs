@@ -140,60 +140,85 @@ pub(crate) struct Answer {
 }
 
 /// The watch over the control connection while the test runs: it sends
-/// TEST_END at `end_at` (the window's end on this end's clock) or when the
-/// run is over (`local`: a byte count), CLIENT_TERMINATE when it failed,
-/// and gives the run up (`ctl`) when the server speaks or closes first.
+/// TEST_END once the test is over here (`end_at`, the window's end on this
+/// end's clock, and every TCP stream this end sends shut down by its worker;
+/// or, without `end_at`, when the run is over: `local`), CLIENT_TERMINATE
+/// when the run failed, and gives the run up (`ctl`) when the server speaks
+/// or closes first. iperf3's server closes its streams on TEST_END, so a
+/// sender still writing would be reset; what it sends stops at TEST_END, so
+/// this end's receivers' window has closed by then.
 pub(crate) struct Watch {
     pub stream: TcpStream,
     pub addr: SocketAddr,
     pub end_at: Option<Instant>,
+    /// This end's sending TCP streams (second handles on them).
+    pub senders: Vec<TcpStream>,
     pub local: Arc<AtomicU8>,
     pub ctl: Arc<RunControl>,
 }
 
+/// The longest the watch waits, once the window is over, for this end's
+/// senders to have shut their streams down.
+const SENDERS_WAIT: Duration = Duration::from_secs(2);
+
 impl Watch {
+    /// What to send now, if anything: TEST_END, CLIENT_TERMINATE, or nothing yet.
+    fn due(&self, now: Instant) -> Option<State> {
+        let local = self.local.load(Ordering::Relaxed);
+        if local == FAILED || self.ctl.abort_reason().is_some() {
+            return Some(State::ClientTerminate);
+        }
+        if local == OVER {
+            return Some(State::TestEnd);
+        }
+        let end = self.end_at?;
+        if now < end {
+            return None;
+        }
+        // ESTABLISHED (1) until the worker's shutdown(2) sends its FIN.
+        let writing = |s: &TcpStream| {
+            use std::os::fd::AsFd;
+            netrig_metrics::tcp_info::tcp_info(s.as_fd()).is_ok_and(|t| t.state == 1)
+        };
+        let waited = now.duration_since(end) > SENDERS_WAIT;
+        (waited || !self.senders.iter().any(writing)).then_some(State::TestEnd)
+    }
+
     /// Runs until the server's first state after TEST_END (bounded by
     /// [`STEP_WAIT`] after it), or until it fails.
     pub fn run(self) -> Result<Answer, ClientError> {
         let addr = self.addr;
         let fail = |what: String| ClientError::Iperf3 { addr, what };
-        let mut control = Control::new(self.stream);
-        let mut sent: Option<(Instant, bool)> = None;
+        let mut control = Control::new(self.stream.try_clone().map_err(|e| fail(e.to_string()))?);
+        let mut sent: Option<Instant> = None;
         loop {
             let now = Instant::now();
-            let local = self.local.load(Ordering::Relaxed);
-            if sent.is_none() {
-                let (due, state) = match local {
-                    FAILED => (true, State::ClientTerminate),
-                    _ if self.ctl.abort_reason().is_some() => (true, State::ClientTerminate),
-                    OVER => (true, State::TestEnd),
-                    _ => (self.end_at.is_some_and(|e| now >= e), State::TestEnd),
-                };
-                if due {
-                    let _ = control.get_ref().set_write_timeout(Some(STEP_WAIT));
-                    control
-                        .write_state(state)
-                        .map_err(|e| fail(format!("(sending {}): {e}", state.name())))?;
-                    if state == State::ClientTerminate {
-                        return Ok(Answer {
-                            state,
-                            error: None,
-                            ended: false,
-                        });
-                    }
-                    sent = Some((now, true));
+            if let Some(state) = self.due(now).filter(|_| sent.is_none()) {
+                let _ = control.get_ref().set_write_timeout(Some(STEP_WAIT));
+                control
+                    .write_state(state)
+                    .map_err(|e| fail(format!("(sending {}): {e}", state.name())))?;
+                if state == State::ClientTerminate {
+                    return Ok(Answer {
+                        state,
+                        error: None,
+                        ended: false,
+                    });
                 }
+                sent = Some(now);
             }
-            if let Some((at, _)) = sent.filter(|(at, _)| now.duration_since(*at) > STEP_WAIT) {
-                let _ = at;
+            if sent.is_some_and(|at| now.duration_since(at) > STEP_WAIT) {
                 return Err(fail(format!(
                     "did not answer TEST_END within {} s (no EXCHANGE_RESULTS)",
                     STEP_WAIT.as_secs()
                 )));
             }
+            // Short waits: the window's end, the senders' shutdown and this
+            // end's failure are seen within a millisecond or two.
             let wait = match (sent, self.end_at) {
-                (None, Some(e)) => e.saturating_duration_since(now).min(Duration::from_millis(50)),
-                _ => Duration::from_millis(50),
+                (None, Some(e)) if e > now => (e - now).min(Duration::from_millis(20)),
+                (None, _) => Duration::from_millis(1),
+                (Some(_), _) => Duration::from_millis(50),
             };
             let _ = control
                 .get_ref()

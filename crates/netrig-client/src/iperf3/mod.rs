@@ -234,13 +234,22 @@ impl Test<'_> {
             }
         };
         let local = Arc::new(AtomicU8::new(control::RUNNING));
+        let senders = flows
+            .iter()
+            .filter(|f| f.role == netrig_proto::report::Role::Sender)
+            .filter_map(|f| f.socket.tcp().ok()?.try_clone().ok())
+            .collect();
         let watch = Watch {
             stream: c.control.get_ref().try_clone().map_err(crate::run::proto_err)?,
             addr: c.addr,
+            // A UDP sender's datagrams after the window would meet the
+            // server's closed socket: TEST_END once they have stopped.
             end_at: match spec.limit {
+                Limit::Duration { .. } if self.shape.udp && !self.shape.server_sends => None,
                 Limit::Duration { seconds } => Some(start + Duration::from_secs_f64(seconds)),
                 Limit::Bytes { .. } => None,
             },
+            senders,
             local: local.clone(),
             ctl: ctl.clone(),
         };

@@ -5,7 +5,7 @@
 use super::UdpStreamConfig;
 use netrig_proto::Direction;
 use netrig_report::table::{
-    details, interval_lead, mbps, one_way_lines, opt, stream_interval_rows, title, Layout,
+    details, interval_lead, mbps, one_way_lines, opt, remote_end, stream_interval_rows, title, Layout,
 };
 use netrig_report::{IntervalFlow, IntervalResult, IntervalUdp, Spread, TestResult};
 use std::fmt::Write;
@@ -54,9 +54,9 @@ fn render_udp(r: &TestResult) -> String {
             0,
             mbps(d.sender_throughput_bps),
             if d.direction == Direction::Tx {
-                "client"
+                "client".to_string()
             } else {
-                "agent"
+                remote_end(r)
             }
         );
         let _ = writeln!(
@@ -69,9 +69,9 @@ fn render_udp(r: &TestResult) -> String {
             "",
             mbps(d.throughput_bps),
             if d.direction == Direction::Tx {
-                "agent"
+                remote_end(r)
             } else {
-                "client"
+                "client".to_string()
             }
         );
     }
