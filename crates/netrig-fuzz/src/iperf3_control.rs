@@ -43,9 +43,7 @@ pub fn run(data: &[u8]) {
 /// The agent's side: what it sends moves its machine; what it reads is the input.
 fn as_server(c: &mut Control<Cursor<Vec<u8>>>) {
     let mut m = ServerMachine::new();
-    for s in [State::ParamExchange] {
-        m.send(s).expect("the first state");
-    }
+    m.send(State::ParamExchange).expect("the first state");
     let Ok(json) = c.read_json(MAX_PARAMS_JSON) else {
         return;
     };
