@@ -182,6 +182,42 @@ pub(crate) fn sent_only(plan: &[Direction], s: &IntervalSample) -> IntervalSampl
     }
 }
 
+/// The jitter of the UDP streams the server received: iperf3 reports RFC
+/// 3550's running jitter, which the result carries as such; netrig's mean
+/// |D| it does not report, so that is withheld, saying so.
+fn server_jitter(result: &mut TestResult, streams: &[ReportedStream]) {
+    const WHY: &str =
+        "not reported: iperf3's server reports RFC 3550's running jitter only (jitter_rfc3550_us, \
+                       the server's report), not the mean |D| netrig measures";
+    let mut weighted = (0.0, 0u64);
+    let mut all_reported = true;
+    for f in &mut result.flows {
+        let Some(u) = f.udp.as_mut() else { continue };
+        let reported = (f.direction == Direction::Tx)
+            .then(|| streams.iter().find(|s| s.flow == f.id))
+            .flatten();
+        let Some(s) = reported else {
+            all_reported = false;
+            continue;
+        };
+        u.jitter_us = None;
+        u.jitter_rfc3550_us = Some(s.jitter_ms * 1e3);
+        u.jitter_withheld = Some(WHY.into());
+        weighted.0 += s.jitter_ms * 1e3 * u.received_datagrams as f64;
+        weighted.1 += u.received_datagrams;
+    }
+    if let Some(u) = result
+        .summary
+        .udp
+        .as_mut()
+        .filter(|_| all_reported && weighted.1 > 0)
+    {
+        u.jitter_us = None;
+        u.jitter_rfc3550_us = Some(weighted.0 / weighted.1 as f64);
+        u.jitter_withheld = Some(WHY.into());
+    }
+}
+
 /// What the result leaves out of the remote end, and why.
 const WITHHELD: [&str; 5] = [
     "the server's TCP_INFO (iperf3 reports none of its sockets' state)",
@@ -199,7 +235,7 @@ pub(crate) fn mark(
     stream_ids: &BTreeMap<u32, i32>,
     chosen: Chosen,
 ) {
-    let streams = stream_ids
+    let streams: Vec<ReportedStream> = stream_ids
         .iter()
         .filter_map(|(flow, sid)| {
             let s = theirs.stream(*sid)?;
@@ -216,6 +252,7 @@ pub(crate) fn mark(
             })
         })
         .collect();
+    server_jitter(result, &streams);
     let cpu_said = format!(
         "reported by the iperf3 server: {:.1}% ({:.1}% user, {:.1}% system) of its process, by getrusage(2)",
         theirs.cpu_util_total, theirs.cpu_util_user, theirs.cpu_util_system

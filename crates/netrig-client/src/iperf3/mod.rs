@@ -65,6 +65,7 @@ pub fn run(
     ctl: Arc<RunControl>,
     observer: &mut dyn FnMut(&IntervalResult),
 ) -> Result<TestResult, ClientError> {
+    let spec = &params::iperf3_spec(spec);
     let params = params::of(spec, opts.server_output)?;
     opts.local
         .validate("-s/--local-sockbuf")

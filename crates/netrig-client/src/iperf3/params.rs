@@ -3,6 +3,7 @@
 
 use crate::ClientError;
 use netrig_proto::iperf3::Params;
+use netrig_proto::spec::kind::DatagramFormat;
 use netrig_proto::spec::{KindSpec, Limit, StreamOptions, Transport};
 use netrig_proto::{Direction, TestSpec};
 
@@ -163,10 +164,31 @@ fn stream_options(p: &mut Params, s: &StreamOptions, shape: Shape) -> Result<(),
     Ok(())
 }
 
-/// udp-stream's datagrams: iperf3's header, as the spec's `datagram` asks.
-fn udp_datagrams(_p: &mut Params, _spec: &TestSpec) -> Result<(), ClientError> {
-    Err(refuse(
-        "udp-stream",
-        "netrig's udp-stream does not yet send iperf3's datagram header",
-    ))
+/// udp-stream's datagrams: iperf3's header, as the spec's `datagram` asks
+/// ([`iperf3_spec`] sets it).
+fn udp_datagrams(p: &mut Params, spec: &TestSpec) -> Result<(), ClientError> {
+    match &spec.test {
+        KindSpec::UdpStream(u) if u.datagram == DatagramFormat::Iperf3 => Ok(()),
+        KindSpec::UdpStream(u) if u.datagram == DatagramFormat::Iperf3Counter64 => {
+            p.udp_counters_64bit = true;
+            Ok(())
+        }
+        _ => Err(refuse(
+            "udp-stream",
+            "an iperf3 server reads iperf3's datagram header, not netrig's",
+        )),
+    }
+}
+
+/// `spec` as it runs against an iperf3 server: udp-stream's datagrams
+/// carry iperf3's header (its 32-bit sequence numbers, as iperf3's client
+/// sends without --udp-counters-64bit), which the server reads.
+pub(crate) fn iperf3_spec(spec: &TestSpec) -> TestSpec {
+    let mut spec = spec.clone();
+    if let KindSpec::UdpStream(u) = &mut spec.test {
+        if u.datagram == DatagramFormat::Netrig {
+            u.datagram = DatagramFormat::Iperf3;
+        }
+    }
+    spec
 }

@@ -91,6 +91,16 @@ fn render_udp(r: &TestResult) -> String {
                 u.jitter_rfc3550_us.unwrap_or(0.0)
             );
         }
+        // An iperf3 server's report: RFC 3550's J alone.
+        (None, why) if r.peer.is_some() && u.jitter_rfc3550_us.is_some() => {
+            let _ = writeln!(
+                out,
+                "jitter: RFC 3550's J {:.1} us {} (mean |D| {})",
+                u.jitter_rfc3550_us.unwrap_or_default(),
+                netrig_report::table::REPORTED,
+                why.as_deref().unwrap_or("not measured")
+            );
+        }
         (None, why) => {
             let _ = writeln!(out, "jitter: {}", why.as_deref().unwrap_or("not measured"));
         }
