@@ -13,6 +13,10 @@ use std::time::{Duration, Instant};
 
 /// How long each set-up state, and the results, may take to come.
 pub(crate) const STEP_WAIT: Duration = Duration::from_secs(15);
+/// How long the client waits, after IPERF_DONE, for the server to close.
+const CLOSE_WAIT: Duration = Duration::from_secs(2);
+/// How long the client gives a server that has closed to listen again.
+const RELISTEN_PAUSE: Duration = Duration::from_millis(100);
 
 /// A busy iperf3 server, in words.
 pub(crate) fn busy(addr: SocketAddr) -> ClientError {
@@ -109,6 +113,33 @@ impl Ctl {
                 what: format!("broke iperf3's protocol: {e}"),
             }),
         }
+    }
+
+    /// After IPERF_DONE: waits (bounded) for the server to close its end,
+    /// which it does once it has taken the test down, closes this one, and
+    /// gives it [`RELISTEN_PAUSE`] to listen again: iperf3's server closes
+    /// its listening socket after each test and opens it anew, so a test
+    /// that followed at once (a sweep's next point) would be refused, or
+    /// answered ACCESS_DENIED by a server still taking the last one down.
+    pub fn close(&mut self) {
+        use std::io::Read;
+        let mut s = self.control.get_ref();
+        let until = Instant::now() + CLOSE_WAIT;
+        let mut buf = [0u8; 256];
+        let mut read = 0usize;
+        while let Some(left) = until
+            .checked_duration_since(Instant::now())
+            .filter(|d| !d.is_zero())
+        {
+            let _ = s.set_read_timeout(Some(left));
+            match s.read(&mut buf) {
+                // What a server says after IPERF_DONE is nothing netrig reads; a bounded amount is let by.
+                Ok(n) if n > 0 && read < 64 * 1024 => read += n,
+                _ => break,
+            }
+        }
+        let _ = s.shutdown(std::net::Shutdown::Both);
+        std::thread::sleep(RELISTEN_PAUSE);
     }
 
     /// Sends `s`, checked against the order.

@@ -324,6 +324,7 @@ impl Test<'_> {
             ClientAction::Display => c.send(State::IperfDone)?,
             got => return Err(c.out_of_order(got)),
         }
+        c.close();
         Ok(theirs)
     }
 
