@@ -1,5 +1,8 @@
 //! One control connection and the tests run over it.
 
+use crate::link::{
+    connect_socket, open_datagrams, open_stream, proto_err, shown, ClientOptions, Measured, FIRST_REPLY_RTTS,
+};
 use crate::ClientError;
 use netrig_engine::runner::{run_side, RunControl, RunPlan, SideFlows};
 use netrig_engine::sockopt::SocketSettings;
@@ -18,12 +21,11 @@ use netrig_proto::{
 };
 use netrig_report::NewConfig;
 use netrig_report::{
-    assemble, merge_interval, AgentInfo, IntervalResult, RunInfo, Side, SocketOptions, TestConfig, TestResult,
+    assemble, merge_interval, AgentInfo, IntervalResult, RunInfo, Side, TestConfig, TestResult,
 };
-use socket2::Socket;
 use std::collections::BTreeMap;
 use std::io::{self, Read, Write};
-use std::net::{IpAddr, SocketAddr, TcpStream, UdpSocket};
+use std::net::{SocketAddr, TcpStream, UdpSocket};
 use std::sync::mpsc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -35,47 +37,11 @@ pub(crate) const AGENT_FRAME_LIMIT: usize = 64 << 20;
 const WELCOME_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long a peer may say nothing at all after the preamble before the
 /// client gives up on it (iperf3's server and netserver say nothing):
-/// this, plus [`FIRST_REPLY_RTTS`] times the time the connection took to
+/// this, plus [`FIRST_REPLY_RTTS`](crate::link::FIRST_REPLY_RTTS) times the time the connection took to
 /// open, at most [`WELCOME_TIMEOUT`]. A netrig agent answers at once:
 /// measured on loopback, 0.2 ms idle, at most 0.3 s on a host of two CPUs
 /// at a load of 74 (docs/PROTOCOL.md, "Not an agent").
 pub(crate) const FIRST_REPLY_MIN: Duration = Duration::from_secs(3);
-/// Round trips (the connection's opening) added to [`FIRST_REPLY_MIN`]: a
-/// slow path's agent is not silent.
-pub(crate) const FIRST_REPLY_RTTS: u32 = 4;
-
-/// The client's side of the options.
-#[derive(Debug, Clone)]
-pub struct ClientOptions {
-    /// `-H` as given, for messages and the result; `None` for the embedded agent.
-    pub host: Option<String>,
-    pub port: u16,
-    pub family: crate::Family,
-    /// `--bind`: local address of every connection.
-    pub bind: Option<IpAddr>,
-    /// Options on this end's data sockets.
-    pub local: SocketSettings,
-    pub connect_timeout: Duration,
-    /// `--cpus`: pin this end's worker i to `cpus[i % len]`.
-    pub cpus: Option<Vec<u32>>,
-    /// The kind sizes its datagrams for the path ([`netrig_kinds::Kind::fit_to_path`]:
-    /// udp-stream without `-m`): to [`Client::default_udp_size`] instead of
-    /// the spec's size, and the result says so (`config.message_size_default`).
-    pub udp_size_default: bool,
-    /// This client's key (`--key`) and the agent's to expect (`--agent-key`).
-    pub auth: netrig_proto::auth::ClientAuth,
-    /// `--start-at`: once set up (connections open, the agent ready), send `go` at this wall-clock
-    /// instant, so that several clients begin together (a lab plan's `clients`); waited for
-    /// [`MAX_START_WAIT`] at most. Past: at once.
-    pub start_at: Option<std::time::SystemTime>,
-    /// What the server is (`--peer`): `Auto` probes for an iperf3 server
-    /// (only for a kind that can run against one; the caller passes
-    /// `Netrig` for the others); `Iperf3` is not connected through [`Client`].
-    pub peer: netrig_report::model::peer::Peer,
-    /// Ask an iperf3 server for its own output (`--get-server-output`).
-    pub server_output: bool,
-}
-
 /// The longest a client waits for its `--start-at` once set up (the agent waits for `go` for
 /// its set-up timeout, 30 s by default).
 pub const MAX_START_WAIT: Duration = Duration::from_secs(10);
@@ -103,45 +69,6 @@ pub struct Client {
     /// Whether the welcome said the agent's clock at all (an agent that says
     /// nothing of it is taken for an older one, and not probed).
     agent_clock: bool,
-}
-
-/// A connection to the agent at `addr` over `transport` (TCP for the
-/// control connection, the test's own for data), `before` applied to its
-/// socket before it connects.
-pub(crate) fn connect_socket(
-    addr: SocketAddr,
-    opts: &ClientOptions,
-    transport: Transport,
-    before: impl FnOnce(&Socket) -> Result<(), ClientError>,
-) -> Result<TcpStream, ClientError> {
-    let sock = transport::socket(transport, addr).map_err(|error| {
-        match transport::unsupported(transport, "client", &error) {
-            Some(said) => ClientError::Option(said),
-            None => ClientError::Connect { addr, error },
-        }
-    })?;
-    before(&sock)?;
-    if let Some(ip) = opts.bind {
-        if ip.is_ipv4() != addr.is_ipv4() {
-            return Err(ClientError::Option(format!(
-                "--bind {ip} is not of the same address family as the agent's address {addr} (use -4 or -6)"
-            )));
-        }
-        sock.bind(&netrig_engine::addr::local_for(ip, addr).into())
-            .map_err(|e| ClientError::Option(format!("--bind {ip}: {e}{}", link_local_hint(ip, addr))))?;
-    }
-    let secs = opts.connect_timeout.as_secs();
-    match sock.connect_timeout(&addr.into(), opts.connect_timeout) {
-        Ok(()) => Ok(sock.into()),
-        Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => Err(ClientError::Refused {
-            addr,
-            port: addr.port(),
-        }),
-        Err(e) if matches!(e.kind(), io::ErrorKind::TimedOut | io::ErrorKind::WouldBlock) => {
-            Err(ClientError::ConnectTimeout { addr, secs })
-        }
-        Err(error) => Err(ClientError::Connect { addr, error }),
-    }
 }
 
 /// Waits at most `wait` for the first byte of the peer's answer to the
@@ -255,17 +182,6 @@ pub(crate) fn shown_bytes(b: &[u8]) -> String {
     } else {
         let hex: Vec<String> = b.iter().map(|x| format!("{x:02x}")).collect();
         format!("the bytes {}", hex.join(" "))
-    }
-}
-
-/// Why a link-local `--bind` may fail: it takes the scope of the agent's
-/// address, which must be on the same link.
-fn link_local_hint(ip: IpAddr, agent: SocketAddr) -> &'static str {
-    match (ip, agent) {
-        (IpAddr::V6(v6), SocketAddr::V6(a)) if netrig_engine::addr::needs_scope(&v6) && a.scope_id() == 0 => {
-            " (a link-local --bind takes the interface of the agent's address: give -H as fe80::...%eth0)"
-        }
-        _ => "",
     }
 }
 
@@ -403,10 +319,6 @@ fn hello_answered(
             "the agent at {addr} did not answer the hello: {e}"
         ))),
     }
-}
-
-pub(crate) fn proto_err(e: impl std::fmt::Display) -> ClientError {
-    ClientError::Protocol(e.to_string())
 }
 
 impl Client {
@@ -568,82 +480,6 @@ impl Client {
         })?;
         Ok(udp)
     }
-}
-
-/// A long-lived TCP data connection to `addr` with `opts`' local socket
-/// options, `greeting` (a netrig data hello, an iperf3 cookie) sent first;
-/// `either_parity`: past the point where connect(2) would scan every port of
-/// one parity first ([`sockopt::either_port_parity`]).
-pub(crate) fn open_stream(
-    addr: SocketAddr,
-    opts: &ClientOptions,
-    greeting: &[u8],
-    either_parity: bool,
-) -> Result<TcpStream, ClientError> {
-    let transport = opts.local.tcp().transport();
-    let mut s = connect_socket(addr, opts, transport, |sock| {
-        if either_parity {
-            sockopt::either_port_parity(sock);
-        }
-        sockopt::apply_before_connect(sock, &opts.local, "-s/--local-sockbuf")
-            .map_err(|e| ClientError::Option(format!("local {e}")))
-    })?;
-    s.write_all(greeting)
-        .map_err(|error| ClientError::Connect { addr, error })?;
-    sockopt::apply_connected(&s, &opts.local, false, "-s/--local-sockbuf")
-        .map_err(|e| ClientError::Option(format!("local {e}")))?;
-    Ok(s)
-}
-
-/// A UDP flow's socket: bound like the TCP ones, connected to `addr`,
-/// refused when `datagram` cannot pass the path (`flag` names the option
-/// that set its size).
-pub(crate) fn open_datagrams(
-    addr: SocketAddr,
-    opts: &ClientOptions,
-    datagram: u32,
-    flag: &str,
-) -> Result<UdpSocket, ClientError> {
-    let sock =
-        transport::socket(Transport::Udp, addr).map_err(|error| ClientError::Connect { addr, error })?;
-    sockopt::apply_before_connect(
-        &sock,
-        &SocketSettings {
-            mss: None,
-            ..opts.local.clone()
-        },
-        "-s/--local-sockbuf",
-    )
-    .map_err(|e| ClientError::Option(format!("local {e}")))?;
-    let local = netrig_engine::addr::local_for(
-        opts.bind.unwrap_or(if addr.is_ipv4() {
-            IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED)
-        } else {
-            IpAddr::V6(std::net::Ipv6Addr::UNSPECIFIED)
-        }),
-        addr,
-    );
-    sock.bind(&local.into())
-        .map_err(|e| ClientError::Option(format!("--bind {}: {e}", local.ip())))?;
-    // Do not fragment: a datagram too large for the path is an error, not a silent split.
-    let _ = sockopt::set_dont_fragment(&sock, addr.is_ipv6());
-    sock.connect(&addr.into())
-        .map_err(|error| ClientError::Connect { addr, error })?;
-    // The route's MTU is known once connected: refuse datagrams that cannot pass it.
-    let overhead = sockopt::udp_overhead(addr.is_ipv6());
-    if let Some(mtu) = sockopt::path_mtu(&sock, addr.is_ipv6()).filter(|m| *m > overhead) {
-        if datagram > mtu - overhead {
-            return Err(ClientError::Option(format!(
-                "{flag} {datagram}: the datagram is larger than the path to {addr} allows (MTU {mtu}: at most {} \
-                 bytes of UDP payload, and netrig does not fragment); use a smaller {flag}",
-                mtu - overhead
-            )));
-        }
-    }
-    let udp: UdpSocket = sock.into();
-    sockopt::apply_connected(&udp, &opts.local, false, "-s/--local-sockbuf")
-        .map_err(|e| ClientError::Option(format!("local {e}")))?;
-    Ok(udp)
 }
 
 impl Client {
@@ -1075,48 +911,6 @@ struct LocalRun<'c> {
     reader: std::thread::JoinHandle<()>,
 }
 
-/// What this end measured of a test, and what it read of its host around it.
-pub(crate) struct Measured<'m> {
-    pub(crate) outcome: &'m netrig_engine::runner::SideOutcome,
-    /// The buffers `-s` asked for.
-    pub(crate) requested: BufPair,
-    /// Each flow's buffers and options read back at set-up.
-    pub(crate) setup_info: &'m BTreeMap<u32, (BufPair, AppliedOptions)>,
-    pub(crate) counters: Option<CounterReport>,
-    pub(crate) environment: netrig_proto::report::measure::Environment,
-}
-
-impl Measured<'_> {
-    /// This end's report of `spec`'s run; `clocks`: how its one-way delay
-    /// reads the two ends' clocks.
-    pub(crate) fn report(self, spec: &TestSpec, clocks: ClockCheck) -> SideReport {
-        let outcome = self.outcome;
-        let one_way = outcome.one_way.clone().map(|mut o| {
-            o.clocks = clocks;
-            o
-        });
-        SideReport {
-            flows: outcome
-                .flows
-                .iter()
-                .map(|f| f.report(spec, self.requested, self.setup_info.get(&f.id).cloned()))
-                .collect(),
-            window_s: outcome.window_s,
-            warnings: vec![],
-            cpu: outcome.cpu.clone(),
-            cpu_window_s: outcome.cpu_window_s,
-            workers: outcome.workers.clone(),
-            counters: self.counters,
-            environment: Some(self.environment),
-            latency: outcome.latency.clone(),
-            latency_histogram: outcome.latency_histogram.clone(),
-            schedule: outcome.schedule.clone(),
-            witness: outcome.witness.clone(),
-            one_way,
-        }
-    }
-}
-
 /// A UDP flow's socket (a second handle on it) and its hello.
 type UdpHello = (std::io::Result<UdpSocket>, DataHello);
 
@@ -1420,21 +1214,6 @@ fn clock_check(agent: Option<&AgentClock>, ours: Option<&str>) -> ClockCheck {
         (Some(_), Some(_)) => {
             ClockCheck::NotShared("the ends run on different kernels (their boot ids differ)".into())
         }
-    }
-}
-
-/// Socket settings as the result shows them.
-pub(crate) fn shown(s: &SocketSettings) -> SocketOptions {
-    SocketOptions {
-        sndbuf: s.sndbuf,
-        rcvbuf: s.rcvbuf,
-        tos: s.tos,
-        priority: s.priority,
-        nodelay: s.nodelay,
-        congestion: s.congestion.clone(),
-        mss: s.mss,
-        max_pacing_rate_bps: s.max_pacing_rate_bps,
-        mptcp: s.mptcp,
     }
 }
 

@@ -14,7 +14,7 @@
 //! that answers only after the 29 bytes left (it took them for a frame) is
 //! greeted again on a new connection, without them.
 
-use crate::run::FIRST_REPLY_RTTS;
+use crate::link::FIRST_REPLY_RTTS;
 use crate::ClientError;
 use netrig_proto::iperf3::{State, COOKIE_LEN};
 use netrig_proto::ControlPreamble;

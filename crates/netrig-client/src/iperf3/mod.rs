@@ -20,7 +20,7 @@ mod streams;
 
 pub use detect::Detected;
 
-use crate::run::{connect_socket, shown, ClientOptions, Measured};
+use crate::link::{connect_socket, shown, ClientOptions, Measured};
 use crate::ClientError;
 use control::{Ctl, Watch, FAILED, OVER, STEP_WAIT};
 use netrig_engine::runner::{run_side, RunPlan, SideFlows, SideOutcome};
@@ -241,7 +241,7 @@ impl Test<'_> {
             .filter_map(|f| f.socket.tcp().ok()?.try_clone().ok())
             .collect();
         let watch = Watch {
-            stream: c.control.get_ref().try_clone().map_err(crate::run::proto_err)?,
+            stream: c.control.get_ref().try_clone().map_err(crate::link::proto_err)?,
             addr: c.addr,
             // A UDP sender's datagrams after the window would meet the
             // server's closed socket: TEST_END once they have stopped.

@@ -3,7 +3,7 @@
 //! first, then its receiving ones (the server numbers them as they come,
 //! and results are matched by those numbers).
 
-use crate::run::{open_datagrams, open_stream, ClientOptions};
+use crate::link::{open_datagrams, open_stream, ClientOptions};
 use crate::ClientError;
 use netrig_engine::{sockopt, Flow, FlowSocket};
 use netrig_proto::iperf3::{COOKIE_LEN, UDP_CONNECT_MSG, UDP_CONNECT_REPLY, UDP_LEGACY_REPLY};
