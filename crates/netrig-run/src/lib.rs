@@ -488,7 +488,9 @@ pub fn run_kind(
     {
         return Err(RunError::Cancelled(r));
     }
+    let server_output = local.server_output;
     let mut session = match peer_of(kind, spec, target, &local)? {
+        Peer::Netrig if server_output => return Err(RunError::Option(SERVER_OUTPUT_AGENT.into())),
         Peer::Netrig => Session::open(target, local)?,
         peer => {
             let (addrs, options, embedded) = client_options(target, local, peer)?;
@@ -497,6 +499,10 @@ pub fn run_kind(
                 _ => match Client::connect_peer(&addrs, options.clone())? {
                     Connected::Agent(c) => {
                         let mut session = Session::of(c, embedded);
+                        if server_output {
+                            session.close();
+                            return Err(RunError::Option(SERVER_OUTPUT_AGENT.into()));
+                        }
                         let result = session.run(spec, cancel, on_interval);
                         session.close();
                         return result;
@@ -514,6 +520,11 @@ pub fn run_kind(
     session.close();
     result
 }
+
+/// `--get-server-output` against a netrig agent.
+const SERVER_OUTPUT_AGENT: &str =
+    "--get-server-output asks an iperf3 server for its own output; the server is a \
+                                   netrig agent, whose side the result has measured (see --json)";
 
 /// What the client speaks to `target` for `spec`: `--peer` as asked; auto
 /// probes for an iperf3 server only for a kind one can run (the others

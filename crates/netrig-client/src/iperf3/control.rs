@@ -38,7 +38,7 @@ fn server_error(addr: SocketAddr, code: i32, errno: i32) -> ClientError {
     ClientError::Iperf3 {
         addr,
         what: format!(
-            "gave up the test with SERVER_ERROR: iperf3 error {code}, \"{}\"{errno}",
+            "gave up the test with SERVER_ERROR: {}{errno}",
             errors::describe(code)
         ),
     }

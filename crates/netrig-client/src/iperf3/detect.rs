@@ -119,3 +119,20 @@ pub(crate) fn probe(
         _ => Ok(Probed::Answered(stream)),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// netrig's greeting and the rest make one cookie: 37 bytes, its last a NUL.
+    #[test]
+    fn the_greeting_and_the_rest_make_a_cookie() {
+        let rest = rest_of_cookie();
+        assert_eq!(ControlPreamble::LEN + rest.len(), COOKIE_LEN);
+        assert_eq!(rest[rest.len() - 1], 0);
+        assert!(rest[..rest.len() - 1].iter().all(|c| c.is_ascii_alphanumeric()));
+        // Its first bytes, read by a slow agent as a frame's length, are far over any frame's.
+        let len = u32::from_be_bytes([rest[0], rest[1], rest[2], rest[3]]) as usize;
+        assert!(len > netrig_proto::MAX_CLIENT_FRAME_LEN);
+    }
+}

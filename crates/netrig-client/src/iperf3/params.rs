@@ -192,3 +192,60 @@ pub(crate) fn iperf3_spec(spec: &TestSpec) -> TestSpec {
     }
     spec
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use netrig_proto::spec::{TcpMaertsSpec, UdpStreamSpec};
+
+    fn spec(test: KindSpec) -> TestSpec {
+        TestSpec::new(test, Limit::Duration { seconds: 3.0 })
+    }
+
+    /// netrig's options as iperf3's parameters: the direction, length and sizes.
+    #[test]
+    fn a_spec_becomes_iperf3s_parameters() {
+        let mut s = spec(KindSpec::TcpMaerts(TcpMaertsSpec::default()));
+        s.flows = 4;
+        s.omit_s = 1.0;
+        s.remote.sndbuf = Some(256 * 1024);
+        let p = of(&s, true).unwrap();
+        assert!(p.tcp && p.reverse && !p.bidirectional);
+        assert_eq!((p.parallel, p.time, p.omit), (4, 2, 1));
+        assert_eq!((p.len, p.window), (Some(128 * 1024), Some(256 * 1024)));
+        assert!(p.get_server_output);
+        let u = iperf3_spec(&spec(KindSpec::UdpStream(UdpStreamSpec::default())));
+        let p = of(&u, false).unwrap();
+        assert!(p.udp && !p.reverse && !p.udp_counters_64bit);
+        assert_eq!(p.len, Some(1472));
+    }
+
+    /// What an iperf3 server cannot do is refused, naming the option.
+    #[test]
+    fn what_iperf3_cannot_be_asked_is_refused_by_name() {
+        let mut s = spec(KindSpec::TcpMaerts(TcpMaertsSpec::default()));
+        s.omit_s = 0.5;
+        assert!(of(&s, false)
+            .unwrap_err()
+            .to_string()
+            .starts_with("--omit 0.5 with --peer iperf3"));
+        s.omit_s = 0.0;
+        s.limit = Limit::Bytes { bytes: 1 << 20 };
+        assert!(of(&s, false)
+            .unwrap_err()
+            .to_string()
+            .starts_with("-n/--bytes with --peer iperf3"));
+        let mut s = spec(KindSpec::TcpMaerts(TcpMaertsSpec::default()));
+        s.remote.priority = Some(3);
+        assert!(of(&s, false)
+            .unwrap_err()
+            .to_string()
+            .starts_with("--priority with --peer iperf3"));
+        // netrig's own datagram header is not iperf3's.
+        let u = spec(KindSpec::UdpStream(UdpStreamSpec::default()));
+        assert!(of(&u, false)
+            .unwrap_err()
+            .to_string()
+            .contains("iperf3's datagram header"));
+    }
+}
