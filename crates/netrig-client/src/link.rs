@@ -21,6 +21,15 @@ use std::time::Duration;
 /// first answer: a slow path's agent is not silent.
 pub(crate) const FIRST_REPLY_RTTS: u32 = 4;
 
+/// The datagram size udp-stream uses without `-m` on the path to `addr`
+/// ([`crate::Client::default_udp_size`]).
+pub(crate) fn default_udp_size(addr: SocketAddr, bind: Option<IpAddr>) -> u32 {
+    let mtu = sockopt::path_mtu_to(addr, bind);
+    let size = sockopt::default_udp_payload(mtu, addr.is_ipv6(), netrig_proto::spec::MAX_UDP_PAYLOAD);
+    log::debug!("path MTU to {addr}: {mtu:?}; default datagram size {size}");
+    size
+}
+
 /// The client's side of the options.
 #[derive(Debug, Clone)]
 pub struct ClientOptions {

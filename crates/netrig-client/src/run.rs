@@ -430,11 +430,7 @@ impl Client {
     /// (1472 / 1452 bytes), which is also the size when the MTU is unknown. The
     /// agent's datagrams (-R) take the same path back, so the same size.
     pub fn default_udp_size(&self) -> u32 {
-        let mtu = sockopt::path_mtu_to(self.addr, self.opts.bind);
-        let size =
-            sockopt::default_udp_payload(mtu, self.addr.is_ipv6(), netrig_proto::spec::MAX_UDP_PAYLOAD);
-        log::debug!("path MTU to {}: {mtu:?}; default datagram size {size}", self.addr);
-        size
+        crate::link::default_udp_size(self.addr, self.opts.bind)
     }
 
     /// The agent as messages name it: "the agent at 192.0.2.1:6387", with

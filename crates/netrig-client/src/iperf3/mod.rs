@@ -65,7 +65,16 @@ pub fn run(
     ctl: Arc<RunControl>,
     observer: &mut dyn FnMut(&IntervalResult),
 ) -> Result<TestResult, ClientError> {
-    let spec = &params::iperf3_spec(spec);
+    let kind = netrig_kinds::of(spec);
+    // udp-stream without -m: its datagrams sized for the path, as against an agent.
+    let first = match &how {
+        How::Detected(d) => Some(d.addr),
+        How::Asked => addrs.first().copied(),
+    };
+    let sized = first
+        .filter(|_| opts.udp_size_default)
+        .and_then(|a| kind.fit_to_path(spec, crate::link::default_udp_size(a, opts.bind)));
+    let spec = &params::iperf3_spec(sized.as_ref().unwrap_or(spec));
     let params = params::of(spec, opts.server_output)?;
     opts.local
         .validate("-s/--local-sockbuf")
@@ -92,6 +101,7 @@ pub fn run(
         shape: params::Shape::of(spec),
         cookie,
         chosen,
+        sized: sized.is_some(),
     }
     .run(c, ctl, observer)
 }
@@ -129,6 +139,8 @@ struct Test<'t> {
     shape: params::Shape,
     cookie: [u8; COOKIE_LEN],
     chosen: Chosen,
+    /// udp-stream's datagrams were sized for the path (no `-m`).
+    sized: bool,
 }
 
 /// This end's run: what it measured and its interval samples.
@@ -179,7 +191,13 @@ impl Test<'_> {
         );
         let remote_report = figures::remote_report(spec, c.addr, &theirs, &opened.stream_ids)?;
         let kind = netrig_kinds::of(spec);
-        let config = TestConfig::new(spec, kind.report(), self.run_info(c.addr));
+        let mut config = TestConfig::new(spec, kind.report(), self.run_info(c.addr));
+        if self.sized {
+            config.set_kind_part(&netrig_kinds::UdpStreamConfig {
+                message_size_default: Some(true),
+                ..config.kind_part().unwrap_or_default()
+            });
+        }
         let plan = spec.flow_plan();
         let sent = figures::sent_intervals(&plan, &local.samples);
         let agent = AgentInfo {
