@@ -142,6 +142,19 @@ impl Ctl {
         std::thread::sleep(RELISTEN_PAUSE);
     }
 
+    /// Gives the test up, best effort: CLIENT_TERMINATE, as iperf3's client
+    /// sends when it stops (a server that has gone or closed already is
+    /// not waited for).
+    pub fn terminate(&mut self) {
+        if self.machine.send(State::ClientTerminate).is_ok() {
+            let _ = self
+                .control
+                .get_ref()
+                .set_write_timeout(Some(Duration::from_secs(1)));
+            let _ = self.control.write_state(State::ClientTerminate);
+        }
+    }
+
     /// Sends `s`, checked against the order.
     pub fn send(&mut self, s: State) -> Result<(), ClientError> {
         let addr = self.addr;
@@ -171,13 +184,13 @@ pub(crate) struct Answer {
 }
 
 /// The watch over the control connection while the test runs: it sends
-/// TEST_END once the test is over here (`end_at`, the window's end on this
-/// end's clock, and every TCP stream this end sends shut down by its worker;
-/// or, without `end_at`, when the run is over: `local`), CLIENT_TERMINATE
-/// when the run failed, and gives the run up (`ctl`) when the server speaks
-/// or closes first. iperf3's server closes its streams on TEST_END, so a
-/// sender still writing would be reset; what it sends stops at TEST_END, so
-/// this end's receivers' window has closed by then.
+/// TEST_END once the test is over here (a timed test: at `end_at`, when the
+/// runner takes the window's last sample, once every TCP stream this end
+/// sends has been shut down by its worker; otherwise when the run is over:
+/// `local`), CLIENT_TERMINATE when the run failed, and gives the run up
+/// (`ctl`) when the server speaks or closes first. iperf3's server closes
+/// its streams on TEST_END, so a sender still writing would be reset; what
+/// it sends stops at TEST_END, as this end's window closes.
 pub(crate) struct Watch {
     pub stream: TcpStream,
     pub addr: SocketAddr,
@@ -202,6 +215,8 @@ impl Watch {
         if local == OVER {
             return Some(State::TestEnd);
         }
+        // The window's end on this end's clock, when the runner takes its
+        // last sample: the server stops counting when it reads TEST_END.
         let end = self.end_at?;
         if now < end {
             return None;

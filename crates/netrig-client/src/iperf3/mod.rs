@@ -106,6 +106,24 @@ pub fn run(
     .run(c, ctl, observer)
 }
 
+impl Test<'_> {
+    /// Runs the test on `c`; a failure of this end before the results tells
+    /// the server so (CLIENT_TERMINATE, as iperf3's client), rather than
+    /// leaving it to time out.
+    fn run(
+        self,
+        mut c: Ctl,
+        ctl: Arc<RunControl>,
+        observer: &mut dyn FnMut(&IntervalResult),
+    ) -> Result<TestResult, ClientError> {
+        let result = self.steps(&mut c, ctl, observer);
+        if result.is_err() {
+            c.terminate();
+        }
+        result
+    }
+}
+
 /// Connects to the first address that answers and sends a fresh cookie:
 /// the control connection once the server asked for the parameters.
 fn connect(addrs: &[SocketAddr], opts: &ClientOptions) -> Result<(Ctl, [u8; COOKIE_LEN]), ClientError> {
@@ -124,7 +142,21 @@ fn connect(addrs: &[SocketAddr], opts: &ClientOptions) -> Result<(Ctl, [u8; COOK
             .write_all(&cookie)
             .map_err(|error| ClientError::Connect { addr, error })?;
         let mut c = Ctl::new(stream, addr);
-        match c.next("PARAM_EXCHANGE, its answer to the cookie")? {
+        let _ = c.control.get_ref().set_read_timeout(Some(STEP_WAIT));
+        // A peer that does not answer the cookie with a state is no iperf3 server.
+        let state = c.control.read_state().map_err(|e| ClientError::Iperf3 {
+            addr,
+            what: format!(
+                "did not answer netrig's cookie as an iperf3 server does ({}): check -H and -p, or leave --peer out \
+                 to find out what answers there",
+                if e.is_timeout() {
+                    format!("nothing within {} s", STEP_WAIT.as_secs())
+                } else {
+                    e.to_string()
+                }
+            ),
+        })?;
+        match c.on_state(state, None)? {
             ClientAction::SendParams => return Ok((c, cookie)),
             other => return Err(c.out_of_order(other)),
         }
@@ -150,9 +182,11 @@ struct LocalRun {
 }
 
 impl Test<'_> {
-    fn run(
-        self,
-        mut c: Ctl,
+    /// The test's steps after the parameters: the streams, the run, the
+    /// results exchange, the result.
+    fn steps(
+        &self,
+        c: &mut Ctl,
         ctl: Arc<RunControl>,
         observer: &mut dyn FnMut(&IntervalResult),
     ) -> Result<TestResult, ClientError> {
@@ -167,13 +201,13 @@ impl Test<'_> {
             got if got == want => Ok(()),
             got => Err(c.out_of_order(got)),
         };
-        expect(&mut c, ClientAction::CreateStreams, "CREATE_STREAMS")?;
+        expect(c, ClientAction::CreateStreams, "CREATE_STREAMS")?;
         let opened = streams::open(c.addr, self.opts, spec, &self.cookie, requested)?;
-        expect(&mut c, ClientAction::StartTest, "TEST_START")?;
-        expect(&mut c, ClientAction::Running, "TEST_RUNNING")?;
+        expect(c, ClientAction::StartTest, "TEST_START")?;
+        expect(c, ClientAction::Running, "TEST_RUNNING")?;
         let started_wall = std::time::SystemTime::now();
-        let local = self.run_local(&mut c, opened.flows, &ctl, observer)?;
-        let theirs = self.exchange(&mut c, &local.outcome, &opened.stream_ids)?;
+        let local = self.run_local(c, opened.flows, &ctl, observer)?;
+        let theirs = self.exchange(c, &local.outcome, &opened.stream_ids)?;
         let counters = match (counters_before, netrig_metrics::read_kernel_counters()) {
             (Some(b), Ok(a)) => Some(CounterReport::between(&b, &a, netrig_metrics::read_conntrack())),
             _ => None,
