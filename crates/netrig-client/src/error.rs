@@ -27,6 +27,10 @@ pub enum ClientError {
         how: String,
         advice: &'static str,
     },
+    /// An iperf3 server (`--peer iperf3`, or detected) that refused or
+    /// failed the test, or broke its protocol: `what` says which, in words.
+    #[error("the iperf3 server at {addr} {what}")]
+    Iperf3 { addr: SocketAddr, what: String },
     #[error("{0}")]
     Handshake(String),
     /// `agent` as [`crate::Client::agent_name`] says it.

@@ -3,11 +3,14 @@
 //! runs its own, and merge both reports into one result.
 
 mod error;
+pub mod iperf3;
+mod link;
 mod resolve;
 mod run;
 mod watch;
 
 pub use error::ClientError;
+pub use link::ClientOptions;
 pub use resolve::{resolve, Family};
-pub use run::{Client, ClientOptions, MAX_START_WAIT};
+pub use run::{Client, Connected, MAX_START_WAIT};
 pub use watch::Watching;

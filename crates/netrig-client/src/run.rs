@@ -1,5 +1,8 @@
 //! One control connection and the tests run over it.
 
+use crate::link::{
+    connect_socket, open_datagrams, open_stream, proto_err, shown, ClientOptions, Measured, FIRST_REPLY_RTTS,
+};
 use crate::ClientError;
 use netrig_engine::runner::{run_side, RunControl, RunPlan, SideFlows};
 use netrig_engine::sockopt::SocketSettings;
@@ -18,61 +21,38 @@ use netrig_proto::{
 };
 use netrig_report::NewConfig;
 use netrig_report::{
-    assemble, merge_interval, AgentInfo, IntervalResult, RunInfo, Side, SocketOptions, TestConfig, TestResult,
+    assemble, merge_interval, AgentInfo, IntervalResult, RunInfo, Side, TestConfig, TestResult,
 };
-use socket2::Socket;
 use std::collections::BTreeMap;
 use std::io::{self, Read, Write};
-use std::net::{IpAddr, SocketAddr, TcpStream, UdpSocket};
+use std::net::{SocketAddr, TcpStream, UdpSocket};
 use std::sync::mpsc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// The agent's answers may carry per-flow reports of big tests.
-const AGENT_FRAME_LIMIT: usize = 64 << 20;
+pub(crate) const AGENT_FRAME_LIMIT: usize = 64 << 20;
 
 /// How long the client waits for an agent's welcome after its preamble.
 const WELCOME_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long a peer may say nothing at all after the preamble before the
 /// client gives up on it (iperf3's server and netserver say nothing):
-/// this, plus [`FIRST_REPLY_RTTS`] times the time the connection took to
+/// this, plus [`FIRST_REPLY_RTTS`](crate::link::FIRST_REPLY_RTTS) times the time the connection took to
 /// open, at most [`WELCOME_TIMEOUT`]. A netrig agent answers at once:
 /// measured on loopback, 0.2 ms idle, at most 0.3 s on a host of two CPUs
 /// at a load of 74 (docs/PROTOCOL.md, "Not an agent").
-const FIRST_REPLY_MIN: Duration = Duration::from_secs(3);
-/// Round trips (the connection's opening) added to [`FIRST_REPLY_MIN`]: a
-/// slow path's agent is not silent.
-const FIRST_REPLY_RTTS: u32 = 4;
-
-/// The client's side of the options.
-#[derive(Debug, Clone)]
-pub struct ClientOptions {
-    /// `-H` as given, for messages and the result; `None` for the embedded agent.
-    pub host: Option<String>,
-    pub port: u16,
-    pub family: crate::Family,
-    /// `--bind`: local address of every connection.
-    pub bind: Option<IpAddr>,
-    /// Options on this end's data sockets.
-    pub local: SocketSettings,
-    pub connect_timeout: Duration,
-    /// `--cpus`: pin this end's worker i to `cpus[i % len]`.
-    pub cpus: Option<Vec<u32>>,
-    /// The kind sizes its datagrams for the path ([`netrig_kinds::Kind::fit_to_path`]:
-    /// udp-stream without `-m`): to [`Client::default_udp_size`] instead of
-    /// the spec's size, and the result says so (`config.message_size_default`).
-    pub udp_size_default: bool,
-    /// This client's key (`--key`) and the agent's to expect (`--agent-key`).
-    pub auth: netrig_proto::auth::ClientAuth,
-    /// `--start-at`: once set up (connections open, the agent ready), send `go` at this wall-clock
-    /// instant, so that several clients begin together (a lab plan's `clients`); waited for
-    /// [`MAX_START_WAIT`] at most. Past: at once.
-    pub start_at: Option<std::time::SystemTime>,
-}
-
+pub(crate) const FIRST_REPLY_MIN: Duration = Duration::from_secs(3);
 /// The longest a client waits for its `--start-at` once set up (the agent waits for `go` for
 /// its set-up timeout, 30 s by default).
 pub const MAX_START_WAIT: Duration = Duration::from_secs(10);
+
+/// What answered: a netrig agent, or an iperf3 server (`--peer auto`).
+// One is made per connection: boxing the agent's session would save nothing.
+#[allow(clippy::large_enum_variant)]
+pub enum Connected {
+    Agent(Client),
+    Iperf3(crate::iperf3::Detected),
+}
 
 /// A handshaken control connection to an agent.
 pub struct Client {
@@ -89,45 +69,6 @@ pub struct Client {
     /// Whether the welcome said the agent's clock at all (an agent that says
     /// nothing of it is taken for an older one, and not probed).
     agent_clock: bool,
-}
-
-/// A connection to the agent at `addr` over `transport` (TCP for the
-/// control connection, the test's own for data), `before` applied to its
-/// socket before it connects.
-fn connect_socket(
-    addr: SocketAddr,
-    opts: &ClientOptions,
-    transport: Transport,
-    before: impl FnOnce(&Socket) -> Result<(), ClientError>,
-) -> Result<TcpStream, ClientError> {
-    let sock = transport::socket(transport, addr).map_err(|error| {
-        match transport::unsupported(transport, "client", &error) {
-            Some(said) => ClientError::Option(said),
-            None => ClientError::Connect { addr, error },
-        }
-    })?;
-    before(&sock)?;
-    if let Some(ip) = opts.bind {
-        if ip.is_ipv4() != addr.is_ipv4() {
-            return Err(ClientError::Option(format!(
-                "--bind {ip} is not of the same address family as the agent's address {addr} (use -4 or -6)"
-            )));
-        }
-        sock.bind(&netrig_engine::addr::local_for(ip, addr).into())
-            .map_err(|e| ClientError::Option(format!("--bind {ip}: {e}{}", link_local_hint(ip, addr))))?;
-    }
-    let secs = opts.connect_timeout.as_secs();
-    match sock.connect_timeout(&addr.into(), opts.connect_timeout) {
-        Ok(()) => Ok(sock.into()),
-        Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => Err(ClientError::Refused {
-            addr,
-            port: addr.port(),
-        }),
-        Err(e) if matches!(e.kind(), io::ErrorKind::TimedOut | io::ErrorKind::WouldBlock) => {
-            Err(ClientError::ConnectTimeout { addr, secs })
-        }
-        Err(error) => Err(ClientError::Connect { addr, error }),
-    }
 }
 
 /// Waits at most `wait` for the first byte of the peer's answer to the
@@ -214,7 +155,7 @@ fn port_note(port: u16) -> String {
 }
 
 /// Reads up to `max` bytes, until the peer closes, pauses for `wait` or ends a line.
-fn read_some(mut stream: &TcpStream, max: usize, wait: Duration) -> Vec<u8> {
+pub(crate) fn read_some(mut stream: &TcpStream, max: usize, wait: Duration) -> Vec<u8> {
     let deadline = Instant::now() + wait;
     let mut got = Vec::new();
     let mut buf = [0u8; 64];
@@ -235,7 +176,7 @@ fn read_some(mut stream: &TcpStream, max: usize, wait: Duration) -> Vec<u8> {
 
 /// A peer's bytes as a message shows them: printable ASCII quoted (line ends
 /// escaped), anything else in hex.
-fn shown_bytes(b: &[u8]) -> String {
+pub(crate) fn shown_bytes(b: &[u8]) -> String {
     if b.iter().all(|c| c.is_ascii_graphic() || b" \t\r\n".contains(c)) {
         format!("{:?}", String::from_utf8_lossy(b))
     } else {
@@ -244,21 +185,21 @@ fn shown_bytes(b: &[u8]) -> String {
     }
 }
 
-/// Why a link-local `--bind` may fail: it takes the scope of the agent's
-/// address, which must be on the same link.
-fn link_local_hint(ip: IpAddr, agent: SocketAddr) -> &'static str {
-    match (ip, agent) {
-        (IpAddr::V6(v6), SocketAddr::V6(a)) if netrig_engine::addr::needs_scope(&v6) && a.scope_id() == 0 => {
-            " (a link-local --bind takes the interface of the agent's address: give -H as fe80::...%eth0)"
-        }
-        _ => "",
-    }
+/// What answered netrig's greeting.
+pub(crate) enum Greeted {
+    /// A peer whose first byte may start a netrig frame: the connection,
+    /// and when the greeting left.
+    Agent(FramedConn, Instant),
+    /// An iperf3 server (`--peer auto`), its connection past the cookie.
+    Iperf3(crate::iperf3::Detected),
 }
 
-/// Opens the control connection to `addr` and sends netrig's greeting: the
-/// connection, once the peer's first byte may start a netrig frame, and
-/// when the greeting left.
-fn greet(addr: SocketAddr, opts: &ClientOptions) -> Result<(FramedConn, Instant), ClientError> {
+/// Opens the control connection to `addr` and sends netrig's greeting:
+/// the connection, once the peer's first byte may start a netrig frame, and
+/// when the greeting left. With `--peer auto` (`opts.peer`), a peer silent
+/// for a moment is offered the rest of an iperf3 cookie
+/// ([`crate::iperf3::detect`]), which an agent never sees: it answers first.
+pub(crate) fn greet(addr: SocketAddr, opts: &ClientOptions) -> Result<Greeted, ClientError> {
     let opening = Instant::now();
     let mut stream = connect_socket(addr, opts, Transport::Tcp, |_| Ok(()))?;
     let round_trip = opening.elapsed();
@@ -266,14 +207,37 @@ fn greet(addr: SocketAddr, opts: &ClientOptions) -> Result<(FramedConn, Instant)
     let preamble = ControlPreamble {
         min_version: MIN_PROTOCOL_VERSION,
         max_version: PROTOCOL_VERSION,
-    };
+    }
+    .encode();
     stream
-        .write_all(&preamble.encode())
+        .write_all(&preamble)
         .map_err(|error| ClientError::Connect { addr, error })?;
     let greeted = Instant::now();
     let first_wait = (FIRST_REPLY_MIN + round_trip * FIRST_REPLY_RTTS).min(WELCOME_TIMEOUT);
-    first_reply(&stream, addr, first_wait)?;
-    Ok((FramedConn::new(stream, AGENT_FRAME_LIMIT), greeted))
+    if opts.peer == netrig_report::model::peer::Peer::Auto {
+        use crate::iperf3::detect::{probe, Probed};
+        match probe(stream, addr, &preamble, round_trip, first_wait)? {
+            Probed::Answered(s) => stream = s,
+            Probed::Iperf3(d) => return Ok(Greeted::Iperf3(d)),
+            // A slow agent answered after the rest of the cookie left, which
+            // it took for a frame: greet it again, without the probe.
+            Probed::LateAgent => {
+                let again = ClientOptions {
+                    peer: netrig_report::model::peer::Peer::Netrig,
+                    ..opts.clone()
+                };
+                return greet(addr, &again);
+            }
+        }
+    }
+    let left = first_wait
+        .saturating_sub(greeted.elapsed())
+        .max(Duration::from_millis(1));
+    first_reply(&stream, addr, left)?;
+    Ok(Greeted::Agent(
+        FramedConn::new(stream, AGENT_FRAME_LIMIT),
+        greeted,
+    ))
 }
 
 /// An agent's welcome, as the client takes it.
@@ -357,13 +321,25 @@ fn hello_answered(
     }
 }
 
-fn proto_err(e: impl std::fmt::Display) -> ClientError {
-    ClientError::Protocol(e.to_string())
-}
-
 impl Client {
     /// Connects to the first address that answers and shakes hands.
     pub fn connect(addrs: &[SocketAddr], opts: ClientOptions) -> Result<Client, ClientError> {
+        let opts = ClientOptions {
+            peer: netrig_report::model::peer::Peer::Netrig,
+            ..opts
+        };
+        match Self::connect_peer(addrs, opts)? {
+            Connected::Agent(c) => Ok(c),
+            Connected::Iperf3(d) => Err(ClientError::Protocol(format!(
+                "{} answered as an iperf3 server without being probed",
+                d.addr
+            ))),
+        }
+    }
+
+    /// Connects to the first address that answers: a netrig agent, handshaken,
+    /// or with `--peer auto` (`opts.peer`) an iperf3 server that answered as one.
+    pub fn connect_peer(addrs: &[SocketAddr], opts: ClientOptions) -> Result<Connected, ClientError> {
         opts.local
             .validate("-s/--local-sockbuf")
             .map_err(|e| ClientError::Option(e.to_string()))?;
@@ -375,6 +351,7 @@ impl Client {
                     e @ (ClientError::Handshake(_)
                     | ClientError::NotAgent { .. }
                     | ClientError::Neighbour { .. }
+                    | ClientError::Iperf3 { .. }
                     | ClientError::Option(_)),
                 ) => return Err(e),
                 Err(e) => last = Some(e),
@@ -383,8 +360,11 @@ impl Client {
         Err(last.unwrap_or_else(|| ClientError::Option("no address to connect to".into())))
     }
 
-    fn connect_one(addr: SocketAddr, opts: ClientOptions) -> Result<Client, ClientError> {
-        let (mut conn, greeted) = greet(addr, &opts)?;
+    fn connect_one(addr: SocketAddr, opts: ClientOptions) -> Result<Connected, ClientError> {
+        let (mut conn, greeted) = match greet(addr, &opts)? {
+            Greeted::Agent(conn, greeted) => (conn, greeted),
+            Greeted::Iperf3(d) => return Ok(Connected::Iperf3(d)),
+        };
         let mut sm = ClientSession::new();
         let msg = conn.recv(WELCOME_TIMEOUT.saturating_sub(greeted.elapsed()));
         let welcome = welcomed(&mut sm, msg, addr)?;
@@ -416,7 +396,7 @@ impl Client {
             auth: welcome_auth,
             clock,
         } = welcome;
-        Ok(Client {
+        Ok(Connected::Agent(Client {
             conn,
             sm,
             addr,
@@ -432,7 +412,7 @@ impl Client {
                     .map(|id| netrig_proto::clock::boot_hash(&welcome_auth.nonce.0, &id))
                     .as_deref(),
             ),
-        })
+        }))
     }
 
     pub fn agent_address(&self) -> SocketAddr {
@@ -450,11 +430,7 @@ impl Client {
     /// (1472 / 1452 bytes), which is also the size when the MTU is unknown. The
     /// agent's datagrams (-R) take the same path back, so the same size.
     pub fn default_udp_size(&self) -> u32 {
-        let mtu = sockopt::path_mtu_to(self.addr, self.opts.bind);
-        let size =
-            sockopt::default_udp_payload(mtu, self.addr.is_ipv6(), netrig_proto::spec::MAX_UDP_PAYLOAD);
-        log::debug!("path MTU to {}: {mtu:?}; default datagram size {size}", self.addr);
-        size
+        crate::link::default_udp_size(self.addr, self.opts.bind)
     }
 
     /// The agent as messages name it: "the agent at 192.0.2.1:6387", with
@@ -481,78 +457,28 @@ impl Client {
         flow: u32,
         either_parity: bool,
     ) -> Result<TcpStream, ClientError> {
-        let transport = self.opts.local.tcp().transport();
-        let mut s = connect_socket(self.addr, &self.opts, transport, |sock| {
-            if either_parity {
-                sockopt::either_port_parity(sock);
-            }
-            sockopt::apply_before_connect(sock, &self.opts.local, "-s/--local-sockbuf")
-                .map_err(|e| ClientError::Option(format!("local {e}")))
-        })?;
         let hello = DataHello {
             version: self.version,
             cookie,
             flow,
         };
-        s.write_all(&hello.encode())
-            .map_err(|error| ClientError::Connect {
-                addr: self.addr,
-                error,
-            })?;
-        sockopt::apply_connected(&s, &self.opts.local, false, "-s/--local-sockbuf")
-            .map_err(|e| ClientError::Option(format!("local {e}")))?;
-        Ok(s)
+        open_stream(self.addr, &self.opts, &hello.encode(), either_parity)
     }
 
     /// A UDP flow's socket: bound like the TCP ones, connected to the agent's
     /// port, with the first hello sent (it is repeated until data-ready).
     /// `flag` names the option that set the size, for the error when it cannot pass.
     fn open_udp(&self, hello: &DataHello, datagram: u32, flag: &str) -> Result<UdpSocket, ClientError> {
-        let addr = self.addr;
-        let sock =
-            transport::socket(Transport::Udp, addr).map_err(|error| ClientError::Connect { addr, error })?;
-        sockopt::apply_before_connect(
-            &sock,
-            &SocketSettings {
-                mss: None,
-                ..self.opts.local.clone()
-            },
-            "-s/--local-sockbuf",
-        )
-        .map_err(|e| ClientError::Option(format!("local {e}")))?;
-        let local = netrig_engine::addr::local_for(
-            self.opts.bind.unwrap_or(if addr.is_ipv4() {
-                IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED)
-            } else {
-                IpAddr::V6(std::net::Ipv6Addr::UNSPECIFIED)
-            }),
-            addr,
-        );
-        sock.bind(&local.into())
-            .map_err(|e| ClientError::Option(format!("--bind {}: {e}", local.ip())))?;
-        // Do not fragment: a datagram too large for the path is an error, not a silent split.
-        let _ = sockopt::set_dont_fragment(&sock, addr.is_ipv6());
-        sock.connect(&addr.into())
-            .map_err(|error| ClientError::Connect { addr, error })?;
-        // The route's MTU is known once connected: refuse datagrams that cannot pass it.
-        let overhead = sockopt::udp_overhead(addr.is_ipv6());
-        if let Some(mtu) = sockopt::path_mtu(&sock, addr.is_ipv6()).filter(|m| *m > overhead) {
-            if datagram > mtu - overhead {
-                return Err(ClientError::Option(format!(
-                    "{flag} {datagram}: the datagram is larger than the path to {addr} allows (MTU {mtu}: at most {} \
-                     bytes of UDP payload, and netrig does not fragment); use a smaller {flag}",
-                    mtu - overhead
-                )));
-            }
-        }
-        let udp: UdpSocket = sock.into();
-        sockopt::apply_connected(&udp, &self.opts.local, false, "-s/--local-sockbuf")
-            .map_err(|e| ClientError::Option(format!("local {e}")))?;
-        udp.send(&hello.encode())
-            .map_err(|error| ClientError::Connect { addr, error })?;
+        let udp = open_datagrams(self.addr, &self.opts, datagram, flag)?;
+        udp.send(&hello.encode()).map_err(|error| ClientError::Connect {
+            addr: self.addr,
+            error,
+        })?;
         Ok(udp)
     }
+}
 
+impl Client {
     /// Runs one test. `observer` sees each merged interim report as soon as
     /// both ends have sampled it; `ctl` lets the caller abort (Ctrl-C).
     pub fn run(
@@ -981,48 +907,6 @@ struct LocalRun<'c> {
     reader: std::thread::JoinHandle<()>,
 }
 
-/// What this end measured of a test, and what it read of its host around it.
-struct Measured<'m> {
-    outcome: &'m netrig_engine::runner::SideOutcome,
-    /// The buffers `-s` asked for.
-    requested: BufPair,
-    /// Each flow's buffers and options read back at set-up.
-    setup_info: &'m BTreeMap<u32, (BufPair, AppliedOptions)>,
-    counters: Option<CounterReport>,
-    environment: netrig_proto::report::measure::Environment,
-}
-
-impl Measured<'_> {
-    /// This end's report of `spec`'s run; `clocks`: how its one-way delay
-    /// reads the two ends' clocks.
-    fn report(self, spec: &TestSpec, clocks: ClockCheck) -> SideReport {
-        let outcome = self.outcome;
-        let one_way = outcome.one_way.clone().map(|mut o| {
-            o.clocks = clocks;
-            o
-        });
-        SideReport {
-            flows: outcome
-                .flows
-                .iter()
-                .map(|f| f.report(spec, self.requested, self.setup_info.get(&f.id).cloned()))
-                .collect(),
-            window_s: outcome.window_s,
-            warnings: vec![],
-            cpu: outcome.cpu.clone(),
-            cpu_window_s: outcome.cpu_window_s,
-            workers: outcome.workers.clone(),
-            counters: self.counters,
-            environment: Some(self.environment),
-            latency: outcome.latency.clone(),
-            latency_histogram: outcome.latency_histogram.clone(),
-            schedule: outcome.schedule.clone(),
-            witness: outcome.witness.clone(),
-            one_way,
-        }
-    }
-}
-
 /// A UDP flow's socket (a second handle on it) and its hello.
 type UdpHello = (std::io::Result<UdpSocket>, DataHello);
 
@@ -1326,21 +1210,6 @@ fn clock_check(agent: Option<&AgentClock>, ours: Option<&str>) -> ClockCheck {
         (Some(_), Some(_)) => {
             ClockCheck::NotShared("the ends run on different kernels (their boot ids differ)".into())
         }
-    }
-}
-
-/// Socket settings as the result shows them.
-fn shown(s: &SocketSettings) -> SocketOptions {
-    SocketOptions {
-        sndbuf: s.sndbuf,
-        rcvbuf: s.rcvbuf,
-        tos: s.tos,
-        priority: s.priority,
-        nodelay: s.nodelay,
-        congestion: s.congestion.clone(),
-        mss: s.mss,
-        max_pacing_rate_bps: s.max_pacing_rate_bps,
-        mptcp: s.mptcp,
     }
 }
 

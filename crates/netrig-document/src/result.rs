@@ -7,6 +7,7 @@ pub mod half_close;
 pub mod http;
 pub mod measure;
 pub mod path_element;
+pub mod peer;
 pub mod server_host;
 pub mod witness;
 
@@ -56,6 +57,11 @@ pub struct TestResult {
     /// netrig before it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub started_unix_s: Option<f64>,
+    /// The far end when it was not a netrig agent (an iperf3 server): which
+    /// software, how the client chose to speak it, and what it reported
+    /// (docs/RESULTS.md, "Against an iperf3 server"); absent against an agent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub peer: Option<peer::PeerInfo>,
 }
 
 impl TestResult {
@@ -88,6 +94,7 @@ impl TestResult {
             witness: Default::default(),
             server_host: None,
             started_unix_s: None,
+            peer: None,
         }
     }
 }

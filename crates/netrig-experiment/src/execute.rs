@@ -38,6 +38,16 @@ pub(crate) fn now_s() -> f64 {
         .map_or(0.0, |d| d.as_secs_f64())
 }
 
+/// A test's `args` with the plan's `target.peer`, unless they say `--peer`
+/// themselves: the kind then checks it as on its command line.
+pub fn with_peer(target: Option<&crate::plan::TargetPlan>, mut args: Vec<String>) -> Vec<String> {
+    let given = args.iter().any(|a| a == "--peer" || a.starts_with("--peer="));
+    if let Some(peer) = target.and_then(|t| t.peer).filter(|_| !given) {
+        args.extend(["--peer".to_string(), peer.name().to_string()]);
+    }
+    args
+}
+
 /// The test `args` ask of `kind`, as its command line would make it.
 pub fn plan_args(kind: &dyn Kind, args: &[String]) -> Result<Planned, String> {
     let cmd = kind.args(clap::Command::new(kind.name()).no_binary_name(true));

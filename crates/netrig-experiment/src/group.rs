@@ -56,6 +56,7 @@ pub(crate) fn prepare(plan: &Plan) -> Result<Vec<Vec<PreparedMember>>, PlanError
             for arm in &arms {
                 let mut args = t.args.clone();
                 args.extend(arm.args.iter().cloned());
+                let mut args = execute::with_peer(plan.target.as_ref(), args);
                 let what = |args: &[String], e: String| {
                     PlanError::Invalid(format!(
                         "group {:?} test {name:?}: {} {} (arm {:?}): {e}",
@@ -379,6 +380,8 @@ fn run_member(
                 udp_size_default: planned.fit_to_path,
                 server_agent: ctx.server_agent.clone(),
                 clients: ctx.clients.clone(),
+                peer: planned.peer.unwrap_or_default(),
+                server_output: planned.get_server_output,
                 ..LocalOptions::default()
             };
             netrig_run::run(target, local, &planned.spec, c, &mut |_| {}).map_err(|e| e.to_string())

@@ -103,6 +103,7 @@ fn prepare(plan: &Plan) -> Result<Vec<PreparedTest>, PlanError> {
             for arm in &arms {
                 let mut args = point.apply(&t.args);
                 args.extend(arm.args.iter().cloned());
+                let args = crate::execute::with_peer(plan.target.as_ref(), args);
                 let p = plan_args(kind, &args).map_err(|e| {
                     PlanError::Invalid(format!("{} {} (arm {:?}): {e}", t.kind, args.join(" "), arm.name))
                 })?;
@@ -481,6 +482,8 @@ impl Rounds<'_> {
                     udp_size_default: planned.fit_to_path,
                     server_agent: server_agent.clone(),
                     clients: clients.clone(),
+                    peer: planned.peer.unwrap_or_default(),
+                    server_output: planned.get_server_output,
                     ..LocalOptions::default()
                 };
                 netrig_run::run(target, local, &planned.spec, self.cancel, &mut |_| {})

@@ -97,6 +97,8 @@ pub struct CommonArgs {
     /// Have the agent run its hook NAME on its host after the test, however it ended.
     #[arg(long = "remote-teardown", value_name = "NAME", help_heading = "Agent hooks")]
     pub remote_teardown: Option<String>,
+    #[command(flatten)]
+    pub peer: crate::peer::PeerArgs,
 }
 
 impl CommonArgs {
@@ -114,6 +116,7 @@ impl CommonArgs {
     /// a TCP kind [`CommonArgs::tcp`]) with the common options here. netrig's
     /// own bounds are checked (an agent checks its own limits again).
     pub fn plan(&self, test: KindSpec) -> Result<Planned, String> {
+        let peer = self.peer.peer(&test)?;
         let tcp = test.rules().tcp().cloned();
         if tcp.is_none() {
             if self.cc.is_some() || self.nodelay {
@@ -195,6 +198,8 @@ impl CommonArgs {
                 cpus_option: if self.affinity.is_some() { "-A" } else { "--cpus" },
             },
             fit_to_path: false,
+            peer,
+            get_server_output: self.peer.get_server_output,
         })
     }
 

@@ -225,6 +225,11 @@ pub struct Planned {
     /// The kind sizes its datagrams for the path once it is known
     /// ([`Kind::fit_to_path`]): udp-stream without `-m`.
     pub fit_to_path: bool,
+    /// `--peer`: what the server is; `None`: not given (auto, or a plan's
+    /// `[target]` peer).
+    pub peer: Option<netrig_report::model::peer::Peer>,
+    /// `--get-server-output`: ask an iperf3 server for its own output.
+    pub get_server_output: bool,
 }
 
 impl Planned {
@@ -241,6 +246,8 @@ impl Planned {
                 cpus_option: "--cpus",
             },
             fit_to_path: false,
+            peer: None,
+            get_server_output: false,
         })
     }
 }

@@ -12,6 +12,7 @@
 pub mod args;
 mod kind;
 mod lab_host;
+pub mod peer;
 pub mod registry;
 mod txn;
 pub mod units;

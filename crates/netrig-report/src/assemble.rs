@@ -82,6 +82,7 @@ pub fn assemble(
         witness,
         server_host: None,
         started_unix_s: None,
+        peer: None,
     };
     let more = kind.warnings(spec, local, remote, &result);
     result.warnings.extend(more);

@@ -25,7 +25,7 @@ pub mod suite;
 pub mod target;
 
 use netrig_agent::{Agent, AgentConfig, AgentHandle};
-use netrig_client::{resolve, Client, ClientError, ClientOptions, Family};
+use netrig_client::{resolve, Client, ClientError, ClientOptions, Connected, Family};
 use netrig_engine::sockopt::SocketSettings;
 use netrig_engine::RunControl;
 use netrig_kinds::{Ends, Kind, LocalEnd};
@@ -36,6 +36,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 pub use netrig_client::Family as AddressFamily;
+pub use netrig_report::model::peer::Peer;
 pub use target::{host_port, local_ip, Names, TargetSpec};
 
 /// Where a test goes.
@@ -129,6 +130,12 @@ pub struct LocalOptions {
     /// `--start-at`: begin (send `go`, once set up) at this wall-clock instant, as other clients
     /// started together do; a kind with one end waits for it before it starts.
     pub start_at: Option<std::time::SystemTime>,
+    /// What the server is (`--peer`, a plan's `peer`): a netrig agent, an
+    /// iperf3 server, or whichever answers (auto, for the kinds an iperf3
+    /// server can run).
+    pub peer: Peer,
+    /// Against an iperf3 server: ask for its own output (`--get-server-output`).
+    pub server_output: bool,
 }
 
 impl Default for LocalOptions {
@@ -141,6 +148,8 @@ impl Default for LocalOptions {
             server_agent: None,
             clients: None,
             start_at: None,
+            peer: Peer::Auto,
+            server_output: false,
         }
     }
 }
@@ -255,6 +264,37 @@ impl Session {
         if local.server_agent.is_some() {
             return Err(RunError::Option(server_agent_not_needed("a test with an agent")));
         }
+        if local.peer == Peer::Iperf3 {
+            return Err(RunError::Option(
+                "--peer iperf3: an iperf3 server runs one test per connection; run each with netrig_run::run"
+                    .into(),
+            ));
+        }
+        let (addrs, options, embedded) = client_options(target, local, Peer::Netrig)?;
+        let client = Client::connect(&addrs, options)?;
+        Ok(Session {
+            client,
+            _embedded: embedded,
+        })
+    }
+
+    /// A session on a connection already open.
+    fn of(client: Client, embedded: Option<AgentHandle>) -> Session {
+        Session {
+            client,
+            _embedded: embedded,
+        }
+    }
+}
+
+/// The addresses to try and the client's options for `target`, with `peer`
+/// (the in-process agent started for [`Target::Embedded`]).
+fn client_options(
+    target: &Target,
+    local: LocalOptions,
+    peer: Peer,
+) -> Result<(Vec<SocketAddr>, ClientOptions, Option<AgentHandle>), RunError> {
+    {
         let mut options = ClientOptions {
             host: None,
             port: 0,
@@ -266,6 +306,8 @@ impl Session {
             udp_size_default: local.udp_size_default,
             auth: Default::default(),
             start_at: local.start_at,
+            peer,
+            server_output: local.server_output,
         };
         let (addrs, embedded) = match target {
             Target::Agent {
@@ -294,13 +336,11 @@ impl Session {
                 (vec![handle.addr()], Some(handle))
             }
         };
-        let client = Client::connect(&addrs, options)?;
-        Ok(Session {
-            client,
-            _embedded: embedded,
-        })
+        Ok((addrs, options, embedded))
     }
+}
 
+impl Session {
     /// The agent's address as connected.
     pub fn agent_address(&self) -> SocketAddr {
         self.client.agent_address()
@@ -448,10 +488,70 @@ pub fn run_kind(
     {
         return Err(RunError::Cancelled(r));
     }
-    let mut session = Session::open(target, local)?;
+    let server_output = local.server_output;
+    let mut session = match peer_of(kind, spec, target, &local)? {
+        Peer::Netrig if server_output => return Err(RunError::Option(SERVER_OUTPUT_AGENT.into())),
+        Peer::Netrig => Session::open(target, local)?,
+        peer => {
+            let (addrs, options, embedded) = client_options(target, local, peer)?;
+            let how = match peer {
+                Peer::Iperf3 => netrig_client::iperf3::How::Asked,
+                _ => match Client::connect_peer(&addrs, options.clone())? {
+                    Connected::Agent(c) => {
+                        let mut session = Session::of(c, embedded);
+                        if server_output {
+                            session.close();
+                            return Err(RunError::Option(SERVER_OUTPUT_AGENT.into()));
+                        }
+                        let result = session.run(spec, cancel, on_interval);
+                        session.close();
+                        return result;
+                    }
+                    Connected::Iperf3(d) => netrig_client::iperf3::How::Detected(d),
+                },
+            };
+            let ctl = cancel.begin()?;
+            let result = netrig_client::iperf3::run(&addrs, &options, how, spec, ctl, on_interval);
+            cancel.end();
+            return Ok(result?);
+        }
+    };
     let result = session.run(spec, cancel, on_interval);
     session.close();
     result
+}
+
+/// `--get-server-output` against a netrig agent.
+const SERVER_OUTPUT_AGENT: &str =
+    "--get-server-output asks an iperf3 server for its own output; the server is a \
+                                   netrig agent, whose side the result has measured (see --json)";
+
+/// What the client speaks to `target` for `spec`: `--peer` as asked; auto
+/// probes for an iperf3 server only for a kind one can run (the others
+/// speak netrig, as before), and never to an agent in this process.
+fn peer_of(
+    kind: &dyn Kind,
+    spec: &TestSpec,
+    target: &Target,
+    local: &LocalOptions,
+) -> Result<Peer, RunError> {
+    let speaks = netrig_kinds::peer::speaks_iperf3(&spec.test);
+    let remote = matches!(target, Target::Agent { .. });
+    match local.peer {
+        Peer::Iperf3 if !speaks => Err(RunError::Option(format!(
+            "--peer iperf3: {} cannot run against an iperf3 server, which measures streams only (tcp-stream, \
+             tcp-maerts, tcp-bidir, udp-stream)",
+            kind.name()
+        ))),
+        Peer::Iperf3 if !remote => Err(RunError::Option(
+            "--peer iperf3 needs the iperf3 server's address (-H): without it the test runs against an agent \
+             in this process"
+                .into(),
+        )),
+        Peer::Auto if speaks && remote => Ok(Peer::Auto),
+        Peer::Iperf3 => Ok(Peer::Iperf3),
+        _ => Ok(Peer::Netrig),
+    }
 }
 
 /// Resolves the target's host (for [`Target::Agent`]) without connecting:

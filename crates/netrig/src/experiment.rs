@@ -78,6 +78,7 @@ pub fn plan_of(
             client_addrs: one.client_addrs.clone(),
             client: None,
             server: None,
+            peer: None,
             path: None,
         }),
         tests: vec![TestPlan {
@@ -248,6 +249,7 @@ pub fn run_file(a: &PlanArgs, cancel: &Cancel) -> Result<()> {
             client_addrs: Vec::new(),
             client: None,
             server: None,
+            peer: None,
             path: None,
         });
         // -H names the agent in place of the plan's, with its own port (or -p's),

@@ -92,6 +92,8 @@ pub fn test(
         start_at: run
             .start_at
             .map(|t| std::time::UNIX_EPOCH + Duration::from_secs_f64(t)),
+        peer: plan.peer.unwrap_or_default(),
+        server_output: plan.get_server_output,
     };
     let flows = spec.flows as usize * spec.directions().len();
     let format = format(&run)?;
@@ -122,6 +124,17 @@ pub fn test(
         }
     };
     export.result(&mut stdout, &result)?;
+    if let Some(p) = result
+        .peer
+        .as_ref()
+        .filter(|p| p.chosen == netrig_report::peer::Chosen::Detected)
+    {
+        eprintln!(
+            "note: {} answered as an {} server, so netrig spoke its protocol (--peer auto); its figures are \
+             {} (give --peer netrig to refuse such a server)",
+            result.agent.address, p.software, p.remote_figures
+        );
+    }
     for w in &result.warnings {
         eprintln!("warning: {w}");
     }

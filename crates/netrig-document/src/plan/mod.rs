@@ -107,6 +107,10 @@ pub struct TargetPlan {
     /// client host) or "loopback" (the client runs in the server host, to 127.0.0.1 or ::1).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub path: Option<String>,
+    /// What the server at `host` is (`--peer`): "auto" (default), "netrig"
+    /// or "iperf3" (an iperf3 server; the stream kinds only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub peer: Option<crate::result::peer::Peer>,
 }
 
 /// `target.clients`: a number of client processes on this host (kinds with one end), or, with a

@@ -49,7 +49,29 @@ pub fn title(r: &TestResult) -> String {
     if !shaped.is_empty() {
         t.push_str(&format!("\noptions: {}", shaped.join(", ")));
     }
+    if let Some(p) = &r.peer {
+        let how = match p.chosen {
+            peer::Chosen::Asked => "--peer iperf3",
+            peer::Chosen::Detected => "detected: it answered as iperf3 does",
+        };
+        t.push_str(&format!(
+            "\nremote end: an {} server ({how}); its figures, marked {REPORTED}, are {}, not measured by netrig",
+            p.software, p.remote_figures
+        ));
+    }
     t
+}
+
+/// The mark on a figure an iperf3 server reported rather than netrig measured.
+pub const REPORTED: &str = "[server's report]";
+
+/// The remote end as a row names it: "agent", or an iperf3 server's,
+/// marked as its report.
+pub fn remote_end(r: &TestResult) -> String {
+    match &r.peer {
+        Some(p) => format!("{} server {REPORTED}", p.software),
+        None => "agent".into(),
+    }
 }
 
 /// The options that shaped the run beyond sizes and length: marking, TCP

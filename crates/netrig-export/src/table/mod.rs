@@ -6,6 +6,7 @@
 pub mod kit;
 
 use super::Exporter;
+use netrig_document::result::peer::PeerInfo;
 use netrig_document::result::server_host::{thousands, ServerHost};
 use netrig_document::result::{IntervalResult, TestResult};
 use std::io::{self, Write};
@@ -57,6 +58,9 @@ impl Exporter for TableExporter {
         if let Some(h) = &result.server_host {
             write!(out, "{}", server_host(h))?;
         }
+        if let Some(p) = &result.peer {
+            write!(out, "{}", peer_report(p))?;
+        }
         Ok(())
     }
 
@@ -66,6 +70,63 @@ impl Exporter for TableExporter {
         }
         Ok(())
     }
+}
+
+/// The table's block of what an iperf3 server reported, and what the
+/// result withholds because it reports nothing of it.
+pub fn peer_report(p: &PeerInfo) -> String {
+    use std::fmt::Write as _;
+    let r = &p.reported;
+    let mut o = String::new();
+    let _ = writeln!(
+        o,
+        "\n{} server's report (its results exchange, not measured by netrig: the figures marked {} above)\n  CPU {:.1}% ({:.1}% user, \
+         {:.1}% system) of its process",
+        p.software,
+        kit::REPORTED,
+        r.cpu_util_total_pct,
+        r.cpu_util_user_pct,
+        r.cpu_util_system_pct
+    );
+    let _ = writeln!(
+        o,
+        "  flow stream        bytes  retrans  jitter ms  lost/packets    span s"
+    );
+    for s in &r.streams {
+        let _ = writeln!(
+            o,
+            "  {:>4} {:>6} {:>12} {:>8} {:>10.3} {:>13} {:>9.2}",
+            s.flow,
+            s.stream_id,
+            s.bytes,
+            if s.retransmits < 0 {
+                "-".to_string()
+            } else {
+                s.retransmits.to_string()
+            },
+            s.jitter_ms,
+            format!("{}/{}", s.lost_packets, s.packets),
+            s.end_s - s.start_s
+        );
+    }
+    for w in &p.withheld {
+        let _ = writeln!(o, "  withheld: {w}");
+    }
+    if let Some(t) = &r.server_output_text {
+        // A peer's text: its control characters (a terminal's escapes) shown as '?'.
+        let shown: String = t
+            .chars()
+            .map(|c| {
+                if c.is_control() && c != '\n' && c != '\t' {
+                    '?'
+                } else {
+                    c
+                }
+            })
+            .collect();
+        let _ = writeln!(o, "  the server's output:\n{shown}");
+    }
+    o
 }
 
 /// The table's "server host" block, after the run's own (a result with a [`ServerHost`]).

@@ -153,6 +153,14 @@ fn receivers_line(out: &mut String, r: &TestResult, c: &StreamConfig) {
     );
 }
 
+/// The mark of a count the remote end made when it is an iperf3 server's report.
+fn reported_by(r: &TestResult, remote: bool) -> String {
+    match (&r.peer, remote) {
+        (Some(_), true) => format!(" {}", netrig_report::table::REPORTED),
+        _ => String::new(),
+    }
+}
+
 /// TCP streams, after netperf's TCP_STREAM table.
 fn render_stream(r: &TestResult) -> String {
     let mut out = String::new();
@@ -176,13 +184,15 @@ fn render_stream(r: &TestResult) -> String {
     for d in &r.summary.directions {
         let _ = writeln!(
             out,
-            "{}: sender sent {} bytes in {:.2} s ({} 10^6bits/sec); receiver got {} bytes in {:.2} s",
+            "{}: sender sent {} bytes in {:.2} s ({} 10^6bits/sec){}; receiver got {} bytes in {:.2} s{}",
             d.direction.name(),
             d.sender_bytes,
             d.sender_elapsed_s,
             mbps(d.sender_throughput_bps),
+            reported_by(r, d.direction == Direction::Rx),
             d.bytes,
-            d.elapsed_s
+            d.elapsed_s,
+            reported_by(r, d.direction == Direction::Tx),
         );
     }
     socket_buffer_lines(&mut out, r);

@@ -5,7 +5,7 @@
 use super::UdpStreamConfig;
 use netrig_proto::Direction;
 use netrig_report::table::{
-    details, interval_lead, mbps, one_way_lines, opt, stream_interval_rows, title, Layout,
+    details, interval_lead, mbps, one_way_lines, opt, remote_end, stream_interval_rows, title, Layout,
 };
 use netrig_report::{IntervalFlow, IntervalResult, IntervalUdp, Spread, TestResult};
 use std::fmt::Write;
@@ -54,9 +54,9 @@ fn render_udp(r: &TestResult) -> String {
             0,
             mbps(d.sender_throughput_bps),
             if d.direction == Direction::Tx {
-                "client"
+                "client".to_string()
             } else {
-                "agent"
+                remote_end(r)
             }
         );
         let _ = writeln!(
@@ -69,9 +69,9 @@ fn render_udp(r: &TestResult) -> String {
             "",
             mbps(d.throughput_bps),
             if d.direction == Direction::Tx {
-                "agent"
+                remote_end(r)
             } else {
-                "client"
+                "client".to_string()
             }
         );
     }
@@ -89,6 +89,16 @@ fn render_udp(r: &TestResult) -> String {
                 u.jitter_pairs,
                 u.received_datagrams,
                 u.jitter_rfc3550_us.unwrap_or(0.0)
+            );
+        }
+        // An iperf3 server's report: RFC 3550's J alone.
+        (None, why) if r.peer.is_some() && u.jitter_rfc3550_us.is_some() => {
+            let _ = writeln!(
+                out,
+                "jitter: RFC 3550's J {:.1} us {} (mean |D| {})",
+                u.jitter_rfc3550_us.unwrap_or_default(),
+                netrig_report::table::REPORTED,
+                why.as_deref().unwrap_or("not measured")
             );
         }
         (None, why) => {

@@ -66,13 +66,17 @@ pub(crate) fn bounded(
 }
 
 /// A signed whole number (a count iperf3 reports as -1 when it has
-/// none); a number outside i64's range is taken as absent.
+/// none); a number outside i64's range is taken as absent, except the
+/// unsigned -1 (2^64 as a double) iperf3 3.12 writes for "none", which is -1.
 pub(crate) fn int(o: &Object, key: &str) -> Option<i64> {
     let v = o.get(key)?;
     if let Some(i) = v.as_i64() {
         return Some(i);
     }
     let f = v.as_f64()?.trunc();
+    if f == u64::MAX as f64 {
+        return Some(-1);
+    }
     (f.is_finite() && f >= i64::MIN as f64 && f < i64::MAX as f64).then_some(f as i64)
 }
 

@@ -224,6 +224,16 @@ mod tests {
         assert_eq!(Results::decode(&r.encode()).unwrap(), r);
     }
 
+    /// Debian's iperf3 3.12 server writes "no retransmits" as an unsigned -1
+    /// (2^64 as a double), as `get_results` of the netrig client read it.
+    #[test]
+    fn iperf3_3_12s_unsigned_minus_one_reads_as_minus_one() {
+        let r = br#"{"cpu_util_total":77.5,"cpu_util_user":2.4,"cpu_util_system":75.0,"sender_has_retransmits":1.8446744073709552e+19,"congestion_used":"bbr","streams":[{"id":1,"bytes":2346188800,"retransmits":1.8446744073709552e+19,"jitter":0,"errors":0,"packets":0,"start_time":0,"end_time":1.00326}]}"#;
+        let r = Results::decode(r).unwrap();
+        assert_eq!((r.sender_has_retransmits, r.streams[0].retransmits), (-1, -1));
+        assert_eq!(r.streams[0].bytes, 2_346_188_800);
+    }
+
     #[test]
     fn hostile_results_are_refused_without_panicking() {
         let many = format!(

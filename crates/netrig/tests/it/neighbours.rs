@@ -37,6 +37,8 @@ fn read_preamble(s: &mut TcpStream) {
 }
 
 /// A test against 127.0.0.1:`port` that must fail: its output and how long it took.
+/// `--peer netrig`: a netrig agent only (by default an iperf3 server is measured,
+/// iperf3_client.rs).
 fn refused(port: u16) -> (Output, Duration) {
     let start = Instant::now();
     let o = run(&[
@@ -47,6 +49,8 @@ fn refused(port: u16) -> (Output, Duration) {
         &port.to_string(),
         "-l",
         "1",
+        "--peer",
+        "netrig",
     ]);
     let took = start.elapsed();
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
@@ -335,7 +339,20 @@ fn iperf3_and_netserver_on_their_default_ports_are_named() {
     ];
     for (port, note) in cases.into_iter().take(if served.is_some() { 2 } else { 1 }) {
         let start = Instant::now();
-        let o = run_in(&ns, &["tcp-stream", "-H", "127.0.0.1", "-p", port, "-l", "1"]);
+        let o = run_in(
+            &ns,
+            &[
+                "tcp-stream",
+                "-H",
+                "127.0.0.1",
+                "-p",
+                port,
+                "-l",
+                "1",
+                "--peer",
+                "netrig",
+            ],
+        );
         let took = start.elapsed();
         let e = stderr(&o);
         assert_eq!(o.status.code(), Some(2), "{e}");
