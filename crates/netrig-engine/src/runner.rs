@@ -107,6 +107,8 @@ pub struct RunControl {
     abort: Mutex<Option<String>>,
     /// Set with `abort`: workers stop at once, without draining.
     aborted: Arc<AtomicBool>,
+    /// Set by `finish`: a timed run's window closes now, as at its end.
+    finishing: AtomicBool,
 }
 
 impl RunControl {
@@ -121,6 +123,20 @@ impl RunControl {
         }
         self.aborted.store(true, Ordering::Relaxed);
         self.stop.store(true, Ordering::Relaxed);
+    }
+
+    /// Ends a timed run's window now, gracefully, as if its time were up:
+    /// the window closes, senders finish and receivers drain, and the run
+    /// returns its figures. For a run whose end the peer decides (an iperf3
+    /// client's TEST_END): its plan's length is then only a bound. A byte
+    /// count's run ends when its flows do, and is not affected.
+    pub fn finish(&self) {
+        self.finishing.store(true, Ordering::Relaxed);
+    }
+
+    /// Whether `finish` was called.
+    pub fn finishing(&self) -> bool {
+        self.finishing.load(Ordering::Relaxed)
     }
 
     fn aborted(&self) -> Option<String> {
@@ -1021,14 +1037,15 @@ impl Waiter {
     }
 }
 
-/// Sleeps until `t`, waking early to notice aborts and worker failures.
+/// Sleeps until `t`, waking early to notice aborts, worker failures and
+/// a graceful finish ([`RunControl::finish`], which ends the wait at once).
 fn sleep_until(t: Instant, ctl: &RunControl, waiter: &mut Waiter) -> Result<(), EngineError> {
     loop {
         if let Some(reason) = ctl.aborted() {
             return Err(EngineError::Aborted(reason));
         }
         let now = Instant::now();
-        if now >= t {
+        if now >= t || ctl.finishing() {
             return Ok(());
         }
         waiter.wait(t.min(now + Duration::from_millis(50)))?;
@@ -1168,7 +1185,7 @@ impl Sampler<'_> {
         let mut index = 0;
         if let Some(iv) = plan.interval {
             let mut tick = window_start + iv;
-            while tick < end {
+            while tick < end && !self.ctl.finishing() {
                 sleep_until(tick, self.ctl, waiter)?;
                 let cur = point(meta, index + 1);
                 let latency = self.latency_of(index);
@@ -1460,5 +1477,71 @@ mod tests {
             "every worker serves every flow"
         );
         assert_eq!(out.dropped_connections, 0);
+    }
+
+    /// Counts a byte every millisecond on its one flow until stopped.
+    struct Ticks;
+
+    impl Workload for Ticks {
+        fn run_worker(&self, flows: Vec<Flow>, ctl: &WorkerControl) -> Result<WorkerEnd, EngineError> {
+            while !ctl.stop.load(Ordering::Relaxed) {
+                flows.iter().for_each(|f| f.counters.add_bytes(1));
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            Ok(WorkerEnd::default())
+        }
+    }
+
+    /// `finish` closes a timed run's window at once, as its end would: the
+    /// run returns its figures over the shorter window, not an abort.
+    #[test]
+    fn finish_ends_a_timed_window_early_with_its_figures() {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let _client = TcpStream::connect(l.local_addr().unwrap()).unwrap();
+        let (s, _) = l.accept().unwrap();
+        let start = Instant::now();
+        let plan = RunPlan {
+            start,
+            limit: Limit::Duration { seconds: 30.0 },
+            omit: Duration::from_millis(50),
+            interval: Some(Duration::from_millis(100)),
+            workers: 1,
+            drain: Duration::from_millis(100),
+            stall_timeout: Duration::from_secs(1),
+            measure_cpu: false,
+            test_id: 0,
+            cpus: None,
+            cpus_option: "--cpus",
+            send_cap_bps: None,
+            clock_ref: None,
+            transport: Transport::Tcp,
+        };
+        let ctl = RunControl::new();
+        let finisher = ctl.clone();
+        std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(400));
+            finisher.finish();
+        });
+        let flows = vec![Flow::new(0, Direction::Tx, Role::Receiver, s, None)];
+        let out = run_side(
+            SideFlows::Connected {
+                workload: Arc::new(Ticks),
+                flows,
+            },
+            &plan,
+            &ctl,
+            &mut |_| {},
+        )
+        .unwrap();
+        assert!(
+            start.elapsed() < Duration::from_secs(5),
+            "the 30 s run ended at finish"
+        );
+        assert!(
+            (0.25..2.0).contains(&out.window_s),
+            "the window ran from the omitted 50 ms to the finish at 400 ms: {} s",
+            out.window_s
+        );
+        assert!(out.flows[0].window_bytes > 0);
     }
 }
