@@ -14,6 +14,7 @@ mod convert;
 pub mod datagram;
 pub mod error;
 pub mod frame;
+pub mod iperf3;
 pub mod message;
 pub mod neighbour;
 pub mod preamble;
