@@ -17,6 +17,7 @@ mod config;
 mod door;
 mod doorway;
 pub mod hooks;
+mod iperf3;
 mod listener;
 mod memory;
 mod peer;

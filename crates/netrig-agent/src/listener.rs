@@ -19,6 +19,7 @@ use mio::net::TcpListener as MioListener;
 use mio::net::TcpStream as MioStream;
 use mio::{Interest, Poll, Token};
 use netrig_io::{Handler, Io, LoopError, Now, Reactor, Ready, Wake};
+use netrig_proto::iperf3::{Cookie, COOKIE_LEN};
 use netrig_proto::{ControlPreamble, DataHello};
 use std::collections::{HashMap, VecDeque};
 use std::io::{self, Read, Write};
@@ -42,6 +43,8 @@ pub enum AgentError {
 pub struct Agent {
     poll: Poll,
     udp: std::net::UdpSocket,
+    /// `--iperf3-port`'s sockets, until the agent runs.
+    iperf3_port: Option<crate::iperf3::Port>,
     pub(crate) shared: Arc<Shared>,
 }
 
@@ -94,9 +97,17 @@ impl Agent {
         let doorway =
             crate::doorway::Doorway::new(&poll, HANDBACK).map_err(|e| listen_error(udp_local, e))?;
         let max_presessions = config.max_presessions;
+        let iperf3_port = match config.iperf3_port {
+            Some(port) => Some(
+                crate::iperf3::Port::bind(config.bind, port, config.mptcp_listener)
+                    .map_err(|(addr, e)| listen_error(addr, e))?,
+            ),
+            None => None,
+        };
         Ok(Agent {
             poll,
             udp,
+            iperf3_port,
             shared: Arc::new(Shared {
                 listeners,
                 doorway,
@@ -107,6 +118,7 @@ impl Agent {
                 pre: Arc::new(crate::admission::PrePool::new(max_presessions)),
                 shutdown: AtomicBool::new(false),
                 udp_local,
+                iperf3: Default::default(),
                 accept_failures: Default::default(),
             }),
         })
@@ -120,7 +132,7 @@ impl Agent {
         let shared = self.shared.clone();
         std::thread::Builder::new()
             .name("netrig-udp".into())
-            .spawn(move || crate::udp::intake(sock, shared))
+            .spawn(move || crate::udp::intake(sock, shared, false))
             .map_err(|e| listen_error(self.shared.udp_local, e))?;
         Ok(())
     }
@@ -141,10 +153,22 @@ impl Agent {
             .expect("bound listener has an address")
     }
 
+    /// The iperf3 port's address (`--iperf3-port`), if it has one.
+    pub fn iperf3_addr(&self) -> Option<SocketAddr> {
+        self.iperf3_port
+            .as_ref()
+            .and_then(crate::iperf3::Port::local_addr)
+    }
+
     /// Accepts connections until the process ends.
-    pub fn run(self) {
+    pub fn run(mut self) {
         if let Err(e) = self.start_udp() {
             log::warn!("{e}: UDP tests will not work");
+        }
+        if let Some(p) = self.iperf3_port.take() {
+            if let Err(e) = p.start(&self.shared) {
+                log::warn!("cannot serve the iperf3 port: {e}");
+            }
         }
         Acceptor::run(self.poll, self.shared)
     }
@@ -210,7 +234,7 @@ impl Drop for AgentHandle {
 /// The listeners for `bind`: itself, or for `[::]` an IPv6-only socket and
 /// an IPv4 one on its port (IPv4 alone on a host without IPv6). A failure
 /// names the address that failed. `mptcp`: MPTCP listeners where the kernel makes them.
-fn listen_all(bind: SocketAddr, mptcp: bool) -> Result<Vec<TcpListener>, (SocketAddr, io::Error)> {
+pub(crate) fn listen_all(bind: SocketAddr, mptcp: bool) -> Result<Vec<TcpListener>, (SocketAddr, io::Error)> {
     let listen = |addr, only_v6| listen(addr, only_v6, mptcp);
     if bind.ip() != IpAddr::V6(Ipv6Addr::UNSPECIFIED) {
         return Ok(vec![listen(bind, false).map_err(|e| (bind, e))?]);
@@ -248,7 +272,7 @@ fn event_loop(listeners: Vec<TcpListener>) -> io::Result<(Poll, Vec<MioListener>
     Ok((poll, mio))
 }
 
-fn listen_error(addr: SocketAddr, source: io::Error) -> AgentError {
+pub(crate) fn listen_error(addr: SocketAddr, source: io::Error) -> AgentError {
     let hint = match source.kind() {
         io::ErrorKind::AddrInUse => {
             " (another netrig serve, or another program, holds the port: choose another with --port)"
@@ -275,6 +299,26 @@ const ACCEPT_BACKOFF: Duration = Duration::from_millis(50);
 enum Greeting {
     Control(ControlPreamble),
     Data(DataHello),
+    /// An iperf3 client's cookie: its control connection, or one of its
+    /// test's data connections (the cookie says which: [`crate::iperf3`]).
+    Iperf3(Cookie),
+}
+
+/// The longest greeting: an iperf3 cookie (netrig's are 8 and 32 bytes).
+const GREETING_MAX: usize = COOKIE_LEN;
+
+/// How long the greeting that begins with `first` is: an iperf3 cookie's
+/// length once its first four bytes are base32 letters, else netrig's
+/// ([`netrig_proto::preamble::greeting_len`]). On the iperf3 port
+/// (`iperf3_only`), nothing but an iperf3 cookie.
+fn greeting_len(first: &[u8], iperf3_only: bool) -> Result<usize, String> {
+    match first.first_chunk::<4>() {
+        Some(m) if netrig_proto::preamble::iperf3_cookie_start(*m) => Ok(COOKIE_LEN),
+        Some(_) if iperf3_only => {
+            Err("not an iperf3 client, on the agent's iperf3 port (--iperf3-port)".into())
+        }
+        _ => netrig_proto::preamble::greeting_len(first).map_err(|e| e.to_string()),
+    }
 }
 
 /// What reading a greeting came to so far.
@@ -291,8 +335,10 @@ struct Pending {
     /// Tells this connection from a later one in the same slot.
     id: u64,
     deadline: Instant,
-    buf: [u8; DataHello::LEN],
+    buf: [u8; GREETING_MAX],
     len: usize,
+    /// It came to the iperf3 port (`--iperf3-port`): iperf3 alone is served.
+    iperf3_only: bool,
     /// What was read from the connection before it came here (a run
     /// holding the listener gave it back: at most a DataHello's length and
     /// `READ_AHEAD`), taken before the socket's bytes; `taken` of it so far.
@@ -307,9 +353,9 @@ impl Pending {
     fn advance(&mut self) -> Progress {
         loop {
             // Until the kind is known, no more than the shorter greeting.
-            let want = match netrig_proto::preamble::greeting_len(&self.buf[..self.len]) {
+            let want = match greeting_len(&self.buf[..self.len], self.iperf3_only) {
                 Ok(n) => n,
-                Err(e) => return Progress::Failed(e.to_string()),
+                Err(e) => return Progress::Failed(e),
             };
             if self.len >= want {
                 return self.decode();
@@ -337,6 +383,16 @@ impl Pending {
     }
 
     fn decode(&self) -> Progress {
+        if let Some(c) = self
+            .buf
+            .first_chunk::<COOKIE_LEN>()
+            .filter(|_| self.len == COOKIE_LEN)
+        {
+            return match Cookie::parse(c) {
+                Ok(c) => Progress::Done(Greeting::Iperf3(c)),
+                Err(e) => Progress::Failed(e.to_string()),
+            };
+        }
         let decoded = if self.buf[..4] == netrig_proto::preamble::CONTROL_MAGIC {
             self.buf
                 .first_chunk::<{ ControlPreamble::LEN }>()
@@ -434,7 +490,7 @@ impl Acceptor {
     fn accept_all(&mut self, i: usize) -> bool {
         loop {
             match self.shared.listeners[i].accept() {
-                Ok((stream, peer)) => self.admit(stream, peer, Vec::new()),
+                Ok((stream, peer)) => self.admit(stream, peer, Vec::new(), false),
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return false,
                 // The peer gave up while queued, or a signal: the next one.
                 Err(e) if netrig_engine::intake::accept_again(&e) => {}
@@ -458,14 +514,14 @@ impl Acceptor {
     /// in a slot, the oldest waiting one making room if all are taken.
     /// (A connection a run gives back comes here too, with what the run
     /// read of it: `read`.)
-    fn admit(&mut self, stream: MioStream, peer: SocketAddr, read: Vec<u8>) {
+    fn admit(&mut self, stream: MioStream, peer: SocketAddr, read: Vec<u8>, iperf3_only: bool) {
         let now = Instant::now();
         if !allowed(&self.shared.config.allow, peer.ip()) {
             if self.deny_log.allow(now) {
                 log::warn!("{peer}: closed: not in the networks the agent serves (its --allow)");
             }
             if self.refusals.allow(client_key(peer.ip()), now) {
-                refuse_outsider(stream, peer, &self.shared.config.allow);
+                refuse_outsider(stream, peer, &self.shared.config.allow, iperf3_only);
             }
             return;
         }
@@ -476,8 +532,9 @@ impl Acceptor {
             peer,
             id,
             deadline: now + self.shared.config.greeting_timeout,
-            buf: [0; DataHello::LEN],
+            buf: [0; GREETING_MAX],
             len: 0,
+            iperf3_only,
             read,
             taken: 0,
         };
@@ -629,6 +686,7 @@ impl Acceptor {
                 }
             },
             Greeting::Data(_) => None,
+            Greeting::Iperf3(cookie) => return self.dispatch_iperf3(stream, peer, *cookie, past),
         };
         match greeting {
             Greeting::Control(_) => {
@@ -676,6 +734,49 @@ impl Acceptor {
                     }
                 }
             }
+            Greeting::Iperf3(_) => {}
+        }
+    }
+
+    /// An iperf3 client's connection: one of its test's data connections
+    /// when a test waits for its cookie, else a control connection, which
+    /// gets a session thread of its own (and, until its parameters are in,
+    /// a place among the connections that hold no session yet).
+    fn dispatch_iperf3(&mut self, stream: TcpStream, peer: SocketAddr, cookie: Cookie, past: Vec<u8>) {
+        // An iperf3 client sends nothing past its cookie before the server
+        // answers (a data connection before TEST_START).
+        if !past.is_empty() {
+            return self.dropped(peer, "an iperf3 connection sent bytes past its cookie unasked");
+        }
+        if self.shared.iperf3.is_test(cookie.as_bytes()) {
+            if let Err(e) = self.shared.iperf3.deliver_tcp(cookie.as_bytes(), stream, peer) {
+                self.dropped(peer, &e);
+            }
+            return;
+        }
+        if let Err(e) = stream.set_nonblocking(false) {
+            return self.dropped(peer, &format!("cannot make the socket blocking: {e}"));
+        }
+        let handle = match stream.try_clone() {
+            Ok(h) => h,
+            Err(e) => return self.dropped(peer, &format!("cannot hold the connection: {e}")),
+        };
+        let (pre, closed) = self
+            .shared
+            .pre
+            .enter(client_key(peer.ip()), handle, Instant::now());
+        if let (Some(k), true) = (closed, self.full_log.allow(Instant::now())) {
+            log::warn!(
+                "closed the oldest connection of {} waiting for its hello or iperf3 parameters, to make room",
+                crate::admission::whose(k)
+            );
+        }
+        let shared = self.shared.clone();
+        let spawned = std::thread::Builder::new()
+            .name("netrig-iperf3".into())
+            .spawn(move || crate::iperf3::serve(stream, cookie, peer, shared, pre));
+        if let Err(e) = spawned {
+            log::warn!("{peer}: cannot start an iperf3 session thread: {e}");
         }
     }
 }
@@ -703,7 +804,7 @@ impl Handler for Acceptor {
                 // The listener may be back, with connections queued.
                 self.accept_due = [true; 2];
                 for r in self.shared.doorway.returned() {
-                    self.admit(MioStream::from_std(r.stream), r.peer, r.read);
+                    self.admit(MioStream::from_std(r.stream), r.peer, r.read, r.iperf3_only);
                 }
             }
             _ => {}
@@ -815,8 +916,18 @@ impl Refusals {
 /// closes it. What it sent already is read first (at most its preamble's
 /// worth, without waiting) so that the close is a FIN, not a reset that
 /// could overtake the answer.
-fn refuse_outsider(mut stream: MioStream, peer: SocketAddr, allow: &[ipnet::IpNet]) {
-    let _ = stream.read(&mut [0u8; DataHello::LEN]);
+fn refuse_outsider(mut stream: MioStream, peer: SocketAddr, allow: &[ipnet::IpNet], iperf3_only: bool) {
+    let mut first = [0u8; GREETING_MAX];
+    let n = stream.read(&mut first).unwrap_or(0);
+    // An iperf3 client reads a state: ACCESS_DENIED, which it prints as
+    // its "busy" error (iperf3 has no word for an address not served).
+    let iperf3 = first
+        .first_chunk::<4>()
+        .is_some_and(|m| n >= 4 && netrig_proto::preamble::iperf3_cookie_start(*m));
+    if iperf3 || iperf3_only {
+        let _ = stream.write(&[netrig_proto::iperf3::State::AccessDenied.byte()]);
+        return;
+    }
     let nets = allow.iter().map(|n| n.to_string()).collect::<Vec<_>>().join(", ");
     let answer = netrig_proto::encode_frame(&netrig_proto::AgentMsg::Error {
         message: format!(

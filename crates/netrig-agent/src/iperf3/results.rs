@@ -96,7 +96,11 @@ fn transfer(bytes: u64) -> String {
 }
 
 fn bitrate(bytes: u64, secs: f64) -> String {
-    let bps = if secs > 0.0 { bytes as f64 * 8.0 / secs } else { 0.0 };
+    let bps = if secs > 0.0 {
+        bytes as f64 * 8.0 / secs
+    } else {
+        0.0
+    };
     units(bps, 1000.0, ["bits/sec", "Kbits/sec", "Mbits/sec", "Gbits/sec"])
 }
 

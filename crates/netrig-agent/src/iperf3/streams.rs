@@ -7,7 +7,7 @@ use super::routes::{TcpArrival, UdpConnect};
 use super::translate::Refusal;
 use netrig_engine::sockopt::{self, SocketSettings};
 use netrig_engine::{Flow, FlowSocket};
-use netrig_proto::iperf3::{errors, UDP_CONNECT_REPLY};
+use netrig_proto::iperf3::{errors, server_codes as codes, UDP_CONNECT_REPLY};
 use netrig_proto::report::Role;
 use netrig_proto::TestSpec;
 use std::sync::mpsc;
@@ -38,7 +38,10 @@ pub(crate) struct Gathered {
 pub(crate) fn gather(spec: &TestSpec, arrivals: &Arrivals, bytes: Option<u64>) -> Result<Gathered, Refusal> {
     let plan = spec.flow_plan();
     let remote = SocketSettings::new(&spec.remote, spec.rules().tcp());
-    let senders = plan.iter().filter(|d| spec.role(**d, true) == Role::Sender).count() as u64;
+    let senders = plan
+        .iter()
+        .filter(|d| spec.role(**d, true) == Role::Sender)
+        .count() as u64;
     let mut got = Gathered {
         flows: Vec::with_capacity(plan.len()),
         addresses: Vec::with_capacity(plan.len()),
@@ -63,7 +66,7 @@ pub(crate) fn gather(spec: &TestSpec, arrivals: &Arrivals, bytes: Option<u64>) -
                     .recv_timeout(by.saturating_duration_since(Instant::now()))
                     .map_err(|_| stalled())?;
                 sockopt::apply_connected(&stream, &remote, true, "-w/--window")
-                    .map_err(|e| Refusal::new(errors::IESETBUF, format!("agent {e}")))?;
+                    .map_err(|e| Refusal::new(codes::IESETBUF, format!("agent {e}")))?;
                 let local = stream.local_addr().map(|a| a.to_string()).unwrap_or_default();
                 if got.congestion.is_none() {
                     got.congestion = sockopt::applied(&stream).congestion;
@@ -78,14 +81,18 @@ pub(crate) fn gather(spec: &TestSpec, arrivals: &Arrivals, bytes: Option<u64>) -
                     .recv_timeout(by.saturating_duration_since(Instant::now()))
                     .map_err(|_| stalled())?;
                 let sock = crate::udp::flow_socket(c.local, c.from).map_err(|e| {
-                    Refusal::new(errors::IESTREAMACCEPT, format!("agent: UDP socket for stream {i}: {e}"))
+                    Refusal::new(
+                        errors::IESTREAMACCEPT,
+                        format!("agent: UDP socket for stream {i}: {e}"),
+                    )
                 })?;
                 sockopt::apply_connected(&sock, &remote, true, "-w/--window")
-                    .map_err(|e| Refusal::new(errors::IESETBUF, format!("agent {e}")))?;
+                    .map_err(|e| Refusal::new(codes::IESETBUF, format!("agent {e}")))?;
                 // From the stream's own socket: the client's is connected to
                 // the agent's port and takes its reply only from there.
-                sock.send(&UDP_CONNECT_REPLY)
-                    .map_err(|e| Refusal::new(errors::IESTREAMWRITE, format!("agent: UDP connect reply: {e}")))?;
+                sock.send(&UDP_CONNECT_REPLY).map_err(|e| {
+                    Refusal::new(codes::IESTREAMWRITE, format!("agent: UDP connect reply: {e}"))
+                })?;
                 (
                     FlowSocket::from(sock),
                     format!("local {} connected to {}", c.local, c.from),

@@ -6,20 +6,15 @@
 //! client's; the run's own bound ([`Translated::bound`]) is longer, since
 //! the iperf3 client, not a clock of the agent's, ends the test.
 
-use netrig_proto::iperf3::{errors, Params};
+use netrig_proto::iperf3::{errors, server_codes as codes, Params};
 use netrig_proto::spec::kind::{KindSpec, StreamOptions, TcpOptions};
+use netrig_proto::spec::SpecError;
 use netrig_proto::spec::{
     Limit, Pace, SocketOptions, TcpBidirSpec, TcpMaertsSpec, TcpStreamSpec, UdpStreamSpec,
 };
-use netrig_proto::spec::SpecError;
 use netrig_proto::TestSpec;
 use std::time::Duration;
 
-/// iperf3's own message size for TCP (its DEFAULT_TCP_BLKSIZE, 128 KiB),
-/// for a client that sends no `len`.
-const DEFAULT_TCP_LEN: u32 = 128 * 1024;
-/// iperf3's UDP datagram size without `-l` (its DEFAULT_UDP_BLKSIZE).
-const DEFAULT_UDP_LEN: u32 = 1460;
 /// How long past its length plus warm-up the agent waits for an iperf3
 /// client's TEST_END before it ends the test itself (iperf3's own server
 /// waits 40 s: 4 s of round trip for each of 10 state changes).
@@ -34,7 +29,10 @@ pub(crate) struct Refusal {
 
 impl Refusal {
     pub(crate) fn new(code: i32, why: impl Into<String>) -> Refusal {
-        Refusal { code, why: why.into() }
+        Refusal {
+            code,
+            why: why.into(),
+        }
     }
 }
 
@@ -61,11 +59,11 @@ pub(crate) struct Translated {
 pub(crate) fn translate(p: &Params, max_duration_s: u64) -> Result<Translated, Refusal> {
     if p.sctp || !(p.tcp || p.udp) {
         return Err(Refusal::new(
-            errors::IEPROTOCOL,
+            errors::IENOSCTP,
             "iperf3 --sctp: netrig serves iperf3 clients over TCP and UDP only",
         ));
     }
-    let len = p.len.filter(|&l| l > 0);
+    let len = p.block_len();
     let pace = p.bandwidth.filter(|&b| b > 0).map(|rate_bps| Pace {
         rate_bps,
         pacing_us: p.pacing_timer.filter(|&t| t > 0),
@@ -78,15 +76,15 @@ pub(crate) fn translate(p: &Params, max_duration_s: u64) -> Result<Translated, R
             ));
         }
         KindSpec::UdpStream(UdpStreamSpec {
-            datagram_size: len.unwrap_or(DEFAULT_UDP_LEN),
+            datagram_size: len,
             pace,
             reverse: p.reverse,
             ..UdpStreamSpec::default()
         })
     } else {
         let o = StreamOptions {
-            message_size: len.unwrap_or(DEFAULT_TCP_LEN),
-            recv_size: len.unwrap_or(DEFAULT_TCP_LEN),
+            message_size: len,
+            recv_size: len,
             pace,
             zerocopy: p.zerocopy,
             skip_rx_copy: p.skip_rx_copy,
@@ -103,7 +101,7 @@ pub(crate) fn translate(p: &Params, max_duration_s: u64) -> Result<Translated, R
             (false, false) => KindSpec::TcpStream(TcpStreamSpec(o)),
         }
     };
-    let (limit, bytes) = limit_of(p, len.unwrap_or(DEFAULT_TCP_LEN))?;
+    let (limit, bytes) = limit_of(p, len)?;
     let omit = Duration::from_secs(u64::from(p.omit));
     let bound = match limit {
         Limit::Duration { seconds } => Duration::from_secs_f64(seconds) + END_GRACE,
@@ -176,7 +174,7 @@ pub(crate) fn refusal_of(e: &SpecError) -> Refusal {
             "--max-flows" => errors::IENUMSTREAMS,
             "--max-rate" => errors::IETOTALRATE,
             "--max-message-size" => errors::IEBLOCKSIZE,
-            _ => errors::IEINITTEST,
+            _ => codes::IEINITTEST,
         },
         SpecError::OutOfRange { option, .. } | SpecError::Invalid { option, .. } => {
             match option.split('/').next().unwrap_or(option) {
@@ -185,10 +183,10 @@ pub(crate) fn refusal_of(e: &SpecError) -> Refusal {
                 "-S" => errors::IEBUFSIZE,
                 "--omit" => errors::IEOMIT,
                 "-l" => errors::IEDURATION,
-                _ => errors::IEINITTEST,
+                _ => codes::IEINITTEST,
             }
         }
-        SpecError::HookNotOffered { .. } => errors::IEINITTEST,
+        SpecError::HookNotOffered { .. } => codes::IEINITTEST,
     };
     Refusal::new(code, e.to_string())
 }
@@ -309,7 +307,7 @@ mod tests {
             60,
         )
         .unwrap_err();
-        assert_eq!(e.code, errors::IEPROTOCOL);
+        assert_eq!(e.code, errors::IENOSCTP);
         let e = translate(
             &params(|p| {
                 p.tcp = false;
