@@ -168,3 +168,21 @@ def stamped(size, stamps):
 put("msg_stamp", "64-bytes", struct.pack("<HQ", 64, 5_000_000) + stamped(64, [1_000_000, 2_000_000, 4_999_000]))
 put("msg_stamp", "8-bytes", struct.pack("<HQ", 8, 10) + stamped(8, [1, 2, 3, 2**63]))
 put("msg_stamp", "1-byte", struct.pack("<HQ", 1, 0) + b"\x01" * 20)
+
+# iperf3: the bytes of a real iperf3 3.21 test (and 3.12's parameters), as
+# netrig_proto's tests hold them.
+rec = "../crates/netrig-proto/src/iperf3/recorded/"
+def rd(name):
+    with open(rec + name, "rb") as f:
+        return f.read()
+for name in ["params-3.21-tcp.json", "params-3.21-udp-reverse.json", "params-3.12-tcp-reverse.json"]:
+    put("iperf3_params", name, rd(name))
+for name in ["results-3.21-client.json", "results-3.21-server.json"]:
+    put("iperf3_results", name, rd(name))
+framed = lambda j: struct.pack(">I", len(j)) + j
+# The agent's side (first byte odd): the client's parameters, TEST_END, its results, IPERF_DONE.
+put("iperf3_control", "server-side", b"\x01" + framed(rd("params-3.21-tcp.json")) + b"\x04"
+    + framed(rd("results-3.21-client.json")) + b"\x10")
+# The client's side (first byte even): the server's states, its results, DISPLAY_RESULTS.
+put("iperf3_control", "client-side", b"\x00" + b"\x09\x0a\x01\x02\x0d" + framed(rd("results-3.21-server.json")) + b"\x0e")
+put("iperf3_control", "server-error", b"\x00" + b"\xfe" + struct.pack(">ii", 142, 0))

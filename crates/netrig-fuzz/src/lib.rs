@@ -24,6 +24,9 @@ pub mod data_hello;
 pub mod frame;
 pub mod http_request;
 pub mod http_response;
+pub mod iperf3_control;
+pub mod iperf3_params;
+pub mod iperf3_results;
 pub mod lab_frame;
 pub mod latency_histogram;
 pub mod message;
@@ -45,6 +48,9 @@ pub const TARGETS: &[Target] = &[
     ("http_response", http_response::run),
     ("frame", frame::run),
     ("http_request", http_request::run),
+    ("iperf3_control", iperf3_control::run),
+    ("iperf3_params", iperf3_params::run),
+    ("iperf3_results", iperf3_results::run),
     ("lab_frame", lab_frame::run),
     ("latency_histogram", latency_histogram::run),
     ("message", message::run),

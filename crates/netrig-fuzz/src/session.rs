@@ -249,6 +249,7 @@ impl ArbKind {
                 pace: pace.as_ref().map(ArbPace::build),
                 reverse: *reverse,
                 no_gso: *no_gso,
+                datagram: Default::default(),
             }),
             ArbKind::UdpRr(t, timeout_s) => KindSpec::UdpRr(UdpRrSpec {
                 transactions: t.build(),

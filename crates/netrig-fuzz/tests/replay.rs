@@ -96,6 +96,9 @@ replay_tests! {
     frame
     http_request
     http_response
+    iperf3_control
+    iperf3_params
+    iperf3_results
     lab_frame
     latency_histogram
     message

@@ -47,6 +47,7 @@ fn spec() -> TestSpec {
                 }),
                 reverse: true,
                 no_gso: true,
+                datagram: Default::default(),
             }),
             Limit::Duration { seconds: 10.0 },
         )

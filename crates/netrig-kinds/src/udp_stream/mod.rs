@@ -2,7 +2,10 @@
 //! client: loss, jitter, reordering and duplicates (iperf3 -u), with UDP
 //! GSO/GRO unless `--no-gso`.
 
+mod datagram;
 mod table;
+#[cfg(test)]
+mod tests;
 mod workload;
 
 pub use workload::UdpStreamWorkload;
@@ -11,7 +14,7 @@ use crate::args::{CommonArgs, PaceArgs, PaceConfig};
 use crate::kind::{KindDef, Planned, Workloads};
 use crate::units::parse_size_u32;
 use clap::Args;
-use netrig_proto::spec::{KindSpec, UdpStreamSpec};
+use netrig_proto::spec::{DatagramFormat, KindSpec, UdpStreamSpec};
 use netrig_proto::TestSpec;
 use netrig_report::{Side, TableLayout, TestConfig, TestResult};
 use std::sync::Arc;
@@ -82,6 +85,7 @@ impl KindDef for UdpStream {
             pace: a.pace.pace()?,
             reverse: a.reverse,
             no_gso: a.no_gso,
+            datagram: DatagramFormat::Netrig,
         }))?;
         plan.fit_to_path = a.message_size.is_none();
         Ok(plan)
@@ -93,6 +97,7 @@ impl KindDef for UdpStream {
             rate_bps: s.pace.as_ref().map(|p| p.rate_bps),
             offload: !s.no_gso,
             pacing: s.pace.as_ref().map_or_else(Default::default, |p| p.pacing()),
+            datagram: s.datagram,
         }))
     }
 

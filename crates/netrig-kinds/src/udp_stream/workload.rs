@@ -18,6 +18,7 @@
 //! call; all but the first are marked [`SAMPLED_STAMP`](netrig_proto::datagram::SAMPLED_STAMP), and jitter is
 //! taken between the calls' first datagrams.
 
+use super::datagram::{self, now_realtime_ns, Incoming, Reader};
 use mio::{Interest, Token};
 use netrig_engine::cap::SendCap;
 use netrig_engine::flow::SocketHandle;
@@ -29,9 +30,9 @@ use netrig_engine::workload::{WorkerControl, Workload};
 use netrig_engine::{EngineError, Flow, FlowEnd, WorkerEnd};
 use netrig_metrics::udp_seq::MAX_STAMP_SKEW_NS;
 use netrig_metrics::{Arrival, OneWayRecorder, SeqTracker};
-use netrig_proto::datagram::{DatagramHeader, SHARED_STAMP, STAMP_MARKS};
+use netrig_proto::datagram::{SHARED_STAMP, STAMP_MARKS};
 use netrig_proto::report::Role;
-use netrig_proto::DATA_MAGIC;
+use netrig_proto::spec::DatagramFormat;
 use std::io;
 use std::os::fd::RawFd;
 use std::sync::atomic::Ordering;
@@ -92,6 +93,9 @@ pub struct UdpStreamWorkload {
     /// Paced senders wake at most this often and send what falls due
     /// within it (see [`Pace`](netrig_proto::spec::Pace)).
     pub pacing: Duration,
+    /// The header each datagram starts with (see [`datagram`]): in
+    /// iperf3's, the sender neither segments (GSO) nor batches.
+    pub datagram: DatagramFormat,
 }
 
 struct UFlow {
@@ -123,6 +127,7 @@ struct UFlow {
     /// Datagrams per message: more than one when the kernel segments for us (UDP GSO).
     gso_segments: usize,
     // Receiver.
+    reader: Reader,
     tracker: SeqTracker,
     stray: u64,
     last_rx: Instant,
@@ -141,18 +146,6 @@ impl UFlow {
         self.flow.counters.set_bytes(self.bytes);
         self.flow.counters.set_units(self.units);
     }
-}
-
-/// Writes the test header (netrig_proto::datagram) at the start of `buf`,
-/// which the caller sized to the datagram (at least the header, by spec).
-fn header(buf: &mut [u8], test_id: u64, flow: u32, seq: u64, ts_ns: u64) {
-    DatagramHeader {
-        test_id,
-        flow,
-        seq,
-        stamp_ns: ts_ns,
-    }
-    .write(buf);
 }
 
 impl UdpStreamWorkload {
@@ -212,7 +205,7 @@ impl UdpStreamWorkload {
         t0: Instant,
     ) -> io::Result<usize> {
         let per = f.gso_segments.max(1);
-        if per == 1 && !batch {
+        if per == 1 && !(batch && datagram::batches(self.datagram)) {
             return self.send_each(f, buf, n.min(BATCH), test_id, t0);
         }
         let n = n.min(BATCH * per);
@@ -225,7 +218,7 @@ impl UdpStreamWorkload {
         let msgs_n = n.div_ceil(per);
         for i in 0..n {
             let d = &mut buf[i * self.size..(i + 1) * self.size];
-            header(
+            datagram::write_netrig(
                 d,
                 test_id,
                 f.flow.id,
@@ -271,8 +264,7 @@ impl UdpStreamWorkload {
         let d = &mut buf[..self.size];
         let mut sent = 0;
         while sent < n {
-            let ts = t0.elapsed().as_nanos() as u64 & !STAMP_MARKS;
-            header(d, test_id, f.flow.id, f.seq, ts);
+            datagram::write_own(self.datagram, d, test_id, f.flow.id, f.seq, t0);
             // SAFETY: `d` is valid for its length during the call.
             let rc = unsafe { libc::send(f.fd, d.as_ptr().cast(), d.len(), 0) };
             if rc < 0 {
@@ -358,7 +350,6 @@ impl UdpStreamWorkload {
         f: &mut UFlow,
         buf: &mut [u8],
         cap: usize,
-        test_id: u64,
         stopping: bool,
         mut one_way: Option<&mut OneWayRecorder>,
     ) -> Result<bool, EngineError> {
@@ -426,31 +417,27 @@ impl UdpStreamWorkload {
                 let seg = gro.filter(|g| *g > 0).unwrap_or(len.max(1));
                 let alone = own_rx && len <= seg;
                 for d in whole.chunks(seg) {
-                    if d.len() >= 4 && d[..4] == DATA_MAGIC {
-                        continue; // a repeated hello from set-up
-                    }
-                    let Some(h) = DatagramHeader::decode(d) else {
-                        f.stray += 1;
-                        continue;
+                    let h = match f.reader.read(d, rx_ns, alone, &f.tracker) {
+                        Incoming::SetUp => continue,
+                        Incoming::Stray => {
+                            f.stray += 1;
+                            continue;
+                        }
+                        Incoming::Data(h) => h,
                     };
-                    if h.test_id != test_id || h.flow != f.flow.id {
-                        f.stray += 1;
-                        continue;
-                    }
                     // Each payload counts once: a duplicate is accounted, not delivered again.
-                    let timing = h.timing(alone);
-                    match f.tracker.on_arrival(h.seq, h.sent_ns(), rx_ns, timing) {
+                    match f.tracker.on_arrival(h.seq, h.sent_ns, rx_ns, h.timing) {
                         Arrival::New => {
                             f.bytes += d.len() as u64;
                             // The kernel's receive time; a batch's send stamp is its call's.
-                            if own_rx {
+                            if own_rx && h.one_way {
                                 if let Some(o) = one_way.as_deref_mut() {
                                     // A send time far from this end's clock is no
                                     // sender's (the tracker counts it untimed).
                                     let transit =
-                                        i128::from(rx_ns) - i128::from(zero_ns) - i128::from(h.sent_ns());
+                                        i128::from(rx_ns) - i128::from(zero_ns) - i128::from(h.sent_ns);
                                     if transit.unsigned_abs() <= u128::from(MAX_STAMP_SKEW_NS) {
-                                        o.record(h.sent_ns(), rx_ns);
+                                        o.record(h.sent_ns, rx_ns);
                                     }
                                 }
                             }
@@ -498,13 +485,6 @@ fn busy_receiving(received: u64, since: Duration) -> bool {
     received as f64 >= since.as_secs_f64() * RX_BUSY_RATE
 }
 
-fn now_realtime_ns() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_nanos() as u64)
-        .unwrap_or(0)
-}
-
 /// The kernel's receive timestamp (SO_TIMESTAMPNS, in ns) and the GRO
 /// segment size (UDP_GRO) of one received message, where present.
 fn cmsgs(h: &libc::msghdr) -> (Option<u64>, Option<usize>) {
@@ -546,7 +526,9 @@ impl Workload for UdpStreamWorkload {
             let fd = sock.raw_fd();
             let sender = flow.role == Role::Sender;
             let per = GSO_MAX_SEGMENTS.min(GSO_MAX_BYTES / self.size.max(1)).max(1);
+            // iperf3's header cannot mark a stamp shared by a GSO send.
             let gso_segments = if self.offload
+                && datagram::batches(self.datagram)
                 && sender
                 && per > 1
                 && set_int(fd, libc::SOL_UDP, UDP_SEGMENT, self.size as libc::c_int)
@@ -574,6 +556,7 @@ impl Workload for UdpStreamWorkload {
             let mut tracker = SeqTracker::new();
             let zero_ns = now_realtime_ns().saturating_sub(ctl.start.elapsed().as_nanos() as u64);
             tracker.set_zero(zero_ns);
+            let reader = Reader::new(self.datagram, self.size, ctl.test_id, flow.id, zero_ns);
             fl.push(UFlow {
                 flow,
                 sock,
@@ -587,6 +570,7 @@ impl Workload for UdpStreamWorkload {
                 pace: if sender { schedule } else { None },
                 behind: false,
                 gso_segments,
+                reader,
                 tracker,
                 stray: 0,
                 last_rx: Instant::now(),
@@ -611,8 +595,9 @@ impl Workload for UdpStreamWorkload {
             received: 0,
             last_receipt: None,
             send_cap: SendCap::of(ctl),
-            // One-way delay, from the instant the run gave (no later than the sender's zero).
-            one_way: (!all_send).then(|| {
+            // One-way delay, from the instant the run gave (no later than the sender's zero);
+            // not from iperf3's stamps, whose clock this end does not know (see `datagram`).
+            one_way: (!all_send && self.datagram.is_netrig()).then(|| {
                 OneWayRecorder::new(
                     now_realtime_ns().saturating_sub(ctl.clock_ref.elapsed().as_nanos() as u64),
                 )
@@ -695,7 +680,7 @@ impl Worker<'_> {
             {
                 let before = f.units;
                 let one_way = Worker::recording(&mut self.one_way, ctl);
-                cfg.on_recv(f, &mut self.rbuf, self.cap, ctl.test_id, false, one_way)?;
+                cfg.on_recv(f, &mut self.rbuf, self.cap, false, one_way)?;
                 self.received += f.units - before;
             }
         }
@@ -725,7 +710,7 @@ impl Handler for Worker<'_> {
             _ => {
                 let before = f.units;
                 let one_way = Worker::recording(&mut self.one_way, ctl);
-                cfg.on_recv(f, &mut self.rbuf, self.cap, ctl.test_id, io.draining(), one_way)?;
+                cfg.on_recv(f, &mut self.rbuf, self.cap, io.draining(), one_way)?;
                 self.received += f.units - before;
             }
         }

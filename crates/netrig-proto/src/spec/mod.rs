@@ -18,9 +18,9 @@ pub mod transport;
 
 use crate::AgentLimits;
 pub use kind::{
-    CloseFirst, Exchange, HttpSpec, KindRules, KindSpec, Load, PortRange, StreamOptions, TcpBidirSpec,
-    TcpCrrSpec, TcpMaertsSpec, TcpOptions, TcpRrSpec, TcpStreamSpec, Transactions, Transport, UdpRrSpec,
-    UdpStreamSpec, MAX_NOTSENT_LOWAT,
+    CloseFirst, DatagramFormat, Exchange, HttpSpec, KindRules, KindSpec, Load, PortRange, StreamOptions,
+    TcpBidirSpec, TcpCrrSpec, TcpMaertsSpec, TcpOptions, TcpRrSpec, TcpStreamSpec, Transactions, Transport,
+    UdpRrSpec, UdpStreamSpec, MAX_NOTSENT_LOWAT,
 };
 use serde::{Deserialize, Serialize};
 use thiserror::Error;

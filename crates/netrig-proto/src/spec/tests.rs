@@ -165,6 +165,7 @@ fn every_kind_round_trips() {
             pace,
             reverse: true,
             no_gso: true,
+            datagram: Default::default(),
         }),
         KindSpec::UdpRr(UdpRrSpec {
             transactions: open,
@@ -300,6 +301,41 @@ fn udp_options() {
         Some(UDP_HEADER_LEN),
         "requests carry the header"
     );
+}
+
+/// netrig's datagrams stay off the JSON (the wire and saved results as they
+/// were); iperf3's are said, and a datagram must hold the header.
+#[test]
+fn udp_stream_datagram_formats() {
+    let json = |u: &UdpStreamSpec| serde_json::to_value(u).unwrap();
+    let netrig = UdpStreamSpec::default();
+    assert!(json(&netrig).get("datagram").is_none());
+    let back: UdpStreamSpec = serde_json::from_value(json(&netrig)).unwrap();
+    assert_eq!(back.datagram, DatagramFormat::Netrig);
+    for (format, name, head) in [
+        (DatagramFormat::Iperf3, "iperf3", 12),
+        (DatagramFormat::Iperf3Counter64, "iperf3-64", 16),
+    ] {
+        let mut u = UdpStreamSpec {
+            datagram: format,
+            datagram_size: head,
+            ..UdpStreamSpec::default()
+        };
+        assert_eq!(json(&u)["datagram"], name);
+        assert_eq!(serde_json::from_value::<UdpStreamSpec>(json(&u)).unwrap(), u);
+        assert!(with(KindSpec::UdpStream(u.clone()))
+            .validate(&AgentLimits::default())
+            .is_ok());
+        u.datagram_size = head - 1;
+        let e = err(&with(KindSpec::UdpStream(u)));
+        assert!(
+            e.contains(&format!("{head}-byte header")) && e.contains("iperf3's"),
+            "{e}"
+        );
+    }
+    let mut v = json(&netrig);
+    v["datagram"] = "iperf2".into();
+    assert!(serde_json::from_value::<UdpStreamSpec>(v).is_err());
 }
 
 #[test]

@@ -31,7 +31,7 @@ pub use tcp_crr::{CloseFirst, PortRange, TcpCrrSpec};
 pub use tcp_rr::{Load, TcpRrSpec, Transactions};
 pub use tcp_stream::{StreamOptions, TcpBidirSpec, TcpMaertsSpec, TcpStreamSpec, MAX_NOTSENT_LOWAT};
 pub use udp_rr::UdpRrSpec;
-pub use udp_stream::UdpStreamSpec;
+pub use udp_stream::{DatagramFormat, UdpStreamSpec};
 
 use super::{Bounds, Direction, SpecError};
 use crate::report::Role;

@@ -2,10 +2,60 @@
 //! client: loss, jitter, reordering, duplicates (iperf3 -u).
 
 use super::{Exchange, KindBounds, KindRules, Transport};
+use crate::iperf3::UdpHeader;
 use crate::spec::{
-    Bounds, Direction, Pace, SpecError, MAX_UDP_PAYLOAD, UDP_BATCH, UDP_BUFFER_MAX, UDP_HEADER_LEN,
+    out_of_range, Bounds, Direction, Pace, SpecError, MAX_UDP_PAYLOAD, UDP_BATCH, UDP_BUFFER_MAX,
+    UDP_HEADER_LEN,
 };
 use serde::{Deserialize, Serialize};
+
+/// What every datagram of a udp-stream starts with.
+///
+/// Not a command-line option of udp-stream: netrig's own peers always use
+/// netrig's header; the iperf3 paths (an agent serving an iperf3 client, a
+/// client measuring against an iperf3 server) set iperf3's, which the other
+/// end expects.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum DatagramFormat {
+    /// netrig's 28-byte header ([`crate::datagram`]): test id, flow,
+    /// sequence number from 0, the sender's time since its zero and marks.
+    #[default]
+    #[serde(rename = "netrig")]
+    Netrig,
+    /// iperf3's 12-byte header: the sender's clock (seconds, microseconds)
+    /// and a 32-bit sequence number from 1.
+    #[serde(rename = "iperf3")]
+    Iperf3,
+    /// iperf3's `--udp-counters-64bit` header: 16 bytes, the sequence
+    /// number 64 bits wide.
+    #[serde(rename = "iperf3-64")]
+    Iperf3Counter64,
+}
+
+impl DatagramFormat {
+    /// netrig's own header (the default, left out of the spec's JSON).
+    pub fn is_netrig(&self) -> bool {
+        *self == DatagramFormat::Netrig
+    }
+
+    /// Bytes of the header at the start of each datagram.
+    pub fn header_len(self) -> u32 {
+        match self {
+            DatagramFormat::Netrig => UDP_HEADER_LEN,
+            DatagramFormat::Iperf3 => UdpHeader::len(false) as u32,
+            DatagramFormat::Iperf3Counter64 => UdpHeader::len(true) as u32,
+        }
+    }
+
+    /// What the header holds, for errors about sizes that cannot hold it.
+    fn header_fields(self) -> &'static str {
+        match self {
+            DatagramFormat::Netrig => "test id, flow, sequence number, timestamp",
+            DatagramFormat::Iperf3 => "iperf3's: seconds, microseconds, 32-bit sequence number",
+            DatagramFormat::Iperf3Counter64 => "iperf3's: seconds, microseconds, 64-bit sequence number",
+        }
+    }
+}
 
 /// udp-stream's options.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -26,6 +76,11 @@ pub struct UdpStreamSpec {
     /// One datagram per message, no UDP GSO/GRO (`--no-gso`).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub no_gso: bool,
+    /// The header every datagram starts with: netrig's (left out of the
+    /// JSON, so that netrig's wire and saved results are as they were) or
+    /// iperf3's. Not a command-line option: the iperf3 paths set it.
+    #[serde(default, skip_serializing_if = "DatagramFormat::is_netrig")]
+    pub datagram: DatagramFormat,
 }
 
 impl Default for UdpStreamSpec {
@@ -36,6 +91,7 @@ impl Default for UdpStreamSpec {
             pace: None,
             reverse: false,
             no_gso: false,
+            datagram: DatagramFormat::Netrig,
         }
     }
 }
@@ -66,14 +122,25 @@ impl KindRules for UdpStreamSpec {
     fn check(&self, b: &Bounds<'_>) -> Result<(), SpecError> {
         let m = self.datagram_size;
         b.size("-m/--message-size", m, m)?;
-        b.udp_payload("-m/--message-size", m, m, UDP_HEADER_LEN)?;
+        let head = self.datagram.header_len();
+        if m < head {
+            return Err(out_of_range(
+                "-m/--message-size",
+                m,
+                format!(
+                    "{head}..={MAX_UDP_PAYLOAD} for UDP (each datagram carries a {head}-byte header: {})",
+                    self.datagram.header_fields()
+                ),
+            ));
+        }
+        b.udp_payload("-m/--message-size", m, m, head)?;
         b.pace(self.pace.as_ref())
     }
     /// Batches of up to [`UDP_BATCH`] buffers of [`UDP_BUFFER_MAX`] each way.
     fn worker_buffer_bytes(&self) -> u64 {
         2 * UDP_BATCH * UDP_BUFFER_MAX
     }
-    /// Its datagram size (netrig's header to the largest UDP payload) and
+    /// Its datagram size (its header to the largest UDP payload) and
     /// rate; its batches of buffers.
     fn bounds(&self) -> KindBounds<'_> {
         let m = self.datagram_size;
@@ -84,7 +151,7 @@ impl KindRules for UdpStreamSpec {
             ranges: vec![(
                 "-m",
                 f64::from(m),
-                f64::from(UDP_HEADER_LEN),
+                f64::from(self.datagram.header_len()),
                 f64::from(MAX_UDP_PAYLOAD),
             )],
             buffers: (0, 2 * UDP_BATCH * UDP_BUFFER_MAX),
