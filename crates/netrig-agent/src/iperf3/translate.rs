@@ -10,7 +10,7 @@ use netrig_proto::iperf3::{errors, server_codes as codes, Params};
 use netrig_proto::spec::kind::{KindSpec, StreamOptions, TcpOptions};
 use netrig_proto::spec::SpecError;
 use netrig_proto::spec::{
-    Limit, Pace, SocketOptions, TcpBidirSpec, TcpMaertsSpec, TcpStreamSpec, UdpStreamSpec,
+    DatagramFormat, Limit, Pace, SocketOptions, TcpBidirSpec, TcpMaertsSpec, TcpStreamSpec, UdpStreamSpec,
 };
 use netrig_proto::TestSpec;
 use std::time::Duration;
@@ -79,6 +79,12 @@ pub(crate) fn translate(p: &Params, max_duration_s: u64) -> Result<Translated, R
             datagram_size: len,
             pace,
             reverse: p.reverse,
+            // iperf3's datagrams, as the client sends and expects them.
+            datagram: if p.udp_counters_64bit {
+                DatagramFormat::Iperf3Counter64
+            } else {
+                DatagramFormat::Iperf3
+            },
             ..UdpStreamSpec::default()
         })
     } else {
