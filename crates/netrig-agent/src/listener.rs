@@ -326,6 +326,9 @@ enum Progress {
     Waiting,
     Done(Greeting),
     Failed(String),
+    /// From outside `--allow`: its first four bytes are in, which say how
+    /// to tell it so ([`tell_outsider`]).
+    Outsider,
 }
 
 /// A connection that has not finished its greeting.
@@ -339,6 +342,8 @@ struct Pending {
     len: usize,
     /// It came to the iperf3 port (`--iperf3-port`): iperf3 alone is served.
     iperf3_only: bool,
+    /// From outside `--allow`: read only as far as its first four bytes.
+    outsider: bool,
     /// What was read from the connection before it came here (a run
     /// holding the listener gave it back: at most a DataHello's length and
     /// `READ_AHEAD`), taken before the socket's bytes; `taken` of it so far.
@@ -352,6 +357,9 @@ impl Pending {
     /// before: [`Pending::past`]).
     fn advance(&mut self) -> Progress {
         loop {
+            if self.outsider && self.len >= 4 {
+                return Progress::Outsider;
+            }
             // Until the kind is known, no more than the shorter greeting.
             let want = match greeting_len(&self.buf[..self.len], self.iperf3_only) {
                 Ok(n) => n,
@@ -514,16 +522,27 @@ impl Acceptor {
     /// in a slot, the oldest waiting one making room if all are taken.
     /// (A connection a run gives back comes here too, with what the run
     /// read of it: `read`.)
-    fn admit(&mut self, stream: MioStream, peer: SocketAddr, read: Vec<u8>, iperf3_only: bool) {
+    fn admit(&mut self, mut stream: MioStream, peer: SocketAddr, mut read: Vec<u8>, iperf3_only: bool) {
         let now = Instant::now();
-        if !allowed(&self.shared.config.allow, peer.ip()) {
+        let outsider = !allowed(&self.shared.config.allow, peer.ip());
+        if outsider {
             if self.deny_log.allow(now) {
                 log::warn!("{peer}: closed: not in the networks the agent serves (its --allow)");
             }
-            if self.refusals.allow(client_key(peer.ip()), now) {
-                refuse_outsider(stream, peer, &self.shared.config.allow, iperf3_only);
+            if !self.refusals.allow(client_key(peer.ip()), now) {
+                return;
             }
-            return;
+            // Its first four bytes say whether it reads netrig's answer or
+            // iperf3's; until they come, it waits as a greeting does.
+            let mut b = [0u8; 4];
+            if let Some(want) = 4usize.checked_sub(read.len()).filter(|&w| w > 0) {
+                if let Ok(n) = stream.read(&mut b[..want]) {
+                    read.extend_from_slice(&b[..n]);
+                }
+            }
+            if read.len() >= 4 || iperf3_only {
+                return tell_outsider(stream, peer, &self.shared.config.allow, &read, iperf3_only);
+            }
         }
         let id = self.next_id;
         self.next_id = self.next_id.wrapping_add(1);
@@ -535,6 +554,7 @@ impl Acceptor {
             buf: [0; GREETING_MAX],
             len: 0,
             iperf3_only,
+            outsider,
             read,
             taken: 0,
         };
@@ -545,6 +565,10 @@ impl Acceptor {
                 return self.dispatch(p.stream, peer, g, past);
             }
             Progress::Failed(e) => return self.dropped(peer, &e),
+            Progress::Outsider => {
+                let allow = &self.shared.config.allow;
+                return tell_outsider(p.stream, peer, allow, &p.buf[..p.len], iperf3_only);
+            }
         }
         if self.live >= self.shared.config.max_pending {
             let evicted = self.evict_oldest();
@@ -603,6 +627,12 @@ impl Acceptor {
             Progress::Failed(e) => {
                 if let Some(p) = self.remove(slot) {
                     self.dropped(p.peer, &e);
+                }
+            }
+            Progress::Outsider => {
+                if let Some(p) = self.remove(slot) {
+                    let first = &p.buf[..p.len];
+                    tell_outsider(p.stream, p.peer, &self.shared.config.allow, first, p.iperf3_only);
                 }
             }
         }
@@ -912,18 +942,24 @@ impl Refusals {
 }
 
 /// Tells a connection from outside `--allow` so (an `error` frame, which
-/// clients of every protocol version read in place of a welcome), then
-/// closes it. What it sent already is read first (at most its preamble's
-/// worth, without waiting) so that the close is a FIN, not a reset that
-/// could overtake the answer.
-fn refuse_outsider(mut stream: MioStream, peer: SocketAddr, allow: &[ipnet::IpNet], iperf3_only: bool) {
-    let mut first = [0u8; GREETING_MAX];
-    let n = stream.read(&mut first).unwrap_or(0);
+/// clients of every protocol version read in place of a welcome; an iperf3
+/// client, by its `first` bytes or its port, ACCESS_DENIED), then closes
+/// it. What it sent already is read first (at most a greeting's worth,
+/// without waiting) so that the close is a FIN, not a reset that could
+/// overtake the answer.
+fn tell_outsider(
+    mut stream: MioStream,
+    peer: SocketAddr,
+    allow: &[ipnet::IpNet],
+    first: &[u8],
+    iperf3_only: bool,
+) {
+    let _ = stream.read(&mut [0u8; GREETING_MAX]);
     // An iperf3 client reads a state: ACCESS_DENIED, which it prints as
     // its "busy" error (iperf3 has no word for an address not served).
     let iperf3 = first
         .first_chunk::<4>()
-        .is_some_and(|m| n >= 4 && netrig_proto::preamble::iperf3_cookie_start(*m));
+        .is_some_and(|m| netrig_proto::preamble::iperf3_cookie_start(*m));
     if iperf3 || iperf3_only {
         let _ = stream.write(&[netrig_proto::iperf3::State::AccessDenied.byte()]);
         return;
