@@ -10,6 +10,7 @@ use super::translate::{self, refusal_of, Refusal, Translated};
 use crate::peer::{canonical_ip, client_key};
 use crate::shared::Shared;
 use netrig_engine::runner::{run_side, RunControl, RunPlan, SideFlows, SideOutcome};
+use netrig_engine::FlowSocket;
 use netrig_kinds::Workloads;
 use netrig_proto::iperf3::{
     errors, server_codes as codes, Control, Cookie, Iperf3Error, Params, Results, ServerAction,
@@ -17,6 +18,7 @@ use netrig_proto::iperf3::{
 };
 use netrig_proto::spec::Limit;
 use std::net::{SocketAddr, TcpStream};
+use std::os::fd::AsFd;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -153,7 +155,7 @@ impl Session<'_> {
         let wait = self.shared.config.greeting_timeout;
         let _ = self.ctl.get_ref().set_read_timeout(Some(wait));
         let json = self.ctl.read_json(MAX_PARAMS_JSON).map_err(|e| Ended {
-            code: Some(e.iperf3_code()),
+            code: Some(errors::IERECVPARAMS),
             why: if e.is_timeout() {
                 format!(
                     "no whole parameters within {} s of PARAM_EXCHANGE (the agent's greeting timeout)",
@@ -249,7 +251,14 @@ impl Session<'_> {
         plan.cpus_option = "iperf3 -A's server CPU";
         plan.send_cap_bps = shared.config.limits.max_rate_bps;
         let ctl = RunControl::new();
+        ctl.expect_finish();
         let ctl2 = ctl.clone();
+        let receivers: Vec<_> = got
+            .flows
+            .iter()
+            .filter(|f| f.role == netrig_proto::report::Role::Receiver)
+            .map(|f| f.socket.clone())
+            .collect();
         let flows = SideFlows::Connected {
             workload,
             flows: got.flows,
@@ -258,7 +267,7 @@ impl Session<'_> {
             .name("netrig-iperf3-run".into())
             .spawn(move || run_side(flows, &plan, &ctl2, &mut |_| {}))
             .map_err(|e| Refusal::new(codes::IEINITTEST, format!("cannot start the test thread: {e}")))?;
-        let watched = self.watch(&ctl, &engine, start, t.bound);
+        let watched = self.watch(&ctl, &engine, (start, t.bound), &receivers);
         let outcome = match engine.join() {
             Ok(Ok(o)) => Ok(o),
             Ok(Err(e)) => Err(e.to_string()),
@@ -296,8 +305,8 @@ impl Session<'_> {
         &mut self,
         ctl: &RunControl,
         engine: &std::thread::JoinHandle<Result<SideOutcome, netrig_engine::EngineError>>,
-        start: Instant,
-        bound: Duration,
+        (start, bound): (Instant, Duration),
+        receivers: &[Arc<FlowSocket>],
     ) -> Result<(), Ended> {
         let _ = self.ctl.get_ref().set_read_timeout(Some(POLL));
         loop {
@@ -320,7 +329,10 @@ impl Session<'_> {
                 }
             };
             match self.sm.on_client_state(state) {
-                Ok(ServerAction::EndTest) => ctl.finish(),
+                Ok(ServerAction::EndTest) => {
+                    settle(receivers);
+                    ctl.finish()
+                }
                 Ok(ServerAction::Ignore) => {}
                 Ok(ServerAction::ClientTerminated) => {
                     ctl.abort("the iperf3 client terminated the test");
@@ -386,6 +398,26 @@ impl Session<'_> {
             },
             Err(e) => Err(gone(e, "the wait for IPERF_DONE")),
         }
+    }
+}
+
+/// How long the agent's receivers may go on reading, into the window, what
+/// the client sent before its TEST_END.
+const SETTLE: Duration = Duration::from_millis(200);
+
+/// Waits until the agent's receive queues are empty (twice, 1 ms apart), or
+/// [`SETTLE`] has passed: what the client sent before it said TEST_END is
+/// then in the window, as its own count of what it sent is (iperf3's
+/// server closes its streams at once, and leaves it out).
+fn settle(receivers: &[Arc<FlowSocket>]) {
+    let until = Instant::now() + SETTLE;
+    let mut empty = 0;
+    while empty < 2 && Instant::now() < until {
+        let waiting = receivers
+            .iter()
+            .any(|s| netrig_metrics::witness::socket_queue(s.as_fd(), false).unwrap_or(0) > 0);
+        empty = if waiting { 0 } else { empty + 1 };
+        std::thread::sleep(Duration::from_millis(1));
     }
 }
 

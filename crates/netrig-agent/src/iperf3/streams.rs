@@ -93,9 +93,10 @@ pub(crate) fn gather(spec: &TestSpec, arrivals: &Arrivals, bytes: Option<u64>) -
                 sock.send(&UDP_CONNECT_REPLY).map_err(|e| {
                     Refusal::new(codes::IESTREAMWRITE, format!("agent: UDP connect reply: {e}"))
                 })?;
+                let local = sock.local_addr().map_or(c.local, |a| a);
                 (
                     FlowSocket::from(sock),
-                    format!("local {} connected to {}", c.local, c.from),
+                    format!("local {local} connected to {}", c.from),
                 )
             }
         };

@@ -19,6 +19,7 @@ mod hostile;
 mod house;
 mod http;
 mod http_server;
+mod iperf3_serve;
 mod lab_arms;
 mod lab_cli;
 mod lab_clients;
