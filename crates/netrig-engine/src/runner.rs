@@ -1409,6 +1409,26 @@ mod tests {
     }
     use std::net::{TcpListener, TcpStream};
 
+    /// A TCP run of `seconds` from `start`: one worker, no CPU measured.
+    fn plan_of(start: Instant, seconds: f64) -> RunPlan {
+        RunPlan {
+            start,
+            limit: Limit::Duration { seconds },
+            omit: Duration::ZERO,
+            interval: None,
+            workers: 1,
+            drain: Duration::from_millis(100),
+            stall_timeout: Duration::from_secs(1),
+            measure_cpu: false,
+            test_id: 0,
+            cpus: None,
+            cpus_option: "--cpus",
+            send_cap_bps: None,
+            clock_ref: None,
+            transport: Transport::Tcp,
+        }
+    }
+
     /// Counts one transaction per arrival on the flow its greeting names.
     struct CountArrivals;
 
@@ -1441,20 +1461,10 @@ mod tests {
         let tx = intake.clone();
         let start = Instant::now();
         let plan = RunPlan {
-            start,
-            limit: Limit::Duration { seconds: 0.6 },
             omit: Duration::from_millis(100),
-            interval: None,
             workers: 2,
             drain: Duration::from_secs(1),
-            stall_timeout: Duration::from_secs(1),
-            measure_cpu: false,
-            test_id: 0,
-            cpus: None,
-            cpus_option: "--cpus",
-            send_cap_bps: None,
-            clock_ref: None,
-            transport: Transport::Tcp,
+            ..plan_of(start, 0.6)
         };
         let flows: Vec<FlowSlot> = (0..3)
             .map(|id| FlowSlot::new(id, Direction::Tx, Role::Responder, None))
@@ -1520,20 +1530,11 @@ mod tests {
         let (s, _) = l.accept().unwrap();
         let start = Instant::now();
         let plan = RunPlan {
-            start,
-            limit: Limit::Duration { seconds: 30.0 },
             omit: Duration::from_millis(50),
             interval: Some(Duration::from_millis(100)),
             workers: 1,
             drain: Duration::from_millis(100),
-            stall_timeout: Duration::from_secs(1),
-            measure_cpu: false,
-            test_id: 0,
-            cpus: None,
-            cpus_option: "--cpus",
-            send_cap_bps: None,
-            clock_ref: None,
-            transport: Transport::Tcp,
+            ..plan_of(start, 30.0)
         };
         let ctl = RunControl::new();
         let finisher = ctl.clone();

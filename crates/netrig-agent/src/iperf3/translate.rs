@@ -114,8 +114,6 @@ pub(crate) fn translate(p: &Params, max_duration_s: u64) -> Result<Translated, R
         Limit::Bytes { .. } => Duration::from_secs(max_duration_s) + omit + END_GRACE,
     };
     let spec = TestSpec {
-        test,
-        limit,
         // netrig's warm-up; a byte count has none in netrig's terms (the
         // run's plan leaves it out all the same).
         omit_s: if bytes.is_some() { 0.0 } else { f64::from(p.omit) },
@@ -131,7 +129,7 @@ pub(crate) fn translate(p: &Params, max_duration_s: u64) -> Result<Translated, R
             .server_affinity
             .and_then(|a| u32::try_from(a).ok())
             .map(|cpu| vec![cpu]),
-        ..default_spec()
+        ..TestSpec::new(test, limit)
     };
     Ok(Translated {
         spec,
@@ -195,22 +193,6 @@ pub(crate) fn refusal_of(e: &SpecError) -> Refusal {
         SpecError::HookNotOffered { .. } => codes::IEINITTEST,
     };
     Refusal::new(code, e.to_string())
-}
-
-/// Every other field of a spec at netrig's defaults.
-fn default_spec() -> TestSpec {
-    TestSpec {
-        test: KindSpec::TcpStream(TcpStreamSpec::default()),
-        limit: Limit::Duration { seconds: 10.0 },
-        omit_s: 0.0,
-        interval_s: None,
-        flows: 1,
-        workers: None,
-        measure_cpu: true,
-        remote: SocketOptions::default(),
-        remote_cpus: None,
-        remote_hooks: Default::default(),
-    }
 }
 
 /// Options the client asked that the agent's end does not apply.
