@@ -293,6 +293,11 @@ pub(crate) fn listen_error(addr: SocketAddr, source: io::Error) -> AgentError {
 const HANDBACK: Token = netrig_io::reserved(1);
 /// The longest the loop sleeps: bounds how late it sees `shutdown`.
 const MAX_WAIT: Duration = Duration::from_millis(100);
+/// How long a connection from outside `--allow` may take to send the four
+/// bytes that say whether it reads netrig's refusal or iperf3's; then it is
+/// told netrig's. (Entries expire in their order of arrival, so one may
+/// wait behind another's longer greeting timeout.)
+const OUTSIDER_WAIT: Duration = Duration::from_millis(200);
 /// How long to stop accepting after accept fails (out of descriptors, memory).
 const ACCEPT_BACKOFF: Duration = Duration::from_millis(50);
 
@@ -550,7 +555,12 @@ impl Acceptor {
             stream,
             peer,
             id,
-            deadline: now + self.shared.config.greeting_timeout,
+            deadline: now
+                + if outsider {
+                    OUTSIDER_WAIT
+                } else {
+                    self.shared.config.greeting_timeout
+                },
             buf: [0; GREETING_MAX],
             len: 0,
             iperf3_only,
@@ -682,6 +692,12 @@ impl Acceptor {
     fn expire(&mut self, now: Instant) {
         while self.oldest().is_some_and(|p| p.deadline <= now) {
             if let Some(p) = self.order.pop_front().and_then(|(slot, _)| self.remove(slot)) {
+                if p.outsider {
+                    // Silent: told in netrig's words, as before it could be iperf3.
+                    let first = &p.buf[..p.len];
+                    tell_outsider(p.stream, p.peer, &self.shared.config.allow, first, p.iperf3_only);
+                    continue;
+                }
                 let timeout = self.shared.config.greeting_timeout;
                 self.dropped(p.peer, &format!("no greeting within {timeout:?}"));
             }

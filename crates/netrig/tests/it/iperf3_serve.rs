@@ -443,6 +443,15 @@ fn keys_and_caps_refuse_iperf3_clients_in_iperf3s_words() {
             capped.log()
         );
     }
+    // Outside --allow: iperf3's ACCESS_DENIED ("busy", its only word for it).
+    let fenced = Agent::start(None, &["--allow", "192.0.2.0/24"]);
+    let o = iperf3(&c, None, fenced.port, &["-t", "1"]);
+    let said = format!("{}{}", stdout(&o), stderr(&o));
+    assert!(
+        !o.status.success() && said.contains("the server is busy"),
+        "{said}"
+    );
+    assert!(fenced.log().contains("--allow"), "{}", fenced.log());
     // Under the cap, served; the agent's sends held to it.
     let o = iperf3(&c, None, capped.port, &["-t", "2", "-R", "-b", "80M", "-J"]);
     assert!(o.status.success(), "{}", stdout(&o));
