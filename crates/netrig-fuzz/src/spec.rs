@@ -71,6 +71,7 @@ fn nothing_ignored(spec: &TestSpec) {
         ("datagram_size", json!(1000)),
         ("reverse", json!(true)),
         ("no_gso", json!(true)),
+        ("datagram", json!("iperf3")),
         ("nodelay", json!(true)),
         ("congestion", json!("cubic")),
         ("burst", json!(2)),

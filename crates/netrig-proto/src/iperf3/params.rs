@@ -149,7 +149,7 @@ impl Params {
     }
 
     /// The parameters as iperf3 3.21's client sends them (keys of options
-    /// that are off left out).
+    /// that are off left out; `client_version` as the caller sets it).
     pub fn encode(&self) -> Vec<u8> {
         let mut o = Map::new();
         let mut put = |k: &str, v: Value| {
@@ -223,10 +223,9 @@ impl Params {
                 put(k, json!(1));
             }
         }
-        put(
-            "client_version",
-            json!(self.client_version.clone().unwrap_or_else(|| "3.21".into())),
-        );
+        if let Some(v) = &self.client_version {
+            put("client_version", json!(v));
+        }
         serde_json::to_vec(&Value::Object(o)).expect("a JSON object always serialises")
     }
 
