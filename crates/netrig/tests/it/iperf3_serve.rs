@@ -525,8 +525,9 @@ fn server_error(code: i32) -> Vec<u8> {
 
 /// A client that stalls after its cookie is dropped within the greeting's
 /// 5 s; a parameters length of 4 GB and garbage JSON at once, each told
-/// iperf3's "unable to receive parameters"; the agent then serves the next
-/// client (HOSTILE.md).
+/// iperf3's "unable to receive parameters"; one that opens no stream 10 s
+/// after CREATE_STREAMS; the agent then serves the next client
+/// (HOSTILE.md, 53-56).
 #[test]
 fn hostile_iperf3_peers_are_dropped_and_the_next_is_served() {
     let agent = Agent::start(None, &[]);
@@ -544,8 +545,19 @@ fn hostile_iperf3_peers_are_dropped_and_the_next_is_served() {
     let (got, took) = answer(agent.port, &[&len, garbage], Duration::from_secs(15));
     assert_eq!(got, server_error(114), "garbage JSON");
     assert!(took < Duration::from_secs(2), "{took:?}");
+    // Parameters, then no stream: CREATE_STREAMS, and SERVER_ERROR
+    // ("unable to accept stream connection") 10 s later.
+    let params = br#"{"tcp":true,"omit":0,"time":2,"num":0,"blockcount":0,"parallel":1,"len":131072}"#;
+    let len = (params.len() as u32).to_be_bytes();
+    let (got, took) = answer(agent.port, &[&len, params], Duration::from_secs(20));
+    assert_eq!(got, [&[10u8][..], &server_error(204)].concat(), "no stream");
+    assert!(
+        took >= Duration::from_secs(9) && took < Duration::from_secs(15),
+        "{took:?}"
+    );
     let log = agent.log();
     assert!(log.contains("no whole parameters within 5 s"), "{log}");
+    assert!(log.contains("no iperf3 stream within 10 s"), "{log}");
     for c in clients() {
         let o = iperf3(&c, None, agent.port, &["-t", "1"]);
         assert!(o.status.success(), "{}: {}\n{log}", c.name, stdout(&o));
