@@ -18,6 +18,7 @@ mod door;
 mod doorway;
 pub mod hooks;
 mod iperf3;
+mod iperf3_routes;
 mod listener;
 mod memory;
 mod peer;

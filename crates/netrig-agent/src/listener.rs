@@ -99,7 +99,7 @@ impl Agent {
         let max_presessions = config.max_presessions;
         let iperf3_port = match config.iperf3_port {
             Some(port) => Some(
-                crate::iperf3::Port::bind(config.bind, port, config.mptcp_listener)
+                bind_iperf3_port(config.bind, port, config.mptcp_listener)
                     .map_err(|(addr, e)| listen_error(addr, e))?,
             ),
             None => None,
@@ -234,7 +234,7 @@ impl Drop for AgentHandle {
 /// The listeners for `bind`: itself, or for `[::]` an IPv6-only socket and
 /// an IPv4 one on its port (IPv4 alone on a host without IPv6). A failure
 /// names the address that failed. `mptcp`: MPTCP listeners where the kernel makes them.
-pub(crate) fn listen_all(bind: SocketAddr, mptcp: bool) -> Result<Vec<TcpListener>, (SocketAddr, io::Error)> {
+fn listen_all(bind: SocketAddr, mptcp: bool) -> Result<Vec<TcpListener>, (SocketAddr, io::Error)> {
     let listen = |addr, only_v6| listen(addr, only_v6, mptcp);
     if bind.ip() != IpAddr::V6(Ipv6Addr::UNSPECIFIED) {
         return Ok(vec![listen(bind, false).map_err(|e| (bind, e))?]);
@@ -255,6 +255,20 @@ pub(crate) fn listen_all(bind: SocketAddr, mptcp: bool) -> Result<Vec<TcpListene
     Ok(vec![six, four])
 }
 
+/// `--iperf3-port`'s sockets: `bind`'s address on `port`, TCP as the
+/// agent's own port and UDP. A failure names the address.
+fn bind_iperf3_port(
+    bind: SocketAddr,
+    port: u16,
+    mptcp: bool,
+) -> Result<crate::iperf3::Port, (SocketAddr, io::Error)> {
+    let addr = SocketAddr::new(bind.ip(), port);
+    let tcp = listen_all(addr, mptcp)?;
+    let at = tcp[0].local_addr().map_err(|e| (addr, e))?;
+    let udp = crate::udp::bind(at).map_err(|e| (at, e))?;
+    Ok(crate::iperf3::Port::new(tcp, udp))
+}
+
 fn listen(addr: SocketAddr, only_v6: bool, mptcp: bool) -> io::Result<TcpListener> {
     netrig_engine::transport::listen(addr, only_v6, 4096, mptcp)
 }
@@ -272,7 +286,7 @@ fn event_loop(listeners: Vec<TcpListener>) -> io::Result<(Poll, Vec<MioListener>
     Ok((poll, mio))
 }
 
-pub(crate) fn listen_error(addr: SocketAddr, source: io::Error) -> AgentError {
+fn listen_error(addr: SocketAddr, source: io::Error) -> AgentError {
     let hint = match source.kind() {
         io::ErrorKind::AddrInUse => {
             " (another netrig serve, or another program, holds the port: choose another with --port)"

@@ -4,7 +4,7 @@
 //! that the kernel delivers that flow's datagrams to it (a connected socket
 //! is a better match than the unconnected one) and workers own their flows.
 
-use crate::iperf3::UdpConnect;
+use crate::iperf3_routes::UdpConnect;
 use crate::shared::Shared;
 use netrig_proto::iperf3::UDP_CONNECT_MSG;
 use netrig_proto::DataHello;

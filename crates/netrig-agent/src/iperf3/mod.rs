@@ -9,16 +9,14 @@
 //! By role: `session` the control flow (iperf3's states, each wait
 //! bounded), `translate` an iperf3 client's parameters as a netrig test,
 //! `streams` its data connections, `results` the agent's figures in
-//! iperf3's results, `routes` where data connections find their session,
-//! `port` the iperf3-only port.
+//! iperf3's results, `port` the iperf3-only port; where data connections
+//! find their session is `crate::iperf3_routes`, below the accept loop.
 
 mod port;
 mod results;
-mod routes;
 mod session;
 mod streams;
 mod translate;
 
 pub(crate) use port::Port;
-pub(crate) use routes::{Routes, UdpConnect};
 pub(crate) use session::serve;

@@ -22,15 +22,10 @@ pub(crate) struct Port {
 }
 
 impl Port {
-    /// Binds `bind`'s address on `port`: TCP (for `[::]`, an IPv6 socket
-    /// and an IPv4 one, as the agent's own port) and UDP. A failure names
-    /// the address.
-    pub(crate) fn bind(bind: SocketAddr, port: u16, mptcp: bool) -> Result<Port, (SocketAddr, io::Error)> {
-        let addr = SocketAddr::new(bind.ip(), port);
-        let tcp = crate::listener::listen_all(addr, mptcp)?;
-        let at = tcp[0].local_addr().map_err(|e| (addr, e))?;
-        let udp = crate::udp::bind(at).map_err(|e| (at, e))?;
-        Ok(Port { tcp, udp })
+    /// The port's sockets, bound by the agent as its own (TCP: for `[::]`,
+    /// an IPv6 socket and an IPv4 one; UDP on the same port).
+    pub(crate) fn new(tcp: Vec<TcpListener>, udp: UdpSocket) -> Port {
+        Port { tcp, udp }
     }
 
     /// The port's TCP address.

@@ -3,8 +3,8 @@
 //! the order iperf3 creates them, each configured as the test asks and
 //! made a flow of the agent's run.
 
-use super::routes::{TcpArrival, UdpConnect};
 use super::translate::Refusal;
+use crate::iperf3_routes::{TcpArrival, UdpConnect};
 use netrig_engine::sockopt::{self, SocketSettings};
 use netrig_engine::{Flow, FlowSocket};
 use netrig_proto::iperf3::{errors, server_codes as codes, UDP_CONNECT_REPLY};

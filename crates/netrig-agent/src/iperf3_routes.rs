@@ -1,4 +1,6 @@
-//! Where an iperf3 test's data connections find their session: TCP
+//! Where an iperf3 test's data connections find their session (the agent's
+//! `iperf3` module serves the tests; the accept loop and the UDP intake
+//! deliver here): TCP
 //! connections by the test's 37-byte cookie (as netrig's data greetings
 //! find theirs in the registry), UDP "connect" datagrams by the client's
 //! address, since they carry no cookie.
