@@ -243,7 +243,7 @@ pub fn iperf3_cookie_start(first: [u8; 4]) -> bool {
 /// HTTP client with a method.
 pub fn foreign(first: [u8; 4]) -> Option<&'static str> {
     if iperf3_cookie_start(first) {
-        return Some("an iperf3 client (its cookie; netrig's agent speaks netrig's protocol: use `netrig tcp-stream -H`)");
+        return Some("an iperf3 client (its cookie)");
     }
     if [*b"GET ", *b"POST", *b"HEAD", *b"PUT ", *b"OPTI"].contains(&first) {
         return Some("an HTTP request");

@@ -405,6 +405,13 @@ fn keys_and_caps_refuse_iperf3_clients_in_iperf3s_words() {
     let open = Agent::start(None, &["--authorized-keys", &public, "--iperf3"]);
     let o = iperf3(&c, None, open.port, &["-t", "1"]);
     assert!(o.status.success(), "{}{}", stdout(&o), open.log());
+    // iperf3's RSA token (a client built with OpenSSL, --username): refused
+    // as iperf3 refuses a bad one, even where --iperf3 serves the others.
+    let params = br#"{"tcp":true,"time":1,"parallel":1,"len":131072,"authtoken":"AAAA"}"#;
+    let len = (params.len() as u32).to_be_bytes();
+    let (got, _) = answer(open.port, &[&len, params], Duration::from_secs(10));
+    assert_eq!(got, server_error(142), "an RSA token");
+    assert!(open.log().contains("RSA"), "{}", open.log());
     let capped = Agent::start(
         None,
         &["--max-duration", "3", "--max-flows", "2", "--max-rate", "100M"],
