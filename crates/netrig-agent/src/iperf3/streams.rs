@@ -65,8 +65,7 @@ pub(crate) fn gather(spec: &TestSpec, arrivals: &Arrivals, bytes: Option<u64>) -
                 let (stream, peer) = rx
                     .recv_timeout(by.saturating_duration_since(Instant::now()))
                     .map_err(|_| stalled())?;
-                sockopt::apply_connected(&stream, &remote, true, "-w/--window")
-                    .map_err(|e| Refusal::new(codes::IESETBUF, format!("agent {e}")))?;
+                sockopt::apply_connected(&stream, &remote, true, "-w/--window").map_err(option_refusal)?;
                 let local = stream.local_addr().map(|a| a.to_string()).unwrap_or_default();
                 if got.congestion.is_none() {
                     got.congestion = sockopt::applied(&stream).congestion;
@@ -86,8 +85,7 @@ pub(crate) fn gather(spec: &TestSpec, arrivals: &Arrivals, bytes: Option<u64>) -
                         format!("agent: UDP socket for stream {i}: {e}"),
                     )
                 })?;
-                sockopt::apply_connected(&sock, &remote, true, "-w/--window")
-                    .map_err(|e| Refusal::new(codes::IESETBUF, format!("agent {e}")))?;
+                sockopt::apply_connected(&sock, &remote, true, "-w/--window").map_err(option_refusal)?;
                 // From the stream's own socket: the client's is connected to
                 // the agent's port and takes its reply only from there.
                 sock.send(&UDP_CONNECT_REPLY).map_err(|e| {
@@ -115,4 +113,16 @@ pub(crate) fn gather(spec: &TestSpec, arrivals: &Arrivals, bytes: Option<u64>) -
         got.addresses.push(address);
     }
     Ok(got)
+}
+
+/// A socket option the agent could not set, as iperf3's nearest error.
+/// `-C` naming an algorithm the host lacks is refused, as a netrig
+/// client's `--cc` is (iperf3's own server warns and goes on with its
+/// default, and its figures are then of another algorithm than asked).
+fn option_refusal(e: sockopt::OptionError) -> Refusal {
+    let code = match e.flag {
+        "--cc" => errors::IESETCONGESTION,
+        _ => codes::IESETBUF,
+    };
+    Refusal::new(code, format!("agent {e}"))
 }
