@@ -109,6 +109,9 @@ impl Params {
             bounded(&o, key, option, meaning, u32::MAX as u64, IEUNIMP).map(|v| v.map(|v| v as u32))
         };
         let u64_of = |key, option, meaning| bounded(&o, key, option, meaning, u64::MAX, IEUNIMP);
+        // iperf3's client sends these only when set, and 0 is its "unset".
+        let some_u32 = |key, option, meaning| u32_of(key, option, meaning).map(|v| v.filter(|v| *v != 0));
+        let some_u64 = |key, option, meaning| u64_of(key, option, meaning).map(|v| v.filter(|v| *v != 0));
         let text = |key| num::string(&o, key, MAX_PARAMS_JSON);
         Ok(Params {
             tcp: flag(&o, "tcp"),
@@ -118,20 +121,20 @@ impl Params {
             time: u32_of("time", "-t", "seconds")?.unwrap_or(0),
             num: u64_of("num", "-n", "bytes")?.unwrap_or(0),
             blockcount: u64_of("blockcount", "-k", "blocks")?.unwrap_or(0),
-            mss: u32_of("MSS", "-M", "maximum segment size")?,
+            mss: some_u32("MSS", "-M", "maximum segment size")?,
             nodelay: flag(&o, "nodelay"),
             parallel: u32_of("parallel", "-P", "parallel streams")?.unwrap_or(1),
             reverse: flag(&o, "reverse"),
             bidirectional: flag(&o, "bidirectional"),
             mptcp: flag(&o, "mptcp"),
-            window: u32_of("window", "-w", "socket buffer bytes")?,
-            len: u32_of("len", "-l", "block bytes")?,
-            bandwidth: u64_of("bandwidth", "-b", "bits/s per stream")?,
-            fqrate: u64_of("fqrate", "--fq-rate", "bits/s per stream")?,
-            pacing_timer: u32_of("pacing_timer", "--pacing-timer", "microseconds")?,
-            burst: u32_of("burst", "-b RATE/BURST", "packets per burst")?,
-            tos: u32_of("TOS", "-S", "type of service")?,
-            flowlabel: u32_of("flowlabel", "-L", "flow label")?,
+            window: some_u32("window", "-w", "socket buffer bytes")?,
+            len: some_u32("len", "-l", "block bytes")?,
+            bandwidth: some_u64("bandwidth", "-b", "bits/s per stream")?,
+            fqrate: some_u64("fqrate", "--fq-rate", "bits/s per stream")?,
+            pacing_timer: some_u32("pacing_timer", "--pacing-timer", "microseconds")?,
+            burst: some_u32("burst", "-b RATE/BURST", "packets per burst")?,
+            tos: some_u32("TOS", "-S", "type of service")?,
+            flowlabel: some_u32("flowlabel", "-L", "flow label")?,
             title: text("title")?,
             extra_data: text("extra_data")?,
             congestion: text("congestion")?,
@@ -155,12 +158,12 @@ impl Params {
         let mut put = |k: &str, v: Value| {
             o.insert(k.to_string(), v);
         };
-        if self.udp {
-            put("udp", json!(true));
-        } else if self.sctp {
-            put("sctp", json!(true));
-        } else {
-            put("tcp", json!(true));
+        // The protocol as the caller set it: a client sends one of them;
+        // a server that reads none runs TCP.
+        for (k, on) in [("tcp", self.tcp), ("udp", self.udp), ("sctp", self.sctp)] {
+            if on {
+                put(k, json!(true));
+            }
         }
         put("omit", json!(self.omit));
         if let Some(a) = self.server_affinity {
