@@ -45,6 +45,13 @@ pub struct AgentConfig {
     /// default), taking `--mptcp` tests' connections and plain TCP alike;
     /// false: plain TCP (MPTCP tests then fall back to TCP, with a warning).
     pub mptcp_listener: bool,
+    /// `--iperf3`: an agent that asks clients to authenticate
+    /// (`--authorized-keys`) serves iperf3 clients all the same, which
+    /// cannot (docs/IPERF3.md); without it they are refused.
+    pub iperf3_unauthenticated: bool,
+    /// `--iperf3-port`: a second port (TCP and UDP) that serves iperf3
+    /// clients alone (iperf3's own is 5201).
+    pub iperf3_port: Option<u16>,
 }
 
 impl AgentConfig {
@@ -63,6 +70,8 @@ impl AgentConfig {
             hooks: None,
             auth: Default::default(),
             mptcp_listener: true,
+            iperf3_unauthenticated: false,
+            iperf3_port: None,
         }
     }
 

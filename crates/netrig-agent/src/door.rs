@@ -95,6 +95,7 @@ impl Door for Lent {
                 stream,
                 peer,
                 read: read.to_vec(),
+                iperf3_only: false,
             },
             self.shared.config.max_pending,
         );

@@ -34,6 +34,8 @@ pub(crate) struct Returned {
     /// Its first bytes, if the run read them (at most a DataHello's length
     /// and `READ_AHEAD`): the accept loop takes them before the socket's.
     pub read: Vec<u8>,
+    /// It came to the iperf3 port (`--iperf3-port`), which serves iperf3 alone.
+    pub iperf3_only: bool,
 }
 
 /// The accept loop's side: whether the listener is lent, and what comes back.

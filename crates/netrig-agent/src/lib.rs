@@ -17,6 +17,8 @@ mod config;
 mod door;
 mod doorway;
 pub mod hooks;
+mod iperf3;
+mod iperf3_routes;
 mod listener;
 mod memory;
 mod peer;

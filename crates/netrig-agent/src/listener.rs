@@ -19,6 +19,7 @@ use mio::net::TcpListener as MioListener;
 use mio::net::TcpStream as MioStream;
 use mio::{Interest, Poll, Token};
 use netrig_io::{Handler, Io, LoopError, Now, Reactor, Ready, Wake};
+use netrig_proto::iperf3::{Cookie, COOKIE_LEN};
 use netrig_proto::{ControlPreamble, DataHello};
 use std::collections::{HashMap, VecDeque};
 use std::io::{self, Read, Write};
@@ -42,6 +43,8 @@ pub enum AgentError {
 pub struct Agent {
     poll: Poll,
     udp: std::net::UdpSocket,
+    /// `--iperf3-port`'s sockets, until the agent runs.
+    iperf3_port: Option<crate::iperf3::Port>,
     pub(crate) shared: Arc<Shared>,
 }
 
@@ -94,9 +97,17 @@ impl Agent {
         let doorway =
             crate::doorway::Doorway::new(&poll, HANDBACK).map_err(|e| listen_error(udp_local, e))?;
         let max_presessions = config.max_presessions;
+        let iperf3_port = match config.iperf3_port {
+            Some(port) => Some(
+                bind_iperf3_port(config.bind, port, config.mptcp_listener)
+                    .map_err(|(addr, e)| listen_error(addr, e))?,
+            ),
+            None => None,
+        };
         Ok(Agent {
             poll,
             udp,
+            iperf3_port,
             shared: Arc::new(Shared {
                 listeners,
                 doorway,
@@ -107,6 +118,7 @@ impl Agent {
                 pre: Arc::new(crate::admission::PrePool::new(max_presessions)),
                 shutdown: AtomicBool::new(false),
                 udp_local,
+                iperf3: Default::default(),
                 accept_failures: Default::default(),
             }),
         })
@@ -120,7 +132,7 @@ impl Agent {
         let shared = self.shared.clone();
         std::thread::Builder::new()
             .name("netrig-udp".into())
-            .spawn(move || crate::udp::intake(sock, shared))
+            .spawn(move || crate::udp::intake(sock, shared, false))
             .map_err(|e| listen_error(self.shared.udp_local, e))?;
         Ok(())
     }
@@ -141,10 +153,22 @@ impl Agent {
             .expect("bound listener has an address")
     }
 
+    /// The iperf3 port's address (`--iperf3-port`), if it has one.
+    pub fn iperf3_addr(&self) -> Option<SocketAddr> {
+        self.iperf3_port
+            .as_ref()
+            .and_then(crate::iperf3::Port::local_addr)
+    }
+
     /// Accepts connections until the process ends.
-    pub fn run(self) {
+    pub fn run(mut self) {
         if let Err(e) = self.start_udp() {
             log::warn!("{e}: UDP tests will not work");
+        }
+        if let Some(p) = self.iperf3_port.take() {
+            if let Err(e) = p.start(&self.shared) {
+                log::warn!("cannot serve the iperf3 port: {e}");
+            }
         }
         Acceptor::run(self.poll, self.shared)
     }
@@ -231,6 +255,20 @@ fn listen_all(bind: SocketAddr, mptcp: bool) -> Result<Vec<TcpListener>, (Socket
     Ok(vec![six, four])
 }
 
+/// `--iperf3-port`'s sockets: `bind`'s address on `port`, TCP as the
+/// agent's own port and UDP. A failure names the address.
+fn bind_iperf3_port(
+    bind: SocketAddr,
+    port: u16,
+    mptcp: bool,
+) -> Result<crate::iperf3::Port, (SocketAddr, io::Error)> {
+    let addr = SocketAddr::new(bind.ip(), port);
+    let tcp = listen_all(addr, mptcp)?;
+    let at = tcp[0].local_addr().map_err(|e| (addr, e))?;
+    let udp = crate::udp::bind(at).map_err(|e| (at, e))?;
+    Ok(crate::iperf3::Port::new(tcp, udp))
+}
+
 fn listen(addr: SocketAddr, only_v6: bool, mptcp: bool) -> io::Result<TcpListener> {
     netrig_engine::transport::listen(addr, only_v6, 4096, mptcp)
 }
@@ -269,12 +307,37 @@ fn listen_error(addr: SocketAddr, source: io::Error) -> AgentError {
 const HANDBACK: Token = netrig_io::reserved(1);
 /// The longest the loop sleeps: bounds how late it sees `shutdown`.
 const MAX_WAIT: Duration = Duration::from_millis(100);
+/// How long a connection from outside `--allow` may take to send the four
+/// bytes that say whether it reads netrig's refusal or iperf3's; then it is
+/// told netrig's. (Entries expire in their order of arrival, so one may
+/// wait behind another's longer greeting timeout.)
+const OUTSIDER_WAIT: Duration = Duration::from_millis(200);
 /// How long to stop accepting after accept fails (out of descriptors, memory).
 const ACCEPT_BACKOFF: Duration = Duration::from_millis(50);
 
 enum Greeting {
     Control(ControlPreamble),
     Data(DataHello),
+    /// An iperf3 client's cookie: its control connection, or one of its
+    /// test's data connections (the cookie says which: [`crate::iperf3`]).
+    Iperf3(Cookie),
+}
+
+/// The longest greeting: an iperf3 cookie (netrig's are 8 and 32 bytes).
+const GREETING_MAX: usize = COOKIE_LEN;
+
+/// How long the greeting that begins with `first` is: an iperf3 cookie's
+/// length once its first four bytes are base32 letters, else netrig's
+/// ([`netrig_proto::preamble::greeting_len`]). On the iperf3 port
+/// (`iperf3_only`), nothing but an iperf3 cookie.
+fn greeting_len(first: &[u8], iperf3_only: bool) -> Result<usize, String> {
+    match first.first_chunk::<4>() {
+        Some(m) if netrig_proto::preamble::iperf3_cookie_start(*m) => Ok(COOKIE_LEN),
+        Some(_) if iperf3_only => {
+            Err("not an iperf3 client, on the agent's iperf3 port (--iperf3-port)".into())
+        }
+        _ => netrig_proto::preamble::greeting_len(first).map_err(|e| e.to_string()),
+    }
 }
 
 /// What reading a greeting came to so far.
@@ -282,6 +345,9 @@ enum Progress {
     Waiting,
     Done(Greeting),
     Failed(String),
+    /// From outside `--allow`: its first four bytes are in, which say how
+    /// to tell it so ([`tell_outsider`]).
+    Outsider,
 }
 
 /// A connection that has not finished its greeting.
@@ -291,8 +357,12 @@ struct Pending {
     /// Tells this connection from a later one in the same slot.
     id: u64,
     deadline: Instant,
-    buf: [u8; DataHello::LEN],
+    buf: [u8; GREETING_MAX],
     len: usize,
+    /// It came to the iperf3 port (`--iperf3-port`): iperf3 alone is served.
+    iperf3_only: bool,
+    /// From outside `--allow`: read only as far as its first four bytes.
+    outsider: bool,
     /// What was read from the connection before it came here (a run
     /// holding the listener gave it back: at most a DataHello's length and
     /// `READ_AHEAD`), taken before the socket's bytes; `taken` of it so far.
@@ -306,10 +376,13 @@ impl Pending {
     /// before: [`Pending::past`]).
     fn advance(&mut self) -> Progress {
         loop {
+            if self.outsider && self.len >= 4 {
+                return Progress::Outsider;
+            }
             // Until the kind is known, no more than the shorter greeting.
-            let want = match netrig_proto::preamble::greeting_len(&self.buf[..self.len]) {
+            let want = match greeting_len(&self.buf[..self.len], self.iperf3_only) {
                 Ok(n) => n,
-                Err(e) => return Progress::Failed(e.to_string()),
+                Err(e) => return Progress::Failed(e),
             };
             if self.len >= want {
                 return self.decode();
@@ -337,6 +410,16 @@ impl Pending {
     }
 
     fn decode(&self) -> Progress {
+        if let Some(c) = self
+            .buf
+            .first_chunk::<COOKIE_LEN>()
+            .filter(|_| self.len == COOKIE_LEN)
+        {
+            return match Cookie::parse(c) {
+                Ok(c) => Progress::Done(Greeting::Iperf3(c)),
+                Err(e) => Progress::Failed(e.to_string()),
+            };
+        }
         let decoded = if self.buf[..4] == netrig_proto::preamble::CONTROL_MAGIC {
             self.buf
                 .first_chunk::<{ ControlPreamble::LEN }>()
@@ -434,7 +517,7 @@ impl Acceptor {
     fn accept_all(&mut self, i: usize) -> bool {
         loop {
             match self.shared.listeners[i].accept() {
-                Ok((stream, peer)) => self.admit(stream, peer, Vec::new()),
+                Ok((stream, peer)) => self.admit(stream, peer, Vec::new(), false),
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return false,
                 // The peer gave up while queued, or a signal: the next one.
                 Err(e) if netrig_engine::intake::accept_again(&e) => {}
@@ -458,16 +541,27 @@ impl Acceptor {
     /// in a slot, the oldest waiting one making room if all are taken.
     /// (A connection a run gives back comes here too, with what the run
     /// read of it: `read`.)
-    fn admit(&mut self, stream: MioStream, peer: SocketAddr, read: Vec<u8>) {
+    fn admit(&mut self, mut stream: MioStream, peer: SocketAddr, mut read: Vec<u8>, iperf3_only: bool) {
         let now = Instant::now();
-        if !allowed(&self.shared.config.allow, peer.ip()) {
+        let outsider = !allowed(&self.shared.config.allow, peer.ip());
+        if outsider {
             if self.deny_log.allow(now) {
                 log::warn!("{peer}: closed: not in the networks the agent serves (its --allow)");
             }
-            if self.refusals.allow(client_key(peer.ip()), now) {
-                refuse_outsider(stream, peer, &self.shared.config.allow);
+            if !self.refusals.allow(client_key(peer.ip()), now) {
+                return;
             }
-            return;
+            // Its first four bytes say whether it reads netrig's answer or
+            // iperf3's; until they come, it waits as a greeting does.
+            let mut b = [0u8; 4];
+            if let Some(want) = 4usize.checked_sub(read.len()).filter(|&w| w > 0) {
+                if let Ok(n) = stream.read(&mut b[..want]) {
+                    read.extend_from_slice(&b[..n]);
+                }
+            }
+            if read.len() >= 4 || iperf3_only {
+                return tell_outsider(stream, peer, &self.shared.config.allow, &read, iperf3_only);
+            }
         }
         let id = self.next_id;
         self.next_id = self.next_id.wrapping_add(1);
@@ -475,9 +569,16 @@ impl Acceptor {
             stream,
             peer,
             id,
-            deadline: now + self.shared.config.greeting_timeout,
-            buf: [0; DataHello::LEN],
+            deadline: now
+                + if outsider {
+                    OUTSIDER_WAIT
+                } else {
+                    self.shared.config.greeting_timeout
+                },
+            buf: [0; GREETING_MAX],
             len: 0,
+            iperf3_only,
+            outsider,
             read,
             taken: 0,
         };
@@ -488,6 +589,10 @@ impl Acceptor {
                 return self.dispatch(p.stream, peer, g, past);
             }
             Progress::Failed(e) => return self.dropped(peer, &e),
+            Progress::Outsider => {
+                let allow = &self.shared.config.allow;
+                return tell_outsider(p.stream, peer, allow, &p.buf[..p.len], iperf3_only);
+            }
         }
         if self.live >= self.shared.config.max_pending {
             let evicted = self.evict_oldest();
@@ -548,6 +653,12 @@ impl Acceptor {
                     self.dropped(p.peer, &e);
                 }
             }
+            Progress::Outsider => {
+                if let Some(p) = self.remove(slot) {
+                    let first = &p.buf[..p.len];
+                    tell_outsider(p.stream, p.peer, &self.shared.config.allow, first, p.iperf3_only);
+                }
+            }
         }
     }
 
@@ -595,6 +706,12 @@ impl Acceptor {
     fn expire(&mut self, now: Instant) {
         while self.oldest().is_some_and(|p| p.deadline <= now) {
             if let Some(p) = self.order.pop_front().and_then(|(slot, _)| self.remove(slot)) {
+                if p.outsider {
+                    // Silent: told in netrig's words, as before it could be iperf3.
+                    let first = &p.buf[..p.len];
+                    tell_outsider(p.stream, p.peer, &self.shared.config.allow, first, p.iperf3_only);
+                    continue;
+                }
                 let timeout = self.shared.config.greeting_timeout;
                 self.dropped(p.peer, &format!("no greeting within {timeout:?}"));
             }
@@ -629,6 +746,7 @@ impl Acceptor {
                 }
             },
             Greeting::Data(_) => None,
+            Greeting::Iperf3(cookie) => return self.dispatch_iperf3(stream, peer, *cookie, past),
         };
         match greeting {
             Greeting::Control(_) => {
@@ -676,6 +794,49 @@ impl Acceptor {
                     }
                 }
             }
+            Greeting::Iperf3(_) => {}
+        }
+    }
+
+    /// An iperf3 client's connection: one of its test's data connections
+    /// when a test waits for its cookie, else a control connection, which
+    /// gets a session thread of its own (and, until its parameters are in,
+    /// a place among the connections that hold no session yet).
+    fn dispatch_iperf3(&mut self, stream: TcpStream, peer: SocketAddr, cookie: Cookie, past: Vec<u8>) {
+        // An iperf3 client sends nothing past its cookie before the server
+        // answers (a data connection before TEST_START).
+        if !past.is_empty() {
+            return self.dropped(peer, "an iperf3 connection sent bytes past its cookie unasked");
+        }
+        if self.shared.iperf3.is_test(cookie.as_bytes()) {
+            if let Err(e) = self.shared.iperf3.deliver_tcp(cookie.as_bytes(), stream, peer) {
+                self.dropped(peer, &e);
+            }
+            return;
+        }
+        if let Err(e) = stream.set_nonblocking(false) {
+            return self.dropped(peer, &format!("cannot make the socket blocking: {e}"));
+        }
+        let handle = match stream.try_clone() {
+            Ok(h) => h,
+            Err(e) => return self.dropped(peer, &format!("cannot hold the connection: {e}")),
+        };
+        let (pre, closed) = self
+            .shared
+            .pre
+            .enter(client_key(peer.ip()), handle, Instant::now());
+        if let (Some(k), true) = (closed, self.full_log.allow(Instant::now())) {
+            log::warn!(
+                "closed the oldest connection of {} waiting for its hello or iperf3 parameters, to make room",
+                crate::admission::whose(k)
+            );
+        }
+        let shared = self.shared.clone();
+        let spawned = std::thread::Builder::new()
+            .name("netrig-iperf3".into())
+            .spawn(move || crate::iperf3::serve(stream, cookie, peer, shared, pre));
+        if let Err(e) = spawned {
+            log::warn!("{peer}: cannot start an iperf3 session thread: {e}");
         }
     }
 }
@@ -703,7 +864,7 @@ impl Handler for Acceptor {
                 // The listener may be back, with connections queued.
                 self.accept_due = [true; 2];
                 for r in self.shared.doorway.returned() {
-                    self.admit(MioStream::from_std(r.stream), r.peer, r.read);
+                    self.admit(MioStream::from_std(r.stream), r.peer, r.read, r.iperf3_only);
                 }
             }
             _ => {}
@@ -811,12 +972,28 @@ impl Refusals {
 }
 
 /// Tells a connection from outside `--allow` so (an `error` frame, which
-/// clients of every protocol version read in place of a welcome), then
-/// closes it. What it sent already is read first (at most its preamble's
-/// worth, without waiting) so that the close is a FIN, not a reset that
-/// could overtake the answer.
-fn refuse_outsider(mut stream: MioStream, peer: SocketAddr, allow: &[ipnet::IpNet]) {
-    let _ = stream.read(&mut [0u8; DataHello::LEN]);
+/// clients of every protocol version read in place of a welcome; an iperf3
+/// client, by its `first` bytes or its port, ACCESS_DENIED), then closes
+/// it. What it sent already is read first (at most a greeting's worth,
+/// without waiting) so that the close is a FIN, not a reset that could
+/// overtake the answer.
+fn tell_outsider(
+    mut stream: MioStream,
+    peer: SocketAddr,
+    allow: &[ipnet::IpNet],
+    first: &[u8],
+    iperf3_only: bool,
+) {
+    let _ = stream.read(&mut [0u8; GREETING_MAX]);
+    // An iperf3 client reads a state: ACCESS_DENIED, which it prints as
+    // its "busy" error (iperf3 has no word for an address not served).
+    let iperf3 = first
+        .first_chunk::<4>()
+        .is_some_and(|m| netrig_proto::preamble::iperf3_cookie_start(*m));
+    if iperf3 || iperf3_only {
+        let _ = stream.write(&[netrig_proto::iperf3::State::AccessDenied.byte()]);
+        return;
+    }
     let nets = allow.iter().map(|n| n.to_string()).collect::<Vec<_>>().join(", ");
     let answer = netrig_proto::encode_frame(&netrig_proto::AgentMsg::Error {
         message: format!(

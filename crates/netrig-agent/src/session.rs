@@ -652,7 +652,7 @@ fn tear_down(
 }
 
 /// What the spec's validation cannot know: whether this host has what it asks for.
-fn host_can_run(spec: &TestSpec, limits: &netrig_proto::AgentLimits) -> Result<(), String> {
+pub(crate) fn host_can_run(spec: &TestSpec, limits: &netrig_proto::AgentLimits) -> Result<(), String> {
     if let Ends::ClientOnly(_) = netrig_kinds::of(spec).ends() {
         return Err(format!(
             "{} runs from the client alone, against any server: an agent has no part in it",
@@ -697,7 +697,7 @@ struct TestContext<'a> {
 
 /// The share of the agent's totals a test takes: its workers and the run's
 /// own thread, their buffers, its sockets.
-fn share_of(spec: &TestSpec) -> crate::budget::Share {
+pub(crate) fn share_of(spec: &TestSpec) -> crate::budget::Share {
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get() as u32);
     let workers = spec.workers_on(cpus);
     crate::budget::Share {

@@ -32,6 +32,8 @@ pub(crate) struct Shared {
     pub shutdown: AtomicBool,
     /// The agent's UDP address (same port as TCP).
     pub udp_local: SocketAddr,
+    /// iperf3 tests waiting for their streams.
+    pub iperf3: crate::iperf3_routes::Routes,
     /// Accepts that failed (out of descriptors?), for sessions to tell why.
     pub accept_failures: crate::accept_failures::AcceptFailures,
 }

@@ -4,7 +4,9 @@
 //! that the kernel delivers that flow's datagrams to it (a connected socket
 //! is a better match than the unconnected one) and workers own their flows.
 
+use crate::iperf3_routes::UdpConnect;
 use crate::shared::Shared;
+use netrig_proto::iperf3::UDP_CONNECT_MSG;
 use netrig_proto::DataHello;
 use socket2::{Domain, Protocol, Socket, Type};
 use std::io;
@@ -43,9 +45,15 @@ pub(crate) fn flow_socket(local: SocketAddr, peer: SocketAddr) -> io::Result<Udp
     Ok(sock.into())
 }
 
-/// Reads hellos until the agent shuts down. Anything that is not a 32-byte
-/// data hello is dropped (and counted in the log at most once a second).
-pub(crate) fn intake(sock: UdpSocket, shared: Arc<Shared>) {
+/// Reads hellos until the agent shuts down: netrig's 32-byte data hellos
+/// (not on the iperf3 port, `iperf3_only`) and iperf3's 4-byte connect
+/// datagrams, each handed to its session. Anything else is dropped (and
+/// counted in the log at most once a second).
+pub(crate) fn intake(sock: UdpSocket, shared: Arc<Shared>, iperf3_only: bool) {
+    let local = match sock.local_addr() {
+        Ok(a) => a,
+        Err(e) => return log::warn!("UDP intake: {e}"),
+    };
     let _ = sock.set_read_timeout(Some(Duration::from_millis(200)));
     let mut buf = [0u8; 64];
     let mut dropped = 0u64;
@@ -67,7 +75,13 @@ pub(crate) fn intake(sock: UdpSocket, shared: Arc<Shared>) {
                 continue;
             }
         };
-        let hello = (n == DataHello::LEN)
+        if n == UDP_CONNECT_MSG.len() && buf[..n] == UDP_CONNECT_MSG {
+            if !shared.iperf3.deliver_udp(UdpConnect { from, local }) {
+                dropped += 1;
+            }
+            continue;
+        }
+        let hello = (n == DataHello::LEN && !iperf3_only)
             .then(|| DataHello::decode(buf[..DataHello::LEN].try_into().expect("32 bytes")).ok())
             .flatten();
         match hello {

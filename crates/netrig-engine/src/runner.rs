@@ -107,7 +107,16 @@ pub struct RunControl {
     abort: Mutex<Option<String>>,
     /// Set with `abort`: workers stop at once, without draining.
     aborted: Arc<AtomicBool>,
+    /// Set by `finish`: a timed run's window closes now, as at its end.
+    finishing: AtomicBool,
+    /// Set by `expect_finish`: the sampler looks for `finish` every
+    /// [`FINISH_POLL`] rather than every 50 ms.
+    finishable: AtomicBool,
 }
+
+/// How soon a run that expects `finish` sees it: its window closes within
+/// this of the call (the peer's end is then the window's, to a few ms).
+const FINISH_POLL: Duration = Duration::from_millis(2);
 
 impl RunControl {
     pub fn new() -> Arc<Self> {
@@ -121,6 +130,27 @@ impl RunControl {
         }
         self.aborted.store(true, Ordering::Relaxed);
         self.stop.store(true, Ordering::Relaxed);
+    }
+
+    /// Ends a timed run's window now, gracefully, as if its time were up:
+    /// the window closes, senders finish and receivers drain, and the run
+    /// returns its figures. For a run whose end the peer decides (an iperf3
+    /// client's TEST_END): its plan's length is then only a bound. A byte
+    /// count's run ends when its flows do, and is not affected.
+    pub fn finish(&self) {
+        self.finishing.store(true, Ordering::Relaxed);
+    }
+
+    /// Says that this run's end will come by [`RunControl::finish`]: the
+    /// sampler then sees it within [`FINISH_POLL`] (a wake-up of its thread
+    /// that often, not of the workers'), not within its usual 50 ms.
+    pub fn expect_finish(&self) {
+        self.finishable.store(true, Ordering::Relaxed);
+    }
+
+    /// Whether `finish` was called.
+    pub fn finishing(&self) -> bool {
+        self.finishing.load(Ordering::Relaxed)
     }
 
     fn aborted(&self) -> Option<String> {
@@ -1021,17 +1051,23 @@ impl Waiter {
     }
 }
 
-/// Sleeps until `t`, waking early to notice aborts and worker failures.
+/// Sleeps until `t`, waking early to notice aborts, worker failures and
+/// a graceful finish ([`RunControl::finish`], which ends the wait at once).
 fn sleep_until(t: Instant, ctl: &RunControl, waiter: &mut Waiter) -> Result<(), EngineError> {
     loop {
         if let Some(reason) = ctl.aborted() {
             return Err(EngineError::Aborted(reason));
         }
         let now = Instant::now();
-        if now >= t {
+        if now >= t || ctl.finishing() {
             return Ok(());
         }
-        waiter.wait(t.min(now + Duration::from_millis(50)))?;
+        let step = if ctl.finishable.load(Ordering::Relaxed) {
+            FINISH_POLL
+        } else {
+            Duration::from_millis(50)
+        };
+        waiter.wait(t.min(now + step))?;
     }
 }
 
@@ -1168,7 +1204,7 @@ impl Sampler<'_> {
         let mut index = 0;
         if let Some(iv) = plan.interval {
             let mut tick = window_start + iv;
-            while tick < end {
+            while tick < end && !self.ctl.finishing() {
                 sleep_until(tick, self.ctl, waiter)?;
                 let cur = point(meta, index + 1);
                 let latency = self.latency_of(index);
@@ -1373,6 +1409,26 @@ mod tests {
     }
     use std::net::{TcpListener, TcpStream};
 
+    /// A TCP run of `seconds` from `start`: one worker, no CPU measured.
+    fn plan_of(start: Instant, seconds: f64) -> RunPlan {
+        RunPlan {
+            start,
+            limit: Limit::Duration { seconds },
+            omit: Duration::ZERO,
+            interval: None,
+            workers: 1,
+            drain: Duration::from_millis(100),
+            stall_timeout: Duration::from_secs(1),
+            measure_cpu: false,
+            test_id: 0,
+            cpus: None,
+            cpus_option: "--cpus",
+            send_cap_bps: None,
+            clock_ref: None,
+            transport: Transport::Tcp,
+        }
+    }
+
     /// Counts one transaction per arrival on the flow its greeting names.
     struct CountArrivals;
 
@@ -1405,20 +1461,10 @@ mod tests {
         let tx = intake.clone();
         let start = Instant::now();
         let plan = RunPlan {
-            start,
-            limit: Limit::Duration { seconds: 0.6 },
             omit: Duration::from_millis(100),
-            interval: None,
             workers: 2,
             drain: Duration::from_secs(1),
-            stall_timeout: Duration::from_secs(1),
-            measure_cpu: false,
-            test_id: 0,
-            cpus: None,
-            cpus_option: "--cpus",
-            send_cap_bps: None,
-            clock_ref: None,
-            transport: Transport::Tcp,
+            ..plan_of(start, 0.6)
         };
         let flows: Vec<FlowSlot> = (0..3)
             .map(|id| FlowSlot::new(id, Direction::Tx, Role::Responder, None))
@@ -1460,5 +1506,62 @@ mod tests {
             "every worker serves every flow"
         );
         assert_eq!(out.dropped_connections, 0);
+    }
+
+    /// Counts a byte every millisecond on its one flow until stopped.
+    struct Ticks;
+
+    impl Workload for Ticks {
+        fn run_worker(&self, flows: Vec<Flow>, ctl: &WorkerControl) -> Result<WorkerEnd, EngineError> {
+            while !ctl.stop.load(Ordering::Relaxed) {
+                flows.iter().for_each(|f| f.counters.add_bytes(1));
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            Ok(WorkerEnd::default())
+        }
+    }
+
+    /// `finish` closes a timed run's window at once, as its end would: the
+    /// run returns its figures over the shorter window, not an abort.
+    #[test]
+    fn finish_ends_a_timed_window_early_with_its_figures() {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let _client = TcpStream::connect(l.local_addr().unwrap()).unwrap();
+        let (s, _) = l.accept().unwrap();
+        let start = Instant::now();
+        let plan = RunPlan {
+            omit: Duration::from_millis(50),
+            interval: Some(Duration::from_millis(100)),
+            workers: 1,
+            drain: Duration::from_millis(100),
+            ..plan_of(start, 30.0)
+        };
+        let ctl = RunControl::new();
+        let finisher = ctl.clone();
+        std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(400));
+            finisher.finish();
+        });
+        let flows = vec![Flow::new(0, Direction::Tx, Role::Receiver, s, None)];
+        let out = run_side(
+            SideFlows::Connected {
+                workload: Arc::new(Ticks),
+                flows,
+            },
+            &plan,
+            &ctl,
+            &mut |_| {},
+        )
+        .unwrap();
+        assert!(
+            start.elapsed() < Duration::from_secs(5),
+            "the 30 s run ended at finish"
+        );
+        assert!(
+            (0.25..2.0).contains(&out.window_s),
+            "the window ran from the omitted 50 ms to the finish at 400 ms: {} s",
+            out.window_s
+        );
+        assert!(out.flows[0].window_bytes > 0);
     }
 }

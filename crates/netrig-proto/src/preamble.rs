@@ -230,15 +230,20 @@ impl DataHello {
     }
 }
 
+/// Whether a connection's first four bytes may begin an iperf3 cookie
+/// (base32's letters: a-z, 2-7), which the agent serves as iperf3.
+pub fn iperf3_cookie_start(first: [u8; 4]) -> bool {
+    first
+        .iter()
+        .all(|b| b.is_ascii_lowercase() || (b'2'..=b'7').contains(b))
+}
+
 /// Names a known other tool from the first bytes it sends: an iperf3
 /// client opens with a 37-byte cookie of base32 letters (a-z, 2-7); an
 /// HTTP client with a method.
 pub fn foreign(first: [u8; 4]) -> Option<&'static str> {
-    if first
-        .iter()
-        .all(|b| b.is_ascii_lowercase() || (b'2'..=b'7').contains(b))
-    {
-        return Some("an iperf3 client (its cookie; netrig's agent speaks netrig's protocol: use `netrig tcp-stream -H`)");
+    if iperf3_cookie_start(first) {
+        return Some("an iperf3 client (its cookie)");
     }
     if [*b"GET ", *b"POST", *b"HEAD", *b"PUT ", *b"OPTI"].contains(&first) {
         return Some("an HTTP request");

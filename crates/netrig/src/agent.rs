@@ -34,6 +34,8 @@ pub fn serve(a: ServeArgs) -> Result<()> {
     config.max_sessions_per_client = a.max_sessions_per_client;
     config.idle_timeout = Duration::from_secs(a.idle_timeout);
     config.allow = a.allow.clone();
+    config.iperf3_port = a.iperf3_port;
+    config.iperf3_unauthenticated = a.iperf3;
     config.disclose = match a.disclose {
         cli::Disclose::Full => netrig_agent::Disclose::Full,
         cli::Disclose::Minimal => netrig_agent::Disclose::Minimal,
@@ -126,8 +128,27 @@ pub fn serve(a: ServeArgs) -> Result<()> {
         netrig_proto::PROTOCOL_VERSION
     );
     eprintln!("netrig: {caps}");
+    eprintln!(
+        "netrig: {}",
+        iperf3_line(&agent, a.authorized_keys.is_some(), a.iperf3)
+    );
     agent.run();
     Ok(())
+}
+
+/// Where and whether the agent serves iperf3 clients, as its startup says it.
+fn iperf3_line(agent: &Agent, keys: bool, unauthenticated: bool) -> String {
+    let port = match agent.iperf3_addr() {
+        Some(a) => format!("on its port and on {a} (--iperf3-port)"),
+        None => "on its port".to_string(),
+    };
+    match (keys, unauthenticated) {
+        (true, false) => format!(
+            "iperf3 clients are refused {port}: they cannot authenticate (--authorized-keys; --iperf3 serves them)"
+        ),
+        (true, true) => format!("iperf3 clients are served {port}, unauthenticated (--iperf3)"),
+        (false, _) => format!("iperf3 clients are served {port}"),
+    }
 }
 
 /// The agent's caps, as its startup says them.

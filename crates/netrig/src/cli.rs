@@ -324,6 +324,14 @@ pub struct ServeArgs {
     /// (their --agent-key).
     #[arg(long = "key", value_name = "FILE")]
     pub key: Option<PathBuf>,
+    /// Also serve iperf3 clients on this port (TCP and UDP; iperf3's own is 5201), besides the
+    /// agent's port, which serves them too (docs/IPERF3.md).
+    #[arg(long = "iperf3-port", value_name = "PORT", help_heading = "iperf3")]
+    pub iperf3_port: Option<u16>,
+    /// With --authorized-keys: serve iperf3 clients all the same, unauthenticated (they cannot
+    /// prove a netrig key). Without it such an agent refuses them ("test authorization failed").
+    #[arg(long = "iperf3", help_heading = "iperf3")]
+    pub iperf3: bool,
     /// Also serve HTTP on this port, in the agent's process, on its --bind address (the options
     /// under "HTTP server" and "HTTP bounds" apply; docs/HTTP.md).
     #[arg(long = "http-port", value_name = "PORT", help_heading = "HTTP server")]

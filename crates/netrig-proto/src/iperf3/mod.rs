@@ -21,6 +21,7 @@ pub mod machine;
 mod num;
 pub mod params;
 pub mod results;
+pub mod server_codes;
 pub mod udp;
 
 pub use conn::Control;

@@ -20,6 +20,7 @@ mod house;
 mod http;
 mod http_server;
 mod iperf3_client;
+mod iperf3_serve;
 mod lab_arms;
 mod lab_cli;
 mod lab_clients;
