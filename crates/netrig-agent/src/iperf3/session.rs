@@ -197,7 +197,7 @@ impl Session<'_> {
             )
             .into());
         }
-        let t = translate::translate(p, config.limits.max_duration_s)?;
+        let t = translate::translate(p, config.limits.max_duration_s, config.limits.max_workers)?;
         t.spec
             .validate(&config.limits)
             .map_err(|e| Ended::from(refusal_of(&e)))?;
