@@ -18,6 +18,7 @@ pub mod files;
 pub mod flow;
 pub mod inq;
 pub mod intake;
+pub mod iperf3_figures;
 pub mod latencies;
 pub mod lowat;
 pub mod msg_stamp;

@@ -4,8 +4,9 @@
 //! the window, and for `--get-server-output` the agent's intervals as
 //! iperf3-style text.
 
-use netrig_engine::runner::{FlowOutcome, SideOutcome};
-use netrig_proto::iperf3::{stream_ids, Results, StreamResult};
+use netrig_engine::iperf3_figures;
+use netrig_engine::runner::SideOutcome;
+use netrig_proto::iperf3::{stream_ids, Results};
 use netrig_proto::report::{IntervalSample, Role};
 use std::fmt::Write as _;
 
@@ -23,13 +24,13 @@ pub(crate) struct Described<'a> {
 pub(crate) fn results(outcome: &SideOutcome, d: &Described<'_>) -> Results {
     let ids = stream_ids(outcome.flows.len());
     let sends = outcome.flows.iter().any(|f| f.role == Role::Sender);
-    let cpu = outcome.cpu.as_ref();
+    let (cpu_util_total, cpu_util_user, cpu_util_system) = iperf3_figures::cpu(outcome);
     Results {
         // The host's CPU over the window (/proc/stat, all CPUs), netrig's
         // own accounting: iperf3's server reports its process's.
-        cpu_util_total: cpu.map_or(0.0, |c| c.busy_pct),
-        cpu_util_user: cpu.map_or(0.0, |c| c.user_pct + c.nice_pct),
-        cpu_util_system: cpu.map_or(0.0, |c| c.system_pct + c.irq_pct + c.softirq_pct),
+        cpu_util_total,
+        cpu_util_user,
+        cpu_util_system,
         // As iperf3's server says it: -1 when it only receives.
         sender_has_retransmits: if sends && !d.udp { 1 } else { -1 },
         congestion_used: d.congestion.clone(),
@@ -37,39 +38,10 @@ pub(crate) fn results(outcome: &SideOutcome, d: &Described<'_>) -> Results {
             .flows
             .iter()
             .zip(&ids)
-            .map(|(f, &id)| stream(f, id, d.udp))
+            .map(|(f, &id)| iperf3_figures::stream(f, id, d.udp))
             .collect(),
         server_output_text: d.server_output.then(|| text(outcome, &ids, d)),
         server_output_json: None,
-    }
-}
-
-/// One stream's entry: what the agent counted in the window (after the
-/// warm-up) on it, sent or received.
-fn stream(f: &FlowOutcome, id: i32, udp: bool) -> StreamResult {
-    let sender = f.role == Role::Sender;
-    let retransmits = match (&f.tcp_info, sender) {
-        // The connection's whole life: TCP_INFO's count is not split at
-        // the warm-up's end.
-        (Some(t), true) => i64::from(t.retransmits_total),
-        _ => -1,
-    };
-    let seq = f.window_udp.as_ref().filter(|_| udp && !sender);
-    StreamResult {
-        id,
-        bytes: f.window_bytes,
-        retransmits,
-        jitter: seq.map_or(0.0, |s| s.jitter_us / 1e6),
-        errors: seq.map_or(0, |s| s.lost as i64),
-        omitted_errors: None,
-        packets: match (seq, f.udp.as_ref()) {
-            (Some(s), _) => s.received as i64,
-            (None, Some(u)) if udp => u.sent_datagrams as i64,
-            _ => 0,
-        },
-        omitted_packets: None,
-        start_time: 0.0,
-        end_time: f.window_s,
     }
 }
 

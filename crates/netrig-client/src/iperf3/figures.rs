@@ -4,6 +4,7 @@
 
 use super::params::Shape;
 use crate::ClientError;
+use netrig_engine::iperf3_figures;
 use netrig_engine::runner::SideOutcome;
 use netrig_proto::iperf3::{Results, StreamResult};
 use netrig_proto::report::measure::{SeqInterval, SeqSummary};
@@ -18,41 +19,16 @@ use std::net::SocketAddr;
 /// stream the bytes of its window (sent or received), the retransmits of
 /// the TCP streams it sends, the UDP streams' accounting where it receives.
 pub(crate) fn ours(outcome: &SideOutcome, stream_ids: &BTreeMap<u32, i32>, shape: Shape) -> Results {
-    let cpu = outcome.cpu.as_ref();
     let streams = outcome
         .flows
         .iter()
-        .filter_map(|f| {
-            let id = *stream_ids.get(&f.id)?;
-            let sender = f.role == Role::Sender;
-            let udp = f.window_udp.as_ref().filter(|_| !sender);
-            let retransmits = match (&f.tcp_info, sender) {
-                (Some(t), true) => i64::from(t.retransmits_total),
-                _ => -1,
-            };
-            let sent_datagrams = f.udp.as_ref().map_or(0, |u| u.sent_datagrams);
-            Some(StreamResult {
-                id,
-                bytes: f.window_bytes,
-                retransmits,
-                jitter: udp.map_or(0.0, |u| u.jitter_us / 1e6),
-                errors: udp.map_or(0, |u| u.lost as i64),
-                omitted_errors: None,
-                packets: match udp {
-                    Some(u) => (u.received + u.lost) as i64,
-                    None if shape.udp => sent_datagrams as i64,
-                    None => 0,
-                },
-                omitted_packets: None,
-                start_time: 0.0,
-                end_time: f.window_s,
-            })
-        })
+        .filter_map(|f| Some(iperf3_figures::stream(f, *stream_ids.get(&f.id)?, shape.udp)))
         .collect();
+    let (cpu_util_total, cpu_util_user, cpu_util_system) = iperf3_figures::cpu(outcome);
     Results {
-        cpu_util_total: cpu.map_or(0.0, |c| c.busy_pct),
-        cpu_util_user: cpu.map_or(0.0, |c| c.user_pct + c.nice_pct),
-        cpu_util_system: cpu.map_or(0.0, |c| c.system_pct + c.irq_pct + c.softirq_pct),
+        cpu_util_total,
+        cpu_util_user,
+        cpu_util_system,
         sender_has_retransmits: i32::from(!shape.udp && shape.client_sends),
         congestion_used: None,
         streams,
