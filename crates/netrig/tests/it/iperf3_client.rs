@@ -441,3 +441,91 @@ fn what_an_iperf3_server_cannot_do_is_refused_by_name() {
         assert!(e.contains(says), "{args:?}: {e}");
     }
 }
+
+/// What a fake iperf3 server does once the client's streams are up.
+#[derive(Clone, Copy)]
+enum Hostile {
+    /// Answers TEST_END with EXCHANGE_RESULTS, reads the client's results,
+    /// then says its own are 4 GB long.
+    HugeResults,
+    /// Says nothing more after CREATE_STREAMS.
+    Stalls,
+}
+
+/// A fake iperf3 server on loopback for one test: the cookie, PARAM_EXCHANGE,
+/// the parameters, CREATE_STREAMS and one TCP stream, then `how`.
+fn hostile_server(how: Hostile) -> u16 {
+    use std::io::Write;
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        let (mut c, _) = l.accept().unwrap();
+        c.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+        let mut cookie = [0u8; 37];
+        c.read_exact(&mut cookie).unwrap();
+        c.write_all(&[9]).unwrap();
+        let mut len = [0u8; 4];
+        c.read_exact(&mut len).unwrap();
+        let mut params = vec![0u8; u32::from_be_bytes(len) as usize];
+        c.read_exact(&mut params).unwrap();
+        c.write_all(&[10]).unwrap();
+        let (mut stream, _) = l.accept().unwrap();
+        stream.read_exact(&mut cookie).unwrap();
+        // The stream's bytes are read away, as a receiver would.
+        std::thread::spawn(move || std::io::copy(&mut stream, &mut std::io::sink()));
+        if let Hostile::Stalls = how {
+            std::thread::sleep(Duration::from_secs(40));
+            return;
+        }
+        c.write_all(&[1, 2]).unwrap();
+        let mut state = [0u8; 1];
+        while state[0] != 4 {
+            c.read_exact(&mut state).unwrap();
+        }
+        c.write_all(&[13]).unwrap();
+        c.read_exact(&mut len).unwrap();
+        let mut results = vec![0u8; u32::from_be_bytes(len) as usize];
+        c.read_exact(&mut results).unwrap();
+        c.write_all(&u32::MAX.to_be_bytes()).unwrap();
+        std::thread::sleep(Duration::from_secs(40));
+    });
+    port
+}
+
+/// A hostile iperf3 server can neither make the client allocate what it
+/// says nor hold it: 4 GB of results are refused unread, a server that
+/// stalls is given up within the client's bound on each state (15 s), both
+/// as errors naming the server (docs/HOSTILE.md).
+#[test]
+fn a_hostile_iperf3_server_is_refused_or_given_up() {
+    for (how, says, within) in [
+        (Hostile::HugeResults, "over netrig's limit of 1048576 bytes", 10),
+        (
+            Hostile::Stalls,
+            "sent nothing within 15 s while netrig waited for TEST_START",
+            25,
+        ),
+    ] {
+        let port = hostile_server(how).to_string();
+        let t = Instant::now();
+        let o = run(&[
+            "tcp-stream",
+            "-H",
+            "127.0.0.1",
+            "-p",
+            &port,
+            "-t",
+            "1",
+            "--peer",
+            "iperf3",
+        ]);
+        let e = stderr(&o);
+        assert!(!o.status.success(), "{e}");
+        assert!(e.contains(says), "{e}");
+        assert!(
+            t.elapsed() < Duration::from_secs(within),
+            "{:?}: {e}",
+            t.elapsed()
+        );
+    }
+}
