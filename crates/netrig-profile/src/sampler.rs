@@ -285,4 +285,23 @@ mod tests {
         assert_eq!(parse_cpu_list("x"), None);
         assert!(!online_cpus().unwrap().is_empty());
     }
+
+    #[test]
+    fn refusals_name_their_reason() {
+        let e = open_error(0, io::Error::from_raw_os_error(libc::EACCES));
+        assert!(matches!(e, ProfileError::NotAllowed { .. }), "{e:?}");
+        let text = e.to_string();
+        assert!(
+            text.contains("perf_event_paranoid") && text.contains("CAP_PERFMON"),
+            "{text}"
+        );
+        let e = open_error(0, io::Error::from_raw_os_error(libc::ENOENT));
+        assert!(matches!(e, ProfileError::Unsupported(_)), "{e:?}");
+        let e = open_error(3, io::Error::from_raw_os_error(libc::EMFILE));
+        assert!(e.to_string().contains("CPU 3"), "{e}");
+        let hidden = ProfileError::KernelAddressesHidden {
+            kptr_restrict: "2".into(),
+        };
+        assert!(hidden.to_string().contains("kptr_restrict is 2"));
+    }
 }
