@@ -530,6 +530,23 @@ mod tests {
     }
 
     #[test]
+    fn every_group_is_documented() {
+        let doc = include_str!("../../../docs/PROFILE.md");
+        for g in Group::ALL {
+            assert!(
+                doc.contains(&format!("| {} |", g.name())),
+                "docs/PROFILE.md's table lacks {g:?}"
+            );
+        }
+        for f in SOFTIRQ_FRAMES {
+            assert!(
+                doc.contains(&format!("`{f}`")),
+                "docs/PROFILE.md lacks the softirq frame {f}"
+            );
+        }
+    }
+
+    #[test]
     fn every_group_has_a_name_and_patterns() {
         for g in Group::ALL {
             assert!(!g.name().is_empty());
