@@ -142,10 +142,15 @@ impl Sampler {
             });
         }
         let cpus = online_cpus().map_err(|e| ProfileError::io("reading the online CPUs", e))?;
+        // The kernel refuses (EOVERFLOW) a depth above kernel.perf_event_max_stack.
+        let max_stack = match sysctl("/proc/sys/kernel/perf_event_max_stack").parse::<u16>() {
+            Ok(limit) => config.max_stack.min(limit),
+            Err(_) => config.max_stack,
+        };
         let mut events = Vec::with_capacity(cpus.len());
         for cpu in cpus {
-            let ev = CpuEvent::open(cpu, config.frequency_hz, config.max_stack, config.ring_pages);
-            events.push(ev.map_err(|e| open_error(cpu, e))?);
+            let ev = CpuEvent::open(cpu, config.frequency_hz, max_stack, config.ring_pages);
+            events.push(ev.map_err(|(step, e)| open_error(cpu, step, e))?);
         }
         Ok(Sampler {
             events,
@@ -183,7 +188,7 @@ impl Sampler {
         Running {
             fds,
             stop,
-            reader,
+            reader: Some(reader),
             started,
             stat0,
             symbols,
@@ -192,8 +197,16 @@ impl Sampler {
     }
 }
 
-/// perf_event_open's refusal in words: not allowed, not available, or else.
-fn open_error(cpu: u32, e: io::Error) -> ProfileError {
+/// perf_event_open's refusal in words: not allowed, not available, or else (a failed mmap
+/// names the locked-memory limit it most likely met).
+fn open_error(cpu: u32, step: &str, e: io::Error) -> ProfileError {
+    if step != "perf_event_open" {
+        let limit = sysctl("/proc/sys/kernel/perf_event_mlock_kb");
+        return ProfileError::io(
+            format!("{step} of CPU {cpu}'s ring buffer (perf_event_mlock_kb is {limit})"),
+            e,
+        );
+    }
     match e.raw_os_error() {
         Some(libc::EACCES) | Some(libc::EPERM) => ProfileError::NotAllowed {
             paranoid: sysctl("/proc/sys/kernel/perf_event_paranoid"),
@@ -206,11 +219,12 @@ fn open_error(cpu: u32, e: io::Error) -> ProfileError {
     }
 }
 
-/// Sampling: [`Running::stop`] ends the window.
+/// Sampling: [`Running::stop`] ends the window. Dropped without it (on an error or a panic of
+/// the caller's), it stops the events and its reader all the same.
 pub struct Running {
     fds: Vec<libc::c_int>,
     stop: Arc<AtomicBool>,
-    reader: JoinHandle<(Vec<CpuEvent>, Fold)>,
+    reader: Option<JoinHandle<(Vec<CpuEvent>, Fold)>>,
     started: Instant,
     stat0: Option<u64>,
     symbols: Symbols,
@@ -218,42 +232,43 @@ pub struct Running {
 }
 
 impl Running {
+    /// Disables the events, then has the reader empty the rings a last time and return them.
+    fn finish(&mut self) -> Option<std::thread::Result<(Vec<CpuEvent>, Fold)>> {
+        let reader = self.reader.take()?;
+        sys::switch(&self.fds, false);
+        self.stop.store(true, Ordering::Release);
+        reader.thread().unpark();
+        Some(reader.join())
+    }
+
     /// Disables every CPU's event now, reads what is left in the rings, and folds the window's
     /// samples into names. `ours` says which processes and threads are this test's.
-    pub fn stop(self, ours: &Ours) -> Result<Profile, ProfileError> {
-        let Running {
-            fds,
-            stop,
-            reader,
-            started,
-            stat0,
-            mut symbols,
-            config,
-        } = self;
-        sys::switch(&fds, false);
-        let window = started.elapsed();
+    pub fn stop(mut self, ours: &Ours) -> Result<Profile, ProfileError> {
+        let window = self.started.elapsed();
+        let joined = self.finish();
         let stat1 = witness::read_busy_ticks();
-        stop.store(true, Ordering::Release);
-        reader.thread().unpark();
-        let (events, fold) = reader.join().map_err(|_| {
+        let panicked = || {
             ProfileError::io(
                 "reading the ring buffers",
                 io::Error::other("the reader panicked"),
             )
-        })?;
+        };
+        let (events, fold) = joined.ok_or_else(panicked)?.map_err(|_| panicked())?;
         drop(events);
         let mut profile = Profile {
             window,
-            cpus: fds.len(),
-            frequency_hz: config.frequency_hz,
+            cpus: self.fds.len(),
+            frequency_hz: self.config.frequency_hz,
             samples: fold.samples,
             lost_samples: fold.lost,
             dropped_samples: fold.dropped,
-            stat_busy_ticks: stat0
+            stat_busy_ticks: self
+                .stat0
                 .zip(stat1)
                 .map(|(a, b)| (b.saturating_sub(a), witness::clock_ticks_per_second())),
             ..Profile::default()
         };
+        let symbols = &mut self.symbols;
         let named: Vec<_> = fold
             .stacks
             .into_iter()
@@ -269,6 +284,12 @@ impl Running {
             .collect();
         profile.fold_stacks(named);
         Ok(profile)
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.finish();
     }
 }
 
@@ -288,17 +309,23 @@ mod tests {
 
     #[test]
     fn refusals_name_their_reason() {
-        let e = open_error(0, io::Error::from_raw_os_error(libc::EACCES));
+        let e = open_error(0, "perf_event_open", io::Error::from_raw_os_error(libc::EACCES));
         assert!(matches!(e, ProfileError::NotAllowed { .. }), "{e:?}");
         let text = e.to_string();
         assert!(
             text.contains("perf_event_paranoid") && text.contains("CAP_PERFMON"),
             "{text}"
         );
-        let e = open_error(0, io::Error::from_raw_os_error(libc::ENOENT));
+        let e = open_error(0, "perf_event_open", io::Error::from_raw_os_error(libc::ENOENT));
         assert!(matches!(e, ProfileError::Unsupported(_)), "{e:?}");
-        let e = open_error(3, io::Error::from_raw_os_error(libc::EMFILE));
+        let e = open_error(3, "perf_event_open", io::Error::from_raw_os_error(libc::EMFILE));
         assert!(e.to_string().contains("CPU 3"), "{e}");
+        let e = open_error(1, "mmap", io::Error::from_raw_os_error(libc::EPERM));
+        assert!(
+            matches!(e, ProfileError::Io { .. }),
+            "not a refusal of sampling: {e:?}"
+        );
+        assert!(e.to_string().contains("perf_event_mlock_kb"), "{e}");
         let hidden = ProfileError::KernelAddressesHidden {
             kptr_restrict: "2".into(),
         };

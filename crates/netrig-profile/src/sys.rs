@@ -65,7 +65,14 @@ unsafe impl Send for CpuEvent {}
 impl CpuEvent {
     /// Opens a disabled cpu-clock sampling event on `cpu` for every task, kernel and user
     /// space, with call chains at most `max_stack` deep, and maps 1 + `pages` pages of ring.
-    pub(crate) fn open(cpu: u32, freq: u64, max_stack: u16, pages: usize) -> io::Result<CpuEvent> {
+    /// An error says which step failed: `perf_event_open` (the kernel's permission) or `mmap`
+    /// (the locked-memory limit, perf_event_mlock_kb, for a process without root).
+    pub(crate) fn open(
+        cpu: u32,
+        freq: u64,
+        max_stack: u16,
+        pages: usize,
+    ) -> Result<CpuEvent, (&'static str, io::Error)> {
         let attr = PerfEventAttr {
             kind: PERF_TYPE_SOFTWARE,
             size: std::mem::size_of::<PerfEventAttr>() as u32,
@@ -95,7 +102,7 @@ impl CpuEvent {
             )
         };
         if fd < 0 {
-            return Err(io::Error::last_os_error());
+            return Err(("perf_event_open", io::Error::last_os_error()));
         }
         let fd = fd as libc::c_int;
         // SAFETY: sysconf has no preconditions.
@@ -116,7 +123,7 @@ impl CpuEvent {
             let e = io::Error::last_os_error();
             // SAFETY: fd is ours and open.
             unsafe { libc::close(fd) };
-            return Err(e);
+            return Err(("mmap", e));
         }
         Ok(CpuEvent {
             fd,
