@@ -117,6 +117,10 @@ fn samples_a_busy_loop_and_a_loopback_transfer() {
         profile.stacks.len(),
         profile.witness()
     );
+    eprintln!("split {:?}", profile.split());
+    for (g, c) in profile.groups() {
+        eprintln!("  {:>12} {:>6} samples", g.name(), c.samples);
+    }
     for f in profile.top_functions(15) {
         eprintln!("  {:>6} {:>6} {}", f.inclusive_samples, f.self_samples, f.name);
     }
