@@ -26,6 +26,8 @@ pub struct Config {
     /// The most distinct (thread, call chain) pairs kept; samples of new ones past it are
     /// counted as dropped.
     pub max_stacks: usize,
+    /// The most samples folded in one window; later ones are counted as dropped.
+    pub max_samples: u64,
     /// Ring buffer pages per CPU (a power of two).
     pub ring_pages: usize,
     /// How often the reader empties the rings.
@@ -38,6 +40,9 @@ impl Default for Config {
             frequency_hz: 999,
             max_stack: 64,
             max_stacks: 50_000,
+            // An hour of 999 Hz on 16 CPUs: a bound on the counts, not on memory (that is
+            // max_stacks').
+            max_samples: 60_000_000,
             // 256 KiB per CPU with 4 KiB pages: at 999 Hz and ~300 bytes a sample, seconds
             // of samples against a reader that empties it every 50 ms.
             ring_pages: 64,
@@ -113,6 +118,10 @@ impl Fold {
                     return;
                 };
                 self.samples += 1;
+                if self.samples > config.max_samples {
+                    self.dropped += 1;
+                    return;
+                }
                 let full = self.stacks.len() >= config.max_stacks;
                 match self.stacks.get_mut(&(s.pid, s.tid, s.chain.clone())) {
                     Some(c) => {
@@ -147,9 +156,10 @@ impl Sampler {
             Ok(limit) => config.max_stack.min(limit),
             Err(_) => config.max_stack,
         };
+        let config = Config { max_stack, ..config };
         let mut events = Vec::with_capacity(cpus.len());
         for cpu in cpus {
-            let ev = CpuEvent::open(cpu, config.frequency_hz, max_stack, config.ring_pages);
+            let ev = CpuEvent::open(cpu, config.frequency_hz, config.max_stack, config.ring_pages);
             events.push(ev.map_err(|(step, e)| open_error(cpu, step, e))?);
         }
         Ok(Sampler {
@@ -305,6 +315,32 @@ mod tests {
         assert_eq!(parse_cpu_list("0-4294967295"), None);
         assert_eq!(parse_cpu_list("x"), None);
         assert!(!online_cpus().unwrap().is_empty());
+    }
+
+    #[test]
+    fn folding_records_is_bounded_and_counts_what_it_leaves() {
+        let mut config = Config::default();
+        (config.max_stacks, config.max_samples, config.max_stack) = (2, 6, 3);
+        let mut fold = Fold::default();
+        let body =
+            |tid: u32, leaf: u64| sys::sample_body(5, tid, 1_000, 4, &[sys::PERF_CONTEXT_KERNEL, leaf, 2, 3]);
+        // (thread, leaf): the fourth is a third distinct (thread, chain), past max_stacks, so
+        // dropped while a known one still folds; the seventh is past max_samples.
+        for (tid, leaf) in [(1, 10), (1, 10), (2, 10), (1, 11), (2, 10), (1, 10), (1, 10)] {
+            fold.record(PERF_RECORD_SAMPLE, &body(tid, leaf), &config);
+        }
+        let lost = [1u64.to_ne_bytes(), 17u64.to_ne_bytes()].concat();
+        fold.record(PERF_RECORD_LOST, &lost, &config);
+        // A short record is not a sample.
+        fold.record(PERF_RECORD_SAMPLE, &[0; 20], &config);
+        assert_eq!((fold.samples, fold.dropped, fold.stacks.len()), (7, 2, 2));
+        assert_eq!(fold.lost, 17);
+        let kept = fold.stacks[&(5, 1, vec![sys::PERF_CONTEXT_KERNEL, 10, 2])];
+        assert_eq!(kept, (3, 3_000), "the chain cut at max_stack");
+        assert_eq!(
+            fold.stacks[&(5, 2, vec![sys::PERF_CONTEXT_KERNEL, 10, 2])],
+            (2, 2_000)
+        );
     }
 
     #[test]

@@ -237,6 +237,32 @@ pub(crate) fn parse_lost(b: &[u8]) -> Option<u64> {
     u64_at(b, 8)
 }
 
+/// A PERF_RECORD_SAMPLE's body as the kernel writes it for this crate's sample_type, with `nr`
+/// as the chain's claimed length.
+#[cfg(test)]
+pub(crate) fn sample_body(pid: u32, tid: u32, period: u64, nr: u64, chain: &[u64]) -> Vec<u8> {
+    let mut b = Vec::new();
+    b.extend(
+        chain
+            .iter()
+            .find(|&&a| a < PERF_CONTEXT_MAX)
+            .copied()
+            .unwrap_or(0)
+            .to_ne_bytes(),
+    );
+    b.extend(pid.to_ne_bytes());
+    b.extend(tid.to_ne_bytes());
+    b.extend(123u64.to_ne_bytes());
+    b.extend(1u32.to_ne_bytes());
+    b.extend(0u32.to_ne_bytes());
+    b.extend(period.to_ne_bytes());
+    b.extend(nr.to_ne_bytes());
+    for v in chain {
+        b.extend(v.to_ne_bytes());
+    }
+    b
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -248,19 +274,9 @@ mod tests {
 
     #[test]
     fn sample_record_parses_and_bounds_its_chain() {
-        let mut b = Vec::new();
-        b.extend(0xffff_ffff_8100_1000u64.to_ne_bytes());
-        b.extend(7u32.to_ne_bytes());
-        b.extend(8u32.to_ne_bytes());
-        b.extend(123u64.to_ne_bytes());
-        b.extend(1u32.to_ne_bytes());
-        b.extend(0u32.to_ne_bytes());
-        b.extend(1_001_001u64.to_ne_bytes());
         // nr says 1,000 but only 3 are present: the record's length bounds it.
-        b.extend(1000u64.to_ne_bytes());
-        for v in [PERF_CONTEXT_KERNEL, 0xffff_ffff_8100_1000, 0xffff_ffff_8100_2000] {
-            b.extend(v.to_ne_bytes());
-        }
+        let chain = [PERF_CONTEXT_KERNEL, 0xffff_ffff_8100_1000, 0xffff_ffff_8100_2000];
+        let b = sample_body(7, 8, 1_001_001, 1000, &chain);
         let s = parse_sample(&b, 64).unwrap();
         assert_eq!((s.pid, s.tid, s.period), (7, 8, 1_001_001));
         assert_eq!(
