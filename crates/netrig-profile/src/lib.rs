@@ -1,0 +1,29 @@
+//! Where the kernel spends its time (issue #42): a profile of every CPU over a window.
+//!
+//! [`Sampler`] opens a cpu-clock sampling event on every online CPU (perf_event_open, call
+//! chains in kernel and user space), enables it exactly around a window and reads the ring
+//! buffers; [`Running::stop`] gives a [`Profile`]: stacks of function names (kernel ones from
+//! /proc/kallsyms, this process's from its own symbols) with their counts, split by this
+//! test's threads against the rest of the host, by softirq against process context, and by
+//! subsystem ([`groups`]), with the top functions and a witness against /proc/stat.
+//!
+//! Only names leave this crate: a [`Profile`] holds no address. Where the host does not allow
+//! a profile, [`ProfileError`] says why, for the caller to withhold it with that reason.
+//! docs/PROFILE.md.
+
+mod error;
+pub mod groups;
+mod kallsyms;
+mod profile;
+mod sampler;
+mod selfsyms;
+mod symbolize;
+mod sys;
+pub mod witness;
+
+pub use error::ProfileError;
+pub use groups::Group;
+pub use kallsyms::Kallsyms;
+pub use profile::{Count, FunctionCount, Profile, Split, Stack};
+pub use sampler::{online_cpus, Config, Ours, Running, Sampler};
+pub use witness::Witness;
