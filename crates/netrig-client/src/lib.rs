@@ -5,6 +5,7 @@
 mod error;
 pub mod iperf3;
 mod link;
+mod profile;
 mod resolve;
 mod run;
 mod watch;

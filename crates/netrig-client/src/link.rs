@@ -60,6 +60,9 @@ pub struct ClientOptions {
     pub peer: netrig_report::model::peer::Peer,
     /// Ask an iperf3 server for its own output (`--get-server-output`).
     pub server_output: bool,
+    /// `--profile`: sample every CPU of this host over the measured window (the result's
+    /// `profile`).
+    pub profile: bool,
 }
 
 /// A connection to the agent at `addr` over `transport` (TCP for the

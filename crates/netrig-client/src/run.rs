@@ -525,6 +525,9 @@ impl Client {
                                  // its window never closes before ours (a client descheduled between
                                  // sending and reading the clock would otherwise start late, and its
                                  // last transactions could reach an agent whose run had ended).
+                                 // The sampler is opened before `go` (it reads /proc/kallsyms) and samples only
+                                 // between the window's marks, which the engine tells it.
+        let profile = self.opts.profile.then(crate::profile::ProfileWatch::new);
         self.wait_for_start(&ctl)?;
         let start = Instant::now();
         let started_wall = std::time::SystemTime::now();
@@ -533,6 +536,9 @@ impl Client {
 
         let mut run_plan = RunPlan::for_spec(spec, start, cookie.test_id());
         run_plan.cpus = self.opts.cpus.clone();
+        if let Some(p) = &profile {
+            run_plan.watch = p.watch();
+        }
         let side = match workload {
             Workloads::Transient(workload) => SideFlows::Transient {
                 workload,
@@ -551,6 +557,7 @@ impl Client {
             reader,
         } = self.run_local(spec, side, &run_plan, &ctl, hook_time, observer)?;
         log::debug!("local side done; awaiting the agent's results");
+        let profile = profile.map(|p| p.finish(work_of(spec, &outcome)));
         if let Some(c) = outcome.flows.first().and_then(|f| f.first_connection.as_ref()) {
             let got = (c.initial, &c.applied);
             warnings.extend(sockopt::setup_warnings(
@@ -604,6 +611,7 @@ impl Client {
             warnings,
         )
         .map(|mut r| {
+            r.profile = profile;
             r.started_unix_s = started_wall
                 .duration_since(std::time::UNIX_EPOCH)
                 .ok()
@@ -927,6 +935,16 @@ struct Opened {
 
 /// The longest a test may run past `go`, whatever the agent does: its
 /// length, or for a byte count the agent's longest test, and a minute.
+/// What this end moved in its window, for the profile's service demand: transactions for a
+/// request/response kind, bytes otherwise.
+fn work_of(spec: &TestSpec, outcome: &netrig_engine::runner::SideOutcome) -> crate::profile::Work {
+    let transactional = spec.rules().exchange().is_transactional();
+    crate::profile::Work {
+        bytes: outcome.flows.iter().map(|f| f.window_bytes).sum(),
+        transactions: transactional.then(|| outcome.flows.iter().map(|f| f.window_transactions).sum()),
+    }
+}
+
 fn run_bound(spec: &TestSpec, limits: &AgentLimits) -> Duration {
     match spec.limit {
         Limit::Duration { seconds } => Duration::from_secs_f64(seconds) + Duration::from_secs(60),

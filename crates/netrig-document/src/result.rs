@@ -8,6 +8,7 @@ pub mod http;
 pub mod measure;
 pub mod path_element;
 pub mod peer;
+pub mod profile;
 pub mod server_host;
 pub mod witness;
 
@@ -62,6 +63,10 @@ pub struct TestResult {
     /// (docs/RESULTS.md, "Against an iperf3 server"); absent against an agent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub peer: Option<peer::PeerInfo>,
+    /// `--profile`: where each end's CPU time went over the measured window, or why it is
+    /// withheld (docs/RESULTS.md, "The profile"); absent without it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile: Option<profile::ProfileResult>,
 }
 
 impl TestResult {
@@ -95,6 +100,7 @@ impl TestResult {
             server_host: None,
             started_unix_s: None,
             peer: None,
+            profile: None,
         }
     }
 }

@@ -31,6 +31,7 @@ pub mod runner;
 pub mod sockopt;
 pub mod transport;
 pub mod txn;
+pub mod window_watch;
 mod witness;
 pub mod workload;
 

@@ -70,6 +70,8 @@ pub struct RunPlan {
     pub clock_ref: Option<Instant>,
     /// The test's transport: the witness keeps its own counters.
     pub transport: Transport,
+    /// Told when the window opens and closes (the client's `--profile`).
+    pub watch: crate::window_watch::WindowWatch,
 }
 
 impl RunPlan {
@@ -95,6 +97,7 @@ impl RunPlan {
             send_cap_bps: None,
             clock_ref: None,
             transport: spec.rules().transport(),
+            watch: Default::default(),
         }
     }
 }
@@ -1170,6 +1173,7 @@ impl Sampler<'_> {
         first.counts.transactions = open_windows(self.meta);
         self.recording.store(true, Ordering::Relaxed);
         first.witness = Some(self.witness.mark());
+        self.plan.watch.opened();
         first
     }
 
@@ -1182,6 +1186,7 @@ impl Sampler<'_> {
         self.recording.store(false, Ordering::Relaxed);
         last.counts.tcp = tcp_infos(self.meta);
         last.witness = Some(self.witness.mark());
+        self.plan.watch.closed();
         last
     }
 
@@ -1426,6 +1431,7 @@ mod tests {
             send_cap_bps: None,
             clock_ref: None,
             transport: Transport::Tcp,
+            watch: Default::default(),
         }
     }
 

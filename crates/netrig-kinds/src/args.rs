@@ -97,6 +97,10 @@ pub struct CommonArgs {
     /// Have the agent run its hook NAME on its host after the test, however it ended.
     #[arg(long = "remote-teardown", value_name = "NAME", help_heading = "Agent hooks")]
     pub remote_teardown: Option<String>,
+    /// Sample every CPU of this host over the measured window: where its CPU time went, by
+    /// subsystem and function (docs/PROFILE.md). Needs root or CAP_PERFMON; else withheld.
+    #[arg(long, help_heading = "CPU")]
+    pub profile: bool,
     #[command(flatten)]
     pub peer: crate::peer::PeerArgs,
 }
@@ -200,6 +204,7 @@ impl CommonArgs {
             fit_to_path: false,
             peer,
             get_server_output: self.peer.get_server_output,
+            profile: self.profile,
         })
     }
 

@@ -230,6 +230,8 @@ pub struct Planned {
     pub peer: Option<netrig_report::model::peer::Peer>,
     /// `--get-server-output`: ask an iperf3 server for its own output.
     pub get_server_output: bool,
+    /// `--profile`: profile this end's CPUs over the measured window.
+    pub profile: bool,
 }
 
 impl Planned {
@@ -248,6 +250,7 @@ impl Planned {
             fit_to_path: false,
             peer: None,
             get_server_output: false,
+            profile: false,
         })
     }
 }

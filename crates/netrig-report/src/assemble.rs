@@ -83,6 +83,7 @@ pub fn assemble(
         server_host: None,
         started_unix_s: None,
         peer: None,
+        profile: None,
     };
     let more = kind.warnings(spec, local, remote, &result);
     result.warnings.extend(more);

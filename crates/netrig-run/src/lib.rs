@@ -136,6 +136,8 @@ pub struct LocalOptions {
     pub peer: Peer,
     /// Against an iperf3 server: ask for its own output (`--get-server-output`).
     pub server_output: bool,
+    /// `--profile`: profile this end's CPUs over the measured window.
+    pub profile: bool,
 }
 
 impl Default for LocalOptions {
@@ -150,6 +152,7 @@ impl Default for LocalOptions {
             start_at: None,
             peer: Peer::Auto,
             server_output: false,
+            profile: false,
         }
     }
 }
@@ -308,6 +311,7 @@ fn client_options(
             start_at: local.start_at,
             peer,
             server_output: local.server_output,
+            profile: local.profile,
         };
         let (addrs, embedded) = match target {
             Target::Agent {

@@ -94,6 +94,7 @@ pub fn test(
             .map(|t| std::time::UNIX_EPOCH + Duration::from_secs_f64(t)),
         peer: plan.peer.unwrap_or_default(),
         server_output: plan.get_server_output,
+        profile: plan.profile,
     };
     let flows = spec.flows as usize * spec.directions().len();
     let format = format(&run)?;
