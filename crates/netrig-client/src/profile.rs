@@ -153,7 +153,7 @@ fn profiled(p: &Profile, work: Work) -> Profiled {
             }
         })
         .collect();
-    groups.sort_by(|a, b| b.samples.cmp(&a.samples));
+    groups.sort_by_key(|g| std::cmp::Reverse(g.samples));
     let folded = p
         .stacks
         .iter()
