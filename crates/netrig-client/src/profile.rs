@@ -16,7 +16,7 @@ use std::thread::JoinHandle;
 pub const REMOTE_WITHHELD: &str =
     "the agent's end is not profiled by this build (#42: netrig serve --allow-profile is not built yet)";
 /// The functions the result lists, by inclusive samples.
-pub const TOP_FUNCTIONS: usize = 20;
+pub const TOP_FUNCTIONS: usize = 100;
 /// The heaviest stacks the result keeps as folded stacks.
 pub const MAX_FOLDED: usize = 2_000;
 

@@ -243,6 +243,7 @@ fn same_host(r: &TestResult) -> bool {
 pub fn details(r: &TestResult) -> String {
     let mut out = String::new();
     cpu_lines(&mut out, r);
+    super::profile::lines(&mut out, r.profile.as_ref());
     worker_lines(&mut out, r);
     tcp_info_lines(&mut out, r);
     counter_lines(&mut out, r);

@@ -4,6 +4,7 @@
 //! server host's block when an agent watched it ([`server_host`]).
 
 pub mod kit;
+mod profile;
 
 use super::Exporter;
 use netrig_document::result::peer::PeerInfo;

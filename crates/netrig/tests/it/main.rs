@@ -40,6 +40,7 @@ mod measure;
 mod mptcp;
 mod neighbours;
 mod plot;
+mod profile;
 mod progress;
 mod report;
 mod rr;
