@@ -115,3 +115,41 @@ pub struct Profiled {
     pub folded_total: u64,
     pub witness: Option<ProfileWitness>,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_end_reads_back_as_withheld_or_profiled() {
+        let withheld = EndProfile::Withheld {
+            withheld: "profile withheld: no".into(),
+        };
+        let json = serde_json::to_string(&withheld).unwrap();
+        assert_eq!(json, r#"{"withheld":"profile withheld: no"}"#);
+        let back: EndProfile = serde_json::from_str(&json).unwrap();
+        assert_eq!(back.withheld(), Some("profile withheld: no"));
+        let profiled = EndProfile::Profiled(Box::new(Profiled {
+            window_s: 2.0,
+            cpus: 2,
+            frequency_hz: 999,
+            samples: 10,
+            busy_samples: 8,
+            lost_samples: 0,
+            dropped_samples: 0,
+            split: ProfileSplit::default(),
+            demand_unit: "us/KB".into(),
+            groups: vec![],
+            top_functions: vec![],
+            folded: vec![FoldedStack {
+                stack: "netrig;tcp_sendmsg".into(),
+                samples: 8,
+            }],
+            folded_total: 1,
+            witness: None,
+        }));
+        let back: EndProfile = serde_json::from_str(&serde_json::to_string(&profiled).unwrap()).unwrap();
+        assert_eq!(back, profiled);
+        assert!(back.profiled().is_some() && back.withheld().is_none());
+    }
+}

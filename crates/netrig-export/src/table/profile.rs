@@ -51,3 +51,68 @@ fn profiled(out: &mut String, end: &str, p: &Profiled) {
         );
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use netrig_document::result::profile::{ProfileFunction, ProfileGroup, ProfileSplit};
+
+    fn group(name: &str, samples: u64, share: Option<f64>, demand: Option<f64>) -> ProfileGroup {
+        ProfileGroup {
+            group: name.into(),
+            samples,
+            cpu_ms: samples as f64,
+            share_of_busy_pct: share,
+            demand,
+        }
+    }
+
+    #[test]
+    fn the_section_lists_groups_with_samples_the_top_ten_and_the_withheld_end() {
+        let p = ProfileResult {
+            local: EndProfile::Profiled(Box::new(Profiled {
+                window_s: 2.0,
+                cpus: 2,
+                frequency_hz: 999,
+                samples: 4000,
+                busy_samples: 3000,
+                lost_samples: 0,
+                dropped_samples: 0,
+                split: ProfileSplit::default(),
+                demand_unit: "us/KB".into(),
+                groups: vec![
+                    group("tcp", 1500, Some(50.0), Some(0.25)),
+                    group("idle", 1000, None, None),
+                    group("netfilter", 0, Some(0.0), Some(0.0)),
+                ],
+                top_functions: (0..30)
+                    .map(|i| ProfileFunction {
+                        name: format!("f{i}"),
+                        self_samples: 1,
+                        inclusive_samples: 100 - i,
+                    })
+                    .collect(),
+                folded: vec![],
+                folded_total: 0,
+                witness: None,
+            })),
+            remote: EndProfile::Withheld {
+                withheld: "not profiled".into(),
+            },
+        };
+        let mut out = String::new();
+        lines(&mut out, Some(&p));
+        assert!(out.contains("tcp              50.0     0.2500"), "{out}");
+        assert!(out.contains("idle                -          -"), "{out}");
+        assert!(
+            !out.contains("netfilter"),
+            "a group without samples is left out: {out}"
+        );
+        assert!(out.contains(" f9\n") && !out.contains(" f10\n"), "{out}");
+        assert!(out.contains("remote  withheld: not profiled"), "{out}");
+        assert!(out.contains("witness withheld"), "{out}");
+        let mut none = String::new();
+        lines(&mut none, None);
+        assert!(none.is_empty());
+    }
+}
