@@ -517,12 +517,33 @@ pub fn run_kind(
             let ctl = cancel.begin()?;
             let result = netrig_client::iperf3::run(&addrs, &options, how, spec, ctl, on_interval);
             cancel.end();
-            return Ok(result?);
+            let mut result = result?;
+            if options.profile {
+                result.profile = Some(iperf3_not_profiled());
+            }
+            return Ok(result);
         }
     };
     let result = session.run(spec, cancel, on_interval);
     session.close();
     result
+}
+
+/// `--profile` against an iperf3 server: neither end is profiled (yet), and the result says so
+/// rather than dropping the option.
+fn iperf3_not_profiled() -> netrig_report::model::profile::ProfileResult {
+    use netrig_report::model::profile::{EndProfile, ProfileResult};
+    let why = |end: &str| {
+        EndProfile::Withheld {
+        withheld: format!(
+            "profile withheld: the {end} end of a test against an iperf3 server is not profiled by this build (#42)"
+        ),
+    }
+    };
+    ProfileResult {
+        local: why("client's"),
+        remote: why("iperf3 server's"),
+    }
 }
 
 /// `--get-server-output` against a netrig agent.

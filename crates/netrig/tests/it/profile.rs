@@ -114,6 +114,13 @@ fn a_stream_profile_names_tcp_and_the_copy_and_agrees_with_proc_stat() {
     // Without --profile: no profile key at all.
     let plain = run_json(&strs(&at(&port, "tcp-stream -l 0.3")));
     assert!(plain.get("profile").is_none(), "{}", plain["profile"]);
+    // An experiment's runs are not profiled: said, not dropped.
+    let o = run(&["tcp-stream", "-l", "0.2", "--iterations", "2", "--profile"]);
+    assert!(
+        !o.status.success() && stderr(&o).contains("not profiled by this build"),
+        "{}",
+        stderr(&o)
+    );
 }
 
 #[test]
