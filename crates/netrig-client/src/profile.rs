@@ -80,23 +80,28 @@ fn withheld(reason: String) -> EndProfile {
 impl WindowListener for ProfileWatch {
     fn opened(&self) {
         if let Ok(mut s) = self.state.lock() {
-            if let Some(State::Ready(sampler)) = s.take() {
-                *s = Some(State::Running(sampler.start()));
-            }
+            // Any other state (withheld: the host refused) stays as it is.
+            *s = match s.take() {
+                Some(State::Ready(sampler)) => Some(State::Running(sampler.start())),
+                other => other,
+            };
         }
     }
 
     fn closed(&self) {
         if let Ok(mut s) = self.state.lock() {
-            if let Some(State::Running(running)) = s.take() {
-                let stop = std::thread::Builder::new()
-                    .name("netrig-profile-stop".into())
-                    .spawn(move || running.stop(&Ours::this_process()));
-                *s = Some(match stop {
-                    Ok(h) => State::Stopping(h),
-                    Err(e) => State::Withheld(format!("profile withheld: cannot start its thread: {e}")),
-                });
-            }
+            *s = match s.take() {
+                Some(State::Running(running)) => {
+                    let stop = std::thread::Builder::new()
+                        .name("netrig-profile-stop".into())
+                        .spawn(move || running.stop(&Ours::this_process()));
+                    Some(match stop {
+                        Ok(h) => State::Stopping(h),
+                        Err(e) => State::Withheld(format!("profile withheld: cannot start its thread: {e}")),
+                    })
+                }
+                other => other,
+            };
         }
     }
 }

@@ -155,3 +155,50 @@ fn a_crr_profile_names_the_connection_set_up_and_tear_down() {
     assert!(f(group(local, "tcp"), "/demand") > 0.0);
     names_only(local);
 }
+
+/// A client without the privileges a system-wide profile needs (uid nobody, no capabilities,
+/// through setpriv): the test runs, and its local profile is withheld in the sampler's words.
+#[test]
+fn an_unprivileged_client_gets_the_reason_its_profile_is_withheld() {
+    // SAFETY: geteuid has no preconditions.
+    let root = unsafe { libc::geteuid() } == 0;
+    let setpriv = std::process::Command::new("setpriv")
+        .arg("--version")
+        .output()
+        .is_ok();
+    if !root || !setpriv {
+        crate::skip::not_here("dropping privileges needs root and setpriv");
+        return;
+    }
+    let agent = Served::start(&[]);
+    // A copy nobody may run: the build's own directory may not be open to it.
+    let dir = TempDir::new("profile-nobody");
+    let exe = dir.path().join("netrig");
+    std::fs::copy(env!("CARGO_BIN_EXE_netrig"), &exe).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let mut cmd = std::process::Command::new("setpriv");
+    cmd.args([
+        "--reuid=65534",
+        "--regid=65534",
+        "--clear-groups",
+        "--inh-caps=-all",
+    ]);
+    cmd.arg(&exe);
+    let port = agent.port_arg();
+    let args = at(&port, "tcp-stream -l 0.3 --profile --json");
+    let o = run_cmd(cmd, &strs(&args));
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    validate(&v);
+    let why = v["profile"]["local"]["withheld"]
+        .as_str()
+        .unwrap_or_else(|| panic!("profiled without privileges: {}", v["profile"]));
+    eprintln!("unprivileged: {why}");
+    assert!(
+        why.starts_with("profile withheld: ")
+            && (why.contains("kptr_restrict") || why.contains("perf_event_paranoid")),
+        "{why}"
+    );
+    assert_eq!(v["profile"]["remote"]["withheld"], REMOTE_WITHHELD);
+}
