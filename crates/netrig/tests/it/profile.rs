@@ -76,14 +76,15 @@ fn top_names(local: &Value) -> Vec<String> {
 fn a_stream_profile_names_tcp_and_the_copy_and_agrees_with_proc_stat() {
     let agent = Served::start(&[]);
     let port = agent.port_arg();
-    let v = run_json(&strs(&at(&port, "tcp-stream -l 2 --profile")));
+    let v = run_json(&strs(&at(&port, "tcp-stream -l 2.5 --omit 0.5 --profile")));
     let Some(local) = local_profile(&v) else { return };
     let (samples, window) = (u(local, "/samples"), f(local, "/window_s"));
     eprintln!(
         "profile: {samples} samples over {window:.2} s; witness {}",
         local["witness"]
     );
-    // Sampled over the measured window (2 s, no --omit), not the set-up or the agent's results.
+    // Sampled over the measured window (2 s after the omitted 0.5 s), not the set-up, the
+    // omitted start or the agent's results.
     assert!(
         (window - f(&v, "/summary/elapsed_s")).abs() < 0.1,
         "{window} against {}",
