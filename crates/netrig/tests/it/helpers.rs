@@ -609,3 +609,36 @@ pub fn strace_filter() -> &'static [&'static str] {
         &[]
     }
 }
+
+/// An iperf3 client (`bin`) at 1 Mbit/s against 127.0.0.1:`port` for `secs`,
+/// returned once it runs (its first interval printed: `--forceflush`, since
+/// into a pipe iperf3 keeps its lines until it ends), so that the server is
+/// busy with its one test.
+pub fn running_iperf3_client(bin: &std::path::Path, port: &str, secs: &str) -> Child {
+    let mut c = Command::new(bin)
+        .args([
+            "-c",
+            "127.0.0.1",
+            "-p",
+            port,
+            "-t",
+            secs,
+            "-b",
+            "1M",
+            "-i",
+            "1",
+            "--forceflush",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn an iperf3 client");
+    let mut out = c.stdout.take().expect("its stdout");
+    let (mut seen, mut buf) = (Vec::new(), [0u8; 256]);
+    while !String::from_utf8_lossy(&seen).contains(" sec ") {
+        let n = out.read(&mut buf).unwrap_or(0);
+        assert!(n > 0, "iperf3's client ended: {}", String::from_utf8_lossy(&seen));
+        seen.extend_from_slice(&buf[..n]);
+    }
+    c
+}

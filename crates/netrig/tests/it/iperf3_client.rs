@@ -367,32 +367,7 @@ fn a_busy_iperf3_server_is_a_clear_error() {
         return;
     };
     let server = Server::start(&bin, &[]);
-    let mut other = Command::new(&bin)
-        .args([
-            "-c",
-            "127.0.0.1",
-            "-p",
-            &server.port(),
-            "-t",
-            "20",
-            "-b",
-            "1M",
-            "-i",
-            "1",
-            "--forceflush",
-        ])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    // Running once it prints its first interval.
-    let mut out = other.stdout.take().unwrap();
-    let (mut seen, mut buf) = (Vec::new(), [0u8; 256]);
-    while !String::from_utf8_lossy(&seen).contains(" sec ") {
-        let n = out.read(&mut buf).unwrap();
-        assert!(n > 0, "iperf3's client ended: {}", String::from_utf8_lossy(&seen));
-        seen.extend_from_slice(&buf[..n]);
-    }
+    let mut other = running_iperf3_client(&bin, &server.port(), "20");
     for peer in [&[][..], &["--peer", "iperf3"][..]] {
         let a = at(&server.port(), "tcp-stream -l 1");
         let o = run(&[strs(&a), peer.to_vec()].concat());

@@ -267,36 +267,7 @@ fn real_iperf3_and_netserver_are_told_apart_from_an_agent() {
         assert!(took < WELCOME_TIMEOUT, "port {port}: gave up only after {took:?}");
     }
     // A busy iperf3 server answers ACCESS_DENIED at once: named.
-    let mut client = Killed(
-        Command::new(&iperf3)
-            .args([
-                "-c",
-                "127.0.0.1",
-                "-p",
-                &ip.to_string(),
-                "-t",
-                "30",
-                "-b",
-                "1M",
-                "-i",
-                "1",
-                "--forceflush",
-            ])
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
-    // Running once it prints its first interval (flushed at once: into a pipe
-    // iperf3 would keep its lines until it ends).
-    let mut out = client.0.stdout.take().unwrap();
-    let mut seen = Vec::new();
-    let mut buf = [0u8; 256];
-    while !String::from_utf8_lossy(&seen).contains(" sec ") {
-        let n = out.read(&mut buf).unwrap();
-        assert!(n > 0, "iperf3's client ended: {}", String::from_utf8_lossy(&seen));
-        seen.extend_from_slice(&buf[..n]);
-    }
+    let client = Killed(running_iperf3_client(&iperf3, &ip.to_string(), "30"));
     let (o, _) = refused(ip);
     let e = stderr(&o);
     assert!(
