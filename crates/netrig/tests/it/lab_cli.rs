@@ -696,9 +696,19 @@ fn loss_duplicates_and_reordering_by_the_path_element_are_what_udp_stream_counts
         } else {
             0
         };
+        // What the receiver's socket had no room for, the receiver never sees: a duplicate copy
+        // dropped there is one duplicate fewer (CI saw 116 against 137 with 592 dropped there),
+        // and a dropped datagram that the element had held back, or one that had overtaken
+        // others, takes away one or more out-of-order arrivals. With such drops the order is
+        // judged one way only: the receiver never counts more than the element made.
+        let unseen = match ours {
+            "duplicates" => late + rcvbuf,
+            "out_of_order" if rcvbuf > 0 => e,
+            _ => late,
+        };
         assert!(
-            n <= e + extra + elsewhere && e <= n + extra + late,
-            "{ours} {n} against the element's {theirs} {e} (with {extra} frames beyond the data, {rcvbuf} lost for want of room in the receiver, {late} arrived after it had stopped): {u} {after}"
+            n <= e + extra + elsewhere && e <= n + extra + unseen,
+            "{ours} {n} against the element's {theirs} {e} (with {extra} frames beyond the data, {rcvbuf} lost for want of room in the receiver, {late} arrived after it had stopped, {unseen} the receiver cannot have seen): {u} {after}"
         );
     }
     assert!(d("duplicated") > 0 && d("reordered") > 0, "{after}");
