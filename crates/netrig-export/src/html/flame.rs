@@ -31,7 +31,7 @@ pub const MAX_FRAMES: usize = 80;
 pub const MAX_NAME: usize = 160;
 /// Frames over all the stacks drawn at most (the SVG's size grows with them): lighter stacks
 /// past it are left out, and the title says how many were shown.
-pub const MAX_CELLS: usize = 30_000;
+pub const MAX_CELLS: usize = 20_000;
 /// One stack's samples at most (2^40: 35 years of 1,000 CPUs at 999 Hz): a larger count
 /// from the wire is cut to it, so that sums and differences cannot overflow.
 pub const MAX_COUNT: u64 = 1 << 40;
@@ -641,7 +641,8 @@ mod tests {
         let many: Vec<FoldedStack> = (0..3_000u64)
             .map(|i| FoldedStack {
                 stack: (0..MAX_FRAMES)
-                    .map(|d| format!("f{i}_{d}"))
+                    // Names as long as they may be, each its own.
+                    .map(|d| format!("f{i}_{d}_{}", "x".repeat(MAX_NAME)))
                     .collect::<Vec<_>>()
                     .join(";"),
                 samples: 1 + i,
@@ -658,8 +659,10 @@ mod tests {
             f.title
         );
         // The heaviest are the ones kept.
-        assert!(f.svg.contains("<title>f2999_0 (") && !f.svg.contains("<title>f0_0 ("));
-        assert!(f.svg.len() < 13 << 19, "{} bytes", f.svg.len());
+        assert!(f.svg.contains("<title>f2999_0_x") && !f.svg.contains("<title>f0_0_x"));
+        // Every frame drawn (each stack is 1/250 of the width): the most the bounds allow.
+        assert_eq!(f.svg.matches("<g>").count(), MAX_CELLS + 1, "and the all frame");
+        assert!(f.svg.len() < 8 << 20, "{} bytes", f.svg.len());
     }
 
     #[test]
