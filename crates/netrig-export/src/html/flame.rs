@@ -46,6 +46,7 @@ pub const STYLE: &str = r#"
 svg.flamegraph text { font: 12px ui-monospace, monospace; fill: #000; }
 svg.flamegraph .fg-title { text-anchor: middle; font-size: 15px; fill: var(--fg); }
 svg.flamegraph .fg-subtitle { text-anchor: middle; fill: var(--muted); }
+svg.flamegraph.differential .fg-frames > g > rect { stroke: var(--line); stroke-width: .5; }
 svg.flamegraph .fg-frames > g:hover > rect { stroke: var(--fg); stroke-width: 1; }
 .flame-legend span.swatch { display: inline-block; width: .9em; height: .9em; vertical-align: -.1em; margin: 0 .25em 0 .8em; border: 1px solid var(--line); }
 "#;
@@ -230,13 +231,15 @@ fn options<'a>(title: &str, note: &str, palette: Option<&'a mut PaletteMap>) -> 
     o
 }
 
-/// Draws `lines` (folded, one or two counts) with `opt` and makes the SVG fit to inline.
-fn draw(opt: &mut Options<'_>, lines: &[String]) -> Result<String, String> {
+/// Draws `lines` (folded, one or two counts) with `opt` and makes the SVG fit to inline;
+/// `class` is the SVG's ("flamegraph", and "differential" for one: its white frames, no
+/// change, get an outline to be seen on a light page).
+fn draw(opt: &mut Options<'_>, lines: &[String], class: &str) -> Result<String, String> {
     let mut out = Vec::new();
     flamegraph::from_lines(opt, lines.iter().map(String::as_str), &mut out)
         .map_err(|e| format!("the flame graph could not be drawn: {e}"))?;
     let svg = String::from_utf8(out).map_err(|e| format!("the flame graph is not UTF-8: {e}"))?;
-    inline(&svg, &opt.title)
+    inline(&svg, &opt.title, class)
 }
 
 /// The element starting with `open` up to the end of the first `close` after it, removed.
@@ -260,7 +263,7 @@ fn attribute<'s>(tag: &'s str, name: &str) -> Option<&'s str> {
 /// search) removed, its ids made classes, its root tag remade with a label for readers.
 /// Names inside are escaped by inferno's writer (their quotes too), so no name can be taken
 /// for the tags or attributes looked for here.
-fn inline(svg: &str, title: &str) -> Result<String, String> {
+fn inline(svg: &str, title: &str, class: &str) -> Result<String, String> {
     let bad = || "the flame graph's SVG was not as expected".to_string();
     let start = svg.find("<svg ").ok_or_else(bad)?;
     let head_end = start + svg[start..].find('>').ok_or_else(bad)?;
@@ -293,7 +296,7 @@ fn inline(svg: &str, title: &str) -> Result<String, String> {
         return Err(bad());
     }
     Ok(format!(
-        "<svg class=\"flamegraph\" width=\"{w}\" height=\"{h}\" viewBox=\"{vb}\" xmlns=\"http://www.w3.org/2000/svg\" role=\"img\" aria-label=\"{}\">{}",
+        "<svg class=\"{class}\" width=\"{w}\" height=\"{h}\" viewBox=\"{vb}\" xmlns=\"http://www.w3.org/2000/svg\" role=\"img\" aria-label=\"{}\">{}",
         esc(title),
         body.trim()
     ))
@@ -334,7 +337,11 @@ pub fn end_flame(end: &str, p: &Profiled) -> Result<Flame, String> {
         },
     );
     let lines: Vec<String> = prep.stacks.iter().map(|(s, n)| format!("{s} {n}")).collect();
-    let svg = draw(&mut options(&title, &note, Some(&mut palette)), &lines)?;
+    let svg = draw(
+        &mut options(&title, &note, Some(&mut palette)),
+        &lines,
+        "flamegraph",
+    )?;
     let mut groups: Vec<Option<Group>> = prep.colours.values().copied().collect();
     groups.sort();
     groups.dedup();
@@ -399,7 +406,11 @@ pub fn differential(a: &ArmStacks<'_>, b: &ArmStacks<'_>) -> Result<Flame, Strin
     let note = format!(
         "widths: {bn}'s samples; red: a larger share of {bn}'s samples than of {an}'s, blue: smaller; hover a frame for the change{cut_words}"
     );
-    let svg = draw(&mut options(&title, &note, None), &lines)?;
+    let svg = draw(
+        &mut options(&title, &note, None),
+        &lines,
+        "flamegraph differential",
+    )?;
     Ok(Flame {
         title,
         note,
@@ -511,7 +522,7 @@ mod tests {
 
     /// Nothing of inferno's standalone file that would break or restyle the page.
     fn fits_inline(svg: &str) {
-        assert!(svg.starts_with("<svg class=\"flamegraph\""), "{}", &svg[..100]);
+        assert!(svg.starts_with("<svg class=\"flamegraph"), "{}", &svg[..100]);
         for banned in [
             "<?xml",
             "<!DOCTYPE",
@@ -719,6 +730,7 @@ mod tests {
         };
         let f = differential(&arm_a, &arm_b).unwrap();
         fits_inline(&f.svg);
+        assert!(f.svg.starts_with("<svg class=\"flamegraph differential\""));
         assert!(
             f.title
                 .starts_with("1000 rules against no rules: 200 samples of 1000 rules, 100 of no rules"),
