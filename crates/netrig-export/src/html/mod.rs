@@ -11,6 +11,7 @@ use netrig_document::result::{IntervalResult, TestResult};
 use netrig_plot::Plot;
 use std::fmt::Write;
 
+pub mod flame;
 pub mod lab;
 pub mod text;
 
@@ -75,8 +76,9 @@ window.addEventListener('load', function () {
 
 fn page(title: &str, body: &str) -> String {
     format!(
-        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>{}</title>\n<style>{STYLE}</style>\n<script>{SCRIPT}</script>\n</head>\n<body>\n{body}\n</body></html>\n",
-        esc(title)
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>{}</title>\n<style>{STYLE}{}</style>\n<script>{SCRIPT}</script>\n</head>\n<body>\n{body}\n</body></html>\n",
+        esc(title),
+        flame::STYLE
     )
 }
 
@@ -182,6 +184,10 @@ pub fn run_report(r: &TestResult, command: &str, table: &str) -> String {
     result(&mut b, "table", table);
     warnings(&mut b, &r.warnings);
     plots(&mut b, &netrig_plot::plots_for_result(r));
+    // Where each end's CPU time went (`--profile`): its flame graph, or why it has none.
+    if let Some(p) = &r.profile {
+        b.push_str(&flame::section(p));
+    }
     environment(
         &mut b,
         r.environment.local.as_ref(),

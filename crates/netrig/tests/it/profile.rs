@@ -203,3 +203,69 @@ fn an_unprivileged_client_gets_the_reason_its_profile_is_withheld() {
     );
     assert_eq!(v["profile"]["remote"]["withheld"], REMOTE_WITHHELD);
 }
+
+/// `--profile --html`: the report's "Profile" section draws the local end's flame graph from
+/// the run's own folded stacks (a real kernel function among its frames, its title the JSON's
+/// count) and says in words why the agent's end has none; the page renders without a script
+/// error in a browser.
+#[test]
+fn the_html_report_draws_the_local_flame_graph_and_says_why_the_remote_has_none() {
+    let agent = Served::start(&[]);
+    let port = agent.port_arg();
+    let tmp = TempDir::new("profile-html");
+    let page = tmp.path().join("run.html");
+    let mut args = at(&port, "tcp-stream -l 1 --profile --html");
+    args.push(page.to_str().unwrap().to_string());
+    let v = run_json(&strs(&args));
+    let html = std::fs::read_to_string(&page).unwrap();
+    let remote = REMOTE_WITHHELD.replace('\'', "&#39;");
+    assert!(
+        html.contains(&format!(
+            "<strong>remote (agent)</strong>: no flame graph: {remote}</p>"
+        )),
+        "{}",
+        &html[html.find("<h2>Profile</h2>").expect("a Profile section")..][..2000]
+    );
+    let Some(local) = local_profile(&v) else { return };
+    let fig = html
+        .find("<figure class=\"flame\" id=\"flame-local\"><svg class=\"flamegraph\"")
+        .expect("the local end's flame graph");
+    let fig = fig + html[fig..].find("<svg").unwrap();
+    let svg = &html[fig..fig + html[fig..].find("</figure>").unwrap()];
+    // The title counts what the result counts.
+    let title = format!(
+        "local (client): {} samples of every CPU at 999 Hz over",
+        u(local, "/samples")
+            .to_string()
+            .as_bytes()
+            .rchunks(3)
+            .rev()
+            .map(|c| std::str::from_utf8(c).unwrap())
+            .collect::<Vec<_>>()
+            .join(",")
+    );
+    assert!(
+        svg.contains(&title),
+        "{title} not in {}",
+        &svg[..svg.len().min(1500)]
+    );
+    // A kernel function of the sender's path is a frame, with its samples in its tooltip.
+    let frames: Vec<&str> = ["tcp_sendmsg", "tcp_sendmsg_locked", "tcp_recvmsg"]
+        .into_iter()
+        .filter(|n| svg.contains(&format!("<title>{n} (")))
+        .collect();
+    eprintln!("flame graph: {} bytes; frames found: {frames:?}", svg.len());
+    assert!(frames.contains(&"tcp_sendmsg"), "{frames:?}");
+    assert!(!svg.contains("<script") && !svg.contains(" id=\""));
+    // Without --profile: no section.
+    let plain_page = tmp.path().join("plain.html");
+    let mut plain = at(&port, "tcp-stream -l 0.2 --html");
+    plain.push(plain_page.to_str().unwrap().to_string());
+    let o = run(&strs(&plain));
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(!std::fs::read_to_string(&plain_page)
+        .unwrap()
+        .contains("<h2>Profile</h2>"));
+    // In a browser: every plot drawn, no console error (the graph has no script of its own).
+    crate::report::check_in_browser(&page, html.matches("<figure class=\"plot\"").count());
+}

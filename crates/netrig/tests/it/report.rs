@@ -68,7 +68,7 @@ fn browse(page: &Path) -> Option<(String, String)> {
 }
 
 /// The page rendered every plot, with no console error.
-fn check_in_browser(page: &Path, plots: usize) {
+pub(crate) fn check_in_browser(page: &Path, plots: usize) {
     let Some((dom, log)) = browse(page) else { return };
     assert!(
         dom.contains(&format!("data-plots=\"{plots}\"")),
