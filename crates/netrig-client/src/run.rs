@@ -527,7 +527,7 @@ impl Client {
                                  // last transactions could reach an agent whose run had ended).
                                  // The sampler is opened before `go` (it reads /proc/kallsyms) and samples only
                                  // between the window's marks, which the engine tells it.
-        let profile = self.opts.profile.then(crate::profile::ProfileWatch::new);
+        let profile = self.opts.profile.then(netrig_profile::watch::ProfileWatch::new);
         self.wait_for_start(&ctl)?;
         let start = Instant::now();
         let started_wall = std::time::SystemTime::now();
@@ -557,7 +557,7 @@ impl Client {
             reader,
         } = self.run_local(spec, side, &run_plan, &ctl, hook_time, observer)?;
         log::debug!("local side done; awaiting the agent's results");
-        let profile = profile.map(|p| p.finish(work_of(spec, &outcome)));
+        let profile = profile.map(|p| crate::profile::both_ends(p.finish(work_of(spec, &outcome))));
         if let Some(c) = outcome.flows.first().and_then(|f| f.first_connection.as_ref()) {
             let got = (c.initial, &c.applied);
             warnings.extend(sockopt::setup_warnings(
@@ -937,9 +937,9 @@ struct Opened {
 /// length, or for a byte count the agent's longest test, and a minute.
 /// What this end moved in its window, for the profile's service demand: transactions for a
 /// request/response kind, bytes otherwise.
-fn work_of(spec: &TestSpec, outcome: &netrig_engine::runner::SideOutcome) -> crate::profile::Work {
+fn work_of(spec: &TestSpec, outcome: &netrig_engine::runner::SideOutcome) -> netrig_profile::watch::Work {
     let transactional = spec.rules().exchange().is_transactional();
-    crate::profile::Work {
+    netrig_profile::watch::Work {
         bytes: outcome.flows.iter().map(|f| f.window_bytes).sum(),
         transactions: transactional.then(|| outcome.flows.iter().map(|f| f.window_transactions).sum()),
     }

@@ -6,6 +6,7 @@
 pub mod counts;
 pub mod host;
 pub mod measure;
+pub mod profile;
 
 use crate::Direction;
 pub use counts::{Counts, KindCounts};
