@@ -107,6 +107,16 @@ pub struct Work {
 }
 
 impl Work {
+    /// What an end moved in its window (its run's `outcome`): transactions for a
+    /// request/response kind, bytes otherwise.
+    pub fn of_run(spec: &netrig_proto::TestSpec, outcome: &netrig_engine::runner::SideOutcome) -> Work {
+        let transactional = spec.rules().exchange().is_transactional();
+        Work {
+            bytes: outcome.flows.iter().map(|f| f.window_bytes).sum(),
+            transactions: transactional.then(|| outcome.flows.iter().map(|f| f.window_transactions).sum()),
+        }
+    }
+
     /// The units of work and their name, as the result's service demand counts them.
     fn units(self) -> (f64, &'static str) {
         match self.transactions {

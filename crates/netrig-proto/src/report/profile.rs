@@ -3,6 +3,8 @@
 //! result's `profile` holds these (netrig-document re-exports them), and an agent's report
 //! carries its own end's ([`crate::report::SideReport::profile`]).
 
+pub mod bounds;
+
 use serde::{Deserialize, Serialize};
 
 /// Each end's profile, or why there is none.
