@@ -7,7 +7,7 @@
 //! test's threads against the rest of the host, by softirq against process context, and by
 //! subsystem ([`groups`]), with the top functions and a witness against /proc/stat.
 //!
-//! [`watch::ProfileWatch`] samples one end's measured window (told by the engine's window
+//! `watch::ProfileWatch` (feature `watch`) samples one end's measured window (told by the engine's window
 //! marks) and gives it as the result and the wire hold it (netrig-proto's `report::profile`);
 //! the client and the agent both use it.
 //!
@@ -23,6 +23,7 @@ mod sampler;
 mod selfsyms;
 mod symbolize;
 mod sys;
+#[cfg(feature = "watch")]
 pub mod watch;
 pub mod witness;
 
