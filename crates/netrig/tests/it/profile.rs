@@ -7,14 +7,14 @@ use crate::helpers::*;
 use serde_json::Value;
 
 /// The agent's end when its operator did not allow a profile.
-const REMOTE_NOT_ALLOWED: &str =
+const REMOTE_WITHHELD: &str =
     "profile withheld: the agent's operator did not allow profiles (netrig serve --allow-profile)";
 
 /// The local end's profile; None (said as a skip, after its reason is checked) where this
 /// host refuses a system-wide profile.
 fn local_profile(v: &Value) -> Option<&Value> {
     let p = &v["profile"];
-    assert_eq!(p["remote"]["withheld"], REMOTE_NOT_ALLOWED, "{}", p["remote"]);
+    assert_eq!(p["remote"]["withheld"], REMOTE_WITHHELD, "{}", p["remote"]);
     end_profile(p, "local", "profile withheld: ")
 }
 
@@ -231,7 +231,7 @@ fn an_unprivileged_client_gets_the_reason_its_profile_is_withheld() {
             && (why.contains("kptr_restrict") || why.contains("perf_event_paranoid")),
         "{why}"
     );
-    assert_eq!(v["profile"]["remote"]["withheld"], REMOTE_NOT_ALLOWED);
+    assert_eq!(v["profile"]["remote"]["withheld"], REMOTE_WITHHELD);
 }
 
 /// An agent whose operator allows profiles (`--allow-profile`): the result's `remote` is the
@@ -289,7 +289,7 @@ fn an_agent_allowed_to_profile_sends_its_end() {
     let plain = Served::start(&[]);
     let v = run_json(&strs(&at(&plain.port_arg(), "tcp-stream -l 0.5 --profile")));
     let why = v["profile"]["remote"]["withheld"].as_str().unwrap_or_default();
-    assert_eq!(why, REMOTE_NOT_ALLOWED);
+    assert_eq!(why, REMOTE_WITHHELD);
     assert!(why.contains("--allow-profile"));
 }
 
