@@ -52,6 +52,10 @@ pub struct AgentConfig {
     /// `--iperf3-port`: a second port (TCP and UDP) that serves iperf3
     /// clients alone (iperf3's own is 5201).
     pub iperf3_port: Option<u16>,
+    /// `--allow-profile`: a test that asks for a profile (`--profile`) gets one of this host
+    /// over the agent's window: every CPU sampled, every process's functions and names told to
+    /// the client. Off: such a test runs, its agent's end withheld with that reason.
+    pub allow_profile: bool,
 }
 
 impl AgentConfig {
@@ -72,6 +76,7 @@ impl AgentConfig {
             mptcp_listener: true,
             iperf3_unauthenticated: false,
             iperf3_port: None,
+            allow_profile: false,
         }
     }
 

@@ -22,6 +22,7 @@ mod iperf3_routes;
 mod listener;
 mod memory;
 mod peer;
+mod profile;
 mod rate_limit;
 mod registry;
 mod session;

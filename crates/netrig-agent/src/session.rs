@@ -701,7 +701,8 @@ pub(crate) fn share_of(spec: &TestSpec) -> crate::budget::Share {
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get() as u32);
     let workers = spec.workers_on(cpus);
     crate::budget::Share {
-        threads: workers + 1,
+        // The workers, the run's own thread, and a profile's reader (counted when asked for).
+        threads: workers + 1 + u32::from(spec.profile),
         buffer_bytes: u64::from(workers).saturating_mul(spec.worker_buffer_bytes()),
         flows: netrig_engine::files::sockets_needed(spec),
     }
@@ -756,6 +757,13 @@ fn run_test(
         .budget
         .reserve(share_of(spec))
         .map_err(|reason| SessionError::Test(format!("the test cannot start: {reason}")))?;
+    // Opened before data_ready and the client's go, as the client opens its own: reading
+    // /proc/kallsyms takes a while, and the window opens soon after go.
+    let profile = crate::profile::AgentProfile::open(
+        spec,
+        shared.config.allow_profile,
+        test.disclose == crate::Disclose::Full,
+    );
     let ready_at = ready_and_go(conn, sm, shared)?;
     let start = Instant::now();
     let w = crate::writer::ControlWriter::start(
@@ -795,8 +803,9 @@ fn run_test(
         (start, ready_at),
         test,
         sink,
-        cookie.test_id(),
+        (cookie.test_id(), profile.watch()),
     )?;
+    let profile = profile.finish(spec, &outcome);
     if per_transaction {
         let dropped = shared.registry.dropped(&cookie) + outcome.dropped_connections;
         got.warnings
@@ -814,6 +823,7 @@ fn run_test(
         outcome.flows.iter().map(|f| f.window_bytes).sum::<u64>()
     );
     let mut report = got.report(outcome, counters, environment);
+    report.profile = profile;
     if test.disclose == crate::Disclose::Minimal {
         withhold_host(&mut report);
     }
@@ -1014,6 +1024,8 @@ impl<'s> Gathered<'s> {
                 o.ref_ns = skewed(o.ref_ns);
                 o
             }),
+            // run_test's, after the run.
+            profile: None,
         }
     }
 }
@@ -1287,7 +1299,7 @@ fn run_flows(
     (start, ready_at): (Instant, Instant),
     test: &TestContext<'_>,
     sink: crate::writer::Sink,
-    test_id: u64,
+    (test_id, watch): (u64, netrig_engine::window_watch::WindowWatch),
 ) -> Result<SideOutcome, SessionError> {
     let max_duration_s = test.shared.config.limits.max_duration_s;
     let ctl = RunControl::new();
@@ -1298,6 +1310,8 @@ fn run_flows(
     // The agent's sends are held to its --max-rate whatever the client then
     // does (a closed loop's burst, UDP requests sent without waiting).
     plan.send_cap_bps = test.shared.config.limits.max_rate_bps;
+    // The agent's --allow-profile: told at the window's marks.
+    plan.watch = watch;
     let ctl2 = ctl.clone();
     let engine = std::thread::Builder::new()
         .name("netrig-run".into())

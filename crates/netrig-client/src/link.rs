@@ -233,6 +233,8 @@ impl Measured<'_> {
             schedule: outcome.schedule.clone(),
             witness: outcome.witness.clone(),
             one_way,
+            // This end's profile goes straight into the result (run.rs), beside the agent's.
+            profile: None,
         }
     }
 }

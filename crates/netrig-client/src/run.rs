@@ -527,7 +527,7 @@ impl Client {
                                  // last transactions could reach an agent whose run had ended).
                                  // The sampler is opened before `go` (it reads /proc/kallsyms) and samples only
                                  // between the window's marks, which the engine tells it.
-        let profile = self.opts.profile.then(crate::profile::ProfileWatch::new);
+        let profile = self.opts.profile.then(netrig_profile::watch::ProfileWatch::new);
         self.wait_for_start(&ctl)?;
         let start = Instant::now();
         let started_wall = std::time::SystemTime::now();
@@ -557,7 +557,7 @@ impl Client {
             reader,
         } = self.run_local(spec, side, &run_plan, &ctl, hook_time, observer)?;
         log::debug!("local side done; awaiting the agent's results");
-        let profile = profile.map(|p| p.finish(work_of(spec, &outcome)));
+        let profile = profile.map(|p| p.finish(netrig_profile::watch::Work::of_run(spec, &outcome)));
         if let Some(c) = outcome.flows.first().and_then(|f| f.first_connection.as_ref()) {
             let got = (c.initial, &c.applied);
             warnings.extend(sockopt::setup_warnings(
@@ -575,7 +575,10 @@ impl Client {
         let deadline = Instant::now() + Duration::from_secs(60) + hook_time;
         let (remote_report, remote_samples) = agent.results(&mut self.sm, observer, &reader, deadline);
         let _ = reader.join();
-        let remote_report = remote_report?;
+        let mut remote_report = remote_report?;
+        // The agent's end (`profile` asked in the spec), checked before it joins this end's.
+        let remote_profile = remote_report.profile.take();
+        let profile = profile.map(|local| crate::profile::both_ends(local, remote_profile));
 
         let clocks = self.clocks_after_test(clocks)?;
         let measured = Measured {
@@ -706,6 +709,11 @@ impl Client {
         spec: &TestSpec,
         hook_time: Duration,
     ) -> Result<(SessionCookie, Vec<String>), ClientError> {
+        // `--profile` asks the agent for its end too (its operator decides: --allow-profile).
+        let spec = &TestSpec {
+            profile: self.opts.profile,
+            ..spec.clone()
+        };
         self.conn
             .send(&ClientMsg::TestRequest {
                 spec: spec.clone(),
@@ -935,16 +943,6 @@ struct Opened {
 
 /// The longest a test may run past `go`, whatever the agent does: its
 /// length, or for a byte count the agent's longest test, and a minute.
-/// What this end moved in its window, for the profile's service demand: transactions for a
-/// request/response kind, bytes otherwise.
-fn work_of(spec: &TestSpec, outcome: &netrig_engine::runner::SideOutcome) -> crate::profile::Work {
-    let transactional = spec.rules().exchange().is_transactional();
-    crate::profile::Work {
-        bytes: outcome.flows.iter().map(|f| f.window_bytes).sum(),
-        transactions: transactional.then(|| outcome.flows.iter().map(|f| f.window_transactions).sum()),
-    }
-}
-
 fn run_bound(spec: &TestSpec, limits: &AgentLimits) -> Duration {
     match spec.limit {
         Limit::Duration { seconds } => Duration::from_secs_f64(seconds) + Duration::from_secs(60),

@@ -12,8 +12,13 @@
 //! Invariants: no panic; a merged interval holds only the test's flows,
 //! each once, in order; a merged result has exactly the test's flows, in
 //! order, with their directions; both print as table rows and as JSON
-//! that reads back.
+//! that reads back. A profile in the agent's report is admitted as the
+//! client admits it (`bounds::admit`): what it admits keeps every bound.
 
+use netrig_proto::report::profile::{
+    bounds, EndProfile, FoldedStack, ProfileFunction, ProfileGroup, ProfileResult, ProfileSplit,
+    ProfileWitness, Profiled, SampleCount,
+};
 use netrig_proto::report::{FlowReport, IntervalSample, SideReport, SockBufReport};
 use netrig_proto::spec::KindSpec;
 use netrig_proto::{AgentMsg, Direction, TestSpec};
@@ -47,6 +52,9 @@ pub struct Outcome {
     /// The merged result's flow count, or why there is none; `None` without
     /// results.
     pub result: Option<Result<usize, String>>,
+    /// The agent's profile as the client admitted it: `Ok(())`, or why it is
+    /// withheld; `None` when the report carried none.
+    pub remote_profile: Option<Result<(), String>>,
 }
 
 /// [`run`], and what came of it.
@@ -96,7 +104,7 @@ pub fn outcome(data: &[u8]) -> Outcome {
                 remote_intervals.push(*sample);
             }
             AgentMsg::Results { report } => {
-                let merged = assemble(
+                let mut merged = assemble(
                     &spec,
                     &kind,
                     config(&spec, &kind),
@@ -115,7 +123,10 @@ pub fn outcome(data: &[u8]) -> Outcome {
                     },
                     Vec::new(),
                 );
-                if let Ok(r) = &merged {
+                if let Ok(r) = &mut merged {
+                    if let Some(remote) = report.profile.clone() {
+                        out.remote_profile = Some(admitted(r, remote));
+                    }
                     let ids: Vec<(u32, Direction)> = r.flows.iter().map(|f| (f.id, f.direction)).collect();
                     let want: Vec<(u32, Direction)> =
                         plan.iter().enumerate().map(|(i, d)| (i as u32, *d)).collect();
@@ -130,6 +141,25 @@ pub fn outcome(data: &[u8]) -> Outcome {
         }
     }
     out
+}
+
+/// An agent's profile, as the client admits it into its result (netrig-client's
+/// `profile::both_ends`): what it admits keeps every bound the client checks, and prints.
+fn admitted(r: &mut netrig_report::TestResult, remote: EndProfile) -> Result<(), String> {
+    let remote = bounds::admit(Some(remote));
+    assert_eq!(
+        bounds::check(&remote),
+        Ok(()),
+        "an admitted profile breaks a bound"
+    );
+    let said = remote.withheld().map_or(Ok(()), |w| Err(w.to_string()));
+    r.profile = Some(ProfileResult {
+        local: EndProfile::Withheld {
+            withheld: "profile withheld: not this target's".into(),
+        },
+        remote,
+    });
+    said
 }
 
 /// The test of an input that starts with `kind` and `flows`: 1 to 4 flows
@@ -224,7 +254,8 @@ fn local_sample(index: u32, plan: &[Direction]) -> IntervalSample {
 /// The committed seeds (fuzz/seeds/agent_report/), by name: for each kind,
 /// two intervals and the results of an agent that ran the test, then
 /// reports that lack a flow, name flows the test does not have, or hold
-/// extreme numbers.
+/// extreme numbers, and reports with a profile (`--profile`): one within
+/// the bounds, one past one, one withheld.
 pub fn seeds() -> Vec<(String, Vec<u8>)> {
     let json = |m: &AgentMsg| serde_json::to_vec(m).expect("a message serializes");
     let test = |kind: u8, flows: u8| {
@@ -277,5 +308,98 @@ pub fn seeds() -> Vec<(String, Vec<u8>)> {
     }
     extreme.window_s = 0.0;
     v.push(("extreme-numbers".into(), input(0, 3, &[results(extreme)])));
+    let (report, _) = test(0, 1);
+    let with_profile = |p: EndProfile| {
+        results(SideReport {
+            profile: Some(p),
+            ..report.clone()
+        })
+    };
+    let profiled = remote_profile();
+    v.push((
+        "results-with-a-profile".into(),
+        input(
+            0,
+            1,
+            &[with_profile(EndProfile::Profiled(Box::new(profiled.clone())))],
+        ),
+    ));
+    let mut past = profiled;
+    past.busy_samples = past.samples + 1;
+    v.push((
+        "profile-past-a-bound".into(),
+        input(0, 1, &[with_profile(EndProfile::Profiled(Box::new(past)))]),
+    ));
+    v.push((
+        "profile-withheld".into(),
+        input(
+            0,
+            1,
+            &[with_profile(EndProfile::Withheld {
+                withheld: "profile withheld: the agent's operator did not allow profiles (netrig serve --allow-profile)"
+                    .into(),
+            })],
+        ),
+    ));
     v
+}
+
+/// An agent's profile of a tcp-stream receiver, as the wire carries it: its groups, top
+/// functions and folded stacks within the bounds.
+fn remote_profile() -> Profiled {
+    let count = |samples: u64| SampleCount {
+        samples,
+        cpu_ms: samples as f64 * 1.001,
+    };
+    let group = |name: &str, samples: u64| ProfileGroup {
+        group: name.into(),
+        samples,
+        cpu_ms: samples as f64 * 1.001,
+        share_of_busy_pct: (name != "idle").then(|| samples as f64 * 100.0 / 1800.0),
+        demand: (name != "idle").then(|| samples as f64 * 1.001e3 / 1e6),
+    };
+    let function = |name: &str, self_samples: u64, inclusive_samples: u64| ProfileFunction {
+        name: name.into(),
+        self_samples,
+        inclusive_samples,
+    };
+    Profiled {
+        window_s: 1.0,
+        cpus: 2,
+        frequency_hz: 999,
+        samples: 1998,
+        busy_samples: 1800,
+        lost_samples: 0,
+        dropped_samples: 0,
+        split: ProfileSplit {
+            this_test_process: count(900),
+            this_test_softirq: count(500),
+            rest_process: count(398),
+            rest_softirq: count(200),
+        },
+        demand_unit: "us/KB".into(),
+        groups: vec![
+            group("memory-copy", 700),
+            group("tcp", 600),
+            group("socket", 300),
+            group("other", 200),
+            group("idle", 198),
+        ],
+        top_functions: vec![
+            function("do_syscall_64", 0, 1500),
+            function("tcp_recvmsg", 20, 900),
+            function("_copy_to_iter", 700, 700),
+        ],
+        folded: vec![FoldedStack {
+            stack: "netrig-worker;entry_SYSCALL_64;do_syscall_64;__sys_recvfrom;tcp_recvmsg;_copy_to_iter"
+                .into(),
+            samples: 700,
+        }],
+        folded_total: 420,
+        witness: Some(ProfileWitness {
+            sampled_busy_ms: 1801.8,
+            stat_busy_ms: 1790.0,
+            ratio: Some(1.0066),
+        }),
+    }
 }

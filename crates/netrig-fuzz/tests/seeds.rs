@@ -124,7 +124,8 @@ fn report_seeds_merge_or_are_refused() {
             at(&format!("whole-{kind}")),
             Outcome {
                 intervals: 2,
-                result: Some(Ok(flows))
+                result: Some(Ok(flows)),
+                remote_profile: None,
             },
             "{kind}"
         );
@@ -136,4 +137,12 @@ fn report_seeds_merge_or_are_refused() {
     assert!(refused(at("results-lacking-a-flow")).contains("the agent's report lacks flow 3"));
     assert!(refused(at("foreign-flows")).contains("the agent's report lacks flow 0"));
     assert_eq!(at("extreme-numbers").result, Some(Ok(4)));
+    assert_eq!(at("results-with-a-profile").remote_profile, Some(Ok(())));
+    let past = at("profile-past-a-bound").remote_profile.unwrap().unwrap_err();
+    assert!(
+        past.contains("busy_samples is 1999, more than samples (1998)"),
+        "{past}"
+    );
+    let withheld = at("profile-withheld").remote_profile.unwrap().unwrap_err();
+    assert!(withheld.contains("--allow-profile"), "{withheld}");
 }

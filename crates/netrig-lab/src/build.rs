@@ -753,7 +753,9 @@ fn build(
         let child = Command::new("ip")
             .args(["netns", "exec", ns])
             .arg(&o.exe)
-            .args(["serve", "-p", &port.to_string(), "-q"])
+            // The lab's own agents, started by its user: a test that asks (`--profile`) gets
+            // the remote host's profile too.
+            .args(["serve", "-p", &port.to_string(), "-q", "--allow-profile"])
             .args(&http)
             .stdin(Stdio::null())
             .stdout(f.try_clone().map_err(|e| other(e.to_string()))?)

@@ -7,6 +7,10 @@
 //! test's threads against the rest of the host, by softirq against process context, and by
 //! subsystem ([`groups`]), with the top functions and a witness against /proc/stat.
 //!
+//! `watch::ProfileWatch` (feature `watch`) samples one end's measured window (told by the engine's window
+//! marks) and gives it as the result and the wire hold it (netrig-proto's `report::profile`);
+//! the client and the agent both use it.
+//!
 //! Only names leave this crate: a [`Profile`] holds no address. Where the host does not allow
 //! a profile, [`ProfileError`] says why, for the caller to withhold it with that reason.
 //! docs/PROFILE.md.
@@ -19,6 +23,8 @@ mod sampler;
 mod selfsyms;
 mod symbolize;
 mod sys;
+#[cfg(feature = "watch")]
+pub mod watch;
 pub mod witness;
 
 pub use error::ProfileError;

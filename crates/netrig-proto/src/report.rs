@@ -6,6 +6,7 @@
 pub mod counts;
 pub mod host;
 pub mod measure;
+pub mod profile;
 
 use crate::Direction;
 pub use counts::{Counts, KindCounts};
@@ -352,6 +353,11 @@ pub struct SideReport {
     /// (udp-stream); absent from an older agent's report.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub one_way: Option<crate::clock::OneWayReport>,
+    /// The agent's profile of its host over its window, or why it is withheld, when the
+    /// spec asked for one (`profile`); absent otherwise and from an older agent. The client
+    /// checks it against [`profile::Bounds`] before it puts it in the result.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile: Option<profile::EndProfile>,
 }
 
 /// The kernel's counts over the instants that bound this end's window, and

@@ -38,6 +38,7 @@ fn spec() -> TestSpec {
             setup: Some("nft-stateless".into()),
             teardown: Some("nft-flush".into()),
         },
+        profile: true,
         ..TestSpec::new(
             KindSpec::UdpStream(UdpStreamSpec {
                 datagram_size: 1472,
@@ -119,6 +120,12 @@ fn side_report() -> SideReport {
             ref_ns: 1_799_999_999_999_000_000,
             received: Some("HISTOGRAM".into()),
             clocks: Default::default(),
+        }),
+        // The agent's end of `--profile`: here the words of an agent that does not allow it.
+        profile: Some(netrig_proto::report::profile::EndProfile::Withheld {
+            withheld:
+                "profile withheld: the agent's operator did not allow profiles (netrig serve --allow-profile)"
+                    .into(),
         }),
     }
 }

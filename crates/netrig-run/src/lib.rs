@@ -616,7 +616,11 @@ fn embedded_agent(v6: bool) -> Result<AgentHandle, RunError> {
     } else {
         IpAddr::V4(Ipv4Addr::LOCALHOST)
     };
-    Ok(Agent::bind(AgentConfig::new(SocketAddr::new(ip, 0)))?.spawn())
+    let mut config = AgentConfig::new(SocketAddr::new(ip, 0));
+    // The user's own agent, in this process: its end is profiled when a test asks
+    // (`--profile`), as a lab's agents are; there is no operator to say --allow-profile.
+    config.allow_profile = true;
+    Ok(Agent::bind(config)?.spawn())
 }
 
 #[cfg(test)]

@@ -36,6 +36,7 @@ pub fn serve(a: ServeArgs) -> Result<()> {
     config.allow = a.allow.clone();
     config.iperf3_port = a.iperf3_port;
     config.iperf3_unauthenticated = a.iperf3;
+    config.allow_profile = a.allow_profile;
     config.disclose = match a.disclose {
         cli::Disclose::Full => netrig_agent::Disclose::Full,
         cli::Disclose::Minimal => netrig_agent::Disclose::Minimal,
@@ -180,7 +181,7 @@ fn caps_line(a: &ServeArgs, c: &AgentConfig) -> String {
     format!(
         "serving {allow}; {} sessions ({} per client); per test {} flows, {} workers, {} MiB of buffers, {} s; \
          all tests together {} flows, {} threads, {} MiB; {rate}; a session that asks for no test within \
-         {} s is closed{}",
+         {} s is closed{}{}",
         a.max_sessions,
         c.max_sessions_per_client,
         a.max_flows,
@@ -194,6 +195,11 @@ fn caps_line(a: &ServeArgs, c: &AgentConfig) -> String {
         match c.disclose {
             netrig_agent::Disclose::Full => "",
             netrig_agent::Disclose::Minimal => "; unauthenticated clients are told nothing of this host (--disclose minimal)",
+        },
+        if c.allow_profile {
+            "; tests that ask for a profile get one of this host (--allow-profile)"
+        } else {
+            ""
         }
     )
 }

@@ -324,6 +324,12 @@ pub struct ServeArgs {
     /// (their --agent-key).
     #[arg(long = "key", value_name = "FILE")]
     pub key: Option<PathBuf>,
+    /// Give a test that asks for it (`--profile`) a profile of this host over the agent's
+    /// measured window: every CPU sampled (perf_event_open), the functions and names of every
+    /// process on the host told to the client. Off: such a test's agent end is withheld, saying
+    /// so (docs/PROFILE.md).
+    #[arg(long = "allow-profile")]
+    pub allow_profile: bool,
     /// Also serve iperf3 clients on this port (TCP and UDP; iperf3's own is 5201), besides the
     /// agent's port, which serves them too (docs/IPERF3.md).
     #[arg(long = "iperf3-port", value_name = "PORT", help_heading = "iperf3")]

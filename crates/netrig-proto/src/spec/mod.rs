@@ -329,6 +329,12 @@ pub struct TestSpec {
     /// (`--remote-setup`, `--remote-teardown`).
     #[serde(default, skip_serializing_if = "is_default")]
     pub remote_hooks: RemoteHooks,
+    /// `--profile`: the client asks the agent for a profile of its host over its measured
+    /// window (docs/PROFILE.md). The agent profiles only when its operator allows it
+    /// (`netrig serve --allow-profile`), and otherwise says why in its report; off, it stays
+    /// off the wire, and an agent older than the field refuses a spec that has it, naming it.
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub profile: bool,
 }
 
 /// The highest CPU number `--cpus` and `--remote-cpus` take (glibc's
@@ -549,6 +555,7 @@ impl TestSpec {
             remote: SocketOptions::default(),
             remote_cpus: None,
             remote_hooks: RemoteHooks::default(),
+            profile: false,
         }
     }
 

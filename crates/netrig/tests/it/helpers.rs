@@ -224,7 +224,7 @@ impl Served {
         text
     }
 
-    fn launch(make: impl Fn() -> Command, extra: &[&str]) -> Served {
+    pub fn launch(make: impl Fn() -> Command, extra: &[&str]) -> Served {
         // The free port may be taken by another test before the agent binds
         // it: an agent that exits at once is started again on another.
         let mut last = String::new();

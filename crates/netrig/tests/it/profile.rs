@@ -1,37 +1,46 @@
-//! `--profile` on the client's end (docs/PROFILE.md): a real loopback test sampled over its
-//! window, its groups, top functions and witness in the result; the agent's end withheld with
-//! its reason; no `profile` without the option.
+//! `--profile` (docs/PROFILE.md): a real loopback test sampled over its window, its groups,
+//! top functions and witness in the result; the agent's end profiled when its operator allows
+//! it (`netrig serve --allow-profile`), withheld with its reason otherwise, or where its host
+//! refuses, or when its report breaks a bound; no `profile` without the option.
 
 use crate::helpers::*;
 use serde_json::Value;
 
+/// The agent's end when its operator did not allow a profile.
 const REMOTE_WITHHELD: &str =
-    "the agent's end is not profiled by this build (#42: netrig serve --allow-profile is not built yet)";
+    "profile withheld: the agent's operator did not allow profiles (netrig serve --allow-profile)";
 
 /// The local end's profile; None (said as a skip, after its reason is checked) where this
 /// host refuses a system-wide profile.
 fn local_profile(v: &Value) -> Option<&Value> {
     let p = &v["profile"];
     assert_eq!(p["remote"]["withheld"], REMOTE_WITHHELD, "{}", p["remote"]);
-    let local = &p["local"];
-    if let Some(why) = local["withheld"].as_str() {
-        // The sampler's own words: which setting refused it.
-        assert!(
-            why.starts_with("profile withheld: ")
-                && [
-                    "perf_event_paranoid",
-                    "kptr_restrict",
-                    "not available",
-                    "perf_event_open"
-                ]
-                .iter()
-                .any(|w| why.contains(w)),
-            "{why}"
-        );
-        crate::skip::not_here(format!("this host refuses a profile: {why}"));
+    end_profile(p, "local", "profile withheld: ")
+}
+
+/// One end's profile; None (said as a skip, after its reason is checked: the sampler's own
+/// words, after `prefix`) where that end's host refuses a system-wide profile.
+fn end_profile<'a>(p: &'a Value, end: &str, prefix: &str) -> Option<&'a Value> {
+    let e = &p[end];
+    if let Some(why) = e["withheld"].as_str() {
+        assert!(sampler_words(why, prefix), "{end}: {why}");
+        crate::skip::not_here(format!("this host refuses a profile ({end} end): {why}"));
         return None;
     }
-    Some(local)
+    Some(e)
+}
+
+/// The sampler's own words, after `prefix`: which setting refused it.
+fn sampler_words(why: &str, prefix: &str) -> bool {
+    why.starts_with(prefix)
+        && [
+            "perf_event_paranoid",
+            "kptr_restrict",
+            "not available",
+            "perf_event_open",
+        ]
+        .iter()
+        .any(|w| why.contains(w))
 }
 
 /// No frame of the profile is an address: names only.
@@ -157,35 +166,56 @@ fn a_crr_profile_names_the_connection_set_up_and_tear_down() {
     names_only(local);
 }
 
+/// netrig run as uid nobody without capabilities (through setpriv), from a copy nobody may
+/// run (the build's own directory may not be open to it); None (said as a skip) where this
+/// test cannot drop privileges.
+struct Nobody {
+    _dir: TempDir,
+    exe: std::path::PathBuf,
+}
+
+impl Nobody {
+    fn new(name: &str) -> Option<Nobody> {
+        // SAFETY: geteuid has no preconditions.
+        let root = unsafe { libc::geteuid() } == 0;
+        let setpriv = std::process::Command::new("setpriv")
+            .arg("--version")
+            .output()
+            .is_ok();
+        if !root || !setpriv {
+            crate::skip::not_here("dropping privileges needs root and setpriv");
+            return None;
+        }
+        let dir = TempDir::new(name);
+        let exe = dir.path().join("netrig");
+        std::fs::copy(env!("CARGO_BIN_EXE_netrig"), &exe).unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+        Some(Nobody { _dir: dir, exe })
+    }
+
+    fn command(&self) -> std::process::Command {
+        let mut cmd = std::process::Command::new("setpriv");
+        cmd.args([
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            "--inh-caps=-all",
+        ]);
+        cmd.arg(&self.exe);
+        cmd
+    }
+}
+
 /// A client without the privileges a system-wide profile needs (uid nobody, no capabilities,
 /// through setpriv): the test runs, and its local profile is withheld in the sampler's words.
 #[test]
 fn an_unprivileged_client_gets_the_reason_its_profile_is_withheld() {
-    // SAFETY: geteuid has no preconditions.
-    let root = unsafe { libc::geteuid() } == 0;
-    let setpriv = std::process::Command::new("setpriv")
-        .arg("--version")
-        .output()
-        .is_ok();
-    if !root || !setpriv {
-        crate::skip::not_here("dropping privileges needs root and setpriv");
+    let Some(nobody) = Nobody::new("profile-nobody") else {
         return;
-    }
+    };
     let agent = Served::start(&[]);
-    // A copy nobody may run: the build's own directory may not be open to it.
-    let dir = TempDir::new("profile-nobody");
-    let exe = dir.path().join("netrig");
-    std::fs::copy(env!("CARGO_BIN_EXE_netrig"), &exe).unwrap();
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
-    let mut cmd = std::process::Command::new("setpriv");
-    cmd.args([
-        "--reuid=65534",
-        "--regid=65534",
-        "--clear-groups",
-        "--inh-caps=-all",
-    ]);
-    cmd.arg(&exe);
+    let cmd = nobody.command();
     let port = agent.port_arg();
     let args = at(&port, "tcp-stream -l 0.3 --profile --json");
     let o = run_cmd(cmd, &strs(&args));
@@ -268,4 +298,188 @@ fn the_html_report_draws_the_local_flame_graph_and_says_why_the_remote_has_none(
         .contains("<h2>Profile</h2>"));
     // In a browser: every plot drawn, no console error (the graph has no script of its own).
     crate::report::check_in_browser(&page, html.matches("<figure class=\"plot\"").count());
+}
+
+/// An agent whose operator allows profiles (`--allow-profile`): the result's `remote` is the
+/// agent's own profile of its host over its window, names only, within the wire's bounds; its
+/// top functions name TCP's receive path (the agent receives a tcp-stream) and its groups have
+/// demand per KB the agent received. Without the option, the same test's remote end is withheld
+/// naming it.
+#[test]
+fn an_agent_allowed_to_profile_sends_its_end() {
+    let agent = Served::start(&["--allow-profile"]);
+    let port = agent.port_arg();
+    let v = run_json(&strs(&at(&port, "tcp-stream -l 2.5 --omit 0.5 --profile")));
+    let Some(remote) = end_profile(&v["profile"], "remote", "profile withheld on the agent's host: ") else {
+        return;
+    };
+    let top = top_names(remote);
+    eprintln!(
+        "remote: {} samples over {:.2} s, {} of {} stacks; top {:?}; witness {}",
+        remote["samples"],
+        f(remote, "/window_s"),
+        remote["folded"].as_array().unwrap().len(),
+        remote["folded_total"],
+        &top[..top.len().min(12)],
+        remote["witness"]
+    );
+    let receive = [
+        "tcp_recvmsg",
+        "tcp_recvmsg_locked",
+        "tcp_rcv_established",
+        "tcp_v4_rcv",
+    ];
+    assert!(top.iter().any(|n| receive.contains(&n.as_str())), "{top:?}");
+    assert_eq!(remote["demand_unit"], "us/KB");
+    let tcp = group(remote, "tcp");
+    assert!(
+        f(tcp, "/share_of_busy_pct") > 0.0 && f(tcp, "/demand") > 0.0,
+        "{tcp}"
+    );
+    // The agent's window: the measured one, as the client's (both ends' marks, within margins).
+    let window = f(remote, "/window_s");
+    assert!((window - 2.0).abs() < 0.3, "{window}");
+    names_only(remote);
+    // The wire's bounds (netrig_proto::report::profile::bounds).
+    assert!(remote["folded"].as_array().unwrap().len() <= 500);
+    assert!(top.len() <= 100 && top.iter().all(|n| n.len() <= 256));
+    assert!(u(remote, "/busy_samples") <= u(remote, "/samples"));
+    // The table shows the remote end's profile beside the local one.
+    let table = stdout(&run(&strs(&at(&port, "tcp-stream -l 0.5 --profile"))));
+    assert!(
+        table.contains("remote ") && table.contains("samples over"),
+        "{table}"
+    );
+
+    // The same test against an agent without the option: its end withheld, naming it.
+    let plain = Served::start(&[]);
+    let v = run_json(&strs(&at(&plain.port_arg(), "tcp-stream -l 0.5 --profile")));
+    let why = v["profile"]["remote"]["withheld"].as_str().unwrap_or_default();
+    assert_eq!(why, REMOTE_WITHHELD);
+    assert!(why.contains("--allow-profile"));
+}
+
+/// An agent allowed to profile that its host does not let sample (uid nobody, no capabilities,
+/// through setpriv): the test runs, and the remote end is withheld in the sampler's words, said
+/// as the agent's host's.
+#[test]
+fn an_unprivileged_agent_gives_the_reason_its_end_is_withheld() {
+    let Some(nobody) = Nobody::new("profile-nobody-agent") else {
+        return;
+    };
+    let agent = Served::launch(|| nobody.command(), &["--allow-profile"]);
+    let v = run_json(&strs(&at(&agent.port_arg(), "tcp-stream -l 0.5 --profile")));
+    let why = v["profile"]["remote"]["withheld"]
+        .as_str()
+        .unwrap_or_else(|| panic!("an unprivileged agent profiled: {}", v["profile"]["remote"]));
+    eprintln!("unprivileged agent: {why}");
+    assert!(
+        sampler_words(why, "profile withheld on the agent's host: ")
+            && (why.contains("kptr_restrict") || why.contains("perf_event_paranoid")),
+        "{why}"
+    );
+}
+
+/// What a tampering relay does to the agent's profile (its report's `profile`).
+type Tamper = fn(&mut Value);
+
+/// A relay between the client and a real agent that passes everything through but the
+/// agent's `results` message, whose report it changes with `tamper`: an agent that says what
+/// the test wants. The first connection is the control connection (the client opens it first);
+/// the others, data connections, pass as they are. It serves for 30 s at most.
+fn tampering_relay(agent_port: u16, tamper: Tamper) -> u16 {
+    use std::io::{Read, Write};
+    use std::net::{Shutdown, TcpListener, TcpStream};
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    l.set_nonblocking(true).unwrap();
+    let pass = |mut from: TcpStream, mut to: TcpStream| {
+        std::thread::spawn(move || {
+            let _ = std::io::copy(&mut from, &mut to);
+            let _ = to.shutdown(Shutdown::Write);
+        })
+    };
+    std::thread::spawn(move || {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        let mut control = true;
+        while std::time::Instant::now() < deadline {
+            let Ok((client, _)) = l.accept() else {
+                std::thread::sleep(std::time::Duration::from_millis(10));
+                continue;
+            };
+            client.set_nonblocking(false).unwrap();
+            let agent = TcpStream::connect(("127.0.0.1", agent_port)).unwrap();
+            pass(client.try_clone().unwrap(), agent.try_clone().unwrap());
+            if !std::mem::take(&mut control) {
+                pass(agent, client);
+                continue;
+            }
+            // The agent's frames to the client, the results changed.
+            let (mut from, mut to) = (agent, client);
+            std::thread::spawn(move || {
+                let mut len = [0u8; 4];
+                while from.read_exact(&mut len).is_ok() {
+                    let mut body = vec![0u8; u32::from_be_bytes(len) as usize];
+                    if from.read_exact(&mut body).is_err() {
+                        break;
+                    }
+                    let mut v: Value = serde_json::from_slice(&body).unwrap();
+                    if v["type"] == "results" {
+                        tamper(&mut v["report"]["profile"]);
+                        body = serde_json::to_vec(&v).unwrap();
+                    }
+                    let mut frame = (body.len() as u32).to_be_bytes().to_vec();
+                    frame.extend_from_slice(&body);
+                    if to.write_all(&frame).is_err() {
+                        break;
+                    }
+                }
+                let _ = to.shutdown(Shutdown::Write);
+            });
+        }
+    });
+    port
+}
+
+/// docs/HOSTILE.md #61: an agent whose report's profile is past a bound the client holds it to
+/// (more busy samples than samples; more folded stacks than an agent sends): the test's result
+/// stands, and the agent's end is withheld naming the field and the bound.
+#[test]
+fn an_agents_profile_past_a_bound_is_withheld_naming_it() {
+    let agent = Served::start(&["--allow-profile"]);
+    let cases: [(Tamper, &str); 2] = [
+        (
+            |p| p["busy_samples"] = Value::from(p["samples"].as_u64().unwrap_or(0) + 1),
+            "busy_samples is ",
+        ),
+        (
+            |p| {
+                let one = serde_json::json!({"stack": "netrig;tcp_recvmsg", "samples": 0});
+                p["folded"] = Value::Array(vec![one; 501]);
+                p["folded_total"] = Value::from(501);
+            },
+            "folded has 501, over the 500 an agent sends",
+        ),
+    ];
+    for (tamper, words) in cases {
+        let relay = tampering_relay(agent.port, tamper);
+        let v = run_json(&strs(&at(&relay.to_string(), "tcp-stream -l 0.5 --profile")));
+        assert!(u(&v, "/summary/bytes") > 0, "{}", v["summary"]);
+        let remote = &v["profile"]["remote"];
+        if let Some(why) = remote["withheld"]
+            .as_str()
+            .filter(|w| w.starts_with("profile withheld on"))
+        {
+            crate::skip::not_here(format!("this host refuses a profile (remote end): {why}"));
+            return;
+        }
+        let why = remote["withheld"]
+            .as_str()
+            .unwrap_or_else(|| panic!("a profile past a bound was taken: {remote}"));
+        eprintln!("past a bound: {why}");
+        assert!(
+            why.contains(words) && why.contains("the agent's profile is past a bound the client holds it to"),
+            "{words}: {why}"
+        );
+    }
 }

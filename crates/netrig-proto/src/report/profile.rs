@@ -1,0 +1,159 @@
+//! `profile`: where each end's CPU time went over the measured window (`--profile`,
+//! docs/PROFILE.md), or why it is withheld. Names and counts only, never addresses. The
+//! result's `profile` holds these (netrig-document re-exports them), and an agent's report
+//! carries its own end's ([`crate::report::SideReport::profile`]).
+
+pub mod bounds;
+
+use serde::{Deserialize, Serialize};
+
+/// Each end's profile, or why there is none.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ProfileResult {
+    pub local: EndProfile,
+    pub remote: EndProfile,
+}
+
+/// One end: its profile, or the reason it is withheld.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum EndProfile {
+    Withheld { withheld: String },
+    Profiled(Box<Profiled>),
+}
+
+impl EndProfile {
+    pub fn profiled(&self) -> Option<&Profiled> {
+        match self {
+            EndProfile::Profiled(p) => Some(p),
+            EndProfile::Withheld { .. } => None,
+        }
+    }
+
+    pub fn withheld(&self) -> Option<&str> {
+        match self {
+            EndProfile::Withheld { withheld } => Some(withheld),
+            EndProfile::Profiled(_) => None,
+        }
+    }
+}
+
+/// Samples and the CPU time they stand for (their periods summed).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct SampleCount {
+    pub samples: u64,
+    pub cpu_ms: f64,
+}
+
+/// The samples of this test's process against the rest of the host, each in process and
+/// softirq context.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct ProfileSplit {
+    pub this_test_process: SampleCount,
+    pub this_test_softirq: SampleCount,
+    pub rest_process: SampleCount,
+    pub rest_softirq: SampleCount,
+}
+
+/// One subsystem's samples (docs/PROFILE.md, "The groups").
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ProfileGroup {
+    pub group: String,
+    pub samples: u64,
+    pub cpu_ms: f64,
+    /// % of the busy samples (every group but idle); absent for idle.
+    pub share_of_busy_pct: Option<f64>,
+    /// The group's CPU time per unit of work of this end's window (`demand_unit`); absent for
+    /// idle and where the window moved nothing.
+    pub demand: Option<f64>,
+}
+
+/// One function's samples: as the leaf (self) and anywhere in the stack (inclusive).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ProfileFunction {
+    pub name: String,
+    pub self_samples: u64,
+    pub inclusive_samples: u64,
+}
+
+/// One folded stack: `comm;root;...;leaf` and its samples.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FoldedStack {
+    pub stack: String,
+    pub samples: u64,
+}
+
+/// Sampled busy time against /proc/stat's busy time over the same window, all CPUs.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct ProfileWitness {
+    pub sampled_busy_ms: f64,
+    pub stat_busy_ms: f64,
+    /// sampled / counted; absent where the kernel counted no busy time.
+    pub ratio: Option<f64>,
+}
+
+/// An end's profile over its measured window.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Profiled {
+    /// How long sampling was enabled (the measured window's edges).
+    pub window_s: f64,
+    pub cpus: u32,
+    pub frequency_hz: u64,
+    /// Every sample read.
+    pub samples: u64,
+    /// The samples of every group but idle.
+    pub busy_samples: u64,
+    /// Samples the kernel could not write (its ring buffer was full).
+    pub lost_samples: u64,
+    /// Samples read but not folded (past the sampler's caps).
+    pub dropped_samples: u64,
+    pub split: ProfileSplit,
+    /// "us/KB" (KB = 1024 bytes moved by this end in the window) or "us/tran".
+    pub demand_unit: String,
+    /// Most samples first.
+    pub groups: Vec<ProfileGroup>,
+    /// The most inclusive samples first.
+    pub top_functions: Vec<ProfileFunction>,
+    /// The heaviest stacks, at most `folded_kept` of `folded_total`.
+    pub folded: Vec<FoldedStack>,
+    pub folded_total: u64,
+    pub witness: Option<ProfileWitness>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_end_reads_back_as_withheld_or_profiled() {
+        let withheld = EndProfile::Withheld {
+            withheld: "profile withheld: no".into(),
+        };
+        let json = serde_json::to_string(&withheld).unwrap();
+        assert_eq!(json, r#"{"withheld":"profile withheld: no"}"#);
+        let back: EndProfile = serde_json::from_str(&json).unwrap();
+        assert_eq!(back.withheld(), Some("profile withheld: no"));
+        let profiled = EndProfile::Profiled(Box::new(Profiled {
+            window_s: 2.0,
+            cpus: 2,
+            frequency_hz: 999,
+            samples: 10,
+            busy_samples: 8,
+            lost_samples: 0,
+            dropped_samples: 0,
+            split: ProfileSplit::default(),
+            demand_unit: "us/KB".into(),
+            groups: vec![],
+            top_functions: vec![],
+            folded: vec![FoldedStack {
+                stack: "netrig;tcp_sendmsg".into(),
+                samples: 8,
+            }],
+            folded_total: 1,
+            witness: None,
+        }));
+        let back: EndProfile = serde_json::from_str(&serde_json::to_string(&profiled).unwrap()).unwrap();
+        assert_eq!(back, profiled);
+        assert!(back.profiled().is_some() && back.withheld().is_none());
+    }
+}
