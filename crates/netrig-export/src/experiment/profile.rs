@@ -5,7 +5,7 @@
 
 use netrig_document::experiment::profile::{FunctionDifference, ProfileDifference};
 use netrig_document::experiment::{PointOutcome, TestOutcome};
-use netrig_document::profile_analysis::{difference_text, end_name};
+use netrig_document::profile_analysis::{difference_text, end_name, signed};
 use std::fmt::Write;
 
 /// The functions the table lists per difference.
@@ -113,9 +113,12 @@ pub fn html(tests: &[TestOutcome], esc: fn(&str) -> String) -> String {
                 let point: Vec<String> = p.point.values.iter().map(|(o, v)| format!("{o} {v}")).collect();
                 let _ = writeln!(
                     b,
-                    "<h3>{} {}: {} against {}, {}</h3>",
-                    esc(&t.kind),
-                    esc(&point.join(" ")),
+                    "<h3>{}: {} against {}, {}</h3>",
+                    esc(&[t.kind.clone()]
+                        .into_iter()
+                        .chain(point)
+                        .collect::<Vec<_>>()
+                        .join(" ")),
                     esc(&d.arm),
                     esc(&d.baseline),
                     esc(end_name(&d.end))
@@ -134,6 +137,12 @@ pub fn html(tests: &[TestOutcome], esc: fn(&str) -> String) -> String {
     format!(
         "<h2>Profile: the difference between arms</h2>\n<p class=\"muted\">Each figure's mean per arm over its profiled runs, and arm − baseline with its interval (Welch's t); bold: the interval excludes 0.</p>\n{b}"
     )
+}
+
+/// A mean, to about 3 significant digits, unsigned.
+fn plain(x: f64) -> String {
+    let s = signed(x);
+    s.strip_prefix('+').map_or(s.clone(), str::to_string)
 }
 
 fn html_table(b: &mut String, d: &ProfileDifference, esc: fn(&str) -> String) {
@@ -156,7 +165,14 @@ fn html_table(b: &mut String, d: &ProfileDifference, esc: fn(&str) -> String) {
         let s = &g.share_of_busy_pct;
         let demand = g.demand.as_ref().map_or_else(
             || "-".into(),
-            |x| format!("{:.4}, {:.4}, {}", x.baseline_mean, x.arm_mean, cell(x, "")),
+            |x| {
+                format!(
+                    "{}, {}, {}",
+                    plain(x.baseline_mean),
+                    plain(x.arm_mean),
+                    cell(x, "")
+                )
+            },
         );
         let _ = writeln!(
             b,
@@ -171,12 +187,87 @@ fn html_table(b: &mut String, d: &ProfileDifference, esc: fn(&str) -> String) {
         let x = &f.demand;
         let _ = writeln!(
             b,
-            "<tr><td><code>{}</code></td><td></td><td>{:.4}, {:.4}, {}</td></tr>",
+            "<tr><td><code>{}</code></td><td></td><td>{}, {}, {}</td></tr>",
             esc(&f.name),
-            x.baseline_mean,
-            x.arm_mean,
+            plain(x.baseline_mean),
+            plain(x.arm_mean),
             cell(x, "")
         );
     }
     let _ = writeln!(b, "</table>");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use netrig_document::profile_analysis::{differences, gather};
+
+    fn esc(s: &str) -> String {
+        s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;")
+    }
+
+    /// Two arms, three runs each; the rules arm spends 100 more samples (1 ms each, over
+    /// 1,000 KB) in netfilter's nft_do_chain.
+    fn experiment() -> netrig_document::experiment::Experiment {
+        let mut e = netrig_document::fixtures::experiment(
+            "tcp-stream",
+            "",
+            &[],
+            &["none", "rules"],
+            |_, a, r, run| {
+                let j = r as u64 * 3;
+                let nf = if a == 1 { 100 + j } else { j };
+                run.profile = Some(netrig_document::fixtures::profile(
+                    &[("tcp", 300 + j), ("netfilter", nf)],
+                    &[("tcp_sendmsg", 300 + j), ("nft_do_chain", nf)],
+                    1000.0,
+                ));
+            },
+        );
+        let p = &mut e.tests[0].points[0];
+        p.arms.iter_mut().for_each(gather);
+        p.profile_differences = differences(&p.arms[0], &p.arms[1], 95.0);
+        e
+    }
+
+    #[test]
+    fn the_table_and_the_report_hold_the_difference() {
+        let e = experiment();
+        let table = table_lines(&e.tests[0]);
+        assert!(
+            table.contains("runs profiled per arm: none 3/3 local, 0/3 remote"),
+            "{table}"
+        );
+        let nf = table
+            .lines()
+            .find(|l| l.trim_start().starts_with("netfilter"))
+            .unwrap_or_else(|| panic!("{table}"));
+        assert_eq!(nf.matches("*+").count(), 2, "{nf}");
+        assert!(table.contains("      nft_do_chain +100 us/KB ["), "{table}");
+        assert!(
+            table.contains(
+                "the agent's host (remote): difference withheld: arm none has no profile at this end"
+            ),
+            "{table}"
+        );
+        let html = html(&e.tests, esc);
+        assert!(
+            html.contains("<h2>Profile: the difference between arms</h2>"),
+            "{html}"
+        );
+        assert!(
+            html.contains("<code>nft_do_chain</code>") && html.contains("<strong>+100 ["),
+            "{html}"
+        );
+        assert!(html.contains("Withheld: arm none has no profile"), "{html}");
+        // The whole experiment's table has the section after the test's own block.
+        assert!(crate::experiment::render(&e).contains("\nProfile: runs profiled per arm"));
+    }
+
+    #[test]
+    fn without_profiles_there_is_no_section() {
+        let e = netrig_document::fixtures::experiment("tcp-stream", "", &[], &["a", "b"], |_, _, _, _| {});
+        assert!(table_lines(&e.tests[0]).is_empty());
+        assert!(html(&e.tests, esc).is_empty());
+    }
 }
