@@ -401,24 +401,15 @@ pub fn words(d: &ProfileDifference, most: usize) -> String {
         "{} runs against {}, {}% intervals",
         d.arm_runs, d.baseline_runs, d.level
     );
-    match (groups.is_empty(), fs.is_empty()) {
-        (true, true) => {
-            format!("{head}: no group or function differs by an interval that excludes 0 ({runs})")
-        }
-        _ => format!(
-            "{head} ({runs}): groups {}; functions {}",
-            if groups.is_empty() {
-                "none".to_string()
-            } else {
-                groups.join("; ")
-            },
-            if fs.is_empty() {
-                "none".to_string()
-            } else {
-                fs.join(", ")
-            }
-        ),
+    let parts: Vec<String> = [("groups", groups.join("; ")), ("functions", fs.join(", "))]
+        .into_iter()
+        .filter(|(_, list)| !list.is_empty())
+        .map(|(what, list)| format!("{what} {list}"))
+        .collect();
+    if parts.is_empty() {
+        return format!("{head}: no group or function differs by an interval that excludes 0 ({runs})");
     }
+    format!("{head} ({runs}): {}", parts.join("; "))
 }
 
 #[cfg(test)]

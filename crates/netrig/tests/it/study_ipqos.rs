@@ -104,9 +104,12 @@ fn profile_words(f: &[(String, String, String)], arm: &str, size: &str) {
     eprintln!("{topic}: {verdict}: {text}");
     match verdict.as_str() {
         "withheld" => assert!(text.contains("the profile difference is withheld ("), "{text}"),
+        // Each group and function that changed by an interval that excludes 0, with it; or none.
         _ => assert!(
-            text.contains("% intervals")
-                && (text.contains("] points of busy CPU") || text.contains("no group")),
+            text.contains("% intervals)")
+                && (text.contains("] points of busy CPU")
+                    || text.contains(" us/KB [")
+                    || text.contains("no group or function differs")),
             "{text}"
         ),
     }
