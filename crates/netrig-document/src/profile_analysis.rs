@@ -56,12 +56,14 @@ pub fn gather(arm: &mut ArmOutcome) {
         };
         into.runs = arm.runs.len();
         into.profiled_runs = 0;
+        into.samples = 0;
         into.withheld.clear();
         let mut merged: HashMap<String, u64> = into.folded.drain(..).map(|f| (f.stack, f.samples)).collect();
         for r in &mut arm.runs {
             match end_of_mut(r, end) {
                 Some(EndProfile::Profiled(p)) => {
                     into.profiled_runs += 1;
+                    into.samples += p.samples;
                     for f in p.folded.drain(..) {
                         *merged.entry(f.stack).or_default() += f.samples;
                     }
@@ -446,6 +448,12 @@ mod tests {
         let a = &p.arms[1];
         let local = &a.profile.as_ref().unwrap().local;
         assert_eq!((local.profiled_runs, local.runs), (3, 3));
+        let samples: u64 = a
+            .runs
+            .iter()
+            .map(|r| r.profile.as_ref().unwrap().local.profiled().unwrap().samples)
+            .sum();
+        assert_eq!(local.samples, samples);
         let nft = local
             .folded
             .iter()

@@ -41,6 +41,10 @@ pub struct ArmEndProfile {
     pub profiled_runs: usize,
     /// The arm's runs.
     pub runs: usize,
+    /// Every sample the profiled runs read, summed (of which `folded` is a part: a differential
+    /// flame graph compares the arms' stacks as shares of these).
+    #[serde(default)]
+    pub samples: u64,
     /// Why the other runs have none, each distinct reason once.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub withheld: Vec<String>,
