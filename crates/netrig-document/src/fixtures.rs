@@ -65,6 +65,7 @@ pub fn experiment(
                         confident: None,
                         lab: None,
                         clients: Vec::new(),
+                        profile: None,
                     }
                 })
                 .collect();
@@ -76,6 +77,7 @@ pub fn experiment(
                 point,
                 arms,
                 comparisons,
+                profile_differences: Vec::new(),
             }
         })
         .collect();
@@ -131,4 +133,60 @@ pub fn two_option_experiment(first: (&str, &[&str]), second: (&str, &[&str]), ar
         }
     }
     e
+}
+
+/// A run's `profile`: the client's end with `groups` and `functions` (name, samples; each
+/// sample 1 ms of CPU, every function's inclusive samples as given), `kb` KB moved in the
+/// window, and a folded stack per function; the agent's end withheld.
+pub fn profile(
+    groups: &[(&str, u64)],
+    functions: &[(&str, u64)],
+    kb: f64,
+) -> crate::result::profile::ProfileResult {
+    use crate::result::profile::*;
+    let busy: u64 = groups.iter().filter(|g| g.0 != "idle").map(|g| g.1).sum();
+    let p = Profiled {
+        window_s: 1.0,
+        cpus: 2,
+        frequency_hz: 1000,
+        samples: groups.iter().map(|g| g.1).sum(),
+        busy_samples: busy,
+        lost_samples: 0,
+        dropped_samples: 0,
+        split: ProfileSplit::default(),
+        demand_unit: "us/KB".into(),
+        groups: groups
+            .iter()
+            .map(|&(g, n)| ProfileGroup {
+                group: g.into(),
+                samples: n,
+                cpu_ms: n as f64,
+                share_of_busy_pct: (g != "idle").then(|| n as f64 * 100.0 / busy as f64),
+                demand: (g != "idle").then(|| n as f64 * 1e3 / kb),
+            })
+            .collect(),
+        top_functions: functions
+            .iter()
+            .map(|&(f, n)| ProfileFunction {
+                name: f.into(),
+                self_samples: n,
+                inclusive_samples: n,
+            })
+            .collect(),
+        folded: functions
+            .iter()
+            .map(|&(f, n)| FoldedStack {
+                stack: format!("netrig;{f}"),
+                samples: n,
+            })
+            .collect(),
+        folded_total: functions.len() as u64,
+        witness: None,
+    };
+    ProfileResult {
+        local: EndProfile::Profiled(Box::new(p)),
+        remote: EndProfile::Withheld {
+            withheld: "the agent's end is not profiled (test)".into(),
+        },
+    }
 }

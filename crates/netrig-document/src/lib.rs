@@ -16,6 +16,7 @@ pub mod experiment;
 pub mod fixtures;
 pub mod metric;
 pub mod plan;
+pub mod profile_analysis;
 pub mod result;
 pub mod saturation;
 pub mod sweep;

@@ -176,6 +176,7 @@ mod tests {
                         values: vec![("--rate".into(), format!("{o}"))],
                     },
                     arms: vec![ArmOutcome {
+                        profile: None,
                         arm: "a".into(),
                         runs: vec![],
                         estimates: vec![
@@ -189,6 +190,7 @@ mod tests {
                         clients: Vec::new(),
                     }],
                     comparisons: vec![],
+                    profile_differences: vec![],
                 })
                 .collect(),
             saturation: vec![],

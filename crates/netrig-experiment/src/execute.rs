@@ -48,6 +48,15 @@ pub fn with_peer(target: Option<&crate::plan::TargetPlan>, mut args: Vec<String>
     args
 }
 
+/// A test's `args` with `--profile` when the plan says `profile = true`, unless they say it
+/// themselves.
+pub fn with_profile(plan: &crate::plan::Plan, mut args: Vec<String>) -> Vec<String> {
+    if plan.profile && !args.iter().any(|a| a == "--profile") {
+        args.push("--profile".into());
+    }
+    args
+}
+
 /// The test `args` ask of `kind`, as its command line would make it.
 pub fn plan_args(kind: &dyn Kind, args: &[String]) -> Result<Planned, String> {
     let cmd = kind.args(clap::Command::new(kind.name()).no_binary_name(true));

@@ -56,7 +56,7 @@ pub(crate) fn prepare(plan: &Plan) -> Result<Vec<Vec<PreparedMember>>, PlanError
             for arm in &arms {
                 let mut args = t.args.clone();
                 args.extend(arm.args.iter().cloned());
-                let mut args = execute::with_peer(plan.target.as_ref(), args);
+                let mut args = execute::with_profile(plan, execute::with_peer(plan.target.as_ref(), args));
                 let what = |args: &[String], e: String| {
                     PlanError::Invalid(format!(
                         "group {:?} test {name:?}: {} {} (arm {:?}): {e}",
@@ -382,6 +382,7 @@ fn run_member(
                 clients: ctx.clients.clone(),
                 peer: planned.peer.unwrap_or_default(),
                 server_output: planned.get_server_output,
+                profile: planned.profile,
                 ..LocalOptions::default()
             };
             netrig_run::run(target, local, &planned.spec, c, &mut |_| {}).map_err(|e| e.to_string())
@@ -614,6 +615,7 @@ fn finish(g: &mut GroupOutcome, plan: &Plan, warnings: &mut Vec<String>) {
                     confident: None,
                     lab: None,
                     clients: Vec::new(),
+                    profile: None,
                 })
                 .collect()
         })

@@ -21,4 +21,4 @@ pub mod study;
 pub use netrig_document::experiment as document;
 #[cfg(any(test, feature = "fixtures"))]
 pub use netrig_document::fixtures;
-pub use netrig_document::{analysis, metric, plan, saturation, sweep};
+pub use netrig_document::{analysis, metric, plan, profile_analysis, saturation, sweep};

@@ -10,6 +10,7 @@
 
 use crate::document::LabPlace;
 use crate::plan::{Arm, Plan, PlanError};
+use netrig_document::result::profile::EndProfile;
 use netrig_metrics::latency::LatencyRecorder;
 use netrig_report::{
     jain_index, DirectionSummary, IntervalResult, LatencyUs, Spread, TestResult, UdpSummary,
@@ -300,6 +301,19 @@ pub fn sum(
          each namespace has its own counters (each client's are in its part)",
         first.0.client
     ));
+    // Each client's sampler saw the whole machine over its own window, and its demand is over
+    // its own share of the work: the first's profile is not the sum's, and several added would
+    // count the same CPU time n times.
+    if let Some(p) = &mut out.profile {
+        let why = format!(
+            "profile withheld: {n} client hosts at once, each sampling the whole machine over its own window; \
+             no profile of their sum is made"
+        );
+        p.local = EndProfile::Withheld {
+            withheld: why.clone(),
+        };
+        p.remote = EndProfile::Withheld { withheld: why };
+    }
     out.intervals = summed_intervals(&parts);
     number_workers_on(&mut out, &parts);
     out.config.flows = parts.iter().map(|(_, r)| r.config.flows).sum();
@@ -710,6 +724,26 @@ mod tests {
             "{:?}",
             sum.warnings
         );
+    }
+
+    /// Each client's profile is the whole machine's over its own window: the sum has none, and
+    /// says why (issue #42).
+    #[test]
+    fn the_sum_of_several_clients_withholds_the_profile() {
+        let mut base = fixture("tcp-stream");
+        base.profile = Some(netrig_document::fixtures::profile(
+            &[("tcp", 10)],
+            &[("tcp_sendmsg", 10)],
+            1.0,
+        ));
+        let (sum, _) = sum(vec![(place("c1"), base.clone()), (place("c2"), base)], 0.0).unwrap();
+        let p = sum.profile.unwrap();
+        for end in [&p.local, &p.remote] {
+            assert!(
+                end.withheld().unwrap().contains("2 client hosts at once"),
+                "{end:?}"
+            );
+        }
     }
 
     /// Latency percentiles are never added: the histograms are merged, or the combined figure is

@@ -103,7 +103,8 @@ fn prepare(plan: &Plan) -> Result<Vec<PreparedTest>, PlanError> {
             for arm in &arms {
                 let mut args = point.apply(&t.args);
                 args.extend(arm.args.iter().cloned());
-                let args = crate::execute::with_peer(plan.target.as_ref(), args);
+                let args =
+                    crate::execute::with_profile(plan, crate::execute::with_peer(plan.target.as_ref(), args));
                 let p = plan_args(kind, &args).map_err(|e| {
                     PlanError::Invalid(format!("{} {} (arm {:?}): {e}", t.kind, args.join(" "), arm.name))
                 })?;
@@ -388,9 +389,11 @@ impl Rounds<'_> {
                     confident: None,
                     lab: None,
                     clients: Vec::new(),
+                    profile: None,
                 })
                 .collect(),
             comparisons: Vec::new(),
+            profile_differences: Vec::new(),
         };
         for round in 0..it.max {
             let order = round_order(self.arms.len(), self.plan.order, rng);
@@ -484,6 +487,7 @@ impl Rounds<'_> {
                     clients: clients.clone(),
                     peer: planned.peer.unwrap_or_default(),
                     server_output: planned.get_server_output,
+                    profile: planned.profile,
                     ..LocalOptions::default()
                 };
                 netrig_run::run(target, local, &planned.spec, self.cancel, &mut |_| {})
@@ -546,6 +550,10 @@ fn finish_point(outcome: &mut PointOutcome, plan: &Plan, warnings: &mut Vec<Stri
             ));
         }
     }
+    // Each run's folded stacks merged into its arm's (docs/PROFILE.md, "Experiments").
+    for a in &mut outcome.arms {
+        netrig_document::profile_analysis::gather(a);
+    }
     if outcome.arms.len() > 1 {
         for (i, a) in outcome.arms.iter().enumerate() {
             let base = plan.baseline_of(i);
@@ -556,6 +564,13 @@ fn finish_point(outcome: &mut PointOutcome, plan: &Plan, warnings: &mut Vec<Stri
                     it.level,
                     Some(it.width),
                 ));
+                outcome
+                    .profile_differences
+                    .extend(netrig_document::profile_analysis::differences(
+                        &outcome.arms[base],
+                        a,
+                        it.level,
+                    ));
             }
         }
     }

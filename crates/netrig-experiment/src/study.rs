@@ -156,6 +156,86 @@ pub fn change_text(c: &crate::analysis::Comparison) -> String {
     }
 }
 
+/// What the profiles say of `arm` against its baseline at point `p` (docs/PROFILE.md,
+/// "Experiments"), for a study's answer: a finding per end, topic "{topic}: where the CPU went,
+/// {the end}", its text every group and function whose interval excludes 0. Its verdict is
+/// "holds" where one of `groups` (where the study expects the cost: netfilter, qdisc) rose by
+/// an interval that excludes 0, "does not hold" where one fell and none rose, "tie" otherwise,
+/// and "withheld" (an end, or the whole point, without profiles in both arms) with the reason,
+/// each distinct reason also put once in `withheld`. The client's end's sentence, for the
+/// summary, unless it is withheld.
+pub fn profile_answer(
+    p: &crate::document::PointOutcome,
+    arm: &str,
+    topic: &str,
+    groups: &[&str],
+    findings: &mut Vec<Finding>,
+    withheld: &mut Vec<String>,
+) -> Option<String> {
+    use crate::profile_analysis::{end_name, words};
+    let mut once = |w: String| {
+        if !withheld.contains(&w) {
+            withheld.push(w);
+        }
+    };
+    let ds: Vec<_> = p.profile_differences.iter().filter(|d| d.arm == arm).collect();
+    if ds.is_empty() {
+        let why = "the runs were not profiled (profile = true in the plan profiles them)";
+        findings.push(Finding {
+            topic: format!("{topic}: where the CPU went"),
+            text: format!("{arm}: the profile difference is withheld: {why}"),
+            verdict: "withheld".into(),
+            figures: Default::default(),
+        });
+        once(why.to_string());
+        return None;
+    }
+    let mut sentence = None;
+    for d in ds {
+        let mut figures = serde_json::Map::new();
+        let (mut rose, mut fell) = (false, false);
+        for g in d.groups.iter().filter(|g| groups.contains(&g.group.as_str())) {
+            if let Some(x) = &g.demand {
+                rose |= x.excludes_zero && x.difference > 0.0;
+                fell |= x.excludes_zero && x.difference < 0.0;
+                figures.insert(
+                    format!("{}_demand_change", g.group),
+                    serde_json::json!(x.difference),
+                );
+            }
+            let s = &g.share_of_busy_pct;
+            figures.insert(
+                format!("{}_share_change_points", g.group),
+                serde_json::json!(s.difference),
+            );
+        }
+        let verdict = match (&d.withheld, rose, fell) {
+            (Some(w), _, _) => {
+                // The same reason for every arm (an end no run profiled) is said once.
+                let why = w
+                    .split_once("has no profile at this end: ")
+                    .map_or(w.as_str(), |(_, r)| r);
+                once(format!("at {}: {why}", end_name(&d.end)));
+                "withheld"
+            }
+            (None, true, _) => "holds",
+            (None, false, true) => "does not hold",
+            (None, false, false) => "tie",
+        };
+        let text = words(d, 5);
+        if d.end == "local" && d.withheld.is_none() {
+            sentence = Some(text.clone());
+        }
+        findings.push(Finding {
+            topic: format!("{topic}: where the CPU went, {}", end_name(&d.end)),
+            text,
+            verdict: verdict.into(),
+            figures,
+        });
+    }
+    sentence
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -11,7 +11,7 @@
 use crate::policy::{interval, order, policies, Policy};
 use crate::{comparison, cost_verdict, finding, tests, withheld, Finding, Study};
 use netrig_experiment::document::{Experiment, PointOutcome};
-use netrig_experiment::study::change_text;
+use netrig_experiment::study::{change_text, profile_answer};
 
 pub struct IpFilter;
 
@@ -33,6 +33,7 @@ impl Study for IpFilter {
     fn answer(&self, e: &Experiment) -> (Vec<String>, Vec<Finding>) {
         let mut summary = Vec::new();
         let mut findings = Vec::new();
+        let mut profile_withheld = Vec::new();
         let policies = policies(e);
         if policies.is_empty() {
             findings.push(withheld(
@@ -64,6 +65,15 @@ impl Study for IpFilter {
                 },
                 phrases.join("; ")
             ));
+            for pol in &policies {
+                let topic = format!("{} {direction}", pol.arm);
+                let groups = ["netfilter", "conntrack"];
+                let s = profile_answer(p, &pol.arm, &topic, &groups, &mut findings, &mut profile_withheld);
+                // The summary names the rules with GRO as the plan's link has it; the findings all.
+                if !pol.arm.ends_with(NO_GRO) {
+                    summary.extend(s.map(|s| format!("Where the CPU went {direction} ({kind}): {s}.")));
+                }
+            }
             for pol in policies.iter().filter(|p| !p.arm.ends_with(NO_GRO)) {
                 let off = format!("{}{NO_GRO}", pol.arm);
                 if policies.iter().any(|p| p.arm == off) {
@@ -72,6 +82,9 @@ impl Study for IpFilter {
                     findings.push(f);
                 }
             }
+        }
+        for w in profile_withheld {
+            summary.push(format!("The profile difference is withheld {w}."));
         }
         (summary, findings)
     }
@@ -299,6 +312,75 @@ baseline = "no-filter-nogro"
         assert!(
             f.iter().all(|f| !f.topic.starts_with("no-filter")),
             "baselines are not judged"
+        );
+        // Runs without profiles: the difference is withheld, and the summary says why once.
+        assert_eq!(
+            get(&f, "stateful inbound: where the CPU went").verdict,
+            "withheld"
+        );
+        assert!(
+            summary.contains(&"The profile difference is withheld the runs were not profiled (profile = true in the plan profiles them).".to_string()),
+            "{summary:#?}"
+        );
+    }
+
+    /// With profiles: each rule arm's netfilter work (stateful: conntrack's too) against its
+    /// baseline, in the findings and the summary; the agent's end withheld, said once.
+    #[test]
+    fn the_profile_difference_is_in_the_words() {
+        let e = experiment(
+            &study_plan("ipfilter", "What does each kind of rule cost?", 25, PLAN),
+            &[("tcp-stream", "", &[])],
+            |_, _, a, r, run| {
+                let j = r as u64 * 2;
+                let (nf, ct) = match a {
+                    1 | 4 => (80 + j, j),
+                    2 | 5 => (90 + j, 40 + j),
+                    _ => (j, j),
+                };
+                run.profile = Some(netrig_experiment::fixtures::profile(
+                    &[("tcp", 300 + j), ("netfilter", nf), ("conntrack", ct)],
+                    &[
+                        ("tcp_sendmsg", 300 + j),
+                        ("nft_do_chain", nf),
+                        ("nf_conntrack_in", ct),
+                    ],
+                    1000.0,
+                ));
+            },
+        );
+        let (summary, f) = IpFilter.answer(&e);
+        let sf = get(
+            &f,
+            "stateful inbound: where the CPU went, the client's host (local)",
+        );
+        assert_eq!(sf.verdict, "holds", "{sf:#?}");
+        assert!(
+            sf.text.contains("netfilter +")
+                && sf.text.contains("conntrack +")
+                && sf.text.contains("nft_do_chain +"),
+            "{}",
+            sf.text
+        );
+        assert!(sf.figures["netfilter_demand_change"].as_f64().unwrap() > 80.0);
+        let remote = get(
+            &f,
+            "stateful inbound: where the CPU went, the agent's host (remote)",
+        );
+        assert_eq!(remote.verdict, "withheld");
+        assert!(
+            summary.iter().any(|s| s.starts_with("Where the CPU went inbound (tcp-stream): stateful against no-filter")),
+            "{summary:#?}"
+        );
+        let said: Vec<&String> = summary
+            .iter()
+            .filter(|s| s.starts_with("The profile difference is withheld"))
+            .collect();
+        assert_eq!(said.len(), 1, "said once: {summary:#?}");
+        assert!(
+            said[0].contains("the agent's end is not profiled (test)"),
+            "{}",
+            said[0]
         );
     }
 

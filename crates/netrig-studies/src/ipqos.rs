@@ -12,7 +12,7 @@
 use crate::policy::{interval, mean_of, order, policies, segments_per_s};
 use crate::{arm, comparison, cost_verdict, finding, point_value, tests, withheld, Finding, Study};
 use netrig_experiment::document::PointOutcome;
-use netrig_experiment::study::change_text;
+use netrig_experiment::study::{change_text, profile_answer};
 
 pub struct IpQos;
 
@@ -92,6 +92,7 @@ impl Study for IpQos {
                 }
             }
         }
+        profile_words(&policies, &points, &mut summary, &mut findings);
         for (config, costs, places) in pooled.iter().filter(|p| p.2 > 1) {
             let all: Vec<&Cost> = costs.iter().collect();
             let f = growth(&format!("{config} over its {places} links"), &all, &mut summary);
@@ -101,6 +102,38 @@ impl Study for IpQos {
             });
         }
         (summary, findings)
+    }
+}
+
+/// Where each policy's CPU went (the profiles' difference against its baseline, per point and
+/// end): a finding each; in the summary, each policy's at the smallest message (the most packets
+/// per byte), and why an end's difference is withheld, said once.
+fn profile_words(
+    policies: &[crate::policy::Policy],
+    points: &[&PointOutcome],
+    summary: &mut Vec<String>,
+    findings: &mut Vec<Finding>,
+) {
+    let mut withheld = Vec::new();
+    for pol in policies {
+        let mut first = None;
+        for p in points {
+            let size = point_value(p, "-m").unwrap_or("the plan's");
+            let topic = format!("{} at -m {size}", pol.arm);
+            let s = profile_answer(
+                p,
+                &pol.arm,
+                &topic,
+                &["netfilter", "qdisc"],
+                findings,
+                &mut withheld,
+            );
+            first = first.or(s.map(|s| format!("Where the CPU went at {size}-byte messages: {s}.")));
+        }
+        summary.extend(first);
+    }
+    for w in withheld {
+        summary.push(format!("The profile difference is withheld {w}."));
     }
 }
 

@@ -107,6 +107,9 @@ pub mod testing {
         for t in &mut e.tests {
             for p in &mut t.points {
                 p.comparisons.clear();
+                p.arms
+                    .iter_mut()
+                    .for_each(netrig_experiment::profile_analysis::gather);
                 for i in 0..p.arms.len() {
                     let b = plan.baseline_of(i);
                     if b != i {
@@ -116,6 +119,9 @@ pub mod testing {
                             95.0,
                             Some(5.0),
                         ));
+                        let d =
+                            netrig_experiment::profile_analysis::differences(&p.arms[b], &p.arms[i], 95.0);
+                        p.profile_differences.extend(d);
                     }
                 }
             }

@@ -90,6 +90,8 @@ pub fn plan_of(
         arms: vec![],
         baseline: None,
         iterations,
+        // `--profile` stays in the test's own options, as the kind reads it.
+        profile: false,
         order: Default::default(),
         seed: None,
         command_timeout_s: 120.0,

@@ -57,13 +57,6 @@ pub fn test(
                 "--start-at begins one run at an instant; an experiment's runs follow one another".into()
             ));
         }
-        // Said rather than dropped: an experiment's runs are not profiled yet.
-        if m.try_get_one::<bool>("profile").ok().flatten() == Some(&true) {
-            bail!(Usage(
-                "--profile profiles one run; an experiment's runs are not profiled by this build (#42)"
-                    .into()
-            ));
-        }
         let plan = experiment::plan_of(kind.name(), args, sweeps, &run, &one)?;
         EXPERIMENT.store(true, std::sync::atomic::Ordering::Relaxed);
         experiment::run_plan(&plan, &run.experiment, run.json, cancel(), None)?;

@@ -6,6 +6,7 @@ pub mod clients;
 pub mod command;
 pub mod estimate;
 pub mod group;
+pub mod profile;
 pub mod saturation;
 pub mod study;
 
@@ -74,6 +75,10 @@ pub struct PointOutcome {
     pub arms: Vec<ArmOutcome>,
     /// Each arm against the baseline, for every metric both have.
     pub comparisons: Vec<Comparison>,
+    /// With profiles (`--profile`, `profile = true`): each arm against its baseline per end,
+    /// per subsystem group and per function, or why it is withheld.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub profile_differences: Vec<profile::ProfileDifference>,
 }
 
 /// One arm at one point.
@@ -96,6 +101,10 @@ pub struct ArmOutcome {
     /// window the sum holds over (crate::multi).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub clients: Vec<clients::ClientsRun>,
+    /// With profiles: per end, how many runs have one, why the others do not, and the runs'
+    /// folded stacks merged (each run's own `folded` is emptied: see [`profile`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile: Option<profile::ArmProfile>,
 }
 
 /// Where an arm's runs went in the plan's lab.

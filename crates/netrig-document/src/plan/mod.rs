@@ -38,6 +38,11 @@ pub struct Plan {
     pub baseline: Option<String>,
     #[serde(default)]
     pub iterations: Iterations,
+    /// Profile every run of every test (`--profile` added to each test's options; a test or an
+    /// arm may also say `--profile` in its `args`): each run's result has its `profile`, each
+    /// arm its folded stacks, each point the difference between arms (docs/PROFILE.md).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub profile: bool,
     /// How the arms' runs are ordered within each round.
     #[serde(default)]
     pub order: Order,

@@ -9,6 +9,7 @@ use std::fmt::Write;
 
 mod group;
 mod lab;
+pub mod profile;
 mod study;
 
 fn cell(e: Option<&Estimate>, prec: usize) -> String {
@@ -264,6 +265,7 @@ pub fn render(e: &Experiment) -> String {
             render_transactions(&mut out, t, arms.len() > 1);
         }
         out.push_str(&clients_lines(t));
+        out.push_str(&profile::table_lines(t));
     }
     for g in &e.groups {
         let _ = writeln!(out);

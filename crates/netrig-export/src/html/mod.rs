@@ -336,6 +336,7 @@ fn experiment_page(e: &Experiment, command: &str, source: Option<&str>) -> Strin
         b.push_str(&d);
     }
     plots(&mut b, &netrig_plot::plots_for_experiment(e));
+    b.push_str(&crate::experiment::profile::html(&e.tests, esc));
     let first = e
         .tests
         .iter()

@@ -43,7 +43,16 @@ pub fn run_in(ns: &Netns, args: &[&str]) -> Output {
 }
 
 /// Runs `cmd` with `args` as [`run`] does: bounded in time, pipes drained.
-pub fn run_cmd(mut cmd: Command, args: &[&str]) -> Output {
+pub fn run_cmd(cmd: Command, args: &[&str]) -> Output {
+    run_cmd_within(cmd, args, 60)
+}
+
+/// [`run`] bounded at `seconds` rather than 60 (a whole plan).
+pub fn run_within(args: &[&str], seconds: u64) -> Output {
+    run_cmd_within(netrig(), args, seconds)
+}
+
+fn run_cmd_within(mut cmd: Command, args: &[&str], seconds: u64) -> Output {
     let mut child = cmd
         .args(args)
         .stdout(Stdio::piped())
@@ -59,7 +68,7 @@ pub fn run_cmd(mut cmd: Command, args: &[&str]) -> Output {
     };
     let out = drain(Box::new(child.stdout.take().unwrap()));
     let err = drain(Box::new(child.stderr.take().unwrap()));
-    let deadline = Instant::now() + Duration::from_secs(60);
+    let deadline = Instant::now() + Duration::from_secs(seconds);
     let status = loop {
         if let Some(status) = child.try_wait().expect("wait") {
             break status;
@@ -68,7 +77,7 @@ pub fn run_cmd(mut cmd: Command, args: &[&str]) -> Output {
             let _ = child.kill();
             let _ = child.wait();
             panic!(
-                "netrig {args:?} ran over 60 s; it printed:\n{}\n{}",
+                "netrig {args:?} ran over {seconds} s; it printed:\n{}\n{}",
                 String::from_utf8_lossy(&out.join().unwrap()),
                 String::from_utf8_lossy(&err.join().unwrap())
             );

@@ -23,7 +23,7 @@ fn run_plan(tag: &str, body: &str) -> Value {
 }
 
 /// The experiment (saved with --save) and the table printed.
-fn run_plan_table(tag: &str, body: &str) -> (Value, String) {
+pub(crate) fn run_plan_table(tag: &str, body: &str) -> (Value, String) {
     let tmp = TempDir::new(tag);
     let name = format!("{tag}-{}", std::process::id());
     let plan = tmp.path().join(format!("{name}.toml"));

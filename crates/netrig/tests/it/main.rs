@@ -41,6 +41,7 @@ mod mptcp;
 mod neighbours;
 mod plot;
 mod profile;
+mod profile_arms;
 mod progress;
 mod report;
 mod rr;

@@ -124,13 +124,20 @@ fn a_stream_profile_names_tcp_and_the_copy_and_agrees_with_proc_stat() {
     // Without --profile: no profile key at all.
     let plain = run_json(&strs(&at(&port, "tcp-stream -l 0.3")));
     assert!(plain.get("profile").is_none(), "{}", plain["profile"]);
-    // An experiment's runs are not profiled: said, not dropped.
-    let o = run(&["tcp-stream", "-l", "0.2", "--iterations", "2", "--profile"]);
-    assert!(
-        !o.status.success() && stderr(&o).contains("not profiled by this build"),
-        "{}",
-        stderr(&o)
-    );
+    // An experiment's runs are profiled too (docs/PROFILE.md, "Experiments"): each run keeps
+    // its figures, the arm its stacks merged.
+    let o = run(&strs(&at(
+        &port,
+        "tcp-stream -l 0.3 --iterations 2 --profile --json",
+    )));
+    assert!(o.status.success(), "{}", stderr(&o));
+    let e: Value = serde_json::from_slice(&o.stdout).unwrap();
+    crate::experiment::validate_experiment(&e);
+    let arm = &e["tests"][0]["points"][0]["arms"][0];
+    assert_eq!(arm["profile"]["local"]["profiled_runs"], 2, "{}", arm["profile"]);
+    for r in arm["runs"].as_array().unwrap() {
+        assert!(r["profile"]["local"]["groups"].is_array(), "{}", r["profile"]);
+    }
 }
 
 #[test]

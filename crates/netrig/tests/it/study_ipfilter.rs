@@ -18,7 +18,9 @@ fn the_quick_form_judges_each_rule_kind_per_direction_with_gro_on_and_off() {
     let _one = LAB_TESTS.lock().unwrap_or_else(|e| e.into_inner());
     let (doc, took) = run_quick("ipfilter.toml");
     eprintln!("plans/ipfilter.toml --quick: {:.1} s", took.as_secs_f64());
-    assert!(took < Duration::from_secs(150), "the quick form took {took:?}");
+    // Every run is profiled (the plan's profile = true): 142 s measured here on a loaded 2-core
+    // host; about 90 s before the plan profiled.
+    assert!(took < Duration::from_secs(210), "the quick form took {took:?}");
     let a = &doc["answer"];
     assert_eq!(a["study"], "ipfilter");
     let f = findings(&doc);

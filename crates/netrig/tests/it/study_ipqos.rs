@@ -93,6 +93,30 @@ pub(crate) fn stated(verdict: &str, text: &str) -> bool {
     }
 }
 
+/// Issue #42: where `arm`'s CPU went at the client's host at -m `size`, against its baseline,
+/// with intervals, or why it is withheld; and a finding for the agent's host.
+fn profile_words(f: &[(String, String, String)], arm: &str, size: &str) {
+    let topic = format!("{arm} at -m {size}: where the CPU went, the client's host (local)");
+    let (_, verdict, text) = f
+        .iter()
+        .find(|(t, _, _)| *t == topic)
+        .unwrap_or_else(|| panic!("no finding {topic}: {f:#?}"));
+    eprintln!("{topic}: {verdict}: {text}");
+    match verdict.as_str() {
+        "withheld" => assert!(text.contains("the profile difference is withheld ("), "{text}"),
+        // Each group and function that changed by an interval that excludes 0, with it; or none.
+        _ => assert!(
+            text.contains("% intervals)")
+                && (text.contains("] points of busy CPU")
+                    || text.contains(" us/KB [")
+                    || text.contains("no group or function differs")),
+            "{text}"
+        ),
+    }
+    let remote = format!("{arm} at -m {size}: where the CPU went, the agent's host (remote)");
+    assert!(f.iter().any(|(t, _, _)| *t == remote), "no finding {remote}");
+}
+
 #[test]
 fn the_quick_form_judges_each_policy_per_link_and_message_size() {
     if !crate::lab_common::can_build(&["ip", "tc", "nft"]) {
@@ -119,6 +143,7 @@ fn the_quick_form_judges_each_policy_per_link_and_message_size() {
                 .find(|(t, _, _)| *t == topic)
                 .unwrap_or_else(|| panic!("no finding {topic}: {f:#?}"));
             assert!(stated(verdict, text), "{topic}: {verdict}: {text}");
+            profile_words(&f, arm, size);
             if verdict != "withheld" {
                 let base = if arm.ends_with("1g") {
                     "no-qos-1g"
@@ -153,6 +178,23 @@ fn the_quick_form_judges_each_policy_per_link_and_message_size() {
             "{g:?}"
         );
     }
+    // Issue #42: the plan profiles its runs (each policy's findings: profile_words, above), and
+    // the summary says where each policy's CPU went at the sender's host at the smallest
+    // message (the client's profile samples every CPU of the machine, the lab's hosts
+    // included).
+    let summary: Vec<&str> = a["summary"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s.as_str().unwrap())
+        .collect();
+    assert!(
+        summary
+            .iter()
+            .any(|s| s
+                .starts_with("Where the CPU went at 32-byte messages: dscp-rule-100m against no-qos-100m")),
+        "{summary:#?}"
+    );
     // The baselines are not judged; the summary is sentences.
     assert!(f.iter().all(|(t, _, _)| !t.starts_with("no-qos")));
     assert!(a["summary"].as_array().unwrap().len() >= 4);
