@@ -438,6 +438,62 @@ pub fn figure(id: &str, f: &Flame) -> String {
     o
 }
 
+/// An experiment's differential flame graphs: for each difference between arms that is not
+/// withheld (`profile_differences`), the arm's stacks merged over its runs against its
+/// baseline's, at that end; a pair that cannot be drawn says why in words.
+pub fn arm_differences(tests: &[netrig_document::experiment::TestOutcome]) -> String {
+    let mut o = String::new();
+    for (t, p) in tests.iter().flat_map(|t| t.points.iter().map(move |p| (t, p))) {
+        for (k, d) in p.profile_differences.iter().enumerate() {
+            if d.withheld.is_some() {
+                continue;
+            }
+            let stacks = |name: &str| {
+                p.arms
+                    .iter()
+                    .find(|a| a.arm == name)
+                    .and_then(|a| a.profile.as_ref())
+                    .map(|pr| pr.end(&d.end))
+            };
+            let (Some(base), Some(arm)) = (stacks(&d.baseline), stacks(&d.arm)) else {
+                continue;
+            };
+            let at: Vec<String> = p.point.values.iter().map(|(o, v)| format!("{o} {v}")).collect();
+            let _ = writeln!(
+                o,
+                "<h3>{} {}: {} against {}, the {} end</h3>",
+                esc(&t.kind),
+                esc(&at.join(" ")),
+                esc(&d.arm),
+                esc(&d.baseline),
+                esc(&d.end)
+            );
+            let a = ArmStacks {
+                name: &d.baseline,
+                folded: &base.folded,
+                samples: base.samples,
+            };
+            let b = ArmStacks {
+                name: &d.arm,
+                folded: &arm.folded,
+                samples: arm.samples,
+            };
+            match differential(&a, &b) {
+                Ok(f) => o.push_str(&figure(&format!("flame-diff-{}-{k}", o.len()), &f)),
+                Err(why) => {
+                    let _ = writeln!(o, "<p>No differential flame graph: {}</p>", esc(&why));
+                }
+            }
+        }
+    }
+    if o.is_empty() {
+        return o;
+    }
+    format!(
+        "<h2>Profile: where the arms' CPU time differs</h2>\n<p class=\"muted\">Each arm's stacks summed over its profiled runs, drawn against its baseline's as shares of each arm's own samples.</p>\n{o}"
+    )
+}
+
 /// The report's "Profile" section: each end's flame graph, or in words why it has none.
 pub fn section(p: &ProfileResult) -> String {
     let mut o = String::from("<h2>Profile</h2>\n");

@@ -337,6 +337,7 @@ fn experiment_page(e: &Experiment, command: &str, source: Option<&str>) -> Strin
     }
     plots(&mut b, &netrig_plot::plots_for_experiment(e));
     b.push_str(&crate::experiment::profile::html(&e.tests, esc));
+    b.push_str(&flame::arm_differences(&e.tests));
     let first = e
         .tests
         .iter()
