@@ -212,6 +212,7 @@ fn profiled(p: &Profile, work: Work) -> Profiled {
         busy_samples,
         lost_samples: p.lost_samples,
         dropped_samples: p.dropped_samples,
+        throttles: p.throttles,
         split: ProfileSplit {
             this_test_process: count(split.this_test_process),
             this_test_softirq: count(split.this_test_softirq),

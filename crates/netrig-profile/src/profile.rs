@@ -74,6 +74,10 @@ pub struct Profile {
     /// Samples read but not folded: their stack was new once the cap on distinct stacks was
     /// reached.
     pub dropped_samples: u64,
+    /// Times the kernel throttled a CPU's event (PERF_RECORD_THROTTLE): it took
+    /// perf_event_max_sample_rate / HZ samples on a CPU without a tick in between, which
+    /// happens on an idle CPU whose tick is stopped (NO_HZ), so its idle time is under-sampled.
+    pub throttles: u64,
     /// The distinct stacks, most sampled first.
     pub stacks: Vec<Stack>,
     /// /proc/stat's times over the window (in its ticks), if read at both edges.
@@ -211,6 +215,7 @@ impl Profile {
             frequency_hz: self.frequency_hz,
             ticks_per_second: self.ticks_per_second,
             lost_samples: self.lost_samples,
+            throttles: self.throttles,
         };
         Some(Witness::judge(self.busy().period_ns, self.stat?, window))
     }

@@ -14,7 +14,7 @@ use crate::profile::Profile;
 use crate::selfsyms::SelfSyms;
 use crate::softnet::NetSnapshot;
 use crate::symbolize::Symbols;
-use crate::sys::{self, CpuEvent, PERF_RECORD_LOST, PERF_RECORD_SAMPLE};
+use crate::sys::{self, CpuEvent, PERF_RECORD_LOST, PERF_RECORD_SAMPLE, PERF_RECORD_THROTTLE};
 use crate::witness::{self, StatTimes};
 
 /// How the sampler samples, and its bounds.
@@ -109,6 +109,7 @@ struct Fold {
     samples: u64,
     lost: u64,
     dropped: u64,
+    throttles: u64,
 }
 
 impl Fold {
@@ -136,6 +137,7 @@ impl Fold {
                 }
             }
             PERF_RECORD_LOST => self.lost += sys::parse_lost(body).unwrap_or(0),
+            PERF_RECORD_THROTTLE => self.throttles += 1,
             _ => {}
         }
     }
@@ -327,6 +329,7 @@ impl Halted {
             samples: fold.samples,
             lost_samples: fold.lost,
             dropped_samples: fold.dropped,
+            throttles: fold.throttles,
             stat: run.counts.stat0.zip(ended.stat1).map(|(a, b)| b.since(a)),
             ticks_per_second: witness::clock_ticks_per_second(),
             net: run.counts.net0.delta(&ended.net1),
@@ -385,10 +388,11 @@ mod tests {
         }
         let lost = [1u64.to_ne_bytes(), 17u64.to_ne_bytes()].concat();
         fold.record(PERF_RECORD_LOST, &lost, &config);
+        fold.record(PERF_RECORD_THROTTLE, &[0; 24], &config);
         // A short record is not a sample.
         fold.record(PERF_RECORD_SAMPLE, &[0; 20], &config);
         assert_eq!((fold.samples, fold.dropped, fold.stacks.len()), (7, 2, 2));
-        assert_eq!(fold.lost, 17);
+        assert_eq!((fold.lost, fold.throttles), (17, 1));
         let kept = fold.stacks[&(5, 1, vec![sys::PERF_CONTEXT_KERNEL, 10, 2])];
         assert_eq!(kept, (3, 3_000), "the chain cut at max_stack");
         assert_eq!(

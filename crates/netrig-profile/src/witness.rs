@@ -89,6 +89,8 @@ pub struct Window {
     pub ticks_per_second: u64,
     /// Samples the kernel could not write (the ring buffer was full).
     pub lost_samples: u64,
+    /// Times the kernel throttled a CPU's sampling until its next tick.
+    pub throttles: u64,
 }
 
 /// The judgement.
@@ -203,6 +205,13 @@ impl Witness {
                 w.lost_samples
             ));
         }
+        if w.throttles > 0 {
+            causes.push(format!(
+                "the kernel throttled sampling {} times (perf_event_max_sample_rate / HZ samples without a \
+                 tick on a CPU)",
+                w.throttles
+            ));
+        }
         if self.stat_steal_ns > 0 {
             causes.push(format!(
                 "the hypervisor stole {:.0} ms of these CPUs, during which cpu-clock's timer cannot fire",
@@ -246,6 +255,7 @@ mod tests {
             frequency_hz: 999,
             ticks_per_second: 100,
             lost_samples: 0,
+            throttles: 0,
         }
     }
 

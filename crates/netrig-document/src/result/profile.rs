@@ -176,6 +176,10 @@ pub struct Profiled {
     pub lost_samples: u64,
     /// Samples read but not folded (past the sampler's caps).
     pub dropped_samples: u64,
+    /// Times the kernel throttled a CPU's sampling until its next tick (an idle CPU whose tick
+    /// is stopped, after perf_event_max_sample_rate / HZ samples): its idle is under-sampled.
+    #[serde(default)]
+    pub throttles: u64,
     pub split: ProfileSplit,
     /// "us/KB" (KB = 1024 bytes moved by this end in the window) or "us/tran".
     pub demand_unit: String,
@@ -216,6 +220,7 @@ mod tests {
             busy_samples: 8,
             lost_samples: 0,
             dropped_samples: 0,
+            throttles: 0,
             split: ProfileSplit::default(),
             demand_unit: "us/KB".into(),
             groups: vec![],

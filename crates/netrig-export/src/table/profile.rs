@@ -29,8 +29,8 @@ pub(crate) fn lines(out: &mut String, p: Option<&ProfileResult>) {
 fn profiled(out: &mut String, end: &str, p: &Profiled) {
     let _ = writeln!(
         out,
-        "  {end:<7} {} samples over {:.2} s on {} CPUs, {} busy; lost {}, dropped {}",
-        p.samples, p.window_s, p.cpus, p.busy_samples, p.lost_samples, p.dropped_samples
+        "  {end:<7} {} samples over {:.2} s on {} CPUs, {} busy; lost {}, dropped {}, throttled {}",
+        p.samples, p.window_s, p.cpus, p.busy_samples, p.lost_samples, p.dropped_samples, p.throttles
     );
     let _ = writeln!(out, "    {}", witness(p.witness.as_ref()));
     let _ = writeln!(out, "    {}", softirq(p));
@@ -129,6 +129,7 @@ mod tests {
                 busy_samples: 3000,
                 lost_samples: 0,
                 dropped_samples: 0,
+                throttles: 0,
                 split: ProfileSplit::default(),
                 demand_unit: "us/KB".into(),
                 groups: vec![
