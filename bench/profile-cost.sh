@@ -8,6 +8,8 @@
 # is opened before the test starts and folded after its window closes: only what it costs
 # inside the window (the sampling interrupts, the ring reader) is in these figures.
 #
+# Last, the sampling interrupts' own share of a busy CPU (examples/sampling_cost.rs).
+#
 # Each run goes in a fresh network namespace with its own agent (bench/lib.sh: tcp-crr leaves
 # tens of thousands of TIME_WAIT sockets that would slow the next run). The stream uses cubic
 # (with BBR, single-flow loopback runs fall in two regimes too far apart to see 2 %).
@@ -20,6 +22,7 @@ ROUNDS=${1:-5}
 SECS=${2:-3}
 TESTS=${3:-tcp-stream tcp-rr tcp-crr}
 build
+cargo build --release -q -p netrig-profile --example sampling_cost
 for r in $(seq 1 "$ROUNDS"); do
   for t in $TESTS; do
     for v in $(rotated "$r" plain profile); do
@@ -94,3 +97,6 @@ for t in tests:
         print(f"  {'':<10} {'':<24} runs with    {' '.join(fmt.format(x) for x in b)}")
 sys.exit(1 if failed else 0)
 PY
+# The sampling interrupts' share of a busy CPU, by a loop's rate per second of its own CPU time
+# (crates/netrig-profile/examples/sampling_cost.rs): less swayed by load beside it than the rates.
+${CARGO_TARGET_DIR:-target}/release/examples/sampling_cost "$((ROUNDS * 2 + 1))"
