@@ -62,6 +62,9 @@ fn loopback() -> impl FnMut() {
     }
 }
 
+/// One round of a loop.
+type Round = Box<dyn FnMut()>;
+
 /// The median of with/without over `rounds` pairs of 1 s, every pair, and the samples taken.
 fn ratio(rounds: usize, config: &Config, mut round: impl FnMut()) -> (f64, Vec<f64>, u64) {
     let mut ratios = Vec::new();
@@ -86,7 +89,7 @@ fn main() {
         ..Config::default()
     };
     let mut x = 88172645463325252u64;
-    let loops: [(&str, Box<dyn FnMut()>); 2] = [
+    let loops: [(&str, Round); 2] = [
         (
             "arithmetic in user space",
             Box::new(move || arithmetic(std::hint::black_box(&mut x))),
