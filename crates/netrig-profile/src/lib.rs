@@ -5,7 +5,8 @@
 //! buffers; [`Running::stop`] gives a [`Profile`]: stacks of function names (kernel ones from
 //! /proc/kallsyms, this process's from its own symbols) with their counts, split by this
 //! test's threads against the rest of the host, by softirq against process context, and by
-//! subsystem ([`groups`]), with the top functions and a witness against /proc/stat.
+//! subsystem ([`groups`]), with the top functions, a witness against /proc/stat, and the
+//! kernel's counts of network softirq work over the same window ([`softnet`]).
 //!
 //! `watch::ProfileWatch` (feature `watch`) samples one end's measured window (told by the engine's window
 //! marks) and gives it as the result and the wire hold it (netrig-proto's `report::profile`);
@@ -21,6 +22,7 @@ mod kallsyms;
 mod profile;
 mod sampler;
 mod selfsyms;
+pub mod softnet;
 mod symbolize;
 mod sys;
 #[cfg(feature = "watch")]
@@ -31,5 +33,6 @@ pub use error::ProfileError;
 pub use groups::Group;
 pub use kallsyms::Kallsyms;
 pub use profile::{Count, FunctionCount, Profile, Split, Stack};
-pub use sampler::{online_cpus, Config, Ours, Running, Sampler};
-pub use witness::Witness;
+pub use sampler::{online_cpus, Config, Halted, Ours, Running, Sampler};
+pub use softnet::{NetCounts, SoftirqCpu, SoftnetCpu};
+pub use witness::{Verdict, Witness};

@@ -5,7 +5,8 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use crate::groups::{classify, is_softirq, Group};
-use crate::witness::Witness;
+use crate::softnet::NetCounts;
+use crate::witness::{StatTimes, Window, Witness};
 
 /// One distinct stack of one process, with how often it was sampled.
 #[derive(Debug, Clone, PartialEq)]
@@ -73,10 +74,19 @@ pub struct Profile {
     /// Samples read but not folded: their stack was new once the cap on distinct stacks was
     /// reached.
     pub dropped_samples: u64,
+    /// Times the kernel throttled a CPU's event (PERF_RECORD_THROTTLE): it took
+    /// perf_event_max_sample_rate / HZ samples on a CPU without a tick in between, which
+    /// happens on an idle CPU whose tick is stopped (NO_HZ), so its idle time is under-sampled.
+    pub throttles: u64,
     /// The distinct stacks, most sampled first.
     pub stacks: Vec<Stack>,
-    /// /proc/stat's busy ticks over the window and the ticks per second, if read.
-    pub stat_busy_ticks: Option<(u64, u64)>,
+    /// /proc/stat's times over the window (in its ticks), if read at both edges.
+    pub stat: Option<StatTimes>,
+    /// /proc/stat's ticks per second (USER_HZ).
+    pub ticks_per_second: u64,
+    /// /proc/softirqs' NET_RX and NET_TX and /proc/net/softnet_stat's counters over the
+    /// window, per CPU, or why each is withheld.
+    pub net: NetCounts,
 }
 
 impl Profile {
@@ -187,20 +197,27 @@ impl Profile {
         top
     }
 
-    /// The CPU time the non-idle samples stand for.
-    pub fn busy_period_ns(&self) -> u64 {
-        self.stacks
-            .iter()
-            .filter(|s| s.group != Group::Idle)
-            .map(|s| s.period_ns)
-            .sum()
+    /// The samples of every group but idle, and the CPU time they stand for.
+    pub fn busy(&self) -> Count {
+        let mut busy = Count::default();
+        for s in self.stacks.iter().filter(|s| s.group != Group::Idle) {
+            busy.add(s);
+        }
+        busy
     }
 
-    /// Sampled busy time against /proc/stat's busy time over the window; None where /proc/stat
-    /// was not read.
+    /// Sampled busy time against /proc/stat's busy time over the window, judged; None where
+    /// /proc/stat was not read.
     pub fn witness(&self) -> Option<Witness> {
-        let (ticks, hz) = self.stat_busy_ticks?;
-        Some(Witness::new(self.busy_period_ns(), ticks, hz))
+        let window = Window {
+            window_ns: u64::try_from(self.window.as_nanos()).unwrap_or(u64::MAX),
+            cpus: self.cpus,
+            frequency_hz: self.frequency_hz,
+            ticks_per_second: self.ticks_per_second,
+            lost_samples: self.lost_samples,
+            throttles: self.throttles,
+        };
+        Some(Witness::judge(self.busy().period_ns, self.stat?, window))
     }
 }
 
@@ -215,7 +232,11 @@ mod tests {
 
     fn sample_profile() -> Profile {
         let mut p = Profile {
-            stat_busy_ticks: Some((2, 100)),
+            stat: Some(StatTimes { busy: 2, steal: 0 }),
+            ticks_per_second: 100,
+            window: Duration::from_millis(50),
+            cpus: 2,
+            frequency_hz: 999,
             ..Profile::default()
         };
         let stacks = [
@@ -305,10 +326,18 @@ mod tests {
     #[test]
     fn witness_counts_busy_samples_only() {
         let p = sample_profile();
-        assert_eq!(p.busy_period_ns(), 15 * 1_001_001);
+        assert_eq!(
+            p.busy(),
+            Count {
+                samples: 15,
+                period_ns: 15 * 1_001_001
+            }
+        );
         let w = p.witness().unwrap();
         assert_eq!(w.stat_busy_ns, 20_000_000);
         assert!((w.ratio.unwrap() - 15.0 * 1_001_001.0 / 20e6).abs() < 1e-12);
+        // 20 ms of busy ticks over 50 ms on 2 CPUs resolve nothing.
+        assert_eq!(w.verdict, crate::witness::Verdict::Unresolved);
         assert_eq!(Profile::default().witness(), None);
     }
 }

@@ -12,9 +12,10 @@ use crate::error::{sysctl, ProfileError};
 use crate::kallsyms::Kallsyms;
 use crate::profile::Profile;
 use crate::selfsyms::SelfSyms;
+use crate::softnet::NetSnapshot;
 use crate::symbolize::Symbols;
-use crate::sys::{self, CpuEvent, PERF_RECORD_LOST, PERF_RECORD_SAMPLE};
-use crate::witness;
+use crate::sys::{self, CpuEvent, PERF_RECORD_LOST, PERF_RECORD_SAMPLE, PERF_RECORD_THROTTLE};
+use crate::witness::{self, StatTimes};
 
 /// How the sampler samples, and its bounds.
 #[derive(Debug, Clone)]
@@ -108,6 +109,7 @@ struct Fold {
     samples: u64,
     lost: u64,
     dropped: u64,
+    throttles: u64,
 }
 
 impl Fold {
@@ -135,6 +137,7 @@ impl Fold {
                 }
             }
             PERF_RECORD_LOST => self.lost += sys::parse_lost(body).unwrap_or(0),
+            PERF_RECORD_THROTTLE => self.throttles += 1,
             _ => {}
         }
     }
@@ -169,7 +172,8 @@ impl Sampler {
         })
     }
 
-    /// Enables every CPU's event now and starts reading their rings.
+    /// Enables every CPU's event now and starts reading their rings. /proc/stat and the
+    /// network softirq counts are read just before.
     pub fn start(self) -> Running {
         let Sampler {
             mut events,
@@ -178,7 +182,8 @@ impl Sampler {
         } = self;
         let fds: Vec<libc::c_int> = events.iter().map(CpuEvent::fd).collect();
         let stop = Arc::new(AtomicBool::new(false));
-        let stat0 = witness::read_busy_ticks();
+        let net0 = NetSnapshot::read();
+        let stat0 = witness::read_stat_times();
         let started = Instant::now();
         sys::switch(&fds, true);
         let (flag, cfg) = (stop.clone(), config.clone());
@@ -200,7 +205,11 @@ impl Sampler {
             stop,
             reader: Some(reader),
             started,
-            stat0,
+            counts: Box::new(Counts {
+                stat0,
+                net0,
+                ended: None,
+            }),
             symbols,
             config,
         }
@@ -229,34 +238,81 @@ fn open_error(cpu: u32, step: &str, e: io::Error) -> ProfileError {
     }
 }
 
-/// Sampling: [`Running::stop`] ends the window. Dropped without it (on an error or a panic of
-/// the caller's), it stops the events and its reader all the same.
+/// Sampling: [`Running::halt`] (or [`Running::stop`]) ends the window. Dropped without it (on
+/// an error or a panic of the caller's), it stops the events and its reader all the same.
 pub struct Running {
     fds: Vec<libc::c_int>,
     stop: Arc<AtomicBool>,
     reader: Option<JoinHandle<(Vec<CpuEvent>, Fold)>>,
     started: Instant,
-    stat0: Option<u64>,
+    counts: Box<Counts>,
     symbols: Symbols,
     config: Config,
 }
 
+/// The kernel's counts at the window's open, and its close once it is ended (boxed: the
+/// handle on a running sampler stays small).
+struct Counts {
+    stat0: Option<StatTimes>,
+    net0: NetSnapshot,
+    ended: Option<Ended>,
+}
+
+/// The window's close: its length and the kernel's counts read at once after the events were
+/// disabled.
+struct Ended {
+    window: Duration,
+    stat1: Option<StatTimes>,
+    net1: NetSnapshot,
+}
+
+/// The window is closed (the events disabled, the counts read); its samples are not folded yet.
+pub struct Halted(Running);
+
 impl Running {
-    /// Disables the events, then has the reader empty the rings a last time and return them.
+    /// Ends the window now, once: disables every CPU's event, then reads /proc/stat and the
+    /// network softirq counts. The counts and the samples then cover the same window whenever
+    /// the fold runs.
+    fn end_window(&mut self) {
+        if self.counts.ended.is_none() {
+            let window = self.started.elapsed();
+            sys::switch(&self.fds, false);
+            self.counts.ended = Some(Ended {
+                window,
+                stat1: witness::read_stat_times(),
+                net1: NetSnapshot::read(),
+            });
+        }
+    }
+
+    /// Ends the window, then has the reader empty the rings a last time and return them.
     fn finish(&mut self) -> Option<std::thread::Result<(Vec<CpuEvent>, Fold)>> {
         let reader = self.reader.take()?;
-        sys::switch(&self.fds, false);
+        self.end_window();
         self.stop.store(true, Ordering::Release);
         reader.thread().unpark();
         Some(reader.join())
     }
 
-    /// Disables every CPU's event now, reads what is left in the rings, and folds the window's
-    /// samples into names. `ours` says which processes and threads are this test's.
-    pub fn stop(mut self, ours: &Ours) -> Result<Profile, ProfileError> {
-        let window = self.started.elapsed();
-        let joined = self.finish();
-        let stat1 = witness::read_busy_ticks();
+    /// Ends the window now: an ioctl per CPU and three small reads of /proc, cheap enough for
+    /// the instant the measured window closes. [`Halted::fold`] does the rest, on any thread.
+    pub fn halt(mut self) -> Halted {
+        self.end_window();
+        Halted(self)
+    }
+
+    /// Ends the window now and folds its samples ([`Running::halt`], then [`Halted::fold`]).
+    pub fn stop(self, ours: &Ours) -> Result<Profile, ProfileError> {
+        self.halt().fold(ours)
+    }
+}
+
+impl Halted {
+    /// Reads what is left in the rings and folds the window's samples into names. `ours` says
+    /// which processes and threads are this test's.
+    pub fn fold(self, ours: &Ours) -> Result<Profile, ProfileError> {
+        let mut run = self.0;
+        let joined = run.finish();
         let panicked = || {
             ProfileError::io(
                 "reading the ring buffers",
@@ -265,20 +321,21 @@ impl Running {
         };
         let (events, fold) = joined.ok_or_else(panicked)?.map_err(|_| panicked())?;
         drop(events);
+        let ended = run.counts.ended.take().ok_or_else(panicked)?;
         let mut profile = Profile {
-            window,
-            cpus: self.fds.len(),
-            frequency_hz: self.config.frequency_hz,
+            window: ended.window,
+            cpus: run.fds.len(),
+            frequency_hz: run.config.frequency_hz,
             samples: fold.samples,
             lost_samples: fold.lost,
             dropped_samples: fold.dropped,
-            stat_busy_ticks: self
-                .stat0
-                .zip(stat1)
-                .map(|(a, b)| (b.saturating_sub(a), witness::clock_ticks_per_second())),
+            throttles: fold.throttles,
+            stat: run.counts.stat0.zip(ended.stat1).map(|(a, b)| b.since(a)),
+            ticks_per_second: witness::clock_ticks_per_second(),
+            net: run.counts.net0.delta(&ended.net1),
             ..Profile::default()
         };
-        let symbols = &mut self.symbols;
+        let symbols = &mut run.symbols;
         let named: Vec<_> = fold
             .stacks
             .into_iter()
@@ -331,10 +388,11 @@ mod tests {
         }
         let lost = [1u64.to_ne_bytes(), 17u64.to_ne_bytes()].concat();
         fold.record(PERF_RECORD_LOST, &lost, &config);
+        fold.record(PERF_RECORD_THROTTLE, &[0; 24], &config);
         // A short record is not a sample.
         fold.record(PERF_RECORD_SAMPLE, &[0; 20], &config);
         assert_eq!((fold.samples, fold.dropped, fold.stacks.len()), (7, 2, 2));
-        assert_eq!(fold.lost, 17);
+        assert_eq!((fold.lost, fold.throttles), (17, 1));
         let kept = fold.stacks[&(5, 1, vec![sys::PERF_CONTEXT_KERNEL, 10, 2])];
         assert_eq!(kept, (3, 3_000), "the chain cut at max_stack");
         assert_eq!(

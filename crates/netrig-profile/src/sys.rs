@@ -44,6 +44,9 @@ const PERF_EVENT_IOC_ENABLE: libc::c_ulong = 0x2400;
 const PERF_EVENT_IOC_DISABLE: libc::c_ulong = 0x2401;
 const PERF_EVENT_IOC_RESET: libc::c_ulong = 0x2403;
 pub(crate) const PERF_RECORD_LOST: u32 = 2;
+/// The kernel stopped sampling an event for the rest of a tick: it took more than
+/// perf_event_max_sample_rate / HZ samples since that CPU's last tick.
+pub(crate) const PERF_RECORD_THROTTLE: u32 = 5;
 pub(crate) const PERF_RECORD_SAMPLE: u32 = 9;
 /// Callchain entries at or above this are context markers (PERF_CONTEXT_KERNEL, _USER...).
 pub(crate) const PERF_CONTEXT_MAX: u64 = (-4095i64) as u64;

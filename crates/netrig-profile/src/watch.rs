@@ -6,8 +6,8 @@
 use crate::{Config, Group, Ours, Profile, ProfileError, Running, Sampler};
 use netrig_engine::window_watch::{WindowListener, WindowWatch};
 use netrig_proto::report::profile::{
-    EndProfile, FoldedStack, ProfileFunction, ProfileGroup, ProfileSplit, ProfileWitness, Profiled,
-    SampleCount,
+    EndProfile, FoldedStack, KernelCount, ProfileFunction, ProfileGroup, ProfileSplit, ProfileWitness,
+    Profiled, SampleCount, SoftirqCounts, SoftirqCpuCount, SoftnetCounts, SoftnetCpuCount,
 };
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
@@ -85,9 +85,12 @@ impl WindowListener for ProfileWatch {
         if let Ok(mut s) = self.state.lock() {
             *s = match s.take() {
                 Some(State::Running(running)) => {
+                    // The window ends here (the events off, /proc/stat and the softirq counts
+                    // read); only the fold waits for a thread.
+                    let halted = running.halt();
                     let stop = std::thread::Builder::new()
                         .name("netrig-profile-stop".into())
-                        .spawn(move || running.stop(&Ours::this_process()));
+                        .spawn(move || halted.fold(&Ours::this_process()));
                     Some(match stop {
                         Ok(h) => State::Stopping(h),
                         Err(e) => State::Withheld(format!("profile withheld: cannot start its thread: {e}")),
@@ -137,6 +140,35 @@ fn count(c: crate::Count) -> SampleCount {
     }
 }
 
+/// A kernel count over the window as the result holds it, or its reason.
+fn net_count<T, U>(c: &Result<Vec<T>, String>, f: impl FnOnce(&[T]) -> U) -> KernelCount<U> {
+    match c {
+        Ok(v) => KernelCount::Counted(f(v)),
+        Err(why) => KernelCount::Withheld {
+            withheld: why.clone(),
+        },
+    }
+}
+
+fn softirq_cpu(c: &crate::SoftirqCpu) -> SoftirqCpuCount {
+    SoftirqCpuCount {
+        cpu: c.cpu,
+        net_rx: c.net_rx,
+        net_tx: c.net_tx,
+    }
+}
+
+fn softnet_cpu(c: crate::SoftnetCpu) -> SoftnetCpuCount {
+    SoftnetCpuCount {
+        cpu: c.cpu,
+        processed: c.processed,
+        dropped: c.dropped,
+        time_squeeze: c.time_squeeze,
+        received_rps: c.received_rps,
+        flow_limit_count: c.flow_limit_count,
+    }
+}
+
 /// A profile as the result holds it: names and counts only.
 pub fn profiled(p: &Profile, work: Work) -> Profiled {
     let split = p.split();
@@ -183,6 +215,7 @@ pub fn profiled(p: &Profile, work: Work) -> Profiled {
         busy_samples,
         lost_samples: p.lost_samples,
         dropped_samples: p.dropped_samples,
+        throttles: p.throttles,
         split: ProfileSplit {
             this_test_process: count(split.this_test_process),
             this_test_softirq: count(split.this_test_softirq),
@@ -206,6 +239,20 @@ pub fn profiled(p: &Profile, work: Work) -> Profiled {
             sampled_busy_ms: ms(w.sampled_busy_ns),
             stat_busy_ms: ms(w.stat_busy_ns),
             ratio: w.ratio,
+            stat_steal_ms: ms(w.stat_steal_ns),
+            resolution_pct: w.resolution.map(|r| r * 100.0),
+            band_pct: Some(w.band * 100.0),
+            verdict: Some(w.verdict.name().into()),
+            why: w.why,
+        }),
+        softirqs: net_count(&p.net.softirqs, |v| SoftirqCounts {
+            net_rx: v.iter().map(|c| c.net_rx).sum(),
+            net_tx: v.iter().map(|c| c.net_tx).sum(),
+            per_cpu: v.iter().map(softirq_cpu).collect(),
+        }),
+        softnet: net_count(&p.net.softnet, |v| SoftnetCounts {
+            total: p.net.softnet_totals().map(softnet_cpu).unwrap_or_default(),
+            per_cpu: v.iter().copied().map(softnet_cpu).collect(),
         }),
     }
 }

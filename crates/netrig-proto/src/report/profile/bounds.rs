@@ -8,7 +8,7 @@
 //! [`MAX_FOLDED_BYTES`], a hundred functions of at most 256 bytes, a dozen groups), well inside
 //! the 64 MiB the client takes of an agent's frame, beside the reports of thousands of flows.
 
-use super::{EndProfile, Profiled};
+use super::{EndProfile, KernelCount, Profiled};
 
 /// The most folded stacks an agent sends: its heaviest. A loopback stream's profile over a few
 /// seconds has a few thousand distinct stacks, most of them seen once or twice; the heaviest 500
@@ -221,9 +221,51 @@ fn check_profiled(p: &Profiled) -> Result<(), String> {
     if let Some(w) = &p.witness {
         figure("witness's sampled_busy_ms", w.sampled_busy_ms)?;
         figure("witness's stat_busy_ms", w.stat_busy_ms)?;
-        if let Some(r) = w.ratio {
-            figure("witness's ratio", r)?;
+        figure("witness's stat_steal_ms", w.stat_steal_ms)?;
+        for (field, v) in [
+            ("witness's ratio", w.ratio),
+            ("witness's resolution_pct", w.resolution_pct),
+            ("witness's band_pct", w.band_pct),
+        ] {
+            if let Some(v) = v {
+                figure(field, v)?;
+            }
         }
+        if let Some(v) = &w.verdict {
+            name("witness's verdict", v)?;
+        }
+        if let Some(why) = &w.why {
+            if why.len() > MAX_REASON_BYTES {
+                return Err(broke(
+                    "witness's why",
+                    format!("is {} bytes, over the {MAX_REASON_BYTES}", why.len()),
+                ));
+            }
+        }
+    }
+    check_kernel_counts(p)
+}
+
+/// The kernel's softirq counts: a CPU list no longer than a host's CPUs may be (the files list
+/// possible CPUs, offline ones too, so not `cpus`), a reason no longer than a reason may be.
+fn check_kernel_counts(p: &Profiled) -> Result<(), String> {
+    let cpus = MAX_CPUS as usize;
+    let reason = |field: &str, why: &str| -> Result<(), String> {
+        if why.len() > MAX_REASON_BYTES {
+            return Err(broke(
+                field,
+                format!("is a reason of {} bytes, over the {MAX_REASON_BYTES}", why.len()),
+            ));
+        }
+        Ok(())
+    };
+    match &p.softirqs {
+        KernelCount::Counted(c) => count("softirqs' per_cpu", c.per_cpu.len(), cpus)?,
+        KernelCount::Withheld { withheld } => reason("softirqs' withheld", withheld)?,
+    }
+    match &p.softnet {
+        KernelCount::Counted(c) => count("softnet's per_cpu", c.per_cpu.len(), cpus)?,
+        KernelCount::Withheld { withheld } => reason("softnet's withheld", withheld)?,
     }
     Ok(())
 }
@@ -292,6 +334,15 @@ mod tests {
                 .collect(),
             folded_total: 5000,
             witness: None,
+            throttles: 0,
+            softirqs: KernelCount::Counted(SoftirqCounts {
+                net_rx: 10,
+                net_tx: 1,
+                per_cpu: vec![SoftirqCpuCount::default(); 2],
+            }),
+            softnet: KernelCount::Withheld {
+                withheld: "reading /proc/net/softnet_stat: No such file or directory".into(),
+            },
         }
     }
 
@@ -346,6 +397,44 @@ mod tests {
                 }),
             ),
             ("cpus is 0", Box::new(|p| p.cpus = 0)),
+            (
+                "softnet's per_cpu has 65537",
+                Box::new(|p| {
+                    // Past the stacks' checks, which come first.
+                    p.folded.truncate(1);
+                    p.softnet = KernelCount::Counted(SoftnetCounts {
+                        total: Default::default(),
+                        per_cpu: vec![Default::default(); 65_537],
+                    })
+                }),
+            ),
+            (
+                "softirqs' withheld is a reason of 1025 bytes",
+                Box::new(|p| {
+                    // Past the stacks' checks, which come first.
+                    p.folded.truncate(1);
+                    p.softirqs = KernelCount::Withheld {
+                        withheld: "x".repeat(1025),
+                    }
+                }),
+            ),
+            (
+                "witness's why is 1025 bytes",
+                Box::new(|p| {
+                    // Past the stacks' checks, which come first.
+                    p.folded.truncate(1);
+                    p.witness = Some(ProfileWitness {
+                        sampled_busy_ms: 1.0,
+                        stat_busy_ms: 1.0,
+                        ratio: Some(1.0),
+                        stat_steal_ms: 0.0,
+                        resolution_pct: Some(2.0),
+                        band_pct: Some(5.0),
+                        verdict: Some("disagrees".into()),
+                        why: Some("y".repeat(1025)),
+                    })
+                }),
+            ),
         ];
         for (want, breaks) in cases {
             let mut p = profiled();
