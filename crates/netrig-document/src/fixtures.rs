@@ -182,6 +182,9 @@ pub fn profile(
             .collect(),
         folded_total: functions.len() as u64,
         witness: None,
+        throttles: 0,
+        softirqs: KernelCount::default(),
+        softnet: KernelCount::default(),
     };
     ProfileResult {
         local: EndProfile::Profiled(Box::new(p)),

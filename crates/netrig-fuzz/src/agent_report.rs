@@ -16,8 +16,8 @@
 //! client admits it (`bounds::admit`): what it admits keeps every bound.
 
 use netrig_proto::report::profile::{
-    bounds, EndProfile, FoldedStack, ProfileFunction, ProfileGroup, ProfileResult, ProfileSplit,
-    ProfileWitness, Profiled, SampleCount,
+    bounds, EndProfile, FoldedStack, KernelCount, ProfileFunction, ProfileGroup, ProfileResult, ProfileSplit,
+    ProfileWitness, Profiled, SampleCount, SoftirqCounts, SoftirqCpuCount,
 };
 use netrig_proto::report::{FlowReport, IntervalSample, SideReport, SockBufReport};
 use netrig_proto::spec::KindSpec;
@@ -400,6 +400,31 @@ fn remote_profile() -> Profiled {
             sampled_busy_ms: 1801.8,
             stat_busy_ms: 1790.0,
             ratio: Some(1.0066),
+            stat_steal_ms: 0.0,
+            resolution_pct: Some(3.1),
+            band_pct: Some(5.0),
+            verdict: Some("agrees".into()),
+            why: None,
         }),
+        throttles: 0,
+        softirqs: KernelCount::Counted(SoftirqCounts {
+            net_rx: 5000,
+            net_tx: 3,
+            per_cpu: vec![
+                SoftirqCpuCount {
+                    cpu: 0,
+                    net_rx: 2500,
+                    net_tx: 1,
+                },
+                SoftirqCpuCount {
+                    cpu: 1,
+                    net_rx: 2500,
+                    net_tx: 2,
+                },
+            ],
+        }),
+        softnet: KernelCount::Withheld {
+            withheld: "reading /proc/net/softnet_stat: No such file or directory".into(),
+        },
     }
 }

@@ -560,6 +560,9 @@ mod tests {
             folded_total: folded.len() as u64 + 3,
             folded,
             witness: None,
+            throttles: 0,
+            softirqs: Default::default(),
+            softnet: Default::default(),
         }
     }
 

@@ -130,7 +130,11 @@ fn a_stream_profile_names_tcp_and_the_copy_and_agrees_with_proc_stat() {
         "{w}"
     );
     // The kernel's own count of the receive work: NET_RX softirqs ran in the window.
-    assert!(local["softirqs"]["net_rx"].as_u64().unwrap() > 0, "{}", local["softirqs"]);
+    assert!(
+        local["softirqs"]["net_rx"].as_u64().unwrap() > 0,
+        "{}",
+        local["softirqs"]
+    );
     // Without --profile: no profile key at all.
     let plain = run_json(&strs(&at(&port, "tcp-stream -l 0.3")));
     assert!(plain.get("profile").is_none(), "{}", plain["profile"]);

@@ -172,9 +172,14 @@ fn a_thousand_rules_raise_netfilter_s_share_and_demand_by_an_interval() {
     assert!(section.contains("nft_do_chain"), "{section}");
     // The receiving end (the lab's agent, started with --allow-profile) sees the same kernel:
     // its netfilter rose too, by an interval above 0.
-    let diffs = v["tests"][0]["points"][0]["profile_differences"].as_array().unwrap();
+    let diffs = v["tests"][0]["points"][0]["profile_differences"]
+        .as_array()
+        .unwrap();
     let remote = diffs.iter().find(|d| d["end"] == "remote").unwrap();
-    assert!(remote["withheld"].is_null(), "the lab's agent profiles its end: {remote}");
+    assert!(
+        remote["withheld"].is_null(),
+        "the lab's agent profiles its end: {remote}"
+    );
     let nf = remote["groups"]
         .as_array()
         .unwrap()
@@ -187,19 +192,20 @@ fn a_thousand_rules_raise_netfilter_s_share_and_demand_by_an_interval() {
     let saved = tmp.path().join("experiment.json");
     std::fs::write(&saved, serde_json::to_vec(&v).unwrap()).unwrap();
     let html = tmp.path().join("experiment.html");
-    let o = crate::helpers::run(&[
-        "report",
-        saved.to_str().unwrap(),
-        "-o",
-        html.to_str().unwrap(),
-    ]);
+    let o = crate::helpers::run(&["report", saved.to_str().unwrap(), "-o", html.to_str().unwrap()]);
     assert!(o.status.success(), "{}", crate::helpers::stderr(&o));
     let page = std::fs::read_to_string(&html).unwrap();
-    assert!(page.contains("Profile: where the arms' CPU time differs"), "no differential section");
+    assert!(
+        page.contains("Profile: where the arms' CPU time differs"),
+        "no differential section"
+    );
     assert_eq!(
         page.matches("<figure class=\"flame\" id=\"flame-diff-").count(),
         2,
         "one differential graph per end"
     );
-    assert!(page.contains("nft_do_chain"), "the graph names the rules' evaluation");
+    assert!(
+        page.contains("nft_do_chain"),
+        "the graph names the rules' evaluation"
+    );
 }
