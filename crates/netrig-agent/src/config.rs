@@ -52,6 +52,9 @@ pub struct AgentConfig {
     /// `--iperf3-port`: a second port (TCP and UDP) that serves iperf3
     /// clients alone (iperf3's own is 5201).
     pub iperf3_port: Option<u16>,
+    /// `--metrics-port`: a port (TCP, on the bind address) that serves the agent's counters
+    /// at GET /metrics for Prometheus (docs/FLEET.md).
+    pub metrics_port: Option<u16>,
 }
 
 impl AgentConfig {
@@ -72,6 +75,7 @@ impl AgentConfig {
             mptcp_listener: true,
             iperf3_unauthenticated: false,
             iperf3_port: None,
+            metrics_port: None,
         }
     }
 

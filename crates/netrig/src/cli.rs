@@ -338,6 +338,12 @@ pub struct ServeArgs {
     pub http_port: Option<u16>,
     #[command(flatten)]
     pub http: Box<crate::http::HttpOptions>,
+    /// Serve the agent's own counters (sessions, tests by kind, refusals by reason, bytes, iperf3
+    /// sessions, uptime, version) on this port, on its --bind address, at GET /metrics for
+    /// Prometheus: OpenMetrics text, or the classic text format. No key needed and nothing secret
+    /// in it; firewall the port as any exporter's (docs/FLEET.md).
+    #[arg(long = "metrics-port", value_name = "PORT", help_heading = "Metrics")]
+    pub metrics_port: Option<u16>,
     /// Log only warnings.
     #[arg(short = 'q', long)]
     pub quiet: bool,

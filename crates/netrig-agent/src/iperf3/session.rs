@@ -67,6 +67,7 @@ pub(crate) fn serve(
     pre: crate::admission::PreSlot,
 ) {
     let who = format!("{peer} (iperf3)");
+    shared.metrics.iperf3_session();
     let _ = stream.set_nodelay(true);
     let _ = stream.set_write_timeout(Some(EXCHANGE_WAIT));
     let mut s = Session {
@@ -79,6 +80,7 @@ pub(crate) fn serve(
     };
     if let Err(e) = s.run(pre) {
         if let Some(code) = e.code {
+            shared.metrics.refused(crate::metrics::Refusal::Iperf3);
             // The client reads its error in place of the next state.
             let _ = s.sm.send(State::ServerError);
             let _ = s.ctl.write_server_error(code, 0);
@@ -122,6 +124,7 @@ impl Session<'_> {
         let admission = match crate::admission::take_slot(&shared.slots, caps, key, false, handle) {
             Ok((a, _)) => a,
             Err(reason) => {
+                shared.metrics.refused(crate::metrics::Refusal::Busy);
                 log::info!("{}: refused: {reason}", self.who);
                 let _ = self.send(State::AccessDenied);
                 return Ok(());
