@@ -596,6 +596,11 @@ pub struct ExperimentArgs {
     /// (default ./netrig-results).
     #[arg(long, value_name = "DIR", num_args = 0..=1, help_heading = "Output")]
     pub save: Option<Option<PathBuf>>,
+    /// After the run, push its summary to the Prometheus Pushgateway at URL (http://HOST:PORT),
+    /// job "netrig", grouped by kind and target (an experiment: one group per test, point and
+    /// arm, each figure the mean of its runs). Figures withheld are not pushed (docs/FLEET.md).
+    #[arg(long, value_name = "URL", help_heading = "Output")]
+    pub push: Option<String>,
 }
 
 /// The regression gate's options.

@@ -200,6 +200,10 @@ pub fn run_plan(
             eprintln!("warning: {w}");
         }
     }
+    // What completed, shown and saved above, even when the experiment stopped early.
+    if let Some(url) = &out.push {
+        crate::push::push(url, &netrig_export::openmetrics::experiment_groups(&experiment))?;
+    }
     match experiment.stopped.as_deref() {
         Some("interrupted") => return Err(Interrupted.into()),
         Some(s) => bail!("the experiment stopped early (what completed is shown): {s}"),

@@ -158,6 +158,9 @@ pub fn test(
         page.result(&mut html, &result)?;
         write_report(path, &String::from_utf8_lossy(&html))?;
     }
+    if let Some(url) = &run.experiment.push {
+        crate::push::push(url, &[netrig_export::openmetrics::result_group(&result)])?;
+    }
     Ok(())
 }
 
