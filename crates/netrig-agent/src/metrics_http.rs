@@ -24,7 +24,8 @@ pub const MAX_HEAD: usize = 8192;
 pub const READ_DEADLINE: Duration = Duration::from_secs(3);
 /// The most time writing the answer may block.
 pub const WRITE_TIMEOUT: Duration = Duration::from_secs(3);
-/// How often the accept loop looks whether the agent is shutting down.
+/// How often the accept loop looks whether the agent is shutting down (and how long it
+/// sleeps after an accept that failed otherwise: out of descriptors, say).
 const SHUTDOWN_POLL: Duration = Duration::from_millis(200);
 
 /// `--metrics-port`'s socket: `bind`'s address on `port` (with `[::]`, IPv6 and IPv4 alike).
@@ -39,7 +40,11 @@ pub(crate) fn bind(bind: SocketAddr, port: u16) -> Result<TcpListener, (SocketAd
         r => r,
     }
     .map_err(|e| (addr, e))?;
-    l.set_nonblocking(true).map_err(|e| (addr, e))?;
+    // Linux's accept waits at most SO_RCVTIMEO: a scrape is taken at once, and the loop still
+    // looks at the agent's shutdown that often.
+    socket2::SockRef::from(&l)
+        .set_read_timeout(Some(SHUTDOWN_POLL))
+        .map_err(|e| (addr, e))?;
     Ok(l)
 }
 
@@ -55,7 +60,8 @@ pub(crate) fn start(listener: TcpListener, shared: Arc<Shared>) -> io::Result<()
                     }
                     // Outside --allow: closed unanswered, as the HTTP port does.
                     Ok(_) => {}
-                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => std::thread::sleep(SHUTDOWN_POLL),
+                    Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut) => {}
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                     Err(e) => {
                         log::warn!("metrics port (--metrics-port): accept failed: {e}");
                         std::thread::sleep(SHUTDOWN_POLL);
@@ -68,7 +74,6 @@ pub(crate) fn start(listener: TcpListener, shared: Arc<Shared>) -> io::Result<()
 
 /// One connection: its request read (bounded), one answer, closed.
 fn answer(mut stream: TcpStream, shared: &Shared) {
-    let _ = stream.set_nonblocking(false);
     let _ = stream.set_write_timeout(Some(WRITE_TIMEOUT));
     let response = match read_head(&mut stream) {
         Ok(head) => respond(&head, shared),

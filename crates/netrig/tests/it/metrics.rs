@@ -355,6 +355,21 @@ fn the_pushgateway_receives_the_summary_and_prometheus_scrapes_it() {
     );
     assert!(stderr(&o).contains(&format!("--push {closed}")), "{}", stderr(&o));
 
+    // An experiment: one group per point (and arm), each the mean of its runs.
+    let o = run(&strs(&at(
+        &port,
+        &format!("tcp-rr -l 0.2 -P 1,2 --iterations 2,2 --json --push {push}"),
+    )));
+    assert!(o.status.success(), "{}", stderr(&o));
+    let pushed = samples(&get(gp, "/metrics", "").body);
+    for point in ["-P 1", "-P 2"] {
+        let runs = format!(
+            "netrig_runs{{arm=\"default\",instance=\"\",job=\"netrig\",kind=\"tcp-rr\",plan=\"tcp-rr\",\
+             point=\"{point}\",target=\"127.0.0.1\",test=\"0\"}}"
+        );
+        assert_eq!(value(&pushed, &runs), 2.0, "{pushed:?}");
+    }
+
     let pp = free_port();
     let config = dir.path().join("prometheus.yml");
     std::fs::write(
@@ -390,6 +405,11 @@ fn the_pushgateway_receives_the_summary_and_prometheus_scrapes_it() {
         "netrig_agent_tests_total{job=\"netrig-agent\",kind=\"tcp-stream\",outcome=\"completed\"}",
     );
     assert_eq!(tests, 2.0, "the agent ran two tcp-streams");
+    let rr = query_until(
+        pp,
+        "netrig_agent_tests_total{job=\"netrig-agent\",kind=\"tcp-rr\",outcome=\"completed\"}",
+    );
+    assert_eq!(rr, 4.0, "the experiment's four tcp-rr runs");
 }
 
 /// The value of the one series `query` finds in Prometheus (HTTP API /api/v1/query), polled
