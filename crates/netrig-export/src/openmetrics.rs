@@ -155,7 +155,14 @@ fn families(runs: &[&TestResult], runs_family: bool) -> Vec<Family> {
         let labels: Vec<(&str, &str)> = f.label.into_iter().collect();
         match out.iter_mut().find(|x| x.name == f.name) {
             Some(family) => family.push(&labels, value),
-            None => out.push(Family::new(f.name, f.help, f.kind).with(&labels, value)),
+            None => {
+                // A family's help is on its first figure, which may be the one withheld.
+                let help = FIGURES
+                    .iter()
+                    .find(|x| x.name == f.name && !x.help.is_empty())
+                    .map_or(f.help, |x| x.help);
+                out.push(Family::new(f.name, help, f.kind).with(&labels, value))
+            }
         }
     }
     if runs_family && !out.is_empty() {
@@ -243,6 +250,26 @@ mod tests {
         );
         assert!(!text.contains("netrig_transactions"), "{text}");
         assert_eq!(g.labels[0], ("kind".to_string(), r.test.clone()));
+    }
+
+    #[test]
+    fn a_family_keeps_its_help_when_its_first_figure_is_withheld() {
+        let mut r = fixtures::fixture("tcp-stream");
+        r.summary.cpu.local_pct = None;
+        r.summary.cpu.remote_pct = Some(50.0);
+        let text = netrig_openmetrics::classic(&result_group(&r).families);
+        assert!(
+            text.contains("# HELP netrig_cpu_utilization_ratio Each end's host CPU"),
+            "{text}"
+        );
+        assert!(
+            text.contains("netrig_cpu_utilization_ratio{end=\"remote\"} 0.5\n"),
+            "{text}"
+        );
+        assert!(
+            !text.contains("netrig_cpu_utilization_ratio{end=\"local\"}"),
+            "a withheld figure is not pushed: {text}"
+        );
     }
 
     #[test]

@@ -11,7 +11,7 @@ use base64::Engine;
 use netrig_export::openmetrics::Group;
 use std::time::Duration;
 
-/// The most one push may take, connection to answer.
+/// The most one PUT (one group) may take, connection to answer.
 pub const PUSH_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Pushes every group to the Pushgateway at `url`; the first failure is the error, naming
