@@ -33,7 +33,7 @@ pub(crate) enum Refusal {
     Hook,
     /// A watch of the host refused (`--disclose minimal`, no thread to spare).
     Watch,
-    /// An iperf3 client's test refused (its parameters, the agent's keys or caps).
+    /// An iperf3 client's test refused (its authentication, the agent's caps or this host).
     Iperf3,
 }
 
@@ -144,8 +144,8 @@ impl Counters {
         let get = |a: &AtomicU64| Value::Int(a.load(Ordering::Relaxed));
         let mut tests = Family::new(
             "netrig_agent_tests",
-            "Tests the agent ran since it started, by kind and outcome (completed: results sent; \
-             failed: ended in an error once accepted).",
+            "Tests the agent ran since it started (netrig's and iperf3 clients'), by kind and \
+             outcome (completed: ran to its end; failed: ended in an error once accepted).",
             Kind::Counter,
         );
         // Kinds with one end (http, syn-flood, half-close) never run on an agent.

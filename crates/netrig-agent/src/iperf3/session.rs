@@ -80,7 +80,6 @@ pub(crate) fn serve(
     };
     if let Err(e) = s.run(pre) {
         if let Some(code) = e.code {
-            shared.metrics.refused(crate::metrics::Refusal::Iperf3);
             // The client reads its error in place of the next state.
             let _ = s.sm.send(State::ServerError);
             let _ = s.ctl.write_server_error(code, 0);
@@ -108,7 +107,9 @@ impl Session<'_> {
 
     fn run(&mut self, pre: crate::admission::PreSlot) -> Result<(), Ended> {
         let p = self.params()?;
-        let t = self.admit(&p)?;
+        let t = self
+            .admit(&p)
+            .inspect_err(|_| self.shared.metrics.refused(crate::metrics::Refusal::Iperf3))?;
         // Now, and only now, a session place (as a netrig client's after its hello).
         let shared = self.shared;
         let handle = self
@@ -147,7 +148,12 @@ impl Session<'_> {
         for n in &t.notes {
             log::info!("{}: {n}", self.who);
         }
-        let (outcome, addresses, congestion) = self.test(&t)?;
+        let tested = self.test(&t);
+        let flows = tested
+            .iter()
+            .flat_map(|(o, ..)| o.flows.iter().map(|f| (f.role, f.total_bytes)));
+        shared.metrics.test(t.spec.kind(), tested.is_ok(), flows);
+        let (outcome, addresses, congestion) = tested?;
         self.exchange(&p, &t, &outcome, addresses, congestion)
     }
 

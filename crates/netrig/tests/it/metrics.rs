@@ -230,6 +230,41 @@ fn the_agents_counters_move_by_what_its_tests_did() {
     assert!(classic.headers["content-type"].starts_with("text/plain; version=0.0.4"));
     assert!(!classic.body.contains("# EOF"));
     promtool_accepts(&classic.body);
+    an_iperf3_clients_test_is_counted(agent.port, mp);
+}
+
+/// An iperf3 client's test (Debian's iperf3 against the agent's port) is a session of its
+/// own and a test of its kind, and its bytes are the agent's receivers'.
+fn an_iperf3_clients_test_is_counted(port: u16, mp: u16) {
+    let Some(iperf3) = on_path("iperf3") else {
+        return crate::skip::missing("iperf3 is missing (apt-get install iperf3)");
+    };
+    let before = scrape(mp);
+    let p = port.to_string();
+    let o = crate::helpers::run_cmd(
+        Command::new(iperf3),
+        &["-c", "127.0.0.1", "-p", &p, "-t", "1", "-J"],
+    );
+    assert!(o.status.success(), "{}{}", stdout(&o), stderr(&o));
+    let v: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let received = u(&v, "/end/sum_received/bytes");
+    let after = scrape(mp);
+    let moved = |series: &str| value(&after, series) - value(&before, series);
+    assert_eq!(moved("netrig_agent_iperf3_sessions_total"), 1.0);
+    assert_eq!(
+        moved("netrig_agent_tests_total{kind=\"tcp-stream\",outcome=\"completed\"}"),
+        1.0
+    );
+    assert_eq!(
+        moved("netrig_agent_sessions_admitted_total"),
+        0.0,
+        "not a netrig session"
+    );
+    let bytes = moved("netrig_agent_test_payload_bytes_total{role=\"receiver\"}");
+    assert!(
+        bytes >= received as f64 && received > 0,
+        "{bytes} counted, iperf3 says {received} received"
+    );
 }
 
 /// `promtool check metrics` (Debian's prometheus) reads the classic scrape without a complaint.
