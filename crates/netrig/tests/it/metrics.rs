@@ -358,6 +358,9 @@ fn the_pushgateway_receives_the_summary_and_prometheus_scrapes_it() {
     let mut gateway = Killed(
         Command::new(pgw)
             .arg(format!("--web.listen-address=127.0.0.1:{gp}"))
+            // In memory only: Debian's build persists to /var/lib/prometheus by default, which
+            // would carry one run's pushes into the next (and into the host's own gateway).
+            .arg("--persistence.file=")
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
