@@ -140,6 +140,9 @@ pub fn run_plan(
     if out.csv && json {
         bail!(Usage("--csv and --json: choose one".into()));
     }
+    if let Some(url) = &out.push {
+        crate::push::check(url)?;
+    }
     let bar = std::io::stderr().is_terminal().then(|| {
         let b = indicatif::ProgressBar::new(1);
         b.set_style(

@@ -56,6 +56,11 @@ pub fn push(url: &str, groups: &[Group]) -> Result<()> {
     Ok(())
 }
 
+/// Refuses a URL this build cannot push to, before the run rather than after it.
+pub fn check(url: &str) -> Result<(), crate::Usage> {
+    base_url(url).map(|_| ()).map_err(|e| crate::Usage(e.to_string()))
+}
+
 /// `url` without a trailing slash, refused unless it is plain http.
 fn base_url(url: &str) -> Result<&str> {
     let base = url.trim_end_matches('/');

@@ -475,3 +475,20 @@ fn query_until(port: u16, query: &str) -> f64 {
         std::thread::sleep(Duration::from_millis(250));
     }
 }
+
+/// A Pushgateway URL this build cannot push to (TLS, no scheme) is refused before the run,
+/// naming --push, rather than after a run whose summary it would then lose.
+#[test]
+fn a_push_url_it_cannot_use_is_refused_before_the_run() {
+    for url in ["https://127.0.0.1:9091", "127.0.0.1:9091"] {
+        let started = Instant::now();
+        let o = run(&["tcp-stream", "-l", "5", "--push", url]);
+        assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+        assert!(stderr(&o).contains(&format!("--push {url}")), "{}", stderr(&o));
+        assert!(stdout(&o).is_empty(), "no run: {}", stdout(&o));
+        assert!(
+            started.elapsed() < Duration::from_secs(4),
+            "refused before the 5 s run"
+        );
+    }
+}
