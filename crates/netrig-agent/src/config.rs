@@ -56,6 +56,9 @@ pub struct AgentConfig {
     /// over the agent's window: every CPU sampled, every process's functions and names told to
     /// the client. Off: such a test runs, its agent's end withheld with that reason.
     pub allow_profile: bool,
+    /// `--metrics-port`: a port (TCP, on the bind address) that serves the agent's counters
+    /// at GET /metrics for Prometheus (docs/FLEET.md).
+    pub metrics_port: Option<u16>,
 }
 
 impl AgentConfig {
@@ -77,6 +80,7 @@ impl AgentConfig {
             iperf3_unauthenticated: false,
             iperf3_port: None,
             allow_profile: false,
+            metrics_port: None,
         }
     }
 

@@ -21,6 +21,8 @@ mod iperf3;
 mod iperf3_routes;
 mod listener;
 mod memory;
+mod metrics;
+pub mod metrics_http;
 mod peer;
 mod profile;
 mod rate_limit;

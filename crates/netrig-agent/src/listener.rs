@@ -45,6 +45,8 @@ pub struct Agent {
     udp: std::net::UdpSocket,
     /// `--iperf3-port`'s sockets, until the agent runs.
     iperf3_port: Option<crate::iperf3::Port>,
+    /// `--metrics-port`'s socket, until the agent runs.
+    metrics_port: Option<TcpListener>,
     pub(crate) shared: Arc<Shared>,
 }
 
@@ -104,10 +106,17 @@ impl Agent {
             ),
             None => None,
         };
+        let metrics_port = match config.metrics_port {
+            Some(port) => Some(
+                crate::metrics_http::bind(config.bind, port).map_err(|(addr, e)| listen_error(addr, e))?,
+            ),
+            None => None,
+        };
         Ok(Agent {
             poll,
             udp,
             iperf3_port,
+            metrics_port,
             shared: Arc::new(Shared {
                 listeners,
                 doorway,
@@ -120,6 +129,7 @@ impl Agent {
                 udp_local,
                 iperf3: Default::default(),
                 accept_failures: Default::default(),
+                metrics: Default::default(),
             }),
         })
     }
@@ -160,8 +170,18 @@ impl Agent {
             .and_then(crate::iperf3::Port::local_addr)
     }
 
+    /// The metrics port's address (`--metrics-port`), if it has one.
+    pub fn metrics_addr(&self) -> Option<SocketAddr> {
+        self.metrics_port.as_ref().and_then(|l| l.local_addr().ok())
+    }
+
     /// Accepts connections until the process ends.
     pub fn run(mut self) {
+        if let Some(l) = self.metrics_port.take() {
+            if let Err(e) = crate::metrics_http::start(l, self.shared.clone()) {
+                log::warn!("cannot serve the metrics port (--metrics-port): {e}");
+            }
+        }
         if let Err(e) = self.start_udp() {
             log::warn!("{e}: UDP tests will not work");
         }
@@ -545,6 +565,7 @@ impl Acceptor {
         let now = Instant::now();
         let outsider = !allowed(&self.shared.config.allow, peer.ip());
         if outsider {
+            self.shared.metrics.refused(crate::metrics::Refusal::Allow);
             if self.deny_log.allow(now) {
                 log::warn!("{peer}: closed: not in the networks the agent serves (its --allow)");
             }
@@ -738,6 +759,7 @@ impl Acceptor {
             Greeting::Control(p) => match crate::session::negotiate_version(p) {
                 Ok(v) => Some(v),
                 Err((answer, why)) => {
+                    self.shared.metrics.refused(crate::metrics::Refusal::Version);
                     if self.refuse_log.allow(Instant::now()) {
                         log::warn!("{peer}: refused: {why}");
                     }

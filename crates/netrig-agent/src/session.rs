@@ -1,6 +1,7 @@
 //! One control session: handshake, then tests one after another.
 
 use crate::hooks::{HookEnv, Phase, TestOutcome};
+use crate::metrics::Refusal;
 use crate::peer::canonical_ip;
 use crate::rate_limit::{RateLimit, WARNINGS_PER_SECOND};
 use crate::registry::{DataConn, Registration};
@@ -319,12 +320,14 @@ impl<'a> Control<'a> {
         // An authenticated session's requests are checked before anything else.
         if let (ClientMsg::TestRequest { spec, auth }, Some(a)) = (&msg, self.auth.as_mut()) {
             if let Err(e) = a.check_request(spec, auth.as_ref()) {
+                self.shared.metrics.refused(Refusal::Auth);
                 return Err(SessionError::Test(format!("authentication failed: {e}")));
             }
         }
         Ok(match self.sm.on_client(msg, Instant::now())? {
             AgentEvent::Hello { software, auth } => self.on_hello(&software, &auth)?,
             AgentEvent::TestInvalid(reason) => {
+                self.shared.metrics.refused(Refusal::Spec);
                 log::info!("{}: test refused: {reason}", self.peer);
                 self.conn.send(&AgentMsg::TestRejected { reason })?;
                 Then::CheckIdle
@@ -332,6 +335,7 @@ impl<'a> Control<'a> {
             AgentEvent::TestRequested(spec) => self.on_test_request(&spec)?,
             AgentEvent::WatchStart => self.on_watch_start()?,
             AgentEvent::WatchRefused(reason) => {
+                self.shared.metrics.refused(Refusal::Watch);
                 self.conn.send(&AgentMsg::WatchRejected { reason })?;
                 Then::CheckIdle
             }
@@ -377,7 +381,10 @@ impl<'a> Control<'a> {
             .config
             .auth
             .on_hello(self.version, &self.welcome_auth, Some(auth))
-            .map_err(|e| SessionError::Test(format!("authentication failed: {e}")))?;
+            .map_err(|e| {
+                self.shared.metrics.refused(Refusal::Auth);
+                SessionError::Test(format!("authentication failed: {e}"))
+            })?;
         // Now, and only now, a session place.
         let handle = self
             .conn
@@ -401,8 +408,10 @@ impl<'a> Control<'a> {
                 }
                 self.admission = Some(adm);
                 *self.pre = None;
+                self.shared.metrics.session();
             }
             Err(reason) => {
+                self.shared.metrics.refused(Refusal::Busy);
                 log::info!("{peer}: refused: {reason}");
                 self.conn.send(&AgentMsg::Busy { reason })?;
                 return Ok(Then::End);
@@ -432,6 +441,7 @@ impl<'a> Control<'a> {
             .check(share_of(spec))
             .and_then(|()| host_can_run(spec, &shared.config.limits));
         if let Err(reason) = checked {
+            shared.metrics.refused(Refusal::Caps);
             return self.refuse_test(reason);
         }
         let env = HookEnv {
@@ -441,6 +451,7 @@ impl<'a> Control<'a> {
             outcome: None,
         };
         if let Err(reason) = set_up(spec, shared, &env, self.peer) {
+            shared.metrics.refused(Refusal::Hook);
             return self.refuse_test(reason);
         }
         // The client's set-up steps get their whole time after the hook's.
@@ -472,6 +483,10 @@ impl<'a> Control<'a> {
             Ok(_) => TestOutcome::Completed,
             Err(_) => TestOutcome::Failed,
         };
+        let flows = report
+            .iter()
+            .flat_map(|r| r.flows.iter().map(|f| (f.role, f.total_bytes)));
+        shared.metrics.test(spec.kind(), report.is_ok(), flows);
         let warning = tear_down(spec, shared, &env, outcome, self.peer);
         // Heartbeats until here: the tear-down hook may take a while.
         let dropped = writer.take().map_or(0, crate::writer::ControlWriter::finish);
@@ -523,6 +538,7 @@ impl<'a> Control<'a> {
                 })?;
             }
             Err(reason) => {
+                self.shared.metrics.refused(Refusal::Watch);
                 log::info!("{}: watch refused: {reason}", self.peer);
                 self.sm.end_watch();
                 self.conn.send(&AgentMsg::WatchRejected { reason })?;

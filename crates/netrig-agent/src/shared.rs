@@ -36,4 +36,6 @@ pub(crate) struct Shared {
     pub iperf3: crate::iperf3_routes::Routes,
     /// Accepts that failed (out of descriptors?), for sessions to tell why.
     pub accept_failures: crate::accept_failures::AcceptFailures,
+    /// The counters `--metrics-port` serves.
+    pub metrics: crate::metrics::Counters,
 }

@@ -13,6 +13,7 @@ pub mod experiment;
 pub mod html;
 pub mod json;
 pub mod json_stream;
+pub mod openmetrics;
 pub mod table;
 
 pub use table::TableLayout;

@@ -35,6 +35,7 @@ pub fn serve(a: ServeArgs) -> Result<()> {
     config.idle_timeout = Duration::from_secs(a.idle_timeout);
     config.allow = a.allow.clone();
     config.iperf3_port = a.iperf3_port;
+    config.metrics_port = a.metrics_port;
     config.iperf3_unauthenticated = a.iperf3;
     config.allow_profile = a.allow_profile;
     config.disclose = match a.disclose {
@@ -129,6 +130,9 @@ pub fn serve(a: ServeArgs) -> Result<()> {
         netrig_proto::PROTOCOL_VERSION
     );
     eprintln!("netrig: {caps}");
+    if let Some(m) = agent.metrics_addr() {
+        eprintln!("netrig: the agent's counters at http://{m}/metrics (--metrics-port; no key needed)");
+    }
     eprintln!(
         "netrig: {}",
         iperf3_line(&agent, a.authorized_keys.is_some(), a.iperf3)

@@ -344,6 +344,12 @@ pub struct ServeArgs {
     pub http_port: Option<u16>,
     #[command(flatten)]
     pub http: Box<crate::http::HttpOptions>,
+    /// Serve the agent's own counters (sessions, tests by kind, refusals by reason, bytes, iperf3
+    /// sessions, uptime, version) on this port, on its --bind address, at GET /metrics for
+    /// Prometheus: OpenMetrics text, or the classic text format. No key needed and nothing secret
+    /// in it; firewall the port as any exporter's (docs/FLEET.md).
+    #[arg(long = "metrics-port", value_name = "PORT", help_heading = "Metrics")]
+    pub metrics_port: Option<u16>,
     /// Log only warnings.
     #[arg(short = 'q', long)]
     pub quiet: bool,
@@ -596,6 +602,11 @@ pub struct ExperimentArgs {
     /// (default ./netrig-results).
     #[arg(long, value_name = "DIR", num_args = 0..=1, help_heading = "Output")]
     pub save: Option<Option<PathBuf>>,
+    /// After the run, push its summary to the Prometheus Pushgateway at URL (http://HOST:PORT),
+    /// job "netrig", grouped by kind and target (an experiment: one group per test, point and
+    /// arm, each figure the mean of its runs). Figures withheld are not pushed (docs/FLEET.md).
+    #[arg(long, value_name = "URL", help_heading = "Output")]
+    pub push: Option<String>,
 }
 
 /// The regression gate's options.

@@ -142,6 +142,9 @@ pub fn run_plan(
     if out.csv && json {
         bail!(Usage("--csv and --json: choose one".into()));
     }
+    if let Some(url) = &out.push {
+        crate::push::check(url)?;
+    }
     let bar = std::io::stderr().is_terminal().then(|| {
         let b = indicatif::ProgressBar::new(1);
         b.set_style(
@@ -201,6 +204,10 @@ pub fn run_plan(
         for w in &experiment.warnings {
             eprintln!("warning: {w}");
         }
+    }
+    // What completed, shown and saved above, even when the experiment stopped early.
+    if let Some(url) = &out.push {
+        crate::push::push(url, &netrig_export::openmetrics::experiment_groups(&experiment))?;
     }
     match experiment.stopped.as_deref() {
         Some("interrupted") => return Err(Interrupted.into()),

@@ -12,6 +12,7 @@ mod lab_overload;
 mod one_test;
 mod plot;
 mod progress;
+mod push;
 mod quick;
 mod report;
 mod values;

@@ -41,6 +41,9 @@ pub fn test(
     sweeps: Vec<Sweep>,
 ) -> Result<()> {
     let run = RunArgs::from_arg_matches(m)?;
+    if let Some(url) = &run.experiment.push {
+        crate::push::check(url)?;
+    }
     // Only a kind with one end takes these (its subcommand alone has them).
     let one = match kind.ends() {
         netrig_kinds::Ends::ClientOnly(_) => OneEndArgs::from_arg_matches(m)?,
@@ -150,6 +153,9 @@ pub fn test(
         }
         page.result(&mut html, &result)?;
         write_report(path, &String::from_utf8_lossy(&html))?;
+    }
+    if let Some(url) = &run.experiment.push {
+        crate::push::push(url, &[netrig_export::openmetrics::result_group(&result)])?;
     }
     Ok(())
 }

@@ -67,6 +67,7 @@ pub(crate) fn serve(
     pre: crate::admission::PreSlot,
 ) {
     let who = format!("{peer} (iperf3)");
+    shared.metrics.iperf3_session();
     let _ = stream.set_nodelay(true);
     let _ = stream.set_write_timeout(Some(EXCHANGE_WAIT));
     let mut s = Session {
@@ -106,7 +107,9 @@ impl Session<'_> {
 
     fn run(&mut self, pre: crate::admission::PreSlot) -> Result<(), Ended> {
         let p = self.params()?;
-        let t = self.admit(&p)?;
+        let t = self
+            .admit(&p)
+            .inspect_err(|_| self.shared.metrics.refused(crate::metrics::Refusal::Iperf3))?;
         // Now, and only now, a session place (as a netrig client's after its hello).
         let shared = self.shared;
         let handle = self
@@ -122,6 +125,7 @@ impl Session<'_> {
         let admission = match crate::admission::take_slot(&shared.slots, caps, key, false, handle) {
             Ok((a, _)) => a,
             Err(reason) => {
+                shared.metrics.refused(crate::metrics::Refusal::Busy);
                 log::info!("{}: refused: {reason}", self.who);
                 let _ = self.send(State::AccessDenied);
                 return Ok(());
@@ -144,7 +148,12 @@ impl Session<'_> {
         for n in &t.notes {
             log::info!("{}: {n}", self.who);
         }
-        let (outcome, addresses, congestion) = self.test(&t)?;
+        let tested = self.test(&t);
+        let flows = tested
+            .iter()
+            .flat_map(|(o, ..)| o.flows.iter().map(|f| (f.role, f.total_bytes)));
+        shared.metrics.test(t.spec.kind(), tested.is_ok(), flows);
+        let (outcome, addresses, congestion) = tested?;
         self.exchange(&p, &t, &outcome, addresses, congestion)
     }
 
