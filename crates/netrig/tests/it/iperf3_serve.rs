@@ -196,6 +196,18 @@ fn kernel(ns: &Netns) -> Kernel {
 /// timestamps 32 (a GSO packet of 64 KiB counts once, with one header).
 const TCP_HEADERS: u64 = 66;
 
+/// What one TCP stream can hold in flight on this host: the largest receive buffer
+/// (tcp_rmem's third field) and the largest send buffer (tcp_wmem's), in bytes.
+fn in_flight_bound() -> f64 {
+    let most = |f: &str| {
+        std::fs::read_to_string(f)
+            .ok()
+            .and_then(|s| s.split_whitespace().nth(2).and_then(|v| v.parse::<f64>().ok()))
+            .unwrap_or_else(|| panic!("{f} unreadable"))
+    };
+    most("/proc/sys/net/ipv4/tcp_rmem") + most("/proc/sys/net/ipv4/tcp_wmem")
+}
+
 fn within(a: f64, b: f64, pct: f64) -> bool {
     (a - b).abs() <= b.abs().max(a.abs()) * pct / 100.0
 }
@@ -317,13 +329,20 @@ fn check_mode(what: &str, mode: &str, v: &Value, log: &str, before: Kernel, afte
     // fill its receive buffer (tcp_rmem's largest, 32 MiB on some hosts)
     // and the agent's send buffer. (The agent reads what came before
     // TEST_END into its window: the other way they agree more closely.)
+    // Where the agent sends, what was in flight can be the client's whole receive buffer and
+    // the agent's send buffer: 2 % of a loaded host's slow 3 s can be less than that (a run
+    // beside other tests once missed 2 % on -R), so that much is allowed too.
+    let agent_sends = |a: f64, b: f64| within(a, b, 2.0) || (a - b).abs() <= in_flight_bound();
+    let forward_ok = if mode == "-R" {
+        agent_sends(sent, received)
+    } else {
+        within(sent, received, 2.0)
+    };
+    assert!(forward_ok, "{what}: sent {sent}, received {received}");
     assert!(
-        within(sent, received, 2.0),
-        "{what}: sent {sent}, received {received}"
-    );
-    assert!(
-        within(reverse_sent, reverse_received, 2.0),
-        "{what}: reverse sent {reverse_sent}, received {reverse_received}"
+        agent_sends(reverse_sent, reverse_received),
+        "{what}: reverse sent {reverse_sent}, received {reverse_received} (in flight at most {})",
+        in_flight_bound()
     );
     // The kernel's payload on loopback: all it sent, less each packet's
     // headers (the control connection's few kilobytes among it).
