@@ -156,6 +156,9 @@ put("latency_histogram", "clamped", hist([0, 2, -100, 4], clamped=1))
 put("latency_histogram", "base64", base64.b64encode(hist([0, 1, 2, -3, 9])))
 
 # The HTTP server's request heads: byte 0 the head bound, bytes 1-2 the splits' seed, then the stream.
+put("metrics_request", "prometheus", b"GET /metrics HTTP/1.1\r\nHost: 127.0.0.1:9464\r\nUser-Agent: Prometheus/2.42.0\r\nAccept: application/openmetrics-text;version=1.0.0,application/openmetrics-text;version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1\r\nAccept-Encoding: gzip\r\nX-Prometheus-Scrape-Timeout-Seconds: 10\r\n\r\n")
+put("metrics_request", "curl", b"GET /metrics?name[]=x HTTP/1.1\r\nHost: a\r\nAccept: */*\r\n\r\n")
+put("metrics_request", "refusals", b"POST /metrics HTTP/1.0\r\nContent-Length: 0\r\n\r\n")
 put("http_request", "get", b"\x20\x01\x02GET /bytes/1024 HTTP/1.1\r\nHost: x\r\n\r\n")
 put("http_request", "pipelined", b"\x40\x13\x37" + b"GET /bytes/3 HTTP/1.1\r\n\r\nHEAD /bytes/70000?delay_ms=5 HTTP/1.0\r\nConnection: keep-alive\r\n\r\nGET /.netrig/stats HTTP/1.1\r\nConnection: close\r\n\r\n")
 put("http_request", "refusals", b"\x00\x00\x01GET /bytes/99999999 HTTP/1.1\r\n\r\nPOST / HTTP/1.1\r\nContent-Length: 3\r\n\r\nabc")

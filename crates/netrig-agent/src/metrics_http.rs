@@ -111,32 +111,15 @@ fn read_head(stream: &mut TcpStream) -> Result<Vec<u8>, Option<u16>> {
     }
 }
 
-/// The answer to a whole request head.
+/// The answer to a whole request head (judged by `netrig_openmetrics::scrape`, fuzzed there).
 fn respond(head: &[u8], shared: &Shared) -> Vec<u8> {
-    let mut headers = [httparse::EMPTY_HEADER; 64];
-    let mut req = httparse::Request::new(&mut headers);
-    match req.parse(head) {
-        Ok(httparse::Status::Complete(_)) => {}
-        Err(httparse::Error::TooManyHeaders) => return plain(431, "more than 64 headers\n"),
-        _ => return plain(400, "not an HTTP/1.x request\n"),
-    }
-    let path = req.path.unwrap_or("");
-    let path = path.split_once('?').map_or(path, |(p, _)| p);
-    if path != "/metrics" {
-        return plain(404, "the agent's metrics are at /metrics\n");
-    }
-    if req.method != Some("GET") {
-        return plain(405, "only GET /metrics\n");
-    }
-    let accept = req
-        .headers
-        .iter()
-        .filter(|h| h.name.eq_ignore_ascii_case("accept"))
-        .filter_map(|h| std::str::from_utf8(h.value).ok())
-        .collect::<Vec<_>>()
-        .join(",");
+    use netrig_openmetrics::scrape::{request, Scrape};
+    let openmetrics = match request(head) {
+        Scrape::Refused(status, words) => return plain(status, words),
+        Scrape::Metrics { openmetrics } => openmetrics,
+    };
     let families = shared.metrics.families(shared.slots.len());
-    let (body, content_type) = if netrig_openmetrics::accepts_openmetrics(&accept) {
+    let (body, content_type) = if openmetrics {
         let t = netrig_openmetrics::openmetrics(&families);
         (t, netrig_openmetrics::OPENMETRICS_CONTENT_TYPE)
     } else {

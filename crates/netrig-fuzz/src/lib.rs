@@ -30,6 +30,7 @@ pub mod iperf3_results;
 pub mod lab_frame;
 pub mod latency_histogram;
 pub mod message;
+pub mod metrics_request;
 pub mod msg_stamp;
 pub mod preamble;
 pub mod session;
@@ -54,6 +55,7 @@ pub const TARGETS: &[Target] = &[
     ("lab_frame", lab_frame::run),
     ("latency_histogram", latency_histogram::run),
     ("message", message::run),
+    ("metrics_request", metrics_request::run),
     ("preamble", preamble::run),
     ("msg_stamp", msg_stamp::run),
     ("session", session::run),

@@ -102,6 +102,7 @@ replay_tests! {
     lab_frame
     latency_histogram
     message
+    metrics_request
     msg_stamp
     preamble
     session

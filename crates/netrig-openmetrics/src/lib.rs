@@ -7,6 +7,8 @@
 //! holds state: the values live where they are counted (atomics on the agent), so a scrape
 //! takes no lock on the data path.
 
+pub mod scrape;
+
 use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric, MetricEncoder};
 use prometheus_client::metrics::counter::ConstCounter;
 use prometheus_client::metrics::gauge::ConstGauge;
