@@ -139,10 +139,17 @@ fn the_path_element_on_a_lan_delays_and_drops_per_member_and_leaves_the_others_a
             "witness {} → {}: rtt {} µs against {}; loss probe {}",
             w["from"], w["to"], w["rtt_p50_us"], w["configured_rtt_us"], w["loss_probe"]
         );
-        assert!(w["rtt_p50_us"].is_number(), "{w}");
         if w["configured_loss_pct"].is_number() {
             assert!(w["loss_probe"]["sent"].as_u64().unwrap() > 0, "{w}");
+            // Through the lossy port a starved element (a debug build on a loaded machine once
+            // lost 84 % of the probe) can keep the round trip's agent from its greeting: then
+            // the row says so and warns, rather than holding a figure.
+            assert!(
+                w["rtt_p50_us"].is_number() || (w["error"].is_string() && w["warning"].is_string()),
+                "{w}"
+            );
         } else {
+            assert!(w["rtt_p50_us"].is_number(), "{w}");
             assert_eq!(w["configured_rtt_us"].as_f64(), Some(14_000.0), "{w}");
             assert!(w["warning"].is_null(), "the witness warned: {w}");
         }
