@@ -75,6 +75,9 @@ pub struct Config {
     pub cpus: Option<Vec<u32>>,
     /// Read /proc/stat at the window's edges.
     pub measure_cpu: bool,
+    /// Told the instant the measured window opens (after `omit`) and closes (at the run's end),
+    /// right after /proc/stat is read at each: a profiler samples exactly that window.
+    pub watch: netrig_engine::window_watch::WindowWatch,
 }
 
 /// Most requests an open-loop thread keeps waiting for a connection; a
@@ -440,7 +443,16 @@ pub fn run(
         }
         netrig_metrics::read_proc_stat().map_err(|e| format!("/proc/stat: {e}"))
     };
-    let mut cpu_first = if c.omit.is_zero() { Some(read_cpu()) } else { None };
+    // The window's marks, and the watch told of each right after it (the engine's order).
+    let listener = c.watch.0.as_deref();
+    let open_window = || {
+        let cpu = read_cpu();
+        if let Some(l) = listener {
+            l.opened();
+        }
+        Some(cpu)
+    };
+    let mut cpu_first = if c.omit.is_zero() { open_window() } else { None };
     let mut stopped = None;
     let mut intervals = Vec::new();
     let mut last = (0u64, 0u64, 0u64, 0u64, 0u64);
@@ -455,7 +467,7 @@ pub fn run(
             break;
         }
         if cpu_first.is_none() && now >= window_start {
-            cpu_first = Some(read_cpu());
+            cpu_first = open_window();
         }
         if let Some((at, every)) = tick {
             if now >= at {
@@ -494,6 +506,11 @@ pub fn run(
         );
     }
     let cpu_last = read_cpu();
+    // Closed only if it opened: a run stopped during --omit leaves the watch unopened, and
+    // the watch says so.
+    if let (Some(l), Some(_)) = (listener, &cpu_first) {
+        l.closed();
+    }
     shared.stop.store(true, Ordering::Relaxed);
     let mut ends = Vec::with_capacity(threads);
     for h in handles {
@@ -506,16 +523,7 @@ pub fn run(
         return Err(Error::Stopped(r));
     }
     if let Some((reason, certificate)) = shared.fatal.get() {
-        let n = shared.tls_failed.load(Ordering::Relaxed);
-        return Err(Error::Tls(format!(
-            "HTTPS: {n} connection(s) failed TLS the same way and none succeeded, so the run stopped: {reason}{}",
-            if *certificate {
-                "; to load a server with a self-signed or private-CA certificate, give -k/--insecure (take any \
-                 certificate) or --cacert FILE (trust the CA in FILE, PEM)"
-            } else {
-                ""
-            }
-        )));
+        return Err(tls_fatal(&shared, reason, *certificate));
     }
     let cpu = match (cpu_first, cpu_last) {
         (Some(Ok(a)), Ok(b)) => Ok(b.usage_since(&a)),
@@ -525,6 +533,20 @@ pub fn run(
     let mut r = worker::merge(c, start, ends, intervals);
     r.cpu = cpu;
     Ok(r)
+}
+
+/// The error of a run stopped because every connection failed TLS the same way.
+fn tls_fatal(shared: &Shared, reason: &str, certificate: bool) -> Error {
+    let n = shared.tls_failed.load(Ordering::Relaxed);
+    Error::Tls(format!(
+        "HTTPS: {n} connection(s) failed TLS the same way and none succeeded, so the run stopped: {reason}{}",
+        if certificate {
+            "; to load a server with a self-signed or private-CA certificate, give -k/--insecure (take any \
+             certificate) or --cacert FILE (trust the CA in FILE, PEM)"
+        } else {
+            ""
+        }
+    ))
 }
 
 /// Connections of thread `i` of `threads`.

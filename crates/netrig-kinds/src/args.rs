@@ -200,6 +200,8 @@ impl CommonArgs {
                     .map(|c| c.0)
                     .or(self.affinity.map(|(n, _)| vec![n])),
                 cpus_option: if self.affinity.is_some() { "-A" } else { "--cpus" },
+                // The client profiles a two-ended kind's end itself (`Planned::profile`).
+                profile: false,
             },
             fit_to_path: false,
             peer,

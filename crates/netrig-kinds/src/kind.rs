@@ -246,6 +246,7 @@ impl Planned {
                 bind: None,
                 cpus,
                 cpus_option: "--cpus",
+                profile: false,
             },
             fit_to_path: false,
             peer: None,
@@ -267,4 +268,7 @@ pub struct LocalEnd {
     pub cpus: Option<Vec<u32>>,
     /// The option that set `cpus`, for errors.
     pub cpus_option: &'static str,
+    /// `--profile` on a kind with one end (http): profile this host over the run's measured
+    /// window (a two-ended kind's client profiles its end itself, from [`Planned::profile`]).
+    pub profile: bool,
 }

@@ -434,11 +434,13 @@ pub fn run_kind(
             Some(agent) => Some(server_host::Watch::start(agent, local.connect_timeout)?),
             None => None,
         };
+        let asked_profile = local.profile;
         let end = LocalEnd {
             sockets: local.sockets,
             bind,
             cpus: local.cpus,
             cpus_option: "--cpus",
+            profile: local.profile,
         };
         let ctl = match cancel.begin() {
             Ok(c) => c,
@@ -471,6 +473,12 @@ pub fn run_kind(
         });
         cancel.end();
         let mut result = result.map_err(RunError::OneEnded);
+        if let (Ok(r), true) = (&mut result, asked_profile) {
+            r.profile = r
+                .profile
+                .take()
+                .or_else(|| Some(one_ended_not_profiled(kind.name())));
+        }
         if let Some(w) = watch {
             match (&mut result, w.end()) {
                 (Ok(r), Ok((agent, view))) => netrig_report::server_host::attach(r, agent, &view),
@@ -529,20 +537,35 @@ pub fn run_kind(
     result
 }
 
+/// `--profile` on a one-ended run that did not profile (its load split among `--clients`
+/// processes, which are not profiled): the result says so rather than leaving `profile` out.
+fn one_ended_not_profiled(kind: &str) -> netrig_report::model::profile::ProfileResult {
+    not_profiled(["local", "remote"], |end| {
+        format!(
+            "profile withheld: the {end} end of this {kind} run is not profiled by this build (a load split \
+             among --clients processes is not profiled; #42)"
+        )
+    })
+}
+
 /// `--profile` against an iperf3 server: neither end is profiled (yet), and the result says so
 /// rather than dropping the option.
 fn iperf3_not_profiled() -> netrig_report::model::profile::ProfileResult {
+    not_profiled(["client's", "iperf3 server's"], |end| {
+        format!("profile withheld: the {end} end of a test against an iperf3 server is not profiled by this build (#42)")
+    })
+}
+
+/// Both ends (named `ends`) withheld, each with `why(its name)`.
+fn not_profiled(
+    ends: [&str; 2],
+    why: impl Fn(&str) -> String,
+) -> netrig_report::model::profile::ProfileResult {
     use netrig_report::model::profile::{EndProfile, ProfileResult};
-    let why = |end: &str| {
-        EndProfile::Withheld {
-        withheld: format!(
-            "profile withheld: the {end} end of a test against an iperf3 server is not profiled by this build (#42)"
-        ),
-    }
-    };
+    let end = |e: &str| EndProfile::Withheld { withheld: why(e) };
     ProfileResult {
-        local: why("client's"),
-        remote: why("iperf3 server's"),
+        local: end(ends[0]),
+        remote: end(ends[1]),
     }
 }
 

@@ -239,6 +239,14 @@ fn same_host(r: &TestResult) -> bool {
     }
 }
 
+/// The profile section alone (`--profile`; empty without a profile), for a layout that does
+/// not use [`details`] (http's).
+pub fn profile(r: &TestResult) -> String {
+    let mut out = String::new();
+    super::profile::lines(&mut out, r.profile.as_ref());
+    out
+}
+
 /// CPU split, worker threads, TCP_INFO, kernel counters and environment.
 pub fn details(r: &TestResult) -> String {
     let mut out = String::new();

@@ -206,6 +206,7 @@ pub fn config(server: SocketAddr) -> netrig_http_load::Config {
         nodelay: true,
         cpus: None,
         measure_cpu: true,
+        watch: Default::default(),
     }
 }
 

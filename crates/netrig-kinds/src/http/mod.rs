@@ -7,6 +7,7 @@
 //! its result.
 
 mod clients;
+mod profile;
 mod result;
 mod table;
 mod witness;
@@ -125,6 +126,11 @@ pub struct HttpArgs {
     /// Do not read /proc/stat.
     #[arg(long = "no-cpu", help_heading = "CPU")]
     no_cpu: bool,
+    /// Sample every CPU of this host over the measured window: where its CPU time went, by
+    /// subsystem and function, per successful response (docs/PROFILE.md). Needs root or
+    /// CAP_PERFMON; else withheld. The server's host is not profiled.
+    #[arg(long, help_heading = "CPU")]
+    profile: bool,
 }
 
 /// A URL's parts: https, host, port, path.
@@ -259,7 +265,9 @@ impl KindDef for Http {
                 Limit::Duration { seconds },
             )
         };
-        Planned::one_ended(spec, a.cpus.map(|c| c.0))
+        let mut planned = Planned::one_ended(spec, a.cpus.map(|c| c.0))?;
+        planned.profile = a.profile;
+        Ok(planned)
     }
 
     /// An agent never runs it (it refuses the spec by name); this end that
@@ -345,7 +353,7 @@ impl OneEnded for Http {
         let Limit::Duration { seconds } = spec.limit else {
             return Err("http runs for -d/-l seconds (or to -n requests), not to a byte count".into());
         };
-        let config = netrig_http_load::Config {
+        let mut config = netrig_http_load::Config {
             server,
             bind: local.bind,
             request: request_of(s, &host),
@@ -373,9 +381,12 @@ impl OneEnded for Http {
             nodelay: s.tcp.nodelay,
             cpus: local.cpus.clone(),
             measure_cpu: spec.measure_cpu,
+            watch: Default::default(),
         };
         // The witness's readings bracket the whole run (the threads start
         // after the first, and have ended before the last).
+        let watch = profile::open(local.profile);
+        config.watch = watch.as_ref().map(|w| w.watch()).unwrap_or_default();
         let witness = witness::Readings::before(server, local.bind);
         let counters_before = netrig_metrics::read_kernel_counters().ok();
         let stop = || ctl.abort_reason();
@@ -390,6 +401,7 @@ impl OneEnded for Http {
         let mut r = result::assemble(spec, s, &config, server, &report, counters);
         r.warnings.extend(result::warnings(s, &r));
         witness::judge(&mut r, witness);
+        r.profile = watch.map(|w| profile::finish(&w, &report));
         Ok(r)
     }
 

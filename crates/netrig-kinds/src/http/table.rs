@@ -149,6 +149,8 @@ impl TableLayout for HttpLayout {
                 c.client, c.address, c.connections, c.requests_sent, c.responses, c.replies_per_s, c.errors
             );
         }
+        // `--profile`: where this host's busy CPU went over the window, as other kinds show it.
+        o.push_str(&netrig_report::table::profile(r));
         o.push_str(&netrig_report::table::witness_lines(
             r,
             "over the whole run (warm-up and drain included)",

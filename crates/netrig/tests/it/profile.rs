@@ -72,6 +72,16 @@ fn group<'a>(local: &'a Value, name: &str) -> &'a Value {
         .unwrap_or_else(|| panic!("no group {name}: {}", local["groups"]))
 }
 
+/// The sum of `key` over the groups that have it (idle has no share or demand).
+fn groups_sum(local: &Value, key: &str) -> f64 {
+    local["groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|g| g[key].as_f64())
+        .sum()
+}
+
 fn top_names(local: &Value) -> Vec<String> {
     local["top_functions"]
         .as_array()
@@ -112,12 +122,7 @@ fn a_stream_profile_names_tcp_and_the_copy_and_agrees_with_proc_stat() {
     );
     names_only(local);
     // Every busy sample is in one group; the shares of busy sum to 100.
-    let shares: f64 = local["groups"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(|g| g["share_of_busy_pct"].as_f64())
-        .sum();
+    let shares = groups_sum(local, "share_of_busy_pct");
     assert!((shares - 100.0).abs() < 0.01, "{shares}");
     let ratio = f(local, "/witness/ratio");
     assert!((0.5..=1.5).contains(&ratio), "witness {}", local["witness"]);
@@ -503,4 +508,95 @@ fn an_agents_profile_past_a_bound_is_withheld_naming_it() {
             "{words}: {why}"
         );
     }
+}
+
+/// `http --profile` against netrig's own HTTP server on this host: this host sampled over the
+/// load's measured window (after --omit), its demand per successful response ("us/tran", as the
+/// result's own service demand counts them, which the busy groups' demands add up to); the
+/// server's end withheld, saying why (it is any HTTP server, not netrig's agent).
+#[test]
+fn an_http_load_profiles_this_host_over_its_window() {
+    let port = free_port().to_string();
+    let srv =
+        crate::http_server::start(&["http-serve", "--bind", "127.0.0.1", "-p", &port, "--threads", "1"]);
+    let url = format!("http://{}/bytes/1024", srv.addr);
+    let v = run_json(&[
+        "http",
+        "--url",
+        &url,
+        "-c",
+        "4",
+        "-t",
+        "1",
+        "-l",
+        "2",
+        "--omit",
+        "0.5",
+        "--profile",
+    ]);
+    let p = &v["profile"];
+    let remote = p["remote"]["withheld"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{}", p["remote"]));
+    assert!(
+        remote.starts_with("profile withheld: the server of an http test is not netrig's agent"),
+        "{remote}"
+    );
+    let Some(local) = end_profile(p, "local", "profile withheld: ") else {
+        return;
+    };
+    let (samples, window) = (u(local, "/samples"), f(local, "/window_s"));
+    eprintln!(
+        "http profile: {samples} samples over {window:.2} s; witness {}",
+        local["witness"]
+    );
+    assert!(samples > 0);
+    // The load's measured window (1.5 s after the omitted 0.5 s), not its warm-up or drain.
+    let measured = f(&v, "/summary/http/window_s");
+    assert!((window - measured).abs() < 0.1, "{window} against {measured}");
+    assert_eq!(local["demand_unit"], "us/tran");
+    let tcp = group(local, "tcp");
+    assert!(f(tcp, "/demand") > 0.0, "{tcp}");
+    let top = top_names(local);
+    eprintln!("top: {:?}", &top[..top.len().min(12)]);
+    assert!(
+        top.iter().any(|n| n == "tcp_sendmsg" || n == "tcp_recvmsg"),
+        "{top:?}"
+    );
+    names_only(local);
+    let w = &local["witness"];
+    let ratio = f(local, "/witness/ratio");
+    assert!((0.5..=1.5).contains(&ratio), "witness {w}");
+    assert!(w["verdict"].is_string(), "{w}");
+    // The busy groups' demands add up to the sampled share of the result's service demand
+    // (/proc/stat's busy time per successful response): their ratio is the witness's.
+    let demands = groups_sum(local, "demand");
+    let sd = f(&v, "/summary/service_demand/local");
+    assert!(
+        (demands / sd - ratio).abs() < 0.1,
+        "groups' demands {demands} against the service demand {sd} (witness ratio {ratio})"
+    );
+    // The table shows it as for other kinds.
+    let o = run(&[
+        "http",
+        "--url",
+        &url,
+        "-c",
+        "2",
+        "-t",
+        "1",
+        "-l",
+        "0.5",
+        "--profile",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let table = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        table.contains("Profile: where each host's busy CPU went") && table.contains("us/tran"),
+        "{table}"
+    );
+    assert!(
+        table.contains("remote  withheld: profile withheld: the server of an http test"),
+        "{table}"
+    );
 }
