@@ -59,6 +59,11 @@ pub struct AgentConfig {
     /// `--metrics-port`: a port (TCP, on the bind address) that serves the agent's counters
     /// at GET /metrics for Prometheus (docs/FLEET.md).
     pub metrics_port: Option<u16>,
+    /// `--allow-initiate`, `--initiate-keys`: an authenticated client may ask this agent to
+    /// test another agent as its client (protocol 8); `None`: never.
+    pub initiate: Option<crate::initiate::InitiateConfig>,
+    /// `--name`: the agent's name for itself in its welcome (e.g. its node's).
+    pub name: Option<String>,
 }
 
 impl AgentConfig {
@@ -81,6 +86,8 @@ impl AgentConfig {
             iperf3_port: None,
             allow_profile: false,
             metrics_port: None,
+            initiate: None,
+            name: None,
         }
     }
 

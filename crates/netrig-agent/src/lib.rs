@@ -17,6 +17,7 @@ mod config;
 mod door;
 mod doorway;
 pub mod hooks;
+pub mod initiate;
 mod iperf3;
 mod iperf3_routes;
 mod listener;

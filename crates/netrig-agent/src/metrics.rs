@@ -35,10 +35,13 @@ pub(crate) enum Refusal {
     Watch,
     /// An iperf3 client's test refused (its authentication, the agent's caps or this host).
     Iperf3,
+    /// An agent-to-agent test refused (not allowed by `--allow-initiate`/`--initiate-keys`, a
+    /// client that did not prove its key, a target that is not an authenticated agent).
+    Initiate,
 }
 
 impl Refusal {
-    const ALL: [Refusal; 9] = [
+    const ALL: [Refusal; 10] = [
         Refusal::Allow,
         Refusal::Version,
         Refusal::Auth,
@@ -48,6 +51,7 @@ impl Refusal {
         Refusal::Hook,
         Refusal::Watch,
         Refusal::Iperf3,
+        Refusal::Initiate,
     ];
 
     fn label(self) -> &'static str {
@@ -61,6 +65,7 @@ impl Refusal {
             Refusal::Hook => "hook",
             Refusal::Watch => "watch",
             Refusal::Iperf3 => "iperf3",
+            Refusal::Initiate => "initiate",
         }
     }
 }

@@ -3,6 +3,9 @@
 use crate::hooks::{HookEnv, Phase, TestOutcome};
 use crate::metrics::Refusal;
 use crate::peer::canonical_ip;
+
+#[path = "session_initiate.rs"]
+mod initiate;
 use crate::rate_limit::{RateLimit, WARNINGS_PER_SECOND};
 use crate::registry::{DataConn, Registration};
 use crate::shared::Shared;
@@ -173,6 +176,9 @@ impl<'a> Control<'a> {
             limits: limits.clone(),
             auth: welcome_auth.clone(),
             clock: agent_clock(&welcome_auth.nonce.0),
+            name: (version >= netrig_proto::initiate::INITIATE_VERSION)
+                .then(|| shared.config.name.clone())
+                .flatten(),
         })?;
         let sm = AgentSession::new(limits.clone(), Instant::now());
         let hello_by = Instant::now() + shared.config.greeting_timeout;
@@ -300,7 +306,10 @@ impl<'a> Control<'a> {
         self.last_heard = Instant::now();
         // A request or a watch makes the session busy: no longer one to
         // close for room (unless that happened already).
-        if matches!(msg, ClientMsg::TestRequest { .. } | ClientMsg::WatchStart) {
+        if matches!(
+            msg,
+            ClientMsg::TestRequest { .. } | ClientMsg::WatchStart | ClientMsg::Initiate { .. }
+        ) {
             if let Some(a) = &self.admission {
                 a.set_idle(false).map_err(|()| self.evicted())?;
             }
@@ -320,6 +329,12 @@ impl<'a> Control<'a> {
         // An authenticated session's requests are checked before anything else.
         if let (ClientMsg::TestRequest { spec, auth }, Some(a)) = (&msg, self.auth.as_mut()) {
             if let Err(e) = a.check_request(spec, auth.as_ref()) {
+                self.shared.metrics.refused(Refusal::Auth);
+                return Err(SessionError::Test(format!("authentication failed: {e}")));
+            }
+        }
+        if let (ClientMsg::Initiate { request, auth }, Some(a)) = (&msg, self.auth.as_mut()) {
+            if let Err(e) = a.check_initiate(request, auth.as_ref()) {
                 self.shared.metrics.refused(Refusal::Auth);
                 return Err(SessionError::Test(format!("authentication failed: {e}")));
             }
@@ -352,6 +367,13 @@ impl<'a> Control<'a> {
                     received_ns: probe_received,
                     sent_ns: agent_realtime_ns().max(probe_received),
                 })?;
+                Then::CheckIdle
+            }
+            AgentEvent::Initiate(request) => self.on_initiate(request)?,
+            AgentEvent::InitiateInvalid(reason) => {
+                self.shared.metrics.refused(Refusal::Spec);
+                log::info!("{}: initiate refused: {reason}", self.peer);
+                self.conn.send(&AgentMsg::InitiateRejected { reason })?;
                 Then::CheckIdle
             }
             AgentEvent::Bye => Then::End,
@@ -567,6 +589,12 @@ impl<'a> Control<'a> {
 /// A message the session's protocol `version` does not have: the error
 /// that ends the session.
 fn beyond_protocol(msg: &ClientMsg, version: u16) -> Result<(), SessionError> {
+    if matches!(msg, ClientMsg::Initiate { .. }) && version < netrig_proto::initiate::INITIATE_VERSION {
+        return Err(SessionError::Test(format!(
+            "initiate is protocol {}'s; this session speaks {version}",
+            netrig_proto::initiate::INITIATE_VERSION
+        )));
+    }
     if matches!(msg, ClientMsg::ClockProbe { .. }) && version < netrig_proto::clock::CLOCK_PROBE_VERSION {
         return Err(SessionError::Test(format!(
             "clock_probe needs protocol v{}; this session speaks v{version}",
@@ -1225,7 +1253,7 @@ fn transient_warnings(
 
 /// This agent's `CLOCK_REALTIME` as it tells the client (the clock probe's
 /// echo), ns since the epoch.
-fn agent_realtime_ns() -> u64 {
+pub(super) fn agent_realtime_ns() -> u64 {
     skewed(
         std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)

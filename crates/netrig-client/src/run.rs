@@ -69,6 +69,8 @@ pub struct Client {
     /// Whether the welcome said the agent's clock at all (an agent that says
     /// nothing of it is taken for an older one, and not probed).
     agent_clock: bool,
+    /// The agent's name for itself (protocol 8), checked.
+    label: Option<String>,
 }
 
 /// Waits at most `wait` for the first byte of the peer's answer to the
@@ -247,6 +249,7 @@ struct Welcome {
     limits: AgentLimits,
     auth: netrig_proto::auth::WelcomeAuth,
     clock: Option<AgentClock>,
+    name: Option<String>,
 }
 
 /// What the peer at `addr` answered netrig's greeting with (`msg`, as
@@ -281,12 +284,14 @@ fn welcomed(
             limits,
             auth: welcome_auth,
             clock,
+            name,
         }) => Ok(Welcome {
             version,
             software,
             limits,
             auth: welcome_auth,
             clock,
+            name,
         }),
         Ok(other) => Err(ClientError::NotAgent {
             addr,
@@ -395,6 +400,7 @@ impl Client {
             limits,
             auth: welcome_auth,
             clock,
+            name,
         } = welcome;
         Ok(Connected::Agent(Client {
             conn,
@@ -406,6 +412,7 @@ impl Client {
             limits,
             auth,
             agent_clock: clock.is_some(),
+            label: name,
             clocks: clock_check(
                 clock.as_ref(),
                 netrig_metrics::witness::boot_id()
@@ -440,6 +447,113 @@ impl Client {
             None => format!("the embedded agent at {}", self.addr),
             Some(h) if *h != self.addr.ip().to_string() => format!("the agent at {h} ({})", self.addr),
             Some(_) => format!("the agent at {}", self.addr),
+        }
+    }
+
+    /// The agent's name for itself (`netrig serve --name`), from its welcome.
+    pub fn agent_label(&self) -> Option<&str> {
+        self.label.as_deref()
+    }
+
+    /// The key the agent proved it holds (its signature of the handshake), if it has one.
+    pub fn agent_key(&self) -> Option<netrig_proto::auth::PublicKey> {
+        self.auth.agent_key()
+    }
+
+    /// The agent's clock less this host's, measured now with the clock probe (up to 16
+    /// exchanges within a second; docs/PROTOCOL.md "Clock probe"). Inner `Err`: why none
+    /// came of them, or that the agent (protocol 6 or older) has no clock probe.
+    pub fn clock_offset(&mut self) -> Result<Result<netrig_proto::clock::ClockOffset, String>, ClientError> {
+        if self.version < netrig_proto::clock::CLOCK_PROBE_VERSION || !self.agent_clock {
+            return Ok(Err(format!(
+                "{} (protocol v{}) answers no clock probe",
+                self.agent_name(),
+                self.version
+            )));
+        }
+        self.measure_clock()
+    }
+
+    /// Protocol 8: asks the agent to run `request`'s test as a client against the agent it
+    /// names, and waits for the whole result (the document `netrig KIND --json` prints),
+    /// sending heartbeats as during a test of its own. `wait`: the most to wait for it;
+    /// `cancel`, checked about every 200 ms, aborts it.
+    pub fn initiate(
+        &mut self,
+        request: &netrig_proto::initiate::InitiateRequest,
+        wait: Duration,
+        cancel: &dyn Fn() -> bool,
+    ) -> Result<serde_json::Value, ClientError> {
+        use netrig_proto::initiate::INITIATE_VERSION;
+        if self.version < INITIATE_VERSION {
+            return Err(ClientError::Rejected {
+                agent: self.agent_name(),
+                reason: format!(
+                    "it speaks protocol v{} (netrig {}); running a test against another agent needs v{INITIATE_VERSION}",
+                    self.version, self.software
+                ),
+            });
+        }
+        let auth = self.auth.sign_initiate(request);
+        self.conn
+            .send(&ClientMsg::Initiate {
+                request: request.clone(),
+                auth,
+            })
+            .map_err(proto_err)?;
+        let began = Instant::now();
+        let mut heard = Instant::now();
+        let mut beat = Instant::now();
+        let mut aborted = false;
+        loop {
+            if began.elapsed() > wait {
+                return Err(ClientError::Test(format!(
+                    "{} sent no result of the test against {} within {} s",
+                    self.agent_name(),
+                    request.target,
+                    wait.as_secs()
+                )));
+            }
+            if heard.elapsed() > netrig_proto::message::SILENCE_LIMIT {
+                return Err(ClientError::Test(format!(
+                    "{} said nothing for {} s while it ran the test against {}",
+                    self.agent_name(),
+                    netrig_proto::message::SILENCE_LIMIT.as_secs(),
+                    request.target
+                )));
+            }
+            if !aborted && cancel() {
+                aborted = true;
+                let _ = self.conn.send(&ClientMsg::Abort {
+                    reason: "the asker was interrupted".into(),
+                });
+            }
+            if beat.elapsed() >= netrig_proto::message::HEARTBEAT {
+                self.conn.send(&ClientMsg::Heartbeat).map_err(proto_err)?;
+                beat = Instant::now();
+            }
+            match self.conn.recv::<AgentMsg>(Duration::from_millis(200)) {
+                Ok(AgentMsg::Heartbeat) => heard = Instant::now(),
+                Ok(AgentMsg::InitiateDone { result }) => return Ok(*result),
+                Ok(AgentMsg::InitiateRejected { reason }) => {
+                    return Err(ClientError::Rejected {
+                        agent: self.agent_name(),
+                        reason,
+                    })
+                }
+                Ok(AgentMsg::Error { message }) => {
+                    return Err(ClientError::Test(format!("{}: {message}", self.agent_name())))
+                }
+                Ok(other) => {
+                    return Err(ClientError::Protocol(format!(
+                        "{} answered initiate with {}",
+                        self.agent_name(),
+                        other.name()
+                    )))
+                }
+                Err(ConnError::Timeout(_)) => {}
+                Err(e) => return Err(proto_err(e)),
+            }
         }
     }
 

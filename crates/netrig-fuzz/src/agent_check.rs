@@ -123,9 +123,25 @@ impl AgentCheck {
                 assert!(
                     SETUP_STATES[1..].contains(&before)
                         || before == "running a test"
-                        || before == "watching the host",
+                        || before == "watching the host"
+                        || before == "running a test as a client (initiate)",
                     "{before}"
                 );
+                assert_eq!(a.state_name(), "idle");
+            }
+            Ok(AgentEvent::Initiate(r)) => {
+                self.probes = 0;
+                assert_eq!(before, "idle");
+                assert!(r.spec.validate(&self.limits).is_ok(), "initiated an invalid spec");
+                assert_eq!(a.state_name(), "running a test as a client (initiate)");
+                assert_eq!(a.deadline(), None, "the agent bounds an initiated test itself");
+            }
+            Ok(AgentEvent::InitiateInvalid(_)) => {
+                assert_eq!(before, "idle");
+                let ClientMsg::Initiate { request, .. } = &m else {
+                    panic!("an invalid initiate without a request")
+                };
+                assert!(request.spec.validate(&self.limits).is_err());
                 assert_eq!(a.state_name(), "idle");
             }
             Ok(AgentEvent::WatchStart) => {
@@ -198,6 +214,13 @@ impl AgentCheck {
     }
 
     /// The test ended (`finish`) or the host cannot run it (`reject`).
+    /// The initiated test is over: idle again.
+    pub fn end_initiate(&mut self) {
+        assert_eq!(self.session.state_name(), "running a test as a client (initiate)");
+        self.session.end_initiate();
+        assert_eq!(self.session.state_name(), "idle");
+    }
+
     pub fn end_test(&mut self, finish: bool) {
         if finish {
             self.session.finish()

@@ -268,7 +268,13 @@ impl Agent<'_> {
             AgentEvent::WatchStart | AgentEvent::WatchEnd | AgentEvent::WatchRefused(_) => {}
             // Protocol 7: answered at once, the session stays idle.
             AgentEvent::ClockProbe { .. } => {}
-            AgentEvent::Abort(_) if before == "running a test" || before == "watching the host" => {}
+            // Protocol 8: the agent runs the test as a client, then is idle (or refuses it).
+            AgentEvent::Initiate(_) => self.a.end_initiate(),
+            AgentEvent::InitiateInvalid(_) => {}
+            AgentEvent::Abort(_)
+                if before == "running a test"
+                    || before == "watching the host"
+                    || before == "running a test as a client (initiate)" => {}
             AgentEvent::Abort(_) => return Err(End),
         }
         Ok(())

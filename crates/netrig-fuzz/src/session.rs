@@ -547,6 +547,7 @@ fn agent_message(op: &ClientOp, c: &mut ClientSession, m: &mut Model) -> Option<
             clock: clock
                 .clone()
                 .map(|boot_hash| netrig_proto::clock::AgentClock { boot_hash }),
+            name: None,
         }),
         ClientOp::Mismatch(a, b) => Some(AgentMsg::VersionMismatch {
             agent_min: *a,

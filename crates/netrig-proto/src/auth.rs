@@ -41,6 +41,7 @@ const TRANSCRIPT_TAG: &[u8] = b"netrig-auth-v1 transcript\0";
 const AGENT_TAG: &[u8] = b"netrig-auth-v1 agent\0";
 const CLIENT_TAG: &[u8] = b"netrig-auth-v1 client\0";
 const REQUEST_TAG: &[u8] = b"netrig-auth-v1 test_request\0";
+const INITIATE_TAG: &[u8] = b"netrig-auth-v1 initiate\0";
 
 /// Why authentication failed, in words for the peer and the user.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -311,11 +312,26 @@ impl Transcript {
     }
 
     fn request(&self, counter: u64, spec: &TestSpec) -> Vec<u8> {
-        let mut m = self.signed(REQUEST_TAG);
+        self.counted(
+            REQUEST_TAG,
+            counter,
+            &serde_json::to_vec(spec).expect("a spec serializes"),
+        )
+    }
+
+    /// An `initiate`'s signed bytes: as a test request's, under its own tag, over the whole
+    /// request (target, spec, start) as this code serializes it.
+    fn initiate(&self, counter: u64, request: &crate::initiate::InitiateRequest) -> Vec<u8> {
+        let json = serde_json::to_vec(request).expect("a request serializes");
+        self.counted(INITIATE_TAG, counter, &json)
+    }
+
+    // Both ends serialize with the same code: the signed bytes are the
+    // message's own serialization, whatever spacing the frame had.
+    fn counted(&self, tag: &[u8], counter: u64, json: &[u8]) -> Vec<u8> {
+        let mut m = self.signed(tag);
         m.extend_from_slice(&counter.to_be_bytes());
-        // Both ends serialize a spec with the same code: the signed bytes are
-        // the spec's own serialization, whatever spacing the frame had.
-        m.extend_from_slice(&serde_json::to_vec(spec).expect("a spec serializes"));
+        m.extend_from_slice(json);
         m
     }
 }
@@ -405,25 +421,41 @@ impl AgentAuthSession {
     /// Checks a test request's `auth`: from a client with a key, every
     /// request must carry the next counter and a valid signature.
     pub fn check_request(&mut self, spec: &TestSpec, auth: Option<&RequestAuth>) -> Result<(), AuthError> {
+        let signed = auth.map(|a| self.transcript.request(a.counter, spec));
+        self.check_counted(auth, signed, "test_request")
+    }
+
+    /// Checks an `initiate`'s signature and counter as a test request's (one count for both).
+    pub fn check_initiate(
+        &mut self,
+        request: &crate::initiate::InitiateRequest,
+        auth: Option<&RequestAuth>,
+    ) -> Result<(), AuthError> {
+        let signed = auth.map(|a| self.transcript.initiate(a.counter, request));
+        self.check_counted(auth, signed, "initiate")
+    }
+
+    fn check_counted(
+        &mut self,
+        auth: Option<&RequestAuth>,
+        signed: Option<Vec<u8>>,
+        what: &str,
+    ) -> Result<(), AuthError> {
         let Some(key) = self.client_key else {
             return Ok(());
         };
-        let auth = auth.ok_or_else(|| {
-            AuthError::BadSignature(
-                "the test_request carries no signature, but the session is authenticated".into(),
-            )
-        })?;
+        let (Some(auth), Some(signed)) = (auth, signed) else {
+            return Err(AuthError::BadSignature(format!(
+                "the {what} carries no signature, but the session is authenticated"
+            )));
+        };
         if auth.counter != self.next_counter {
             return Err(AuthError::Replay(format!(
-                "test_request number {} of this session, expected {}",
+                "{what} number {} of this session, expected {}",
                 auth.counter, self.next_counter
             )));
         }
-        key.verify(
-            &self.transcript.request(auth.counter, spec),
-            &auth.signature,
-            "the test_request's signature",
-        )?;
+        key.verify(&signed, &auth.signature, &format!("the {what}'s signature"))?;
         self.next_counter += 1;
         Ok(())
     }
@@ -524,6 +556,23 @@ impl ClientAuthSession {
             counter,
             signature: key.sign(&self.transcript.request(counter, spec)),
         })
+    }
+
+    /// An `initiate`'s `auth`, counted with the test requests.
+    pub fn sign_initiate(&mut self, request: &crate::initiate::InitiateRequest) -> Option<RequestAuth> {
+        let key = self.key.as_ref()?;
+        let counter = self.next_counter;
+        self.next_counter += 1;
+        Some(RequestAuth {
+            counter,
+            signature: key.sign(&self.transcript.initiate(counter, request)),
+        })
+    }
+
+    /// The agent's key, when it presented one (then proved by its signature of the handshake,
+    /// [`Self::check_accepted`]).
+    pub fn agent_key(&self) -> Option<PublicKey> {
+        self.agent_key
     }
 }
 

@@ -14,6 +14,7 @@ mod convert;
 pub mod datagram;
 pub mod error;
 pub mod frame;
+pub mod initiate;
 pub mod iperf3;
 pub mod message;
 pub mod neighbour;
@@ -30,7 +31,7 @@ pub use preamble::{ControlPreamble, DataHello, SessionCookie, CONTROL_MAGIC, DAT
 pub use spec::{Direction, KindSpec, SpecError, TestSpec};
 
 /// The protocol version this build speaks best.
-pub const PROTOCOL_VERSION: u16 = 7;
+pub const PROTOCOL_VERSION: u16 = 8;
 /// The oldest protocol version this build still speaks.
 ///
 /// Version 3 split the spec into the part every test has and a part tagged
@@ -59,6 +60,10 @@ pub const PROTOCOL_VERSION: u16 = 7;
 /// [`clock::CLOCK_PROBE_VERSION`]): a client measures the offset of an agent's
 /// clock on another kernel for one-way delay. Older versions are still
 /// spoken: their one-way delay between kernels is withheld, saying why.
+///
+/// Version 8 added agent-to-agent tests (`initiate`, `initiate_done`, `initiate_rejected`;
+/// [`initiate`]) and the welcome's `name`. Older versions are still spoken: an asker tells
+/// the user that such an agent cannot initiate.
 pub const MIN_PROTOCOL_VERSION: u16 = 4;
 /// The agent's default TCP port, for control and data connections alike.
 ///

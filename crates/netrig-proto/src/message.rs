@@ -183,6 +183,15 @@ pub enum ClientMsg {
     /// `seq` at once. At most [`crate::clock::MAX_PROBES_PER_TEST`] between
     /// two test requests.
     ClockProbe { seq: u32 },
+    /// Protocol 8: when idle, in a session whose client proved its key, run `request`'s test
+    /// as a client against another agent (its `target`) and answer with the result
+    /// (`initiate_done`) or why not (`initiate_rejected`). `auth`: the client's signature of
+    /// the request, counted with its test requests.
+    Initiate {
+        request: crate::initiate::InitiateRequest,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        auth: Option<crate::auth::RequestAuth>,
+    },
 }
 
 /// The first protocol version with the watch of the agent's host.
@@ -220,6 +229,7 @@ impl ClientMsg {
             ClientMsg::WatchStart => "watch_start",
             ClientMsg::WatchEnd => "watch_end",
             ClientMsg::ClockProbe { .. } => "clock_probe",
+            ClientMsg::Initiate { .. } => "initiate",
         }
     }
 }
@@ -239,6 +249,10 @@ pub enum AgentMsg {
         /// absent from an older agent's welcome.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         clock: Option<crate::clock::AgentClock>,
+        /// Protocol 8: the agent's name for itself (`netrig serve --name`, e.g. its node's),
+        /// at most [`crate::initiate::MAX_NAME_LEN`] bytes; absent without one.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        name: Option<String>,
     },
     /// Answer to a hello the agent accepts: the agent's signature of the
     /// handshake when it has a key. A hello it refuses gets `error`.
@@ -297,6 +311,14 @@ pub enum AgentMsg {
         received_ns: u64,
         sent_ns: u64,
     },
+    /// Protocol 8: the answer to `initiate`: the test's whole result as the agent's client
+    /// made it (the document `netrig KIND --json` prints), read by the asker within the
+    /// frame's bound.
+    InitiateDone { result: Box<serde_json::Value> },
+    /// Protocol 8: the agent did not run the asked test (its operator does not allow it, the
+    /// target is not an agent it may reach, a cap) or the test failed: why, in words. The
+    /// session is idle again.
+    InitiateRejected { reason: String },
 }
 
 impl AgentMsg {
@@ -361,6 +383,8 @@ impl AgentMsg {
             AgentMsg::WatchRejected { .. } => "watch_rejected",
             AgentMsg::HostView { .. } => "host_view",
             AgentMsg::ClockEcho { .. } => "clock_echo",
+            AgentMsg::InitiateDone { .. } => "initiate_done",
+            AgentMsg::InitiateRejected { .. } => "initiate_rejected",
         }
     }
 }

@@ -36,6 +36,11 @@ pub enum AgentEvent {
     /// Protocol 7: answer `clock_echo` with this `seq` and the clock's
     /// readings, at once.
     ClockProbe { seq: u32 },
+    /// Protocol 8: run this test as a client against another agent (the session was idle;
+    /// the spec is within the agent's limits).
+    Initiate(crate::initiate::InitiateRequest),
+    /// Protocol 8: an `initiate` whose spec breaks a limit: answer `initiate_rejected`, stay idle.
+    InitiateInvalid(String),
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -52,6 +57,9 @@ enum AgentState {
     /// Protocol 6: a watch of the host runs (no deadline of the machine's:
     /// the agent bounds it by its limit and the client's silence).
     Watching,
+    /// Protocol 8: running a test as a client for the asker (bounded by the agent: the
+    /// test's length and its set-up, and the asker's heartbeats).
+    Initiating,
     Closed,
 }
 
@@ -64,6 +72,7 @@ impl AgentState {
             AgentState::AwaitGo => "awaiting go",
             AgentState::Running => "running a test",
             AgentState::Watching => "watching the host",
+            AgentState::Initiating => "running a test as a client (initiate)",
             AgentState::Closed => "closed",
         }
     }
@@ -107,6 +116,13 @@ impl AgentSession {
     /// Between tests: hello done, no test set up or running, no watch.
     pub fn is_idle(&self) -> bool {
         self.state == AgentState::Idle
+    }
+
+    /// The initiated test is over (its result or why not sent): idle again.
+    pub fn end_initiate(&mut self) {
+        if self.state == AgentState::Initiating {
+            self.state = AgentState::Idle;
+        }
     }
 
     /// A watch of the host runs (protocol 6).
@@ -173,6 +189,21 @@ impl AgentSession {
             ) => {
                 self.state = AgentState::Idle;
                 self.deadline = None;
+                Ok(AgentEvent::Abort(reason))
+            }
+            (AgentState::Idle, ClientMsg::Initiate { request, .. }) => {
+                match request.spec.validate(&self.limits) {
+                    Ok(()) => {
+                        self.probes = 0;
+                        self.state = AgentState::Initiating;
+                        self.deadline = None;
+                        Ok(AgentEvent::Initiate(request))
+                    }
+                    Err(e) => Ok(AgentEvent::InitiateInvalid(e.to_string())),
+                }
+            }
+            (AgentState::Initiating, ClientMsg::Abort { reason }) => {
+                self.state = AgentState::Idle;
                 Ok(AgentEvent::Abort(reason))
             }
             (AgentState::Idle, ClientMsg::WatchStart) => {
@@ -299,6 +330,8 @@ pub enum ClientEvent {
         auth: crate::auth::WelcomeAuth,
         /// The agent's clock, if it said it.
         clock: Option<crate::clock::AgentClock>,
+        /// Protocol 8: the agent's name for itself, checked ([`crate::initiate::check_name`]).
+        name: Option<String>,
     },
     Accepted(AgentMsg),
     Rejected(String),
@@ -358,6 +391,8 @@ impl std::fmt::Display for AgentEvent {
             AgentEvent::WatchEnd => f.write_str("watch_end"),
             AgentEvent::WatchRefused(r) => write!(f, "a refused watch_start ({r})"),
             AgentEvent::ClockProbe { .. } => f.write_str("clock_probe"),
+            AgentEvent::Initiate(r) => write!(f, "initiate ({} to {})", r.spec.kind(), r.target),
+            AgentEvent::InitiateInvalid(r) => write!(f, "an invalid initiate ({r})"),
         }
     }
 }
@@ -477,12 +512,17 @@ impl ClientSession {
                     limits,
                     auth,
                     clock,
+                    name,
                 },
             ) => {
                 // The client derives timeouts from these: bounded, or refused.
+                let named = name.as_deref().map_or(Ok(()), |n| {
+                    crate::initiate::check_name(n).map_err(ProtoError::Violation)
+                });
                 if let Err(e) = limits
                     .check()
                     .and_then(|()| clock.as_ref().map_or(Ok(()), |c| c.check()))
+                    .and(named)
                 {
                     self.state = S::Closed;
                     return Err(e);
@@ -494,6 +534,7 @@ impl ClientSession {
                     limits,
                     auth,
                     clock,
+                    name,
                 })
             }
             (
@@ -626,6 +667,7 @@ mod tests {
             clock: Some(crate::clock::AgentClock {
                 boot_hash: boot_hash.into(),
             }),
+            name: None,
         };
         let e = ClientSession::new()
             .on_agent(welcome(&"x".repeat(1000)))
@@ -650,6 +692,7 @@ mod tests {
                 limits: AgentLimits::default(),
                 auth: crate::auth::AgentAuth::default().welcome(),
                 clock: None,
+                name: None,
             })
             .unwrap();
         assert!(matches!(w, ClientEvent::Welcome { version: 1, .. }));
@@ -872,6 +915,7 @@ mod tests {
                 ..AgentLimits::default()
             },
             clock: None,
+            name: None,
         };
         for (setup, max) in [
             (30, 18_361_687_889_224_520_145),
@@ -938,6 +982,7 @@ mod tests {
                 limits: AgentLimits::default(),
                 auth: crate::auth::AgentAuth::default().welcome(),
                 clock: None,
+                name: None,
             })
             .unwrap();
             c
@@ -1012,6 +1057,7 @@ mod tests {
             limits: AgentLimits::default(),
             auth: crate::auth::AgentAuth::default().welcome(),
             clock: None,
+            name: None,
         })
         .unwrap();
         c.watch_start_sent().unwrap();
@@ -1031,6 +1077,7 @@ mod tests {
             limits: AgentLimits::default(),
             auth: crate::auth::AgentAuth::default().welcome(),
             clock: None,
+            name: None,
         })
         .unwrap();
         c.watch_start_sent().unwrap();

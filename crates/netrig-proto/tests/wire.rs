@@ -223,6 +223,7 @@ fn agent_messages() {
                 agent_key: None,
             },
             clock: None,
+            name: None,
         },
         // An agent started with --hooks.
         AgentMsg::Welcome {
@@ -242,6 +243,7 @@ fn agent_messages() {
             clock: Some(netrig_proto::clock::AgentClock {
                 boot_hash: netrig_proto::clock::boot_hash(&[1; 32], "0f4c2a4e-6c3b-4a8e-9d7e-2b1c3d4e5f60"),
             }),
+            name: None,
         },
         AgentMsg::HelloAccepted { signature: None },
         AgentMsg::HelloAccepted {

@@ -20,6 +20,7 @@
 //! without a session.
 
 pub mod clients;
+pub mod initiator;
 mod server_host;
 pub mod suite;
 pub mod target;
@@ -930,6 +931,7 @@ mod tests {
                 limits: AgentLimits::default(),
                 auth: netrig_proto::auth::AgentAuth::default().welcome(),
                 clock: None,
+                name: None,
             }))
             .unwrap();
             let mut len = [0u8; 4];

@@ -8,6 +8,56 @@ use netrig_proto::auth::{AgentAuth, SecretKey};
 use netrig_proto::AgentLimits;
 use std::time::Duration;
 
+/// `--allow-initiate`, `--initiate-keys`: what this agent may test as a client for an asker.
+fn initiate_config(
+    a: &ServeArgs,
+    auth: &AgentAuth,
+) -> Result<Option<netrig_agent::initiate::InitiateConfig>> {
+    if a.allow_initiate.is_empty() && a.initiate_keys.is_none() {
+        return Ok(None);
+    }
+    if auth.key.is_none() || auth.authorized.is_none() {
+        return Err(Usage(
+            "--allow-initiate and --initiate-keys need --key (this agent proves itself to the agents it \
+             tests) and --authorized-keys (only clients that prove a key may ask it)"
+                .into(),
+        )
+        .into());
+    }
+    let keys = match &a.initiate_keys {
+        None => Vec::new(),
+        Some(p) => {
+            let text = std::fs::read_to_string(p)
+                .map_err(|e| Usage(format!("--initiate-keys {}: {e}", p.display())))?;
+            let keys = netrig_proto::auth::parse_authorized_keys(&text)
+                .map_err(|e| Usage(format!("--initiate-keys {}: {e}", p.display())))?;
+            if keys.is_empty() {
+                return Err(Usage(format!("--initiate-keys {}: holds no key", p.display())).into());
+            }
+            keys
+        }
+    };
+    eprintln!(
+        "netrig: tests against other agents allowed for authenticated clients: agents in {} and agents \
+         proving one of {} key(s) (--allow-initiate, --initiate-keys)",
+        if a.allow_initiate.is_empty() {
+            "no network".to_string()
+        } else {
+            a.allow_initiate
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
+        },
+        keys.len()
+    );
+    Ok(Some(netrig_agent::initiate::InitiateConfig {
+        nets: a.allow_initiate.clone(),
+        keys,
+        runner: std::sync::Arc::new(netrig_run::initiator::RunInitiator),
+    }))
+}
+
 /// `netrig serve`: the agent, until it is stopped.
 pub fn serve(a: ServeArgs) -> Result<()> {
     let bind = match a.bind {
@@ -82,6 +132,8 @@ pub fn serve(a: ServeArgs) -> Result<()> {
             })
             .transpose()?,
     };
+    config.name = a.name.clone();
+    config.initiate = initiate_config(&a, &config.auth)?;
     let auth_note = match (&config.auth.authorized, &config.auth.key) {
         (Some(k), _) => format!(
             "; only clients with one of the {} authorized keys may run tests",

@@ -45,6 +45,10 @@ pub enum Command {
     Man(ManArgs),
     /// Make a key pair for authentication: FILE (private, mode 0600) and FILE.pub.
     Keygen(KeygenArgs),
+    /// Test agents against each other: a full mesh, pairs or a star, in rounds of disjoint
+    /// tests started together, each run by one agent against another (their --allow-initiate);
+    /// the matrix as a table, JSON, CSV and an HTML heat map (docs/FLEET.md).
+    Mesh(MeshArgs),
     /// Build, list, use and remove labs: hosts in network namespaces joined by links with
     /// properties (docs/LAB.md). Linux; root or CAP_NET_ADMIN and CAP_SYS_ADMIN.
     Lab(LabArgs),
@@ -199,6 +203,82 @@ pub struct ManArgs {
 }
 
 #[derive(Debug, Args)]
+pub struct MeshArgs {
+    /// The agents: HOST or HOST:PORT ([IPv6]:PORT), at least two (with --discover, more may
+    /// be found).
+    #[arg(value_name = "HOST")]
+    pub hosts: Vec<String>,
+    /// Find the agents in DNS: a name starting with `_` is asked for SRV records (a
+    /// Kubernetes headless Service's `_netrig._tcp.SERVICE.NAMESPACE.svc.cluster.local`),
+    /// another for its A and AAAA records (with --port).
+    #[arg(long, value_name = "NAME", help_heading = "Where")]
+    pub discover: Option<String>,
+    /// The DNS server to ask (ADDR or ADDR:PORT); default: the first nameserver of
+    /// /etc/resolv.conf.
+    #[arg(long = "dns-server", value_name = "ADDR", help_heading = "Where")]
+    pub dns_server: Option<String>,
+    /// The agents' port where a host or an A record gives none.
+    #[arg(short = 'p', long, default_value_t = netrig_proto::DEFAULT_PORT, help_heading = "Where")]
+    pub port: u16,
+    /// full: every pair once (by the circle method: N-1 rounds for even N, N for odd);
+    /// pairs: those of --pairs; star: every other host against --server.
+    #[arg(long, value_enum, default_value_t = MeshPattern::Full, help_heading = "Schedule")]
+    pub pattern: MeshPattern,
+    /// The star's server: a host as given (default: the first).
+    #[arg(long, value_name = "HOST", help_heading = "Schedule")]
+    pub server: Option<String>,
+    /// The pairs of --pattern pairs: CLIENT>SERVER, comma-separated, hosts as given.
+    #[arg(
+        long,
+        value_name = "A>B,...",
+        value_delimiter = ',',
+        help_heading = "Schedule"
+    )]
+    pub pairs: Vec<String>,
+    /// Full mesh: test each pair both ways (every ordered pair once).
+    #[arg(long = "both-directions", help_heading = "Schedule")]
+    pub both_directions: bool,
+    /// Tests at once per round, at most (default: as many as the pattern allows with each
+    /// host in one test at a time; a star's clients all at once).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=10_000), help_heading = "Schedule")]
+    pub concurrency: Option<u32>,
+    /// Print the hosts and the schedule, and run nothing.
+    #[arg(long, help_heading = "Schedule")]
+    pub list: bool,
+    /// This client's private key: the agents it asks must have it in their --authorized-keys.
+    #[arg(long = "key", value_name = "FILE", help_heading = "Where")]
+    pub key: Option<PathBuf>,
+    /// The agents' public key to expect (FILE.pub or base64): an agent that does not prove it is
+    /// refused.
+    #[arg(long = "agent-key", value_name = "FILE|BASE64", help_heading = "Where")]
+    pub agent_key: Option<String>,
+    /// Seconds to wait for each connection to an agent.
+    #[arg(long, value_name = "SECONDS", default_value = "5", value_parser = parse_seconds, help_heading = "Where")]
+    pub connect_timeout: f64,
+    /// Print the mesh's document as JSON on stdout instead of the table.
+    #[arg(long, help_heading = "Output")]
+    pub json: bool,
+    /// Print one CSV row per test instead of the table.
+    #[arg(long, conflicts_with = "json", help_heading = "Output")]
+    pub csv: bool,
+    /// Write the HTML report (the heat map) to FILE.
+    #[arg(long, value_name = "FILE", help_heading = "Output")]
+    pub html: Option<PathBuf>,
+    /// The test, after `--`: a kind and its options, as `netrig KIND` takes them (no -H: the
+    /// mesh names the hosts), e.g. `-- tcp-stream -l 10`.
+    #[arg(last = true, value_name = "KIND ARGS", required = true)]
+    pub test: Vec<String>,
+}
+
+/// `netrig mesh --pattern`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum MeshPattern {
+    Full,
+    Pairs,
+    Star,
+}
+
+#[derive(Debug, Args)]
 pub struct KeygenArgs {
     /// The private key file to write; the public key goes to FILE.pub.
     #[arg(short = 'o', long = "output", value_name = "FILE")]
@@ -350,6 +430,21 @@ pub struct ServeArgs {
     /// in it; firewall the port as any exporter's (docs/FLEET.md).
     #[arg(long = "metrics-port", value_name = "PORT", help_heading = "Metrics")]
     pub metrics_port: Option<u16>,
+    /// Let a client that proved a key of --authorized-keys ask this agent to test another agent
+    /// as its client (`netrig mesh`; agent-to-agent tests), towards agents in this network (CIDR,
+    /// or one address; repeat for more; 0.0.0.0/0 and ::/0 for any). The other agent must always
+    /// prove a key of its own (its --key) before any test traffic goes to it. Needs --key and
+    /// --authorized-keys (docs/FLEET.md).
+    #[arg(long = "allow-initiate", value_name = "CIDR", value_parser = parse_network, help_heading = "Fleets")]
+    pub allow_initiate: Vec<ipnet::IpNet>,
+    /// As --allow-initiate, towards agents that prove one of the keys in FILE (authorized_keys
+    /// format: `netrig-ed25519 BASE64 comment` lines), wherever they are.
+    #[arg(long = "initiate-keys", value_name = "FILE", help_heading = "Fleets")]
+    pub initiate_keys: Option<PathBuf>,
+    /// This agent's name in its welcome (e.g. its node's: a mesh's matrix labels it so); at most
+    /// 64 bytes, no control characters.
+    #[arg(long = "name", value_name = "NAME", value_parser = parse_agent_name, help_heading = "Fleets")]
+    pub name: Option<String>,
     /// Log only warnings.
     #[arg(short = 'q', long)]
     pub quiet: bool,
@@ -367,6 +462,11 @@ fn parse_max_rate(s: &str) -> Result<u64, String> {
         0 => Err("must be more than 0 bits/s (leave --max-rate out for no cap)".into()),
         r => Ok(r),
     }
+}
+
+/// `--name`: as the protocol bounds it.
+fn parse_agent_name(s: &str) -> Result<String, String> {
+    netrig_proto::initiate::check_name(s).map(|()| s.to_string())
 }
 
 /// A network in CIDR notation, or one address (a /32 or /128).

@@ -9,6 +9,7 @@ mod experiment;
 mod http;
 mod lab;
 mod lab_overload;
+mod mesh;
 mod one_test;
 mod plot;
 mod progress;
@@ -144,6 +145,7 @@ fn main() -> ExitCode {
         Job::Own(Command::Completions(a)) => deploy::completions(&a),
         Job::Own(Command::Man(a)) => deploy::man(&a),
         Job::Own(Command::Keygen(a)) => agent::keygen(&a),
+        Job::Own(Command::Mesh(a)) => mesh::mesh(a),
         Job::Own(Command::ClientShare) => one_test::client_share(),
         Job::Own(Command::Lab(a)) => lab::lab(a),
         Job::Test(kind, m, args, sweeps) => one_test::test(kind, &m, args, sweeps),

@@ -1660,6 +1660,7 @@ fn an_agent_flooding_interval_samples_is_refused() {
                 limits: netrig_proto::AgentLimits::default(),
                 auth: netrig_proto::auth::AgentAuth::default().welcome(),
                 clock: None,
+                name: None,
             },
         )
         .unwrap();

@@ -1,0 +1,244 @@
+//! `netrig mesh`: agents tested against each other (issue #43). The hosts come from the command
+//! line or DNS (netrig_fleet::discover), the schedule from the pattern (netrig_fleet::schedule),
+//! the test from the options after `--` (parsed as `netrig KIND` parses them), and each test is
+//! run by one agent against another (netrig_fleet::orchestrate, protocol 8's `initiate`); the
+//! matrix is printed as a table, JSON or CSV, and written as an HTML heat map.
+
+use crate::cli::{MeshArgs, MeshPattern, RunArgs};
+use crate::{cancel, Usage};
+use anyhow::{bail, Result};
+use clap::FromArgMatches;
+use netrig_fleet::matrix::{MeshHost, Pattern};
+use netrig_fleet::schedule::{self, Pair};
+use netrig_proto::TestSpec;
+use std::time::Duration;
+
+/// The test after `--`, as `netrig KIND ...` would read it: its spec.
+fn test_spec(args: &[String]) -> Result<TestSpec> {
+    let Some(name) = args.first() else {
+        bail!(Usage(
+            "netrig mesh: name the test after `--` (e.g. `-- tcp-stream -l 10`)".into()
+        ));
+    };
+    let Some(kind) = netrig_kinds::by_name(name) else {
+        bail!(Usage(format!(
+            "netrig mesh: {name:?} after `--` is not a test kind"
+        )));
+    };
+    if matches!(kind.ends(), netrig_kinds::Ends::ClientOnly(_)) {
+        bail!(Usage(format!(
+            "netrig mesh: {name} runs without an agent at its server: a mesh's tests are between agents"
+        )));
+    }
+    let argv = std::iter::once("netrig".to_string()).chain(args.iter().cloned());
+    let m = crate::cli::command()
+        .try_get_matches_from(argv)
+        .map_err(|e| Usage(format!("netrig mesh: the test after `--`: {e}")))?;
+    let (_, sub) = m.subcommand().expect("a kind's subcommand");
+    let run = RunArgs::from_arg_matches(sub)?;
+    if run.target.host.is_some() || run.target.key.is_some() || run.target.agent_key.is_some() {
+        bail!(Usage(
+            "netrig mesh: -H, --key and --agent-key go before `--`: the mesh names the hosts, and each \
+             agent tests another with its own key"
+                .into()
+        ));
+    }
+    if run.json || run.json_stream || run.start_at.is_some() || run.experiment.iterations.is_some() {
+        bail!(Usage(
+            "netrig mesh: --json, --json-stream, --start-at and --iterations are the mesh's own (or not \
+             its): give --json before `--`"
+                .into()
+        ));
+    }
+    let plan = kind.plan(sub).map_err(Usage)?;
+    if plan.local.cpus.is_some() || plan.profile {
+        bail!(Usage(
+            "netrig mesh: --cpus and --profile set the client's own end, which an agent runs here: not \
+             carried (give --remote-cpus for the server's end)"
+                .into()
+        ));
+    }
+    Ok(plan.spec)
+}
+
+/// HOST or HOST:PORT as an address `host:port` (IPv6 bracketed).
+fn address(host: &str, port: u16) -> Result<String> {
+    let (h, p) =
+        netrig_run::target::host_port_or("netrig mesh HOST", host, "--port", None, port).map_err(Usage)?;
+    Ok(if h.contains(':') {
+        format!("[{h}]:{p}")
+    } else {
+        format!("{h}:{p}")
+    })
+}
+
+fn hosts(a: &MeshArgs) -> Result<Vec<MeshHost>> {
+    let mut hosts = Vec::new();
+    for h in &a.hosts {
+        hosts.push(MeshHost {
+            name: h.clone(),
+            address: address(h, a.port)?,
+            label: None,
+        });
+    }
+    if let Some(name) = &a.discover {
+        let server = a
+            .dns_server
+            .as_deref()
+            .map(|s| netrig_fleet::discover::server_addr(s).map_err(Usage))
+            .transpose()?;
+        let found = netrig_fleet::discover::discover(name, a.port, server, Duration::from_secs(5))
+            .map_err(|e| Usage(format!("--discover {name}: {e}")))?;
+        for f in found {
+            let address = f.addr.to_string();
+            if !hosts.iter().any(|h: &MeshHost| h.address == address) {
+                hosts.push(MeshHost {
+                    name: f.name,
+                    address,
+                    label: None,
+                });
+            }
+        }
+    }
+    if hosts.len() < 2 {
+        bail!(Usage(format!(
+            "netrig mesh: {} agent(s) given or found; a mesh needs at least 2",
+            hosts.len()
+        )));
+    }
+    Ok(hosts)
+}
+
+/// A host as the user named it (its name, or its address).
+fn index_of(hosts: &[MeshHost], named: &str, option: &str) -> Result<usize> {
+    hosts
+        .iter()
+        .position(|h| h.name == named || h.address == named)
+        .ok_or_else(|| {
+            Usage(format!(
+                "{option} {named}: not among the hosts ({})",
+                hosts
+                    .iter()
+                    .map(|h| h.name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ))
+            .into()
+        })
+}
+
+fn plan(a: &MeshArgs, hosts: &[MeshHost]) -> Result<(Pattern, schedule::Plan)> {
+    let concurrency = a.concurrency.map(|c| c as usize);
+    Ok(match a.pattern {
+        MeshPattern::Full => (
+            Pattern::Full,
+            schedule::Plan {
+                shape: schedule::Shape::Full {
+                    both_directions: a.both_directions,
+                },
+                concurrency,
+            },
+        ),
+        MeshPattern::Star => (
+            Pattern::Star,
+            schedule::Plan {
+                shape: schedule::Shape::Star {
+                    server: a
+                        .server
+                        .as_deref()
+                        .map_or(Ok(0), |s| index_of(hosts, s, "--server"))?,
+                },
+                concurrency,
+            },
+        ),
+        MeshPattern::Pairs => {
+            if a.pairs.is_empty() {
+                bail!(Usage("--pattern pairs: give them with --pairs A>B,C>D".into()));
+            }
+            let mut pairs = Vec::new();
+            for p in &a.pairs {
+                let Some((c, s)) = p.split_once('>') else {
+                    bail!(Usage(format!("--pairs {p}: write CLIENT>SERVER")));
+                };
+                pairs.push(Pair {
+                    client: index_of(hosts, c.trim(), "--pairs")?,
+                    server: index_of(hosts, s.trim(), "--pairs")?,
+                });
+            }
+            (
+                Pattern::Pairs,
+                schedule::Plan {
+                    shape: schedule::Shape::Pairs(pairs),
+                    concurrency,
+                },
+            )
+        }
+    })
+}
+
+/// `netrig mesh`.
+pub fn mesh(a: MeshArgs) -> Result<()> {
+    let spec = test_spec(&a.test)?;
+    let hosts = hosts(&a)?;
+    let (pattern, plan) = plan(&a, &hosts)?;
+    let rounds = schedule::rounds(hosts.len(), &plan).map_err(|e| Usage(e.to_string()))?;
+    if a.list {
+        for (i, h) in hosts.iter().enumerate() {
+            println!("host {i}: {} ({})", h.name, h.address);
+        }
+        for (i, r) in rounds.iter().enumerate() {
+            let tests: Vec<String> = r
+                .iter()
+                .map(|p| format!("{} > {}", hosts[p.client].name, hosts[p.server].name))
+                .collect();
+            println!("round {}: {}", i + 1, tests.join(", "));
+        }
+        return Ok(());
+    }
+    let target = netrig_run::TargetSpec {
+        key: a.key.clone(),
+        agent_key: a.agent_key.clone(),
+        ..netrig_run::TargetSpec::default()
+    };
+    let auth = target.auth().map_err(Usage)?;
+    if auth.key.is_none() {
+        bail!(Usage(
+            "netrig mesh needs --key FILE: an agent runs a test for a client only once it proved a key of \
+             the agent's --authorized-keys"
+                .into()
+        ));
+    }
+    let mesh = netrig_fleet::orchestrate::Mesh {
+        hosts,
+        pattern,
+        concurrency: a.concurrency.map(|c| c as usize),
+        rounds,
+        spec,
+        auth,
+        connect_timeout: Duration::from_secs_f64(a.connect_timeout.max(0.001)),
+    };
+    let quiet = a.json || a.csv;
+    let doc = netrig_fleet::orchestrate::run(&mesh, &|| cancel().is_cancelled(), &mut |line| {
+        if !quiet {
+            eprintln!("netrig mesh: {line}");
+        }
+    });
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&doc)?);
+    } else if a.csv {
+        print!("{}", netrig_fleet::render::csv(&doc));
+    } else {
+        print!("{}", netrig_fleet::render::table(&doc));
+    }
+    if let Some(path) = &a.html {
+        crate::report::write_report(path, &netrig_fleet::render::html(&doc))?;
+    }
+    let failed = doc.cells.iter().filter(|c| c.error.is_some()).count();
+    if failed > 0 {
+        bail!(
+            "{failed} of {} tests failed (their reasons are in the output)",
+            doc.cells.len()
+        );
+    }
+    Ok(())
+}
