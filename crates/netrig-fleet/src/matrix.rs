@@ -104,3 +104,25 @@ pub struct MeshDocument {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<String>,
 }
+
+impl MeshCell {
+    /// A cell of `client` against `server` in `round`, with nothing measured yet.
+    pub fn new(client: usize, server: usize, round: usize) -> MeshCell {
+        MeshCell {
+            client,
+            server,
+            round,
+            error: None,
+            throughput_bps: None,
+            transactions_per_s: None,
+            latency_p50_us: None,
+            latency_p99_us: None,
+            retransmits: None,
+            start_offset_ms: None,
+            clock_offset_ms: None,
+            clock_bound_ms: None,
+            warnings: Vec::new(),
+            result: None,
+        }
+    }
+}

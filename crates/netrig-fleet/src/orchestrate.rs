@@ -12,6 +12,7 @@ use netrig_document::result::TestResult;
 use netrig_proto::auth::ClientAuth;
 use netrig_proto::initiate::{InitiateRequest, RESULT_MARGIN_S};
 use netrig_proto::TestSpec;
+use serde::Deserialize;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 /// What a mesh runs.
@@ -105,8 +106,13 @@ fn result_wait(spec: &TestSpec, lead: Duration) -> Duration {
     Duration::from_secs_f64(length) + lead + Duration::from_secs(2 * 30 + RESULT_MARGIN_S)
 }
 
+/// A result an agent sent back (`initiate_done`), read as a netrig result.
+pub fn read_result(value: &serde_json::Value) -> Result<TestResult, String> {
+    TestResult::deserialize(value).map_err(|e| format!("its result does not read as a netrig result: {e}"))
+}
+
 /// One test's figures from its result.
-fn fill(cell: &mut MeshCell, result: &TestResult) {
+pub fn fill(cell: &mut MeshCell, result: &TestResult) {
     let s = &result.summary;
     cell.throughput_bps = Some(s.throughput_bps);
     cell.transactions_per_s = s.transactions_per_s;
@@ -115,7 +121,8 @@ fn fill(cell: &mut MeshCell, result: &TestResult) {
         cell.latency_p99_us = Some(l.p99);
     }
     let retrans: Vec<u64> = result.intervals.iter().filter_map(|i| i.retransmits).collect();
-    cell.retransmits = (!retrans.is_empty()).then(|| retrans.iter().sum());
+    // Saturating: the figures are an agent's, whatever it sent.
+    cell.retransmits = (!retrans.is_empty()).then(|| retrans.iter().fold(0u64, |a, &r| a.saturating_add(r)));
     cell.warnings = result.warnings.clone();
 }
 
@@ -287,11 +294,7 @@ fn run_round(
             warnings: Vec::new(),
             result: None,
         };
-        match got.and_then(|v| {
-            serde_json::from_value::<TestResult>(v.clone())
-                .map(|r| (v, r))
-                .map_err(|e| format!("its result does not read as a netrig result: {e}"))
-        }) {
+        match got.and_then(|v| read_result(&v).map(|r| (v, r))) {
             Ok((value, result)) => {
                 fill(&mut cell, &result);
                 if let Some(why) = &offset_error {
@@ -299,7 +302,9 @@ fn run_round(
                         "start offset withheld: the agent's clock was not measured: {why}"
                     ));
                 }
-                if let (Some(started), Some((o, _))) = (result.started_unix_s, offset) {
+                if let (Some(started), Some((o, _))) =
+                    (result.started_unix_s.filter(|s| s.is_finite()), offset)
+                {
                     // Its start on our clock: its own reading less its offset.
                     let ours = started * 1e9 - o as f64;
                     let off_ms = (ours - start_ns as f64) / 1e6;

@@ -24,6 +24,7 @@ pub mod data_hello;
 pub mod frame;
 pub mod http_request;
 pub mod http_response;
+pub mod initiate_result;
 pub mod iperf3_control;
 pub mod iperf3_params;
 pub mod iperf3_results;
@@ -49,6 +50,7 @@ pub const TARGETS: &[Target] = &[
     ("http_response", http_response::run),
     ("frame", frame::run),
     ("http_request", http_request::run),
+    ("initiate_result", initiate_result::run),
     ("iperf3_control", iperf3_control::run),
     ("iperf3_params", iperf3_params::run),
     ("iperf3_results", iperf3_results::run),

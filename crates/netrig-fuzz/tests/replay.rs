@@ -96,6 +96,7 @@ replay_tests! {
     frame
     http_request
     http_response
+    initiate_result
     iperf3_control
     iperf3_params
     iperf3_results

@@ -136,7 +136,7 @@ pub fn output_in(ns: &Netns, args: &[&str]) -> Output {
         .expect("ip netns exec")
 }
 
-fn veth(a: &Netns, a_dev: &str, b: &Netns, b_dev: &str) -> Result<(), String> {
+pub fn veth(a: &Netns, a_dev: &str, b: &Netns, b_dev: &str) -> Result<(), String> {
     // Made inside the namespaces, so parallel tests' names never collide.
     crate::helpers::sh(&[
         "ip", "link", "add", a_dev, "netns", &a.0, "type", "veth", "peer", "name", b_dev, "netns", &b.0,

@@ -37,6 +37,7 @@ mod lab_tcprr;
 mod lab_topology;
 mod link_local;
 mod measure;
+mod mesh;
 mod metrics;
 mod mptcp;
 mod neighbours;
