@@ -6,5 +6,6 @@
 //! and HTML heat map). The orchestration itself (asking agent A to test agent B) is the
 //! client's and the agent's; this crate holds no I/O but the DNS exchange.
 
+pub mod discover;
 pub mod matrix;
 pub mod schedule;

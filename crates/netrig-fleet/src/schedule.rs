@@ -98,11 +98,7 @@ pub enum ScheduleError {
         server: usize,
     },
     #[error("--pairs: pair {index} names host {host}, but there are {hosts} hosts (0 to {})", hosts - 1)]
-    PairOutOfRange {
-        index: usize,
-        host: usize,
-        hosts: usize,
-    },
+    PairOutOfRange { index: usize, host: usize, hosts: usize },
     #[error("--server: host {server}, but there are {hosts} hosts (0 to {})", hosts - 1)]
     ServerOutOfRange { server: usize, hosts: usize },
 }
@@ -154,12 +150,7 @@ pub fn rounds(n_hosts: usize, plan: &Plan) -> Result<Vec<Vec<Pair>>, ScheduleErr
         None => unsplit,
         Some(c) => unsplit
             .into_iter()
-            .flat_map(|round| {
-                round
-                    .chunks(c)
-                    .map(<[Pair]>::to_vec)
-                    .collect::<Vec<_>>()
-            })
+            .flat_map(|round| round.chunks(c).map(<[Pair]>::to_vec).collect::<Vec<_>>())
             .collect(),
     })
 }
@@ -170,11 +161,7 @@ pub fn full_round_count(n_hosts: usize, both_directions: bool) -> usize {
     if n_hosts < 2 {
         return 0;
     }
-    let one_way = if n_hosts % 2 == 0 {
-        n_hosts - 1
-    } else {
-        n_hosts
-    };
+    let one_way = if n_hosts % 2 == 0 { n_hosts - 1 } else { n_hosts };
     if both_directions {
         2 * one_way
     } else {
@@ -401,10 +388,7 @@ mod tests {
         assert_eq!(capped.iter().map(Vec::len).collect::<Vec<_>>(), [2, 2, 1]);
         assert_eq!(
             rounds(3, &star(3, None)),
-            Err(ScheduleError::ServerOutOfRange {
-                server: 3,
-                hosts: 3
-            })
+            Err(ScheduleError::ServerOutOfRange { server: 3, hosts: 3 })
         );
     }
 
@@ -441,14 +425,8 @@ mod tests {
             shape: Shape::Pairs(v),
             concurrency: None,
         };
-        assert_eq!(
-            rounds(1, &full(false, None)),
-            Err(ScheduleError::TooFewHosts(1))
-        );
-        assert_eq!(
-            rounds(0, &full(false, None)),
-            Err(ScheduleError::TooFewHosts(0))
-        );
+        assert_eq!(rounds(1, &full(false, None)), Err(ScheduleError::TooFewHosts(1)));
+        assert_eq!(rounds(0, &full(false, None)), Err(ScheduleError::TooFewHosts(0)));
         let too_many = rounds(10_001, &full(false, None)).unwrap_err();
         assert!(too_many.to_string().contains("10000 at most"), "{too_many}");
         let zero = rounds(4, &full(false, Some(0))).unwrap_err();
@@ -475,10 +453,7 @@ mod tests {
             if r % 97 == 0 {
                 assert_disjoint(std::slice::from_ref(&round));
             }
-            let p = round
-                .iter()
-                .find(|p| p.client == 0 || p.server == 0)
-                .unwrap();
+            let p = round.iter().find(|p| p.client == 0 || p.server == 0).unwrap();
             partners_of_0.insert(p.client + p.server);
         }
         assert_eq!(partners_of_0.len(), 999);
