@@ -5,7 +5,8 @@ start from accepted messages instead of finding JSON by chance. Run from fuzz/.
 Not here: fuzz/seeds/agent_session/, byte streams made with netrig's own
 encoders by `netrig_fuzz::agent_session::seeds()` and written by
 `NETRIG_WRITE_SEEDS=1 cargo test -p netrig-fuzz --test seeds` (which checks
-they are current); fuzz/regressions/<target>/, minimized inputs of crashes
+they are current); fuzz/seeds/dns_answer/, real answers of a dnsmasq written
+by `NETRIG_WRITE_SEEDS=1 cargo test -p netrig-fleet --test dnsmasq`; fuzz/regressions/<target>/, minimized inputs of crashes
 found and fixed, kept as found."""
 import base64, json, os, struct
 

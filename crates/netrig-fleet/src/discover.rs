@@ -14,7 +14,9 @@
 //! addresses in all are used, and a cut is said.
 
 use hickory_proto::op::{Edns, Message, MessageType, OpCode, Query, ResponseCode};
-use hickory_proto::rr::{Name, RData, RecordType};
+/// The record types [`query`] and [`Answer`] name, hickory-proto's.
+pub use hickory_proto::rr::RecordType;
+use hickory_proto::rr::{Name, RData};
 use std::collections::BTreeSet;
 use std::io::{Read, Write};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, TcpStream, UdpSocket};
