@@ -8,4 +8,5 @@
 
 pub mod discover;
 pub mod matrix;
+pub mod render;
 pub mod schedule;
