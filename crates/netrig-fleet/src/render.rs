@@ -95,25 +95,35 @@ pub fn short_names(doc: &MeshDocument) -> Vec<String> {
         .iter()
         .map(|h| h.label.as_deref().unwrap_or(&h.name))
         .collect();
-    // The longest `.suffix` all share, when stripping it leaves each a name of its own.
+    // The longest `.suffix` all names share (labels are the agents' own, taken as they are),
+    // when stripping it leaves each a name of its own.
+    let unlabelled: Vec<&str> = doc
+        .hosts
+        .iter()
+        .filter(|h| h.label.is_none())
+        .map(|h| h.name.as_str())
+        .collect();
     let mut suffix: Option<&str> = None;
-    if full.len() > 1 {
-        if let Some(first) = full.first() {
-            for (i, _) in first.match_indices('.') {
-                let s = &first[i..];
-                let all = full.iter().all(|n| n.len() > s.len() && n.ends_with(s));
-                // Not an IPv4 address's last octets.
-                if all && s.chars().any(|c| c.is_ascii_alphabetic()) {
-                    suffix = Some(s);
-                    break;
-                }
+    if unlabelled.len() > 1 {
+        let first = unlabelled[0];
+        for (i, _) in first.match_indices('.') {
+            let s = &first[i..];
+            let all = unlabelled.iter().all(|n| n.len() > s.len() && n.ends_with(s));
+            // Not an IPv4 address's last octets.
+            if all && s.chars().any(|c| c.is_ascii_alphabetic()) {
+                suffix = Some(s);
+                break;
             }
         }
     }
     let mut short: Vec<String> = full
         .iter()
-        .map(|n| {
-            let n = suffix.map_or(*n, |s| &n[..n.len() - s.len()]);
+        .zip(&doc.hosts)
+        .map(|(n, h)| {
+            let n = match suffix {
+                Some(s) if h.label.is_none() => &n[..n.len() - s.len()],
+                _ => n,
+            };
             if n.chars().count() > 24 {
                 let head: String = n.chars().take(23).collect();
                 format!("{head}…")
@@ -209,8 +219,8 @@ fn host_name(names: &[String], i: usize) -> &str {
     names.get(i).map_or("?", String::as_str)
 }
 
-/// Lays out rows of cells in columns, the first left-aligned, the others right-aligned.
-fn columns(rows: &[Vec<String>]) -> String {
+/// Lays out rows of cells in columns, the first `left` left-aligned, the others right-aligned.
+fn columns(rows: &[Vec<String>], left: usize) -> String {
     let width = |s: &str| s.chars().count();
     let ncol = rows.iter().map(Vec::len).max().unwrap_or(0);
     let widths: Vec<usize> = (0..ncol)
@@ -227,11 +237,13 @@ fn columns(rows: &[Vec<String>]) -> String {
         let mut line = String::new();
         for (j, s) in r.iter().enumerate() {
             let pad = widths[j] - width(s);
-            if j == 0 {
+            if j > 0 {
+                line.push_str("  ");
+            }
+            if j < left {
                 line.push_str(s);
                 line.push_str(&" ".repeat(pad));
             } else {
-                line.push_str("  ");
                 line.push_str(&" ".repeat(pad));
                 line.push_str(s);
             }
@@ -267,7 +279,7 @@ fn matrix_text(
         }
         rows.push(row);
     }
-    columns(&rows)
+    columns(&rows, 1)
 }
 
 fn any_retransmits(doc: &MeshDocument) -> bool {
@@ -325,7 +337,7 @@ pub fn table(doc: &MeshDocument) -> String {
             vec![short.clone(), full, h.address.clone()]
         })
         .collect();
-    out.push_str(&columns(&host_rows));
+    out.push_str(&columns(&host_rows, 3));
     out.push_str("\nrounds\n");
     for r in &doc.rounds {
         let tests = r.cells.len();

@@ -96,10 +96,12 @@ fn short_names_drop_the_shared_domain() {
     assert_eq!(short_names(&d), ["agent-0", "agent-1", "agent-2"]);
     let mut d2 = doc();
     d2.hosts[1].label = Some("node-b".into());
-    // A label is the agent's own name: used as it is, so no suffix is shared.
+    // A label is the agent's own name: used as it is; the others' shared domain still goes.
+    assert_eq!(short_names(&d2), ["agent-0", "node-b", "agent-2"]);
+    d2.hosts[0].name = "a-very-long-name-of-a-host-0.example".into();
     assert_eq!(
         short_names(&d2),
-        ["agent-0.agents.netrig.s…", "node-b", "agent-2.agents.netrig.s…"]
+        ["a-very-long-name-of-a-h…", "node-b", "agent-2.agents.netrig.s…"]
     );
     d2.hosts = ["10.0.1.5", "10.0.2.5", "x", "x"]
         .iter()
@@ -225,15 +227,7 @@ fn html_is_self_contained_escaped_and_coloured() {
     assert!(h.starts_with("<!DOCTYPE html>"));
     assert!(h.trim_end().ends_with("</html>"));
     for bad in [
-        "<script",
-        "<img",
-        "<i ",
-        "http://",
-        "https://",
-        "<link",
-        "src=\"",
-        "href=",
-        "url(",
+        "<script", "<img", "<i ", "http://", "https://", "<link", "src=\"", "href=", "url(",
     ] {
         assert!(!h.contains(bad), "{bad} in\n{h}");
     }
