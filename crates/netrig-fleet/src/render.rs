@@ -202,8 +202,11 @@ fn pattern_words(doc: &MeshDocument) -> String {
     }
 }
 
+/// A figure and its cell.
+type Extreme<'d> = (f64, &'d MeshCell);
+
 /// The lowest and highest figure among the cells that ran, and their cells.
-fn extremes<'d>(doc: &'d MeshDocument, fig: Figure) -> Option<((f64, &'d MeshCell), (f64, &'d MeshCell))> {
+fn extremes(doc: &MeshDocument, fig: Figure) -> Option<(Extreme<'_>, Extreme<'_>)> {
     let mut vals = doc
         .cells
         .iter()

@@ -161,7 +161,11 @@ pub fn full_round_count(n_hosts: usize, both_directions: bool) -> usize {
     if n_hosts < 2 {
         return 0;
     }
-    let one_way = if n_hosts % 2 == 0 { n_hosts - 1 } else { n_hosts };
+    let one_way = if n_hosts.is_multiple_of(2) {
+        n_hosts - 1
+    } else {
+        n_hosts
+    };
     if both_directions {
         2 * one_way
     } else {
@@ -302,7 +306,7 @@ mod tests {
     fn full_mesh_every_pair_once_in_the_fewest_rounds() {
         for n in 2..=12 {
             let rounds = rounds(n, &full(false, None)).unwrap();
-            let want_rounds = if n % 2 == 0 { n - 1 } else { n };
+            let want_rounds = if n.is_multiple_of(2) { n - 1 } else { n };
             assert_eq!(rounds.len(), want_rounds, "{n} hosts");
             assert_disjoint(&rounds);
             let mut unordered = BTreeMap::new();
@@ -346,7 +350,7 @@ mod tests {
     fn both_directions_every_ordered_pair_once() {
         for n in 2..=12 {
             let rounds = rounds(n, &full(true, None)).unwrap();
-            let want = if n % 2 == 0 { 2 * (n - 1) } else { 2 * n };
+            let want = if n.is_multiple_of(2) { 2 * (n - 1) } else { 2 * n };
             assert_eq!(rounds.len(), want, "{n} hosts");
             assert_disjoint(&rounds);
             let ordered: BTreeSet<Pair> = rounds.iter().flatten().copied().collect();
