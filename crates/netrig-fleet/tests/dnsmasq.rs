@@ -13,6 +13,7 @@ use netrig_fleet::discover::{
 use std::net::{SocketAddr, TcpListener, UdpSocket};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
 const DNSMASQ: &str = "/usr/sbin/dnsmasq";
@@ -30,11 +31,18 @@ fn have_dnsmasq() -> bool {
     false
 }
 
-/// A port free for UDP and TCP on 127.0.0.1, below the ephemeral range.
+/// A port free for UDP and TCP on 127.0.0.1, below the ephemeral range; each call of a
+/// process walks on from the last (tests run at once).
 fn low_port() -> u16 {
-    let start = std::process::id() % 20000;
-    for i in 0..20000 {
-        let port = (10000 + (start + i * 17) % 20000) as u16;
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    let _ = NEXT.compare_exchange(
+        0,
+        std::process::id() % 20000 + 1,
+        Ordering::Relaxed,
+        Ordering::Relaxed,
+    );
+    for _ in 0..20000 {
+        let port = (10000 + NEXT.fetch_add(17, Ordering::Relaxed) % 20000) as u16;
         if UdpSocket::bind(("127.0.0.1", port)).is_ok() && TcpListener::bind(("127.0.0.1", port)).is_ok() {
             return port;
         }
@@ -60,6 +68,9 @@ impl Drop for Dnsmasq {
 impl Dnsmasq {
     fn start() -> Dnsmasq {
         let port = low_port();
+        // A name only this dnsmasq knows: the readiness check is answered by this one, not by
+        // another test's that took the port first (then this one would have failed to bind).
+        let me = format!("instance-{}-{port}.netrig.test", std::process::id());
         let mut args: Vec<String> = [
             "-d",
             "-k",
@@ -78,6 +89,7 @@ impl Dnsmasq {
         ]
         .map(String::from)
         .to_vec();
+        args.push(format!("--host-record={me},10.9.9.9"));
         for i in 0..3 {
             args.push(format!(
                 "--srv-host=_netrig._tcp.agents.netrig.test,agent-{i}.agents.netrig.test,6387"
