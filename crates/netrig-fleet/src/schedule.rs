@@ -101,6 +101,50 @@ pub enum ScheduleError {
     PairOutOfRange { index: usize, host: usize, hosts: usize },
     #[error("--server: host {server}, but there are {hosts} hosts (0 to {})", hosts - 1)]
     ServerOutOfRange { server: usize, hosts: usize },
+    #[error("{option}: {word:?} is none of the hosts (give a host as listed, or its index from 0)")]
+    UnknownHost { option: &'static str, word: String },
+    #[error("--pairs: {0:?} is not CLIENT>SERVER")]
+    BadPair(String),
+}
+
+/// The host `word` names, for `option` (`--server`, `--pairs`): a host's name as listed
+/// (`names`), else its index.
+pub fn host_index(option: &'static str, word: &str, names: &[&str]) -> Result<usize, ScheduleError> {
+    let word = word.trim();
+    if let Some(i) = names.iter().position(|n| *n == word) {
+        return Ok(i);
+    }
+    match word.parse::<usize>() {
+        Ok(i) if i < names.len() => Ok(i),
+        _ => Err(ScheduleError::UnknownHost {
+            option,
+            word: word.to_string(),
+        }),
+    }
+}
+
+/// `--pairs A>B,C>D`: each pair's client and server, named as [`host_index`] takes them. At
+/// most [`MAX_PAIRS`]; a pair of one host twice is refused by [`rounds`].
+pub fn parse_pairs(text: &str, names: &[&str]) -> Result<Vec<Pair>, ScheduleError> {
+    let items: Vec<&str> = text.split(',').filter(|s| !s.trim().is_empty()).collect();
+    if items.len() > MAX_PAIRS {
+        return Err(ScheduleError::TooManyPairs {
+            pairs: items.len(),
+            max: MAX_PAIRS,
+        });
+    }
+    items
+        .into_iter()
+        .map(|item| {
+            let (a, b) = item
+                .split_once('>')
+                .ok_or_else(|| ScheduleError::BadPair(item.to_string()))?;
+            Ok(Pair::new(
+                host_index("--pairs", a, names)?,
+                host_index("--pairs", b, names)?,
+            ))
+        })
+        .collect()
 }
 
 /// Checks the host count and the concurrency, which every shape needs.
@@ -443,6 +487,33 @@ mod tests {
             "--pairs: pair 0 names host 4, but there are 4 hosts (0 to 3)"
         );
         assert_eq!(rounds(4, &pairs(vec![])), Err(ScheduleError::NoPairs));
+    }
+
+    #[test]
+    fn pairs_and_servers_by_name_or_index() {
+        let names = ["10.0.0.1", "agent-1.example", "[::1]:6390"];
+        assert_eq!(
+            parse_pairs("10.0.0.1>agent-1.example, 2>0,agent-1.example>[::1]:6390", &names),
+            Ok(vec![Pair::new(0, 1), Pair::new(2, 0), Pair::new(1, 2)])
+        );
+        assert_eq!(host_index("--server", "agent-1.example", &names), Ok(1));
+        assert_eq!(host_index("--server", "2", &names), Ok(2));
+        let e = host_index("--server", "3", &names).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "--server: \"3\" is none of the hosts (give a host as listed, or its index from 0)"
+        );
+        assert_eq!(
+            parse_pairs("0>1,2", &names),
+            Err(ScheduleError::BadPair("2".into()))
+        );
+        assert!(matches!(
+            parse_pairs("0>nobody", &names),
+            Err(ScheduleError::UnknownHost {
+                option: "--pairs",
+                ..
+            })
+        ));
     }
 
     #[test]
