@@ -96,6 +96,22 @@ fn tried_note(tried: &[String]) -> String {
     }
 }
 
+/// `--dns-server ADDR[:PORT]`: `10.96.0.10`, `10.96.0.10:5353`, `fd00::a`, `[fd00::a]:5353`
+/// (port 53 when none is given).
+pub fn parse_dns_server(text: &str) -> Result<SocketAddr, String> {
+    let text = text.trim();
+    if let Ok(addr) = text.parse::<SocketAddr>() {
+        return Ok(addr);
+    }
+    let bare = text
+        .strip_prefix('[')
+        .and_then(|t| t.strip_suffix(']'))
+        .unwrap_or(text);
+    bare.parse::<IpAddr>()
+        .map(|ip| SocketAddr::new(ip, 53))
+        .map_err(|_| format!("--dns-server: {text:?} is not ADDR or ADDR:PORT (an IP address, [v6]:PORT)"))
+}
+
 /// What /etc/resolv.conf says a resolver should do.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ResolvConf {

@@ -68,6 +68,21 @@ fn resolv_conf_of_a_pod() {
 }
 
 #[test]
+fn dns_server_with_or_without_its_port() {
+    let p = |s| parse_dns_server(s).map(|a| a.to_string());
+    assert_eq!(p("10.96.0.10"), Ok("10.96.0.10:53".into()));
+    assert_eq!(p("127.0.0.1:5353"), Ok("127.0.0.1:5353".into()));
+    assert_eq!(p("fd00::a"), Ok("[fd00::a]:53".into()));
+    assert_eq!(p("[fd00::a]"), Ok("[fd00::a]:53".into()));
+    assert_eq!(p("[fd00::a]:5353"), Ok("[fd00::a]:5353".into()));
+    let e = p("kube-dns.kube-system").unwrap_err();
+    assert!(
+        e.starts_with("--dns-server: \"kube-dns.kube-system\" is not ADDR"),
+        "{e}"
+    );
+}
+
+#[test]
 fn candidates_as_a_pod_resolver_tries_them() {
     let search: Vec<String> = ["netrig.svc.cluster.local", "svc.cluster.local"]
         .map(String::from)
