@@ -7,8 +7,10 @@ encoders by `netrig_fuzz::agent_session::seeds()` and written by
 `NETRIG_WRITE_SEEDS=1 cargo test -p netrig-fuzz --test seeds` (which checks
 they are current); fuzz/seeds/initiate_result/, agents' answers to
 `initiate` captured from `netrig mesh` runs (a tcp-stream and a tcp-rr result,
-a refusal), kept as captured; fuzz/regressions/<target>/, minimized inputs of
-crashes found and fixed, kept as found."""
+a refusal), kept as captured; fuzz/seeds/dns_answer/, real answers of a dnsmasq
+written by `NETRIG_WRITE_SEEDS=1 cargo test -p netrig-fleet --test dnsmasq`;
+fuzz/regressions/<target>/, minimized inputs of crashes found and fixed, kept
+as found."""
 import base64, json, os, struct
 
 def put(target, name, data):

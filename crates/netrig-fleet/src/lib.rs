@@ -2,9 +2,9 @@
 //! (schedule.rs: a full mesh in the fewest rounds by the circle method, pairs, a star of many
 //! clients to one server, each under a stated concurrency), where the agents are (discover.rs:
 //! the SRV, A and AAAA records a Kubernetes headless Service publishes, asked of a DNS server),
-//! and what a mesh found (matrix.rs: the document, one cell per pair, and its table, CSV and
-//! HTML heat map). The orchestration itself (asking agent A to test agent B) is the client's
-//! and the agent's; this crate holds no I/O but the DNS exchange.
+//! and what a mesh found (matrix.rs: the document, one cell per pair; render.rs: its table, CSV
+//! and HTML heat map). The orchestration itself (asking agent A to test agent B) is the
+//! client's and the agent's; this crate holds no I/O but the DNS exchange.
 
 pub mod discover;
 pub mod matrix;

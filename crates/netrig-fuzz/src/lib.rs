@@ -21,6 +21,7 @@ pub mod agent_session;
 pub mod alloc_count;
 pub mod bounds;
 pub mod data_hello;
+pub mod dns_answer;
 pub mod frame;
 pub mod http_request;
 pub mod http_response;
@@ -47,6 +48,7 @@ pub const TARGETS: &[Target] = &[
     ("agent_report", agent_report::run),
     ("agent_session", agent_session::run),
     ("data_hello", data_hello::run),
+    ("dns_answer", dns_answer::run),
     ("http_response", http_response::run),
     ("frame", frame::run),
     ("http_request", http_request::run),

@@ -93,6 +93,7 @@ replay_tests! {
     agent_report
     agent_session
     data_hello
+    dns_answer
     frame
     http_request
     http_response

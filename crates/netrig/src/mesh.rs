@@ -85,7 +85,7 @@ fn hosts(a: &MeshArgs) -> Result<Vec<MeshHost>> {
         let server = a
             .dns_server
             .as_deref()
-            .map(|s| netrig_fleet::discover::server_addr(s).map_err(Usage))
+            .map(|s| netrig_fleet::discover::parse_dns_server(s).map_err(Usage))
             .transpose()?;
         let found = netrig_fleet::discover::discover(name, a.port, server, Duration::from_secs(5))
             .map_err(|e| Usage(format!("--discover {name}: {e}")))?;
