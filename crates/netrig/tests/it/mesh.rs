@@ -133,7 +133,9 @@ impl Fleet {
                 "127.0.0.1",
                 "--bind-interfaces",
             ])
-            .args(["--no-resolv", "--no-hosts", "-C", "/dev/null", "--user=root"]);
+            .args(["--no-resolv", "--no-hosts", "-C", "/dev/null", "--user=root", "--pid-file="])
+            // Authoritative for the cluster's domain, as its DNS is: NODATA, never REFUSED.
+            .arg("--local=/cluster.local/");
         for i in 0..n {
             // The pod's own name under the service, as Kubernetes writes it (10-78-0-1.SERVICE).
             let pod = format!(
