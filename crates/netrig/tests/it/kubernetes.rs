@@ -79,7 +79,7 @@ fn root() -> PathBuf {
 
 /// A tool from its variable, PATH, or the venv; None (said) when missing.
 fn tool(var: &str, name: &str) -> Option<PathBuf> {
-    if let Some(p) = std::env::var_os(var) {
+    if let Some(p) = std::env::var_os(var).filter(|p| !p.is_empty()) {
         let p = PathBuf::from(p);
         assert!(p.is_file(), "{var}={} is not a file", p.display());
         return Some(p);
