@@ -763,6 +763,17 @@ fn check_invocations(at: &str, what: &str, tmpl: &Value, c: &Value) -> Vec<Looku
         match inv[0].as_str() {
             "serve" => check_agent(at, what, tmpl, c, &inv),
             "mesh" => {
+                // The Service a script waits on is the one the mesh discovers.
+                let waits = env.get("NETRIG_SERVICE").map(|e| s(e, "/value"));
+                if let Some(service) = waits {
+                    let srv = format!("_netrig._tcp.{service}");
+                    let discovered: Vec<String> =
+                        values_of(&inv, "--discover").iter().map(|d| expand(d)).collect();
+                    assert!(
+                        discovered.contains(&srv),
+                        "{at}: waits on {service}, discovers {discovered:?}"
+                    );
+                }
                 for (flag, discover) in [("--discover", true), ("--server", false)] {
                     for name in values_of(&inv, flag) {
                         lookups.push(Lookup {
