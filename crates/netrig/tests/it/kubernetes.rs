@@ -774,6 +774,11 @@ fn check_invocations(at: &str, what: &str, tmpl: &Value, c: &Value) -> Vec<Looku
                         "{at}: waits on {service}, discovers {discovered:?}"
                     );
                 }
+                // A star's --server is a host as given: it is among the invocation's hosts.
+                for server in values_of(&inv, "--server") {
+                    let given = inv.iter().filter(|w| **w == server).count();
+                    assert!(given >= 2, "{at}: --server {server} is not given as a host");
+                }
                 for (flag, discover) in [("--discover", true), ("--server", false)] {
                     for name in values_of(&inv, flag) {
                         lookups.push(Lookup {
