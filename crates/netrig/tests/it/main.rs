@@ -21,6 +21,7 @@ mod http;
 mod http_server;
 mod iperf3_client;
 mod iperf3_serve;
+mod kubernetes;
 mod lab_arms;
 mod lab_cli;
 mod lab_clients;
