@@ -223,6 +223,10 @@ pub fn mesh(a: MeshArgs) -> Result<()> {
             eprintln!("netrig mesh: {line}");
         }
     });
+    if a.json || a.csv {
+        // The document on stdout; the matrix for whoever reads the log (a Kubernetes Job's).
+        eprint!("{}", netrig_fleet::render::table(&doc));
+    }
     if a.json {
         println!("{}", serde_json::to_string_pretty(&doc)?);
     } else if a.csv {
