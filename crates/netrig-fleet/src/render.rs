@@ -58,8 +58,8 @@ impl Figure {
 
     pub fn title(self) -> &'static str {
         match self {
-            Figure::Throughput => "throughput",
-            Figure::LatencyP50 => "median latency (p50)",
+            Figure::Throughput => "throughput (payload bits/s over each test's measured window)",
+            Figure::LatencyP50 => "median latency (p50 round trip over each test's measured window)",
         }
     }
 
@@ -322,7 +322,7 @@ pub fn table(doc: &MeshDocument) -> String {
                 "× {} → {} (round {}): {}",
                 host_name(&names, c.client),
                 host_name(&names, c.server),
-                c.round,
+                c.round + 1,
                 c.error.as_deref().unwrap_or("")
             );
         }
@@ -353,7 +353,7 @@ pub fn table(doc: &MeshDocument) -> String {
         let _ = writeln!(
             out,
             "round {}: {tests} test{}{}, start skew {skew}",
-            r.index,
+            r.index + 1,
             if tests == 1 { "" } else { "s" },
             if failed > 0 {
                 format!(" ({failed} failed)")
@@ -577,7 +577,7 @@ fn matrix_html(
                         h,
                         "<td class=\"fail\" title=\"{} (round {}) failed: {}\">×</td>",
                         escape(&pair),
-                        c.round,
+                        c.round + 1,
                         escape(c.error.as_deref().unwrap_or(""))
                     );
                 }
@@ -589,7 +589,7 @@ fn matrix_html(
                             "<td style=\"background:{bg};color:{}\" title=\"{} (round {}): {}\">{}</td>",
                             if dark { "#111" } else { "#fff" },
                             escape(&pair),
-                            c.round,
+                            c.round + 1,
                             escape(&exact(v)),
                             escape(&show(v))
                         );
@@ -693,7 +693,7 @@ pub fn html(doc: &MeshDocument) -> String {
                 "<li>{} → {} (round {}): {}</li>",
                 escape(host_name(&names, c.client)),
                 escape(host_name(&names, c.server)),
-                c.round,
+                c.round + 1,
                 escape(c.error.as_deref().unwrap_or(""))
             );
         }
@@ -711,7 +711,7 @@ pub fn html(doc: &MeshDocument) -> String {
         let _ = writeln!(
             h,
             "<tr><td>{}</td><td>{}</td><td>{failed}</td><td>{}</td></tr>",
-            r.index,
+            r.index + 1,
             r.cells.len(),
             r.skew_ms.map_or("—".into(), |s| format!("{} ms", sig3(s)))
         );

@@ -118,7 +118,7 @@ fn short_names_drop_the_shared_domain() {
 fn table_shows_the_matrix_failures_rounds_and_summary() {
     let t = table(&doc());
     assert!(
-        t.starts_with("tcp-stream, full mesh, 3 hosts: throughput (rows: client, columns: server)\n"),
+        t.starts_with("tcp-stream, full mesh, 3 hosts: throughput (payload bits/s over each test's measured window) (rows: client, columns: server)\n"),
         "{t}"
     );
     // The first matrix's rows (the retransmits' matrix repeats the heads later).
@@ -130,11 +130,11 @@ fn table_shows_the_matrix_failures_rounds_and_summary() {
     assert_eq!(row(retrans, "agent-0"), ["agent-0", "—", "3", "·"]);
     assert_eq!(row(retrans, "agent-2"), ["agent-2", "0", "·", "—"]);
     assert!(
-        t.contains("× agent-1 → agent-2 (round 2): connect to 10.0.0.3:6387: refused"),
+        t.contains("× agent-1 → agent-2 (round 3): connect to 10.0.0.3:6387: refused"),
         "{t}"
     );
-    assert!(t.contains("round 0: 1 test, start skew 1.23 ms\n"), "{t}");
-    assert!(t.contains("round 2: 1 test (1 failed), start skew —\n"), "{t}");
+    assert!(t.contains("round 1: 1 test, start skew 1.23 ms\n"), "{t}");
+    assert!(t.contains("round 3: 1 test (1 failed), start skew —\n"), "{t}");
     assert!(
         t.contains("agent-0  agent-0.agents.netrig.svc.cluster.local  10.0.0.1:6387"),
         "{t}"
@@ -164,7 +164,7 @@ fn table_of_a_request_response_mesh_shows_latency_and_no_retransmits() {
         c.retransmits = Some(0);
     }
     let t = table(&d);
-    assert!(t.contains("median latency (p50)"), "{t}");
+    assert!(t.contains("median latency (p50 round trip"), "{t}");
     assert_eq!(row(&t, "agent-0"), ["agent-0", "—", "48.2 µs", "·"]);
     assert_eq!(row(&t, "agent-2"), ["agent-2", "1235 µs", "·", "—"]);
     assert!(!t.contains("retransmits"), "{t}");
@@ -248,7 +248,7 @@ fn html_is_self_contained_escaped_and_coloured() {
     assert_eq!((bright.as_str(), dark.as_str()), ("#fde725", "#440154"));
     assert!(
         h.contains(&format!(
-            "<td style=\"background:{bright};color:#111\" title=\"agent-0 → agent-1 (round 0): 9412000000 bit/s\">9.41 Gbit/s</td>"
+            "<td style=\"background:{bright};color:#111\" title=\"agent-0 → agent-1 (round 1): 9412000000 bit/s\">9.41 Gbit/s</td>"
         )),
         "{h}"
     );
@@ -261,11 +261,11 @@ fn html_is_self_contained_escaped_and_coloured() {
     assert!(h.contains("<td class=\"fail\" title=\"agent-1 → "), "{h}");
     assert!(h.contains("<h2>retransmits (segments)</h2>"));
     assert!(
-        h.contains("<tr><td>0</td><td>1</td><td>0</td><td>1.23 ms</td></tr>"),
+        h.contains("<tr><td>1</td><td>1</td><td>0</td><td>1.23 ms</td></tr>"),
         "{h}"
     );
     assert!(
-        h.contains("<tr><td>2</td><td>1</td><td>1</td><td>—</td></tr>"),
+        h.contains("<tr><td>3</td><td>1</td><td>1</td><td>—</td></tr>"),
         "{h}"
     );
     assert!(h.contains("<h2>failed</h2>"));
@@ -282,7 +282,7 @@ fn latency_scale_is_reversed_lower_is_brighter() {
     let (bright, _) = colour(1.0);
     assert!(
         h.contains(&format!(
-            "background:{bright};color:#111\" title=\"agent-0 → agent-1 (round 0): 48 µs\""
+            "background:{bright};color:#111\" title=\"agent-0 → agent-1 (round 1): 48 µs\""
         )),
         "{h}"
     );
