@@ -51,6 +51,24 @@ fn test_spec(args: &[String]) -> Result<TestSpec> {
         ));
     }
     let plan = kind.plan(sub).map_err(Usage)?;
+    // What the client's own sockets would get (-s, --dscp, --tos, --priority, TCP's options on
+    // both ends): the agent that runs the client is sent the spec alone, so only the server's
+    // end would have them. Refused rather than half-applied.
+    let bare = crate::cli::command()
+        .try_get_matches_from(["netrig", name.as_str()])
+        .map_err(|e| Usage(e.to_string()))?;
+    let bare = kind
+        .plan(bare.subcommand().expect("a kind's subcommand").1)
+        .map_err(Usage)?;
+    if plan.local.sockets != bare.local.sockets {
+        bail!(Usage(
+            "netrig mesh: an option after `--` sets the client's own sockets too (-s, --dscp, --tos, \
+             --priority, or a TCP option both ends take); the agent that runs the client is sent the \
+             test's spec alone, so only the server's end would have it: not run (the server's own: \
+             -S, and the kind's options, are carried)"
+                .into()
+        ));
+    }
     if plan.local.cpus.is_some() || plan.profile {
         bail!(Usage(
             "netrig mesh: --cpus and --profile set the client's own end, which an agent runs here: not \

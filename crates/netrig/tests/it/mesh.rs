@@ -498,3 +498,36 @@ fn agents_refuse_to_initiate_unless_allowed_and_only_towards_authenticated_agent
         "{e}"
     );
 }
+
+#[test]
+fn a_mesh_refuses_client_end_options_it_cannot_carry_to_the_agent_that_runs_the_client() {
+    // The client's own sockets (-s, --dscp, TCP options both ends take) would be half-applied:
+    // refused, naming why; the server's own (-S) are carried, and --list runs nothing.
+    for opts in [
+        &["tcp-stream", "-s", "64K"][..],
+        &["tcp-rr", "--nodelay"],
+        &["tcp-stream", "--dscp", "46"],
+    ] {
+        let mut args = vec!["mesh", "127.0.0.1:1", "127.0.0.1:2", "--list", "--"];
+        args.extend_from_slice(opts);
+        let o = netrig().args(&args).output().unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{opts:?}: {err}");
+        assert!(err.contains("the client's own sockets"), "{opts:?}: {err}");
+    }
+    let o = netrig()
+        .args([
+            "mesh",
+            "127.0.0.1:1",
+            "127.0.0.1:2",
+            "--list",
+            "--",
+            "tcp-stream",
+            "-S",
+            "64K",
+        ])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("round 1: 127.0.0.1:1 > 127.0.0.1:2"));
+}
