@@ -279,20 +279,9 @@ fn run_round(
     let mut starts = Vec::new();
     for (p, (got, offset, offset_error)) in pairs.iter().zip(outcomes) {
         let mut cell = MeshCell {
-            client: p.client,
-            server: p.server,
-            round: index,
-            error: None,
-            throughput_bps: None,
-            transactions_per_s: None,
-            latency_p50_us: None,
-            latency_p99_us: None,
-            retransmits: None,
-            start_offset_ms: None,
             clock_offset_ms: offset.map(|(o, _)| o as f64 / 1e6),
             clock_bound_ms: offset.map(|(_, b)| b as f64 / 1e6),
-            warnings: Vec::new(),
-            result: None,
+            ..MeshCell::new(p.client, p.server, index)
         };
         match got.and_then(|v| read_result(&v).map(|r| (v, r))) {
             Ok((value, result)) => {
