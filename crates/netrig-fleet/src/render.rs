@@ -289,6 +289,15 @@ fn any_retransmits(doc: &MeshDocument) -> bool {
     doc.cells.iter().any(|c| c.retransmits.is_some_and(|r| r > 0))
 }
 
+/// How many of a round's tests failed.
+fn failed_in(doc: &MeshDocument, round: &crate::matrix::MeshRound) -> usize {
+    round
+        .cells
+        .iter()
+        .filter(|&&i| doc.cells.get(i).is_some_and(|c| c.error.is_some()))
+        .count()
+}
+
 /// The matrix as a text table, then the retransmits' matrix (when any test had some), the
 /// errors, the hosts (full names and addresses), a line per round with its skew, and a summary.
 pub fn table(doc: &MeshDocument) -> String {
@@ -345,11 +354,7 @@ pub fn table(doc: &MeshDocument) -> String {
     for r in &doc.rounds {
         let tests = r.cells.len();
         let skew = r.skew_ms.map_or("—".to_string(), |s| format!("{} ms", sig3(s)));
-        let failed = r
-            .cells
-            .iter()
-            .filter(|&&i| doc.cells.get(i).is_some_and(|c| c.error.is_some()))
-            .count();
+        let failed = failed_in(doc, r);
         let _ = writeln!(
             out,
             "round {}: {tests} test{}{}, start skew {skew}",
@@ -703,11 +708,7 @@ pub fn html(doc: &MeshDocument) -> String {
         "<h2>rounds</h2>\n<table>\n<tr><th>round</th><th>tests</th><th>failed</th><th>start skew</th></tr>\n",
     );
     for r in &doc.rounds {
-        let failed = r
-            .cells
-            .iter()
-            .filter(|&&i| doc.cells.get(i).is_some_and(|c| c.error.is_some()))
-            .count();
+        let failed = failed_in(doc, r);
         let _ = writeln!(
             h,
             "<tr><td>{}</td><td>{}</td><td>{failed}</td><td>{}</td></tr>",

@@ -10,22 +10,7 @@ fn host(i: usize) -> MeshHost {
 }
 
 fn cell(client: usize, server: usize, round: usize) -> MeshCell {
-    MeshCell {
-        client,
-        server,
-        round,
-        error: None,
-        throughput_bps: None,
-        transactions_per_s: None,
-        latency_p50_us: None,
-        latency_p99_us: None,
-        retransmits: None,
-        start_offset_ms: None,
-        clock_offset_ms: None,
-        clock_bound_ms: None,
-        warnings: vec![],
-        result: None,
-    }
+    MeshCell::new(client, server, round)
 }
 
 /// A full mesh of 3 hosts, one test a round: 0 → 1 at 9.412 Gbit/s with 3 retransmits,
