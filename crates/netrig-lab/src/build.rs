@@ -108,8 +108,12 @@ pub struct WitnessRow {
     /// The stream's socket buffers (`-s`/`-S`), twice the path's bandwidth-delay product.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stream_buffer_bytes: Option<u64>,
-    /// tcp-rr from `from` to `to`: median round trip, microseconds.
+    /// The median round trip from `from` to `to`, microseconds, measured as `rtt_by` says.
     pub rtt_p50_us: Option<f64>,
+    /// How `rtt_p50_us` was measured: "tcp-rr median", or udp-rr's where the round trip crosses
+    /// configured loss (`witness::RttProbe`). Absent in state files from before it: tcp-rr.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rtt_by: Option<String>,
     /// The round trip the configured delays make (this direction's and the one back), µs;
     /// absent when neither has a delay. Judged against `rtt_p50_us` (10 % + 1 ms).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -873,6 +877,7 @@ fn witness_row(p: &Plan, d: &Direction, port: u16, o: &UpOptions) -> Result<Witn
         stream_omit_s: 0.0,
         stream_buffer_bytes: None,
         rtt_p50_us: None,
+        rtt_by: None,
         configured_rtt_us: crate::witness::configured_rtt_us(&p.directions, d),
         configured_loss_pct: d.shape.loss.filter(|l| *l > 0.0),
         loss_probe: None,
@@ -886,9 +891,38 @@ fn witness_row(p: &Plan, d: &Direction, port: u16, o: &UpOptions) -> Result<Witn
     let host = to.to_string();
     let mut errors = Vec::new();
     // The round trip first: the stream's warm-up and buffers follow from it.
-    match netrig_json(&d.ns, &o.exe, &["tcp-rr", "-H", &host, "-p", &port_s, "-l", "1"]) {
-        Ok(v) => row.rtt_p50_us = v["summary"]["latency_us"]["p50"].as_f64(),
-        Err(e) => errors.push(format!("round trip not measured: {e}")),
+    let rtt_probe = crate::witness::RttProbe::for_path(
+        crate::witness::round_trip_is_lossy(&p.directions, d),
+        row.configured_rtt_us,
+    );
+    let mut rtt_args: Vec<String> = rtt_probe.args();
+    rtt_args.splice(
+        1..1,
+        ["-H".to_string(), host.clone(), "-p".into(), port_s.clone()],
+    );
+    let rtt_args: Vec<&str> = rtt_args.iter().map(String::as_str).collect();
+    row.rtt_by = Some(rtt_probe.describe());
+    // Twice at most: a probe that timed nothing (its set-up lost, the machine stalled) says
+    // nothing of the path; the second's failure is the row's error.
+    for attempt in 1..=2 {
+        let failed = match netrig_json(&d.ns, &o.exe, &rtt_args) {
+            Ok(v) => {
+                row.rtt_p50_us = v["summary"]["latency_us"]["p50"].as_f64();
+                row.rtt_p50_us.is_none().then(|| {
+                    format!(
+                        "`{}` timed no transaction ({} completed)",
+                        rtt_args.join(" "),
+                        v["summary"]["transactions"]
+                    )
+                })
+            }
+            Err(e) => Some(e),
+        };
+        match failed {
+            None => break,
+            Some(e) if attempt == 2 => errors.push(format!("round trip not measured (twice): {e}")),
+            Some(_) => {}
+        }
     }
     if let (Some(rate), Some(_)) = (d.rate_bps, expected) {
         let (omit, buffer) = warm_up(rate, d.mtu, row.rtt_p50_us.unwrap_or(0.0));
@@ -915,6 +949,7 @@ fn witness_row(p: &Plan, d: &Direction, port: u16, o: &UpOptions) -> Result<Witn
             d,
             row.configured_rtt_us,
             row.rtt_p50_us,
+            &rtt_probe.describe(),
         ))
         .collect();
     if let Some(loss) = row.configured_loss_pct {
@@ -941,10 +976,16 @@ fn witness_row(p: &Plan, d: &Direction, port: u16, o: &UpOptions) -> Result<Witn
         match netrig_json(&d.ns, &o.exe, &args) {
             Ok(v) => {
                 let u = &v["summary"]["udp"];
+                // The receiving host's own drops (a full socket buffer), over the probe.
+                let deltas = &v["counters"]["remote"]["deltas"];
+                let dropped = ["Udp.RcvbufErrors", "Udp6.RcvbufErrors"]
+                    .iter()
+                    .filter_map(|k| deltas[*k].as_u64())
+                    .reduce(|a, x| a.saturating_add(x));
                 match (u["sent_datagrams"].as_u64(), u["lost_datagrams"].as_u64()) {
-                    (Some(sent), Some(lost)) => {
-                        warnings.extend(crate::witness::judge_loss(d, loss, &mut probe, sent, lost))
-                    }
+                    (Some(sent), Some(lost)) => warnings.extend(crate::witness::judge_loss(
+                        d, loss, &mut probe, sent, lost, dropped,
+                    )),
                     _ => errors.push(format!(
                         "loss not measured: udp-stream gave no datagram counts ({u})"
                     )),
@@ -1137,7 +1178,10 @@ pub fn status_text(labs: &[LabState]) -> String {
             };
             let rtt = w
                 .rtt_p50_us
-                .map(|r| format!("round trip {r:.0} µs (tcp-rr median, 1 s)"))
+                .map(|r| {
+                    let by = w.rtt_by.as_deref().unwrap_or("tcp-rr median");
+                    format!("round trip {r:.0} µs ({by}; 1 s)")
+                })
                 .unwrap_or_else(|| "round trip not measured".into());
             let delay = w
                 .configured_rtt_us
@@ -1149,9 +1193,15 @@ pub fn status_text(labs: &[LabState]) -> String {
             ));
             if let (Some(c), Some(p)) = (w.configured_loss_pct, &w.loss_probe) {
                 let m = match (p.sent, p.lost, p.measured_pct, p.bound_low_pct, p.bound_high_pct) {
-                    (Some(s), Some(l), Some(m), Some(lo), Some(hi)) => {
-                        format!("{m:.2} % measured ({l} of {s} datagrams lost; bound {lo:.2}–{hi:.2} %)")
-                    }
+                    (Some(s), Some(l), Some(m), Some(lo), Some(hi)) => match p.receiver_dropped {
+                        Some(r) if r > 0 => format!(
+                            "{m:.2} % measured ({} of {s} datagrams lost on the path, besides {r} the receiving host dropped for a full socket buffer, left out; bound {lo:.2}–{hi:.2} %)",
+                            l.saturating_sub(r)
+                        ),
+                        _ => format!(
+                            "{m:.2} % measured ({l} of {s} datagrams lost; bound {lo:.2}–{hi:.2} %)"
+                        ),
+                    },
                     _ => "not measured".into(),
                 };
                 o.push_str(&format!(

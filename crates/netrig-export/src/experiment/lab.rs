@@ -8,8 +8,9 @@ pub fn witness_delay_and_loss(w: &serde_json::Value) -> String {
     if let Some(c) = w["configured_rtt_us"].as_f64() {
         out.push_str(&match w["rtt_p50_us"].as_f64() {
             Some(m) => format!(
-                "; round trip {:.2} ms measured (tcp-rr median) against {:.2} ms the configured delays make",
+                "; round trip {:.2} ms measured ({}) against {:.2} ms the configured delays make",
                 m / 1e3,
+                w["rtt_by"].as_str().unwrap_or("tcp-rr median"),
                 c / 1e3
             ),
             None => format!("; round trip not measured ({:.2} ms configured)", c / 1e3),
@@ -95,6 +96,14 @@ mod tests {
         assert_eq!(
             witness_delay_and_loss(&serde_json::json!({"rtt_p50_us": 15.0})),
             ""
+        );
+        // Measured by udp-rr (the path has loss): the row says so.
+        let by = "udp-rr median of the answered requests, --timeout 0.25 s, as the path has loss";
+        let w = serde_json::json!({"configured_rtt_us": 10000.0, "rtt_p50_us": 10387.0,
+            "rtt_by": by});
+        assert_eq!(
+            witness_delay_and_loss(&w),
+            format!("; round trip 10.39 ms measured ({by}) against 10.00 ms the configured delays make")
         );
     }
 }

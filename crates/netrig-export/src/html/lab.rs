@@ -461,7 +461,7 @@ pub fn diagram(e: &Experiment) -> Option<String> {
     let name = built["name"].as_str().unwrap_or("?");
     let id = built["id"].as_str().unwrap_or("?");
     Some(format!(
-        "<h2>The lab</h2>\n<figure class=\"lab\" id=\"lab-diagram\">{svg}<figcaption>lab {} (id {}): hosts (routers with round corners) and links; each shaped direction with what is configured, the mechanism that builds it, and what the witness measured after building it (TCP payload over its stream, tcp-rr median round trip, UDP probe loss). Built for this plan and removed after it.</figcaption></figure>",
+        "<h2>The lab</h2>\n<figure class=\"lab\" id=\"lab-diagram\">{svg}<figcaption>lab {} (id {}): hosts (routers with round corners) and links; each shaped direction with what is configured, the mechanism that builds it, and what the witness measured after building it (TCP payload over its stream, tcp-rr median round trip or udp-rr's where the path has loss, UDP probe loss). Built for this plan and removed after it.</figcaption></figure>",
         esc(name),
         esc(id)
     ))

@@ -200,7 +200,12 @@ fn closed_loop_latencies_fill_the_window() {
     // One transaction in flight per flow: each flow is always inside one,
     // so the latencies sum to about the window times the flows (what lies
     // outside is the loop's own bookkeeping). Timing from after the send
-    // left a quarter of the window out on loopback.
+    // left a quarter of the window out on loopback (0.75). The bookkeeping
+    // is 1-9 % of the window in a debug build here (0.91-0.99), more on a
+    // machine whose hypervisor steals a third of its CPU: the floor is 0.82,
+    // still above what the defect made. Above 1: a transaction begun before
+    // the window and counted in it whole (one per flow; a stall of 50 ms at
+    // the start is a tenth of this window).
     for args in [
         &["tcp-rr", "-P", "1"][..],
         &["tcp-rr", "-P", "2", "-T", "1"][..],
@@ -216,7 +221,7 @@ fn closed_loop_latencies_fill_the_window() {
         let share = busy / (f(&v, "/summary/elapsed_s") * flows);
         eprintln!("{args:?}: transactions fill {share:.3} of the window");
         assert!(
-            (0.9..1.1).contains(&share),
+            (0.82..1.15).contains(&share),
             "{args:?}: transactions fill {share:.3} of the window"
         );
     }
