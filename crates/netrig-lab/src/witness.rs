@@ -62,30 +62,26 @@ fn delay_us(s: &crate::model::Shape) -> f64 {
 /// On a LAN the round trip crosses four directions: what each end sends into the segment and
 /// what the switch sends to each (`port.HOST`, crate::lan_element), each counted once.
 pub fn configured_rtt_us(dirs: &[Direction], d: &Direction) -> Option<f64> {
+    let total: f64 = round_trip(dirs, d).map(|b| delay_us(&b.shape)).sum();
+    (total > 0.0).then_some(total)
+}
+
+/// The directions a round trip from `d.from` to `d.to` and back crosses: on a link, both ends'
+/// egress; on a LAN, also the switch's ports to both ends.
+fn round_trip<'a>(dirs: &'a [Direction], d: &'a Direction) -> impl Iterator<Item = &'a Direction> {
     let ends = [d.from.as_str(), d.to.as_str()];
-    let total: f64 = dirs
-        .iter()
-        .filter(|b| b.link == d.link)
-        .filter(|b| match crate::lan_element::port_of(b) {
+    dirs.iter()
+        .filter(move |b| b.link == d.link)
+        .filter(move |b| match crate::lan_element::port_of(b) {
             Some(to) => ends.contains(&to),
             None => ends.contains(&b.from.as_str()),
         })
-        .map(|b| delay_us(&b.shape))
-        .sum();
-    (total > 0.0).then_some(total)
 }
 
 /// Does the round trip from `d.from` to `d.to` and back cross a direction with loss
 /// configured (the same directions as [`configured_rtt_us`])?
 pub fn round_trip_is_lossy(dirs: &[Direction], d: &Direction) -> bool {
-    let ends = [d.from.as_str(), d.to.as_str()];
-    dirs.iter()
-        .filter(|b| b.link == d.link)
-        .filter(|b| match crate::lan_element::port_of(b) {
-            Some(to) => ends.contains(&to),
-            None => ends.contains(&b.from.as_str()),
-        })
-        .any(|b| b.shape.loss.is_some_and(|l| l > 0.0))
+    round_trip(dirs, d).any(|b| b.shape.loss.is_some_and(|l| l > 0.0))
 }
 
 /// How the witness times a round trip: tcp-rr on a path without loss (what users run), udp-rr

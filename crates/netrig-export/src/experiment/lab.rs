@@ -20,7 +20,12 @@ pub fn witness_delay_and_loss(w: &serde_json::Value) -> String {
         let p = &w["loss_probe"];
         out.push_str(&match (p["measured_pct"].as_f64(), p["sent"].as_u64()) {
             (Some(m), Some(n)) => format!(
-                "; loss {m:.2} % measured of {n} UDP datagrams against {c} % configured (bound {:.2}–{:.2} %)",
+                "; loss {m:.2} % measured of {n} UDP datagrams{} against {c} % configured (bound {:.2}–{:.2} %)",
+                p["receiver_dropped"]
+                    .as_u64()
+                    .filter(|r| *r > 0)
+                    .map(|r| format!(" ({r} the receiving host dropped for a full socket buffer left out)"))
+                    .unwrap_or_default(),
                 p["bound_low_pct"].as_f64().unwrap_or(0.0),
                 p["bound_high_pct"].as_f64().unwrap_or(0.0)
             ),
@@ -96,6 +101,15 @@ mod tests {
         assert_eq!(
             witness_delay_and_loss(&serde_json::json!({"rtt_p50_us": 15.0})),
             ""
+        );
+        // The receiving host's own drops, left out of the figure, are said.
+        let w = serde_json::json!({"configured_loss_pct": 10.0, "loss_probe": {"sent": 4904,
+            "lost": 2223, "receiver_dropped": 1728, "measured_pct": 10.09,
+            "bound_low_pct": 8.23, "bound_high_pct": 11.77}});
+        assert_eq!(
+            witness_delay_and_loss(&w),
+            "; loss 10.09 % measured of 4904 UDP datagrams (1728 the receiving host dropped for a \
+             full socket buffer left out) against 10 % configured (bound 8.23–11.77 %)"
         );
         // Measured by udp-rr (the path has loss): the row says so.
         let by = "udp-rr median of the answered requests, --timeout 0.25 s, as the path has loss";
