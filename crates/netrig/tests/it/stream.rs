@@ -939,13 +939,15 @@ fn a_stream_receiver_knows_the_socket_is_empty_without_a_read_that_finds_nothing
     let messages = u(&v, "/summary/bytes") / (16 << 10);
     eprintln!("{messages} messages: {recvmsg} recvmsg(2), {empty} receives that found nothing");
     assert!(messages >= 100, "{messages} messages in 1 s at 50 Mbit/s");
-    // Most messages are read on their own (a loaded machine lets a few queue
-    // up and go in one read: 352 reads for 380 messages was seen), and
-    // without TCP_INQ each read that empties the socket costs one that
-    // finds nothing: the empty reads are judged against the reads.
+    // On a quiet host most messages are read on their own; a loaded one lets
+    // several queue up and go in one read (352 reads for 380 messages here,
+    // 182 for 410 on a busy CI machine). Either way, without TCP_INQ each read
+    // that empties the socket costs one that finds nothing, so the empty reads
+    // are judged against the reads, and the reads need only be enough for
+    // that ratio to mean something.
     assert!(
-        recvmsg * 2 >= messages,
-        "{recvmsg} recvmsg(2) for {messages} messages"
+        recvmsg >= 60 && recvmsg * 4 >= messages,
+        "{recvmsg} recvmsg(2) for {messages} messages: too few reads to judge"
     );
     assert!(
         empty * 4 < recvmsg,
