@@ -6,11 +6,13 @@
 //!   its [`plan`] (with its [`sweep`]s), every run's whole result, the set-up commands as they
 //!   ran, each point's estimates and comparisons ([`analysis`], over the [`metric`]s), a rate
 //!   sweep's [`saturation`] points.
+//! - [`cell`]: text made safe for a CSV cell a spreadsheet will open.
 //!
 //! Plots and every exporter (netrig-plot, netrig-export) read these and depend on nothing that
 //! runs a test; netrig-report builds a result, netrig-experiment runs an experiment.
 
 pub mod analysis;
+pub mod cell;
 pub mod experiment;
 #[cfg(any(test, feature = "fixtures"))]
 pub mod fixtures;

@@ -444,15 +444,18 @@ pub fn csv(doc: &MeshDocument) -> String {
         "error",
     ])
     .expect("writing to memory");
+    // Names, labels, warnings and errors come from the command line, DNS and the agents: each
+    // passes the spreadsheet guard (netrig_document::cell).
+    let text = |s: &str| netrig_document::cell::text(s).into_owned();
     for c in &doc.cells {
         let (cl, sv) = (host(c.client), host(c.server));
         w.write_record([
-            cl.map_or_else(|| c.client.to_string(), |h| h.name.clone()),
-            sv.map_or_else(|| c.server.to_string(), |h| h.name.clone()),
-            cl.map_or(String::new(), |h| h.address.clone()),
-            sv.map_or(String::new(), |h| h.address.clone()),
-            cl.and_then(|h| h.label.clone()).unwrap_or_default(),
-            sv.and_then(|h| h.label.clone()).unwrap_or_default(),
+            cl.map_or_else(|| c.client.to_string(), |h| text(&h.name)),
+            sv.map_or_else(|| c.server.to_string(), |h| text(&h.name)),
+            cl.map_or(String::new(), |h| text(&h.address)),
+            sv.map_or(String::new(), |h| text(&h.address)),
+            cl.and_then(|h| h.label.as_deref()).map(text).unwrap_or_default(),
+            sv.and_then(|h| h.label.as_deref()).map(text).unwrap_or_default(),
             c.round.to_string(),
             opt(c.throughput_bps),
             opt(c.transactions_per_s),
@@ -462,8 +465,8 @@ pub fn csv(doc: &MeshDocument) -> String {
             opt(c.start_offset_ms),
             opt(c.clock_offset_ms),
             opt(c.clock_bound_ms),
-            c.warnings.join("; "),
-            c.error.clone().unwrap_or_default(),
+            text(&c.warnings.join("; ")),
+            c.error.as_deref().map(text).unwrap_or_default(),
         ])
         .expect("writing to memory");
     }

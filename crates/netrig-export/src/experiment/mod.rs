@@ -607,8 +607,24 @@ pub fn csv(e: &Experiment) -> Result<String, String> {
         }
         s
     };
+    // The kind, the swept values and the arms' names are the plan's text (a plan, or a saved
+    // experiment, may come from someone else): each passes the spreadsheet guard
+    // (netrig_document::cell). A swept option's column keeps its name where it is one (`-m`,
+    // `--rate`: scripts look columns up by it, and such a name can compute nothing).
+    let text = |s: &str| netrig_document::cell::text(s).into_owned();
+    let option_name = |s: &str| {
+        let name = s.strip_prefix("--").or_else(|| s.strip_prefix('-'));
+        name.is_some_and(|n| {
+            n.starts_with(|c: char| c.is_ascii_alphanumeric())
+                && n.chars().all(|c| c.is_ascii_alphanumeric() || c == '-')
+        })
+    };
     let mut header = vec!["test".to_string()];
-    header.extend(swept.iter().cloned());
+    header.extend(
+        swept
+            .iter()
+            .map(|s| if option_name(s) { s.clone() } else { text(s) }),
+    );
     header.extend(["arm", "runs", "confident"].map(String::from));
     for m in metric::METRICS {
         for f in ["mean", "ci_low", "ci_high"] {
@@ -623,17 +639,17 @@ pub fn csv(e: &Experiment) -> Result<String, String> {
     for t in &e.tests {
         for p in &t.points {
             for a in &p.arms {
-                let mut row = vec![t.kind.clone()];
+                let mut row = vec![text(&t.kind)];
                 for o in &swept {
                     row.push(
                         p.point
                             .values
                             .iter()
                             .find(|(k, _)| k == o)
-                            .map_or(String::new(), |(_, v)| v.clone()),
+                            .map_or(String::new(), |(_, v)| text(v)),
                     );
                 }
-                row.push(a.arm.clone());
+                row.push(text(&a.arm));
                 row.push(a.runs.len().to_string());
                 row.push(a.confident.map_or(String::new(), |c| c.to_string()));
                 for m in metric::METRICS {
@@ -739,5 +755,44 @@ mod stream_change_tests {
             row.contains("+20.0% ["),
             "the CPU and SD changes with intervals: {row}"
         );
+    }
+}
+
+#[cfg(test)]
+mod csv_tests {
+    use super::*;
+
+    /// A plan's text reaches the CSV as text: an arm named like a formula gets a `'` before it, a
+    /// negative swept value stays a number.
+    #[test]
+    fn an_arm_named_like_a_formula_is_written_as_text() {
+        let e = netrig_document::fixtures::experiment(
+            "tcp-stream",
+            "-m",
+            &["-1", "=1+1"],
+            &["plain", "=HYPERLINK(\"http://x\",\"y\")"],
+            |_, _, _, _| {},
+        );
+        let text = csv(&e).unwrap();
+        let mut r = ::csv::Reader::from_reader(text.as_bytes());
+        let head: Vec<String> = r.headers().unwrap().iter().map(String::from).collect();
+        let col = |n: &str| head.iter().position(|h| h == n).unwrap();
+        let rows: Vec<::csv::StringRecord> = r.records().map(Result::unwrap).collect();
+        let arms: Vec<&str> = rows.iter().map(|r| &r[col("arm")]).collect();
+        assert!(arms.contains(&"plain"), "{text}");
+        assert!(arms.contains(&"'=HYPERLINK(\"http://x\",\"y\")"), "{text}");
+        assert!(!arms.iter().any(|a| a.starts_with('=')), "{text}");
+        let values: Vec<&str> = rows.iter().map(|r| &r[col("-m")]).collect();
+        assert!(values.contains(&"-1") && values.contains(&"'=1+1"), "{values:?}");
+        // A swept option's column is named as the option; a saved document's odd name is not.
+        let mut odd = e.clone();
+        for t in &mut odd.tests {
+            for p in &mut t.points {
+                p.point.values[0].0 = "=A1".into();
+            }
+        }
+        let head = csv(&odd).unwrap();
+        let head = head.lines().next().unwrap();
+        assert!(head.starts_with("test,'=A1,arm,"), "{head}");
     }
 }

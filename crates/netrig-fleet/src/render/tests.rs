@@ -288,6 +288,27 @@ fn colour_scale_is_sequential() {
     assert_eq!(colour(f64::NAN), colour(0.0));
 }
 
+/// What DNS and the agents named (a host, an agent's `--name`, a refusal's words) reaches the CSV
+/// as text: a cell a spreadsheet would run as a formula gets a `'` before it.
+#[test]
+fn csv_cells_from_peers_cannot_be_formulas() {
+    let mut d = doc();
+    d.hosts[0].name = "=cmd|' /C calc'!A0".into();
+    d.hosts[1].label = Some("@SUM(1+1)".into());
+    d.cells[2].error = Some("-2+3 refused".into());
+    d.cells[1].warnings = vec!["+x".into()];
+    let text = csv(&d);
+    let mut r = ::csv::Reader::from_reader(text.as_bytes());
+    let head: Vec<String> = r.headers().unwrap().iter().map(String::from).collect();
+    let col = |name: &str| head.iter().position(|h| h == name).unwrap();
+    let rows: Vec<::csv::StringRecord> = r.records().map(Result::unwrap).collect();
+    assert_eq!(&rows[0][col("client")], "'=cmd|' /C calc'!A0");
+    assert_eq!(&rows[0][col("server_label")], "'@SUM(1+1)");
+    assert_eq!(&rows[2][col("error")], "'-2+3 refused");
+    assert_eq!(&rows[1][col("warnings")], "'+x");
+    assert_eq!(&rows[0][col("start_offset_ms")], "0.4");
+}
+
 #[test]
 fn stray_cells_and_an_empty_mesh_do_not_panic() {
     let mut d = doc();
