@@ -66,6 +66,13 @@ put("message", "hello-key",
     json.dumps({"type": "hello", "software": "0.1.0", "auth": {"nonce": nonce, "client_key": key, "signature": sig}}))
 put("message", "test_request-signed",
     json.dumps({"type": "test_request", "spec": specs["tcp-rr"], "auth": {"counter": 0, "signature": sig}}))
+# Protocol 8's initiate: a signed request to run a test against another agent, with the
+# client's own end.
+put("message", "initiate-client-end",
+    json.dumps({"type": "initiate", "request": {"target": "10.0.0.2:6387", "spec": specs["tcp-stream"],
+                "start_at_ns": 1700000000000000000,
+                "client": {"socket": {"sndbuf": 65536, "rcvbuf": 65536, "tos": 40}, "mss": 1000}},
+                "auth": {"counter": 0, "signature": sig}}))
 limits = {"max_sessions": 64, "max_flows": 10000, "max_duration_s": 3600, "max_message_size": 16777216,
           "setup_timeout_s": 30, "max_workers": 64, "max_buffer_bytes": 1073741824}
 agent_msgs = [

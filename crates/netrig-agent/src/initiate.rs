@@ -52,6 +52,8 @@ pub struct Job {
     pub target: String,
     pub spec: TestSpec,
     pub start_at: Option<SystemTime>,
+    /// The client's own end (`-s`, `--tos`, `--priority`, `--max-pacing-rate`, `--mss`).
+    pub client: netrig_proto::initiate::ClientEnd,
     /// This agent's key (`--key`): it proves itself to the target with it.
     pub key: Option<SecretKey>,
     pub allow: InitiateConfig,

@@ -82,6 +82,7 @@ impl Control<'_> {
                 .map(|ns| UNIX_EPOCH + Duration::from_nanos(ns)),
             key: shared.config.auth.key.clone(),
             spec: request.spec.clone(),
+            client: request.client.clone(),
             allow: config.clone(),
         };
         let limit = self.initiate_limit(&request);

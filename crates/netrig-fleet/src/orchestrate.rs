@@ -10,7 +10,7 @@ use crate::schedule::Pair;
 use netrig_client::{Client, ClientOptions, Family};
 use netrig_document::result::TestResult;
 use netrig_proto::auth::ClientAuth;
-use netrig_proto::initiate::{InitiateRequest, RESULT_MARGIN_S};
+use netrig_proto::initiate::{ClientEnd, InitiateRequest, RESULT_MARGIN_S};
 use netrig_proto::TestSpec;
 use serde::Deserialize;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -22,6 +22,8 @@ pub struct Mesh {
     pub concurrency: Option<usize>,
     pub rounds: Vec<Vec<Pair>>,
     pub spec: TestSpec,
+    /// The client's own end, sent with each test to the agent that runs it.
+    pub client: ClientEnd,
     /// This process's key (`--key`) and the agents' key to expect (`--agent-key`).
     pub auth: ClientAuth,
     /// How long to wait for an agent to accept the control connection.
@@ -256,6 +258,7 @@ fn run_round(
                         target: mesh.hosts[p.server].address.clone(),
                         spec: mesh.spec.clone(),
                         start_at_ns: Some(at.max(0) as u64),
+                        client: mesh.client.clone(),
                     };
                     let got = r
                         .client

@@ -5,6 +5,7 @@
 //! agent key, and sends the whole result back (`initiate_done`), or why not
 //! (`initiate_rejected`). During the test A sends heartbeats, as during one of its own.
 
+use crate::spec::{validate_mss, validate_socket_options, SocketOptions};
 use crate::TestSpec;
 use serde::{Deserialize, Serialize};
 
@@ -35,6 +36,31 @@ pub struct InitiateRequest {
     /// probe). Absent: at once.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub start_at_ns: Option<u64>,
+    /// The client's own end, which A applies to its data sockets as `netrig KIND` applies the
+    /// options of its own end. Absent: A's sockets as they are.
+    #[serde(default, skip_serializing_if = "ClientEnd::is_default")]
+    pub client: ClientEnd,
+}
+
+/// The options of the client's own data sockets that the spec does not carry (the spec's
+/// `remote` is the server's end): `-s` (`sndbuf`, `rcvbuf`), `--tos`/`--dscp`, `--priority`,
+/// `--max-pacing-rate` (which `netrig KIND` sets on both ends, so a spec from the command line
+/// has them in `remote` too) and `--mss`. The TCP options both ends take (`--cc`, `--nodelay`,
+/// `--mptcp`) are the spec's kind's. Bounded as the spec's own socket options are.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ClientEnd {
+    #[serde(default)]
+    pub socket: SocketOptions,
+    /// TCP_MAXSEG before connect (`--mss`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mss: Option<u32>,
+}
+
+impl ClientEnd {
+    pub fn is_default(&self) -> bool {
+        *self == ClientEnd::default()
+    }
 }
 
 impl InitiateRequest {
@@ -48,6 +74,11 @@ impl InitiateRequest {
         }
         if self.target.chars().any(|c| c.is_control() || c.is_whitespace()) {
             return Err("initiate: the target holds a control or space character".into());
+        }
+        validate_socket_options(&self.client.socket, "-s/--local-sockbuf")
+            .map_err(|e| format!("initiate: the client's end: {e}"))?;
+        if let Some(mss) = self.client.mss {
+            validate_mss(mss).map_err(|e| format!("initiate: the client's end: {e}"))?;
         }
         if let Some(t) = self.start_at_ns {
             if t > now_ns.saturating_add(MAX_START_AHEAD_NS) {
@@ -90,6 +121,7 @@ mod tests {
                 Limit::Duration { seconds: 1.0 },
             ),
             start_at_ns: start,
+            client: ClientEnd::default(),
         }
     }
 
@@ -112,6 +144,31 @@ mod tests {
         assert!(check_name("node-1").is_ok());
         assert!(check_name(&"n".repeat(65)).is_err());
         assert!(check_name("a\nb").is_err());
+    }
+
+    /// The client's end is bounded as the spec's socket options are, and left out of the
+    /// message when it asks for nothing.
+    #[test]
+    fn the_client_s_end_is_bounded_and_optional() {
+        let now = 1_000_000_000_000;
+        let mut r = request("h:1", None);
+        assert!(serde_json::to_value(&r).unwrap().get("client").is_none());
+        r.client.socket.sndbuf = Some(65536);
+        r.client.socket.tos = Some(40);
+        r.client.mss = Some(1000);
+        assert!(r.validate(now).is_ok());
+        let v = serde_json::to_value(&r).unwrap();
+        assert_eq!(v["client"]["socket"]["sndbuf"], 65536);
+        assert_eq!(serde_json::from_value::<InitiateRequest>(v).unwrap(), r);
+        r.client.socket.priority = Some(9);
+        let e = r.validate(now).unwrap_err();
+        assert!(e.contains("the client's end") && e.contains("--priority"), "{e}");
+        r.client.socket.priority = None;
+        r.client.mss = Some(20);
+        assert!(r.validate(now).unwrap_err().contains("--mss"));
+        r.client.mss = None;
+        r.client.socket.rcvbuf = Some(0);
+        assert!(r.validate(now).unwrap_err().contains("-s/--local-sockbuf"));
     }
 
     #[test]

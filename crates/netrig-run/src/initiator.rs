@@ -7,6 +7,7 @@
 use crate::{Cancel, LocalOptions, Target};
 use netrig_agent::initiate::{InitiateConfig, Initiator, Job, Running};
 use netrig_client::{Client, ClientOptions, Family};
+use netrig_engine::sockopt::SocketSettings;
 use netrig_proto::auth::{ClientAuth, PublicKey};
 use std::sync::mpsc;
 use std::time::Duration;
@@ -130,7 +131,12 @@ fn run_job(job: &Job, cancel: &Cancel) -> Result<serde_json::Value, String> {
             agent_key: Some(key),
         },
     };
+    // The client's end as `netrig KIND` sets its own: the asker's socket options and MSS, the
+    // TCP options of the spec's kind.
+    let mut sockets = SocketSettings::new(&job.client.socket, job.spec.rules().tcp());
+    sockets.mss = job.client.mss;
     let local = LocalOptions {
+        sockets,
         connect_timeout: CONNECT_TIMEOUT,
         start_at: job.start_at,
         peer: netrig_report::model::peer::Peer::Netrig,

@@ -10,11 +10,12 @@ use anyhow::{bail, Result};
 use clap::FromArgMatches;
 use netrig_fleet::matrix::{MeshHost, Pattern};
 use netrig_fleet::schedule::{self, Pair};
+use netrig_proto::initiate::ClientEnd;
 use netrig_proto::TestSpec;
 use std::time::Duration;
 
-/// The test after `--`, as `netrig KIND ...` would read it: its spec.
-fn test_spec(args: &[String]) -> Result<TestSpec> {
+/// The test after `--`, as `netrig KIND ...` would read it: its spec, and the client's own end.
+fn test_spec(args: &[String]) -> Result<(TestSpec, ClientEnd)> {
     let Some(name) = args.first() else {
         bail!(Usage(
             "netrig mesh: name the test after `--` (e.g. `-- tcp-stream -l 10`)".into()
@@ -51,24 +52,6 @@ fn test_spec(args: &[String]) -> Result<TestSpec> {
         ));
     }
     let plan = kind.plan(sub).map_err(Usage)?;
-    // What the client's own sockets would get (-s, --dscp, --tos, --priority, TCP's options on
-    // both ends): the agent that runs the client is sent the spec alone, so only the server's
-    // end would have them. Refused rather than half-applied.
-    let bare = crate::cli::command()
-        .try_get_matches_from(["netrig", name.as_str()])
-        .map_err(|e| Usage(e.to_string()))?;
-    let bare = kind
-        .plan(bare.subcommand().expect("a kind's subcommand").1)
-        .map_err(Usage)?;
-    if plan.local.sockets != bare.local.sockets {
-        bail!(Usage(
-            "netrig mesh: an option after `--` sets the client's own sockets too (-s, --dscp, --tos, \
-             --priority, or a TCP option both ends take); the agent that runs the client is sent the \
-             test's spec alone, so only the server's end would have it: not run (the server's own: \
-             -S, and the kind's options, are carried)"
-                .into()
-        ));
-    }
     if plan.local.cpus.is_some() || plan.profile {
         bail!(Usage(
             "netrig mesh: --cpus and --profile set the client's own end, which an agent runs here: not \
@@ -76,7 +59,23 @@ fn test_spec(args: &[String]) -> Result<TestSpec> {
                 .into()
         ));
     }
-    Ok(plan.spec)
+    Ok((plan.spec, client_end(&plan.local.sockets)))
+}
+
+/// The client's own socket options (`-s`, `--dscp`/`--tos`, `--priority`, `--max-pacing-rate`,
+/// `--mss`), sent with each test to the agent that runs its client; the TCP options both ends
+/// take (`--cc`, `--nodelay`, `--mptcp`) are in the spec already.
+fn client_end(s: &netrig_engine::sockopt::SocketSettings) -> ClientEnd {
+    ClientEnd {
+        socket: netrig_proto::spec::SocketOptions {
+            sndbuf: s.sndbuf,
+            rcvbuf: s.rcvbuf,
+            tos: s.tos,
+            priority: s.priority,
+            max_pacing_rate_bps: s.max_pacing_rate_bps,
+        },
+        mss: s.mss,
+    }
 }
 
 /// HOST or HOST:PORT as an address `host:port` (IPv6 bracketed).
@@ -196,7 +195,7 @@ fn plan(a: &MeshArgs, hosts: &[MeshHost]) -> Result<(Pattern, schedule::Plan)> {
 
 /// `netrig mesh`.
 pub fn mesh(a: MeshArgs) -> Result<()> {
-    let spec = test_spec(&a.test)?;
+    let (spec, client) = test_spec(&a.test)?;
     let hosts = hosts(&a)?;
     let (pattern, plan) = plan(&a, &hosts)?;
     let rounds = schedule::rounds(hosts.len(), &plan).map_err(|e| Usage(e.to_string()))?;
@@ -232,6 +231,7 @@ pub fn mesh(a: MeshArgs) -> Result<()> {
         concurrency: a.concurrency.map(|c| c as usize),
         rounds,
         spec,
+        client,
         auth,
         connect_timeout: Duration::from_secs_f64(a.connect_timeout.max(0.001)),
     };

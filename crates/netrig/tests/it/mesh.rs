@@ -499,21 +499,63 @@ fn agents_refuse_to_initiate_unless_allowed_and_only_towards_authenticated_agent
     );
 }
 
+/// The client's own end (`-s`, `--dscp`, `--mss`, and `--cc` both ends take) reaches the agent
+/// that runs the client (protocol 8's `initiate` carries it) and its sockets, as `netrig KIND`
+/// applies its own: the result's local end says what was requested and applied, the remote end
+/// has the server's own (`-S`) and the shared ones.
 #[test]
-fn a_mesh_refuses_client_end_options_it_cannot_carry_to_the_agent_that_runs_the_client() {
-    // The client's own sockets (-s, --dscp, TCP options both ends take) would be half-applied:
-    // refused, naming why; the server's own (-S) are carried, and --list runs nothing.
-    for opts in [
-        &["tcp-stream", "-s", "64K"][..],
-        &["tcp-rr", "--nodelay"],
-        &["tcp-stream", "--dscp", "46"],
-    ] {
+fn a_mesh_carries_the_client_s_own_socket_options_to_the_agent_that_runs_it() {
+    let mut f = fleet_or_skip!("mo", 2);
+    for i in 0..2 {
+        f.serve(i, &["--allow-initiate", "10.78.0.0/24"]);
+    }
+    let o = f.mesh(&[
+        "10.78.0.1",
+        "10.78.0.2",
+        "--json",
+        "--",
+        "tcp-stream",
+        "-l",
+        "1",
+        "-s",
+        "96K",
+        "-S",
+        "48K",
+        "--dscp",
+        "10",
+        "--mss",
+        "1000",
+        "--cc",
+        "reno",
+    ]);
+    let d = json(&o);
+    assert!(o.status.success(), "{d}\n{}", String::from_utf8_lossy(&o.stderr));
+    let r = &d["cells"][0]["result"];
+    let flow = &r["flows"][0];
+    let (local, remote) = (&flow["local"], &flow["remote"]);
+    assert_eq!(local["socket_buffers"]["requested"]["snd"], 96 << 10, "{local}");
+    assert_eq!(local["socket_buffers"]["requested"]["rcv"], 96 << 10, "{local}");
+    assert_eq!(remote["socket_buffers"]["requested"]["rcv"], 48 << 10, "{remote}");
+    for end in [local, remote] {
+        assert_eq!(end["applied"]["tos"], 40, "DSCP 10 on both ends: {end}");
+        assert_eq!(end["applied"]["congestion"], "reno", "{end}");
+    }
+    let mss = local["applied"]["mss"].as_u64().expect("the client's MSS");
+    assert!(mss <= 1000, "--mss 1000 on the client: {mss}");
+    assert!(r["summary"]["bytes"].as_u64().unwrap() > 0);
+}
+
+#[test]
+fn a_mesh_refuses_client_end_options_only_an_agent_here_could_have() {
+    // --cpus and --profile are this host's, not the agent's that runs the client: refused,
+    // naming why; the client's own sockets (-s, --dscp) are carried, and --list runs nothing.
+    for opts in [&["tcp-stream", "--cpus", "0"][..], &["tcp-rr", "--profile"]] {
         let mut args = vec!["mesh", "127.0.0.1:1", "127.0.0.1:2", "--list", "--"];
         args.extend_from_slice(opts);
         let o = netrig().args(&args).output().unwrap();
         let err = String::from_utf8_lossy(&o.stderr);
         assert_eq!(o.status.code(), Some(2), "{opts:?}: {err}");
-        assert!(err.contains("the client's own sockets"), "{opts:?}: {err}");
+        assert!(err.contains("not carried"), "{opts:?}: {err}");
     }
     let o = netrig()
         .args([
@@ -525,6 +567,10 @@ fn a_mesh_refuses_client_end_options_it_cannot_carry_to_the_agent_that_runs_the_
             "tcp-stream",
             "-S",
             "64K",
+            "-s",
+            "64K",
+            "--dscp",
+            "46",
         ])
         .output()
         .unwrap();
