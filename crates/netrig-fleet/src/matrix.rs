@@ -90,6 +90,9 @@ pub struct MeshDocument {
     pub netrig_version: String,
     /// The test kind, e.g. `tcp-stream`.
     pub test: String,
+    /// Its options, as given after the kind (`-l 10`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub args: Vec<String>,
     pub pattern: Pattern,
     /// Tests at once per round, at most (absent: as many as the pattern allows).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -125,4 +128,23 @@ impl MeshCell {
             result: None,
         }
     }
+}
+
+impl MeshDocument {
+    /// The test as a command line would give it: `tcp-stream -l 10`.
+    pub fn test_line(&self) -> String {
+        std::iter::once(self.test.as_str())
+            .chain(self.args.iter().map(String::as_str))
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+}
+
+/// What `netrig mesh --plan FILE --json` prints: the plan as read, and a mesh document per test
+/// of it, in its order.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MeshPlanDocument {
+    pub netrig_version: String,
+    pub plan: crate::plan::MeshPlan,
+    pub meshes: Vec<MeshDocument>,
 }

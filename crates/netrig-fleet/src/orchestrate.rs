@@ -22,6 +22,8 @@ pub struct Mesh {
     pub concurrency: Option<usize>,
     pub rounds: Vec<Vec<Pair>>,
     pub spec: TestSpec,
+    /// The test's options as given (after its kind), for the document.
+    pub args: Vec<String>,
     /// The client's own end, sent with each test to the agent that runs it.
     pub client: ClientEnd,
     /// This process's key (`--key`) and the agents' key to expect (`--agent-key`).
@@ -135,6 +137,7 @@ pub fn run(mesh: &Mesh, cancel: &(dyn Fn() -> bool + Sync), progress: &mut dyn F
     let mut doc = MeshDocument {
         netrig_version: netrig_proto::SOFTWARE_VERSION.into(),
         test: mesh.spec.kind().to_string(),
+        args: mesh.args.clone(),
         pattern: mesh.pattern,
         concurrency: mesh.concurrency,
         length_s: match mesh.spec.limit {

@@ -308,7 +308,7 @@ pub fn table(doc: &MeshDocument) -> String {
     let _ = writeln!(
         out,
         "{}, {}, {} hosts: {} (rows: client, columns: server)",
-        doc.test,
+        doc.test_line(),
         pattern_words(doc),
         doc.hosts.len(),
         fig.title()
@@ -419,12 +419,16 @@ fn summary(doc: &MeshDocument, fig: Figure, names: &[String]) -> String {
     s
 }
 
-/// One row per test: the hosts, the round, every figure, the warnings and the error.
+/// One row per test: the test, the hosts, the round, every figure, the warnings and the error.
 pub fn csv(doc: &MeshDocument) -> String {
+    csv_of(std::slice::from_ref(doc))
+}
+
+/// The rows of several meshes (a plan's tests) under one header.
+pub fn csv_of(docs: &[MeshDocument]) -> String {
     let mut w = ::csv::Writer::from_writer(Vec::new());
-    let opt = |v: Option<f64>| v.map_or(String::new(), |v| v.to_string());
-    let host = |i: usize| doc.hosts.get(i);
     w.write_record([
+        "test",
         "client",
         "server",
         "client_address",
@@ -447,9 +451,25 @@ pub fn csv(doc: &MeshDocument) -> String {
     // Names, labels, warnings and errors come from the command line, DNS and the agents: each
     // passes the spreadsheet guard (netrig_document::cell).
     let text = |s: &str| netrig_document::cell::text(s).into_owned();
+    let opt = |v: Option<f64>| v.map_or(String::new(), |v| v.to_string());
+    for doc in docs {
+        csv_rows(&mut w, doc, &text, &opt);
+    }
+    String::from_utf8(w.into_inner().expect("writing to memory")).expect("the CSV of strings is UTF-8")
+}
+
+fn csv_rows(
+    w: &mut ::csv::Writer<Vec<u8>>,
+    doc: &MeshDocument,
+    text: &dyn Fn(&str) -> String,
+    opt: &dyn Fn(Option<f64>) -> String,
+) {
+    let host = |i: usize| doc.hosts.get(i);
+    let test = text(&doc.test_line());
     for c in &doc.cells {
         let (cl, sv) = (host(c.client), host(c.server));
         w.write_record([
+            test.clone(),
             cl.map_or_else(|| c.client.to_string(), |h| text(&h.name)),
             sv.map_or_else(|| c.server.to_string(), |h| text(&h.name)),
             cl.map_or(String::new(), |h| text(&h.address)),
@@ -470,7 +490,6 @@ pub fn csv(doc: &MeshDocument) -> String {
         ])
         .expect("writing to memory");
     }
-    String::from_utf8(w.into_inner().expect("writing to memory")).expect("the CSV of strings is UTF-8")
 }
 
 /// `s` safe in HTML text and in a quoted attribute.
@@ -636,22 +655,50 @@ fn legend(range: Option<(f64, f64)>, show: &dyn Fn(f64) -> String, higher_is_bet
 /// and hover titles, the retransmits' matrix, the rounds and their skews, the errors and the
 /// hosts. Every string from the document is escaped (host names come from DNS).
 pub fn html(doc: &MeshDocument) -> String {
+    page(&title(doc), &section(doc))
+}
+
+/// A plan's page: a section per test (its mesh), each as [`html`] draws one, under the plan's
+/// name.
+pub fn html_of(name: Option<&str>, docs: &[MeshDocument]) -> String {
+    let mut body = String::new();
+    for d in docs {
+        let _ = writeln!(body, "<section>\n<h2>{}</h2>", escape(&title(d)));
+        // The section's own headings one level down (escaped text holds no tag).
+        body.push_str(&section(d).replace("<h2>", "<h3>").replace("</h2>", "</h3>"));
+        body.push_str("</section>\n");
+    }
+    let title = format!(
+        "netrig mesh plan{}: {} tests",
+        name.map_or(String::new(), |n| format!(" {n}")),
+        docs.len()
+    );
+    page(&title, &body)
+}
+
+fn title(doc: &MeshDocument) -> String {
+    format!(
+        "netrig mesh: {}, {}, {} hosts",
+        doc.test_line(),
+        pattern_words(doc),
+        doc.hosts.len()
+    )
+}
+
+fn page(title: &str, body: &str) -> String {
+    format!(
+        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>{}</title>\n<style>{STYLE}</style>\n</head>\n<body>\n<h1>{}</h1>\n{body}</body>\n</html>\n",
+        escape(title),
+        escape(title)
+    )
+}
+
+/// One mesh's part of a page: all but the page's head and title.
+fn section(doc: &MeshDocument) -> String {
     let fig = Figure::of(doc);
     let names = short_names(doc);
     let grid = Grid::of(doc);
-    let title = format!(
-        "netrig mesh: {}, {}, {} hosts",
-        doc.test,
-        pattern_words(doc),
-        doc.hosts.len()
-    );
     let mut h = String::new();
-    let _ = write!(
-        h,
-        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>{}</title>\n<style>{STYLE}</style>\n</head>\n<body>\n<h1>{}</h1>\n",
-        escape(&title),
-        escape(&title)
-    );
     let _ = writeln!(
         h,
         "<p>netrig {}; each test {} s; {}.</p>",
@@ -739,7 +786,6 @@ pub fn html(doc: &MeshDocument) -> String {
         }
         h.push_str("</ul>\n");
     }
-    h.push_str("</body>\n</html>\n");
     h
 }
 

@@ -217,9 +217,10 @@ pub struct MeshArgs {
     /// /etc/resolv.conf.
     #[arg(long = "dns-server", value_name = "ADDR", help_heading = "Where")]
     pub dns_server: Option<String>,
-    /// The agents' port where a host or an A record gives none.
-    #[arg(short = 'p', long, default_value_t = netrig_proto::DEFAULT_PORT, help_heading = "Where")]
-    pub port: u16,
+    /// The agents' port where a host or an A record gives none [default: a plan's `port`, else
+    /// 6387].
+    #[arg(short = 'p', long, help_heading = "Where")]
+    pub port: Option<u16>,
     /// full: every pair once (by the circle method: N-1 rounds for even N, N for odd);
     /// pairs: those of --pairs; star: every other host against --server.
     #[arg(long, value_enum, default_value_t = MeshPattern::Full, help_heading = "Schedule")]
@@ -266,8 +267,19 @@ pub struct MeshArgs {
     pub html: Option<PathBuf>,
     /// The test, after `--`: a kind and its options, as `netrig KIND` takes them (no -H: the
     /// mesh names the hosts), e.g. `-- tcp-stream -l 10`.
-    #[arg(last = true, value_name = "KIND ARGS", required = true)]
+    #[arg(last = true, value_name = "KIND ARGS", required_unless_present = "plan")]
     pub test: Vec<String>,
+    /// Read the hosts, the schedule and the tests from a mesh plan in TOML (docs/FLEET.md,
+    /// "Mesh plans"): each of its tests runs over the whole schedule in turn. Hosts given here
+    /// join the plan's, and --discover, --dns-server and --port here win over its own; keys,
+    /// the connection timeout and the outputs stay on the command line.
+    #[arg(
+        long,
+        value_name = "FILE",
+        conflicts_with_all = ["pattern", "server", "pairs", "both_directions", "concurrency", "test"],
+        help_heading = "Schedule"
+    )]
+    pub plan: Option<PathBuf>,
 }
 
 /// `netrig mesh --pattern`.

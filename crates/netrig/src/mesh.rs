@@ -9,6 +9,7 @@ use crate::{cancel, Usage};
 use anyhow::{bail, Result};
 use clap::FromArgMatches;
 use netrig_fleet::matrix::{MeshHost, Pattern};
+use netrig_fleet::plan::{MeshPlan, PlanPattern};
 use netrig_fleet::schedule::{self, Pair};
 use netrig_proto::initiate::ClientEnd;
 use netrig_proto::TestSpec;
@@ -90,11 +91,12 @@ fn address(host: &str, port: u16) -> Result<String> {
 }
 
 fn hosts(a: &MeshArgs) -> Result<Vec<MeshHost>> {
+    let port = a.port.unwrap_or(netrig_proto::DEFAULT_PORT);
     let mut hosts = Vec::new();
     for h in &a.hosts {
         hosts.push(MeshHost {
             name: h.clone(),
-            address: address(h, a.port)?,
+            address: address(h, port)?,
             label: None,
         });
     }
@@ -104,7 +106,7 @@ fn hosts(a: &MeshArgs) -> Result<Vec<MeshHost>> {
             .as_deref()
             .map(|s| netrig_fleet::discover::parse_dns_server(s).map_err(Usage))
             .transpose()?;
-        let found = netrig_fleet::discover::discover(name, a.port, server, Duration::from_secs(5))
+        let found = netrig_fleet::discover::discover(name, port, server, Duration::from_secs(5))
             .map_err(|e| Usage(format!("--discover {name}: {e}")))?;
         for f in found {
             let address = f.addr.to_string();
@@ -193,9 +195,52 @@ fn plan(a: &MeshArgs, hosts: &[MeshHost]) -> Result<(Pattern, schedule::Plan)> {
     })
 }
 
+/// A plan's hosts and schedule, put where the command line's would be: hosts given there join
+/// the plan's; its --discover, --dns-server and --port win.
+fn apply_plan(a: &mut MeshArgs, p: &MeshPlan) {
+    a.hosts = p.hosts.iter().chain(&a.hosts).cloned().collect();
+    a.discover = a.discover.take().or_else(|| p.discover.clone());
+    a.dns_server = a.dns_server.take().or_else(|| p.dns_server.clone());
+    a.port = a.port.or(p.port);
+    a.pattern = match p.pattern {
+        PlanPattern::Full => MeshPattern::Full,
+        PlanPattern::Pairs => MeshPattern::Pairs,
+        PlanPattern::Star => MeshPattern::Star,
+    };
+    a.server = p.server.clone();
+    a.pairs = p.pairs.clone();
+    a.both_directions = p.both_directions;
+    a.concurrency = p.concurrency;
+}
+
 /// `netrig mesh`.
-pub fn mesh(a: MeshArgs) -> Result<()> {
-    let (spec, client) = test_spec(&a.test)?;
+pub fn mesh(mut a: MeshArgs) -> Result<()> {
+    let plan_file = match &a.plan {
+        Some(path) => Some(MeshPlan::read(path).map_err(|e| Usage(e.to_string()))?),
+        None => None,
+    };
+    let tests: Vec<Vec<String>> = match &plan_file {
+        Some(p) => {
+            apply_plan(&mut a, p);
+            p.tests.iter().map(|t| t.words()).collect()
+        }
+        None => vec![a.test.clone()],
+    };
+    // Every test is checked before anything runs.
+    let mut specs = Vec::new();
+    for (i, words) in tests.iter().enumerate() {
+        specs.push(match &a.plan {
+            Some(path) => test_spec(words).map_err(|e| {
+                Usage(format!(
+                    "mesh plan {}: test {} ({}): {e}",
+                    path.display(),
+                    i + 1,
+                    words.join(" ")
+                ))
+            })?,
+            None => test_spec(words)?,
+        });
+    }
     let hosts = hosts(&a)?;
     let (pattern, plan) = plan(&a, &hosts)?;
     let rounds = schedule::rounds(hosts.len(), &plan).map_err(|e| Usage(e.to_string()))?;
@@ -209,6 +254,11 @@ pub fn mesh(a: MeshArgs) -> Result<()> {
                 .map(|p| format!("{} > {}", hosts[p.client].name, hosts[p.server].name))
                 .collect();
             println!("round {}: {}", i + 1, tests.join(", "));
+        }
+        if plan_file.is_some() {
+            for (i, words) in tests.iter().enumerate() {
+                println!("test {}: {}", i + 1, words.join(" "));
+            }
         }
         return Ok(());
     }
@@ -225,42 +275,82 @@ pub fn mesh(a: MeshArgs) -> Result<()> {
                 .into()
         ));
     }
-    let mesh = netrig_fleet::orchestrate::Mesh {
-        hosts,
-        pattern,
-        concurrency: a.concurrency.map(|c| c as usize),
-        rounds,
-        spec,
-        client,
-        auth,
-        connect_timeout: Duration::from_secs_f64(a.connect_timeout.max(0.001)),
-    };
     let quiet = a.json || a.csv;
-    let doc = netrig_fleet::orchestrate::run(&mesh, &|| cancel().is_cancelled(), &mut |line| {
-        if !quiet {
-            eprintln!("netrig mesh: {line}");
+    let plan_name = plan_file.as_ref().and_then(|p| p.name.clone());
+    let mut docs = Vec::new();
+    for ((spec, client), words) in specs.into_iter().zip(&tests) {
+        if cancel().is_cancelled() {
+            break;
         }
-    });
-    if a.json || a.csv {
-        // The document on stdout; the matrix for whoever reads the log (a Kubernetes Job's).
-        eprint!("{}", netrig_fleet::render::table(&doc));
+        if tests.len() > 1 && !quiet {
+            eprintln!(
+                "netrig mesh: test {} of {}: {}",
+                docs.len() + 1,
+                tests.len(),
+                words.join(" ")
+            );
+        }
+        let mesh = netrig_fleet::orchestrate::Mesh {
+            hosts: hosts.clone(),
+            pattern,
+            concurrency: a.concurrency.map(|c| c as usize),
+            rounds: rounds.clone(),
+            spec,
+            args: words[1..].to_vec(),
+            client,
+            auth: auth.clone(),
+            connect_timeout: Duration::from_secs_f64(a.connect_timeout.max(0.001)),
+        };
+        let doc = netrig_fleet::orchestrate::run(&mesh, &|| cancel().is_cancelled(), &mut |line| {
+            if !quiet {
+                eprintln!("netrig mesh: {line}");
+            }
+        });
+        if quiet {
+            // The document on stdout; the matrix for whoever reads the log (a Kubernetes Job's).
+            eprint!("{}", netrig_fleet::render::table(&doc));
+        } else {
+            if !docs.is_empty() {
+                println!();
+            }
+            print!("{}", netrig_fleet::render::table(&doc));
+        }
+        docs.push(doc);
     }
     if a.json {
-        println!("{}", serde_json::to_string_pretty(&doc)?);
+        match plan_file {
+            Some(plan) => println!(
+                "{}",
+                serde_json::to_string_pretty(&netrig_fleet::matrix::MeshPlanDocument {
+                    netrig_version: netrig_proto::SOFTWARE_VERSION.into(),
+                    plan,
+                    meshes: docs.clone(),
+                })?
+            ),
+            None => {
+                for d in &docs {
+                    println!("{}", serde_json::to_string_pretty(d)?);
+                }
+            }
+        }
     } else if a.csv {
-        print!("{}", netrig_fleet::render::csv(&doc));
-    } else {
-        print!("{}", netrig_fleet::render::table(&doc));
+        print!("{}", netrig_fleet::render::csv_of(&docs));
     }
     if let Some(path) = &a.html {
-        crate::report::write_report(path, &netrig_fleet::render::html(&doc))?;
+        let page = match (&a.plan, docs.as_slice()) {
+            (None, [doc]) => netrig_fleet::render::html(doc),
+            _ => netrig_fleet::render::html_of(plan_name.as_deref(), &docs),
+        };
+        crate::report::write_report(path, &page)?;
     }
-    let failed = doc.cells.iter().filter(|c| c.error.is_some()).count();
+    let ran: usize = docs.iter().map(|d| d.cells.len()).sum();
+    let failed = docs
+        .iter()
+        .flat_map(|d| &d.cells)
+        .filter(|c| c.error.is_some())
+        .count();
     if failed > 0 {
-        bail!(
-            "{failed} of {} tests failed (their reasons are in the output)",
-            doc.cells.len()
-        );
+        bail!("{failed} of {ran} tests failed (their reasons are in the output)");
     }
     Ok(())
 }

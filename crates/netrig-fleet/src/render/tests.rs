@@ -29,6 +29,7 @@ fn doc() -> MeshDocument {
     MeshDocument {
         netrig_version: "0.1.0".into(),
         test: "tcp-stream".into(),
+        args: vec!["-l".into(), "10".into()],
         pattern: Pattern::Full,
         concurrency: None,
         length_s: 10.0,
@@ -103,7 +104,7 @@ fn short_names_drop_the_shared_domain() {
 fn table_shows_the_matrix_failures_rounds_and_summary() {
     let t = table(&doc());
     assert!(
-        t.starts_with("tcp-stream, full mesh, 3 hosts: throughput (payload bits/s over each test's measured window) (rows: client, columns: server)\n"),
+        t.starts_with("tcp-stream -l 10, full mesh, 3 hosts: throughput (payload bits/s over each test's measured window) (rows: client, columns: server)\n"),
         "{t}"
     );
     // The first matrix's rows (the retransmits' matrix repeats the heads later).
@@ -179,8 +180,8 @@ fn csv_one_row_per_test_quoted() {
     let text = csv(&doc());
     let mut r = ::csv::Reader::from_reader(text.as_bytes());
     let head: Vec<String> = r.headers().unwrap().iter().map(String::from).collect();
-    assert_eq!(head.len(), 17);
-    assert_eq!(&head[..3], ["client", "server", "client_address"]);
+    assert_eq!(head.len(), 18);
+    assert_eq!(&head[..4], ["test", "client", "server", "client_address"]);
     assert_eq!(head.last().unwrap(), "error");
     let rows: Vec<::csv::StringRecord> = r.records().map(Result::unwrap).collect();
     assert_eq!(rows.len(), 3);
@@ -307,6 +308,41 @@ fn csv_cells_from_peers_cannot_be_formulas() {
     assert_eq!(&rows[2][col("error")], "'-2+3 refused");
     assert_eq!(&rows[1][col("warnings")], "'+x");
     assert_eq!(&rows[0][col("start_offset_ms")], "0.4");
+}
+
+/// A plan's meshes: one CSV header, every mesh's rows, each naming its test; one page with a
+/// section per mesh.
+#[test]
+fn a_plans_meshes_share_one_csv_and_one_page() {
+    let a = doc();
+    let mut b = doc();
+    b.test = "tcp-rr".into();
+    b.args = vec!["-l".into(), "5".into()];
+    let text = csv_of(&[a.clone(), b.clone()]);
+    let mut r = ::csv::Reader::from_reader(text.as_bytes());
+    assert_eq!(&r.headers().unwrap()[0], "test");
+    let tests: Vec<String> = r.records().map(|r| r.unwrap()[0].to_string()).collect();
+    assert_eq!(
+        tests,
+        [
+            "tcp-stream -l 10",
+            "tcp-stream -l 10",
+            "tcp-stream -l 10",
+            "tcp-rr -l 5",
+            "tcp-rr -l 5",
+            "tcp-rr -l 5"
+        ]
+    );
+    assert_eq!(text.matches("client,server").count(), 1, "{text}");
+    let page = html_of(Some("nightly <x>"), &[a, b]);
+    assert!(
+        page.contains("<h1>netrig mesh plan nightly &lt;x&gt;: 2 tests</h1>"),
+        "{page}"
+    );
+    assert_eq!(page.matches("<section>").count(), 2);
+    assert!(page.contains("<h2>netrig mesh: tcp-rr -l 5, full mesh"), "{page}");
+    assert!(!page.contains("<h2>rounds</h2>") && page.contains("<h3>rounds</h3>"));
+    assert_eq!(page.matches("</html>").count(), 1);
 }
 
 #[test]

@@ -59,6 +59,7 @@ const MESH_FLAGS_USED: &[&str] = &[
     "--server",
     "--concurrency",
     "--both-directions",
+    "--plan",
 ];
 
 /// The namespace everything is in.
@@ -541,6 +542,74 @@ fn every_netrig_option_in_the_manifests_is_accepted_by_this_build() {
         mesh_flags_seen, listed,
         "the mesh options the manifests use vs MESH_FLAGS_USED"
     );
+}
+
+/// Every mesh plan the manifests carry (a ConfigMap's `*.toml`) is read by this build's
+/// `netrig mesh --plan`, its tests parsed as `netrig KIND` parses them (`--list`, with two
+/// hosts given where the plan leaves them to DNS), and every `--plan PATH` a container runs is
+/// a file of a ConfigMap mounted there.
+#[test]
+fn the_mesh_plans_in_the_manifests_are_read_by_this_build() {
+    let Some(t) = tools() else { return };
+    let rs = rendered(&t);
+    let tmp = TempDir::new("kubernetes-plans");
+    let mut plans = BTreeMap::new();
+    for o in rs.iter().flat_map(|r| r.objects.iter()) {
+        if s(o, "/kind") != "ConfigMap" {
+            continue;
+        }
+        for (key, text) in o["data"].as_object().into_iter().flatten() {
+            if !key.ends_with(".toml") {
+                continue;
+            }
+            let file = tmp.path().join(key);
+            std::fs::write(&file, text.as_str().unwrap()).unwrap();
+            let o2 = run(&[
+                "mesh",
+                "--plan",
+                file.to_str().unwrap(),
+                "--list",
+                "127.0.0.1:1",
+                "127.0.0.1:2",
+            ]);
+            assert!(
+                o2.status.success(),
+                "ConfigMap {}: {key}: {}",
+                s(o, "/metadata/name"),
+                stderr(&o2)
+            );
+            assert!(stdout(&o2).contains("test 1: "), "{}", stdout(&o2));
+            plans.insert(s(o, "/metadata/name").to_string(), key.clone());
+        }
+    }
+    let mut used = 0;
+    for (dir, what, tmpl) in pods(rs) {
+        let volumes = volumes_of(&format!("{dir}: {what}"), &tmpl["spec"]);
+        for c in containers(&tmpl["spec"]) {
+            for inv in invocations(c).0 {
+                let Some(i) = inv.iter().position(|w| w == "--plan") else {
+                    continue;
+                };
+                used += 1;
+                let path = inv.get(i + 1).cloned().unwrap_or_default();
+                let (dirname, file) = path.rsplit_once('/').unwrap_or(("", &path));
+                let mount = items(c.get("volumeMounts"))
+                    .iter()
+                    .find(|m| s(m, "/mountPath") == dirname)
+                    .unwrap_or_else(|| panic!("{dir}: {what}: --plan {path}: nothing mounted at {dirname}"));
+                let volume = volumes
+                    .get(s(mount, "/name"))
+                    .unwrap_or_else(|| panic!("{dir}: {what}: no volume {}", s(mount, "/name")));
+                let cm = s(volume, "/configMap/name");
+                assert_eq!(
+                    plans.get(cm).map(String::as_str),
+                    Some(file),
+                    "{dir}: {what}: --plan {path} is not a plan of ConfigMap {cm:?} ({plans:?})"
+                );
+            }
+        }
+    }
+    assert!(used > 0 && !plans.is_empty(), "the nightly CronJob runs a plan");
 }
 
 /// A name a mesh looks up: where, the name (variables expanded), whether as --discover.

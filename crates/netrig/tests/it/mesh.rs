@@ -577,3 +577,97 @@ fn a_mesh_refuses_client_end_options_only_an_agent_here_could_have() {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     assert!(String::from_utf8_lossy(&o.stdout).contains("round 1: 127.0.0.1:1 > 127.0.0.1:2"));
 }
+
+/// A mesh plan in TOML (`--plan`): the hosts, the pattern and two tests, each run over the whole
+/// schedule in turn; the JSON holds the plan and a mesh per test, the HTML a section per test;
+/// `--list` names the tests; hosts on the command line join the plan's; a schedule on the command
+/// line too, or a plan that cannot run, is refused, naming the file.
+#[test]
+fn a_mesh_plan_runs_each_of_its_tests_over_the_schedule() {
+    let mut f = fleet_or_skip!("mp", 3);
+    for i in 0..3 {
+        f.serve(i, &["--allow-initiate", "10.78.0.0/24"]);
+    }
+    let plan = f.dir.join("nightly.toml");
+    std::fs::write(
+        &plan,
+        r#"name = "nightly"
+hosts = ["10.78.0.1", "10.78.0.2", "10.78.0.3"]
+pattern = "full"
+
+[[test]]
+kind = "tcp-stream"
+args = ["-l", "1"]
+
+[[test]]
+kind = "tcp-rr"
+args = ["-l", "1", "--nodelay"]
+"#,
+    )
+    .unwrap();
+    let plan = plan.display().to_string();
+    let list = f.mesh(&["--plan", &plan, "--list"]);
+    let text = String::from_utf8_lossy(&list.stdout);
+    assert!(list.status.success(), "{}", String::from_utf8_lossy(&list.stderr));
+    assert!(text.contains("round 3:") && !text.contains("round 4:"), "{text}");
+    assert!(text.contains("test 2: tcp-rr -l 1 --nodelay"), "{text}");
+    let html = f.dir.join("plan.html");
+    let o = f.mesh(&["--plan", &plan, "--json", "--html", &html.display().to_string()]);
+    let d = json(&o);
+    assert!(o.status.success(), "{d}\n{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(d["plan"]["name"], "nightly");
+    let meshes = d["meshes"].as_array().unwrap();
+    assert_eq!(meshes.len(), 2, "a mesh per test: {d}");
+    assert_eq!(meshes[0]["test"], "tcp-stream");
+    assert_eq!(meshes[1]["test"], "tcp-rr");
+    assert_eq!(meshes[1]["args"], serde_json::json!(["-l", "1", "--nodelay"]));
+    for m in meshes {
+        assert_eq!(m["rounds"].as_array().unwrap().len(), 3, "{m}");
+        let pairs: HashSet<(u64, u64)> = m["cells"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| {
+                let (a, b) = (c["client"].as_u64().unwrap(), c["server"].as_u64().unwrap());
+                (a.min(b), a.max(b))
+            })
+            .collect();
+        assert_eq!(pairs.len(), 3, "every pair once: {m}");
+    }
+    for c in meshes[0]["cells"].as_array().unwrap() {
+        assert!(c["throughput_bps"].as_f64().unwrap() > 0.0, "{c}");
+    }
+    for c in meshes[1]["cells"].as_array().unwrap() {
+        assert!(c["latency_p50_us"].as_f64().unwrap() > 0.0, "{c}");
+        assert_eq!(
+            c["result"]["flows"][0]["local"]["applied"]["nodelay"], true,
+            "{c}"
+        );
+    }
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(page.contains("netrig mesh plan nightly: 2 tests"));
+    assert_eq!(page.matches("<section>").count(), 2);
+    // Hosts given on the command line join the plan's (4 hosts: 3 rounds of 2).
+    let o = f.mesh(&["--plan", &plan, "10.78.0.9", "--list"]);
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(text.contains("host 3: 10.78.0.9 (10.78.0.9:6387)"), "{text}");
+    assert!(text.contains("round 3: ") && !text.contains("round 4:"), "{text}");
+    // Refused before anything runs, naming why: the schedule is the plan's.
+    let o = f.mesh(&["--plan", &plan, "--pattern", "star", "--list"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("cannot be used with"));
+    let bad = f.dir.join("bad.toml");
+    std::fs::write(
+        &bad,
+        "hosts = [\"10.78.0.1\", \"10.78.0.2\"]\n[[test]]\nkind = \"tcp-stream\"\nargs = [\"-H\", \"x\"]\n",
+    )
+    .unwrap();
+    let o = f.mesh(&["--plan", &bad.display().to_string(), "--list"]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("bad.toml: test 1 (tcp-stream -H x)") && err.contains("-H"),
+        "{err}"
+    );
+}
