@@ -301,18 +301,24 @@ fn check_mode(what: &str, mode: &str, v: &Value, log: &str, before: Kernel, afte
     if mode.starts_with("UDP") {
         // A datagram the agent's socket had no room for is lost, as on any
         // path: each end is judged against the kernel's count of its own.
+        // As iperf3's own server does, the agent reports as the receiver's
+        // `packets` the datagrams it knows were sent (the highest sequence
+        // number seen), the lost among them: it read `got - lost` (50 of
+        // 2,290 were lost here once, the agent descheduled on a busy host).
         let packets = num(e, "/sum_sent/packets");
-        let got = num(e, "/sum_received/packets");
+        let total = num(e, "/sum_received/packets");
         let lost = num(e, "/sum_received/lost_packets");
+        assert!(
+            lost <= total && within(total, packets, 1.0),
+            "{what}: the agent knew of {total} datagrams ({lost} lost), iperf3 sent {packets}"
+        );
+        let got = total - lost;
         let out = (after.udp_out - before.udp_out) as f64;
         let read = (after.udp_in - before.udp_in) as f64;
         eprintln!(
             "{what}: datagrams sent {packets}, received {got} ({lost} lost); the kernel's sent {out}, read {read}"
         );
-        assert!(
-            got <= packets && within(got + lost, packets, 1.0),
-            "{what}: {got} + {lost} of {packets}"
-        );
+        assert!(got <= packets, "{what}: {got} read of {packets}");
         assert!(
             within(out, packets, 1.0),
             "{what}: the kernel sent {out} datagrams, iperf3 {packets}"

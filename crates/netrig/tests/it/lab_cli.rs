@@ -604,25 +604,30 @@ fn the_path_element_delays_a_link_by_what_is_configured_behind_htb_s_rate() {
     // htb's 50 Mbit/s in front of the element: TCP's payload within 5 % of the 47.82 Mbit/s it
     // carries (slow start at 10 ms left out). htb's bucket is 1 ms at the rate, so a CPU taken
     // away for longer (another test's load, the hypervisor's steal) is capacity htb never gets
-    // back: 43-47 Mbit/s was measured here beside a busy loop on the other core, with no loss
-    // and a full queue, so the element was not what held it back. The element carries the
-    // rate if one of two runs reaches it; one that cannot fails both.
+    // back: 43-47 Mbit/s was measured here beside a busy loop on the other core, and 44.4-44.8
+    // at 13 % steal, with no loss and a full queue, so the element was not what held it back.
+    // The element carries the rate if one of two runs reaches it, short by no more than the
+    // steal its run reports (lab_common::steal); one that cannot fails both.
     let mut seen = Vec::new();
+    let reached = |bps: f64, steal: f64| bps <= 1.05 * 47.82e6 && bps >= (0.95 - steal) * 47.82e6;
     for _ in 0..2 {
         let v = lab_json(
             &name,
             "a",
             &["tcp-stream", "-H", "198.18.0.2", "-l", "2.5", "--omit", "0.5"],
         );
-        seen.push(v["summary"]["throughput_bps"].as_f64().unwrap());
-        if (seen[seen.len() - 1] / 47.82e6 - 1.0).abs() < 0.05 {
+        let got = (
+            v["summary"]["throughput_bps"].as_f64().unwrap(),
+            crate::lab_common::steal(&v),
+        );
+        seen.push(got);
+        if reached(got.0, got.1) {
             break;
         }
     }
-    let bps = seen[seen.len() - 1];
     assert!(
-        (bps / 47.82e6 - 1.0).abs() < 0.05,
-        "through 50 Mbit/s and the element: {seen:?} bit/s"
+        seen.iter().any(|&(bps, steal)| reached(bps, steal)),
+        "through 50 Mbit/s and the element (bit/s, steal): {seen:?}"
     );
     let c = element_counters(&name);
     assert!(c["delayed"].as_u64().unwrap() > 50, "{c}");

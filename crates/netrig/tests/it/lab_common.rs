@@ -56,3 +56,17 @@ pub(crate) fn udp_snmp(name: &str, h: &str, key: &str) -> u64 {
         .unwrap_or_else(|| panic!("{key} in {head}"));
     vals.split_whitespace().nth(i).unwrap().parse().unwrap()
 }
+
+/// The share of the machine's CPU time the hypervisor took over a result's window (steal, as
+/// `summary.cpu` reports it at either end), as a fraction: a shaper's timers (htb, tbf) do not
+/// run while the virtual CPU is taken away, and their bucket (1 ms at the rate) holds no more
+/// than that, so a shaped link carries up to that much less than its rate on such a host. A
+/// throughput judged against a shaped rate allows it beside its own margin; on a quiet host it
+/// is 0 and the margin is the test's alone.
+pub(crate) fn steal(result: &serde_json::Value) -> f64 {
+    ["local", "remote"]
+        .iter()
+        .filter_map(|end| result["summary"]["cpu"][end]["steal_pct"].as_f64())
+        .fold(0.0, f64::max)
+        / 100.0
+}
