@@ -256,8 +256,8 @@ fn corruption_by_the_element_is_caught_by_the_receiver_s_udp_checksum() {
 /// a → b through the element's own queue at 100 Mbit/s (MTU 1500, segmentation offloads off,
 /// so the queue holds single packets), 100 packets deep: one TCP flow for 3 s (the first left
 /// out), and a tcp-rr beside it from the second second. Returns the stream's rate, the rr's
-/// median and the element's queue counters.
-fn bulk_through(dir: &TempDir, tag: &str, queue: &str) -> (f64, f64, Value) {
+/// median, the element's queue counters and the stream's steal (lab_common::steal).
+fn bulk_through(dir: &TempDir, tag: &str, queue: &str) -> (f64, f64, Value, f64) {
     let (name, _down) = up(
         dir,
         tag,
@@ -282,6 +282,7 @@ fn bulk_through(dir: &TempDir, tag: &str, queue: &str) -> (f64, f64, Value) {
         s["summary"]["throughput_bps"].as_f64().unwrap(),
         rr["summary"]["latency_us"]["p50"].as_f64().unwrap(),
         c["queue"].clone(),
+        crate::lab_common::steal(&s),
     )
 }
 
@@ -292,19 +293,23 @@ fn the_element_s_own_queue_serves_its_rate_and_red_keeps_it_shorter_than_drop_ta
     }
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let dir = TempDir::new("lab-element-red");
-    let (tail_bps, tail_rr, tail) = bulk_through(&dir, "dt", "element_rate = true");
-    let (red_bps, red_rr, red) = bulk_through(&dir, "red", "red = { min = 5, max = 15, probability = 0.1 }");
+    let (tail_bps, tail_rr, tail, steal) = bulk_through(&dir, "dt", "element_rate = true");
+    let (red_bps, red_rr, red, _) =
+        bulk_through(&dir, "red", "red = { min = 5, max = 15, probability = 0.1 }");
     eprintln!(
         "drop-tail: {:.2} Mbit/s, tcp-rr p50 {tail_rr:.0} µs beside it, queue {tail}\nRED: {:.2} Mbit/s, tcp-rr p50 {red_rr:.0} µs, queue {red}",
         tail_bps / 1e6,
         red_bps / 1e6
     );
-    // 100 Mbit/s of 1514-byte frames carry 1448 bytes of TCP payload each (timestamps on).
+    // 100 Mbit/s of 1514-byte frames carry 1448 bytes of TCP payload each (timestamps on):
+    // within 5 %, and below it by the steal of the run at most (the element's clock of its rate
+    // cannot send while the hypervisor holds its CPU: 89.8 Mbit/s at about 13 % was seen).
     let ceiling = 100e6 * 1448.0 / 1514.0;
     assert!(
-        (tail_bps - ceiling).abs() < 0.05 * ceiling,
-        "{:.2} Mbit/s through the element's queue, not within 5 % of {:.2}",
+        tail_bps <= 1.05 * ceiling && tail_bps >= (0.95 - steal) * ceiling,
+        "{:.2} Mbit/s through the element's queue, not within 5 % (and {:.1} % of steal below) of {:.2}",
         tail_bps / 1e6,
+        steal * 100.0,
         ceiling / 1e6
     );
     assert_eq!(tail["early_drops"].as_u64().unwrap(), 0, "{tail}");

@@ -136,10 +136,11 @@ fn a_paced_sender_batches_only_when_behind_and_says_it_fell_behind() {
     let (v, batches) = traced("2M");
     let s = udp(&v);
     // A stall of 16 ms (a busy machine, strace) leaves it 64 behind and
-    // sends one batch: a few, under a quarter of the 3,900 datagrams even on
-    // a loaded machine (a sender that always batched would send them all so).
+    // sends one batch: a few, under half of the 3,900 datagrams even on a
+    // loaded machine (18 batches were seen at 13 % steal; a sender that
+    // always batched would send them all so).
     assert!(
-        batches * 64 * 4 < u(s, "/sent_datagrams"),
+        batches * 64 * 2 < u(s, "/sent_datagrams"),
         "{batches} sendmmsg while keeping to -b 2M: {s}"
     );
     assert!(u(s, "/jitter_pairs") * 4 > u(s, "/received_datagrams") * 3, "{s}");
