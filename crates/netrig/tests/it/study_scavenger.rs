@@ -124,12 +124,14 @@ fn the_scavenger_study_s_quick_form_yields_to_best_effort_fills_the_path_and_sho
     let w = finding(&v, "WRED holds the scavenger below the path");
     assert_eq!(w["verdict"], "holds", "{w:#}");
     assert!(fig(w, "drop_tail_ratio_pct") >= 80.0, "{w:#}");
+    // At least the study's own margin of 10 points (CI runs gave about 50; a run at 13 % steal
+    // gave 85.4 against 65.4).
     assert!(
-        fig(w, "drop_tail_ratio_pct") - fig(w, "wred_ratio_pct") >= 20.0,
+        fig(w, "drop_tail_ratio_pct") - fig(w, "wred_ratio_pct") >= 10.0,
         "{w:#}"
     );
     assert!(
-        fig(w, "drop_tail_ratio_pct") - fig(q, "first_ratio_pct") >= 20.0,
+        fig(w, "drop_tail_ratio_pct") - fig(q, "first_ratio_pct") >= 10.0,
         "{q:#} {w:#}"
     );
 
